@@ -1,0 +1,101 @@
+import { promisify } from 'node:util';
+import { gunzip, gzip } from 'node:zlib';
+import { z } from 'zod';
+import { DEVICES, LOCATIONS, type Location } from './ids.ts';
+import { lighthouseResultSchema } from './lighthouse-result.ts';
+
+/**
+ * The NATS contract between gateway and agents, version 1. Changes within v1 are additive
+ * only; golden fixtures under test/fixtures/contract/v1 are only ever added to.
+ */
+export const AUDIT_SUBJECT_PREFIX = 'perfwatch.audit.v1';
+
+export function auditSubject(location: Location): string {
+  return `${AUDIT_SUBJECT_PREFIX}.${location}`;
+}
+
+/** Agents of one location share its jobs through this queue group. */
+export function auditQueueGroup(location: Location): string {
+  return `perfwatch-agents.${location}`;
+}
+
+/** Header names carried on audit messages. */
+export const HEADERS = {
+  requestId: 'Perfwatch-Request-Id',
+  contentEncoding: 'Content-Encoding',
+} as const;
+
+export const auditJobSchema = z.object({
+  jobId: z.string().min(1).max(200),
+  updateId: z.string().min(1).max(200),
+  url: z.url({ protocol: /^https?$/ }),
+  device: z.enum(DEVICES),
+  location: z.enum(LOCATIONS),
+  runIndex: z.number().int().min(0).max(99),
+  /** How long the agent may spend on this run before giving up on it. */
+  timeoutMs: z.number().int().positive(),
+});
+export type AuditJob = z.infer<typeof auditJobSchema>;
+
+export const AUDIT_ERROR_CODES = [
+  'BAD_JOB',
+  'PAGE_LOAD_FAILED',
+  'LIGHTHOUSE_FAILED',
+  'BROWSER_FAILED',
+  'RUN_TIMEOUT',
+  'RESULT_TOO_LARGE',
+  'AGENT_SHUTTING_DOWN',
+  'INTERNAL',
+] as const;
+export type AuditErrorCode = (typeof AUDIT_ERROR_CODES)[number];
+
+export const auditFailureSchema = z.object({
+  code: z.enum(AUDIT_ERROR_CODES),
+  message: z.string(),
+  /** Whether another attempt, perhaps on another agent, may succeed. */
+  retryable: z.boolean(),
+});
+export type AuditFailure = z.infer<typeof auditFailureSchema>;
+
+export const auditRunResultSchema = z.object({
+  jobId: z.string(),
+  agentId: z.string(),
+  location: z.enum(LOCATIONS),
+  device: z.enum(DEVICES),
+  runIndex: z.number().int(),
+  startedAt: z.string(),
+  /** Wall time of the Lighthouse run itself, inside the agent. */
+  lighthouseMs: z.number().nonnegative(),
+  lhr: lighthouseResultSchema,
+});
+export type AuditRunResult = z.infer<typeof auditRunResultSchema>;
+
+export const auditReplySchema = z.discriminatedUnion('ok', [
+  z.object({ ok: z.literal(true), result: auditRunResultSchema }),
+  z.object({ ok: z.literal(false), jobId: z.string().optional(), error: auditFailureSchema }),
+]);
+export type AuditReply = z.infer<typeof auditReplySchema>;
+
+const gzipAsync = promisify(gzip);
+const gunzipAsync = promisify(gunzip);
+
+/**
+ * Replies are gzip-compressed JSON: a Lighthouse result is 0.2–0.7 MB of JSON, close to or
+ * past NATS's 1 MB default max_payload, and compresses about 6:1.
+ */
+export async function encodeReply(reply: AuditReply): Promise<Uint8Array> {
+  return gzipAsync(Buffer.from(JSON.stringify(reply)));
+}
+
+export async function decodeReply(data: Uint8Array, contentEncoding: string | undefined): Promise<AuditReply> {
+  const raw = contentEncoding === 'gzip' ? await gunzipAsync(data) : Buffer.from(data);
+  return auditReplySchema.parse(JSON.parse(raw.toString('utf8')));
+}
+
+export function encodeJob(job: AuditJob): Uint8Array {
+  return Buffer.from(JSON.stringify(auditJobSchema.parse(job)));
+}
+
+export function decodeJob(data: Uint8Array): AuditJob {
+  return auditJobSchema.parse(JSON.parse(Buffer.from(data).toString('utf8')));
+}

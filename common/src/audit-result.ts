@@ -1,0 +1,38 @@
+import { z } from 'zod';
+import { DEVICES, LOCATIONS } from './ids.ts';
+import { runMetricsSchema } from './run-metrics.ts';
+
+export const API_DATE_TIME_PATTERN = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/;
+
+/** CrUX field data as the CrUX API returns a record; null when CrUX has no data. */
+export const cruxRecordSchema = z.record(z.string(), z.unknown());
+
+export const cruxPairSchema = z.object({
+  url: cruxRecordSchema.nullable(),
+  /** Present only when CrUX has data for the origin. */
+  origin: cruxRecordSchema.optional(),
+});
+
+/** `<device>.<location>` of the spec's audit result. */
+export const locationResultSchema = z.object({
+  lighthouse: z.looseObject({
+    crux: cruxPairSchema,
+    date: z.string().regex(API_DATE_TIME_PATTERN),
+    elementCount: z.number().int().nonnegative().nullable(),
+  }),
+  /** 1-based index of the representative run among the successful runs (DESIGN.md). */
+  median: z.number().int().positive(),
+  locations: z.array(z.enum(LOCATIONS)),
+  defaultLocation: z.enum(LOCATIONS),
+  /** perfwatch's addition: key metrics of every successful run, in run order. */
+  runs: z.array(runMetricsSchema),
+});
+export type LocationResult = z.infer<typeof locationResultSchema>;
+
+export const deviceResultSchema = z.partialRecord(z.enum(LOCATIONS), locationResultSchema);
+
+/** The audit result of `/v1/update` (sync) and `/v1/audit`: keyed by device, then location. */
+export const auditResultSchema = z.strictObject(
+  Object.fromEntries(DEVICES.map((device) => [device, deviceResultSchema.optional()])) as Record<(typeof DEVICES)[number], z.ZodOptional<typeof deviceResultSchema>>,
+);
+export type AuditResult = z.infer<typeof auditResultSchema>;

@@ -1,0 +1,17 @@
+import type { z } from 'zod';
+import { ConfigError } from './errors.ts';
+
+/**
+ * Parses environment variables with a zod object schema and reports every bad variable
+ * at once, so an operator fixes a deployment in one round instead of one per restart.
+ */
+export function parseEnv<S extends z.ZodType>(schema: S, env: Readonly<Record<string, string | undefined>>): z.infer<S> {
+  const parsed = schema.safeParse(env);
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((issue) => {
+    const name = issue.path.join('.') || '(environment)';
+    const value = issue.path.length === 1 ? env[String(issue.path[0])] : undefined;
+    return value === undefined ? `${name}: ${issue.message}` : `${name}=${JSON.stringify(value)}: ${issue.message}`;
+  });
+  throw new ConfigError(problems);
+}

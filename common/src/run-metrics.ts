@@ -1,0 +1,35 @@
+import { z } from 'zod';
+import { auditNumber, categoryScore, type LighthouseResult } from './lighthouse-result.ts';
+
+/** The key metrics of one Lighthouse run, kept for every run of a snapshot. */
+export const runMetricsSchema = z.object({
+  fcp: z.number().nullable(),
+  lcp: z.number().nullable(),
+  si: z.number().nullable(),
+  tti: z.number().nullable(),
+  tbt: z.number().nullable(),
+  cls: z.number().nullable(),
+  performance: z.number().nullable(),
+});
+export type RunMetrics = z.infer<typeof runMetricsSchema>;
+
+export function extractRunMetrics(lhr: LighthouseResult): RunMetrics {
+  return {
+    fcp: auditNumber(lhr, 'first-contentful-paint'),
+    lcp: auditNumber(lhr, 'largest-contentful-paint'),
+    si: auditNumber(lhr, 'speed-index'),
+    tti: auditNumber(lhr, 'interactive'),
+    tbt: auditNumber(lhr, 'total-blocking-time'),
+    cls: auditNumber(lhr, 'cumulative-layout-shift'),
+    performance: categoryScore(lhr, 'performance'),
+  };
+}
+
+/**
+ * Total number of HTML elements. Lighthouse 13 dropped the `dom-size` audit; its
+ * `dom-size-insight` carries the count as numericValue. Older results still have `dom-size`.
+ */
+export function extractElementCount(lhr: LighthouseResult): number | null {
+  const count = auditNumber(lhr, 'dom-size-insight') ?? auditNumber(lhr, 'dom-size');
+  return count === null ? null : Math.round(count);
+}

@@ -1,0 +1,38 @@
+/**
+ * Captures real Lighthouse results of the fixture site for the unit tests of KPI extraction
+ * and median-run selection: three mobile runs and three desktop runs of `index.html`, trimmed
+ * as the agent trims them. Run it again after a Lighthouse upgrade: `npm run capture-fixtures`.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createLogger, trimLighthouseResult } from '@perfwatch/common';
+import { chromeFlags } from '../agent/src/chrome-flags.ts';
+import { createLighthouseRunner } from '../agent/src/lighthouse-runner.ts';
+import { startDemoSite } from '../gateway/src/local/demo-site-server.ts';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const out = join(root, 'test/fixtures/lhr');
+const logger = createLogger({ name: 'capture' });
+const site = await startDemoSite({ root: join(root, 'test/fixtures/site') });
+const runner = createLighthouseRunner({
+  chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium',
+  chromeFlags: chromeFlags({ noSandbox: process.getuid?.() === 0 }),
+  logger,
+});
+await mkdir(out, { recursive: true });
+try {
+  for (const device of ['mobile', 'desktop'] as const) {
+    for (let run = 1; run <= 3; run++) {
+      const { lhr, lighthouseMs } = await runner.run({ url: `${site.url}index.html`, device, timeoutMs: 120_000 });
+      // The port changes between captures; a stable URL keeps fixture diffs readable.
+      const stable = JSON.parse(JSON.stringify(trimLighthouseResult(lhr)).replaceAll(site.url, 'http://fixture.test/'));
+      const file = join(out, `${device}-${run}.json`);
+      await writeFile(file, JSON.stringify(stable, null, 1) + '\n');
+      logger.info({ file, lighthouseMs: Math.round(lighthouseMs), performance: lhr.categories['performance']?.score }, 'captured');
+    }
+  }
+} finally {
+  await runner.close();
+  await site.close();
+}
