@@ -7,9 +7,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createLogger, trimLighthouseResult } from '@perfwatch/common';
-import { chromeFlags } from '../agent/src/chrome-flags.ts';
-import { createLighthouseRunner } from '../agent/src/lighthouse-runner.ts';
-import { startDemoSite } from '../gateway/src/local/demo-site-server.ts';
+import { chromeFlags, createLighthouseRunner } from '@perfwatch/agent';
+import { startDemoSite } from '@perfwatch/gateway';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const out = join(root, 'test/fixtures/lhr');

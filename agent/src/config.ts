@@ -1,0 +1,28 @@
+import { hostname } from 'node:os';
+import { z } from 'zod';
+import { LOCATIONS, parseEnv } from '@perfwatch/common';
+
+const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+
+export const agentEnvSchema = z.object({
+  NATS_URL: z.string().min(1).default('nats://127.0.0.1:4222'),
+  PERFWATCH_LOCATION: z.enum(LOCATIONS, { error: `must be one of ${LOCATIONS.join(', ')}` }),
+  PERFWATCH_AGENT_ID: z.string().min(1).max(100).optional(),
+  CHROME_PATH: z.string().min(1).default('/usr/bin/chromium'),
+  /** Chrome's sandbox cannot start as root; defaults to on only when not root. */
+  CHROME_NO_SANDBOX: booleanFlag.optional(),
+  PERFWATCH_KEEP_SCREENSHOTS: booleanFlag.default(false),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(150_000),
+});
+
+export type AgentConfig = z.infer<typeof agentEnvSchema> & { agentId: string; noSandbox: boolean };
+
+export function loadAgentConfig(env: Readonly<Record<string, string | undefined>>, isRoot: boolean): AgentConfig {
+  const parsed = parseEnv(agentEnvSchema, env);
+  return {
+    ...parsed,
+    agentId: parsed.PERFWATCH_AGENT_ID ?? `${hostname()}-${process.pid}`,
+    noSandbox: parsed.CHROME_NO_SANDBOX ?? isRoot,
+  };
+}

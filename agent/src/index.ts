@@ -1,0 +1,4 @@
+export { startAgent, type Agent, type AgentDeps } from './agent.ts';
+export { createLighthouseRunner, type AuditRunner, type RunRequest, type RunOutput } from './lighthouse-runner.ts';
+export { chromeFlags } from './chrome-flags.ts';
+export { RunFailure } from './run-failure.ts';

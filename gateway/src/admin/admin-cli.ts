@@ -1,0 +1,114 @@
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { LOCATIONS, parseEnv, type Location } from '@perfwatch/common';
+import { MongoStore } from '../store/mongo-store.ts';
+import { AdminError, createAdmin } from './admin.ts';
+
+const USAGE = `usage: perfwatch admin <command>
+  create-user NAME                 create a user and print its first API token (shown once)
+  create-token NAME                print a new API token for NAME (shown once)
+  revoke-token PREFIX              revoke the token whose prefix (first 8 characters after pw_) is PREFIX
+  add-project NAME URL [--locations a,b] [--default-location a] [--runs N]
+  list [--json]                    users and their projects
+environment: MONGODB_URI, MONGODB_DB`;
+
+const adminEnvSchema = z.object({
+  MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URI').default('mongodb://127.0.0.1:27017/'),
+  MONGODB_DB: z.string().min(1).default('perfwatch'),
+});
+
+function parseLocations(text: string): Location[] {
+  const names = text.split(',').map((s) => s.trim()).filter(Boolean);
+  const bad = names.filter((n) => !(LOCATIONS as readonly string[]).includes(n));
+  if (bad.length > 0) throw new AdminError(`unknown location(s) ${bad.join(', ')}; known: ${LOCATIONS.join(', ')}`);
+  return names as Location[];
+}
+
+/** `perfwatch admin …`. Returns the exit code; writes results to `out`, problems to `err`. */
+export async function main(argv: string[], env: Readonly<Record<string, string | undefined>>, out = process.stdout, err = process.stderr): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        locations: { type: 'string' },
+        'default-location': { type: 'string' },
+        runs: { type: 'string' },
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (error) {
+    err.write(`${(error as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  const [command, ...args] = parsed.positionals;
+  if (parsed.values.help || !command) {
+    (parsed.values.help ? out : err).write(`${USAGE}\n`);
+    return parsed.values.help ? 0 : 2;
+  }
+  const config = parseEnv(adminEnvSchema, env);
+  const store = new MongoStore({ uri: config.MONGODB_URI, dbName: config.MONGODB_DB });
+  try {
+    await store.init();
+    const admin = createAdmin(store);
+    const need = (n: number) => {
+      if (args.length !== n) throw new AdminError(`${command} takes ${n} argument(s)\n${USAGE}`);
+    };
+    switch (command) {
+      case 'create-user': {
+        need(1);
+        const { user, token, prefix } = await admin.createUser(args[0]!);
+        out.write(parsed.values.json ? `${JSON.stringify({ user: user.name, token, prefix })}\n` : `user ${user.name} created\ntoken (shown once, keep it secret): ${token}\n`);
+        return 0;
+      }
+      case 'create-token': {
+        need(1);
+        const { user, token, prefix } = await admin.createToken(args[0]!);
+        out.write(parsed.values.json ? `${JSON.stringify({ user: user.name, token, prefix })}\n` : `token for ${user.name} (shown once, keep it secret): ${token}\n`);
+        return 0;
+      }
+      case 'revoke-token':
+        need(1);
+        await admin.revokeToken(args[0]!);
+        out.write(`token ${args[0]} revoked\n`);
+        return 0;
+      case 'add-project': {
+        need(2);
+        const runs = parsed.values.runs === undefined ? undefined : Number(parsed.values.runs);
+        const project = await admin.addProject(args[0]!, args[1]!, {
+          locations: parsed.values.locations ? parseLocations(parsed.values.locations) : undefined,
+          defaultLocation: parsed.values['default-location'] ? parseLocations(parsed.values['default-location'])[0] : undefined,
+          runs,
+        });
+        out.write(parsed.values.json ? `${JSON.stringify(project)}\n` : `project ${project.url} added for ${args[0]}: locations ${project.locations.join(', ')}, ${project.runs} run(s)\n`);
+        return 0;
+      }
+      case 'list': {
+        need(0);
+        const listing = await admin.list();
+        if (parsed.values.json) {
+          out.write(`${JSON.stringify(listing.map(({ user, projects }) => ({ user: user.name, projects: projects.map(({ url, locations, defaultLocation, runs, schedule }) => ({ url, locations, defaultLocation, runs, schedule })) })))}\n`);
+        } else {
+          for (const { user, projects } of listing) {
+            out.write(`${user.name}\n`);
+            for (const p of projects) out.write(`  ${p.url}  [${p.locations.join(', ')}] runs=${p.runs}\n`);
+          }
+        }
+        return 0;
+      }
+      default:
+        err.write(`unknown command ${command}\n${USAGE}\n`);
+        return 2;
+    }
+  } catch (error) {
+    if (error instanceof AdminError) {
+      err.write(`perfwatch admin: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,85 @@
+import { LOCATIONS, type Location } from '@perfwatch/common';
+import { normalizeProjectUrl } from '../request-params.ts';
+import { DuplicateError, type ProjectRecord, type Store, type UserRecord } from '../store/store.ts';
+import { issueToken } from '../tokens.ts';
+
+export class AdminError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'AdminError';
+  }
+}
+
+export interface ProjectOptions {
+  locations?: Location[];
+  defaultLocation?: Location;
+  runs?: number;
+  schedule?: string | null;
+}
+
+/** The admin operations behind `perfwatch admin …`; also used by `perfwatch start` and tests. */
+export function createAdmin(store: Store) {
+  async function userNamed(name: string): Promise<UserRecord> {
+    const user = await store.findUserByName(name);
+    if (!user) throw new AdminError(`no user named ${JSON.stringify(name)}`);
+    return user;
+  }
+
+  /** Issues a token for a user. The token itself is returned once and never stored. */
+  async function createToken(name: string): Promise<{ user: UserRecord; token: string; prefix: string }> {
+    const user = await userNamed(name);
+    for (;;) {
+      const issued = issueToken();
+      try {
+        await store.addToken({ prefix: issued.prefix, userId: user.id, digest: issued.digest });
+        return { user, token: issued.token, prefix: issued.prefix };
+      } catch (error) {
+        // Two tokens sharing a 48-bit prefix: vanishingly rare, and simply drawn again.
+        if (!(error instanceof DuplicateError)) throw error;
+      }
+    }
+  }
+
+  return {
+    async createUser(name: string): Promise<{ user: UserRecord; token: string; prefix: string }> {
+      if (!/^[A-Za-z0-9._@-]{1,100}$/.test(name)) throw new AdminError('a user name has 1–100 letters, digits or . _ @ -');
+      try {
+        await store.createUser(name);
+      } catch (error) {
+        if (error instanceof DuplicateError) throw new AdminError(`user ${JSON.stringify(name)} exists; use create-token for another token`);
+        throw error;
+      }
+      return createToken(name);
+    },
+
+    createToken,
+
+    async revokeToken(prefix: string): Promise<void> {
+      if (!(await store.revokeToken(prefix))) throw new AdminError(`no live token with prefix ${JSON.stringify(prefix)}`);
+    },
+
+    async addProject(name: string, url: string, options: ProjectOptions = {}): Promise<ProjectRecord> {
+      const user = await userNamed(name);
+      const normalized = normalizeProjectUrl(url);
+      if (!normalized) throw new AdminError(`not an absolute http(s) URL: ${url}`);
+      const locations = options.locations && options.locations.length > 0 ? [...new Set(options.locations)] : [options.defaultLocation ?? LOCATIONS[0]];
+      const defaultLocation = options.defaultLocation ?? locations[0]!;
+      if (!locations.includes(defaultLocation)) throw new AdminError(`the default location ${defaultLocation} is not among the project's locations`);
+      const runs = options.runs ?? 3;
+      if (!Number.isInteger(runs) || runs < 1 || runs > 9) throw new AdminError('runs is a whole number from 1 to 9');
+      try {
+        return await store.addProject({ userId: user.id, url: normalized, domain: new URL(normalized).hostname, locations, defaultLocation, runs, schedule: options.schedule ?? null });
+      } catch (error) {
+        if (error instanceof DuplicateError) throw new AdminError(`${name} already has a project at ${normalized}`);
+        throw error;
+      }
+    },
+
+    async list(): Promise<Array<{ user: UserRecord; projects: ProjectRecord[] }>> {
+      const users = await store.listUsers();
+      return Promise.all(users.map(async (user) => ({ user, projects: await store.listProjects(user.id) })));
+    },
+  };
+}
+
+export type Admin = ReturnType<typeof createAdmin>;

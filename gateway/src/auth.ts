@@ -1,0 +1,37 @@
+import type { NextFunction, Request, Response } from 'express';
+import { ApiError } from '@perfwatch/common';
+import type { Store } from './store/store.ts';
+import { digestsEqual, tokenDigest, tokenFromHeader, tokenPrefix } from './tokens.ts';
+
+export interface Caller {
+  userId: string;
+}
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    caller?: Caller;
+    requestId: string;
+  }
+}
+
+/**
+ * Checks the `Authorization` header: absent → 400 naming the header; anything that is not
+ * a live token → 401. The token is looked up by its public prefix and its SHA-256 digest
+ * compared in constant time; neither the token nor its digest is ever logged.
+ */
+export function authenticate(store: Store) {
+  return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
+    const header = req.get('authorization');
+    if (header === undefined) {
+      throw new ApiError('BAD_REQUEST', 'The Authorization header is missing.', ['header Authorization: required, holding the API token']);
+    }
+    const token = tokenFromHeader(header);
+    const prefix = tokenPrefix(token);
+    const record = prefix === null ? null : await store.findToken(prefix);
+    if (!record || record.revokedAt !== null || !digestsEqual(tokenDigest(token), record.digest)) {
+      throw new ApiError('UNAUTHORIZED', 'The API token is not valid.', ['header Authorization: unknown or revoked token']);
+    }
+    req.caller = { userId: record.userId };
+    next();
+  };
+}

@@ -1,0 +1,23 @@
+import { z } from 'zod';
+import { parseEnv } from '@perfwatch/common';
+
+export const gatewayEnvSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  NATS_URL: z.string().min(1).default('nats://127.0.0.1:4222'),
+  MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// or mongodb+srv:// URI').default('mongodb://127.0.0.1:27017/'),
+  MONGODB_DB: z.string().regex(/^[A-Za-z0-9_-]{1,63}$/, 'must be a database name').default('perfwatch'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Time an agent may spend on one Lighthouse run (DESIGN.md: 120 s). */
+  RUN_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
+  /** Time a sync update may wait for its runs, queueing included (DESIGN.md: 10 min). */
+  SYNC_UPDATE_TIMEOUT_MS: z.coerce.number().int().positive().default(600_000),
+  BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/, 'must look like 100kb').default('100kb'),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+});
+
+export type GatewayConfig = z.infer<typeof gatewayEnvSchema>;
+
+export function loadGatewayConfig(env: Readonly<Record<string, string | undefined>>): GatewayConfig {
+  return parseEnv(gatewayEnvSchema, env);
+}

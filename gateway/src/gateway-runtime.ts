@@ -1,0 +1,27 @@
+import type { NatsConnection } from '@nats-io/nats-core';
+import type { Logger } from 'pino';
+import { createNatsDispatcher } from './nats-dispatcher.ts';
+import { createServer, type GatewayServer } from './server.ts';
+import type { Store } from './store/store.ts';
+import { createUpdateService } from './update-service.ts';
+import type { GatewayConfig } from './config.ts';
+
+export interface GatewayRuntime {
+  http: GatewayServer;
+  /** Ordered: stop accepting HTTP and finish open requests, then release NATS and the store. */
+  stop(): Promise<void>;
+}
+
+/** Wires a gateway from connected parts; shared by `perfwatch gateway`, `perfwatch start` and the tests. */
+export async function startGateway({ nc, store, logger, config }: { nc: NatsConnection; store: Store; logger: Logger; config: Pick<GatewayConfig, 'PORT' | 'HOST' | 'RUN_TIMEOUT_MS' | 'SYNC_UPDATE_TIMEOUT_MS' | 'BODY_LIMIT'> }): Promise<GatewayRuntime> {
+  const dispatcher = createNatsDispatcher({ nc, logger });
+  const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS });
+  const http = await createServer({ store, updates, logger, bodyLimit: config.BODY_LIMIT, port: config.PORT, host: config.HOST });
+  logger.info({ url: http.url }, 'gateway listening');
+  return {
+    http,
+    async stop() {
+      await http.close();
+    },
+  };
+}

@@ -1,0 +1,41 @@
+import type { ErrorRequestHandler, NextFunction, Request, Response } from 'express';
+import type { Logger } from 'pino';
+import { ApiError } from '@perfwatch/common';
+
+const SUPPORTED_METHODS = ['GET', 'POST'] as const;
+
+/** 405 for anything but GET and POST, HEAD and OPTIONS included: an update must never run on a HEAD. */
+export function onlyGetAndPost(req: Request, res: Response, next: NextFunction): void {
+  if ((SUPPORTED_METHODS as readonly string[]).includes(req.method)) return next();
+  res.set('Allow', SUPPORTED_METHODS.join(', '));
+  throw new ApiError('METHOD_NOT_ALLOWED', `Method ${req.method} is not allowed.`, [`supported methods: ${SUPPORTED_METHODS.join(', ')}`]);
+}
+
+export function notFoundRoute(req: Request): never {
+  throw new ApiError('NOT_FOUND', 'No such endpoint.', [`${req.method} ${req.path} is not part of the API`]);
+}
+
+/**
+ * The one place where errors become HTTP responses. An ApiError is reported as it says;
+ * body-parser's errors keep their status; anything else is a 500 whose cause stays in the log.
+ */
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (error: unknown, req, res, _next) => {
+    const apiError = toApiError(error);
+    if (apiError.status === 'INTERNAL_SERVER_ERROR') {
+      logger.error({ err: error, requestId: req.requestId, route: req.path }, 'request failed');
+    }
+    res.status(apiError.httpStatus).set(apiError.headers).json(apiError.toEnvelope());
+  };
+}
+
+function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  const status = (error as { status?: unknown; type?: unknown } | null)?.status;
+  const type = (error as { type?: unknown } | null)?.type;
+  if (status === 400 && type === 'entity.parse.failed') return new ApiError('BAD_REQUEST', 'The body is not valid JSON.', ['body: malformed JSON']);
+  if (status === 413) return new ApiError('PAYLOAD_TOO_LARGE', 'The request body is too large.', ['body: larger than the limit']);
+  if (status === 415) return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The body encoding is not supported.', ['body: unsupported encoding']);
+  if (typeof status === 'number' && status >= 400 && status < 500) return new ApiError('BAD_REQUEST', 'The request could not be read.', [String((error as Error).message)]);
+  return new ApiError('INTERNAL_SERVER_ERROR', 'Something went wrong on our side. Please try again.', [], { cause: error });
+}

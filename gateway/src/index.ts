@@ -1,0 +1,11 @@
+export { createApp, type AppDeps } from './app.ts';
+export { createServer, type GatewayServer } from './server.ts';
+export { startGateway, type GatewayRuntime } from './gateway-runtime.ts';
+export { createNatsDispatcher, type Dispatcher, type RunOutcome } from './nats-dispatcher.ts';
+export { createUpdateService, type UpdateService } from './update-service.ts';
+export { MongoStore } from './store/mongo-store.ts';
+export type { Store, ProjectRecord, UserRecord, SnapshotRecord } from './store/store.ts';
+export { issueToken, tokenDigest } from './tokens.ts';
+export { createAdmin, type Admin } from './admin/admin.ts';
+export { startDemoSite, type DemoSite } from './local/demo-site-server.ts';
+export { startNatsServer, startFerretDb, freePort, type LocalServer } from './local/local-servers.ts';

@@ -1,0 +1,113 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { createServer, connect } from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/**
+ * Starts the real servers perfwatch needs on loopback, from the binaries that
+ * `scripts/setup.sh` builds: a JetStream-enabled nats-server and FerretDB (a
+ * MongoDB-wire server with an SQLite backend). Used by the test harness and `perfwatch start`.
+ * Each server is stopped by its own pid, never by name.
+ */
+
+export interface LocalServer {
+  /** Connection URL: nats://… or mongodb://… */
+  url: string;
+  port: number;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, host, () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port: number, child: ChildProcess, name: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${name} exited with code ${child.exitCode} before it listened; see its log`);
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect({ port, host: '127.0.0.1' });
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return;
+    await sleep(50);
+  }
+  throw new Error(`${name} did not listen on port ${port} within ${timeoutMs} ms`);
+}
+
+async function startProcess(name: string, binary: string, args: string[], port: number, logFile: string, url: string): Promise<LocalServer> {
+  const log = createWriteStream(logFile, { flags: 'a' });
+  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout!.pipe(log);
+  child.stderr!.pipe(log);
+  const spawned = new Promise<void>((resolve, reject) => {
+    child.once('spawn', resolve);
+    child.once('error', (error) => reject(new Error(`${name} could not start (${binary}): ${error.message}. Run scripts/setup.sh to build it.`)));
+  });
+  await spawned;
+  try {
+    await waitForPort(port, child, name, 30_000);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+  const exited = new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else child.once('exit', () => resolve());
+  });
+  return {
+    url,
+    port,
+    pid: child.pid!,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const killed = await Promise.race([exited.then(() => true), sleep(10_000).then(() => false)]);
+        if (!killed) child.kill('SIGKILL');
+      }
+      await exited;
+      log.end();
+    },
+  };
+}
+
+export async function startNatsServer({ binary, dir, port }: { binary: string; dir: string; port?: number }): Promise<LocalServer> {
+  const bound = port ?? (await freePort());
+  const storeDir = join(dir, 'jetstream');
+  await mkdir(storeDir, { recursive: true });
+  const args = ['-a', '127.0.0.1', '-p', String(bound), '-js', '-sd', storeDir, '-n', `perfwatch-local-${bound}`];
+  return startProcess('nats-server', binary, args, bound, join(dir, 'nats-server.log'), `nats://127.0.0.1:${bound}`);
+}
+
+export async function startFerretDb({ binary, dir, port }: { binary: string; dir: string; port?: number }): Promise<LocalServer> {
+  const bound = port ?? (await freePort());
+  const dataDir = join(dir, 'sqlite');
+  const stateDir = join(dir, 'state');
+  await mkdir(dataDir, { recursive: true });
+  await mkdir(stateDir, { recursive: true });
+  const args = [
+    '--handler=sqlite',
+    `--sqlite-url=file:${dataDir}/`,
+    `--listen-addr=127.0.0.1:${bound}`,
+    `--state-dir=${stateDir}`,
+    '--debug-addr=-',
+    '--telemetry=disable',
+    '--log-level=warn',
+  ];
+  return startProcess('ferretdb', binary, args, bound, join(dir, 'ferretdb.log'), `mongodb://127.0.0.1:${bound}/`);
+}

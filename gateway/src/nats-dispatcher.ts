@@ -1,0 +1,48 @@
+import type { NatsConnection } from '@nats-io/nats-core';
+import { errors as natsErrors, headers as natsHeaders } from '@nats-io/nats-core';
+import type { Logger } from 'pino';
+import { auditSubject, decodeReply, encodeJob, HEADERS, type AuditErrorCode, type AuditJob, type AuditRunResult } from '@perfwatch/common';
+
+/** Failures the gateway observes on the transport, beside the ones agents report. */
+export type DispatchErrorCode = AuditErrorCode | 'NO_RESPONDERS' | 'TIMEOUT' | 'BAD_REPLY';
+
+export type RunOutcome =
+  | { ok: true; result: AuditRunResult }
+  | { ok: false; error: { code: DispatchErrorCode; message: string; retryable: boolean } };
+
+export interface Dispatcher {
+  dispatch(job: AuditJob, options: { timeoutMs: number; requestId: string }): Promise<RunOutcome>;
+}
+
+/**
+ * Sends one audit job as a NATS request on its location's subject and turns whatever comes
+ * back, or does not, into a RunOutcome. Never throws: every way a run can fail is a value.
+ */
+export function createNatsDispatcher({ nc, logger }: { nc: NatsConnection; logger: Logger }): Dispatcher {
+  return {
+    async dispatch(job, { timeoutMs, requestId }) {
+      const h = natsHeaders();
+      h.set(HEADERS.requestId, requestId);
+      let reply;
+      try {
+        reply = await nc.request(auditSubject(job.location), encodeJob(job), { timeout: timeoutMs, headers: h });
+      } catch (error) {
+        if (error instanceof natsErrors.RequestError && error.isNoResponders()) {
+          return { ok: false, error: { code: 'NO_RESPONDERS', message: `no agent serves ${job.location}`, retryable: true } };
+        }
+        if (error instanceof natsErrors.TimeoutError || (error instanceof Error && error.cause instanceof natsErrors.TimeoutError)) {
+          return { ok: false, error: { code: 'TIMEOUT', message: `no reply from ${job.location} within ${timeoutMs} ms`, retryable: true } };
+        }
+        logger.error({ err: error, jobId: job.jobId, requestId }, 'dispatch failed');
+        return { ok: false, error: { code: 'INTERNAL', message: `dispatch failed: ${(error as Error).message}`, retryable: true } };
+      }
+      try {
+        const decoded = await decodeReply(reply.data, reply.headers?.get(HEADERS.contentEncoding) || undefined);
+        return decoded.ok ? { ok: true, result: decoded.result } : { ok: false, error: decoded.error };
+      } catch (error) {
+        logger.error({ err: error, jobId: job.jobId, requestId }, 'agent reply does not match the v1 contract');
+        return { ok: false, error: { code: 'BAD_REPLY', message: `unreadable reply from ${job.location}`, retryable: true } };
+      }
+    },
+  };
+}

@@ -1,0 +1,33 @@
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp, type AppDeps } from './app.ts';
+
+export interface GatewayServer {
+  port: number;
+  url: string;
+  server: Server;
+  close(): Promise<void>;
+}
+
+/** Builds the app and listens. `close` stops accepting, lets open requests finish, then closes idle sockets. */
+export async function createServer(deps: AppDeps & { port: number; host: string }): Promise<GatewayServer> {
+  const app = createApp(deps);
+  const server = app.listen(deps.port, deps.host);
+  await once(server, 'listening');
+  // A sync update can take minutes; Node's default 5 min request timeout would cut it.
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+  const { port } = server.address() as AddressInfo;
+  const host = deps.host === '0.0.0.0' || deps.host === '::' ? '127.0.0.1' : deps.host;
+  return {
+    port,
+    url: `http://${host}:${port}`,
+    server,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeIdleConnections();
+      }),
+  };
+}

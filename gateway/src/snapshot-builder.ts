@@ -1,0 +1,25 @@
+import { extractElementCount, extractRunMetrics, lighthouseKpis, medianRunIndex, type AuditRunResult, type Device, type Location } from '@perfwatch/common';
+import type { LocationSnapshot } from './store/store.ts';
+
+/**
+ * Turns the successful runs of one (device, location) into its snapshot entry: every run's
+ * key metrics, the representative run's full result, and the KPI records taken from it.
+ */
+export function buildLocationSnapshot(device: Device, location: Location, successes: readonly AuditRunResult[]): LocationSnapshot {
+  if (successes.length === 0) throw new Error(`no successful run for ${device}/${location}`);
+  const ordered = [...successes].sort((a, b) => a.runIndex - b.runIndex);
+  const runs = ordered.map((r) => extractRunMetrics(r.lhr));
+  const index = medianRunIndex(runs);
+  const lighthouse = ordered[index]!.lhr;
+  return {
+    device,
+    location,
+    median: index + 1,
+    runs,
+    lighthouse,
+    // Field data arrives with the agent's CrUX client; until then there is none to show.
+    crux: { url: null },
+    elementCount: extractElementCount(lighthouse),
+    kpis: lighthouseKpis(lighthouse),
+  };
+}

@@ -1,0 +1,237 @@
+import { promisify } from 'node:util';
+import { gunzip, gzip } from 'node:zlib';
+import { Binary, MongoClient, MongoServerError, ObjectId, type Collection, type Db } from 'mongodb';
+import { z } from 'zod';
+import { DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, runMetricsSchema } from '@perfwatch/common';
+import { DuplicateError, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
+
+const gzipAsync = promisify(gzip);
+const gunzipAsync = promisify(gunzip);
+
+const DUPLICATE_KEY = 11000;
+/** How many later seconds a snapshot may move to when its project already has one at that second. */
+const MAX_DATE_SHIFT_SECONDS = 60;
+
+const objectId = z.instanceof(ObjectId).transform((id) => id.toHexString());
+
+// Documents read back are parsed like any other input: a document written by an older or
+// newer version, or by hand, fails loudly here instead of deep inside a handler.
+const userDoc = z.object({ _id: objectId, name: z.string(), createdAt: z.date() });
+const tokenDoc = z.object({ prefix: z.string(), userId: objectId, digest: z.string(), createdAt: z.date(), revokedAt: z.date().nullable() });
+const projectDoc = z.object({
+  _id: objectId,
+  userId: objectId,
+  url: z.string(),
+  domain: z.string(),
+  locations: z.array(z.enum(LOCATIONS)).min(1),
+  defaultLocation: z.enum(LOCATIONS),
+  runs: z.number().int().positive(),
+  schedule: z.string().nullable(),
+  createdAt: z.date(),
+}).transform(({ _id, ...rest }): ProjectRecord => ({ id: _id, ...rest }));
+const availableEntry = z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS) });
+const snapshotDoc = z.object({
+  _id: objectId,
+  projectId: objectId,
+  updateId: z.string(),
+  url: z.string(),
+  date: z.date(),
+  updateType: z.enum(UPDATE_TYPES),
+  available: z.array(availableEntry),
+});
+const resultDoc = z.object({
+  device: z.enum(DEVICES),
+  location: z.enum(LOCATIONS),
+  median: z.number().int().positive(),
+  runs: z.array(runMetricsSchema),
+  elementCount: z.number().nullable(),
+  crux: z.object({ url: z.record(z.string(), z.unknown()).nullable(), origin: z.record(z.string(), z.unknown()).optional() }),
+  lighthouse: z.instanceof(Binary),
+});
+
+export interface MongoStoreOptions {
+  uri: string;
+  dbName: string;
+}
+
+/**
+ * The MongoDB store. Stays within what MongoDB-wire servers without transactions support
+ * (FerretDB in tests): a snapshot is written as `writing`, its results and KPI records next,
+ * and only then marked `complete`; reads see complete snapshots only.
+ */
+export class MongoStore implements Store {
+  readonly #client: MongoClient;
+  readonly #db: Db;
+
+  constructor({ uri, dbName }: MongoStoreOptions) {
+    this.#client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, appName: 'perfwatch' });
+    this.#db = this.#client.db(dbName);
+  }
+
+  get #users(): Collection {
+    return this.#db.collection('users');
+  }
+  get #tokens(): Collection {
+    return this.#db.collection('tokens');
+  }
+  get #projects(): Collection {
+    return this.#db.collection('projects');
+  }
+  get #snapshots(): Collection {
+    return this.#db.collection('snapshots');
+  }
+  get #results(): Collection {
+    return this.#db.collection('results');
+  }
+  get #kpis(): Collection {
+    return this.#db.collection('kpis');
+  }
+
+  async init(): Promise<void> {
+    await this.#client.connect();
+    await Promise.all([
+      this.#users.createIndex({ name: 1 }, { unique: true }),
+      this.#tokens.createIndex({ prefix: 1 }, { unique: true }),
+      this.#projects.createIndex({ userId: 1, url: 1 }, { unique: true }),
+      // /v1/audit reads a project's snapshot at one second.
+      this.#snapshots.createIndex({ projectId: 1, date: 1 }, { unique: true }),
+      this.#results.createIndex({ snapshotId: 1, device: 1, location: 1 }),
+      // /v1/overview reads KPI records by date range, for one user.
+      this.#kpis.createIndex({ userId: 1, date: 1 }),
+      this.#kpis.createIndex({ snapshotId: 1 }),
+    ]);
+  }
+
+  async close(): Promise<void> {
+    await this.#client.close();
+  }
+
+  async ping(): Promise<void> {
+    await this.#db.command({ ping: 1 });
+  }
+
+  async createUser(name: string): Promise<UserRecord> {
+    const doc = { _id: new ObjectId(), name, createdAt: new Date() };
+    try {
+      await this.#users.insertOne(doc);
+    } catch (error) {
+      throw duplicateOr(error, `user ${JSON.stringify(name)} exists`);
+    }
+    return toUser(userDoc.parse(doc));
+  }
+
+  async findUserByName(name: string): Promise<UserRecord | null> {
+    const doc = await this.#users.findOne({ name });
+    return doc ? toUser(userDoc.parse(doc)) : null;
+  }
+
+  async listUsers(): Promise<UserRecord[]> {
+    const docs = await this.#users.find({}).sort({ name: 1 }).toArray();
+    return docs.map((doc) => toUser(userDoc.parse(doc)));
+  }
+
+  async addToken({ prefix, userId, digest }: Omit<TokenRecord, 'createdAt' | 'revokedAt'>): Promise<void> {
+    try {
+      await this.#tokens.insertOne({ prefix, userId: new ObjectId(userId), digest, createdAt: new Date(), revokedAt: null });
+    } catch (error) {
+      throw duplicateOr(error, `token prefix ${prefix} exists`);
+    }
+  }
+
+  async findToken(prefix: string): Promise<TokenRecord | null> {
+    const doc = await this.#tokens.findOne({ prefix });
+    return doc ? tokenDoc.parse(doc) : null;
+  }
+
+  async revokeToken(prefix: string): Promise<boolean> {
+    const result = await this.#tokens.updateOne({ prefix, revokedAt: null }, { $set: { revokedAt: new Date() } });
+    return result.modifiedCount === 1;
+  }
+
+  async addProject(project: NewProject): Promise<ProjectRecord> {
+    const doc = { _id: new ObjectId(), ...project, userId: new ObjectId(project.userId), createdAt: new Date() };
+    try {
+      await this.#projects.insertOne(doc);
+    } catch (error) {
+      throw duplicateOr(error, `project ${project.url} exists for this user`);
+    }
+    return projectDoc.parse(doc);
+  }
+
+  async findProject(userId: string, url: string): Promise<ProjectRecord | null> {
+    const doc = await this.#projects.findOne({ userId: new ObjectId(userId), url });
+    return doc ? projectDoc.parse(doc) : null;
+  }
+
+  async listProjects(userId?: string): Promise<ProjectRecord[]> {
+    const docs = await this.#projects.find(userId ? { userId: new ObjectId(userId) } : {}).sort({ url: 1 }).toArray();
+    return docs.map((doc) => projectDoc.parse(doc));
+  }
+
+  async saveSnapshot({ project, updateId, date, updateType, results }: NewSnapshot): Promise<Date> {
+    const snapshotId = new ObjectId();
+    const projectId = new ObjectId(project.id);
+    const userId = new ObjectId(project.userId);
+    const available = results.map(({ device, location }) => ({ device, location }));
+    let stored = date;
+    for (let shift = 0; ; shift++) {
+      stored = new Date(date.getTime() + shift * 1000);
+      try {
+        await this.#snapshots.insertOne({ _id: snapshotId, projectId, userId, updateId, url: project.url, domain: project.domain, date: stored, updateType, available, status: 'writing', createdAt: new Date() });
+        break;
+      } catch (error) {
+        if (!(error instanceof MongoServerError && error.code === DUPLICATE_KEY) || shift >= MAX_DATE_SHIFT_SECONDS) throw error;
+      }
+    }
+    const resultDocs = await Promise.all(
+      results.map(async (r) => ({
+        snapshotId,
+        projectId,
+        date: stored,
+        device: r.device,
+        location: r.location,
+        median: r.median,
+        runs: r.runs,
+        elementCount: r.elementCount,
+        crux: r.crux,
+        lighthouseVersion: r.lighthouse.lighthouseVersion,
+        // Stored compressed and opaque: ~6× smaller, and Lighthouse's own keys (some contain
+        // dots) never meet a server's field-name rules.
+        lighthouse: new Binary(await gzipAsync(Buffer.from(JSON.stringify(r.lighthouse)))),
+      })),
+    );
+    if (resultDocs.length > 0) await this.#results.insertMany(resultDocs, { ordered: false });
+    const kpiDocs = results.flatMap((r) =>
+      r.kpis.map((k) => ({ snapshotId, projectId, userId, date: stored, domain: project.domain, url: project.url, device: r.device, location: r.location, updateType, section: k.section, kpi: k.kpi, data: k.data })),
+    );
+    if (kpiDocs.length > 0) await this.#kpis.insertMany(kpiDocs, { ordered: false });
+    await this.#snapshots.updateOne({ _id: snapshotId }, { $set: { status: 'complete' } });
+    return stored;
+  }
+
+  async findSnapshot(projectId: string, date: Date, filter: SnapshotFilter = {}): Promise<SnapshotRecord | null> {
+    const raw = await this.#snapshots.findOne({ projectId: new ObjectId(projectId), date, status: 'complete' });
+    if (!raw) return null;
+    const snapshot = snapshotDoc.parse(raw);
+    const query: Record<string, unknown> = { snapshotId: raw._id };
+    if (filter.device) query['device'] = filter.device;
+    if (filter.locations && filter.locations.length > 0) query['location'] = { $in: filter.locations };
+    const docs = await this.#results.find(query).toArray();
+    const results = await Promise.all(
+      docs.map(async (doc) => {
+        const r = resultDoc.parse(doc);
+        const lighthouse = lighthouseResultSchema.parse(JSON.parse((await gunzipAsync(r.lighthouse.buffer)).toString('utf8')));
+        return { ...r, lighthouse, kpis: [] };
+      }),
+    );
+    return { id: snapshot._id, projectId: snapshot.projectId, updateId: snapshot.updateId, url: snapshot.url, date: snapshot.date, updateType: snapshot.updateType, available: snapshot.available, results };
+  }
+}
+
+function toUser(doc: z.infer<typeof userDoc>): UserRecord {
+  return { id: doc._id, name: doc.name, createdAt: doc.createdAt };
+}
+
+function duplicateOr(error: unknown, message: string): unknown {
+  return error instanceof MongoServerError && error.code === DUPLICATE_KEY ? new DuplicateError(message) : error;
+}

@@ -1,0 +1,107 @@
+import type { Device, KpiRecord, LighthouseResult, Location, RunMetrics, UpdateType } from '@perfwatch/common';
+
+export interface UserRecord {
+  id: string;
+  name: string;
+  createdAt: Date;
+}
+
+export interface TokenRecord {
+  prefix: string;
+  userId: string;
+  digest: string;
+  createdAt: Date;
+  revokedAt: Date | null;
+}
+
+export interface ProjectRecord {
+  id: string;
+  userId: string;
+  url: string;
+  domain: string;
+  locations: Location[];
+  defaultLocation: Location;
+  runs: number;
+  schedule: string | null;
+  createdAt: Date;
+}
+
+export type NewProject = Omit<ProjectRecord, 'id' | 'createdAt'>;
+
+export interface CruxPair {
+  url: Record<string, unknown> | null;
+  origin?: Record<string, unknown>;
+}
+
+/** The result of one (device, location) in a snapshot. */
+export interface LocationSnapshot {
+  device: Device;
+  location: Location;
+  /** 1-based index of the representative run among `runs`. */
+  median: number;
+  runs: RunMetrics[];
+  lighthouse: LighthouseResult;
+  crux: CruxPair;
+  elementCount: number | null;
+  kpis: KpiRecord[];
+}
+
+export interface NewSnapshot {
+  project: ProjectRecord;
+  updateId: string;
+  /** Wanted date, whole second; the store moves it on by a second if the project already has one then. */
+  date: Date;
+  updateType: UpdateType;
+  results: LocationSnapshot[];
+}
+
+export interface SnapshotRecord {
+  id: string;
+  projectId: string;
+  updateId: string;
+  url: string;
+  date: Date;
+  updateType: UpdateType;
+  /** Every (device, location) that has a result, whatever a read filters. */
+  available: Array<{ device: Device; location: Location }>;
+  results: LocationSnapshot[];
+}
+
+export interface SnapshotFilter {
+  device?: Device;
+  locations?: Location[];
+}
+
+/** Raised when a unique name or URL is taken. */
+export class DuplicateError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DuplicateError';
+  }
+}
+
+/**
+ * Persistence of users, tokens, projects and snapshots. One contract so the MongoDB store and
+ * an embedded store pass the same suite.
+ */
+export interface Store {
+  init(): Promise<void>;
+  close(): Promise<void>;
+  ping(): Promise<void>;
+
+  createUser(name: string): Promise<UserRecord>;
+  findUserByName(name: string): Promise<UserRecord | null>;
+  listUsers(): Promise<UserRecord[]>;
+
+  addToken(token: Omit<TokenRecord, 'createdAt' | 'revokedAt'>): Promise<void>;
+  findToken(prefix: string): Promise<TokenRecord | null>;
+  revokeToken(prefix: string): Promise<boolean>;
+
+  addProject(project: NewProject): Promise<ProjectRecord>;
+  findProject(userId: string, url: string): Promise<ProjectRecord | null>;
+  listProjects(userId?: string): Promise<ProjectRecord[]>;
+
+  /** Persists a snapshot and returns the date it was stored under. */
+  saveSnapshot(snapshot: NewSnapshot): Promise<Date>;
+  findSnapshot(projectId: string, date: Date, filter?: SnapshotFilter): Promise<SnapshotRecord | null>;
+}

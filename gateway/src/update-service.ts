@@ -1,0 +1,94 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { ApiError, truncateToSecond, type AuditRunResult, type Device, type Location, type UpdateType } from '@perfwatch/common';
+import type { Dispatcher, RunOutcome } from './nats-dispatcher.ts';
+import { buildLocationSnapshot } from './snapshot-builder.ts';
+import type { LocationSnapshot, ProjectRecord, Store } from './store/store.ts';
+
+export interface UpdateRequest {
+  project: ProjectRecord;
+  devices: readonly Device[];
+  updateType: UpdateType;
+  requestId: string;
+}
+
+export interface UpdateOutcome {
+  updateId: string;
+  date: Date;
+  results: LocationSnapshot[];
+}
+
+export interface UpdateServiceDeps {
+  dispatcher: Dispatcher;
+  store: Store;
+  logger: Logger;
+  /** Time an agent may spend on one run. */
+  runTimeoutMs: number;
+  /** Time the gateway waits for a reply, queueing at busy agents included. */
+  replyTimeoutMs: number;
+  now?: () => Date;
+}
+
+/**
+ * One update: `runs` jobs per (device, location), all sent at once so a location with several
+ * agents measures in parallel; the representative run per (device, location); one snapshot
+ * date shared by all of them.
+ */
+export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, replyTimeoutMs, now = () => new Date() }: UpdateServiceDeps) {
+  async function run({ project, devices, updateType, requestId }: UpdateRequest): Promise<UpdateOutcome> {
+    const updateId = randomUUID();
+    const log = logger.child({ updateId, requestId });
+    const cells = devices.flatMap((device) => project.locations.map((location) => ({ device, location })));
+    const started = performance.now();
+    const outcomes = await Promise.all(
+      cells.map(async ({ device, location }) => {
+        const runs = await Promise.all(
+          Array.from({ length: project.runs }, (_, runIndex) =>
+            dispatcher.dispatch(
+              { jobId: `${updateId}.${device}.${location}.${runIndex}`, updateId, url: project.url, device, location, runIndex, timeoutMs: runTimeoutMs },
+              { timeoutMs: replyTimeoutMs, requestId },
+            ),
+          ),
+        );
+        return { device, location, runs };
+      }),
+    );
+
+    const results: LocationSnapshot[] = [];
+    const failures: Array<{ device: Device; location: Location; outcome: Extract<RunOutcome, { ok: false }> }> = [];
+    for (const { device, location, runs } of outcomes) {
+      const successes: AuditRunResult[] = [];
+      for (const outcome of runs) {
+        if (outcome.ok) successes.push(outcome.result);
+        else failures.push({ device, location, outcome });
+      }
+      if (successes.length > 0) results.push(buildLocationSnapshot(device, location, successes));
+    }
+    for (const f of failures) log.warn({ device: f.device, location: f.location, code: f.outcome.error.code, reason: f.outcome.error.message }, 'run failed');
+
+    if (results.length === 0) throw noResultError(failures.map((f) => ({ ...f, ...f.outcome.error })));
+
+    const date = await store.saveSnapshot({ project, updateId, date: truncateToSecond(now()), updateType, results });
+    log.info({ cells: cells.length, stored: results.length, failedRuns: failures.length, ms: Math.round(performance.now() - started) }, 'update done');
+    return { updateId, date, results };
+  }
+
+  return { run };
+}
+
+export type UpdateService = ReturnType<typeof createUpdateService>;
+
+/**
+ * Why an update produced nothing: no agent anywhere is 503, every run timing out is 504,
+ * anything else (the page failed to load, Lighthouse failed) is 502 with each reason.
+ */
+function noResultError(failures: ReadonlyArray<{ device: Device; location: Location; code: string; message: string }>): ApiError {
+  const reasons = [...new Set(failures.map((f) => `${f.device}/${f.location}: ${f.message}`))];
+  if (failures.every((f) => f.code === 'NO_RESPONDERS')) {
+    return new ApiError('SERVICE_UNAVAILABLE', 'No agent serves any of the project\'s locations. Try again later.', reasons);
+  }
+  if (failures.every((f) => f.code === 'TIMEOUT')) {
+    return new ApiError('GATEWAY_TIMEOUT', 'Every run of the update timed out.', reasons);
+  }
+  return new ApiError('BAD_GATEWAY', 'Every run of the update failed.', reasons);
+}

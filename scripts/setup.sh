@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Installs what perfwatch needs to run and to test, and only what is missing:
+#   - npm packages (npm ci), Node 24 among them (the npm package node@24);
+#   - Debian's chromium, for the agent's Lighthouse runs;
+#   - nats-server (current, with JetStream) and FerretDB v1 (the MongoDB-wire server the tests
+#     and `perfwatch start` use), both built from the Go module proxy into .tools/bin.
+# Built binaries are also kept in ~/.cache/perfwatch, so a fresh clone builds them only once.
+# Usage: scripts/setup.sh [test|start]   (the argument only changes the messages)
+set -euo pipefail
+
+NATS_SERVER_VERSION=v2.15.2
+FERRETDB_VERSION=v1.24.2
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+purpose="${1:-test}"
+tools="$root/.tools/bin"
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/perfwatch/bin"
+mkdir -p "$tools" "$cache"
+
+say() { printf 'setup: %s\n' "$*" >&2; }
+die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"
+  elif command -v sudo >/dev/null 2>&1; then sudo "$@"
+  else return 1
+  fi
+}
+
+# 1. npm packages, when the lockfile changed since the last install.
+lock_hash="$(sha256sum package-lock.json | cut -d' ' -f1)"
+if [ ! -x node_modules/node/bin/node ] || [ "$(cat node_modules/.perfwatch-lock 2>/dev/null)" != "$lock_hash" ]; then
+  say "installing npm packages (npm ci)"
+  npm ci --no-audit --no-fund
+  echo "$lock_hash" > node_modules/.perfwatch-lock
+fi
+
+# 2. Chromium.
+chrome="${CHROME_PATH:-/usr/bin/chromium}"
+if [ ! -x "$chrome" ]; then
+  say "installing Debian's chromium"
+  if ! { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null; }; then
+    die "Chromium is missing at $chrome and could not be installed: run 'sudo apt-get install chromium' (or set CHROME_PATH) and try again"
+  fi
+fi
+
+# 3. Go-built servers.
+build_go_tool() { # name module version package-dir-within-module
+  local name="$1" module="$2" version="$3" pkg="$4"
+  local stamp="$name@$version"
+  if [ -x "$tools/$name" ] && [ "$(cat "$tools/$name.version" 2>/dev/null)" = "$stamp" ]; then return; fi
+  if [ -x "$cache/$name-$version" ]; then
+    cp "$cache/$name-$version" "$tools/$name"
+  else
+    command -v go >/dev/null 2>&1 || die "Go is needed to build $name ($purpose): install Go 1.24 or newer"
+    say "building $name $version from the Go module proxy (once; a minute or two)"
+    local dir work
+    dir="$(GOTOOLCHAIN=local GOFLAGS=-mod=mod go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+    [ -n "$dir" ] && [ -d "$dir" ] || die "could not download $module@$version"
+    # Built from a writable copy of the module, as its own main module: FerretDB embeds its
+    # version from build/version/version.txt, which only a release build writes.
+    work="$(mktemp -d)"
+    cp -r "$dir/." "$work/"
+    chmod -R u+w "$work"
+    if [ "$name" = ferretdb ]; then echo "$version" > "$work/build/version/version.txt"; fi
+    (cd "$work" && GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -o "$cache/$name-$version.tmp" "./$pkg")
+    mv "$cache/$name-$version.tmp" "$cache/$name-$version"
+    rm -rf "$work"
+    cp "$cache/$name-$version" "$tools/$name"
+  fi
+  echo "$stamp" > "$tools/$name.version"
+}
+build_go_tool nats-server github.com/nats-io/nats-server/v2 "$NATS_SERVER_VERSION" . &
+nats_pid=$!
+build_go_tool ferretdb github.com/FerretDB/FerretDB "$FERRETDB_VERSION" cmd/ferretdb &
+ferret_pid=$!
+wait "$nats_pid" || die "building nats-server failed"
+wait "$ferret_pid" || die "building FerretDB failed"
