@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import { auditResultSchema } from '@perfwatch/common';
+import { loadLhr } from '../../test/support/lhr-fixtures.ts';
+import { toAuditResult } from './audit-view.ts';
+import { buildLocationSnapshot } from './snapshot-builder.ts';
+
+describe('toAuditResult', () => {
+  const mobileLondon = buildLocationSnapshot('mobile', 'london', [1, 2, 3].map((n, runIndex) => ({ jobId: `j${n}`, agentId: 'a', location: 'london' as const, device: 'mobile' as const, runIndex, startedAt: '', lighthouseMs: 1, lhr: loadLhr('mobile', n as 1 | 2 | 3) })));
+  const desktopTokyo = buildLocationSnapshot('desktop', 'tokyo', [{ jobId: 'j', agentId: 'a', location: 'tokyo', device: 'desktop', runIndex: 0, startedAt: '', lighthouseMs: 1, lhr: loadLhr('desktop', 1) }]);
+  const date = new Date('2026-01-02T03:04:05Z');
+
+  it('has the shape of the spec: device → location → lighthouse with crux, date and elementCount', () => {
+    const view = toAuditResult({ date, available: [mobileLondon, desktopTokyo], results: [mobileLondon, desktopTokyo] }, { defaultLocation: 'london' });
+    expect(auditResultSchema.parse(view)).toEqual(view);
+    const cell = view.mobile!.london!;
+    expect(cell.lighthouse.date).toBe('2026-01-02T03:04:05');
+    expect(cell.lighthouse['lighthouseVersion']).toMatch(/^13\./);
+    expect(cell.lighthouse.crux).toEqual({ url: null });
+    expect(cell.lighthouse.elementCount).toBeGreaterThan(400);
+    expect(cell.median).toBe(mobileLondon.median);
+    expect(cell.locations).toEqual(['london']);
+    expect(cell.defaultLocation).toBe('london');
+    expect(view.desktop!.tokyo!.median).toBe(1);
+  });
+
+  it('lists every location the snapshot has for the device, even when the read is filtered', () => {
+    const view = toAuditResult({ date, available: [mobileLondon, { device: 'mobile', location: 'tokyo' }], results: [mobileLondon] }, { defaultLocation: 'tokyo' });
+    expect(Object.keys(view.mobile!)).toEqual(['london']);
+    expect(view.mobile!.london!.locations).toEqual(['london', 'tokyo']);
+    expect(view.desktop).toBeUndefined();
+  });
+});

@@ -1,0 +1,94 @@
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { ApiError, type AuditJob, type Location } from '@perfwatch/common';
+import { loadLhr } from '../../test/support/lhr-fixtures.ts';
+import type { Dispatcher, RunOutcome } from './nats-dispatcher.ts';
+import type { NewSnapshot, ProjectRecord, Store } from './store/store.ts';
+import { createUpdateService } from './update-service.ts';
+
+const project: ProjectRecord = {
+  id: 'p1',
+  userId: 'u1',
+  url: 'http://fixture.test/',
+  domain: 'fixture.test',
+  locations: ['london', 'tokyo'],
+  defaultLocation: 'london',
+  runs: 3,
+  schedule: null,
+  createdAt: new Date(),
+};
+
+/** Records saved snapshots; the update service's only use of the store. */
+function recordingStore() {
+  const saved: NewSnapshot[] = [];
+  const store = { saveSnapshot: async (s: NewSnapshot) => (saved.push(s), s.date) } as unknown as Store;
+  return { store, saved };
+}
+
+function serviceWith(answer: (job: AuditJob) => RunOutcome) {
+  const jobs: AuditJob[] = [];
+  const dispatcher: Dispatcher = { dispatch: async (job) => (jobs.push(job), answer(job)) };
+  const { store, saved } = recordingStore();
+  const service = createUpdateService({ dispatcher, store, logger: pino({ level: 'silent' }), runTimeoutMs: 1000, replyTimeoutMs: 2000, now: () => new Date('2026-05-01T10:00:00.750Z') });
+  return { service, jobs, saved };
+}
+
+const success = (job: AuditJob): RunOutcome => ({
+  ok: true,
+  result: { jobId: job.jobId, agentId: 'a', location: job.location, device: job.device, runIndex: job.runIndex, startedAt: '', lighthouseMs: 1, lhr: loadLhr(job.device, (job.runIndex + 1) as 1 | 2 | 3) },
+});
+const failure = (code: 'NO_RESPONDERS' | 'TIMEOUT' | 'PAGE_LOAD_FAILED'): RunOutcome => ({ ok: false, error: { code, message: code.toLowerCase(), retryable: true } });
+
+describe('update service', () => {
+  it('sends runs × devices × locations jobs and stores one snapshot at a whole second', async () => {
+    const { service, jobs, saved } = serviceWith(success);
+    const outcome = await service.run({ project, devices: ['mobile', 'desktop'], updateType: 'manual', requestId: 'r' });
+    expect(jobs).toHaveLength(3 * 2 * 2);
+    expect(new Set(jobs.map((j) => j.jobId)).size).toBe(jobs.length);
+    expect(saved).toHaveLength(1);
+    expect(saved[0]!.date.toISOString()).toBe('2026-05-01T10:00:00.000Z');
+    expect(outcome.results.map((r) => `${r.device}/${r.location}`).sort()).toEqual(['desktop/london', 'desktop/tokyo', 'mobile/london', 'mobile/tokyo']);
+    for (const r of outcome.results) {
+      expect(r.runs).toHaveLength(3);
+      expect(r.median).toBeGreaterThanOrEqual(1);
+      // The stored result is the representative run's own.
+      expect(r.lighthouse.audits['first-contentful-paint']!.numericValue).toBe(r.runs[r.median - 1]!.fcp);
+    }
+  });
+
+  it('returns a partial result with only the locations that succeeded', async () => {
+    const { service, saved } = serviceWith((job) => (job.location === 'tokyo' ? failure('NO_RESPONDERS') : success(job)));
+    const outcome = await service.run({ project, devices: ['mobile'], updateType: 'ci', requestId: 'r' });
+    expect(outcome.results.map((r) => r.location)).toEqual(['london']);
+    expect(saved[0]!.updateType).toBe('ci');
+  });
+
+  it('keeps the median among the runs that succeeded', async () => {
+    const { service } = serviceWith((job) => (job.runIndex === 1 ? failure('TIMEOUT') : success(job)));
+    const outcome = await service.run({ project: { ...project, locations: ['london'] }, devices: ['mobile'], updateType: 'manual', requestId: 'r' });
+    expect(outcome.results[0]!.runs).toHaveLength(2);
+    expect([1, 2]).toContain(outcome.results[0]!.median);
+  });
+
+  it.each([
+    ['NO_RESPONDERS', 'SERVICE_UNAVAILABLE', 503],
+    ['TIMEOUT', 'GATEWAY_TIMEOUT', 504],
+    ['PAGE_LOAD_FAILED', 'BAD_GATEWAY', 502],
+  ] as const)('stores nothing and fails with %s → %s when no run succeeds', async (code, status, http) => {
+    const { service, saved } = serviceWith(() => failure(code));
+    const error = await service.run({ project, devices: ['desktop'], updateType: 'manual', requestId: 'r' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApiError);
+    expect((error as ApiError).status).toBe(status);
+    expect((error as ApiError).httpStatus).toBe(http);
+    expect((error as ApiError).errors.join(' ')).toMatch(/desktop\/(london|tokyo)/);
+    expect(saved).toHaveLength(0);
+  });
+
+  it('reports a mix of failures as 502, naming each location', async () => {
+    const byLocation: Record<Location, RunOutcome> = { london: failure('NO_RESPONDERS'), tokyo: failure('TIMEOUT') } as Record<Location, RunOutcome>;
+    const { service } = serviceWith((job) => byLocation[job.location]);
+    const error = (await service.run({ project, devices: ['mobile'], updateType: 'manual', requestId: 'r' }).catch((e: unknown) => e)) as ApiError;
+    expect(error.status).toBe('BAD_GATEWAY');
+    expect(error.errors).toHaveLength(2);
+  });
+});

@@ -1,0 +1,86 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { TestProject } from 'vitest/node';
+import { startDemoSite, startFerretDb, startNatsServer } from '@perfwatch/gateway';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
+const tools = join(root, '.tools/bin');
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    natsUrl: string;
+    mongoUri: string;
+    siteUrl: string;
+    natsServerBinary: string;
+  }
+}
+
+type Stop = () => Promise<void>;
+
+/**
+ * Starts the real servers the integration and end-to-end suites talk to, on free loopback
+ * ports: a JetStream nats-server, a MongoDB-wire server and the fixture site. NATS_URL and
+ * MONGODB_URI point at servers started elsewhere instead; where a Docker engine answers,
+ * testcontainers starts `nats:2` and `mongo:7`. A server that cannot start fails the run:
+ * nothing here is ever skipped.
+ */
+export default async function setup(project: TestProject): Promise<Stop> {
+  const stops: Stop[] = [];
+  const dir = await mkdtemp(join(tmpdir(), 'perfwatch-test-'));
+  stops.push(() => rm(dir, { recursive: true, force: true }));
+  const docker = !process.env['NATS_URL'] || !process.env['MONGODB_URI'] ? await dockerAnswers() : false;
+  try {
+    project.provide('natsUrl', process.env['NATS_URL'] ?? (await startNats(docker, dir, stops)));
+    project.provide('mongoUri', process.env['MONGODB_URI'] ?? (await startMongo(docker, dir, stops)));
+    project.provide('natsServerBinary', join(tools, 'nats-server'));
+    const site = await startDemoSite({ root: join(root, 'test/fixtures/site') });
+    stops.push(site.close);
+    project.provide('siteUrl', site.url);
+  } catch (error) {
+    await stopAll(stops);
+    throw new Error(`test servers could not start (run scripts/setup.sh): ${(error as Error).message}`, { cause: error });
+  }
+  return () => stopAll(stops);
+}
+
+async function stopAll(stops: Stop[]): Promise<void> {
+  for (const stop of stops.reverse()) await stop();
+}
+
+async function dockerAnswers(): Promise<boolean> {
+  if (!process.env['DOCKER_HOST'] && !existsSync('/var/run/docker.sock')) return false;
+  try {
+    const { getContainerRuntimeClient } = await import('testcontainers');
+    await getContainerRuntimeClient();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function startNats(docker: boolean, dir: string, stops: Stop[]): Promise<string> {
+  if (docker) {
+    const { GenericContainer, Wait } = await import('testcontainers');
+    const container = await new GenericContainer('nats:2').withCommand(['-js']).withExposedPorts(4222).withWaitStrategy(Wait.forLogMessage(/Server is ready/)).start();
+    stops.push(async () => void (await container.stop()));
+    return `nats://${container.getHost()}:${container.getMappedPort(4222)}`;
+  }
+  const server = await startNatsServer({ binary: join(tools, 'nats-server'), dir: join(dir, 'nats') });
+  stops.push(server.stop);
+  return server.url;
+}
+
+async function startMongo(docker: boolean, dir: string, stops: Stop[]): Promise<string> {
+  if (docker) {
+    const { GenericContainer, Wait } = await import('testcontainers');
+    const container = await new GenericContainer('mongo:7').withExposedPorts(27017).withWaitStrategy(Wait.forLogMessage(/Waiting for connections/)).start();
+    stops.push(async () => void (await container.stop()));
+    return `mongodb://${container.getHost()}:${container.getMappedPort(27017)}/`;
+  }
+  const server = await startFerretDb({ binary: join(tools, 'ferretdb'), dir: join(dir, 'ferretdb') });
+  stops.push(server.stop);
+  return server.url;
+}

@@ -1,0 +1,18 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { lighthouseResultSchema, type Device, type LighthouseResult } from '@perfwatch/common';
+
+const dir = join(dirname(fileURLToPath(import.meta.url)), '../fixtures/lhr');
+
+/**
+ * Real Lighthouse 13 results of the fixture site (scripts/capture-lhr-fixtures.ts), three per
+ * device. Each call returns a fresh copy a test may change.
+ */
+export function loadLhr(device: Device, run: 1 | 2 | 3): LighthouseResult {
+  return lighthouseResultSchema.parse(JSON.parse(readFileSync(join(dir, `${device}-${run}.json`), 'utf8')));
+}
+
+export function loadLhrs(device: Device): LighthouseResult[] {
+  return [loadLhr(device, 1), loadLhr(device, 2), loadLhr(device, 3)];
+}

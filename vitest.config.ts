@@ -1,0 +1,37 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+const src = (pkg: string) => fileURLToPath(new URL(`./${pkg}/src/index.ts`, import.meta.url));
+
+// Packages resolve to their sources, so no test needs a build.
+const alias = {
+  '@perfwatch/common': src('common'),
+  '@perfwatch/gateway': src('gateway'),
+  '@perfwatch/agent': src('agent'),
+};
+
+export default defineConfig({
+  test: {
+    reporters: ['default', './test/support/summary-reporter.ts'],
+    projects: [
+      {
+        resolve: { alias },
+        test: { name: 'unit', include: ['{common,gateway,agent}/src/**/*.test.ts'], environment: 'node' },
+      },
+      {
+        resolve: { alias },
+        test: {
+          name: 'integration',
+          include: ['test/**/*.test.ts'],
+          environment: 'node',
+          // Real servers for every suite here: nats-server, FerretDB, the fixture site.
+          globalSetup: ['./test/support/global-setup.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+          // Two cores: Lighthouse suites must not share them with other heavy files.
+          maxWorkers: 2,
+        },
+      },
+    ],
+  },
+});
