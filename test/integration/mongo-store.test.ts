@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { lighthouseKpis, type Device, type Location } from '@perfwatch/common';
+import type { MongoStore } from '@perfwatch/gateway';
+import { loadLhr } from '../support/lhr-fixtures.ts';
+import { testStore } from '../support/test-services.ts';
+
+// The MongoDB store against a real MongoDB-wire server (FerretDB here, MongoDB where Docker runs).
+let store: MongoStore;
+beforeAll(async () => {
+  store = await testStore();
+});
+afterAll(async () => {
+  await store?.close();
+});
+
+function result(device: Device, location: Location) {
+  const lighthouse = loadLhr(device, 1);
+  return { device, location, median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 454, kpis: lighthouseKpis(lighthouse) };
+}
+
+describe('MongoStore', () => {
+  it('keeps users and token digests, finds a token by prefix, revokes it', async () => {
+    const user = await store.createUser('alice');
+    await expect(store.createUser('alice')).rejects.toThrow(/exists/);
+    await store.addToken({ prefix: 'abcdEFGH', userId: user.id, digest: 'a'.repeat(64) });
+    expect(await store.findToken('abcdEFGH')).toMatchObject({ userId: user.id, digest: 'a'.repeat(64), revokedAt: null });
+    expect(await store.revokeToken('abcdEFGH')).toBe(true);
+    expect(await store.revokeToken('abcdEFGH')).toBe(false);
+    expect((await store.findToken('abcdEFGH'))!.revokedAt).toBeInstanceOf(Date);
+    expect(await store.findToken('zzzzzzzz')).toBeNull();
+  });
+
+  it('scopes projects to their user', async () => {
+    const bob = await store.createUser('bob');
+    const carol = await store.createUser('carol');
+    const project = await store.addProject({ userId: bob.id, url: 'https://shop.example/', domain: 'shop.example', locations: ['london', 'tokyo'], defaultLocation: 'london', runs: 3, schedule: null });
+    await expect(store.addProject({ ...project, userId: bob.id })).rejects.toThrow(/exists/);
+    expect((await store.findProject(bob.id, 'https://shop.example/'))!.id).toBe(project.id);
+    expect(await store.findProject(carol.id, 'https://shop.example/')).toBeNull();
+    // The same URL may be another user's project too.
+    await store.addProject({ ...project, userId: carol.id });
+    expect(await store.listProjects(carol.id)).toHaveLength(1);
+  });
+
+  it('stores a snapshot and reads it back at exactly its second, filtered by device and location', async () => {
+    const user = await store.createUser('dave');
+    const project = await store.addProject({ userId: user.id, url: 'https://dave.example/', domain: 'dave.example', locations: ['london', 'tokyo'], defaultLocation: 'london', runs: 1, schedule: null });
+    const date = new Date('2026-04-01T12:00:00Z');
+    const stored = await store.saveSnapshot({ project, updateId: 'u1', date, updateType: 'manual', results: [result('mobile', 'london'), result('mobile', 'tokyo'), result('desktop', 'london')] });
+    expect(stored).toEqual(date);
+
+    const all = await store.findSnapshot(project.id, date);
+    expect(all!.results).toHaveLength(3);
+    expect(all!.results[0]!.lighthouse).toEqual(loadLhr(all!.results[0]!.device, 1));
+    expect(all!.available).toHaveLength(3);
+
+    const filtered = await store.findSnapshot(project.id, date, { device: 'mobile', locations: ['tokyo'] });
+    expect(filtered!.results.map((r) => `${r.device}/${r.location}`)).toEqual(['mobile/tokyo']);
+    expect(filtered!.available).toHaveLength(3);
+
+    expect(await store.findSnapshot(project.id, new Date(date.getTime() + 1000))).toBeNull();
+  });
+
+  it('moves a second snapshot in the same second to the next free second', async () => {
+    const user = await store.createUser('erin');
+    const project = await store.addProject({ userId: user.id, url: 'https://erin.example/', domain: 'erin.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+    const date = new Date('2026-04-01T12:00:00Z');
+    const first = await store.saveSnapshot({ project, updateId: 'a', date, updateType: 'manual', results: [result('mobile', 'london')] });
+    const second = await store.saveSnapshot({ project, updateId: 'b', date, updateType: 'manual', results: [result('mobile', 'london')] });
+    expect(second.getTime() - first.getTime()).toBe(1000);
+    expect((await store.findSnapshot(project.id, first))!.updateId).toBe('a');
+    expect((await store.findSnapshot(project.id, second))!.updateId).toBe('b');
+  });
+});

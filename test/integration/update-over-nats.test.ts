@@ -1,0 +1,208 @@
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditResultSchema, errorEnvelopeSchema, type Location } from '@perfwatch/common';
+import { RunFailure, startAgent, type Agent } from '@perfwatch/agent';
+import { fixtureRunner } from '../support/fixture-runner.ts';
+import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';
+
+// Gateway and agents in this process, over a real nats-server and a real MongoDB-wire server.
+// The agents' runner is a double that answers with real captured Lighthouse results: this
+// suite is about dispatch, merge and persistence, not measurement.
+
+let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let gateway: TestGateway;
+let agentConn: NatsConnection;
+const agents: Agent[] = [];
+const runners = { london: fixtureRunner({ delayMs: 20 }), tokyo: fixtureRunner({ delayMs: 20 }) };
+let token: string;
+let otherToken: string;
+
+beforeAll(async () => {
+  nats = await isolatedNats();
+  gateway = await startTestGateway({ natsUrl: nats.url, replyTimeoutMs: 5_000 });
+  agentConn = await connect({ servers: nats.url });
+  for (const location of ['london', 'tokyo'] as const) {
+    agents.push(startAgent({ nc: agentConn, location, runner: runners[location], logger: silentLogger, agentId: `${location}-1` }));
+  }
+  ({ token } = await gateway.admin.createUser('alice'));
+  ({ token: otherToken } = await gateway.admin.createUser('mallory'));
+  await gateway.admin.addProject('alice', 'https://shop.example/', { locations: ['london', 'tokyo'], runs: 3 });
+  await gateway.admin.addProject('alice', 'https://nobody-serves.example/', { locations: ['sao_paulo'], runs: 1 });
+  await gateway.admin.addProject('alice', 'https://half.example/', { locations: ['london', 'frankfurt'], runs: 1 });
+  await gateway.admin.addProject('mallory', 'https://mallory.example/', { locations: ['london'], runs: 1 });
+});
+
+afterAll(async () => {
+  for (const agent of agents) await agent.stop();
+  await agentConn?.drain();
+  await gateway?.stop();
+  await nats?.dispose();
+});
+
+async function call(path: string, init: { method?: string; token?: string | null; query?: Record<string, string | string[]>; body?: unknown } = {}) {
+  const url = new URL(`/v1/${path}`, gateway.url);
+  for (const [k, v] of Object.entries(init.query ?? {})) for (const value of [v].flat()) url.searchParams.append(k, value);
+  const headers: Record<string, string> = {};
+  if (init.token !== null) headers['Authorization'] = init.token ?? token;
+  if (init.body !== undefined) headers['Content-Type'] = 'application/json';
+  const res = await fetch(url, { method: init.method ?? 'GET', headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+}
+
+describe('sync update over NATS', () => {
+  it('runs every run at every location, returns the audit result and stores it for /v1/audit', async () => {
+    const before = { london: runners.london.requests.length, tokyo: runners.tokyo.requests.length };
+    const res = await call('update', { query: { url: 'https://shop.example/' } });
+    expect(res.status).toBe(200);
+    const result = auditResultSchema.parse(res.body);
+    expect(Object.keys(result).sort()).toEqual(['desktop', 'mobile']);
+    for (const device of ['mobile', 'desktop'] as const) {
+      expect(Object.keys(result[device]!).sort()).toEqual(['london', 'tokyo']);
+      for (const location of ['london', 'tokyo'] as const) {
+        const cell = result[device]![location]!;
+        expect(cell.runs).toHaveLength(3);
+        expect(cell.lighthouse['configSettings']).toMatchObject({ formFactor: device });
+        expect(cell.locations.sort()).toEqual(['london', 'tokyo']);
+        expect(cell.defaultLocation).toBe('london');
+      }
+    }
+    // 3 runs × 2 devices at each location, each served by that location's agent.
+    expect(runners.london.requests.length - before.london).toBe(6);
+    expect(runners.tokyo.requests.length - before.tokyo).toBe(6);
+
+    const date = result.mobile!.london!.lighthouse.date;
+    const read = await call('audit', { query: { url: 'https://shop.example/', date } });
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual(res.body);
+
+    const post = await call('audit', { method: 'POST', body: { url: 'https://shop.example/', date: `${date}Z`, device: 'desktop', location: ['tokyo'] } });
+    expect(post.status).toBe(200);
+    expect(Object.keys(post.body)).toEqual(['desktop']);
+    expect(Object.keys(post.body.desktop)).toEqual(['tokyo']);
+    expect(post.body.desktop.tokyo).toEqual(res.body.desktop.tokyo);
+  });
+
+  it('accepts POST, a device filter and a Bearer token', async () => {
+    const res = await call('update', { method: 'POST', token: `Bearer ${token}`, body: { url: 'https://shop.example/', device: 'mobile' } });
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.body)).toEqual(['mobile']);
+  });
+
+  it('answers 503 at once when no agent serves the project\'s locations', async () => {
+    const started = Date.now();
+    const res = await call('update', { query: { url: 'https://nobody-serves.example/', device: 'mobile' } });
+    expect(res.status).toBe(503);
+    expect(errorEnvelopeSchema.parse(res.body).status).toBe('SERVICE_UNAVAILABLE');
+    expect(Date.now() - started).toBeLessThan(3_000);
+  });
+
+  it('returns the locations that answered when others have no agent', async () => {
+    const res = await call('update', { query: { url: 'https://half.example/', device: 'desktop' } });
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.body.desktop)).toEqual(['london']);
+    expect(res.body.desktop.london.locations).toEqual(['london']);
+  });
+
+  it('reports a page that fails to load everywhere as 502 with the agent\'s reason', async () => {
+    const nc = await connect({ servers: nats.url });
+    const failing = fixtureRunner({ fail: () => new RunFailure('PAGE_LOAD_FAILED', 'NO_FCP: the page did not paint', false) });
+    const agent = startAgent({ nc, location: 'los_angeles', runner: failing, logger: silentLogger, agentId: 'la-1' });
+    try {
+      await gateway.admin.addProject('alice', 'https://broken.example/', { locations: ['los_angeles'], runs: 2 });
+      const res = await call('update', { query: { url: 'https://broken.example/', device: 'mobile' } });
+      expect(res.status).toBe(502);
+      expect(res.body.status).toBe('BAD_GATEWAY');
+      expect(res.body.errors.join(' ')).toMatch(/NO_FCP/);
+    } finally {
+      await agent.stop();
+      await nc.drain();
+    }
+  });
+
+  it('answers 504 when the only agent never replies in time', async () => {
+    const nc = await connect({ servers: nats.url });
+    // Subscribed on the subject but silent: the gateway's wait must end, as a timeout.
+    const sub = nc.subscribe('perfwatch.audit.v1.frankfurt', { queue: 'perfwatch-agents.frankfurt' });
+    const quick = await startTestGateway({ natsUrl: nats.url, replyTimeoutMs: 500 });
+    try {
+      const { token: t } = await quick.admin.createUser('zed');
+      await quick.admin.addProject('zed', 'https://slow.example/', { locations: ['frankfurt'], runs: 1 });
+      const res = await fetch(`${quick.url}/v1/update?url=${encodeURIComponent('https://slow.example/')}&device=mobile`, { headers: { Authorization: t } });
+      expect(res.status).toBe(504);
+      expect((await res.json()).status).toBe('GATEWAY_TIMEOUT');
+    } finally {
+      sub.unsubscribe();
+      await nc.drain();
+      await quick.stop();
+    }
+  });
+});
+
+describe('authentication and tenancy', () => {
+  it('400 without the Authorization header, naming it', async () => {
+    const res = await call('update', { token: null, query: { url: 'https://shop.example/' } });
+    expect(res.status).toBe(400);
+    expect(errorEnvelopeSchema.parse(res.body).status).toBe('BAD_REQUEST');
+    expect(`${res.body.message} ${res.body.errors}`).toMatch(/Authorization/);
+  });
+
+  it.each(['pw_' + 'A'.repeat(43), 'nonsense', '', 'Bearer '])('401 for the token %j', async (bad) => {
+    const res = await call('audit', { token: bad, query: { url: 'https://shop.example/', date: '2026-01-01T00:00:00' } });
+    expect(res.status).toBe(401);
+    expect(res.body.status).toBe('UNAUTHORIZED');
+  });
+
+  it('401 once a token is revoked', async () => {
+    const { token: t, prefix } = await gateway.admin.createToken('alice');
+    expect((await call('audit', { token: t, query: { url: 'https://x.example/', date: '2026-01-01T00:00:00' } })).status).toBe(404);
+    await gateway.admin.revokeToken(prefix);
+    expect((await call('audit', { token: t, query: { url: 'https://x.example/', date: '2026-01-01T00:00:00' } })).status).toBe(401);
+  });
+
+  it('404 for another user\'s project, exactly as for one that does not exist', async () => {
+    const theirs = await call('update', { token: otherToken, query: { url: 'https://shop.example/' } });
+    const nobodys = await call('update', { token: otherToken, query: { url: 'https://no-such-project.example/' } });
+    expect(theirs.status).toBe(404);
+    expect(nobodys.status).toBe(404);
+    expect(theirs.body.status).toBe('NOT_FOUND');
+    expect(theirs.body.message).toBe(nobodys.body.message);
+  });
+
+  it('405 for other methods, naming the method and listing GET and POST', async () => {
+    for (const method of ['PUT', 'DELETE', 'PATCH', 'HEAD']) {
+      const res = await fetch(`${gateway.url}/v1/update?url=x`, { method, headers: { Authorization: token } });
+      expect(res.status, method).toBe(405);
+      expect(res.headers.get('allow')).toBe('GET, POST');
+      if (method !== 'HEAD') {
+        const body = await res.json();
+        expect(body.status).toBe('METHOD_NOT_ALLOWED');
+        expect(body.message).toContain(method);
+        expect(body.errors.join(' ')).toMatch(/GET.*POST/);
+      }
+    }
+  });
+
+  it('400 naming each bad parameter', async () => {
+    const res = await call('audit', { query: { url: 'not a url', date: '2026-02-30T00:00:00', device: 'tablet', location: ['london', 'mars'] } });
+    expect(res.status).toBe(400);
+    const text = res.body.errors.join('\n');
+    for (const name of ['url', 'date', 'device', 'location']) expect(text).toContain(name);
+  });
+
+  it('404 when the project has no snapshot at that second', async () => {
+    const res = await call('audit', { query: { url: 'https://shop.example/', date: '2001-01-01T00:00:00' } });
+    expect(res.status).toBe(404);
+    expect(res.body.status).toBe('NOT_FOUND');
+  });
+
+  it('answers unknown routes and malformed JSON in the envelope', async () => {
+    const unknown = await call('nope');
+    expect(unknown.status).toBe(404);
+    expect(errorEnvelopeSchema.parse(unknown.body).status).toBe('NOT_FOUND');
+    const res = await fetch(`${gateway.url}/v1/update`, { method: 'POST', headers: { Authorization: token, 'Content-Type': 'application/json' }, body: '{"url": ' });
+    expect(res.status).toBe(400);
+    expect(errorEnvelopeSchema.parse(await res.json()).status).toBe('BAD_REQUEST');
+  });
+});

@@ -1,0 +1,60 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { pino, type Logger } from 'pino';
+import { inject } from 'vitest';
+import { createAdmin, MongoStore, startGateway, startNatsServer, type Admin, type GatewayRuntime, type LocalServer } from '@perfwatch/gateway';
+
+export const silentLogger: Logger = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
+
+/** A MongoStore on the shared test server, in a database of its own. */
+export async function testStore(): Promise<MongoStore> {
+  const store = new MongoStore({ uri: inject('mongoUri'), dbName: `pwtest_${randomUUID().slice(0, 8)}` });
+  await store.init();
+  return store;
+}
+
+/**
+ * A nats-server of this test file's own. Agents of one location share a subject, so suites
+ * that run agents must not share a server with suites running other agents.
+ */
+export async function isolatedNats(): Promise<LocalServer & { dispose(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'perfwatch-nats-'));
+  const server = await startNatsServer({ binary: inject('natsServerBinary'), dir });
+  return { ...server, dispose: async () => (await server.stop(), await rm(dir, { recursive: true, force: true })) };
+}
+
+export interface TestGateway {
+  url: string;
+  store: MongoStore;
+  nc: NatsConnection;
+  admin: Admin;
+  runtime: GatewayRuntime;
+  stop(): Promise<void>;
+}
+
+export async function startTestGateway({ natsUrl, runTimeoutMs = 10_000, replyTimeoutMs = 20_000 }: { natsUrl: string; runTimeoutMs?: number; replyTimeoutMs?: number }): Promise<TestGateway> {
+  const store = await testStore();
+  const nc = await connect({ servers: natsUrl });
+  const runtime = await startGateway({
+    nc,
+    store,
+    logger: silentLogger,
+    config: { PORT: 0, HOST: '127.0.0.1', RUN_TIMEOUT_MS: runTimeoutMs, SYNC_UPDATE_TIMEOUT_MS: replyTimeoutMs, BODY_LIMIT: '100kb' },
+  });
+  return {
+    url: runtime.http.url,
+    store,
+    nc,
+    admin: createAdmin(store),
+    runtime,
+    async stop() {
+      await runtime.stop();
+      await nc.drain();
+      await store.close();
+    },
+  };
+}
