@@ -50,7 +50,11 @@ export const AUDIT_ERROR_CODES = [
 export type AuditErrorCode = (typeof AUDIT_ERROR_CODES)[number];
 
 export const auditFailureSchema = z.object({
-  code: z.enum(AUDIT_ERROR_CODES),
+  /**
+   * One of AUDIT_ERROR_CODES when this version sent it; any code is read, so an agent of a
+   * later v1 minor version can add codes without its replies being refused.
+   */
+  code: z.string().min(1).max(64),
   message: z.string(),
   /** Whether another attempt, perhaps on another agent, may succeed. */
   retryable: z.boolean(),

@@ -3,8 +3,11 @@ import { errors as natsErrors, headers as natsHeaders } from '@nats-io/nats-core
 import type { Logger } from 'pino';
 import { auditSubject, decodeReply, encodeJob, HEADERS, type AuditErrorCode, type AuditJob, type AuditRunResult } from '@perfwatch/common';
 
-/** Failures the gateway observes on the transport, beside the ones agents report. */
-export type DispatchErrorCode = AuditErrorCode | 'NO_RESPONDERS' | 'TIMEOUT' | 'BAD_REPLY';
+/**
+ * Failures the gateway observes on the transport, beside the ones agents report (an agent of
+ * a later v1 version may report a code this gateway does not know, hence `string`).
+ */
+export type DispatchErrorCode = AuditErrorCode | 'NO_RESPONDERS' | 'TIMEOUT' | 'BAD_REPLY' | (string & {});
 
 export type RunOutcome =
   | { ok: true; result: AuditRunResult }

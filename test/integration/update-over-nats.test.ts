@@ -1,7 +1,7 @@
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { auditResultSchema, errorEnvelopeSchema, type Location } from '@perfwatch/common';
+import { auditResultSchema, errorEnvelopeSchema } from '@perfwatch/common';
 import { RunFailure, startAgent, type Agent } from '@perfwatch/agent';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';
@@ -131,7 +131,7 @@ describe('sync update over NATS', () => {
       await quick.admin.addProject('zed', 'https://slow.example/', { locations: ['frankfurt'], runs: 1 });
       const res = await fetch(`${quick.url}/v1/update?url=${encodeURIComponent('https://slow.example/')}&device=mobile`, { headers: { Authorization: t } });
       expect(res.status).toBe(504);
-      expect((await res.json()).status).toBe('GATEWAY_TIMEOUT');
+      expect(errorEnvelopeSchema.parse(await res.json()).status).toBe('GATEWAY_TIMEOUT');
     } finally {
       sub.unsubscribe();
       await nc.drain();
@@ -176,7 +176,7 @@ describe('authentication and tenancy', () => {
       expect(res.status, method).toBe(405);
       expect(res.headers.get('allow')).toBe('GET, POST');
       if (method !== 'HEAD') {
-        const body = await res.json();
+        const body = errorEnvelopeSchema.parse(await res.json());
         expect(body.status).toBe('METHOD_NOT_ALLOWED');
         expect(body.message).toContain(method);
         expect(body.errors.join(' ')).toMatch(/GET.*POST/);

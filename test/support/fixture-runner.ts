@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AuditRunner, RunRequest } from '@perfwatch/agent';
-import { RunFailure } from '@perfwatch/agent';
+import type { RunFailure } from '@perfwatch/agent';
 import { loadLhr } from './lhr-fixtures.ts';
 
 /**

@@ -25,7 +25,7 @@ function parseLocations(text: string): Location[] {
 }
 
 /** `perfwatch admin …`. Returns the exit code; writes results to `out`, problems to `err`. */
-export async function main(argv: string[], env: Readonly<Record<string, string | undefined>>, out = process.stdout, err = process.stderr): Promise<number> {
+export async function main(argv: string[], env: Readonly<Record<string, string | undefined>>, out: NodeJS.WritableStream = process.stdout, err: NodeJS.WritableStream = process.stderr): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({

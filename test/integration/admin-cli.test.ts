@@ -1,0 +1,65 @@
+import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import { main } from '../../gateway/src/admin/admin-cli.ts';
+import { MongoStore } from '@perfwatch/gateway';
+
+function sink() {
+  let text = '';
+  const stream = new Writable({ write: (chunk, _enc, done) => ((text += String(chunk)), done()) });
+  return { stream, text: () => text };
+}
+
+async function admin(env: Record<string, string>, ...argv: string[]) {
+  const out = sink();
+  const err = sink();
+  const code = await main(argv, env, out.stream, err.stream);
+  return { code, out: out.text(), err: err.text() };
+}
+
+describe('perfwatch admin', () => {
+  const env = { MONGODB_URI: inject('mongoUri'), MONGODB_DB: `pwtest_${randomUUID().slice(0, 8)}` };
+
+  it('creates a user and prints its token once; only the digest is stored', async () => {
+    const created = await admin(env, 'create-user', 'ops-team');
+    expect(created.code).toBe(0);
+    const token = /token \(shown once, keep it secret\): (pw_\S+)/.exec(created.out)?.[1];
+    expect(token).toBeDefined();
+
+    const store = new MongoStore({ uri: env.MONGODB_URI, dbName: env.MONGODB_DB });
+    await store.init();
+    try {
+      const record = await store.findToken(token!.slice(3, 11));
+      expect(record!.digest).toMatch(/^[0-9a-f]{64}$/);
+      expect(JSON.stringify(record)).not.toContain(token!.slice(3));
+    } finally {
+      await store.close();
+    }
+
+    expect((await admin(env, 'create-user', 'ops-team')).code).toBe(1);
+  });
+
+  it('adds projects with locations and runs, lists them as JSON, revokes tokens', async () => {
+    await admin(env, 'create-user', 'web');
+    const added = await admin(env, 'add-project', 'web', 'https://Shop.Example', '--locations', 'tokyo,london', '--runs', '5');
+    expect(added.code).toBe(0);
+    const listed = JSON.parse((await admin(env, 'list', '--json')).out);
+    expect(listed.find((u: { user: string }) => u.user === 'web').projects).toEqual([{ url: 'https://shop.example/', locations: ['tokyo', 'london'], defaultLocation: 'tokyo', runs: 5, schedule: null }]);
+
+    const bad = await admin(env, 'add-project', 'web', 'https://b.example/', '--locations', 'mars');
+    expect(bad.code).toBe(1);
+    expect(bad.err).toMatch(/unknown location.*mars/);
+
+    const { out } = await admin(env, 'create-token', 'web', '--json');
+    const { prefix } = JSON.parse(out);
+    expect((await admin(env, 'revoke-token', prefix)).code).toBe(0);
+    expect((await admin(env, 'revoke-token', prefix)).code).toBe(1);
+  });
+
+  it('explains its usage on a wrong call', async () => {
+    const res = await admin(env, 'frobnicate');
+    expect(res.code).toBe(2);
+    expect(res.err).toMatch(/usage: perfwatch admin/);
+  });
+});

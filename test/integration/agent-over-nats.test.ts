@@ -1,0 +1,83 @@
+import { connect } from '@nats-io/transport-node';
+import { headers as natsHeaders, type NatsConnection } from '@nats-io/nats-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeReply, encodeJob, HEADERS, type AuditJob } from '@perfwatch/common';
+import { startAgent } from '@perfwatch/agent';
+import { fixtureRunner } from '../support/fixture-runner.ts';
+import { isolatedNats, silentLogger } from '../support/test-services.ts';
+
+// Agents over a real nats-server: the queue group, the reply contract, shutdown.
+let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let client: NatsConnection;
+beforeAll(async () => {
+  nats = await isolatedNats();
+  client = await connect({ servers: nats.url });
+});
+afterAll(async () => {
+  await client?.drain();
+  await nats?.dispose();
+});
+
+const job = (over: Partial<AuditJob> = {}): AuditJob => ({ jobId: `j-${Math.random()}`, updateId: 'u', url: 'http://fixture.test/', device: 'mobile', location: 'tokyo', runIndex: 0, timeoutMs: 5000, ...over });
+
+async function request(subject: string, data: Uint8Array, requestId = 'req-1') {
+  const h = natsHeaders();
+  h.set(HEADERS.requestId, requestId);
+  const msg = await client.request(subject, data, { timeout: 5000, headers: h });
+  return { reply: await decodeReply(msg.data, msg.headers?.get(HEADERS.contentEncoding)), requestId: msg.headers?.get(HEADERS.requestId) };
+}
+
+describe('agent', () => {
+  it('spreads a location\'s jobs over its agents and echoes the request id', async () => {
+    const conns = await Promise.all([connect({ servers: nats.url }), connect({ servers: nats.url })]);
+    const runners = [fixtureRunner({ delayMs: 30 }), fixtureRunner({ delayMs: 30 })];
+    const agents = conns.map((nc, i) => startAgent({ nc, location: 'tokyo', runner: runners[i]!, logger: silentLogger, agentId: `tokyo-${i}` }));
+    try {
+      await Promise.all(conns.map((nc) => nc.flush()));
+      const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => request('perfwatch.audit.v1.tokyo', encodeJob(job({ runIndex: i % 3 })), `req-${i}`)));
+      expect(replies.every((r) => r.reply.ok)).toBe(true);
+      expect(replies.map((r) => r.requestId)).toEqual(Array.from({ length: 20 }, (_, i) => `req-${i}`));
+      const agentIds = new Set(replies.map((r) => (r.reply.ok ? r.reply.result.agentId : '')));
+      expect(agentIds).toEqual(new Set(['tokyo-0', 'tokyo-1']));
+      expect(runners[0]!.requests.length + runners[1]!.requests.length).toBe(20);
+    } finally {
+      for (const agent of agents) await agent.stop();
+      for (const nc of conns) await nc.drain();
+    }
+  });
+
+  it('answers a malformed job or one for another location with BAD_JOB, and keeps serving', async () => {
+    const nc = await connect({ servers: nats.url });
+    const runner = fixtureRunner();
+    const agent = startAgent({ nc, location: 'london', runner, logger: silentLogger, agentId: 'london-1' });
+    try {
+      await nc.flush();
+      const garbage = await request('perfwatch.audit.v1.london', new TextEncoder().encode('{"jobId": 1'));
+      expect(garbage.reply).toMatchObject({ ok: false, error: { code: 'BAD_JOB', retryable: false } });
+      const elsewhere = await request('perfwatch.audit.v1.london', encodeJob(job({ location: 'tokyo' })));
+      expect(elsewhere.reply).toMatchObject({ ok: false, error: { code: 'BAD_JOB' } });
+      expect(runner.requests).toHaveLength(0);
+      const good = await request('perfwatch.audit.v1.london', encodeJob(job({ location: 'london', device: 'desktop' })));
+      expect(good.reply.ok).toBe(true);
+      expect(good.reply.ok && good.reply.result.lhr.configSettings?.formFactor).toBe('desktop');
+    } finally {
+      await agent.stop();
+      await nc.drain();
+    }
+  });
+
+  it('on stop, finishes the run in progress and hands queued jobs back as retryable', async () => {
+    const nc = await connect({ servers: nats.url });
+    const runner = fixtureRunner({ delayMs: 400 });
+    const agent = startAgent({ nc, location: 'frankfurt', runner, logger: silentLogger, agentId: 'fra-1' });
+    await nc.flush();
+    const pending = [0, 1, 2].map((i) => request('perfwatch.audit.v1.frankfurt', encodeJob(job({ location: 'frankfurt', runIndex: i }))));
+    await new Promise((r) => setTimeout(r, 150));
+    await agent.stop();
+    const replies = (await Promise.all(pending)).map((r) => r.reply);
+    await nc.drain();
+    expect(replies[0]!.ok).toBe(true);
+    for (const reply of replies.slice(1)) expect(reply).toMatchObject({ ok: false, error: { code: 'AGENT_SHUTTING_DOWN', retryable: true } });
+    expect(runner.requests).toHaveLength(1);
+  });
+});
