@@ -1,0 +1,105 @@
+import { randomUUID } from 'node:crypto';
+import { connect } from '@nats-io/transport-node';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { auditResultSchema, errorEnvelopeSchema, formatApiDateTime, parseApiDateTime } from '@perfwatch/common';
+import { freePort } from '@perfwatch/gateway';
+import { runPerfwatch, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
+import { isolatedNats } from '../support/test-services.ts';
+
+// End to end: a gateway process and an agent process (real Chromium, real Lighthouse) on a
+// real nats-server and a real MongoDB-wire server, set up with the admin CLI, driven over HTTP.
+
+let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let gateway: PerfwatchProcess;
+let agent: PerfwatchProcess;
+let baseUrl: string;
+let token: string;
+const page = () => `${inject('siteUrl')}index.html`;
+
+beforeAll(async () => {
+  nats = await isolatedNats();
+  const db = { MONGODB_URI: inject('mongoUri'), MONGODB_DB: `pwe2e_${randomUUID().slice(0, 8)}` };
+  const created = await runPerfwatch(['admin', 'create-user', 'e2e', '--json'], db);
+  expect(created.code, created.output).toBe(0);
+  token = JSON.parse(created.output.trim().split('\n').at(-1)!).token;
+  for (const url of [page(), 'http://127.0.0.1:9/']) {
+    const added = await runPerfwatch(['admin', 'add-project', 'e2e', url, '--locations', 'london', '--runs', '1'], db);
+    expect(added.code, added.output).toBe(0);
+  }
+
+  const port = await freePort();
+  baseUrl = `http://127.0.0.1:${port}`;
+  gateway = spawnPerfwatch(['gateway'], { ...db, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1' });
+  agent = spawnPerfwatch(['agent'], { NATS_URL: nats.url, PERFWATCH_LOCATION: 'london', PERFWATCH_AGENT_ID: 'e2e-london' });
+  await gateway.waitFor(/gateway listening/);
+  await agent.waitFor(/agent serving location/);
+  // The agent answers a malformed job at once: proof that it serves its subject.
+  const nc = await connect({ servers: nats.url });
+  await nc.request('perfwatch.audit.v1.london', new TextEncoder().encode('{}'), { timeout: 10_000 });
+  await nc.close();
+}, 90_000);
+
+afterAll(async () => {
+  await gateway?.stop();
+  await agent?.stop();
+  await nats?.dispose();
+});
+
+describe('sync update end to end', () => {
+  it('audits the fixture page with Lighthouse on both devices and serves the same snapshot from /v1/audit', async () => {
+    const started = Date.now();
+    const res = await fetch(`${baseUrl}/v1/update?url=${encodeURIComponent(page())}`, { headers: { Authorization: `Bearer ${token}` } });
+    const body = await res.json();
+    const elapsed = Date.now() - started;
+    expect(res.status, JSON.stringify(body).slice(0, 500)).toBe(200);
+
+    const result = auditResultSchema.parse(body);
+    for (const device of ['mobile', 'desktop'] as const) {
+      const cell = result[device]!.london!;
+      const lhr = cell.lighthouse as typeof cell.lighthouse & { lighthouseVersion: string; finalDisplayedUrl: string; configSettings: { formFactor: string }; categories: Record<string, { score: number }>; audits: Record<string, { numericValue?: number }> };
+      expect(lhr.lighthouseVersion).toMatch(/^13\./);
+      expect(lhr.finalDisplayedUrl).toBe(page());
+      expect(lhr.configSettings.formFactor).toBe(device);
+      expect(lhr.categories['performance']!.score).toBeGreaterThan(0.5);
+      expect(lhr.audits['first-contentful-paint']!.numericValue).toBeGreaterThan(0);
+      // About 460 elements in the fixture page's markup, a few more once its script ran.
+      expect(cell.lighthouse.elementCount).toBeGreaterThan(400);
+      expect(cell.median).toBe(1);
+      expect(cell.runs).toHaveLength(1);
+      expect(cell.locations).toEqual(['london']);
+      expect(cell.defaultLocation).toBe('london');
+      // No screenshots travel or are stored by default.
+      expect(lhr.audits['final-screenshot']).not.toHaveProperty('details');
+    }
+    const date = result.mobile!.london!.lighthouse.date;
+    expect(result.desktop!.london!.lighthouse.date).toBe(date);
+    const snapshotAt = parseApiDateTime(date)!.getTime();
+    expect(snapshotAt).toBeGreaterThanOrEqual(Math.floor(started / 1000) * 1000);
+    expect(snapshotAt).toBeLessThanOrEqual(Date.now());
+    console.info(`e2e sync update, 2 devices × 1 run: ${elapsed} ms`);
+
+    const audit = await fetch(`${baseUrl}/v1/audit?url=${encodeURIComponent(page())}&date=${date}`, { headers: { Authorization: token } });
+    expect(audit.status).toBe(200);
+    expect(await audit.json()).toEqual(body);
+
+    const later = formatApiDateTime(new Date(snapshotAt + 1000));
+    const none = await fetch(`${baseUrl}/v1/audit?url=${encodeURIComponent(page())}&date=${later}`, { headers: { Authorization: token } });
+    expect(none.status).toBe(404);
+  }, 180_000);
+
+  it('reports a page that cannot load as 502 with the reason, and the agent keeps serving', async () => {
+    const dead = 'http://127.0.0.1:9/';
+    const res = await fetch(`${baseUrl}/v1/update?url=${encodeURIComponent(dead)}&device=mobile`, { headers: { Authorization: token } });
+    const body = errorEnvelopeSchema.parse(await res.json());
+    expect(res.status).toBe(502);
+    expect(body.status).toBe('BAD_GATEWAY');
+    expect(body.errors.join(' ')).toMatch(/mobile\/london: /);
+    expect(agent.child.exitCode).toBeNull();
+  }, 120_000);
+
+  it('stops both programs cleanly on SIGTERM', async () => {
+    expect(await agent.stop('SIGTERM')).toBe(0);
+    expect(agent.output()).toMatch(/agent stopped/);
+    expect(await gateway.stop('SIGTERM')).toBe(0);
+  }, 60_000);
+});

@@ -1,0 +1,73 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const bin = join(dirname(fileURLToPath(import.meta.url)), '../../bin/perfwatch.js');
+
+export interface PerfwatchProcess {
+  child: ChildProcess;
+  output(): string;
+  /** Resolves with the first match of `pattern` in stdout+stderr, or rejects after `timeoutMs`. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** Sends `signal` and resolves with the exit code once the process has exited. */
+  stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | null>;
+}
+
+/** Runs `perfwatch …` as its own process, the way an operator would. */
+export function spawnPerfwatch(args: string[], env: Record<string, string>): PerfwatchProcess {
+  const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let text = '';
+  const listeners = new Set<() => void>();
+  const onData = (chunk: Buffer) => {
+    text += chunk.toString('utf8');
+    for (const listener of listeners) listener();
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
+  return {
+    child,
+    output: () => text,
+    waitFor(pattern, timeoutMs = 30_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const match = pattern.exec(text);
+          if (match) {
+            listeners.delete(check);
+            clearTimeout(timer);
+            resolve(match);
+          }
+        };
+        const timer = setTimeout(() => {
+          listeners.delete(check);
+          reject(new Error(`perfwatch ${args[0]}: no ${pattern} within ${timeoutMs} ms; output:\n${text.slice(-4000)}`));
+        }, timeoutMs);
+        listeners.add(check);
+        void exited.then(() => {
+          if (listeners.has(check)) {
+            listeners.delete(check);
+            clearTimeout(timer);
+            reject(new Error(`perfwatch ${args[0]} exited before ${pattern}; output:\n${text.slice(-4000)}`));
+          }
+        });
+        check();
+      });
+    },
+    async stop(signal = 'SIGTERM', timeoutMs = 30_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill(signal);
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}
+
+/** Runs a short `perfwatch …` command to its end. */
+export async function runPerfwatch(args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const proc = spawnPerfwatch(args, env);
+  const code = await new Promise<number | null>((resolve) => proc.child.once('exit', resolve));
+  return { code, output: proc.output() };
+}
