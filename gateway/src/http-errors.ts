@@ -5,10 +5,10 @@ import { ApiError } from '@perfwatch/common';
 const SUPPORTED_METHODS = ['GET', 'POST'] as const;
 
 /** 405 for anything but GET and POST, HEAD and OPTIONS included: an update must never run on a HEAD. */
-export function onlyGetAndPost(req: Request, res: Response, next: NextFunction): void {
+export function onlyGetAndPost(req: Request, _res: Response, next: NextFunction): void {
   if ((SUPPORTED_METHODS as readonly string[]).includes(req.method)) return next();
-  res.set('Allow', SUPPORTED_METHODS.join(', '));
-  throw new ApiError('METHOD_NOT_ALLOWED', `Method ${req.method} is not allowed.`, [`supported methods: ${SUPPORTED_METHODS.join(', ')}`]);
+  const allow = SUPPORTED_METHODS.join(', ');
+  throw new ApiError('METHOD_NOT_ALLOWED', `Method ${req.method} is not allowed.`, [`supported methods: ${allow}`], { headers: { Allow: allow } });
 }
 
 export function notFoundRoute(req: Request): never {
