@@ -16,7 +16,7 @@ export default defineConfig({
     projects: [
       {
         resolve: { alias },
-        test: { name: 'unit', include: ['{common,gateway,agent}/src/**/*.test.ts'], environment: 'node' },
+        test: { name: 'unit', include: ['{common,gateway,agent}/src/**/*.test.ts'], environment: 'node', sequence: { groupOrder: 0 } },
       },
       {
         resolve: { alias },
@@ -30,6 +30,7 @@ export default defineConfig({
           hookTimeout: 60_000,
           // Two cores: Lighthouse suites must not share them with other heavy files.
           maxWorkers: 2,
+          sequence: { groupOrder: 1 },
         },
       },
     ],
