@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { LOCATIONS, parseEnv } from '@perfwatch/common';
+import { LOCATIONS, logLevelSchema, parseEnv } from '@perfwatch/common';
 
 const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
@@ -12,7 +12,7 @@ export const agentEnvSchema = z.object({
   /** Chrome's sandbox cannot start as root; defaults to on only when not root. */
   CHROME_NO_SANDBOX: booleanFlag.optional(),
   PERFWATCH_KEEP_SCREENSHOTS: booleanFlag.default(false),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_LEVEL: logLevelSchema,
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(150_000),
 });
 

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import { ConfigError } from './errors.ts';
 
 /**
@@ -15,3 +15,6 @@ export function parseEnv<S extends z.ZodType>(schema: S, env: Readonly<Record<st
   });
   throw new ConfigError(problems);
 }
+
+/** LOG_LEVEL of every program: pino's levels. */
+export const logLevelSchema = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info');

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseEnv } from '@perfwatch/common';
+import { logLevelSchema, parseEnv } from '@perfwatch/common';
 
 export const gatewayEnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -7,7 +7,7 @@ export const gatewayEnvSchema = z.object({
   NATS_URL: z.string().min(1).default('nats://127.0.0.1:4222'),
   MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// or mongodb+srv:// URI').default('mongodb://127.0.0.1:27017/'),
   MONGODB_DB: z.string().regex(/^[A-Za-z0-9_-]{1,63}$/, 'must be a database name').default('perfwatch'),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_LEVEL: logLevelSchema,
   /** Time an agent may spend on one Lighthouse run (DESIGN.md: 120 s). */
   RUN_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
   /** Time a sync update may wait for its runs, queueing included (DESIGN.md: 10 min). */

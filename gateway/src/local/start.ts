@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { z } from 'zod';
-import { createLogger, parseEnv } from '@perfwatch/common';
+import { createLogger, logLevelSchema, parseEnv } from '@perfwatch/common';
 import { chromeFlags, createLighthouseRunner, startAgent } from '@perfwatch/agent';
 import { createAdmin } from '../admin/admin.ts';
 import { startGateway } from '../gateway-runtime.ts';
@@ -24,7 +24,7 @@ const startEnvSchema = z.object({
   MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//).optional(),
   MONGODB_DB: z.string().min(1).default('perfwatch'),
   CHROME_PATH: z.string().min(1).default('/usr/bin/chromium'),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_LEVEL: logLevelSchema,
 });
 
 /**
