@@ -32,7 +32,9 @@ export type LocationResult = z.infer<typeof locationResultSchema>;
 export const deviceResultSchema = z.partialRecord(z.enum(LOCATIONS), locationResultSchema);
 
 /** The audit result of `/v1/update` (sync) and `/v1/audit`: keyed by device, then location. */
-export const auditResultSchema = z.strictObject(
-  Object.fromEntries(DEVICES.map((device) => [device, deviceResultSchema.optional()])) as Record<(typeof DEVICES)[number], z.ZodOptional<typeof deviceResultSchema>>,
-);
+export const auditResultSchema = z
+  .strictObject(
+    Object.fromEntries(DEVICES.map((device) => [device, deviceResultSchema.optional()])) as Record<(typeof DEVICES)[number], z.ZodOptional<typeof deviceResultSchema>>,
+  )
+  .meta({ id: 'AuditResult', description: 'Keyed by device class, then by location; a key is present only where there is a result.' });
 export type AuditResult = z.infer<typeof auditResultSchema>;

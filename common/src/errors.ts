@@ -24,7 +24,7 @@ export const errorEnvelopeSchema = z.object({
   status: z.enum(Object.keys(ERROR_STATUSES) as [ErrorStatus, ...ErrorStatus[]]),
   message: z.string(),
   errors: z.array(z.string()),
-});
+}).meta({ id: 'Error' });
 export type ErrorEnvelope = z.infer<typeof errorEnvelopeSchema>;
 
 /**

@@ -9,3 +9,4 @@ export * from './median-run.ts';
 export * from './lighthouse-kpis.ts';
 export * from './audit-messages.ts';
 export * from './audit-result.ts';
+export * from './overview.ts';

@@ -5,6 +5,8 @@ import { digestsEqual, tokenDigest, tokenFromHeader, tokenPrefix } from './token
 
 export interface Caller {
   userId: string;
+  /** The token's public prefix: what rate limits count by. */
+  tokenPrefix: string;
 }
 
 declare module 'express-serve-static-core' {
@@ -31,7 +33,7 @@ export function authenticate(store: Store) {
     if (!record || record.revokedAt !== null || !digestsEqual(tokenDigest(token), record.digest)) {
       throw new ApiError('UNAUTHORIZED', 'The API token is not valid.', ['header Authorization: unknown or revoked token']);
     }
-    req.caller = { userId: record.userId };
+    req.caller = { userId: record.userId, tokenPrefix: record.prefix };
     next();
   };
 }

@@ -12,6 +12,8 @@ export const gatewayEnvSchema = z.object({
   RUN_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
   /** Time a sync update may wait for its runs, queueing included (DESIGN.md: 10 min). */
   SYNC_UPDATE_TIMEOUT_MS: z.coerce.number().int().positive().default(600_000),
+  RATE_LIMIT_UPDATES_PER_MINUTE: z.coerce.number().int().positive().default(60),
+  RATE_LIMIT_READS_PER_MINUTE: z.coerce.number().int().positive().default(600),
   BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/, 'must look like 100kb').default('100kb'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
 });

@@ -13,15 +13,25 @@ export interface GatewayRuntime {
 }
 
 /** Wires a gateway from connected parts; shared by `perfwatch gateway`, `perfwatch start` and the tests. */
-export async function startGateway({ nc, store, logger, config }: { nc: NatsConnection; store: Store; logger: Logger; config: Pick<GatewayConfig, 'PORT' | 'HOST' | 'RUN_TIMEOUT_MS' | 'SYNC_UPDATE_TIMEOUT_MS' | 'BODY_LIMIT'> }): Promise<GatewayRuntime> {
+export async function startGateway({ nc, store, logger, config }: { nc: NatsConnection; store: Store; logger: Logger; config: Pick<GatewayConfig, 'PORT' | 'HOST' | 'RUN_TIMEOUT_MS' | 'SYNC_UPDATE_TIMEOUT_MS' | 'BODY_LIMIT'> & Partial<Pick<GatewayConfig, 'RATE_LIMIT_UPDATES_PER_MINUTE' | 'RATE_LIMIT_READS_PER_MINUTE'>> }): Promise<GatewayRuntime> {
   const dispatcher = createNatsDispatcher({ nc, logger });
   const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS });
-  const http = await createServer({ store, updates, logger, bodyLimit: config.BODY_LIMIT, port: config.PORT, host: config.HOST });
+  const http = await createServer({
+    store,
+    updates,
+    logger,
+    bodyLimit: config.BODY_LIMIT,
+    rateLimits: { updates: config.RATE_LIMIT_UPDATES_PER_MINUTE ?? 60, reads: config.RATE_LIMIT_READS_PER_MINUTE ?? 600 },
+    port: config.PORT,
+    host: config.HOST,
+  });
   logger.info({ url: http.url }, 'gateway listening');
   return {
     http,
     async stop() {
       await http.close();
+      // Async updates accepted before the stop are finished, not dropped.
+      await updates.drain();
     },
   };
 }

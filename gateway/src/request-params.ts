@@ -1,29 +1,16 @@
 import type { Request } from 'express';
 import { z } from 'zod';
-import { ApiError, DEVICES, LOCATIONS, parseApiDateTime, UPDATE_MODES } from '@perfwatch/common';
+import { ApiError, DEVICES, LOCATIONS, parseApiDate, parseApiDateTime, SECTIONS, UPDATE_MODES, type Device, type Location, type Section } from '@perfwatch/common';
 
 /**
- * The parameters of a request, whatever its method: GET's query string or POST's JSON body.
- * Both become one plain object that one zod schema per endpoint turns into a typed request.
+ * Request parameters. Each endpoint has one schema for its query string (GET) and one for its
+ * JSON body (POST), built from the same field schemas and giving the same typed request, so
+ * GET and POST cannot drift apart. Unknown parameters are refused: a misspelt `devices=mobile`
+ * silently running both devices would cost minutes.
  */
-export function rawParams(req: Request): Record<string, unknown> {
-  if (req.method === 'POST') {
-    const body: unknown = req.body;
-    if (body === undefined || body === null) return {};
-    if (typeof body !== 'object' || Array.isArray(body)) throw new ApiError('BAD_REQUEST', 'The JSON body must be an object.', ['body: expected a JSON object']);
-    return body as Record<string, unknown>;
-  }
-  return req.query as Record<string, unknown>;
-}
 
-export function parseParams<S extends z.ZodType>(schema: S, raw: unknown): z.infer<S> {
-  const parsed = schema.safeParse(raw);
-  if (parsed.success) return parsed.data;
-  const errors = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'request'}: ${issue.message}`);
-  throw new ApiError('BAD_REQUEST', 'The request has invalid parameters.', errors);
-}
+export const MAX_OVERVIEW_DAYS = 400;
 
-/** A project URL as stored and matched: absolute http(s), normalised by the WHATWG URL parser. */
 export function normalizeProjectUrl(text: string): string | null {
   try {
     const url = new URL(text);
@@ -33,8 +20,10 @@ export function normalizeProjectUrl(text: string): string | null {
   }
 }
 
+const once = (name: string) => ({ error: (issue: { input: unknown }) => (Array.isArray(issue.input) ? `${name} is given more than once` : issue.input === undefined ? `${name} is required` : `${name} must be a string`) });
+
 const projectUrl = z
-  .string({ error: 'url is required and must be a string' })
+  .string(once('url'))
   .min(1, 'url is required')
   .max(2048, 'url is longer than 2048 characters')
   .transform((text, ctx) => {
@@ -44,30 +33,162 @@ const projectUrl = z
       return z.NEVER;
     }
     return normalized;
-  });
+  })
+  .meta({ description: 'The project URL (URL-encoded in a query string).', example: 'https://shop.example/' });
 
-/** One value or the same parameter repeated (GET), or a JSON array (POST). */
-function oneOrMany<T extends z.ZodType>(item: T) {
-  return z.union([item.transform((v) => [v]), z.array(item).min(1)]);
+const device = z.enum(DEVICES, { error: `device must be one of ${DEVICES.join(', ')}` }).meta({ description: 'Device class; omitted: all.' });
+
+/** One value, the parameter repeated (GET), or a JSON array (POST). */
+function oneOrMany<T extends z.ZodType>(item: T, name: string) {
+  return z.union([item.transform((v) => [v] as Array<z.output<T>>), z.array(item).min(1, `${name} must not be empty`).max(20, `${name} has too many values`)], {
+    error: `${name} must be one or more of the allowed values`,
+  });
 }
 
-export const updateParamsSchema = z.object({
-  url: projectUrl,
-  device: z.enum(DEVICES).optional(),
-  mode: z.enum(UPDATE_MODES).default('sync'),
-  updateType: z.enum(['manual', 'ci']).default('manual'),
-});
+const location = z.enum(LOCATIONS, { error: `location must be one of ${LOCATIONS.join(', ')}` });
+const locations = oneOrMany(location, 'location').meta({ description: 'Location filter; repeat the parameter in GET, a JSON array in POST.' });
+const section = z.enum(SECTIONS, { error: `section must be one of ${SECTIONS.join(', ')}` });
+const sections = oneOrMany(section, 'sections').meta({ description: 'Section filter; repeat `section` (or `sections`) in GET, a JSON array in POST.' });
 
-export const auditParamsSchema = z.object({
-  url: projectUrl,
-  date: z.string({ error: 'date is required and must be a string' }).transform((text, ctx) => {
-    const date = parseApiDateTime(text);
-    if (date === null) {
-      ctx.addIssue({ code: 'custom', message: "date must be a UTC date-time, yyyy-MM-dd'T'HH:mm:ss" });
+const dateTime = (name: string) =>
+  z
+    .string(once(name))
+    .transform((text, ctx) => {
+      const date = parseApiDateTime(text);
+      if (date === null) {
+        ctx.addIssue({ code: 'custom', message: `${name} must be a UTC date-time yyyy-MM-dd'T'HH:mm:ss (a trailing Z or milliseconds are accepted)` });
+        return z.NEVER;
+      }
+      return date;
+    })
+    .meta({ example: '2026-11-22T11:18:40' });
+
+const dateOnly = (name: string) =>
+  z
+    .string(once(name))
+    .transform((text, ctx) => {
+      const date = parseApiDate(text);
+      if (date === null) {
+        ctx.addIssue({ code: 'custom', message: `${name} must be a UTC date yyyy-MM-dd` });
+        return z.NEVER;
+      }
+      return date;
+    })
+    .meta({ example: '2026-11-01' });
+
+/** A bare host name, or a URL whose host is taken. */
+function hostOf(text: string): string | null {
+  try {
+    const host = new URL(/^https?:\/\//i.test(text) ? text : `http://${text}`).hostname;
+    return host.length > 0 ? host : null;
+  } catch {
+    return null;
+  }
+}
+
+const domain = z
+  .string(once('domain'))
+  .min(1, 'domain must not be empty')
+  .max(253, 'domain is too long')
+  .transform((text, ctx) => {
+    const host = hostOf(text);
+    if (host === null) {
+      ctx.addIssue({ code: 'custom', message: 'domain must be a host name such as shop.example' });
       return z.NEVER;
     }
-    return date;
-  }),
-  device: z.enum(DEVICES).optional(),
-  location: oneOrMany(z.enum(LOCATIONS)).optional(),
-});
+    return host;
+  })
+  .meta({ description: 'Domain filter.', example: 'shop.example' });
+
+export const updateTypeFilter = z.enum(['manual', 'scheduled', 'ci'], { error: 'updateType must be one of manual, scheduled, ci' });
+
+// ---- /v1/update -------------------------------------------------------------------------
+
+const updateFields = {
+  url: projectUrl,
+  device: device.optional(),
+  mode: z.enum(UPDATE_MODES, { error: 'mode must be sync or async' }).default('sync').meta({ description: 'sync (default) waits for the result; async returns {ok: 1, id} at once.' }),
+  updateType: z.enum(['manual', 'ci'], { error: 'updateType must be manual or ci' }).default('manual').meta({ description: 'ci marks updates started by a CI pipeline.' }),
+};
+export const updateQuerySchema = z.strictObject(updateFields);
+export const updateBodySchema = z.strictObject(updateFields);
+export type UpdateParams = z.output<typeof updateQuerySchema>;
+
+// ---- /v1/audit --------------------------------------------------------------------------
+
+const auditFields = { url: projectUrl, date: dateTime('date').meta({ description: 'Snapshot date, UTC.' }), device: device.optional(), location: locations.optional() };
+export const auditQuerySchema = z.strictObject(auditFields);
+export const auditBodySchema = z.strictObject(auditFields);
+export type AuditParams = z.output<typeof auditQuerySchema>;
+
+// ---- /v1/updates ------------------------------------------------------------------------
+
+export const updatesQuerySchema = z.strictObject({ url: projectUrl });
+export const updatesBodySchema = updatesQuerySchema;
+
+// ---- /v1/overview -----------------------------------------------------------------------
+
+export interface OverviewParams {
+  startDate: Date;
+  endDate: Date;
+  domain?: string;
+  updateType?: 'manual' | 'scheduled' | 'ci';
+  sections?: Section[];
+}
+
+function checkRange<T extends { startDate: Date; endDate: Date }>(value: T, ctx: z.RefinementCtx): void {
+  if (value.endDate < value.startDate) ctx.addIssue({ code: 'custom', message: 'endDate is before startDate', path: ['endDate'] });
+  else if ((value.endDate.getTime() - value.startDate.getTime()) / 86_400_000 + 1 > MAX_OVERVIEW_DAYS) {
+    ctx.addIssue({ code: 'custom', message: `the range is longer than ${MAX_OVERVIEW_DAYS} days`, path: ['endDate'] });
+  }
+}
+
+export const overviewQuerySchema = z
+  .strictObject({
+    startDate: dateOnly('startDate'),
+    endDate: dateOnly('endDate'),
+    domain: domain.optional(),
+    updateType: updateTypeFilter.optional(),
+    section: sections.optional(),
+    sections: sections.optional(),
+  })
+  .superRefine(checkRange)
+  .transform(({ section: one, sections: many, ...rest }): OverviewParams => {
+    const all = [...(one ?? []), ...(many ?? [])];
+    return { ...rest, sections: all.length > 0 ? [...new Set(all)] : undefined };
+  });
+
+export const overviewBodySchema = z
+  .strictObject({
+    dateRange: z.strictObject({ startDate: dateOnly('startDate'), endDate: dateOnly('endDate') }, { error: 'dateRange must be an object {startDate, endDate}' }),
+    domain: domain.optional(),
+    updateType: updateTypeFilter.optional(),
+    sections: sections.optional(),
+  })
+  .superRefine((value, ctx) => checkRange(value.dateRange, ctx))
+  .transform(({ dateRange, sections: s, ...rest }): OverviewParams => ({ ...rest, ...dateRange, sections: s ? [...new Set(s)] : undefined }));
+
+// ---- parsing ----------------------------------------------------------------------------
+
+/** Parses a request with the schema of its method; every problem becomes one line of a 400. */
+export function parseRequest<Q extends z.ZodType, B extends z.ZodType>(req: Request, schemas: { query: Q; body: B }): z.output<Q> | z.output<B> {
+  if (req.method === 'POST') {
+    const body: unknown = req.body ?? {};
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError('BAD_REQUEST', 'The JSON body must be an object.', ['body: expected a JSON object']);
+    return check(schemas.body, body);
+  }
+  return check(schemas.query, req.query);
+}
+
+function check<S extends z.ZodType>(schema: S, raw: unknown): z.output<S> {
+  const parsed = schema.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  const errors = parsed.error.issues.map((issue) => {
+    if (issue.code === 'unrecognized_keys') return `unknown parameter(s): ${issue.keys.join(', ')}`;
+    const path = issue.path.join('.');
+    return path && !issue.message.startsWith(String(issue.path.at(-1))) ? `${path}: ${issue.message}` : issue.message;
+  });
+  throw new ApiError('BAD_REQUEST', 'The request has invalid parameters.', errors);
+}
+
+export type { Device, Location };

@@ -35,8 +35,7 @@ export interface UpdateServiceDeps {
  * date shared by all of them.
  */
 export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, replyTimeoutMs, now = () => new Date() }: UpdateServiceDeps) {
-  async function run({ project, devices, updateType, requestId }: UpdateRequest): Promise<UpdateOutcome> {
-    const updateId = randomUUID();
+  async function run({ project, devices, updateType, requestId }: UpdateRequest, updateId: string = randomUUID()): Promise<UpdateOutcome> {
     const log = logger.child({ updateId, requestId });
     const cells = devices.flatMap((device) => project.locations.map((location) => ({ device, location })));
     const started = performance.now();
@@ -73,7 +72,30 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
     return { updateId, date, results };
   }
 
-  return { run };
+  const background = new Set<Promise<void>>();
+
+  /**
+   * Starts an update without waiting for it (mode=async). In this process for now: a restart
+   * loses what is still running, which is why `drain` exists and the durable queue is next.
+   */
+  function start(request: UpdateRequest): string {
+    const updateId = randomUUID();
+    const job = run(request, updateId)
+      .then(
+        (outcome) => logger.info({ updateId, requestId: request.requestId, date: outcome.date }, 'async update done'),
+        (error: unknown) => logger.error({ updateId, requestId: request.requestId, err: error }, 'async update failed'),
+      )
+      .finally(() => background.delete(job));
+    background.add(job);
+    return updateId;
+  }
+
+  /** Waits for every background update to end. */
+  async function drain(): Promise<void> {
+    while (background.size > 0) await Promise.allSettled([...background]);
+  }
+
+  return { run, start, drain };
 }
 
 export type UpdateService = ReturnType<typeof createUpdateService>;

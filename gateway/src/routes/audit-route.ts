@@ -1,17 +1,17 @@
 import type { Request, Response } from 'express';
 import { ApiError, formatApiDateTime } from '@perfwatch/common';
 import { toAuditResult } from '../audit-view.ts';
-import { auditParamsSchema, parseParams, rawParams } from '../request-params.ts';
+import { auditBodySchema, auditQuerySchema, parseRequest } from '../request-params.ts';
 import type { Store } from '../store/store.ts';
 import { callerProject } from './caller-project.ts';
 
 /** `GET|POST /v1/audit`: the snapshot of a project at one second, optionally filtered. */
 export function auditRoute({ store }: { store: Store }) {
   return async (req: Request, res: Response): Promise<void> => {
-    const params = parseParams(auditParamsSchema, rawParams(req));
+    const params = parseRequest(req, { query: auditQuerySchema, body: auditBodySchema });
     const project = await callerProject(store, req, params.url);
     const snapshot = await store.findSnapshot(project.id, params.date, { device: params.device, locations: params.location });
-    if (!snapshot) throw new ApiError('NOT_FOUND', 'No snapshot at that date.', [`date: project has no snapshot at ${formatApiDateTime(params.date)}`]);
+    if (!snapshot) throw new ApiError('NOT_FOUND', 'No snapshot at that date.', [`date: the project has no snapshot at ${formatApiDateTime(params.date)}`]);
     res.json(toAuditResult(snapshot, project));
   };
 }

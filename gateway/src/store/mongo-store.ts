@@ -3,7 +3,7 @@ import { gunzip, gzip } from 'node:zlib';
 import { Binary, MongoClient, MongoServerError, ObjectId, type Collection, type Db } from 'mongodb';
 import { z } from 'zod';
 import { DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, runMetricsSchema } from '@perfwatch/common';
-import { DuplicateError, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
+import { DuplicateError, type KpiRow, type OverviewFilter, type SnapshotSummary, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
@@ -38,6 +38,17 @@ const snapshotDoc = z.object({
   date: z.date(),
   updateType: z.enum(UPDATE_TYPES),
   available: z.array(availableEntry),
+});
+const kpiDoc = z.object({
+  date: z.date(),
+  domain: z.string(),
+  url: z.string(),
+  device: z.enum(DEVICES),
+  location: z.enum(LOCATIONS),
+  updateType: z.enum(UPDATE_TYPES),
+  section: z.string(),
+  kpi: z.string(),
+  data: z.union([z.record(z.string(), z.unknown()), z.string()]),
 });
 const resultDoc = z.object({
   device: z.enum(DEVICES),
@@ -96,8 +107,8 @@ export class MongoStore implements Store {
       // /v1/audit reads a project's snapshot at one second.
       this.#snapshots.createIndex({ projectId: 1, date: 1 }, { unique: true }),
       this.#results.createIndex({ snapshotId: 1, device: 1, location: 1 }),
-      // /v1/overview reads KPI records by date range, for one user.
-      this.#kpis.createIndex({ userId: 1, date: 1 }),
+      // /v1/overview reads a user's KPI records by date range, in this order.
+      this.#kpis.createIndex({ userId: 1, date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1 }),
       this.#kpis.createIndex({ snapshotId: 1 }),
     ]);
   }
@@ -166,6 +177,41 @@ export class MongoStore implements Store {
   async listProjects(userId?: string): Promise<ProjectRecord[]> {
     const docs = await this.#projects.find(userId ? { userId: new ObjectId(userId) } : {}).sort({ url: 1 }).toArray();
     return docs.map((doc) => projectDoc.parse(doc));
+  }
+
+  async removeProject(userId: string, url: string): Promise<boolean> {
+    const doc = await this.#projects.findOne({ userId: new ObjectId(userId), url });
+    if (!doc) return false;
+    // Data first, the project last: a removal cut short can simply be run again.
+    await this.#kpis.deleteMany({ projectId: doc._id });
+    await this.#results.deleteMany({ projectId: doc._id });
+    await this.#snapshots.deleteMany({ projectId: doc._id });
+    await this.#projects.deleteOne({ _id: doc._id });
+    return true;
+  }
+
+  async listSnapshots(projectId: string): Promise<SnapshotSummary[]> {
+    const docs = await this.#snapshots.find({ projectId: new ObjectId(projectId), status: 'complete' }, { projection: { date: 1, updateType: 1, available: 1, _id: 1, projectId: 1, updateId: 1, url: 1 } }).sort({ date: 1 }).toArray();
+    return docs.map((doc) => {
+      const { date, updateType, available } = snapshotDoc.parse(doc);
+      return { date, updateType, available };
+    });
+  }
+
+  async *streamKpis({ userId, from, to, domain, updateType, sections }: OverviewFilter): AsyncIterable<KpiRow> {
+    const query: Record<string, unknown> = { userId: new ObjectId(userId), date: { $gte: from, $lt: to } };
+    if (domain) query['domain'] = domain;
+    if (updateType) query['updateType'] = updateType;
+    if (sections && sections.length > 0) query['section'] = { $in: sections };
+    const cursor = this.#kpis
+      .find(query, { projection: { _id: 0, date: 1, domain: 1, url: 1, device: 1, location: 1, updateType: 1, section: 1, kpi: 1, data: 1 } })
+      .sort({ date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1 })
+      .batchSize(1000);
+    try {
+      for await (const doc of cursor) yield kpiDoc.parse(doc);
+    } finally {
+      await cursor.close();
+    }
   }
 
   async saveSnapshot({ project, updateId, date, updateType, results }: NewSnapshot): Promise<Date> {

@@ -72,6 +72,35 @@ export interface SnapshotFilter {
   locations?: Location[];
 }
 
+export interface OverviewFilter {
+  userId: string;
+  from: Date;
+  /** Exclusive. */
+  to: Date;
+  domain?: string;
+  updateType?: UpdateType;
+  /** Upper-case section names. */
+  sections?: string[];
+}
+
+export interface KpiRow {
+  date: Date;
+  domain: string;
+  url: string;
+  device: Device;
+  location: Location;
+  updateType: UpdateType;
+  section: string;
+  kpi: string;
+  data: Record<string, unknown> | string;
+}
+
+export interface SnapshotSummary {
+  date: Date;
+  updateType: UpdateType;
+  available: Array<{ device: Device; location: Location }>;
+}
+
 /** Raised when a unique name or URL is taken. */
 export class DuplicateError extends Error {
   constructor(message: string) {
@@ -100,8 +129,17 @@ export interface Store {
   addProject(project: NewProject): Promise<ProjectRecord>;
   findProject(userId: string, url: string): Promise<ProjectRecord | null>;
   listProjects(userId?: string): Promise<ProjectRecord[]>;
+  /** Removes a project with its snapshots, results and KPI records. */
+  removeProject(userId: string, url: string): Promise<boolean>;
 
   /** Persists a snapshot and returns the date it was stored under. */
   saveSnapshot(snapshot: NewSnapshot): Promise<Date>;
   findSnapshot(projectId: string, date: Date, filter?: SnapshotFilter): Promise<SnapshotRecord | null>;
+  /** A project's complete snapshots, oldest first. */
+  listSnapshots(projectId: string): Promise<SnapshotSummary[]>;
+  /**
+   * A user's KPI records in a date range, ordered by date, url, device, location, section, kpi;
+   * read from a cursor, so memory stays flat however many there are.
+   */
+  streamKpis(filter: OverviewFilter): AsyncIterable<KpiRow>;
 }

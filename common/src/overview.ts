@@ -1,0 +1,41 @@
+import { z } from 'zod';
+import { DEVICES, LOCATIONS, UPDATE_TYPES, type UpdateType } from './ids.ts';
+import { API_DATE_TIME_PATTERN } from './audit-result.ts';
+import { SECTIONS } from './lighthouse-kpis.ts';
+
+export const SECTION_NAMES = SECTIONS.map((s) => s.toUpperCase()) as Array<Uppercase<(typeof SECTIONS)[number]>>;
+
+/** `Manual`, `Scheduled`, `Ci`: the spec's capitalized update type. */
+export function capitalizeUpdateType(type: UpdateType): 'Manual' | 'Scheduled' | 'Ci' {
+  return (type.charAt(0).toUpperCase() + type.slice(1)) as 'Manual' | 'Scheduled' | 'Ci';
+}
+
+export const overviewRecordSchema = z
+  .object({
+    date: z.string().regex(API_DATE_TIME_PATTERN),
+    domain: z.string(),
+    url: z.string(),
+    device: z.enum(DEVICES),
+    location: z.enum(LOCATIONS),
+    updateType: z.enum(UPDATE_TYPES.map(capitalizeUpdateType) as ['Manual', 'Scheduled', 'Ci']),
+    section: z.enum(SECTION_NAMES as [string, ...string[]]),
+    kpi: z.string(),
+    /** An object for LIGHTHOUSE KPIs (and the other object-valued sections), a string for CRUX. */
+    data: z.union([z.record(z.string(), z.unknown()), z.string()]),
+  })
+  .meta({ id: 'OverviewRecord' });
+export type OverviewRecord = z.infer<typeof overviewRecordSchema>;
+
+export const overviewResponseSchema = z.array(overviewRecordSchema).meta({ id: 'Overview', description: 'KPI records ordered by date, url, device, location, section, kpi (ascending).' });
+
+/** `/v1/updates`: per device, the snapshot dates with the locations each has, ascending. */
+export const snapshotListSchema = z
+  .object({
+    url: z.string(),
+    mobile: z.array(z.object({ date: z.string().regex(API_DATE_TIME_PATTERN), updateType: z.enum(UPDATE_TYPES), locations: z.array(z.enum(LOCATIONS)) })).optional(),
+    desktop: z.array(z.object({ date: z.string().regex(API_DATE_TIME_PATTERN), updateType: z.enum(UPDATE_TYPES), locations: z.array(z.enum(LOCATIONS)) })).optional(),
+  })
+  .meta({ id: 'SnapshotList' });
+export type SnapshotList = z.infer<typeof snapshotListSchema>;
+
+export const asyncAckSchema = z.object({ ok: z.literal(1), id: z.string() }).meta({ id: 'AsyncAcknowledgement' });

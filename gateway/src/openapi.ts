@@ -1,0 +1,74 @@
+import { z } from 'zod';
+import { createDocument } from 'zod-openapi';
+import { asyncAckSchema, auditResultSchema, errorEnvelopeSchema, overviewResponseSchema, snapshotListSchema } from '@perfwatch/common';
+import { auditBodySchema, auditQuerySchema, overviewBodySchema, overviewQuerySchema, updateBodySchema, updateQuerySchema, updatesBodySchema, updatesQuerySchema } from './request-params.ts';
+
+const json = (schema: z.ZodType, description: string) => ({ description, content: { 'application/json': { schema } } });
+const error = (description: string) => json(errorEnvelopeSchema, description);
+
+const commonErrors = {
+  '400': error('A parameter is missing or invalid, the Authorization header is missing, or the body is not JSON. `errors` names each problem.'),
+  '401': error('The API token is not valid.'),
+  '404': error('No project of the caller has that URL.'),
+  '405': error('A method other than GET or POST.'),
+  '406': error('The Accept header excludes JSON.'),
+  '413': error('The body is larger than the limit.'),
+  '415': error('A POST body that is not JSON.'),
+  '429': { ...error('Too many requests for this token; see Retry-After.'), headers: z.object({ 'Retry-After': z.string().meta({ description: 'Seconds to wait.' }) }) },
+  '500': error('Unexpected failure; try again.'),
+};
+
+/** The GET (query) and POST (body) forms of one endpoint. */
+function endpoint(summary: string, query: z.ZodType, body: z.ZodType, responses: Record<string, unknown>) {
+  const base = { summary, security: [{ token: [] }], responses: { ...commonErrors, ...responses } };
+  return {
+    get: { ...base, requestParams: { query: inputOf(query) } },
+    post: { ...base, requestBody: { required: true, content: { 'application/json': { schema: body } } } },
+  };
+}
+
+/** Query parameters must be documented from a plain object schema. */
+function inputOf(schema: z.ZodType): z.ZodObject {
+  let current: z.ZodType = schema;
+  // Unwrap transforms and refinements down to the object the client fills in.
+  while (!(current instanceof z.ZodObject)) {
+    const def = (current as unknown as { def: { in?: z.ZodType; innerType?: z.ZodType; schema?: z.ZodType } }).def;
+    const inner = def.in ?? def.innerType ?? def.schema;
+    if (!inner) throw new Error('query schema has no object inside');
+    current = inner;
+  }
+  return current;
+}
+
+/** The OpenAPI 3.1 document, generated from the same zod schemas that validate requests and responses. */
+export function createOpenApiDocument(serverUrl = '/'): ReturnType<typeof createDocument> {
+  return createDocument({
+    openapi: '3.1.0',
+    info: {
+      title: 'perfwatch',
+      version: '1.0.0',
+      description: 'Website performance monitoring: Lighthouse audits from several locations, on mobile and desktop. Every endpoint takes GET (query string) or POST (JSON body) alike.',
+    },
+    servers: [{ url: serverUrl }],
+    components: {
+      securitySchemes: { token: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'The API token, raw or as `Bearer <token>`.' } },
+    },
+    paths: {
+      '/v1/update': endpoint('Run an update of a project', updateQuerySchema, updateBodySchema, {
+        '200': json(z.union([auditResultSchema, asyncAckSchema]), 'sync: the audit result of the devices updated; async: an acknowledgement.'),
+        '502': error('Every run failed.'),
+        '503': error('No agent serves any of the project\'s locations.'),
+        '504': error('Every run timed out.'),
+      }),
+      '/v1/audit': endpoint('Read the snapshot of a project at a date', auditQuerySchema, auditBodySchema, {
+        '200': json(auditResultSchema, 'The snapshot, filtered by device and location.'),
+      }),
+      '/v1/overview': endpoint('KPI records of the caller\'s projects in a date range', overviewQuerySchema, overviewBodySchema, {
+        '200': json(overviewResponseSchema, 'KPI records, ordered by date, url, device, location, section, kpi.'),
+      }),
+      '/v1/updates': endpoint('The snapshot dates of a project, per device', updatesQuerySchema, updatesBodySchema, {
+        '200': json(snapshotListSchema, 'Per device, the snapshot dates with their locations, ascending.'),
+      }),
+    },
+  });
+}

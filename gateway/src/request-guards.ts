@@ -1,0 +1,41 @@
+import type { NextFunction, Request, Response } from 'express';
+import { rateLimit, type RateLimitInfo } from 'express-rate-limit';
+import { ApiError } from '@perfwatch/common';
+
+/** 406 when the caller's Accept header rules JSON out: every answer of the API is JSON. */
+export function acceptsJson(req: Request, _res: Response, next: NextFunction): void {
+  if (req.get('accept') && !req.accepts('application/json')) {
+    throw new ApiError('NOT_ACCEPTABLE', 'This API answers in JSON only.', [`header Accept: ${req.get('accept')} excludes application/json`]);
+  }
+  next();
+}
+
+/** 415 for a POST whose body is not JSON. A POST without a body is read as `{}`. */
+export function jsonBodyOnly(req: Request, _res: Response, next: NextFunction): void {
+  const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
+  if (req.method === 'POST' && hasBody && !req.is(['application/json', 'application/*+json'])) {
+    throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The body must be JSON.', [`header Content-Type: ${req.get('content-type') ?? '(none)'}; send application/json`]);
+  }
+  next();
+}
+
+/**
+ * A per-token limit of requests per minute, counted in this gateway's memory (with N replicas
+ * behind a load balancer a token gets up to N times the limit; a shared store is a drop-in
+ * for express-rate-limit when that matters). Over the limit: 429 with Retry-After.
+ */
+export function perTokenLimit(perMinute: number, what: string) {
+  return rateLimit({
+    windowMs: 60_000,
+    limit: perMinute,
+    standardHeaders: 'draft-7',
+    legacyHeaders: false,
+    keyGenerator: (req) => req.caller!.tokenPrefix,
+    validate: { keyGeneratorIpFallback: false },
+    handler: (req, _res, next) => {
+      const reset = (req as Request & { rateLimit?: RateLimitInfo }).rateLimit?.resetTime?.getTime() ?? Date.now() + 60_000;
+      const retryAfter = String(Math.max(1, Math.ceil((reset - Date.now()) / 1000)));
+      next(new ApiError('TOO_MANY_REQUESTS', `Too many ${what} for this token. Try again in ${retryAfter} s.`, [`limit: ${perMinute} ${what} per minute per token`], { headers: { 'Retry-After': retryAfter } }));
+    },
+  });
+}

@@ -1,0 +1,82 @@
+import type { Request, Response } from 'express';
+import type { Logger } from 'pino';
+import { capitalizeUpdateType, formatApiDateTime, type OverviewRecord } from '@perfwatch/common';
+import { overviewBodySchema, overviewQuerySchema, parseRequest } from '../request-params.ts';
+import type { KpiRow, Store } from '../store/store.ts';
+
+const DAY_MS = 86_400_000;
+/** Bytes gathered before a write: few syscalls, and still a small, fixed amount of memory. */
+const CHUNK_BYTES = 64 * 1024;
+
+function drainedOrClosed(res: Response): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+export function toOverviewRecord(row: KpiRow): OverviewRecord {
+  return {
+    date: formatApiDateTime(row.date),
+    domain: row.domain,
+    url: row.url,
+    device: row.device,
+    location: row.location,
+    updateType: capitalizeUpdateType(row.updateType),
+    section: row.section,
+    kpi: row.kpi,
+    data: row.data,
+  };
+}
+
+/**
+ * `GET|POST /v1/overview`: the caller's KPI records in a date range. The JSON array is written
+ * as the database cursor yields, respecting the socket's back-pressure, so the gateway's memory
+ * stays flat for a million records. A failure after the first byte cannot become an error
+ * envelope any more: the connection is cut, so a client never takes a truncated array for a
+ * whole one.
+ */
+export function overviewRoute({ store, logger }: { store: Store; logger: Logger }) {
+  return async (req: Request, res: Response): Promise<void> => {
+    const params = parseRequest(req, { query: overviewQuerySchema, body: overviewBodySchema });
+    const rows = store.streamKpis({
+      userId: req.caller!.userId,
+      from: params.startDate,
+      to: new Date(params.endDate.getTime() + DAY_MS),
+      domain: params.domain,
+      updateType: params.updateType,
+      sections: params.sections?.map((s) => s.toUpperCase()),
+    });
+    const iterator = rows[Symbol.asyncIterator]();
+    // The first read happens before any byte is sent, so a database that is down is still a 500 envelope.
+    let next = await iterator.next();
+    res.status(200).type('application/json');
+    let buffer = '[';
+    let first = true;
+    let count = 0;
+    try {
+      while (!next.done) {
+        buffer += (first ? '' : ',') + JSON.stringify(toOverviewRecord(next.value));
+        first = false;
+        count++;
+        if (buffer.length >= CHUNK_BYTES) {
+          if (!res.write(buffer)) await drainedOrClosed(res);
+          buffer = '';
+        }
+        if (res.destroyed) break;
+        next = await iterator.next();
+      }
+      res.end(`${buffer}]`);
+    } catch (error) {
+      logger.error({ err: error, requestId: req.requestId, records: count }, 'overview stream failed');
+      res.destroy(error as Error);
+    } finally {
+      await iterator.return?.();
+    }
+  };
+}
