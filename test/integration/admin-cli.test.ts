@@ -57,6 +57,20 @@ describe('perfwatch admin', () => {
     expect((await admin(env, 'revoke-token', prefix)).code).toBe(1);
   });
 
+  it('validates a cron schedule and removes a project with its data', async () => {
+    await admin(env, 'create-user', 'sched');
+    const bad = await admin(env, 'add-project', 'sched', 'https://c.example/', '--schedule', 'every tuesday');
+    expect(bad.code).toBe(1);
+    expect(bad.err).toMatch(/not a cron expression/);
+    expect((await admin(env, 'add-project', 'sched', 'https://c.example/', '--schedule', '*/15 * * * *')).code).toBe(0);
+    const listed = JSON.parse((await admin(env, 'list', '--json')).out);
+    expect(listed.find((u: { user: string }) => u.user === 'sched').projects[0].schedule).toBe('*/15 * * * *');
+    expect((await admin(env, 'remove-project', 'sched', 'https://c.example/')).code).toBe(0);
+    expect((await admin(env, 'remove-project', 'sched', 'https://c.example/')).code).toBe(1);
+    const after = JSON.parse((await admin(env, 'list', '--json')).out);
+    expect(after.find((u: { user: string }) => u.user === 'sched').projects).toEqual([]);
+  });
+
   it('explains its usage on a wrong call', async () => {
     const res = await admin(env, 'frobnicate');
     expect(res.code).toBe(2);

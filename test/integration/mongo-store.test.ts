@@ -71,4 +71,43 @@ describe('MongoStore', () => {
     expect((await store.findSnapshot(project.id, first))!.updateId).toBe('a');
     expect((await store.findSnapshot(project.id, second))!.updateId).toBe('b');
   });
+
+  it('streams a user\'s KPI records in date, url, device, location, section, kpi order, filtered', async () => {
+    const user = await store.createUser('frank');
+    const other = await store.createUser('grace');
+    const a = await store.addProject({ userId: user.id, url: 'https://b.example/', domain: 'b.example', locations: ['london', 'tokyo'], defaultLocation: 'london', runs: 1, schedule: null });
+    const b = await store.addProject({ userId: user.id, url: 'https://a.example/', domain: 'a.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+    const theirs = await store.addProject({ userId: other.id, url: 'https://a.example/', domain: 'a.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+    const day = (d: number, h = 12) => new Date(Date.UTC(2026, 5, d, h));
+    await store.saveSnapshot({ project: a, updateId: '1', date: day(2), updateType: 'manual', results: [result('mobile', 'tokyo'), result('desktop', 'london')] });
+    await store.saveSnapshot({ project: b, updateId: '2', date: day(2), updateType: 'ci', results: [result('mobile', 'london')] });
+    await store.saveSnapshot({ project: b, updateId: '3', date: day(1), updateType: 'scheduled', results: [result('mobile', 'london')] });
+    await store.saveSnapshot({ project: b, updateId: '4', date: day(5), updateType: 'manual', results: [result('mobile', 'london')] });
+    await store.saveSnapshot({ project: theirs, updateId: '5', date: day(2), updateType: 'manual', results: [result('mobile', 'london')] });
+
+    const rows = [];
+    for await (const row of store.streamKpis({ userId: user.id, from: day(1, 0), to: day(3, 0) })) rows.push(row);
+    const perCell = lighthouseKpis(loadLhr('mobile', 1)).length;
+    expect(rows).toHaveLength(4 * perCell);
+    const keys = rows.map((r) => [r.date.toISOString(), r.url, r.device, r.location, r.section, r.kpi].join('|'));
+    expect(keys).toEqual([...keys].sort());
+    expect(rows[0]!.updateType).toBe('scheduled');
+    expect(rows.every((r) => r.domain !== undefined && r.date < day(3, 0))).toBe(true);
+
+    const ci = [];
+    for await (const row of store.streamKpis({ userId: user.id, from: day(1, 0), to: day(6, 0), domain: 'a.example', updateType: 'ci', sections: ['LIGHTHOUSE'] })) ci.push(row);
+    expect(ci).toHaveLength(perCell);
+    const none = [];
+    for await (const row of store.streamKpis({ userId: user.id, from: day(1, 0), to: day(6, 0), sections: ['CRUX'] })) none.push(row);
+    expect(none).toHaveLength(0);
+
+    expect((await store.listSnapshots(b.id)).map((s) => s.date.getUTCDate())).toEqual([1, 2, 5]);
+    expect(await store.removeProject(user.id, b.url)).toBe(true);
+    expect(await store.listSnapshots(b.id)).toEqual([]);
+    const left = [];
+    for await (const row of store.streamKpis({ userId: user.id, from: day(1, 0), to: day(6, 0) })) left.push(row);
+    expect(new Set(left.map((r) => r.url))).toEqual(new Set(['https://b.example/']));
+    // The other user's project with the same URL is untouched.
+    expect(await store.listSnapshots(theirs.id)).toHaveLength(1);
+  });
 });

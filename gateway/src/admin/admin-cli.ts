@@ -8,7 +8,8 @@ const USAGE = `usage: perfwatch admin <command>
   create-user NAME                 create a user and print its first API token (shown once)
   create-token NAME                print a new API token for NAME (shown once)
   revoke-token PREFIX              revoke the token whose prefix (first 8 characters after pw_) is PREFIX
-  add-project NAME URL [--locations a,b] [--default-location a] [--runs N]
+  add-project NAME URL [--locations a,b] [--default-location a] [--runs N] [--schedule CRON]
+  remove-project NAME URL          remove a project with all its snapshots
   list [--json]                    users and their projects
 environment: MONGODB_URI, MONGODB_DB`;
 
@@ -35,6 +36,7 @@ export async function main(argv: string[], env: Readonly<Record<string, string |
         locations: { type: 'string' },
         'default-location': { type: 'string' },
         runs: { type: 'string' },
+        schedule: { type: 'string' },
         json: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -81,10 +83,16 @@ export async function main(argv: string[], env: Readonly<Record<string, string |
           locations: parsed.values.locations ? parseLocations(parsed.values.locations) : undefined,
           defaultLocation: parsed.values['default-location'] ? parseLocations(parsed.values['default-location'])[0] : undefined,
           runs,
+          schedule: parsed.values.schedule ?? null,
         });
         out.write(parsed.values.json ? `${JSON.stringify(project)}\n` : `project ${project.url} added for ${args[0]}: locations ${project.locations.join(', ')}, ${project.runs} run(s)\n`);
         return 0;
       }
+      case 'remove-project':
+        need(2);
+        await admin.removeProject(args[0]!, args[1]!);
+        out.write(`project ${args[1]} of ${args[0]} removed with its snapshots\n`);
+        return 0;
       case 'list': {
         need(0);
         const listing = await admin.list();

@@ -1,3 +1,4 @@
+import { CronExpressionParser } from 'cron-parser';
 import { LOCATIONS, type Location } from '@perfwatch/common';
 import { normalizeProjectUrl } from '../request-params.ts';
 import { DuplicateError, type ProjectRecord, type Store, type UserRecord } from '../store/store.ts';
@@ -65,6 +66,13 @@ export function createAdmin(store: Store) {
       const locations = options.locations && options.locations.length > 0 ? [...new Set(options.locations)] : [options.defaultLocation ?? LOCATIONS[0]];
       const defaultLocation = options.defaultLocation ?? locations[0]!;
       if (!locations.includes(defaultLocation)) throw new AdminError(`the default location ${defaultLocation} is not among the project's locations`);
+      if (options.schedule) {
+        try {
+          CronExpressionParser.parse(options.schedule, { tz: 'UTC' });
+        } catch (error) {
+          throw new AdminError(`not a cron expression: ${options.schedule} (${(error as Error).message})`);
+        }
+      }
       const runs = options.runs ?? 3;
       if (!Number.isInteger(runs) || runs < 1 || runs > 9) throw new AdminError('runs is a whole number from 1 to 9');
       try {
@@ -73,6 +81,12 @@ export function createAdmin(store: Store) {
         if (error instanceof DuplicateError) throw new AdminError(`${name} already has a project at ${normalized}`);
         throw error;
       }
+    },
+
+    async removeProject(name: string, url: string): Promise<void> {
+      const user = await userNamed(name);
+      const normalized = normalizeProjectUrl(url) ?? url;
+      if (!(await store.removeProject(user.id, normalized))) throw new AdminError(`${name} has no project at ${normalized}`);
     },
 
     async list(): Promise<Array<{ user: UserRecord; projects: ProjectRecord[] }>> {
