@@ -6,24 +6,28 @@ import { auditBodySchema, auditQuerySchema, overviewBodySchema, overviewQuerySch
 const json = (schema: z.ZodType, description: string) => ({ description, content: { 'application/json': { schema } } });
 const error = (description: string) => json(errorEnvelopeSchema, description);
 
-const commonErrors = {
-  '400': error('A parameter is missing or invalid, the Authorization header is missing, or the body is not JSON. `errors` names each problem.'),
+const readErrors = {
+  '400': error('A parameter is missing or invalid, or the Authorization header is missing. `errors` names each problem.'),
   '401': error('The API token is not valid.'),
-  '404': error('No project of the caller has that URL.'),
-  '405': error('A method other than GET or POST.'),
   '406': error('The Accept header excludes JSON.'),
-  '413': error('The body is larger than the limit.'),
-  '415': error('A POST body that is not JSON.'),
   '429': { ...error('Too many requests for this token; see Retry-After.'), headers: z.object({ 'Retry-After': z.string().meta({ description: 'Seconds to wait.' }) }) },
   '500': error('Unexpected failure; try again.'),
 };
+const bodyErrors = {
+  '413': error('The body is larger than the limit.'),
+  '415': error('The body is not JSON.'),
+};
+const projectErrors = { '404': error('No project of the caller has that URL (or, for /v1/audit, no snapshot at that date).') };
 
-/** The GET (query) and POST (body) forms of one endpoint. */
-function endpoint(summary: string, query: z.ZodType, body: z.ZodType, responses: Record<string, unknown>) {
-  const base = { summary, security: [{ token: [] }], responses: { ...commonErrors, ...responses } };
+/**
+ * The GET (query) and POST (body) forms of one endpoint. Any other method gets 405 with
+ * `Allow: GET, POST` (not listed per operation: OpenAPI describes the methods that exist).
+ */
+function endpoint(summary: string, query: z.ZodType, body: z.ZodType, responses: Record<string, unknown>, { project = true } = {}) {
+  const base = { summary, security: [{ token: [] }], responses: { ...readErrors, ...(project ? projectErrors : {}), ...responses } };
   return {
     get: { ...base, requestParams: { query: inputOf(query) } },
-    post: { ...base, requestBody: { required: true, content: { 'application/json': { schema: body } } } },
+    post: { ...base, responses: { ...base.responses, ...bodyErrors }, requestBody: { required: true, content: { 'application/json': { schema: body } } } },
   };
 }
 
@@ -65,7 +69,7 @@ export function createOpenApiDocument(serverUrl = '/'): ReturnType<typeof create
       }),
       '/v1/overview': endpoint('KPI records of the caller\'s projects in a date range', overviewQuerySchema, overviewBodySchema, {
         '200': json(overviewResponseSchema, 'KPI records, ordered by date, url, device, location, section, kpi.'),
-      }),
+      }, { project: false }),
       '/v1/updates': endpoint('The snapshot dates of a project, per device', updatesQuerySchema, updatesBodySchema, {
         '200': json(snapshotListSchema, 'Per device, the snapshot dates with their locations, ascending.'),
       }),

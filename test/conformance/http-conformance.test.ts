@@ -1,0 +1,419 @@
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditResultSchema, errorEnvelopeSchema, overviewResponseSchema, snapshotListSchema, type AuditResult } from '@perfwatch/common';
+import { RunFailure, startAgent, type Agent } from '@perfwatch/agent';
+import { createNatsDispatcher, createServer, createUpdateService, type GatewayServer, type MongoStore } from '@perfwatch/gateway';
+import { fixtureRunner } from '../support/fixture-runner.ts';
+import { openApiResponseChecker } from '../support/openapi-responses.ts';
+import { isolatedNats, silentLogger, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
+
+// The HTTP interface as a client written from the spec sees it: every endpoint in GET and POST
+// form, every error status, tenancy, and every response checked against /v1/openapi.json.
+// Real nats-server and MongoDB-wire server; agents answer with real captured Lighthouse results.
+
+type Params = Record<string, string | string[] | undefined>;
+type Reply = { status: number; headers: Headers; body: unknown };
+
+let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let gateway: TestGateway;
+let agentConn: NatsConnection;
+const agents: Agent[] = [];
+let alice: string;
+let bob: string;
+let checker: Awaited<ReturnType<typeof openApiResponseChecker>>;
+
+const SHOP = 'https://shop.example/';
+const DAY = new Date().toISOString().slice(0, 10);
+
+beforeAll(async () => {
+  nats = await isolatedNats();
+  gateway = await startTestGateway({ natsUrl: nats.url, replyTimeoutMs: 1_500 });
+  agentConn = await connect({ servers: nats.url });
+  for (const location of ['london', 'tokyo'] as const) agents.push(startAgent({ nc: agentConn, location, runner: fixtureRunner({ delayMs: 5 }), logger: silentLogger, agentId: location }));
+  agents.push(startAgent({ nc: agentConn, location: 'los_angeles', runner: fixtureRunner({ fail: () => new RunFailure('PAGE_LOAD_FAILED', 'ERRORED_DOCUMENT_REQUEST: status 500', false) }), logger: silentLogger, agentId: 'la' }));
+  // Frankfurt has a subscriber that never answers: every run there times out.
+  agentConn.subscribe('perfwatch.audit.v1.frankfurt', { queue: 'perfwatch-agents.frankfurt' });
+  await agentConn.flush();
+
+  ({ token: alice } = await gateway.admin.createUser('alice'));
+  ({ token: bob } = await gateway.admin.createUser('bob'));
+  await gateway.admin.addProject('alice', SHOP, { locations: ['london', 'tokyo'], runs: 2 });
+  await gateway.admin.addProject('alice', 'https://half.example/', { locations: ['tokyo', 'sao_paulo'], runs: 1 });
+  await gateway.admin.addProject('alice', 'https://nobody.example/', { locations: ['sao_paulo'], runs: 1 });
+  await gateway.admin.addProject('alice', 'https://broken.example/', { locations: ['los_angeles'], runs: 1 });
+  await gateway.admin.addProject('alice', 'https://slow.example/', { locations: ['frankfurt'], runs: 1 });
+  await gateway.admin.addProject('bob', 'https://bob.example/', { locations: ['london'], runs: 1 });
+
+  checker = await openApiResponseChecker(await (await fetch(`${gateway.url}/v1/openapi.json`)).json());
+});
+
+afterAll(async () => {
+  for (const agent of agents) await agent.stop();
+  await agentConn?.drain();
+  await gateway?.stop();
+  await nats?.dispose();
+});
+
+function queryString(params: Params): string {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) for (const v of value === undefined ? [] : [value].flat()) search.append(key, v);
+  return search.toString();
+}
+
+async function send(base: string, path: string, method: 'GET' | 'POST', params: { query?: Params; body?: unknown; raw?: string; contentType?: string }, headers: Record<string, string>): Promise<Reply> {
+  const url = `${base}/v1/${path}${params.query ? `?${queryString(params.query)}` : ''}`;
+  const init: RequestInit = { method, headers: { ...headers } };
+  if (method === 'POST') {
+    init.body = params.raw ?? JSON.stringify(params.body ?? {});
+    (init.headers as Record<string, string>)['Content-Type'] = params.contentType ?? 'application/json';
+  }
+  const res = await fetch(url, init);
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // Left as text: the assertions below say why that is wrong.
+  }
+  return { status: res.status, headers: res.headers, body };
+}
+
+/** Checks a reply against the OpenAPI document and, for errors, the envelope. */
+function documented(path: string, method: 'GET' | 'POST', reply: Reply): Reply {
+  checker.check(`/v1/${path}`, method === 'GET' ? 'get' : 'post', reply.status, reply.body);
+  if (reply.status >= 400) {
+    const envelope = errorEnvelopeSchema.parse(reply.body);
+    expect(JSON.stringify(envelope)).not.toMatch(/\bat .+\.ts:\d+/);
+  }
+  return reply;
+}
+
+/** The same request as GET (query) and POST (body); both must answer alike. */
+async function both(path: string, get: Params, post: unknown, { token = alice, headers = {}, base = gateway.url, same = true }: { token?: string | null; headers?: Record<string, string>; base?: string; same?: boolean } = {}): Promise<[Reply, Reply]> {
+  const h = { ...(token === null ? {} : { Authorization: token }), ...headers };
+  const viaGet = documented(path, 'GET', await send(base, path, 'GET', { query: get }, h));
+  const viaPost = documented(path, 'POST', await send(base, path, 'POST', { body: post }, h));
+  expect(viaPost.status, JSON.stringify(viaPost.body)).toBe(viaGet.status);
+  if (same) expect(viaPost.body).toEqual(viaGet.body);
+  return [viaGet, viaPost];
+}
+
+const errorsOf = (reply: Reply) => errorEnvelopeSchema.parse(reply.body).errors.join('\n');
+
+/** Device → location → median, the shape of an update without its dates. */
+function shape(result: AuditResult) {
+  return Object.fromEntries(Object.entries(result).map(([device, byLocation]) => [device, Object.fromEntries(Object.entries(byLocation ?? {}).map(([location, cell]) => [location, { runs: cell!.runs.length, locations: cell!.locations }]))]));
+}
+
+describe('/v1/update', () => {
+  it('sync: the audit result of the requested devices, GET and POST alike', async () => {
+    const [get, post] = await both('update', { url: SHOP, device: 'mobile' }, { url: SHOP, device: 'mobile' }, { same: false });
+    expect(get.status).toBe(200);
+    const a = auditResultSchema.parse(get.body);
+    expect(shape(a)).toEqual(shape(auditResultSchema.parse(post.body)));
+    expect(shape(a)).toEqual({ mobile: { london: { runs: 2, locations: ['london', 'tokyo'] }, tokyo: { runs: 2, locations: ['london', 'tokyo'] } } });
+    const all = await both('update', { url: SHOP }, { url: SHOP }, { same: false });
+    expect(Object.keys(all[0].body as object).sort()).toEqual(['desktop', 'mobile']);
+  });
+
+  it('async: {ok: 1, id} at once, and the update lands', async () => {
+    const before = (await both('updates', { url: 'https://half.example/' }, { url: 'https://half.example/' }))[0].body as { mobile?: unknown[] };
+    const [get, post] = await both('update', { url: 'https://half.example/', mode: 'async', device: 'mobile' }, { url: 'https://half.example/', mode: 'async', device: 'mobile' }, { same: false });
+    for (const reply of [get, post]) expect(reply.body).toMatchObject({ ok: 1, id: expect.any(String) });
+    await expect.poll(async () => (((await both('updates', { url: 'https://half.example/' }, { url: 'https://half.example/' }))[0].body as { mobile?: unknown[] }).mobile?.length ?? 0), { timeout: 10_000 }).toBeGreaterThanOrEqual((before.mobile?.length ?? 0) + 2);
+  });
+
+  it('a partial result when some locations have no agent', async () => {
+    const [get] = await both('update', { url: 'https://half.example/', device: 'desktop' }, { url: 'https://half.example/', device: 'desktop' }, { same: false });
+    expect(get.status).toBe(200);
+    expect(Object.keys((get.body as AuditResult).desktop!)).toEqual(['tokyo']);
+  });
+
+  it.each([
+    ['https://nobody.example/', 503, 'SERVICE_UNAVAILABLE'],
+    ['https://slow.example/', 504, 'GATEWAY_TIMEOUT'],
+    ['https://broken.example/', 502, 'BAD_GATEWAY'],
+  ] as const)('%s → %i %s', async (url, status, name) => {
+    const [get] = await both('update', { url, device: 'mobile' }, { url, device: 'mobile' }, { same: false });
+    expect(get.status).toBe(status);
+    expect(errorEnvelopeSchema.parse(get.body).status).toBe(name);
+  });
+
+  it('400 for each bad parameter, named in errors', async () => {
+    const cases: Array<[Params, unknown, RegExp]> = [
+      [{}, {}, /url is required/],
+      [{ url: 'ftp://x.example/' }, { url: 'ftp://x.example/' }, /absolute http\(s\) URL/],
+      [{ url: SHOP, device: 'tablet' }, { url: SHOP, device: 'tablet' }, /device must be one of mobile, desktop/],
+      [{ url: SHOP, mode: 'later' }, { url: SHOP, mode: 'later' }, /mode must be sync or async/],
+      [{ url: SHOP, updateType: 'scheduled' }, { url: SHOP, updateType: 'scheduled' }, /updateType must be manual or ci/],
+      [{ url: SHOP, devices: 'mobile' }, { url: SHOP, devices: 'mobile' }, /unknown parameter\(s\): devices/],
+    ];
+    for (const [get, post, pattern] of cases) {
+      const [reply] = await both('update', get, post);
+      expect(reply.status, JSON.stringify(get)).toBe(400);
+      expect(errorsOf(reply)).toMatch(pattern);
+    }
+    const twice = documented('update', 'GET', await send(gateway.url, 'update', 'GET', { query: { url: [SHOP, SHOP] } }, { Authorization: alice }));
+    expect(errorsOf(twice)).toMatch(/url is given more than once/);
+    const notString = documented('update', 'POST', await send(gateway.url, 'update', 'POST', { body: { url: 42 } }, { Authorization: alice }));
+    expect(errorsOf(notString)).toMatch(/url must be a string/);
+    for (const raw of ['{"url": ', '[1,2]', '"just a string"']) {
+      const reply = documented('update', 'POST', await send(gateway.url, 'update', 'POST', { raw }, { Authorization: alice }));
+      expect(reply.status, raw).toBe(400);
+    }
+  });
+});
+
+describe('/v1/audit and /v1/updates', () => {
+  let dates: string[];
+
+  beforeAll(async () => {
+    await both('update', { url: SHOP }, { url: SHOP }, { same: false });
+    const [list] = await both('updates', { url: SHOP }, { url: SHOP });
+    const parsed = snapshotListSchema.parse(list.body);
+    dates = parsed.mobile!.map((s) => s.date);
+  });
+
+  it('/v1/updates lists each device\'s snapshot dates, ascending, with their locations', async () => {
+    expect(dates.length).toBeGreaterThanOrEqual(3);
+    expect([...dates].sort()).toEqual(dates);
+    const [list] = await both('updates', { url: SHOP }, { url: SHOP });
+    for (const entry of snapshotListSchema.parse(list.body).mobile!) expect(entry.locations.sort()).toEqual(['london', 'tokyo']);
+  });
+
+  it('reads a snapshot by its date, with a Z or milliseconds too, filtered by device and locations', async () => {
+    const date = dates.at(-1)!;
+    const [plain] = await both('audit', { url: SHOP, date }, { url: SHOP, date });
+    expect(plain.status).toBe(200);
+    const full = auditResultSchema.parse(plain.body);
+    expect(full.mobile!.london!.lighthouse.date).toBe(date);
+    for (const form of [`${date}Z`, `${date}.000Z`, `${date}.123`]) {
+      const [reply] = await both('audit', { url: SHOP, date: form }, { url: SHOP, date: form });
+      expect(reply.body).toEqual(plain.body);
+    }
+    const [filtered] = await both('audit', { url: SHOP, date, device: 'desktop', location: ['tokyo'] }, { url: SHOP, date, device: 'desktop', location: ['tokyo'] });
+    expect(filtered.body).toEqual({ desktop: { tokyo: full.desktop!.tokyo } });
+    const [one] = await both('audit', { url: SHOP, date, location: 'london' }, { url: SHOP, date, location: 'london' });
+    expect(Object.keys((one.body as AuditResult).mobile!)).toEqual(['london']);
+  });
+
+  it('404 when there is no snapshot at that second', async () => {
+    const [reply] = await both('audit', { url: SHOP, date: '2001-02-03T04:05:06' }, { url: SHOP, date: '2001-02-03T04:05:06' });
+    expect(reply.status).toBe(404);
+  });
+
+  it('400 for a missing, malformed or impossible date, unknown device or location', async () => {
+    const cases: Array<[Params, RegExp]> = [
+      [{ url: SHOP }, /date is required/],
+      [{ url: SHOP, date: '2026-02-30T00:00:00' }, /date must be a UTC date-time/],
+      [{ url: SHOP, date: '22/11/2026' }, /date must be a UTC date-time/],
+      [{ url: SHOP, date: dates[0]!, device: 'watch' }, /device must be one of/],
+      [{ url: SHOP, date: dates[0]!, location: ['london', 'mars'] }, /location/],
+    ];
+    for (const [params, pattern] of cases) {
+      const [reply] = await both('audit', params, params);
+      expect(reply.status, JSON.stringify(params)).toBe(400);
+      expect(errorsOf(reply)).toMatch(pattern);
+    }
+    const [all] = await both('audit', { url: 'nope', date: 'nope', device: 'nope', location: 'nope' }, { url: 'nope', date: 'nope', device: 'nope', location: ['nope'] });
+    expect(errorEnvelopeSchema.parse(all.body).errors).toHaveLength(4);
+  });
+});
+
+describe('/v1/overview', () => {
+  const range = (extra: Params = {}) => [{ startDate: DAY, endDate: DAY, ...extra }, { dateRange: { startDate: DAY, endDate: DAY }, ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [k === 'section' ? 'sections' : k, k === 'section' ? [v].flat() : v])) }] as const;
+
+  it('KPI records of the caller\'s snapshots in range, in the documented order', async () => {
+    await both('update', { url: SHOP, updateType: 'ci', device: 'desktop' }, { url: SHOP, updateType: 'ci', device: 'desktop' }, { same: false });
+    const [reply] = await both('overview', ...range());
+    const records = overviewResponseSchema.parse(reply.body);
+    expect(records.length).toBeGreaterThan(0);
+    const keys = records.map((r) => [r.date, r.url, r.device, r.location, r.section, r.kpi].join('|'));
+    expect(keys).toEqual([...keys].sort());
+    expect(new Set(records.map((r) => r.updateType))).toEqual(new Set(['Manual', 'Ci']));
+    expect(new Set(records.map((r) => r.section))).toEqual(new Set(['LIGHTHOUSE']));
+    const perf = records.find((r) => r.kpi === 'performance')!;
+    expect(Object.keys(perf.data as object).sort()).toEqual(['fCPUi', 'fcp', 'fmp', 'mpFID', 'score', 'si', 'tti']);
+    expect(records.every((r) => ['shop.example', 'half.example'].includes(r.domain))).toBe(true);
+  });
+
+  it('filters by domain, updateType and sections (section or sections in GET)', async () => {
+    const [ci] = await both('overview', ...range({ updateType: 'ci', domain: 'shop.example' }));
+    const ciRecords = overviewResponseSchema.parse(ci.body);
+    expect(ciRecords.length).toBeGreaterThan(0);
+    expect(ciRecords.every((r) => r.updateType === 'Ci' && r.domain === 'shop.example' && r.device === 'desktop')).toBe(true);
+    const [half] = await both('overview', ...range({ domain: 'half.example' }));
+    expect(overviewResponseSchema.parse(half.body).every((r) => r.url === 'https://half.example/')).toBe(true);
+    const [crux] = await both('overview', ...range({ section: ['crux', 'security'] }));
+    expect(crux.body).toEqual([]);
+    const viaSections = documented('overview', 'GET', await send(gateway.url, 'overview', 'GET', { query: { startDate: DAY, endDate: DAY, sections: 'lighthouse' } }, { Authorization: alice }));
+    expect((viaSections.body as unknown[]).length).toBeGreaterThan(0);
+  });
+
+  it('400 for bad dates, a reversed or too long range, unknown sections', async () => {
+    const cases: Array<[Params, unknown, RegExp]> = [
+      [{ endDate: DAY }, { dateRange: { endDate: DAY } }, /startDate is required/],
+      [{ startDate: '2026-02-30', endDate: DAY }, { dateRange: { startDate: '2026-02-30', endDate: DAY } }, /startDate must be a UTC date yyyy-MM-dd/],
+      [{ startDate: '2026-05-02', endDate: '2026-05-01' }, { dateRange: { startDate: '2026-05-02', endDate: '2026-05-01' } }, /endDate is before startDate/],
+      [{ startDate: '2024-01-01', endDate: '2026-01-01' }, { dateRange: { startDate: '2024-01-01', endDate: '2026-01-01' } }, /longer than 400 days/],
+      [{ startDate: DAY, endDate: DAY, section: 'speed' }, { dateRange: { startDate: DAY, endDate: DAY }, sections: ['speed'] }, /sections/],
+      [{ startDate: DAY, endDate: DAY, updateType: 'hourly' }, { dateRange: { startDate: DAY, endDate: DAY }, updateType: 'hourly' }, /updateType must be one of manual, scheduled, ci/],
+    ];
+    for (const [get, post, pattern] of cases) {
+      const [reply] = await both('overview', get, post, { same: false });
+      expect(reply.status, JSON.stringify(get)).toBe(400);
+      expect(errorsOf(reply)).toMatch(pattern);
+    }
+    const flat = documented('overview', 'POST', await send(gateway.url, 'overview', 'POST', { body: { startDate: DAY, endDate: DAY } }, { Authorization: alice }));
+    expect(errorsOf(flat)).toMatch(/dateRange/);
+  });
+});
+
+describe('authentication, tenancy and the error table', () => {
+  it('400 naming the header when Authorization is absent; 401 for a bad or Bearer-less bad token', async () => {
+    for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: DAY + 'T00:00:00' }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }]] as const) {
+      const [missing] = await both(path, params, path === 'overview' ? { dateRange: params } : params, { token: null });
+      expect(missing.status).toBe(400);
+      expect(`${(missing.body as { message: string }).message}`).toMatch(/Authorization/);
+      const [bad] = await both(path, params, path === 'overview' ? { dateRange: params } : params, { token: 'Bearer pw_' + 'x'.repeat(43) });
+      expect(bad.status).toBe(401);
+    }
+  });
+
+  it('another user cannot read, update, list or even detect a project', async () => {
+    const date = (((await both('updates', { url: SHOP }, { url: SHOP }))[0].body as { mobile: Array<{ date: string }> }).mobile[0]!).date;
+    const probes = [
+      ['update', { url: SHOP }],
+      ['audit', { url: SHOP, date }],
+      ['updates', { url: SHOP }],
+    ] as const;
+    for (const [path, params] of probes) {
+      const [theirs] = await both(path, params, params, { token: bob });
+      const [nobodys] = await both(path, { ...params, url: 'https://never-added.example/' }, { ...params, url: 'https://never-added.example/' }, { token: bob });
+      expect(theirs.status).toBe(404);
+      expect(theirs.body).toEqual(JSON.parse(JSON.stringify(nobodys.body).replaceAll('https://never-added.example/', SHOP)));
+    }
+    const [overview] = await both('overview', { startDate: DAY, endDate: DAY }, { dateRange: { startDate: DAY, endDate: DAY } }, { token: bob });
+    expect(overview.body).toEqual([]);
+  });
+
+  it('405 with Allow for every other method; unknown routes 404; nothing is HTML', async () => {
+    for (const path of ['update', 'audit', 'updates', 'overview']) {
+      for (const method of ['PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
+        const res = await fetch(`${gateway.url}/v1/${path}`, { method, headers: { Authorization: alice } });
+        expect(res.status).toBe(405);
+        expect(res.headers.get('allow')).toBe('GET, POST');
+        const body = errorEnvelopeSchema.parse(await res.json());
+        expect(body.message).toContain(method);
+        expect(body.errors.join(' ')).toMatch(/GET.*POST/);
+      }
+      const head = await fetch(`${gateway.url}/v1/${path}?url=${SHOP}`, { method: 'HEAD', headers: { Authorization: alice } });
+      expect(head.status).toBe(405);
+    }
+    for (const path of ['/v1/nope', '/nope', '/v2/update']) {
+      const res = await fetch(`${gateway.url}${path}`);
+      expect(res.status).toBe(404);
+      expect(res.headers.get('content-type')).toMatch(/application\/json/);
+      expect(errorEnvelopeSchema.parse(await res.json()).status).toBe('NOT_FOUND');
+    }
+  });
+
+  it('406 when Accept excludes JSON, 413 for a body over the limit, 415 for a body that is not JSON', async () => {
+    for (const path of ['update', 'audit', 'updates', 'overview']) {
+      const [notAcceptable] = await both(path, { url: SHOP }, { url: SHOP }, { headers: { Accept: 'text/html' } });
+      expect(notAcceptable.status).toBe(406);
+      const big = documented(path, 'POST', await send(gateway.url, path, 'POST', { raw: JSON.stringify({ url: SHOP, pad: 'x'.repeat(200_000) }) }, { Authorization: alice }));
+      expect(big.status).toBe(413);
+      const form = documented(path, 'POST', await send(gateway.url, path, 'POST', { raw: 'url=x', contentType: 'application/x-www-form-urlencoded' }, { Authorization: alice }));
+      expect(form.status).toBe(415);
+    }
+    const ok = await send(gateway.url, 'updates', 'GET', { query: { url: SHOP } }, { Authorization: alice, Accept: 'application/json, text/html;q=0.5' });
+    expect(ok.status).toBe(200);
+  });
+
+  it('429 with Retry-After once a token passes its limit, per token', async () => {
+    const limited = await startTestGateway({ natsUrl: nats.url, rateLimits: { updates: 1, reads: 2 } });
+    try {
+      const { token } = await limited.admin.createUser('busy');
+      const { token: calm } = await limited.admin.createUser('calm');
+      await limited.admin.addProject('busy', 'https://busy.example/', { locations: ['sao_paulo'], runs: 1 });
+      const url = 'https://busy.example/';
+      const audit = { url, date: `${DAY}T00:00:00` };
+      const overview = [{ startDate: DAY, endDate: DAY }, { dateRange: { startDate: DAY, endDate: DAY } }] as const;
+
+      // Reads: two allowed a minute, counted over every read endpoint.
+      const [first] = await both('audit', audit, audit, { token, base: limited.url });
+      expect(first.status).toBe(404);
+      for (const [path, get, post] of [['updates', { url }, { url }], ['overview', ...overview], ['audit', audit, audit]] as const) {
+        const [over] = await both(path, get, post, { token, base: limited.url });
+        expect(over.status, path).toBe(429);
+        expect(errorEnvelopeSchema.parse(over.body).status).toBe('TOO_MANY_REQUESTS');
+        expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
+      }
+      // Another token of another user has its own count.
+      const [other] = await both('overview', ...overview, { token: calm, base: limited.url });
+      expect(other.status).toBe(200);
+
+      // Updates: one a minute.
+      const once = documented('update', 'GET', await send(limited.url, 'update', 'GET', { query: { url } }, { Authorization: token }));
+      expect(once.status).toBe(503);
+      const [again] = await both('update', { url }, { url }, { token, base: limited.url });
+      expect(again.status).toBe(429);
+      expect(Number(again.headers.get('retry-after'))).toBeGreaterThan(0);
+    } finally {
+      await limited.stop();
+    }
+  });
+
+  it('500 asks to try again and leaks nothing when the database fails', async () => {
+    const real = await testStore();
+    const { token } = await (await import('@perfwatch/gateway')).createAdmin(real).createUser('unlucky');
+    // The store answers token look-ups, then fails: a database that breaks mid-request.
+    const failing = new Proxy(real, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver) as unknown;
+        if (property === 'findToken' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+        return () => {
+          throw new Error('connection reset by peer at /srv/db.ts:12');
+        };
+      },
+    }) as MongoStore;
+    const updates = createUpdateService({ dispatcher: createNatsDispatcher({ nc: agentConn, logger: silentLogger }), store: failing, logger: silentLogger, runTimeoutMs: 1000, replyTimeoutMs: 1000 });
+    const server: GatewayServer = await createServer({ store: failing, updates, logger: silentLogger, port: 0, host: '127.0.0.1' });
+    try {
+      for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: `${DAY}T00:00:00` }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }]] as const) {
+        const [reply] = await both(path, params, path === 'overview' ? { dateRange: params } : params, { token, base: server.url });
+        expect(reply.status).toBe(500);
+        const body = errorEnvelopeSchema.parse(reply.body);
+        expect(body.status).toBe('INTERNAL_SERVER_ERROR');
+        expect(body.message).toMatch(/try again/i);
+        expect(JSON.stringify(body)).not.toMatch(/connection reset|db\.ts/);
+      }
+    } finally {
+      await server.close();
+      await real.close();
+    }
+  });
+});
+
+describe('/v1/openapi.json', () => {
+  it('is valid OpenAPI 3.1, and every documented response was seen to match an actual one', () => {
+    expect(checker.version).toMatch(/^3\.1/);
+    // 4 endpoints × 2 methods × their statuses.
+    expect(checker.documented().length).toBeGreaterThan(60);
+    const missing = checker.documented().filter((key) => !checker.seen.has(key));
+    expect(missing).toEqual([]);
+  });
+
+  it('serves a human-readable reference from the package itself', async () => {
+    const page = await fetch(`${gateway.url}/v1/docs/`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain('swagger-ui');
+    expect(html).not.toMatch(/https?:\/\/(cdn|unpkg|jsdelivr)/);
+    const init = await (await fetch(`${gateway.url}/v1/docs/swagger-initializer.js`)).text();
+    expect(init).toContain('../openapi.json');
+    expect((await fetch(`${gateway.url}/v1/docs/swagger-ui-bundle.js`)).status).toBe(200);
+  });
+});
