@@ -11,6 +11,8 @@ export const agentEnvSchema = z.object({
   CHROME_PATH: z.string().min(1).default('/usr/bin/chromium'),
   /** Chrome's sandbox cannot start as root; defaults to on only when not root. */
   CHROME_NO_SANDBOX: booleanFlag.optional(),
+  /** Runs one Chrome serves before a fresh one replaces it; 0 launches a Chrome per run. */
+  PERFWATCH_RUNS_PER_BROWSER: z.coerce.number().int().min(0).max(10_000).default(50),
   PERFWATCH_KEEP_SCREENSHOTS: booleanFlag.default(false),
   LOG_LEVEL: logLevelSchema,
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(150_000),

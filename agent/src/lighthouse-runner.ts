@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import * as chromeLauncher from 'chrome-launcher';
 import type { Logger } from 'pino';
 import type { Device } from '@perfwatch/common';
@@ -26,74 +29,110 @@ export interface LighthouseRunnerOptions {
   chromePath: string;
   chromeFlags: readonly string[];
   logger: Logger;
+  /**
+   * Runs one Chrome serves before it is replaced (0: a fresh Chrome for every run). Between
+   * runs Chrome stays up: Lighthouse opens a new tab for each run, resets the origin's storage
+   * and closes the tab, so a warm Chrome measures like a cold one without the launch.
+   */
+  runsPerBrowser?: number;
 }
 
 /**
  * Lighthouse in this process, one run at a time (Lighthouse cannot run twice at once in one
- * process), with a Chrome launched for the run and killed after it. Only the Chrome this
- * runner launched is ever killed.
+ * process). Only the Chrome this runner launched is ever killed: by its own pid, after
+ * `runsPerBrowser` runs, after a run that failed or timed out, and on close.
  */
-export function createLighthouseRunner({ chromePath, chromeFlags, logger }: LighthouseRunnerOptions): AuditRunner {
-  let current: chromeLauncher.LaunchedChrome | null = null;
+export interface ChromeInfo {
+  pid: number;
+  port: number;
+  /** A profile directory of this Chrome's own, removed with it. */
+  userDataDir: string;
+}
+
+export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPerBrowser = 50 }: LighthouseRunnerOptions): AuditRunner & { readonly chrome: ChromeInfo | null } {
+  let chrome: (chromeLauncher.LaunchedChrome & { userDataDir: string }) | null = null;
+  let runsOnChrome = 0;
   let busy = false;
+
+  async function ensureChrome(): Promise<chromeLauncher.LaunchedChrome> {
+    if (chrome && chrome.process.exitCode === null && chrome.process.signalCode === null) return chrome;
+    if (chrome) {
+      logger.warn({ pid: chrome.pid }, 'Chrome exited between runs; starting another');
+      await retire();
+    }
+    const userDataDir = await mkdtemp(join(tmpdir(), 'perfwatch-chrome-'));
+    try {
+      chrome = Object.assign(await chromeLauncher.launch({ chromePath, chromeFlags: [...chromeFlags], userDataDir, logLevel: 'silent' }), { userDataDir });
+    } catch (error) {
+      await rm(userDataDir, { recursive: true, force: true });
+      throw new RunFailure('BROWSER_FAILED', `Chrome did not start: ${(error as Error).message}`, true, { cause: error });
+    }
+    runsOnChrome = 0;
+    return chrome;
+  }
+
+  async function retire(): Promise<void> {
+    const old = chrome;
+    chrome = null;
+    if (!old) return;
+    try {
+      await old.kill();
+    } catch (error) {
+      logger.warn({ err: error, pid: old.pid }, 'could not kill Chrome');
+    }
+    await rm(old.userDataDir, { recursive: true, force: true });
+  }
 
   async function run({ url, device, timeoutMs }: RunRequest): Promise<RunOutput> {
     if (busy) throw new RunFailure('INTERNAL', 'runner is busy: one Lighthouse run at a time', true);
     busy = true;
-    let chrome: chromeLauncher.LaunchedChrome;
-    try {
-      chrome = await chromeLauncher.launch({ chromePath, chromeFlags: [...chromeFlags], logLevel: 'silent' });
-    } catch (error) {
-      busy = false;
-      throw new RunFailure('BROWSER_FAILED', `Chrome did not start: ${(error as Error).message}`, true, { cause: error });
-    }
-    current = chrome;
-    // Loaded on first use: Lighthouse takes about a second to import.
-    const { default: lighthouse, desktopConfig } = await import('lighthouse');
-    const started = performance.now();
+    let healthy = false;
     let timer: NodeJS.Timeout | undefined;
     try {
+      const browser = await ensureChrome();
+      // Loaded on first use: Lighthouse takes about a second to import.
+      const { default: lighthouse, desktopConfig } = await import('lighthouse');
+      const started = performance.now();
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new RunFailure('RUN_TIMEOUT', `the run took longer than ${timeoutMs} ms`, true)), timeoutMs);
       });
       const flags = {
-        port: chrome.port,
+        port: browser.port,
         output: 'json' as const,
         logLevel: 'error' as const,
         // The full-page screenshot costs about 1.5 s a run and is never stored.
         disableFullPageScreenshot: true,
       };
-      const runnerResult = await Promise.race([lighthouse(url, flags, device === 'desktop' ? desktopConfig : undefined), timeout]);
+      let runnerResult;
+      try {
+        runnerResult = await Promise.race([lighthouse(url, flags, device === 'desktop' ? desktopConfig : undefined), timeout]);
+      } catch (error) {
+        if (error instanceof RunFailure) throw error;
+        throw new RunFailure('LIGHTHOUSE_FAILED', (error as Error).message, true, { cause: error });
+      }
       const lighthouseMs = performance.now() - started;
       if (!runnerResult) throw new RunFailure('LIGHTHOUSE_FAILED', 'Lighthouse returned no result', true);
       const lhr = lighthouseResultSchema.parse(runnerResult.lhr);
+      healthy = true;
       if (lhr.runtimeError) {
         // A page that did not load is reported, not stored as if it had been measured.
         throw new RunFailure('PAGE_LOAD_FAILED', `${lhr.runtimeError.code}: ${lhr.runtimeError.message}`, false);
       }
       return { lhr, lighthouseMs };
-    } catch (error) {
-      if (error instanceof RunFailure) throw error;
-      throw new RunFailure('LIGHTHOUSE_FAILED', (error as Error).message, true, { cause: error });
     } finally {
       clearTimeout(timer);
-      await killChrome(chrome, logger);
-      current = null;
+      runsOnChrome++;
+      // A Chrome that timed out or failed mid-run may hold a hung tab: it is not trusted again.
+      if (!healthy || runsPerBrowser === 0 || runsOnChrome >= runsPerBrowser) await retire();
       busy = false;
     }
   }
 
-  async function close(): Promise<void> {
-    if (current) await killChrome(current, logger);
-  }
-
-  return { run, close };
-}
-
-async function killChrome(chrome: chromeLauncher.LaunchedChrome, logger: Logger): Promise<void> {
-  try {
-    await chrome.kill();
-  } catch (error) {
-    logger.warn({ err: error, pid: chrome.pid }, 'could not kill Chrome');
-  }
+  return {
+    run,
+    close: retire,
+    get chrome() {
+      return chrome ? { pid: chrome.pid, port: chrome.port, userDataDir: chrome.userDataDir } : null;
+    },
+  };
 }

@@ -10,7 +10,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   const config = loadAgentConfig(env, process.getuid?.() === 0);
   const logger = createLogger({ name: 'perfwatch-agent', level: config.LOG_LEVEL });
   const nc = await connect({ servers: config.NATS_URL.split(','), name: `perfwatch-agent-${config.agentId}`, maxReconnectAttempts: -1 });
-  const runner = createLighthouseRunner({ chromePath: config.CHROME_PATH, chromeFlags: chromeFlags({ noSandbox: config.noSandbox }), logger });
+  const runner = createLighthouseRunner({ chromePath: config.CHROME_PATH, chromeFlags: chromeFlags({ noSandbox: config.noSandbox }), logger, runsPerBrowser: config.PERFWATCH_RUNS_PER_BROWSER });
   const agent = startAgent({ nc, location: config.PERFWATCH_LOCATION, runner, logger, agentId: config.agentId, keepScreenshots: config.PERFWATCH_KEEP_SCREENSHOTS });
 
   let shuttingDown = false;

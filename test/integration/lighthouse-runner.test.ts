@@ -1,0 +1,54 @@
+import { existsSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { chromeFlags, createLighthouseRunner } from '@perfwatch/agent';
+import { silentLogger } from '../support/test-services.ts';
+
+// The agent's Lighthouse runner with real Chromium and real Lighthouse on the fixture site.
+
+/** Live processes whose command line carries `needle` (zombies awaiting their parent excluded). */
+async function processesWith(needle: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    const state = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    if (cmdline.includes(needle) && !/\) Z /.test(state)) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+const runner = createLighthouseRunner({ chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium', chromeFlags: chromeFlags({ noSandbox: process.getuid?.() === 0 }), logger: silentLogger, runsPerBrowser: 2 });
+afterAll(() => runner.close());
+
+describe('Lighthouse runner', () => {
+  it('keeps Chrome warm between runs, replaces it after runsPerBrowser, and leaves no Chrome process behind', async () => {
+    const page = `${inject('siteUrl')}index.html`;
+    const first = await runner.run({ url: page, device: 'mobile', timeoutMs: 120_000 });
+    const chrome = runner.chrome!;
+    expect(chrome).not.toBeNull();
+    expect(first.lhr.finalDisplayedUrl).toBe(page);
+    // The browser and its helper processes all carry the profile directory.
+    expect((await processesWith(chrome.userDataDir)).length).toBeGreaterThan(1);
+
+    const second = await runner.run({ url: page, device: 'desktop', timeoutMs: 120_000 });
+    expect(second.lhr.configSettings?.formFactor).toBe('desktop');
+    // Two runs on one Chrome is this runner's limit: that Chrome is gone, profile and all.
+    expect(runner.chrome).toBeNull();
+    await expect.poll(() => processesWith(chrome.userDataDir), { timeout: 5_000 }).toEqual([]);
+    expect(existsSync(chrome.userDataDir)).toBe(false);
+
+    await runner.run({ url: page, device: 'mobile', timeoutMs: 120_000 });
+    const next = runner.chrome!;
+    expect(next.pid).not.toBe(chrome.pid);
+    await runner.close();
+    expect(runner.chrome).toBeNull();
+    await expect.poll(() => processesWith(next.userDataDir), { timeout: 5_000 }).toEqual([]);
+  }, 180_000);
+
+  it('gives up on a run past its timeout and retires that Chrome', async () => {
+    const error = await runner.run({ url: `${inject('siteUrl')}slow.html`, device: 'mobile', timeoutMs: 500 }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: 'RunFailure', code: 'RUN_TIMEOUT', retryable: true });
+    expect(runner.chrome).toBeNull();
+  }, 60_000);
+});
