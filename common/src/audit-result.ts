@@ -1,11 +1,9 @@
 import { z } from 'zod';
 import { DEVICES, LOCATIONS } from './ids.ts';
+import { cruxRecordSchema } from './crux.ts';
 import { runMetricsSchema } from './run-metrics.ts';
 
 export const API_DATE_TIME_PATTERN = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/;
-
-/** CrUX field data as the CrUX API returns a record; null when CrUX has no data. */
-export const cruxRecordSchema = z.record(z.string(), z.unknown());
 
 export const cruxPairSchema = z.object({
   url: cruxRecordSchema.nullable(),

@@ -10,3 +10,4 @@ export * from './lighthouse-kpis.ts';
 export * from './audit-messages.ts';
 export * from './audit-result.ts';
 export * from './overview.ts';
+export * from './crux.ts';

@@ -14,6 +14,9 @@ export const gatewayEnvSchema = z.object({
   SYNC_UPDATE_TIMEOUT_MS: z.coerce.number().int().positive().default(600_000),
   RATE_LIMIT_UPDATES_PER_MINUTE: z.coerce.number().int().positive().default(60),
   RATE_LIMIT_READS_PER_MINUTE: z.coerce.number().int().positive().default(600),
+  /** CrUX API key; without one, snapshots carry no field data and no CRUX KPI records. */
+  CRUX_API_KEY: z.string().min(1).optional(),
+  CRUX_API_ENDPOINT: z.url().default('https://chromeuxreport.googleapis.com'),
   BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/, 'must look like 100kb').default('100kb'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
 });

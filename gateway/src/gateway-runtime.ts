@@ -1,5 +1,6 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
+import { createCruxClient } from './crux/crux-client.ts';
 import { createNatsDispatcher } from './nats-dispatcher.ts';
 import { createServer, type GatewayServer } from './server.ts';
 import type { Store } from './store/store.ts';
@@ -13,9 +14,10 @@ export interface GatewayRuntime {
 }
 
 /** Wires a gateway from connected parts; shared by `perfwatch gateway`, `perfwatch start` and the tests. */
-export async function startGateway({ nc, store, logger, config }: { nc: NatsConnection; store: Store; logger: Logger; config: Pick<GatewayConfig, 'PORT' | 'HOST' | 'RUN_TIMEOUT_MS' | 'SYNC_UPDATE_TIMEOUT_MS' | 'BODY_LIMIT'> & Partial<Pick<GatewayConfig, 'RATE_LIMIT_UPDATES_PER_MINUTE' | 'RATE_LIMIT_READS_PER_MINUTE'>> }): Promise<GatewayRuntime> {
+export async function startGateway({ nc, store, logger, config }: { nc: NatsConnection; store: Store; logger: Logger; config: Pick<GatewayConfig, 'PORT' | 'HOST' | 'RUN_TIMEOUT_MS' | 'SYNC_UPDATE_TIMEOUT_MS' | 'BODY_LIMIT'> & Partial<Pick<GatewayConfig, 'RATE_LIMIT_UPDATES_PER_MINUTE' | 'RATE_LIMIT_READS_PER_MINUTE' | 'CRUX_API_KEY' | 'CRUX_API_ENDPOINT'>> }): Promise<GatewayRuntime> {
   const dispatcher = createNatsDispatcher({ nc, logger });
-  const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS });
+  const crux = config.CRUX_API_KEY ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT ?? 'https://chromeuxreport.googleapis.com', apiKey: config.CRUX_API_KEY, logger }) : undefined;
+  const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS, crux });
   const http = await createServer({
     store,
     updates,

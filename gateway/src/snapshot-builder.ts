@@ -1,4 +1,5 @@
-import { extractElementCount, extractRunMetrics, lighthouseKpis, medianRunIndex, type AuditRunResult, type Device, type Location } from '@perfwatch/common';
+import { assessCoreWebVitals, extractElementCount, extractRunMetrics, lighthouseKpis, medianRunIndex, type AuditRunResult, type Device, type Location } from '@perfwatch/common';
+import type { FieldData } from './crux/crux-client.ts';
 import type { LocationSnapshot } from './store/store.ts';
 
 /**
@@ -21,5 +22,19 @@ export function buildLocationSnapshot(device: Device, location: Location, succes
     crux: { url: null },
     elementCount: extractElementCount(lighthouse),
     kpis: lighthouseKpis(lighthouse),
+  };
+}
+
+/**
+ * Adds CrUX field data to a snapshot entry: the records under `crux`, and the CRUX KPI records
+ * (the Core Web Vitals assessment of the page and of its origin). Without field data (CrUX not
+ * configured, or not reachable) nothing is added: no assessment is ever invented.
+ */
+export function withFieldData(entry: LocationSnapshot, fieldData: FieldData | null): LocationSnapshot {
+  if (!fieldData) return entry;
+  return {
+    ...entry,
+    crux: { url: fieldData.url, ...(fieldData.origin ? { origin: fieldData.origin } : {}) },
+    kpis: [...entry.kpis, { section: 'CRUX', kpi: 'url', data: assessCoreWebVitals(fieldData.url) }, { section: 'CRUX', kpi: 'origin', data: assessCoreWebVitals(fieldData.origin) }],
   };
 }

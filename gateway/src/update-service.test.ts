@@ -4,6 +4,7 @@ import { ApiError, type AuditJob, type Location } from '@perfwatch/common';
 import { loadLhr } from '../../test/support/lhr-fixtures.ts';
 import type { Dispatcher, RunOutcome } from './nats-dispatcher.ts';
 import type { NewSnapshot, ProjectRecord, Store } from './store/store.ts';
+import type { CruxClient, FieldData } from './crux/crux-client.ts';
 import { createUpdateService } from './update-service.ts';
 
 const project: ProjectRecord = {
@@ -25,11 +26,11 @@ function recordingStore() {
   return { store, saved };
 }
 
-function serviceWith(answer: (job: AuditJob) => RunOutcome) {
+function serviceWith(answer: (job: AuditJob) => RunOutcome, crux?: CruxClient) {
   const jobs: AuditJob[] = [];
   const dispatcher: Dispatcher = { dispatch: async (job) => (jobs.push(job), answer(job)) };
   const { store, saved } = recordingStore();
-  const service = createUpdateService({ dispatcher, store, logger: pino({ level: 'silent' }), runTimeoutMs: 1000, replyTimeoutMs: 2000, now: () => new Date('2026-05-01T10:00:00.750Z') });
+  const service = createUpdateService({ dispatcher, store, logger: pino({ level: 'silent' }), runTimeoutMs: 1000, replyTimeoutMs: 2000, crux, now: () => new Date('2026-05-01T10:00:00.750Z') });
   return { service, jobs, saved };
 }
 
@@ -90,5 +91,30 @@ describe('update service', () => {
     const error = (await service.run({ project, devices: ['mobile'], updateType: 'manual', requestId: 'r' }).catch((e: unknown) => e)) as ApiError;
     expect(error.status).toBe('BAD_GATEWAY');
     expect(error.errors).toHaveLength(2);
+  });
+
+  it('adds CrUX field data and the CRUX assessments once per device, and invents none without it', async () => {
+    const record = (lcp: number) => ({ key: { formFactor: 'PHONE' }, metrics: { largest_contentful_paint: { percentiles: { p75: lcp } }, cumulative_layout_shift: { percentiles: { p75: '0.01' } } } });
+    const asked: string[] = [];
+    const crux: CruxClient = {
+      fieldData: async (url, device): Promise<FieldData | null> => {
+        asked.push(`${device} ${url}`);
+        return device === 'mobile' ? { url: record(1200), origin: record(4100) } : null;
+      },
+    };
+    const { service } = serviceWith(success, crux);
+    const outcome = await service.run({ project, devices: ['mobile', 'desktop'], updateType: 'manual', requestId: 'r' });
+    expect(asked.sort()).toEqual(['desktop http://fixture.test/', 'mobile http://fixture.test/']);
+    for (const r of outcome.results) {
+      const cruxKpis = r.kpis.filter((k) => k.section === 'CRUX');
+      if (r.device === 'mobile') {
+        expect(r.crux.url!.metrics['largest_contentful_paint']).toBeDefined();
+        expect(r.crux.origin).toBeDefined();
+        expect(cruxKpis).toEqual([{ section: 'CRUX', kpi: 'url', data: 'PASSED' }, { section: 'CRUX', kpi: 'origin', data: 'FAILED' }]);
+      } else {
+        expect(r.crux).toEqual({ url: null });
+        expect(cruxKpis).toEqual([]);
+      }
+    }
   });
 });

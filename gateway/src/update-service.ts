@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ApiError, truncateToSecond, type AuditRunResult, type Device, type Location, type UpdateType } from '@perfwatch/common';
 import type { Dispatcher, RunOutcome } from './nats-dispatcher.ts';
-import { buildLocationSnapshot } from './snapshot-builder.ts';
+import type { CruxClient } from './crux/crux-client.ts';
+import { buildLocationSnapshot, withFieldData } from './snapshot-builder.ts';
 import type { LocationSnapshot, ProjectRecord, Store } from './store/store.ts';
 
 export interface UpdateRequest {
@@ -26,6 +27,8 @@ export interface UpdateServiceDeps {
   runTimeoutMs: number;
   /** Time the gateway waits for a reply, queueing at busy agents included. */
   replyTimeoutMs: number;
+  /** CrUX field data, asked once per device while the runs go on; absent: no field data. */
+  crux?: CruxClient;
   now?: () => Date;
 }
 
@@ -34,11 +37,13 @@ export interface UpdateServiceDeps {
  * agents measures in parallel; the representative run per (device, location); one snapshot
  * date shared by all of them.
  */
-export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, replyTimeoutMs, now = () => new Date() }: UpdateServiceDeps) {
+export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, replyTimeoutMs, crux, now = () => new Date() }: UpdateServiceDeps) {
   async function run({ project, devices, updateType, requestId }: UpdateRequest, updateId: string = randomUUID()): Promise<UpdateOutcome> {
     const log = logger.child({ updateId, requestId });
     const cells = devices.flatMap((device) => project.locations.map((location) => ({ device, location })));
     const started = performance.now();
+    // Field data is per page and device, not per location or run: asked once, alongside the runs.
+    const fieldData = Promise.all(devices.map(async (device) => [device, crux ? await crux.fieldData(project.url, device) : null] as const)).then((entries) => new Map(entries));
     const outcomes = await Promise.all(
       cells.map(async ({ device, location }) => {
         const runs = await Promise.all(
@@ -53,6 +58,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
       }),
     );
 
+    const fieldDataByDevice = await fieldData;
     const results: LocationSnapshot[] = [];
     const failures: Array<{ device: Device; location: Location; outcome: Extract<RunOutcome, { ok: false }> }> = [];
     for (const { device, location, runs } of outcomes) {
@@ -61,7 +67,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
         if (outcome.ok) successes.push(outcome.result);
         else failures.push({ device, location, outcome });
       }
-      if (successes.length > 0) results.push(buildLocationSnapshot(device, location, successes));
+      if (successes.length > 0) results.push(withFieldData(buildLocationSnapshot(device, location, successes), fieldDataByDevice.get(device) ?? null));
     }
     for (const f of failures) log.warn({ device: f.device, location: f.location, code: f.outcome.error.code, reason: f.outcome.error.message }, 'run failed');
 

@@ -2,7 +2,7 @@ import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import { Binary, MongoClient, MongoServerError, ObjectId, type Collection, type Db } from 'mongodb';
 import { z } from 'zod';
-import { DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, runMetricsSchema } from '@perfwatch/common';
+import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, runMetricsSchema } from '@perfwatch/common';
 import { DuplicateError, type KpiRow, type OverviewFilter, type SnapshotSummary, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
 
 const gzipAsync = promisify(gzip);
@@ -56,7 +56,7 @@ const resultDoc = z.object({
   median: z.number().int().positive(),
   runs: z.array(runMetricsSchema),
   elementCount: z.number().nullable(),
-  crux: z.object({ url: z.record(z.string(), z.unknown()).nullable(), origin: z.record(z.string(), z.unknown()).optional() }),
+  crux: cruxPairSchema,
   lighthouse: z.instanceof(Binary),
 });
 

@@ -1,4 +1,4 @@
-import type { Device, KpiRecord, LighthouseResult, Location, RunMetrics, UpdateType } from '@perfwatch/common';
+import type { CruxRecord, Device, KpiRecord, LighthouseResult, Location, RunMetrics, UpdateType } from '@perfwatch/common';
 
 export interface UserRecord {
   id: string;
@@ -29,8 +29,8 @@ export interface ProjectRecord {
 export type NewProject = Omit<ProjectRecord, 'id' | 'createdAt'>;
 
 export interface CruxPair {
-  url: Record<string, unknown> | null;
-  origin?: Record<string, unknown>;
+  url: CruxRecord | null;
+  origin?: CruxRecord;
 }
 
 /** The result of one (device, location) in a snapshot. */
