@@ -11,3 +11,4 @@ export * from './audit-messages.ts';
 export * from './audit-result.ts';
 export * from './overview.ts';
 export * from './crux.ts';
+export * from './page-kpis.ts';

@@ -1,4 +1,4 @@
-import { assessCoreWebVitals, extractElementCount, extractRunMetrics, lighthouseKpis, medianRunIndex, type AuditRunResult, type Device, type Location } from '@perfwatch/common';
+import { assessCoreWebVitals, extractElementCount, extractRunMetrics, lighthouseKpis, medianRunIndex, pageSourceKpis, savingsKpis, type AuditRunResult, type Device, type Location } from '@perfwatch/common';
 import type { FieldData } from './crux/crux-client.ts';
 import type { LocationSnapshot } from './store/store.ts';
 
@@ -21,7 +21,7 @@ export function buildLocationSnapshot(device: Device, location: Location, succes
     // Field data arrives with the agent's CrUX client; until then there is none to show.
     crux: { url: null },
     elementCount: extractElementCount(lighthouse),
-    kpis: lighthouseKpis(lighthouse),
+    kpis: [...lighthouseKpis(lighthouse), ...pageSourceKpis(lighthouse), ...savingsKpis(lighthouse)],
   };
 }
 

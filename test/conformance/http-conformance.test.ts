@@ -232,7 +232,7 @@ describe('/v1/overview', () => {
     const keys = records.map((r) => [r.date, r.url, r.device, r.location, r.section, r.kpi].join('|'));
     expect(keys).toEqual([...keys].sort());
     expect(new Set(records.map((r) => r.updateType))).toEqual(new Set(['Manual', 'Ci']));
-    expect(new Set(records.map((r) => r.section))).toEqual(new Set(['LIGHTHOUSE']));
+    expect(new Set(records.map((r) => r.section))).toEqual(new Set(['LIGHTHOUSE', 'PAGE_SOURCE', 'SAVINGS']));
     const perf = records.find((r) => r.kpi === 'performance')!;
     expect(Object.keys(perf.data as object).sort()).toEqual(['fCPUi', 'fcp', 'fmp', 'mpFID', 'score', 'si', 'tti']);
     expect(records.every((r) => ['shop.example', 'half.example'].includes(r.domain))).toBe(true);

@@ -75,14 +75,13 @@ export function createCruxClient({ endpoint, apiKey, logger, retries = 3, minRet
 
   return {
     async fieldData(url, device) {
-      try {
-        const [page, origin] = await Promise.all([cached('url', url, device), cached('origin', new URL(url).origin, device)]);
-        return { url: page, origin };
-      } catch (error) {
-        // The API key never reaches the log: it is only in the request URL, never in the error.
-        logger.warn({ err: { message: (error as Error).message }, device }, 'CrUX field data unavailable');
-        return null;
-      }
+      // Both answers are awaited, failed or not, so no request outlives the call.
+      const [page, origin] = await Promise.allSettled([cached('url', url, device), cached('origin', new URL(url).origin, device)]);
+      if (page.status === 'fulfilled' && origin.status === 'fulfilled') return { url: page.value, origin: origin.value };
+      const error = (page.status === 'rejected' ? page.reason : (origin as PromiseRejectedResult).reason) as Error;
+      // The API key never reaches the log: it is only in the request URL, never in the error.
+      logger.warn({ err: { message: error.message }, device }, 'CrUX field data unavailable');
+      return null;
     },
   };
 }
