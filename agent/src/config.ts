@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { LOCATIONS, logLevelSchema, parseEnv } from '@perfwatch/common';
+import { parseAllowList } from './target-guard.ts';
 
 const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
@@ -13,6 +14,21 @@ export const agentEnvSchema = z.object({
   CHROME_NO_SANDBOX: booleanFlag.optional(),
   /** Runs one Chrome serves before a fresh one replaces it; 0 launches a Chrome per run. */
   PERFWATCH_RUNS_PER_BROWSER: z.coerce.number().int().min(0).max(10_000).default(50),
+  /**
+   * Addresses the agent may reach although they are not public (CIDRs or addresses, comma
+   * separated), e.g. `10.20.0.0/16` for an intranet the agent is meant to audit.
+   */
+  PERFWATCH_ALLOW_TARGETS: z
+    .string()
+    .default('')
+    .refine((text) => {
+      try {
+        parseAllowList(text);
+        return true;
+      } catch {
+        return false;
+      }
+    }, 'must be comma-separated CIDRs or IP addresses, e.g. 10.0.0.0/8,192.168.1.20'),
   PERFWATCH_KEEP_SCREENSHOTS: booleanFlag.default(false),
   LOG_LEVEL: logLevelSchema,
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(150_000),

@@ -5,7 +5,9 @@ import * as chromeLauncher from 'chrome-launcher';
 import type { Logger } from 'pino';
 import type { Device } from '@perfwatch/common';
 import { lighthouseResultSchema, type LighthouseResult } from '@perfwatch/common';
+import type { GuardProxy } from './guard-proxy.ts';
 import { RunFailure } from './run-failure.ts';
+import { TargetRefused, type TargetGuard } from './target-guard.ts';
 
 export interface RunRequest {
   url: string;
@@ -35,6 +37,11 @@ export interface LighthouseRunnerOptions {
    * and closes the tab, so a warm Chrome measures like a cold one without the launch.
    */
   runsPerBrowser?: number;
+  /**
+   * The safety net for the URLs users choose: the run's URL is checked before Chrome sees it,
+   * and Chrome reaches everything through the guard proxy. Without it, anything is reachable.
+   */
+  guard?: { guard: TargetGuard; proxy: GuardProxy };
 }
 
 /**
@@ -49,7 +56,7 @@ export interface ChromeInfo {
   userDataDir: string;
 }
 
-export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPerBrowser = 50 }: LighthouseRunnerOptions): AuditRunner & { readonly chrome: ChromeInfo | null } {
+export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPerBrowser = 50, guard }: LighthouseRunnerOptions): AuditRunner & { readonly chrome: ChromeInfo | null } {
   let chrome: (chromeLauncher.LaunchedChrome & { userDataDir: string }) | null = null;
   let runsOnChrome = 0;
   let busy = false;
@@ -62,7 +69,9 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
     }
     const userDataDir = await mkdtemp(join(tmpdir(), 'perfwatch-chrome-'));
     try {
-      chrome = Object.assign(await chromeLauncher.launch({ chromePath, chromeFlags: [...chromeFlags], userDataDir, logLevel: 'silent' }), { userDataDir });
+      // Chrome bypasses proxies for loopback unless told `<-loopback>`.
+      const proxyFlags = guard ? [`--proxy-server=${guard.proxy.url}`, '--proxy-bypass-list=<-loopback>'] : [];
+      chrome = Object.assign(await chromeLauncher.launch({ chromePath, chromeFlags: [...chromeFlags, ...proxyFlags], userDataDir, logLevel: 'silent' }), { userDataDir });
     } catch (error) {
       await rm(userDataDir, { recursive: true, force: true });
       throw new RunFailure('BROWSER_FAILED', `Chrome did not start: ${(error as Error).message}`, true, { cause: error });
@@ -85,6 +94,15 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
 
   async function run({ url, device, timeoutMs }: RunRequest): Promise<RunOutput> {
     if (busy) throw new RunFailure('INTERNAL', 'runner is busy: one Lighthouse run at a time', true);
+    if (guard) {
+      try {
+        await guard.guard.resolve(new URL(url).hostname);
+      } catch (error) {
+        if (error instanceof TargetRefused) throw new RunFailure('TARGET_REFUSED', error.message, false);
+        throw error;
+      }
+      guard.proxy.takeRefusals();
+    }
     busy = true;
     let healthy = false;
     let timer: NodeJS.Timeout | undefined;
@@ -114,6 +132,11 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
       if (!runnerResult) throw new RunFailure('LIGHTHOUSE_FAILED', 'Lighthouse returned no result', true);
       const lhr = lighthouseResultSchema.parse(runnerResult.lhr);
       healthy = true;
+      const refused = guard?.proxy.takeRefusals() ?? [];
+      if (lhr.runtimeError && refused.length > 0) {
+        throw new RunFailure('TARGET_REFUSED', `the page led to ${[...new Set(refused)].join(', ')}, which the agent may not reach (${lhr.runtimeError.code})`, false);
+      }
+      if (refused.length > 0) logger.warn({ target: { url, refused: [...new Set(refused)] } }, 'subresources refused by the target guard');
       if (lhr.runtimeError) {
         // A page that did not load is reported, not stored as if it had been measured.
         throw new RunFailure('PAGE_LOAD_FAILED', `${lhr.runtimeError.code}: ${lhr.runtimeError.message}`, false);

@@ -3,14 +3,18 @@ import { createLogger } from '@perfwatch/common';
 import { startAgent } from './agent.ts';
 import { chromeFlags } from './chrome-flags.ts';
 import { loadAgentConfig } from './config.ts';
+import { startGuardProxy } from './guard-proxy.ts';
 import { createLighthouseRunner } from './lighthouse-runner.ts';
+import { createTargetGuard, parseAllowList } from './target-guard.ts';
 
 /** `perfwatch agent`: the only place of the agent program that reads the environment. */
 export async function main(env: Readonly<Record<string, string | undefined>>): Promise<void> {
   const config = loadAgentConfig(env, process.getuid?.() === 0);
   const logger = createLogger({ name: 'perfwatch-agent', level: config.LOG_LEVEL });
   const nc = await connect({ servers: config.NATS_URL.split(','), name: `perfwatch-agent-${config.agentId}`, maxReconnectAttempts: -1 });
-  const runner = createLighthouseRunner({ chromePath: config.CHROME_PATH, chromeFlags: chromeFlags({ noSandbox: config.noSandbox }), logger, runsPerBrowser: config.PERFWATCH_RUNS_PER_BROWSER });
+  const guard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
+  const proxy = await startGuardProxy({ guard, logger });
+  const runner = createLighthouseRunner({ chromePath: config.CHROME_PATH, chromeFlags: chromeFlags({ noSandbox: config.noSandbox }), logger, runsPerBrowser: config.PERFWATCH_RUNS_PER_BROWSER, guard: { guard, proxy } });
   const agent = startAgent({ nc, location: config.PERFWATCH_LOCATION, runner, logger, agentId: config.agentId, keepScreenshots: config.PERFWATCH_KEEP_SCREENSHOTS });
 
   let shuttingDown = false;
@@ -27,6 +31,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     await agent.stop();
     await nc.drain();
     await runner.close();
+    await proxy.close();
     clearTimeout(deadline);
     logger.flush();
   };

@@ -40,6 +40,8 @@ export type AuditJob = z.infer<typeof auditJobSchema>;
 export const AUDIT_ERROR_CODES = [
   'BAD_JOB',
   'PAGE_LOAD_FAILED',
+  /** The URL, a redirect of it, or its address is not one the agent may reach. */
+  'TARGET_REFUSED',
   'LIGHTHOUSE_FAILED',
   'BROWSER_FAILED',
   'RUN_TIMEOUT',

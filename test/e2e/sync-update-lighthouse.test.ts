@@ -30,7 +30,7 @@ beforeAll(async () => {
   const port = await freePort();
   baseUrl = `http://127.0.0.1:${port}`;
   gateway = spawnPerfwatch(['gateway'], { ...db, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1' });
-  agent = spawnPerfwatch(['agent'], { NATS_URL: nats.url, PERFWATCH_LOCATION: 'london', PERFWATCH_AGENT_ID: 'e2e-london' });
+  agent = spawnPerfwatch(['agent'], { NATS_URL: nats.url, PERFWATCH_LOCATION: 'london', PERFWATCH_AGENT_ID: 'e2e-london', PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' });
   await gateway.waitFor(/gateway listening/);
   await agent.waitFor(/agent serving location/);
   // The agent answers a malformed job at once: proof that it serves its subject.

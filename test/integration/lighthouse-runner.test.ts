@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { chromeFlags, createLighthouseRunner } from '@perfwatch/agent';
+import { chromeFlags, createLighthouseRunner, createTargetGuard, parseAllowList, startGuardProxy, type GuardProxy } from '@perfwatch/agent';
 import { silentLogger } from '../support/test-services.ts';
 
 // The agent's Lighthouse runner with real Chromium and real Lighthouse on the fixture site.
@@ -18,8 +18,24 @@ async function processesWith(needle: string): Promise<number[]> {
   return pids;
 }
 
-const runner = createLighthouseRunner({ chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium', chromeFlags: chromeFlags({ noSandbox: process.getuid?.() === 0 }), logger: silentLogger, runsPerBrowser: 2 });
-afterAll(() => runner.close());
+const chromePath = process.env['CHROME_PATH'] ?? '/usr/bin/chromium';
+const flags = chromeFlags({ noSandbox: process.getuid?.() === 0 });
+const proxies: GuardProxy[] = [];
+
+/** A runner behind the target guard, allowed to reach only `allow`. */
+async function guardedRunner(allow: string, runsPerBrowser = 2) {
+  const guard = createTargetGuard({ allow: parseAllowList(allow) });
+  const proxy = await startGuardProxy({ guard, logger: silentLogger });
+  proxies.push(proxy);
+  return createLighthouseRunner({ chromePath, chromeFlags: flags, logger: silentLogger, runsPerBrowser, guard: { guard, proxy } });
+}
+
+// The fixture site listens on 127.0.0.1 only; the guard lets this runner reach exactly that.
+const runner = await guardedRunner('127.0.0.1/32');
+afterAll(async () => {
+  await runner.close();
+  for (const proxy of proxies) await proxy.close();
+});
 
 describe('Lighthouse runner', () => {
   it('keeps Chrome warm between runs, replaces it after runsPerBrowser, and leaves no Chrome process behind', async () => {
@@ -51,4 +67,22 @@ describe('Lighthouse runner', () => {
     expect(error).toMatchObject({ name: 'RunFailure', code: 'RUN_TIMEOUT', retryable: true });
     expect(runner.chrome).toBeNull();
   }, 60_000);
+
+  it('refuses a loopback or private target before Chrome starts when nothing allows it', async () => {
+    const strict = await guardedRunner('');
+    for (const url of [`${inject('siteUrl')}index.html`, 'http://localhost:9/', 'http://169.254.169.254/latest/meta-data/', 'http://[::1]/']) {
+      const error = await strict.run({ url, device: 'mobile', timeoutMs: 30_000 }).catch((e: unknown) => e);
+      expect(error, url).toMatchObject({ name: 'RunFailure', code: 'TARGET_REFUSED', retryable: false });
+    }
+    expect(strict.chrome).toBeNull();
+  });
+
+  it('refuses a page that redirects to an address it may not reach', async () => {
+    const site = new URL(inject('siteUrl'));
+    // 127.0.0.2 is loopback too, but not in this runner's allow-list.
+    const url = `${site.origin}/redirect?to=${encodeURIComponent(`http://127.0.0.2:${site.port}/index.html`)}`;
+    const error = await runner.run({ url, device: 'mobile', timeoutMs: 60_000 }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: 'RunFailure', code: 'TARGET_REFUSED', retryable: false });
+    expect(String((error as Error).message)).toContain('127.0.0.2');
+  }, 90_000);
 });

@@ -18,6 +18,10 @@ export async function startDemoSite({ root, slowMs = 1500, host = '127.0.0.1', p
   app.get('/slow.html', (_req, _res, next) => {
     setTimeout(next, slowMs);
   });
+  // A redirect to anywhere: lets tests follow a page that leads somewhere the agent must not go.
+  app.get('/redirect', (req, res) => {
+    res.redirect(302, String(req.query['to'] ?? '/'));
+  });
   app.use(express.static(root, { maxAge: '1h' }));
   const server = app.listen(port, host);
   await once(server, 'listening');

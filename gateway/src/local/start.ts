@@ -5,7 +5,7 @@ import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { createLogger, logLevelSchema, parseEnv } from '@perfwatch/common';
-import { chromeFlags, createLighthouseRunner, startAgent } from '@perfwatch/agent';
+import { chromeFlags, createLighthouseRunner, createTargetGuard, parseAllowList, startAgent, startGuardProxy } from '@perfwatch/agent';
 import { createAdmin } from '../admin/admin.ts';
 import { startGateway } from '../gateway-runtime.ts';
 import { MongoStore } from '../store/mongo-store.ts';
@@ -24,6 +24,8 @@ const startEnvSchema = z.object({
   MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//).optional(),
   MONGODB_DB: z.string().min(1).default('perfwatch'),
   CHROME_PATH: z.string().min(1).default('/usr/bin/chromium'),
+  /** Local mode audits the local demo site, so loopback is allowed here unless set otherwise. */
+  PERFWATCH_ALLOW_TARGETS: z.string().default('127.0.0.0/8,::1/128'),
   LOG_LEVEL: logLevelSchema,
 });
 
@@ -47,7 +49,9 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   await store.init();
   const nc = await connect({ servers: natsUrl, name: 'perfwatch-start' });
   const site = await startDemoSite({ root: join(repoRoot, 'test/fixtures/site'), port: config.PERFWATCH_DEMO_PORT });
-  const runner = createLighthouseRunner({ chromePath: config.CHROME_PATH, chromeFlags: chromeFlags({ noSandbox: process.getuid?.() === 0 }), logger });
+  const guard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
+  const proxy = await startGuardProxy({ guard, logger });
+  const runner = createLighthouseRunner({ chromePath: config.CHROME_PATH, chromeFlags: chromeFlags({ noSandbox: process.getuid?.() === 0 }), logger, guard: { guard, proxy } });
   const agent = startAgent({ nc, location: 's_carolina', runner, logger, agentId: 'local' });
   const gateway = await startGateway({
     nc,
@@ -86,6 +90,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     await agent.stop();
     await nc.drain();
     await runner.close();
+    await proxy.close();
     await store.close();
     await site.close();
     for (const server of started.reverse()) await server.stop();
