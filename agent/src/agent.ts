@@ -11,6 +11,7 @@ import {
   type AuditJob,
   type AuditReply,
   type Location,
+  type SecurityFacts,
 } from '@perfwatch/common';
 import type { AuditRunner } from './lighthouse-runner.ts';
 import { RunFailure } from './run-failure.ts';
@@ -22,6 +23,8 @@ export interface AgentDeps {
   logger: Logger;
   agentId: string;
   keepScreenshots?: boolean;
+  /** Looks at the final URL's transport and headers after a run; absent: no SECURITY facts. */
+  probeSecurity?: (url: string) => Promise<SecurityFacts>;
 }
 
 export interface Agent {
@@ -34,21 +37,27 @@ export interface Agent {
  * Serves one location: takes audit jobs from the location's subject in a queue group shared
  * with the location's other agents, runs them one at a time, replies with the result.
  */
-export function startAgent({ nc, location, runner, logger, agentId, keepScreenshots = false }: AgentDeps): Agent {
+export function startAgent({ nc, location, runner, logger, agentId, keepScreenshots = false, probeSecurity }: AgentDeps): Agent {
   const log = logger.child({ location, agentId });
   const subject = auditSubject(location);
   const sub: Subscription = nc.subscribe(subject, { queue: auditQueueGroup(location) });
   let stopping = false;
+  let current: Promise<void> | null = null;
 
+  // One run at a time. A job that arrives while a run is going on is handed back at once
+  // (AGENT_BUSY), so the gateway offers it again and the queue group can give it to an idle
+  // agent of the location, instead of it waiting here behind this run.
   const loop = (async () => {
     for await (const msg of sub) {
       if (stopping) {
-        // Delivered before the drain took effect: hand it back at once so the gateway can
-        // try another agent instead of waiting for this one.
         await reply(msg, { ok: false, error: { code: 'AGENT_SHUTTING_DOWN', message: 'agent is shutting down', retryable: true } });
-        continue;
+      } else if (current) {
+        await reply(msg, { ok: false, error: { code: 'AGENT_BUSY', message: `agent ${agentId} is running another audit`, retryable: true } });
+      } else {
+        current = handle(msg).finally(() => {
+          current = null;
+        });
       }
-      await handle(msg);
     }
   })();
 
@@ -71,6 +80,12 @@ export function startAgent({ nc, location, runner, logger, agentId, keepScreensh
     try {
       const { lhr, lighthouseMs } = await runner.run({ url: job.url, device: job.device, timeoutMs: job.timeoutMs });
       jobLog.info({ lighthouseMs: Math.round(lighthouseMs), target: { url: job.url } }, 'run done');
+      const security = probeSecurity
+        ? await probeSecurity(lhr.finalDisplayedUrl).catch((error: unknown) => {
+            jobLog.warn({ err: { message: (error as Error).message }, target: { url: lhr.finalDisplayedUrl } }, 'security probe failed; no SECURITY facts for this run');
+            return undefined;
+          })
+        : undefined;
       await reply(msg, {
         ok: true,
         result: {
@@ -82,6 +97,7 @@ export function startAgent({ nc, location, runner, logger, agentId, keepScreensh
           startedAt: startedAt.toISOString(),
           lighthouseMs,
           lhr: trimLighthouseResult(lhr, { keepScreenshots }),
+          ...(security ? { security } : {}),
         },
       });
     } catch (error) {
@@ -117,6 +133,7 @@ export function startAgent({ nc, location, runner, logger, agentId, keepScreensh
       stopping = true;
       await sub.drain();
       await loop;
+      await current;
       log.info('agent stopped');
     },
   };

@@ -4,3 +4,4 @@ export { chromeFlags } from './chrome-flags.ts';
 export { RunFailure } from './run-failure.ts';
 export { createTargetGuard, parseAllowList, isAllowedAddress, TargetRefused, type TargetGuard } from './target-guard.ts';
 export { startGuardProxy, type GuardProxy } from './guard-proxy.ts';
+export { probeSecurity } from './security-probe.ts';

@@ -4,6 +4,7 @@ import { startAgent } from './agent.ts';
 import { chromeFlags } from './chrome-flags.ts';
 import { loadAgentConfig } from './config.ts';
 import { startGuardProxy } from './guard-proxy.ts';
+import { probeSecurity } from './security-probe.ts';
 import { createLighthouseRunner } from './lighthouse-runner.ts';
 import { createTargetGuard, parseAllowList } from './target-guard.ts';
 
@@ -15,7 +16,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   const guard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
   const proxy = await startGuardProxy({ guard, logger });
   const runner = createLighthouseRunner({ chromePath: config.CHROME_PATH, chromeFlags: chromeFlags({ noSandbox: config.noSandbox }), logger, runsPerBrowser: config.PERFWATCH_RUNS_PER_BROWSER, guard: { guard, proxy } });
-  const agent = startAgent({ nc, location: config.PERFWATCH_LOCATION, runner, logger, agentId: config.agentId, keepScreenshots: config.PERFWATCH_KEEP_SCREENSHOTS });
+  const agent = startAgent({ nc, location: config.PERFWATCH_LOCATION, runner, logger, agentId: config.agentId, keepScreenshots: config.PERFWATCH_KEEP_SCREENSHOTS, probeSecurity: (url) => probeSecurity(url, { guard }) });
 
   let shuttingDown = false;
   const shutdown = async (signal: string) => {

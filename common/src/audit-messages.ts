@@ -3,6 +3,7 @@ import { gunzip, gzip } from 'node:zlib';
 import { z } from 'zod';
 import { DEVICES, LOCATIONS, type Location } from './ids.ts';
 import { lighthouseResultSchema } from './lighthouse-result.ts';
+import { securityFactsSchema } from './security-kpis.ts';
 
 /**
  * The NATS contract between gateway and agents, version 1. Changes within v1 are additive
@@ -47,6 +48,8 @@ export const AUDIT_ERROR_CODES = [
   'RUN_TIMEOUT',
   'RESULT_TOO_LARGE',
   'AGENT_SHUTTING_DOWN',
+  /** The agent is at capacity; the job should be offered again, to any agent of the location. */
+  'AGENT_BUSY',
   'INTERNAL',
 ] as const;
 export type AuditErrorCode = (typeof AUDIT_ERROR_CODES)[number];
@@ -73,6 +76,8 @@ export const auditRunResultSchema = z.object({
   /** Wall time of the Lighthouse run itself, inside the agent. */
   lighthouseMs: z.number().nonnegative(),
   lhr: lighthouseResultSchema,
+  /** Added in v1.1: the page's transport and security headers, when the agent could look. */
+  security: securityFactsSchema.optional(),
 });
 export type AuditRunResult = z.infer<typeof auditRunResultSchema>;
 

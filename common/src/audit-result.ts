@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { DEVICES, LOCATIONS } from './ids.ts';
 import { cruxRecordSchema } from './crux.ts';
-import { runMetricsSchema } from './run-metrics.ts';
+import { runSummarySchema } from './run-metrics.ts';
 
 export const API_DATE_TIME_PATTERN = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/;
 
@@ -22,8 +22,8 @@ export const locationResultSchema = z.object({
   median: z.number().int().positive(),
   locations: z.array(z.enum(LOCATIONS)),
   defaultLocation: z.enum(LOCATIONS),
-  /** perfwatch's addition: key metrics of every successful run, in run order. */
-  runs: z.array(runMetricsSchema),
+  /** perfwatch's addition: key metrics of every successful run, in run order, with the agent that measured it. */
+  runs: z.array(runSummarySchema),
 });
 export type LocationResult = z.infer<typeof locationResultSchema>;
 

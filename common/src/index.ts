@@ -12,3 +12,4 @@ export * from './audit-result.ts';
 export * from './overview.ts';
 export * from './crux.ts';
 export * from './page-kpis.ts';
+export * from './security-kpis.ts';

@@ -13,6 +13,10 @@ export const runMetricsSchema = z.object({
 });
 export type RunMetrics = z.infer<typeof runMetricsSchema>;
 
+/** A run as a snapshot keeps it: its key metrics and the agent that measured it. */
+export const runSummarySchema = runMetricsSchema.extend({ agentId: z.string().optional() });
+export type RunSummary = z.infer<typeof runSummarySchema>;
+
 export function extractRunMetrics(lhr: LighthouseResult): RunMetrics {
   return {
     fcp: auditNumber(lhr, 'first-contentful-paint'),

@@ -1,4 +1,4 @@
-import { assessCoreWebVitals, extractElementCount, extractRunMetrics, lighthouseKpis, medianRunIndex, pageSourceKpis, savingsKpis, type AuditRunResult, type Device, type Location } from '@perfwatch/common';
+import { assessCoreWebVitals, extractElementCount, extractRunMetrics, lighthouseKpis, medianRunIndex, pageSourceKpis, savingsKpis, securityKpis, type AuditRunResult, type Device, type Location } from '@perfwatch/common';
 import type { FieldData } from './crux/crux-client.ts';
 import type { LocationSnapshot } from './store/store.ts';
 
@@ -9,9 +9,11 @@ import type { LocationSnapshot } from './store/store.ts';
 export function buildLocationSnapshot(device: Device, location: Location, successes: readonly AuditRunResult[]): LocationSnapshot {
   if (successes.length === 0) throw new Error(`no successful run for ${device}/${location}`);
   const ordered = [...successes].sort((a, b) => a.runIndex - b.runIndex);
-  const runs = ordered.map((r) => extractRunMetrics(r.lhr));
+  const runs = ordered.map((r) => ({ ...extractRunMetrics(r.lhr), agentId: r.agentId }));
   const index = medianRunIndex(runs);
-  const lighthouse = ordered[index]!.lhr;
+  const representative = ordered[index]!;
+  const lighthouse = representative.lhr;
+  const security = representative.security ?? ordered.find((r) => r.security)?.security;
   return {
     device,
     location,
@@ -21,7 +23,7 @@ export function buildLocationSnapshot(device: Device, location: Location, succes
     // Field data arrives with the agent's CrUX client; until then there is none to show.
     crux: { url: null },
     elementCount: extractElementCount(lighthouse),
-    kpis: [...lighthouseKpis(lighthouse), ...pageSourceKpis(lighthouse), ...savingsKpis(lighthouse)],
+    kpis: [...lighthouseKpis(lighthouse), ...pageSourceKpis(lighthouse), ...savingsKpis(lighthouse), ...(security ? securityKpis(security) : [])],
   };
 }
 

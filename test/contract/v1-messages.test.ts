@@ -12,7 +12,7 @@ const golden = (name: string): unknown => JSON.parse(readFileSync(join(dir, name
 describe('NATS contract v1', () => {
   it('has a schema for every golden file', () => {
     const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
-    expect(files.sort()).toEqual(['audit-job.json', 'audit-reply-error-minimal.json', 'audit-reply-error.json', 'audit-reply-ok.json']);
+    expect(files.sort()).toEqual(['audit-job.json', 'audit-reply-error-minimal.json', 'audit-reply-error.json', 'audit-reply-ok-with-security.json', 'audit-reply-ok.json']);
   });
 
   it('decodes the golden job, and encodes it back unchanged', () => {
@@ -21,7 +21,7 @@ describe('NATS contract v1', () => {
     expect(decodeJob(encodeJob(job))).toEqual(job);
   });
 
-  it.each(['audit-reply-ok.json', 'audit-reply-error.json', 'audit-reply-error-minimal.json'])('decodes the golden reply %s', async (name) => {
+  it.each(['audit-reply-ok.json', 'audit-reply-ok-with-security.json', 'audit-reply-error.json', 'audit-reply-error-minimal.json'])('decodes the golden reply %s', async (name) => {
     const reply = auditReplySchema.parse(golden(name));
     expect(await decodeReply(await encodeReply(reply), 'gzip')).toEqual(golden(name));
     // Plain JSON (a reply without Content-Encoding) is read too.

@@ -3,6 +3,7 @@ import { headers as natsHeaders, type NatsConnection } from '@nats-io/nats-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeReply, encodeJob, HEADERS, type AuditJob } from '@perfwatch/common';
 import { startAgent } from '@perfwatch/agent';
+import { createNatsDispatcher } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { isolatedNats, silentLogger } from '../support/test-services.ts';
 
@@ -28,18 +29,38 @@ async function request(subject: string, data: Uint8Array, requestId = 'req-1') {
 }
 
 describe('agent', () => {
-  it('spreads a location\'s jobs over its agents and echoes the request id', async () => {
+  it('echoes the request id, and hands a job back as AGENT_BUSY while it runs another', async () => {
+    const nc = await connect({ servers: nats.url });
+    const runner = fixtureRunner({ delayMs: 300 });
+    const agent = startAgent({ nc, location: 'sao_paulo', runner, logger: silentLogger, agentId: 'sp-1' });
+    try {
+      await nc.flush();
+      const first = request('perfwatch.audit.v1.sao_paulo', encodeJob(job({ location: 'sao_paulo' })), 'req-a');
+      await new Promise((r) => setTimeout(r, 50));
+      const second = await request('perfwatch.audit.v1.sao_paulo', encodeJob(job({ location: 'sao_paulo' })), 'req-b');
+      expect(second.reply).toMatchObject({ ok: false, error: { code: 'AGENT_BUSY', retryable: true } });
+      expect(second.requestId).toBe('req-b');
+      expect((await first).reply.ok).toBe(true);
+      expect((await first).requestId).toBe('req-a');
+      expect(runner.requests).toHaveLength(1);
+    } finally {
+      await agent.stop();
+      await nc.drain();
+    }
+  });
+
+  it('spreads a location\'s jobs over its agents, one run at a time each, through the gateway\'s dispatcher', async () => {
     const conns = await Promise.all([connect({ servers: nats.url }), connect({ servers: nats.url })]);
-    const runners = [fixtureRunner({ delayMs: 30 }), fixtureRunner({ delayMs: 30 })];
+    const runners = [fixtureRunner({ delayMs: 40 }), fixtureRunner({ delayMs: 40 })];
     const agents = conns.map((nc, i) => startAgent({ nc, location: 'tokyo', runner: runners[i]!, logger: silentLogger, agentId: `tokyo-${i}` }));
+    const dispatcher = createNatsDispatcher({ nc: client, logger: silentLogger, offerAgainMs: { min: 10, max: 50 } });
     try {
       await Promise.all(conns.map((nc) => nc.flush()));
-      const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => request('perfwatch.audit.v1.tokyo', encodeJob(job({ runIndex: i % 3 })), `req-${i}`)));
-      expect(replies.every((r) => r.reply.ok)).toBe(true);
-      expect(replies.map((r) => r.requestId)).toEqual(Array.from({ length: 20 }, (_, i) => `req-${i}`));
-      const agentIds = new Set(replies.map((r) => (r.reply.ok ? r.reply.result.agentId : '')));
-      expect(agentIds).toEqual(new Set(['tokyo-0', 'tokyo-1']));
-      expect(runners[0]!.requests.length + runners[1]!.requests.length).toBe(20);
+      const outcomes = await Promise.all(Array.from({ length: 12 }, (_, i) => dispatcher.dispatch(job({ runIndex: i % 3 }), { timeoutMs: 10_000, requestId: `req-${i}` })));
+      expect(outcomes.every((o) => o.ok)).toBe(true);
+      const agentIds = outcomes.map((o) => (o.ok ? o.result.agentId : ''));
+      expect(new Set(agentIds)).toEqual(new Set(['tokyo-0', 'tokyo-1']));
+      expect(runners[0]!.requests.length + runners[1]!.requests.length).toBe(12);
     } finally {
       for (const agent of agents) await agent.stop();
       for (const nc of conns) await nc.drain();
@@ -66,7 +87,7 @@ describe('agent', () => {
     }
   });
 
-  it('on stop, finishes the run in progress and hands queued jobs back as retryable', async () => {
+  it('on stop, finishes the run in progress; jobs offered meanwhile are handed back as retryable', async () => {
     const nc = await connect({ servers: nats.url });
     const runner = fixtureRunner({ delayMs: 400 });
     const agent = startAgent({ nc, location: 'frankfurt', runner, logger: silentLogger, agentId: 'fra-1' });
@@ -77,7 +98,7 @@ describe('agent', () => {
     const replies = (await Promise.all(pending)).map((r) => r.reply);
     await nc.drain();
     expect(replies[0]!.ok).toBe(true);
-    for (const reply of replies.slice(1)) expect(reply).toMatchObject({ ok: false, error: { code: 'AGENT_SHUTTING_DOWN', retryable: true } });
+    for (const reply of replies.slice(1)) expect(reply).toMatchObject({ ok: false, error: { code: expect.stringMatching(/^AGENT_(BUSY|SHUTTING_DOWN)$/), retryable: true } });
     expect(runner.requests).toHaveLength(1);
   });
 });

@@ -36,14 +36,14 @@ export interface TestGateway {
   stop(): Promise<void>;
 }
 
-export async function startTestGateway({ natsUrl, runTimeoutMs = 10_000, replyTimeoutMs = 20_000, rateLimits }: { natsUrl: string; runTimeoutMs?: number; replyTimeoutMs?: number; rateLimits?: { updates: number; reads: number } }): Promise<TestGateway> {
+export async function startTestGateway({ natsUrl, runTimeoutMs = 10_000, replyTimeoutMs = 20_000, rateLimits, cruxEndpoint }: { natsUrl: string; runTimeoutMs?: number; replyTimeoutMs?: number; rateLimits?: { updates: number; reads: number }; cruxEndpoint?: string }): Promise<TestGateway> {
   const store = await testStore();
   const nc = await connect({ servers: natsUrl });
   const runtime = await startGateway({
     nc,
     store,
     logger: silentLogger,
-    config: { PORT: 0, HOST: '127.0.0.1', RUN_TIMEOUT_MS: runTimeoutMs, SYNC_UPDATE_TIMEOUT_MS: replyTimeoutMs, BODY_LIMIT: '100kb', RATE_LIMIT_UPDATES_PER_MINUTE: rateLimits?.updates ?? 10_000, RATE_LIMIT_READS_PER_MINUTE: rateLimits?.reads ?? 10_000 },
+    config: { PORT: 0, HOST: '127.0.0.1', RUN_TIMEOUT_MS: runTimeoutMs, SYNC_UPDATE_TIMEOUT_MS: replyTimeoutMs, BODY_LIMIT: '100kb', RATE_LIMIT_UPDATES_PER_MINUTE: rateLimits?.updates ?? 10_000, RATE_LIMIT_READS_PER_MINUTE: rateLimits?.reads ?? 10_000, ...(cruxEndpoint ? { CRUX_API_KEY: 'test-key', CRUX_API_ENDPOINT: cruxEndpoint } : {}) },
   });
   return {
     url: runtime.http.url,

@@ -5,7 +5,7 @@ import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { createLogger, logLevelSchema, parseEnv } from '@perfwatch/common';
-import { chromeFlags, createLighthouseRunner, createTargetGuard, parseAllowList, startAgent, startGuardProxy } from '@perfwatch/agent';
+import { chromeFlags, createLighthouseRunner, createTargetGuard, parseAllowList, probeSecurity, startAgent, startGuardProxy } from '@perfwatch/agent';
 import { createAdmin } from '../admin/admin.ts';
 import { startGateway } from '../gateway-runtime.ts';
 import { MongoStore } from '../store/mongo-store.ts';
@@ -52,7 +52,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   const guard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
   const proxy = await startGuardProxy({ guard, logger });
   const runner = createLighthouseRunner({ chromePath: config.CHROME_PATH, chromeFlags: chromeFlags({ noSandbox: process.getuid?.() === 0 }), logger, guard: { guard, proxy } });
-  const agent = startAgent({ nc, location: 's_carolina', runner, logger, agentId: 'local' });
+  const agent = startAgent({ nc, location: 's_carolina', runner, logger, agentId: 'local', probeSecurity: (url) => probeSecurity(url, { guard }) });
   const gateway = await startGateway({
     nc,
     store,

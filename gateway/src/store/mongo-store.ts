@@ -2,7 +2,7 @@ import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import { Binary, MongoClient, MongoServerError, ObjectId, type Collection, type Db } from 'mongodb';
 import { z } from 'zod';
-import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, runMetricsSchema } from '@perfwatch/common';
+import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, runSummarySchema } from '@perfwatch/common';
 import { DuplicateError, type KpiRow, type OverviewFilter, type SnapshotSummary, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
 
 const gzipAsync = promisify(gzip);
@@ -54,7 +54,7 @@ const resultDoc = z.object({
   device: z.enum(DEVICES),
   location: z.enum(LOCATIONS),
   median: z.number().int().positive(),
-  runs: z.array(runMetricsSchema),
+  runs: z.array(runSummarySchema),
   elementCount: z.number().nullable(),
   crux: cruxPairSchema,
   lighthouse: z.instanceof(Binary),

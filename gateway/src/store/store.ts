@@ -1,4 +1,4 @@
-import type { CruxRecord, Device, KpiRecord, LighthouseResult, Location, RunMetrics, UpdateType } from '@perfwatch/common';
+import type { CruxRecord, Device, KpiRecord, LighthouseResult, Location, RunSummary, UpdateType } from '@perfwatch/common';
 
 export interface UserRecord {
   id: string;
@@ -39,7 +39,7 @@ export interface LocationSnapshot {
   location: Location;
   /** 1-based index of the representative run among `runs`. */
   median: number;
-  runs: RunMetrics[];
+  runs: RunSummary[];
   lighthouse: LighthouseResult;
   crux: CruxPair;
   elementCount: number | null;
