@@ -117,4 +117,20 @@ describe('update service', () => {
       }
     }
   });
+
+  it('retries a run once after a retryable agent failure, and not after a page that failed to load', async () => {
+    const attempts = new Map<string, number>();
+    const { service, jobs } = serviceWith((job) => {
+      const key = job.jobId.replace(/\.retry$/, '');
+      attempts.set(key, (attempts.get(key) ?? 0) + 1);
+      if (job.location === 'london' && job.runIndex === 0 && !job.jobId.endsWith('.retry')) return { ok: false, error: { code: 'BROWSER_FAILED', message: 'Chrome crashed', retryable: true } };
+      if (job.location === 'tokyo') return failure('PAGE_LOAD_FAILED');
+      return success(job);
+    });
+    const outcome = await service.run({ project, devices: ['mobile'], updateType: 'manual', requestId: 'r' });
+    expect(outcome.results.find((r) => r.location === 'london')!.runs).toHaveLength(3);
+    expect(outcome.results.find((r) => r.location === 'tokyo')).toBeUndefined();
+    expect(jobs.filter((j) => j.jobId.endsWith('.retry')).map((j) => `${j.location}.${j.runIndex}`)).toEqual(['london.0']);
+    expect([...attempts.values()].every((n) => n <= 2)).toBe(true);
+  });
 });

@@ -6,6 +6,13 @@ import type { CruxClient } from './crux/crux-client.ts';
 import { buildLocationSnapshot, withFieldData } from './snapshot-builder.ts';
 import type { LocationSnapshot, ProjectRecord, Store } from './store/store.ts';
 
+/**
+ * Failures an agent reports that another attempt may not repeat. Not retried: a page that did
+ * not load or a refused target (they would fail again), no responders and timeouts (the
+ * location is down or saturated; a retry would only double the wait).
+ */
+const RETRY_ONCE = new Set(['BROWSER_FAILED', 'LIGHTHOUSE_FAILED', 'RUN_TIMEOUT', 'INTERNAL', 'BAD_REPLY']);
+
 export interface UpdateRequest {
   project: ProjectRecord;
   devices: readonly Device[];
@@ -47,12 +54,15 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
     const outcomes = await Promise.all(
       cells.map(async ({ device, location }) => {
         const runs = await Promise.all(
-          Array.from({ length: project.runs }, (_, runIndex) =>
-            dispatcher.dispatch(
-              { jobId: `${updateId}.${device}.${location}.${runIndex}`, updateId, url: project.url, device, location, runIndex, timeoutMs: runTimeoutMs },
-              { timeoutMs: replyTimeoutMs, requestId },
-            ),
-          ),
+          Array.from({ length: project.runs }, async (_, runIndex) => {
+            const job = { jobId: `${updateId}.${device}.${location}.${runIndex}`, updateId, url: project.url, device, location, runIndex, timeoutMs: runTimeoutMs };
+            const first = await dispatcher.dispatch(job, { timeoutMs: replyTimeoutMs, requestId });
+            if (first.ok || !RETRY_ONCE.has(first.error.code)) return first;
+            // A run an agent failed in a way that may pass next time is offered once more; with
+            // several agents in the location, the queue group will likely hand it to another.
+            log.info({ device, location, runIndex, code: first.error.code }, 'retrying a failed run once');
+            return dispatcher.dispatch({ ...job, jobId: `${job.jobId}.retry` }, { timeoutMs: replyTimeoutMs, requestId });
+          }),
         );
         return { device, location, runs };
       }),
