@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
-import { chromeFlags, createLighthouseRunner, startAgent, type AuditRunner } from '@perfwatch/agent';
+import { chromeFlags, createLighthouseRunner, createTargetGuard, parseAllowList, startAgent, startGuardProxy, type AuditRunner } from '@perfwatch/agent';
 import { createAdmin, MongoStore, startDemoSite, startFerretDb, startGateway, startNatsServer } from '@perfwatch/gateway';
 
 const exec = promisify(execFile);
@@ -49,10 +49,13 @@ export async function measureAuditOverhead(n = pairs): Promise<OverheadFigures> 
   await store.init();
   const nc = await connect({ servers: nats.url });
   const flags = chromeFlags({ noSandbox: process.getuid?.() === 0 });
+  // As in production, Chrome reaches the page through the agent's target-guard proxy.
+  const guard = createTargetGuard({ allow: parseAllowList('127.0.0.0/8') });
+  const proxy = await startGuardProxy({ guard, logger });
   // Cold: a Chrome per run, serving london. Warm: Chrome kept between runs, serving tokyo.
   const paths = {
-    cold: { location: 'london' as const, runner: createLighthouseRunner({ chromePath, chromeFlags: flags, logger, runsPerBrowser: 0 }), lighthouseMs: [] as number[], updateMs: [] as number[] },
-    warm: { location: 'tokyo' as const, runner: createLighthouseRunner({ chromePath, chromeFlags: flags, logger, runsPerBrowser: 1000 }), lighthouseMs: [] as number[], updateMs: [] as number[] },
+    cold: { location: 'london' as const, runner: createLighthouseRunner({ chromePath, chromeFlags: flags, logger, runsPerBrowser: 0, guard: { guard, proxy } }), lighthouseMs: [] as number[], updateMs: [] as number[] },
+    warm: { location: 'tokyo' as const, runner: createLighthouseRunner({ chromePath, chromeFlags: flags, logger, runsPerBrowser: 1000, guard: { guard, proxy } }), lighthouseMs: [] as number[], updateMs: [] as number[] },
   };
   const agents = Object.values(paths).map((path) => {
     const timed: AuditRunner = {
@@ -105,6 +108,7 @@ export async function measureAuditOverhead(n = pairs): Promise<OverheadFigures> 
     for (const agent of agents) await agent.stop();
     await nc.drain();
     for (const path of Object.values(paths)) await path.runner.close();
+    await proxy.close();
     await store.close();
     await site.close();
     await db.stop();

@@ -7,6 +7,7 @@ import {
   decodeJob,
   encodeReply,
   HEADERS,
+  shrinkLighthouseResult,
   trimLighthouseResult,
   type AuditJob,
   type AuditReply,
@@ -113,7 +114,12 @@ export function startAgent({ nc, location, runner, logger, agentId, keepScreensh
     const requestId = msg.headers?.get(HEADERS.requestId);
     if (requestId) h.set(HEADERS.requestId, requestId);
     let data = await encodeReply(body);
-    const maxPayload = nc.info?.max_payload ?? 1024 * 1024;
+    // Headers and protocol framing share the payload limit; keep a margin for them.
+    const maxPayload = (nc.info?.max_payload ?? 1024 * 1024) - 4096;
+    if (data.byteLength > maxPayload && body.ok) {
+      log.warn({ bytes: data.byteLength, maxPayload }, 'result exceeds the NATS payload limit; shrinking it');
+      data = await encodeReply({ ok: true, result: { ...body.result, lhr: shrinkLighthouseResult(body.result.lhr) } });
+    }
     if (data.byteLength > maxPayload) {
       log.error({ bytes: data.byteLength, maxPayload }, 'result exceeds the NATS payload limit');
       data = await encodeReply({

@@ -66,3 +66,33 @@ export function categoryScore(lhr: LighthouseResult, categoryId: string): number
   const score = lhr.categories[categoryId]?.score;
   return typeof score === 'number' ? Math.round(score * 100) : null;
 }
+
+/** Audits whose details the gateway reads, and which a shrink therefore never drops. */
+const KEPT_DETAILS = new Set(['network-requests', 'dom-size-insight']);
+const LARGE_DETAILS_BYTES = 64 * 1024;
+
+/**
+ * The last resort before a result is refused for size: drops everything a stored snapshot can
+ * live without (screenshots, the i18n table, timing entries, script treemap data, and any other
+ * audit's details over 64 kB), keeps every score, metric and the details perfwatch reads, and
+ * says so in Lighthouse's own `runWarnings`, where a report reader will see it.
+ */
+export function shrinkLighthouseResult(lhr: LighthouseResult): LighthouseResult {
+  const shrunk = trimLighthouseResult(lhr);
+  delete shrunk['i18n'];
+  if (shrunk['timing'] && typeof shrunk['timing'] === 'object') shrunk['timing'] = { total: (shrunk['timing'] as { total?: number }).total };
+  const dropped: string[] = [];
+  shrunk.audits = Object.fromEntries(
+    Object.entries(shrunk.audits).map(([id, audit]) => {
+      if (KEPT_DETAILS.has(id) || audit.details === undefined) return [id, audit];
+      if (id === 'script-treemap-data' || JSON.stringify(audit.details).length > LARGE_DETAILS_BYTES) {
+        dropped.push(id);
+        return [id, { ...audit, details: undefined }];
+      }
+      return [id, audit];
+    }),
+  );
+  const warnings = Array.isArray(shrunk['runWarnings']) ? (shrunk['runWarnings'] as unknown[]) : [];
+  shrunk['runWarnings'] = [...warnings, `perfwatch: this result was shrunk to fit the message size limit; details dropped from: ${dropped.join(', ') || 'none'}`];
+  return shrunk;
+}

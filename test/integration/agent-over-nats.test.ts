@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -5,6 +6,7 @@ import { decodeReply, encodeJob, HEADERS, type AuditJob } from '@perfwatch/commo
 import { startAgent } from '@perfwatch/agent';
 import { createNatsDispatcher } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
+import { loadLhr } from '../support/lhr-fixtures.ts';
 import { isolatedNats, silentLogger } from '../support/test-services.ts';
 
 // Agents over a real nats-server: the queue group, the reply contract, shutdown.
@@ -100,5 +102,36 @@ describe('agent', () => {
     expect(replies[0]!.ok).toBe(true);
     for (const reply of replies.slice(1)) expect(reply).toMatchObject({ ok: false, error: { code: expect.stringMatching(/^AGENT_(BUSY|SHUTTING_DOWN)$/), retryable: true } });
     expect(runner.requests).toHaveLength(1);
+  });
+
+  it('shrinks a result past the NATS payload limit until it fits, or refuses it by name', async () => {
+    // 1.5 MB of incompressible bytes: past the server's 1 MB max_payload even gzip-compressed.
+    const noise = randomBytes(1_500_000).toString('base64');
+    const huge = (auditId: string) => {
+      const lhr = loadLhr('mobile', 1);
+      lhr.audits[auditId] = { ...(lhr.audits[auditId] ?? { id: auditId, score: null }), details: { type: 'debugdata', noise } };
+      return lhr;
+    };
+    const nc = await connect({ servers: nats.url });
+    let next = huge('script-treemap-data');
+    const agent = startAgent({ nc, location: 'los_angeles', runner: { run: async () => ({ lhr: next, lighthouseMs: 1 }), close: async () => {} }, logger: silentLogger, agentId: 'la-big' });
+    try {
+      await nc.flush();
+      const shrunk = await request('perfwatch.audit.v1.los_angeles', encodeJob(job({ location: 'los_angeles' })));
+      expect(shrunk.reply.ok).toBe(true);
+      const lhr = shrunk.reply.ok ? shrunk.reply.result.lhr : null;
+      expect(lhr!.audits['script-treemap-data']!.details).toBeUndefined();
+      expect(lhr!.audits['first-contentful-paint']).toEqual(loadLhr('mobile', 1).audits['first-contentful-paint']);
+      expect(lhr!.categories).toEqual(loadLhr('mobile', 1).categories);
+      expect(String(lhr!['runWarnings'])).toMatch(/shrunk to fit.*script-treemap-data/);
+
+      // Details perfwatch reads are never dropped: such a result is refused, by name.
+      next = huge('network-requests');
+      const refused = await request('perfwatch.audit.v1.los_angeles', encodeJob(job({ location: 'los_angeles' })));
+      expect(refused.reply).toMatchObject({ ok: false, error: { code: 'RESULT_TOO_LARGE', retryable: false } });
+    } finally {
+      await agent.stop();
+      await nc.drain();
+    }
   });
 });
