@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Device } from '@perfwatch/common';
 import { lighthouseResultSchema, type LighthouseResult } from '@perfwatch/common';
 import type { GuardProxy } from './guard-proxy.ts';
+import { markOwner, PROFILE_PREFIX } from './orphan-chrome.ts';
 import { RunFailure } from './run-failure.ts';
 import { TargetRefused, type TargetGuard } from './target-guard.ts';
 
@@ -67,7 +68,9 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
       logger.warn({ pid: chrome.pid }, 'Chrome exited between runs; starting another');
       await retire();
     }
-    const userDataDir = await mkdtemp(join(tmpdir(), 'perfwatch-chrome-'));
+    const userDataDir = await mkdtemp(join(tmpdir(), PROFILE_PREFIX));
+    // Written before Chrome starts: if this process dies, the next agent knows the Chrome is an orphan.
+    await markOwner(userDataDir);
     try {
       // Chrome bypasses proxies for loopback unless told `<-loopback>`.
       const proxyFlags = guard ? [`--proxy-server=${guard.proxy.url}`, '--proxy-bypass-list=<-loopback>'] : [];

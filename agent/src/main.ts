@@ -4,6 +4,7 @@ import { startAgent } from './agent.ts';
 import { chromeFlags } from './chrome-flags.ts';
 import { loadAgentConfig } from './config.ts';
 import { startGuardProxy } from './guard-proxy.ts';
+import { reapOrphanedChromes } from './orphan-chrome.ts';
 import { probeSecurity } from './security-probe.ts';
 import { createLighthouseRunner } from './lighthouse-runner.ts';
 import { createTargetGuard, parseAllowList } from './target-guard.ts';
@@ -12,6 +13,7 @@ import { createTargetGuard, parseAllowList } from './target-guard.ts';
 export async function main(env: Readonly<Record<string, string | undefined>>): Promise<void> {
   const config = loadAgentConfig(env, process.getuid?.() === 0);
   const logger = createLogger({ name: 'perfwatch-agent', level: config.LOG_LEVEL });
+  await reapOrphanedChromes(logger);
   const nc = await connect({ servers: config.NATS_URL.split(','), name: `perfwatch-agent-${config.agentId}`, maxReconnectAttempts: -1 });
   const guard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
   const proxy = await startGuardProxy({ guard, logger });

@@ -1,0 +1,60 @@
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+
+/** Profile directories of the Chromes agents launch: `<tmp>/perfwatch-chrome-XXXXXX`. */
+export const PROFILE_PREFIX = 'perfwatch-chrome-';
+const OWNER_FILE = 'perfwatch-owner.pid';
+
+/** Marks a profile directory with the pid of the agent that launched its Chrome. */
+export async function markOwner(profileDir: string, pid = process.pid): Promise<void> {
+  await writeFile(join(profileDir, OWNER_FILE), String(pid));
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Live processes whose command line names `profileDir` as their user data directory. */
+async function processesUsing(profileDir: string): Promise<number[]> {
+  const pids: number[] = [];
+  const entries = await readdir('/proc').catch(() => [] as string[]);
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.split('\0').includes(`--user-data-dir=${profileDir}`)) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+/**
+ * Kills the Chromes of agents that died without cleaning up (SIGKILL, OOM kill, a crash): a
+ * profile directory whose owner pid is gone belongs to an orphan. Chromes of live agents are
+ * never touched, whoever they belong to. Linux only (/proc); elsewhere it finds nothing.
+ */
+export async function reapOrphanedChromes(logger: Logger, dir = tmpdir()): Promise<number> {
+  let reaped = 0;
+  const names = await readdir(dir).catch(() => [] as string[]);
+  for (const name of names.filter((n) => n.startsWith(PROFILE_PREFIX))) {
+    const profileDir = join(dir, name);
+    const owner = Number(await readFile(join(profileDir, OWNER_FILE), 'utf8').catch(() => NaN));
+    if (!Number.isInteger(owner) || alive(owner)) continue;
+    for (const pid of await processesUsing(profileDir)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+        reaped++;
+      } catch {
+        // Already gone.
+      }
+    }
+    await rm(profileDir, { recursive: true, force: true });
+    logger.warn({ profileDir, owner }, 'removed the Chrome of an agent that died');
+  }
+  return reaped;
+}
