@@ -1,6 +1,7 @@
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 
 /** Profile directories of the Chromes agents launch: `<tmp>/perfwatch-chrome-XXXXXX`. */
@@ -19,6 +20,12 @@ function alive(pid: number): boolean {
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/** Whether a process still runs; a zombie waiting for its parent to reap it does not. */
+async function running(pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null);
+  return stat !== null && !/\) Z /.test(stat);
 }
 
 /** Live processes whose command line names `profileDir` as their user data directory. */
@@ -45,7 +52,8 @@ export async function reapOrphanedChromes(logger: Logger, dir = tmpdir()): Promi
     const profileDir = join(dir, name);
     const owner = Number(await readFile(join(profileDir, OWNER_FILE), 'utf8').catch(() => NaN));
     if (!Number.isInteger(owner) || alive(owner)) continue;
-    for (const pid of await processesUsing(profileDir)) {
+    const pids = await processesUsing(profileDir);
+    for (const pid of pids) {
       try {
         process.kill(pid, 'SIGKILL');
         reaped++;
@@ -53,7 +61,9 @@ export async function reapOrphanedChromes(logger: Logger, dir = tmpdir()): Promi
         // Already gone.
       }
     }
-    await rm(profileDir, { recursive: true, force: true });
+    // Dying processes may still write into the profile; remove it once they are gone.
+    for (let i = 0; i < 50 && (await Promise.all(pids.map(running))).some(Boolean); i++) await sleep(100);
+    await rm(profileDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
     logger.warn({ profileDir, owner }, 'removed the Chrome of an agent that died');
   }
   return reaped;
