@@ -109,6 +109,7 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
     busy = true;
     let healthy = false;
     let timer: NodeJS.Timeout | undefined;
+    let lighthouseRun: Promise<unknown> | undefined;
     try {
       const browser = await ensureChrome();
       // Loaded on first use: Lighthouse takes about a second to import.
@@ -126,7 +127,9 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
       };
       let runnerResult;
       try {
-        runnerResult = await Promise.race([lighthouse(url, flags, device === 'desktop' ? desktopConfig : undefined), timeout]);
+        const audit = lighthouse(url, flags, device === 'desktop' ? desktopConfig : undefined);
+        lighthouseRun = audit;
+        runnerResult = await Promise.race([audit, timeout]);
       } catch (error) {
         if (error instanceof RunFailure) throw error;
         throw new RunFailure('LIGHTHOUSE_FAILED', (error as Error).message, true, { cause: error });
@@ -150,6 +153,9 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
       runsOnChrome++;
       // A Chrome that timed out or failed mid-run may hold a hung tab: it is not trusted again.
       if (!healthy || runsPerBrowser === 0 || runsOnChrome >= runsPerBrowser) await retire();
+      // A run given up on keeps going until its Chrome is gone: let it end before the next
+      // run starts, since two Lighthouse runs cannot overlap in one process.
+      if (!healthy && lighthouseRun) await Promise.race([lighthouseRun.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
       busy = false;
     }
   }
