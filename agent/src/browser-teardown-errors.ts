@@ -1,3 +1,5 @@
+import type { Logger } from 'pino';
+
 /**
  * Lighthouse drives Chrome through puppeteer, which fires some protocol commands without
  * awaiting them. When the agent kills a Chrome in the middle of a run (the run timed out), those
@@ -12,4 +14,20 @@ export function isBrowserTeardownError(reason: unknown): boolean {
     typeof error.message === 'string' &&
     /Target closed|Session closed|Connection closed|Protocol error/.test(error.message)
   );
+}
+
+/**
+ * A process running Lighthouse: ignore the rejections a killed Chrome leaves behind, and treat
+ * any other unhandled rejection as the crash it is.
+ */
+export function exitOnUnhandledRejection(logger: Logger): void {
+  process.on('unhandledRejection', (reason) => {
+    if (isBrowserTeardownError(reason)) {
+      logger.debug({ err: reason }, 'a killed Chrome left a protocol command unanswered');
+      return;
+    }
+    logger.fatal({ err: reason }, 'unhandled rejection');
+    logger.flush();
+    process.exit(1);
+  });
 }

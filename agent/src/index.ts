@@ -5,4 +5,4 @@ export { RunFailure } from './run-failure.ts';
 export { createTargetGuard, parseAllowList, isAllowedAddress, TargetRefused, type TargetGuard } from './target-guard.ts';
 export { startGuardProxy, type GuardProxy } from './guard-proxy.ts';
 export { probeSecurity } from './security-probe.ts';
-export { isBrowserTeardownError } from './browser-teardown-errors.ts';
+export { exitOnUnhandledRejection, isBrowserTeardownError } from './browser-teardown-errors.ts';

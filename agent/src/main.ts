@@ -5,7 +5,7 @@ import { chromeFlags } from './chrome-flags.ts';
 import { loadAgentConfig } from './config.ts';
 import { startGuardProxy } from './guard-proxy.ts';
 import { reapOrphanedChromes } from './orphan-chrome.ts';
-import { isBrowserTeardownError } from './browser-teardown-errors.ts';
+import { exitOnUnhandledRejection } from './browser-teardown-errors.ts';
 import { probeSecurity } from './security-probe.ts';
 import { createLighthouseRunner } from './lighthouse-runner.ts';
 import { createTargetGuard, parseAllowList } from './target-guard.ts';
@@ -15,15 +15,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   const config = loadAgentConfig(env, process.getuid?.() === 0);
   const logger = createLogger({ name: 'perfwatch-agent', level: config.LOG_LEVEL });
   await reapOrphanedChromes(logger);
-  process.on('unhandledRejection', (reason) => {
-    if (isBrowserTeardownError(reason)) {
-      logger.debug({ err: reason }, 'a killed Chrome left a protocol command unanswered');
-      return;
-    }
-    logger.fatal({ err: reason }, 'unhandled rejection');
-    logger.flush();
-    process.exit(1);
-  });
+  exitOnUnhandledRejection(logger);
   const nc = await connect({ servers: config.NATS_URL.split(','), name: `perfwatch-agent-${config.agentId}`, maxReconnectAttempts: -1 });
   const guard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
   const proxy = await startGuardProxy({ guard, logger });

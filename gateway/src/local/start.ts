@@ -5,7 +5,7 @@ import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { createLogger, logLevelSchema, parseEnv } from '@perfwatch/common';
-import { chromeFlags, createLighthouseRunner, createTargetGuard, isBrowserTeardownError, parseAllowList, probeSecurity, startAgent, startGuardProxy } from '@perfwatch/agent';
+import { chromeFlags, createLighthouseRunner, createTargetGuard, exitOnUnhandledRejection, parseAllowList, probeSecurity, startAgent, startGuardProxy } from '@perfwatch/agent';
 import { createAdmin } from '../admin/admin.ts';
 import { startGateway } from '../gateway-runtime.ts';
 import { MongoStore } from '../store/mongo-store.ts';
@@ -38,12 +38,7 @@ const startEnvSchema = z.object({
 export async function main(env: Readonly<Record<string, string | undefined>>): Promise<void> {
   const config = parseEnv(startEnvSchema, env);
   const logger = createLogger({ name: 'perfwatch', level: config.LOG_LEVEL, destination: pino.destination(2) });
-  process.on('unhandledRejection', (reason) => {
-    if (isBrowserTeardownError(reason)) return;
-    logger.fatal({ err: reason }, 'unhandled rejection');
-    logger.flush();
-    process.exit(1);
-  });
+  exitOnUnhandledRejection(logger);
   const dataDir = resolve(config.PERFWATCH_DATA_DIR);
   await mkdir(dataDir, { recursive: true });
 
