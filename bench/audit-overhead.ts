@@ -10,17 +10,12 @@
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { connect } from '@nats-io/transport-node';
-import { pino } from 'pino';
-import { chromeFlags, createLighthouseRunner, createTargetGuard, parseAllowList, startAgent, startGuardProxy, type AuditRunner } from '@perfwatch/agent';
-import { createAdmin, MongoStore, startDemoSite, startFerretDb, startGateway, startNatsServer } from '@perfwatch/gateway';
+import { chromeFlags } from '@perfwatch/agent';
+import { root, startLocalStack } from './local-stack.ts';
 
 const exec = promisify(execFile);
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const tools = join(root, '.tools/bin');
 const chromePath = process.env['CHROME_PATH'] ?? '/usr/bin/chromium';
 const pairs = Number(process.argv[2] ?? 5);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -40,88 +35,47 @@ export interface PathFigures {
 }
 
 export async function measureAuditOverhead(n = pairs): Promise<OverheadFigures> {
-  const logger = pino({ level: 'silent' });
-  const dir = await mkdtemp(join(tmpdir(), 'perfwatch-bench-'));
-  const nats = await startNatsServer({ binary: join(tools, 'nats-server'), dir: join(dir, 'nats') });
-  const db = await startFerretDb({ binary: join(tools, 'ferretdb'), dir: join(dir, 'db') });
-  const site = await startDemoSite({ root: join(root, 'test/fixtures/site') });
-  const store = new MongoStore({ uri: db.url, dbName: 'bench' });
-  await store.init();
-  const nc = await connect({ servers: nats.url });
-  const flags = chromeFlags({ noSandbox: process.getuid?.() === 0 });
-  // As in production, Chrome reaches the page through the agent's target-guard proxy.
-  const guard = createTargetGuard({ allow: parseAllowList('127.0.0.0/8') });
-  const proxy = await startGuardProxy({ guard, logger });
+  const lighthouseMs = { cold: [] as number[], warm: [] as number[] };
+  const updateMs = { cold: [] as number[], warm: [] as number[] };
   // Cold: a Chrome per run, serving london. Warm: Chrome kept between runs, serving tokyo.
-  const paths = {
-    cold: { location: 'london' as const, runner: createLighthouseRunner({ chromePath, chromeFlags: flags, logger, runsPerBrowser: 0, guard: { guard, proxy } }), lighthouseMs: [] as number[], updateMs: [] as number[] },
-    warm: { location: 'tokyo' as const, runner: createLighthouseRunner({ chromePath, chromeFlags: flags, logger, runsPerBrowser: 1000, guard: { guard, proxy } }), lighthouseMs: [] as number[], updateMs: [] as number[] },
-  };
-  const agents = Object.values(paths).map((path) => {
-    const timed: AuditRunner = {
-      run: async (request) => {
-        const output = await path.runner.run(request);
-        path.lighthouseMs.push(output.lighthouseMs);
-        return output;
-      },
-      close: () => path.runner.close(),
-    };
-    return startAgent({ nc, location: path.location, runner: timed, logger, agentId: `bench-${path.location}` });
-  });
-  const gateway = await startGateway({ nc, store, logger, config: { PORT: 0, HOST: '127.0.0.1', RUN_TIMEOUT_MS: 120_000, SYNC_UPDATE_TIMEOUT_MS: 600_000, BODY_LIMIT: '100kb' } });
-  const admin = createAdmin(store);
-  const { token } = await admin.createUser('bench');
-  const coldPage = `${site.url}index.html`;
-  const warmPage = `${site.url}index.html?warm`;
-  await admin.addProject('bench', coldPage, { locations: ['london'], runs: 1 });
-  await admin.addProject('bench', warmPage, { locations: ['tokyo'], runs: 1 });
-  const update = async (page: string) => {
-    const started = performance.now();
-    const res = await fetch(`${gateway.http.url}/v1/update?url=${encodeURIComponent(page)}&device=mobile`, { headers: { Authorization: token } });
-    await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`update answered ${res.status}`);
-    return performance.now() - started;
-  };
-  // Lighthouse's import and the warm agent's first Chrome are paid once, before measuring.
-  await update(warmPage);
-  paths.warm.lighthouseMs.length = 0;
-
+  const stack = await startLocalStack([
+    { location: 'london', runsPerBrowser: 0, onRun: (o) => lighthouseMs.cold.push(o.lighthouseMs) },
+    { location: 'tokyo', runsPerBrowser: 1000, onRun: (o) => lighthouseMs.warm.push(o.lighthouseMs) },
+  ]);
+  const dir = await mkdtemp(join(tmpdir(), 'perfwatch-cli-'));
+  const pages = { cold: `${stack.siteUrl}index.html`, warm: `${stack.siteUrl}index.html?warm` };
+  await stack.admin.addProject('stack', pages.cold, { locations: ['london'], runs: 1 });
+  await stack.admin.addProject('stack', pages.warm, { locations: ['tokyo'], runs: 1 });
+  const flags = chromeFlags({ noSandbox: process.getuid?.() === 0 });
   const cliMs: number[] = [];
   try {
+    // Lighthouse's import and the warm agent's first Chrome are paid once, before measuring.
+    await stack.update(pages.warm);
+    lighthouseMs.warm.length = 0;
     for (let i = 0; i < n; i++) {
       const started = performance.now();
-      await exec(join(root, 'node_modules/.bin/lighthouse'), [coldPage, '--quiet', '--output=json', `--output-path=${join(dir, 'cli.json')}`, `--chrome-flags=${flags.join(' ')}`], {
+      await exec(join(root, 'node_modules/.bin/lighthouse'), [pages.cold, '--quiet', '--output=json', `--output-path=${join(dir, 'cli.json')}`, `--chrome-flags=${flags.join(' ')}`], {
         env: { ...process.env, CHROME_PATH: chromePath },
         maxBuffer: 64 * 1024 * 1024,
       });
       cliMs.push(performance.now() - started);
       // Alternate which agent goes first, so neither always follows the CLI's run.
-      for (const name of i % 2 ? (['warm', 'cold'] as const) : (['cold', 'warm'] as const)) {
-        paths[name].updateMs.push(await update(name === 'cold' ? coldPage : warmPage));
-      }
+      for (const name of i % 2 ? (['warm', 'cold'] as const) : (['cold', 'warm'] as const)) updateMs[name].push((await stack.update(pages[name])).ms);
       process.stderr.write(
-        `pair ${i + 1}/${n}: cli ${Math.round(cliMs[i]!)} ms, cold update ${Math.round(paths.cold.updateMs[i]!)} ms (Lighthouse ${Math.round(paths.cold.lighthouseMs[i]!)} ms), warm update ${Math.round(paths.warm.updateMs[i]!)} ms (Lighthouse ${Math.round(paths.warm.lighthouseMs[i]!)} ms)\n`,
+        `pair ${i + 1}/${n}: cli ${Math.round(cliMs[i]!)} ms, cold update ${Math.round(updateMs.cold[i]!)} ms (Lighthouse ${Math.round(lighthouseMs.cold[i]!)} ms), warm update ${Math.round(updateMs.warm[i]!)} ms (Lighthouse ${Math.round(lighthouseMs.warm[i]!)} ms)\n`,
       );
     }
   } finally {
-    await gateway.stop();
-    for (const agent of agents) await agent.stop();
-    await nc.drain();
-    for (const path of Object.values(paths)) await path.runner.close();
-    await proxy.close();
-    await store.close();
-    await site.close();
-    await db.stop();
-    await nats.stop();
+    await stack.close();
     await rm(dir, { recursive: true, force: true });
   }
-  const figures = (path: { updateMs: number[]; lighthouseMs: number[] }): PathFigures => ({
-    updateMs: path.updateMs,
-    agentLighthouseMs: path.lighthouseMs,
-    updateOverCli: median(path.updateMs.map((u, i) => u / cliMs[i]!)),
-    updateOverAgentLighthouse: median(path.updateMs.map((u, i) => u / path.lighthouseMs[i]!)),
+  const figures = (name: 'cold' | 'warm'): PathFigures => ({
+    updateMs: updateMs[name],
+    agentLighthouseMs: lighthouseMs[name],
+    updateOverCli: median(updateMs[name].map((u, i) => u / cliMs[i]!)),
+    updateOverAgentLighthouse: median(updateMs[name].map((u, i) => u / lighthouseMs[name][i]!)),
   });
-  return { pairs: n, cliMs, cold: figures(paths.cold), warm: figures(paths.warm) };
+  return { pairs: n, cliMs, cold: figures('cold'), warm: figures('warm') };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -1,0 +1,90 @@
+/**
+ * The whole of perfwatch on this machine for benchmarks and measurement scripts: nats-server
+ * and FerretDB from .tools/bin, the fixture site, a gateway, and in-process agents running real
+ * Lighthouse behind the target guard (loopback allowed), as in production.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { connect } from '@nats-io/transport-node';
+import { pino } from 'pino';
+import type { Location } from '@perfwatch/common';
+import { chromeFlags, createLighthouseRunner, createTargetGuard, parseAllowList, startAgent, startGuardProxy, type AuditRunner } from '@perfwatch/agent';
+import { createAdmin, MongoStore, startDemoSite, startFerretDb, startGateway, startNatsServer, type Admin } from '@perfwatch/gateway';
+
+export const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const tools = join(root, '.tools/bin');
+
+export interface StackAgent {
+  location: Location;
+  runsPerBrowser: number;
+  /** Sees every run the agent makes, e.g. to time it. */
+  onRun?: (output: Awaited<ReturnType<AuditRunner['run']>>) => void;
+}
+
+export interface LocalStack {
+  gatewayUrl: string;
+  siteUrl: string;
+  token: string;
+  admin: Admin;
+  /** A sync update of `url` for one device; resolves with its wall time and result body. */
+  update(url: string, device?: 'mobile' | 'desktop'): Promise<{ ms: number; body: unknown }>;
+  close(): Promise<void>;
+}
+
+export async function startLocalStack(agents: StackAgent[]): Promise<LocalStack> {
+  const logger = pino({ level: 'silent' });
+  const dir = await mkdtemp(join(tmpdir(), 'perfwatch-stack-'));
+  const nats = await startNatsServer({ binary: join(tools, 'nats-server'), dir: join(dir, 'nats') });
+  const db = await startFerretDb({ binary: join(tools, 'ferretdb'), dir: join(dir, 'db') });
+  const site = await startDemoSite({ root: join(root, 'test/fixtures/site') });
+  const store = new MongoStore({ uri: db.url, dbName: 'stack' });
+  await store.init();
+  const nc = await connect({ servers: nats.url });
+  const guard = createTargetGuard({ allow: parseAllowList('127.0.0.0/8') });
+  const proxy = await startGuardProxy({ guard, logger });
+  const flags = chromeFlags({ noSandbox: process.getuid?.() === 0 });
+  const runners = agents.map(({ runsPerBrowser }) => createLighthouseRunner({ chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium', chromeFlags: flags, logger, runsPerBrowser, guard: { guard, proxy } }));
+  const started = agents.map(({ location, onRun }, i) => {
+    const runner = runners[i]!;
+    const observed: AuditRunner = {
+      run: async (request) => {
+        const output = await runner.run(request);
+        onRun?.(output);
+        return output;
+      },
+      close: () => runner.close(),
+    };
+    return startAgent({ nc, location, runner: observed, logger, agentId: `stack-${location}-${i}` });
+  });
+  const gateway = await startGateway({ nc, store, logger, config: { PORT: 0, HOST: '127.0.0.1', RUN_TIMEOUT_MS: 120_000, SYNC_UPDATE_TIMEOUT_MS: 600_000, BODY_LIMIT: '100kb' } });
+  const admin = createAdmin(store);
+  const { token } = await admin.createUser('stack');
+
+  return {
+    gatewayUrl: gateway.http.url,
+    siteUrl: site.url,
+    token,
+    admin,
+    async update(url, device = 'mobile') {
+      const startedAt = performance.now();
+      const res = await fetch(`${gateway.http.url}/v1/update?url=${encodeURIComponent(url)}&device=${device}`, { headers: { Authorization: token } });
+      const body: unknown = await res.json();
+      if (res.status !== 200) throw new Error(`update answered ${res.status}: ${JSON.stringify(body).slice(0, 300)}`);
+      return { ms: performance.now() - startedAt, body };
+    },
+    async close() {
+      await gateway.stop();
+      for (const agent of started) await agent.stop();
+      await nc.drain();
+      for (const runner of runners) await runner.close();
+      await proxy.close();
+      await store.close();
+      await site.close();
+      await db.stop();
+      await nats.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
