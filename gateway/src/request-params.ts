@@ -22,19 +22,19 @@ export function normalizeProjectUrl(text: string): string | null {
 
 const once = (name: string) => ({ error: (issue: { input: unknown }) => (Array.isArray(issue.input) ? `${name} is given more than once` : issue.input === undefined ? `${name} is required` : `${name} must be a string`) });
 
-const projectUrl = z
-  .string(once('url'))
-  .min(1, 'url is required')
-  .max(2048, 'url is longer than 2048 characters')
-  .transform((text, ctx) => {
-    const normalized = normalizeProjectUrl(text);
-    if (normalized === null) {
-      ctx.addIssue({ code: 'custom', message: 'url must be an absolute http(s) URL' });
+/** A string parameter given once, turned into a value by `parse`; null from `parse` is `message`. */
+function parsedString<T>(base: z.ZodString, parse: (text: string) => T | null, message: string) {
+  return base.transform((text, ctx) => {
+    const value = parse(text);
+    if (value === null) {
+      ctx.addIssue({ code: 'custom', message });
       return z.NEVER;
     }
-    return normalized;
-  })
-  .meta({ description: 'The project URL (URL-encoded in a query string).', example: 'https://shop.example/' });
+    return value;
+  });
+}
+
+const projectUrl = parsedString(z.string(once('url')).min(1, 'url is required').max(2048, 'url is longer than 2048 characters'), normalizeProjectUrl, 'url must be an absolute http(s) URL').meta({ description: 'The project URL (URL-encoded in a query string).', example: 'https://shop.example/' });
 
 const device = z.enum(DEVICES, { error: `device must be one of ${DEVICES.join(', ')}` }).meta({ description: 'Device class; omitted: all.' });
 
@@ -51,29 +51,11 @@ const section = z.enum(SECTIONS, { error: `section must be one of ${SECTIONS.joi
 const sections = oneOrMany(section, 'sections').meta({ description: 'Section filter; repeat `section` (or `sections`) in GET, a JSON array in POST.' });
 
 const dateTime = (name: string) =>
-  z
-    .string(once(name))
-    .transform((text, ctx) => {
-      const date = parseApiDateTime(text);
-      if (date === null) {
-        ctx.addIssue({ code: 'custom', message: `${name} must be a UTC date-time yyyy-MM-dd'T'HH:mm:ss (a trailing Z or milliseconds are accepted)` });
-        return z.NEVER;
-      }
-      return date;
-    })
+  parsedString(z.string(once(name)), parseApiDateTime, `${name} must be a UTC date-time yyyy-MM-dd'T'HH:mm:ss (a trailing Z or milliseconds are accepted)`)
     .meta({ example: '2026-11-22T11:18:40' });
 
 const dateOnly = (name: string) =>
-  z
-    .string(once(name))
-    .transform((text, ctx) => {
-      const date = parseApiDate(text);
-      if (date === null) {
-        ctx.addIssue({ code: 'custom', message: `${name} must be a UTC date yyyy-MM-dd` });
-        return z.NEVER;
-      }
-      return date;
-    })
+  parsedString(z.string(once(name)), parseApiDate, `${name} must be a UTC date yyyy-MM-dd`)
     .meta({ example: '2026-11-01' });
 
 /** A bare host name, or a URL whose host is taken. */
@@ -86,19 +68,7 @@ function hostOf(text: string): string | null {
   }
 }
 
-const domain = z
-  .string(once('domain'))
-  .min(1, 'domain must not be empty')
-  .max(253, 'domain is too long')
-  .transform((text, ctx) => {
-    const host = hostOf(text);
-    if (host === null) {
-      ctx.addIssue({ code: 'custom', message: 'domain must be a host name such as shop.example' });
-      return z.NEVER;
-    }
-    return host;
-  })
-  .meta({ description: 'Domain filter.', example: 'shop.example' });
+const domain = parsedString(z.string(once('domain')).min(1, 'domain must not be empty').max(253, 'domain is too long'), hostOf, 'domain must be a host name such as shop.example').meta({ description: 'Domain filter.', example: 'shop.example' });
 
 export const updateTypeFilter = z.enum(['manual', 'scheduled', 'ci'], { error: 'updateType must be one of manual, scheduled, ci' });
 
