@@ -28,16 +28,32 @@ async function running(pid: number): Promise<boolean> {
   return stat !== null && !/\) Z /.test(stat);
 }
 
-/** Live processes whose command line names `profileDir` as their user data directory. */
+/**
+ * The processes of a Chrome: those whose command line mentions `profileDir` (the browser and
+ * most helpers name it as --user-data-dir), and every descendant of those (some utility
+ * processes do not name it, but are children of the browser or its zygote).
+ */
 async function processesUsing(profileDir: string): Promise<number[]> {
-  const pids: number[] = [];
+  const children = new Map<number, number[]>();
+  const seeds: number[] = [];
   const entries = await readdir('/proc').catch(() => [] as string[]);
   for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    const ppid = Number(/\) \S+ (\d+)/.exec(stat)?.[1]);
+    if (Number.isInteger(ppid)) children.set(ppid, [...(children.get(ppid) ?? []), pid]);
     const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
-    if (cmdline.split('\0').includes(`--user-data-dir=${profileDir}`)) pids.push(Number(entry));
+    if (cmdline.split('\0').some((arg) => arg.includes(profileDir))) seeds.push(pid);
   }
-  return pids;
+  const all = new Set<number>();
+  const visit = (pid: number) => {
+    if (all.has(pid)) return;
+    all.add(pid);
+    for (const child of children.get(pid) ?? []) visit(child);
+  };
+  seeds.forEach(visit);
+  return [...all];
 }
 
 /**
@@ -64,6 +80,9 @@ export async function reapOrphanedChromes(logger: Logger, dir = tmpdir()): Promi
     // Dying processes may still write into the profile; remove it once they are gone.
     for (let i = 0; i < 50 && (await Promise.all(pids.map(running))).some(Boolean); i++) await sleep(100);
     await rm(profileDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+    // A process that was exiting as we looked may still have written into it: look again.
+    await sleep(200);
+    await rm(profileDir, { recursive: true, force: true });
     logger.warn({ profileDir, owner }, 'removed the Chrome of an agent that died');
   }
   return reaped;

@@ -18,7 +18,8 @@ beforeAll(async () => {
   nats = await isolatedNats();
 });
 afterAll(async () => {
-  for (const agent of agents) await agent.stop('SIGKILL');
+  // Stopped cleanly even when the test failed, so no Chrome outlives the suite.
+  for (const agent of agents) await agent.stop('SIGTERM');
   await nats?.dispose();
 });
 
@@ -49,7 +50,7 @@ async function chromesOf(pid: number): Promise<Array<{ dir: string; pids: number
     for (const entry of (await readdir('/proc')).filter((e) => /^\d+$/.test(e))) {
       const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
       const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-      if (cmdline.split('\0').includes(`--user-data-dir=${dir}`) && !/\) Z /.test(stat)) pids.push(Number(entry));
+      if (cmdline.split('\0').some((arg) => arg.includes(dir)) && !/\) Z /.test(stat)) pids.push(Number(entry));
     }
     found.push({ dir, pids });
   }
