@@ -11,7 +11,7 @@ import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import type { Location } from '@perfwatch/common';
 import { chromeFlags, createLighthouseRunner, createTargetGuard, parseAllowList, startAgent, startGuardProxy, type AuditRunner } from '@perfwatch/agent';
-import { createAdmin, MongoStore, startDemoSite, startFerretDb, startGateway, startNatsServer, type Admin } from '@perfwatch/gateway';
+import { createAdmin, gatewayConfigWith, MongoStore, startDemoSite, startFerretDb, startGateway, startNatsServer, type Admin } from '@perfwatch/gateway';
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const tools = join(root, '.tools/bin');
@@ -58,7 +58,7 @@ export async function startLocalStack(agents: StackAgent[]): Promise<LocalStack>
     };
     return startAgent({ nc, location, runner: observed, logger, agentId: `stack-${location}-${i}` });
   });
-  const gateway = await startGateway({ nc, store, logger, config: { PORT: 0, HOST: '127.0.0.1', RUN_TIMEOUT_MS: 120_000, SYNC_UPDATE_TIMEOUT_MS: 600_000, BODY_LIMIT: '100kb' } });
+  const gateway = await startGateway({ nc, store, logger, config: gatewayConfigWith({ PORT: 0, HOST: '127.0.0.1' }) });
   const admin = createAdmin(store);
   const { token } = await admin.createUser('stack');
 

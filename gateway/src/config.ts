@@ -23,6 +23,14 @@ export const gatewayEnvSchema = z.object({
 
 export type GatewayConfig = z.infer<typeof gatewayEnvSchema>;
 
+/**
+ * A complete configuration from the schema's defaults and a few settings, for programs that
+ * run a gateway without reading its environment (`perfwatch start`, tests, benchmarks).
+ */
+export function gatewayConfigWith(settings: Partial<GatewayConfig>): GatewayConfig {
+  return { ...gatewayEnvSchema.parse({}), ...settings };
+}
+
 export function loadGatewayConfig(env: Readonly<Record<string, string | undefined>>): GatewayConfig {
   return parseEnv(gatewayEnvSchema, env);
 }

@@ -14,16 +14,16 @@ export interface GatewayRuntime {
 }
 
 /** Wires a gateway from connected parts; shared by `perfwatch gateway`, `perfwatch start` and the tests. */
-export async function startGateway({ nc, store, logger, config }: { nc: NatsConnection; store: Store; logger: Logger; config: Pick<GatewayConfig, 'PORT' | 'HOST' | 'RUN_TIMEOUT_MS' | 'SYNC_UPDATE_TIMEOUT_MS' | 'BODY_LIMIT'> & Partial<Pick<GatewayConfig, 'RATE_LIMIT_UPDATES_PER_MINUTE' | 'RATE_LIMIT_READS_PER_MINUTE' | 'CRUX_API_KEY' | 'CRUX_API_ENDPOINT'>> }): Promise<GatewayRuntime> {
+export async function startGateway({ nc, store, logger, config }: { nc: NatsConnection; store: Store; logger: Logger; config: GatewayConfig }): Promise<GatewayRuntime> {
   const dispatcher = createNatsDispatcher({ nc, logger });
-  const crux = config.CRUX_API_KEY ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT ?? 'https://chromeuxreport.googleapis.com', apiKey: config.CRUX_API_KEY, logger }) : undefined;
+  const crux = config.CRUX_API_KEY ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger }) : undefined;
   const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS, crux });
   const http = await createServer({
     store,
     updates,
     logger,
     bodyLimit: config.BODY_LIMIT,
-    rateLimits: { updates: config.RATE_LIMIT_UPDATES_PER_MINUTE ?? 60, reads: config.RATE_LIMIT_READS_PER_MINUTE ?? 600 },
+    rateLimits: { updates: config.RATE_LIMIT_UPDATES_PER_MINUTE, reads: config.RATE_LIMIT_READS_PER_MINUTE },
     port: config.PORT,
     host: config.HOST,
   });

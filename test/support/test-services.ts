@@ -6,7 +6,7 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
 import { inject } from 'vitest';
-import { createAdmin, MongoStore, startGateway, startNatsServer, type Admin, type GatewayRuntime, type LocalServer } from '@perfwatch/gateway';
+import { createAdmin, gatewayConfigWith, MongoStore, startGateway, startNatsServer, type Admin, type GatewayRuntime, type LocalServer } from '@perfwatch/gateway';
 
 export const silentLogger: Logger = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
 
@@ -43,7 +43,15 @@ export async function startTestGateway({ natsUrl, runTimeoutMs = 10_000, replyTi
     nc,
     store,
     logger: silentLogger,
-    config: { PORT: 0, HOST: '127.0.0.1', RUN_TIMEOUT_MS: runTimeoutMs, SYNC_UPDATE_TIMEOUT_MS: replyTimeoutMs, BODY_LIMIT: '100kb', RATE_LIMIT_UPDATES_PER_MINUTE: rateLimits?.updates ?? 10_000, RATE_LIMIT_READS_PER_MINUTE: rateLimits?.reads ?? 10_000, ...(cruxEndpoint ? { CRUX_API_KEY: 'test-key', CRUX_API_ENDPOINT: cruxEndpoint } : {}) },
+    config: gatewayConfigWith({
+      PORT: 0,
+      HOST: '127.0.0.1',
+      RUN_TIMEOUT_MS: runTimeoutMs,
+      SYNC_UPDATE_TIMEOUT_MS: replyTimeoutMs,
+      RATE_LIMIT_UPDATES_PER_MINUTE: rateLimits?.updates ?? 10_000,
+      RATE_LIMIT_READS_PER_MINUTE: rateLimits?.reads ?? 10_000,
+      ...(cruxEndpoint ? { CRUX_API_KEY: 'test-key', CRUX_API_ENDPOINT: cruxEndpoint } : {}),
+    }),
   });
   return {
     url: runtime.http.url,

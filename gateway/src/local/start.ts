@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { createLogger, logLevelSchema, parseEnv } from '@perfwatch/common';
 import { chromeFlags, createLighthouseRunner, createTargetGuard, exitOnUnhandledRejection, parseAllowList, probeSecurity, startAgent, startGuardProxy } from '@perfwatch/agent';
 import { createAdmin } from '../admin/admin.ts';
+import { gatewayConfigWith } from '../config.ts';
 import { startGateway } from '../gateway-runtime.ts';
 import { MongoStore } from '../store/mongo-store.ts';
 import { startDemoSite } from './demo-site-server.ts';
@@ -58,7 +59,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     nc,
     store,
     logger,
-    config: { PORT: config.PORT, HOST: config.HOST, RUN_TIMEOUT_MS: 120_000, SYNC_UPDATE_TIMEOUT_MS: 600_000, BODY_LIMIT: '100kb' },
+    config: gatewayConfigWith({ PORT: config.PORT, HOST: config.HOST }),
   });
 
   const admin = createAdmin(store);

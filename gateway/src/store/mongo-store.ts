@@ -73,30 +73,24 @@ export interface MongoStoreOptions {
 export class MongoStore implements Store {
   readonly #client: MongoClient;
   readonly #db: Db;
+  readonly #users: Collection;
+  readonly #tokens: Collection;
+  readonly #projects: Collection;
+  readonly #snapshots: Collection;
+  readonly #results: Collection;
+  readonly #kpis: Collection;
 
   constructor({ uri, dbName }: MongoStoreOptions) {
     this.#client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, appName: 'perfwatch' });
     this.#db = this.#client.db(dbName);
+    this.#users = this.#db.collection('users');
+    this.#tokens = this.#db.collection('tokens');
+    this.#projects = this.#db.collection('projects');
+    this.#snapshots = this.#db.collection('snapshots');
+    this.#results = this.#db.collection('results');
+    this.#kpis = this.#db.collection('kpis');
   }
 
-  get #users(): Collection {
-    return this.#db.collection('users');
-  }
-  get #tokens(): Collection {
-    return this.#db.collection('tokens');
-  }
-  get #projects(): Collection {
-    return this.#db.collection('projects');
-  }
-  get #snapshots(): Collection {
-    return this.#db.collection('snapshots');
-  }
-  get #results(): Collection {
-    return this.#db.collection('results');
-  }
-  get #kpis(): Collection {
-    return this.#db.collection('kpis');
-  }
 
   async init(): Promise<void> {
     await this.#client.connect();
