@@ -2,11 +2,15 @@ import type { Msg, NatsConnection, Subscription } from '@nats-io/nats-core';
 import { headers as natsHeaders } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import {
+  AGENT_ANNOUNCE_SUBJECT,
+  AGENT_DISCOVER_SUBJECT,
   auditQueueGroup,
   auditSubject,
   decodeJob,
+  encodeAnnouncement,
   encodeReply,
   HEADERS,
+  PERFWATCH_VERSION,
   shrinkLighthouseResult,
   trimLighthouseResult,
   type AuditJob,
@@ -20,9 +24,14 @@ import { RunFailure } from './run-failure.ts';
 export interface AgentDeps {
   nc: NatsConnection;
   location: Location;
+  /** Must take `capacity` runs at once (a runner pool for more than one). */
   runner: AuditRunner;
   logger: Logger;
   agentId: string;
+  /** Runs at once; at capacity the agent leaves the queue group until a run ends. */
+  capacity?: number;
+  /** How often the agent says it is there (it also does on every change of how busy it is). */
+  announceIntervalMs?: number;
   keepScreenshots?: boolean;
   /** Looks at the final URL's transport and headers after a run; absent: no SECURITY facts. */
   probeSecurity?: (url: string) => Promise<SecurityFacts>;
@@ -30,50 +39,80 @@ export interface AgentDeps {
 
 export interface Agent {
   readonly location: Location;
-  /** Stops taking work, lets the current run finish, releases the subscription. */
+  /** Runs going on now. */
+  readonly busy: number;
+  readonly capacity: number;
+  /** Says goodbye, stops taking work, lets the current runs finish, releases its subscriptions. */
   stop(): Promise<void>;
 }
 
 /**
  * Serves one location: takes audit jobs from the location's subject in a queue group shared
- * with the location's other agents, runs them one at a time, replies with the result.
+ * with the location's other agents, runs up to `capacity` of them at once, replies with each
+ * result, and announces itself so gateways know the location is served and how busy it is.
  */
-export function startAgent({ nc, location, runner, logger, agentId, keepScreenshots = false, probeSecurity }: AgentDeps): Agent {
+export function startAgent({ nc, location, runner, logger, agentId, capacity = 1, announceIntervalMs = 5_000, keepScreenshots = false, probeSecurity }: AgentDeps): Agent {
   const log = logger.child({ location, agentId });
   const subject = auditSubject(location);
-  const sub: Subscription = nc.subscribe(subject, { queue: auditQueueGroup(location) });
   let stopping = false;
-  let current: Promise<void> | null = null;
+  let busy = 0;
+  const running = new Set<Promise<void>>();
+  let jobs: Subscription | null = null;
+  let leaving: Promise<void> = Promise.resolve();
 
-  // One run at a time. A job that arrives while a run is going on is handed back at once
-  // (AGENT_BUSY), so the gateway offers it again and the queue group can give it to an idle
-  // agent of the location, instead of it waiting here behind this run.
-  const loop = (async () => {
-    for await (const msg of sub) {
-      if (stopping) {
-        await reply(msg, { ok: false, error: { code: 'AGENT_SHUTTING_DOWN', message: 'agent is shutting down', retryable: true } });
-      } else if (current) {
-        await reply(msg, { ok: false, error: { code: 'AGENT_BUSY', message: `agent ${agentId} is running another audit`, retryable: true } });
-      } else {
-        current = handle(msg).finally(() => {
-          current = null;
-        });
-      }
-    }
-  })();
+  // At capacity the agent leaves the queue group (drain: jobs already on their way are still
+  // answered), so NATS gives new jobs to agents that can start them, and a gateway that finds
+  // no responder while agents are announced knows they are busy, not gone. A job that slips
+  // in anyway is handed back at once (AGENT_BUSY) rather than queued behind a run here.
+  function listen(): void {
+    if (jobs || stopping || busy >= capacity || nc.isClosed() || nc.isDraining()) return;
+    jobs = nc.subscribe(subject, { queue: auditQueueGroup(location), callback: (_error, msg) => accept(msg) });
+  }
 
-  async function handle(msg: Msg): Promise<void> {
+  function leaveQueueGroup(): void {
+    const sub = jobs;
+    jobs = null;
+    if (sub) leaving = leaving.then(() => sub.drain()).catch((error: unknown) => log.warn({ err: error }, 'could not leave the queue group cleanly'));
+  }
+
+  function accept(msg: Msg): void {
     const requestId = msg.headers?.get(HEADERS.requestId) || undefined;
     let job: AuditJob;
     try {
       job = decodeJob(msg.data);
     } catch (error) {
       log.warn({ requestId, err: error }, 'rejected a malformed job');
-      await reply(msg, { ok: false, error: { code: 'BAD_JOB', message: `malformed job: ${(error as Error).message}`, retryable: false } });
+      void reply(msg, { ok: false, agentId, error: { code: 'BAD_JOB', message: `malformed job: ${(error as Error).message}`, retryable: false } });
       return;
     }
+    const handBack = stopping
+      ? { code: 'AGENT_SHUTTING_DOWN', message: 'agent is shutting down' }
+      : busy >= capacity
+        ? { code: 'AGENT_BUSY', message: `agent ${agentId} is running ${busy} audits, its capacity` }
+        : job.excludeAgents?.includes(agentId)
+          ? { code: 'AGENT_EXCLUDED', message: `job ${job.jobId} asks for another agent than ${agentId}` }
+          : null;
+    if (handBack) {
+      void reply(msg, { ok: false, jobId: job.jobId, agentId, error: { ...handBack, retryable: true } });
+      return;
+    }
+    busy++;
+    if (busy >= capacity) leaveQueueGroup();
+    announce();
+    const done = handle(msg, job, requestId)
+      .catch((error: unknown) => log.error({ err: error, jobId: job.jobId }, 'could not reply to a job'))
+      .finally(() => {
+      running.delete(done);
+      busy--;
+      listen();
+      announce();
+    });
+    running.add(done);
+  }
+
+  async function handle(msg: Msg, job: AuditJob, requestId: string | undefined): Promise<void> {
     if (job.location !== location) {
-      await reply(msg, { ok: false, jobId: job.jobId, error: { code: 'BAD_JOB', message: `job for ${job.location} sent to ${location}`, retryable: false } });
+      await reply(msg, { ok: false, jobId: job.jobId, agentId, error: { code: 'BAD_JOB', message: `job for ${job.location} sent to ${location}`, retryable: false } });
       return;
     }
     const jobLog = log.child({ requestId, jobId: job.jobId, device: job.device, runIndex: job.runIndex });
@@ -104,7 +143,7 @@ export function startAgent({ nc, location, runner, logger, agentId, keepScreensh
     } catch (error) {
       const failure = error instanceof RunFailure ? error : new RunFailure('INTERNAL', (error as Error).message, true, { cause: error });
       jobLog.warn({ code: failure.code, err: error, target: { url: job.url } }, 'run failed');
-      await reply(msg, { ok: false, jobId: job.jobId, error: failure.toFailure() });
+      await reply(msg, { ok: false, jobId: job.jobId, agentId, error: failure.toFailure() });
     }
   }
 
@@ -125,21 +164,45 @@ export function startAgent({ nc, location, runner, logger, agentId, keepScreensh
       data = await encodeReply({
         ok: false,
         ...(body.ok ? { jobId: body.result.jobId } : {}),
+        agentId,
         error: { code: 'RESULT_TOO_LARGE', message: `compressed result is ${data.byteLength} bytes; the NATS server allows ${maxPayload}`, retryable: false },
       });
     }
     if (!msg.respond(data, { headers: h })) log.warn('job had no reply subject; result dropped by the sender');
   }
 
-  log.info({ subject }, 'agent serving location');
+  function announce(): void {
+    if (nc.isClosed()) return;
+    try {
+      nc.publish(AGENT_ANNOUNCE_SUBJECT, encodeAnnouncement({ agentId, location, version: PERFWATCH_VERSION, capacity, busy, state: stopping ? 'stopping' : 'ready', intervalMs: announceIntervalMs }));
+    } catch (error) {
+      // A connection that is draining refuses publishes; the gateway's expiry covers this.
+      log.debug({ err: error }, 'could not announce');
+    }
+  }
+
+  const discover = nc.subscribe(AGENT_DISCOVER_SUBJECT, { callback: () => announce() });
+  const heartbeat = setInterval(announce, announceIntervalMs);
+  heartbeat.unref();
+  listen();
+  announce();
+  log.info({ subject, capacity }, 'agent serving location');
 
   return {
     location,
+    capacity,
+    get busy() {
+      return busy;
+    },
     async stop() {
+      if (stopping) return;
       stopping = true;
-      await sub.drain();
-      await loop;
-      await current;
+      clearInterval(heartbeat);
+      announce();
+      leaveQueueGroup();
+      await leaving;
+      while (running.size > 0) await Promise.allSettled([...running]);
+      if (!nc.isClosed()) await discover.drain().catch(() => undefined);
       log.info('agent stopped');
     },
   };

@@ -30,6 +30,14 @@ export const agentEnvSchema = z.object({
       }
     }, 'must be comma-separated CIDRs or IP addresses, e.g. 10.0.0.0/8,192.168.1.20'),
   PERFWATCH_KEEP_SCREENSHOTS: booleanFlag.default(false),
+  /**
+   * Runs at once, each with its own Chrome in its own thread. Concurrent runs share the
+   * machine's CPU and skew each other's timings: one per core at most, and 1 (the default)
+   * where measurements must compare over time.
+   */
+  PERFWATCH_CAPACITY: z.coerce.number().int().min(1).max(32).default(1),
+  /** How often the agent announces itself to gateways; three missed ones and it counts as gone. */
+  PERFWATCH_ANNOUNCE_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(2_000),
   LOG_LEVEL: logLevelSchema,
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(150_000),
 });

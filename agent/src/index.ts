@@ -6,3 +6,5 @@ export { createTargetGuard, parseAllowList, isAllowedAddress, TargetRefused, typ
 export { startGuardProxy, type GuardProxy } from './guard-proxy.ts';
 export { probeSecurity } from './security-probe.ts';
 export { exitOnUnhandledRejection, isBrowserTeardownError } from './browser-teardown-errors.ts';
+export { startGuardedRunner, type GuardedRunnerOptions } from './guarded-runner.ts';
+export { createRunnerPool } from './runner-pool.ts';

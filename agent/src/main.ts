@@ -1,13 +1,12 @@
 import { connect } from '@nats-io/transport-node';
 import { createLogger } from '@perfwatch/common';
 import { startAgent } from './agent.ts';
-import { chromeFlags } from './chrome-flags.ts';
 import { loadAgentConfig } from './config.ts';
-import { startGuardProxy } from './guard-proxy.ts';
+import { startGuardedRunner } from './guarded-runner.ts';
 import { reapOrphanedChromes } from './orphan-chrome.ts';
 import { exitOnUnhandledRejection } from './browser-teardown-errors.ts';
+import { createRunnerPool } from './runner-pool.ts';
 import { probeSecurity } from './security-probe.ts';
-import { createLighthouseRunner } from './lighthouse-runner.ts';
 import { createTargetGuard, parseAllowList } from './target-guard.ts';
 
 /** `perfwatch agent`: the only place of the agent program that reads the environment. */
@@ -17,10 +16,24 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   await reapOrphanedChromes(logger);
   exitOnUnhandledRejection(logger);
   const nc = await connect({ servers: config.NATS_URL.split(','), name: `perfwatch-agent-${config.agentId}`, maxReconnectAttempts: -1 });
+  const runnerOptions = { chromePath: config.CHROME_PATH, noSandbox: config.noSandbox, runsPerBrowser: config.PERFWATCH_RUNS_PER_BROWSER, allowTargets: config.PERFWATCH_ALLOW_TARGETS };
+  // One run at a time stays in this thread (no hop for the result); more get a thread each.
+  const runner =
+    config.PERFWATCH_CAPACITY === 1
+      ? (await startGuardedRunner(runnerOptions, logger)).runner
+      : createRunnerPool({ size: config.PERFWATCH_CAPACITY, worker: { ...runnerOptions, logLevel: config.LOG_LEVEL }, logger });
   const guard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
-  const proxy = await startGuardProxy({ guard, logger });
-  const runner = createLighthouseRunner({ chromePath: config.CHROME_PATH, chromeFlags: chromeFlags({ noSandbox: config.noSandbox }), logger, runsPerBrowser: config.PERFWATCH_RUNS_PER_BROWSER, guard: { guard, proxy } });
-  const agent = startAgent({ nc, location: config.PERFWATCH_LOCATION, runner, logger, agentId: config.agentId, keepScreenshots: config.PERFWATCH_KEEP_SCREENSHOTS, probeSecurity: (url) => probeSecurity(url, { guard }) });
+  const agent = startAgent({
+    nc,
+    location: config.PERFWATCH_LOCATION,
+    runner,
+    logger,
+    agentId: config.agentId,
+    capacity: config.PERFWATCH_CAPACITY,
+    announceIntervalMs: config.PERFWATCH_ANNOUNCE_INTERVAL_MS,
+    keepScreenshots: config.PERFWATCH_KEEP_SCREENSHOTS,
+    probeSecurity: (url) => probeSecurity(url, { guard }),
+  });
 
   let shuttingDown = false;
   const shutdown = async (signal: string) => {
@@ -32,11 +45,11 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
       void runner.close().finally(() => process.exit(1));
     }, config.SHUTDOWN_TIMEOUT_MS);
     deadline.unref();
-    // Order: stop taking work and finish the current run, drain NATS, kill our Chrome, flush.
+    // Order: say goodbye, stop taking work and finish the current runs, drain NATS, kill our
+    // Chromes, flush.
     await agent.stop();
     await nc.drain();
     await runner.close();
-    await proxy.close();
     clearTimeout(deadline);
     logger.flush();
   };

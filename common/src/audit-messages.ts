@@ -35,6 +35,11 @@ export const auditJobSchema = z.object({
   runIndex: z.number().int().min(0).max(99),
   /** How long the agent may spend on this run before giving up on it. */
   timeoutMs: z.number().int().positive(),
+  /**
+   * Added in v1.1: agents that should hand this job back (a retry goes to another agent than
+   * the one that failed). Agents of v1.0 ignore it, which only loses the preference.
+   */
+  excludeAgents: z.array(z.string().min(1).max(200)).max(100).optional(),
 });
 export type AuditJob = z.infer<typeof auditJobSchema>;
 
@@ -50,6 +55,8 @@ export const AUDIT_ERROR_CODES = [
   'AGENT_SHUTTING_DOWN',
   /** The agent is at capacity; the job should be offered again, to any agent of the location. */
   'AGENT_BUSY',
+  /** The job names this agent in `excludeAgents`; it should be offered again, to another agent. */
+  'AGENT_EXCLUDED',
   'INTERNAL',
 ] as const;
 export type AuditErrorCode = (typeof AUDIT_ERROR_CODES)[number];
@@ -83,7 +90,13 @@ export type AuditRunResult = z.infer<typeof auditRunResultSchema>;
 
 export const auditReplySchema = z.discriminatedUnion('ok', [
   z.object({ ok: z.literal(true), result: auditRunResultSchema }),
-  z.object({ ok: z.literal(false), jobId: z.string().optional(), error: auditFailureSchema }),
+  z.object({
+    ok: z.literal(false),
+    jobId: z.string().optional(),
+    /** Added in v1.1: which agent failed, so a retry can go elsewhere. */
+    agentId: z.string().optional(),
+    error: auditFailureSchema,
+  }),
 ]);
 export type AuditReply = z.infer<typeof auditReplySchema>;
 

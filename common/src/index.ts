@@ -13,3 +13,5 @@ export * from './overview.ts';
 export * from './crux.ts';
 export * from './page-kpis.ts';
 export * from './security-kpis.ts';
+export * from './agent-presence.ts';
+export * from './version.ts';

@@ -1,5 +1,6 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
+import { startAgentRegistry, type AgentRegistry } from './agent-registry.ts';
 import { createCruxClient } from './crux/crux-client.ts';
 import { createNatsDispatcher } from './nats-dispatcher.ts';
 import { createServer, type GatewayServer } from './server.ts';
@@ -9,13 +10,15 @@ import type { GatewayConfig } from './config.ts';
 
 export interface GatewayRuntime {
   http: GatewayServer;
+  agents: AgentRegistry;
   /** Ordered: stop accepting HTTP and finish open requests, then release NATS and the store. */
   stop(): Promise<void>;
 }
 
 /** Wires a gateway from connected parts; shared by `perfwatch gateway`, `perfwatch start` and the tests. */
 export async function startGateway({ nc, store, logger, config }: { nc: NatsConnection; store: Store; logger: Logger; config: GatewayConfig }): Promise<GatewayRuntime> {
-  const dispatcher = createNatsDispatcher({ nc, logger });
+  const agents = await startAgentRegistry({ nc, logger });
+  const dispatcher = createNatsDispatcher({ nc, logger, registry: agents });
   const crux = config.CRUX_API_KEY ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger }) : undefined;
   const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS, crux });
   const http = await createServer({
@@ -30,10 +33,12 @@ export async function startGateway({ nc, store, logger, config }: { nc: NatsConn
   logger.info({ url: http.url }, 'gateway listening');
   return {
     http,
+    agents,
     async stop() {
       await http.close();
       // Async updates accepted before the stop are finished, not dropped.
       await updates.drain();
+      await agents.stop();
     },
   };
 }

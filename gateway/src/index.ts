@@ -10,3 +10,4 @@ export { issueToken, tokenDigest } from './tokens.ts';
 export { createAdmin, type Admin } from './admin/admin.ts';
 export { startDemoSite, type DemoSite } from './local/demo-site-server.ts';
 export { startNatsServer, startFerretDb, freePort, type LocalServer } from './local/local-servers.ts';
+export { startAgentRegistry, type AgentRegistry } from './agent-registry.ts';

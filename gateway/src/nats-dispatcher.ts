@@ -1,7 +1,8 @@
-import pRetry from 'p-retry';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { errors as natsErrors, headers as natsHeaders } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
+import type { AgentRegistry } from './agent-registry.ts';
 import { auditSubject, decodeReply, encodeJob, HEADERS, type AuditErrorCode, type AuditJob, type AuditRunResult } from '@perfwatch/common';
 
 /**
@@ -12,46 +13,61 @@ export type DispatchErrorCode = AuditErrorCode | 'NO_RESPONDERS' | 'TIMEOUT' | '
 
 export type RunOutcome =
   | { ok: true; result: AuditRunResult }
-  | { ok: false; error: { code: DispatchErrorCode; message: string; retryable: boolean } };
+  | { ok: false; agentId?: string; error: { code: DispatchErrorCode; message: string; retryable: boolean } };
+
+export interface DispatchOptions {
+  /** How long the run may take from now, waiting for a free agent included. */
+  timeoutMs: number;
+  requestId: string;
+  /** An agent that failed this run: another agent of the location gets it when there is one. */
+  avoidAgent?: string;
+}
 
 export interface Dispatcher {
-  dispatch(job: AuditJob, options: { timeoutMs: number; requestId: string }): Promise<RunOutcome>;
+  dispatch(job: AuditJob, options: DispatchOptions): Promise<RunOutcome>;
 }
+
+/** Agents that hand a job back this way are offered it again, until the reply deadline. */
+const OFFER_AGAIN = new Set(['AGENT_BUSY', 'AGENT_SHUTTING_DOWN', 'AGENT_EXCLUDED']);
 
 /**
  * Sends one audit job as a NATS request on its location's subject and turns whatever comes
  * back, or does not, into a RunOutcome. Never throws: every way a run can fail is a value.
+ *
+ * With a registry, a location whose agents are all gone fails at once, and one whose agents
+ * are all busy (they leave the queue group at capacity, so NATS finds no responder) is offered
+ * the job again as soon as one of them announces room. The wait is driven by those
+ * announcements, which a retry library's fixed backoff cannot express, hence the loop here.
  */
-/** Agents that hand a job back this way are offered it again, until the reply deadline. */
-const OFFER_AGAIN = new Set(['AGENT_BUSY', 'AGENT_SHUTTING_DOWN']);
-
-class OfferAgain extends Error {
-  readonly outcome: RunOutcome;
-  constructor(outcome: RunOutcome) {
-    super('offer again');
-    this.outcome = outcome;
-  }
-}
-
-export function createNatsDispatcher({ nc, logger, offerAgainMs = { min: 100, max: 1_000 } }: { nc: NatsConnection; logger: Logger; offerAgainMs?: { min: number; max: number } }): Dispatcher {
-  /**
-   * Offers a job to the location's queue group until an agent takes it: busy agents hand jobs
-   * back at once, so a free agent of the location gets the run rather than a busy one queueing it.
-   */
-  async function dispatch(job: AuditJob, { timeoutMs, requestId }: { timeoutMs: number; requestId: string }): Promise<RunOutcome> {
+export function createNatsDispatcher({
+  nc,
+  logger,
+  registry,
+  offerAgainMs = { min: 100, max: 1_000 },
+}: {
+  nc: NatsConnection;
+  logger: Logger;
+  registry?: AgentRegistry;
+  offerAgainMs?: { min: number; max: number };
+}): Dispatcher {
+  async function dispatch(job: AuditJob, { timeoutMs, requestId, avoidAgent }: DispatchOptions): Promise<RunOutcome> {
     const deadline = Date.now() + timeoutMs;
-    try {
-      return await pRetry(
-        async () => {
-          const outcome = await offer(job, { timeoutMs: Math.max(1, deadline - Date.now()), requestId });
-          if (!outcome.ok && OFFER_AGAIN.has(outcome.error.code) && Date.now() < deadline) throw new OfferAgain(outcome);
-          return outcome;
-        },
-        { retries: Number.POSITIVE_INFINITY, minTimeout: offerAgainMs.min, maxTimeout: offerAgainMs.max, factor: 1.5, randomize: true, maxRetryTime: timeoutMs, shouldRetry: ({ error }) => error instanceof OfferAgain && Date.now() < deadline },
-      );
-    } catch (error) {
-      if (error instanceof OfferAgain) return { ok: false, error: { code: 'TIMEOUT', message: `every agent of ${job.location} stayed busy for ${timeoutMs} ms`, retryable: true } };
-      throw error;
+    let backoff = offerAgainMs.min;
+    for (;;) {
+      const agents = registry?.agents(job.location);
+      if (agents?.length === 0) {
+        return { ok: false, error: { code: 'NO_RESPONDERS', message: `no agent serves ${job.location}`, retryable: true } };
+      }
+      const exclude = avoidAgent !== undefined && agents?.some((a) => a.agentId !== avoidAgent) ? [avoidAgent] : undefined;
+      const outcome = await offer(exclude ? { ...job, excludeAgents: exclude } : job, { timeoutMs: Math.max(1, deadline - Date.now()), requestId });
+      if (outcome.ok) return outcome;
+      const allBusy = outcome.error.code === 'NO_RESPONDERS' && (registry?.agents(job.location)?.length ?? 0) > 0;
+      if (!OFFER_AGAIN.has(outcome.error.code) && !allBusy) return outcome;
+      const left = deadline - Date.now();
+      if (left <= 0) return { ok: false, error: { code: 'TIMEOUT', message: `every agent of ${job.location} stayed busy for ${timeoutMs} ms`, retryable: true } };
+      const delay = Math.min(left, backoff * (0.5 + Math.random()));
+      await (registry && outcome.error.code !== 'AGENT_EXCLUDED' ? registry.roomIn(job.location, delay) : sleep(delay));
+      backoff = Math.min(offerAgainMs.max, backoff * 1.5);
     }
   }
 
@@ -75,7 +91,8 @@ export function createNatsDispatcher({ nc, logger, offerAgainMs = { min: 100, ma
     }
     try {
       const decoded = await decodeReply(reply.data, reply.headers?.get(HEADERS.contentEncoding) || undefined);
-      return decoded.ok ? { ok: true, result: decoded.result } : { ok: false, error: decoded.error };
+      if (decoded.ok) return { ok: true, result: decoded.result };
+      return decoded.agentId === undefined ? { ok: false, error: decoded.error } : { ok: false, agentId: decoded.agentId, error: decoded.error };
     } catch (error) {
       logger.error({ err: error, jobId: job.jobId, requestId }, 'agent reply does not match the v1 contract');
       return { ok: false, error: { code: 'BAD_REPLY', message: `unreadable reply from ${job.location}`, retryable: true } };

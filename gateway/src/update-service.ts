@@ -58,10 +58,10 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
             const job = { jobId: `${updateId}.${device}.${location}.${runIndex}`, updateId, url: project.url, device, location, runIndex, timeoutMs: runTimeoutMs };
             const first = await dispatcher.dispatch(job, { timeoutMs: replyTimeoutMs, requestId });
             if (first.ok || !RETRY_ONCE.has(first.error.code)) return first;
-            // A run an agent failed in a way that may pass next time is offered once more; with
-            // several agents in the location, the queue group will likely hand it to another.
-            log.info({ device, location, runIndex, code: first.error.code }, 'retrying a failed run once');
-            return dispatcher.dispatch({ ...job, jobId: `${job.jobId}.retry` }, { timeoutMs: replyTimeoutMs, requestId });
+            // A run an agent failed in a way that may pass next time is offered once more, to
+            // another agent of the location when there is one.
+            log.info({ device, location, runIndex, code: first.error.code, failedOn: first.agentId }, 'retrying a failed run once');
+            return dispatcher.dispatch({ ...job, jobId: `${job.jobId}.retry` }, { timeoutMs: replyTimeoutMs, requestId, ...(first.agentId ? { avoidAgent: first.agentId } : {}) });
           }),
         );
         return { device, location, runs };

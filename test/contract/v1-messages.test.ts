@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { auditJobSchema, auditReplySchema, decodeJob, decodeReply, encodeJob, encodeReply } from '@perfwatch/common';
+import { agentAnnouncementSchema, auditJobSchema, auditReplySchema, decodeAnnouncement, decodeJob, decodeReply, encodeAnnouncement, encodeJob, encodeReply } from '@perfwatch/common';
 
 // Golden v1 messages. Within v1 these files are only ever added to: an agent and a gateway on
 // different v1 minor versions must keep understanding each other.
@@ -12,16 +12,32 @@ const golden = (name: string): unknown => JSON.parse(readFileSync(join(dir, name
 describe('NATS contract v1', () => {
   it('has a schema for every golden file', () => {
     const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
-    expect(files.sort()).toEqual(['audit-job.json', 'audit-reply-error-minimal.json', 'audit-reply-error.json', 'audit-reply-ok-with-security.json', 'audit-reply-ok.json']);
+    expect(files.sort()).toEqual([
+      'agent-announcement.json',
+      'audit-job-retry.json',
+      'audit-job.json',
+      'audit-reply-error-minimal.json',
+      'audit-reply-error-with-agent.json',
+      'audit-reply-error.json',
+      'audit-reply-ok-with-security.json',
+      'audit-reply-ok.json',
+    ]);
   });
 
-  it('decodes the golden job, and encodes it back unchanged', () => {
-    const job = auditJobSchema.parse(golden('audit-job.json'));
-    expect(job).toEqual(golden('audit-job.json'));
+  it.each(['audit-job.json', 'audit-job-retry.json'])('decodes the golden job %s, and encodes it back unchanged', (name) => {
+    const job = auditJobSchema.parse(golden(name));
+    expect(job).toEqual(golden(name));
     expect(decodeJob(encodeJob(job))).toEqual(job);
   });
 
-  it.each(['audit-reply-ok.json', 'audit-reply-ok-with-security.json', 'audit-reply-error.json', 'audit-reply-error-minimal.json'])('decodes the golden reply %s', async (name) => {
+  it('decodes the golden agent announcement, and encodes it back unchanged', () => {
+    const announcement = agentAnnouncementSchema.parse(golden('agent-announcement.json'));
+    expect(decodeAnnouncement(encodeAnnouncement(announcement))).toEqual(golden('agent-announcement.json'));
+    // A v1.0 job (no excludeAgents) is still a job: the field is optional for good.
+    expect(auditJobSchema.parse(golden('audit-job.json')).excludeAgents).toBeUndefined();
+  });
+
+  it.each(['audit-reply-ok.json', 'audit-reply-ok-with-security.json', 'audit-reply-error.json', 'audit-reply-error-minimal.json', 'audit-reply-error-with-agent.json'])('decodes the golden reply %s', async (name) => {
     const reply = auditReplySchema.parse(golden(name));
     expect(await decodeReply(await encodeReply(reply), 'gzip')).toEqual(golden(name));
     // Plain JSON (a reply without Content-Encoding) is read too.

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/nats-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { decodeReply, encodeJob, HEADERS, type AuditJob } from '@perfwatch/common';
 import { startAgent } from '@perfwatch/agent';
-import { createNatsDispatcher } from '@perfwatch/gateway';
+import { createNatsDispatcher, startAgentRegistry } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { loadLhr } from '../support/lhr-fixtures.ts';
 import { isolatedNats, silentLogger } from '../support/test-services.ts';
@@ -31,7 +31,7 @@ async function request(subject: string, data: Uint8Array, requestId = 'req-1') {
 }
 
 describe('agent', () => {
-  it('echoes the request id, and hands a job back as AGENT_BUSY while it runs another', async () => {
+  it('echoes the request id, and leaves the queue group while at capacity, so a job offered meanwhile finds no responder', async () => {
     const nc = await connect({ servers: nats.url });
     const runner = fixtureRunner({ delayMs: 300 });
     const agent = startAgent({ nc, location: 'sao_paulo', runner, logger: silentLogger, agentId: 'sp-1' });
@@ -39,12 +39,14 @@ describe('agent', () => {
       await nc.flush();
       const first = request('perfwatch.audit.v1.sao_paulo', encodeJob(job({ location: 'sao_paulo' })), 'req-a');
       await new Promise((r) => setTimeout(r, 50));
-      const second = await request('perfwatch.audit.v1.sao_paulo', encodeJob(job({ location: 'sao_paulo' })), 'req-b');
-      expect(second.reply).toMatchObject({ ok: false, error: { code: 'AGENT_BUSY', retryable: true } });
-      expect(second.requestId).toBe('req-b');
+      expect(agent.busy).toBe(1);
+      await expect(request('perfwatch.audit.v1.sao_paulo', encodeJob(job({ location: 'sao_paulo' })), 'req-b')).rejects.toThrow(/no responders/i);
       expect((await first).reply.ok).toBe(true);
       expect((await first).requestId).toBe('req-a');
-      expect(runner.requests).toHaveLength(1);
+      // A run ended: back in the queue group.
+      await nc.flush();
+      expect((await request('perfwatch.audit.v1.sao_paulo', encodeJob(job({ location: 'sao_paulo' })), 'req-c')).reply.ok).toBe(true);
+      expect(runner.requests).toHaveLength(2);
     } finally {
       await agent.stop();
       await nc.drain();
@@ -54,18 +56,44 @@ describe('agent', () => {
   it('spreads a location\'s jobs over its agents, one run at a time each, through the gateway\'s dispatcher', async () => {
     const conns = await Promise.all([connect({ servers: nats.url }), connect({ servers: nats.url })]);
     const runners = [fixtureRunner({ delayMs: 40 }), fixtureRunner({ delayMs: 40 })];
+    const registry = await startAgentRegistry({ nc: client, logger: silentLogger });
     const agents = conns.map((nc, i) => startAgent({ nc, location: 'tokyo', runner: runners[i]!, logger: silentLogger, agentId: `tokyo-${i}` }));
-    const dispatcher = createNatsDispatcher({ nc: client, logger: silentLogger, offerAgainMs: { min: 10, max: 50 } });
+    const dispatcher = createNatsDispatcher({ nc: client, logger: silentLogger, registry, offerAgainMs: { min: 10, max: 50 } });
     try {
       await Promise.all(conns.map((nc) => nc.flush()));
+      await vi.waitFor(() => expect(registry.agents('tokyo')).toHaveLength(2));
       const outcomes = await Promise.all(Array.from({ length: 12 }, (_, i) => dispatcher.dispatch(job({ runIndex: i % 3 }), { timeoutMs: 10_000, requestId: `req-${i}` })));
-      expect(outcomes.every((o) => o.ok)).toBe(true);
+      expect(outcomes.filter((o) => !o.ok)).toEqual([]);
       const agentIds = outcomes.map((o) => (o.ok ? o.result.agentId : ''));
       expect(new Set(agentIds)).toEqual(new Set(['tokyo-0', 'tokyo-1']));
       expect(runners[0]!.requests.length + runners[1]!.requests.length).toBe(12);
+      expect(Math.max(runners[0]!.maxConcurrent, runners[1]!.maxConcurrent)).toBe(1);
     } finally {
       for (const agent of agents) await agent.stop();
       for (const nc of conns) await nc.drain();
+      await registry.stop();
+    }
+  });
+
+  it('runs up to its capacity at once, and no more', async () => {
+    const nc = await connect({ servers: nats.url });
+    const runner = fixtureRunner({ delayMs: 150 });
+    const registry = await startAgentRegistry({ nc: client, logger: silentLogger });
+    const agent = startAgent({ nc, location: 'los_angeles', runner, logger: silentLogger, agentId: 'la-wide', capacity: 3 });
+    const dispatcher = createNatsDispatcher({ nc: client, logger: silentLogger, registry, offerAgainMs: { min: 10, max: 50 } });
+    try {
+      await vi.waitFor(() => expect(registry.agents('los_angeles')).toMatchObject([{ agentId: 'la-wide', capacity: 3, busy: 0 }]));
+      const started = performance.now();
+      const outcomes = await Promise.all(Array.from({ length: 9 }, (_, i) => dispatcher.dispatch(job({ location: 'los_angeles', runIndex: i }), { timeoutMs: 10_000, requestId: `cap-${i}` })));
+      const ms = performance.now() - started;
+      expect(outcomes.filter((o) => !o.ok)).toEqual([]);
+      expect(runner.maxConcurrent).toBe(3);
+      // Three waves of 150 ms: a freed slot is taken at once (the agent announces room), not after a backoff.
+      expect(ms).toBeLessThan(9 * 150);
+    } finally {
+      await agent.stop();
+      await nc.drain();
+      await registry.stop();
     }
   });
 
@@ -94,13 +122,18 @@ describe('agent', () => {
     const runner = fixtureRunner({ delayMs: 400 });
     const agent = startAgent({ nc, location: 'frankfurt', runner, logger: silentLogger, agentId: 'fra-1' });
     await nc.flush();
-    const pending = [0, 1, 2].map((i) => request('perfwatch.audit.v1.frankfurt', encodeJob(job({ location: 'frankfurt', runIndex: i }))));
+    const first = request('perfwatch.audit.v1.frankfurt', encodeJob(job({ location: 'frankfurt', runIndex: 0 })));
     await new Promise((r) => setTimeout(r, 150));
-    await agent.stop();
-    const replies = (await Promise.all(pending)).map((r) => r.reply);
+    const stopped = agent.stop();
+    // Offered while the agent stops: handed back (it may still be subscribed) or no responder at all.
+    const meanwhile = await Promise.allSettled([1, 2].map((i) => request('perfwatch.audit.v1.frankfurt', encodeJob(job({ location: 'frankfurt', runIndex: i })))));
+    await stopped;
+    expect((await first).reply.ok).toBe(true);
     await nc.drain();
-    expect(replies[0]!.ok).toBe(true);
-    for (const reply of replies.slice(1)) expect(reply).toMatchObject({ ok: false, error: { code: expect.stringMatching(/^AGENT_(BUSY|SHUTTING_DOWN)$/), retryable: true } });
+    for (const outcome of meanwhile) {
+      if (outcome.status === 'rejected') expect(String(outcome.reason)).toMatch(/no responders/i);
+      else expect(outcome.value.reply).toMatchObject({ ok: false, error: { code: expect.stringMatching(/^AGENT_(BUSY|SHUTTING_DOWN)$/), retryable: true } });
+    }
     expect(runner.requests).toHaveLength(1);
   });
 

@@ -7,14 +7,20 @@ import { loadLhr } from './lhr-fixtures.ts';
  * A runner double for suites about dispatch, not measurement: answers with the captured real
  * Lighthouse results of the fixture site, in turn, after `delayMs`. It records what it ran.
  */
-export function fixtureRunner({ delayMs = 0, fail }: { delayMs?: number; fail?: (request: RunRequest) => RunFailure | null } = {}): AuditRunner & { requests: RunRequest[] } {
+export function fixtureRunner({ delayMs = 0, fail }: { delayMs?: number; fail?: (request: RunRequest) => RunFailure | null } = {}): AuditRunner & { requests: RunRequest[]; readonly maxConcurrent: number } {
   const requests: RunRequest[] = [];
   let turn = 0;
+  let running = 0;
+  let maxConcurrent = 0;
   return {
     requests,
+    get maxConcurrent() {
+      return maxConcurrent;
+    },
     async run(request) {
       requests.push(request);
-      await sleep(delayMs);
+      maxConcurrent = Math.max(maxConcurrent, ++running);
+      await sleep(delayMs).finally(() => running--);
       const failure = fail?.(request);
       if (failure) throw failure;
       const lhr = loadLhr(request.device, ((turn++ % 3) + 1) as 1 | 2 | 3);

@@ -5,7 +5,7 @@ import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { createLogger, logLevelSchema, parseEnv } from '@perfwatch/common';
-import { chromeFlags, createLighthouseRunner, createTargetGuard, exitOnUnhandledRejection, parseAllowList, probeSecurity, startAgent, startGuardProxy } from '@perfwatch/agent';
+import { exitOnUnhandledRejection, probeSecurity, startAgent, startGuardedRunner } from '@perfwatch/agent';
 import { createAdmin } from '../admin/admin.ts';
 import { gatewayConfigWith } from '../config.ts';
 import { startGateway } from '../gateway-runtime.ts';
@@ -51,9 +51,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   await store.init();
   const nc = await connect({ servers: natsUrl, name: 'perfwatch-start' });
   const site = await startDemoSite({ root: join(repoRoot, 'test/fixtures/site'), port: config.PERFWATCH_DEMO_PORT });
-  const guard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
-  const proxy = await startGuardProxy({ guard, logger });
-  const runner = createLighthouseRunner({ chromePath: config.CHROME_PATH, chromeFlags: chromeFlags({ noSandbox: process.getuid?.() === 0 }), logger, guard: { guard, proxy } });
+  const { runner, guard } = await startGuardedRunner({ chromePath: config.CHROME_PATH, noSandbox: process.getuid?.() === 0, runsPerBrowser: 50, allowTargets: config.PERFWATCH_ALLOW_TARGETS }, logger);
   const agent = startAgent({ nc, location: 's_carolina', runner, logger, agentId: 'local', probeSecurity: (url) => probeSecurity(url, { guard }) });
   const gateway = await startGateway({
     nc,
@@ -92,7 +90,6 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     await agent.stop();
     await nc.drain();
     await runner.close();
-    await proxy.close();
     await store.close();
     await site.close();
     for (const server of started.reverse()) await server.stop();

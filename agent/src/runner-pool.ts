@@ -1,0 +1,96 @@
+import { once } from 'node:events';
+import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import type { AuditRunner, RunOutput, RunRequest } from './lighthouse-runner.ts';
+import { RunFailure } from './run-failure.ts';
+import { isAuditErrorCode, type PoolRequest, type PoolResponse, type RunnerWorkerData } from './runner-pool-messages.ts';
+
+interface Slot {
+  worker: Worker;
+  ready: Promise<void>;
+  busy: boolean;
+  pending: { id: number; resolve: (output: RunOutput) => void; reject: (error: RunFailure) => void } | null;
+}
+
+/**
+ * `size` Lighthouse runners for an agent with a capacity above one: each in a worker thread
+ * with its own Chrome and guard proxy, so runs never share a Chrome or Lighthouse's
+ * per-process state. A thread that dies fails its run (BROWSER_FAILED, retryable) and is
+ * replaced on the next run. Runs beyond `size` at once are refused; the agent never asks.
+ */
+export function createRunnerPool({ size, worker: options, logger }: { size: number; worker: Omit<RunnerWorkerData, 'slot'>; logger: Logger }): AuditRunner {
+  const slots: Array<Slot | null> = Array.from({ length: size }, () => null);
+  let nextId = 0;
+  let closing = false;
+
+  function spawn(index: number): Slot {
+    const worker = new Worker(new URL('./runner-worker.ts', import.meta.url), { workerData: { ...options, slot: index } satisfies RunnerWorkerData });
+    const slot: Slot = {
+      worker,
+      busy: false,
+      pending: null,
+      ready: new Promise((resolve, reject) => {
+        worker.once('message', () => resolve());
+        worker.once('error', reject);
+        worker.once('exit', (code) => reject(new Error(`runner thread exited with ${code} before it was ready`)));
+      }),
+    };
+    slot.ready.catch(() => undefined);
+    worker.on('message', (message: PoolResponse | { ready: true }) => {
+      if (!('id' in message) || slot.pending?.id !== message.id) return;
+      const { resolve, reject } = slot.pending;
+      slot.pending = null;
+      slot.busy = false;
+      if (message.ok) resolve(message.output);
+      else reject(new RunFailure(isAuditErrorCode(message.failure.code) ? message.failure.code : 'INTERNAL', message.failure.message, message.failure.retryable));
+    });
+    const lost = (why: string) => {
+      if (slots[index] === slot) slots[index] = null;
+      if (!closing) logger.error({ slot: index, why }, 'runner thread died; it is replaced on the next run');
+      slot.pending?.reject(new RunFailure('BROWSER_FAILED', `the runner thread died: ${why}`, true));
+      slot.pending = null;
+    };
+    worker.on('error', (error) => lost(error.message));
+    worker.on('exit', (code) => lost(`exit code ${code}`));
+    return slot;
+  }
+
+  async function run(request: RunRequest): Promise<RunOutput> {
+    if (closing) throw new RunFailure('AGENT_SHUTTING_DOWN', 'the runner pool is closing', true);
+    const index = slots.findIndex((slot) => slot === null || !slot.busy);
+    if (index < 0) throw new RunFailure('INTERNAL', `all ${size} runners are busy`, true);
+    const slot = slots[index] ?? (slots[index] = spawn(index));
+    slot.busy = true;
+    try {
+      await slot.ready;
+    } catch (error) {
+      if (slots[index] === slot) slots[index] = null;
+      throw new RunFailure('BROWSER_FAILED', `the runner thread did not start: ${(error as Error).message}`, true, { cause: error });
+    }
+    if (slots[index] !== slot) throw new RunFailure('BROWSER_FAILED', 'the runner thread died before the run started', true);
+    const id = nextId++;
+    const result = new Promise<RunOutput>((resolve, reject) => {
+      slot.pending = { id, resolve, reject };
+    });
+    slot.worker.postMessage({ type: 'run', id, request } satisfies PoolRequest);
+    return result;
+  }
+
+  return {
+    run,
+    async close() {
+      closing = true;
+      await Promise.all(
+        slots.map(async (slot) => {
+          if (!slot) return;
+          const exited = once(slot.worker, 'exit');
+          slot.worker.postMessage({ type: 'close' } satisfies PoolRequest);
+          // The thread kills its Chrome and ends; one that hangs is terminated.
+          const deadline = setTimeout(() => void slot.worker.terminate(), 15_000);
+          await exited;
+          clearTimeout(deadline);
+        }),
+      );
+    },
+  };
+}

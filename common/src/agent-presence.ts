@@ -1,0 +1,35 @@
+import { z } from 'zod';
+import { LOCATIONS } from './ids.ts';
+
+/**
+ * Agents say they are there, so a gateway knows which locations are served before it
+ * dispatches and can tell "every agent is busy" from "nobody is there". Part of NATS
+ * contract v1 (added in v1.1): additive changes only.
+ */
+export const AGENT_ANNOUNCE_SUBJECT = 'perfwatch.agents.v1.announce';
+/** A gateway that just started asks here; every agent announces itself at once. */
+export const AGENT_DISCOVER_SUBJECT = 'perfwatch.agents.v1.discover';
+
+export const agentAnnouncementSchema = z.object({
+  agentId: z.string().min(1).max(200),
+  location: z.enum(LOCATIONS),
+  /** The agent's perfwatch version, for upgrades that mix v1 minor versions. */
+  version: z.string().max(50),
+  /** Runs the agent does at once. */
+  capacity: z.number().int().min(0).max(1000),
+  /** Runs going on now; at `busy === capacity` the agent takes no work from the queue group. */
+  busy: z.number().int().min(0).max(1000),
+  /** `stopping` is the agent's last word before it leaves. */
+  state: z.enum(['ready', 'stopping']),
+  /** The next announcement comes within this; three missed ones and the agent counts as gone. */
+  intervalMs: z.number().int().positive().max(600_000),
+});
+export type AgentAnnouncement = z.infer<typeof agentAnnouncementSchema>;
+
+export function encodeAnnouncement(announcement: AgentAnnouncement): Uint8Array {
+  return Buffer.from(JSON.stringify(agentAnnouncementSchema.parse(announcement)));
+}
+
+export function decodeAnnouncement(data: Uint8Array): AgentAnnouncement {
+  return agentAnnouncementSchema.parse(JSON.parse(Buffer.from(data).toString('utf8')));
+}

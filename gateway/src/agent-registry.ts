@@ -1,0 +1,104 @@
+import type { NatsConnection, Subscription } from '@nats-io/nats-core';
+import type { Logger } from 'pino';
+import { AGENT_ANNOUNCE_SUBJECT, AGENT_DISCOVER_SUBJECT, decodeAnnouncement, type AgentAnnouncement, type Location } from '@perfwatch/common';
+
+/** Announcements an agent may miss before it counts as gone. */
+const MISSED_ANNOUNCEMENTS = 3;
+
+export interface AgentRegistry {
+  /**
+   * The live agents of a location, or `undefined` while the registry cannot yet tell (it has
+   * just started and agents are still answering its discovery call).
+   */
+  agents(location: Location): AgentAnnouncement[] | undefined;
+  /** Every live agent, for metrics and readiness. */
+  all(): AgentAnnouncement[];
+  /** Resolves when an agent of the location says it has room, or after `ms`. */
+  roomIn(location: Location, ms: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * What the gateway knows of its agents, from their announcements. An agent that says
+ * `stopping`, or misses three announcements in a row, is gone; that also covers an agent
+ * whose connection NATS still holds open (a frozen process, a half-open link to a region),
+ * which a request would only find out about by timing out.
+ */
+export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Date.now }: { nc: NatsConnection; logger: Logger; settleMs?: number; now?: () => number }): Promise<AgentRegistry> {
+  const known = new Map<string, { announcement: AgentAnnouncement; seenAt: number }>();
+  const waiting = new Set<{ location: Location; wake: () => void }>();
+  let settled = false;
+
+  const sub: Subscription = nc.subscribe(AGENT_ANNOUNCE_SUBJECT, {
+    callback: (_error, msg) => {
+      let announcement: AgentAnnouncement;
+      try {
+        announcement = decodeAnnouncement(msg.data);
+      } catch (error) {
+        logger.warn({ err: { message: (error as Error).message } }, 'ignored an announcement that does not match the v1 contract');
+        return;
+      }
+      const before = known.get(announcement.agentId);
+      if (announcement.state === 'stopping') {
+        if (known.delete(announcement.agentId)) logger.info({ agentId: announcement.agentId, location: announcement.location }, 'agent left');
+      } else {
+        if (!before || !isLive(before)) logger.info({ agentId: announcement.agentId, location: announcement.location, version: announcement.version, capacity: announcement.capacity }, 'agent joined');
+        known.set(announcement.agentId, { announcement, seenAt: now() });
+      }
+      if (announcement.state === 'ready' && announcement.busy < announcement.capacity) {
+        for (const w of waiting) if (w.location === announcement.location) w.wake();
+      }
+    },
+  });
+  nc.publish(AGENT_DISCOVER_SUBJECT);
+  // Agents answer the discovery call at once; after a round trip and a short wait for the
+  // ones far away, an empty location is really empty.
+  await nc.flush();
+  const settle = setTimeout(() => {
+    settled = true;
+  }, settleMs);
+  settle.unref();
+
+  function isLive({ announcement, seenAt }: { announcement: AgentAnnouncement; seenAt: number }): boolean {
+    return now() - seenAt <= announcement.intervalMs * MISSED_ANNOUNCEMENTS;
+  }
+
+  function all(): AgentAnnouncement[] {
+    const live: AgentAnnouncement[] = [];
+    for (const [agentId, entry] of known) {
+      if (isLive(entry)) live.push(entry.announcement);
+      else {
+        known.delete(agentId);
+        logger.warn({ agentId, location: entry.announcement.location, silentMs: now() - entry.seenAt }, 'agent went silent; counted as gone');
+      }
+    }
+    return live;
+  }
+
+  return {
+    agents(location) {
+      const live = all().filter((a) => a.location === location);
+      return live.length > 0 || settled ? live : undefined;
+    },
+    all,
+    roomIn(location, ms) {
+      return new Promise((resolve) => {
+        const entry = {
+          location,
+          wake: () => {
+            clearTimeout(timer);
+            waiting.delete(entry);
+            resolve();
+          },
+        };
+        const timer = setTimeout(entry.wake, ms);
+        waiting.add(entry);
+      });
+    },
+    async stop() {
+      clearTimeout(settle);
+      for (const w of waiting) w.wake();
+      if (!nc.isClosed()) await sub.drain().catch(() => undefined);
+    },
+  };
+}
