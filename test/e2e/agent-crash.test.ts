@@ -1,10 +1,8 @@
-import { readdir, readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { decodeReply, encodeJob, HEADERS, type Location } from '@perfwatch/common';
+import { chromesOf } from '../support/chrome-processes.ts';
 import { spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { isolatedNats } from '../support/test-services.ts';
 
@@ -38,23 +36,6 @@ async function audit(location: Location): Promise<void> {
   } finally {
     await nc.close();
   }
-}
-
-/** Profile directories of Chromes launched by the agent process `pid`, and the processes using each. */
-async function chromesOf(pid: number): Promise<Array<{ dir: string; pids: number[] }>> {
-  const found = [];
-  for (const name of (await readdir(tmpdir())).filter((n) => n.startsWith('perfwatch-chrome-'))) {
-    const dir = join(tmpdir(), name);
-    if ((await readFile(join(dir, 'perfwatch-owner.pid'), 'utf8').catch(() => '')) !== String(pid)) continue;
-    const pids = [];
-    for (const entry of (await readdir('/proc')).filter((e) => /^\d+$/.test(e))) {
-      const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
-      const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-      if (cmdline.split('\0').some((arg) => arg.includes(dir)) && !/\) Z /.test(stat)) pids.push(Number(entry));
-    }
-    found.push({ dir, pids });
-  }
-  return found;
 }
 
 describe('agent crash', () => {

@@ -1,0 +1,84 @@
+import { existsSync } from 'node:fs';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { createNatsDispatcher, startAgentRegistry, type AgentRegistry } from '@perfwatch/gateway';
+import { chromesOf, processesUsing } from '../support/chrome-processes.ts';
+import { spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
+import { isolatedNats, silentLogger } from '../support/test-services.ts';
+
+// One agent process with capacity 2 and real Chromium: 50 Lighthouse runs, never more than two
+// Chromes at once, each replaced after 10 runs, and not one Chrome process left after SIGTERM.
+
+const RUNS = 50;
+let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let nc: NatsConnection;
+let registry: AgentRegistry;
+let agent: PerfwatchProcess;
+
+beforeAll(async () => {
+  nats = await isolatedNats();
+  nc = await connect({ servers: nats.url });
+  registry = await startAgentRegistry({ nc, logger: silentLogger });
+  agent = spawnPerfwatch(['agent'], {
+    NATS_URL: nats.url,
+    PERFWATCH_LOCATION: 'tokyo',
+    PERFWATCH_AGENT_ID: 'tokyo-wide',
+    PERFWATCH_CAPACITY: '2',
+    PERFWATCH_RUNS_PER_BROWSER: '10',
+    PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
+    LOG_LEVEL: 'warn',
+  });
+});
+
+afterAll(async () => {
+  await agent?.stop('SIGTERM');
+  await registry?.stop();
+  await nc?.drain();
+  await nats?.dispose();
+});
+
+describe('agent capacity', () => {
+  it(`runs ${RUNS} audits two at a time on two Chromes, replaces them, and leaves no Chrome behind`, async () => {
+    await vi.waitFor(() => expect(registry.agents('tokyo')).toMatchObject([{ agentId: 'tokyo-wide', capacity: 2 }]), { timeout: 30_000 });
+    const pid = agent.child.pid!;
+    const dirs = new Set<string>();
+    let mostBrowsers = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const chromes = await chromesOf(pid);
+        for (const chrome of chromes) dirs.add(chrome.dir);
+        mostBrowsers = Math.max(mostBrowsers, chromes.reduce((n, c) => n + c.browsers.length, 0));
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    })();
+
+    const dispatcher = createNatsDispatcher({ nc, logger: silentLogger, registry });
+    const url = `${inject('siteUrl')}index.html`;
+    const started = performance.now();
+    const outcomes = await Promise.all(
+      Array.from({ length: RUNS }, (_, runIndex) =>
+        dispatcher.dispatch({ jobId: `cap-${runIndex}`, updateId: 'capacity', url, device: runIndex % 2 ? 'desktop' : 'mobile', location: 'tokyo', runIndex: runIndex % 100, timeoutMs: 120_000 }, { timeoutMs: 900_000, requestId: `cap-${runIndex}` }),
+      ),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    sampling = false;
+    await sampler;
+    console.log(`agent capacity 2: ${RUNS} runs in ${seconds.toFixed(0)} s (${((RUNS / seconds) * 3600).toFixed(0)} audits/hour), ${dirs.size} Chromes used`);
+
+    expect(outcomes.filter((o) => !o.ok)).toEqual([]);
+    expect(new Set(outcomes.map((o) => (o.ok ? o.result.lhr.configSettings?.formFactor : null)))).toEqual(new Set(['mobile', 'desktop']));
+    // Two at a time, never more; 10 runs per Chrome: at least 5 Chromes over the 50 runs.
+    expect(mostBrowsers).toBe(2);
+    expect(dirs.size).toBeGreaterThanOrEqual(RUNS / 10);
+    // Retired Chromes are gone while the agent runs on: only the two warm ones are left.
+    const live = await chromesOf(pid);
+    expect(live.length).toBeLessThanOrEqual(2);
+    expect((await processesUsing([...dirs].filter((dir) => !live.some((l) => l.dir === dir)))).pids).toEqual([]);
+
+    expect(await agent.stop('SIGTERM')).toBe(0);
+    expect((await processesUsing([...dirs])).pids).toEqual([]);
+    expect([...dirs].filter((dir) => existsSync(dir))).toEqual([]);
+  }, 900_000);
+});

@@ -1,0 +1,37 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface ChromeProfile {
+  dir: string;
+  /** Every live process naming the profile directory (browser and helpers). */
+  pids: number[];
+  /** The browser processes among them (no `--type=`): one per running Chrome. */
+  browsers: number[];
+}
+
+/** Profile directories of the Chromes launched by the agent process `ownerPid`, and the processes using each. */
+export async function chromesOf(ownerPid: number): Promise<ChromeProfile[]> {
+  const found: ChromeProfile[] = [];
+  for (const name of (await readdir(tmpdir())).filter((n) => n.startsWith('perfwatch-chrome-'))) {
+    const dir = join(tmpdir(), name);
+    if ((await readFile(join(dir, 'perfwatch-owner.pid'), 'utf8').catch(() => '')) !== String(ownerPid)) continue;
+    found.push({ dir, ...(await processesUsing([dir])) });
+  }
+  return found;
+}
+
+/** Live (not zombie) processes whose command line names one of `dirs`, even removed ones. */
+export async function processesUsing(dirs: readonly string[]): Promise<{ pids: number[]; browsers: number[] }> {
+  const pids: number[] = [];
+  const browsers: number[] = [];
+  for (const entry of (await readdir('/proc')).filter((e) => /^\d+$/.test(e))) {
+    // Chrome rewrites its process title: the arguments may be one space-separated string.
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    if (!dirs.some((dir) => cmdline.includes(dir)) || /\) Z /.test(stat)) continue;
+    pids.push(Number(entry));
+    if (!/(^|[\s\0])--type=/.test(cmdline)) browsers.push(Number(entry));
+  }
+  return { pids, browsers };
+}
