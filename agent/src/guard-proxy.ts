@@ -27,6 +27,10 @@ export async function startGuardProxy({ guard, logger }: { guard: TargetGuard; l
 
   const refuse = (host: string, error: unknown) => {
     if (!(error instanceof TargetRefused)) return false;
+    if (error.kind === 'unresolvable') {
+      logger.debug({ target: { host } }, error.message);
+      return false;
+    }
     refusals.push(host);
     logger.warn({ target: { host } }, error.message);
     return true;

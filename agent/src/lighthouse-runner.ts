@@ -101,7 +101,7 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
       try {
         await guard.guard.resolve(new URL(url).hostname);
       } catch (error) {
-        if (error instanceof TargetRefused) throw new RunFailure('TARGET_REFUSED', error.message, false);
+        if (error instanceof TargetRefused) throw new RunFailure(error.kind === 'unresolvable' ? 'PAGE_LOAD_FAILED' : 'TARGET_REFUSED', error.message, false);
         throw error;
       }
       guard.proxy.takeRefusals();

@@ -10,10 +10,17 @@ import ipaddr from 'ipaddr.js';
  */
 export class TargetRefused extends Error {
   readonly host: string;
-  constructor(host: string, reason: string) {
+  /**
+   * `forbidden`: the address is one the agent may not reach. `unresolvable`: there is no
+   * address at all, which Chrome would have failed on anyway (and which Chrome's own background
+   * requests to Google hit on a closed network): not a refusal to blame a page's failure on.
+   */
+  readonly kind: 'forbidden' | 'unresolvable';
+  constructor(host: string, reason: string, kind: 'forbidden' | 'unresolvable' = 'forbidden') {
     super(`refused to reach ${host}: ${reason}`);
     this.name = 'TargetRefused';
     this.host = host;
+    this.kind = kind;
   }
 }
 
@@ -59,10 +66,10 @@ export function createTargetGuard({ allow = [], resolveHost = (host: string) => 
         try {
           addresses = await resolveHost(bare);
         } catch (error) {
-          throw new TargetRefused(host, `it does not resolve (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+          throw new TargetRefused(host, `it does not resolve (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, 'unresolvable');
         }
       }
-      if (addresses.length === 0) throw new TargetRefused(host, 'it has no address');
+      if (addresses.length === 0) throw new TargetRefused(host, 'it has no address', 'unresolvable');
       // Every address must pass: otherwise a name with one public and one private address
       // would let Chrome pick the private one.
       const blocked = addresses.filter((a) => !isAllowedAddress(a.address, allow));

@@ -21,9 +21,9 @@ export async function testStore(): Promise<MongoStore> {
  * A nats-server of this test file's own. Agents of one location share a subject, so suites
  * that run agents must not share a server with suites running other agents.
  */
-export async function isolatedNats(): Promise<LocalServer & { dispose(): Promise<void> }> {
+export async function isolatedNats({ config }: { config?: string } = {}): Promise<LocalServer & { dispose(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'perfwatch-nats-'));
-  const server = await startNatsServer({ binary: inject('natsServerBinary'), dir });
+  const server = await startNatsServer({ binary: inject('natsServerBinary'), dir, ...(config === undefined ? {} : { config }) });
   return { ...server, dispose: async () => (await server.stop(), await rm(dir, { recursive: true, force: true })) };
 }
 

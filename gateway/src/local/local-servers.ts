@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer, connect } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -86,11 +86,19 @@ async function startProcess(name: string, binary: string, args: string[], port: 
   };
 }
 
-export async function startNatsServer({ binary, dir, port }: { binary: string; dir: string; port?: number }): Promise<LocalServer> {
+/** `config`: nats-server configuration text (limits, TLS, accounts), written beside the data. */
+export async function startNatsServer({ binary, dir, port, config }: { binary: string; dir: string; port?: number; config?: string }): Promise<LocalServer> {
   const bound = port ?? (await freePort());
   const storeDir = join(dir, 'jetstream');
   await mkdir(storeDir, { recursive: true });
-  const args = ['-a', '127.0.0.1', '-p', String(bound), '-js', '-sd', storeDir, '-n', `perfwatch-local-${bound}`];
+  const configArgs: string[] = [];
+  if (config !== undefined) {
+    const file = join(dir, 'nats-server.conf');
+    await writeFile(file, config);
+    configArgs.push('-c', file);
+  }
+  // Command-line flags win over the file: the address, port and store stay ours.
+  const args = [...configArgs, '-a', '127.0.0.1', '-p', String(bound), '-js', '-sd', storeDir, '-n', `perfwatch-local-${bound}`];
   return startProcess('nats-server', binary, args, bound, join(dir, 'nats-server.log'), `nats://127.0.0.1:${bound}`);
 }
 
