@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import type { Location } from '@perfwatch/common';
-import { chromeFlags, createLighthouseRunner, createTargetGuard, parseAllowList, startAgent, startGuardProxy, type AuditRunner } from '@perfwatch/agent';
+import { createRunnerPool, startAgent, type AuditRunner } from '@perfwatch/agent';
 import { createAdmin, gatewayConfigWith, MongoStore, startDemoSite, startFerretDb, startGateway, startNatsServer, type Admin } from '@perfwatch/gateway';
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -42,10 +42,10 @@ export async function startLocalStack(agents: StackAgent[]): Promise<LocalStack>
   const store = new MongoStore({ uri: db.url, dbName: 'stack' });
   await store.init();
   const nc = await connect({ servers: nats.url });
-  const guard = createTargetGuard({ allow: parseAllowList('127.0.0.0/8') });
-  const proxy = await startGuardProxy({ guard, logger });
-  const flags = chromeFlags({ noSandbox: process.getuid?.() === 0 });
-  const runners = agents.map(({ runsPerBrowser }) => createLighthouseRunner({ chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium', chromeFlags: flags, logger, runsPerBrowser, guard: { guard, proxy } }));
+  // The agents' runner as `perfwatch agent` builds it: a worker thread with its own Chrome.
+  const runners = agents.map(({ runsPerBrowser }) =>
+    createRunnerPool({ size: 1, worker: { chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium', noSandbox: process.getuid?.() === 0, runsPerBrowser, allowTargets: '127.0.0.0/8', logLevel: 'silent' }, logger }),
+  );
   const started = agents.map(({ location, onRun }, i) => {
     const runner = runners[i]!;
     const observed: AuditRunner = {
@@ -79,7 +79,6 @@ export async function startLocalStack(agents: StackAgent[]): Promise<LocalStack>
       for (const agent of started) await agent.stop();
       await nc.drain();
       for (const runner of runners) await runner.close();
-      await proxy.close();
       await store.close();
       await site.close();
       await db.stop();

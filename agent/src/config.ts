@@ -37,7 +37,7 @@ export const agentEnvSchema = z.object({
    */
   PERFWATCH_CAPACITY: z.coerce.number().int().min(1).max(32).default(1),
   /** How often the agent announces itself to gateways; three missed ones and it counts as gone. */
-  PERFWATCH_ANNOUNCE_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(2_000),
+  PERFWATCH_ANNOUNCE_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
   LOG_LEVEL: logLevelSchema,
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(150_000),
 });

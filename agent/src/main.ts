@@ -2,7 +2,6 @@ import { connect } from '@nats-io/transport-node';
 import { createLogger } from '@perfwatch/common';
 import { startAgent } from './agent.ts';
 import { loadAgentConfig } from './config.ts';
-import { startGuardedRunner } from './guarded-runner.ts';
 import { reapOrphanedChromes } from './orphan-chrome.ts';
 import { exitOnUnhandledRejection } from './browser-teardown-errors.ts';
 import { createRunnerPool } from './runner-pool.ts';
@@ -17,11 +16,9 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   exitOnUnhandledRejection(logger);
   const nc = await connect({ servers: config.NATS_URL.split(','), name: `perfwatch-agent-${config.agentId}`, maxReconnectAttempts: -1 });
   const runnerOptions = { chromePath: config.CHROME_PATH, noSandbox: config.noSandbox, runsPerBrowser: config.PERFWATCH_RUNS_PER_BROWSER, allowTargets: config.PERFWATCH_ALLOW_TARGETS };
-  // One run at a time stays in this thread (no hop for the result); more get a thread each.
-  const runner =
-    config.PERFWATCH_CAPACITY === 1
-      ? (await startGuardedRunner(runnerOptions, logger)).runner
-      : createRunnerPool({ size: config.PERFWATCH_CAPACITY, worker: { ...runnerOptions, logLevel: config.LOG_LEVEL }, logger });
+  // Lighthouse runs in worker threads even at capacity 1: its trace processing holds a thread
+  // for seconds on a loaded machine, and this one must keep answering NATS and announcing.
+  const runner = createRunnerPool({ size: config.PERFWATCH_CAPACITY, worker: { ...runnerOptions, logLevel: config.LOG_LEVEL }, logger });
   const guard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
   const agent = startAgent({
     nc,

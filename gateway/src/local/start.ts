@@ -5,7 +5,7 @@ import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { createLogger, logLevelSchema, parseEnv } from '@perfwatch/common';
-import { exitOnUnhandledRejection, probeSecurity, startAgent, startGuardedRunner } from '@perfwatch/agent';
+import { createRunnerPool, createTargetGuard, exitOnUnhandledRejection, parseAllowList, probeSecurity, startAgent } from '@perfwatch/agent';
 import { createAdmin } from '../admin/admin.ts';
 import { gatewayConfigWith } from '../config.ts';
 import { startGateway } from '../gateway-runtime.ts';
@@ -51,7 +51,8 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   await store.init();
   const nc = await connect({ servers: natsUrl, name: 'perfwatch-start' });
   const site = await startDemoSite({ root: join(repoRoot, 'test/fixtures/site'), port: config.PERFWATCH_DEMO_PORT });
-  const { runner, guard } = await startGuardedRunner({ chromePath: config.CHROME_PATH, noSandbox: process.getuid?.() === 0, runsPerBrowser: 50, allowTargets: config.PERFWATCH_ALLOW_TARGETS }, logger);
+  const runner = createRunnerPool({ size: 1, worker: { chromePath: config.CHROME_PATH, noSandbox: process.getuid?.() === 0, runsPerBrowser: 50, allowTargets: config.PERFWATCH_ALLOW_TARGETS, logLevel: config.LOG_LEVEL }, logger });
+  const guard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
   const agent = startAgent({ nc, location: 's_carolina', runner, logger, agentId: 'local', probeSecurity: (url) => probeSecurity(url, { guard }) });
   const gateway = await startGateway({
     nc,
