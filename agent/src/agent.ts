@@ -2,7 +2,7 @@ import type { Msg, NatsConnection, Subscription } from '@nats-io/nats-core';
 import { headers as natsHeaders } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import {
-  AGENT_ANNOUNCE_SUBJECT,
+  agentAnnounceSubject,
   AGENT_DISCOVER_SUBJECT,
   auditQueueGroup,
   auditSubject,
@@ -174,7 +174,7 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
   function announce(): void {
     if (nc.isClosed()) return;
     try {
-      nc.publish(AGENT_ANNOUNCE_SUBJECT, encodeAnnouncement({ agentId, location, version: PERFWATCH_VERSION, capacity, busy, state: stopping ? 'stopping' : 'ready', intervalMs: announceIntervalMs }));
+      nc.publish(agentAnnounceSubject(location), encodeAnnouncement({ agentId, location, version: PERFWATCH_VERSION, capacity, busy, state: stopping ? 'stopping' : 'ready', intervalMs: announceIntervalMs }));
     } catch (error) {
       // A connection that is draining refuses publishes; the gateway's expiry covers this.
       log.debug({ err: error }, 'could not announce');

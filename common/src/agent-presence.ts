@@ -1,12 +1,20 @@
 import { z } from 'zod';
-import { LOCATIONS } from './ids.ts';
+import { LOCATIONS, type Location } from './ids.ts';
 
 /**
  * Agents say they are there, so a gateway knows which locations are served before it
  * dispatches and can tell "every agent is busy" from "nobody is there". Part of NATS
  * contract v1 (added in v1.1): additive changes only.
  */
-export const AGENT_ANNOUNCE_SUBJECT = 'perfwatch.agents.v1.announce';
+export const AGENT_ANNOUNCE_PREFIX = 'perfwatch.agents.v1.announce';
+
+/**
+ * Per location, so NATS permissions can let an agent announce only for the location it
+ * serves (as they let it take only that location's jobs).
+ */
+export function agentAnnounceSubject(location: Location): string {
+  return `${AGENT_ANNOUNCE_PREFIX}.${location}`;
+}
 /** A gateway that just started asks here; every agent announces itself at once. */
 export const AGENT_DISCOVER_SUBJECT = 'perfwatch.agents.v1.discover';
 

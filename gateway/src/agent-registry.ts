@@ -1,6 +1,6 @@
 import type { NatsConnection, Subscription } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
-import { AGENT_ANNOUNCE_SUBJECT, AGENT_DISCOVER_SUBJECT, decodeAnnouncement, type AgentAnnouncement, type Location } from '@perfwatch/common';
+import { AGENT_ANNOUNCE_PREFIX, AGENT_DISCOVER_SUBJECT, decodeAnnouncement, type AgentAnnouncement, type Location } from '@perfwatch/common';
 
 /** Announcements an agent may miss before it counts as gone. */
 const MISSED_ANNOUNCEMENTS = 3;
@@ -29,13 +29,18 @@ export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Dat
   const waiting = new Set<{ location: Location; wake: () => void }>();
   let settled = false;
 
-  const sub: Subscription = nc.subscribe(AGENT_ANNOUNCE_SUBJECT, {
+  const sub: Subscription = nc.subscribe(`${AGENT_ANNOUNCE_PREFIX}.*`, {
     callback: (_error, msg) => {
       let announcement: AgentAnnouncement;
       try {
         announcement = decodeAnnouncement(msg.data);
       } catch (error) {
         logger.warn({ err: { message: (error as Error).message } }, 'ignored an announcement that does not match the v1 contract');
+        return;
+      }
+      // The subject is what NATS permissions vouch for; a body claiming another location is not believed.
+      if (msg.subject !== `${AGENT_ANNOUNCE_PREFIX}.${announcement.location}`) {
+        logger.warn({ subject: msg.subject, agentId: announcement.agentId }, 'ignored an announcement for another location than its subject');
         return;
       }
       const before = known.get(announcement.agentId);

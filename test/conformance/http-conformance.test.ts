@@ -1,7 +1,7 @@
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AGENT_ANNOUNCE_SUBJECT, auditResultSchema, encodeAnnouncement, errorEnvelopeSchema, overviewResponseSchema, snapshotListSchema, type AuditResult } from '@perfwatch/common';
+import { agentAnnounceSubject, auditResultSchema, encodeAnnouncement, errorEnvelopeSchema, overviewResponseSchema, snapshotListSchema, type AuditResult } from '@perfwatch/common';
 import { RunFailure, startAgent, type Agent } from '@perfwatch/agent';
 import { createNatsDispatcher, createServer, createUpdateService, type GatewayServer, type MongoStore } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
@@ -34,7 +34,7 @@ beforeAll(async () => {
   agents.push(startAgent({ nc: agentConn, location: 'los_angeles', runner: fixtureRunner({ fail: () => new RunFailure('PAGE_LOAD_FAILED', 'ERRORED_DOCUMENT_REQUEST: status 500', false) }), logger: silentLogger, agentId: 'la' }));
   // Frankfurt has an agent that says it is there but never answers: every run there times out.
   agentConn.subscribe('perfwatch.audit.v1.frankfurt', { queue: 'perfwatch-agents.frankfurt' });
-  agentConn.publish(AGENT_ANNOUNCE_SUBJECT, encodeAnnouncement({ agentId: 'fra-stuck', location: 'frankfurt', version: '1.0.0', capacity: 1, busy: 0, state: 'ready', intervalMs: 600_000 }));
+  agentConn.publish(agentAnnounceSubject('frankfurt'), encodeAnnouncement({ agentId: 'fra-stuck', location: 'frankfurt', version: '1.0.0', capacity: 1, busy: 0, state: 'ready', intervalMs: 600_000 }));
   await agentConn.flush();
 
   ({ token: alice } = await gateway.admin.createUser('alice'));

@@ -1,7 +1,7 @@
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { AGENT_ANNOUNCE_SUBJECT, auditResultSchema, encodeAnnouncement, PERFWATCH_VERSION, type AuditJob } from '@perfwatch/common';
+import { agentAnnounceSubject, auditResultSchema, encodeAnnouncement, PERFWATCH_VERSION, type AuditJob } from '@perfwatch/common';
 import { RunFailure, startAgent, type Agent } from '@perfwatch/agent';
 import { createNatsDispatcher, startAgentRegistry } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
@@ -52,10 +52,13 @@ describe('agent presence', () => {
     // A frozen agent: subscribed (NATS still routes jobs to it) but neither answering nor announcing.
     const frozen = await connect({ servers: nats.url });
     frozen.subscribe('perfwatch.audit.v1.sao_paulo', { queue: 'perfwatch-agents.sao_paulo' });
-    frozen.publish(AGENT_ANNOUNCE_SUBJECT, encodeAnnouncement({ agentId: 'sp-frozen', location: 'sao_paulo', version: '1.0.0', capacity: 1, busy: 0, state: 'ready', intervalMs: 100 }));
+    // Claiming a location on another location's subject is not believed (permissions vouch for subjects).
+    frozen.publish(agentAnnounceSubject('tokyo'), encodeAnnouncement({ agentId: 'sp-liar', location: 'sao_paulo', version: '1.0.0', capacity: 1, busy: 0, state: 'ready', intervalMs: 60_000 }));
+    frozen.publish(agentAnnounceSubject('sao_paulo'), encodeAnnouncement({ agentId: 'sp-frozen', location: 'sao_paulo', version: '1.0.0', capacity: 1, busy: 0, state: 'ready', intervalMs: 100 }));
     await frozen.flush();
     try {
-      await vi.waitFor(() => expect(registry.agents('sao_paulo')).toHaveLength(1));
+      await vi.waitFor(() => expect(registry.agents('sao_paulo')?.map((a) => a.agentId)).toEqual(['sp-frozen']));
+      expect(registry.all().map((a) => a.agentId)).toEqual(['sp-frozen']);
       // Three missed announcements later it is gone.
       await vi.waitFor(() => expect(registry.agents('sao_paulo')).toEqual([]), { timeout: 2_000 });
       const dispatcher = createNatsDispatcher({ nc: client, logger: silentLogger, registry });
