@@ -58,7 +58,7 @@ export async function startLocalStack(agents: StackAgent[]): Promise<LocalStack>
     };
     return startAgent({ nc, location, runner: observed, logger, agentId: `stack-${location}-${i}` });
   });
-  const gateway = await startGateway({ nc, store, logger, config: gatewayConfigWith({ PORT: 0, HOST: '127.0.0.1' }) });
+  const gateway = await startGateway({ nc, store, logger, config: gatewayConfigWith({ PORT: 0, HOST: '127.0.0.1', SHUTDOWN_READINESS_DELAY_MS: 0 }) });
   const admin = createAdmin(store);
   const { token } = await admin.createUser('stack');
 

@@ -19,6 +19,7 @@ import {
   type SecurityFacts,
 } from '@perfwatch/common';
 import type { AuditRunner } from './lighthouse-runner.ts';
+import type { RunObserver } from './metrics.ts';
 import { RunFailure } from './run-failure.ts';
 
 export interface AgentDeps {
@@ -35,6 +36,8 @@ export interface AgentDeps {
   keepScreenshots?: boolean;
   /** Looks at the final URL's transport and headers after a run; absent: no SECURITY facts. */
   probeSecurity?: (url: string) => Promise<SecurityFacts>;
+  /** Told of every run and how it ended (metrics). */
+  observer?: RunObserver;
 }
 
 export interface Agent {
@@ -42,6 +45,8 @@ export interface Agent {
   /** Runs going on now. */
   readonly busy: number;
   readonly capacity: number;
+  /** False once the agent is stopping: it takes no more work. */
+  readonly accepting: boolean;
   /** Says goodbye, stops taking work, lets the current runs finish, releases its subscriptions. */
   stop(): Promise<void>;
 }
@@ -51,7 +56,7 @@ export interface Agent {
  * with the location's other agents, runs up to `capacity` of them at once, replies with each
  * result, and announces itself so gateways know the location is served and how busy it is.
  */
-export function startAgent({ nc, location, runner, logger, agentId, capacity = 1, announceIntervalMs = 5_000, keepScreenshots = false, probeSecurity }: AgentDeps): Agent {
+export function startAgent({ nc, location, runner, logger, agentId, capacity = 1, announceIntervalMs = 5_000, keepScreenshots = false, probeSecurity, observer }: AgentDeps): Agent {
   const log = logger.child({ location, agentId });
   const subject = auditSubject(location);
   let stopping = false;
@@ -117,8 +122,15 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
     }
     const jobLog = log.child({ requestId, jobId: job.jobId, device: job.device, runIndex: job.runIndex });
     const startedAt = new Date();
+    const started = performance.now();
     try {
-      const { lhr, lighthouseMs } = await runner.run({ url: job.url, device: job.device, timeoutMs: job.timeoutMs });
+      const { lhr, lighthouseMs } = await runner.run({ url: job.url, device: job.device, timeoutMs: job.timeoutMs }).then(
+        (output) => (observer?.runDone(job.device, 'ok', (performance.now() - started) / 1000), output),
+        (error: unknown) => {
+          observer?.runDone(job.device, error instanceof RunFailure ? error.code : 'INTERNAL', (performance.now() - started) / 1000);
+          throw error;
+        },
+      );
       jobLog.info({ lighthouseMs: Math.round(lighthouseMs), target: { url: job.url } }, 'run done');
       const security = probeSecurity
         ? await probeSecurity(lhr.finalDisplayedUrl).catch((error: unknown) => {
@@ -193,6 +205,9 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
     capacity,
     get busy() {
       return busy;
+    },
+    get accepting() {
+      return !stopping;
     },
     async stop() {
       if (stopping) return;

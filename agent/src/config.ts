@@ -38,6 +38,9 @@ export const agentEnvSchema = z.object({
   PERFWATCH_CAPACITY: z.coerce.number().int().min(1).max(32).default(1),
   /** How often the agent announces itself to gateways; three missed ones and it counts as gone. */
   PERFWATCH_ANNOUNCE_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
+  /** The agent's operator port: /metrics, /healthz, /readyz. */
+  PERFWATCH_OPS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
+  PERFWATCH_OPS_HOST: z.string().min(1).default('0.0.0.0'),
   LOG_LEVEL: logLevelSchema,
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(150_000),
 });

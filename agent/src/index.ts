@@ -8,3 +8,5 @@ export { probeSecurity } from './security-probe.ts';
 export { exitOnUnhandledRejection, isBrowserTeardownError } from './browser-teardown-errors.ts';
 export { startGuardedRunner, type GuardedRunnerOptions } from './guarded-runner.ts';
 export { createRunnerPool } from './runner-pool.ts';
+export { createAgentMetrics, type AgentMetrics, type RunObserver } from './metrics.ts';
+export { startOpsServer, type OpsServer } from './ops-server.ts';

@@ -1,6 +1,8 @@
 import { connect } from '@nats-io/transport-node';
 import { createLogger } from '@perfwatch/common';
-import { startAgent } from './agent.ts';
+import { startAgent, type Agent } from './agent.ts';
+import { createAgentMetrics } from './metrics.ts';
+import { startOpsServer } from './ops-server.ts';
 import { loadAgentConfig } from './config.ts';
 import { reapOrphanedChromes } from './orphan-chrome.ts';
 import { exitOnUnhandledRejection } from './browser-teardown-errors.ts';
@@ -20,7 +22,21 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   // for seconds on a loaded machine, and this one must keep answering NATS and announcing.
   const runner = createRunnerPool({ size: config.PERFWATCH_CAPACITY, worker: { ...runnerOptions, logLevel: config.LOG_LEVEL }, logger });
   const guard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
-  const agent = startAgent({
+  let agent: Agent | null = null;
+  const metrics = createAgentMetrics({ nc, location: config.PERFWATCH_LOCATION, agent: () => agent });
+  const ops = await startOpsServer({
+    port: config.PERFWATCH_OPS_PORT,
+    host: config.PERFWATCH_OPS_HOST,
+    registry: metrics.registry,
+    ready: () => {
+      if (!agent) return { ok: false, reason: 'starting' };
+      if (!agent.accepting) return { ok: false, reason: 'shutting down' };
+      if (nc.isClosed() || nc.isDraining()) return { ok: false, reason: 'NATS connection closed' };
+      return { ok: true };
+    },
+  });
+  logger.info({ url: ops.url }, 'ops server listening (/metrics, /healthz, /readyz)');
+  agent = startAgent({
     nc,
     location: config.PERFWATCH_LOCATION,
     runner,
@@ -30,7 +46,9 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     announceIntervalMs: config.PERFWATCH_ANNOUNCE_INTERVAL_MS,
     keepScreenshots: config.PERFWATCH_KEEP_SCREENSHOTS,
     probeSecurity: (url) => probeSecurity(url, { guard }),
+    observer: metrics,
   });
+  const serving = agent;
 
   let shuttingDown = false;
   const shutdown = async (signal: string) => {
@@ -44,9 +62,10 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     deadline.unref();
     // Order: say goodbye, stop taking work and finish the current runs, drain NATS, kill our
     // Chromes, flush.
-    await agent.stop();
+    await serving.stop();
     await nc.drain();
     await runner.close();
+    await ops.close();
     clearTimeout(deadline);
     logger.flush();
   };

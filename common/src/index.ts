@@ -15,3 +15,4 @@ export * from './page-kpis.ts';
 export * from './security-kpis.ts';
 export * from './agent-presence.ts';
 export * from './version.ts';
+export * from './ops-metrics.ts';

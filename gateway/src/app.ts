@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
+import { pinoHttp } from 'pino-http';
 import { apiDocsRouter } from './api-docs.ts';
 import { authenticate } from './auth.ts';
 import { errorHandler, notFoundRoute, onlyGetAndPost } from './http-errors.ts';
@@ -12,20 +13,32 @@ import { updateRoute } from './routes/update-route.ts';
 import { updatesRoute } from './routes/updates-route.ts';
 import type { Store } from './store/store.ts';
 import type { UpdateService } from './update-service.ts';
+import { ROUTE_BASE, type GatewayMetrics } from './metrics.ts';
+
+export interface Readiness {
+  ok: boolean;
+  /** Why not, for the operator reading /readyz. */
+  reason?: string;
+}
 
 export interface AppDeps {
   store: Store;
   updates: UpdateService;
   logger: Logger;
+  /** Prometheus metrics; absent: no /metrics. */
+  metrics?: GatewayMetrics;
+  /** Whether this gateway should get traffic; absent: ready whenever it answers. */
+  readiness?: () => Promise<Readiness>;
   bodyLimit?: string;
   /** Per token and minute. */
   rateLimits?: { updates: number; reads: number };
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
+const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** Builds the gateway's HTTP app from its dependencies. Never listens: see createServer. */
-export function createApp({ store, updates, logger, bodyLimit = '100kb', rateLimits = { updates: 60, reads: 600 } }: AppDeps): Express {
+export function createApp({ store, updates, logger, metrics, readiness = async () => ({ ok: true }), bodyLimit = '100kb', rateLimits = { updates: 60, reads: 600 } }: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
@@ -36,10 +49,35 @@ export function createApp({ store, updates, logger, bodyLimit = '100kb', rateLim
     res.set('X-Request-Id', req.requestId);
     next();
   });
+  app.use(
+    pinoHttp({
+      logger,
+      genReqId: (req) => (req as express.Request).requestId,
+      // Probes and scrapes every few seconds would drown the log.
+      autoLogging: { ignore: (req) => OPS_PATHS.has(req.url?.split('?')[0] ?? '') },
+      customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+      // The URL is the caller's input: kept whole, under its own key; headers are left out
+      // (the logger's redaction covers Authorization should a serializer add them back).
+      serializers: {
+        req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+      },
+    }),
+  );
+  if (metrics) app.use(metrics.httpMiddleware);
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
+  app.get('/readyz', async (_req, res) => {
+    const state = await readiness();
+    res.status(state.ok ? 200 : 503).json(state.ok ? { status: 'ready' } : { status: 'not ready', reason: state.reason });
+  });
+  if (metrics) {
+    app.get('/metrics', async (_req, res) => {
+      res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+    });
+  }
 
   const openapi = createOpenApiDocument();
   app.get('/v1/openapi.json', (_req, res) => {
@@ -48,6 +86,10 @@ export function createApp({ store, updates, logger, bodyLimit = '100kb', rateLim
   app.use('/v1/docs', apiDocsRouter());
 
   const v1 = express.Router();
+  v1.use((req, res, next) => {
+    res.locals[ROUTE_BASE] = req.baseUrl;
+    next();
+  });
   const json = express.json({ limit: bodyLimit, strict: false });
   const auth = authenticate(store);
   const before = [onlyGetAndPost, acceptsJson, jsonBodyOnly, json, auth];

@@ -19,6 +19,11 @@ export const gatewayEnvSchema = z.object({
   CRUX_API_ENDPOINT: z.url().default('https://chromeuxreport.googleapis.com'),
   BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/, 'must look like 100kb').default('100kb'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  /**
+   * On SIGTERM, /readyz answers 503 at once and the gateway keeps serving this long before it
+   * stops accepting, so load balancers (Kubernetes endpoints) stop sending it traffic first.
+   */
+  SHUTDOWN_READINESS_DELAY_MS: z.coerce.number().int().min(0).max(120_000).default(5_000),
 });
 
 export type GatewayConfig = z.infer<typeof gatewayEnvSchema>;

@@ -1,7 +1,9 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import { startAgentRegistry, type AgentRegistry } from './agent-registry.ts';
 import { createCruxClient } from './crux/crux-client.ts';
+import { createGatewayMetrics, type GatewayMetrics } from './metrics.ts';
 import { createNatsDispatcher } from './nats-dispatcher.ts';
 import { createServer, type GatewayServer } from './server.ts';
 import type { Store } from './store/store.ts';
@@ -11,6 +13,7 @@ import type { GatewayConfig } from './config.ts';
 export interface GatewayRuntime {
   http: GatewayServer;
   agents: AgentRegistry;
+  metrics: GatewayMetrics;
   /** Ordered: stop accepting HTTP and finish open requests, then release NATS and the store. */
   stop(): Promise<void>;
 }
@@ -18,13 +21,29 @@ export interface GatewayRuntime {
 /** Wires a gateway from connected parts; shared by `perfwatch gateway`, `perfwatch start` and the tests. */
 export async function startGateway({ nc, store, logger, config }: { nc: NatsConnection; store: Store; logger: Logger; config: GatewayConfig }): Promise<GatewayRuntime> {
   const agents = await startAgentRegistry({ nc, logger });
+  const metrics = createGatewayMetrics({ nc, agents });
   const dispatcher = createNatsDispatcher({ nc, logger, registry: agents });
   const crux = config.CRUX_API_KEY ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger }) : undefined;
-  const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS, crux });
+  const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS, crux, observer: metrics });
+  let stopping = false;
+  const readiness = async () => {
+    if (stopping) return { ok: false, reason: 'shutting down' };
+    if (nc.isClosed() || nc.isDraining()) return { ok: false, reason: 'NATS connection closed' };
+    try {
+      // A round trip to the NATS server and one to the database, each bounded.
+      await withTimeout(nc.flush(), 2_000, 'NATS did not answer');
+      await withTimeout(store.ping(), 2_000, 'the database did not answer');
+      return { ok: true };
+    } catch (error) {
+      return { ok: false, reason: (error as Error).message };
+    }
+  };
   const http = await createServer({
     store,
     updates,
     logger,
+    metrics,
+    readiness,
     bodyLimit: config.BODY_LIMIT,
     rateLimits: { updates: config.RATE_LIMIT_UPDATES_PER_MINUTE, reads: config.RATE_LIMIT_READS_PER_MINUTE },
     port: config.PORT,
@@ -34,11 +53,20 @@ export async function startGateway({ nc, store, logger, config }: { nc: NatsConn
   return {
     http,
     agents,
+    metrics,
     async stop() {
+      // Not ready first: traffic moves to other replicas while this one still serves.
+      stopping = true;
+      if (config.SHUTDOWN_READINESS_DELAY_MS > 0) await sleep(config.SHUTDOWN_READINESS_DELAY_MS);
       await http.close();
       // Async updates accepted before the stop are finished, not dropped.
       await updates.drain();
       await agents.stop();
     },
   };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]).finally(() => clearTimeout(timer));
 }

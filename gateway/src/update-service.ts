@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { ApiError, truncateToSecond, type AuditRunResult, type Device, type Location, type UpdateType } from '@perfwatch/common';
-import type { Dispatcher, RunOutcome } from './nats-dispatcher.ts';
+import { ApiError, truncateToSecond, type AuditJob, type AuditRunResult, type Device, type Location, type UpdateType } from '@perfwatch/common';
+import type { DispatchOptions, Dispatcher, RunOutcome } from './nats-dispatcher.ts';
 import type { CruxClient } from './crux/crux-client.ts';
+import type { UpdateMode, UpdateObserver } from './metrics.ts';
 import { buildLocationSnapshot, withFieldData } from './snapshot-builder.ts';
 import type { LocationSnapshot, ProjectRecord, Store } from './store/store.ts';
 
@@ -36,6 +37,8 @@ export interface UpdateServiceDeps {
   replyTimeoutMs: number;
   /** CrUX field data, asked once per device while the runs go on; absent: no field data. */
   crux?: CruxClient;
+  /** Told of every dispatch and every finished update (metrics). */
+  observer?: UpdateObserver;
   now?: () => Date;
 }
 
@@ -44,8 +47,26 @@ export interface UpdateServiceDeps {
  * agents measures in parallel; the representative run per (device, location); one snapshot
  * date shared by all of them.
  */
-export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, replyTimeoutMs, crux, now = () => new Date() }: UpdateServiceDeps) {
-  async function run({ project, devices, updateType, requestId }: UpdateRequest, updateId: string = randomUUID()): Promise<UpdateOutcome> {
+export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, replyTimeoutMs, crux, observer, now = () => new Date() }: UpdateServiceDeps) {
+  async function dispatch(job: AuditJob, options: DispatchOptions): Promise<RunOutcome> {
+    const started = performance.now();
+    const outcome = await dispatcher.dispatch(job, options);
+    observer?.runDispatched(job.location, job.device, outcome.ok ? 'ok' : outcome.error.code, (performance.now() - started) / 1000);
+    return outcome;
+  }
+
+  async function run(request: UpdateRequest, updateId: string = randomUUID(), mode: UpdateMode = 'sync'): Promise<UpdateOutcome> {
+    try {
+      const outcome = await measure(request, updateId);
+      observer?.updateDone(mode, request.updateType, outcome.complete ? 'complete' : 'partial');
+      return outcome;
+    } catch (error) {
+      observer?.updateDone(mode, request.updateType, 'failed');
+      throw error;
+    }
+  }
+
+  async function measure({ project, devices, updateType, requestId }: UpdateRequest, updateId: string): Promise<UpdateOutcome & { complete: boolean }> {
     const log = logger.child({ updateId, requestId });
     const cells = devices.flatMap((device) => project.locations.map((location) => ({ device, location })));
     const started = performance.now();
@@ -56,12 +77,12 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
         const runs = await Promise.all(
           Array.from({ length: project.runs }, async (_, runIndex) => {
             const job = { jobId: `${updateId}.${device}.${location}.${runIndex}`, updateId, url: project.url, device, location, runIndex, timeoutMs: runTimeoutMs };
-            const first = await dispatcher.dispatch(job, { timeoutMs: replyTimeoutMs, requestId });
+            const first = await dispatch(job, { timeoutMs: replyTimeoutMs, requestId });
             if (first.ok || !RETRY_ONCE.has(first.error.code)) return first;
             // A run an agent failed in a way that may pass next time is offered once more, to
             // another agent of the location when there is one.
             log.info({ device, location, runIndex, code: first.error.code, failedOn: first.agentId }, 'retrying a failed run once');
-            return dispatcher.dispatch({ ...job, jobId: `${job.jobId}.retry` }, { timeoutMs: replyTimeoutMs, requestId, ...(first.agentId ? { avoidAgent: first.agentId } : {}) });
+            return dispatch({ ...job, jobId: `${job.jobId}.retry` }, { timeoutMs: replyTimeoutMs, requestId, ...(first.agentId ? { avoidAgent: first.agentId } : {}) });
           }),
         );
         return { device, location, runs };
@@ -85,7 +106,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
 
     const date = await store.saveSnapshot({ project, updateId, date: truncateToSecond(now()), updateType, results });
     log.info({ cells: cells.length, stored: results.length, failedRuns: failures.length, ms: Math.round(performance.now() - started) }, 'update done');
-    return { updateId, date, results };
+    return { updateId, date, results, complete: results.length === cells.length };
   }
 
   const background = new Set<Promise<void>>();
@@ -96,7 +117,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
    */
   function start(request: UpdateRequest): string {
     const updateId = randomUUID();
-    const job = run(request, updateId)
+    const job = run(request, updateId, 'async')
       .then(
         (outcome) => logger.info({ updateId, requestId: request.requestId, date: outcome.date }, 'async update done'),
         (error: unknown) => logger.error({ updateId, requestId: request.requestId, err: error }, 'async update failed'),

@@ -15,7 +15,7 @@ export interface PerfwatchProcess {
 
 /** Runs `perfwatch …` as its own process, the way an operator would. */
 export function spawnPerfwatch(args: string[], env: Record<string, string>): PerfwatchProcess {
-  const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, LOG_LEVEL: 'info', PERFWATCH_OPS_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   const listeners = new Set<() => void>();
   const onData = (chunk: Buffer) => {

@@ -58,7 +58,8 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     nc,
     store,
     logger,
-    config: gatewayConfigWith({ PORT: config.PORT, HOST: config.HOST }),
+    // One process on one machine: no load balancer to wait for on stop.
+    config: gatewayConfigWith({ PORT: config.PORT, HOST: config.HOST, SHUTDOWN_READINESS_DELAY_MS: 0 }),
   });
 
   const admin = createAdmin(store);

@@ -1,0 +1,48 @@
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+
+export interface OpsServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The agent's small HTTP port for operators: `/metrics` (Prometheus), `/healthz` (the process
+ * answers) and `/readyz` (it can take work: connected to NATS and not shutting down). The
+ * agent has no other HTTP surface, so plain node:http rather than a framework.
+ */
+export async function startOpsServer({ port, host, registry, ready }: { port: number; host: string; registry: Registry; ready: () => { ok: boolean; reason?: string } }): Promise<OpsServer> {
+  const server: Server = createServer((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://agent').pathname;
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { Allow: 'GET, HEAD', 'Content-Type': 'application/json' }).end(JSON.stringify({ status: 'method not allowed' }));
+      return;
+    }
+    if (path === '/metrics') {
+      registry.metrics().then(
+        (text) => res.writeHead(200, { 'Content-Type': registry.contentType }).end(text),
+        (error: unknown) => res.writeHead(500, { 'Content-Type': 'text/plain' }).end(`metrics failed: ${(error as Error).message}`),
+      );
+    } else if (path === '/healthz') {
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ status: 'ok' }));
+    } else if (path === '/readyz') {
+      const state = ready();
+      res.writeHead(state.ok ? 200 : 503, { 'Content-Type': 'application/json' }).end(JSON.stringify(state.ok ? { status: 'ready' } : { status: 'not ready', reason: state.reason }));
+    } else {
+      res.writeHead(404, { 'Content-Type': 'application/json' }).end(JSON.stringify({ status: 'not found' }));
+    }
+  });
+  server.listen(port, host);
+  await once(server, 'listening');
+  const bound = (server.address() as AddressInfo).port;
+  return {
+    url: `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${bound}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

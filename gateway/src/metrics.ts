@@ -1,0 +1,103 @@
+import type { NatsConnection } from '@nats-io/nats-core';
+import type { RequestHandler } from 'express';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { createMetricsRegistry, LOCATIONS, registerNatsConnected, type Device, type Location, type UpdateType } from '@perfwatch/common';
+import type { AgentRegistry } from './agent-registry.ts';
+
+/** res.locals key where a mounted router records its mount path for the route label. */
+export const ROUTE_BASE = 'perfwatchRouteBase';
+
+export type UpdateMode = 'sync' | 'async';
+/** complete: every (device, location) measured; partial: some; failed: none. */
+export type UpdateOutcomeLabel = 'complete' | 'partial' | 'failed';
+
+/** What the update service reports as it works; metrics are one listener. */
+export interface UpdateObserver {
+  updateDone(mode: UpdateMode, updateType: UpdateType, outcome: UpdateOutcomeLabel): void;
+  /** One dispatch (one run, or its retry) and how it ended: `ok` or the failure code. */
+  runDispatched(location: Location, device: Device, outcome: string, seconds: number): void;
+}
+
+export interface GatewayMetrics extends UpdateObserver {
+  registry: Registry;
+  /** Times every HTTP request by route template (never the URL: it carries user input). */
+  httpMiddleware: RequestHandler;
+}
+
+/**
+ * The gateway's Prometheus metrics, in a registry of this gateway's own (two gateways in one
+ * process, as in tests, do not share counters). Labels are bounded sets: route templates,
+ * methods, status codes, locations, devices, update types, outcome codes; never a URL, a
+ * token or a project.
+ */
+export function createGatewayMetrics({ nc, agents }: { nc: NatsConnection; agents: AgentRegistry }): GatewayMetrics {
+  const registry = createMetricsRegistry();
+
+  const httpDuration = new Histogram({
+    name: 'perfwatch_http_request_duration_seconds',
+    help: 'HTTP requests by route template, method and status.',
+    labelNames: ['route', 'method', 'status'] as const,
+    // Reads take milliseconds; a sync update takes tens of seconds to minutes.
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
+    registers: [registry],
+  });
+  const updates = new Counter({
+    name: 'perfwatch_updates_total',
+    help: 'Updates by mode, update type and outcome (complete, partial, failed).',
+    labelNames: ['mode', 'update_type', 'outcome'] as const,
+    registers: [registry],
+  });
+  const dispatch = new Histogram({
+    name: 'perfwatch_dispatch_duration_seconds',
+    help: 'From sending a run to an agent until its reply (or failure), by location, device and outcome.',
+    labelNames: ['location', 'device', 'outcome'] as const,
+    buckets: [0.5, 1, 2.5, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'perfwatch_agents',
+    help: 'Live agents per location, from their announcements.',
+    labelNames: ['location'] as const,
+    registers: [registry],
+    collect() {
+      const live = agents.all();
+      for (const location of LOCATIONS) this.set({ location }, live.filter((a) => a.location === location).length);
+    },
+  });
+  new Gauge({
+    name: 'perfwatch_agent_slots',
+    help: 'Run slots of the live agents per location: capacity, and how many are busy.',
+    labelNames: ['location', 'state'] as const,
+    registers: [registry],
+    collect() {
+      const live = agents.all();
+      for (const location of LOCATIONS) {
+        const here = live.filter((a) => a.location === location);
+        this.set({ location, state: 'capacity' }, here.reduce((n, a) => n + a.capacity, 0));
+        this.set({ location, state: 'busy' }, here.reduce((n, a) => n + a.busy, 0));
+      }
+    },
+  });
+  registerNatsConnected(registry, nc);
+
+  return {
+    registry,
+    httpMiddleware(req, res, next) {
+      const end = httpDuration.startTimer();
+      res.once('finish', () => {
+        // The matched route's template; requests no route matched share one label value. A
+        // router's mount path is gone from req.baseUrl once an error left it: see ROUTE_BASE.
+        const base = typeof res.locals[ROUTE_BASE] === 'string' ? res.locals[ROUTE_BASE] : req.baseUrl;
+        const route = req.route ? `${base}${String(req.route.path)}` : 'unmatched';
+        end({ route, method: req.method, status: String(res.statusCode) });
+      });
+      next();
+    },
+    updateDone(mode, updateType, outcome) {
+      updates.inc({ mode, update_type: updateType, outcome });
+    },
+    runDispatched(location, device, outcome, seconds) {
+      dispatch.observe({ location, device, outcome: outcome.toLowerCase() }, seconds);
+    },
+  };
+}
