@@ -3,13 +3,16 @@
 #   - npm packages (npm ci), Node 24 among them (the npm package node@24);
 #   - Debian's chromium, for the agent's Lighthouse runs;
 #   - nats-server (current, with JetStream) and FerretDB v1 (the MongoDB-wire server the tests
-#     and `perfwatch start` use), both built from the Go module proxy into .tools/bin.
+#     and `perfwatch start` use), both built from the Go module proxy into .tools/bin;
+#   - for tests only: kustomize (built the same way) and Debian's prometheus (server and
+#     promtool), which check the deploy/ manifests, alert rules and real scrapes.
 # Built binaries are also kept in ~/.cache/perfwatch, so a fresh clone builds them only once.
 # Usage: scripts/setup.sh [test|start]   (the argument only changes the messages)
 set -euo pipefail
 
 NATS_SERVER_VERSION=v2.15.2
 FERRETDB_VERSION=v1.24.2
+KUSTOMIZE_VERSION=v5.8.0
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -35,13 +38,22 @@ if [ ! -x node_modules/node/bin/node ] || [ "$(cat node_modules/.perfwatch-lock 
   echo "$lock_hash" > node_modules/.perfwatch-lock
 fi
 
-# 2. Chromium.
+# 2. Debian packages: Chromium always; Prometheus and promtool for the tests.
+apt_updated=
+apt_install() { # packages...
+  if [ -z "$apt_updated" ]; then as_root apt-get update -qq && apt_updated=1 || return 1; fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
 chrome="${CHROME_PATH:-/usr/bin/chromium}"
 if [ ! -x "$chrome" ]; then
   say "installing Debian's chromium"
-  if ! { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null; }; then
+  apt_install chromium fonts-liberation ||
     die "Chromium is missing at $chrome and could not be installed: run 'sudo apt-get install chromium' (or set CHROME_PATH) and try again"
-  fi
+fi
+if [ "$purpose" = test ] && { [ ! -x /usr/bin/prometheus ] || [ ! -x /usr/bin/promtool ]; }; then
+  say "installing Debian's prometheus (server and promtool, for the operations tests)"
+  # The package's service is never started here: the tests run their own server on loopback.
+  apt_install prometheus || die "could not install Debian's prometheus: run 'sudo apt-get install prometheus' and try again"
 fi
 
 # 3. Go-built servers.
@@ -55,8 +67,10 @@ build_go_tool() { # name module version package-dir-within-module
     command -v go >/dev/null 2>&1 || die "Go is needed to build $name ($purpose): install Go 1.24 or newer"
     say "building $name $version from the Go module proxy (once; a minute or two)"
     local dir work
-    dir="$(GOTOOLCHAIN=local GOFLAGS=-mod=mod go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
-    [ -n "$dir" ] && [ -d "$dir" ] || die "could not download $module@$version"
+    local info
+    info="$(GOTOOLCHAIN=local GOFLAGS=-mod=mod go mod download -json "$module@$version" || true)"
+    dir="$(printf '%s\n' "$info" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+    [ -n "$dir" ] && [ -d "$dir" ] || die "could not download $module@$version: $(printf '%s\n' "$info" | sed -n 's/^[[:space:]]*"Error": "\(.*\)",$/\1/p')"
     # Built from a writable copy of the module, as its own main module: FerretDB embeds its
     # version from build/version/version.txt, which only a release build writes.
     work="$(mktemp -d)"
@@ -74,5 +88,11 @@ build_go_tool nats-server github.com/nats-io/nats-server/v2 "$NATS_SERVER_VERSIO
 nats_pid=$!
 build_go_tool ferretdb github.com/FerretDB/FerretDB "$FERRETDB_VERSION" cmd/ferretdb &
 ferret_pid=$!
+kustomize_pid=
+if [ "$purpose" = test ]; then
+  build_go_tool kustomize sigs.k8s.io/kustomize/kustomize/v5 "$KUSTOMIZE_VERSION" . &
+  kustomize_pid=$!
+fi
 wait "$nats_pid" || die "building nats-server failed"
 wait "$ferret_pid" || die "building FerretDB failed"
+if [ -n "$kustomize_pid" ]; then wait "$kustomize_pid" || die "building kustomize failed"; fi

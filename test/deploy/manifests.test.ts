@@ -1,0 +1,94 @@
+import { execFile } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { LOCATIONS } from '@perfwatch/common';
+
+// Every kustomize overlay under deploy/k8s builds with a real kustomize, and every object it
+// renders validates against the Kubernetes (and Prometheus Operator) JSON schemas shipped in
+// the npm package kubernetes-models: offline, nothing fetched.
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
+const kustomize = join(root, '.tools/bin/kustomize');
+const overlays = join(root, 'deploy/k8s/overlays');
+const run = promisify(execFile);
+
+interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string> };
+  spec?: Record<string, unknown>;
+  data?: Record<string, string>;
+}
+
+async function build(dir: string): Promise<K8sObject[]> {
+  const { stdout } = await run(kustomize, ['build', dir], { maxBuffer: 16 * 1024 * 1024 });
+  return parseAllDocuments(stdout).map((doc) => doc.toJS() as K8sObject);
+}
+
+/** The kubernetes-models class for an object's apiVersion and kind; unknown kinds fail the test. */
+async function validate(object: K8sObject): Promise<void> {
+  const [group, version] = object.apiVersion.includes('/') ? object.apiVersion.split('/') : ['', object.apiVersion];
+  const module = group === 'monitoring.coreos.com' ? `@kubernetes-models/prometheus-operator/${group}/${version}/${object.kind}` : `kubernetes-models/${group ? `${group}/` : ''}${version}/${object.kind}`;
+  const exports = (await import(module)) as Record<string, new (data: unknown) => { validate(): void }>;
+  const Model = exports[object.kind];
+  if (!Model) throw new Error(`no schema for ${object.apiVersion} ${object.kind}`);
+  new Model(object).validate();
+}
+
+const overlayNames = readdirSync(overlays).sort();
+
+describe('Kubernetes manifests', () => {
+  it('has an agent overlay for every location, and one for the gateway', () => {
+    expect(overlayNames).toEqual([...LOCATIONS.map((l) => `agent-${l.replaceAll('_', '-')}`), 'gateway'].sort());
+  });
+
+  it.each(overlayNames)('overlay %s builds, and every object validates against its schema', async (name) => {
+    const objects = await build(join(overlays, name));
+    expect(objects.length).toBeGreaterThan(0);
+    for (const object of objects) await expect(validate(object), `${object.kind} ${object.metadata.name}`).resolves.toBeUndefined();
+  });
+
+  it('a schema violation is caught (the check can fail)', async () => {
+    const [deployment] = (await build(join(overlays, 'gateway'))).filter((o) => o.kind === 'Deployment');
+    const broken = structuredClone(deployment!) as K8sObject & { spec: { replicas: unknown } };
+    broken.spec.replicas = 'two';
+    await expect(validate(broken)).rejects.toThrow(/replicas/);
+  });
+
+  it.each(LOCATIONS)('the %s agents serve their location, sized for one Chrome, stopping after their longest run', async (location) => {
+    const objects = await build(join(overlays, `agent-${location.replaceAll('_', '-')}`));
+    const config = objects.find((o) => o.kind === 'ConfigMap')!;
+    expect(config.data!['PERFWATCH_LOCATION']).toBe(location);
+    const deployment = objects.find((o) => o.kind === 'Deployment') as K8sObject & { spec: { selector: { matchLabels: Record<string, string> }; template: { spec: PodSpec } } };
+    expect(deployment.spec.selector.matchLabels['perfwatch.dev/location']).toBe(location);
+    const pod = deployment.spec.template.spec;
+    const container = pod.containers[0]!;
+    expect(container.envFrom[0]!.configMapRef.name).toBe(config.metadata.name);
+    expect(container.resources.requests).toEqual(container.resources.limits);
+    expect(pod.volumes.find((v) => v.name === 'dshm')!.emptyDir).toMatchObject({ medium: 'Memory' });
+    expect(container.volumeMounts).toContainEqual({ name: 'dshm', mountPath: '/dev/shm' });
+    expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(120);
+    expect(pod.securityContext.runAsNonRoot).toBe(true);
+    expect(container.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+    expect(container.readinessProbe.httpGet.path).toBe('/readyz');
+    const monitor = objects.find((o) => o.kind === 'PodMonitor') as K8sObject & { spec: { selector: { matchLabels: Record<string, string> } } };
+    expect(monitor.spec.selector.matchLabels['perfwatch.dev/location']).toBe(location);
+  });
+});
+
+interface PodSpec {
+  terminationGracePeriodSeconds: number;
+  securityContext: { runAsNonRoot: boolean };
+  volumes: Array<{ name: string; emptyDir?: Record<string, unknown> }>;
+  containers: Array<{
+    envFrom: Array<{ configMapRef: { name: string } }>;
+    resources: { requests: unknown; limits: unknown };
+    volumeMounts: unknown[];
+    securityContext: unknown;
+    readinessProbe: { httpGet: { path: string } };
+  }>;
+}
