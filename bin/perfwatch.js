@@ -43,7 +43,7 @@ try {
   const code = command === 'admin' ? await program.main(args, process.env) : await program.main(process.env);
   process.exitCode = typeof code === 'number' ? code : 0;
 } catch (error) {
-  // Configuration errors list every bad variable; anything else is a crash with its stack.
-  process.stderr.write(`perfwatch ${command}: ${error?.name === 'ConfigError' ? error.message : error?.stack ?? error}\n`);
+  // Configuration and start-up errors say what to fix; anything else is a crash with its stack.
+  process.stderr.write(`perfwatch ${command}: ${error?.name === 'ConfigError' || error?.name === 'StartupError' ? error.message : error?.stack ?? error}\n`);
   process.exitCode = 1;
 }

@@ -1,12 +1,11 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { LOCATIONS, logLevelSchema, parseEnv } from '@perfwatch/common';
+import { LOCATIONS, logLevelSchema, natsEnvSchema, parseEnv } from '@perfwatch/common';
 import { parseAllowList } from './target-guard.ts';
 
 const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
-export const agentEnvSchema = z.object({
-  NATS_URL: z.string().min(1).default('nats://127.0.0.1:4222'),
+export const agentEnvSchema = natsEnvSchema.extend({
   PERFWATCH_LOCATION: z.enum(LOCATIONS, { error: `must be one of ${LOCATIONS.join(', ')}` }),
   PERFWATCH_AGENT_ID: z.string().min(1).max(100).optional(),
   CHROME_PATH: z.string().min(1).default('/usr/bin/chromium'),

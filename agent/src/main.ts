@@ -1,5 +1,4 @@
-import { connect } from '@nats-io/transport-node';
-import { createLogger } from '@perfwatch/common';
+import { connectNats, createLogger } from '@perfwatch/common';
 import { startAgent, type Agent } from './agent.ts';
 import { createAgentMetrics } from './metrics.ts';
 import { startOpsServer } from './ops-server.ts';
@@ -16,7 +15,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   const logger = createLogger({ name: 'perfwatch-agent', level: config.LOG_LEVEL });
   await reapOrphanedChromes(logger);
   exitOnUnhandledRejection(logger);
-  const nc = await connect({ servers: config.NATS_URL.split(','), name: `perfwatch-agent-${config.agentId}`, maxReconnectAttempts: -1 });
+  const nc = await connectNats(config, { name: `perfwatch-agent-${config.agentId}` });
   const runnerOptions = { chromePath: config.CHROME_PATH, noSandbox: config.noSandbox, runsPerBrowser: config.PERFWATCH_RUNS_PER_BROWSER, allowTargets: config.PERFWATCH_ALLOW_TARGETS };
   // Lighthouse runs in worker threads even at capacity 1: its trace processing holds a thread
   // for seconds on a loaded machine, and this one must keep answering NATS and announcing.

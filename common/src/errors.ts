@@ -63,3 +63,11 @@ export class ConfigError extends Error {
     this.problems = problems;
   }
 }
+
+/** A program cannot start for a reason the operator can fix (a server refused its credentials). */
+export class StartupError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StartupError';
+  }
+}

@@ -16,3 +16,4 @@ export * from './security-kpis.ts';
 export * from './agent-presence.ts';
 export * from './version.ts';
 export * from './ops-metrics.ts';
+export * from './nats-connect.ts';

@@ -1,10 +1,9 @@
 import { z } from 'zod';
-import { logLevelSchema, parseEnv } from '@perfwatch/common';
+import { logLevelSchema, natsEnvSchema, parseEnv } from '@perfwatch/common';
 
-export const gatewayEnvSchema = z.object({
+export const gatewayEnvSchema = natsEnvSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().min(1).default('0.0.0.0'),
-  NATS_URL: z.string().min(1).default('nats://127.0.0.1:4222'),
   MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// or mongodb+srv:// URI').default('mongodb://127.0.0.1:27017/'),
   MONGODB_DB: z.string().regex(/^[A-Za-z0-9_-]{1,63}$/, 'must be a database name').default('perfwatch'),
   LOG_LEVEL: logLevelSchema,

@@ -1,5 +1,4 @@
-import { connect } from '@nats-io/transport-node';
-import { createLogger } from '@perfwatch/common';
+import { connectNats, createLogger } from '@perfwatch/common';
 import { loadGatewayConfig } from './config.ts';
 import { startGateway } from './gateway-runtime.ts';
 import { MongoStore } from './store/mongo-store.ts';
@@ -10,7 +9,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   const logger = createLogger({ name: 'perfwatch-gateway', level: config.LOG_LEVEL });
   const store = new MongoStore({ uri: config.MONGODB_URI, dbName: config.MONGODB_DB });
   await store.init();
-  const nc = await connect({ servers: config.NATS_URL.split(','), name: 'perfwatch-gateway', maxReconnectAttempts: -1 });
+  const nc = await connectNats(config, { name: 'perfwatch-gateway' });
   const gateway = await startGateway({ nc, store, logger, config });
 
   let shuttingDown = false;

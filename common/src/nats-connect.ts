@@ -1,0 +1,56 @@
+import { readFile } from 'node:fs/promises';
+import { credsAuthenticator, nkeyAuthenticator, type NatsConnection } from '@nats-io/nats-core';
+import { connect, type NodeConnectionOptions } from '@nats-io/transport-node';
+import { z } from 'zod';
+import { StartupError } from './errors.ts';
+
+/**
+ * The NATS settings every program reads. An agent in someone else's region connects over TLS
+ * with credentials of its own: a creds file (NATS decentralized auth, JWT + seed) or an nkey
+ * seed file, and optionally a client certificate.
+ */
+export const natsEnvSchema = z.object({
+  NATS_URL: z.string().min(1).default('nats://127.0.0.1:4222'),
+  NATS_CREDS_FILE: z.string().min(1).optional(),
+  NATS_NKEY_SEED_FILE: z.string().min(1).optional(),
+  /** CA that signed the server's certificate, when it is not a public one. */
+  NATS_TLS_CA_FILE: z.string().min(1).optional(),
+  /** A client certificate and key, for servers that verify clients (mutual TLS). */
+  NATS_TLS_CERT_FILE: z.string().min(1).optional(),
+  NATS_TLS_KEY_FILE: z.string().min(1).optional(),
+});
+export type NatsSettings = z.infer<typeof natsEnvSchema>;
+
+/** Connects as `name`, turning a refusal into an error that says what to check. */
+export async function connectNats(settings: NatsSettings, options: { name: string } & Partial<NodeConnectionOptions>): Promise<NatsConnection> {
+  const servers = settings.NATS_URL.split(',');
+  const connectOptions: NodeConnectionOptions = { servers, maxReconnectAttempts: -1, ...options };
+  if (settings.NATS_CREDS_FILE) connectOptions.authenticator = credsAuthenticator(await readSecret(settings.NATS_CREDS_FILE, 'NATS_CREDS_FILE'));
+  else if (settings.NATS_NKEY_SEED_FILE) connectOptions.authenticator = nkeyAuthenticator(new TextEncoder().encode((await readSecret(settings.NATS_NKEY_SEED_FILE, 'NATS_NKEY_SEED_FILE')).toString('utf8').trim()));
+  if (settings.NATS_TLS_CA_FILE || settings.NATS_TLS_CERT_FILE) {
+    connectOptions.tls = {
+      ...(settings.NATS_TLS_CA_FILE ? { caFile: settings.NATS_TLS_CA_FILE } : {}),
+      ...(settings.NATS_TLS_CERT_FILE ? { certFile: settings.NATS_TLS_CERT_FILE } : {}),
+      ...(settings.NATS_TLS_KEY_FILE ? { keyFile: settings.NATS_TLS_KEY_FILE } : {}),
+    };
+  }
+  try {
+    return await connect(connectOptions);
+  } catch (error) {
+    const message = (error as Error).message;
+    const hint = /authori[sz]ation|authentication|user/i.test(message)
+      ? 'the server refused these credentials: check NATS_CREDS_FILE or NATS_NKEY_SEED_FILE, and that the server knows this user'
+      : /tls|certificate|self.signed/i.test(message)
+        ? 'TLS failed: check NATS_TLS_CA_FILE (and the client certificate, if the server asks for one)'
+        : 'check NATS_URL and that the server is reachable';
+    throw new StartupError(`could not connect to NATS at ${servers.join(', ')}: ${message} (${hint})`, { cause: error });
+  }
+}
+
+async function readSecret(path: string, variable: string): Promise<Buffer> {
+  try {
+    return await readFile(path);
+  } catch (error) {
+    throw new StartupError(`${variable}=${path} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, { cause: error });
+  }
+}

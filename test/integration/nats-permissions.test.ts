@@ -1,0 +1,124 @@
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createUser } from '@nats-io/nkeys';
+import type { NatsConnection } from '@nats-io/nats-core';
+import selfsigned from 'selfsigned';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { agentAnnounceSubject, connectNats, encodeAnnouncement, encodeJob, decodeReply, HEADERS } from '@perfwatch/common';
+import { startAgentRegistry, startNatsServer, type AgentRegistry, type LocalServer } from '@perfwatch/gateway';
+import { inject } from 'vitest';
+import { runPerfwatch, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
+import { silentLogger } from '../support/test-services.ts';
+
+// A nats-server that requires TLS and nkey authentication, with the roles of
+// deploy/nats/roles/: an agent with its own credentials works over TLS; one with
+// credentials the server does not know fails at start, saying so; an agent's credentials do
+// not reach another location's jobs or announcements.
+
+const rolesDir = join(dirname(fileURLToPath(import.meta.url)), '../../deploy/nats/roles');
+let dir: string;
+let server: LocalServer;
+let gateway: NatsConnection;
+let registry: AgentRegistry;
+let agent: PerfwatchProcess | undefined;
+const files = { ca: '', gatewaySeed: '', tokyoSeed: '', strangerSeed: '' };
+
+async function seedFile(name: string): Promise<{ file: string; publicKey: string }> {
+  const user = createUser();
+  const file = join(dir, `${name}.nk`);
+  await writeFile(file, new TextDecoder().decode(user.getSeed()), { mode: 0o600 });
+  return { file, publicKey: user.getPublicKey() };
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'perfwatch-nats-auth-'));
+  const pems = selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
+    days: 2,
+    keySize: 2048,
+    algorithm: 'sha256',
+    extensions: [
+      { name: 'basicConstraints', cA: true },
+      { name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }, { type: 2, value: 'localhost' }] },
+    ],
+  });
+  files.ca = join(dir, 'server.crt');
+  await writeFile(files.ca, pems.cert);
+  await writeFile(join(dir, 'server.key'), pems.private, { mode: 0o600 });
+  const gatewayUser = await seedFile('gateway');
+  const tokyoUser = await seedFile('agent-tokyo');
+  files.gatewaySeed = gatewayUser.file;
+  files.tokyoSeed = tokyoUser.file;
+  files.strangerSeed = (await seedFile('stranger')).file;
+  // The shipped roles, unchanged, beside a config that names this test's users and certificate.
+  await cp(rolesDir, join(dir, 'server', 'roles'), { recursive: true });
+  const config = [
+    `tls { cert_file: "${join(dir, 'server.crt')}", key_file: "${join(dir, 'server.key')}" }`,
+    'authorization { users = [',
+    `  { nkey: "${gatewayUser.publicKey}", permissions: { include "roles/gateway.conf" } }`,
+    `  { nkey: "${tokyoUser.publicKey}", permissions: { include "roles/agent-tokyo.conf" } }`,
+    '] }',
+    '',
+  ].join('\n');
+  server = await startNatsServer({ binary: inject('natsServerBinary'), dir: join(dir, 'server'), config });
+  gateway = await connectNats({ NATS_URL: server.url, NATS_NKEY_SEED_FILE: files.gatewaySeed, NATS_TLS_CA_FILE: files.ca }, { name: 'test-gateway', maxReconnectAttempts: 0 });
+  registry = await startAgentRegistry({ nc: gateway, logger: silentLogger });
+});
+
+afterAll(async () => {
+  await agent?.stop();
+  await registry?.stop();
+  await gateway?.drain();
+  await server?.stop();
+  if (!process.env["KEEP_NATS_DIR"]) await rm(dir, { recursive: true, force: true });
+});
+
+const agentEnv = (seed: string) => ({ NATS_URL: server.url, NATS_NKEY_SEED_FILE: seed, NATS_TLS_CA_FILE: files.ca, PERFWATCH_LOCATION: 'tokyo', PERFWATCH_AGENT_ID: 'tokyo-tls', PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' });
+
+describe('NATS with TLS and per-role permissions', () => {
+  it('an agent with its own credentials connects over TLS, announces itself and audits', async () => {
+    agent = spawnPerfwatch(['agent'], agentEnv(files.tokyoSeed));
+    await agent.waitFor(/agent serving location/);
+    await vi.waitFor(() => expect(registry.agents('tokyo')?.map((a) => a.agentId)).toEqual(['tokyo-tls']), { timeout: 10_000 });
+    const job = { jobId: 'tls-1', updateId: 'tls', url: `${inject('siteUrl')}index.html`, device: 'desktop' as const, location: 'tokyo' as const, runIndex: 0, timeoutMs: 120_000 };
+    const msg = await gateway.request('perfwatch.audit.v1.tokyo', encodeJob(job), { timeout: 150_000 });
+    const reply = await decodeReply(msg.data, msg.headers?.get(HEADERS.contentEncoding));
+    expect(reply.ok, JSON.stringify(reply).slice(0, 300)).toBe(true);
+  }, 180_000);
+
+  it('an agent with credentials the server does not know fails at start, saying what to check', async () => {
+    const { code, output } = await runPerfwatch(['agent'], agentEnv(files.strangerSeed));
+    expect(code).toBe(1);
+    expect(output).toMatch(/could not connect to NATS at .*(refused these credentials|NATS_NKEY_SEED_FILE)/);
+    expect(output).not.toMatch(/\n\s+at /); // a message, not a stack trace
+  });
+
+  it('an agent without TLS trust for the server fails at start, saying so', async () => {
+    const { NATS_TLS_CA_FILE: _untrusted, ...env } = agentEnv(files.tokyoSeed);
+    const { code, output } = await runPerfwatch(['agent'], env);
+    expect(code).toBe(1);
+    expect(output).toMatch(/could not connect to NATS at .*(self.signed|certificate).*TLS failed: check NATS_TLS_CA_FILE/);
+  });
+
+  it('the tokyo credentials cannot take london jobs, nor announce or answer for london', async () => {
+    const tokyo = await connectNats({ NATS_URL: server.url, NATS_NKEY_SEED_FILE: files.tokyoSeed, NATS_TLS_CA_FILE: files.ca }, { name: 'stolen-tokyo', maxReconnectAttempts: 0 });
+    const errors: string[] = [];
+    void (async () => {
+      for await (const status of tokyo.status()) if (status.type === 'error') errors.push(String(status.error));
+    })();
+    try {
+      const london = tokyo.subscribe('perfwatch.audit.v1.london', { queue: 'perfwatch-agents.london' });
+      const closed = await london.closed;
+      expect(String(closed)).toMatch(/permissions violation/i);
+      tokyo.publish(agentAnnounceSubject('london'), encodeAnnouncement({ agentId: 'impostor', location: 'london', version: '1', capacity: 1, busy: 0, state: 'ready', intervalMs: 60_000 }));
+      await tokyo.flush();
+      await vi.waitFor(() => expect(errors.join(' ')).toMatch(/permissions violation for publish/i));
+      // Nothing reached the gateway: london has no agent, and a london job finds no responder.
+      expect(registry.agents('london')).toEqual([]);
+      await expect(gateway.request('perfwatch.audit.v1.london', encodeJob({ jobId: 'x', updateId: 'x', url: 'https://example.com/', device: 'mobile', location: 'london', runIndex: 0, timeoutMs: 1000 }), { timeout: 2_000 })).rejects.toThrow(/no responders/i);
+    } finally {
+      await tokyo.close();
+    }
+  });
+});
