@@ -30,7 +30,7 @@ export interface GatewayMetrics extends UpdateObserver {
  * methods, status codes, locations, devices, update types, outcome codes; never a URL, a
  * token or a project.
  */
-export function createGatewayMetrics({ nc, agents }: { nc: NatsConnection; agents: AgentRegistry }): GatewayMetrics {
+export function createGatewayMetrics({ nc, agents, queueDepth }: { nc: NatsConnection; agents: AgentRegistry; queueDepth: (location: Location) => number }): GatewayMetrics {
   const registry = createMetricsRegistry();
 
   const httpDuration = new Histogram({
@@ -76,6 +76,15 @@ export function createGatewayMetrics({ nc, agents }: { nc: NatsConnection; agent
         this.set({ location, state: 'capacity' }, here.reduce((n, a) => n + a.capacity, 0));
         this.set({ location, state: 'busy' }, here.reduce((n, a) => n + a.busy, 0));
       }
+    },
+  });
+  new Gauge({
+    name: 'perfwatch_queue_depth',
+    help: 'Runs waiting for an agent of the location with room, in this gateway.',
+    labelNames: ['location'] as const,
+    registers: [registry],
+    collect() {
+      for (const location of LOCATIONS) this.set({ location }, queueDepth(location));
     },
   });
   registerNatsConnected(registry, nc);

@@ -3,7 +3,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { errors as natsErrors, headers as natsHeaders } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import type { AgentRegistry } from './agent-registry.ts';
-import { auditSubject, decodeReply, encodeJob, HEADERS, type AuditErrorCode, type AuditJob, type AuditRunResult } from '@perfwatch/common';
+import { auditSubject, decodeReply, encodeJob, HEADERS, type AuditErrorCode, type AuditJob, type AuditRunResult, type Location } from '@perfwatch/common';
 
 /**
  * Failures the gateway observes on the transport, beside the ones agents report (an agent of
@@ -25,6 +25,8 @@ export interface DispatchOptions {
 
 export interface Dispatcher {
   dispatch(job: AuditJob, options: DispatchOptions): Promise<RunOutcome>;
+  /** Runs of a location waiting for an agent with room (every agent was busy when offered). */
+  waiting?(location: Location): number;
 }
 
 /** Agents that hand a job back this way are offered it again, until the reply deadline. */
@@ -50,7 +52,23 @@ export function createNatsDispatcher({
   registry?: AgentRegistry;
   offerAgainMs?: { min: number; max: number };
 }): Dispatcher {
-  async function dispatch(job: AuditJob, { timeoutMs, requestId, avoidAgent }: DispatchOptions): Promise<RunOutcome> {
+  const waitingBy = new Map<Location, number>();
+
+  async function dispatch(job: AuditJob, options: DispatchOptions): Promise<RunOutcome> {
+    let waits = false;
+    const wait = (on: boolean) => {
+      if (on === waits) return;
+      waits = on;
+      waitingBy.set(job.location, (waitingBy.get(job.location) ?? 0) + (on ? 1 : -1));
+    };
+    try {
+      return await offerUntilTaken(job, options, wait);
+    } finally {
+      wait(false);
+    }
+  }
+
+  async function offerUntilTaken(job: AuditJob, { timeoutMs, requestId, avoidAgent }: DispatchOptions, wait: (on: boolean) => void): Promise<RunOutcome> {
     const deadline = Date.now() + timeoutMs;
     let backoff = offerAgainMs.min;
     for (;;) {
@@ -65,13 +83,14 @@ export function createNatsDispatcher({
       if (!OFFER_AGAIN.has(outcome.error.code) && !allBusy) return outcome;
       const left = deadline - Date.now();
       if (left <= 0) return { ok: false, error: { code: 'TIMEOUT', message: `every agent of ${job.location} stayed busy for ${timeoutMs} ms`, retryable: true } };
+      wait(true);
       const delay = Math.min(left, backoff * (0.5 + Math.random()));
       await (registry && outcome.error.code !== 'AGENT_EXCLUDED' ? registry.roomIn(job.location, delay) : sleep(delay));
       backoff = Math.min(offerAgainMs.max, backoff * 1.5);
     }
   }
 
-  return { dispatch };
+  return { dispatch, waiting: (location) => waitingBy.get(location) ?? 0 };
 
   async function offer(job: AuditJob, { timeoutMs, requestId }: { timeoutMs: number; requestId: string }): Promise<RunOutcome> {
     const h = natsHeaders();

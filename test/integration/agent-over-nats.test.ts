@@ -84,8 +84,12 @@ describe('agent', () => {
     try {
       await vi.waitFor(() => expect(registry.agents('los_angeles')).toMatchObject([{ agentId: 'la-wide', capacity: 3, busy: 0 }]));
       const started = performance.now();
-      const outcomes = await Promise.all(Array.from({ length: 9 }, (_, i) => dispatcher.dispatch(job({ location: 'los_angeles', runIndex: i }), { timeoutMs: 10_000, requestId: `cap-${i}` })));
+      const pending = Promise.all(Array.from({ length: 9 }, (_, i) => dispatcher.dispatch(job({ location: 'los_angeles', runIndex: i }), { timeoutMs: 10_000, requestId: `cap-${i}` })));
+      // Three run, six wait: the queue depth operators see.
+      await vi.waitFor(() => expect(dispatcher.waiting?.('los_angeles')).toBe(6));
+      const outcomes = await pending;
       const ms = performance.now() - started;
+      expect(dispatcher.waiting?.('los_angeles')).toBe(0);
       expect(outcomes.filter((o) => !o.ok)).toEqual([]);
       expect(runner.maxConcurrent).toBe(3);
       // Three waves of 150 ms: a freed slot is taken at once (the agent announces room), not after a backoff.

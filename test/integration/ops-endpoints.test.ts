@@ -65,6 +65,7 @@ describe('operator endpoints', () => {
     expect(sample(text, 'perfwatch_agents{location="london"}')).toBe(1);
     expect(sample(text, 'perfwatch_agents{location="frankfurt"}')).toBe(0);
     expect(sample(text, 'perfwatch_agent_slots{location="london",state="capacity"}')).toBe(2);
+    expect(sample(text, 'perfwatch_queue_depth{location="london"}')).toBe(0);
     expect(sample(text, 'perfwatch_nats_connected')).toBe(1);
     expect(text).toMatch(/^process_cpu_seconds_total /m);
     // Nothing a caller chose, and no secret, ever becomes a label.

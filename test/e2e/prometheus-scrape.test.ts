@@ -1,0 +1,111 @@
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { freePort } from '@perfwatch/gateway';
+import { runPerfwatch, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
+import { isolatedNats } from '../support/test-services.ts';
+
+// A gateway process and an agent process after a real update: their /metrics pass
+// `promtool check metrics`, and a real Prometheus (Debian's) scrapes both, loads the alert
+// rules and answers queries for perfwatch's metrics.
+
+const rules = join(dirname(fileURLToPath(import.meta.url)), '../../deploy/prometheus/perfwatch-rules.yml');
+let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let gateway: PerfwatchProcess;
+let agent: PerfwatchProcess;
+let prometheus: ChildProcess | undefined;
+let dir: string;
+let gatewayUrl: string;
+let agentOpsUrl: string;
+let prometheusUrl: string;
+
+function promtoolCheckMetrics(text: string): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    const child = execFile('promtool', ['check', 'metrics'], (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, output: stdout + stderr }));
+    child.stdin!.end(text);
+  });
+}
+
+async function query(expr: string): Promise<Array<{ metric: Record<string, string>; value: [number, string] }>> {
+  const res = await fetch(`${prometheusUrl}/api/v1/query?query=${encodeURIComponent(expr)}`);
+  const body = (await res.json()) as { status: string; data: { result: Array<{ metric: Record<string, string>; value: [number, string] }> } };
+  expect(body.status).toBe('success');
+  return body.data.result;
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'perfwatch-prom-'));
+  nats = await isolatedNats();
+  const db = { MONGODB_URI: inject('mongoUri'), MONGODB_DB: `pwprom_${randomUUID().slice(0, 8)}` };
+  const created = await runPerfwatch(['admin', 'create-user', 'prom', '--json'], db);
+  const token = JSON.parse(created.output.trim().split('\n').at(-1)!).token as string;
+  const page = `${inject('siteUrl')}index.html`;
+  await runPerfwatch(['admin', 'add-project', 'prom', page, '--locations', 'london', '--runs', '1'], db);
+  const port = await freePort();
+  gatewayUrl = `http://127.0.0.1:${port}`;
+  gateway = spawnPerfwatch(['gateway'], { ...db, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1', SHUTDOWN_READINESS_DELAY_MS: '0' });
+  agent = spawnPerfwatch(['agent'], { NATS_URL: nats.url, PERFWATCH_LOCATION: 'london', PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8', PERFWATCH_OPS_HOST: '127.0.0.1' });
+  await gateway.waitFor(/gateway listening/);
+  agentOpsUrl = (await agent.waitFor(/"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"ops server listening/))[1]!;
+  await agent.waitFor(/agent serving location/);
+  await vi.waitFor(async () => expect(await (await fetch(`${gatewayUrl}/metrics`)).text()).toMatch(/perfwatch_agents\{location="london"\} 1/), { timeout: 15_000 });
+  const res = await fetch(`${gatewayUrl}/v1/update?url=${encodeURIComponent(page)}&device=desktop`, { headers: { Authorization: token } });
+  expect(res.status).toBe(200);
+
+  const promPort = await freePort();
+  prometheusUrl = `http://127.0.0.1:${promPort}`;
+  const config = join(dir, 'prometheus.yml');
+  await writeFile(
+    config,
+    [
+      'global: { scrape_interval: 1s, evaluation_interval: 1s }',
+      `rule_files: ['${rules}']`,
+      'scrape_configs:',
+      `  - { job_name: perfwatch-gateway, static_configs: [{ targets: ['${new URL(gatewayUrl).host}'] }] }`,
+      `  - { job_name: perfwatch-agent, static_configs: [{ targets: ['${new URL(agentOpsUrl).host}'] }] }`,
+      '',
+    ].join('\n'),
+  );
+  prometheus = spawn('prometheus', [`--config.file=${config}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${promPort}`], { stdio: 'ignore' });
+}, 120_000);
+
+afterAll(async () => {
+  prometheus?.kill('SIGTERM');
+  await agent?.stop();
+  await gateway?.stop();
+  await nats?.dispose();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('metrics with Prometheus', () => {
+  it('the gateway and agent scrapes pass promtool check metrics', async () => {
+    const gatewayText = await (await fetch(`${gatewayUrl}/metrics`)).text();
+    const agentText = await (await fetch(`${agentOpsUrl}/metrics`)).text();
+    expect(gatewayText).toMatch(/perfwatch_updates_total\{mode="sync",update_type="manual",outcome="complete"\} 1/);
+    expect(agentText).toMatch(/perfwatch_lighthouse_run_duration_seconds_count\{location="london",device="desktop",outcome="ok"\} 1/);
+    for (const text of [gatewayText, agentText]) {
+      const { code, output } = await promtoolCheckMetrics(text);
+      expect(output).toBe('');
+      expect(code).toBe(0);
+    }
+  });
+
+  it('a real Prometheus scrapes both, loads the alert rules, and answers queries for perfwatch metrics', async () => {
+    await vi.waitFor(async () => expect((await query('up{job=~"perfwatch-.*"} == 1')).length).toBe(2), { timeout: 30_000, interval: 500 });
+    const agents = await query('perfwatch_agents{location="london"}');
+    expect(agents.map((r) => r.value[1])).toEqual(['1']);
+    const runs = await query('sum(perfwatch_lighthouse_run_duration_seconds_count{outcome="ok"})');
+    expect(Number(runs[0]!.value[1])).toBe(1);
+    const groups = (await (await fetch(`${prometheusUrl}/api/v1/rules`)).json()) as { data: { groups: Array<{ name: string; rules: Array<{ name: string; health: string }> }> } };
+    const loaded = groups.data.groups.flatMap((g) => g.rules);
+    expect(loaded.map((r) => r.name)).toContain('PerfwatchLocationWithoutAgent');
+    await vi.waitFor(async () => {
+      const health = ((await (await fetch(`${prometheusUrl}/api/v1/rules`)).json()) as typeof groups).data.groups.flatMap((g) => g.rules).map((r) => r.health);
+      expect(health.every((h) => h === 'ok')).toBe(true);
+    }, { timeout: 15_000, interval: 500 });
+  }, 60_000);
+});
