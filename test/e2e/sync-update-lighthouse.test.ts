@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { auditResultSchema, errorEnvelopeSchema, formatApiDateTime, parseApiDateTime } from '@perfwatch/common';
 import { freePort } from '@perfwatch/gateway';
 import { runPerfwatch, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
@@ -29,7 +29,7 @@ beforeAll(async () => {
 
   const port = await freePort();
   baseUrl = `http://127.0.0.1:${port}`;
-  gateway = spawnPerfwatch(['gateway'], { ...db, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1' });
+  gateway = spawnPerfwatch(['gateway'], { ...db, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1', SHUTDOWN_READINESS_DELAY_MS: '2000' });
   agent = spawnPerfwatch(['agent'], { NATS_URL: nats.url, PERFWATCH_LOCATION: 'london', PERFWATCH_AGENT_ID: 'e2e-london', PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' });
   await gateway.waitFor(/gateway listening/);
   await agent.waitFor(/agent serving location/);
@@ -89,17 +89,28 @@ describe('sync update end to end', () => {
 
   it('reports a page that cannot load as 502 with the reason, and the agent keeps serving', async () => {
     const dead = 'http://127.0.0.1:9/';
-    const res = await fetch(`${baseUrl}/v1/update?url=${encodeURIComponent(dead)}&device=mobile`, { headers: { Authorization: token } });
+    const res = await fetch(`${baseUrl}/v1/update?url=${encodeURIComponent(dead)}&device=mobile`, { headers: { Authorization: token, 'X-Request-Id': 'e2e-trace-502' } });
     const body = errorEnvelopeSchema.parse(await res.json());
     expect(res.status).toBe(502);
+    expect(res.headers.get('x-request-id')).toBe('e2e-trace-502');
     expect(body.status).toBe('BAD_GATEWAY');
     expect(body.errors.join(' ')).toMatch(/mobile\/london: /);
     expect(agent.child.exitCode).toBeNull();
+    // One request id from the HTTP request through NATS to the agent's log lines and back.
+    expect(agent.output()).toMatch(/"requestId":"e2e-trace-502".*"msg":"run failed"/);
+    await vi.waitFor(() => expect(gateway.output()).toMatch(/"req":\{"id":"e2e-trace-502","method":"GET"/));
+    // Tokens never reach a log.
+    expect(gateway.output()).not.toContain(token.slice(3, 20));
   }, 120_000);
 
-  it('stops both programs cleanly on SIGTERM', async () => {
+  it('stops both programs cleanly on SIGTERM, the gateway turning unready before it stops serving', async () => {
     expect(await agent.stop('SIGTERM')).toBe(0);
     expect(agent.output()).toMatch(/agent stopped/);
-    expect(await gateway.stop('SIGTERM')).toBe(0);
+    expect((await fetch(`${baseUrl}/readyz`)).status).toBe(200);
+    const stopped = gateway.stop('SIGTERM');
+    // During SHUTDOWN_READINESS_DELAY_MS the gateway answers, but no longer as ready.
+    await vi.waitFor(async () => expect((await fetch(`${baseUrl}/readyz`)).status).toBe(503), { timeout: 1_500, interval: 100 });
+    expect((await fetch(`${baseUrl}/healthz`)).status).toBe(200);
+    expect(await stopped).toBe(0);
   }, 60_000);
 });
