@@ -1,6 +1,6 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +13,8 @@ import { isolatedNats } from '../support/test-services.ts';
 // `promtool check metrics`, and a real Prometheus (Debian's) scrapes both, loads the alert
 // rules and answers queries for perfwatch's metrics.
 
-const rules = join(dirname(fileURLToPath(import.meta.url)), '../../deploy/prometheus/perfwatch-rules.yml');
+const deploy = join(dirname(fileURLToPath(import.meta.url)), '../../deploy');
+const rules = join(deploy, 'prometheus/perfwatch-rules.yml');
 let nats: Awaited<ReturnType<typeof isolatedNats>>;
 let gateway: PerfwatchProcess;
 let agent: PerfwatchProcess;
@@ -87,6 +88,10 @@ describe('metrics with Prometheus', () => {
     const agentText = await (await fetch(`${agentOpsUrl}/metrics`)).text();
     expect(gatewayText).toMatch(/perfwatch_updates_total\{mode="sync",update_type="manual",outcome="complete"\} 1/);
     expect(agentText).toMatch(/perfwatch_lighthouse_run_duration_seconds_count\{location="london",device="desktop",outcome="ok"\} 1/);
+    // Every perfwatch series the dashboard and the alerts use is one these programs export.
+    const exported = new Set([...`${gatewayText}\n${agentText}`.matchAll(/^# TYPE (\w+) /gm)].map((m) => m[1]!));
+    const used = new Set([...`${await readFile(join(deploy, 'grafana/perfwatch-dashboard.json'), 'utf8')}\n${await readFile(rules, 'utf8')}`.matchAll(/\b(perfwatch_\w+|process_\w+)/g)].map((m) => m[1]!.replace(/_(bucket|count|sum)$/, '')));
+    expect([...used].filter((name) => !exported.has(name))).toEqual([]);
     for (const text of [gatewayText, agentText]) {
       const { code, output } = await promtoolCheckMetrics(text);
       expect(output).toBe('');
@@ -100,6 +105,10 @@ describe('metrics with Prometheus', () => {
     expect(agents.map((r) => r.value[1])).toEqual(['1']);
     const runs = await query('sum(perfwatch_lighthouse_run_duration_seconds_count{outcome="ok"})');
     expect(Number(runs[0]!.value[1])).toBe(1);
+    // Every dashboard query is one Prometheus accepts, and the ones about runs have data.
+    const dashboard = JSON.parse(await readFile(join(deploy, 'grafana/perfwatch-dashboard.json'), 'utf8')) as { panels: Array<{ title: string; targets: Array<{ expr: string }> }> };
+    for (const panel of dashboard.panels) for (const target of panel.targets) await query(target.expr);
+    expect((await query('max by (location) (perfwatch_agents)')).map((r) => r.metric['location'])).toContain('london');
     const groups = (await (await fetch(`${prometheusUrl}/api/v1/rules`)).json()) as { data: { groups: Array<{ name: string; rules: Array<{ name: string; health: string }> }> } };
     const loaded = groups.data.groups.flatMap((g) => g.rules);
     expect(loaded.map((r) => r.name)).toContain('PerfwatchLocationWithoutAgent');
