@@ -13,6 +13,12 @@ export interface AgentRegistry {
   agents(location: Location): AgentAnnouncement[] | undefined;
   /** Every live agent, for metrics and readiness. */
   all(): AgentAnnouncement[];
+  /**
+   * Whether the location's agents all went silent (announced, then missed three announcements)
+   * and none has announced since: NATS may still route jobs to them, but they are frozen or cut
+   * off. A location never announced (agents of v1.0, which do not announce) is not silent.
+   */
+  silent(location: Location): boolean;
   /** Resolves when an agent of the location says it has room, or after `ms`. */
   roomIn(location: Location, ms: number): Promise<void>;
   stop(): Promise<void>;
@@ -26,6 +32,7 @@ export interface AgentRegistry {
  */
 export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Date.now }: { nc: NatsConnection; logger: Logger; settleMs?: number; now?: () => number }): Promise<AgentRegistry> {
   const known = new Map<string, { announcement: AgentAnnouncement; seenAt: number }>();
+  const silentLocations = new Set<Location>();
   const waiting = new Set<{ location: Location; wake: () => void }>();
   let settled = false;
 
@@ -49,6 +56,7 @@ export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Dat
       } else {
         if (!before || !isLive(before)) logger.info({ agentId: announcement.agentId, location: announcement.location, version: announcement.version, capacity: announcement.capacity }, 'agent joined');
         known.set(announcement.agentId, { announcement, seenAt: now() });
+        silentLocations.delete(announcement.location);
       }
       if (announcement.state === 'ready' && announcement.busy < announcement.capacity) {
         for (const w of waiting) if (w.location === announcement.location) w.wake();
@@ -74,6 +82,7 @@ export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Dat
       if (isLive(entry)) live.push(entry.announcement);
       else {
         known.delete(agentId);
+        silentLocations.add(entry.announcement.location);
         logger.warn({ agentId, location: entry.announcement.location, silentMs: now() - entry.seenAt }, 'agent went silent; counted as gone');
       }
     }
@@ -86,6 +95,9 @@ export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Dat
       return live.length > 0 || settled ? live : undefined;
     },
     all,
+    silent(location) {
+      return all().every((a) => a.location !== location) && silentLocations.has(location);
+    },
     roomIn(location, ms) {
       return new Promise((resolve) => {
         const entry = {

@@ -36,7 +36,8 @@ const OFFER_AGAIN = new Set(['AGENT_BUSY', 'AGENT_SHUTTING_DOWN', 'AGENT_EXCLUDE
  * Sends one audit job as a NATS request on its location's subject and turns whatever comes
  * back, or does not, into a RunOutcome. Never throws: every way a run can fail is a value.
  *
- * With a registry, a location whose agents are all gone fails at once, and one whose agents
+ * With a registry, a location whose agents all went silent fails at once (NATS may still route
+ * to a frozen agent, and the request would only time out), and one whose agents
  * are all busy (they leave the queue group at capacity, so NATS finds no responder) is offered
  * the job again as soon as one of them announces room. The wait is driven by those
  * announcements, which a retry library's fixed backoff cannot express, hence the loop here.
@@ -73,8 +74,8 @@ export function createNatsDispatcher({
     let backoff = offerAgainMs.min;
     for (;;) {
       const agents = registry?.agents(job.location);
-      if (agents?.length === 0) {
-        return { ok: false, error: { code: 'NO_RESPONDERS', message: `no agent serves ${job.location}`, retryable: true } };
+      if (registry?.silent(job.location)) {
+        return { ok: false, error: { code: 'NO_RESPONDERS', message: `the agents of ${job.location} stopped announcing themselves`, retryable: true } };
       }
       const exclude = avoidAgent !== undefined && agents?.some((a) => a.agentId !== avoidAgent) ? [avoidAgent] : undefined;
       const outcome = await offer(exclude ? { ...job, excludeAgents: exclude } : job, { timeoutMs: Math.max(1, deadline - Date.now()), requestId });

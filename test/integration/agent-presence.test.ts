@@ -1,7 +1,8 @@
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { agentAnnounceSubject, auditResultSchema, encodeAnnouncement, PERFWATCH_VERSION, type AuditJob } from '@perfwatch/common';
+import { agentAnnounceSubject, auditResultSchema, encodeAnnouncement, encodeReply, HEADERS, PERFWATCH_VERSION, type AuditJob } from '@perfwatch/common';
+import { headers as natsHeaders } from '@nats-io/nats-core';
 import { RunFailure, startAgent, type Agent } from '@perfwatch/agent';
 import { createNatsDispatcher, startAgentRegistry } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
@@ -20,6 +21,12 @@ afterAll(async () => {
   await client?.drain();
   await nats?.dispose();
 });
+
+function gzipHeaders() {
+  const h = natsHeaders();
+  h.set(HEADERS.contentEncoding, 'gzip');
+  return h;
+}
 
 const job = (over: Partial<AuditJob> = {}): AuditJob => ({ jobId: `j-${Math.random()}`, updateId: 'u', url: 'http://fixture.test/', device: 'mobile', location: 'tokyo', runIndex: 0, timeoutMs: 5000, ...over });
 
@@ -68,6 +75,26 @@ describe('agent presence', () => {
       expect(performance.now() - started).toBeLessThan(1_000);
     } finally {
       await frozen.close();
+      await registry.stop();
+    }
+  });
+
+  it('still serves a location whose agents do not announce themselves (agents of v1.0)', async () => {
+    const registry = await startAgentRegistry({ nc: client, logger: silentLogger, settleMs: 50 });
+    const old = await connect({ servers: nats.url });
+    old.subscribe('perfwatch.audit.v1.los_angeles', {
+      queue: 'perfwatch-agents.los_angeles',
+      callback: (_error, msg) => void encodeReply({ ok: false, error: { code: 'PAGE_LOAD_FAILED', message: 'answered by a v1.0 agent', retryable: false } }).then((data) => msg.respond(data, { headers: gzipHeaders() })),
+    });
+    await old.flush();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(registry.agents('los_angeles')).toEqual([]);
+      const dispatcher = createNatsDispatcher({ nc: client, logger: silentLogger, registry });
+      const outcome = await dispatcher.dispatch(job({ location: 'los_angeles' }), { timeoutMs: 5_000, requestId: 'v1.0' });
+      expect(outcome).toMatchObject({ ok: false, error: { code: 'PAGE_LOAD_FAILED', message: 'answered by a v1.0 agent' } });
+    } finally {
+      await old.close();
       await registry.stop();
     }
   });
