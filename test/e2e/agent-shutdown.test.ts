@@ -1,0 +1,58 @@
+import { once } from 'node:events';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { createNatsDispatcher, startAgentRegistry, type AgentRegistry } from '@perfwatch/gateway';
+import { chromesOf } from '../support/chrome-processes.ts';
+import { spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
+import { isolatedNats, silentLogger } from '../support/test-services.ts';
+
+// SIGTERM to an agent in the middle of a real Lighthouse run: it turns unready and says
+// goodbye at once, takes no more work, finishes the run and replies, then exits 0 with its
+// Chrome gone.
+
+let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let nc: NatsConnection;
+let registry: AgentRegistry;
+let agent: PerfwatchProcess;
+
+beforeAll(async () => {
+  nats = await isolatedNats();
+  nc = await connect({ servers: nats.url });
+  registry = await startAgentRegistry({ nc, logger: silentLogger });
+  agent = spawnPerfwatch(['agent'], { NATS_URL: nats.url, PERFWATCH_LOCATION: 'frankfurt', PERFWATCH_AGENT_ID: 'fra-stopping', PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8', PERFWATCH_OPS_HOST: '127.0.0.1' });
+});
+
+afterAll(async () => {
+  await agent?.stop('SIGKILL');
+  await registry?.stop();
+  await nc?.drain();
+  await nats?.dispose();
+});
+
+describe('agent shutdown', () => {
+  it('on SIGTERM mid-run: unready and gone from the registry at once, the run finished and answered, no Chrome left', async () => {
+    const ops = (await agent.waitFor(/"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"ops server listening/))[1]!;
+    await vi.waitFor(() => expect(registry.agents('frankfurt')).toHaveLength(1), { timeout: 30_000 });
+    const dispatcher = createNatsDispatcher({ nc, logger: silentLogger, registry });
+    const job = { jobId: 'stop-1', updateId: 'stop', url: `${inject('siteUrl')}index.html`, device: 'mobile' as const, location: 'frankfurt' as const, runIndex: 0, timeoutMs: 120_000 };
+    const run = dispatcher.dispatch(job, { timeoutMs: 150_000, requestId: 'stop-1' });
+    await vi.waitFor(() => expect(registry.agents('frankfurt')?.[0]?.busy).toBe(1), { timeout: 10_000 });
+    expect((await fetch(`${ops}/readyz`)).status).toBe(200);
+
+    agent.child.kill('SIGTERM');
+    await vi.waitFor(async () => expect((await fetch(`${ops}/readyz`)).status).toBe(503), { timeout: 2_000, interval: 50 });
+    expect((await fetch(`${ops}/healthz`)).status).toBe(200);
+    await vi.waitFor(() => expect(registry.agents('frankfurt')).toEqual([]), { timeout: 2_000 });
+    // A job offered now finds nobody: the stopping agent takes no more work.
+    const late = await dispatcher.dispatch({ ...job, jobId: 'stop-2' }, { timeoutMs: 2_000, requestId: 'stop-2' });
+    expect(late).toMatchObject({ ok: false, error: { code: 'NO_RESPONDERS' } });
+
+    const outcome = await run;
+    expect(outcome.ok, JSON.stringify(outcome).slice(0, 300)).toBe(true);
+    // One SIGTERM only: a second would end the process before its cleanup.
+    const code = agent.child.exitCode ?? (await once(agent.child, 'exit'))[0];
+    expect(code).toBe(0);
+    expect(await chromesOf(agent.child.pid!)).toEqual([]);
+  }, 120_000);
+});
