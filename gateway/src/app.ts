@@ -13,6 +13,7 @@ import { updateRoute } from './routes/update-route.ts';
 import { updatesRoute } from './routes/updates-route.ts';
 import type { Store } from './store/store.ts';
 import type { UpdateService } from './update-service.ts';
+import type { StartAsync } from './async-updates.ts';
 import { ROUTE_BASE, type GatewayMetrics } from './metrics.ts';
 
 export interface Readiness {
@@ -27,6 +28,8 @@ export interface AppDeps {
   logger: Logger;
   /** Prometheus metrics; absent: no /metrics. */
   metrics?: GatewayMetrics;
+  /** mode=async; absent: in this process, without durability (tests of the HTTP layer). */
+  startAsync?: StartAsync;
   /** Whether this gateway should get traffic; absent: ready whenever it answers. */
   readiness?: () => Promise<Readiness>;
   bodyLimit?: string;
@@ -38,7 +41,7 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
 const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** Builds the gateway's HTTP app from its dependencies. Never listens: see createServer. */
-export function createApp({ store, updates, logger, metrics, readiness = async () => ({ ok: true }), bodyLimit = '100kb', rateLimits = { updates: 60, reads: 600 } }: AppDeps): Express {
+export function createApp({ store, updates, logger, metrics, startAsync = async (request) => updates.start(request), readiness = async () => ({ ok: true }), bodyLimit = '100kb', rateLimits = { updates: 60, reads: 600 } }: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
@@ -95,7 +98,7 @@ export function createApp({ store, updates, logger, metrics, readiness = async (
   const before = [onlyGetAndPost, acceptsJson, jsonBodyOnly, json, auth];
   const updateLimit = perTokenLimit(rateLimits.updates, 'updates');
   const readLimit = perTokenLimit(rateLimits.reads, 'reads');
-  v1.all('/update', ...before, updateLimit, updateRoute({ store, updates }));
+  v1.all('/update', ...before, updateLimit, updateRoute({ store, updates, startAsync }));
   v1.all('/audit', ...before, readLimit, auditRoute({ store }));
   v1.all('/updates', ...before, readLimit, updatesRoute({ store }));
   v1.all('/overview', ...before, readLimit, overviewRoute({ store, logger }));

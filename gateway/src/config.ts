@@ -17,6 +17,15 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
   CRUX_API_KEY: z.string().min(1).optional(),
   CRUX_API_ENDPOINT: z.url().default('https://chromeuxreport.googleapis.com'),
   BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/, 'must look like 100kb').default('100kb'),
+  /** Queued updates one gateway runs at once. */
+  UPDATE_WORKERS: z.coerce.number().int().min(1).max(1000).default(4),
+  /** A queued update's job goes to another gateway after this long without a sign of life. */
+  UPDATE_ACK_WAIT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
+  /** Deliveries of a queued update before it is marked failed. */
+  UPDATE_MAX_DELIVER: z.coerce.number().int().min(1).max(100).default(5),
+  UPDATE_RETRY_DELAY_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+  /** Async updates queued or running per location before new ones get 429. */
+  MAX_PENDING_UPDATES_PER_LOCATION: z.coerce.number().int().min(1).default(1_000),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /**
    * On SIGTERM, /readyz answers 503 at once and the gateway keeps serving this long before it

@@ -8,6 +8,8 @@ import { createNatsDispatcher } from './nats-dispatcher.ts';
 import { createServer, type GatewayServer } from './server.ts';
 import type { Store } from './store/store.ts';
 import { createUpdateService } from './update-service.ts';
+import { startUpdateQueue } from './update-queue.ts';
+import { createAsyncUpdates } from './async-updates.ts';
 import type { GatewayConfig } from './config.ts';
 
 export interface GatewayRuntime {
@@ -25,6 +27,8 @@ export async function startGateway({ nc, store, logger, config }: { nc: NatsConn
   const metrics = createGatewayMetrics({ nc, agents, queueDepth: (location) => dispatcher.waiting?.(location) ?? 0 });
   const crux = config.CRUX_API_KEY ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger }) : undefined;
   const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS, crux, observer: metrics });
+  const queue = await startUpdateQueue({ nc, store, updates, logger, workers: config.UPDATE_WORKERS, ackWaitMs: config.UPDATE_ACK_WAIT_MS, maxDeliver: config.UPDATE_MAX_DELIVER, retryDelayMs: config.UPDATE_RETRY_DELAY_MS });
+  const startAsync = createAsyncUpdates({ store, queue, logger, maxPendingPerLocation: config.MAX_PENDING_UPDATES_PER_LOCATION });
   let stopping = false;
   const readiness = async () => {
     if (stopping) return { ok: false, reason: 'shutting down' };
@@ -43,6 +47,7 @@ export async function startGateway({ nc, store, logger, config }: { nc: NatsConn
     updates,
     logger,
     metrics,
+    startAsync,
     readiness,
     bodyLimit: config.BODY_LIMIT,
     rateLimits: { updates: config.RATE_LIMIT_UPDATES_PER_MINUTE, reads: config.RATE_LIMIT_READS_PER_MINUTE },
@@ -59,7 +64,8 @@ export async function startGateway({ nc, store, logger, config }: { nc: NatsConn
       stopping = true;
       if (config.SHUTDOWN_READINESS_DELAY_MS > 0) await sleep(config.SHUTDOWN_READINESS_DELAY_MS);
       await http.close();
-      // Async updates accepted before the stop are finished, not dropped.
+      // Queued updates this gateway took are finished and acknowledged, not dropped.
+      await queue.stop();
       await updates.drain();
       await agents.stop();
     },

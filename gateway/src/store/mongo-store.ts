@@ -2,8 +2,8 @@ import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import { Binary, MongoClient, MongoServerError, ObjectId, type Collection, type Db } from 'mongodb';
 import { z } from 'zod';
-import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, runSummarySchema } from '@perfwatch/common';
-import { DuplicateError, type KpiRow, type OverviewFilter, type SnapshotSummary, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
+import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, runSummarySchema, type Location } from '@perfwatch/common';
+import { ConcurrentWrite, DuplicateError, UPDATE_STATUSES, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateState, type OverviewFilter, type SnapshotSummary, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
@@ -38,6 +38,38 @@ const snapshotDoc = z.object({
   date: z.date(),
   updateType: z.enum(UPDATE_TYPES),
   available: z.array(availableEntry),
+});
+/** What the updates collection holds; read back through updateDoc. */
+interface UpdateDocument {
+  _id: string;
+  userId: ObjectId;
+  projectId: ObjectId;
+  url: string;
+  devices: string[];
+  locations: string[];
+  updateType: string;
+  status: string;
+  date?: Date;
+  reason?: string;
+  attempts: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+const snapshotStateDoc = z.object({ status: z.enum(['writing', 'complete']), date: z.date() });
+const updateDoc = z.object({
+  _id: z.string(),
+  userId: objectId,
+  projectId: objectId,
+  url: z.string(),
+  devices: z.array(z.enum(DEVICES)),
+  locations: z.array(z.enum(LOCATIONS)),
+  updateType: z.enum(UPDATE_TYPES),
+  status: z.enum(UPDATE_STATUSES),
+  date: z.date().optional(),
+  reason: z.string().optional(),
+  attempts: z.number().int(),
+  createdAt: z.date(),
+  updatedAt: z.date(),
 });
 const kpiDoc = z.object({
   date: z.date(),
@@ -79,6 +111,8 @@ export class MongoStore implements Store {
   readonly #snapshots: Collection;
   readonly #results: Collection;
   readonly #kpis: Collection;
+  // Keyed by the update id the API hands out (a UUID string), not an ObjectId.
+  readonly #updates: Collection<UpdateDocument>;
 
   constructor({ uri, dbName }: MongoStoreOptions) {
     this.#client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, appName: 'perfwatch' });
@@ -89,6 +123,7 @@ export class MongoStore implements Store {
     this.#snapshots = this.#db.collection('snapshots');
     this.#results = this.#db.collection('results');
     this.#kpis = this.#db.collection('kpis');
+    this.#updates = this.#db.collection<UpdateDocument>('updates');
   }
 
 
@@ -100,6 +135,10 @@ export class MongoStore implements Store {
       this.#projects.createIndex({ userId: 1, url: 1 }, { unique: true }),
       // /v1/audit reads a project's snapshot at one second.
       this.#snapshots.createIndex({ projectId: 1, date: 1 }, { unique: true }),
+      // One snapshot per update, however often its job is delivered.
+      this.#snapshots.createIndex({ updateId: 1 }, { unique: true }),
+      this.#updates.createIndex({ userId: 1, _id: 1 }),
+      this.#updates.createIndex({ status: 1, locations: 1 }),
       this.#results.createIndex({ snapshotId: 1, device: 1, location: 1 }),
       // /v1/overview reads a user's KPI records by date range, in this order.
       this.#kpis.createIndex({ userId: 1, date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1 }),
@@ -184,6 +223,45 @@ export class MongoStore implements Store {
     return true;
   }
 
+  async #discardSnapshot(snapshotId: ObjectId): Promise<void> {
+    await this.#kpis.deleteMany({ snapshotId });
+    await this.#results.deleteMany({ snapshotId });
+    await this.#snapshots.deleteOne({ _id: snapshotId });
+  }
+
+  async createUpdate(update: NewUpdate): Promise<void> {
+    const now = new Date();
+    await this.#updates.insertOne({
+      _id: update.id,
+      userId: new ObjectId(update.userId),
+      projectId: new ObjectId(update.projectId),
+      url: update.url,
+      devices: [...update.devices],
+      locations: [...update.locations],
+      updateType: update.updateType,
+      status: 'queued',
+      attempts: 0,
+      createdAt: now,
+      updatedAt: now,
+    });
+  }
+
+  async setUpdateState(id: string, state: UpdateState): Promise<void> {
+    const set: Partial<UpdateDocument> = { status: state.status, updatedAt: new Date() };
+    if (state.status === 'done') set.date = state.date;
+    if (state.reason !== undefined) set.reason = state.reason;
+    await this.#updates.updateOne({ _id: id }, { $set: set, ...(state.status === 'running' ? { $inc: { attempts: 1 } } : {}) });
+  }
+
+  async findUpdate(userId: string, id: string): Promise<UpdateRecord | null> {
+    const doc = await this.#updates.findOne({ _id: id, userId: new ObjectId(userId) });
+    return doc ? toUpdate(updateDoc.parse(doc)) : null;
+  }
+
+  async countPendingUpdates(location: Location): Promise<number> {
+    return this.#updates.countDocuments({ status: { $in: ['queued', 'running'] }, locations: location });
+  }
+
   async listSnapshots(projectId: string): Promise<SnapshotSummary[]> {
     const docs = await this.#snapshots.find({ projectId: new ObjectId(projectId), status: 'complete' }, { projection: { date: 1, updateType: 1, available: 1, _id: 1, projectId: 1, updateId: 1, url: 1 } }).sort({ date: 1 }).toArray();
     return docs.map((doc) => {
@@ -209,6 +287,15 @@ export class MongoStore implements Store {
   }
 
   async saveSnapshot({ project, updateId, date, updateType, results }: NewSnapshot): Promise<Date> {
+    // Idempotent per update: a redelivered job finds the snapshot its first delivery wrote, or
+    // clears what a writer that died mid-way left (results and KPI records of a `writing`
+    // snapshot) and writes it again. Never two snapshots for one update.
+    const earlier = await this.#snapshots.findOne({ updateId });
+    if (earlier) {
+      const { status, date: storedAt } = snapshotStateDoc.parse(earlier);
+      if (status === 'complete') return storedAt;
+      await this.#discardSnapshot(earlier._id as ObjectId);
+    }
     const snapshotId = new ObjectId();
     const projectId = new ObjectId(project.id);
     const userId = new ObjectId(project.userId);
@@ -221,6 +308,8 @@ export class MongoStore implements Store {
         break;
       } catch (error) {
         if (!(error instanceof MongoServerError && error.code === DUPLICATE_KEY) || shift >= MAX_DATE_SHIFT_SECONDS) throw error;
+        // The unique key on updateId: another delivery of this update is writing right now.
+        if (await this.#snapshots.findOne({ updateId }, { projection: { _id: 1 } })) throw new ConcurrentWrite(updateId);
       }
     }
     const resultDocs = await Promise.all(
@@ -266,6 +355,10 @@ export class MongoStore implements Store {
     );
     return { id: snapshot._id, projectId: snapshot.projectId, updateId: snapshot.updateId, url: snapshot.url, date: snapshot.date, updateType: snapshot.updateType, available: snapshot.available, results };
   }
+}
+
+function toUpdate({ _id, date, reason, ...rest }: z.infer<typeof updateDoc>): UpdateRecord {
+  return { id: _id, date: date ?? null, reason: reason ?? null, ...rest };
 }
 
 function toUser(doc: z.infer<typeof userDoc>): UserRecord {

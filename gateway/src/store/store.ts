@@ -102,6 +102,52 @@ export interface SnapshotSummary {
 }
 
 /** Raised when a unique name or URL is taken. */
+export const UPDATE_STATUSES = ['queued', 'running', 'done', 'failed'] as const;
+export type UpdateStatus = (typeof UPDATE_STATUSES)[number];
+
+export interface NewUpdate {
+  id: string;
+  userId: string;
+  projectId: string;
+  url: string;
+  devices: readonly Device[];
+  locations: readonly Location[];
+  updateType: UpdateType;
+}
+
+/** A state change of an update; `reason` may also note why a `queued` update waits again. */
+export type UpdateState =
+  | { status: 'queued'; reason?: string }
+  | { status: 'running'; reason?: string }
+  | { status: 'done'; date: Date; reason?: string }
+  | { status: 'failed'; reason: string };
+
+export interface UpdateRecord {
+  id: string;
+  userId: string;
+  projectId: string;
+  url: string;
+  devices: Device[];
+  locations: Location[];
+  updateType: UpdateType;
+  status: UpdateStatus;
+  /** The snapshot date, once done. */
+  date: Date | null;
+  reason: string | null;
+  /** Deliveries that started running it. */
+  attempts: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** Another delivery of the same update is writing its snapshot now; this one should retry later. */
+export class ConcurrentWrite extends Error {
+  constructor(updateId: string) {
+    super(`update ${updateId} is being written by another delivery`);
+    this.name = 'ConcurrentWrite';
+  }
+}
+
 export class DuplicateError extends Error {
   constructor(message: string) {
     super(message);
@@ -132,8 +178,18 @@ export interface Store {
   /** Removes a project with its snapshots, results and KPI records. */
   removeProject(userId: string, url: string): Promise<boolean>;
 
-  /** Persists a snapshot and returns the date it was stored under. */
+  /**
+   * Persists a snapshot and returns the date it was stored under. Idempotent per updateId: a
+   * second call returns the first snapshot's date (or replaces a write that was cut short).
+   */
   saveSnapshot(snapshot: NewSnapshot): Promise<Date>;
+
+  createUpdate(update: NewUpdate): Promise<void>;
+  setUpdateState(id: string, state: UpdateState): Promise<void>;
+  /** An update of one of the user's projects, or null (another user's update is not found). */
+  findUpdate(userId: string, id: string): Promise<UpdateRecord | null>;
+  /** Updates queued or running that include `location`: the back-pressure measure. */
+  countPendingUpdates(location: Location): Promise<number>;
   findSnapshot(projectId: string, date: Date, filter?: SnapshotFilter): Promise<SnapshotRecord | null>;
   /** A project's complete snapshots, oldest first. */
   listSnapshots(projectId: string): Promise<SnapshotSummary[]>;

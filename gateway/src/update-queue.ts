@@ -1,0 +1,164 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { nanos } from '@nats-io/nats-core';
+import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JsMsg } from '@nats-io/jetstream';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { ApiError, DEVICES, UPDATE_TYPES } from '@perfwatch/common';
+import type { Store } from './store/store.ts';
+import type { UpdateService } from './update-service.ts';
+
+/** The durable work queue of async and scheduled updates, shared by every gateway replica. */
+export const UPDATE_STREAM = 'PERFWATCH_UPDATES';
+export const UPDATE_SUBJECT = 'perfwatch.updates.v1.run';
+const DURABLE = 'perfwatch-gateways';
+
+export const queuedUpdateSchema = z.object({
+  updateId: z.string().min(1).max(200),
+  userId: z.string().min(1),
+  /** The project, by its owner and URL: read again when the job runs, with its settings then. */
+  url: z.string().min(1),
+  devices: z.array(z.enum(DEVICES)).min(1),
+  updateType: z.enum(UPDATE_TYPES),
+  requestId: z.string().max(200),
+});
+export type QueuedUpdate = z.infer<typeof queuedUpdateSchema>;
+
+export interface UpdateQueueOptions {
+  nc: NatsConnection;
+  store: Store;
+  updates: UpdateService;
+  logger: Logger;
+  /** Updates this gateway runs at once. */
+  workers: number;
+  /** Without a sign of life for this long, a job goes to another gateway. */
+  ackWaitMs: number;
+  /** Deliveries before an update is marked failed. */
+  maxDeliver: number;
+  /** Wait before a failed delivery is tried again. */
+  retryDelayMs: number;
+}
+
+export interface UpdateQueue {
+  /** Persists the job (deduplicated by update id); resolves once JetStream has stored it. */
+  enqueue(job: QueuedUpdate): Promise<void>;
+  /** Stops taking jobs and waits for the running ones. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Async updates through a JetStream work-queue stream. Any gateway replica takes jobs (a pull
+ * consumer it asks for exactly as many as it has free workers, so none waits in a buffer while
+ * its ack timer runs), keeps the job's ack timer alive while it works, and acks only once the
+ * snapshot and the update's state are stored. A gateway that dies mid-job leaves it
+ * unacknowledged: JetStream delivers it again to a replica after `ackWaitMs`, and the store's
+ * idempotent write (one snapshot per update id) makes the second delivery harmless.
+ */
+export async function startUpdateQueue({ nc, store, updates, logger, workers, ackWaitMs, maxDeliver, retryDelayMs }: UpdateQueueOptions): Promise<UpdateQueue> {
+  const jsm = await jetstreamManager(nc);
+  const streamConfig = {
+    name: UPDATE_STREAM,
+    subjects: [UPDATE_SUBJECT],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    // A publish retried within this window with the same update id is stored once.
+    duplicate_window: nanos(10 * 60_000),
+  };
+  await jsm.streams.add(streamConfig).catch(async (error: unknown) => {
+    if (!/already in use|stream name already/i.test((error as Error).message)) throw error;
+    await jsm.streams.update(UPDATE_STREAM, { subjects: streamConfig.subjects, duplicate_window: streamConfig.duplicate_window });
+  });
+  const consumerConfig = { durable_name: DURABLE, ack_policy: AckPolicy.Explicit, ack_wait: nanos(ackWaitMs), max_deliver: maxDeliver, max_ack_pending: 10_000 };
+  await jsm.consumers.add(UPDATE_STREAM, consumerConfig).catch(async (error: unknown) => {
+    if (!/already in use|exists/i.test((error as Error).message)) throw error;
+    await jsm.consumers.update(UPDATE_STREAM, DURABLE, { ack_wait: consumerConfig.ack_wait, max_deliver: maxDeliver, max_ack_pending: consumerConfig.max_ack_pending });
+  });
+  const js = jetstream(nc);
+  const consumer = await js.consumers.get(UPDATE_STREAM, DURABLE);
+
+  let stopping = false;
+  let fetching: { stop(): void } | null = null;
+  const running = new Set<Promise<void>>();
+
+  async function handle(msg: JsMsg): Promise<void> {
+    let job: QueuedUpdate;
+    try {
+      job = queuedUpdateSchema.parse(msg.json());
+    } catch (error) {
+      logger.error({ err: error, seq: msg.seq }, 'dropped a queued job that does not match the v1 contract');
+      msg.term('malformed job');
+      return;
+    }
+    const log = logger.child({ updateId: job.updateId, requestId: job.requestId, delivery: msg.info.deliveryCount });
+    // Tells JetStream the job is being worked on, so it is not handed to another replica.
+    const alive = setInterval(() => msg.working(), Math.max(100, Math.floor(ackWaitMs / 3)));
+    try {
+      await store.setUpdateState(job.updateId, { status: 'running' });
+      const project = await store.findProject(job.userId, job.url);
+      if (!project) {
+        await store.setUpdateState(job.updateId, { status: 'failed', reason: 'the project was removed before the update ran' });
+        msg.term('project removed');
+        return;
+      }
+      const outcome = await updates.run({ project, devices: job.devices, updateType: job.updateType, requestId: job.requestId }, job.updateId, 'async');
+      await store.setUpdateState(job.updateId, { status: 'done', date: outcome.date });
+      msg.ack();
+      log.info({ date: outcome.date }, 'queued update done');
+    } catch (error) {
+      const reason = error instanceof ApiError ? [error.message, ...error.errors].join(' ') : (error as Error).message;
+      // Every run failing for the page's own reasons would fail again: no point retrying.
+      const final = (error instanceof ApiError && error.status === 'BAD_GATEWAY') || msg.info.deliveryCount >= maxDeliver;
+      try {
+        if (final) {
+          await store.setUpdateState(job.updateId, { status: 'failed', reason });
+          msg.term(reason.slice(0, 200));
+          log.warn({ reason }, 'queued update failed');
+        } else {
+          await store.setUpdateState(job.updateId, { status: 'queued', reason });
+          msg.nak(retryDelayMs);
+          log.warn({ reason, retryInMs: retryDelayMs }, 'queued update will be tried again');
+        }
+      } catch (stateError) {
+        // The database is away too: leave the job unacknowledged; JetStream delivers it again.
+        log.error({ err: stateError }, 'could not record the update state; the job will be delivered again');
+      }
+    } finally {
+      clearInterval(alive);
+    }
+  }
+
+  const loop = (async () => {
+    while (!stopping) {
+      const free = workers - running.size;
+      if (free <= 0) {
+        await Promise.race(running);
+        continue;
+      }
+      try {
+        const batch = await consumer.fetch({ max_messages: free, expires: 2_000 });
+        fetching = batch;
+        for await (const msg of batch) {
+          const job = handle(msg).finally(() => running.delete(job));
+          running.add(job);
+        }
+      } catch (error) {
+        if (stopping) break;
+        // NATS restarting or JetStream electing a leader: wait and ask again.
+        logger.warn({ err: { message: (error as Error).message } }, 'could not fetch queued updates; retrying');
+        await sleep(1_000);
+      }
+    }
+  })();
+
+  return {
+    async enqueue(job) {
+      await js.publish(UPDATE_SUBJECT, JSON.stringify(queuedUpdateSchema.parse(job)), { msgID: job.updateId });
+    },
+    async stop() {
+      stopping = true;
+      fetching?.stop();
+      await loop;
+      while (running.size > 0) await Promise.allSettled([...running]);
+    },
+  };
+}
