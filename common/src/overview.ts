@@ -39,3 +39,23 @@ export const snapshotListSchema = z
 export type SnapshotList = z.infer<typeof snapshotListSchema>;
 
 export const asyncAckSchema = z.object({ ok: z.literal(1), id: z.string() }).meta({ id: 'AsyncAcknowledgement' });
+
+export const UPDATE_STATES = ['queued', 'running', 'done', 'failed'] as const;
+
+/** `/v1/updates/{id}`: where an async or scheduled update is. */
+export const updateStatusSchema = z
+  .object({
+    id: z.string(),
+    url: z.string(),
+    status: z.enum(UPDATE_STATES).meta({ description: 'queued → running → done, or failed (with the reason). A failed delivery that will be tried again goes back to queued, with the reason.' }),
+    updateType: z.enum(UPDATE_TYPES),
+    devices: z.array(z.enum(DEVICES)),
+    locations: z.array(z.enum(LOCATIONS)),
+    date: z.string().regex(API_DATE_TIME_PATTERN).nullable().meta({ description: 'The snapshot date (for /v1/audit) once done.' }),
+    reason: z.string().nullable(),
+    attempts: z.number().int().nonnegative().meta({ description: 'Deliveries that started running it.' }),
+    createdAt: z.iso.datetime(),
+    updatedAt: z.iso.datetime(),
+  })
+  .meta({ id: 'UpdateStatus' });
+export type UpdateStatusView = z.infer<typeof updateStatusSchema>;

@@ -11,6 +11,7 @@ import { auditRoute } from './routes/audit-route.ts';
 import { overviewRoute } from './routes/overview-route.ts';
 import { updateRoute } from './routes/update-route.ts';
 import { updatesRoute } from './routes/updates-route.ts';
+import { updateStatusRoute } from './routes/update-status-route.ts';
 import type { Store } from './store/store.ts';
 import type { UpdateService } from './update-service.ts';
 import type { StartAsync } from './async-updates.ts';
@@ -101,6 +102,7 @@ export function createApp({ store, updates, logger, metrics, startAsync = async 
   v1.all('/update', ...before, updateLimit, updateRoute({ store, updates, startAsync }));
   v1.all('/audit', ...before, readLimit, auditRoute({ store }));
   v1.all('/updates', ...before, readLimit, updatesRoute({ store }));
+  v1.all('/updates/:id', ...before, readLimit, updateStatusRoute({ store }));
   v1.all('/overview', ...before, readLimit, overviewRoute({ store, logger }));
   app.use('/v1', v1);
 

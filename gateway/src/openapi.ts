@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { createDocument } from 'zod-openapi';
-import { asyncAckSchema, auditResultSchema, errorEnvelopeSchema, overviewResponseSchema, snapshotListSchema } from '@perfwatch/common';
-import { auditBodySchema, auditQuerySchema, overviewBodySchema, overviewQuerySchema, updateBodySchema, updateQuerySchema, updatesBodySchema, updatesQuerySchema } from './request-params.ts';
+import { asyncAckSchema, auditResultSchema, errorEnvelopeSchema, overviewResponseSchema, snapshotListSchema, updateStatusSchema } from '@perfwatch/common';
+import { auditBodySchema, auditQuerySchema, overviewBodySchema, overviewQuerySchema, updateBodySchema, updateQuerySchema, updatesBodySchema, updatesQuerySchema, updateIdParamsSchema, updateStatusBodySchema, updateStatusQuerySchema } from './request-params.ts';
 
 const json = (schema: z.ZodType, description: string) => ({ description, content: { 'application/json': { schema } } });
 const error = (description: string) => json(errorEnvelopeSchema, description);
@@ -28,6 +28,15 @@ function endpoint(summary: string, query: z.ZodType, body: z.ZodType, responses:
   return {
     get: { ...base, requestParams: { query: inputOf(query) } },
     post: { ...base, responses: { ...base.responses, ...bodyErrors }, requestBody: { required: true, content: { 'application/json': { schema: body } } } },
+  };
+}
+
+/** An endpoint whose path carries the update id. */
+function withPathId(operations: ReturnType<typeof endpoint>) {
+  const path = updateIdParamsSchema;
+  return {
+    get: { ...operations.get, requestParams: { ...operations.get.requestParams, path } },
+    post: { ...operations.post, requestParams: { path } },
   };
 }
 
@@ -73,6 +82,12 @@ export function createOpenApiDocument(serverUrl = '/'): ReturnType<typeof create
       '/v1/updates': endpoint('The snapshot dates of a project, per device', updatesQuerySchema, updatesBodySchema, {
         '200': json(snapshotListSchema, 'Per device, the snapshot dates with their locations, ascending.'),
       }),
+      '/v1/updates/{id}': withPathId(
+        endpoint('Where an async or scheduled update is', updateStatusQuerySchema, updateStatusBodySchema, {
+          '200': json(updateStatusSchema, 'The update\'s state; its snapshot date once done, the reason once failed.'),
+          '404': error('No update of the caller has that id.'),
+        }),
+      ),
     },
   });
 }

@@ -96,6 +96,15 @@ export type AuditParams = z.output<typeof auditQuerySchema>;
 export const updatesQuerySchema = z.strictObject({ url: projectUrl });
 export const updatesBodySchema = updatesQuerySchema;
 
+// ---- /v1/updates/{id} ---------------------------------------------------------------------
+
+export const updateIdParamsSchema = z.strictObject({
+  id: z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'id must be an update id as /v1/update?mode=async returned it').meta({ description: 'The id /v1/update?mode=async answered with.' }),
+});
+/** Nothing besides the id, which is in the path. */
+export const updateStatusQuerySchema = z.strictObject({});
+export const updateStatusBodySchema = updateStatusQuerySchema;
+
 // ---- /v1/overview -----------------------------------------------------------------------
 
 export interface OverviewParams {

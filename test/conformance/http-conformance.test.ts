@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -82,7 +83,7 @@ async function send(base: string, path: string, method: 'GET' | 'POST', params: 
 
 /** Checks a reply against the OpenAPI document and, for errors, the envelope. */
 function documented(path: string, method: 'GET' | 'POST', reply: Reply): Reply {
-  checker.check(`/v1/${path}`, method === 'GET' ? 'get' : 'post', reply.status, reply.body);
+  checker.check(path.startsWith('updates/') ? '/v1/updates/{id}' : `/v1/${path}`, method === 'GET' ? 'get' : 'post', reply.status, reply.body);
   if (reply.status >= 400) {
     const envelope = errorEnvelopeSchema.parse(reply.body);
     expect(JSON.stringify(envelope)).not.toMatch(/\bat .+\.ts:\d+/);
@@ -271,9 +272,50 @@ describe('/v1/overview', () => {
   });
 });
 
+describe('/v1/updates/{id}', () => {
+  it('follows an async update from queued to done, with the snapshot date /v1/audit takes', async () => {
+    const [get] = await both('update', { url: 'https://half.example/', mode: 'async', device: 'mobile' }, { url: 'https://half.example/', mode: 'async', device: 'mobile' }, { same: false });
+    const id = (get.body as { id: string }).id;
+    const [first] = await both(`updates/${id}`, {}, {});
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ id, url: 'https://half.example/', updateType: 'manual', devices: ['mobile'], locations: ['tokyo', 'sao_paulo'] });
+    expect(['queued', 'running', 'done']).toContain((first.body as { status: string }).status);
+    await expect.poll(async () => ((await both(`updates/${id}`, {}, {}))[0].body as { status: string }).status, { timeout: 10_000 }).toBe('done');
+    const [done] = await both(`updates/${id}`, {}, {});
+    const date = (done.body as { date: string }).date;
+    const [snapshot] = await both('audit', { url: 'https://half.example/', date }, { url: 'https://half.example/', date });
+    expect(snapshot.status).toBe(200);
+  });
+
+  it('records a failed update with its reason', async () => {
+    const [get] = await both('update', { url: 'https://broken.example/', mode: 'async', device: 'mobile' }, { url: 'https://broken.example/', mode: 'async', device: 'mobile' }, { same: false });
+    const id = (get.body as { id: string }).id;
+    await expect.poll(async () => ((await both(`updates/${id}`, {}, {}))[0].body as { status: string }).status, { timeout: 10_000 }).toBe('failed');
+    const [failed] = await both(`updates/${id}`, {}, {});
+    expect((failed.body as { reason: string }).reason).toMatch(/ERRORED_DOCUMENT_REQUEST/);
+    expect((failed.body as { date: string | null }).date).toBeNull();
+  });
+
+  it('404 for an unknown id and for another user\'s update alike; 400 for a malformed id or an unknown parameter', async () => {
+    const [get] = await both('update', { url: SHOP, mode: 'async', device: 'desktop' }, { url: SHOP, mode: 'async', device: 'desktop' }, { same: false });
+    const id = (get.body as { id: string }).id;
+    const [theirs] = await both(`updates/${id}`, {}, {}, { token: bob });
+    const unknown = randomUUID();
+    const [nobodys] = await both(`updates/${unknown}`, {}, {}, { token: bob });
+    expect(theirs.status).toBe(404);
+    expect(theirs.body).toEqual(JSON.parse(JSON.stringify(nobodys.body).replaceAll(unknown, id)));
+    const [malformed] = await both('updates/not-an-id', {}, {});
+    expect(malformed.status).toBe(400);
+    expect((malformed.body as { errors: string[] }).errors.join(' ')).toMatch(/id must be an update id/);
+    const [extra] = await both(`updates/${id}`, { url: SHOP }, { url: SHOP });
+    expect(extra.status).toBe(400);
+    expect((extra.body as { errors: string[] }).errors.join(' ')).toMatch(/unknown parameter\(s\): url/);
+  });
+});
+
 describe('authentication, tenancy and the error table', () => {
   it('400 naming the header when Authorization is absent; 401 for a bad or Bearer-less bad token', async () => {
-    for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: DAY + 'T00:00:00' }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }]] as const) {
+    for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: DAY + 'T00:00:00' }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}]] as const) {
       const [missing] = await both(path, params, path === 'overview' ? { dateRange: params } : params, { token: null });
       expect(missing.status).toBe(400);
       expect(`${(missing.body as { message: string }).message}`).toMatch(/Authorization/);
@@ -321,7 +363,7 @@ describe('authentication, tenancy and the error table', () => {
   });
 
   it('406 when Accept excludes JSON, 413 for a body over the limit, 415 for a body that is not JSON', async () => {
-    for (const path of ['update', 'audit', 'updates', 'overview']) {
+    for (const path of ['update', 'audit', 'updates', 'overview', `updates/${randomUUID()}`]) {
       const [notAcceptable] = await both(path, { url: SHOP }, { url: SHOP }, { headers: { Accept: 'text/html' } });
       expect(notAcceptable.status).toBe(406);
       const big = documented(path, 'POST', await send(gateway.url, path, 'POST', { raw: JSON.stringify({ url: SHOP, pad: 'x'.repeat(200_000) }) }, { Authorization: alice }));
@@ -346,7 +388,7 @@ describe('authentication, tenancy and the error table', () => {
       // Reads: two allowed a minute, counted over every read endpoint.
       const [first] = await both('audit', audit, audit, { token, base: limited.url });
       expect(first.status).toBe(404);
-      for (const [path, get, post] of [['updates', { url }, { url }], ['overview', ...overview], ['audit', audit, audit]] as const) {
+      for (const [path, get, post] of [['updates', { url }, { url }], ['overview', ...overview], ['audit', audit, audit], [`updates/${randomUUID()}`, {}, {}]] as const) {
         const [over] = await both(path, get, post, { token, base: limited.url });
         expect(over.status, path).toBe(429);
         expect(errorEnvelopeSchema.parse(over.body).status).toBe('TOO_MANY_REQUESTS');
@@ -383,7 +425,7 @@ describe('authentication, tenancy and the error table', () => {
     const updates = createUpdateService({ dispatcher: createNatsDispatcher({ nc: agentConn, logger: silentLogger }), store: failing, logger: silentLogger, runTimeoutMs: 1000, replyTimeoutMs: 1000 });
     const server: GatewayServer = await createServer({ store: failing, updates, logger: silentLogger, port: 0, host: '127.0.0.1' });
     try {
-      for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: `${DAY}T00:00:00` }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }]] as const) {
+      for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: `${DAY}T00:00:00` }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}]] as const) {
         const [reply] = await both(path, params, path === 'overview' ? { dateRange: params } : params, { token, base: server.url });
         expect(reply.status).toBe(500);
         const body = errorEnvelopeSchema.parse(reply.body);
