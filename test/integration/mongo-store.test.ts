@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MongoClient, ObjectId } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { lighthouseKpis, type Device, type Location } from '@perfwatch/common';
 import type { MongoStore } from '@perfwatch/gateway';
 import { loadLhr } from '../support/lhr-fixtures.ts';
@@ -70,6 +71,54 @@ describe('MongoStore', () => {
     expect(second.getTime() - first.getTime()).toBe(1000);
     expect((await store.findSnapshot(project.id, first))!.updateId).toBe('a');
     expect((await store.findSnapshot(project.id, second))!.updateId).toBe('b');
+  });
+
+  it('writes one snapshot per update: a repeated save returns the first; a write cut short is replaced, its KPI records with it', async () => {
+    const user = await store.createUser('fay');
+    const project = await store.addProject({ userId: user.id, url: 'https://fay.example/', domain: 'fay.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+    const date = new Date('2026-04-02T08:00:00Z');
+    const first = await store.saveSnapshot({ project, updateId: 'redelivered', date, updateType: 'scheduled', results: [result('mobile', 'london')] });
+    // The same update delivered again, a minute later: nothing new is written.
+    const again = await store.saveSnapshot({ project, updateId: 'redelivered', date: new Date(date.getTime() + 60_000), updateType: 'scheduled', results: [result('mobile', 'london')] });
+    expect(again).toEqual(first);
+    expect(await store.listSnapshots(project.id)).toHaveLength(1);
+
+    // A gateway that died between its KPI records and the `complete` mark left a `writing`
+    // snapshot: the next delivery clears it and writes the update once.
+    const client = new MongoClient(inject('mongoUri'));
+    try {
+      const db = client.db(store.dbName);
+      const orphan = new ObjectId();
+      const later = new Date('2026-04-02T09:00:00Z');
+      await db.collection('snapshots').insertOne({ _id: orphan, projectId: new ObjectId(project.id), userId: new ObjectId(user.id), updateId: 'cut-short', url: project.url, domain: project.domain, date: later, updateType: 'scheduled', available: [], status: 'writing', createdAt: new Date() });
+      await db.collection('kpis').insertOne({ snapshotId: orphan, projectId: new ObjectId(project.id), userId: new ObjectId(user.id), date: later, section: 'LIGHTHOUSE', kpi: 'performance', data: { value: 1 } });
+      const rewritten = await store.saveSnapshot({ project, updateId: 'cut-short', date: later, updateType: 'scheduled', results: [result('mobile', 'london')] });
+      expect(rewritten).toEqual(later);
+      expect(await db.collection('kpis').countDocuments({ snapshotId: orphan })).toBe(0);
+      expect(await db.collection('snapshots').countDocuments({ updateId: 'cut-short' })).toBe(1);
+      expect((await store.findSnapshot(project.id, later))!.results).toHaveLength(1);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('keeps an update\'s state: queued, running (counting attempts), done with its date; pending counts per location', async () => {
+    const user = await store.createUser('gus');
+    const project = await store.addProject({ userId: user.id, url: 'https://gus.example/', domain: 'gus.example', locations: ['london', 'tokyo'], defaultLocation: 'london', runs: 1, schedule: null });
+    const id = '6f1c2d4e-8a7b-4c3d-9e0f-1a2b3c4d5e6f';
+    const before = await store.countPendingUpdates('tokyo');
+    await store.createUpdate({ id, userId: user.id, projectId: project.id, url: project.url, devices: ['mobile'], locations: project.locations, updateType: 'manual' });
+    expect(await store.countPendingUpdates('tokyo')).toBe(before + 1);
+    await store.setUpdateState(id, { status: 'running' });
+    await store.setUpdateState(id, { status: 'queued', reason: 'no agent answered; tried again later' });
+    await store.setUpdateState(id, { status: 'running' });
+    const date = new Date('2026-04-03T10:00:00Z');
+    await store.setUpdateState(id, { status: 'done', date });
+    expect(await store.findUpdate(user.id, id)).toMatchObject({ id, status: 'done', date, attempts: 2, devices: ['mobile'], locations: ['london', 'tokyo'] });
+    expect(await store.countPendingUpdates('tokyo')).toBe(before);
+    // Another user does not see it.
+    const other = await store.createUser('hal');
+    expect(await store.findUpdate(other.id, id)).toBeNull();
   });
 
   it('streams a user\'s KPI records in date, url, device, location, section, kpi order, filtered', async () => {

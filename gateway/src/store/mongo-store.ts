@@ -114,7 +114,11 @@ export class MongoStore implements Store {
   // Keyed by the update id the API hands out (a UUID string), not an ObjectId.
   readonly #updates: Collection<UpdateDocument>;
 
+  /** The database this store uses (tests and tools read it directly). */
+  readonly dbName: string;
+
   constructor({ uri, dbName }: MongoStoreOptions) {
+    this.dbName = dbName;
     this.#client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, appName: 'perfwatch' });
     this.#db = this.#client.db(dbName);
     this.#users = this.#db.collection('users');
