@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ApiError, DEVICES, UPDATE_TYPES } from '@perfwatch/common';
 import type { Store } from './store/store.ts';
-import type { UpdateService } from './update-service.ts';
+import { NoResultError, type UpdateService } from './update-service.ts';
 
 /** The durable work queue of async and scheduled updates, shared by every gateway replica. */
 export const UPDATE_STREAM = 'PERFWATCH_UPDATES';
@@ -106,8 +106,9 @@ export async function startUpdateQueue({ nc, store, updates, logger, workers, ac
       log.info({ date: outcome.date }, 'queued update done');
     } catch (error) {
       const reason = error instanceof ApiError ? [error.message, ...error.errors].join(' ') : (error as Error).message;
-      // Every run failing for the page's own reasons would fail again: no point retrying.
-      const final = (error instanceof ApiError && error.status === 'BAD_GATEWAY') || msg.info.deliveryCount >= maxDeliver;
+      // Every run failing for the page's own reasons (it did not load, a refused target) would
+      // fail again: no point retrying. Lost agents, timeouts, a NATS or database blink may pass.
+      const final = (error instanceof NoResultError && !error.retryable) || msg.info.deliveryCount >= maxDeliver;
       try {
         if (final) {
           await store.setUpdateState(job.updateId, { status: 'failed', reason });

@@ -137,17 +137,27 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
 
 export type UpdateService = ReturnType<typeof createUpdateService>;
 
+/** An update that produced nothing; `retryable` when some failure may pass on another try. */
+export class NoResultError extends ApiError {
+  readonly retryable: boolean;
+  constructor(status: 'SERVICE_UNAVAILABLE' | 'GATEWAY_TIMEOUT' | 'BAD_GATEWAY', message: string, errors: readonly string[], retryable: boolean) {
+    super(status, message, errors);
+    this.retryable = retryable;
+  }
+}
+
 /**
  * Why an update produced nothing: no agent anywhere is 503, every run timing out is 504,
  * anything else (the page failed to load, Lighthouse failed) is 502 with each reason.
  */
-function noResultError(failures: ReadonlyArray<{ device: Device; location: Location; code: string; message: string }>): ApiError {
+function noResultError(failures: ReadonlyArray<{ device: Device; location: Location; code: string; message: string; retryable: boolean }>): NoResultError {
   const reasons = [...new Set(failures.map((f) => `${f.device}/${f.location}: ${f.message}`))];
+  const retryable = failures.some((f) => f.retryable);
   if (failures.every((f) => f.code === 'NO_RESPONDERS')) {
-    return new ApiError('SERVICE_UNAVAILABLE', 'No agent serves any of the project\'s locations. Try again later.', reasons);
+    return new NoResultError('SERVICE_UNAVAILABLE', 'No agent serves any of the project\'s locations. Try again later.', reasons, true);
   }
   if (failures.every((f) => f.code === 'TIMEOUT')) {
-    return new ApiError('GATEWAY_TIMEOUT', 'Every run of the update timed out.', reasons);
+    return new NoResultError('GATEWAY_TIMEOUT', 'Every run of the update timed out.', reasons, true);
   }
-  return new ApiError('BAD_GATEWAY', 'Every run of the update failed.', reasons);
+  return new NoResultError('BAD_GATEWAY', 'Every run of the update failed.', reasons, retryable);
 }

@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, onTestFailed, vi } from 'vitest';
 import { startAgent, type Agent } from '@perfwatch/agent';
-import { createAdmin, freePort, MongoStore } from '@perfwatch/gateway';
+import { createAdmin, freePort, MongoStore, startNatsServer } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
-import { spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
+import { spawnNode, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { isolatedNats, silentLogger } from '../support/test-services.ts';
 
 // Queued (async) updates survive the gateway that took them: real gateway processes over a
@@ -75,4 +78,129 @@ describe('queued updates', () => {
     expect(snapshots).toHaveLength(1);
     expect(done.date).not.toBeNull();
   }, 60_000);
+
+  it('200 async updates through an agent SIGKILL, a gateway killed and restarted and a NATS restart: every one done, with exactly one snapshot', async () => {
+    // A NATS server of this test's own, restarted in place (same port, same JetStream store).
+    const dir = await mkdtemp(join(tmpdir(), 'perfwatch-faults-'));
+    const port = await freePort();
+    let server = await startNatsServer({ binary: inject('natsServerBinary'), dir, port });
+    const natsUrl = server.url;
+    const faultDb = { MONGODB_URI: db.MONGODB_URI, MONGODB_DB: `pwfault_${randomUUID().slice(0, 8)}` };
+    const faultStore = new MongoStore({ uri: faultDb.MONGODB_URI, dbName: faultDb.MONGODB_DB });
+    await faultStore.init();
+    const admin = createAdmin(faultStore);
+    const { token: faultToken } = await admin.createUser('faults');
+    const user = (await faultStore.findUserByName('faults'))!;
+    // Twenty projects: snapshots of one project take distinct seconds, and 200 updates of a
+    // single project would need 200 s of wall time.
+    const projectUrls = Array.from({ length: 20 }, (_, i) => `https://faults-${i}.example/`);
+    for (const url of projectUrls) await admin.addProject('faults', url, { locations: ['london'], runs: 1 });
+    const processes: PerfwatchProcess[] = [];
+    const stubAgent = (id: string) => {
+      const child = spawnNode(['test/support/stub-agent.ts'], { NATS_URL: natsUrl, PERFWATCH_LOCATION: 'london', PERFWATCH_AGENT_ID: id, STUB_DELAY_MS: '150' });
+      processes.push(child);
+      return child;
+    };
+    const gatewayAt = async (gatewayPort: number) => {
+      const child = spawnPerfwatch(['gateway'], {
+        ...faultDb,
+        NATS_URL: natsUrl,
+        PORT: String(gatewayPort),
+        HOST: '127.0.0.1',
+        UPDATE_WORKERS: '6',
+        UPDATE_ACK_WAIT_MS: '2000',
+        UPDATE_RETRY_DELAY_MS: '300',
+        UPDATE_MAX_DELIVER: '50',
+        RUN_TIMEOUT_MS: '3000',
+        SYNC_UPDATE_TIMEOUT_MS: '4000',
+        SHUTDOWN_READINESS_DELAY_MS: '0',
+        RATE_LIMIT_UPDATES_PER_MINUTE: '100000',
+        LOG_LEVEL: 'warn',
+      });
+      processes.push(child);
+      await vi.waitFor(async () => expect((await fetch(`http://127.0.0.1:${gatewayPort}/readyz`)).status).toBe(200), { timeout: 30_000, interval: 200 });
+      return child;
+    };
+    try {
+      const agents = ['a', 'b', 'c'].map(stubAgent);
+      await Promise.all(agents.map((a) => a.waitFor(/stub agent serving/)));
+      const ports = [await freePort(), await freePort()];
+      let gateways = [await gatewayAt(ports[0]!), await gatewayAt(ports[1]!)];
+
+      const accepted: string[] = [];
+      let refused = 0;
+      const submit = async (n: number) => {
+        // A client that retries until its update is accepted: only accepted updates count.
+        for (let attempt = 0; ; attempt++) {
+          if (attempt > 300) throw new Error(`update ${n} was refused for a minute; last gateway output:\n${gateways[n % 2]!.output().slice(-3000)}`);
+          // Behind a load balancer: a retry may reach the other gateway.
+          const base = `http://127.0.0.1:${ports[(n + attempt) % 2]!}`;
+          try {
+            const res = await fetch(`${base}/v1/update?url=${encodeURIComponent(projectUrls[n % 20]!)}&mode=async&device=mobile`, { headers: { Authorization: faultToken }, signal: AbortSignal.timeout(10_000) });
+            if (res.status === 200) {
+              accepted.push(((await res.json()) as { id: string }).id);
+              return;
+            }
+            refused++;
+          } catch {
+            refused++;
+          }
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+      };
+      const submitRange = async (from: number, to: number) => {
+        for (let n = from; n < to; n += 10) await Promise.all(Array.from({ length: Math.min(10, to - n) }, (_, i) => submit(n + i)));
+      };
+
+      // What happened when, shown if the test fails.
+      const timeline: string[] = [];
+      const progress = (what: string) => timeline.push(`${new Date().toISOString()} ${what} accepted=${accepted.length} refused=${refused}`);
+      onTestFailed(() => console.log(timeline.join('\n')));
+      await submitRange(0, 50);
+      progress('first 50');
+      // An agent dies mid-run, without a goodbye.
+      await agents[0]!.stop('SIGKILL');
+      await submitRange(50, 100);
+      progress('agent killed, 100');
+      // A gateway dies with jobs in hand, and comes back.
+      await gateways[0]!.stop('SIGKILL');
+      await submitRange(100, 130);
+      progress('gateway killed, 130');
+      gateways[0] = await gatewayAt(ports[0]!);
+      progress('gateway back');
+      await submitRange(130, 150);
+      // NATS restarts: JetStream keeps the queue on disk; every client reconnects.
+      await server.stop();
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      server = await startNatsServer({ binary: inject('natsServerBinary'), dir, port });
+      progress('nats restarted');
+      await submitRange(150, 200);
+      progress('all submitted');
+      expect(accepted).toHaveLength(200);
+      expect(new Set(accepted).size).toBe(200);
+
+      await vi.waitFor(
+        async () => {
+          const states = await Promise.all(accepted.map(async (id) => (await faultStore.findUpdate(user.id, id))?.status));
+          const waiting = states.filter((s) => s !== 'done');
+          if (timeline.at(-1)?.startsWith('waiting')) timeline.pop();
+          timeline.push(`waiting for ${waiting.length}: ${JSON.stringify(waiting.slice(0, 5))}`);
+          expect(waiting).toEqual([]);
+        },
+        { timeout: 240_000, interval: 1_000 },
+      );
+      // Exactly one snapshot per update: 200 in all, and each update's date is one of its project's.
+      const snapshots = (await Promise.all((await faultStore.listProjects(user.id)).map(async (p) => (await faultStore.listSnapshots(p.id)).map((s) => `${p.url} ${s.date.toISOString()}`)))).flat();
+      expect(snapshots).toHaveLength(200);
+      const updates = await Promise.all(accepted.map(async (id) => (await faultStore.findUpdate(user.id, id))!));
+      expect(new Set(updates.map((u) => `${u.url} ${u.date!.toISOString()}`))).toEqual(new Set(snapshots));
+      console.log(`faults: 200 updates accepted (${refused} submissions refused while parts were down), all done, 200 snapshots`);
+      gateways = [];
+    } finally {
+      for (const child of processes) await child.stop('SIGKILL');
+      await server.stop();
+      await faultStore.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 600_000);
 });

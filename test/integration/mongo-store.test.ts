@@ -116,6 +116,10 @@ describe('MongoStore', () => {
     await store.setUpdateState(id, { status: 'done', date });
     expect(await store.findUpdate(user.id, id)).toMatchObject({ id, status: 'done', date, attempts: 2, devices: ['mobile'], locations: ['london', 'tokyo'] });
     expect(await store.countPendingUpdates('tokyo')).toBe(before);
+    // A late word from an earlier delivery does not undo `done`.
+    await store.setUpdateState(id, { status: 'queued', reason: 'lost its connection' });
+    await store.setUpdateState(id, { status: 'failed', reason: 'gave up' });
+    expect(await store.findUpdate(user.id, id)).toMatchObject({ status: 'done', date });
     // Another user does not see it.
     const other = await store.createUser('hal');
     expect(await store.findUpdate(other.id, id)).toBeNull();

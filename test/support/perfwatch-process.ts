@@ -15,7 +15,12 @@ export interface PerfwatchProcess {
 
 /** Runs `perfwatch …` as its own process, the way an operator would. */
 export function spawnPerfwatch(args: string[], env: Record<string, string>): PerfwatchProcess {
-  const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, LOG_LEVEL: 'info', PERFWATCH_OPS_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawnNode([bin, ...args], { LOG_LEVEL: 'info', PERFWATCH_OPS_PORT: '0', ...env });
+}
+
+/** Runs a script of this repository (paths from its root) on this Node, watched like perfwatch. */
+export function spawnNode(args: string[], env: Record<string, string>): PerfwatchProcess {
+  const child = spawn(process.execPath, args, { cwd: join(dirname(bin), '..'), env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   const listeners = new Set<() => void>();
   const onData = (chunk: Buffer) => {

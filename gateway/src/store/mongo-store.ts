@@ -254,7 +254,10 @@ export class MongoStore implements Store {
     const set: Partial<UpdateDocument> = { status: state.status, updatedAt: new Date() };
     if (state.status === 'done') set.date = state.date;
     if (state.reason !== undefined) set.reason = state.reason;
-    await this.#updates.updateOne({ _id: id }, { $set: set, ...(state.status === 'running' ? { $inc: { attempts: 1 } } : {}) });
+    // `done` is final: a late word from an earlier delivery (one that lost its connection while a
+    // redelivery finished the update) must not turn it back into queued, running or failed.
+    const filter = state.status === 'done' ? { _id: id } : { _id: id, status: { $ne: 'done' } };
+    await this.#updates.updateOne(filter, { $set: set, ...(state.status === 'running' ? { $inc: { attempts: 1 } } : {}) });
   }
 
   async findUpdate(userId: string, id: string): Promise<UpdateRecord | null> {

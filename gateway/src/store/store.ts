@@ -185,6 +185,7 @@ export interface Store {
   saveSnapshot(snapshot: NewSnapshot): Promise<Date>;
 
   createUpdate(update: NewUpdate): Promise<void>;
+  /** Records a state change; once `done`, an update stays done whatever else is recorded. */
   setUpdateState(id: string, state: UpdateState): Promise<void>;
   /** An update of one of the user's projects, or null (another user's update is not found). */
   findUpdate(userId: string, id: string): Promise<UpdateRecord | null>;
