@@ -26,6 +26,13 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
   UPDATE_RETRY_DELAY_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
   /** Async updates queued or running per location before new ones get 429. */
   MAX_PENDING_UPDATES_PER_LOCATION: z.coerce.number().int().min(1).default(1_000),
+  /** How often the scheduler looks for due projects (and renews its lease). */
+  SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
+  /** A scheduler that stops renewing loses its lease after this long; another gateway takes over. */
+  SCHEDULER_LEASE_TTL_MS: z.coerce.number().int().min(500).max(3_600_000).default(45_000),
+  /** Snapshots older than this are deleted, with their KPI records (DESIGN: a periodic delete, not a TTL index). */
+  RETENTION_DAYS: z.coerce.number().min(1).max(36_500).default(400),
+  RETENTION_EVERY_MS: z.coerce.number().int().min(1_000).default(3_600_000),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /**
    * On SIGTERM, /readyz answers 503 at once and the gateway keeps serving this long before it

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
@@ -9,6 +11,7 @@ import { createServer, type GatewayServer } from './server.ts';
 import type { Store } from './store/store.ts';
 import { createUpdateService } from './update-service.ts';
 import { startUpdateQueue } from './update-queue.ts';
+import { startScheduler } from './scheduler.ts';
 import { createAsyncUpdates } from './async-updates.ts';
 import type { GatewayConfig } from './config.ts';
 
@@ -28,6 +31,16 @@ export async function startGateway({ nc, store, logger, config }: { nc: NatsConn
   const crux = config.CRUX_API_KEY ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger }) : undefined;
   const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS, crux, observer: metrics });
   const queue = await startUpdateQueue({ nc, store, updates, logger, workers: config.UPDATE_WORKERS, ackWaitMs: config.UPDATE_ACK_WAIT_MS, maxDeliver: config.UPDATE_MAX_DELIVER, retryDelayMs: config.UPDATE_RETRY_DELAY_MS });
+  const scheduler = startScheduler({
+    store,
+    queue,
+    logger,
+    holder: `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
+    intervalMs: config.SCHEDULER_INTERVAL_MS,
+    leaseTtlMs: config.SCHEDULER_LEASE_TTL_MS,
+    retentionDays: config.RETENTION_DAYS,
+    retentionEveryMs: config.RETENTION_EVERY_MS,
+  });
   const startAsync = createAsyncUpdates({ store, queue, logger, maxPendingPerLocation: config.MAX_PENDING_UPDATES_PER_LOCATION });
   let stopping = false;
   const readiness = async () => {
@@ -64,6 +77,7 @@ export async function startGateway({ nc, store, logger, config }: { nc: NatsConn
       stopping = true;
       if (config.SHUTDOWN_READINESS_DELAY_MS > 0) await sleep(config.SHUTDOWN_READINESS_DELAY_MS);
       await http.close();
+      await scheduler.stop();
       // Queued updates this gateway took are finished and acknowledged, not dropped.
       await queue.stop();
       await updates.drain();

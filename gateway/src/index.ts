@@ -11,3 +11,4 @@ export { createAdmin, type Admin } from './admin/admin.ts';
 export { startDemoSite, type DemoSite } from './local/demo-site-server.ts';
 export { startNatsServer, startFerretDb, freePort, type LocalServer } from './local/local-servers.ts';
 export { startAgentRegistry, type AgentRegistry } from './agent-registry.ts';
+export { startScheduler, tickUpdateId, type Scheduler } from './scheduler.ts';

@@ -1,9 +1,9 @@
 import { MongoClient, ObjectId } from 'mongodb';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { lighthouseKpis, type Device, type Location } from '@perfwatch/common';
 import type { MongoStore } from '@perfwatch/gateway';
 import { loadLhr } from '../support/lhr-fixtures.ts';
-import { testStore } from '../support/test-services.ts';
+import { isolatedNats, startTestGateway, testStore } from '../support/test-services.ts';
 
 // The MongoDB store against a real MongoDB-wire server (FerretDB here, MongoDB where Docker runs).
 let store: MongoStore;
@@ -123,6 +123,35 @@ describe('MongoStore', () => {
     // Another user does not see it.
     const other = await store.createUser('hal');
     expect(await store.findUpdate(other.id, id)).toBeNull();
+  });
+
+  it('retention: the scheduler deletes snapshots past RETENTION_DAYS with their results and KPI records, and keeps the rest', async () => {
+    const user = await store.createUser('ivy');
+    const project = await store.addProject({ userId: user.id, url: 'https://ivy.example/', domain: 'ivy.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+    const old = new Date(Date.now() - 401 * 86_400_000);
+    old.setUTCMilliseconds(0);
+    const recent = new Date(Date.now() - 399 * 86_400_000);
+    recent.setUTCMilliseconds(0);
+    await store.saveSnapshot({ project, updateId: 'ivy-old', date: old, updateType: 'scheduled', results: [result('mobile', 'london')] });
+    await store.saveSnapshot({ project, updateId: 'ivy-recent', date: recent, updateType: 'scheduled', results: [result('mobile', 'london')] });
+    const kpisOf = async (date: Date) => {
+      const rows = [];
+      for await (const row of store.streamKpis({ userId: user.id, from: date, to: new Date(date.getTime() + 1000) })) rows.push(row);
+      return rows.length;
+    };
+    expect(await kpisOf(old)).toBeGreaterThan(0);
+    const nats = await isolatedNats();
+    const gateway = await startTestGateway({ natsUrl: nats.url, store, config: { RETENTION_DAYS: 400, SCHEDULER_INTERVAL_MS: 200 } });
+    try {
+      await vi.waitFor(async () => expect(await store.findSnapshot(project.id, old)).toBeNull(), { timeout: 10_000 });
+      expect(await kpisOf(old)).toBe(0);
+      expect(await store.findSnapshot(project.id, recent)).not.toBeNull();
+      expect(await kpisOf(recent)).toBeGreaterThan(0);
+    } finally {
+      await gateway.runtime.stop();
+      await gateway.nc.drain();
+      await nats.dispose();
+    }
   });
 
   it('streams a user\'s KPI records in date, url, device, location, section, kpi order, filtered', async () => {

@@ -6,7 +6,7 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
 import { inject } from 'vitest';
-import { createAdmin, gatewayConfigWith, MongoStore, startGateway, startNatsServer, type Admin, type GatewayRuntime, type LocalServer } from '@perfwatch/gateway';
+import { createAdmin, gatewayConfigWith, MongoStore, startGateway, startNatsServer, type Admin, type GatewayConfig, type GatewayRuntime, type LocalServer } from '@perfwatch/gateway';
 
 export const silentLogger: Logger = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
 
@@ -36,8 +36,8 @@ export interface TestGateway {
   stop(): Promise<void>;
 }
 
-export async function startTestGateway({ natsUrl, runTimeoutMs = 10_000, replyTimeoutMs = 20_000, rateLimits, cruxEndpoint }: { natsUrl: string; runTimeoutMs?: number; replyTimeoutMs?: number; rateLimits?: { updates: number; reads: number }; cruxEndpoint?: string }): Promise<TestGateway> {
-  const store = await testStore();
+export async function startTestGateway({ natsUrl, runTimeoutMs = 10_000, replyTimeoutMs = 20_000, rateLimits, cruxEndpoint, store: given, config }: { natsUrl: string; runTimeoutMs?: number; replyTimeoutMs?: number; rateLimits?: { updates: number; reads: number }; cruxEndpoint?: string; store?: MongoStore; config?: Partial<GatewayConfig> }): Promise<TestGateway> {
+  const store = given ?? (await testStore());
   const nc = await connect({ servers: natsUrl });
   const runtime = await startGateway({
     nc,
@@ -52,6 +52,7 @@ export async function startTestGateway({ natsUrl, runTimeoutMs = 10_000, replyTi
       RATE_LIMIT_READS_PER_MINUTE: rateLimits?.reads ?? 10_000,
       SHUTDOWN_READINESS_DELAY_MS: 0,
       ...(cruxEndpoint ? { CRUX_API_KEY: 'test-key', CRUX_API_ENDPOINT: cruxEndpoint } : {}),
+      ...config,
     }),
   });
   return {

@@ -113,6 +113,7 @@ export class MongoStore implements Store {
   readonly #kpis: Collection;
   // Keyed by the update id the API hands out (a UUID string), not an ObjectId.
   readonly #updates: Collection<UpdateDocument>;
+  readonly #leases: Collection<{ _id: string; holder: string; expiresAt: Date }>;
 
   /** The database this store uses (tests and tools read it directly). */
   readonly dbName: string;
@@ -128,6 +129,7 @@ export class MongoStore implements Store {
     this.#results = this.#db.collection('results');
     this.#kpis = this.#db.collection('kpis');
     this.#updates = this.#db.collection<UpdateDocument>('updates');
+    this.#leases = this.#db.collection<{ _id: string; holder: string; expiresAt: Date }>('leases');
   }
 
 
@@ -147,6 +149,8 @@ export class MongoStore implements Store {
       // /v1/overview reads a user's KPI records by date range, in this order.
       this.#kpis.createIndex({ userId: 1, date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1 }),
       this.#kpis.createIndex({ snapshotId: 1 }),
+      // Retention deletes by age.
+      this.#snapshots.createIndex({ date: 1 }),
     ]);
   }
 
@@ -235,7 +239,8 @@ export class MongoStore implements Store {
 
   async createUpdate(update: NewUpdate): Promise<void> {
     const now = new Date();
-    await this.#updates.insertOne({
+    try {
+      await this.#updates.insertOne({
       _id: update.id,
       userId: new ObjectId(update.userId),
       projectId: new ObjectId(update.projectId),
@@ -247,7 +252,10 @@ export class MongoStore implements Store {
       attempts: 0,
       createdAt: now,
       updatedAt: now,
-    });
+      });
+    } catch (error) {
+      throw duplicateOr(error, `update ${update.id} exists`);
+    }
   }
 
   async setUpdateState(id: string, state: UpdateState): Promise<void> {
@@ -267,6 +275,35 @@ export class MongoStore implements Store {
 
   async countPendingUpdates(location: Location): Promise<number> {
     return this.#updates.countDocuments({ status: { $in: ['queued', 'running'] }, locations: location });
+  }
+
+  async acquireLease(name: string, holder: string, ttlMs: number): Promise<boolean> {
+    const now = new Date();
+    try {
+      // Matches a lease that is ours or has run out; otherwise the upsert's insert meets the
+      // existing _id and fails: someone else holds it.
+      await this.#leases.updateOne({ _id: name, $or: [{ holder }, { expiresAt: { $lt: now } }] }, { $set: { holder, expiresAt: new Date(now.getTime() + ttlMs) } }, { upsert: true });
+      return true;
+    } catch (error) {
+      if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) return false;
+      throw error;
+    }
+  }
+
+  async listScheduledProjects(): Promise<Array<ProjectRecord & { scheduledThrough: Date | null }>> {
+    const docs = await this.#projects.find({ schedule: { $type: 'string' } }).toArray();
+    return docs.map((doc) => ({ ...projectDoc.parse(doc), scheduledThrough: z.date().nullable().catch(null).parse(doc['scheduledThrough'] ?? null) }));
+  }
+
+  async markScheduled(projectId: string, tick: Date): Promise<void> {
+    await this.#projects.updateOne({ _id: new ObjectId(projectId), $or: [{ scheduledThrough: { $exists: false } }, { scheduledThrough: null }, { scheduledThrough: { $lt: tick } }] }, { $set: { scheduledThrough: tick } });
+  }
+
+  async deleteSnapshotsBefore(before: Date, limit: number): Promise<number> {
+    const old = await this.#snapshots.find({ date: { $lt: before } }, { projection: { _id: 1 } }).limit(limit).toArray();
+    // KPI records and results first: a deletion cut short leaves a snapshot to find next time.
+    for (const { _id } of old) await this.#discardSnapshot(_id as ObjectId);
+    return old.length;
   }
 
   async listSnapshots(projectId: string): Promise<SnapshotSummary[]> {

@@ -191,6 +191,18 @@ export interface Store {
   findUpdate(userId: string, id: string): Promise<UpdateRecord | null>;
   /** Updates queued or running that include `location`: the back-pressure measure. */
   countPendingUpdates(location: Location): Promise<number>;
+
+  /**
+   * Takes or renews the named lease for `holder` until now + ttlMs; false while another holder's
+   * lease runs. One scheduler among the gateway replicas.
+   */
+  acquireLease(name: string, holder: string, ttlMs: number): Promise<boolean>;
+  /** The latest schedule tick handled for each project with a schedule. */
+  listScheduledProjects(): Promise<Array<ProjectRecord & { scheduledThrough: Date | null }>>;
+  /** Records that `tick` was handled, unless another scheduler recorded a later one. */
+  markScheduled(projectId: string, tick: Date): Promise<void>;
+  /** Deletes snapshots older than `before` with their results and KPI records; returns how many. */
+  deleteSnapshotsBefore(before: Date, limit: number): Promise<number>;
   findSnapshot(projectId: string, date: Date, filter?: SnapshotFilter): Promise<SnapshotRecord | null>;
   /** A project's complete snapshots, oldest first. */
   listSnapshots(projectId: string): Promise<SnapshotSummary[]>;
