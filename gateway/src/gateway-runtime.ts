@@ -27,7 +27,7 @@ export interface GatewayRuntime {
 export async function startGateway({ nc, store, logger, config }: { nc: NatsConnection; store: Store; logger: Logger; config: GatewayConfig }): Promise<GatewayRuntime> {
   const agents = await startAgentRegistry({ nc, logger });
   const dispatcher = createNatsDispatcher({ nc, logger, registry: agents });
-  const metrics = createGatewayMetrics({ nc, agents, queueDepth: (location) => dispatcher.waiting?.(location) ?? 0 });
+  const metrics = createGatewayMetrics({ nc, agents, queueDepth: (location) => dispatcher.waiting?.(location) ?? 0, pendingUpdates: (location) => store.countPendingUpdates(location) });
   const crux = config.CRUX_API_KEY ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger }) : undefined;
   const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS, crux, observer: metrics });
   const queue = await startUpdateQueue({ nc, store, updates, logger, workers: config.UPDATE_WORKERS, ackWaitMs: config.UPDATE_ACK_WAIT_MS, maxDeliver: config.UPDATE_MAX_DELIVER, retryDelayMs: config.UPDATE_RETRY_DELAY_MS });

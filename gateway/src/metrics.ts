@@ -30,7 +30,7 @@ export interface GatewayMetrics extends UpdateObserver {
  * methods, status codes, locations, devices, update types, outcome codes; never a URL, a
  * token or a project.
  */
-export function createGatewayMetrics({ nc, agents, queueDepth }: { nc: NatsConnection; agents: AgentRegistry; queueDepth: (location: Location) => number }): GatewayMetrics {
+export function createGatewayMetrics({ nc, agents, queueDepth, pendingUpdates }: { nc: NatsConnection; agents: AgentRegistry; queueDepth: (location: Location) => number; pendingUpdates: (location: Location) => Promise<number> }): GatewayMetrics {
   const registry = createMetricsRegistry();
 
   const httpDuration = new Histogram({
@@ -85,6 +85,16 @@ export function createGatewayMetrics({ nc, agents, queueDepth }: { nc: NatsConne
     registers: [registry],
     collect() {
       for (const location of LOCATIONS) this.set({ location }, queueDepth(location));
+    },
+  });
+  new Gauge({
+    name: 'perfwatch_updates_pending',
+    help: 'Async and scheduled updates queued or running that include the location (all gateways; from the database). Past MAX_PENDING_UPDATES_PER_LOCATION new async updates get 429.',
+    labelNames: ['location'] as const,
+    registers: [registry],
+    async collect() {
+      const counts = await Promise.all(LOCATIONS.map(async (location) => [location, await pendingUpdates(location).catch(() => Number.NaN)] as const));
+      for (const [location, count] of counts) this.set({ location }, count);
     },
   });
   registerNatsConnected(registry, nc);

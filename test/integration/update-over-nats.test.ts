@@ -205,4 +205,26 @@ describe('authentication and tenancy', () => {
     expect(res.status).toBe(400);
     expect(errorEnvelopeSchema.parse(await res.json()).status).toBe('BAD_REQUEST');
   });
+
+  it('answers async updates with 429 and Retry-After once a location has too many pending, and shows them as a metric', async () => {
+    const crowded = await startTestGateway({ natsUrl: nats.url, config: { MAX_PENDING_UPDATES_PER_LOCATION: 2, UPDATE_RETRY_DELAY_MS: 60_000 } });
+    try {
+      const { token: t } = await crowded.admin.createUser('crowd');
+      // Nobody serves sao_paulo: its updates wait in the queue to be tried again.
+      await crowded.admin.addProject('crowd', 'https://crowd.example/', { locations: ['sao_paulo'], runs: 1 });
+      const ask = () => fetch(`${crowded.url}/v1/update?url=https://crowd.example/&mode=async&device=mobile`, { headers: { Authorization: t } });
+      expect((await ask()).status).toBe(200);
+      expect((await ask()).status).toBe(200);
+      const refused = await ask();
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+      const body = errorEnvelopeSchema.parse(await refused.json());
+      expect(body.status).toBe('TOO_MANY_REQUESTS');
+      expect(body.errors.join(' ')).toMatch(/2 updates queued or running for sao_paulo; the limit is 2/);
+      const metrics = await (await fetch(`${crowded.url}/metrics`)).text();
+      expect(metrics).toMatch(/^perfwatch_updates_pending\{location="sao_paulo"\} 2$/m);
+    } finally {
+      await crowded.stop();
+    }
+  });
 });
