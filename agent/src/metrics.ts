@@ -26,24 +26,21 @@ export function createAgentMetrics({ nc, location, agent }: { nc: NatsConnection
     buckets: [1, 2.5, 5, 7.5, 10, 15, 20, 30, 45, 60, 90, 120, 180],
     registers: [registry],
   });
-  new Gauge({
-    name: 'perfwatch_agent_capacity',
-    help: 'Runs this agent does at once.',
-    labelNames: ['location'] as const,
-    registers: [registry],
-    collect() {
-      this.set({ location }, agent()?.capacity ?? 0);
-    },
-  });
-  new Gauge({
-    name: 'perfwatch_agent_busy',
-    help: 'Runs going on in this agent now.',
-    labelNames: ['location'] as const,
-    registers: [registry],
-    collect() {
-      this.set({ location }, agent()?.busy ?? 0);
-    },
-  });
+  for (const [name, help, read] of [
+    ['perfwatch_agent_capacity', 'Runs this agent does at once.', (a: { busy: number; capacity: number }) => a.capacity],
+    ['perfwatch_agent_busy', 'Runs going on in this agent now.', (a: { busy: number; capacity: number }) => a.busy],
+  ] as const) {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['location'] as const,
+      registers: [registry],
+      collect() {
+        const state = agent();
+        this.set({ location }, state ? read(state) : 0);
+      },
+    });
+  }
   registerNatsConnected(registry, nc);
   return {
     registry,

@@ -1,41 +1,29 @@
 import { existsSync } from 'node:fs';
-import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { createNatsDispatcher, startAgentRegistry, type AgentRegistry } from '@perfwatch/gateway';
+import { createNatsDispatcher, type AgentRegistry } from '@perfwatch/gateway';
+import { agentProcessUnderTest, type AgentUnderTest } from '../support/agent-process.ts';
 import { chromesOf, processesUsing } from '../support/chrome-processes.ts';
-import { spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
-import { isolatedNats, silentLogger } from '../support/test-services.ts';
+import type { PerfwatchProcess } from '../support/perfwatch-process.ts';
+import { silentLogger } from '../support/test-services.ts';
 
 // One agent process with capacity 2 and real Chromium: 50 Lighthouse runs, never more than two
 // Chromes at once, each replaced after 10 runs, and not one Chrome process left after SIGTERM.
 
 const RUNS = 50;
-let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let stack: AgentUnderTest;
 let nc: NatsConnection;
 let registry: AgentRegistry;
 let agent: PerfwatchProcess;
 
 beforeAll(async () => {
-  nats = await isolatedNats();
-  nc = await connect({ servers: nats.url });
-  registry = await startAgentRegistry({ nc, logger: silentLogger });
-  agent = spawnPerfwatch(['agent'], {
-    NATS_URL: nats.url,
-    PERFWATCH_LOCATION: 'tokyo',
-    PERFWATCH_AGENT_ID: 'tokyo-wide',
-    PERFWATCH_CAPACITY: '2',
-    PERFWATCH_RUNS_PER_BROWSER: '10',
-    PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
-    LOG_LEVEL: 'warn',
-  });
+  stack = await agentProcessUnderTest({ PERFWATCH_LOCATION: 'tokyo', PERFWATCH_AGENT_ID: 'tokyo-wide', PERFWATCH_CAPACITY: '2', PERFWATCH_RUNS_PER_BROWSER: '10', LOG_LEVEL: 'warn' });
+  ({ nc, registry, agent } = stack);
 });
 
 afterAll(async () => {
   await agent?.stop('SIGTERM');
-  await registry?.stop();
-  await nc?.drain();
-  await nats?.dispose();
+  await stack?.dispose();
 });
 
 describe('agent capacity', () => {

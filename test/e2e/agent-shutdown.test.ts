@@ -1,33 +1,28 @@
 import { once } from 'node:events';
-import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { createNatsDispatcher, startAgentRegistry, type AgentRegistry } from '@perfwatch/gateway';
+import { createNatsDispatcher, type AgentRegistry } from '@perfwatch/gateway';
+import { agentProcessUnderTest, type AgentUnderTest } from '../support/agent-process.ts';
 import { chromesOf } from '../support/chrome-processes.ts';
-import { spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
-import { isolatedNats, silentLogger } from '../support/test-services.ts';
+import type { PerfwatchProcess } from '../support/perfwatch-process.ts';
+import { silentLogger } from '../support/test-services.ts';
 
 // SIGTERM to an agent in the middle of a real Lighthouse run: it turns unready and says
 // goodbye at once, takes no more work, finishes the run and replies, then exits 0 with its
 // Chrome gone.
 
-let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let stack: AgentUnderTest;
 let nc: NatsConnection;
 let registry: AgentRegistry;
 let agent: PerfwatchProcess;
 
 beforeAll(async () => {
-  nats = await isolatedNats();
-  nc = await connect({ servers: nats.url });
-  registry = await startAgentRegistry({ nc, logger: silentLogger });
-  agent = spawnPerfwatch(['agent'], { NATS_URL: nats.url, PERFWATCH_LOCATION: 'frankfurt', PERFWATCH_AGENT_ID: 'fra-stopping', PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8', PERFWATCH_OPS_HOST: '127.0.0.1' });
+  stack = await agentProcessUnderTest({ PERFWATCH_LOCATION: 'frankfurt', PERFWATCH_AGENT_ID: 'fra-stopping', PERFWATCH_OPS_HOST: '127.0.0.1' });
+  ({ nc, registry, agent } = stack);
 });
 
 afterAll(async () => {
-  await agent?.stop('SIGKILL');
-  await registry?.stop();
-  await nc?.drain();
-  await nats?.dispose();
+  await stack?.dispose();
 });
 
 describe('agent shutdown', () => {

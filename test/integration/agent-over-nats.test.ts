@@ -7,18 +7,18 @@ import { startAgent } from '@perfwatch/agent';
 import { createNatsDispatcher, startAgentRegistry } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { loadLhr } from '../support/lhr-fixtures.ts';
-import { isolatedNats, silentLogger } from '../support/test-services.ts';
+import { natsWithClient, silentLogger } from '../support/test-services.ts';
 
 // Agents over a real nats-server: the queue group, the reply contract, shutdown.
-let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let stack: Awaited<ReturnType<typeof natsWithClient>>;
+let nats: Awaited<ReturnType<typeof natsWithClient>>['nats'];
 let client: NatsConnection;
 beforeAll(async () => {
-  nats = await isolatedNats();
-  client = await connect({ servers: nats.url });
+  stack = await natsWithClient();
+  ({ nats, client } = stack);
 });
 afterAll(async () => {
-  await client?.drain();
-  await nats?.dispose();
+  await stack?.dispose();
 });
 
 const job = (over: Partial<AuditJob> = {}): AuditJob => ({ jobId: `j-${Math.random()}`, updateId: 'u', url: 'http://fixture.test/', device: 'mobile', location: 'tokyo', runIndex: 0, timeoutMs: 5000, ...over });

@@ -6,20 +6,20 @@ import { headers as natsHeaders } from '@nats-io/nats-core';
 import { RunFailure, startAgent, type Agent } from '@perfwatch/agent';
 import { createNatsDispatcher, startAgentRegistry } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
-import { isolatedNats, silentLogger, startTestGateway } from '../support/test-services.ts';
+import { natsWithClient, silentLogger, startTestGateway } from '../support/test-services.ts';
 
 // Agents announce themselves over a real nats-server; the gateway's registry knows which
 // locations are served, fails a location with no live agent at once, and sends a retry to
 // another agent than the one that failed.
-let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let stack: Awaited<ReturnType<typeof natsWithClient>>;
+let nats: Awaited<ReturnType<typeof natsWithClient>>['nats'];
 let client: NatsConnection;
 beforeAll(async () => {
-  nats = await isolatedNats();
-  client = await connect({ servers: nats.url });
+  stack = await natsWithClient();
+  ({ nats, client } = stack);
 });
 afterAll(async () => {
-  await client?.drain();
-  await nats?.dispose();
+  await stack?.dispose();
 });
 
 function gzipHeaders() {

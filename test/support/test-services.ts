@@ -68,3 +68,17 @@ export async function startTestGateway({ natsUrl, runTimeoutMs = 10_000, replyTi
     },
   };
 }
+
+/** A nats-server of the test file's own and a client connection to it, disposed together. */
+export async function natsWithClient(): Promise<{ nats: Awaited<ReturnType<typeof isolatedNats>>; client: NatsConnection; dispose(): Promise<void> }> {
+  const nats = await isolatedNats();
+  const client = await connect({ servers: nats.url });
+  return {
+    nats,
+    client,
+    async dispose() {
+      await client.drain();
+      await nats.dispose();
+    },
+  };
+}
