@@ -8,9 +8,11 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { measureAuditOverhead } from './audit-overhead.ts';
 import { measureOverviewMemory } from './overview-memory.ts';
+import { measureDispatchScale } from './dispatch-scale.ts';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const overhead = await measureAuditOverhead(Number(process.env['BENCH_PAIRS'] ?? 5));
+const scale = await measureDispatchScale((process.env['BENCH_SCALE_LEVELS'] ?? '1,10,100,1000').split(',').map(Number));
 const overview = await measureOverviewMemory(Number(process.env['BENCH_OVERVIEW_RECORDS'] ?? 1_000_000));
 const lines = [
   '# perfwatch benchmarks',
@@ -28,6 +30,12 @@ const lines = [
   `| update ÷ agent's Lighthouse time | — | ${overhead.cold.updateOverAgentLighthouse.toFixed(3)} | ${overhead.warm.updateOverAgentLighthouse.toFixed(3)} |`,
   '',
   'The bare CLI runs with its defaults (full-page screenshot included) in a process of its own; agents skip the full-page screenshot, which is never stored.',
+  '',
+  '## Dispatch and merge at scale (responders answering after 200 ms; 6 locations × 2 devices × 3 runs per update)',
+  '',
+  '| concurrent updates | wall time | ideal | × ideal | gateway CPU per update | gateway peak RSS | failed |',
+  '|---|---|---|---|---|---|---|',
+  ...scale.map((l) => `| ${l.concurrent} | ${Math.round(l.ms)} ms | ${l.idealMs} ms | ${l.overIdeal.toFixed(2)} | ${l.cpuMsPerUpdate.toFixed(1)} ms | ${l.peakRssMb.toFixed(0)} MB | ${l.failed} |`),
   '',
   `## Overview streaming (gateway process, old-generation heap capped at ${overview.heapCapMb} MB)`,
   '',

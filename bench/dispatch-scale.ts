@@ -1,0 +1,137 @@
+/**
+ * The gateway's own cost at scale: agents are replaced by responders that answer after a
+ * fixed delay (over a real nats-server), the gateway is a real `perfwatch gateway` process on
+ * a real MongoDB-wire server, and K sync updates are sent at once, each 6 locations × 2
+ * devices × 3 runs. Reports completion time over the ideal (the delay × the waves the
+ * responders' capacity allows) and the gateway's CPU and memory per update (from its own
+ * /metrics). Responders answer with a real Lighthouse result whose audit details are dropped
+ * (~40 kB), so what is measured is dispatch, merge and persistence, not result size.
+ *   node bench/dispatch-scale.ts [levels=1,10,100,1000]
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { connect } from '@nats-io/transport-node';
+import { pino } from 'pino';
+import { LOCATIONS, lighthouseResultSchema, type LighthouseResult } from '@perfwatch/common';
+import { startAgent, type AuditRunner } from '@perfwatch/agent';
+import { createAdmin, freePort, MongoStore, startFerretDb, startNatsServer } from '@perfwatch/gateway';
+import { loadLhr } from '../test/support/lhr-fixtures.ts';
+import { root } from './local-stack.ts';
+
+const DELAY_MS = 200;
+const RESPONDERS_PER_LOCATION = 4;
+const CAPACITY = 25;
+const RUNS = 3;
+const tools = join(root, '.tools/bin');
+
+export interface ScaleLevel {
+  concurrent: number;
+  ms: number;
+  idealMs: number;
+  overIdeal: number;
+  cpuMsPerUpdate: number;
+  peakRssMb: number;
+  failed: number;
+}
+
+function lean(device: 'mobile' | 'desktop'): LighthouseResult {
+  const lhr = loadLhr(device, 1);
+  for (const audit of Object.values(lhr.audits)) delete audit.details;
+  delete lhr['i18n'];
+  delete lhr['timing'];
+  return lighthouseResultSchema.parse(lhr);
+}
+
+async function metric(url: string, name: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return Number(line?.split(' ')[1] ?? Number.NaN);
+}
+
+export async function measureDispatchScale(levels = [1, 10, 100, 1000]): Promise<ScaleLevel[]> {
+  const logger = pino({ level: 'silent' });
+  const dir = await mkdtemp(join(tmpdir(), 'perfwatch-scale-'));
+  const nats = await startNatsServer({ binary: join(tools, 'nats-server'), dir: join(dir, 'nats') });
+  const db = await startFerretDb({ binary: join(tools, 'ferretdb'), dir: join(dir, 'db') });
+  const store = new MongoStore({ uri: db.url, dbName: 'scale' });
+  await store.init();
+  const admin = createAdmin(store);
+  const { token } = await admin.createUser('scale');
+  const results = { mobile: lean('mobile'), desktop: lean('desktop') };
+  const nc = await connect({ servers: nats.url });
+  const agents = LOCATIONS.flatMap((location) =>
+    Array.from({ length: RESPONDERS_PER_LOCATION }, (_, i) => {
+      const runner: AuditRunner = {
+        async run(request) {
+          await sleep(DELAY_MS);
+          return { lhr: { ...results[request.device], requestedUrl: request.url, finalDisplayedUrl: request.url }, lighthouseMs: DELAY_MS };
+        },
+        async close() {},
+      };
+      return startAgent({ nc, location, runner, logger, agentId: `responder-${location}-${i}`, capacity: CAPACITY });
+    }),
+  );
+  const port = await freePort();
+  const gatewayUrl = `http://127.0.0.1:${port}`;
+  const gateway = spawn(process.execPath, [join(root, 'bin/perfwatch.js'), 'gateway'], {
+    env: { ...process.env, NATS_URL: nats.url, MONGODB_URI: db.url, MONGODB_DB: 'scale', PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_UPDATES_PER_MINUTE: '1000000', SHUTDOWN_READINESS_DELAY_MS: '0' },
+    stdio: 'ignore',
+  });
+  try {
+    for (let i = 0; ; i++) {
+      if (i > 100) throw new Error('gateway did not become ready');
+      const ready = await fetch(`${gatewayUrl}/readyz`).then((r) => r.status === 200, () => false);
+      if (ready) break;
+      await sleep(200);
+    }
+    await sleep(1_000); // announcements reach the gateway's registry
+    const figures: ScaleLevel[] = [];
+    let project = 0;
+    for (const concurrent of levels) {
+      // A project per update: a project's snapshots take distinct seconds.
+      const urls: string[] = [];
+      for (let i = 0; i < concurrent; i++) {
+        const url = `https://scale-${project++}.example/`;
+        await admin.addProject('scale', url, { locations: [...LOCATIONS], runs: RUNS });
+        urls.push(url);
+      }
+      const cpuBefore = await metric(gatewayUrl, 'process_cpu_seconds_total');
+      let peakRss = 0;
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          peakRss = Math.max(peakRss, await metric(gatewayUrl, 'process_resident_memory_bytes').catch(() => 0));
+          await sleep(250);
+        }
+      })();
+      const started = performance.now();
+      const statuses = await Promise.all(urls.map(async (url) => (await fetch(`${gatewayUrl}/v1/update?url=${encodeURIComponent(url)}`, { headers: { Authorization: token }, signal: AbortSignal.timeout(900_000) })).status));
+      const ms = performance.now() - started;
+      sampling = false;
+      await sampler;
+      const cpuAfter = await metric(gatewayUrl, 'process_cpu_seconds_total');
+      const runsPerLocation = concurrent * 2 * RUNS;
+      const waves = Math.ceil(runsPerLocation / (RESPONDERS_PER_LOCATION * CAPACITY));
+      const idealMs = waves * DELAY_MS;
+      const level = { concurrent, ms, idealMs, overIdeal: ms / idealMs, cpuMsPerUpdate: ((cpuAfter - cpuBefore) * 1000) / concurrent, peakRssMb: peakRss / 2 ** 20, failed: statuses.filter((s) => s !== 200).length };
+      process.stdout.write(`dispatch ${concurrent} concurrent: ${Math.round(ms)} ms (ideal ${idealMs} ms, ×${level.overIdeal.toFixed(2)}), ${level.cpuMsPerUpdate.toFixed(1)} ms CPU/update, peak RSS ${level.peakRssMb.toFixed(0)} MB, ${level.failed} failed\n`);
+      figures.push(level);
+    }
+    return figures;
+  } finally {
+    gateway.kill('SIGTERM');
+    for (const agent of agents) await agent.stop();
+    await nc.drain();
+    await store.close();
+    await db.stop();
+    await nats.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await measureDispatchScale((process.argv[2] ?? '1,10,100').split(',').map(Number));
+}
