@@ -59,7 +59,15 @@ export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Dat
         silentLocations.delete(announcement.location);
       }
       if (announcement.state === 'ready' && announcement.busy < announcement.capacity) {
-        for (const w of waiting) if (w.location === announcement.location) w.wake();
+        // As many waiters as the agent has free slots, oldest first: waking every waiter of
+        // the location sends them all at one slot, and all but one find no responder again.
+        let room = announcement.capacity - announcement.busy;
+        for (const w of waiting) {
+          if (room === 0) break;
+          if (w.location !== announcement.location) continue;
+          w.wake();
+          room--;
+        }
       }
     },
   });
