@@ -7,13 +7,14 @@ import type { Logger } from 'pino';
  * gone"; any other unhandled rejection is a real bug.
  */
 export function isBrowserTeardownError(reason: unknown): boolean {
-  const error = reason as { name?: unknown; message?: unknown } | null;
-  return (
-    typeof error?.name === 'string' &&
-    (error.name === 'TargetCloseError' || error.name === 'ProtocolError' || error.name === 'ConnectionClosedError') &&
-    typeof error.message === 'string' &&
-    /Target closed|Session closed|Connection closed|Protocol error/.test(error.message)
-  );
+  const error = reason as { name?: unknown; message?: unknown; protocolMethod?: unknown } | null;
+  if (typeof error?.name !== 'string' || typeof error.message !== 'string') return false;
+  if (error.name === 'TargetCloseError' || error.name === 'ProtocolError' || error.name === 'ConnectionClosedError') {
+    return /Target closed|Session closed|Connection closed|Protocol error/.test(error.message);
+  }
+  // Lighthouse rewraps a failed command it sent (e.g. the navigation of a page that never
+  // answered) as a plain Error carrying the protocol method: the same "browser gone" news.
+  return error.name === 'Error' && typeof error.protocolMethod === 'string' && /Target closed|Session closed|Connection closed/.test(error.message);
 }
 
 /**

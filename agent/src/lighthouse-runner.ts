@@ -7,6 +7,7 @@ import type { Device } from '@perfwatch/common';
 import { lighthouseResultSchema, type LighthouseResult } from '@perfwatch/common';
 import type { GuardProxy } from './guard-proxy.ts';
 import { markOwner, PROFILE_PREFIX } from './orphan-chrome.ts';
+import { findRedirectLoop } from './redirect-probe.ts';
 import { RunFailure } from './run-failure.ts';
 import { TargetRefused, type TargetGuard } from './target-guard.ts';
 
@@ -145,7 +146,8 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
       if (refused.length > 0) logger.warn({ target: { url, refused: [...new Set(refused)] } }, 'subresources refused by the target guard');
       if (lhr.runtimeError) {
         // A page that did not load is reported, not stored as if it had been measured.
-        throw new RunFailure('PAGE_LOAD_FAILED', `${lhr.runtimeError.code}: ${lhr.runtimeError.message}`, false);
+        const loop = lhr.runtimeError.code === 'CHROME_INTERSTITIAL_ERROR' ? await findRedirectLoop(url, { guard: guard?.guard }) : null;
+        throw new RunFailure('PAGE_LOAD_FAILED', loop ? `${loop}; Chrome showed its error page (${lhr.runtimeError.code})` : `${lhr.runtimeError.code}: ${lhr.runtimeError.message}`, false);
       }
       return { lhr, lighthouseMs };
     } finally {

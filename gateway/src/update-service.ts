@@ -147,7 +147,8 @@ export class NoResultError extends ApiError {
 }
 
 /**
- * Why an update produced nothing: no agent anywhere is 503, every run timing out is 504,
+ * Why an update produced nothing: no agent anywhere is 503, every run timing out (no reply
+ * from an agent in time, or the page not done within the run timeout) is 504,
  * anything else (the page failed to load, Lighthouse failed) is 502 with each reason.
  */
 function noResultError(failures: ReadonlyArray<{ device: Device; location: Location; code: string; message: string; retryable: boolean }>): NoResultError {
@@ -156,7 +157,7 @@ function noResultError(failures: ReadonlyArray<{ device: Device; location: Locat
   if (failures.every((f) => f.code === 'NO_RESPONDERS')) {
     return new NoResultError('SERVICE_UNAVAILABLE', 'No agent serves any of the project\'s locations. Try again later.', reasons, true);
   }
-  if (failures.every((f) => f.code === 'TIMEOUT')) {
+  if (failures.every((f) => f.code === 'TIMEOUT' || f.code === 'RUN_TIMEOUT')) {
     return new NoResultError('GATEWAY_TIMEOUT', 'Every run of the update timed out.', reasons, true);
   }
   return new NoResultError('BAD_GATEWAY', 'Every run of the update failed.', reasons, retryable);

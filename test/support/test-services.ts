@@ -64,7 +64,8 @@ export async function startTestGateway({ natsUrl, runTimeoutMs = 10_000, replyTi
     async stop() {
       await runtime.stop();
       await nc.drain();
-      await store.close();
+      // A store passed in belongs to the caller.
+      if (!given) await store.close();
     },
   };
 }
