@@ -38,7 +38,7 @@ const success = (job: AuditJob): RunOutcome => ({
   ok: true,
   result: { jobId: job.jobId, agentId: 'a', location: job.location, device: job.device, runIndex: job.runIndex, startedAt: '', lighthouseMs: 1, lhr: loadLhr(job.device, (job.runIndex + 1) as 1 | 2 | 3) },
 });
-const failure = (code: 'NO_RESPONDERS' | 'TIMEOUT' | 'PAGE_LOAD_FAILED'): RunOutcome => ({ ok: false, error: { code, message: code.toLowerCase(), retryable: true } });
+const failure = (code: 'NO_RESPONDERS' | 'TIMEOUT' | 'RUN_TIMEOUT' | 'PAGE_LOAD_FAILED'): RunOutcome => ({ ok: false, error: { code, message: code.toLowerCase(), retryable: true } });
 
 describe('update service', () => {
   it('sends runs × devices × locations jobs and stores one snapshot at a whole second', async () => {
@@ -74,6 +74,7 @@ describe('update service', () => {
   it.each([
     ['NO_RESPONDERS', 'SERVICE_UNAVAILABLE', 503],
     ['TIMEOUT', 'GATEWAY_TIMEOUT', 504],
+    ['RUN_TIMEOUT', 'GATEWAY_TIMEOUT', 504],
     ['PAGE_LOAD_FAILED', 'BAD_GATEWAY', 502],
   ] as const)('stores nothing and fails with %s → %s when no run succeeds', async (code, status, http) => {
     const { service, saved } = serviceWith(() => failure(code));
