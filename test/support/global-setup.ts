@@ -15,6 +15,8 @@ declare module 'vitest' {
     mongoUri: string;
     siteUrl: string;
     natsServerBinary: string;
+    /** For suites that need a MongoDB-wire server of their own, e.g. to restart it. */
+    ferretDbBinary: string;
   }
 }
 
@@ -36,6 +38,7 @@ export default async function setup(project: TestProject): Promise<Stop> {
     project.provide('natsUrl', process.env['NATS_URL'] ?? (await startNats(docker, dir, stops)));
     project.provide('mongoUri', process.env['MONGODB_URI'] ?? (await startMongo(docker, dir, stops)));
     project.provide('natsServerBinary', join(tools, 'nats-server'));
+    project.provide('ferretDbBinary', join(tools, 'ferretdb'));
     const site = await startDemoSite({ root: join(root, 'test/fixtures/site') });
     stops.push(site.close);
     project.provide('siteUrl', site.url);

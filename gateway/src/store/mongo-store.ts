@@ -1,6 +1,7 @@
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
-import { Binary, MongoClient, MongoServerError, ObjectId, type Collection, type Db } from 'mongodb';
+import { Binary, MongoClient, MongoNetworkError, MongoServerError, MongoServerSelectionError, ObjectId, type Collection, type Db } from 'mongodb';
+import pRetry from 'p-retry';
 import { z } from 'zod';
 import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, runSummarySchema, type Location } from '@perfwatch/common';
 import { ConcurrentWrite, DuplicateError, UPDATE_STATUSES, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateState, type OverviewFilter, type SnapshotSummary, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
@@ -95,6 +96,13 @@ const resultDoc = z.object({
 export interface MongoStoreOptions {
   uri: string;
   dbName: string;
+  /** Tries of a snapshot save after the server went away (backing off to 4 s: about 20 s in all). */
+  saveRetries?: number;
+}
+
+/** The server could not be reached (refused, reset, not selected in time): it may be back soon. */
+function isServerAway(error: unknown): boolean {
+  return error instanceof MongoNetworkError || error instanceof MongoServerSelectionError;
 }
 
 /**
@@ -118,8 +126,11 @@ export class MongoStore implements Store {
   /** The database this store uses (tests and tools read it directly). */
   readonly dbName: string;
 
-  constructor({ uri, dbName }: MongoStoreOptions) {
+  readonly #saveRetries: number;
+
+  constructor({ uri, dbName, saveRetries = 8 }: MongoStoreOptions) {
     this.dbName = dbName;
+    this.#saveRetries = saveRetries;
     this.#client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, appName: 'perfwatch' });
     this.#db = this.#client.db(dbName);
     this.#users = this.#db.collection('users');
@@ -330,7 +341,16 @@ export class MongoStore implements Store {
     }
   }
 
-  async saveSnapshot({ project, updateId, date, updateType, results }: NewSnapshot): Promise<Date> {
+  /**
+   * A snapshot is what minutes of Lighthouse runs produced: a database that is away for a few
+   * seconds (a restart, a failover) is waited for rather than losing them. Safe to repeat
+   * because a save is idempotent per update.
+   */
+  async saveSnapshot(snapshot: NewSnapshot): Promise<Date> {
+    return pRetry(() => this.#saveSnapshotOnce(snapshot), { retries: this.#saveRetries, minTimeout: 250, maxTimeout: 4_000, factor: 2, shouldRetry: ({ error }) => isServerAway(error) });
+  }
+
+  async #saveSnapshotOnce({ project, updateId, date, updateType, results }: NewSnapshot): Promise<Date> {
     // Idempotent per update: a redelivered job finds the snapshot its first delivery wrote, or
     // clears what a writer that died mid-way left (results and KPI records of a `writing`
     // snapshot) and writes it again. Never two snapshots for one update.
