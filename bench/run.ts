@@ -9,10 +9,13 @@ import { fileURLToPath } from 'node:url';
 import { measureAuditOverhead } from './audit-overhead.ts';
 import { measureOverviewMemory } from './overview-memory.ts';
 import { measureDispatchScale } from './dispatch-scale.ts';
+import { measureReadPath, type Load } from './read-path.ts';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const overhead = await measureAuditOverhead(Number(process.env['BENCH_PAIRS'] ?? 5));
 const scale = await measureDispatchScale((process.env['BENCH_SCALE_LEVELS'] ?? '1,10,100,1000').split(',').map(Number));
+const reads = await measureReadPath(process.env['BENCH_READ_SNAPSHOTS'] ? Number(process.env['BENCH_READ_SNAPSHOTS']) : undefined);
+const load = (l: Load) => `${l.requestsPerSecond.toFixed(1)} req/s, p50 ${Math.round(l.p50Ms)} ms, p99 ${Math.round(l.p99Ms)} ms`;
 const overview = await measureOverviewMemory(Number(process.env['BENCH_OVERVIEW_RECORDS'] ?? 1_000_000));
 const lines = [
   '# perfwatch benchmarks',
@@ -36,6 +39,15 @@ const lines = [
   '| concurrent updates | wall time | ideal | × ideal | gateway CPU per update | gateway peak RSS | failed |',
   '|---|---|---|---|---|---|---|',
   ...scale.map((l) => `| ${l.concurrent} | ${Math.round(l.ms)} ms | ${l.idealMs} ms | ${l.overIdeal.toFixed(2)} | ${l.cpuMsPerUpdate.toFixed(1)} ms | ${l.peakRssMb.toFixed(0)} MB | ${l.failed} |`),
+  '',
+  `## Read path (${reads.snapshots.toLocaleString('en')} snapshots, ${reads.kpiRecords.toLocaleString('en')} KPI records, 10 connections, ${process.env['BENCH_MONGODB_URI'] ? 'MongoDB' : 'FerretDB v1 SQLite'})`,
+  '',
+  '| endpoint | gateway (autocannon) | raw driver, same queries | ratio | gateway CPU per request |',
+  '|---|---|---|---|---|',
+  `| /v1/audit (one snapshot, one result) | ${load(reads.audit.gateway)} | ${load(reads.audit.raw)} | ${reads.audit.ratio.toFixed(2)} | ${reads.audit.gateway.cpuMsPerRequest?.toFixed(1)} ms |`,
+  `| /v1/overview (one domain, one day: ${reads.overviewRecordsPerRequest} records) | ${load(reads.overview.gateway)} | ${load(reads.overview.raw)} | ${reads.overview.ratio.toFixed(2)} | ${reads.overview.gateway.cpuMsPerRequest?.toFixed(1)} ms |`,
+  '',
+  'FerretDB v1 (SQLite) uses no index for filters other than `_id`, so every query scans its collection: on it both sides are bound by the database and the scale is kept small (see bench/read-path.ts). `BENCH_MONGODB_URI=mongodb://… npm run bench` runs 100,000 snapshots on a real MongoDB.',
   '',
   `## Overview streaming (gateway process, old-generation heap capped at ${overview.heapCapMb} MB)`,
   '',
