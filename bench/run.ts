@@ -10,9 +10,12 @@ import { measureAuditOverhead } from './audit-overhead.ts';
 import { measureOverviewMemory } from './overview-memory.ts';
 import { measureDispatchScale } from './dispatch-scale.ts';
 import { measureReadPath, type Load } from './read-path.ts';
+import { measureAgentCapacity, type CapacityPhase } from './agent-capacity.ts';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const overhead = await measureAuditOverhead(Number(process.env['BENCH_PAIRS'] ?? 5));
+const capacity = await measureAgentCapacity(Number(process.env['BENCH_CAPACITY_RUNS'] ?? 6));
+const phaseRow = (name: string, p: CapacityPhase) => `| ${name} | ${p.auditsPerHourPerCore.toFixed(0)} | ${Math.round(p.medianLighthouseMs)} ms | ${p.chromePeakMb.toFixed(0)} MB | ${p.browsers} |`;
 const scale = await measureDispatchScale((process.env['BENCH_SCALE_LEVELS'] ?? '1,10,100,1000').split(',').map(Number));
 const reads = await measureReadPath(process.env['BENCH_READ_SNAPSHOTS'] ? Number(process.env['BENCH_READ_SNAPSHOTS']) : undefined);
 const load = (l: Load) => `${l.requestsPerSecond.toFixed(1)} req/s, p50 ${Math.round(l.p50Ms)} ms, p99 ${Math.round(l.p99Ms)} ms`;
@@ -33,6 +36,13 @@ const lines = [
   `| update ÷ agent's Lighthouse time | — | ${overhead.cold.updateOverAgentLighthouse.toFixed(3)} | ${overhead.warm.updateOverAgentLighthouse.toFixed(3)} |`,
   '',
   'The bare CLI runs with its defaults (full-page screenshot included) in a process of its own; agents skip the full-page screenshot, which is never stored.',
+  '',
+  `## Agent capacity (fixture page, mobile, ${capacity.cores} slots on ${capacity.cores} cores, ${capacity.warm.runs} runs per phase)`,
+  '',
+  '| browser | audits per hour per core | Lighthouse run, median | Chrome peak memory per browser (PSS) | browsers used |',
+  '|---|---|---|---|---|',
+  phaseRow('warm (kept across runs)', capacity.warm),
+  phaseRow('cold (launched per run)', capacity.cold),
   '',
   '## Dispatch and merge at scale (responders answering after 200 ms; 6 locations × 2 devices × 3 runs per update)',
   '',
