@@ -5,7 +5,9 @@
 #   - nats-server (current, with JetStream) and FerretDB v1 (the MongoDB-wire server the tests
 #     and `perfwatch start` use), both built from the Go module proxy into .tools/bin;
 #   - for tests only: kustomize (built the same way) and Debian's prometheus (server and
-#     promtool), which check the deploy/ manifests, alert rules and real scrapes.
+#     promtool), which check the deploy/ manifests, alert rules and real scrapes; and
+#     schemathesis (from PyPI, in a virtualenv under .tools), which fuzzes the API from its
+#     OpenAPI document.
 # Built binaries are also kept in ~/.cache/perfwatch, so a fresh clone builds them only once.
 # Usage: scripts/setup.sh [test|start]   (the argument only changes the messages)
 set -euo pipefail
@@ -13,6 +15,7 @@ set -euo pipefail
 NATS_SERVER_VERSION=v2.15.2
 FERRETDB_VERSION=v1.24.2
 KUSTOMIZE_VERSION=v5.8.0
+SCHEMATHESIS_VERSION=4.32.5
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -96,3 +99,17 @@ fi
 wait "$nats_pid" || die "building nats-server failed"
 wait "$ferret_pid" || die "building FerretDB failed"
 if [ -n "$kustomize_pid" ]; then wait "$kustomize_pid" || die "building kustomize failed"; fi
+
+# 4. schemathesis, for the tests: pinned, in a virtualenv of its own.
+if [ "$purpose" = test ]; then
+  venv="$root/.tools/schemathesis"
+  if [ "$(cat "$venv/.version" 2>/dev/null)" != "$SCHEMATHESIS_VERSION" ]; then
+    say "installing schemathesis $SCHEMATHESIS_VERSION from PyPI (once)"
+    command -v python3 >/dev/null 2>&1 || apt_install python3 || die "python3 is needed for schemathesis: run 'sudo apt-get install python3 python3-venv'"
+    rm -rf "$venv"
+    python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv && python3 -m venv "$venv"; } ||
+      die "could not create a Python virtualenv: run 'sudo apt-get install python3-venv' and try again"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" || die "could not install schemathesis from PyPI"
+    echo "$SCHEMATHESIS_VERSION" > "$venv/.version"
+  fi
+fi

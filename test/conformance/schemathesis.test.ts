@@ -1,0 +1,62 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startAgent, type Agent } from '@perfwatch/agent';
+import { fixtureRunner } from '../support/fixture-runner.ts';
+import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';
+
+// schemathesis (PyPI, installed by scripts/setup.sh) generates requests from the served
+// /v1/openapi.json alone, knowing nothing of our own suites, and checks every answer against
+// the document: no 5xx, documented status codes, content types, headers and schemas, and that
+// invalid input is refused and valid input accepted.
+
+const schemathesis = join(inject('natsServerBinary'), '../../schemathesis/bin/schemathesis');
+let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let gateway: TestGateway;
+let agentConn: NatsConnection;
+let agent: Agent;
+let token: string;
+
+beforeAll(async () => {
+  nats = await isolatedNats();
+  gateway = await startTestGateway({ natsUrl: nats.url, replyTimeoutMs: 2_000, rateLimits: { updates: 1_000_000, reads: 1_000_000 } });
+  ({ token } = await gateway.admin.createUser('schemathesis'));
+  await gateway.admin.addProject('schemathesis', 'https://schemathesis.example/', { locations: ['london'], runs: 1 });
+  agentConn = await connect({ servers: nats.url });
+  agent = startAgent({ nc: agentConn, location: 'london', runner: fixtureRunner({ delayMs: 0 }), logger: silentLogger, agentId: 'st-london' });
+});
+
+afterAll(async () => {
+  await agent?.stop();
+  await agentConn?.drain();
+  await gateway?.stop();
+  await nats?.dispose();
+});
+
+/**
+ * Checks whose assumptions the API's own specification contradicts:
+ * - missing_required_header, ignored_auth: they expect 401 for a request without the
+ *   Authorization header; spec/http-interface.md answers that with 400 naming the header (401
+ *   is for a token that is wrong or revoked, which ignored_auth also sends and gets).
+ * - positive_data_acceptance: a parameter's validity goes beyond what a JSON Schema says (a
+ *   string is not necessarily an absolute http(s) URL, yyyy-MM-dd not necessarily a date): it
+ *   expects every schema-valid string to be accepted, which would make "url=0" a valid URL.
+ */
+const EXCLUDED = ['missing_required_header', 'ignored_auth', 'positive_data_acceptance'];
+
+describe('schemathesis', () => {
+  it('finds no failure in any check over every operation of /v1/openapi.json', async () => {
+    const child = spawn(schemathesis, ['run', `${gateway.url}/v1/openapi.json`, '--checks', 'all', '--exclude-checks', EXCLUDED.join(','), '--header', `Authorization: Bearer ${token}`, '--max-examples', '25', '--workers', '2', '--seed', '1', '--no-color'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    const [code] = (await once(child, 'exit')) as [number | null];
+    console.info(output.slice(-2500));
+    expect(code, output).toBe(0);
+    // What was checked, so a report shows it ran in earnest.
+    expect(output).toMatch(/Tested: 10\b/);
+  }, 300_000);
+});
