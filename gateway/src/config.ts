@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { logLevelSchema, natsEnvSchema, parseEnv } from '@perfwatch/common';
+import { DEFAULT_MAX_RUNS_IN_FLIGHT } from './nats-dispatcher.ts';
 
 export const gatewayEnvSchema = natsEnvSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -24,6 +25,11 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
   /** Deliveries of a queued update before it is marked failed. */
   UPDATE_MAX_DELIVER: z.coerce.number().int().min(1).max(100).default(5),
   UPDATE_RETRY_DELAY_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+  /**
+   * Runs this gateway has offered to agents and awaits at once; more wait in the gateway
+   * (perfwatch_queue_depth). Bounds the unread replies nats-server holds for it (max_pending).
+   */
+  MAX_RUNS_IN_FLIGHT: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_MAX_RUNS_IN_FLIGHT),
   /** Async updates queued or running per location before new ones get 429. */
   MAX_PENDING_UPDATES_PER_LOCATION: z.coerce.number().int().min(1).default(1_000),
   /** How often the scheduler looks for due projects (and renews its lease). */

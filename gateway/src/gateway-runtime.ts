@@ -26,7 +26,7 @@ export interface GatewayRuntime {
 /** Wires a gateway from connected parts; shared by `perfwatch gateway`, `perfwatch start` and the tests. */
 export async function startGateway({ nc, store, logger, config }: { nc: NatsConnection; store: Store; logger: Logger; config: GatewayConfig }): Promise<GatewayRuntime> {
   const agents = await startAgentRegistry({ nc, logger });
-  const dispatcher = createNatsDispatcher({ nc, logger, registry: agents });
+  const dispatcher = createNatsDispatcher({ nc, logger, registry: agents, maxInFlight: config.MAX_RUNS_IN_FLIGHT });
   const metrics = createGatewayMetrics({ nc, agents, queueDepth: (location) => dispatcher.waiting?.(location) ?? 0, pendingUpdates: (location) => store.countPendingUpdates(location) });
   const crux = config.CRUX_API_KEY ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger }) : undefined;
   const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS, crux, observer: metrics });

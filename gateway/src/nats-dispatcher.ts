@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import pLimit from 'p-limit';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { errors as natsErrors, headers as natsHeaders } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
@@ -29,8 +30,14 @@ export interface Dispatcher {
   waiting?(location: Location): number;
 }
 
-/** Agents that hand a job back this way are offered it again, until the reply deadline. */
-const OFFER_AGAIN = new Set(['AGENT_BUSY', 'AGENT_SHUTTING_DOWN', 'AGENT_EXCLUDED']);
+/**
+ * Runs offered again, until the reply deadline: agents handing a job back, and offers whose
+ * reply the gateway's connection lost (DISCONNECTED: the server cut it, e.g. as a slow consumer).
+ */
+const OFFER_AGAIN = new Set(['AGENT_BUSY', 'AGENT_SHUTTING_DOWN', 'AGENT_EXCLUDED', 'DISCONNECTED']);
+
+/** Runs a gateway has offered and awaits at once, unless configured (MAX_RUNS_IN_FLIGHT). */
+export const DEFAULT_MAX_RUNS_IN_FLIGHT = 256;
 
 /**
  * Sends one audit job as a NATS request on its location's subject and turns whatever comes
@@ -47,13 +54,43 @@ export function createNatsDispatcher({
   logger,
   registry,
   offerAgainMs = { min: 100, max: 1_000 },
+  maxInFlight = DEFAULT_MAX_RUNS_IN_FLIGHT,
 }: {
   nc: NatsConnection;
   logger: Logger;
   registry?: AgentRegistry;
   offerAgainMs?: { min: number; max: number };
+  /**
+   * Offers awaiting a reply at once. Replies the gateway has not read yet queue in nats-server,
+   * which cuts a client past its max_pending (64 MB) as a slow consumer, losing every reply in
+   * flight: bounding the offers bounds that queue. Runs beyond it wait in the gateway.
+   */
+  maxInFlight?: number;
 }): Dispatcher {
   const waitingBy = new Map<Location, number>();
+  const inFlight = pLimit(maxInFlight);
+
+  // nats.js keeps a request whose reply was lost in a disconnect pending until its timeout
+  // (minutes for a run): every offer in flight is given up at the next disconnect instead, and
+  // no offer goes out while disconnected (its reply could arrive before the reply
+  // subscription is back, and be lost the same way).
+  let connected = true;
+  let disconnected = Promise.withResolvers<void>();
+  let reconnected = Promise.withResolvers<void>();
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === 'disconnect') {
+        logger.warn({ offersInFlight: inFlight.activeCount }, 'NATS connection lost; the runs in flight will be offered again');
+        connected = false;
+        disconnected.resolve();
+        disconnected = Promise.withResolvers<void>();
+      } else if (status.type === 'reconnect') {
+        connected = true;
+        reconnected.resolve();
+        reconnected = Promise.withResolvers<void>();
+      }
+    }
+  })().catch(() => undefined);
 
   async function dispatch(job: AuditJob, options: DispatchOptions): Promise<RunOutcome> {
     let waits = false;
@@ -78,7 +115,12 @@ export function createNatsDispatcher({
         return { ok: false, error: { code: 'NO_RESPONDERS', message: `the agents of ${job.location} stopped announcing themselves`, retryable: true } };
       }
       const exclude = avoidAgent !== undefined && agents?.some((a) => a.agentId !== avoidAgent) ? [avoidAgent] : undefined;
-      const outcome = await offer(exclude ? { ...job, excludeAgents: exclude } : job, { timeoutMs: Math.max(1, deadline - Date.now()), requestId });
+      // Waiting for an offer slot is waiting for room too.
+      wait(inFlight.activeCount >= maxInFlight);
+      const outcome = await inFlight(() => {
+        wait(false);
+        return offer(exclude ? { ...job, excludeAgents: exclude } : job, { timeoutMs: Math.max(1, deadline - Date.now()), requestId });
+      });
       if (outcome.ok) return outcome;
       const allBusy = outcome.error.code === 'NO_RESPONDERS' && (registry?.agents(job.location)?.length ?? 0) > 0;
       if (!OFFER_AGAIN.has(outcome.error.code) && !allBusy) return outcome;
@@ -96,9 +138,18 @@ export function createNatsDispatcher({
   async function offer(job: AuditJob, { timeoutMs, requestId }: { timeoutMs: number; requestId: string }): Promise<RunOutcome> {
     const h = natsHeaders();
     h.set(HEADERS.requestId, requestId);
+    if (!connected) {
+      const started = Date.now();
+      const back = await Promise.race([reconnected.promise.then(() => true), sleep(timeoutMs).then(() => false)]);
+      if (!back) return { ok: false, error: { code: 'TIMEOUT', message: `no NATS connection to reach ${job.location} for ${timeoutMs} ms`, retryable: true } };
+      timeoutMs = Math.max(1, timeoutMs - (Date.now() - started));
+    }
     let reply;
     try {
-      reply = await nc.request(auditSubject(job.location), encodeJob(job), { timeout: timeoutMs, headers: h });
+      const request = nc.request(auditSubject(job.location), encodeJob(job), { timeout: timeoutMs, headers: h });
+      request.catch(() => undefined);
+      reply = await Promise.race([request, disconnected.promise.then(() => null)]);
+      if (reply === null) return { ok: false, error: { code: 'DISCONNECTED', message: `the reply from ${job.location} was lost with the NATS connection`, retryable: true } };
     } catch (error) {
       if (error instanceof natsErrors.RequestError && error.isNoResponders()) {
         return { ok: false, error: { code: 'NO_RESPONDERS', message: `no agent serves ${job.location}`, retryable: true } };
