@@ -15,10 +15,10 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
-import { LOCATIONS, lighthouseResultSchema, type LighthouseResult } from '@perfwatch/common';
+import { LOCATIONS } from '@perfwatch/common';
 import { startAgent, type AuditRunner } from '@perfwatch/agent';
 import { createAdmin, freePort, MongoStore, startFerretDb, startNatsServer } from '@perfwatch/gateway';
-import { loadLhr } from '../test/support/lhr-fixtures.ts';
+import { loadLeanLhr } from '../test/support/lhr-fixtures.ts';
 import { root } from './local-stack.ts';
 
 const DELAY_MS = 200;
@@ -37,14 +37,6 @@ export interface ScaleLevel {
   failed: number;
 }
 
-function lean(device: 'mobile' | 'desktop'): LighthouseResult {
-  const lhr = loadLhr(device, 1);
-  for (const audit of Object.values(lhr.audits)) delete audit.details;
-  delete lhr['i18n'];
-  delete lhr['timing'];
-  return lighthouseResultSchema.parse(lhr);
-}
-
 async function metric(url: string, name: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith(`${name} `));
@@ -60,7 +52,7 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000]): Promise
   await store.init();
   const admin = createAdmin(store);
   const { token } = await admin.createUser('scale');
-  const results = { mobile: lean('mobile'), desktop: lean('desktop') };
+  const results = { mobile: loadLeanLhr('mobile'), desktop: loadLeanLhr('desktop') };
   const nc = await connect({ servers: nats.url });
   const agents = LOCATIONS.flatMap((location) =>
     Array.from({ length: RESPONDERS_PER_LOCATION }, (_, i) => {

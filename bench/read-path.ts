@@ -26,10 +26,10 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { MongoClient, ObjectId, type Document } from 'mongodb';
-import { formatApiDateTime, lighthouseResultSchema, type LighthouseResult } from '@perfwatch/common';
+import { formatApiDateTime } from '@perfwatch/common';
 import { createAdmin, freePort, MongoStore, startFerretDb, startNatsServer, type ProjectRecord } from '@perfwatch/gateway';
 import { buildLocationSnapshot } from '../gateway/src/snapshot-builder.ts';
-import { loadLhr } from '../test/support/lhr-fixtures.ts';
+import { loadLeanLhr } from '../test/support/lhr-fixtures.ts';
 import { root } from './local-stack.ts';
 
 const tools = join(root, '.tools/bin');
@@ -59,14 +59,6 @@ export interface ReadPathFigures {
   overviewRecordsPerRequest: number;
   audit: { gateway: Load; raw: Load; ratio: number };
   overview: { gateway: Load; raw: Load; ratio: number };
-}
-
-function lean(): LighthouseResult {
-  const lhr = loadLhr('mobile', 1);
-  for (const audit of Object.values(lhr.audits)) delete audit.details;
-  delete lhr['i18n'];
-  delete lhr['timing'];
-  return lighthouseResultSchema.parse(lhr);
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -129,7 +121,7 @@ export async function measureReadPath(snapshots = DEFAULT_SNAPSHOTS): Promise<Re
   for (let p = 0; p < PROJECTS; p++) projects.push(await admin.addProject('bench', `https://d${p % DOMAINS}.example/page-${p}`, { locations: ['london'], runs: 1 }));
 
   const seedStarted = performance.now();
-  const lhr = lean();
+  const lhr = loadLeanLhr('mobile');
   const template = buildLocationSnapshot('mobile', 'london', [{ jobId: 'seed', agentId: 'seed', location: 'london', device: 'mobile', runIndex: 0, startedAt: new Date().toISOString(), lighthouseMs: 6_000, lhr }]);
   const templateDate = await store.saveSnapshot({ project: projects[0]!, updateId: randomUUID(), date: new Date(Date.UTC(2020, 0, 1)), updateType: 'scheduled', results: [template] });
   await store.close();

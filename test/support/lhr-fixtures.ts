@@ -16,3 +16,15 @@ export function loadLhr(device: Device, run: 1 | 2 | 3): LighthouseResult {
 export function loadLhrs(device: Device): LighthouseResult[] {
   return [loadLhr(device, 1), loadLhr(device, 2), loadLhr(device, 3)];
 }
+
+/**
+ * A real result with its audit details, i18n table and timings dropped (~40 kB instead of
+ * ~180 kB): for benchmarks about dispatch and storage, not about result size.
+ */
+export function loadLeanLhr(device: Device): LighthouseResult {
+  const lhr = loadLhr(device, 1);
+  for (const audit of Object.values(lhr.audits)) delete audit.details;
+  delete lhr['i18n'];
+  delete lhr['timing'];
+  return lighthouseResultSchema.parse(lhr);
+}
