@@ -22,10 +22,12 @@ const HEAP_CAP_MB = 96;
 
 export interface OverviewMemoryFigures {
   smallRecords: number;
+  mediumRecords: number;
   largeRecords: number;
   heapCapMb: number;
   baselineRssMb: number;
   peakAfterSmallMb: number;
+  peakAfterMediumMb: number;
   peakAfterLargeMb: number;
   largeResponseMb: number;
   largeSeconds: number;
@@ -56,7 +58,7 @@ async function drainOverview(url: string, token: string, startDate: string, endD
   return { records, bytes };
 }
 
-export async function measureOverviewMemory(largeRecords = 1_000_000, smallRecords = 10_000): Promise<OverviewMemoryFigures> {
+export async function measureOverviewMemory(largeRecords = 1_000_000, smallRecords = 10_000, mediumRecords = 100_000): Promise<OverviewMemoryFigures> {
   const dir = await mkdtemp(join(tmpdir(), 'perfwatch-overview-'));
   const db = await startFerretDb({ binary: join(tools, 'ferretdb'), dir: join(dir, 'db') });
   const nats = await startNatsServer({ binary: join(tools, 'nats-server'), dir: join(dir, 'nats') });
@@ -68,7 +70,8 @@ export async function measureOverviewMemory(largeRecords = 1_000_000, smallRecor
   await store.close();
 
   // Seeded straight into the collection the gateway reads, as snapshots would have written it:
-  // the small set on 2025-01-01, the large one spread over the following 365 days.
+  // the small set on 2025-01-01, the medium one over the next 10 days, the large one over the
+  // 365 days after those.
   const client = new MongoClient(db.url);
   const kpis = client.db(dbName).collection('kpis');
   const userId = new ObjectId(user.id);
@@ -84,7 +87,8 @@ export async function measureOverviewMemory(largeRecords = 1_000_000, smallRecor
     }
   };
   await seed(smallRecords, 0, 1);
-  await seed(largeRecords, 1, 365);
+  await seed(mediumRecords, 1, 10);
+  await seed(largeRecords, 11, 365);
   await client.close();
 
   const port = await freePort();
@@ -103,12 +107,15 @@ export async function measureOverviewMemory(largeRecords = 1_000_000, smallRecor
     const small = await drainOverview(url, token, '2025-01-01', '2025-01-01');
     if (small.records !== smallRecords) throw new Error(`small overview returned ${small.records} records, expected ${smallRecords}`);
     const peakAfterSmallMb = await peakRssMb(gateway.pid!);
+    const medium = await drainOverview(url, token, '2025-01-02', '2025-01-11');
+    if (medium.records !== mediumRecords) throw new Error(`medium overview returned ${medium.records} records, expected ${mediumRecords}`);
+    const peakAfterMediumMb = await peakRssMb(gateway.pid!);
     const started = performance.now();
-    const large = await drainOverview(url, token, '2025-01-02', '2026-01-01');
+    const large = await drainOverview(url, token, '2025-01-12', '2026-01-11');
     const largeSeconds = (performance.now() - started) / 1000;
     if (large.records !== largeRecords) throw new Error(`large overview returned ${large.records} records, expected ${largeRecords}`);
     const peakAfterLargeMb = await peakRssMb(gateway.pid!);
-    return { smallRecords, largeRecords, heapCapMb: HEAP_CAP_MB, baselineRssMb, peakAfterSmallMb, peakAfterLargeMb, largeResponseMb: large.bytes / 2 ** 20, largeSeconds, recordsPerSecond: largeRecords / largeSeconds };
+    return { smallRecords, mediumRecords, largeRecords, heapCapMb: HEAP_CAP_MB, baselineRssMb, peakAfterSmallMb, peakAfterMediumMb, peakAfterLargeMb, largeResponseMb: large.bytes / 2 ** 20, largeSeconds, recordsPerSecond: largeRecords / largeSeconds };
   } finally {
     gateway.kill('SIGTERM');
     await new Promise((resolve) => gateway.once('exit', resolve));
