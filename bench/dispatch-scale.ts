@@ -9,6 +9,7 @@
  *   node bench/dispatch-scale.ts [levels=1,10,100,1000]
  */
 import { spawn } from 'node:child_process';
+import { openSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -96,7 +97,8 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000]): Promise
   const gatewayUrl = `http://127.0.0.1:${port}`;
   const gateway = spawn(process.execPath, [...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []), join(root, 'bin/perfwatch.js'), 'gateway'], {
     env: { ...process.env, NATS_URL: nats.url, MONGODB_URI: db.url, MONGODB_DB: 'scale', PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_UPDATES_PER_MINUTE: '1000000', SHUTDOWN_READINESS_DELAY_MS: '0' },
-    stdio: 'ignore',
+    // BENCH_GATEWAY_LOG=FILE keeps the gateway's warnings and errors.
+    stdio: ['ignore', process.env['BENCH_GATEWAY_LOG'] ? openSync(process.env['BENCH_GATEWAY_LOG'], 'a') : 'ignore', process.env['BENCH_GATEWAY_LOG'] ? openSync(process.env['BENCH_GATEWAY_LOG'], 'a') : 'ignore'],
   });
   try {
     for (let i = 0; ; i++) {

@@ -10,6 +10,8 @@ const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
 
 const DUPLICATE_KEY = 11000;
+/** MongoDB aborts one of two writes to the same document with this code; the write may simply be tried again. */
+const WRITE_CONFLICT = 112;
 /** How many later seconds a snapshot may move to when its project already has one at that second. */
 const MAX_DATE_SHIFT_SECONDS = 60;
 
@@ -96,13 +98,19 @@ const resultDoc = z.object({
 export interface MongoStoreOptions {
   uri: string;
   dbName: string;
-  /** Tries of a snapshot save after the server went away (backing off to 4 s: about 20 s in all). */
+  /** Tries of a snapshot save after a transient failure (backing off to 4 s: about 20 s in all). */
   saveRetries?: number;
 }
 
-/** The server could not be reached (refused, reset, not selected in time): it may be back soon. */
-function isServerAway(error: unknown): boolean {
-  return error instanceof MongoNetworkError || error instanceof MongoServerSelectionError;
+/**
+ * A failure the same write may not meet again: the server could not be reached (refused,
+ * reset, not selected in time), MongoDB says so itself (RetryableWriteError label, a write
+ * conflict), or an SQLite-backed server (FerretDB) found its database locked by another writer.
+ */
+export function isTransientStoreError(error: unknown): boolean {
+  if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) return true;
+  if (!(error instanceof MongoServerError)) return false;
+  return error.hasErrorLabel('RetryableWriteError') || error.code === WRITE_CONFLICT || /SQLITE_BUSY|database is locked/.test(error.message);
 }
 
 /**
@@ -343,11 +351,11 @@ export class MongoStore implements Store {
 
   /**
    * A snapshot is what minutes of Lighthouse runs produced: a database that is away for a few
-   * seconds (a restart, a failover) is waited for rather than losing them. Safe to repeat
-   * because a save is idempotent per update.
+   * seconds (a restart, a failover) or busy with other writers is waited for rather than
+   * losing them. Safe to repeat because a save is idempotent per update.
    */
   async saveSnapshot(snapshot: NewSnapshot): Promise<Date> {
-    return pRetry(() => this.#saveSnapshotOnce(snapshot), { retries: this.#saveRetries, minTimeout: 250, maxTimeout: 4_000, factor: 2, shouldRetry: ({ error }) => isServerAway(error) });
+    return pRetry(() => this.#saveSnapshotOnce(snapshot), { retries: this.#saveRetries, minTimeout: 250, maxTimeout: 4_000, factor: 2, shouldRetry: ({ error }) => isTransientStoreError(error) });
   }
 
   async #saveSnapshotOnce({ project, updateId, date, updateType, results }: NewSnapshot): Promise<Date> {
