@@ -1,6 +1,7 @@
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import { Binary, MongoClient, MongoNetworkError, MongoServerError, MongoServerSelectionError, ObjectId, type Collection, type Db } from 'mongodb';
+import pLimit, { type LimitFunction } from 'p-limit';
 import pRetry from 'p-retry';
 import { z } from 'zod';
 import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, runSummarySchema, type Location } from '@perfwatch/common';
@@ -100,6 +101,12 @@ export interface MongoStoreOptions {
   dbName: string;
   /** Tries of a snapshot save after a transient failure (backing off to 4 s: about 20 s in all). */
   saveRetries?: number;
+  /**
+   * Snapshot saves at once. A thousand updates ending together would otherwise write at once:
+   * an SQLite-backed server (FerretDB) then answers most writes "database is locked", and every
+   * retry of a save begins by clearing what the failed one wrote. Eight keep MongoDB busy too.
+   */
+  concurrentSaves?: number;
 }
 
 /**
@@ -135,10 +142,12 @@ export class MongoStore implements Store {
   readonly dbName: string;
 
   readonly #saveRetries: number;
+  readonly #saves: LimitFunction;
 
-  constructor({ uri, dbName, saveRetries = 8 }: MongoStoreOptions) {
+  constructor({ uri, dbName, saveRetries = 8, concurrentSaves = 8 }: MongoStoreOptions) {
     this.dbName = dbName;
     this.#saveRetries = saveRetries;
+    this.#saves = pLimit(concurrentSaves);
     this.#client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, appName: 'perfwatch' });
     this.#db = this.#client.db(dbName);
     this.#users = this.#db.collection('users');
@@ -355,7 +364,7 @@ export class MongoStore implements Store {
    * losing them. Safe to repeat because a save is idempotent per update.
    */
   async saveSnapshot(snapshot: NewSnapshot): Promise<Date> {
-    return pRetry(() => this.#saveSnapshotOnce(snapshot), { retries: this.#saveRetries, minTimeout: 250, maxTimeout: 4_000, factor: 2, shouldRetry: ({ error }) => isTransientStoreError(error) });
+    return this.#saves(() => pRetry(() => this.#saveSnapshotOnce(snapshot), { retries: this.#saveRetries, minTimeout: 250, maxTimeout: 4_000, factor: 2, shouldRetry: ({ error }) => isTransientStoreError(error) }));
   }
 
   async #saveSnapshotOnce({ project, updateId, date, updateType, results }: NewSnapshot): Promise<Date> {
