@@ -1,4 +1,6 @@
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as chromeLauncher from 'chrome-launcher';
@@ -88,8 +90,12 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
     const old = chrome;
     chrome = null;
     if (!old) return;
+    // chrome-launcher's kill() signals and returns: wait for the browser to be gone, so a
+    // replacement never runs beside it (an agent keeps at most `capacity` Chromes).
+    const exited = old.process.exitCode !== null || old.process.signalCode !== null ? Promise.resolve() : once(old.process, 'exit');
     try {
       await old.kill();
+      await Promise.race([exited, sleep(5_000)]);
     } catch (error) {
       logger.warn({ err: error, pid: old.pid }, 'could not kill Chrome');
     }
