@@ -95,7 +95,7 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
     const exited = old.process.exitCode !== null || old.process.signalCode !== null ? Promise.resolve() : once(old.process, 'exit');
     try {
       await old.kill();
-      if ((await Promise.race([exited.then(() => true), sleep(15_000).then(() => false)])) === false) logger.warn({ pid: old.pid }, "Chrome has not exited 15 s after it was killed");
+      if ((await Promise.race([exited.then(() => true), sleep(15_000).then(() => false)])) === false) logger.warn({ pid: old.pid }, 'Chrome has not exited 15 s after it was killed');
     } catch (error) {
       logger.warn({ err: error, pid: old.pid }, 'could not kill Chrome');
     }

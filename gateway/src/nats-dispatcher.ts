@@ -1,3 +1,4 @@
+import { EventEmitter, once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pLimit from 'p-limit';
 import type { NatsConnection } from '@nats-io/nats-core';
@@ -74,20 +75,19 @@ export function createNatsDispatcher({
   // (minutes for a run): every offer in flight is given up at the next disconnect instead, and
   // no offer goes out while disconnected (its reply could arrive before the reply
   // subscription is back, and be lost the same way).
+  // Listeners are per offer and removed once it settles: a promise kept for "the next
+  // disconnect" would gather a reaction from every offer until a disconnect came.
   let connected = true;
-  let disconnected = Promise.withResolvers<void>();
-  let reconnected = Promise.withResolvers<void>();
+  const link = new EventEmitter().setMaxListeners(0);
   void (async () => {
     for await (const status of nc.status()) {
       if (status.type === 'disconnect') {
         logger.warn({ offersInFlight: inFlight.activeCount }, 'NATS connection lost; the runs in flight will be offered again');
         connected = false;
-        disconnected.resolve();
-        disconnected = Promise.withResolvers<void>();
+        link.emit('disconnect');
       } else if (status.type === 'reconnect') {
         connected = true;
-        reconnected.resolve();
-        reconnected = Promise.withResolvers<void>();
+        link.emit('reconnect');
       }
     }
   })().catch(() => undefined);
@@ -140,15 +140,20 @@ export function createNatsDispatcher({
     h.set(HEADERS.requestId, requestId);
     if (!connected) {
       const started = Date.now();
-      const back = await Promise.race([reconnected.promise.then(() => true), sleep(timeoutMs).then(() => false)]);
+      const back = await once(link, 'reconnect', { signal: AbortSignal.timeout(timeoutMs) }).then(() => true, () => false);
       if (!back) return { ok: false, error: { code: 'TIMEOUT', message: `no NATS connection to reach ${job.location} for ${timeoutMs} ms`, retryable: true } };
       timeoutMs = Math.max(1, timeoutMs - (Date.now() - started));
     }
     let reply;
+    let onDisconnect = () => {};
     try {
       const request = nc.request(auditSubject(job.location), encodeJob(job), { timeout: timeoutMs, headers: h });
       request.catch(() => undefined);
-      reply = await Promise.race([request, disconnected.promise.then(() => null)]);
+      const lost = new Promise<null>((resolve) => {
+        onDisconnect = () => resolve(null);
+        link.once('disconnect', onDisconnect);
+      });
+      reply = await Promise.race([request, lost]).finally(() => link.off('disconnect', onDisconnect));
       if (reply === null) return { ok: false, error: { code: 'DISCONNECTED', message: `the reply from ${job.location} was lost with the NATS connection`, retryable: true } };
     } catch (error) {
       if (error instanceof natsErrors.RequestError && error.isNoResponders()) {
