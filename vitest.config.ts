@@ -2,14 +2,15 @@ import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 import { isBrowserTeardownError } from './agent/src/browser-teardown-errors.ts';
 
-const src = (pkg: string) => fileURLToPath(new URL(`./${pkg}/src/index.ts`, import.meta.url));
+const src = (path: string) => fileURLToPath(new URL(`./${path}`, import.meta.url));
 
 // Packages resolve to their sources, so no test needs a build.
-const alias = {
-  '@perfwatch/common': src('common'),
-  '@perfwatch/gateway': src('gateway'),
-  '@perfwatch/agent': src('agent'),
-};
+const alias = [
+  { find: /^@perfwatch\/common$/, replacement: src('common/src/index.ts') },
+  { find: /^@perfwatch\/common\/client$/, replacement: src('common/src/client/index.ts') },
+  { find: /^@perfwatch\/gateway$/, replacement: src('gateway/src/index.ts') },
+  { find: /^@perfwatch\/agent$/, replacement: src('agent/src/index.ts') },
+];
 
 export default defineConfig({
   test: {

@@ -23,7 +23,10 @@ const USAGE = `usage: perfwatch <command>
   start     gateway + a local agent + local NATS and database, with a demo project
   gateway   the HTTP gateway (NATS_URL, MONGODB_URI, PORT, ...)
   agent     a location agent (NATS_URL, PERFWATCH_LOCATION, CHROME_PATH, ...)
-  admin     users, tokens and projects (perfwatch admin --help)`;
+  admin     users, tokens and projects (perfwatch admin --help)
+  update    run an update of a project, optionally checked against budgets (perfwatch update --help)
+  audit     read a stored snapshot
+  overview  KPI records over a date range`;
 
 const [command, ...args] = process.argv.slice(2);
 const programs = {
@@ -31,7 +34,11 @@ const programs = {
   gateway: () => import('../gateway/src/main.ts'),
   agent: () => import('../agent/src/main.ts'),
   admin: () => import('../gateway/src/admin/admin-cli.ts'),
+  update: () => import('../common/src/client/client-cli.ts'),
+  audit: () => import('../common/src/client/client-cli.ts'),
+  overview: () => import('../common/src/client/client-cli.ts'),
 };
+const clientVerbs = new Set(['update', 'audit', 'overview']);
 
 if (!command || command === '--help' || command === '-h' || !(command in programs)) {
   (command && command !== '--help' && command !== '-h' ? process.stderr : process.stdout).write(`${USAGE}\n`);
@@ -40,7 +47,7 @@ if (!command || command === '--help' || command === '-h' || !(command in program
 
 try {
   const program = await programs[command]();
-  const code = command === 'admin' ? await program.main(args, process.env) : await program.main(process.env);
+  const code = command === 'admin' ? await program.main(args, process.env) : clientVerbs.has(command) ? await program.main(command, args, process.env) : await program.main(process.env);
   process.exitCode = typeof code === 'number' ? code : 0;
 } catch (error) {
   // Configuration and start-up errors say what to fix; anything else is a crash with its stack.

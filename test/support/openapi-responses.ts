@@ -11,7 +11,7 @@ export async function openApiResponseChecker(document: unknown) {
   const validator = new Validator();
   const validity = await validator.validate(document as Parameters<Validator['validate']>[0]);
   if (!validity.valid) throw new Error(`openapi.json is not valid OpenAPI: ${JSON.stringify(validity.errors).slice(0, 2000)}`);
-  const resolved = validator.resolveRefs() as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: object }> }> }>> };
+  const resolved = validator.resolveRefs() as { paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: object }> }; responses: Record<string, { content?: Record<string, { schema: object }> }> }>> };
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   (addFormats as unknown as (a: Ajv2020) => void)(ajv);
   const compiled = new Map<string, ReturnType<Ajv2020['compile']>>();
@@ -31,6 +31,15 @@ export async function openApiResponseChecker(document: unknown) {
       if (!validate(body)) throw new Error(`${key} does not match its documented schema: ${ajv.errorsText(validate.errors)}`);
       seen.add(key);
       return key;
+    },
+    /** Throws unless `body` matches the documented JSON request body of the operation. */
+    checkRequest(path: string, method: 'post', body: unknown): void {
+      const key = `${method} ${path} request`;
+      const schema = resolved.paths[path]?.[method]?.requestBody?.content['application/json']?.schema;
+      if (!schema) throw new Error(`${key} documents no JSON request body`);
+      let validate = compiled.get(key);
+      if (!validate) compiled.set(key, (validate = ajv.compile(schema)));
+      if (!validate(body)) throw new Error(`${key} does not match its documented schema: ${ajv.errorsText(validate.errors)}`);
     },
     seen,
     documented(): string[] {

@@ -1,0 +1,135 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { z } from 'zod';
+import { auditResultSchema, type AuditResult } from '../audit-result.ts';
+import { errorEnvelopeSchema, type ErrorEnvelope } from '../errors.ts';
+import type { Device, Location } from '../ids.ts';
+import type { Section } from '../lighthouse-kpis.ts';
+import { asyncAckSchema, overviewResponseSchema, snapshotListSchema, updateStatusSchema, type OverviewRecord, type SnapshotList, type UpdateStatusView } from '../overview.ts';
+
+/**
+ * The operations this client calls, by path and method. A test holds them against the
+ * gateway's `/v1/openapi.json`, so the client cannot call a path or send a body the API
+ * does not document. Every call is a POST with a JSON body: no URL-encoding surprises,
+ * and arrays stay arrays.
+ */
+export const CLIENT_OPERATIONS = {
+  update: '/v1/update',
+  audit: '/v1/audit',
+  updates: '/v1/updates',
+  updateStatus: '/v1/updates/{id}',
+  overview: '/v1/overview',
+} as const;
+
+export interface UpdateRequest {
+  url: string;
+  device?: Device;
+  updateType?: 'manual' | 'ci';
+}
+
+export interface AuditRequest {
+  url: string;
+  /** `yyyy-MM-ddTHH:mm:ss`, UTC, as the API returns it. */
+  date: string;
+  device?: Device;
+  location?: Location[];
+}
+
+export interface OverviewRequest {
+  /** `yyyy-MM-dd`. */
+  startDate: string;
+  endDate: string;
+  domain?: string;
+  updateType?: 'manual' | 'scheduled' | 'ci';
+  sections?: Section[];
+}
+
+/** The API answered with an error envelope (or something that is not the API). */
+export class ApiClientError extends Error {
+  readonly httpStatus: number;
+  readonly envelope: ErrorEnvelope | null;
+
+  constructor(httpStatus: number, envelope: ErrorEnvelope | null, fallback: string) {
+    const detail = envelope ? [envelope.message, ...envelope.errors].join(' ') : fallback;
+    super(`HTTP ${httpStatus}${envelope ? ` ${envelope.status}` : ''}: ${detail}`);
+    this.name = 'ApiClientError';
+    this.httpStatus = httpStatus;
+    this.envelope = envelope;
+  }
+}
+
+export interface ApiClientOptions {
+  /** Base URL of a gateway, e.g. `http://127.0.0.1:8080`. */
+  server: string;
+  token: string;
+  fetch?: typeof fetch;
+  /** Deadline of one read request. */
+  readTimeoutMs?: number;
+  /** Deadline of a sync update, which waits for every Lighthouse run. */
+  updateTimeoutMs?: number;
+}
+
+export interface WaitOptions {
+  pollMs?: number;
+  timeoutMs?: number;
+  /** Called with every status read while waiting, e.g. to draw progress. */
+  onStatus?: (status: UpdateStatusView) => void;
+}
+
+export type ApiClient = ReturnType<typeof createApiClient>;
+
+export function createApiClient({ server, token, fetch: fetchImpl = fetch, readTimeoutMs = 60_000, updateTimeoutMs = 15 * 60_000 }: ApiClientOptions) {
+  const base = server.replace(/\/+$/, '');
+
+  async function call<S extends z.ZodType>(path: string, body: object, schema: S, timeoutMs: number): Promise<z.output<S>> {
+    let response: Response;
+    try {
+      response = await fetchImpl(`${base}${path}`, {
+        method: 'POST',
+        headers: { authorization: token, 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (error) {
+      const cause = (error as Error & { cause?: Error }).cause;
+      throw new Error(`cannot reach ${base}: ${cause?.message ?? (error as Error).message}`, { cause: error });
+    }
+    const text = await response.text();
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new ApiClientError(response.status, null, `not JSON from ${base}${path}: ${text.slice(0, 200)}`);
+    }
+    if (!response.ok) {
+      const envelope = errorEnvelopeSchema.safeParse(json);
+      throw new ApiClientError(response.status, envelope.success ? envelope.data : null, text.slice(0, 200));
+    }
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) throw new ApiClientError(response.status, null, `unexpected answer from ${path}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).slice(0, 3).join('; ')}`);
+    return parsed.data;
+  }
+
+  const client = {
+    /** A sync update: resolves with the audit result once every run is in. */
+    update: (request: UpdateRequest): Promise<AuditResult> => call(CLIENT_OPERATIONS.update, { ...request, mode: 'sync' }, auditResultSchema, updateTimeoutMs),
+    /** An async update: resolves with its id at once. */
+    startUpdate: (request: UpdateRequest): Promise<string> => call(CLIENT_OPERATIONS.update, { ...request, mode: 'async' }, asyncAckSchema, readTimeoutMs).then((ack) => ack.id),
+    updateStatus: (id: string): Promise<UpdateStatusView> => call(CLIENT_OPERATIONS.updateStatus.replace('{id}', encodeURIComponent(id)), {}, updateStatusSchema, readTimeoutMs),
+    audit: (request: AuditRequest): Promise<AuditResult> => call(CLIENT_OPERATIONS.audit, request, auditResultSchema, readTimeoutMs),
+    updates: (url: string): Promise<SnapshotList> => call(CLIENT_OPERATIONS.updates, { url }, snapshotListSchema, readTimeoutMs),
+    overview: ({ startDate, endDate, ...rest }: OverviewRequest): Promise<OverviewRecord[]> => call(CLIENT_OPERATIONS.overview, { dateRange: { startDate, endDate }, ...rest }, overviewResponseSchema, readTimeoutMs),
+
+    /** Polls an async update until it is done or failed. */
+    async waitForUpdate(id: string, { pollMs = 2_000, timeoutMs = updateTimeoutMs, onStatus }: WaitOptions = {}): Promise<UpdateStatusView> {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const status = await client.updateStatus(id);
+        onStatus?.(status);
+        if (status.status === 'done' || status.status === 'failed') return status;
+        if (Date.now() + pollMs > deadline) throw new Error(`update ${id} is still ${status.status} after ${Math.round(timeoutMs / 1000)} s`);
+        await sleep(pollMs);
+      }
+    },
+  };
+  return client;
+}

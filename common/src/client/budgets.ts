@@ -1,0 +1,143 @@
+import { z } from 'zod';
+import type { AuditResult } from '../audit-result.ts';
+import { DEVICES, LOCATIONS, type Device, type Location } from '../ids.ts';
+
+/**
+ * What a budget can bound. Category scores (0–100) are floors; metrics are ceilings in the
+ * unit Lighthouse reports them (milliseconds, bytes, or unitless for CLS).
+ */
+export const BUDGET_KEYS = {
+  performance: { kind: 'score', category: 'performance', label: 'performance score' },
+  accessibility: { kind: 'score', category: 'accessibility', label: 'accessibility score' },
+  'best-practices': { kind: 'score', category: 'best-practices', label: 'best-practices score' },
+  seo: { kind: 'score', category: 'seo', label: 'SEO score' },
+  lcp: { kind: 'metric', audit: 'largest-contentful-paint', label: 'LCP', unit: 'ms' },
+  fcp: { kind: 'metric', audit: 'first-contentful-paint', label: 'FCP', unit: 'ms' },
+  tbt: { kind: 'metric', audit: 'total-blocking-time', label: 'TBT', unit: 'ms' },
+  cls: { kind: 'metric', audit: 'cumulative-layout-shift', label: 'CLS', unit: '' },
+  si: { kind: 'metric', audit: 'speed-index', label: 'Speed Index', unit: 'ms' },
+  tti: { kind: 'metric', audit: 'interactive', label: 'TTI', unit: 'ms' },
+  ttfb: { kind: 'metric', audit: 'server-response-time', label: 'server response time', unit: 'ms' },
+  bytes: { kind: 'metric', audit: 'total-byte-weight', label: 'total bytes', unit: 'B' },
+} as const;
+export type BudgetKey = keyof typeof BUDGET_KEYS;
+const budgetKeyNames = Object.keys(BUDGET_KEYS) as [BudgetKey, ...BudgetKey[]];
+
+const limitsSchema = z.partialRecord(z.enum(budgetKeyNames), z.number().nonnegative());
+
+/**
+ * A budget file: limits per key and, optionally, the largest allowed regression against the
+ * previous snapshot (score points for scores, percent for metrics).
+ */
+export const budgetFileSchema = z.strictObject({
+  budgets: limitsSchema.default({}),
+  maxRegression: limitsSchema.default({}),
+});
+export type Budgets = z.output<typeof budgetFileSchema>;
+
+export class BudgetSpecError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BudgetSpecError';
+  }
+}
+
+/** `performance=90`, `lcp=2500`: one `--budget` (or `--max-regression`) flag. */
+export function parseLimit(text: string): [BudgetKey, number] {
+  const match = /^([a-z-]+)=(\d+(?:\.\d+)?)$/.exec(text.trim());
+  if (!match) throw new BudgetSpecError(`"${text}" is not KEY=NUMBER (e.g. performance=90, lcp=2500)`);
+  const key = match[1]!;
+  if (!(key in BUDGET_KEYS)) throw new BudgetSpecError(`unknown budget key "${key}"; known: ${budgetKeyNames.join(', ')}`);
+  const value = Number(match[2]);
+  if (BUDGET_KEYS[key as BudgetKey].kind === 'score' && value > 100) throw new BudgetSpecError(`${key} is a score from 0 to 100, not ${value}`);
+  return [key as BudgetKey, value];
+}
+
+export interface BudgetCheck {
+  key: BudgetKey;
+  /** What was measured, or null when the result does not have it. */
+  actual: number | null;
+  kind: 'budget' | 'regression';
+  /** The budget, or for a regression check the previous snapshot's value. */
+  limit: number;
+  /** Regression checks: the allowed change (points, or percent for metrics). */
+  allowed?: number;
+  pass: boolean;
+  message: string;
+}
+
+export interface CellReport {
+  device: Device;
+  location: Location;
+  checks: BudgetCheck[];
+}
+
+export interface BudgetReport {
+  pass: boolean;
+  cells: CellReport[];
+}
+
+/** A key's value in one Lighthouse result: a score 0–100 or a metric in its unit. */
+export function measure(lighthouse: Readonly<Record<string, unknown>>, key: BudgetKey): number | null {
+  const spec = BUDGET_KEYS[key];
+  const field = (group: unknown, id: string, name: string): unknown => (group as Record<string, Record<string, unknown> | undefined> | undefined)?.[id]?.[name];
+  if (spec.kind === 'score') {
+    const score = field(lighthouse['categories'], spec.category, 'score');
+    return typeof score === 'number' ? Math.round(score * 100) : null;
+  }
+  const value = field(lighthouse['audits'], spec.audit, 'numericValue');
+  return typeof value === 'number' ? value : null;
+}
+
+export function formatValue(key: BudgetKey, value: number | null): string {
+  if (value === null) return 'not measured';
+  const spec = BUDGET_KEYS[key];
+  if (spec.kind === 'score') return String(value);
+  if (key === 'cls') return value.toFixed(3);
+  return `${Math.round(value)}${spec.unit ? ` ${spec.unit}` : ''}`;
+}
+
+function budgetCheck(key: BudgetKey, actual: number | null, limit: number): BudgetCheck {
+  const spec = BUDGET_KEYS[key];
+  const pass = actual !== null && (spec.kind === 'score' ? actual >= limit : actual <= limit);
+  const bound = spec.kind === 'score' ? 'at least' : 'at most';
+  return { key, actual, kind: 'budget', limit, pass, message: `${spec.label} ${formatValue(key, actual)}, budget ${bound} ${formatValue(key, limit)}` };
+}
+
+function regressionCheck(key: BudgetKey, actual: number | null, previous: number, allowed: number): BudgetCheck {
+  const spec = BUDGET_KEYS[key];
+  if (actual === null) return { key, actual, kind: 'regression', limit: previous, allowed, pass: false, message: `${spec.label} not measured (previous ${formatValue(key, previous)})` };
+  if (spec.kind === 'score') {
+    const drop = previous - actual;
+    return { key, actual, kind: 'regression', limit: previous, allowed, pass: drop <= allowed, message: `${spec.label} ${actual}, previous ${previous} (${drop > 0 ? `-${drop}` : `+${-drop}`} points, at most -${allowed} allowed)` };
+  }
+  const change = previous === 0 ? (actual === 0 ? 0 : Infinity) : ((actual - previous) / previous) * 100;
+  const shown = Number.isFinite(change) ? `${change >= 0 ? '+' : ''}${change.toFixed(1)} %` : 'from 0';
+  return { key, actual, kind: 'regression', limit: previous, allowed, pass: change <= allowed, message: `${spec.label} ${formatValue(key, actual)}, previous ${formatValue(key, previous)} (${shown}, at most +${allowed} % allowed)` };
+}
+
+/**
+ * Checks every (device, location) of a result against the budgets and, where the previous
+ * snapshot has the same cell, against the allowed regression. A cell without a previous
+ * value is not held to a regression (the first snapshot cannot regress).
+ */
+export function evaluateBudgets(result: AuditResult, budgets: Budgets, previous?: AuditResult): BudgetReport {
+  const cells: CellReport[] = [];
+  for (const device of DEVICES) {
+    for (const location of LOCATIONS) {
+      const cell = result[device]?.[location];
+      if (!cell) continue;
+      const checks: BudgetCheck[] = [];
+      for (const [key, limit] of Object.entries(budgets.budgets) as Array<[BudgetKey, number]>) checks.push(budgetCheck(key, measure(cell.lighthouse, key), limit));
+      const before = previous?.[device]?.[location];
+      if (before) {
+        for (const [key, allowed] of Object.entries(budgets.maxRegression) as Array<[BudgetKey, number]>) {
+          const was = measure(before.lighthouse, key);
+          if (was !== null) checks.push(regressionCheck(key, measure(cell.lighthouse, key), was, allowed));
+        }
+      }
+      cells.push({ device, location, checks });
+    }
+  }
+  return { pass: cells.length > 0 && cells.every((cell) => cell.checks.every((check) => check.pass)), cells };
+}

@@ -1,0 +1,44 @@
+import Table from 'cli-table3';
+import type { AuditResult } from '../audit-result.ts';
+import { DEVICES, LOCATIONS } from '../ids.ts';
+import type { OverviewRecord } from '../overview.ts';
+import { formatValue, measure, type BudgetKey, type BudgetReport } from './budgets.ts';
+
+// Tables go to terminals and CI logs alike: no colours, and no rule between rows.
+const plain = { style: { head: [], border: [] }, chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' } };
+
+const RESULT_COLUMNS: BudgetKey[] = ['performance', 'accessibility', 'best-practices', 'seo', 'lcp', 'fcp', 'tbt', 'cls'];
+
+/** One row per device and location: the date, the four scores and the key metrics of the median run. */
+export function auditResultTable(result: AuditResult): string {
+  const table = new Table({ ...plain, head: ['device', 'location', 'date (UTC)', 'perf', 'a11y', 'best pr.', 'seo', 'LCP', 'FCP', 'TBT', 'CLS', 'median run'] });
+  for (const device of DEVICES) {
+    for (const location of LOCATIONS) {
+      const cell = result[device]?.[location];
+      if (!cell) continue;
+      table.push([device, location, cell.lighthouse.date, ...RESULT_COLUMNS.map((key) => formatValue(key, measure(cell.lighthouse, key))), `${cell.median} of ${cell.runs.length}`]);
+    }
+  }
+  return table.toString();
+}
+
+function shortData(data: OverviewRecord['data']): string {
+  if (typeof data === 'string') return data;
+  const text = JSON.stringify(data);
+  return text.length > 72 ? `${text.slice(0, 71)}…` : text;
+}
+
+export function overviewTable(records: readonly OverviewRecord[]): string {
+  const table = new Table({ ...plain, head: ['date (UTC)', 'url', 'device', 'location', 'type', 'section', 'kpi', 'data'] });
+  for (const r of records) table.push([r.date, r.url, r.device, r.location, r.updateType, r.section, r.kpi, shortData(r.data)]);
+  return table.toString();
+}
+
+export function budgetTable(report: BudgetReport): string {
+  const table = new Table({ ...plain, head: ['device', 'location', 'check', 'result', ''] });
+  for (const cell of report.cells) {
+    if (cell.checks.length === 0) table.push([cell.device, cell.location, '—', 'no budgets', 'pass']);
+    for (const check of cell.checks) table.push([cell.device, cell.location, `${check.kind} ${check.key}`, check.message, check.pass ? 'pass' : 'FAIL']);
+  }
+  return table.toString();
+}

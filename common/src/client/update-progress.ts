@@ -1,0 +1,30 @@
+import type { UpdateStatusView } from '../overview.ts';
+
+export interface ProgressStream {
+  write(text: string): unknown;
+  isTTY?: boolean;
+}
+
+/**
+ * Shows where a waited-for update is. On a terminal one line is redrawn in place (status,
+ * attempt, elapsed seconds); in a CI log, which keeps every byte, a line per change of state.
+ */
+export function updateProgress(stream: ProgressStream, now: () => number = Date.now) {
+  const started = now();
+  let last = '';
+  return {
+    show(status: UpdateStatusView): void {
+      const state = `${status.status}${status.attempts > 1 ? ` (attempt ${status.attempts})` : ''}${status.reason && status.status !== 'done' ? `: ${status.reason}` : ''}`;
+      const where = `${status.devices.join('+')} × ${status.locations.join(', ')}`;
+      if (stream.isTTY) {
+        stream.write(`\r\x1b[Kupdate ${status.id.slice(0, 8)} ${where}: ${state} · ${Math.round((now() - started) / 1000)} s`);
+      } else if (state !== last) {
+        stream.write(`update ${status.id} ${where}: ${state} (${Math.round((now() - started) / 1000)} s)\n`);
+      }
+      last = state;
+    },
+    end(): void {
+      if (stream.isTTY && last) stream.write('\n');
+    },
+  };
+}

@@ -1,0 +1,89 @@
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAgent, type Agent } from '@perfwatch/agent';
+import { ApiClientError, CLIENT_OPERATIONS, createApiClient, type ApiClient } from '@perfwatch/common/client';
+import { fixtureRunner } from '../support/fixture-runner.ts';
+import { openApiResponseChecker } from '../support/openapi-responses.ts';
+import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';
+
+// The typed client held against the gateway's /v1/openapi.json: every request it sends must
+// match the documented request body, every answer the documented response, over a real gateway,
+// nats-server and MongoDB-wire server (agents answer with captured Lighthouse results).
+
+let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let gateway: TestGateway;
+let agentConn: NatsConnection;
+let agent: Agent;
+let client: ApiClient;
+let checker: Awaited<ReturnType<typeof openApiResponseChecker>>;
+const calls: string[] = [];
+const SHOP = 'https://shop.example/';
+
+/** Maps a concrete request path to its OpenAPI path template. */
+const template = (path: string) => path.replace(/^\/v1\/updates\/[^/]+$/, '/v1/updates/{id}');
+
+beforeAll(async () => {
+  nats = await isolatedNats();
+  gateway = await startTestGateway({ natsUrl: nats.url });
+  agentConn = await connect({ servers: nats.url });
+  agent = startAgent({ nc: agentConn, location: 'london', runner: fixtureRunner({ delayMs: 5 }), logger: silentLogger, agentId: 'london' });
+  const { token } = await gateway.admin.createUser('client');
+  await gateway.admin.addProject('client', SHOP, { locations: ['london'], runs: 2 });
+  checker = await openApiResponseChecker(await (await fetch(`${gateway.url}/v1/openapi.json`)).json());
+  const checkingFetch: typeof fetch = async (input, init) => {
+    const path = template(new URL(String(input)).pathname);
+    checker.checkRequest(path, 'post', JSON.parse(String(init!.body)));
+    const response = await fetch(input, init);
+    checker.check(path, 'post', response.status, await response.clone().json());
+    calls.push(`${path} ${response.status}`);
+    return response;
+  };
+  client = createApiClient({ server: gateway.url, token, fetch: checkingFetch });
+});
+
+afterAll(async () => {
+  await agent?.stop();
+  await agentConn?.drain();
+  await gateway?.stop();
+  await nats?.dispose();
+});
+
+describe('the typed API client', () => {
+  it('calls only operations the OpenAPI document has', async () => {
+    const document = (await (await fetch(`${gateway.url}/v1/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+    for (const path of Object.values(CLIENT_OPERATIONS)) expect(document.paths[path]?.['post'], path).toBeDefined();
+    // …and covers every path the document has.
+    expect(Object.keys(document.paths).sort()).toEqual(Object.values(CLIENT_OPERATIONS).sort());
+  });
+
+  it('runs a sync update, an async one to done, and reads both back, each request and answer as documented', async () => {
+    const sync = await client.update({ url: SHOP, device: 'mobile', updateType: 'ci' });
+    expect(sync.mobile!.london!.runs).toHaveLength(2);
+    const id = await client.startUpdate({ url: SHOP, device: 'desktop' });
+    const seen: string[] = [];
+    const done = await client.waitForUpdate(id, { pollMs: 50, onStatus: (s) => seen.push(s.status) });
+    expect(done).toMatchObject({ id, status: 'done', devices: ['desktop'], updateType: 'manual' });
+    expect(seen.at(-1)).toBe('done');
+
+    const list = await client.updates(SHOP);
+    expect(list.mobile!.map((e) => e.updateType)).toEqual(['ci']);
+    const audit = await client.audit({ url: SHOP, date: done.date!, device: 'desktop', location: ['london'] });
+    expect(Object.keys(audit)).toEqual(['desktop']);
+    const day = done.date!.slice(0, 10);
+    const records = await client.overview({ startDate: day, endDate: day, updateType: 'ci', sections: ['lighthouse'] });
+    expect(records.length).toBeGreaterThan(0);
+    expect(records.every((r) => r.updateType === 'Ci' && r.section === 'LIGHTHOUSE' && r.device === 'mobile')).toBe(true);
+    expect(new Set(calls.map((c) => c.split(' ')[0]))).toEqual(new Set(Object.values(CLIENT_OPERATIONS)));
+  });
+
+  it('turns error envelopes into ApiClientError with the status and the envelope', async () => {
+    const error = await client.audit({ url: 'https://not-a-project.example/', date: '2026-01-01T00:00:00' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApiClientError);
+    expect(error).toMatchObject({ httpStatus: 404, envelope: { status: 'NOT_FOUND' } });
+    const bad = await client.overview({ startDate: '2026-02-30', endDate: '2026-03-01' }).catch((e: unknown) => e);
+    expect((bad as ApiClientError).message).toMatch(/^HTTP 400 BAD_REQUEST: .*startDate must be a UTC date yyyy-MM-dd/);
+    const unreachable = await createApiClient({ server: 'http://127.0.0.1:9', token: 'x' }).updates(SHOP).catch((e: unknown) => e);
+    expect((unreachable as Error).message).toMatch(/^cannot reach http:\/\/127.0.0.1:9: /);
+  });
+});
