@@ -9,6 +9,7 @@ import { createOpenApiDocument } from './openapi.ts';
 import { acceptsJson, jsonBodyOnly, perTokenLimit } from './request-guards.ts';
 import { auditRoute } from './routes/audit-route.ts';
 import { overviewRoute } from './routes/overview-route.ts';
+import { projectsRoute } from './routes/projects-route.ts';
 import { updateRoute } from './routes/update-route.ts';
 import { updatesRoute } from './routes/updates-route.ts';
 import { updateStatusRoute } from './routes/update-status-route.ts';
@@ -104,6 +105,7 @@ export function createApp({ store, updates, logger, metrics, startAsync = async 
   v1.all('/updates', ...before, readLimit, updatesRoute({ store }));
   v1.all('/updates/:id', ...before, readLimit, updateStatusRoute({ store }));
   v1.all('/overview', ...before, readLimit, overviewRoute({ store, logger }));
+  v1.all('/projects', ...before, readLimit, projectsRoute({ store }));
   app.use('/v1', v1);
 
   app.use(notFoundRoute);

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { createDocument } from 'zod-openapi';
-import { asyncAckSchema, auditResultSchema, errorEnvelopeSchema, overviewResponseSchema, snapshotListSchema, updateStatusSchema } from '@perfwatch/common';
-import { auditBodySchema, auditQuerySchema, overviewBodySchema, overviewQuerySchema, updateBodySchema, updateQuerySchema, updatesBodySchema, updatesQuerySchema, updateIdParamsSchema, updateStatusBodySchema, updateStatusQuerySchema } from './request-params.ts';
+import { asyncAckSchema, auditResultSchema, errorEnvelopeSchema, overviewResponseSchema, projectListSchema, snapshotListSchema, updateStatusSchema } from '@perfwatch/common';
+import { auditBodySchema, auditQuerySchema, overviewBodySchema, overviewQuerySchema, projectsBodySchema, projectsQuerySchema, updateBodySchema, updateQuerySchema, updatesBodySchema, updatesQuerySchema, updateIdParamsSchema, updateStatusBodySchema, updateStatusQuerySchema } from './request-params.ts';
 
 const json = (schema: z.ZodType, description: string) => ({ description, content: { 'application/json': { schema } } });
 const error = (description: string) => json(errorEnvelopeSchema, description);
@@ -23,11 +23,11 @@ const projectErrors = { '404': error('No project of the caller has that URL (or,
  * The GET (query) and POST (body) forms of one endpoint. Any other method gets 405 with
  * `Allow: GET, POST` (not listed per operation: OpenAPI describes the methods that exist).
  */
-function endpoint(summary: string, query: z.ZodType, body: z.ZodType, responses: Record<string, unknown>, { project = true } = {}) {
+function endpoint(summary: string, query: z.ZodType, body: z.ZodType, responses: Record<string, unknown>, { project = true, bodyRequired = true } = {}) {
   const base = { summary, security: [{ token: [] }], responses: { ...readErrors, ...(project ? projectErrors : {}), ...responses } };
   return {
     get: { ...base, requestParams: { query: inputOf(query) } },
-    post: { ...base, responses: { ...base.responses, ...bodyErrors }, requestBody: { required: true, content: { 'application/json': { schema: body } } } },
+    post: { ...base, responses: { ...base.responses, ...bodyErrors }, requestBody: { required: bodyRequired, content: { 'application/json': { schema: body } } } },
   };
 }
 
@@ -79,6 +79,9 @@ export function createOpenApiDocument(serverUrl = '/'): ReturnType<typeof create
       '/v1/overview': endpoint('KPI records of the caller\'s projects in a date range', overviewQuerySchema, overviewBodySchema, {
         '200': json(overviewResponseSchema, 'KPI records, ordered by date, url, device, location, section, kpi.'),
       }, { project: false }),
+      '/v1/projects': endpoint('The caller\'s projects', projectsQuerySchema, projectsBodySchema, {
+        '200': json(projectListSchema, 'The caller\'s projects, ordered by URL.'),
+      }, { project: false, bodyRequired: false }),
       '/v1/updates': endpoint('The snapshot dates of a project, per device', updatesQuerySchema, updatesBodySchema, {
         '200': json(snapshotListSchema, 'Per device, the snapshot dates with their locations, ascending.'),
       }),

@@ -96,6 +96,12 @@ export type AuditParams = z.output<typeof auditQuerySchema>;
 export const updatesQuerySchema = z.strictObject({ url: projectUrl });
 export const updatesBodySchema = updatesQuerySchema;
 
+// ---- /v1/projects -----------------------------------------------------------------------
+
+/** No parameters: the caller's projects. */
+export const projectsQuerySchema = z.strictObject({});
+export const projectsBodySchema = projectsQuerySchema;
+
 // ---- /v1/updates/{id} ---------------------------------------------------------------------
 
 export const updateIdParamsSchema = z.strictObject({
@@ -152,7 +158,8 @@ export const overviewBodySchema = z
 /** Parses a request with the schema of its method; every problem becomes one line of a 400. */
 export function parseRequest<Q extends z.ZodType, B extends z.ZodType>(req: Request, schemas: { query: Q; body: B }): z.output<Q> | z.output<B> {
   if (req.method === 'POST') {
-    const body: unknown = req.body ?? {};
+    // No body at all is an empty object (POST /v1/projects needs none); a JSON `null` is not.
+    const body: unknown = req.body === undefined ? {} : req.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError('BAD_REQUEST', 'The JSON body must be an object.', ['body: expected a JSON object']);
     return check(schemas.body, body);
   }

@@ -317,9 +317,24 @@ describe('/v1/updates/{id}', () => {
   });
 });
 
+describe('/v1/projects', () => {
+  it('lists the caller\'s projects by URL with their settings, and only the caller\'s', async () => {
+    const [mine] = await both('projects', {}, {});
+    expect(mine.status).toBe(200);
+    const projects = (mine.body as { projects: Array<{ url: string }> }).projects;
+    expect(projects.map((p) => p.url)).toEqual(['https://broken.example/', 'https://half.example/', 'https://nobody.example/', SHOP, 'https://slow.example/']);
+    expect(projects[3]).toEqual({ url: SHOP, domain: 'shop.example', locations: ['london', 'tokyo'], defaultLocation: 'london', runs: 2, schedule: null });
+    const [theirs] = await both('projects', {}, {}, { token: bob });
+    expect((theirs.body as { projects: Array<{ url: string }> }).projects.map((p) => p.url)).toEqual(['https://bob.example/']);
+    const [extra] = await both('projects', { url: SHOP }, { url: SHOP });
+    expect(extra.status).toBe(400);
+    expect((extra.body as { errors: string[] }).errors.join(' ')).toMatch(/unknown parameter\(s\): url/);
+  });
+});
+
 describe('authentication, tenancy and the error table', () => {
   it('400 naming the header when Authorization is absent; 401 for a bad or Bearer-less bad token', async () => {
-    for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: DAY + 'T00:00:00' }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}]] as const) {
+    for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: DAY + 'T00:00:00' }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}], ['projects', {}]] as const) {
       const [missing] = await both(path, params, path === 'overview' ? { dateRange: params } : params, { token: null });
       expect(missing.status).toBe(400);
       expect(`${(missing.body as { message: string }).message}`).toMatch(/Authorization/);
@@ -346,7 +361,7 @@ describe('authentication, tenancy and the error table', () => {
   });
 
   it('405 with Allow for every other method; unknown routes 404; nothing is HTML', async () => {
-    for (const path of ['update', 'audit', 'updates', 'overview']) {
+    for (const path of ['update', 'audit', 'updates', 'overview', 'projects']) {
       for (const method of ['PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
         const res = await fetch(`${gateway.url}/v1/${path}`, { method, headers: { Authorization: alice } });
         expect(res.status).toBe(405);
@@ -367,7 +382,7 @@ describe('authentication, tenancy and the error table', () => {
   });
 
   it('406 when Accept excludes JSON, 413 for a body over the limit, 415 for a body that is not JSON', async () => {
-    for (const path of ['update', 'audit', 'updates', 'overview', `updates/${randomUUID()}`]) {
+    for (const path of ['update', 'audit', 'updates', 'overview', `updates/${randomUUID()}`, 'projects']) {
       const [notAcceptable] = await both(path, { url: SHOP }, { url: SHOP }, { headers: { Accept: 'text/html' } });
       expect(notAcceptable.status).toBe(406);
       const big = documented(path, 'POST', await send(gateway.url, path, 'POST', { raw: JSON.stringify({ url: SHOP, pad: 'x'.repeat(200_000) }) }, { Authorization: alice }));
@@ -392,7 +407,7 @@ describe('authentication, tenancy and the error table', () => {
       // Reads: two allowed a minute, counted over every read endpoint.
       const [first] = await both('audit', audit, audit, { token, base: limited.url });
       expect(first.status).toBe(404);
-      for (const [path, get, post] of [['updates', { url }, { url }], ['overview', ...overview], ['audit', audit, audit], [`updates/${randomUUID()}`, {}, {}]] as const) {
+      for (const [path, get, post] of [['updates', { url }, { url }], ['overview', ...overview], ['audit', audit, audit], [`updates/${randomUUID()}`, {}, {}], ['projects', {}, {}]] as const) {
         const [over] = await both(path, get, post, { token, base: limited.url });
         expect(over.status, path).toBe(429);
         expect(errorEnvelopeSchema.parse(over.body).status).toBe('TOO_MANY_REQUESTS');
@@ -429,7 +444,7 @@ describe('authentication, tenancy and the error table', () => {
     const updates = createUpdateService({ dispatcher: createNatsDispatcher({ nc: agentConn, logger: silentLogger }), store: failing, logger: silentLogger, runTimeoutMs: 1000, replyTimeoutMs: 1000 });
     const server: GatewayServer = await createServer({ store: failing, updates, logger: silentLogger, port: 0, host: '127.0.0.1' });
     try {
-      for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: `${DAY}T00:00:00` }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}]] as const) {
+      for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: `${DAY}T00:00:00` }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}], ['projects', {}]] as const) {
         const [reply] = await both(path, params, path === 'overview' ? { dateRange: params } : params, { token, base: server.url });
         expect(reply.status).toBe(500);
         const body = errorEnvelopeSchema.parse(reply.body);

@@ -74,6 +74,7 @@ describe('the typed API client', () => {
     const records = await client.overview({ startDate: day, endDate: day, updateType: 'ci', sections: ['lighthouse'] });
     expect(records.length).toBeGreaterThan(0);
     expect(records.every((r) => r.updateType === 'Ci' && r.section === 'LIGHTHOUSE' && r.device === 'mobile')).toBe(true);
+    expect(await client.projects()).toEqual([{ url: SHOP, domain: 'shop.example', locations: ['london'], defaultLocation: 'london', runs: 2, schedule: null }]);
     expect(new Set(calls.map((c) => c.split(' ')[0]))).toEqual(new Set(Object.values(CLIENT_OPERATIONS)));
   });
 

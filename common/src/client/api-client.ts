@@ -4,7 +4,7 @@ import { auditResultSchema, type AuditResult } from '../audit-result.ts';
 import { errorEnvelopeSchema, type ErrorEnvelope } from '../errors.ts';
 import type { Device, Location } from '../ids.ts';
 import type { Section } from '../lighthouse-kpis.ts';
-import { asyncAckSchema, overviewResponseSchema, snapshotListSchema, updateStatusSchema, type OverviewRecord, type SnapshotList, type UpdateStatusView } from '../overview.ts';
+import { asyncAckSchema, overviewResponseSchema, projectListSchema, snapshotListSchema, updateStatusSchema, type OverviewRecord, type ProjectList, type SnapshotList, type UpdateStatusView } from '../overview.ts';
 
 /**
  * The operations this client calls, by path and method. A test holds them against the
@@ -18,6 +18,7 @@ export const CLIENT_OPERATIONS = {
   updates: '/v1/updates',
   updateStatus: '/v1/updates/{id}',
   overview: '/v1/overview',
+  projects: '/v1/projects',
 } as const;
 
 export interface UpdateRequest {
@@ -117,6 +118,7 @@ export function createApiClient({ server, token, fetch: fetchImpl = fetch, readT
     updateStatus: (id: string): Promise<UpdateStatusView> => call(CLIENT_OPERATIONS.updateStatus.replace('{id}', encodeURIComponent(id)), {}, updateStatusSchema, readTimeoutMs),
     audit: (request: AuditRequest): Promise<AuditResult> => call(CLIENT_OPERATIONS.audit, request, auditResultSchema, readTimeoutMs),
     updates: (url: string): Promise<SnapshotList> => call(CLIENT_OPERATIONS.updates, { url }, snapshotListSchema, readTimeoutMs),
+    projects: (): Promise<ProjectList['projects']> => call(CLIENT_OPERATIONS.projects, {}, projectListSchema, readTimeoutMs).then((list) => list.projects),
     overview: ({ startDate, endDate, ...rest }: OverviewRequest): Promise<OverviewRecord[]> => call(CLIENT_OPERATIONS.overview, { dateRange: { startDate, endDate }, ...rest }, overviewResponseSchema, readTimeoutMs),
 
     /** Polls an async update until it is done or failed. */
