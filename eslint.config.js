@@ -1,5 +1,6 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import globals from 'globals';
 
 export default tseslint.config(
   { ignores: ['node_modules/', '.tools/', 'data/', '**/dist/', 'test/fixtures/'] },
@@ -12,6 +13,11 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
       'no-restricted-syntax': ['error', { selector: 'TSEnumDeclaration', message: 'Use an `as const` object and a derived union type.' }],
     },
+  },
+  {
+    // The dashboard's browser modules, served as they are (no build step).
+    files: ['gateway/src/dashboard/public/**/*.js'],
+    languageOptions: { globals: globals.browser, sourceType: 'module' },
   },
   {
     // process.env is read in one place per program: its main.ts (and the CLI entry, which hands it on).

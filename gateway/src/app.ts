@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import { apiDocsRouter } from './api-docs.ts';
 import { authenticate } from './auth.ts';
+import { dashboardRouter } from './dashboard/dashboard-router.ts';
 import { errorHandler, notFoundRoute, onlyGetAndPost } from './http-errors.ts';
 import { createOpenApiDocument } from './openapi.ts';
 import { acceptsJson, jsonBodyOnly, perTokenLimit } from './request-guards.ts';
@@ -107,6 +108,7 @@ export function createApp({ store, updates, logger, metrics, startAsync = async 
   v1.all('/overview', ...before, readLimit, overviewRoute({ store, logger }));
   v1.all('/projects', ...before, readLimit, projectsRoute({ store }));
   app.use('/v1', v1);
+  app.use(dashboardRouter());
 
   app.use(notFoundRoute);
   app.use(errorHandler(logger));

@@ -1,0 +1,267 @@
+import { api, ApiError, session } from './api.js';
+import { formatMs, h, scoreClass } from './dom.js';
+import { trendChart } from './trend-chart.js';
+
+// perfwatch's dashboard: a token sign-in, the caller's projects, per project the latest scores
+// per device and location, trends from /v1/overview, snapshots from /v1/audit, and the full
+// Lighthouse report drawn by Lighthouse's own renderer. Routes live in the URL fragment.
+
+const view = document.getElementById('view');
+const signOutButton = document.getElementById('sign-out');
+
+const CATEGORIES = [
+  ['performance', 'Performance'],
+  ['accessibility', 'Accessibility'],
+  ['best-practices', 'Best practices'],
+  ['seo', 'SEO'],
+];
+const METRICS = [
+  ['largest-contentful-paint', 'LCP', formatMs],
+  ['first-contentful-paint', 'FCP', formatMs],
+  ['total-blocking-time', 'TBT', formatMs],
+  ['cumulative-layout-shift', 'CLS', (v) => (v === null || v === undefined ? '—' : v.toFixed(3))],
+  ['speed-index', 'Speed Index', formatMs],
+];
+const RANGES = [7, 30, 90, 365];
+
+const link = (route, params) => `#/${route}?${new URLSearchParams(params)}`;
+const categoryScore = (lhr, id) => (typeof lhr.categories?.[id]?.score === 'number' ? Math.round(lhr.categories[id].score * 100) : null);
+const auditValue = (lhr, id) => lhr.audits?.[id]?.numericValue ?? null;
+const day = (offset = 0) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+
+function scoreBadge(score, label) {
+  return h('span', { class: `score ${scoreClass(score)}`, title: label, 'data-score': score ?? '' }, score ?? '—');
+}
+
+function show(title, ...content) {
+  document.title = title ? `${title} · perfwatch` : 'perfwatch';
+  view.replaceChildren(...content);
+}
+
+function failure(error) {
+  if (error instanceof ApiError && error.status === 401) {
+    session.signOut();
+    location.hash = '#/';
+    return;
+  }
+  show('Error', h('p', { class: 'error', role: 'alert' }, error.message));
+}
+
+// ---- sign in ------------------------------------------------------------------------------
+
+function signInView(message) {
+  const input = h('input', { id: 'token', name: 'token', type: 'password', autocomplete: 'off', required: true, placeholder: 'pw_…', spellcheck: 'false' });
+  const form = h(
+    'form',
+    { id: 'sign-in', class: 'card narrow' },
+    h('h1', {}, 'Sign in'),
+    h('p', {}, 'Paste an API token (from ', h('code', {}, 'perfwatch admin create-token'), ' or printed by ', h('code', {}, 'npm start'), '). It stays in this browser tab.'),
+    h('label', { for: 'token' }, 'API token'),
+    input,
+    h('button', { type: 'submit' }, 'Sign in'),
+    message ? h('p', { class: 'error', role: 'alert' }, message) : null,
+  );
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const token = input.value.trim();
+    try {
+      await api('projects', {}, token);
+    } catch (error) {
+      signInView(error instanceof ApiError && (error.status === 401 || error.status === 400) ? 'That token is not valid.' : error.message);
+      return;
+    }
+    session.signIn(token);
+    route();
+  });
+  show('Sign in', form);
+  input.focus();
+}
+
+// ---- projects -----------------------------------------------------------------------------
+
+async function projectsView() {
+  const { projects } = await api('projects');
+  const list = h('ul', { class: 'projects' });
+  for (const project of projects) {
+    list.append(
+      h('li', { class: 'card' },
+        h('a', { href: link('project', { url: project.url }), class: 'project-link' }, project.url),
+        h('p', { class: 'meta' }, `${project.locations.join(', ')} · ${project.runs} run${project.runs === 1 ? '' : 's'} per update${project.schedule ? ` · schedule ${project.schedule} (UTC)` : ''}`)),
+    );
+  }
+  show('Projects', h('h1', {}, 'Projects'), projects.length > 0 ? list : h('p', {}, 'No projects yet: add one with ', h('code', {}, 'perfwatch admin add-project'), '.'));
+}
+
+// ---- one project --------------------------------------------------------------------------
+
+/** The latest snapshot of each device, read back whole. */
+async function latestResults(url, dates) {
+  const cells = [];
+  for (const device of ['mobile', 'desktop']) {
+    const latest = dates[device]?.at(-1);
+    if (!latest) continue;
+    const result = await api('audit', { url, date: latest.date, device });
+    for (const [location, cell] of Object.entries(result[device] ?? {})) cells.push({ device, location, date: latest.date, cell });
+  }
+  return cells;
+}
+
+function latestTable(url, cells) {
+  const table = h('table', { class: 'latest' },
+    h('thead', {}, h('tr', {}, h('th', {}, 'Device'), h('th', {}, 'Location'), ...CATEGORIES.map(([, label]) => h('th', {}, label)), ...METRICS.slice(0, 4).map(([, label]) => h('th', {}, label)), h('th', {}, 'Snapshot (UTC)'))));
+  const body = h('tbody');
+  for (const { device, location, date, cell } of cells) {
+    const lhr = cell.lighthouse;
+    body.append(
+      h('tr', { 'data-device': device, 'data-location': location },
+        h('td', {}, device), h('td', {}, location),
+        ...CATEGORIES.map(([id, label]) => h('td', { 'data-category': id }, scoreBadge(categoryScore(lhr, id), label))),
+        ...METRICS.slice(0, 4).map(([id, , format]) => h('td', { 'data-metric': id }, format(auditValue(lhr, id)))),
+        h('td', {}, h('a', { href: link('snapshot', { url, date }) }, date))),
+    );
+  }
+  table.append(body);
+  return table;
+}
+
+/** One chart per Lighthouse KPI, a line per device/location; CrUX assessments as a table. */
+function trends(url, records) {
+  const mine = records.filter((r) => r.url === url);
+  const series = (kpi, pick) => {
+    const lines = new Map();
+    for (const r of mine) {
+      if (r.section !== 'LIGHTHOUSE' || r.kpi !== kpi) continue;
+      const value = pick(r.data);
+      if (typeof value !== 'number') continue;
+      const name = `${r.device}/${r.location}`;
+      if (!lines.has(name)) lines.set(name, []);
+      lines.get(name).push({ date: r.date, value });
+    }
+    return [...lines].map(([name, points]) => ({ name, points }));
+  };
+  const score = (v) => String(Math.round(v));
+  const charts = h('div', { class: 'charts' },
+    trendChart({ kpi: 'performance', title: 'Performance score', format: score, max: 100, series: series('performance', (d) => d.score) }),
+    trendChart({ kpi: 'fcp', title: 'First Contentful Paint', format: formatMs, series: series('performance', (d) => d.fcp) }),
+    trendChart({ kpi: 'si', title: 'Speed Index', format: formatMs, series: series('performance', (d) => d.si) }),
+    trendChart({ kpi: 'tti', title: 'Time to Interactive', format: formatMs, series: series('performance', (d) => d.tti) }),
+    trendChart({ kpi: 'accessibility', title: 'Accessibility score', format: score, max: 100, series: series('accessibility', (d) => d.score) }),
+    trendChart({ kpi: 'best_practices', title: 'Best practices score', format: score, max: 100, series: series('best_practices', (d) => d.score) }),
+    trendChart({ kpi: 'seo', title: 'SEO score', format: score, max: 100, series: series('seo', (d) => d.score) }),
+  );
+  const crux = mine.filter((r) => r.section === 'CRUX');
+  const byRow = new Map();
+  for (const r of crux) {
+    const key = `${r.date} ${r.device}/${r.location}`;
+    byRow.set(key, { ...(byRow.get(key) ?? { date: r.date, where: `${r.device}/${r.location}` }), [r.kpi]: r.data });
+  }
+  const badge = (value) => h('span', { class: `cwv cwv-${String(value ?? 'NO_DATA').toLowerCase()}` }, value ?? 'NO_DATA');
+  const cruxTable = byRow.size === 0
+    ? h('p', { class: 'empty' }, 'No CrUX records in this range (the gateway asks CrUX only with CRUX_API_KEY set).')
+    : h('table', { class: 'crux' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'Snapshot (UTC)'), h('th', {}, 'Device/location'), h('th', {}, 'Page (Core Web Vitals)'), h('th', {}, 'Origin'))),
+      h('tbody', {}, [...byRow.values()].reverse().map((row) => h('tr', { 'data-date': row.date }, h('td', {}, row.date), h('td', {}, row.where), h('td', { 'data-kpi': 'url' }, badge(row.url)), h('td', { 'data-kpi': 'origin' }, badge(row.origin))))));
+  return [charts, h('h3', {}, 'CrUX field data'), cruxTable];
+}
+
+async function projectView(params) {
+  const url = params.get('url');
+  const days = Number(params.get('days') ?? 30);
+  const { projects } = await api('projects');
+  const project = projects.find((p) => p.url === url);
+  if (!project) throw new Error(`No project of yours has the URL ${url}.`);
+  const dates = await api('updates', { url });
+  const [cells, records] = await Promise.all([
+    latestResults(url, dates),
+    api('overview', { dateRange: { startDate: day(1 - days), endDate: day() }, domain: project.domain, sections: ['lighthouse', 'crux'] }),
+  ]);
+  const range = h('nav', { class: 'range', 'aria-label': 'Trend range' }, 'Trends over ', RANGES.map((n) => (n === days ? h('strong', {}, `${n} days`) : h('a', { href: link('project', { url, days: n }) }, `${n} days`))));
+  const snapshots = [...(dates.mobile ?? []).map((d) => ({ ...d, device: 'mobile' })), ...(dates.desktop ?? []).map((d) => ({ ...d, device: 'desktop' }))].sort((a, b) => (a.date < b.date ? 1 : -1));
+  const uniqueDates = [...new Map(snapshots.map((d) => [d.date, d])).values()];
+  show(url,
+    h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Projects'), ' / '),
+    h('h1', { class: 'url' }, url),
+    h('p', { class: 'meta' }, `${project.locations.join(', ')} · default ${project.defaultLocation} · ${project.runs} run${project.runs === 1 ? '' : 's'} per update`),
+    h('section', { id: 'latest' }, h('h2', {}, 'Latest'), cells.length > 0 ? latestTable(url, cells) : h('p', { class: 'empty' }, 'No snapshot yet. Run an update: ', h('code', {}, `perfwatch update ${url}`))),
+    h('section', { id: 'trends' }, h('h2', {}, 'Trends'), range, ...trends(url, records)),
+    h('section', { id: 'snapshots' }, h('h2', {}, 'Snapshots'),
+      h('ul', { class: 'snapshots' }, uniqueDates.map((d) => h('li', {}, h('a', { href: link('snapshot', { url, date: d.date }) }, d.date), ` · ${d.updateType}`)))),
+  );
+}
+
+// ---- one snapshot -------------------------------------------------------------------------
+
+function runsTable(cell) {
+  return h('table', { class: 'runs' },
+    h('thead', {}, h('tr', {}, h('th', {}, 'Run'), h('th', {}, 'Performance'), h('th', {}, 'FCP'), h('th', {}, 'LCP'), h('th', {}, 'TBT'), h('th', {}, 'CLS'), h('th', {}, 'Agent'))),
+    h('tbody', {}, cell.runs.map((run, index) =>
+      h('tr', { class: index + 1 === cell.median ? 'median' : '' },
+        h('td', {}, `${index + 1}${index + 1 === cell.median ? ' (median)' : ''}`), h('td', {}, scoreBadge(run.performance, 'performance')), h('td', {}, formatMs(run.fcp)), h('td', {}, formatMs(run.lcp)), h('td', {}, formatMs(run.tbt)), h('td', {}, run.cls?.toFixed(3) ?? '—'), h('td', {}, run.agentId ?? '—')))));
+}
+
+async function snapshotView(params) {
+  const url = params.get('url');
+  const date = params.get('date');
+  const result = await api('audit', { url, date });
+  const cards = [];
+  for (const device of ['mobile', 'desktop']) {
+    for (const [location, cell] of Object.entries(result[device] ?? {})) {
+      const lhr = cell.lighthouse;
+      cards.push(
+        h('article', { class: 'card cell', 'data-device': device, 'data-location': location },
+          h('h2', {}, `${device} · ${location}`),
+          h('div', { class: 'gauges' }, CATEGORIES.map(([id, label]) => h('div', { class: 'gauge', 'data-category': id }, scoreBadge(categoryScore(lhr, id), label), h('span', {}, label)))),
+          h('dl', { class: 'metrics' }, METRICS.flatMap(([id, label, format]) => [h('dt', {}, label), h('dd', { 'data-metric': id }, format(auditValue(lhr, id)))])),
+          h('p', { class: 'meta' }, `Lighthouse ${lhr.lighthouseVersion ?? '?'} · ${lhr.elementCount ?? '?'} elements · CrUX page: ${lhr.crux?.url ? 'data' : 'no data'}`),
+          runsTable(cell),
+          h('p', {}, h('a', { class: 'button', href: link('report', { url, date, device, location }) }, 'Full Lighthouse report'))),
+      );
+    }
+  }
+  show(`${url} at ${date}`,
+    h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Projects'), ' / ', h('a', { href: link('project', { url }) }, url), ' / '),
+    h('h1', {}, `Snapshot ${date} UTC`),
+    h('div', { class: 'cells' }, cards));
+}
+
+// ---- the full Lighthouse report -----------------------------------------------------------
+
+async function reportView(params) {
+  const [url, date, device, location] = ['url', 'date', 'device', 'location'].map((name) => params.get(name));
+  const [result, renderer] = await Promise.all([api('audit', { url, date, device, location: [location] }), import('/dashboard/vendor/lighthouse-report.js')]);
+  const lhr = result[device]?.[location]?.lighthouse;
+  if (!lhr) throw new Error(`No ${device}/${location} result in the snapshot of ${date}.`);
+  const container = h('div', { class: 'lighthouse-report' });
+  show(`Lighthouse report of ${url}`,
+    h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Projects'), ' / ', h('a', { href: link('project', { url }) }, url), ' / ', h('a', { href: link('snapshot', { url, date }) }, date), ' / '),
+    container);
+  // Stored results leave out Lighthouse's i18n table and screenshots; the renderer falls back to English and shows no filmstrip.
+  container.append(renderer.renderReport(lhr, { disableFireworks: true, disableDarkMode: true, omitTopbar: false }));
+}
+
+// ---- routing ------------------------------------------------------------------------------
+
+const ROUTES = { '': projectsView, project: projectView, snapshot: snapshotView, report: reportView };
+
+async function route() {
+  signOutButton.hidden = !session.token();
+  if (!session.token()) return signInView();
+  const [path, query] = location.hash.replace(/^#\/?/, '').split('?');
+  const render = ROUTES[path] ?? projectsView;
+  view.setAttribute('aria-busy', 'true');
+  try {
+    await render(new URLSearchParams(query ?? ''));
+  } catch (error) {
+    failure(error);
+  } finally {
+    view.removeAttribute('aria-busy');
+  }
+}
+
+signOutButton.addEventListener('click', () => {
+  session.signOut();
+  location.hash = '#/';
+  route();
+});
+window.addEventListener('hashchange', route);
+route();

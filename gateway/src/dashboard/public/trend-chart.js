@@ -1,0 +1,67 @@
+import { h, s } from './dom.js';
+
+// A small SVG line chart, written here rather than taken from a chart library: the canvas
+// libraries (uPlot, Chart.js) draw pixels, and here every point must be an element with its
+// value (a tooltip on hover, readable by screen readers, checked by the browser test).
+
+const WIDTH = 560;
+const HEIGHT = 220;
+const MARGIN = { top: 12, right: 16, bottom: 28, left: 48 };
+const COLORS = ['#1a73e8', '#e8710a', '#188038', '#9334e6', '#d01884', '#12b5cb', '#b06000', '#5f6368'];
+
+function niceMax(value) {
+  if (value <= 0) return 1;
+  const step = 10 ** Math.floor(Math.log10(value));
+  return Math.ceil(value / step) * step;
+}
+
+/** `2026-11-22T10:00:00` → milliseconds, UTC. */
+const time = (date) => Date.parse(`${date}Z`);
+
+/**
+ * @param {{ kpi: string, title: string, format: (v: number) => string, max?: number,
+ *           series: Array<{ name: string, points: Array<{ date: string, value: number }> }> }} chart
+ */
+export function trendChart({ kpi, title, format, max, series }) {
+  const figure = h('figure', { class: 'chart', 'data-kpi': kpi });
+  figure.append(h('figcaption', {}, title));
+  const points = series.flatMap((line) => line.points);
+  if (points.length === 0) {
+    figure.append(h('p', { class: 'empty' }, 'No data in this range.'));
+    return figure;
+  }
+  const times = points.map((p) => time(p.date));
+  let [t0, t1] = [Math.min(...times), Math.max(...times)];
+  if (t0 === t1) [t0, t1] = [t0 - 43_200_000, t1 + 43_200_000];
+  const yMax = max ?? niceMax(Math.max(...points.map((p) => p.value)));
+  const innerW = WIDTH - MARGIN.left - MARGIN.right;
+  const innerH = HEIGHT - MARGIN.top - MARGIN.bottom;
+  const x = (date) => MARGIN.left + ((time(date) - t0) / (t1 - t0)) * innerW;
+  const y = (value) => MARGIN.top + innerH - (Math.min(value, yMax) / yMax) * innerH;
+
+  const svg = s('svg', { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: 'img', 'aria-label': title });
+  for (const fraction of [0, 0.5, 1]) {
+    const value = yMax * fraction;
+    svg.append(s('line', { x1: MARGIN.left, x2: WIDTH - MARGIN.right, y1: y(value), y2: y(value), class: 'grid' }));
+    svg.append(s('text', { x: MARGIN.left - 6, y: y(value) + 4, 'text-anchor': 'end', class: 'tick' }, format(value)));
+  }
+  const dayLabel = (t) => new Date(t).toISOString().slice(5, 16).replace('T', ' ');
+  svg.append(s('text', { x: MARGIN.left, y: HEIGHT - 8, class: 'tick' }, dayLabel(Math.min(...times))));
+  svg.append(s('text', { x: WIDTH - MARGIN.right, y: HEIGHT - 8, 'text-anchor': 'end', class: 'tick' }, dayLabel(Math.max(...times))));
+
+  const legend = h('ul', { class: 'legend' });
+  series.forEach((line, index) => {
+    const color = COLORS[index % COLORS.length];
+    const sorted = [...line.points].sort((a, b) => time(a.date) - time(b.date));
+    svg.append(s('polyline', { points: sorted.map((p) => `${x(p.date)},${y(p.value)}`).join(' '), stroke: color, class: 'line' }));
+    for (const point of sorted) {
+      svg.append(
+        s('circle', { cx: x(point.date), cy: y(point.value), r: 3.5, fill: color, 'data-series': line.name, 'data-date': point.date, 'data-value': point.value },
+          s('title', {}, `${line.name} · ${point.date} UTC · ${format(point.value)}`)),
+      );
+    }
+    legend.append(h('li', {}, h('span', { class: 'swatch', style: `background:${color}` }), line.name));
+  });
+  figure.append(svg, legend);
+  return figure;
+}

@@ -1,0 +1,155 @@
+import { mkdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAgent, type Agent } from '@perfwatch/agent';
+import { createApiClient, type ApiClient } from '@perfwatch/common/client';
+import { startFakeCrux } from '../support/fake-crux.ts';
+import { fixtureRunner } from '../support/fixture-runner.ts';
+import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';
+
+// The dashboard in a real Chromium (playwright-core driving Debian's chromium) against a real
+// gateway, nats-server and MongoDB-wire server; agents answer with captured Lighthouse results
+// and CrUX is a local fake, so the values on screen can be checked against the API's.
+
+const ARTEFACTS = join(import.meta.dirname, '../../test-results/dashboard');
+const SHOP = 'https://shop.example/';
+
+let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let crux: Awaited<ReturnType<typeof startFakeCrux>>;
+let gateway: TestGateway;
+let agentConn: NatsConnection;
+const agents: Agent[] = [];
+let token: string;
+let client: ApiClient;
+let browser: Browser;
+let page: Page;
+const problems: string[] = [];
+
+beforeAll(async () => {
+  await mkdir(ARTEFACTS, { recursive: true });
+  nats = await isolatedNats();
+  crux = await startFakeCrux();
+  gateway = await startTestGateway({ natsUrl: nats.url, cruxEndpoint: crux.endpoint });
+  agentConn = await connect({ servers: nats.url });
+  for (const location of ['london', 'tokyo'] as const) agents.push(startAgent({ nc: agentConn, location, runner: fixtureRunner({ delayMs: 5 }), logger: silentLogger, agentId: location }));
+  ({ token } = await gateway.admin.createUser('dana'));
+  await gateway.admin.addProject('dana', SHOP, { locations: ['london', 'tokyo'], runs: 3 });
+  await gateway.admin.addProject('dana', 'https://blog.example/', { locations: ['london'], runs: 1 });
+  client = createApiClient({ server: gateway.url, token });
+  // Three snapshots, a second apart at least, so the trend has a line.
+  for (let i = 0; i < 3; i += 1) {
+    await client.update({ url: SHOP });
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+  }
+  browser = await chromium.launch({ executablePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium', args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  // Script errors and CSP violations show up here; the page must have none.
+  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(`console: ${message.text()}`);
+  });
+}, 90_000);
+
+afterAll(async () => {
+  await browser?.close();
+  for (const agent of agents) await agent.stop();
+  await agentConn?.drain();
+  await gateway?.stop();
+  await crux?.close();
+  await nats?.dispose();
+});
+
+async function screenshot(name: string): Promise<void> {
+  const path = join(ARTEFACTS, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  expect((await stat(path)).size).toBeGreaterThan(10_000);
+}
+
+describe('dashboard', () => {
+  it('refuses a bad token and signs in with a good one, listing the user\'s projects', async () => {
+    const response = await page.goto(`${gateway.url}/`);
+    // Served by the gateway itself, scripts from its own origin only.
+    expect(response!.headers()['content-security-policy']).toMatch(/script-src 'self';/);
+    await page.fill('#token', 'pw_' + 'x'.repeat(43));
+    await page.click('#sign-in button[type=submit]');
+    await expect.poll(() => page.textContent('#sign-in .error')).toBe('That token is not valid.');
+    // The browser logs the refused sign-in's 401; that one was the point.
+    expect(problems.splice(0)).toEqual(['console: Failed to load resource: the server responded with a status of 401 (Unauthorized)']);
+
+    await page.fill('#token', token);
+    await page.click('#sign-in button[type=submit]');
+    await page.waitForSelector('.project-link');
+    expect(await page.$$eval('.project-link', (links) => links.map((a) => a.textContent))).toEqual(['https://blog.example/', SHOP]);
+    await screenshot('projects');
+    // The token is in the tab's session storage, never in the address.
+    expect(page.url()).not.toContain(token);
+  });
+
+  it('shows a project\'s latest scores and trend plots with the stored values', async () => {
+    await page.click(`.project-link:text-is("${SHOP}")`);
+    await page.waitForSelector('figure[data-kpi="performance"] circle');
+
+    // Latest: every device and location of the latest snapshot, with its scores.
+    const dates = await client.updates(SHOP);
+    const latest = dates.mobile!.at(-1)!.date;
+    const audit = await client.audit({ url: SHOP, date: latest });
+    for (const device of ['mobile', 'desktop'] as const) {
+      for (const location of ['london', 'tokyo'] as const) {
+        const lhr = audit[device]![location]!.lighthouse as { categories: Record<string, { score: number }> };
+        const row = `#latest tr[data-device="${device}"][data-location="${location}"]`;
+        for (const category of ['performance', 'accessibility', 'seo']) {
+          expect(await page.textContent(`${row} td[data-category="${category}"] .score`)).toBe(String(Math.round(lhr.categories[category]!.score * 100)));
+        }
+        expect(await page.textContent(`${row} a`)).toBe(latest);
+      }
+    }
+
+    // Trends: one point per snapshot and device/location, at the value /v1/overview has.
+    const day = latest.slice(0, 10);
+    const records = (await client.overview({ startDate: day, endDate: day, sections: ['lighthouse', 'crux'] })).filter((r) => r.url === SHOP);
+    const performance = records.filter((r) => r.section === 'LIGHTHOUSE' && r.kpi === 'performance');
+    expect(performance).toHaveLength(3 * 4);
+    const plotted = await page.$$eval('figure[data-kpi="performance"] circle', (circles) => circles.map((c) => `${c.getAttribute('data-series')} ${c.getAttribute('data-date')} ${c.getAttribute('data-value')}`));
+    expect(plotted.sort()).toEqual(performance.map((r) => `${r.device}/${r.location} ${r.date} ${(r.data as { score: number }).score}`).sort());
+    const fcp = await page.$$eval('figure[data-kpi="fcp"] circle', (circles) => circles.map((c) => Number(c.getAttribute('data-value'))));
+    expect(fcp.sort((a, b) => a - b)).toEqual(performance.map((r) => (r.data as { fcp: number }).fcp).sort((a, b) => a - b));
+    // Mobile and desktop runs differ: the plotted values come from the records, not a constant.
+    expect(new Set(fcp).size).toBeGreaterThan(1);
+
+    // CrUX: the fake CrUX answers a passing assessment for page and origin.
+    const cruxRecords = records.filter((r) => r.section === 'CRUX' && r.kpi === 'url');
+    expect(cruxRecords).toHaveLength(12);
+    expect(await page.$$eval('table.crux td[data-kpi="url"]', (cells) => cells.map((c) => c.textContent))).toEqual(cruxRecords.map((r) => r.data));
+    await screenshot('project');
+  });
+
+  it('opens a snapshot with every cell\'s scores, metrics and runs, and the full Lighthouse report', async () => {
+    const latest = (await client.updates(SHOP)).mobile!.at(-1)!.date;
+    await page.click(`#latest tr[data-device="mobile"][data-location="london"] a`);
+    await page.waitForSelector('article.cell[data-device="mobile"][data-location="london"]');
+    const audit = await client.audit({ url: SHOP, date: latest, device: 'mobile', location: ['london'] });
+    const cell = audit.mobile!.london!;
+    const lhr = cell.lighthouse as { categories: Record<string, { score: number }>; audits: Record<string, { numericValue: number }> };
+    const card = 'article.cell[data-device="mobile"][data-location="london"]';
+    expect(await page.textContent(`${card} [data-category="performance"] .score`)).toBe(String(Math.round(lhr.categories['performance']!.score * 100)));
+    expect(await page.textContent(`${card} dd[data-metric="cumulative-layout-shift"]`)).toBe(lhr.audits['cumulative-layout-shift']!.numericValue.toFixed(3));
+    expect(await page.$$eval(`${card} table.runs tbody tr`, (rows) => rows.length)).toBe(3);
+    expect(await page.textContent(`${card} table.runs tr.median td`)).toBe(`${cell.median} (median)`);
+    expect(await page.$$eval('article.cell', (cards) => cards.length)).toBe(4);
+    await screenshot('snapshot');
+
+    await page.click(`${card} a.button`);
+    // Lighthouse's own renderer: its performance gauge shows the stored score.
+    const gauges = '.lighthouse-report a.lh-gauge__wrapper[href="#performance"] .lh-gauge__percentage';
+    await page.waitForSelector(gauges, { state: 'attached', timeout: 20_000 });
+    const shown = await page.$$eval(gauges, (elements) => elements.map((e) => e.textContent));
+    expect(shown.length).toBeGreaterThan(0);
+    expect(new Set(shown)).toEqual(new Set([String(Math.round(lhr.categories['performance']!.score * 100))]));
+    expect(await page.textContent('.lighthouse-report .lh-topbar__url')).toBe((cell.lighthouse as { finalDisplayedUrl: string }).finalDisplayedUrl);
+    await screenshot('report');
+    expect(problems).toEqual([]);
+  });
+});
