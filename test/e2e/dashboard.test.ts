@@ -17,6 +17,10 @@ import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '
 const ARTEFACTS = join(import.meta.dirname, '../../test-results/dashboard');
 const SHOP = 'https://shop.example/';
 
+type Lhr = { categories: Record<string, { score: number }>; audits: Record<string, { numericValue: number }>; finalDisplayedUrl: string };
+/** The Lighthouse result of one cell, with the fields this test reads. */
+const lhrOf = (cell: { lighthouse: object }) => cell.lighthouse as unknown as Lhr;
+
 let nats: Awaited<ReturnType<typeof isolatedNats>>;
 let crux: Awaited<ReturnType<typeof startFakeCrux>>;
 let gateway: TestGateway;
@@ -98,7 +102,7 @@ describe('dashboard', () => {
     const audit = await client.audit({ url: SHOP, date: latest });
     for (const device of ['mobile', 'desktop'] as const) {
       for (const location of ['london', 'tokyo'] as const) {
-        const lhr = audit[device]![location]!.lighthouse as { categories: Record<string, { score: number }> };
+        const lhr = lhrOf(audit[device]![location]!);
         const row = `#latest tr[data-device="${device}"][data-location="${location}"]`;
         for (const category of ['performance', 'accessibility', 'seo']) {
           expect(await page.textContent(`${row} td[data-category="${category}"] .score`)).toBe(String(Math.round(lhr.categories[category]!.score * 100)));
@@ -132,7 +136,7 @@ describe('dashboard', () => {
     await page.waitForSelector('article.cell[data-device="mobile"][data-location="london"]');
     const audit = await client.audit({ url: SHOP, date: latest, device: 'mobile', location: ['london'] });
     const cell = audit.mobile!.london!;
-    const lhr = cell.lighthouse as { categories: Record<string, { score: number }>; audits: Record<string, { numericValue: number }> };
+    const lhr = lhrOf(cell);
     const card = 'article.cell[data-device="mobile"][data-location="london"]';
     expect(await page.textContent(`${card} [data-category="performance"] .score`)).toBe(String(Math.round(lhr.categories['performance']!.score * 100)));
     expect(await page.textContent(`${card} dd[data-metric="cumulative-layout-shift"]`)).toBe(lhr.audits['cumulative-layout-shift']!.numericValue.toFixed(3));
@@ -148,7 +152,7 @@ describe('dashboard', () => {
     const shown = await page.$$eval(gauges, (elements) => elements.map((e) => e.textContent));
     expect(shown.length).toBeGreaterThan(0);
     expect(new Set(shown)).toEqual(new Set([String(Math.round(lhr.categories['performance']!.score * 100))]));
-    expect(await page.textContent('.lighthouse-report .lh-topbar__url')).toBe((cell.lighthouse as { finalDisplayedUrl: string }).finalDisplayedUrl);
+    expect(await page.textContent('.lighthouse-report .lh-topbar__url')).toBe(lhr.finalDisplayedUrl);
     await screenshot('report');
     expect(problems).toEqual([]);
   });
