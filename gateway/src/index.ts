@@ -5,6 +5,7 @@ export { gatewayConfigWith, type GatewayConfig } from './config.ts';
 export { createNatsDispatcher, type Dispatcher, type RunOutcome } from './nats-dispatcher.ts';
 export { createUpdateService, type UpdateService } from './update-service.ts';
 export { MongoStore } from './store/mongo-store.ts';
+export { SqliteStore } from './store/sqlite-store.ts';
 export type { Store, ProjectRecord, UserRecord, SnapshotRecord } from './store/store.ts';
 export { issueToken, tokenDigest } from './tokens.ts';
 export { createAdmin, type Admin } from './admin/admin.ts';

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { lighthouseKpis, type Device, type Location } from '@perfwatch/common';
 import type { MongoStore } from '@perfwatch/gateway';
 import { loadLhr } from '../support/lhr-fixtures.ts';
+import { describeStoreContract } from '../support/store-contract.ts';
 import { isolatedNats, startTestGateway, testStore } from '../support/test-services.ts';
 
 // The MongoDB store against a real MongoDB-wire server (FerretDB here, MongoDB where Docker runs).
@@ -20,69 +21,9 @@ function result(device: Device, location: Location) {
 }
 
 describe('MongoStore', () => {
-  it('keeps users and token digests, finds a token by prefix, revokes it', async () => {
-    const user = await store.createUser('alice');
-    await expect(store.createUser('alice')).rejects.toThrow(/exists/);
-    await store.addToken({ prefix: 'abcdEFGH', userId: user.id, digest: 'a'.repeat(64) });
-    expect(await store.findToken('abcdEFGH')).toMatchObject({ userId: user.id, digest: 'a'.repeat(64), revokedAt: null });
-    expect(await store.revokeToken('abcdEFGH')).toBe(true);
-    expect(await store.revokeToken('abcdEFGH')).toBe(false);
-    expect((await store.findToken('abcdEFGH'))!.revokedAt).toBeInstanceOf(Date);
-    expect(await store.findToken('zzzzzzzz')).toBeNull();
-  });
-
-  it('scopes projects to their user', async () => {
-    const bob = await store.createUser('bob');
-    const carol = await store.createUser('carol');
-    const project = await store.addProject({ userId: bob.id, url: 'https://shop.example/', domain: 'shop.example', locations: ['london', 'tokyo'], defaultLocation: 'london', runs: 3, schedule: null });
-    await expect(store.addProject({ ...project, userId: bob.id })).rejects.toThrow(/exists/);
-    expect((await store.findProject(bob.id, 'https://shop.example/'))!.id).toBe(project.id);
-    expect(await store.findProject(carol.id, 'https://shop.example/')).toBeNull();
-    // The same URL may be another user's project too.
-    await store.addProject({ ...project, userId: carol.id });
-    expect(await store.listProjects(carol.id)).toHaveLength(1);
-  });
-
-  it('stores a snapshot and reads it back at exactly its second, filtered by device and location', async () => {
-    const user = await store.createUser('dave');
-    const project = await store.addProject({ userId: user.id, url: 'https://dave.example/', domain: 'dave.example', locations: ['london', 'tokyo'], defaultLocation: 'london', runs: 1, schedule: null });
-    const date = new Date('2026-04-01T12:00:00Z');
-    const stored = await store.saveSnapshot({ project, updateId: 'u1', date, updateType: 'manual', results: [result('mobile', 'london'), result('mobile', 'tokyo'), result('desktop', 'london')] });
-    expect(stored).toEqual(date);
-
-    const all = await store.findSnapshot(project.id, date);
-    expect(all!.results).toHaveLength(3);
-    expect(all!.results[0]!.lighthouse).toEqual(loadLhr(all!.results[0]!.device, 1));
-    expect(all!.available).toHaveLength(3);
-
-    const filtered = await store.findSnapshot(project.id, date, { device: 'mobile', locations: ['tokyo'] });
-    expect(filtered!.results.map((r) => `${r.device}/${r.location}`)).toEqual(['mobile/tokyo']);
-    expect(filtered!.available).toHaveLength(3);
-
-    expect(await store.findSnapshot(project.id, new Date(date.getTime() + 1000))).toBeNull();
-  });
-
-  it('moves a second snapshot in the same second to the next free second', async () => {
-    const user = await store.createUser('erin');
-    const project = await store.addProject({ userId: user.id, url: 'https://erin.example/', domain: 'erin.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
-    const date = new Date('2026-04-01T12:00:00Z');
-    const first = await store.saveSnapshot({ project, updateId: 'a', date, updateType: 'manual', results: [result('mobile', 'london')] });
-    const second = await store.saveSnapshot({ project, updateId: 'b', date, updateType: 'manual', results: [result('mobile', 'london')] });
-    expect(second.getTime() - first.getTime()).toBe(1000);
-    expect((await store.findSnapshot(project.id, first))!.updateId).toBe('a');
-    expect((await store.findSnapshot(project.id, second))!.updateId).toBe('b');
-  });
-
-  it('writes one snapshot per update: a repeated save returns the first; a write cut short is replaced, its KPI records with it', async () => {
-    const user = await store.createUser('fay');
+  it('writes one snapshot per update: a write cut short (the `writing` mark) is replaced, its KPI records with it', async () => {
+    const user = await store.createUser('fay-mongo');
     const project = await store.addProject({ userId: user.id, url: 'https://fay.example/', domain: 'fay.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
-    const date = new Date('2026-04-02T08:00:00Z');
-    const first = await store.saveSnapshot({ project, updateId: 'redelivered', date, updateType: 'scheduled', results: [result('mobile', 'london')] });
-    // The same update delivered again, a minute later: nothing new is written.
-    const again = await store.saveSnapshot({ project, updateId: 'redelivered', date: new Date(date.getTime() + 60_000), updateType: 'scheduled', results: [result('mobile', 'london')] });
-    expect(again).toEqual(first);
-    expect(await store.listSnapshots(project.id)).toHaveLength(1);
-
     // A gateway that died between its KPI records and the `complete` mark left a `writing`
     // snapshot: the next delivery clears it and writes the update once.
     const client = new MongoClient(inject('mongoUri'));
@@ -100,29 +41,6 @@ describe('MongoStore', () => {
     } finally {
       await client.close();
     }
-  });
-
-  it('keeps an update\'s state: queued, running (counting attempts), done with its date; pending counts per location', async () => {
-    const user = await store.createUser('gus');
-    const project = await store.addProject({ userId: user.id, url: 'https://gus.example/', domain: 'gus.example', locations: ['london', 'tokyo'], defaultLocation: 'london', runs: 1, schedule: null });
-    const id = '6f1c2d4e-8a7b-4c3d-9e0f-1a2b3c4d5e6f';
-    const before = await store.countPendingUpdates('tokyo');
-    await store.createUpdate({ id, userId: user.id, projectId: project.id, url: project.url, devices: ['mobile'], locations: project.locations, updateType: 'manual' });
-    expect(await store.countPendingUpdates('tokyo')).toBe(before + 1);
-    await store.setUpdateState(id, { status: 'running' });
-    await store.setUpdateState(id, { status: 'queued', reason: 'no agent answered; tried again later' });
-    await store.setUpdateState(id, { status: 'running' });
-    const date = new Date('2026-04-03T10:00:00Z');
-    await store.setUpdateState(id, { status: 'done', date });
-    expect(await store.findUpdate(user.id, id)).toMatchObject({ id, status: 'done', date, attempts: 2, devices: ['mobile'], locations: ['london', 'tokyo'] });
-    expect(await store.countPendingUpdates('tokyo')).toBe(before);
-    // A late word from an earlier delivery does not undo `done`.
-    await store.setUpdateState(id, { status: 'queued', reason: 'lost its connection' });
-    await store.setUpdateState(id, { status: 'failed', reason: 'gave up' });
-    expect(await store.findUpdate(user.id, id)).toMatchObject({ status: 'done', date });
-    // Another user does not see it.
-    const other = await store.createUser('hal');
-    expect(await store.findUpdate(other.id, id)).toBeNull();
   });
 
   it('retention: the scheduler deletes snapshots past RETENTION_DAYS with their results and KPI records, and keeps the rest', async () => {
@@ -154,42 +72,6 @@ describe('MongoStore', () => {
     }
   });
 
-  it('streams a user\'s KPI records in date, url, device, location, section, kpi order, filtered', async () => {
-    const user = await store.createUser('frank');
-    const other = await store.createUser('grace');
-    const a = await store.addProject({ userId: user.id, url: 'https://b.example/', domain: 'b.example', locations: ['london', 'tokyo'], defaultLocation: 'london', runs: 1, schedule: null });
-    const b = await store.addProject({ userId: user.id, url: 'https://a.example/', domain: 'a.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
-    const theirs = await store.addProject({ userId: other.id, url: 'https://a.example/', domain: 'a.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
-    const day = (d: number, h = 12) => new Date(Date.UTC(2026, 5, d, h));
-    await store.saveSnapshot({ project: a, updateId: '1', date: day(2), updateType: 'manual', results: [result('mobile', 'tokyo'), result('desktop', 'london')] });
-    await store.saveSnapshot({ project: b, updateId: '2', date: day(2), updateType: 'ci', results: [result('mobile', 'london')] });
-    await store.saveSnapshot({ project: b, updateId: '3', date: day(1), updateType: 'scheduled', results: [result('mobile', 'london')] });
-    await store.saveSnapshot({ project: b, updateId: '4', date: day(5), updateType: 'manual', results: [result('mobile', 'london')] });
-    await store.saveSnapshot({ project: theirs, updateId: '5', date: day(2), updateType: 'manual', results: [result('mobile', 'london')] });
-
-    const rows = [];
-    for await (const row of store.streamKpis({ userId: user.id, from: day(1, 0), to: day(3, 0) })) rows.push(row);
-    const perCell = lighthouseKpis(loadLhr('mobile', 1)).length;
-    expect(rows).toHaveLength(4 * perCell);
-    const keys = rows.map((r) => [r.date.toISOString(), r.url, r.device, r.location, r.section, r.kpi].join('|'));
-    expect(keys).toEqual([...keys].sort());
-    expect(rows[0]!.updateType).toBe('scheduled');
-    expect(rows.every((r) => r.domain !== undefined && r.date < day(3, 0))).toBe(true);
-
-    const ci = [];
-    for await (const row of store.streamKpis({ userId: user.id, from: day(1, 0), to: day(6, 0), domain: 'a.example', updateType: 'ci', sections: ['LIGHTHOUSE'] })) ci.push(row);
-    expect(ci).toHaveLength(perCell);
-    const none = [];
-    for await (const row of store.streamKpis({ userId: user.id, from: day(1, 0), to: day(6, 0), sections: ['CRUX'] })) none.push(row);
-    expect(none).toHaveLength(0);
-
-    expect((await store.listSnapshots(b.id)).map((s) => s.date.getUTCDate())).toEqual([1, 2, 5]);
-    expect(await store.removeProject(user.id, b.url)).toBe(true);
-    expect(await store.listSnapshots(b.id)).toEqual([]);
-    const left = [];
-    for await (const row of store.streamKpis({ userId: user.id, from: day(1, 0), to: day(6, 0) })) left.push(row);
-    expect(new Set(left.map((r) => r.url))).toEqual(new Set(['https://b.example/']));
-    // The other user's project with the same URL is untouched.
-    expect(await store.listSnapshots(theirs.id)).toHaveLength(1);
-  });
 });
+
+describeStoreContract('MongoStore', () => store);

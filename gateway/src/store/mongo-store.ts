@@ -305,6 +305,11 @@ export class MongoStore implements Store {
     return this.#updates.countDocuments({ status: { $in: ['queued', 'running'] }, locations: location });
   }
 
+  async listUnfinishedUpdates(): Promise<UpdateRecord[]> {
+    const docs = await this.#updates.find({ status: { $in: ['queued', 'running'] } }).sort({ createdAt: 1 }).toArray();
+    return docs.map((doc) => toUpdate(updateDoc.parse(doc)));
+  }
+
   async acquireLease(name: string, holder: string, ttlMs: number): Promise<boolean> {
     const now = new Date();
     try {

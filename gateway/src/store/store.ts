@@ -191,6 +191,8 @@ export interface Store {
   findUpdate(userId: string, id: string): Promise<UpdateRecord | null>;
   /** Updates queued or running that include `location`: the back-pressure measure. */
   countPendingUpdates(location: Location): Promise<number>;
+  /** Every update queued or running, oldest first: what an in-process queue takes up again after a restart. */
+  listUnfinishedUpdates(): Promise<UpdateRecord[]>;
 
   /**
    * Takes or renews the named lease for `holder` until now + ttlMs; false while another holder's

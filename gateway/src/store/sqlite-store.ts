@@ -1,0 +1,394 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import { promisify } from 'node:util';
+import { gunzip, gzip } from 'node:zlib';
+import { z } from 'zod';
+import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, runSummarySchema, type Location } from '@perfwatch/common';
+import { DuplicateError, UPDATE_STATUSES, type KpiRow, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type Store, type TokenRecord, type UpdateRecord, type UpdateState, type UserRecord } from './store.ts';
+
+const gzipAsync = promisify(gzip);
+const gunzipAsync = promisify(gunzip);
+
+/** How many later seconds a snapshot may move to when its project already has one at that second. */
+const MAX_DATE_SHIFT_SECONDS = 60;
+const SCHEMA_VERSION = 1;
+
+/**
+ * The tables. Dates are milliseconds since the epoch (UTC); lists and KPI data are JSON text;
+ * Lighthouse results are gzip-compressed JSON, as in the MongoDB store.
+ */
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS users (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS tokens (prefix TEXT PRIMARY KEY, user_id TEXT NOT NULL, digest TEXT NOT NULL, created_at INTEGER NOT NULL, revoked_at INTEGER);
+CREATE TABLE IF NOT EXISTS projects (
+  id TEXT PRIMARY KEY, user_id TEXT NOT NULL, url TEXT NOT NULL, domain TEXT NOT NULL, locations TEXT NOT NULL,
+  default_location TEXT NOT NULL, runs INTEGER NOT NULL, schedule TEXT, created_at INTEGER NOT NULL, scheduled_through INTEGER,
+  UNIQUE (user_id, url));
+CREATE TABLE IF NOT EXISTS snapshots (
+  id TEXT PRIMARY KEY, project_id TEXT NOT NULL, user_id TEXT NOT NULL, update_id TEXT NOT NULL UNIQUE, url TEXT NOT NULL,
+  domain TEXT NOT NULL, date INTEGER NOT NULL, update_type TEXT NOT NULL, available TEXT NOT NULL,
+  UNIQUE (project_id, date));
+CREATE INDEX IF NOT EXISTS snapshots_by_date ON snapshots (date);
+CREATE TABLE IF NOT EXISTS results (
+  snapshot_id TEXT NOT NULL, seq INTEGER NOT NULL, device TEXT NOT NULL, location TEXT NOT NULL, median INTEGER NOT NULL,
+  runs TEXT NOT NULL, element_count INTEGER, crux TEXT NOT NULL, lighthouse BLOB NOT NULL,
+  PRIMARY KEY (snapshot_id, seq));
+CREATE TABLE IF NOT EXISTS kpis (
+  snapshot_id TEXT NOT NULL, project_id TEXT NOT NULL, user_id TEXT NOT NULL, date INTEGER NOT NULL, domain TEXT NOT NULL,
+  url TEXT NOT NULL, device TEXT NOT NULL, location TEXT NOT NULL, update_type TEXT NOT NULL, section TEXT NOT NULL,
+  kpi TEXT NOT NULL, data TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS kpis_for_overview ON kpis (user_id, date, url, device, location, section, kpi);
+CREATE INDEX IF NOT EXISTS kpis_by_snapshot ON kpis (snapshot_id);
+CREATE TABLE IF NOT EXISTS updates (
+  id TEXT PRIMARY KEY, user_id TEXT NOT NULL, project_id TEXT NOT NULL, url TEXT NOT NULL, devices TEXT NOT NULL,
+  locations TEXT NOT NULL, update_type TEXT NOT NULL, status TEXT NOT NULL, date INTEGER, reason TEXT,
+  attempts INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS updates_by_status ON updates (status);
+CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL);
+`;
+
+// Rows read back are parsed like any other input: a file written by another version, or
+// edited by hand, fails loudly here instead of deep inside a handler.
+const ms = z.number().int().transform((value) => new Date(value));
+const json = <T extends z.ZodType>(schema: T) => z.string().transform((text) => JSON.parse(text) as unknown).pipe(schema);
+const userRow = z.object({ id: z.string(), name: z.string(), created_at: ms }).transform((r): UserRecord => ({ id: r.id, name: r.name, createdAt: r.created_at }));
+const tokenRow = z.object({ prefix: z.string(), user_id: z.string(), digest: z.string(), created_at: ms, revoked_at: ms.nullable() }).transform((r): TokenRecord => ({ prefix: r.prefix, userId: r.user_id, digest: r.digest, createdAt: r.created_at, revokedAt: r.revoked_at }));
+const projectRow = z
+  .object({
+    id: z.string(),
+    user_id: z.string(),
+    url: z.string(),
+    domain: z.string(),
+    locations: json(z.array(z.enum(LOCATIONS)).min(1)),
+    default_location: z.enum(LOCATIONS),
+    runs: z.number().int().positive(),
+    schedule: z.string().nullable(),
+    created_at: ms,
+    scheduled_through: ms.nullable(),
+  })
+  .transform((r) => ({
+    project: { id: r.id, userId: r.user_id, url: r.url, domain: r.domain, locations: r.locations, defaultLocation: r.default_location, runs: r.runs, schedule: r.schedule, createdAt: r.created_at } satisfies ProjectRecord,
+    scheduledThrough: r.scheduled_through,
+  }));
+const available = json(z.array(z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS) })));
+const snapshotRow = z.object({ id: z.string(), project_id: z.string(), update_id: z.string(), url: z.string(), date: ms, update_type: z.enum(UPDATE_TYPES), available });
+const resultRow = z.object({
+  device: z.enum(DEVICES),
+  location: z.enum(LOCATIONS),
+  median: z.number().int().positive(),
+  runs: json(z.array(runSummarySchema)),
+  element_count: z.number().int().nullable(),
+  crux: json(cruxPairSchema),
+  lighthouse: z.instanceof(Uint8Array),
+});
+const kpiRow = z
+  .object({ date: ms, domain: z.string(), url: z.string(), device: z.enum(DEVICES), location: z.enum(LOCATIONS), update_type: z.enum(UPDATE_TYPES), section: z.string(), kpi: z.string(), data: json(z.union([z.record(z.string(), z.unknown()), z.string()])) })
+  .transform(({ update_type, ...rest }): KpiRow => ({ ...rest, updateType: update_type }));
+const updateRow = z
+  .object({
+    id: z.string(),
+    user_id: z.string(),
+    project_id: z.string(),
+    url: z.string(),
+    devices: json(z.array(z.enum(DEVICES))),
+    locations: json(z.array(z.enum(LOCATIONS))),
+    update_type: z.enum(UPDATE_TYPES),
+    status: z.enum(UPDATE_STATUSES),
+    date: ms.nullable(),
+    reason: z.string().nullable(),
+    attempts: z.number().int(),
+    created_at: ms,
+    updated_at: ms,
+  })
+  .transform((r): UpdateRecord => ({ id: r.id, userId: r.user_id, projectId: r.project_id, url: r.url, devices: r.devices, locations: r.locations, updateType: r.update_type, status: r.status, date: r.date, reason: r.reason, attempts: r.attempts, createdAt: r.created_at, updatedAt: r.updated_at }));
+
+/** Ids shaped like the MongoDB store's (24 hex digits), so both stores hand out the same kind. */
+const newId = () => randomBytes(12).toString('hex');
+
+function isUniqueViolation(error: unknown): boolean {
+  return (error as { errcode?: number }).errcode === 2067 || (error as { errcode?: number }).errcode === 1555 || /UNIQUE constraint failed/.test((error as Error).message);
+}
+
+/**
+ * The embedded store of `perfwatch start`: one SQLite file (Node's built-in `node:sqlite`, so
+ * nothing to install or compile), same contract and same test suite as the MongoDB store.
+ * One process owns the file; a snapshot is written in one transaction, so a crash mid-write
+ * leaves nothing half-written.
+ */
+export class SqliteStore implements Store {
+  readonly #path: string;
+  #db: DatabaseSync | null = null;
+
+  constructor({ path }: { path: string }) {
+    this.#path = path;
+  }
+
+  get #conn(): DatabaseSync {
+    if (!this.#db) throw new Error('the store is not open (init() first)');
+    return this.#db;
+  }
+
+  #all(sql: string, ...params: SQLInputValue[]): unknown[] {
+    return this.#conn.prepare(sql).all(...params);
+  }
+
+  #get(sql: string, ...params: SQLInputValue[]): unknown {
+    return this.#conn.prepare(sql).get(...params);
+  }
+
+  #run(sql: string, ...params: SQLInputValue[]): { changes: number | bigint } {
+    return this.#conn.prepare(sql).run(...params);
+  }
+
+  #transaction<T>(work: () => T): T {
+    this.#conn.exec('BEGIN IMMEDIATE');
+    try {
+      const result = work();
+      this.#conn.exec('COMMIT');
+      return result;
+    } catch (error) {
+      this.#conn.exec('ROLLBACK');
+      throw error;
+    }
+  }
+
+  async init(): Promise<void> {
+    if (this.#path !== ':memory:') mkdirSync(dirname(this.#path), { recursive: true });
+    const db = new DatabaseSync(this.#path);
+    // WAL: readers never wait for the writer; a crash loses at most the last transaction.
+    db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;');
+    db.exec(SCHEMA);
+    const version = db.prepare("SELECT value FROM meta WHERE key = 'schema'").get() as { value: string } | undefined;
+    if (version && Number(version.value) > SCHEMA_VERSION) {
+      db.close();
+      throw new Error(`${this.#path} was written by a newer perfwatch (schema ${version.value}; this one knows ${SCHEMA_VERSION})`);
+    }
+    db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)").run(String(SCHEMA_VERSION));
+    this.#db = db;
+  }
+
+  async close(): Promise<void> {
+    this.#db?.close();
+    this.#db = null;
+  }
+
+  async ping(): Promise<void> {
+    this.#get('SELECT 1');
+  }
+
+  async createUser(name: string): Promise<UserRecord> {
+    const user = { id: newId(), name, createdAt: new Date() };
+    try {
+      this.#run('INSERT INTO users (id, name, created_at) VALUES (?, ?, ?)', user.id, name, user.createdAt.getTime());
+    } catch (error) {
+      throw isUniqueViolation(error) ? new DuplicateError(`user ${JSON.stringify(name)} exists`) : error;
+    }
+    return user;
+  }
+
+  async findUserByName(name: string): Promise<UserRecord | null> {
+    const row = this.#get('SELECT * FROM users WHERE name = ?', name);
+    return row ? userRow.parse(row) : null;
+  }
+
+  async listUsers(): Promise<UserRecord[]> {
+    return this.#all('SELECT * FROM users ORDER BY name').map((row) => userRow.parse(row));
+  }
+
+  async addToken({ prefix, userId, digest }: Omit<TokenRecord, 'createdAt' | 'revokedAt'>): Promise<void> {
+    try {
+      this.#run('INSERT INTO tokens (prefix, user_id, digest, created_at) VALUES (?, ?, ?, ?)', prefix, userId, digest, Date.now());
+    } catch (error) {
+      throw isUniqueViolation(error) ? new DuplicateError(`token prefix ${prefix} exists`) : error;
+    }
+  }
+
+  async findToken(prefix: string): Promise<TokenRecord | null> {
+    const row = this.#get('SELECT * FROM tokens WHERE prefix = ?', prefix);
+    return row ? tokenRow.parse(row) : null;
+  }
+
+  async revokeToken(prefix: string): Promise<boolean> {
+    return Number(this.#run('UPDATE tokens SET revoked_at = ? WHERE prefix = ? AND revoked_at IS NULL', Date.now(), prefix).changes) === 1;
+  }
+
+  async addProject(project: NewProject): Promise<ProjectRecord> {
+    const record: ProjectRecord = { ...project, locations: [...project.locations], id: newId(), createdAt: new Date() };
+    try {
+      this.#run(
+        'INSERT INTO projects (id, user_id, url, domain, locations, default_location, runs, schedule, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        record.id, record.userId, record.url, record.domain, JSON.stringify(record.locations), record.defaultLocation, record.runs, record.schedule, record.createdAt.getTime(),
+      );
+    } catch (error) {
+      throw isUniqueViolation(error) ? new DuplicateError(`project ${project.url} exists for this user`) : error;
+    }
+    return record;
+  }
+
+  async findProject(userId: string, url: string): Promise<ProjectRecord | null> {
+    const row = this.#get('SELECT * FROM projects WHERE user_id = ? AND url = ?', userId, url);
+    return row ? projectRow.parse(row).project : null;
+  }
+
+  async listProjects(userId?: string): Promise<ProjectRecord[]> {
+    const rows = userId ? this.#all('SELECT * FROM projects WHERE user_id = ? ORDER BY url', userId) : this.#all('SELECT * FROM projects ORDER BY url');
+    return rows.map((row) => projectRow.parse(row).project);
+  }
+
+  async removeProject(userId: string, url: string): Promise<boolean> {
+    const project = await this.findProject(userId, url);
+    if (!project) return false;
+    this.#transaction(() => {
+      this.#run('DELETE FROM kpis WHERE project_id = ?', project.id);
+      this.#run('DELETE FROM results WHERE snapshot_id IN (SELECT id FROM snapshots WHERE project_id = ?)', project.id);
+      this.#run('DELETE FROM snapshots WHERE project_id = ?', project.id);
+      this.#run('DELETE FROM projects WHERE id = ?', project.id);
+    });
+    return true;
+  }
+
+  async saveSnapshot({ project, updateId, date, updateType, results }: NewSnapshot): Promise<Date> {
+    // Compressed before the transaction: the write itself then takes milliseconds.
+    const compressed = await Promise.all(results.map((r) => gzipAsync(Buffer.from(JSON.stringify(r.lighthouse)))));
+    return this.#transaction(() => {
+      // Idempotent per update: a second save of the same update returns the first one's date.
+      const earlier = this.#get('SELECT date FROM snapshots WHERE update_id = ?', updateId) as { date: number } | undefined;
+      if (earlier) return new Date(earlier.date);
+      let stored = date;
+      for (let shift = 0; ; shift++) {
+        stored = new Date(date.getTime() + shift * 1000);
+        if (!this.#get('SELECT 1 FROM snapshots WHERE project_id = ? AND date = ?', project.id, stored.getTime())) break;
+        if (shift >= MAX_DATE_SHIFT_SECONDS) throw new Error(`project ${project.url} has a snapshot in each of the ${MAX_DATE_SHIFT_SECONDS} seconds after ${date.toISOString()}`);
+      }
+      const snapshotId = newId();
+      this.#run(
+        'INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        snapshotId, project.id, project.userId, updateId, project.url, project.domain, stored.getTime(), updateType, JSON.stringify(results.map(({ device, location }) => ({ device, location }))),
+      );
+      const insertResult = this.#conn.prepare('INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
+      const insertKpi = this.#conn.prepare('INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+      results.forEach((r, seq) => {
+        insertResult.run(snapshotId, seq, r.device, r.location, r.median, JSON.stringify(r.runs), r.elementCount, JSON.stringify(r.crux), compressed[seq]!);
+        for (const k of r.kpis) insertKpi.run(snapshotId, project.id, project.userId, stored.getTime(), project.domain, project.url, r.device, r.location, updateType, k.section, k.kpi, JSON.stringify(k.data));
+      });
+      return stored;
+    });
+  }
+
+  async findSnapshot(projectId: string, date: Date, filter: SnapshotFilter = {}): Promise<SnapshotRecord | null> {
+    const raw = this.#get('SELECT * FROM snapshots WHERE project_id = ? AND date = ?', projectId, date.getTime());
+    if (!raw) return null;
+    const snapshot = snapshotRow.parse(raw);
+    const rows = this.#all('SELECT * FROM results WHERE snapshot_id = ? ORDER BY seq', snapshot.id).map((row) => resultRow.parse(row));
+    const wanted = rows.filter((r) => (!filter.device || r.device === filter.device) && (!filter.locations?.length || filter.locations.includes(r.location)));
+    const results = await Promise.all(
+      wanted.map(async (r) => ({
+        device: r.device,
+        location: r.location,
+        median: r.median,
+        runs: r.runs,
+        elementCount: r.element_count,
+        crux: r.crux,
+        lighthouse: lighthouseResultSchema.parse(JSON.parse((await gunzipAsync(r.lighthouse)).toString('utf8'))),
+        kpis: [],
+      })),
+    );
+    return { id: snapshot.id, projectId: snapshot.project_id, updateId: snapshot.update_id, url: snapshot.url, date: snapshot.date, updateType: snapshot.update_type, available: snapshot.available, results };
+  }
+
+  async listSnapshots(projectId: string): Promise<SnapshotSummary[]> {
+    return this.#all('SELECT * FROM snapshots WHERE project_id = ? ORDER BY date', projectId).map((row) => {
+      const { date, update_type, available } = snapshotRow.parse(row);
+      return { date, updateType: update_type, available };
+    });
+  }
+
+  async *streamKpis({ userId, from, to, domain, updateType, sections }: OverviewFilter): AsyncIterable<KpiRow> {
+    const where = ['user_id = ?', 'date >= ?', 'date < ?'];
+    const params: SQLInputValue[] = [userId, from.getTime(), to.getTime()];
+    const add = (clause: string, ...values: SQLInputValue[]) => {
+      where.push(clause);
+      params.push(...values);
+    };
+    if (domain) add('domain = ?', domain);
+    if (updateType) add('update_type = ?', updateType);
+    if (sections && sections.length > 0) add(`section IN (${sections.map(() => '?').join(', ')})`, ...sections);
+    const rows = this.#conn.prepare(`SELECT date, domain, url, device, location, update_type, section, kpi, data FROM kpis WHERE ${where.join(' AND ')} ORDER BY date, url, device, location, section, kpi`).iterate(...params);
+    // Row by row from the statement: memory stays flat however many records match.
+    for (const row of rows) yield kpiRow.parse(row);
+  }
+
+  async deleteSnapshotsBefore(before: Date, limit: number): Promise<number> {
+    const old = this.#all('SELECT id FROM snapshots WHERE date < ? LIMIT ?', before.getTime(), limit) as Array<{ id: string }>;
+    for (const { id } of old) {
+      this.#transaction(() => {
+        this.#run('DELETE FROM kpis WHERE snapshot_id = ?', id);
+        this.#run('DELETE FROM results WHERE snapshot_id = ?', id);
+        this.#run('DELETE FROM snapshots WHERE id = ?', id);
+      });
+    }
+    return old.length;
+  }
+
+  async createUpdate(update: NewUpdate): Promise<void> {
+    const now = Date.now();
+    try {
+      this.#run(
+        "INSERT INTO updates (id, user_id, project_id, url, devices, locations, update_type, status, attempts, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)",
+        update.id, update.userId, update.projectId, update.url, JSON.stringify(update.devices), JSON.stringify(update.locations), update.updateType, now, now,
+      );
+    } catch (error) {
+      throw isUniqueViolation(error) ? new DuplicateError(`update ${update.id} exists`) : error;
+    }
+  }
+
+  async setUpdateState(id: string, state: UpdateState): Promise<void> {
+    const sets = ['status = ?', 'updated_at = ?'];
+    const params: SQLInputValue[] = [state.status, Date.now()];
+    if (state.status === 'done') {
+      sets.push('date = ?');
+      params.push(state.date.getTime());
+    }
+    if (state.reason !== undefined) {
+      sets.push('reason = ?');
+      params.push(state.reason);
+    }
+    if (state.status === 'running') sets.push('attempts = attempts + 1');
+    // `done` is final: a late word from an earlier delivery must not undo it.
+    this.#run(`UPDATE updates SET ${sets.join(', ')} WHERE id = ?${state.status === 'done' ? '' : " AND status <> 'done'"}`, ...params, id);
+  }
+
+  async findUpdate(userId: string, id: string): Promise<UpdateRecord | null> {
+    const row = this.#get('SELECT * FROM updates WHERE id = ? AND user_id = ?', id, userId);
+    return row ? updateRow.parse(row) : null;
+  }
+
+  async countPendingUpdates(location: Location): Promise<number> {
+    const row = this.#get("SELECT count(*) AS n FROM updates WHERE status IN ('queued', 'running') AND EXISTS (SELECT 1 FROM json_each(updates.locations) WHERE value = ?)", location) as { n: number };
+    return row.n;
+  }
+
+  async listUnfinishedUpdates(): Promise<UpdateRecord[]> {
+    return this.#all("SELECT * FROM updates WHERE status IN ('queued', 'running') ORDER BY created_at").map((row) => updateRow.parse(row));
+  }
+
+  async acquireLease(name: string, holder: string, ttlMs: number): Promise<boolean> {
+    const now = Date.now();
+    const changed = this.#run('INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at WHERE leases.holder = excluded.holder OR leases.expires_at < ?', name, holder, now + ttlMs, now).changes;
+    return Number(changed) === 1;
+  }
+
+  async listScheduledProjects(): Promise<Array<ProjectRecord & { scheduledThrough: Date | null }>> {
+    return this.#all('SELECT * FROM projects WHERE schedule IS NOT NULL').map((row) => {
+      const { project, scheduledThrough } = projectRow.parse(row);
+      return { ...project, scheduledThrough };
+    });
+  }
+
+  async markScheduled(projectId: string, tick: Date): Promise<void> {
+    this.#run('UPDATE projects SET scheduled_through = ? WHERE id = ? AND (scheduled_through IS NULL OR scheduled_through < ?)', tick.getTime(), projectId, tick.getTime());
+  }
+}

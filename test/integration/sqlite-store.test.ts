@@ -1,0 +1,48 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { lighthouseKpis } from '@perfwatch/common';
+import { SqliteStore } from '@perfwatch/gateway';
+import { loadLhr } from '../support/lhr-fixtures.ts';
+import { describeStoreContract } from '../support/store-contract.ts';
+
+// The embedded store of `perfwatch start`, on a real file, against the same contract as the MongoDB store.
+let dir: string;
+let store: SqliteStore;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'perfwatch-sqlite-'));
+  store = new SqliteStore({ path: join(dir, 'data', 'perfwatch.sqlite') });
+  await store.init();
+});
+afterAll(async () => {
+  await store?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describeStoreContract('SqliteStore', () => store);
+
+describe('SqliteStore', () => {
+  it('keeps everything in its file: a store opened again finds users, projects and snapshots', async () => {
+    const path = join(dir, 'reopen.sqlite');
+    const first = new SqliteStore({ path });
+    await first.init();
+    const user = await first.createUser('rita');
+    const project = await first.addProject({ userId: user.id, url: 'https://rita.example/', domain: 'rita.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+    const lighthouse = loadLhr('desktop', 1);
+    const date = new Date('2026-05-01T08:00:00Z');
+    await first.saveSnapshot({ project, updateId: 'r1', date, updateType: 'manual', results: [{ device: 'desktop', location: 'london', median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 12, kpis: lighthouseKpis(lighthouse) }] });
+    await first.close();
+
+    const again = new SqliteStore({ path });
+    await again.init();
+    try {
+      expect((await again.findUserByName('rita'))!.id).toBe(user.id);
+      const snapshot = await again.findSnapshot(project.id, date);
+      expect(snapshot!.results[0]!.lighthouse).toEqual(lighthouse);
+      expect(snapshot!.results[0]!.elementCount).toBe(12);
+    } finally {
+      await again.close();
+    }
+  });
+});
