@@ -2,14 +2,15 @@
 # Installs what perfwatch needs to run and to test, and only what is missing:
 #   - npm packages (npm ci), Node 24 among them (the npm package node@24);
 #   - Debian's chromium, for the agent's Lighthouse runs;
-#   - nats-server (current, with JetStream) and FerretDB v1 (the MongoDB-wire server the tests
-#     and `perfwatch start` use), both built from the Go module proxy into .tools/bin;
+#   - for tests and benchmarks: nats-server (current, with JetStream) and FerretDB v1 (a
+#     MongoDB-wire server), both built from the Go module proxy into .tools/bin
+#     (`perfwatch start` needs neither: it runs an in-process bus and an embedded store);
 #   - for tests only: kustomize (built the same way) and Debian's prometheus (server and
 #     promtool), which check the deploy/ manifests, alert rules and real scrapes; and
 #     schemathesis (from PyPI, in a virtualenv under .tools), which fuzzes the API from its
 #     OpenAPI document.
 # Built binaries are also kept in ~/.cache/perfwatch, so a fresh clone builds them only once.
-# Usage: scripts/setup.sh [test|start]   (the argument only changes the messages)
+# Usage: scripts/setup.sh [test|bench|start]   (start installs only npm packages and Chromium)
 set -euo pipefail
 
 NATS_SERVER_VERSION=v2.15.2
@@ -87,17 +88,21 @@ build_go_tool() { # name module version package-dir-within-module
   fi
   echo "$stamp" > "$tools/$name.version"
 }
-build_go_tool nats-server github.com/nats-io/nats-server/v2 "$NATS_SERVER_VERSION" . &
-nats_pid=$!
-build_go_tool ferretdb github.com/FerretDB/FerretDB "$FERRETDB_VERSION" cmd/ferretdb &
-ferret_pid=$!
+nats_pid=
+ferret_pid=
+if [ "$purpose" != start ]; then
+  build_go_tool nats-server github.com/nats-io/nats-server/v2 "$NATS_SERVER_VERSION" . &
+  nats_pid=$!
+  build_go_tool ferretdb github.com/FerretDB/FerretDB "$FERRETDB_VERSION" cmd/ferretdb &
+  ferret_pid=$!
+fi
 kustomize_pid=
 if [ "$purpose" = test ]; then
   build_go_tool kustomize sigs.k8s.io/kustomize/kustomize/v5 "$KUSTOMIZE_VERSION" . &
   kustomize_pid=$!
 fi
-wait "$nats_pid" || die "building nats-server failed"
-wait "$ferret_pid" || die "building FerretDB failed"
+if [ -n "$nats_pid" ]; then wait "$nats_pid" || die "building nats-server failed"; fi
+if [ -n "$ferret_pid" ]; then wait "$ferret_pid" || die "building FerretDB failed"; fi
 if [ -n "$kustomize_pid" ]; then wait "$kustomize_pid" || die "building kustomize failed"; fi
 
 # 4. schemathesis, for the tests: pinned, in a virtualenv of its own.

@@ -12,7 +12,6 @@ import {
   HEADERS,
   PERFWATCH_VERSION,
   shrinkLighthouseResult,
-  trimLighthouseResult,
   type AuditJob,
   type AuditReply,
   type Location,
@@ -20,7 +19,7 @@ import {
 } from '@perfwatch/common';
 import type { AuditRunner } from './lighthouse-runner.ts';
 import type { RunObserver } from './metrics.ts';
-import { RunFailure } from './run-failure.ts';
+import { createJobExecutor } from './job-executor.ts';
 
 export interface AgentDeps {
   nc: NatsConnection;
@@ -58,6 +57,7 @@ export interface Agent {
  */
 export function startAgent({ nc, location, runner, logger, agentId, capacity = 1, announceIntervalMs = 5_000, keepScreenshots = false, probeSecurity, observer }: AgentDeps): Agent {
   const log = logger.child({ location, agentId });
+  const execute = createJobExecutor({ location, runner, logger: log, agentId, keepScreenshots, probeSecurity, observer });
   const subject = auditSubject(location);
   let stopping = false;
   let busy = 0;
@@ -116,47 +116,7 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
   }
 
   async function handle(msg: Msg, job: AuditJob, requestId: string | undefined): Promise<void> {
-    if (job.location !== location) {
-      await reply(msg, { ok: false, jobId: job.jobId, agentId, error: { code: 'BAD_JOB', message: `job for ${job.location} sent to ${location}`, retryable: false } });
-      return;
-    }
-    const jobLog = log.child({ requestId, jobId: job.jobId, device: job.device, runIndex: job.runIndex });
-    const startedAt = new Date();
-    const started = performance.now();
-    try {
-      const { lhr, lighthouseMs } = await runner.run({ url: job.url, device: job.device, timeoutMs: job.timeoutMs }).then(
-        (output) => (observer?.runDone(job.device, 'ok', (performance.now() - started) / 1000), output),
-        (error: unknown) => {
-          observer?.runDone(job.device, error instanceof RunFailure ? error.code : 'INTERNAL', (performance.now() - started) / 1000);
-          throw error;
-        },
-      );
-      jobLog.info({ lighthouseMs: Math.round(lighthouseMs), target: { url: job.url } }, 'run done');
-      const security = probeSecurity
-        ? await probeSecurity(lhr.finalDisplayedUrl).catch((error: unknown) => {
-            jobLog.warn({ err: { message: (error as Error).message }, target: { url: lhr.finalDisplayedUrl } }, 'security probe failed; no SECURITY facts for this run');
-            return undefined;
-          })
-        : undefined;
-      await reply(msg, {
-        ok: true,
-        result: {
-          jobId: job.jobId,
-          agentId,
-          location,
-          device: job.device,
-          runIndex: job.runIndex,
-          startedAt: startedAt.toISOString(),
-          lighthouseMs,
-          lhr: trimLighthouseResult(lhr, { keepScreenshots }),
-          ...(security ? { security } : {}),
-        },
-      });
-    } catch (error) {
-      const failure = error instanceof RunFailure ? error : new RunFailure('INTERNAL', (error as Error).message, true, { cause: error });
-      jobLog.warn({ code: failure.code, err: error, target: { url: job.url } }, 'run failed');
-      await reply(msg, { ok: false, jobId: job.jobId, agentId, error: failure.toFailure() });
-    }
+    await reply(msg, await execute(job, requestId));
   }
 
   async function reply(msg: Msg, body: AuditReply): Promise<void> {

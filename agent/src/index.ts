@@ -10,3 +10,4 @@ export { startGuardedRunner, type GuardedRunnerOptions } from './guarded-runner.
 export { createRunnerPool } from './runner-pool.ts';
 export { createAgentMetrics, type AgentMetrics, type RunObserver } from './metrics.ts';
 export { startOpsServer, type OpsServer } from './ops-server.ts';
+export { createLocalAgent, type LocalAgent } from './local-agent.ts';

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
+import type { LocalAgent } from '@perfwatch/agent';
 import { startAgentRegistry, type AgentRegistry } from './agent-registry.ts';
 import { createCruxClient } from './crux/crux-client.ts';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.ts';
@@ -14,6 +15,8 @@ import { startUpdateQueue } from './update-queue.ts';
 import { startScheduler } from './scheduler.ts';
 import { createAsyncUpdates } from './async-updates.ts';
 import type { GatewayConfig } from './config.ts';
+import { createLocalDispatcher, createLocalRegistry } from './local/local-transport.ts';
+import { startLocalUpdateQueue } from './local/local-update-queue.ts';
 
 export interface GatewayRuntime {
   http: GatewayServer;
@@ -23,14 +26,23 @@ export interface GatewayRuntime {
   stop(): Promise<void>;
 }
 
+/**
+ * How the gateway reaches agents: NATS (agents anywhere, JetStream for the update queue), or
+ * agents in this very process (`perfwatch start` without NATS_URL: the queue lives in the
+ * process and the store makes it durable).
+ */
+export type GatewayTransport = { nc: NatsConnection; localAgents?: undefined } | { nc?: undefined; localAgents: readonly LocalAgent[] };
+
 /** Wires a gateway from connected parts; shared by `perfwatch gateway`, `perfwatch start` and the tests. */
-export async function startGateway({ nc, store, logger, config }: { nc: NatsConnection; store: Store; logger: Logger; config: GatewayConfig }): Promise<GatewayRuntime> {
-  const agents = await startAgentRegistry({ nc, logger });
-  const dispatcher = createNatsDispatcher({ nc, logger, registry: agents, maxInFlight: config.MAX_RUNS_IN_FLIGHT });
+export async function startGateway({ store, logger, config, ...transport }: GatewayTransport & { store: Store; logger: Logger; config: GatewayConfig }): Promise<GatewayRuntime> {
+  const nc = transport.nc;
+  const agents = nc ? await startAgentRegistry({ nc, logger }) : createLocalRegistry(transport.localAgents!);
+  const dispatcher = nc ? createNatsDispatcher({ nc, logger, registry: agents, maxInFlight: config.MAX_RUNS_IN_FLIGHT }) : createLocalDispatcher({ agents: transport.localAgents!, logger });
   const metrics = createGatewayMetrics({ nc, agents, queueDepth: (location) => dispatcher.waiting?.(location) ?? 0, pendingUpdates: (location) => store.countPendingUpdates(location) });
   const crux = config.CRUX_API_KEY ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger }) : undefined;
   const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS, crux, observer: metrics });
-  const queue = await startUpdateQueue({ nc, store, updates, logger, workers: config.UPDATE_WORKERS, ackWaitMs: config.UPDATE_ACK_WAIT_MS, maxDeliver: config.UPDATE_MAX_DELIVER, retryDelayMs: config.UPDATE_RETRY_DELAY_MS });
+  const queueOptions = { store, updates, logger, workers: config.UPDATE_WORKERS, maxDeliver: config.UPDATE_MAX_DELIVER, retryDelayMs: config.UPDATE_RETRY_DELAY_MS };
+  const queue = nc ? await startUpdateQueue({ ...queueOptions, nc, ackWaitMs: config.UPDATE_ACK_WAIT_MS }) : await startLocalUpdateQueue(queueOptions);
   const scheduler = startScheduler({
     store,
     queue,
@@ -45,10 +57,10 @@ export async function startGateway({ nc, store, logger, config }: { nc: NatsConn
   let stopping = false;
   const readiness = async () => {
     if (stopping) return { ok: false, reason: 'shutting down' };
-    if (nc.isClosed() || nc.isDraining()) return { ok: false, reason: 'NATS connection closed' };
+    if (nc && (nc.isClosed() || nc.isDraining())) return { ok: false, reason: 'NATS connection closed' };
     try {
       // A round trip to the NATS server and one to the database, each bounded.
-      await withTimeout(nc.flush(), 2_000, 'NATS did not answer');
+      if (nc) await withTimeout(nc.flush(), 2_000, 'NATS did not answer');
       await withTimeout(store.ping(), 2_000, 'the database did not answer');
       return { ok: true };
     } catch (error) {

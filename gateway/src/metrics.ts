@@ -30,7 +30,7 @@ export interface GatewayMetrics extends UpdateObserver {
  * methods, status codes, locations, devices, update types, outcome codes; never a URL, a
  * token or a project.
  */
-export function createGatewayMetrics({ nc, agents, queueDepth, pendingUpdates }: { nc: NatsConnection; agents: AgentRegistry; queueDepth: (location: Location) => number; pendingUpdates: (location: Location) => Promise<number> }): GatewayMetrics {
+export function createGatewayMetrics({ nc, agents, queueDepth, pendingUpdates }: { nc?: NatsConnection; agents: AgentRegistry; queueDepth: (location: Location) => number; pendingUpdates: (location: Location) => Promise<number> }): GatewayMetrics {
   const registry = createMetricsRegistry();
 
   const httpDuration = new Histogram({
@@ -97,7 +97,8 @@ export function createGatewayMetrics({ nc, agents, queueDepth, pendingUpdates }:
       for (const [location, count] of counts) this.set({ location }, count);
     },
   });
-  registerNatsConnected(registry, nc);
+  // Without NATS (perfwatch start's in-process bus) there is no connection to report.
+  if (nc) registerNatsConnected(registry, nc);
 
   return {
     registry,

@@ -46,6 +46,54 @@ export interface UpdateQueue {
   stop(): Promise<void>;
 }
 
+/** How one delivery of a queued update ended, for the queue to ack, retry or drop it. */
+export type QueuedEnding =
+  | { kind: 'done' }
+  /** Failed for good (recorded as failed), or its project is gone. */
+  | { kind: 'final'; reason: string }
+  /** Failed for a reason that may pass; recorded as queued again. */
+  | { kind: 'retry'; reason: string }
+  /** The outcome could not be recorded (the database is away): deliver it again. */
+  | { kind: 'unrecorded' };
+
+/**
+ * One delivery of a queued update, whatever queue carried it (JetStream, or the in-process
+ * queue of `perfwatch start`): marks it running, runs it, records how it ended.
+ */
+export async function runQueuedUpdate({ store, updates, logger }: { store: Store; updates: UpdateService; logger: Logger }, job: QueuedUpdate, delivery: number, maxDeliver: number): Promise<QueuedEnding> {
+  const log = logger.child({ updateId: job.updateId, requestId: job.requestId, delivery });
+  try {
+    await store.setUpdateState(job.updateId, { status: 'running' });
+    const project = await store.findProject(job.userId, job.url);
+    if (!project) {
+      await store.setUpdateState(job.updateId, { status: 'failed', reason: 'the project was removed before the update ran' });
+      return { kind: 'final', reason: 'project removed' };
+    }
+    const outcome = await updates.run({ project, devices: job.devices, updateType: job.updateType, requestId: job.requestId }, job.updateId, 'async');
+    await store.setUpdateState(job.updateId, { status: 'done', date: outcome.date });
+    log.info({ date: outcome.date }, 'queued update done');
+    return { kind: 'done' };
+  } catch (error) {
+    const reason = error instanceof ApiError ? [error.message, ...error.errors].join(' ') : (error as Error).message;
+    // Every run failing for the page's own reasons (it did not load, a refused target) would
+    // fail again: no point retrying. Lost agents, timeouts, a NATS or database blink may pass.
+    const final = (error instanceof NoResultError && !error.retryable) || delivery >= maxDeliver;
+    try {
+      if (final) {
+        await store.setUpdateState(job.updateId, { status: 'failed', reason });
+        log.warn({ reason }, 'queued update failed');
+        return { kind: 'final', reason };
+      }
+      await store.setUpdateState(job.updateId, { status: 'queued', reason });
+      log.warn({ reason }, 'queued update will be tried again');
+      return { kind: 'retry', reason };
+    } catch (stateError) {
+      log.error({ err: stateError }, 'could not record the update state; the job will be delivered again');
+      return { kind: 'unrecorded' };
+    }
+  }
+}
+
 /**
  * Async updates through a JetStream work-queue stream. Any gateway replica takes jobs (a pull
  * consumer it asks for exactly as many as it has free workers, so none waits in a buffer while
@@ -89,40 +137,14 @@ export async function startUpdateQueue({ nc, store, updates, logger, workers, ac
       msg.term('malformed job');
       return;
     }
-    const log = logger.child({ updateId: job.updateId, requestId: job.requestId, delivery: msg.info.deliveryCount });
     // Tells JetStream the job is being worked on, so it is not handed to another replica.
     const alive = setInterval(() => msg.working(), Math.max(100, Math.floor(ackWaitMs / 3)));
     try {
-      await store.setUpdateState(job.updateId, { status: 'running' });
-      const project = await store.findProject(job.userId, job.url);
-      if (!project) {
-        await store.setUpdateState(job.updateId, { status: 'failed', reason: 'the project was removed before the update ran' });
-        msg.term('project removed');
-        return;
-      }
-      const outcome = await updates.run({ project, devices: job.devices, updateType: job.updateType, requestId: job.requestId }, job.updateId, 'async');
-      await store.setUpdateState(job.updateId, { status: 'done', date: outcome.date });
-      msg.ack();
-      log.info({ date: outcome.date }, 'queued update done');
-    } catch (error) {
-      const reason = error instanceof ApiError ? [error.message, ...error.errors].join(' ') : (error as Error).message;
-      // Every run failing for the page's own reasons (it did not load, a refused target) would
-      // fail again: no point retrying. Lost agents, timeouts, a NATS or database blink may pass.
-      const final = (error instanceof NoResultError && !error.retryable) || msg.info.deliveryCount >= maxDeliver;
-      try {
-        if (final) {
-          await store.setUpdateState(job.updateId, { status: 'failed', reason });
-          msg.term(reason.slice(0, 200));
-          log.warn({ reason }, 'queued update failed');
-        } else {
-          await store.setUpdateState(job.updateId, { status: 'queued', reason });
-          msg.nak(retryDelayMs);
-          log.warn({ reason, retryInMs: retryDelayMs }, 'queued update will be tried again');
-        }
-      } catch (stateError) {
-        // The database is away too: leave the job unacknowledged; JetStream delivers it again.
-        log.error({ err: stateError }, 'could not record the update state; the job will be delivered again');
-      }
+      const ending = await runQueuedUpdate({ store, updates, logger }, job, msg.info.deliveryCount, maxDeliver);
+      if (ending.kind === 'done') msg.ack();
+      else if (ending.kind === 'final') msg.term(ending.reason.slice(0, 200));
+      else if (ending.kind === 'retry') msg.nak(retryDelayMs);
+      // 'unrecorded': left unacknowledged; JetStream delivers it again after ackWaitMs.
     } finally {
       clearInterval(alive);
     }

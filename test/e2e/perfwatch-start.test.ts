@@ -1,40 +1,69 @@
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { auditResultSchema } from '@perfwatch/common';
+import { auditResultSchema, snapshotListSchema } from '@perfwatch/common';
 import { freePort } from '@perfwatch/gateway';
 import { spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 
 const exec = promisify(execFile);
 
-// `perfwatch start` (what `npm start` runs): its own nats-server and database, a gateway and
-// an agent in one process, a demo site and project, and a printed curl line that works.
-let dataDir: string;
+// `perfwatch start` (what `npm start` runs) on a machine with nothing configured: started in an
+// empty directory with an environment of PATH and HOME only (and two free ports, so it cannot
+// meet another test), it must need no NATS and no database server: gateway and agent in one
+// process over the in-process bus, the store a file under ./data.
+let cwd: string;
 let proc: PerfwatchProcess | undefined;
 
 afterAll(async () => {
   await proc?.stop();
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  if (cwd) await rm(cwd, { recursive: true, force: true });
 });
 
+async function curl(line: string): Promise<{ status: number; body: unknown }> {
+  const argv = [...line.matchAll(/"([^"]+)"|(\S+)/g)].map((m) => m[1] ?? m[2]!).slice(1);
+  const { stdout } = await exec('curl', [...argv, '-w', '\n%{http_code}'], { maxBuffer: 64 * 1024 * 1024 });
+  const at = stdout.lastIndexOf('\n');
+  return { status: Number(stdout.slice(at + 1)), body: JSON.parse(stdout.slice(0, at)) };
+}
+
 describe('perfwatch start', () => {
-  it('prints a token and a curl line that returns a real Lighthouse result of the demo page', async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'perfwatch-start-'));
-    const [port, demoPort] = [await freePort(), await freePort()];
-    proc = spawnPerfwatch(['start'], { PORT: String(port), PERFWATCH_DEMO_PORT: String(demoPort), PERFWATCH_DATA_DIR: dataDir });
+  it('with no configuration: prints a token and a curl line that returns a real Lighthouse result, and keeps it across a restart', async () => {
+    cwd = await mkdtemp(join(tmpdir(), 'perfwatch-start-'));
+    const ports = { PORT: String(await freePort()), PERFWATCH_DEMO_PORT: String(await freePort()) };
+    proc = spawnPerfwatch(['start'], ports, { cwd, bare: true });
     const [curlLine] = await proc.waitFor(/curl -s -H "Authorization: pw_[^"]+" "[^"]+"/, 60_000);
-    const argv = [...curlLine.matchAll(/"([^"]+)"|(\S+)/g)].map((m) => m[1] ?? m[2]!).slice(1);
-    const { stdout } = await exec('curl', argv, { maxBuffer: 64 * 1024 * 1024 });
-    const result = auditResultSchema.parse(JSON.parse(stdout));
+    const token = /Authorization: (pw_[^"]+)"/.exec(curlLine)![1]!;
+    expect(proc.output()).toMatch(/bus: in-process · store: .*\/data\/perfwatch\.sqlite/);
+    expect(existsSync(join(cwd, 'data', 'perfwatch.sqlite'))).toBe(true);
+
+    const { status, body } = await curl(curlLine);
+    expect(status, JSON.stringify(body).slice(0, 300)).toBe(200);
+    const result = auditResultSchema.parse(body);
     const cell = result.mobile!.s_carolina!;
-    expect(cell.lighthouse['finalDisplayedUrl']).toBe(`http://127.0.0.1:${demoPort}/`);
+    const demo = `http://127.0.0.1:${ports.PERFWATCH_DEMO_PORT}/`;
+    expect(cell.lighthouse['finalDisplayedUrl']).toBe(demo);
     expect(cell.lighthouse['lighthouseVersion']).toMatch(/^13\./);
     expect(cell.lighthouse.elementCount).toBeGreaterThan(400);
     expect(result.desktop).toBeUndefined();
+    const date = cell.lighthouse.date;
 
     expect(await proc.stop('SIGTERM')).toBe(0);
-  }, 180_000);
+
+    // Started again on the same directory: the first token still works and the snapshot is there.
+    proc = spawnPerfwatch(['start'], ports, { cwd, bare: true });
+    await proc.waitFor(/curl -s -H "Authorization: pw_/, 60_000);
+    const base = `http://127.0.0.1:${ports.PORT}`;
+    const headers = { Authorization: token };
+    const list = snapshotListSchema.parse(await (await fetch(`${base}/v1/updates?url=${encodeURIComponent(demo)}`, { headers })).json());
+    expect(list.mobile!.map((s) => s.date)).toEqual([date]);
+    const again = auditResultSchema.parse(await (await fetch(`${base}/v1/audit?url=${encodeURIComponent(demo)}&date=${date}`, { headers })).json());
+    expect(again.mobile!.s_carolina!.lighthouse['fetchTime']).toBe(cell.lighthouse['fetchTime']);
+    // The dashboard is served too.
+    expect(await (await fetch(`${base}/`)).text()).toContain('<title>perfwatch</title>');
+    expect(await proc.stop('SIGTERM')).toBe(0);
+  }, 240_000);
 });

@@ -14,13 +14,21 @@ export interface PerfwatchProcess {
 }
 
 /** Runs `perfwatch …` as its own process, the way an operator would. */
-export function spawnPerfwatch(args: string[], env: Record<string, string>): PerfwatchProcess {
-  return spawnNode([bin, ...args], { LOG_LEVEL: 'info', PERFWATCH_OPS_PORT: '0', ...env });
+export function spawnPerfwatch(args: string[], env: Record<string, string>, options: SpawnOptions = {}): PerfwatchProcess {
+  return spawnNode([bin, ...args], { ...(options.bare ? {} : { LOG_LEVEL: 'info', PERFWATCH_OPS_PORT: '0' }), ...env }, options);
+}
+
+export interface SpawnOptions {
+  /** Working directory; the repository's root by default. */
+  cwd?: string;
+  /** Nothing of this process's environment but PATH and HOME: a machine with no configuration. */
+  bare?: boolean;
 }
 
 /** Runs a script of this repository (paths from its root) on this Node, watched like perfwatch. */
-export function spawnNode(args: string[], env: Record<string, string>): PerfwatchProcess {
-  const child = spawn(process.execPath, args, { cwd: join(dirname(bin), '..'), env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnNode(args: string[], env: Record<string, string>, { cwd = join(dirname(bin), '..'), bare = false }: SpawnOptions = {}): PerfwatchProcess {
+  const base = bare ? { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/root' } : process.env;
+  const child = spawn(process.execPath, args, { cwd, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   const listeners = new Set<() => void>();
   const onData = (chunk: Buffer) => {

@@ -5,13 +5,14 @@ import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { createLogger, logLevelSchema, parseEnv } from '@perfwatch/common';
-import { createRunnerPool, createTargetGuard, exitOnUnhandledRejection, parseAllowList, probeSecurity, startAgent } from '@perfwatch/agent';
+import { createLocalAgent, createRunnerPool, createTargetGuard, exitOnUnhandledRejection, parseAllowList, probeSecurity, startAgent } from '@perfwatch/agent';
 import { createAdmin } from '../admin/admin.ts';
 import { gatewayConfigWith } from '../config.ts';
 import { startGateway } from '../gateway-runtime.ts';
 import { MongoStore } from '../store/mongo-store.ts';
+import { SqliteStore } from '../store/sqlite-store.ts';
+import type { Store } from '../store/store.ts';
 import { startDemoSite } from './demo-site-server.ts';
-import { startFerretDb, startNatsServer, type LocalServer } from './local-servers.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -19,22 +20,26 @@ const startEnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
   PERFWATCH_DATA_DIR: z.string().min(1).default('./data'),
-  PERFWATCH_DEMO_PORT: z.coerce.number().int().min(1).max(65535).default(8081),
-  PERFWATCH_TOOLS_DIR: z.string().min(1).default(join(repoRoot, '.tools/bin')),
+  PERFWATCH_DEMO_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
+  /** Set: agents and gateway talk over this NATS (JetStream) instead of the in-process bus. */
   NATS_URL: z.string().min(1).optional(),
-  MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//).optional(),
+  /** Set: the store is this MongoDB instead of the embedded file under PERFWATCH_DATA_DIR. */
+  MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URI').optional(),
   MONGODB_DB: z.string().min(1).default('perfwatch'),
   CHROME_PATH: z.string().min(1).default('/usr/bin/chromium'),
   /** Local mode audits the local demo site, so loopback is allowed here unless set otherwise. */
   PERFWATCH_ALLOW_TARGETS: z.string().default('127.0.0.0/8,::1/128'),
+  CRUX_API_KEY: z.string().min(1).optional(),
   LOG_LEVEL: logLevelSchema,
 });
 
+const LOCATION = 's_carolina';
+
 /**
- * `perfwatch start`: everything on one machine. A gateway and one agent (location s_carolina)
- * in this process; a nats-server and a FerretDB started here with their data under
- * PERFWATCH_DATA_DIR (unless NATS_URL / MONGODB_URI point elsewhere); a demo site to audit;
- * a demo user whose new token is printed with a ready-to-paste curl line.
+ * `perfwatch start`: everything on one machine, with no configuration. A gateway and one agent
+ * (location s_carolina) in this process, talking over an in-process bus; an embedded store in
+ * PERFWATCH_DATA_DIR (perfwatch.sqlite); a demo site to audit; a demo user whose new token is
+ * printed with a ready-to-paste curl line. NATS_URL and MONGODB_URI switch to the real parts.
  */
 export async function main(env: Readonly<Record<string, string | undefined>>): Promise<void> {
   const config = parseEnv(startEnvSchema, env);
@@ -43,46 +48,50 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   const dataDir = resolve(config.PERFWATCH_DATA_DIR);
   await mkdir(dataDir, { recursive: true });
 
-  const started: LocalServer[] = [];
-  const natsUrl: string = config.NATS_URL ?? (await startNatsServer({ binary: join(config.PERFWATCH_TOOLS_DIR, 'nats-server'), dir: join(dataDir, 'nats') }).then((s) => (started.push(s), s.url)));
-  const mongoUri: string = config.MONGODB_URI ?? (await startFerretDb({ binary: join(config.PERFWATCH_TOOLS_DIR, 'ferretdb'), dir: join(dataDir, 'ferretdb') }).then((s) => (started.push(s), s.url)));
-
-  const store = new MongoStore({ uri: mongoUri, dbName: config.MONGODB_DB });
+  const storePath = join(dataDir, 'perfwatch.sqlite');
+  const store: Store = config.MONGODB_URI ? new MongoStore({ uri: config.MONGODB_URI, dbName: config.MONGODB_DB }) : new SqliteStore({ path: storePath });
   await store.init();
-  const nc = await connect({ servers: natsUrl, name: 'perfwatch-start' });
+  const nc = config.NATS_URL ? await connect({ servers: config.NATS_URL, name: 'perfwatch-start' }) : undefined;
   const site = await startDemoSite({ root: join(repoRoot, 'test/fixtures/site'), port: config.PERFWATCH_DEMO_PORT });
   const runner = createRunnerPool({ size: 1, worker: { chromePath: config.CHROME_PATH, noSandbox: process.getuid?.() === 0, runsPerBrowser: 50, allowTargets: config.PERFWATCH_ALLOW_TARGETS, logLevel: config.LOG_LEVEL }, logger });
   const guard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
-  const agent = startAgent({ nc, location: 's_carolina', runner, logger, agentId: 'local', probeSecurity: (url) => probeSecurity(url, { guard }) });
-  const gateway = await startGateway({
-    nc,
-    store,
-    logger,
+  const agentDeps = { location: LOCATION, runner, logger, agentId: 'local', probeSecurity: (url: string) => probeSecurity(url, { guard }) } as const;
+  const localAgent = nc ? undefined : createLocalAgent(agentDeps);
+  const agent = localAgent ?? startAgent({ ...agentDeps, nc: nc! });
+  const gatewayConfig = gatewayConfigWith({
+    PORT: config.PORT,
+    HOST: config.HOST,
     // One process on one machine: no load balancer to wait for on stop.
-    config: gatewayConfigWith({ PORT: config.PORT, HOST: config.HOST, SHUTDOWN_READINESS_DELAY_MS: 0 }),
+    SHUTDOWN_READINESS_DELAY_MS: 0,
+    ...(config.CRUX_API_KEY ? { CRUX_API_KEY: config.CRUX_API_KEY } : {}),
   });
+  const gateway = await startGateway({ ...(localAgent ? { localAgents: [localAgent] } : { nc: nc! }), store, logger, config: gatewayConfig });
 
   const admin = createAdmin(store);
   const demoUser = 'demo';
   const { token } = (await store.findUserByName(demoUser)) ? await admin.createToken(demoUser) : await admin.createUser(demoUser);
   const demoUrl = site.url;
   if (!(await store.listProjects((await store.findUserByName(demoUser))!.id)).some((p) => p.url === demoUrl)) {
-    await admin.addProject(demoUser, demoUrl, { locations: ['s_carolina'], runs: 1 });
+    await admin.addProject(demoUser, demoUrl, { locations: [LOCATION], runs: 1 });
   }
 
   const base = gateway.http.url;
   process.stdout.write(
     [
       '',
-      `perfwatch is running at ${base}  (data in ${dataDir})`,
+      `perfwatch is running at ${base}  (dashboard: ${base}/)`,
+      `  bus: ${nc ? `NATS at ${config.NATS_URL}` : 'in-process'} · store: ${config.MONGODB_URI ? `MongoDB database ${config.MONGODB_DB}` : storePath}`,
       `demo site: ${demoUrl}`,
       `token for user "${demoUser}" (shown once): ${token}`,
       'run a real Lighthouse audit of the demo site (about 10-20 s):',
       `  curl -s -H "Authorization: ${token}" "${base}/v1/update?url=${encodeURIComponent(demoUrl)}&device=mobile"`,
+      'or with the CLI:',
+      `  PERFWATCH_TOKEN=${token} npm run perfwatch -- update ${demoUrl} --device mobile`,
       '',
     ].join('\n'),
   );
 
+  const { promise: stopped, resolve: done } = Promise.withResolvers<void>();
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
@@ -90,14 +99,14 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     logger.info({ signal }, 'shutting down');
     await gateway.stop();
     await agent.stop();
-    await nc.drain();
+    await nc?.drain();
     await runner.close();
     await store.close();
     await site.close();
-    for (const server of started.reverse()) await server.stop();
     logger.flush();
+    done();
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
-  await nc.closed();
+  await stopped;
 }

@@ -1,0 +1,50 @@
+import pLimit from 'p-limit';
+import type { AuditJob, AuditReply, Location } from '@perfwatch/common';
+import { createJobExecutor, type JobExecutorDeps } from './job-executor.ts';
+
+export interface LocalAgent {
+  readonly location: Location;
+  readonly agentId: string;
+  readonly capacity: number;
+  /** Runs going on now. */
+  readonly busy: number;
+  /** Runs waiting for a free slot. */
+  readonly waiting: number;
+  /** Runs the job once a slot is free; the reply is a failure rather than a throw. */
+  run(job: AuditJob, requestId: string | undefined): Promise<AuditReply>;
+  /** Takes no more jobs (they get AGENT_SHUTTING_DOWN) and waits for the ones it has. */
+  stop(): Promise<void>;
+}
+
+/**
+ * An agent in the gateway's own process, for `perfwatch start` without NATS: the same job
+ * executor as a NATS agent, called directly. Runs beyond its capacity wait here in order.
+ */
+export function createLocalAgent({ capacity = 1, ...deps }: JobExecutorDeps & { capacity?: number }): LocalAgent {
+  const execute = createJobExecutor(deps);
+  const slots = pLimit(capacity);
+  const running = new Set<Promise<AuditReply>>();
+  let stopping = false;
+  return {
+    location: deps.location,
+    agentId: deps.agentId,
+    capacity,
+    get busy() {
+      return slots.activeCount;
+    },
+    get waiting() {
+      return slots.pendingCount;
+    },
+    run(job, requestId) {
+      if (stopping) return Promise.resolve({ ok: false, jobId: job.jobId, agentId: deps.agentId, error: { code: 'AGENT_SHUTTING_DOWN', message: 'agent is shutting down', retryable: true } });
+      const reply = slots(() => execute(job, requestId));
+      running.add(reply);
+      void reply.finally(() => running.delete(reply));
+      return reply;
+    },
+    async stop() {
+      stopping = true;
+      while (running.size > 0) await Promise.allSettled([...running]);
+    },
+  };
+}

@@ -1,0 +1,73 @@
+import pLimit from 'p-limit';
+import type { Logger } from 'pino';
+import type { Store } from '../store/store.ts';
+import { queuedUpdateSchema, runQueuedUpdate, type QueuedUpdate, type UpdateQueue } from '../update-queue.ts';
+import type { UpdateService } from '../update-service.ts';
+
+export interface LocalUpdateQueueOptions {
+  store: Store;
+  updates: UpdateService;
+  logger: Logger;
+  /** Updates run at once. */
+  workers: number;
+  /** Deliveries before an update is marked failed. */
+  maxDeliver: number;
+  /** Wait before a failed delivery is tried again. */
+  retryDelayMs: number;
+}
+
+/**
+ * The update queue of `perfwatch start` without NATS: jobs wait in this process, and the store
+ * is what makes them durable. Every accepted update is recorded `queued` before it is enqueued,
+ * so on start the queue takes up whatever the last process left queued or running; stopping
+ * finishes the running updates and leaves the waiting ones queued for the next start.
+ */
+export async function startLocalUpdateQueue({ store, updates, logger, workers, maxDeliver, retryDelayMs }: LocalUpdateQueueOptions): Promise<UpdateQueue> {
+  const slots = pLimit(workers);
+  const running = new Set<Promise<void>>();
+  const retries = new Set<NodeJS.Timeout>();
+  // Update ids waiting or running here: an update enqueued twice runs once, as JetStream's
+  // de-duplication by message id does for the NATS queue.
+  const pending = new Set<string>();
+  let stopping = false;
+
+  function submit(job: QueuedUpdate, delivery: number): void {
+    const task = slots(async () => {
+      if (stopping) return;
+      const ending = await runQueuedUpdate({ store, updates, logger }, job, delivery, maxDeliver);
+      if (ending.kind === 'retry' || ending.kind === 'unrecorded') {
+        const timer = setTimeout(() => {
+          retries.delete(timer);
+          if (!stopping) submit(job, delivery + 1);
+        }, retryDelayMs);
+        retries.add(timer);
+      } else {
+        pending.delete(job.updateId);
+      }
+    });
+    running.add(task);
+    void task.finally(() => running.delete(task));
+  }
+
+  const left = await store.listUnfinishedUpdates();
+  for (const update of left) {
+    pending.add(update.id);
+    submit({ updateId: update.id, userId: update.userId, url: update.url, devices: update.devices, updateType: update.updateType, requestId: `resumed-${update.id.slice(0, 8)}` }, update.attempts + 1);
+  }
+  if (left.length > 0) logger.info({ updates: left.length }, 'taking up the updates the last run left queued or running');
+
+  return {
+    async enqueue(job) {
+      const parsed = queuedUpdateSchema.parse(job);
+      if (stopping) throw new Error('the update queue is stopping');
+      if (pending.has(parsed.updateId)) return;
+      pending.add(parsed.updateId);
+      submit(parsed, 1);
+    },
+    async stop() {
+      stopping = true;
+      for (const timer of retries) clearTimeout(timer);
+      while (running.size > 0) await Promise.allSettled([...running]);
+    },
+  };
+}
