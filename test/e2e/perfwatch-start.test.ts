@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { auditResultSchema, snapshotListSchema } from '@perfwatch/common';
 import { freePort } from '@perfwatch/gateway';
-import { spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
+import { runPerfwatch, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 
 const exec = promisify(execFile);
 
@@ -62,6 +62,11 @@ describe('perfwatch start', () => {
     expect(list.mobile!.map((s) => s.date)).toEqual([date]);
     const again = auditResultSchema.parse(await (await fetch(`${base}/v1/audit?url=${encodeURIComponent(demo)}&date=${date}`, { headers })).json());
     expect(again.mobile!.s_carolina!.lighthouse['fetchTime']).toBe(cell.lighthouse['fetchTime']);
+    // The admin CLI works on the same embedded store while perfwatch start runs.
+    const added = await runPerfwatch(['admin', 'add-project', 'demo', 'https://added.example/', '--locations', 's_carolina'], {}, { cwd, bare: true });
+    expect(added.code, added.output).toBe(0);
+    const projects = (await (await fetch(`${base}/v1/projects`, { headers })).json()) as { projects: Array<{ url: string }> };
+    expect(projects.projects.map((p) => p.url)).toEqual([demo, 'https://added.example/']);
     // The dashboard is served too.
     expect(await (await fetch(`${base}/`)).text()).toContain('<title>perfwatch</title>');
     expect(await proc.stop('SIGTERM')).toBe(0);

@@ -79,8 +79,8 @@ export function spawnNode(args: string[], env: Record<string, string>, { cwd = j
 }
 
 /** Runs a short `perfwatch …` command to its end. */
-export async function runPerfwatch(args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const proc = spawnPerfwatch(args, env);
+export async function runPerfwatch(args: string[], env: Record<string, string>, options: SpawnOptions = {}): Promise<{ code: number | null; output: string }> {
+  const proc = spawnPerfwatch(args, env, options);
   const code = await new Promise<number | null>((resolve) => proc.child.once('exit', resolve));
   return { code, output: proc.output() };
 }
