@@ -54,6 +54,9 @@ export const updateStatusSchema = z
     date: z.string().regex(API_DATE_TIME_PATTERN).nullable().meta({ description: 'The snapshot date (for /v1/audit) once done.' }),
     reason: z.string().nullable(),
     attempts: z.number().int().nonnegative().meta({ description: 'Deliveries that started running it.' }),
+    progress: z
+      .array(z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS), done: z.number().int().nonnegative(), total: z.number().int().positive() }))
+      .meta({ description: 'While running (and after): per device and location, the Lighthouse runs finished (succeeded or failed) out of those planned. Empty until the first delivery starts.' }),
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),
   })

@@ -5,7 +5,7 @@ import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, t
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ApiError, DEVICES, UPDATE_TYPES } from '@perfwatch/common';
-import type { Store } from './store/store.ts';
+import type { Store, UpdateProgress } from './store/store.ts';
 import { NoResultError, type UpdateService } from './update-service.ts';
 
 /** The durable work queue of async and scheduled updates, shared by every gateway replica. */
@@ -62,6 +62,12 @@ export type QueuedEnding =
  */
 export async function runQueuedUpdate({ store, updates, logger }: { store: Store; updates: UpdateService; logger: Logger }, job: QueuedUpdate, delivery: number, maxDeliver: number): Promise<QueuedEnding> {
   const log = logger.child({ updateId: job.updateId, requestId: job.requestId, delivery });
+  // Progress is for people watching: written in order, never beside a state change (an
+  // SQLite-backed server takes one writer at a time), and a failed write fails nothing.
+  let written = Promise.resolve();
+  const recordProgress = (progress: UpdateProgress[]) => {
+    written = written.then(() => store.setUpdateProgress(job.updateId, progress)).catch((error: unknown) => log.debug({ err: error }, 'could not record progress'));
+  };
   try {
     await store.setUpdateState(job.updateId, { status: 'running' });
     const project = await store.findProject(job.userId, job.url);
@@ -69,7 +75,7 @@ export async function runQueuedUpdate({ store, updates, logger }: { store: Store
       await store.setUpdateState(job.updateId, { status: 'failed', reason: 'the project was removed before the update ran' });
       return { kind: 'final', reason: 'project removed' };
     }
-    const outcome = await updates.run({ project, devices: job.devices, updateType: job.updateType, requestId: job.requestId }, job.updateId, 'async');
+    const outcome = await updates.run({ project, devices: job.devices, updateType: job.updateType, requestId: job.requestId }, job.updateId, 'async', recordProgress).finally(() => written);
     await store.setUpdateState(job.updateId, { status: 'done', date: outcome.date });
     log.info({ date: outcome.date }, 'queued update done');
     return { kind: 'done' };

@@ -5,7 +5,7 @@ import type { DispatchOptions, Dispatcher, RunOutcome } from './nats-dispatcher.
 import type { CruxClient } from './crux/crux-client.ts';
 import type { UpdateMode, UpdateObserver } from './metrics.ts';
 import { buildLocationSnapshot, withFieldData } from './snapshot-builder.ts';
-import type { LocationSnapshot, ProjectRecord, Store } from './store/store.ts';
+import type { LocationSnapshot, ProjectRecord, Store, UpdateProgress } from './store/store.ts';
 
 /**
  * Failures an agent reports that another attempt may not repeat. Not retried: a page that did
@@ -20,6 +20,9 @@ export interface UpdateRequest {
   updateType: UpdateType;
   requestId: string;
 }
+
+/** Told how many runs of each (device, location) have finished, as they finish. */
+export type ProgressListener = (progress: UpdateProgress[]) => void;
 
 export interface UpdateOutcome {
   updateId: string;
@@ -55,9 +58,9 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
     return outcome;
   }
 
-  async function run(request: UpdateRequest, updateId: string = randomUUID(), mode: UpdateMode = 'sync'): Promise<UpdateOutcome> {
+  async function run(request: UpdateRequest, updateId: string = randomUUID(), mode: UpdateMode = 'sync', onProgress?: ProgressListener): Promise<UpdateOutcome> {
     try {
-      const outcome = await measure(request, updateId);
+      const outcome = await measure(request, updateId, onProgress);
       observer?.updateDone(mode, request.updateType, outcome.complete ? 'complete' : 'partial');
       return outcome;
     } catch (error) {
@@ -66,14 +69,16 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
     }
   }
 
-  async function measure({ project, devices, updateType, requestId }: UpdateRequest, updateId: string): Promise<UpdateOutcome & { complete: boolean }> {
+  async function measure({ project, devices, updateType, requestId }: UpdateRequest, updateId: string, onProgress?: ProgressListener): Promise<UpdateOutcome & { complete: boolean }> {
     const log = logger.child({ updateId, requestId });
     const cells = devices.flatMap((device) => project.locations.map((location) => ({ device, location })));
+    const progress = cells.map(({ device, location }) => ({ device, location, done: 0, total: project.runs }));
+    onProgress?.(progress.map((p) => ({ ...p })));
     const started = performance.now();
     // Field data is per page and device, not per location or run: asked once, alongside the runs.
     const fieldData = Promise.all(devices.map(async (device) => [device, crux ? await crux.fieldData(project.url, device) : null] as const)).then((entries) => new Map(entries));
     const outcomes = await Promise.all(
-      cells.map(async ({ device, location }) => {
+      cells.map(async ({ device, location }, cell) => {
         const runs = await Promise.all(
           Array.from({ length: project.runs }, async (_, runIndex) => {
             const job = { jobId: `${updateId}.${device}.${location}.${runIndex}`, updateId, url: project.url, device, location, runIndex, timeoutMs: runTimeoutMs };
@@ -83,7 +88,12 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
             // another agent of the location when there is one.
             log.info({ device, location, runIndex, code: first.error.code, failedOn: first.agentId }, 'retrying a failed run once');
             return dispatch({ ...job, jobId: `${job.jobId}.retry` }, { timeoutMs: replyTimeoutMs, requestId, ...(first.agentId ? { avoidAgent: first.agentId } : {}) });
-          }),
+          }).map((outcome) =>
+            outcome.finally(() => {
+              progress[cell]!.done += 1;
+              onProgress?.(progress.map((p) => ({ ...p })));
+            }),
+          ),
         );
         return { device, location, runs };
       }),

@@ -53,7 +53,7 @@ describe('local mode: in-process bus and embedded store', () => {
       expect(sync.mobile!.s_carolina!.runs.map((r) => r.agentId)).toEqual(['local', 'local']);
       const id = await client.startUpdate({ url: SITE, device: 'desktop' });
       const done = await client.waitForUpdate(id, { pollMs: 50, timeoutMs: 10_000 });
-      expect(done).toMatchObject({ status: 'done', attempts: 1 });
+      expect(done).toMatchObject({ status: 'done', attempts: 1, progress: [{ device: 'desktop', location: 's_carolina', done: 2, total: 2 }] });
       expect((await client.audit({ url: SITE, date: done.date! })).desktop!.s_carolina!.median).toBeGreaterThan(0);
 
       const far = await client.update({ url: 'https://far.example/' }).catch((error: unknown) => error);

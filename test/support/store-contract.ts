@@ -179,9 +179,14 @@ export function describeStoreContract(name: string, store: () => Store): void {
         await new Promise((resolve) => setTimeout(resolve, 2));
       }
       await store().setUpdateState(ids[1]!, { status: 'running' });
+      await store().setUpdateProgress(ids[1]!, [{ device: 'mobile', location: 'tokyo', done: 1, total: 3 }]);
       await store().setUpdateState(ids[2]!, { status: 'done', date: new Date() });
       const unfinished = (await store().listUnfinishedUpdates()).filter((u) => u.userId === user.id);
       expect(unfinished.map((u) => [u.id, u.status])).toEqual([[ids[0], 'queued'], [ids[1], 'running']]);
+      expect(unfinished.map((u) => u.progress)).toEqual([[], [{ device: 'mobile', location: 'tokyo', done: 1, total: 3 }]]);
+      // Progress stops with `done`.
+      await store().setUpdateProgress(ids[2]!, [{ device: 'mobile', location: 'tokyo', done: 0, total: 3 }]);
+      expect((await store().findUpdate(user.id, ids[2]!))!.progress).toEqual([]);
     });
   });
 }

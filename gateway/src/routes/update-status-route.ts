@@ -24,6 +24,7 @@ export function updateStatusRoute({ store }: { store: Store }) {
       date: update.date ? formatApiDateTime(update.date) : null,
       reason: update.reason,
       attempts: update.attempts,
+      progress: update.progress,
       createdAt: update.createdAt.toISOString(),
       updatedAt: update.updatedAt.toISOString(),
     };

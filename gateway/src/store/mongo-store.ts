@@ -5,7 +5,7 @@ import pLimit, { type LimitFunction } from 'p-limit';
 import pRetry from 'p-retry';
 import { z } from 'zod';
 import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, runSummarySchema, type Location } from '@perfwatch/common';
-import { ConcurrentWrite, DuplicateError, UPDATE_STATUSES, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateState, type OverviewFilter, type SnapshotSummary, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
+import { ConcurrentWrite, DuplicateError, UPDATE_STATUSES, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateProgress, type UpdateState, type OverviewFilter, type SnapshotSummary, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
@@ -56,6 +56,7 @@ interface UpdateDocument {
   date?: Date;
   reason?: string;
   attempts: number;
+  progress?: Array<{ device: string; location: string; done: number; total: number }>;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -72,6 +73,7 @@ const updateDoc = z.object({
   date: z.date().optional(),
   reason: z.string().optional(),
   attempts: z.number().int(),
+  progress: z.array(z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS), done: z.number().int().nonnegative(), total: z.number().int().positive() })).default([]),
   createdAt: z.date(),
   updatedAt: z.date(),
 });
@@ -294,6 +296,10 @@ export class MongoStore implements Store {
     // redelivery finished the update) must not turn it back into queued, running or failed.
     const filter = state.status === 'done' ? { _id: id } : { _id: id, status: { $ne: 'done' } };
     await this.#updates.updateOne(filter, { $set: set, ...(state.status === 'running' ? { $inc: { attempts: 1 } } : {}) });
+  }
+
+  async setUpdateProgress(id: string, progress: readonly UpdateProgress[]): Promise<void> {
+    await this.#updates.updateOne({ _id: id, status: { $ne: 'done' } }, { $set: { progress: progress.map((p) => ({ ...p })), updatedAt: new Date() } });
   }
 
   async findUpdate(userId: string, id: string): Promise<UpdateRecord | null> {

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import { z } from 'zod';
 import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, runSummarySchema, type Location } from '@perfwatch/common';
-import { DuplicateError, UPDATE_STATUSES, type KpiRow, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type Store, type TokenRecord, type UpdateRecord, type UpdateState, type UserRecord } from './store.ts';
+import { DuplicateError, UPDATE_STATUSES, type KpiRow, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type Store, type TokenRecord, type UpdateRecord, type UpdateProgress, type UpdateState, type UserRecord } from './store.ts';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
@@ -45,7 +45,7 @@ CREATE INDEX IF NOT EXISTS kpis_by_snapshot ON kpis (snapshot_id);
 CREATE TABLE IF NOT EXISTS updates (
   id TEXT PRIMARY KEY, user_id TEXT NOT NULL, project_id TEXT NOT NULL, url TEXT NOT NULL, devices TEXT NOT NULL,
   locations TEXT NOT NULL, update_type TEXT NOT NULL, status TEXT NOT NULL, date INTEGER, reason TEXT,
-  attempts INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+  attempts INTEGER NOT NULL, progress TEXT NOT NULL DEFAULT '[]', created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS updates_by_status ON updates (status);
 CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL);
 `;
@@ -100,10 +100,11 @@ const updateRow = z
     date: ms.nullable(),
     reason: z.string().nullable(),
     attempts: z.number().int(),
+    progress: json(z.array(z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS), done: z.number().int().nonnegative(), total: z.number().int().positive() }))),
     created_at: ms,
     updated_at: ms,
   })
-  .transform((r): UpdateRecord => ({ id: r.id, userId: r.user_id, projectId: r.project_id, url: r.url, devices: r.devices, locations: r.locations, updateType: r.update_type, status: r.status, date: r.date, reason: r.reason, attempts: r.attempts, createdAt: r.created_at, updatedAt: r.updated_at }));
+  .transform((r): UpdateRecord => ({ id: r.id, userId: r.user_id, projectId: r.project_id, url: r.url, devices: r.devices, locations: r.locations, updateType: r.update_type, status: r.status, date: r.date, reason: r.reason, attempts: r.attempts, progress: r.progress, createdAt: r.created_at, updatedAt: r.updated_at }));
 
 /** Ids shaped like the MongoDB store's (24 hex digits), so both stores hand out the same kind. */
 const newId = () => randomBytes(12).toString('hex');
@@ -359,6 +360,10 @@ export class SqliteStore implements Store {
     if (state.status === 'running') sets.push('attempts = attempts + 1');
     // `done` is final: a late word from an earlier delivery must not undo it.
     this.#run(`UPDATE updates SET ${sets.join(', ')} WHERE id = ?${state.status === 'done' ? '' : " AND status <> 'done'"}`, ...params, id);
+  }
+
+  async setUpdateProgress(id: string, progress: readonly UpdateProgress[]): Promise<void> {
+    this.#run("UPDATE updates SET progress = ?, updated_at = ? WHERE id = ? AND status <> 'done'", JSON.stringify(progress), Date.now(), id);
   }
 
   async findUpdate(userId: string, id: string): Promise<UpdateRecord | null> {

@@ -115,6 +115,14 @@ export interface NewUpdate {
   updateType: UpdateType;
 }
 
+/** Runs finished of those planned, per device and location, in the update's running delivery. */
+export interface UpdateProgress {
+  device: Device;
+  location: Location;
+  done: number;
+  total: number;
+}
+
 /** A state change of an update; `reason` may also note why a `queued` update waits again. */
 export type UpdateState =
   | { status: 'queued'; reason?: string }
@@ -136,6 +144,7 @@ export interface UpdateRecord {
   reason: string | null;
   /** Deliveries that started running it. */
   attempts: number;
+  progress: UpdateProgress[];
   createdAt: Date;
   updatedAt: Date;
 }
@@ -187,6 +196,8 @@ export interface Store {
   createUpdate(update: NewUpdate): Promise<void>;
   /** Records a state change; once `done`, an update stays done whatever else is recorded. */
   setUpdateState(id: string, state: UpdateState): Promise<void>;
+  /** Records how far the running delivery of an update is (not once it is done). */
+  setUpdateProgress(id: string, progress: readonly UpdateProgress[]): Promise<void>;
   /** An update of one of the user's projects, or null (another user's update is not found). */
   findUpdate(userId: string, id: string): Promise<UpdateRecord | null>;
   /** Updates queued or running that include `location`: the back-pressure measure. */
