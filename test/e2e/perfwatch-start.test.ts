@@ -4,10 +4,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { auditResultSchema, snapshotListSchema } from '@perfwatch/common';
 import { freePort } from '@perfwatch/gateway';
 import { runPerfwatch, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
+import { isolatedNats } from '../support/test-services.ts';
 
 const exec = promisify(execFile);
 
@@ -71,4 +73,26 @@ describe('perfwatch start', () => {
     expect(await (await fetch(`${base}/`)).text()).toContain('<title>perfwatch</title>');
     expect(await proc.stop('SIGTERM')).toBe(0);
   }, 240_000);
+
+  it('with NATS_URL and MONGODB_URI: the same start on a real nats-server and MongoDB-wire server', async () => {
+    const nats = await isolatedNats();
+    const dir = await mkdtemp(join(tmpdir(), 'perfwatch-start-real-'));
+    const db = `pwstart_${randomUUID().slice(0, 8)}`;
+    const ports = { PORT: String(await freePort()), PERFWATCH_DEMO_PORT: String(await freePort()) };
+    const real = spawnPerfwatch(['start'], { ...ports, NATS_URL: nats.url, MONGODB_URI: inject('mongoUri'), MONGODB_DB: db }, { cwd: dir, bare: true });
+    try {
+      const [curlLine] = await real.waitFor(/curl -s -H "Authorization: pw_[^"]+" "[^"]+"/, 60_000);
+      expect(real.output()).toContain(`bus: NATS at ${nats.url} · store: MongoDB database ${db}`);
+      const { status, body } = await curl(curlLine);
+      expect(status, JSON.stringify(body).slice(0, 300)).toBe(200);
+      expect(auditResultSchema.parse(body).mobile!.s_carolina!.runs[0]!.agentId).toBe('local');
+      // Nothing was written under ./data: the parts it was pointed at hold the data.
+      expect(existsSync(join(dir, 'data'))).toBe(false);
+      expect(await real.stop('SIGTERM')).toBe(0);
+    } finally {
+      await real.stop();
+      await nats.dispose();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
 });

@@ -1,4 +1,3 @@
-import { mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect } from '@nats-io/transport-node';
@@ -45,10 +44,8 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   const config = parseEnv(startEnvSchema, env);
   const logger = createLogger({ name: 'perfwatch', level: config.LOG_LEVEL, destination: pino.destination(2) });
   exitOnUnhandledRejection(logger);
-  const dataDir = resolve(config.PERFWATCH_DATA_DIR);
-  await mkdir(dataDir, { recursive: true });
-
-  const storePath = join(dataDir, 'perfwatch.sqlite');
+  // The embedded store makes its directory when it opens; with MONGODB_URI nothing goes there.
+  const storePath = join(resolve(config.PERFWATCH_DATA_DIR), 'perfwatch.sqlite');
   const store: Store = config.MONGODB_URI ? new MongoStore({ uri: config.MONGODB_URI, dbName: config.MONGODB_DB }) : new SqliteStore({ path: storePath });
   await store.init();
   const nc = config.NATS_URL ? await connect({ servers: config.NATS_URL, name: 'perfwatch-start' }) : undefined;
