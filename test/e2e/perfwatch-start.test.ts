@@ -68,7 +68,7 @@ describe('perfwatch start', () => {
     const added = await runPerfwatch(['admin', 'add-project', 'demo', 'https://added.example/', '--locations', 's_carolina'], {}, { cwd, bare: true });
     expect(added.code, added.output).toBe(0);
     const projects = (await (await fetch(`${base}/v1/projects`, { headers })).json()) as { projects: Array<{ url: string }> };
-    expect(projects.projects.map((p) => p.url)).toEqual([demo, 'https://added.example/']);
+    expect(projects.projects.map((p) => p.url)).toEqual([demo, `${demo}heavy.html`, 'https://added.example/']);
     // The dashboard is served too.
     expect(await (await fetch(`${base}/`)).text()).toContain('<title>perfwatch</title>');
     expect(await proc.stop('SIGTERM')).toBe(0);

@@ -68,8 +68,10 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   const demoUser = 'demo';
   const { token } = (await store.findUserByName(demoUser)) ? await admin.createToken(demoUser) : await admin.createUser(demoUser);
   const demoUrl = site.url;
-  if (!(await store.listProjects((await store.findUserByName(demoUser))!.id)).some((p) => p.url === demoUrl)) {
-    await admin.addProject(demoUser, demoUrl, { locations: [LOCATION], runs: 1 });
+  // The demo site's home page, and a page that misses performance budgets (for trying --ci).
+  const existing = new Set((await store.listProjects((await store.findUserByName(demoUser))!.id)).map((p) => p.url));
+  for (const url of [demoUrl, `${demoUrl}heavy.html`]) {
+    if (!existing.has(url)) await admin.addProject(demoUser, url, { locations: [LOCATION], runs: 1 });
   }
 
   const base = gateway.http.url;
