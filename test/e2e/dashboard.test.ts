@@ -127,6 +127,9 @@ describe('dashboard', () => {
     const cruxRecords = records.filter((r) => r.section === 'CRUX' && r.kpi === 'url');
     expect(cruxRecords).toHaveLength(12);
     expect(await page.$$eval('table.crux td[data-kpi="url"]', (cells) => cells.map((c) => c.textContent))).toEqual(cruxRecords.map((r) => r.data));
+    // …and plotted over time, a mark per snapshot and device/location.
+    const marks = await page.$$eval('figure[data-kpi="crux-url"] rect', (rects) => rects.map((r) => `${r.getAttribute('data-series')} ${r.getAttribute('data-date')} ${r.getAttribute('data-value')}`));
+    expect(marks.sort()).toEqual(cruxRecords.map((r) => `${r.device}/${r.location} ${r.date} ${String(r.data)}`).sort());
     await screenshot('project');
   });
 

@@ -21,17 +21,24 @@ export async function chromesOf(ownerPid: number): Promise<ChromeProfile[]> {
   return found;
 }
 
-/** Live (not zombie) processes whose command line names one of `dirs`, even removed ones. */
+/**
+ * Live (not zombie) processes whose command line names one of `dirs`, even removed ones. A
+ * browser process is one without `--type=` whose parent is not one of them: a helper Chrome has
+ * just forked carries its parent's command line until it execs, and is no second browser.
+ */
 export async function processesUsing(dirs: readonly string[]): Promise<{ pids: number[]; browsers: number[] }> {
-  const pids: number[] = [];
-  const browsers: number[] = [];
+  const found: Array<{ pid: number; ppid: number; typed: boolean }> = [];
   for (const entry of (await readdir('/proc')).filter((e) => /^\d+$/.test(e))) {
     // Chrome rewrites its process title: the arguments may be one space-separated string.
     const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
     const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
     if (!dirs.some((dir) => cmdline.includes(dir)) || /\) Z /.test(stat)) continue;
-    pids.push(Number(entry));
-    if (!/(^|[\s\0])--type=/.test(cmdline)) browsers.push(Number(entry));
+    // /proc/<pid>/stat: "pid (comm) state ppid …"; comm may contain spaces, so read after the last ')'.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    found.push({ pid: Number(entry), ppid, typed: /(^|[\s\0])--type=/.test(cmdline) });
   }
+  const pids = found.map((p) => p.pid);
+  const ours = new Set(pids);
+  const browsers = found.filter((p) => !p.typed && !ours.has(p.ppid)).map((p) => p.pid);
   return { pids, browsers };
 }

@@ -1,6 +1,6 @@
 import { api, ApiError, session } from './api.js';
 import { formatMs, h, scoreClass } from './dom.js';
-import { trendChart } from './trend-chart.js';
+import { statusStrip, trendChart } from './trend-chart.js';
 
 // perfwatch's dashboard: a token sign-in, the caller's projects, per project the latest scores
 // per device and location, trends from /v1/overview, snapshots from /v1/audit, and the full
@@ -155,13 +155,24 @@ function trends(url, records) {
     const key = `${r.date} ${r.device}/${r.location}`;
     byRow.set(key, { ...(byRow.get(key) ?? { date: r.date, where: `${r.device}/${r.location}` }), [r.kpi]: r.data });
   }
+  const strip = (kpi, title) => {
+    const lines = new Map();
+    for (const r of crux) {
+      if (r.kpi !== kpi) continue;
+      const name = `${r.device}/${r.location}`;
+      if (!lines.has(name)) lines.set(name, []);
+      lines.get(name).push({ date: r.date, value: String(r.data) });
+    }
+    return statusStrip({ kpi: `crux-${kpi}`, title, series: [...lines].map(([name, points]) => ({ name, points })) });
+  };
+  const cruxPlots = byRow.size === 0 ? null : h('div', { class: 'charts' }, strip('url', 'CrUX: page passes Core Web Vitals'), strip('origin', 'CrUX: origin passes Core Web Vitals'));
   const badge = (value) => h('span', { class: `cwv cwv-${String(value ?? 'NO_DATA').toLowerCase()}` }, value ?? 'NO_DATA');
   const cruxTable = byRow.size === 0
     ? h('p', { class: 'empty' }, 'No CrUX records in this range (the gateway asks CrUX only with CRUX_API_KEY set).')
     : h('table', { class: 'crux' },
       h('thead', {}, h('tr', {}, h('th', {}, 'Snapshot (UTC)'), h('th', {}, 'Device/location'), h('th', {}, 'Page (Core Web Vitals)'), h('th', {}, 'Origin'))),
       h('tbody', {}, [...byRow.values()].reverse().map((row) => h('tr', { 'data-date': row.date }, h('td', {}, row.date), h('td', {}, row.where), h('td', { 'data-kpi': 'url' }, badge(row.url)), h('td', { 'data-kpi': 'origin' }, badge(row.origin))))));
-  return [charts, h('h3', {}, 'CrUX field data'), cruxTable];
+  return [charts, h('h3', {}, 'CrUX field data'), cruxPlots, cruxTable];
 }
 
 async function projectView(params) {

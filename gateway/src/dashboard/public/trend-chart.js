@@ -65,3 +65,44 @@ export function trendChart({ kpi, title, format, max, series }) {
   figure.append(svg, legend);
   return figure;
 }
+
+const STATUS_COLORS = { PASSED: '#0c7d3c', FAILED: '#c5221f', NO_DATA: '#9aa0a6' };
+
+/**
+ * Categorical values over time (CrUX's PASSED / FAILED / NO_DATA): a row per series, a mark
+ * per point at its time, coloured by value, each an element carrying its value.
+ * @param {{ kpi: string, title: string, series: Array<{ name: string, points: Array<{ date: string, value: string }> }> }} chart
+ */
+export function statusStrip({ kpi, title, series }) {
+  const figure = h('figure', { class: 'chart strip', 'data-kpi': kpi });
+  figure.append(h('figcaption', {}, title));
+  const points = series.flatMap((line) => line.points);
+  if (points.length === 0) {
+    figure.append(h('p', { class: 'empty' }, 'No data in this range.'));
+    return figure;
+  }
+  const rowHeight = 22;
+  const left = 110;
+  const height = MARGIN.top + series.length * rowHeight + MARGIN.bottom;
+  const times = points.map((p) => time(p.date));
+  let [t0, t1] = [Math.min(...times), Math.max(...times)];
+  if (t0 === t1) [t0, t1] = [t0 - 43_200_000, t1 + 43_200_000];
+  const x = (date) => left + ((time(date) - t0) / (t1 - t0)) * (WIDTH - left - MARGIN.right);
+  const svg = s('svg', { viewBox: `0 0 ${WIDTH} ${height}`, role: 'img', 'aria-label': title });
+  series.forEach((line, index) => {
+    const y = MARGIN.top + index * rowHeight + rowHeight / 2;
+    svg.append(s('text', { x: left - 8, y: y + 4, 'text-anchor': 'end', class: 'tick' }, line.name));
+    svg.append(s('line', { x1: left, x2: WIDTH - MARGIN.right, y1: y, y2: y, class: 'grid' }));
+    for (const point of line.points) {
+      svg.append(
+        s('rect', { x: x(point.date) - 4, y: y - 7, width: 8, height: 14, rx: 2, fill: STATUS_COLORS[point.value] ?? STATUS_COLORS.NO_DATA, 'data-series': line.name, 'data-date': point.date, 'data-value': point.value },
+          s('title', {}, `${line.name} · ${point.date} UTC · ${point.value}`)),
+      );
+    }
+  });
+  const dayLabel = (t) => new Date(t).toISOString().slice(5, 16).replace('T', ' ');
+  svg.append(s('text', { x: left, y: height - 8, class: 'tick' }, dayLabel(Math.min(...times))));
+  svg.append(s('text', { x: WIDTH - MARGIN.right, y: height - 8, 'text-anchor': 'end', class: 'tick' }, dayLabel(Math.max(...times))));
+  figure.append(svg, h('ul', { class: 'legend' }, Object.entries(STATUS_COLORS).map(([value, color]) => h('li', {}, h('span', { class: 'swatch', style: `background:${color}` }), value))));
+  return figure;
+}
