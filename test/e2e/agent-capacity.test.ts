@@ -3,7 +3,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { createNatsDispatcher, type AgentRegistry } from '@perfwatch/gateway';
 import { agentProcessUnderTest, type AgentUnderTest } from '../support/agent-process.ts';
-import { chromesOf, processesUsing } from '../support/chrome-processes.ts';
+import { chromesOf, describeProcesses, processesUsing } from '../support/chrome-processes.ts';
 import type { PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { silentLogger } from '../support/test-services.ts';
 
@@ -32,12 +32,16 @@ describe('agent capacity', () => {
     const pid = agent.child.pid!;
     const dirs = new Set<string>();
     let mostBrowsers = 0;
+    const excess: string[] = [];
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
         const chromes = await chromesOf(pid);
         for (const chrome of chromes) dirs.add(chrome.dir);
-        mostBrowsers = Math.max(mostBrowsers, chromes.reduce((n, c) => n + c.browsers.length, 0));
+        const browsers = chromes.reduce((n, c) => n + c.browsers.length, 0);
+        mostBrowsers = Math.max(mostBrowsers, browsers);
+        // Evidence for a failure: what each counted browser process was, with its parent.
+        if (browsers > 2) excess.push(await describeProcesses(chromes.flatMap((c) => c.browsers)));
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
     })();
@@ -58,7 +62,7 @@ describe('agent capacity', () => {
     expect(outcomes.filter((o) => !o.ok)).toEqual([]);
     expect(new Set(outcomes.map((o) => (o.ok ? o.result.lhr.configSettings?.formFactor : null)))).toEqual(new Set(['mobile', 'desktop']));
     // Two at a time, never more; 10 runs per Chrome: at least 5 Chromes over the 50 runs.
-    expect(mostBrowsers).toBe(2);
+    expect(mostBrowsers, excess.slice(0, 3).join('\n')).toBe(2);
     expect(dirs.size).toBeGreaterThanOrEqual(RUNS / 10);
     // Retired Chromes are gone while the agent runs on: only the two warm ones are left.
     const live = await chromesOf(pid);

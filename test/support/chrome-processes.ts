@@ -42,3 +42,16 @@ export async function processesUsing(dirs: readonly string[]): Promise<{ pids: n
   const browsers = found.filter((p) => !p.typed && !ours.has(p.ppid)).map((p) => p.pid);
   return { pids, browsers };
 }
+
+/** One line per process: pid, parent, state and the start of its command line (for failure messages). */
+export async function describeProcesses(pids: readonly number[]): Promise<string> {
+  const lines = await Promise.all(
+    pids.map(async (pid) => {
+      const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+      const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).replaceAll('\0', ' ');
+      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return `pid ${pid} ppid ${ppid} state ${state}: ${cmdline.slice(0, 160)}`;
+    }),
+  );
+  return lines.join('; ');
+}
