@@ -62,11 +62,24 @@ export type QueuedEnding =
  */
 export async function runQueuedUpdate({ store, updates, logger }: { store: Store; updates: UpdateService; logger: Logger }, job: QueuedUpdate, delivery: number, maxDeliver: number): Promise<QueuedEnding> {
   const log = logger.child({ updateId: job.updateId, requestId: job.requestId, delivery });
-  // Progress is for people watching: written in order, never beside a state change (an
-  // SQLite-backed server takes one writer at a time), and a failed write fails nothing.
+  // Progress is for people watching: one write at a time carrying the latest counts (runs that
+  // end together make one write), never beside a state change (an SQLite-backed server takes
+  // one writer at a time), and a failed write fails nothing.
+  let latest: UpdateProgress[] | null = null;
   let written = Promise.resolve();
+  let writing = false;
   const recordProgress = (progress: UpdateProgress[]) => {
-    written = written.then(() => store.setUpdateProgress(job.updateId, progress)).catch((error: unknown) => log.debug({ err: error }, 'could not record progress'));
+    latest = progress;
+    if (writing) return;
+    writing = true;
+    written = (async () => {
+      while (latest) {
+        const next = latest;
+        latest = null;
+        await store.setUpdateProgress(job.updateId, next).catch((error: unknown) => log.debug({ err: error }, 'could not record progress'));
+      }
+      writing = false;
+    })();
   };
   try {
     await store.setUpdateState(job.updateId, { status: 'running' });

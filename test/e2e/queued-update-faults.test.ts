@@ -181,11 +181,12 @@ describe('queued updates', () => {
 
       await vi.waitFor(
         async () => {
-          const states = await Promise.all(accepted.map(async (id) => (await faultStore.findUpdate(user.id, id))?.status));
-          const waiting = states.filter((s) => s !== 'done');
+          const records = await Promise.all(accepted.map((id) => faultStore.findUpdate(user.id, id)));
+          const waiting = records.filter((u) => u?.status !== 'done');
           if (timeline.at(-1)?.startsWith('waiting')) timeline.pop();
-          timeline.push(`waiting for ${waiting.length}: ${JSON.stringify(waiting.slice(0, 5))}`);
-          expect(waiting).toEqual([]);
+          // Enough of each to tell why it waits: its state, deliveries, last reason and when it last changed.
+          timeline.push(`waiting for ${waiting.length}: ${JSON.stringify(waiting.slice(0, 5).map((u) => u && { id: u.id, status: u.status, attempts: u.attempts, reason: u.reason, updatedAt: u.updatedAt }))}`);
+          expect(waiting.map((u) => u?.status)).toEqual([]);
         },
         { timeout: 240_000, interval: 1_000 },
       );

@@ -96,6 +96,15 @@ export function describeStoreContract(name: string, store: () => Store): void {
       await store().setUpdateState(id, { status: 'queued', reason: 'lost its connection' });
       await store().setUpdateState(id, { status: 'failed', reason: 'gave up' });
       expect(await store().findUpdate(user.id, id)).toMatchObject({ status: 'done', date });
+      // `failed` gives way only to `done`: a late delivery's `queued` or `running` leaves it failed.
+      const lost = '7f1c2d4e-8a7b-4c3d-9e0f-1a2b3c4d5e6f';
+      await store().createUpdate({ id: lost, userId: user.id, projectId: project.id, url: project.url, devices: ['mobile'], locations: project.locations, updateType: 'manual' });
+      await store().setUpdateState(lost, { status: 'failed', reason: 'delivered 50 times' });
+      await store().setUpdateState(lost, { status: 'queued', reason: 'a late delivery' });
+      await store().setUpdateState(lost, { status: 'running' });
+      expect(await store().findUpdate(user.id, lost)).toMatchObject({ status: 'failed', reason: 'delivered 50 times', attempts: 0 });
+      await store().setUpdateState(lost, { status: 'done', date });
+      expect(await store().findUpdate(user.id, lost)).toMatchObject({ status: 'done', date });
       // Another user does not see it.
       const other = await store().createUser('hal');
       expect(await store().findUpdate(other.id, id)).toBeNull();

@@ -293,8 +293,9 @@ export class MongoStore implements Store {
     if (state.status === 'done') set.date = state.date;
     if (state.reason !== undefined) set.reason = state.reason;
     // `done` is final: a late word from an earlier delivery (one that lost its connection while a
-    // redelivery finished the update) must not turn it back into queued, running or failed.
-    const filter = state.status === 'done' ? { _id: id } : { _id: id, status: { $ne: 'done' } };
+    // redelivery finished the update) must not turn it back into queued, running or failed; and
+    // `failed` gives way to `done` only (see Store.setUpdateState).
+    const filter = state.status === 'done' ? { _id: id } : { _id: id, status: { $nin: state.status === 'failed' ? ['done'] : ['done', 'failed'] } };
     await this.#updates.updateOne(filter, { $set: set, ...(state.status === 'running' ? { $inc: { attempts: 1 } } : {}) });
   }
 

@@ -359,7 +359,8 @@ export class SqliteStore implements Store {
     }
     if (state.status === 'running') sets.push('attempts = attempts + 1');
     // `done` is final: a late word from an earlier delivery must not undo it.
-    this.#run(`UPDATE updates SET ${sets.join(', ')} WHERE id = ?${state.status === 'done' ? '' : " AND status <> 'done'"}`, ...params, id);
+    const unless = state.status === 'done' ? '' : state.status === 'failed' ? " AND status <> 'done'" : " AND status NOT IN ('done', 'failed')";
+    this.#run(`UPDATE updates SET ${sets.join(', ')} WHERE id = ?${unless}`, ...params, id);
   }
 
   async setUpdateProgress(id: string, progress: readonly UpdateProgress[]): Promise<void> {

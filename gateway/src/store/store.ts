@@ -194,7 +194,11 @@ export interface Store {
   saveSnapshot(snapshot: NewSnapshot): Promise<Date>;
 
   createUpdate(update: NewUpdate): Promise<void>;
-  /** Records a state change; once `done`, an update stays done whatever else is recorded. */
+  /**
+   * Records a state change. `done` is final whatever else is recorded; `failed` gives way only
+   * to `done`: a delivery still running when another failed the update for good (and JetStream
+   * dropped its message) must not make it `queued` again, where nothing would ever pick it up.
+   */
   setUpdateState(id: string, state: UpdateState): Promise<void>;
   /** Records how far the running delivery of an update is (not once it is done). */
   setUpdateProgress(id: string, progress: readonly UpdateProgress[]): Promise<void>;
