@@ -97,8 +97,10 @@ describe('scheduler', () => {
     for (const project of projects) {
       const ticks = await handledTicks(project, started + TICK_MS, end - 500);
       const gaps = ticks.slice(1).map((t, i) => t - ticks[i]!);
-      // One gap, where the lease ran out: the ticks missed in it were not run late, one by one.
-      expect(gaps.filter((g) => g > TICK_MS)).toHaveLength(1);
+      // A gap where the lease ran out, and the ticks missed in it were not run late, one by one.
+      // (Elsewhere a pass slower than a tick, on a loaded machine, also skips to the latest tick:
+      // by design, so only the gap across the kill is required.)
+      expect(ticks.slice(1).some((t, i) => ticks[i]! <= killedAt && t > killedAt && t - ticks[i]! > TICK_MS)).toBe(true);
       expect(gaps.every((g) => g >= TICK_MS)).toBe(true);
       expect(ticks.some((t) => t > killedAt + TICK_MS)).toBe(true);
       // No scheduled update but these ticks' (one each). The scheduler runs on meanwhile: the
@@ -108,13 +110,18 @@ describe('scheduler', () => {
       expect(ids.filter((id) => !tickIds.has(id))).toEqual([]);
       expect(ids.length).toBeGreaterThanOrEqual(ticks.length);
     }
-    // And they run to the end: every scheduled update done, one snapshot each.
+    // And they run to the end: every scheduled update done, one snapshot each. The scheduler
+    // goes on ticking meanwhile, so this holds the ticks up to `end` and bounds the rest.
     await vi.waitFor(async () => {
       for (const project of projects) {
-        const ticks = await handledTicks(project, started - 10 * TICK_MS, end + 10 * TICK_MS);
-        const states = await Promise.all(ticks.map(async (t) => (await store.findUpdate(userId, tickUpdateId(project.id, new Date(t))))!.status));
-        expect(states.filter((s) => s !== 'done')).toEqual([]);
-        expect((await store.listSnapshots(project.id)).length).toBe(ticks.length);
+        const ticks = await handledTicks(project, started - 10 * TICK_MS, end);
+        const updates = await Promise.all(ticks.map(async (t) => (await store.findUpdate(userId, tickUpdateId(project.id, new Date(t))))!));
+        expect(updates.filter((u) => u.status !== 'done').map((u) => u.status)).toEqual([]);
+        const snapshotDates = new Set((await store.listSnapshots(project.id)).map((s) => s.date.getTime()));
+        expect(new Set(updates.map((u) => u.date!.getTime())).size).toBe(updates.length);
+        expect(updates.filter((u) => !snapshotDates.has(u.date!.getTime()))).toEqual([]);
+        // No snapshot but a handled tick's: the ticks, read after the snapshots, include any made since.
+        expect(snapshotDates.size).toBeLessThanOrEqual((await handledTicks(project, started - 10 * TICK_MS, Date.now() + 10 * TICK_MS)).length);
       }
     }, { timeout: 30_000, interval: 500 });
   }, 90_000);
