@@ -18,7 +18,9 @@ let token: string;
 let dir: string;
 const good = () => `${inject('siteUrl')}index.html`;
 const heavy = () => `${inject('siteUrl')}heavy.html`;
-const BUDGETS = ['--budget', 'performance=80', '--budget', 'tbt=300'];
+// Loose enough for the fixture page on a loaded 2-core machine (its TBT reaches ~300 ms under the
+// full suite), far below the heavy page's one-second task (several seconds of simulated TBT).
+const BUDGETS = ['--budget', 'performance=80', '--budget', 'tbt=1000'];
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'perfwatch-client-'));
@@ -55,7 +57,7 @@ describe('perfwatch update --ci with budgets', () => {
     const run = await cli(['update', good(), '--ci', '--device', 'mobile', ...BUDGETS, '--junit', junit]);
     expect(run.code, run.output).toBe(0);
     expect(run.output).toMatch(/budgets: passed/);
-    expect(run.output).toMatch(/mobile\s*│\s*frankfurt\s*│\s*budget tbt\s*│\s*TBT \d+ ms, budget at most 300 ms\s*│\s*pass/);
+    expect(run.output).toMatch(/mobile\s*│\s*frankfurt\s*│\s*budget tbt\s*│\s*TBT \d+ ms, budget at most 1000 ms\s*│\s*pass/);
     // Progress went to stderr, a line per state, as a CI log shows it.
     expect(run.output).toMatch(/update [0-9a-f-]{36} mobile × frankfurt: (queued|running)/);
     const xml = await readFile(junit, 'utf8');
@@ -68,10 +70,10 @@ describe('perfwatch update --ci with budgets', () => {
     const run = await cli(['update', heavy(), '--ci', '--device', 'mobile', ...BUDGETS, '--junit', junit]);
     expect(run.code, run.output).toBe(1);
     expect(run.output).toMatch(/budgets: FAILED/);
-    expect(run.output).toMatch(/budget tbt\s*│\s*TBT \d{3,} ms, budget at most 300 ms\s*│\s*FAIL/);
+    expect(run.output).toMatch(/budget tbt\s*│\s*TBT \d{4,} ms, budget at most 1000 ms\s*│\s*FAIL/);
     const xml = await readFile(junit, 'utf8');
     expect(xml).toMatch(/<testsuites[^>]* failures="[12]"/);
-    expect(xml).toMatch(/<failure message="TBT \d+ ms, budget at most 300 ms" type="BudgetExceeded"/);
+    expect(xml).toMatch(/<failure message="TBT \d+ ms, budget at most 1000 ms" type="BudgetExceeded"/);
   }, 120_000);
 
   it('reads a budget file, holds a page to its previous snapshot, and answers --json', async () => {

@@ -18,25 +18,33 @@ function niceMax(value) {
 /** `2026-11-22T10:00:00` → milliseconds, UTC. */
 const time = (date) => Date.parse(`${date}Z`);
 
+/** A chart's figure with its caption, and the series' points; an empty figure says so. */
+function chartFigure(kpi, title, series, className = 'chart') {
+  const figure = h('figure', { class: className, 'data-kpi': kpi });
+  figure.append(h('figcaption', {}, title));
+  const points = series.flatMap((line) => line.points);
+  if (points.length === 0) figure.append(h('p', { class: 'empty' }, 'No data in this range.'));
+  return { figure, points };
+}
+
+/** The time axis: from the first point to the last (a day around a single one), mapped onto [left, right]. */
+function timeAxis(points, left, right) {
+  const times = points.map((p) => time(p.date));
+  let [t0, t1] = [Math.min(...times), Math.max(...times)];
+  if (t0 === t1) [t0, t1] = [t0 - 43_200_000, t1 + 43_200_000];
+  return { first: Math.min(...times), last: Math.max(...times), x: (date) => left + ((time(date) - t0) / (t1 - t0)) * (right - left) };
+}
+
 /**
  * @param {{ kpi: string, title: string, format: (v: number) => string, max?: number,
  *           series: Array<{ name: string, points: Array<{ date: string, value: number }> }> }} chart
  */
 export function trendChart({ kpi, title, format, max, series }) {
-  const figure = h('figure', { class: 'chart', 'data-kpi': kpi });
-  figure.append(h('figcaption', {}, title));
-  const points = series.flatMap((line) => line.points);
-  if (points.length === 0) {
-    figure.append(h('p', { class: 'empty' }, 'No data in this range.'));
-    return figure;
-  }
-  const times = points.map((p) => time(p.date));
-  let [t0, t1] = [Math.min(...times), Math.max(...times)];
-  if (t0 === t1) [t0, t1] = [t0 - 43_200_000, t1 + 43_200_000];
+  const { figure, points } = chartFigure(kpi, title, series);
+  if (points.length === 0) return figure;
+  const { first, last, x } = timeAxis(points, MARGIN.left, WIDTH - MARGIN.right);
   const yMax = max ?? niceMax(Math.max(...points.map((p) => p.value)));
-  const innerW = WIDTH - MARGIN.left - MARGIN.right;
   const innerH = HEIGHT - MARGIN.top - MARGIN.bottom;
-  const x = (date) => MARGIN.left + ((time(date) - t0) / (t1 - t0)) * innerW;
   const y = (value) => MARGIN.top + innerH - (Math.min(value, yMax) / yMax) * innerH;
 
   const svg = s('svg', { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: 'img', 'aria-label': title });
@@ -46,8 +54,8 @@ export function trendChart({ kpi, title, format, max, series }) {
     svg.append(s('text', { x: MARGIN.left - 6, y: y(value) + 4, 'text-anchor': 'end', class: 'tick' }, format(value)));
   }
   const dayLabel = (t) => new Date(t).toISOString().slice(5, 16).replace('T', ' ');
-  svg.append(s('text', { x: MARGIN.left, y: HEIGHT - 8, class: 'tick' }, dayLabel(Math.min(...times))));
-  svg.append(s('text', { x: WIDTH - MARGIN.right, y: HEIGHT - 8, 'text-anchor': 'end', class: 'tick' }, dayLabel(Math.max(...times))));
+  svg.append(s('text', { x: MARGIN.left, y: HEIGHT - 8, class: 'tick' }, dayLabel(first)));
+  svg.append(s('text', { x: WIDTH - MARGIN.right, y: HEIGHT - 8, 'text-anchor': 'end', class: 'tick' }, dayLabel(last)));
 
   const legend = h('ul', { class: 'legend' });
   series.forEach((line, index) => {
@@ -74,20 +82,12 @@ const STATUS_COLORS = { PASSED: '#0c7d3c', FAILED: '#c5221f', NO_DATA: '#9aa0a6'
  * @param {{ kpi: string, title: string, series: Array<{ name: string, points: Array<{ date: string, value: string }> }> }} chart
  */
 export function statusStrip({ kpi, title, series }) {
-  const figure = h('figure', { class: 'chart strip', 'data-kpi': kpi });
-  figure.append(h('figcaption', {}, title));
-  const points = series.flatMap((line) => line.points);
-  if (points.length === 0) {
-    figure.append(h('p', { class: 'empty' }, 'No data in this range.'));
-    return figure;
-  }
+  const { figure, points } = chartFigure(kpi, title, series, 'chart strip');
+  if (points.length === 0) return figure;
   const rowHeight = 22;
   const left = 110;
   const height = MARGIN.top + series.length * rowHeight + MARGIN.bottom;
-  const times = points.map((p) => time(p.date));
-  let [t0, t1] = [Math.min(...times), Math.max(...times)];
-  if (t0 === t1) [t0, t1] = [t0 - 43_200_000, t1 + 43_200_000];
-  const x = (date) => left + ((time(date) - t0) / (t1 - t0)) * (WIDTH - left - MARGIN.right);
+  const { first, last, x } = timeAxis(points, left, WIDTH - MARGIN.right);
   const svg = s('svg', { viewBox: `0 0 ${WIDTH} ${height}`, role: 'img', 'aria-label': title });
   series.forEach((line, index) => {
     const y = MARGIN.top + index * rowHeight + rowHeight / 2;
@@ -101,8 +101,8 @@ export function statusStrip({ kpi, title, series }) {
     }
   });
   const dayLabel = (t) => new Date(t).toISOString().slice(5, 16).replace('T', ' ');
-  svg.append(s('text', { x: left, y: height - 8, class: 'tick' }, dayLabel(Math.min(...times))));
-  svg.append(s('text', { x: WIDTH - MARGIN.right, y: height - 8, 'text-anchor': 'end', class: 'tick' }, dayLabel(Math.max(...times))));
+  svg.append(s('text', { x: left, y: height - 8, class: 'tick' }, dayLabel(first)));
+  svg.append(s('text', { x: WIDTH - MARGIN.right, y: height - 8, 'text-anchor': 'end', class: 'tick' }, dayLabel(last)));
   figure.append(svg, h('ul', { class: 'legend' }, Object.entries(STATUS_COLORS).map(([value, color]) => h('li', {}, h('span', { class: 'swatch', style: `background:${color}` }), value))));
   return figure;
 }
