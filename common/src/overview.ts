@@ -42,6 +42,10 @@ export const asyncAckSchema = z.object({ ok: z.literal(1), id: z.string() }).met
 
 export const UPDATE_STATES = ['queued', 'running', 'done', 'failed'] as const;
 
+/** Runs finished (succeeded or failed) of those planned for one device and location of an update. */
+export const updateProgressSchema = z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS), done: z.number().int().nonnegative(), total: z.number().int().positive() });
+export type UpdateProgress = z.infer<typeof updateProgressSchema>;
+
 /** `/v1/updates/{id}`: where an async or scheduled update is. */
 export const updateStatusSchema = z
   .object({
@@ -55,7 +59,7 @@ export const updateStatusSchema = z
     reason: z.string().nullable(),
     attempts: z.number().int().nonnegative().meta({ description: 'Deliveries that started running it.' }),
     progress: z
-      .array(z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS), done: z.number().int().nonnegative(), total: z.number().int().positive() }))
+      .array(updateProgressSchema)
       .meta({ description: 'While running (and after): per device and location, the Lighthouse runs finished (succeeded or failed) out of those planned. Empty until the first delivery starts.' }),
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),

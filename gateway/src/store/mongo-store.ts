@@ -4,7 +4,7 @@ import { Binary, MongoClient, MongoNetworkError, MongoServerError, MongoServerSe
 import pLimit, { type LimitFunction } from 'p-limit';
 import pRetry from 'p-retry';
 import { z } from 'zod';
-import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, runSummarySchema, type Location } from '@perfwatch/common';
+import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, runSummarySchema, updateProgressSchema, type Location } from '@perfwatch/common';
 import { ConcurrentWrite, DuplicateError, UPDATE_STATUSES, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateProgress, type UpdateState, type OverviewFilter, type SnapshotSummary, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
 
 const gzipAsync = promisify(gzip);
@@ -56,7 +56,7 @@ interface UpdateDocument {
   date?: Date;
   reason?: string;
   attempts: number;
-  progress?: Array<{ device: string; location: string; done: number; total: number }>;
+  progress?: UpdateProgress[];
   createdAt: Date;
   updatedAt: Date;
 }
@@ -73,7 +73,7 @@ const updateDoc = z.object({
   date: z.date().optional(),
   reason: z.string().optional(),
   attempts: z.number().int(),
-  progress: z.array(z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS), done: z.number().int().nonnegative(), total: z.number().int().positive() })).default([]),
+  progress: z.array(updateProgressSchema).default([]),
   createdAt: z.date(),
   updatedAt: z.date(),
 });

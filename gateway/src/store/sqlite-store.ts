@@ -5,7 +5,7 @@ import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import { z } from 'zod';
-import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, runSummarySchema, type Location } from '@perfwatch/common';
+import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, runSummarySchema, updateProgressSchema, type Location } from '@perfwatch/common';
 import { DuplicateError, UPDATE_STATUSES, type KpiRow, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type Store, type TokenRecord, type UpdateRecord, type UpdateProgress, type UpdateState, type UserRecord } from './store.ts';
 
 const gzipAsync = promisify(gzip);
@@ -100,7 +100,7 @@ const updateRow = z
     date: ms.nullable(),
     reason: z.string().nullable(),
     attempts: z.number().int(),
-    progress: json(z.array(z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS), done: z.number().int().nonnegative(), total: z.number().int().positive() }))),
+    progress: json(z.array(updateProgressSchema)),
     created_at: ms,
     updated_at: ms,
   })

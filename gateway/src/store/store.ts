@@ -1,4 +1,7 @@
-import type { CruxRecord, Device, KpiRecord, LighthouseResult, Location, RunSummary, UpdateType } from '@perfwatch/common';
+import type { CruxRecord, Device, KpiRecord, LighthouseResult, Location, RunSummary, UpdateProgress, UpdateType } from '@perfwatch/common';
+
+/** Runs finished of those planned, per device and location: the API's shape, kept as it is. */
+export type { UpdateProgress } from '@perfwatch/common';
 
 export interface UserRecord {
   id: string;
@@ -115,13 +118,6 @@ export interface NewUpdate {
   updateType: UpdateType;
 }
 
-/** Runs finished of those planned, per device and location, in the update's running delivery. */
-export interface UpdateProgress {
-  device: Device;
-  location: Location;
-  done: number;
-  total: number;
-}
 
 /** A state change of an update; `reason` may also note why a `queued` update waits again. */
 export type UpdateState =
