@@ -1,10 +1,7 @@
-import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { LOCATIONS, parseEnv, type Location } from '@perfwatch/common';
-import { MongoStore } from '../store/mongo-store.ts';
-import { SqliteStore } from '../store/sqlite-store.ts';
-import type { Store } from '../store/store.ts';
+import { storeEnvFields, storeFromEnv } from '../store/open-store.ts';
 import { AdminError, createAdmin } from './admin.ts';
 
 const USAGE = `usage: perfwatch admin <command>
@@ -17,11 +14,7 @@ const USAGE = `usage: perfwatch admin <command>
 environment: MONGODB_URI, MONGODB_DB; without MONGODB_URI, the embedded store of perfwatch start
              (PERFWATCH_DATA_DIR/perfwatch.sqlite, default ./data)`;
 
-const adminEnvSchema = z.object({
-  MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URI').optional(),
-  MONGODB_DB: z.string().min(1).default('perfwatch'),
-  PERFWATCH_DATA_DIR: z.string().min(1).default('./data'),
-});
+const adminEnvSchema = z.object(storeEnvFields);
 
 function parseLocations(text: string): Location[] {
   const names = text.split(',').map((s) => s.trim()).filter(Boolean);
@@ -56,9 +49,9 @@ export async function main(argv: string[], env: Readonly<Record<string, string |
     return parsed.values.help ? 0 : 2;
   }
   const config = parseEnv(adminEnvSchema, env);
-  // The same rule as perfwatch start: no MONGODB_URI, the embedded store (which may be open in
-  // a running perfwatch start too: SQLite lets a second process write between its transactions).
-  const store: Store = config.MONGODB_URI ? new MongoStore({ uri: config.MONGODB_URI, dbName: config.MONGODB_DB }) : new SqliteStore({ path: join(resolve(config.PERFWATCH_DATA_DIR), 'perfwatch.sqlite') });
+  // The store perfwatch start uses (the embedded one may be open in a running start too:
+  // SQLite lets a second process write between its transactions).
+  const { store } = storeFromEnv(config);
   try {
     await store.init();
     const admin = createAdmin(store);

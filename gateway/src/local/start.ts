@@ -8,9 +8,7 @@ import { createLocalAgent, createRunnerPool, createTargetGuard, exitOnUnhandledR
 import { createAdmin } from '../admin/admin.ts';
 import { gatewayConfigWith } from '../config.ts';
 import { startGateway } from '../gateway-runtime.ts';
-import { MongoStore } from '../store/mongo-store.ts';
-import { SqliteStore } from '../store/sqlite-store.ts';
-import type { Store } from '../store/store.ts';
+import { storeEnvFields, storeFromEnv } from '../store/open-store.ts';
 import { startDemoSite } from './demo-site-server.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -18,13 +16,11 @@ const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const startEnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
-  PERFWATCH_DATA_DIR: z.string().min(1).default('./data'),
   PERFWATCH_DEMO_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
   /** Set: agents and gateway talk over this NATS (JetStream) instead of the in-process bus. */
   NATS_URL: z.string().min(1).optional(),
-  /** Set: the store is this MongoDB instead of the embedded file under PERFWATCH_DATA_DIR. */
-  MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URI').optional(),
-  MONGODB_DB: z.string().min(1).default('perfwatch'),
+  /** MONGODB_URI set: the store is this MongoDB instead of the embedded file under PERFWATCH_DATA_DIR. */
+  ...storeEnvFields,
   CHROME_PATH: z.string().min(1).default('/usr/bin/chromium'),
   /** Local mode audits the local demo site, so loopback is allowed here unless set otherwise. */
   PERFWATCH_ALLOW_TARGETS: z.string().default('127.0.0.0/8,::1/128'),
@@ -45,8 +41,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   const logger = createLogger({ name: 'perfwatch', level: config.LOG_LEVEL, destination: pino.destination(2) });
   exitOnUnhandledRejection(logger);
   // The embedded store makes its directory when it opens; with MONGODB_URI nothing goes there.
-  const storePath = join(resolve(config.PERFWATCH_DATA_DIR), 'perfwatch.sqlite');
-  const store: Store = config.MONGODB_URI ? new MongoStore({ uri: config.MONGODB_URI, dbName: config.MONGODB_DB }) : new SqliteStore({ path: storePath });
+  const { store, where: storeWhere } = storeFromEnv(config);
   await store.init();
   const nc = config.NATS_URL ? await connect({ servers: config.NATS_URL, name: 'perfwatch-start' }) : undefined;
   const site = await startDemoSite({ root: join(repoRoot, 'test/fixtures/site'), port: config.PERFWATCH_DEMO_PORT });
@@ -79,7 +74,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     [
       '',
       `perfwatch is running at ${base}  (dashboard: ${base}/)`,
-      `  bus: ${nc ? `NATS at ${config.NATS_URL}` : 'in-process'} · store: ${config.MONGODB_URI ? `MongoDB database ${config.MONGODB_DB}` : storePath}`,
+      `  bus: ${nc ? `NATS at ${config.NATS_URL}` : 'in-process'} · store: ${storeWhere}`,
       `demo site: ${demoUrl}`,
       `token for user "${demoUser}" (shown once): ${token}`,
       'run a real Lighthouse audit of the demo site (about 10-20 s):',
