@@ -5,7 +5,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { errors as natsErrors, headers as natsHeaders } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import type { AgentRegistry } from './agent-registry.ts';
-import { auditSubject, decodeReply, encodeJob, HEADERS, type AuditErrorCode, type AuditJob, type AuditRunResult, type Location } from '@perfwatch/common';
+import { auditSubject, decodeReply, encodeJob, HEADERS, type AuditErrorCode, type AuditJob, type AuditReply, type AuditRunResult, type Location } from '@perfwatch/common';
 
 /**
  * Failures the gateway observes on the transport, beside the ones agents report (an agent of
@@ -29,6 +29,12 @@ export interface Dispatcher {
   dispatch(job: AuditJob, options: DispatchOptions): Promise<RunOutcome>;
   /** Runs of a location waiting for an agent with room (every agent was busy when offered). */
   waiting?(location: Location): number;
+}
+
+/** An agent's v1 reply as the outcome of its run, whatever transport brought it. */
+export function replyOutcome(reply: AuditReply): RunOutcome {
+  if (reply.ok) return { ok: true, result: reply.result };
+  return reply.agentId === undefined ? { ok: false, error: reply.error } : { ok: false, agentId: reply.agentId, error: reply.error };
 }
 
 /**
@@ -166,9 +172,7 @@ export function createNatsDispatcher({
       return { ok: false, error: { code: 'INTERNAL', message: `dispatch failed: ${(error as Error).message}`, retryable: true } };
     }
     try {
-      const decoded = await decodeReply(reply.data, reply.headers?.get(HEADERS.contentEncoding) || undefined);
-      if (decoded.ok) return { ok: true, result: decoded.result };
-      return decoded.agentId === undefined ? { ok: false, error: decoded.error } : { ok: false, agentId: decoded.agentId, error: decoded.error };
+      return replyOutcome(await decodeReply(reply.data, reply.headers?.get(HEADERS.contentEncoding) || undefined));
     } catch (error) {
       logger.error({ err: error, jobId: job.jobId, requestId }, 'agent reply does not match the v1 contract');
       return { ok: false, error: { code: 'BAD_REPLY', message: `unreadable reply from ${job.location}`, retryable: true } };

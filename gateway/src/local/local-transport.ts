@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { decodeJob, decodeReply, encodeJob, encodeReply, PERFWATCH_VERSION, type Location } from '@perfwatch/common';
 import type { LocalAgent } from '@perfwatch/agent';
 import type { AgentRegistry } from '../agent-registry.ts';
-import type { Dispatcher, RunOutcome } from '../nats-dispatcher.ts';
+import { replyOutcome, type Dispatcher, type RunOutcome } from '../nats-dispatcher.ts';
 
 /**
  * The in-process bus of `perfwatch start` without NATS: runs go straight to agents in this
@@ -21,9 +21,7 @@ export function createLocalDispatcher({ agents, logger }: { agents: readonly Loc
       try {
         const reply = await Promise.race([agent.run(decodeJob(encodeJob(job)), requestId).then(encodeReply), timedOut]);
         if (reply === null) return { ok: false, error: { code: 'TIMEOUT', message: `no reply from ${job.location} within ${timeoutMs} ms`, retryable: true } };
-        const decoded = await decodeReply(reply, 'gzip');
-        if (decoded.ok) return { ok: true, result: decoded.result };
-        return decoded.agentId === undefined ? { ok: false, error: decoded.error } : { ok: false, agentId: decoded.agentId, error: decoded.error };
+        return replyOutcome(await decodeReply(reply, 'gzip'));
       } catch (error) {
         logger.error({ err: error, jobId: job.jobId, requestId }, 'local dispatch failed');
         return { ok: false, error: { code: 'INTERNAL', message: `dispatch failed: ${(error as Error).message}`, retryable: true } };
