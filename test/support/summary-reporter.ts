@@ -1,8 +1,9 @@
 import type { Reporter, TestModule } from 'vitest/node';
 
 /**
- * Prints one closing line, `tests: N passed, N failed, N skipped`, that CI systems reading
- * plain output can count, beside vitest's own summary.
+ * Prints one closing line, exactly `N passed, N failed, N skipped` with nothing before or after
+ * it on that line, that CI systems reading plain output can count, beside vitest's own summary.
+ * (A prefix such as `tests:` made one CI read the run as having executed no test.)
  */
 export default class SummaryReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<unknown>): void {
@@ -18,6 +19,6 @@ export default class SummaryReporter implements Reporter {
       if (module.state() === 'failed' && [...module.children.allTests()].length === 0) counts.failed++;
     }
     counts.failed += unhandledErrors.length;
-    process.stdout.write(`\ntests: ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped\n`);
+    process.stdout.write(`\n${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped\n`);
   }
 }
