@@ -1,21 +1,28 @@
 # perfwatch agent: serves one location (PERFWATCH_LOCATION) with Lighthouse in Chromium.
 # Build from the repository root:  docker build -f deploy/agent.Dockerfile -t perfwatch-agent .
-FROM node:24-bookworm-slim AS build
+# NODE_IMAGE: the Node 24 base; the tests pass a local stand-in built on a machine with no registry.
+ARG NODE_IMAGE=node:24-bookworm-slim
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY common/package.json common/
 COPY gateway/package.json gateway/
 COPY agent/package.json agent/
-RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts
+# Behind a TLS-intercepting proxy, pass its CA bundle as the build secret build_ca
+# (docker build --secret id=build_ca,src=/etc/ssl/certs/ca-certificates.crt): it is mounted for
+# this step only and never written into a layer.
+RUN --mount=type=secret,id=build_ca,required=false \
+    if [ -s /run/secrets/build_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/build_ca; fi \
+ && npm ci --omit=dev --no-audit --no-fund --ignore-scripts
 COPY common/src common/src
 COPY agent/src agent/src
 COPY gateway/src gateway/src
 COPY bin bin
 
-FROM node:24-bookworm-slim
+FROM ${NODE_IMAGE}
 # Debian's Chromium and the fonts pages expect; nothing else from the network at run time.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends chromium fonts-liberation fonts-noto-color-emoji ca-certificates \
+ && apt-get install -y --no-install-recommends chromium fonts-liberation fonts-noto-color-emoji ca-certificates tini \
  && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production \
     CHROME_PATH=/usr/bin/chromium \
@@ -25,10 +32,12 @@ WORKDIR /app
 COPY --from=build /app /app
 USER node
 EXPOSE 9464
-# Chrome's own sandbox needs user namespaces a locked-down pod does not grant; the pod's
-# securityContext (non-root, no capabilities, read-only root, seccomp) is the sandbox, and the
-# target guard keeps runs off private networks. Set CHROME_NO_SANDBOX=false where user
-# namespaces are available.
-ENV CHROME_NO_SANDBOX=true
-ENTRYPOINT ["node", "bin/perfwatch.js"]
+# Chrome runs with its own sandbox (CHROME_NO_SANDBOX unset: on for a non-root user): a renderer
+# exploit on a hostile page then stays in Chrome's sandbox instead of running as the agent, which
+# holds the NATS credentials. The sandbox needs user namespaces: podman's default seccomp profile
+# allows them; under Docker and Kubernetes run with deploy/seccomp/chrome-sandbox.json (README,
+# "Deploy"). CHROME_NO_SANDBOX=true is the escape hatch where neither is possible.
+# tini as PID 1 reaps what Chrome leaves: its helpers, orphaned when a browser is retired, would
+# otherwise stay zombies of the agent, and the agent waits for a killed Chrome to be gone.
+ENTRYPOINT ["tini", "--", "node", "bin/perfwatch.js"]
 CMD ["agent"]

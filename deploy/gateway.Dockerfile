@@ -1,6 +1,8 @@
 # perfwatch gateway: the HTTP API, dispatch over NATS, persistence in MongoDB.
 # Build from the repository root:  docker build -f deploy/gateway.Dockerfile -t perfwatch-gateway .
-FROM node:24-bookworm-slim AS build
+# NODE_IMAGE: the Node 24 base; the tests pass a local stand-in built on a machine with no registry.
+ARG NODE_IMAGE=node:24-bookworm-slim
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY common/package.json common/
@@ -8,13 +10,18 @@ COPY gateway/package.json gateway/
 COPY agent/package.json agent/
 # Production dependencies only; the gateway imports the agent package's types and nothing that
 # needs Chromium at run time.
-RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts
+# Behind a TLS-intercepting proxy, pass its CA bundle as the build secret build_ca
+# (docker build --secret id=build_ca,src=/etc/ssl/certs/ca-certificates.crt): it is mounted for
+# this step only and never written into a layer.
+RUN --mount=type=secret,id=build_ca,required=false \
+    if [ -s /run/secrets/build_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/build_ca; fi \
+ && npm ci --omit=dev --no-audit --no-fund --ignore-scripts
 COPY common/src common/src
 COPY gateway/src gateway/src
 COPY agent/src agent/src
 COPY bin bin
 
-FROM node:24-bookworm-slim
+FROM ${NODE_IMAGE}
 ENV NODE_ENV=production PORT=8080
 WORKDIR /app
 COPY --from=build /app /app

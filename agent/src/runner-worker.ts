@@ -17,7 +17,12 @@ const { runner } = await startGuardedRunner(options, logger);
 port.on('message', (raw: unknown) => {
   const message = poolRequestSchema.parse(raw);
   if (message.type === 'close') {
-    void runner.close().finally(() => port.close());
+    // Ends the thread once its Chrome is gone: handles Lighthouse leaves behind (sockets,
+    // timers) would otherwise keep it alive until the pool's deadline terminates it.
+    void runner.close().finally(() => {
+      port.close();
+      process.exit(0);
+    });
     return;
   }
   runner.run(message.request).then(

@@ -66,8 +66,12 @@ export class ConfigError extends Error {
 
 /** A program cannot start for a reason the operator can fix (a server refused its credentials). */
 export class StartupError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  /** True when the same settings may work later (a server not up yet), false when they are wrong. */
+  readonly retryable: boolean;
+
+  constructor(message: string, options?: { cause?: unknown; retryable?: boolean }) {
+    super(message, { cause: options?.cause });
     this.name = 'StartupError';
+    this.retryable = options?.retryable ?? false;
   }
 }

@@ -38,12 +38,15 @@ export async function connectNats(settings: NatsSettings, options: { name: strin
     return await connect(connectOptions);
   } catch (error) {
     const message = (error as Error).message;
-    const hint = /authori[sz]ation|authentication|user/i.test(message)
+    const refused = /authori[sz]ation|authentication|user/i.test(message);
+    const tls = /tls|certificate|self.signed/i.test(message);
+    const hint = refused
       ? 'the server refused these credentials: check NATS_CREDS_FILE or NATS_NKEY_SEED_FILE, and that the server knows this user'
-      : /tls|certificate|self.signed/i.test(message)
+      : tls
         ? 'TLS failed: check NATS_TLS_CA_FILE (and the client certificate, if the server asks for one)'
         : 'check NATS_URL and that the server is reachable';
-    throw new StartupError(`could not connect to NATS at ${servers.join(', ')}: ${message} (${hint})`, { cause: error });
+    // Only an unreachable server may answer later; refused credentials and bad TLS never will.
+    throw new StartupError(`could not connect to NATS at ${servers.join(', ')}: ${message} (${hint})`, { cause: error, retryable: !refused && !tls });
   }
 }
 

@@ -1,16 +1,21 @@
-import { connectNats, createLogger } from '@perfwatch/common';
+import { connectNats, createLogger, StartupError } from '@perfwatch/common';
+import type { NatsConnection } from '@nats-io/nats-core';
 import { loadGatewayConfig } from './config.ts';
-import { startGateway } from './gateway-runtime.ts';
+import { startGateway, type GatewayRuntime } from './gateway-runtime.ts';
 import { MongoStore } from './store/mongo-store.ts';
+import { isSettingsError, mongoHosts, startStartingServer, waitForDependency } from './wait-for-dependencies.ts';
 
 /** `perfwatch gateway`: the only place of the gateway program that reads the environment. */
 export async function main(env: Readonly<Record<string, string | undefined>>): Promise<void> {
   const config = loadGatewayConfig(env);
   const logger = createLogger({ name: 'perfwatch-gateway', level: config.LOG_LEVEL });
-  const store = new MongoStore({ uri: config.MONGODB_URI, dbName: config.MONGODB_DB });
-  await store.init();
-  const nc = await connectNats(config, { name: 'perfwatch-gateway' });
-  const gateway = await startGateway({ nc, store, logger, config });
+
+  // Until NATS and MongoDB answer, the port says "live, not ready" (see wait-for-dependencies).
+  const starting = await startStartingServer({ port: config.PORT, host: config.HOST });
+  const aborted = new AbortController();
+  let store: MongoStore | undefined;
+  let nc: NatsConnection | undefined;
+  let gateway: GatewayRuntime | undefined;
 
   let shuttingDown = false;
   const shutdown = async (signal: string) => {
@@ -21,12 +26,48 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
       logger.error('shutdown deadline passed; exiting');
       process.exit(1);
     }, config.SHUTDOWN_TIMEOUT_MS).unref();
-    await gateway.stop();
-    await nc.drain();
-    await store.close();
+    aborted.abort();
+    await starting.close();
+    await gateway?.stop();
+    if (nc && !nc.isClosed()) await nc.drain();
+    await store?.close();
     logger.flush();
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
+
+  const wait = { logger, signal: aborted.signal, isFinal: isSettingsError };
+  const mongo = mongoHosts(config.MONGODB_URI);
+  starting.waitingFor(`waiting for MongoDB at ${mongo}`);
+  try {
+    store = await waitForDependency(`MongoDB at ${mongo}`, () => openStore(config.MONGODB_URI, config.MONGODB_DB, mongo), wait);
+    starting.waitingFor(`waiting for NATS at ${config.NATS_URL}`);
+    nc = await waitForDependency(`NATS at ${config.NATS_URL}`, () => connectNats(config, { name: 'perfwatch-gateway' }), wait);
+  } catch (error) {
+    if (shuttingDown) return;
+    await starting.close();
+    await store?.close();
+    throw error;
+  }
+  if (shuttingDown) return void (await nc.close());
+  await starting.close();
+  gateway = await startGateway({ nc, store, logger, config });
   await nc.closed();
+}
+
+/** A connected, indexed store, or a StartupError saying whether waiting can help. */
+async function openStore(uri: string, dbName: string, hosts: string): Promise<MongoStore> {
+  const store = new MongoStore({ uri, dbName });
+  try {
+    await store.init();
+    return store;
+  } catch (error) {
+    await store.close().catch(() => undefined);
+    const name = (error as Error).name;
+    // Selection and network failures are a server not (yet) reachable; anything else — a bad
+    // URI, refused credentials — will not cure itself.
+    const unreachable = /^Mongo(ServerSelection|Network|NetworkTimeout|TopologyClosed)Error$/.test(name);
+    const hint = unreachable ? 'check MONGODB_URI and that the server is reachable' : 'check MONGODB_URI (host, user and password)';
+    throw new StartupError(`could not open the store on MongoDB at ${hosts}: ${(error as Error).message} (${hint})`, { cause: error, retryable: unreachable });
+  }
 }

@@ -7,14 +7,13 @@ import { RunFailure, startAgent, type Agent } from '@perfwatch/agent';
 import { createNatsDispatcher, createServer, createUpdateService, type GatewayServer, type MongoStore } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { openApiResponseChecker } from '../support/openapi-responses.ts';
+import { documented as documentedBy, errorsOf, getAndPost, send, type Params, type Reply } from '../support/api-requests.ts';
 import { isolatedNats, silentLogger, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
 
 // The HTTP interface as a client written from the spec sees it: every endpoint in GET and POST
 // form, every error status, tenancy, and every response checked against /v1/openapi.json.
 // Real nats-server and MongoDB-wire server; agents answer with real captured Lighthouse results.
 
-type Params = Record<string, string | string[] | undefined>;
-type Reply = { status: number; headers: Headers; body: unknown };
 
 let nats: Awaited<ReturnType<typeof isolatedNats>>;
 let gateway: TestGateway;
@@ -57,51 +56,11 @@ afterAll(async () => {
   await nats?.dispose();
 });
 
-function queryString(params: Params): string {
-  const search = new URLSearchParams();
-  for (const [key, value] of Object.entries(params)) for (const v of value === undefined ? [] : [value].flat()) search.append(key, v);
-  return search.toString();
-}
-
-async function send(base: string, path: string, method: 'GET' | 'POST', params: { query?: Params; body?: unknown; raw?: string; contentType?: string }, headers: Record<string, string>): Promise<Reply> {
-  const url = `${base}/v1/${path}${params.query ? `?${queryString(params.query)}` : ''}`;
-  const init: RequestInit = { method, headers: { ...headers } };
-  if (method === 'POST') {
-    init.body = params.raw ?? JSON.stringify(params.body ?? {});
-    (init.headers as Record<string, string>)['Content-Type'] = params.contentType ?? 'application/json';
-  }
-  const res = await fetch(url, init);
-  const text = await res.text();
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    // Left as text: the assertions below say why that is wrong.
-  }
-  return { status: res.status, headers: res.headers, body };
-}
-
-/** Checks a reply against the OpenAPI document and, for errors, the envelope. */
-function documented(path: string, method: 'GET' | 'POST', reply: Reply): Reply {
-  checker.check(path.startsWith('updates/') ? '/v1/updates/{id}' : `/v1/${path}`, method === 'GET' ? 'get' : 'post', reply.status, reply.body);
-  if (reply.status >= 400) {
-    const envelope = errorEnvelopeSchema.parse(reply.body);
-    expect(JSON.stringify(envelope)).not.toMatch(/\bat .+\.ts:\d+/);
-  }
-  return reply;
-}
+const documented = (path: string, method: 'GET' | 'POST', reply: Reply) => documentedBy(checker, path, method, reply);
 
 /** The same request as GET (query) and POST (body); both must answer alike. */
-async function both(path: string, get: Params, post: unknown, { token = alice, headers = {}, base = gateway.url, same = true }: { token?: string | null; headers?: Record<string, string>; base?: string; same?: boolean } = {}): Promise<[Reply, Reply]> {
-  const h = { ...(token === null ? {} : { Authorization: token }), ...headers };
-  const viaGet = documented(path, 'GET', await send(base, path, 'GET', { query: get }, h));
-  const viaPost = documented(path, 'POST', await send(base, path, 'POST', { body: post }, h));
-  expect(viaPost.status, JSON.stringify(viaPost.body)).toBe(viaGet.status);
-  if (same) expect(viaPost.body).toEqual(viaGet.body);
-  return [viaGet, viaPost];
-}
-
-const errorsOf = (reply: Reply) => errorEnvelopeSchema.parse(reply.body).errors.join('\n');
+const both = (path: string, get: Params, post: unknown, { token = alice, headers = {}, base = gateway.url, same = true }: { token?: string | null; headers?: Record<string, string>; base?: string; same?: boolean } = {}) =>
+  getAndPost(checker, base, path, get, post, { token, headers, same });
 
 /** Device → location → median, the shape of an update without its dates. */
 function shape(result: AuditResult) {

@@ -4,12 +4,12 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { createNatsDispatcher, type AgentRegistry } from '@perfwatch/gateway';
 import { agentProcessUnderTest, type AgentUnderTest } from '../support/agent-process.ts';
 import { chromesOf } from '../support/chrome-processes.ts';
-import type { PerfwatchProcess } from '../support/perfwatch-process.ts';
+import { spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { silentLogger } from '../support/test-services.ts';
 
 // SIGTERM to an agent in the middle of a real Lighthouse run: it turns unready and says
 // goodbye at once, takes no more work, finishes the run and replies, then exits 0 with its
-// Chrome gone.
+// Chrome gone. An idle agent (its Chrome warm from an earlier run) is gone within 2 s.
 
 let stack: AgentUnderTest;
 let nc: NatsConnection;
@@ -49,5 +49,27 @@ describe('agent shutdown', () => {
     const code = agent.child.exitCode ?? (await once(agent.child, 'exit'))[0];
     expect(code).toBe(0);
     expect(await chromesOf(agent.child.pid!)).toEqual([]);
+  }, 120_000);
+
+  it('on SIGTERM while idle, with a warm Chrome: exits 0 within 2 s, no Chrome left', async () => {
+    const idle = spawnPerfwatch(['agent'], { NATS_URL: stack.natsUrl, PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8', PERFWATCH_LOCATION: 'tokyo', PERFWATCH_AGENT_ID: 'tyo-idle', PERFWATCH_OPS_PORT: '0' });
+    try {
+      await vi.waitFor(() => expect(registry.agents('tokyo')).toHaveLength(1), { timeout: 30_000 });
+      const dispatcher = createNatsDispatcher({ nc, logger: silentLogger, registry });
+      const job = { jobId: 'idle-1', updateId: 'idle', url: `${inject('siteUrl')}index.html`, device: 'desktop' as const, location: 'tokyo' as const, runIndex: 0, timeoutMs: 120_000 };
+      const outcome = await dispatcher.dispatch(job, { timeoutMs: 150_000, requestId: 'idle-1' });
+      expect(outcome.ok, JSON.stringify(outcome).slice(0, 300)).toBe(true);
+      expect(await chromesOf(idle.child.pid!)).not.toEqual([]);
+
+      const signalled = performance.now();
+      idle.child.kill('SIGTERM');
+      const code = idle.child.exitCode ?? (await once(idle.child, 'exit'))[0];
+      const exitMs = performance.now() - signalled;
+      expect(code).toBe(0);
+      expect(exitMs, `exited ${Math.round(exitMs)} ms after SIGTERM`).toBeLessThan(2_000);
+      expect(await chromesOf(idle.child.pid!)).toEqual([]);
+    } finally {
+      await idle.stop('SIGKILL');
+    }
   }, 120_000);
 });

@@ -1,0 +1,58 @@
+import { expect } from 'vitest';
+import { errorEnvelopeSchema } from '@perfwatch/common';
+import type { openApiResponseChecker } from './openapi-responses.ts';
+
+/**
+ * The HTTP interface as a client written from the spec calls it: every request in GET (query)
+ * and POST (JSON body) form, every reply checked against /v1/openapi.json. Shared by the
+ * conformance suite and the suite that runs the shipped containers.
+ */
+export type Params = Record<string, string | string[] | undefined>;
+export type Reply = { status: number; headers: Headers; body: unknown };
+type Checker = Awaited<ReturnType<typeof openApiResponseChecker>>;
+
+export function queryString(params: Params): string {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) for (const v of value === undefined ? [] : [value].flat()) search.append(key, v);
+  return search.toString();
+}
+
+export async function send(base: string, path: string, method: 'GET' | 'POST', params: { query?: Params; body?: unknown; raw?: string; contentType?: string }, headers: Record<string, string>): Promise<Reply> {
+  const url = `${base}/v1/${path}${params.query ? `?${queryString(params.query)}` : ''}`;
+  const init: RequestInit = { method, headers: { ...headers } };
+  if (method === 'POST') {
+    init.body = params.raw ?? JSON.stringify(params.body ?? {});
+    (init.headers as Record<string, string>)['Content-Type'] = params.contentType ?? 'application/json';
+  }
+  const res = await fetch(url, init);
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // Left as text: the assertions of the caller say why that is wrong.
+  }
+  return { status: res.status, headers: res.headers, body };
+}
+
+/** Checks a reply against the OpenAPI document and, for errors, the envelope. */
+export function documented(checker: Checker, path: string, method: 'GET' | 'POST', reply: Reply): Reply {
+  checker.check(path.startsWith('updates/') ? '/v1/updates/{id}' : `/v1/${path}`, method === 'GET' ? 'get' : 'post', reply.status, reply.body);
+  if (reply.status >= 400) {
+    const envelope = errorEnvelopeSchema.parse(reply.body);
+    expect(JSON.stringify(envelope)).not.toMatch(/\bat .+\.ts:\d+/);
+  }
+  return reply;
+}
+
+/** The same request as GET and POST, both documented; both must answer alike. */
+export async function getAndPost(checker: Checker, base: string, path: string, get: Params, post: unknown, { token, headers = {}, same = true }: { token: string | null; headers?: Record<string, string>; same?: boolean }): Promise<[Reply, Reply]> {
+  const h = { ...(token === null ? {} : { Authorization: token }), ...headers };
+  const viaGet = documented(checker, path, 'GET', await send(base, path, 'GET', { query: get }, h));
+  const viaPost = documented(checker, path, 'POST', await send(base, path, 'POST', { body: post }, h));
+  expect(viaPost.status, JSON.stringify(viaPost.body)).toBe(viaGet.status);
+  if (same) expect(viaPost.body).toEqual(viaGet.body);
+  return [viaGet, viaPost];
+}
+
+export const errorsOf = (reply: Reply) => errorEnvelopeSchema.parse(reply.body).errors.join('\n');
