@@ -15,7 +15,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   const aborted = new AbortController();
   let store: MongoStore | undefined;
   let nc: NatsConnection | undefined;
-  let gateway: GatewayRuntime | undefined;
+  let gateway: GatewayRuntime | undefined = undefined;
 
   let shuttingDown = false;
   const shutdown = async (signal: string) => {
