@@ -46,8 +46,16 @@ export async function connectNats(settings: NatsSettings, options: { name: strin
         ? 'TLS failed: check NATS_TLS_CA_FILE (and the client certificate, if the server asks for one)'
         : 'check NATS_URL and that the server is reachable';
     // Only an unreachable server may answer later; refused credentials and bad TLS never will.
-    throw new StartupError(`could not connect to NATS at ${servers.join(', ')}: ${message} (${hint})`, { cause: error, retryable: !refused && !tls });
+    throw new StartupError(`could not connect to NATS at ${natsServersForLog(settings.NATS_URL)}: ${message} (${hint})`, { cause: error, retryable: !refused && !tls });
   }
+}
+
+/** NATS_URL as it may be logged: a user and password in a server URL become `***`. */
+export function natsServersForLog(url: string): string {
+  return url
+    .split(',')
+    .map((server) => server.replace(/^([a-z]+:\/\/)[^@/]*@/i, '$1***@'))
+    .join(', ');
 }
 
 async function readSecret(path: string, variable: string): Promise<Buffer> {

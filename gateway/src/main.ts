@@ -1,4 +1,4 @@
-import { connectNats, createLogger, StartupError } from '@perfwatch/common';
+import { connectNats, createLogger, natsServersForLog, StartupError } from '@perfwatch/common';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { loadGatewayConfig } from './config.ts';
 import { startGateway, type GatewayRuntime } from './gateway-runtime.ts';
@@ -41,8 +41,9 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   starting.waitingFor(`waiting for MongoDB at ${mongo}`);
   try {
     store = await waitForDependency(`MongoDB at ${mongo}`, () => openStore(config.MONGODB_URI, config.MONGODB_DB, mongo), wait);
-    starting.waitingFor(`waiting for NATS at ${config.NATS_URL}`);
-    nc = await waitForDependency(`NATS at ${config.NATS_URL}`, () => connectNats(config, { name: 'perfwatch-gateway' }), wait);
+    const natsServers = natsServersForLog(config.NATS_URL);
+    starting.waitingFor(`waiting for NATS at ${natsServers}`);
+    nc = await waitForDependency(`NATS at ${natsServers}`, () => connectNats(config, { name: 'perfwatch-gateway' }), wait);
   } catch (error) {
     if (shuttingDown) return;
     await starting.close();

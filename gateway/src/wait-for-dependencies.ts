@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import pRetry from 'p-retry';
 import type { Logger } from 'pino';
 import { StartupError } from '@perfwatch/common';
@@ -10,6 +11,7 @@ import { StartupError } from '@perfwatch/common';
  * (/readyz 503 saying what it waits for), every other path a 503 in the API's error envelope.
  */
 export interface StartingServer {
+  port: number;
   /** What the gateway is waiting for, shown by /readyz and in the 503s. */
   waitingFor(what: string): void;
   close(): Promise<void>;
@@ -32,6 +34,7 @@ export async function startStartingServer({ port, host }: { port: number; host: 
     server.listen(port, host, () => resolve());
   });
   return {
+    port: (server.address() as AddressInfo).port,
     waitingFor: (what) => void (waiting = what),
     close: () => new Promise<void>((resolve) => {
       server.close(() => resolve());
