@@ -28,6 +28,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/**/*.test.ts'],
+          exclude: ['test/deploy/compose-stack.test.ts'],
           environment: 'node',
           // Real servers for every suite here: nats-server, FerretDB, the fixture site.
           globalSetup: ['./test/support/global-setup.ts'],
@@ -36,6 +37,21 @@ export default defineConfig({
           // Two cores: Lighthouse suites must not share them with other heavy files.
           maxWorkers: 2,
           sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        resolve: { alias },
+        test: {
+          // On a real container engine, after the other suites (image builds and four Chromes in
+          // containers would starve their Lighthouse runs): the shipped images and compose stack,
+          // and suites of the integration project again, their servers started by testcontainers.
+          name: 'containers',
+          include: ['test/deploy/compose-stack.test.ts', 'test/integration/mongo-store.test.ts', 'test/integration/update-over-nats.test.ts'],
+          environment: 'node',
+          globalSetup: ['./test/support/global-setup.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 1_800_000,
+          sequence: { groupOrder: 2 },
         },
       },
     ],

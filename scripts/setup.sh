@@ -6,7 +6,8 @@
 #     MongoDB-wire server), both built from the Go module proxy into .tools/bin
 #     (`perfwatch start` needs neither: it runs an in-process bus and an embedded store);
 #   - for tests only: kustomize (built the same way) and Debian's prometheus (server and
-#     promtool), which check the deploy/ manifests, alert rules and real scrapes; and
+#     promtool), which check the deploy/ manifests, alert rules and real scrapes; podman,
+#     podman-compose and mmdebstrap (Debian), which build and run the shipped images; and
 #     schemathesis (from PyPI, in a virtualenv under .tools), which fuzzes the API from its
 #     OpenAPI document.
 # Built binaries are also kept in ~/.cache/perfwatch, so a fresh clone builds them only once.
@@ -58,6 +59,24 @@ if [ "$purpose" = test ] && { [ ! -x /usr/bin/prometheus ] || [ ! -x /usr/bin/pr
   say "installing Debian's prometheus (server and promtool, for the operations tests)"
   # The package's service is never started here: the tests run their own server on loopback.
   apt_install prometheus || die "could not install Debian's prometheus: run 'sudo apt-get install prometheus' and try again"
+fi
+
+# Containers, for the tests that build and run the shipped images and compose file: podman
+# (runc, CNI with DNS between containers, podman-compose) unless a Docker engine answers, and
+# mmdebstrap for the stand-in base images (scripts/standin-images.sh).
+if [ "$purpose" = test ]; then
+  container_packages=(mmdebstrap)
+  if ! { command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; }; then
+    container_packages+=(podman runc podman-compose golang-github-containernetworking-plugin-dnsname)
+  fi
+  missing=()
+  for package in "${container_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || missing+=("$package")
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    say "installing ${missing[*]} (to build and run the shipped images in the tests)"
+    apt_install "${missing[@]}" || die "could not install ${missing[*]}: run 'sudo apt-get install ${missing[*]}' and try again"
+  fi
 fi
 
 # 3. Go-built servers.

@@ -90,7 +90,7 @@ COPY ferretdb /usr/local/bin/ferretdb
 RUN mkdir -p /data/db
 VOLUME /data/db
 EXPOSE 27017
-ENTRYPOINT [\"ferretdb\", \"--listen-addr=:27017\", \"--handler=sqlite\", \"--sqlite-url=file:/data/db/\", \"--telemetry=disable\", \"--log-level=warn\"]"
+ENTRYPOINT [\"ferretdb\", \"--listen-addr=:27017\", \"--handler=sqlite\", \"--sqlite-url=file:/data/db/\", \"--state-dir=/data/db\", \"--debug-addr=-\", \"--telemetry=disable\", \"--log-level=warn\"]"
 [ -x /usr/bin/prometheus ] || die "Debian's prometheus is missing: run scripts/setup.sh test first"
 mkdir -p "$work/prometheus"
 cp /usr/bin/prometheus "$work/prometheus/"

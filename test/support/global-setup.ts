@@ -5,8 +5,11 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
 import { startDemoSite, startFerretDb, startNatsServer } from '@perfwatch/gateway';
+import { prepareContainerApi } from './container-api-setup.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
+// The machine's own Docker API, read before the containers project's setup sets one up for itself.
+const machineDockerHost = process.env['DOCKER_HOST'];
 const tools = join(root, '.tools/bin');
 
 declare module 'vitest' {
@@ -25,16 +28,22 @@ type Stop = () => Promise<void>;
 /**
  * Starts the real servers the integration and end-to-end suites talk to, on free loopback
  * ports: a JetStream nats-server, a MongoDB-wire server and the fixture site. NATS_URL and
- * MONGODB_URI point at servers started elsewhere instead; where a Docker engine answers,
- * testcontainers starts `nats:2` and `mongo:7`. A server that cannot start fails the run:
- * nothing here is ever skipped.
+ * MONGODB_URI point at servers started elsewhere instead; where a Docker API answers (Docker,
+ * or podman's service started by container-api-setup.ts), testcontainers starts them from
+ * PERFWATCH_TEST_NATS_IMAGE and PERFWATCH_TEST_MONGO_IMAGE (`nats:2` and `mongo:7` by default).
+ * A server that cannot start fails the run: nothing here is ever skipped.
  */
 export default async function setup(project: TestProject): Promise<Stop> {
   const stops: Stop[] = [];
   const dir = await mkdtemp(join(tmpdir(), 'perfwatch-test-'));
   stops.push(() => rm(dir, { recursive: true, force: true }));
-  const docker = !process.env['NATS_URL'] || !process.env['MONGODB_URI'] ? await dockerAnswers() : false;
+  let docker: boolean;
   try {
+    if (project.name === 'containers') {
+      // The same suites as the integration project, their servers started by testcontainers.
+      stops.push(await prepareContainerApi());
+      docker = true;
+    } else docker = !process.env['NATS_URL'] || !process.env['MONGODB_URI'] ? await dockerAnswers() : false;
     project.provide('natsUrl', process.env['NATS_URL'] ?? (await startNats(docker, dir, stops)));
     project.provide('mongoUri', process.env['MONGODB_URI'] ?? (await startMongo(docker, dir, stops)));
     project.provide('natsServerBinary', join(tools, 'nats-server'));
@@ -54,7 +63,7 @@ async function stopAll(stops: Stop[]): Promise<void> {
 }
 
 async function dockerAnswers(): Promise<boolean> {
-  if (!process.env['DOCKER_HOST'] && !existsSync('/var/run/docker.sock')) return false;
+  if (!machineDockerHost && !existsSync('/var/run/docker.sock')) return false;
   try {
     const { getContainerRuntimeClient } = await import('testcontainers');
     await getContainerRuntimeClient();
@@ -67,7 +76,8 @@ async function dockerAnswers(): Promise<boolean> {
 async function startNats(docker: boolean, dir: string, stops: Stop[]): Promise<string> {
   if (docker) {
     const { GenericContainer, Wait } = await import('testcontainers');
-    const container = await new GenericContainer('nats:2').withCommand(['-js']).withExposedPorts(4222).withWaitStrategy(Wait.forLogMessage(/Server is ready/)).start();
+    const image = process.env['PERFWATCH_TEST_NATS_IMAGE'] ?? 'nats:2';
+    const container = await new GenericContainer(image).withCommand(['-js']).withExposedPorts(4222).withWaitStrategy(Wait.forLogMessage(/Server is ready/)).start();
     stops.push(async () => void (await container.stop()));
     return `nats://${container.getHost()}:${container.getMappedPort(4222)}`;
   }
@@ -79,7 +89,8 @@ async function startNats(docker: boolean, dir: string, stops: Stop[]): Promise<s
 async function startMongo(docker: boolean, dir: string, stops: Stop[]): Promise<string> {
   if (docker) {
     const { GenericContainer, Wait } = await import('testcontainers');
-    const container = await new GenericContainer('mongo:7').withExposedPorts(27017).withWaitStrategy(Wait.forLogMessage(/Waiting for connections/)).start();
+    const image = process.env['PERFWATCH_TEST_MONGO_IMAGE'] ?? 'mongo:7';
+    const container = await new GenericContainer(image).withExposedPorts(27017).withWaitStrategy(Wait.forListeningPorts()).start();
     stops.push(async () => void (await container.stop()));
     return `mongodb://${container.getHost()}:${container.getMappedPort(27017)}/`;
   }

@@ -1,0 +1,37 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { containerEngine, engineEnv, runLoud, STANDIN } from './containers.ts';
+
+/**
+ * For the `containers` project: a Docker API for testcontainers, and the images it starts. A
+ * contributor's Docker serves as it is; otherwise podman serves the Docker API on a socket of
+ * this run's own (`podman system service`). With no registry reachable, the suites' servers
+ * come from the stand-in images of scripts/standin-images.sh. global-setup.ts calls this for
+ * the `containers` project, then starts NATS and MongoDB through testcontainers.
+ */
+export async function prepareContainerApi(): Promise<() => Promise<void>> {
+  await runLoud('bash', ['scripts/standin-images.sh']);
+  process.env['PERFWATCH_TEST_NATS_IMAGE'] ??= `${STANDIN}/nats:2`;
+  process.env['PERFWATCH_TEST_MONGO_IMAGE'] ??= `${STANDIN}/mongo:ferretdb`;
+  // Ryuk, testcontainers' reaper, is an image from Docker Hub; the teardown below stops what
+  // the suites started instead.
+  process.env['TESTCONTAINERS_RYUK_DISABLED'] ??= 'true';
+  if ((await containerEngine()) === 'docker' || process.env['DOCKER_HOST']) return async () => undefined;
+
+  const dir = await mkdtemp(join(tmpdir(), 'perfwatch-podman-api-'));
+  const socket = join(dir, 'podman.sock');
+  const service: ChildProcess = spawn('podman', ['system', 'service', '--time=0', `unix://${socket}`], { env: engineEnv(), stdio: 'ignore' });
+  for (let waited = 0; !existsSync(socket); waited += 100) {
+    if (service.exitCode !== null || waited > 30_000) throw new Error(`podman system service did not serve ${socket} (exit ${service.exitCode})`);
+    await sleep(100);
+  }
+  process.env['DOCKER_HOST'] = `unix://${socket}`;
+  return async () => {
+    service.kill('SIGTERM');
+    await rm(dir, { recursive: true, force: true });
+  };
+}
