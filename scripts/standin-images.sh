@@ -12,6 +12,8 @@
 #                                                           data in /data/db, as mongo:8 keeps it
 #   localhost/perfwatch-standin/prometheus:debian           that + Debian's prometheus, run in
 #                                                           /prometheus (as prom/prometheus)
+# The stand-ins EXPOSE no port: podman 4.3's Docker API lists an exposed port nobody published
+# as a binding without a host port, and testcontainers then waits for it forever.
 # Each image carries a label with the hash of what it was built from; an image whose label
 # matches is kept, so a second run takes a second. Needs podman (or docker) and, for the
 # Debian root, mmdebstrap; scripts/setup.sh installs both for the tests.
@@ -83,13 +85,11 @@ mkdir -p "$work/servers"
 cp .tools/bin/nats-server .tools/bin/ferretdb "$work/servers/"
 build "$prefix/nats:2" "$script_hash-$(hash_of .tools/bin/nats-server)" "$work/servers" "FROM $debian
 COPY nats-server /usr/local/bin/nats-server
-EXPOSE 4222 8222
 ENTRYPOINT [\"nats-server\"]"
 build "$prefix/mongo:ferretdb" "$script_hash-$(hash_of .tools/bin/ferretdb)" "$work/servers" "FROM $debian
 COPY ferretdb /usr/local/bin/ferretdb
 RUN mkdir -p /data/db
 VOLUME /data/db
-EXPOSE 27017
 ENTRYPOINT [\"ferretdb\", \"--listen-addr=:27017\", \"--handler=sqlite\", \"--sqlite-url=file:/data/db/\", \"--state-dir=/data/db\", \"--debug-addr=-\", \"--telemetry=disable\", \"--log-level=warn\"]"
 [ -x /usr/bin/prometheus ] || die "Debian's prometheus is missing: run scripts/setup.sh test first"
 mkdir -p "$work/prometheus"
@@ -99,6 +99,5 @@ COPY prometheus /usr/local/bin/prometheus
 RUN mkdir -p /prometheus && chown nobody:nogroup /prometheus
 USER nobody
 WORKDIR /prometheus
-EXPOSE 9090
 ENTRYPOINT [\"prometheus\", \"--storage.tsdb.path=/prometheus/data\"]"
 say "stand-ins ready under $prefix/"

@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { containerEngine, engineEnv, runLoud, STANDIN } from './containers.ts';
+import { containerEngine, engineEnv, run, runLoud, STANDIN } from './containers.ts';
 
 /**
  * For the `containers` project: a Docker API for testcontainers, and the images it starts. A
@@ -13,14 +13,24 @@ import { containerEngine, engineEnv, runLoud, STANDIN } from './containers.ts';
  * come from the stand-in images of scripts/standin-images.sh. global-setup.ts calls this for
  * the `containers` project, then starts NATS and MongoDB through testcontainers.
  */
+/** Every container the suites start carries it; the teardown removes them all (Ryuk's job). */
+export const TEST_LABEL = { 'perfwatch.test': 'true' };
+
 export async function prepareContainerApi(): Promise<() => Promise<void>> {
   await runLoud('bash', ['scripts/standin-images.sh']);
   process.env['PERFWATCH_TEST_NATS_IMAGE'] ??= `${STANDIN}/nats:2`;
   process.env['PERFWATCH_TEST_MONGO_IMAGE'] ??= `${STANDIN}/mongo:ferretdb`;
-  // Ryuk, testcontainers' reaper, is an image from Docker Hub; the teardown below stops what
-  // the suites started instead.
+  // Ryuk, testcontainers' reaper, is an image from Docker Hub; removeTestContainers does its
+  // job, also for containers a failed start or a killed run left behind.
   process.env['TESTCONTAINERS_RYUK_DISABLED'] ??= 'true';
-  if ((await containerEngine()) === 'docker' || process.env['DOCKER_HOST']) return async () => undefined;
+  const engine = await containerEngine();
+  const removeTestContainers = async () => {
+    const { stdout } = await run(engine, ['ps', '-aq', '--filter', 'label=perfwatch.test=true']);
+    const ids = stdout.split(/\s+/).filter(Boolean);
+    if (ids.length) await run(engine, ['rm', '-f', ...ids]);
+  };
+  await removeTestContainers();
+  if (engine === 'docker' || process.env['DOCKER_HOST']) return removeTestContainers;
 
   const dir = await mkdtemp(join(tmpdir(), 'perfwatch-podman-api-'));
   const socket = join(dir, 'podman.sock');
@@ -31,6 +41,7 @@ export async function prepareContainerApi(): Promise<() => Promise<void>> {
   }
   process.env['DOCKER_HOST'] = `unix://${socket}`;
   return async () => {
+    await removeTestContainers();
     service.kill('SIGTERM');
     await rm(dir, { recursive: true, force: true });
   };

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
 import { startDemoSite, startFerretDb, startNatsServer } from '@perfwatch/gateway';
-import { prepareContainerApi } from './container-api-setup.ts';
+import { prepareContainerApi, TEST_LABEL } from './container-api-setup.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
 // The machine's own Docker API, read before the containers project's setup sets one up for itself.
@@ -20,6 +20,8 @@ declare module 'vitest' {
     natsServerBinary: string;
     /** For suites that need a MongoDB-wire server of their own, e.g. to restart it. */
     ferretDbBinary: string;
+    /** Where suites start their own nats-server through testcontainers (see isolatedNats); null: as a process. */
+    natsContainer: { image: string; dockerHost: string | null } | null;
   }
 }
 
@@ -47,6 +49,7 @@ export default async function setup(project: TestProject): Promise<Stop> {
     project.provide('natsUrl', process.env['NATS_URL'] ?? (await startNats(docker, dir, stops)));
     project.provide('mongoUri', process.env['MONGODB_URI'] ?? (await startMongo(docker, dir, stops)));
     project.provide('natsServerBinary', join(tools, 'nats-server'));
+    project.provide('natsContainer', docker ? { image: natsImage(), dockerHost: process.env['DOCKER_HOST'] ?? null } : null);
     project.provide('ferretDbBinary', join(tools, 'ferretdb'));
     const site = await startDemoSite({ root: join(root, 'test/fixtures/site') });
     stops.push(site.close);
@@ -57,6 +60,8 @@ export default async function setup(project: TestProject): Promise<Stop> {
   }
   return () => stopAll(stops);
 }
+
+const natsImage = () => process.env['PERFWATCH_TEST_NATS_IMAGE'] ?? 'nats:2';
 
 async function stopAll(stops: Stop[]): Promise<void> {
   for (const stop of stops.reverse()) await stop();
@@ -76,8 +81,7 @@ async function dockerAnswers(): Promise<boolean> {
 async function startNats(docker: boolean, dir: string, stops: Stop[]): Promise<string> {
   if (docker) {
     const { GenericContainer, Wait } = await import('testcontainers');
-    const image = process.env['PERFWATCH_TEST_NATS_IMAGE'] ?? 'nats:2';
-    const container = await new GenericContainer(image).withCommand(['-js']).withExposedPorts(4222).withWaitStrategy(Wait.forLogMessage(/Server is ready/)).start();
+    const container = await new GenericContainer(natsImage()).withCommand(['-js']).withExposedPorts(4222).withLabels(TEST_LABEL).withWaitStrategy(Wait.forLogMessage(/Server is ready/)).start();
     stops.push(async () => void (await container.stop()));
     return `nats://${container.getHost()}:${container.getMappedPort(4222)}`;
   }
@@ -90,7 +94,7 @@ async function startMongo(docker: boolean, dir: string, stops: Stop[]): Promise<
   if (docker) {
     const { GenericContainer, Wait } = await import('testcontainers');
     const image = process.env['PERFWATCH_TEST_MONGO_IMAGE'] ?? 'mongo:7';
-    const container = await new GenericContainer(image).withExposedPorts(27017).withWaitStrategy(Wait.forListeningPorts()).start();
+    const container = await new GenericContainer(image).withExposedPorts(27017).withLabels(TEST_LABEL).withWaitStrategy(Wait.forListeningPorts()).start();
     stops.push(async () => void (await container.stop()));
     return `mongodb://${container.getHost()}:${container.getMappedPort(27017)}/`;
   }

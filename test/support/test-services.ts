@@ -22,9 +22,22 @@ export async function testStore(): Promise<MongoStore> {
  * that run agents must not share a server with suites running other agents.
  */
 export async function isolatedNats({ config }: { config?: string } = {}): Promise<LocalServer & { dispose(): Promise<void> }> {
+  // In the containers project, a nats-server container of its own (a config file stays a process).
+  const container = inject('natsContainer');
+  if (container && config === undefined) return natsContainer(container);
   const dir = await mkdtemp(join(tmpdir(), 'perfwatch-nats-'));
   const server = await startNatsServer({ binary: inject('natsServerBinary'), dir, ...(config === undefined ? {} : { config }) });
   return { ...server, dispose: async () => (await server.stop(), await rm(dir, { recursive: true, force: true })) };
+}
+
+async function natsContainer({ image, dockerHost }: { image: string; dockerHost: string | null }): Promise<LocalServer & { dispose(): Promise<void> }> {
+  if (dockerHost) process.env['DOCKER_HOST'] = dockerHost;
+  process.env['TESTCONTAINERS_RYUK_DISABLED'] ??= 'true';
+  const { GenericContainer, Wait } = await import('testcontainers');
+  const started = await new GenericContainer(image).withCommand(['-js']).withExposedPorts(4222).withLabels({ 'perfwatch.test': 'true' }).withWaitStrategy(Wait.forLogMessage(/Server is ready/)).start();
+  const port = started.getMappedPort(4222);
+  const stop = async () => void (await started.stop({ timeout: 2_000 }));
+  return { url: `nats://${started.getHost()}:${port}`, port, pid: 0, stop, dispose: stop };
 }
 
 export interface TestGateway {
