@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -73,6 +73,10 @@ describe('Kubernetes manifests', () => {
     expect(container.volumeMounts).toContainEqual({ name: 'dshm', mountPath: '/dev/shm' });
     expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(120);
     expect(pod.securityContext.runAsNonRoot).toBe(true);
+    // Chrome keeps its own sandbox: the shipped seccomp profile, not --no-sandbox.
+    expect(pod.securityContext.seccompProfile).toEqual({ type: 'Localhost', localhostProfile: 'profiles/perfwatch-chrome-sandbox.json' });
+    expect(existsSync(join(root, 'deploy/seccomp/chrome-sandbox.json'))).toBe(true);
+    expect(config.data!['CHROME_NO_SANDBOX']).toBeUndefined();
     expect(container.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
     expect(container.readinessProbe.httpGet.path).toBe('/readyz');
     const monitor = objects.find((o) => o.kind === 'PodMonitor') as K8sObject & { spec: { selector: { matchLabels: Record<string, string> } } };
@@ -82,7 +86,7 @@ describe('Kubernetes manifests', () => {
 
 interface PodSpec {
   terminationGracePeriodSeconds: number;
-  securityContext: { runAsNonRoot: boolean };
+  securityContext: { runAsNonRoot: boolean; seccompProfile: unknown };
   volumes: Array<{ name: string; emptyDir?: Record<string, unknown> }>;
   containers: Array<{
     envFrom: Array<{ configMapRef: { name: string } }>;
