@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/nats-core';
 import { headers as natsHeaders } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
@@ -57,6 +58,9 @@ export interface Agent {
  */
 export function startAgent({ nc, location, runner, logger, agentId, capacity = 1, announceIntervalMs = 5_000, keepScreenshots = false, probeSecurity, observer }: AgentDeps): Agent {
   const log = logger.child({ location, agentId });
+  // Binds this process to its agent id at the gateways (agent-presence.ts): only the process
+  // that knows it can update or retire the id.
+  const instance = randomBytes(18).toString('base64url');
   const execute = createJobExecutor({ location, runner, logger: log, agentId, keepScreenshots, probeSecurity, observer });
   const subject = auditSubject(location);
   let stopping = false;
@@ -122,6 +126,7 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
   async function reply(msg: Msg, body: AuditReply): Promise<void> {
     const h = natsHeaders();
     h.set(HEADERS.contentEncoding, 'gzip');
+    h.set(HEADERS.agentId, agentId);
     const requestId = msg.headers?.get(HEADERS.requestId);
     if (requestId) h.set(HEADERS.requestId, requestId);
     let data = await encodeReply(body);
@@ -146,7 +151,7 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
   function announce(): void {
     if (nc.isClosed()) return;
     try {
-      nc.publish(agentAnnounceSubject(location), encodeAnnouncement({ agentId, location, version: PERFWATCH_VERSION, capacity, busy, state: stopping ? 'stopping' : 'ready', intervalMs: announceIntervalMs }));
+      nc.publish(agentAnnounceSubject(location), encodeAnnouncement({ agentId, instance, location, version: PERFWATCH_VERSION, capacity, busy, state: stopping ? 'stopping' : 'ready', intervalMs: announceIntervalMs }));
     } catch (error) {
       // A connection that is draining refuses publishes; the gateway's expiry covers this.
       log.debug({ err: error }, 'could not announce');

@@ -1,13 +1,13 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { LOCATIONS, logLevelSchema, natsEnvSchema, parseEnv } from '@perfwatch/common';
+import { agentIdSchema, LOCATIONS, logLevelSchema, natsEnvSchema, parseEnv } from '@perfwatch/common';
 import { parseAllowList } from './target-guard.ts';
 
 const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
 export const agentEnvSchema = natsEnvSchema.extend({
   PERFWATCH_LOCATION: z.enum(LOCATIONS, { error: `must be one of ${LOCATIONS.join(', ')}` }),
-  PERFWATCH_AGENT_ID: z.string().min(1).max(100).optional(),
+  PERFWATCH_AGENT_ID: agentIdSchema.optional(),
   CHROME_PATH: z.string().min(1).default('/usr/bin/chromium'),
   /** Chrome's sandbox cannot start as root; defaults to on only when not root. */
   CHROME_NO_SANDBOX: booleanFlag.optional(),

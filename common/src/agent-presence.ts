@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { agentIdSchema } from './audit-messages.ts';
 import { LOCATIONS, type Location } from './ids.ts';
 
 /**
@@ -19,7 +20,13 @@ export function agentAnnounceSubject(location: Location): string {
 export const AGENT_DISCOVER_SUBJECT = 'perfwatch.agents.v1.discover';
 
 export const agentAnnouncementSchema = z.object({
-  agentId: z.string().min(1).max(200),
+  agentId: agentIdSchema,
+  /**
+   * Added in v1.2: random per agent process, seen only by gateways (agents cannot read
+   * announcements). The registry binds an agent id to it, so only that process can update or
+   * retire the id; an agent of v1.1 sends none and is believed as before.
+   */
+  instance: z.string().regex(/^[A-Za-z0-9_-]{16,64}$/).optional(),
   location: z.enum(LOCATIONS),
   /** The agent's perfwatch version, for upgrades that mix v1 minor versions. */
   version: z.string().max(50),

@@ -24,7 +24,28 @@ export function auditQueueGroup(location: Location): string {
 export const HEADERS = {
   requestId: 'Perfwatch-Request-Id',
   contentEncoding: 'Content-Encoding',
+  /** Added in v1.2 on replies: the agent that answers, readable before the body is inflated. */
+  agentId: 'Perfwatch-Agent-Id',
 } as const;
+
+/**
+ * Agent ids: what a Kubernetes pod name, a hostname-pid or an operator's own name looks like.
+ * Agents are run by other operators: nothing they send is logged or kept unbounded.
+ */
+export const agentIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/, 'an agent id is 1–128 letters, digits and . _ : @ -');
+
+/** A reply inflates to at most this: a real Lighthouse result is 0.2–2 MB, a gzip bomb is not. */
+export const MAX_REPLY_INFLATED_BYTES = 16 * 1024 * 1024;
+/** Longer failure messages from an agent are cut here. */
+export const MAX_FAILURE_MESSAGE_CHARS = 2_000;
+
+/** A reply the gateway refuses before it reads it as a run: too big, not gzip, not v1. */
+export class ReplyRefused extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ReplyRefused';
+  }
+}
 
 export const auditJobSchema = z.object({
   jobId: z.string().min(1).max(200),
@@ -67,21 +88,21 @@ export const auditFailureSchema = z.object({
    * later v1 minor version can add codes without its replies being refused.
    */
   code: z.string().min(1).max(64),
-  message: z.string(),
+  message: z.string().transform((message) => (message.length > MAX_FAILURE_MESSAGE_CHARS ? `${message.slice(0, MAX_FAILURE_MESSAGE_CHARS)}…` : message)),
   /** Whether another attempt, perhaps on another agent, may succeed. */
   retryable: z.boolean(),
 });
 export type AuditFailure = z.infer<typeof auditFailureSchema>;
 
 export const auditRunResultSchema = z.object({
-  jobId: z.string(),
-  agentId: z.string(),
+  jobId: z.string().min(1).max(200),
+  agentId: agentIdSchema,
   location: z.enum(LOCATIONS),
   device: z.enum(DEVICES),
-  runIndex: z.number().int(),
-  startedAt: z.string(),
+  runIndex: z.number().int().min(0).max(99),
+  startedAt: z.iso.datetime(),
   /** Wall time of the Lighthouse run itself, inside the agent. */
-  lighthouseMs: z.number().nonnegative(),
+  lighthouseMs: z.number().nonnegative().max(86_400_000),
   lhr: lighthouseResultSchema,
   /** Added in v1.1: the page's transport and security headers, when the agent could look. */
   security: securityFactsSchema.optional(),
@@ -92,9 +113,9 @@ export const auditReplySchema = z.discriminatedUnion('ok', [
   z.object({ ok: z.literal(true), result: auditRunResultSchema }),
   z.object({
     ok: z.literal(false),
-    jobId: z.string().optional(),
+    jobId: z.string().min(1).max(200).optional(),
     /** Added in v1.1: which agent failed, so a retry can go elsewhere. */
-    agentId: z.string().optional(),
+    agentId: agentIdSchema.optional(),
     error: auditFailureSchema,
   }),
 ]);
@@ -111,9 +132,46 @@ export async function encodeReply(reply: AuditReply): Promise<Uint8Array> {
   return gzipAsync(Buffer.from(JSON.stringify(reply)));
 }
 
-export async function decodeReply(data: Uint8Array, contentEncoding: string | undefined): Promise<AuditReply> {
-  const raw = contentEncoding === 'gzip' ? await gunzipAsync(data) : Buffer.from(data);
-  return auditReplySchema.parse(JSON.parse(raw.toString('utf8')));
+/** Reads a reply, inflating at most MAX_REPLY_INFLATED_BYTES; anything else is ReplyRefused. */
+export async function decodeReply(data: Uint8Array, contentEncoding: string | undefined, { maxBytes = MAX_REPLY_INFLATED_BYTES }: { maxBytes?: number } = {}): Promise<AuditReply> {
+  let raw: Buffer;
+  if (contentEncoding === 'gzip') {
+    try {
+      raw = await gunzipAsync(data, { maxOutputLength: maxBytes });
+    } catch (error) {
+      const tooBig = (error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE';
+      throw new ReplyRefused(tooBig ? `the reply inflates past ${maxBytes} bytes` : `the reply is not gzip: ${(error as Error).message}`, { cause: error });
+    }
+  } else {
+    if (data.byteLength > maxBytes) throw new ReplyRefused(`the reply is over ${maxBytes} bytes`);
+    raw = Buffer.from(data);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(raw.toString('utf8'));
+  } catch (error) {
+    throw new ReplyRefused('the reply is not JSON', { cause: error });
+  }
+  const parsed = auditReplySchema.safeParse(json);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.slice(0, 3).map((issue) => `${issue.path.join('.') || '(reply)'}: ${issue.message}`.slice(0, 200));
+    throw new ReplyRefused(`the reply does not match the v1 contract (${issues.join('; ')})`, { cause: parsed.error });
+  }
+  return parsed.data;
+}
+
+/**
+ * Why a well-formed reply does not answer the job it came back for, or null when it does: an
+ * agent must not pass off another job's run (its own, replayed, or forged) as this one.
+ */
+export function replyMismatch(job: AuditJob, reply: AuditReply): string | null {
+  if (!reply.ok) return reply.jobId !== undefined && reply.jobId !== job.jobId ? `a failure of job ${reply.jobId}, not ${job.jobId}` : null;
+  const { result } = reply;
+  const expected = { jobId: job.jobId, location: job.location, device: job.device, runIndex: job.runIndex };
+  for (const [key, value] of Object.entries(expected)) {
+    if (result[key as keyof typeof expected] !== value) return `a run whose ${key} is ${JSON.stringify(result[key as keyof typeof expected]).slice(0, 100)}, not ${JSON.stringify(value)}`;
+  }
+  return null;
 }
 
 export function encodeJob(job: AuditJob): Uint8Array {

@@ -4,6 +4,13 @@ import { AGENT_ANNOUNCE_PREFIX, AGENT_DISCOVER_SUBJECT, decodeAnnouncement, type
 
 /** Announcements an agent may miss before it counts as gone. */
 const MISSED_ANNOUNCEMENTS = 3;
+/**
+ * Live agents a location may have: far above any real fleet, low enough that a region's
+ * credentials announcing invented ids cannot grow the gateway's memory without bound.
+ */
+export const MAX_AGENTS_PER_LOCATION = 500;
+/** Ignored announcements are logged at most this often, with their count. */
+const IGNORED_LOG_EVERY_MS = 10_000;
 
 export interface AgentRegistry {
   /**
@@ -32,6 +39,14 @@ export interface AgentRegistry {
  */
 export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Date.now }: { nc: NatsConnection; logger: Logger; settleMs?: number; now?: () => number }): Promise<AgentRegistry> {
   const known = new Map<string, { announcement: AgentAnnouncement; seenAt: number }>();
+  const ignored = { count: 0, loggedAt: 0 };
+  const ignore = (reason: string, detail: Record<string, unknown>) => {
+    ignored.count++;
+    if (now() - ignored.loggedAt < IGNORED_LOG_EVERY_MS) return;
+    logger.warn({ ...detail, reason, ignoredSinceLastLog: ignored.count }, 'ignored an agent announcement');
+    ignored.loggedAt = now();
+    ignored.count = 0;
+  };
   const silentLocations = new Set<Location>();
   const waiting = new Set<{ location: Location; wake: () => void }>();
   let settled = false;
@@ -51,10 +66,21 @@ export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Dat
         return;
       }
       const before = known.get(announcement.agentId);
+      const beforeLive = before !== undefined && isLive(before);
+      // An id belongs to the process that announced it first (its `instance`), until that
+      // process leaves or goes silent: another agent can neither take it over nor retire it.
+      if (beforeLive && (before.announcement.location !== announcement.location || (before.announcement.instance !== undefined && before.announcement.instance !== announcement.instance))) {
+        ignore('the agent id belongs to another live agent', { agentId: announcement.agentId, location: announcement.location });
+        return;
+      }
       if (announcement.state === 'stopping') {
         if (known.delete(announcement.agentId)) logger.info({ agentId: announcement.agentId, location: announcement.location }, 'agent left');
       } else {
-        if (!before || !isLive(before)) logger.info({ agentId: announcement.agentId, location: announcement.location, version: announcement.version, capacity: announcement.capacity }, 'agent joined');
+        if (!beforeLive && liveIn(announcement.location) >= MAX_AGENTS_PER_LOCATION) {
+          ignore(`the location already has ${MAX_AGENTS_PER_LOCATION} live agents`, { agentId: announcement.agentId, location: announcement.location });
+          return;
+        }
+        if (!beforeLive) logger.info({ agentId: announcement.agentId, location: announcement.location, version: announcement.version, capacity: announcement.capacity }, 'agent joined');
         known.set(announcement.agentId, { announcement, seenAt: now() });
         silentLocations.delete(announcement.location);
       }
@@ -82,6 +108,10 @@ export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Dat
 
   function isLive({ announcement, seenAt }: { announcement: AgentAnnouncement; seenAt: number }): boolean {
     return now() - seenAt <= announcement.intervalMs * MISSED_ANNOUNCEMENTS;
+  }
+
+  function liveIn(location: Location): number {
+    return all().filter((a) => a.location === location).length;
   }
 
   function all(): AgentAnnouncement[] {

@@ -11,5 +11,5 @@ export { issueToken, tokenDigest } from './tokens.ts';
 export { createAdmin, type Admin } from './admin/admin.ts';
 export { startDemoSite, type DemoSite } from './local/demo-site-server.ts';
 export { startNatsServer, startFerretDb, freePort, type LocalServer } from './local/local-servers.ts';
-export { startAgentRegistry, type AgentRegistry } from './agent-registry.ts';
+export { MAX_AGENTS_PER_LOCATION, startAgentRegistry, type AgentRegistry } from './agent-registry.ts';
 export { startScheduler, tickUpdateId, type Scheduler } from './scheduler.ts';

@@ -5,7 +5,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { errors as natsErrors, headers as natsHeaders } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import type { AgentRegistry } from './agent-registry.ts';
-import { auditSubject, decodeReply, encodeJob, HEADERS, type AuditErrorCode, type AuditJob, type AuditReply, type AuditRunResult, type Location } from '@perfwatch/common';
+import { agentIdSchema, auditSubject, decodeReply, encodeJob, HEADERS, ReplyRefused, replyMismatch, type AuditErrorCode, type AuditJob, type AuditReply, type AuditRunResult, type Location } from '@perfwatch/common';
 
 /**
  * Failures the gateway observes on the transport, beside the ones agents report (an agent of
@@ -171,11 +171,24 @@ export function createNatsDispatcher({
       logger.error({ err: error, jobId: job.jobId, requestId }, 'dispatch failed');
       return { ok: false, error: { code: 'INTERNAL', message: `dispatch failed: ${(error as Error).message}`, retryable: true } };
     }
+    // The agent's id, as it claims it, names the agent in what the run failed of; only a
+    // well-formed id is repeated (agents are run by other operators).
+    const claimed = agentIdSchema.safeParse(reply.headers?.get(HEADERS.agentId));
+    const agent = claimed.success ? claimed.data : undefined;
+    const from = agent ? `agent ${agent} of ${job.location}` : `an agent of ${job.location}`;
+    const refused = (why: string): RunOutcome => {
+      logger.warn({ jobId: job.jobId, requestId, location: job.location, agentId: agent, reason: why }, 'refused an agent reply');
+      return { ok: false, ...(agent ? { agentId: agent } : {}), error: { code: 'BAD_REPLY', message: `${from} sent a reply that was refused: ${why}`, retryable: true } };
+    };
+    let decoded: AuditReply;
     try {
-      return replyOutcome(await decodeReply(reply.data, reply.headers?.get(HEADERS.contentEncoding) || undefined));
+      decoded = await decodeReply(reply.data, reply.headers?.get(HEADERS.contentEncoding) || undefined);
     } catch (error) {
-      logger.error({ err: error, jobId: job.jobId, requestId }, 'agent reply does not match the v1 contract');
-      return { ok: false, error: { code: 'BAD_REPLY', message: `unreadable reply from ${job.location}`, retryable: true } };
+      if (error instanceof ReplyRefused) return refused(error.message);
+      throw error;
     }
+    const mismatch = replyMismatch(job, decoded);
+    if (mismatch) return refused(`it answers with ${mismatch}`);
+    return replyOutcome(decoded);
   }
 }
