@@ -53,8 +53,13 @@ function normalize(address: string): ipaddr.IPv4 | ipaddr.IPv6 {
 export function isAllowedAddress(address: string, allow: readonly Range[]): boolean {
   const ip = normalize(address);
   if (allow.some(([net, bits]) => net.kind() === ip.kind() && ip.match(net as never, bits))) return true;
+  // ::a.b.c.d (IPv4-compatible, deprecated by RFC 4291) is "unicast" to ipaddr.js, yet some
+  // stacks route it to a.b.c.d: refused whatever IPv4 address it carries.
+  if (ip.kind() === 'ipv6' && ip.match(IPV4_COMPATIBLE as never, 96)) return false;
   return ip.range() === 'unicast';
 }
+
+const IPV4_COMPATIBLE = ipaddr.parse('::');
 
 export function createTargetGuard({ allow = [], resolveHost = (host: string) => lookup(host, { all: true, verbatim: true }) }: { allow?: readonly Range[]; resolveHost?: (host: string) => Promise<Array<{ address: string; family: number }>> } = {}): TargetGuard {
   return {
