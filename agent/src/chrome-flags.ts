@@ -14,6 +14,12 @@ export const BASE_CHROME_FLAGS = [
   '--no-first-run',
   '--no-default-browser-check',
   '--mute-audio',
+  // WebRTC sends UDP (STUN, media) around any proxy, and so around the target guard: only
+  // proxied UDP is allowed, which an HTTP proxy never carries, so a page reaches no address
+  // over WebRTC.
+  // (Chromium 156 honours --webrtc-ip-handling-policy; --force-webrtc-ip-handling-policy lets
+  // STUN through, measured by test/e2e/page-escape.test.ts.)
+  '--webrtc-ip-handling-policy=disable_non_proxied_udp',
 ] as const;
 
 /** Chrome refuses to start its sandbox as root; containers running as root need this. */

@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { containerEngine, engineEnv, run, runLoud, STANDIN } from './containers.ts';
+import { containerEngine, engineEnv, OWN_DOCKER_API, run, runLoud, STANDIN } from './containers.ts';
 
 /**
  * For the `containers` project: a Docker API for testcontainers, and the images it starts. A
@@ -40,6 +40,7 @@ export async function prepareContainerApi(): Promise<() => Promise<void>> {
     await sleep(100);
   }
   process.env['DOCKER_HOST'] = `unix://${socket}`;
+  process.env[OWN_DOCKER_API] = process.env['DOCKER_HOST'];
   return async () => {
     await removeTestContainers();
     service.kill('SIGTERM');

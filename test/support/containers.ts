@@ -52,10 +52,19 @@ export async function containerEngine(): Promise<string> {
   return engineName;
 }
 
-/** The environment every engine command runs with. */
+/** Set by container-api-setup.ts to the Docker API socket podman serves for testcontainers. */
+export const OWN_DOCKER_API = 'PERFWATCH_TEST_DOCKER_API';
+
+/**
+ * The environment every engine command runs with: the project's containers.conf for podman,
+ * and without the DOCKER_HOST this run points at podman for testcontainers (a docker client
+ * would take it for a Docker engine).
+ */
 export function engineEnv(): NodeJS.ProcessEnv {
   const conf = join(repoRoot, 'scripts/podman-containers.conf');
-  return { ...process.env, ...(process.env['CONTAINERS_CONF'] || !existsSync(conf) ? {} : { CONTAINERS_CONF: conf }) };
+  const env: NodeJS.ProcessEnv = { ...process.env, ...(process.env['CONTAINERS_CONF'] || !existsSync(conf) ? {} : { CONTAINERS_CONF: conf }) };
+  if (env[OWN_DOCKER_API] && env['DOCKER_HOST'] === env[OWN_DOCKER_API]) delete env['DOCKER_HOST'];
+  return env;
 }
 
 /** `docker compose …` or `podman-compose …`, with the same arguments. */
