@@ -7,10 +7,10 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import selfsigned from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { agentAnnounceSubject, connectNats, encodeAnnouncement, encodeJob, decodeReply, HEADERS } from '@perfwatch/common';
-import { startAgentRegistry, startNatsServer, type AgentRegistry, type LocalServer } from '@perfwatch/gateway';
+import { createAdmin, gatewayConfigWith, startAgentRegistry, startGateway, startNatsServer, type AgentRegistry, type LocalServer } from '@perfwatch/gateway';
 import { inject } from 'vitest';
 import { runPerfwatch, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
-import { silentLogger } from '../support/test-services.ts';
+import { silentLogger, testStore } from '../support/test-services.ts';
 
 // A nats-server that requires TLS and nkey authentication, with the roles of
 // deploy/nats/roles/: an agent with its own credentials works over TLS; one with
@@ -87,6 +87,27 @@ describe('NATS with TLS and per-role permissions', () => {
     expect(reply.ok, JSON.stringify(reply).slice(0, 300)).toBe(true);
   }, 180_000);
 
+  it('the gateway role runs the durable update queue: an async update goes through JetStream to done', async () => {
+    const store = await testStore();
+    const runtime = await startGateway({ nc: gateway, store, logger: silentLogger, config: gatewayConfigWith({ PORT: 0, HOST: '127.0.0.1', SHUTDOWN_READINESS_DELAY_MS: 0 }) });
+    try {
+      const admin = createAdmin(store);
+      const { token } = await admin.createUser('queue-user');
+      const page = `${inject('siteUrl')}index.html`;
+      await admin.addProject('queue-user', page, { locations: ['tokyo'], runs: 1 });
+      const accepted = await fetch(`${runtime.http.url}/v1/update`, { method: 'POST', headers: { Authorization: token, 'Content-Type': 'application/json' }, body: JSON.stringify({ url: page, device: 'desktop', mode: 'async' }) });
+      expect(accepted.status, await accepted.clone().text()).toBe(200);
+      const { id } = (await accepted.json()) as { id: string };
+      await vi.waitFor(async () => {
+        const state = (await (await fetch(`${runtime.http.url}/v1/updates/${id}`, { headers: { Authorization: token } })).json()) as { status: string; reason: string | null };
+        expect(state.status, state.reason ?? '').toBe('done');
+      }, { timeout: 120_000, interval: 500 });
+    } finally {
+      await runtime.stop();
+      await store.close();
+    }
+  }, 180_000);
+
   it('an agent with credentials the server does not know fails at start, saying what to check', async () => {
     const { code, output } = await runPerfwatch(['agent'], agentEnv(files.strangerSeed));
     expect(code).toBe(1);
@@ -99,6 +120,19 @@ describe('NATS with TLS and per-role permissions', () => {
     const { code, output } = await runPerfwatch(['agent'], env);
     expect(code).toBe(1);
     expect(output).toMatch(/could not connect to NATS at .*(self.signed|certificate).*TLS failed: check NATS_TLS_CA_FILE/);
+  });
+
+  it('the tokyo credentials take tokyo jobs only inside the queue group', async () => {
+    const tokyo = await connectNats({ NATS_URL: server.url, NATS_NKEY_SEED_FILE: files.tokyoSeed, NATS_TLS_CA_FILE: files.ca }, { name: 'stolen-tokyo-spy', maxReconnectAttempts: 0 });
+    try {
+      // Outside the group a subscriber would see every job of the location and could answer first.
+      const spy = tokyo.subscribe('perfwatch.audit.v1.tokyo');
+      expect(String(await spy.closed)).toMatch(/permissions violation/i);
+      const wildcard = tokyo.subscribe('perfwatch.audit.v1.>', { queue: 'perfwatch-agents.tokyo' });
+      expect(String(await wildcard.closed)).toMatch(/permissions violation/i);
+    } finally {
+      await tokyo.close();
+    }
   });
 
   it('the tokyo credentials cannot take london jobs, nor announce or answer for london', async () => {
