@@ -13,6 +13,7 @@ describe('NATS contract v1', () => {
   it('has a schema for every golden file', () => {
     const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
     expect(files.sort()).toEqual([
+      'agent-announcement-with-instance.json',
       'agent-announcement.json',
       'audit-job-retry.json',
       'audit-job.json',
@@ -28,6 +29,12 @@ describe('NATS contract v1', () => {
     const job = auditJobSchema.parse(golden(name));
     expect(job).toEqual(golden(name));
     expect(decodeJob(encodeJob(job))).toEqual(job);
+  });
+
+  it('decodes the v1.2 announcement with the agent\'s instance, and a v1.1 one without it', () => {
+    const announcement = agentAnnouncementSchema.parse(golden('agent-announcement-with-instance.json'));
+    expect(decodeAnnouncement(encodeAnnouncement(announcement))).toEqual(golden('agent-announcement-with-instance.json'));
+    expect(agentAnnouncementSchema.parse(golden('agent-announcement.json')).instance).toBeUndefined();
   });
 
   it('decodes the golden agent announcement, and encodes it back unchanged', () => {
