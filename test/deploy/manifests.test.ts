@@ -52,6 +52,17 @@ describe('Kubernetes manifests', () => {
     for (const object of objects) await expect(validate(object), `${object.kind} ${object.metadata.name}`).resolves.toBeUndefined();
   });
 
+  it.each(overlayNames)('overlay %s: every NetworkPolicy rule names its peer, and agents\' ops port admits the monitoring namespace only', async (name) => {
+    type Rule = { from?: unknown[]; to?: unknown[] };
+    const policies = (await build(join(overlays, name))).filter((o) => o.kind === 'NetworkPolicy') as Array<K8sObject & { spec: { ingress?: Rule[]; egress?: Rule[] } }>;
+    expect(policies).toHaveLength(1);
+    const policy = policies[0]!;
+    for (const rule of policy.spec.egress ?? []) expect(rule.to?.length, JSON.stringify(rule)).toBeGreaterThan(0);
+    if (name.startsWith('agent-')) {
+      expect(policy.spec.ingress).toEqual([{ from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }], ports: [{ port: 9464, protocol: 'TCP' }] }]);
+    }
+  });
+
   it('a schema violation is caught (the check can fail)', async () => {
     const [deployment] = (await build(join(overlays, 'gateway'))).filter((o) => o.kind === 'Deployment');
     const broken = structuredClone(deployment!) as K8sObject & { spec: { replicas: unknown } };
