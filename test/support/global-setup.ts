@@ -6,10 +6,9 @@ import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
 import { startDemoSite, startFerretDb, startNatsServer } from '@perfwatch/gateway';
 import { prepareContainerApi, TEST_LABEL } from './container-api-setup.ts';
+import { OWN_DOCKER_API } from './containers.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
-// The machine's own Docker API, read before the containers project's setup sets one up for itself.
-const machineDockerHost = process.env['DOCKER_HOST'];
 const tools = join(root, '.tools/bin');
 
 declare module 'vitest' {
@@ -68,6 +67,9 @@ async function stopAll(stops: Stop[]): Promise<void> {
 }
 
 async function dockerAnswers(): Promise<boolean> {
+  // The machine's own Docker API only: not the podman API the containers project serves itself
+  // (this module is loaded again per project, after that project may have set DOCKER_HOST).
+  const machineDockerHost = process.env['DOCKER_HOST'] === process.env[OWN_DOCKER_API] ? undefined : process.env['DOCKER_HOST'];
   if (!machineDockerHost && !existsSync('/var/run/docker.sock')) return false;
   try {
     const { getContainerRuntimeClient } = await import('testcontainers');
