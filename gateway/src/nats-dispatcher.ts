@@ -184,8 +184,9 @@ export function createNatsDispatcher({
     try {
       decoded = await decodeReply(reply.data, reply.headers?.get(HEADERS.contentEncoding) || undefined);
     } catch (error) {
-      if (error instanceof ReplyRefused) return refused(error.message);
-      throw error;
+      // Every way decodeReply refuses a reply is a ReplyRefused; anything else still becomes an
+      // outcome, since a dispatch never throws.
+      return refused(error instanceof ReplyRefused ? error.message : 'it could not be read');
     }
     const mismatch = replyMismatch(job, decoded);
     if (mismatch) return refused(`it answers with ${mismatch}`);

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pRetry from 'p-retry';
 import type { Logger } from 'pino';
-import { StartupError } from '@perfwatch/common';
+import { ApiError, StartupError } from '@perfwatch/common';
 
 /**
  * Start order: a gateway may come up before NATS or MongoDB (a cold `docker compose up`, a
@@ -27,7 +27,7 @@ export async function startStartingServer({ port, host }: { port: number; host: 
     };
     if (path === '/healthz') send(200, { ok: true });
     else if (path === '/readyz') send(503, { ok: false, reason: waiting });
-    else send(503, { status: 'SERVICE_UNAVAILABLE', message: `the gateway is starting: ${waiting}`, errors: [] });
+    else send(503, new ApiError('SERVICE_UNAVAILABLE', `the gateway is starting: ${waiting}`).toEnvelope());
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

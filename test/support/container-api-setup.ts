@@ -6,6 +6,17 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { containerEngine, engineEnv, OWN_DOCKER_API, run, runLoud, STANDIN } from './containers.ts';
 
+/** Every container the suites start carries it; the teardown removes them all (Ryuk's job). */
+export const TEST_LABEL = { 'perfwatch.test': 'true' };
+
+/** A JetStream nats-server in a container of its own, through testcontainers. */
+export async function startNatsContainer(image: string): Promise<{ url: string; port: number; stop(): Promise<void> }> {
+  const { GenericContainer, Wait } = await import('testcontainers');
+  const started = await new GenericContainer(image).withCommand(['-js']).withExposedPorts(4222).withLabels(TEST_LABEL).withWaitStrategy(Wait.forLogMessage(/Server is ready/)).start();
+  const port = started.getMappedPort(4222);
+  return { url: `nats://${started.getHost()}:${port}`, port, stop: async () => void (await started.stop({ timeout: 2_000 })) };
+}
+
 /**
  * For the `containers` project: a Docker API for testcontainers, and the images it starts. A
  * contributor's Docker serves as it is; otherwise podman serves the Docker API on a socket of
@@ -13,9 +24,6 @@ import { containerEngine, engineEnv, OWN_DOCKER_API, run, runLoud, STANDIN } fro
  * come from the stand-in images of scripts/standin-images.sh. global-setup.ts calls this for
  * the `containers` project, then starts NATS and MongoDB through testcontainers.
  */
-/** Every container the suites start carries it; the teardown removes them all (Ryuk's job). */
-export const TEST_LABEL = { 'perfwatch.test': 'true' };
-
 export async function prepareContainerApi(): Promise<() => Promise<void>> {
   await runLoud('bash', ['scripts/standin-images.sh']);
   process.env['PERFWATCH_TEST_NATS_IMAGE'] ??= `${STANDIN}/nats:2`;
@@ -25,7 +33,7 @@ export async function prepareContainerApi(): Promise<() => Promise<void>> {
   process.env['TESTCONTAINERS_RYUK_DISABLED'] ??= 'true';
   const engine = await containerEngine();
   const removeTestContainers = async () => {
-    const { stdout } = await run(engine, ['ps', '-aq', '--filter', 'label=perfwatch.test=true']);
+    const { stdout } = await run(engine, ['ps', '-aq', ...Object.entries(TEST_LABEL).flatMap(([key, value]) => ['--filter', `label=${key}=${value}`])]);
     const ids = stdout.split(/\s+/).filter(Boolean);
     if (ids.length) await run(engine, ['rm', '-f', ...ids]);
   };

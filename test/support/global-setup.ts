@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
 import { startDemoSite, startFerretDb, startNatsServer } from '@perfwatch/gateway';
-import { prepareContainerApi, TEST_LABEL } from './container-api-setup.ts';
+import { prepareContainerApi, startNatsContainer, TEST_LABEL } from './container-api-setup.ts';
 import { OWN_DOCKER_API } from './containers.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -82,10 +82,9 @@ async function dockerAnswers(): Promise<boolean> {
 
 async function startNats(docker: boolean, dir: string, stops: Stop[]): Promise<string> {
   if (docker) {
-    const { GenericContainer, Wait } = await import('testcontainers');
-    const container = await new GenericContainer(natsImage()).withCommand(['-js']).withExposedPorts(4222).withLabels(TEST_LABEL).withWaitStrategy(Wait.forLogMessage(/Server is ready/)).start();
-    stops.push(async () => void (await container.stop()));
-    return `nats://${container.getHost()}:${container.getMappedPort(4222)}`;
+    const container = await startNatsContainer(natsImage());
+    stops.push(container.stop);
+    return container.url;
   }
   const server = await startNatsServer({ binary: join(tools, 'nats-server'), dir: join(dir, 'nats') });
   stops.push(server.stop);

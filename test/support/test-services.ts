@@ -6,6 +6,7 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
 import { inject } from 'vitest';
+import { startNatsContainer } from './container-api-setup.ts';
 import { createAdmin, gatewayConfigWith, MongoStore, startGateway, startNatsServer, type Admin, type GatewayConfig, type GatewayRuntime, type LocalServer } from '@perfwatch/gateway';
 
 export const silentLogger: Logger = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
@@ -33,11 +34,8 @@ export async function isolatedNats({ config }: { config?: string } = {}): Promis
 async function natsContainer({ image, dockerHost }: { image: string; dockerHost: string | null }): Promise<LocalServer & { dispose(): Promise<void> }> {
   if (dockerHost) process.env['DOCKER_HOST'] = dockerHost;
   process.env['TESTCONTAINERS_RYUK_DISABLED'] ??= 'true';
-  const { GenericContainer, Wait } = await import('testcontainers');
-  const started = await new GenericContainer(image).withCommand(['-js']).withExposedPorts(4222).withLabels({ 'perfwatch.test': 'true' }).withWaitStrategy(Wait.forLogMessage(/Server is ready/)).start();
-  const port = started.getMappedPort(4222);
-  const stop = async () => void (await started.stop({ timeout: 2_000 }));
-  return { url: `nats://${started.getHost()}:${port}`, port, pid: 0, stop, dispose: stop };
+  const started = await startNatsContainer(image);
+  return { ...started, pid: 0, dispose: started.stop };
 }
 
 export interface TestGateway {
