@@ -4,13 +4,13 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createUser } from '@nats-io/nkeys';
 import type { NatsConnection } from '@nats-io/nats-core';
-import selfsigned from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { agentAnnounceSubject, connectNats, encodeAnnouncement, encodeJob, decodeReply, HEADERS } from '@perfwatch/common';
 import { createAdmin, gatewayConfigWith, startAgentRegistry, startGateway, startNatsServer, type AgentRegistry, type LocalServer } from '@perfwatch/gateway';
 import { inject } from 'vitest';
 import { runPerfwatch, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { silentLogger, testStore } from '../support/test-services.ts';
+import { writeSelfSignedCert } from '../support/tls.ts';
 
 // A nats-server that requires TLS and nkey authentication, with the roles of
 // deploy/nats/roles/: an agent with its own credentials works over TLS; one with
@@ -34,18 +34,8 @@ async function seedFile(name: string): Promise<{ file: string; publicKey: string
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'perfwatch-nats-auth-'));
-  const pems = selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
-    days: 2,
-    keySize: 2048,
-    algorithm: 'sha256',
-    extensions: [
-      { name: 'basicConstraints', cA: true },
-      { name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }, { type: 2, value: 'localhost' }] },
-    ],
-  });
-  files.ca = join(dir, 'server.crt');
-  await writeFile(files.ca, pems.cert);
-  await writeFile(join(dir, 'server.key'), pems.private, { mode: 0o600 });
+  const tls = await writeSelfSignedCert(dir);
+  files.ca = tls.cert;
   const gatewayUser = await seedFile('gateway');
   const tokyoUser = await seedFile('agent-tokyo');
   files.gatewaySeed = gatewayUser.file;
@@ -54,7 +44,7 @@ beforeAll(async () => {
   // The shipped roles, unchanged, beside a config that names this test's users and certificate.
   await cp(rolesDir, join(dir, 'server', 'roles'), { recursive: true });
   const config = [
-    `tls { cert_file: "${join(dir, 'server.crt')}", key_file: "${join(dir, 'server.key')}" }`,
+    `tls { cert_file: "${tls.cert}", key_file: "${tls.key}" }`,
     'authorization { users = [',
     `  { nkey: "${gatewayUser.publicKey}", permissions: { include "roles/gateway.conf" } }`,
     `  { nkey: "${tokyoUser.publicKey}", permissions: { include "roles/agent-tokyo.conf" } }`,

@@ -50,9 +50,9 @@ async function waitForPort(port: number, child: ChildProcess, name: string, time
   throw new Error(`${name} did not listen on port ${port} within ${timeoutMs} ms`);
 }
 
-async function startProcess(name: string, binary: string, args: string[], port: number, logFile: string, url: string): Promise<LocalServer> {
+async function startProcess(name: string, binary: string, args: string[], port: number, logFile: string, url: string, env?: NodeJS.ProcessEnv): Promise<LocalServer> {
   const log = createWriteStream(logFile, { flags: 'a' });
-  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'], ...(env ? { env } : {}) });
   child.stdout!.pipe(log);
   child.stderr!.pipe(log);
   const spawned = new Promise<void>((resolve, reject) => {
@@ -86,20 +86,40 @@ async function startProcess(name: string, binary: string, args: string[], port: 
   };
 }
 
-/** `config`: nats-server configuration text (limits, TLS, accounts), written beside the data. */
-export async function startNatsServer({ binary, dir, port, config }: { binary: string; dir: string; port?: number; config?: string }): Promise<LocalServer> {
+export interface NatsServerOptions {
+  binary: string;
+  /** Holds the written configuration, the JetStream store and the log. */
+  dir: string;
+  port?: number;
+  /** nats-server configuration text (limits, TLS, accounts), written beside the data. */
+  config?: string;
+  /** A configuration file used as it is (a shipped one), instead of `config`. */
+  configFile?: string;
+  /** The server's environment: a configuration's `$NAME` values are read from it. */
+  env?: NodeJS.ProcessEnv;
+  /**
+   * `own-store` (default): JetStream on, stored under `dir`. `as-configured`: the configuration
+   * decides (a shipped file names its own store, or none), so no flag contradicts it.
+   */
+  jetstream?: 'own-store' | 'as-configured';
+}
+
+export async function startNatsServer({ binary, dir, port, config, configFile, env, jetstream = 'own-store' }: NatsServerOptions): Promise<LocalServer> {
   const bound = port ?? (await freePort());
-  const storeDir = join(dir, 'jetstream');
-  await mkdir(storeDir, { recursive: true });
-  const configArgs: string[] = [];
+  await mkdir(dir, { recursive: true });
+  let file = configFile;
   if (config !== undefined) {
-    const file = join(dir, 'nats-server.conf');
+    file = join(dir, 'nats-server.conf');
     await writeFile(file, config);
-    configArgs.push('-c', file);
   }
-  // Command-line flags win over the file: the address, port and store stay ours.
-  const args = [...configArgs, '-a', '127.0.0.1', '-p', String(bound), '-js', '-sd', storeDir, '-n', `perfwatch-local-${bound}`];
-  return startProcess('nats-server', binary, args, bound, join(dir, 'nats-server.log'), `nats://127.0.0.1:${bound}`);
+  // Command-line flags win over the file: the address, port, name and store stay ours.
+  const args = [...(file ? ['-c', file] : []), '-a', '127.0.0.1', '-p', String(bound), '-n', `perfwatch-local-${bound}`];
+  if (jetstream === 'own-store') {
+    const storeDir = join(dir, 'jetstream');
+    await mkdir(storeDir, { recursive: true });
+    args.push('-js', '-sd', storeDir);
+  }
+  return startProcess('nats-server', binary, args, bound, join(dir, 'nats-server.log'), `nats://127.0.0.1:${bound}`, env);
 }
 
 export async function startFerretDb({ binary, dir, port }: { binary: string; dir: string; port?: number }): Promise<LocalServer> {
