@@ -63,6 +63,23 @@ describe('Kubernetes manifests', () => {
     }
   });
 
+  it.each(overlayNames)('overlay %s reaches NATS over TLS with an nkey seed and a CA from a Secret of its own', async (name) => {
+    const objects = await build(join(overlays, name));
+    const config = objects.find((o) => o.kind === 'ConfigMap')!.data!;
+    expect(config['NATS_URL']).toMatch(/^tls:\/\//);
+    const pod = (objects.find((o) => o.kind === 'Deployment') as K8sObject & { spec: { template: { spec: PodSpec } } }).spec.template.spec;
+    const mounts = pod.containers[0]!.volumeMounts as Array<{ name: string; mountPath: string; readOnly?: boolean }>;
+    for (const file of [config['NATS_NKEY_SEED_FILE'], config['NATS_TLS_CA_FILE']]) {
+      const mount = mounts.find((m) => file?.startsWith(`${m.mountPath}/`));
+      expect(mount, `${file} is on no volume`).toBeDefined();
+      expect(mount!.readOnly).toBe(true);
+      const volume = pod.volumes.find((v) => v.name === mount!.name) as { secret?: { secretName: string; defaultMode: number } };
+      expect(volume.secret?.defaultMode).toBe(0o440);
+      const location = name.replace(/^agent-/, '');
+      expect(volume.secret?.secretName).toBe(name === 'gateway' ? 'perfwatch-gateway-nats' : `perfwatch-agent-nats-${location}`);
+    }
+  });
+
   it('a schema violation is caught (the check can fail)', async () => {
     const [deployment] = (await build(join(overlays, 'gateway'))).filter((o) => o.kind === 'Deployment');
     const broken = structuredClone(deployment!) as K8sObject & { spec: { replicas: unknown } };
