@@ -86,7 +86,7 @@ beforeAll(async () => {
   // copy of every tokyo job, so a job sent while the agent is busy would find that subscriber,
   // not "no responders", and wait for its timeout: the region can stall its own location only.
   const watched = ['_INBOX.>', '$JS.>', 'perfwatch.updates.>', 'perfwatch.agents.v1.discover', ...LOCATIONS.filter((l) => l !== 'tokyo').flatMap((l) => [auditSubject(l), agentAnnounceSubject(l)])];
-  spies = watched.map((subject) => rogue.subscribe(subject, { callback: (_error, msg) => spied.push(msg.subject) }));
+  spies = watched.map((subject) => rogue.subscribe(subject, { callback: (_error, msg) => void spied.push(msg.subject) }));
   await rogue.flush();
 
   const tlsTo = (seed: string) => ({ NATS_URL: hub.url, NATS_NKEY_SEED_FILE: join(keys, seed), NATS_TLS_CA_FILE: cert });
