@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEVICES, LOCATIONS, UPDATE_TYPES, type UpdateType } from './ids.ts';
-import { API_DATE_TIME_PATTERN } from './audit-result.ts';
+import { API_DATE_TIME_PATTERN, missingCellSchema } from './audit-result.ts';
 import { SECTIONS } from './lighthouse-kpis.ts';
 
 export const SECTION_NAMES = SECTIONS.map((s) => s.toUpperCase()) as Array<Uppercase<(typeof SECTIONS)[number]>>;
@@ -61,6 +61,9 @@ export const updateStatusSchema = z
     progress: z
       .array(updateProgressSchema)
       .meta({ description: 'While running (and after): per device and location, the Lighthouse runs finished (succeeded or failed) out of those planned. Empty until the first delivery starts.' }),
+    missing: z
+      .array(missingCellSchema)
+      .meta({ description: 'Once done: the devices and locations the update could not measure before its deadline, and why (empty when every one was measured).' }),
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),
   })

@@ -29,4 +29,17 @@ describe('toAuditResult', () => {
     expect(view.mobile!.london!.locations).toEqual(['london', 'tokyo']);
     expect(view.desktop).toBeUndefined();
   });
+
+  it('names the missing cells the read asked about, and has no `missing` key when none is', () => {
+    const missing = [
+      { device: 'mobile' as const, location: 'tokyo' as const, reason: 'NO_RESPONDERS: no agent serves tokyo' },
+      { device: 'desktop' as const, location: 'london' as const, reason: 'TIMEOUT: no reply' },
+    ];
+    const snapshot = { date, available: [mobileLondon, desktopTokyo], results: [mobileLondon, desktopTokyo], missing };
+    const view = toAuditResult(snapshot, { defaultLocation: 'london' });
+    expect(auditResultSchema.parse(view).missing).toEqual(missing);
+    expect(toAuditResult(snapshot, { defaultLocation: 'london' }, { device: 'mobile' }).missing).toEqual([missing[0]]);
+    expect(toAuditResult(snapshot, { defaultLocation: 'london' }, { locations: ['frankfurt'] })).not.toHaveProperty('missing');
+    expect(toAuditResult({ ...snapshot, missing: [] }, { defaultLocation: 'london' })).not.toHaveProperty('missing');
+  });
 });

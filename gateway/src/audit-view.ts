@@ -1,8 +1,8 @@
 import { formatApiDateTime, type AuditResult, type Device, type Location, type LocationResult } from '@perfwatch/common';
-import type { ProjectRecord, SnapshotRecord } from './store/store.ts';
+import type { ProjectRecord, SnapshotFilter, SnapshotRecord } from './store/store.ts';
 
 /** The spec's audit result for a stored snapshot: device → location → result. */
-export function toAuditResult(snapshot: Pick<SnapshotRecord, 'date' | 'available' | 'results'>, project: Pick<ProjectRecord, 'defaultLocation'>): AuditResult {
+export function toAuditResult(snapshot: Pick<SnapshotRecord, 'date' | 'available' | 'results'> & { missing?: SnapshotRecord['missing'] }, project: Pick<ProjectRecord, 'defaultLocation'>, filter: SnapshotFilter = {}): AuditResult {
   const date = formatApiDateTime(snapshot.date);
   const out: Partial<Record<Device, Partial<Record<Location, LocationResult>>>> = {};
   for (const r of snapshot.results) {
@@ -15,5 +15,8 @@ export function toAuditResult(snapshot: Pick<SnapshotRecord, 'date' | 'available
       runs: r.runs,
     };
   }
-  return out;
+  // Only the cells the request asked about; absent when none is missing, so a complete result
+  // keeps the seed's shape exactly.
+  const missing = (snapshot.missing ?? []).filter((m) => (!filter.device || m.device === filter.device) && (!filter.locations?.length || filter.locations.includes(m.location)));
+  return missing.length > 0 ? { ...out, missing } : out;
 }

@@ -26,6 +26,11 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
   UPDATE_MAX_DELIVER: z.coerce.number().int().min(1).max(100).default(5),
   UPDATE_RETRY_DELAY_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
   /**
+   * An async or scheduled update offers a location whose agents are away (restarting, cut off)
+   * again until this long after it was accepted; then it is stored with that location missing.
+   */
+  UPDATE_DEADLINE_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(1_800_000),
+  /**
    * Runs this gateway has offered to agents and awaits at once; more wait in the gateway
    * (perfwatch_queue_depth). Bounds the unread replies nats-server holds for it (max_pending).
    */

@@ -41,7 +41,7 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
   const metrics = createGatewayMetrics({ nc, agents, queueDepth: (location) => dispatcher.waiting?.(location) ?? 0, pendingUpdates: (location) => store.countPendingUpdates(location) });
   const crux = config.CRUX_API_KEY ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger }) : undefined;
   const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS, crux, observer: metrics });
-  const queueOptions = { store, updates, logger, workers: config.UPDATE_WORKERS, maxDeliver: config.UPDATE_MAX_DELIVER, retryDelayMs: config.UPDATE_RETRY_DELAY_MS };
+  const queueOptions = { store, updates, logger, deadlineMs: config.UPDATE_DEADLINE_MS, workers: config.UPDATE_WORKERS, maxDeliver: config.UPDATE_MAX_DELIVER, retryDelayMs: config.UPDATE_RETRY_DELAY_MS };
   const queue = nc ? await startUpdateQueue({ ...queueOptions, nc, ackWaitMs: config.UPDATE_ACK_WAIT_MS }) : await startLocalUpdateQueue(queueOptions);
   const scheduler = startScheduler({
     store,

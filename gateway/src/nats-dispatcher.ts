@@ -43,6 +43,14 @@ export function replyOutcome(reply: AuditReply): RunOutcome {
  */
 const OFFER_AGAIN = new Set(['AGENT_BUSY', 'AGENT_SHUTTING_DOWN', 'AGENT_EXCLUDED', 'DISCONNECTED']);
 
+/**
+ * An agent takes a job only with room for it and ends the run within the job's timeout, so a
+ * reply later than that and this margin (encoding, the trip back) will not come: its agent died
+ * with the run. The offer ends as TIMEOUT then, instead of holding the run for the whole
+ * update's wait, and an update with a deadline offers it again.
+ */
+const REPLY_GRACE_MS = 30_000;
+
 /** Runs a gateway has offered and awaits at once, unless configured (MAX_RUNS_IN_FLIGHT). */
 export const DEFAULT_MAX_RUNS_IN_FLIGHT = 256;
 
@@ -125,7 +133,7 @@ export function createNatsDispatcher({
       wait(inFlight.activeCount >= maxInFlight);
       const outcome = await inFlight(() => {
         wait(false);
-        return offer(exclude ? { ...job, excludeAgents: exclude } : job, { timeoutMs: Math.max(1, deadline - Date.now()), requestId });
+        return offer(exclude ? { ...job, excludeAgents: exclude } : job, { timeoutMs: Math.max(1, Math.min(deadline - Date.now(), job.timeoutMs + REPLY_GRACE_MS)), requestId });
       });
       if (outcome.ok) return outcome;
       const allBusy = outcome.error.code === 'NO_RESPONDERS' && (registry?.agents(job.location)?.length ?? 0) > 0;

@@ -24,11 +24,8 @@ export const queuedUpdateSchema = z.object({
 });
 export type QueuedUpdate = z.infer<typeof queuedUpdateSchema>;
 
-export interface UpdateQueueOptions {
+export interface UpdateQueueOptions extends QueuedUpdateDeps {
   nc: NatsConnection;
-  store: Store;
-  updates: UpdateService;
-  logger: Logger;
   /** Updates this gateway runs at once. */
   workers: number;
   /** Without a sign of life for this long, a job goes to another gateway. */
@@ -60,7 +57,18 @@ export type QueuedEnding =
  * One delivery of a queued update, whatever queue carried it (JetStream, or the in-process
  * queue of `perfwatch start`): marks it running, runs it, records how it ended.
  */
-export async function runQueuedUpdate({ store, updates, logger }: { store: Store; updates: UpdateService; logger: Logger }, job: QueuedUpdate, delivery: number, maxDeliver: number): Promise<QueuedEnding> {
+export interface QueuedUpdateDeps {
+  store: Store;
+  updates: UpdateService;
+  logger: Logger;
+  /**
+   * From the update's creation: until then a location that is away is offered again, so an
+   * agent's restart does not cost the update that location (UPDATE_DEADLINE_MS).
+   */
+  deadlineMs: number;
+}
+
+export async function runQueuedUpdate({ store, updates, logger, deadlineMs }: QueuedUpdateDeps, job: QueuedUpdate, delivery: number, maxDeliver: number): Promise<QueuedEnding> {
   const log = logger.child({ updateId: job.updateId, requestId: job.requestId, delivery });
   // Progress is for people watching: one write at a time carrying the latest counts (runs that
   // end together make one write), never beside a state change (an SQLite-backed server takes
@@ -83,14 +91,16 @@ export async function runQueuedUpdate({ store, updates, logger }: { store: Store
   };
   try {
     await store.setUpdateState(job.updateId, { status: 'running' });
+    const record = await store.findUpdate(job.userId, job.updateId);
+    const deadline = new Date((record?.createdAt ?? new Date()).getTime() + deadlineMs);
     const project = await store.findProject(job.userId, job.url);
     if (!project) {
       await store.setUpdateState(job.updateId, { status: 'failed', reason: 'the project was removed before the update ran' });
       return { kind: 'final', reason: 'project removed' };
     }
-    const outcome = await updates.run({ project, devices: job.devices, updateType: job.updateType, requestId: job.requestId }, job.updateId, 'async', recordProgress).finally(() => written);
-    await store.setUpdateState(job.updateId, { status: 'done', date: outcome.date });
-    log.info({ date: outcome.date }, 'queued update done');
+    const outcome = await updates.run({ project, devices: job.devices, updateType: job.updateType, requestId: job.requestId, deadline }, job.updateId, 'async', recordProgress).finally(() => written);
+    await store.setUpdateState(job.updateId, { status: 'done', date: outcome.date, missing: outcome.missing });
+    log.info({ date: outcome.date, missing: outcome.missing.length }, 'queued update done');
     return { kind: 'done' };
   } catch (error) {
     const reason = error instanceof ApiError ? [error.message, ...error.errors].join(' ') : (error as Error).message;
@@ -121,7 +131,7 @@ export async function runQueuedUpdate({ store, updates, logger }: { store: Store
  * unacknowledged: JetStream delivers it again to a replica after `ackWaitMs`, and the store's
  * idempotent write (one snapshot per update id) makes the second delivery harmless.
  */
-export async function startUpdateQueue({ nc, store, updates, logger, workers, ackWaitMs, maxDeliver, retryDelayMs }: UpdateQueueOptions): Promise<UpdateQueue> {
+export async function startUpdateQueue({ nc, store, updates, logger, deadlineMs, workers, ackWaitMs, maxDeliver, retryDelayMs }: UpdateQueueOptions): Promise<UpdateQueue> {
   const jsm = await jetstreamManager(nc);
   const streamConfig = {
     name: UPDATE_STREAM,
@@ -159,7 +169,7 @@ export async function startUpdateQueue({ nc, store, updates, logger, workers, ac
     // Tells JetStream the job is being worked on, so it is not handed to another replica.
     const alive = setInterval(() => msg.working(), Math.max(100, Math.floor(ackWaitMs / 3)));
     try {
-      const ending = await runQueuedUpdate({ store, updates, logger }, job, msg.info.deliveryCount, maxDeliver);
+      const ending = await runQueuedUpdate({ store, updates, logger, deadlineMs }, job, msg.info.deliveryCount, maxDeliver);
       if (ending.kind === 'done') msg.ack();
       else if (ending.kind === 'final') msg.term(ending.reason.slice(0, 200));
       else if (ending.kind === 'retry') msg.nak(retryDelayMs);

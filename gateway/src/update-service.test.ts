@@ -26,11 +26,11 @@ function recordingStore() {
   return { store, saved };
 }
 
-function serviceWith(answer: (job: AuditJob) => RunOutcome, crux?: CruxClient) {
+function serviceWith(answer: (job: AuditJob) => RunOutcome, crux?: CruxClient, now = () => new Date('2026-05-01T10:00:00.750Z')) {
   const jobs: AuditJob[] = [];
   const dispatcher: Dispatcher = { dispatch: async (job) => (jobs.push(job), answer(job)) };
   const { store, saved } = recordingStore();
-  const service = createUpdateService({ dispatcher, store, logger: pino({ level: 'silent' }), runTimeoutMs: 1000, replyTimeoutMs: 2000, crux, now: () => new Date('2026-05-01T10:00:00.750Z') });
+  const service = createUpdateService({ dispatcher, store, logger: pino({ level: 'silent' }), runTimeoutMs: 1000, replyTimeoutMs: 2000, crux, now, awayBackoffMs: { first: 5, max: 20 } });
   return { service, jobs, saved };
 }
 
@@ -57,11 +57,48 @@ describe('update service', () => {
     }
   });
 
-  it('returns a partial result with only the locations that succeeded', async () => {
-    const { service, saved } = serviceWith((job) => (job.location === 'tokyo' ? failure('NO_RESPONDERS') : success(job)));
+  it('returns a partial result with only the locations that succeeded, naming the missing one and why', async () => {
+    const { service, saved, jobs } = serviceWith((job) => (job.location === 'tokyo' ? failure('NO_RESPONDERS') : success(job)));
     const outcome = await service.run({ project, devices: ['mobile'], updateType: 'ci', requestId: 'r' });
     expect(outcome.results.map((r) => r.location)).toEqual(['london']);
+    expect(outcome.missing).toEqual([{ device: 'mobile', location: 'tokyo', reason: 'NO_RESPONDERS: no_responders' }]);
+    expect(saved[0]!.missing).toEqual(outcome.missing);
     expect(saved[0]!.updateType).toBe('ci');
+    // Without a deadline (a sync update) each run is offered once.
+    expect(jobs.filter((j) => j.location === 'tokyo')).toHaveLength(3);
+  });
+
+  it('with a deadline, offers the runs of a location that is away again until its agent is back', async () => {
+    let tokyoBackAfter = 4;
+    const { service, jobs, saved } = serviceWith((job) => (job.location === 'tokyo' && tokyoBackAfter-- > 0 ? failure(tokyoBackAfter % 2 ? 'NO_RESPONDERS' : 'TIMEOUT') : success(job)));
+    const outcome = await service.run({ project, devices: ['mobile'], updateType: 'scheduled', requestId: 'r', deadline: new Date(Date.now() + 60_000) }, 'u', 'async');
+    expect(outcome.results.map((r) => r.location).sort()).toEqual(['london', 'tokyo']);
+    expect(outcome.missing).toEqual([]);
+    expect(saved[0]!.results.find((r) => r.location === 'tokyo')!.runs).toHaveLength(3);
+    expect(jobs.filter((j) => /\.again\d+$/.test(j.jobId)).length).toBe(4);
+    expect(new Set(jobs.map((j) => j.jobId)).size).toBe(jobs.length);
+  });
+
+  it('with a deadline, a page that fails to load is not offered again, and a location still away at the deadline is reported missing', async () => {
+    let clock = Date.parse('2026-05-01T10:00:00Z');
+    const deadline = new Date(clock + 1_000);
+    const { service, jobs } = serviceWith(
+      (job) => {
+        if (job.location === 'tokyo') {
+          clock += 300; // each offer of tokyo takes 300 ms of the deadline
+          return failure('NO_RESPONDERS');
+        }
+        return failure('PAGE_LOAD_FAILED');
+      },
+      undefined,
+      () => new Date(clock),
+    );
+    const error = (await service.run({ project, devices: ['desktop'], updateType: 'scheduled', requestId: 'r', deadline }, 'u', 'async').catch((e: unknown) => e)) as ApiError;
+    expect(error.status).toBe('BAD_GATEWAY');
+    expect(jobs.filter((j) => j.location === 'london')).toHaveLength(3);
+    const tokyoOffers = jobs.filter((j) => j.location === 'tokyo').length;
+    expect(tokyoOffers).toBeGreaterThan(3);
+    expect(tokyoOffers).toBeLessThan(3 * 6);
   });
 
   it('keeps the median among the runs that succeeded', async () => {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { ApiError, truncateToSecond, type AuditJob, type AuditRunResult, type Device, type Location, type UpdateType } from '@perfwatch/common';
+import { ApiError, truncateToSecond, type AuditJob, type AuditRunResult, type Device, type Location, type MissingCell, type UpdateType } from '@perfwatch/common';
 import type { DispatchOptions, Dispatcher, RunOutcome } from './nats-dispatcher.ts';
 import type { CruxClient } from './crux/crux-client.ts';
 import type { UpdateMode, UpdateObserver } from './metrics.ts';
@@ -14,11 +15,27 @@ import type { LocationSnapshot, ProjectRecord, Store, UpdateProgress } from './s
  */
 const RETRY_ONCE = new Set(['BROWSER_FAILED', 'LIGHTHOUSE_FAILED', 'RUN_TIMEOUT', 'INTERNAL', 'BAD_REPLY']);
 
+/**
+ * Failures that say the location could not be reached, not that the page or the run failed:
+ * its agents gone (a restart, a reschedule), silent, handing jobs back as they stop, or no
+ * reply in time. An update with a deadline offers such a run again until then.
+ */
+const LOCATION_AWAY = new Set(['NO_RESPONDERS', 'TIMEOUT', 'DISCONNECTED', 'AGENT_SHUTTING_DOWN']);
+
+/** Waits between offers to a location that is away: an agent restarting takes seconds. */
+const AWAY_BACKOFF_MS = { first: 1_000, max: 15_000 };
+export type AwayBackoff = typeof AWAY_BACKOFF_MS;
+
 export interface UpdateRequest {
   project: ProjectRecord;
   devices: readonly Device[];
   updateType: UpdateType;
   requestId: string;
+  /**
+   * Until when a run whose location is away (see LOCATION_AWAY) is offered again. Without one
+   * (sync updates) the update answers with what it has once every run has had its offers.
+   */
+  deadline?: Date;
 }
 
 /** Told how many runs of each (device, location) have finished, as they finish. */
@@ -28,6 +45,8 @@ export interface UpdateOutcome {
   updateId: string;
   date: Date;
   results: LocationSnapshot[];
+  /** The cells without a result, and why. */
+  missing: MissingCell[];
 }
 
 export interface UpdateServiceDeps {
@@ -43,6 +62,8 @@ export interface UpdateServiceDeps {
   /** Told of every dispatch and every finished update (metrics). */
   observer?: UpdateObserver;
   now?: () => Date;
+  /** Waits between offers to a location that is away (tests shorten them). */
+  awayBackoffMs?: AwayBackoff;
 }
 
 /**
@@ -50,7 +71,7 @@ export interface UpdateServiceDeps {
  * agents measures in parallel; the representative run per (device, location); one snapshot
  * date shared by all of them.
  */
-export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, replyTimeoutMs, crux, observer, now = () => new Date() }: UpdateServiceDeps) {
+export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, replyTimeoutMs, crux, observer, now = () => new Date(), awayBackoffMs = AWAY_BACKOFF_MS }: UpdateServiceDeps) {
   async function dispatch(job: AuditJob, options: DispatchOptions): Promise<RunOutcome> {
     const started = performance.now();
     const outcome = await dispatcher.dispatch(job, options);
@@ -69,7 +90,35 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
     }
   }
 
-  async function measure({ project, devices, updateType, requestId }: UpdateRequest, updateId: string, onProgress?: ProgressListener): Promise<UpdateOutcome & { complete: boolean }> {
+  /**
+   * One run: retried once when the agent failed in a way that may pass next time (on another
+   * agent of the location when there is one), and offered again while its location is away
+   * and the update's deadline has not passed.
+   */
+  async function measureRun(job: AuditJob, { requestId, deadline }: Pick<UpdateRequest, 'requestId' | 'deadline'>, log: Logger): Promise<RunOutcome> {
+    let retried = false;
+    let offers = 0;
+    let backoff = awayBackoffMs.first;
+    for (;;) {
+      const jobId = offers === 0 ? job.jobId : `${job.jobId}.again${offers}`;
+      const timeoutMs = deadline ? Math.max(1, Math.min(replyTimeoutMs, deadline.getTime() - now().getTime())) : replyTimeoutMs;
+      let outcome = await dispatch({ ...job, jobId }, { timeoutMs, requestId });
+      if (!outcome.ok && !retried && RETRY_ONCE.has(outcome.error.code)) {
+        retried = true;
+        log.info({ device: job.device, location: job.location, runIndex: job.runIndex, code: outcome.error.code, failedOn: outcome.agentId }, 'retrying a failed run once');
+        outcome = await dispatch({ ...job, jobId: `${jobId}.retry` }, { timeoutMs, requestId, ...(outcome.agentId ? { avoidAgent: outcome.agentId } : {}) });
+      }
+      if (outcome.ok || !deadline || !LOCATION_AWAY.has(outcome.error.code)) return outcome;
+      const left = deadline.getTime() - now().getTime();
+      if (left <= 0) return outcome;
+      offers += 1;
+      log.info({ device: job.device, location: job.location, runIndex: job.runIndex, code: outcome.error.code, offers }, 'location away; offering the run again');
+      await sleep(Math.min(left, backoff * (0.5 + Math.random())));
+      backoff = Math.min(awayBackoffMs.max, backoff * 2);
+    }
+  }
+
+  async function measure({ project, devices, updateType, requestId, deadline }: UpdateRequest, updateId: string, onProgress?: ProgressListener): Promise<UpdateOutcome & { complete: boolean }> {
     const log = logger.child({ updateId, requestId });
     const cells = devices.flatMap((device) => project.locations.map((location) => ({ device, location })));
     const progress = cells.map(({ device, location }) => ({ device, location, done: 0, total: project.runs }));
@@ -80,16 +129,8 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
     const outcomes = await Promise.all(
       cells.map(async ({ device, location }, cell) => {
         const runs = await Promise.all(
-          Array.from({ length: project.runs }, async (_, runIndex) => {
-            const job = { jobId: `${updateId}.${device}.${location}.${runIndex}`, updateId, url: project.url, device, location, runIndex, timeoutMs: runTimeoutMs };
-            const first = await dispatch(job, { timeoutMs: replyTimeoutMs, requestId });
-            if (first.ok || !RETRY_ONCE.has(first.error.code)) return first;
-            // A run an agent failed in a way that may pass next time is offered once more, to
-            // another agent of the location when there is one.
-            log.info({ device, location, runIndex, code: first.error.code, failedOn: first.agentId }, 'retrying a failed run once');
-            return dispatch({ ...job, jobId: `${job.jobId}.retry` }, { timeoutMs: replyTimeoutMs, requestId, ...(first.agentId ? { avoidAgent: first.agentId } : {}) });
-          }).map((outcome) =>
-            outcome.finally(() => {
+          Array.from({ length: project.runs }, (_, runIndex) =>
+            measureRun({ jobId: `${updateId}.${device}.${location}.${runIndex}`, updateId, url: project.url, device, location, runIndex, timeoutMs: runTimeoutMs }, { requestId, ...(deadline ? { deadline } : {}) }, log).finally(() => {
               progress[cell]!.done += 1;
               onProgress?.(progress.map((p) => ({ ...p })));
             }),
@@ -101,22 +142,25 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
 
     const fieldDataByDevice = await fieldData;
     const results: LocationSnapshot[] = [];
+    const missing: MissingCell[] = [];
     const failures: Array<{ device: Device; location: Location; outcome: Extract<RunOutcome, { ok: false }> }> = [];
     for (const { device, location, runs } of outcomes) {
       const successes: AuditRunResult[] = [];
+      let lastFailure: Extract<RunOutcome, { ok: false }> | undefined;
       for (const outcome of runs) {
         if (outcome.ok) successes.push(outcome.result);
-        else failures.push({ device, location, outcome });
+        else failures.push({ device, location, outcome: (lastFailure = outcome) });
       }
       if (successes.length > 0) results.push(withFieldData(buildLocationSnapshot(device, location, successes), fieldDataByDevice.get(device) ?? null));
+      else missing.push({ device, location, reason: `${lastFailure!.error.code}: ${lastFailure!.error.message}`.slice(0, 2_000) });
     }
     for (const f of failures) log.warn({ device: f.device, location: f.location, code: f.outcome.error.code, reason: f.outcome.error.message }, 'run failed');
 
     if (results.length === 0) throw noResultError(failures.map((f) => ({ ...f, ...f.outcome.error })));
 
-    const date = await store.saveSnapshot({ project, updateId, date: truncateToSecond(now()), updateType, results });
-    log.info({ cells: cells.length, stored: results.length, failedRuns: failures.length, ms: Math.round(performance.now() - started) }, 'update done');
-    return { updateId, date, results, complete: results.length === cells.length };
+    const date = await store.saveSnapshot({ project, updateId, date: truncateToSecond(now()), updateType, results, missing });
+    log.info({ cells: cells.length, stored: results.length, missing: missing.length, failedRuns: failures.length, ms: Math.round(performance.now() - started) }, 'update done');
+    return { updateId, date, results, missing, complete: missing.length === 0 };
   }
 
   const background = new Set<Promise<void>>();

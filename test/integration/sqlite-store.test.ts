@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lighthouseKpis } from '@perfwatch/common';
 import { SqliteStore } from '@perfwatch/gateway';
@@ -41,6 +42,36 @@ describe('SqliteStore', () => {
       const snapshot = await again.findSnapshot(project.id, date);
       expect(snapshot!.results[0]!.lighthouse).toEqual(lighthouse);
       expect(snapshot!.results[0]!.elementCount).toBe(12);
+    } finally {
+      await again.close();
+    }
+  });
+
+  it('opens a file of schema 1 (before `missing`), keeping its rows and reading them with no cell missing', async () => {
+    const path = join(dir, 'schema1.sqlite');
+    const first = new SqliteStore({ path });
+    await first.init();
+    const user = await first.createUser('sam');
+    const project = await first.addProject({ userId: user.id, url: 'https://sam.example/', domain: 'sam.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+    const lighthouse = loadLhr('desktop', 1);
+    const date = new Date('2026-05-02T08:00:00Z');
+    await first.saveSnapshot({ project, updateId: 's1', date, updateType: 'manual', results: [{ device: 'desktop', location: 'london', median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 12, kpis: lighthouseKpis(lighthouse) }] });
+    await first.createUpdate({ id: 'up1', userId: user.id, projectId: project.id, url: project.url, devices: ['desktop'], locations: ['london'], updateType: 'manual' });
+    await first.close();
+    // Back to what schema 1 wrote: the same tables without the column.
+    const db = new DatabaseSync(path);
+    for (const table of ['snapshots', 'updates']) db.exec(`ALTER TABLE ${table} DROP COLUMN missing`);
+    db.exec("UPDATE meta SET value = '1' WHERE key = 'schema'");
+    db.close();
+
+    const again = new SqliteStore({ path });
+    await again.init();
+    try {
+      expect((await again.findSnapshot(project.id, date))!.missing).toEqual([]);
+      expect((await again.findUpdate(user.id, 'up1'))!.missing).toEqual([]);
+      const missing = [{ device: 'desktop' as const, location: 'london' as const, reason: 'TIMEOUT: no reply' }];
+      await again.setUpdateState('up1', { status: 'done', date, missing });
+      expect((await again.findUpdate(user.id, 'up1'))!.missing).toEqual(missing);
     } finally {
       await again.close();
     }

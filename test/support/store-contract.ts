@@ -41,17 +41,20 @@ export function describeStoreContract(name: string, store: () => Store): void {
       const user = await store().createUser('dave');
       const project = await store().addProject({ userId: user.id, url: 'https://dave.example/', domain: 'dave.example', locations: ['london', 'tokyo'], defaultLocation: 'london', runs: 1, schedule: null });
       const date = new Date('2026-04-01T12:00:00Z');
-      const stored = await store().saveSnapshot({ project, updateId: 'u1', date, updateType: 'manual', results: [result('mobile', 'london'), result('mobile', 'tokyo'), result('desktop', 'london')] });
+      const missing = [{ device: 'desktop' as const, location: 'tokyo' as const, reason: 'NO_RESPONDERS: no agent serves tokyo' }];
+      const stored = await store().saveSnapshot({ project, updateId: 'u1', date, updateType: 'manual', results: [result('mobile', 'london'), result('mobile', 'tokyo'), result('desktop', 'london')], missing });
       expect(stored).toEqual(date);
 
       const all = await store().findSnapshot(project.id, date);
       expect(all!.results).toHaveLength(3);
       expect(all!.results[0]!.lighthouse).toEqual(loadLhr(all!.results[0]!.device, 1));
       expect(all!.available).toHaveLength(3);
+      expect(all!.missing).toEqual(missing);
 
       const filtered = await store().findSnapshot(project.id, date, { device: 'mobile', locations: ['tokyo'] });
       expect(filtered!.results.map((r) => `${r.device}/${r.location}`)).toEqual(['mobile/tokyo']);
       expect(filtered!.available).toHaveLength(3);
+      expect(filtered!.missing).toEqual(missing);
 
       expect(await store().findSnapshot(project.id, new Date(date.getTime() + 1000))).toBeNull();
     });
@@ -88,9 +91,11 @@ export function describeStoreContract(name: string, store: () => Store): void {
       await store().setUpdateState(id, { status: 'running' });
       await store().setUpdateState(id, { status: 'queued', reason: 'no agent answered; tried again later' });
       await store().setUpdateState(id, { status: 'running' });
+      expect((await store().findUpdate(user.id, id))!.missing).toEqual([]);
       const date = new Date('2026-04-03T10:00:00Z');
-      await store().setUpdateState(id, { status: 'done', date });
-      expect(await store().findUpdate(user.id, id)).toMatchObject({ id, status: 'done', date, attempts: 2, devices: ['mobile'], locations: ['london', 'tokyo'] });
+      const missing = [{ device: 'mobile' as const, location: 'tokyo' as const, reason: 'TIMEOUT: no reply from tokyo' }];
+      await store().setUpdateState(id, { status: 'done', date, missing });
+      expect(await store().findUpdate(user.id, id)).toMatchObject({ id, status: 'done', date, attempts: 2, devices: ['mobile'], locations: ['london', 'tokyo'], missing });
       expect(await store().countPendingUpdates('tokyo')).toBe(before);
       // A late word from an earlier delivery does not undo `done`.
       await store().setUpdateState(id, { status: 'queued', reason: 'lost its connection' });

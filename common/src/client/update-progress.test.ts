@@ -12,7 +12,7 @@ const status = (state: UpdateStatusView['status'], done: number[]): UpdateStatus
   date: null,
   reason: null,
   attempts: state === 'queued' ? 0 : 1,
-  progress: done.length > 0 ? [{ device: 'mobile', location: 'london', done: done[0]!, total: 3 }, { device: 'mobile', location: 'tokyo', done: done[1]!, total: 3 }] : [],
+  missing: [], progress: done.length > 0 ? [{ device: 'mobile', location: 'london', done: done[0]!, total: 3 }, { device: 'mobile', location: 'tokyo', done: done[1]!, total: 3 }] : [],
   createdAt: '2026-11-22T10:00:00.000Z',
   updatedAt: '2026-11-22T10:00:00.000Z',
 });

@@ -1,13 +1,9 @@
 import pLimit from 'p-limit';
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.ts';
-import { queuedUpdateSchema, runQueuedUpdate, type QueuedUpdate, type UpdateQueue } from '../update-queue.ts';
-import type { UpdateService } from '../update-service.ts';
+import { queuedUpdateSchema, runQueuedUpdate, type QueuedUpdate, type QueuedUpdateDeps, type UpdateQueue } from '../update-queue.ts';
 
-export interface LocalUpdateQueueOptions {
-  store: Store;
-  updates: UpdateService;
-  logger: Logger;
+export interface LocalUpdateQueueOptions extends QueuedUpdateDeps {
   /** Updates run at once. */
   workers: number;
   /** Deliveries before an update is marked failed. */
@@ -22,7 +18,7 @@ export interface LocalUpdateQueueOptions {
  * so on start the queue takes up whatever the last process left queued or running; stopping
  * finishes the running updates and leaves the waiting ones queued for the next start.
  */
-export async function startLocalUpdateQueue({ store, updates, logger, workers, maxDeliver, retryDelayMs }: LocalUpdateQueueOptions): Promise<UpdateQueue> {
+export async function startLocalUpdateQueue({ store, updates, logger, deadlineMs, workers, maxDeliver, retryDelayMs }: LocalUpdateQueueOptions): Promise<UpdateQueue> {
   const slots = pLimit(workers);
   const running = new Set<Promise<void>>();
   const retries = new Set<NodeJS.Timeout>();
@@ -34,7 +30,7 @@ export async function startLocalUpdateQueue({ store, updates, logger, workers, m
   function submit(job: QueuedUpdate, delivery: number): void {
     const task = slots(async () => {
       if (stopping) return;
-      const ending = await runQueuedUpdate({ store, updates, logger }, job, delivery, maxDeliver);
+      const ending = await runQueuedUpdate({ store, updates, logger, deadlineMs }, job, delivery, maxDeliver);
       if (ending.kind === 'retry' || ending.kind === 'unrecorded') {
         const timer = setTimeout(() => {
           retries.delete(timer);

@@ -10,8 +10,9 @@ export function auditRoute({ store }: { store: Store }) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, { query: auditQuerySchema, body: auditBodySchema });
     const project = await callerProject(store, req, params.url);
-    const snapshot = await store.findSnapshot(project.id, params.date, { device: params.device, locations: params.location });
+    const filter = { device: params.device, locations: params.location };
+    const snapshot = await store.findSnapshot(project.id, params.date, filter);
     if (!snapshot) throw new ApiError('NOT_FOUND', 'No snapshot at that date.', [`date: the project has no snapshot at ${formatApiDateTime(params.date)}`]);
-    res.json(toAuditResult(snapshot, project));
+    res.json(toAuditResult(snapshot, project, filter));
   };
 }

@@ -18,6 +18,6 @@ export function updateRoute({ store, updates, startAsync }: { store: Store; upda
       return;
     }
     const outcome = await updates.run(request);
-    res.json(toAuditResult({ date: outcome.date, available: outcome.results, results: outcome.results }, project));
+    res.json(toAuditResult({ date: outcome.date, available: outcome.results, results: outcome.results, missing: outcome.missing }, project));
   };
 }

@@ -25,6 +25,7 @@ export function updateStatusRoute({ store }: { store: Store }) {
       reason: update.reason,
       attempts: update.attempts,
       progress: update.progress,
+      missing: update.missing,
       createdAt: update.createdAt.toISOString(),
       updatedAt: update.updatedAt.toISOString(),
     };

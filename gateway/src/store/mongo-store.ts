@@ -4,8 +4,8 @@ import { Binary, MongoClient, MongoNetworkError, MongoServerError, MongoServerSe
 import pLimit, { type LimitFunction } from 'p-limit';
 import pRetry from 'p-retry';
 import { z } from 'zod';
-import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, runSummarySchema, updateProgressSchema, type Location } from '@perfwatch/common';
-import { ConcurrentWrite, DuplicateError, UPDATE_STATUSES, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateProgress, type UpdateState, type OverviewFilter, type SnapshotSummary, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
+import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Location } from '@perfwatch/common';
+import { ConcurrentWrite, DuplicateError, UPDATE_STATUSES, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateProgress, type MissingCell, type UpdateState, type OverviewFilter, type SnapshotSummary, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
@@ -42,6 +42,7 @@ const snapshotDoc = z.object({
   date: z.date(),
   updateType: z.enum(UPDATE_TYPES),
   available: z.array(availableEntry),
+  missing: z.array(missingCellSchema).default([]),
 });
 /** What the updates collection holds; read back through updateDoc. */
 interface UpdateDocument {
@@ -57,6 +58,7 @@ interface UpdateDocument {
   reason?: string;
   attempts: number;
   progress?: UpdateProgress[];
+  missing?: MissingCell[];
   createdAt: Date;
   updatedAt: Date;
 }
@@ -74,6 +76,7 @@ const updateDoc = z.object({
   reason: z.string().optional(),
   attempts: z.number().int(),
   progress: z.array(updateProgressSchema).default([]),
+  missing: z.array(missingCellSchema).default([]),
   createdAt: z.date(),
   updatedAt: z.date(),
 });
@@ -290,7 +293,10 @@ export class MongoStore implements Store {
 
   async setUpdateState(id: string, state: UpdateState): Promise<void> {
     const set: Partial<UpdateDocument> = { status: state.status, updatedAt: new Date() };
-    if (state.status === 'done') set.date = state.date;
+    if (state.status === 'done') {
+      set.date = state.date;
+      set.missing = (state.missing ?? []).map((m) => ({ ...m }));
+    }
     if (state.reason !== undefined) set.reason = state.reason;
     // `done` is final: a late word from an earlier delivery (one that lost its connection while a
     // redelivery finished the update) must not turn it back into queued, running or failed; and
@@ -379,7 +385,7 @@ export class MongoStore implements Store {
     return this.#saves(() => pRetry(() => this.#saveSnapshotOnce(snapshot), { retries: this.#saveRetries, minTimeout: 250, maxTimeout: 4_000, factor: 2, shouldRetry: ({ error }) => isTransientStoreError(error) }));
   }
 
-  async #saveSnapshotOnce({ project, updateId, date, updateType, results }: NewSnapshot): Promise<Date> {
+  async #saveSnapshotOnce({ project, updateId, date, updateType, results, missing }: NewSnapshot): Promise<Date> {
     // Idempotent per update: a redelivered job finds the snapshot its first delivery wrote, or
     // clears what a writer that died mid-way left (results and KPI records of a `writing`
     // snapshot) and writes it again. Never two snapshots for one update.
@@ -397,7 +403,7 @@ export class MongoStore implements Store {
     for (let shift = 0; ; shift++) {
       stored = new Date(date.getTime() + shift * 1000);
       try {
-        await this.#snapshots.insertOne({ _id: snapshotId, projectId, userId, updateId, url: project.url, domain: project.domain, date: stored, updateType, available, status: 'writing', createdAt: new Date() });
+        await this.#snapshots.insertOne({ _id: snapshotId, projectId, userId, updateId, url: project.url, domain: project.domain, date: stored, updateType, available, missing: (missing ?? []).map((m) => ({ ...m })), status: 'writing', createdAt: new Date() });
         break;
       } catch (error) {
         if (!(error instanceof MongoServerError && error.code === DUPLICATE_KEY) || shift >= MAX_DATE_SHIFT_SECONDS) throw error;
@@ -446,7 +452,7 @@ export class MongoStore implements Store {
         return { ...r, lighthouse, kpis: [] };
       }),
     );
-    return { id: snapshot._id, projectId: snapshot.projectId, updateId: snapshot.updateId, url: snapshot.url, date: snapshot.date, updateType: snapshot.updateType, available: snapshot.available, results };
+    return { id: snapshot._id, projectId: snapshot.projectId, updateId: snapshot.updateId, url: snapshot.url, date: snapshot.date, updateType: snapshot.updateType, available: snapshot.available, missing: snapshot.missing, results };
   }
 }
 

@@ -5,7 +5,7 @@ import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import { z } from 'zod';
-import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, runSummarySchema, updateProgressSchema, type Location } from '@perfwatch/common';
+import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Location } from '@perfwatch/common';
 import { DuplicateError, UPDATE_STATUSES, type KpiRow, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type Store, type TokenRecord, type UpdateRecord, type UpdateProgress, type UpdateState, type UserRecord } from './store.ts';
 
 const gzipAsync = promisify(gzip);
@@ -13,7 +13,7 @@ const gunzipAsync = promisify(gunzip);
 
 /** How many later seconds a snapshot may move to when its project already has one at that second. */
 const MAX_DATE_SHIFT_SECONDS = 60;
-const SCHEMA_VERSION = 1;
+const SCHEMA_VERSION = 2;
 
 /**
  * The tables. Dates are milliseconds since the epoch (UTC); lists and KPI data are JSON text;
@@ -30,6 +30,7 @@ CREATE TABLE IF NOT EXISTS projects (
 CREATE TABLE IF NOT EXISTS snapshots (
   id TEXT PRIMARY KEY, project_id TEXT NOT NULL, user_id TEXT NOT NULL, update_id TEXT NOT NULL UNIQUE, url TEXT NOT NULL,
   domain TEXT NOT NULL, date INTEGER NOT NULL, update_type TEXT NOT NULL, available TEXT NOT NULL,
+  missing TEXT NOT NULL DEFAULT '[]',
   UNIQUE (project_id, date));
 CREATE INDEX IF NOT EXISTS snapshots_by_date ON snapshots (date);
 CREATE TABLE IF NOT EXISTS results (
@@ -45,7 +46,8 @@ CREATE INDEX IF NOT EXISTS kpis_by_snapshot ON kpis (snapshot_id);
 CREATE TABLE IF NOT EXISTS updates (
   id TEXT PRIMARY KEY, user_id TEXT NOT NULL, project_id TEXT NOT NULL, url TEXT NOT NULL, devices TEXT NOT NULL,
   locations TEXT NOT NULL, update_type TEXT NOT NULL, status TEXT NOT NULL, date INTEGER, reason TEXT,
-  attempts INTEGER NOT NULL, progress TEXT NOT NULL DEFAULT '[]', created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+  attempts INTEGER NOT NULL, progress TEXT NOT NULL DEFAULT '[]', missing TEXT NOT NULL DEFAULT '[]',
+  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS updates_by_status ON updates (status);
 CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL);
 `;
@@ -74,7 +76,8 @@ const projectRow = z
     scheduledThrough: r.scheduled_through,
   }));
 const available = json(z.array(z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS) })));
-const snapshotRow = z.object({ id: z.string(), project_id: z.string(), update_id: z.string(), url: z.string(), date: ms, update_type: z.enum(UPDATE_TYPES), available });
+const missing = json(z.array(missingCellSchema));
+const snapshotRow = z.object({ id: z.string(), project_id: z.string(), update_id: z.string(), url: z.string(), date: ms, update_type: z.enum(UPDATE_TYPES), available, missing });
 const resultRow = z.object({
   device: z.enum(DEVICES),
   location: z.enum(LOCATIONS),
@@ -101,10 +104,11 @@ const updateRow = z
     reason: z.string().nullable(),
     attempts: z.number().int(),
     progress: json(z.array(updateProgressSchema)),
+    missing,
     created_at: ms,
     updated_at: ms,
   })
-  .transform((r): UpdateRecord => ({ id: r.id, userId: r.user_id, projectId: r.project_id, url: r.url, devices: r.devices, locations: r.locations, updateType: r.update_type, status: r.status, date: r.date, reason: r.reason, attempts: r.attempts, progress: r.progress, createdAt: r.created_at, updatedAt: r.updated_at }));
+  .transform((r): UpdateRecord => ({ id: r.id, userId: r.user_id, projectId: r.project_id, url: r.url, devices: r.devices, locations: r.locations, updateType: r.update_type, status: r.status, date: r.date, reason: r.reason, attempts: r.attempts, progress: r.progress, missing: r.missing, createdAt: r.created_at, updatedAt: r.updated_at }));
 
 /** Ids shaped like the MongoDB store's (24 hex digits), so both stores hand out the same kind. */
 const newId = () => randomBytes(12).toString('hex');
@@ -166,6 +170,10 @@ export class SqliteStore implements Store {
     if (version && Number(version.value) > SCHEMA_VERSION) {
       db.close();
       throw new Error(`${this.#path} was written by a newer perfwatch (schema ${version.value}; this one knows ${SCHEMA_VERSION})`);
+    }
+    // Schema 2: the cells an update could not measure, on snapshots and updates.
+    if (version && Number(version.value) < 2) {
+      for (const table of ['snapshots', 'updates']) db.exec(`ALTER TABLE ${table} ADD COLUMN missing TEXT NOT NULL DEFAULT '[]'`);
     }
     db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)").run(String(SCHEMA_VERSION));
     this.#db = db;
@@ -251,7 +259,7 @@ export class SqliteStore implements Store {
     return true;
   }
 
-  async saveSnapshot({ project, updateId, date, updateType, results }: NewSnapshot): Promise<Date> {
+  async saveSnapshot({ project, updateId, date, updateType, results, missing }: NewSnapshot): Promise<Date> {
     // Compressed before the transaction: the write itself then takes milliseconds.
     const compressed = await Promise.all(results.map((r) => gzipAsync(Buffer.from(JSON.stringify(r.lighthouse)))));
     return this.#transaction(() => {
@@ -266,8 +274,8 @@ export class SqliteStore implements Store {
       }
       const snapshotId = newId();
       this.#run(
-        'INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        snapshotId, project.id, project.userId, updateId, project.url, project.domain, stored.getTime(), updateType, JSON.stringify(results.map(({ device, location }) => ({ device, location }))),
+        'INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available, missing) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        snapshotId, project.id, project.userId, updateId, project.url, project.domain, stored.getTime(), updateType, JSON.stringify(results.map(({ device, location }) => ({ device, location }))), JSON.stringify(missing ?? []),
       );
       const insertResult = this.#conn.prepare('INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
       const insertKpi = this.#conn.prepare('INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
@@ -297,7 +305,7 @@ export class SqliteStore implements Store {
         kpis: [],
       })),
     );
-    return { id: snapshot.id, projectId: snapshot.project_id, updateId: snapshot.update_id, url: snapshot.url, date: snapshot.date, updateType: snapshot.update_type, available: snapshot.available, results };
+    return { id: snapshot.id, projectId: snapshot.project_id, updateId: snapshot.update_id, url: snapshot.url, date: snapshot.date, updateType: snapshot.update_type, available: snapshot.available, missing: snapshot.missing, results };
   }
 
   async listSnapshots(projectId: string): Promise<SnapshotSummary[]> {
@@ -350,8 +358,8 @@ export class SqliteStore implements Store {
     const sets = ['status = ?', 'updated_at = ?'];
     const params: SQLInputValue[] = [state.status, Date.now()];
     if (state.status === 'done') {
-      sets.push('date = ?');
-      params.push(state.date.getTime());
+      sets.push('date = ?', 'missing = ?');
+      params.push(state.date.getTime(), JSON.stringify(state.missing ?? []));
     }
     if (state.reason !== undefined) {
       sets.push('reason = ?');

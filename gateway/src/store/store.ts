@@ -1,7 +1,7 @@
-import type { CruxRecord, Device, KpiRecord, LighthouseResult, Location, RunSummary, UpdateProgress, UpdateType } from '@perfwatch/common';
+import type { CruxRecord, Device, KpiRecord, LighthouseResult, Location, MissingCell, RunSummary, UpdateProgress, UpdateType } from '@perfwatch/common';
 
 /** Runs finished of those planned, per device and location: the API's shape, kept as it is. */
-export type { UpdateProgress } from '@perfwatch/common';
+export type { MissingCell, UpdateProgress } from '@perfwatch/common';
 
 export interface UserRecord {
   id: string;
@@ -56,6 +56,8 @@ export interface NewSnapshot {
   date: Date;
   updateType: UpdateType;
   results: LocationSnapshot[];
+  /** The project's cells without a result, and why; none when absent. */
+  missing?: MissingCell[];
 }
 
 export interface SnapshotRecord {
@@ -68,6 +70,8 @@ export interface SnapshotRecord {
   /** Every (device, location) that has a result, whatever a read filters. */
   available: Array<{ device: Device; location: Location }>;
   results: LocationSnapshot[];
+  /** Cells of the update without a result, and why; whatever a read filters. */
+  missing: MissingCell[];
 }
 
 export interface SnapshotFilter {
@@ -123,7 +127,7 @@ export interface NewUpdate {
 export type UpdateState =
   | { status: 'queued'; reason?: string }
   | { status: 'running'; reason?: string }
-  | { status: 'done'; date: Date; reason?: string }
+  | { status: 'done'; date: Date; reason?: string; missing?: MissingCell[] }
   | { status: 'failed'; reason: string };
 
 export interface UpdateRecord {
@@ -141,6 +145,8 @@ export interface UpdateRecord {
   /** Deliveries that started running it. */
   attempts: number;
   progress: UpdateProgress[];
+  /** Once done: the cells it could not measure, and why. */
+  missing: MissingCell[];
   createdAt: Date;
   updatedAt: Date;
 }
