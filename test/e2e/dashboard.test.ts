@@ -159,4 +159,19 @@ describe('dashboard', () => {
     await screenshot('report');
     expect(problems).toEqual([]);
   });
+
+  it('says which cell of a snapshot was not measured, and why', async () => {
+    // São Paulo has no agent: the sync update answers with London and names São Paulo missing.
+    const partial = 'https://partial.example/';
+    await gateway.admin.addProject('dana', partial, { locations: ['london', 'sao_paulo'], runs: 1 });
+    const result = await client.update({ url: partial, device: 'desktop' });
+    expect(result.missing).toEqual([{ device: 'desktop', location: 'sao_paulo', reason: expect.stringMatching(/^NO_RESPONDERS: /) }]);
+    const date = result.desktop!.london!.lighthouse.date;
+    await page.goto(`${gateway.url}/#/snapshot?${new URLSearchParams({ url: partial, date })}`);
+    const card = 'article.cell.missing[data-device="desktop"][data-location="sao_paulo"]';
+    await page.waitForSelector(card);
+    expect(await page.textContent(`${card} .missing-reason`)).toBe(`Not measured: ${result.missing![0]!.reason}`);
+    expect(await page.$$eval('article.cell', (cards) => cards.length)).toBe(2);
+    expect(problems).toEqual([]);
+  });
 });

@@ -1,6 +1,4 @@
 import pLimit from 'p-limit';
-import type { Logger } from 'pino';
-import type { Store } from '../store/store.ts';
 import { queuedUpdateSchema, runQueuedUpdate, type QueuedUpdate, type QueuedUpdateDeps, type UpdateQueue } from '../update-queue.ts';
 
 export interface LocalUpdateQueueOptions extends QueuedUpdateDeps {

@@ -229,6 +229,14 @@ async function snapshotView(params) {
       );
     }
   }
+  // Cells the update could not measure before its deadline: said, not silently left out.
+  for (const { device, location, reason } of result.missing ?? []) {
+    cards.push(
+      h('article', { class: 'card cell missing', 'data-device': device, 'data-location': location },
+        h('h2', {}, `${device} · ${location}`),
+        h('p', { class: 'missing-reason' }, `Not measured: ${reason}`)),
+    );
+  }
   show(`${url} at ${date}`,
     h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Projects'), ' / ', h('a', { href: link('project', { url }) }, url), ' / '),
     h('h1', {}, `Snapshot ${date} UTC`),
