@@ -19,6 +19,7 @@ export function auditResultTable(result: AuditResult): string {
       table.push([device, location, cell.lighthouse.date, ...RESULT_COLUMNS.map((key) => formatValue(key, measure(cell.lighthouse, key))), `${cell.median} of ${cell.runs.length}`]);
     }
   }
+  for (const { device, location, reason } of result.missing ?? []) table.push([device, location, { colSpan: RESULT_COLUMNS.length + 2, content: `not measured: ${reason}` }]);
   return table.toString();
 }
 
