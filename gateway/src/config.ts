@@ -30,6 +30,13 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
    * again until this long after it was accepted; then it is stored with that location missing.
    */
   UPDATE_DEADLINE_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(1_800_000),
+  /** How often the scheduler's lease holder looks for updates nothing will finish. */
+  UPDATE_SWEEP_EVERY_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
+  /**
+   * An unfinished update untouched for this long whose job the queue no longer holds is queued
+   * again (failed once past its deadline); well above the moment between recording and queueing.
+   */
+  UPDATE_STUCK_AFTER_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(120_000),
   /**
    * Runs this gateway has offered to agents and awaits at once; more wait in the gateway
    * (perfwatch_queue_depth). Bounds the unread replies nats-server holds for it (max_pending).

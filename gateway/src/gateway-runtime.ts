@@ -52,6 +52,7 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
     leaseTtlMs: config.SCHEDULER_LEASE_TTL_MS,
     retentionDays: config.RETENTION_DAYS,
     retentionEveryMs: config.RETENTION_EVERY_MS,
+    stuckUpdates: { everyMs: config.UPDATE_SWEEP_EVERY_MS, graceMs: config.UPDATE_STUCK_AFTER_MS, deadlineMs: config.UPDATE_DEADLINE_MS },
   });
   const startAsync = createAsyncUpdates({ store, queue, logger, maxPendingPerLocation: config.MAX_PENDING_UPDATES_PER_LOCATION });
   let stopping = false;

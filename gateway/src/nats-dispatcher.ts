@@ -29,6 +29,8 @@ export interface Dispatcher {
   dispatch(job: AuditJob, options: DispatchOptions): Promise<RunOutcome>;
   /** Runs of a location waiting for an agent with room (every agent was busy when offered). */
   waiting?(location: Location): number;
+  /** Resolves when an agent of the location says it has room (one starting, or done with a run), or after `ms`. */
+  roomIn?(location: Location, ms: number): Promise<void>;
 }
 
 /** An agent's v1 reply as the outcome of its run, whatever transport brought it. */
@@ -147,7 +149,7 @@ export function createNatsDispatcher({
     }
   }
 
-  return { dispatch, waiting: (location) => waitingBy.get(location) ?? 0 };
+  return { dispatch, waiting: (location) => waitingBy.get(location) ?? 0, roomIn: (location, ms) => (registry ? registry.roomIn(location, ms) : sleep(ms)) };
 
   async function offer(job: AuditJob, { timeoutMs, requestId }: { timeoutMs: number; requestId: string }): Promise<RunOutcome> {
     const h = natsHeaders();

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { DEVICES } from '@perfwatch/common';
 import { DuplicateError, type ProjectRecord, type Store } from './store/store.ts';
 import type { UpdateQueue } from './update-queue.ts';
+import { sweepStuckUpdates } from './stuck-updates.ts';
 
 export interface SchedulerOptions {
   store: Store;
@@ -18,6 +19,8 @@ export interface SchedulerOptions {
   /** Snapshots older than this many days are deleted, with their results and KPI records. */
   retentionDays: number;
   retentionEveryMs: number;
+  /** Unfinished updates nothing will finish are looked for this often (see stuck-updates.ts). */
+  stuckUpdates: { everyMs: number; graceMs: number; deadlineMs: number };
   now?: () => Date;
 }
 
@@ -29,18 +32,19 @@ export interface Scheduler {
 const LEASE = 'scheduler';
 
 /**
- * Scheduled updates and retention, run by exactly one gateway replica at a time: the holder
+ * Scheduled updates, retention and the sweep for stuck updates, run by exactly one gateway replica at a time: the holder
  * of a lease in the database (renewed every pass; a holder that dies loses it after the TTL).
  * Each pass enqueues, per project with a schedule, the latest tick that is due and not yet
  * handled: a replica taking over after missed ticks runs the latest of them once, not each.
  * A tick's update id is derived from the project and the tick, so a tick enqueued twice (a
  * holder that died between enqueueing and recording it) is stored and run once.
  */
-export function startScheduler({ store, queue, logger, holder, intervalMs, leaseTtlMs, retentionDays, retentionEveryMs, now = () => new Date() }: SchedulerOptions): Scheduler {
+export function startScheduler({ store, queue, logger, holder, intervalMs, leaseTtlMs, retentionDays, retentionEveryMs, stuckUpdates, now = () => new Date() }: SchedulerOptions): Scheduler {
   let stopping = false;
   const wake = new AbortController();
   let leader = false;
   let lastRetention = 0;
+  let lastSweep = 0;
 
   async function pass(): Promise<void> {
     const wasLeader = leader;
@@ -60,6 +64,10 @@ export function startScheduler({ store, queue, logger, holder, intervalMs, lease
       let deleted = 0;
       for (let batch = await store.deleteSnapshotsBefore(before, 500); batch > 0; batch = await store.deleteSnapshotsBefore(before, 500)) deleted += batch;
       if (deleted > 0) logger.info({ deleted, before }, 'deleted snapshots past retention');
+    }
+    if (at.getTime() - lastSweep >= stuckUpdates.everyMs) {
+      lastSweep = at.getTime();
+      await sweepStuckUpdates({ store, queue, logger, deadlineMs: stuckUpdates.deadlineMs, graceMs: stuckUpdates.graceMs, now });
     }
   }
 

@@ -11,10 +11,17 @@ import { NoResultError, type UpdateService } from './update-service.ts';
 /** The durable work queue of async and scheduled updates, shared by every gateway replica. */
 export const UPDATE_STREAM = 'PERFWATCH_UPDATES';
 export const UPDATE_SUBJECT = 'perfwatch.updates.v1.run';
+/**
+ * Each update's job on a subject of its own, so whether the queue still holds it (waiting, or
+ * delivered and not yet acknowledged) is one lookup; jobs of earlier versions on the bare
+ * subject are still taken.
+ */
+export const updateSubject = (updateId: string) => `${UPDATE_SUBJECT}.${updateId}`;
 const DURABLE = 'perfwatch-gateways';
 
 export const queuedUpdateSchema = z.object({
-  updateId: z.string().min(1).max(200),
+  // One subject token: update ids are UUIDs.
+  updateId: z.string().regex(/^[A-Za-z0-9_-]{1,200}$/),
   userId: z.string().min(1),
   /** The project, by its owner and URL: read again when the job runs, with its settings then. */
   url: z.string().min(1),
@@ -30,15 +37,20 @@ export interface UpdateQueueOptions extends QueuedUpdateDeps {
   workers: number;
   /** Without a sign of life for this long, a job goes to another gateway. */
   ackWaitMs: number;
-  /** Deliveries before an update is marked failed. */
+  /** Deliveries before an update is marked failed (counted by perfwatch, not by JetStream). */
   maxDeliver: number;
   /** Wait before a failed delivery is tried again. */
   retryDelayMs: number;
 }
 
 export interface UpdateQueue {
-  /** Persists the job (deduplicated by update id); resolves once JetStream has stored it. */
-  enqueue(job: QueuedUpdate): Promise<void>;
+  /**
+   * Persists the job, deduplicated by update id; resolves once it is stored. `again`: the job
+   * of an update the queue no longer holds, queued once more (see stuck-updates.ts).
+   */
+  enqueue(job: QueuedUpdate, options?: { again?: boolean }): Promise<void>;
+  /** Whether the queue holds the update's job: waiting, or delivered and not yet finished. */
+  holds(updateId: string): Promise<boolean>;
   /** Stops taking jobs and waits for the running ones. */
   stop(): Promise<void>;
 }
@@ -89,10 +101,33 @@ export async function runQueuedUpdate({ store, updates, logger, deadlineMs }: Qu
       writing = false;
     })();
   };
+  // Until the update's deadline is known, no failure is final for lack of time.
+  let deadlineAt = Number.POSITIVE_INFINITY;
   try {
+    // An earlier delivery may have stored the snapshot and lost its ending (the database went
+    // away, the gateway died before the ack): record it, measure nothing again.
+    const stored = await store.findSnapshotOfUpdate(job.updateId);
+    if (stored) {
+      await store.setUpdateState(job.updateId, { status: 'done', date: stored.date, missing: stored.missing });
+      log.info({ date: stored.date }, 'queued update was already stored; recorded it done');
+      return { kind: 'done' };
+    }
+    const before = await store.findUpdate(job.userId, job.updateId);
+    if (before?.status === 'done' || before?.status === 'failed') {
+      // A second job of an update that has ended (queued again while its first delivery finished).
+      return before.status === 'done' ? { kind: 'done' } : { kind: 'final', reason: before.reason ?? 'failed' };
+    }
+    if (delivery > maxDeliver) {
+      // Earlier deliveries ended without an outcome (their gateways stopped or died mid-way):
+      // an update that takes its gateway down each time must not go round for ever.
+      const reason = `its ${delivery - 1} deliveries ended without an outcome (the gateways running it stopped)`;
+      await store.setUpdateState(job.updateId, { status: 'failed', reason });
+      log.warn({ reason }, 'queued update failed');
+      return { kind: 'final', reason };
+    }
     await store.setUpdateState(job.updateId, { status: 'running' });
-    const record = await store.findUpdate(job.userId, job.updateId);
-    const deadline = new Date((record?.createdAt ?? new Date()).getTime() + deadlineMs);
+    deadlineAt = (before?.createdAt ?? new Date()).getTime() + deadlineMs;
+    const deadline = new Date(deadlineAt);
     const project = await store.findProject(job.userId, job.url);
     if (!project) {
       await store.setUpdateState(job.updateId, { status: 'failed', reason: 'the project was removed before the update ran' });
@@ -106,7 +141,7 @@ export async function runQueuedUpdate({ store, updates, logger, deadlineMs }: Qu
     const reason = error instanceof ApiError ? [error.message, ...error.errors].join(' ') : (error as Error).message;
     // Every run failing for the page's own reasons (it did not load, a refused target) would
     // fail again: no point retrying. Lost agents, timeouts, a NATS or database blink may pass.
-    const final = (error instanceof NoResultError && !error.retryable) || delivery >= maxDeliver;
+    const final = (error instanceof NoResultError && !error.retryable) || delivery >= maxDeliver || Date.now() >= deadlineAt;
     try {
       if (final) {
         await store.setUpdateState(job.updateId, { status: 'failed', reason });
@@ -135,7 +170,7 @@ export async function startUpdateQueue({ nc, store, updates, logger, deadlineMs,
   const jsm = await jetstreamManager(nc);
   const streamConfig = {
     name: UPDATE_STREAM,
-    subjects: [UPDATE_SUBJECT],
+    subjects: [UPDATE_SUBJECT, updateSubject('*')],
     retention: RetentionPolicy.Workqueue,
     storage: StorageType.File,
     // A publish retried within this window with the same update id is stored once.
@@ -145,10 +180,13 @@ export async function startUpdateQueue({ nc, store, updates, logger, deadlineMs,
     if (!/already in use|stream name already/i.test((error as Error).message)) throw error;
     await jsm.streams.update(UPDATE_STREAM, { subjects: streamConfig.subjects, duplicate_window: streamConfig.duplicate_window });
   });
-  const consumerConfig = { durable_name: DURABLE, ack_policy: AckPolicy.Explicit, ack_wait: nanos(ackWaitMs), max_deliver: maxDeliver, max_ack_pending: 10_000 };
+  // No delivery limit in JetStream (-1): a job whose last allowed delivery died with its gateway
+  // would stay in the stream, never delivered again, its update unfinished. runQueuedUpdate
+  // counts deliveries instead and ends such an update failed, with the reason.
+  const consumerConfig = { durable_name: DURABLE, ack_policy: AckPolicy.Explicit, ack_wait: nanos(ackWaitMs), max_deliver: -1, max_ack_pending: 10_000 };
   await jsm.consumers.add(UPDATE_STREAM, consumerConfig).catch(async (error: unknown) => {
     if (!/already in use|exists/i.test((error as Error).message)) throw error;
-    await jsm.consumers.update(UPDATE_STREAM, DURABLE, { ack_wait: consumerConfig.ack_wait, max_deliver: maxDeliver, max_ack_pending: consumerConfig.max_ack_pending });
+    await jsm.consumers.update(UPDATE_STREAM, DURABLE, { ack_wait: consumerConfig.ack_wait, max_deliver: consumerConfig.max_deliver, max_ack_pending: consumerConfig.max_ack_pending });
   });
   const js = jetstream(nc);
   const consumer = await js.consumers.get(UPDATE_STREAM, DURABLE);
@@ -203,8 +241,13 @@ export async function startUpdateQueue({ nc, store, updates, logger, deadlineMs,
   })();
 
   return {
-    async enqueue(job) {
-      await js.publish(UPDATE_SUBJECT, JSON.stringify(queuedUpdateSchema.parse(job)), { msgID: job.updateId });
+    async enqueue(job, { again = false } = {}) {
+      // Queued again, the job must not be taken for a duplicate of its first publish.
+      await js.publish(updateSubject(job.updateId), JSON.stringify(queuedUpdateSchema.parse(job)), { msgID: again ? `${job.updateId}.again.${Date.now()}` : job.updateId });
+    },
+    async holds(updateId) {
+      // null: no message on the update's subject (acknowledged, terminated, or never queued).
+      return (await jsm.streams.getMessage(UPDATE_STREAM, { last_by_subj: updateSubject(updateId) })) !== null;
     },
     async stop() {
       stopping = true;

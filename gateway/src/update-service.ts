@@ -23,7 +23,7 @@ const RETRY_ONCE = new Set(['BROWSER_FAILED', 'LIGHTHOUSE_FAILED', 'RUN_TIMEOUT'
 const LOCATION_AWAY = new Set(['NO_RESPONDERS', 'TIMEOUT', 'DISCONNECTED', 'AGENT_SHUTTING_DOWN']);
 
 /** Waits between offers to a location that is away: an agent restarting takes seconds. */
-const AWAY_BACKOFF_MS = { first: 1_000, max: 15_000 };
+const AWAY_BACKOFF_MS = { first: 1_000, max: 10_000 };
 export type AwayBackoff = typeof AWAY_BACKOFF_MS;
 
 export interface UpdateRequest {
@@ -101,7 +101,9 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
     let backoff = awayBackoffMs.first;
     for (;;) {
       const jobId = offers === 0 ? job.jobId : `${job.jobId}.again${offers}`;
-      const timeoutMs = deadline ? Math.max(1, Math.min(replyTimeoutMs, deadline.getTime() - now().getTime())) : replyTimeoutMs;
+      // Each offer waits as long as a sync update's would; the deadline bounds only the re-offers
+      // (an update taken up late, after a backlog, still gets its first offers).
+      const timeoutMs = replyTimeoutMs;
       let outcome = await dispatch({ ...job, jobId }, { timeoutMs, requestId });
       if (!outcome.ok && !retried && RETRY_ONCE.has(outcome.error.code)) {
         retried = true;
@@ -113,7 +115,9 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
       if (left <= 0) return outcome;
       offers += 1;
       log.info({ device: job.device, location: job.location, runIndex: job.runIndex, code: outcome.error.code, offers }, 'location away; offering the run again');
-      await sleep(Math.min(left, backoff * (0.5 + Math.random())));
+      // An agent of the location announcing room (a restarted one says so at once) ends the wait early.
+      const wait = Math.min(left, backoff * (0.5 + Math.random()));
+      await (dispatcher.roomIn ? dispatcher.roomIn(job.location, wait) : sleep(wait));
       backoff = Math.min(awayBackoffMs.max, backoff * 2);
     }
   }

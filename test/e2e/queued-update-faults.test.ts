@@ -6,7 +6,9 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, inject, it, onTestFailed, vi } from 'vitest';
 import { startAgent, type Agent } from '@perfwatch/agent';
-import { createAdmin, freePort, MongoStore, startNatsServer } from '@perfwatch/gateway';
+import { createAdmin, freePort, MongoStore, startNatsServer, updateSubject } from '@perfwatch/gateway';
+import { jetstream } from '@nats-io/jetstream';
+import { formatApiDateTime } from '@perfwatch/common';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { spawnNode, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { isolatedNats, silentLogger } from '../support/test-services.ts';
@@ -24,10 +26,12 @@ const gateways: PerfwatchProcess[] = [];
 const db = { MONGODB_URI: '', MONGODB_DB: `pwqueue_${randomUUID().slice(0, 8)}` };
 let token: string;
 const URL_ = 'https://queued.example/';
+/** The project of the stuck-update tests: its snapshots are theirs alone. */
+const STUCK_URL = 'https://stuck.example/';
 
-async function startGatewayProcess(): Promise<{ process: PerfwatchProcess; url: string }> {
+async function startGatewayProcess(env: Record<string, string> = {}): Promise<{ process: PerfwatchProcess; url: string }> {
   const port = await freePort();
-  const process = spawnPerfwatch(['gateway'], { ...db, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1', UPDATE_ACK_WAIT_MS: '2000', UPDATE_RETRY_DELAY_MS: '500', SHUTDOWN_READINESS_DELAY_MS: '0' });
+  const process = spawnPerfwatch(['gateway'], { ...db, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1', UPDATE_ACK_WAIT_MS: '2000', UPDATE_RETRY_DELAY_MS: '500', SHUTDOWN_READINESS_DELAY_MS: '0', ...env });
   gateways.push(process);
   await process.waitFor(/gateway listening/);
   return { process, url: `http://127.0.0.1:${port}` };
@@ -53,9 +57,23 @@ afterAll(async () => {
   await nats?.dispose();
 });
 
-async function status(base: string, id: string): Promise<{ status: string; attempts: number; date: string | null }> {
+async function status(base: string, id: string): Promise<{ status: string; attempts: number; date: string | null; reason: string | null }> {
   const res = await fetch(`${base}/v1/updates/${id}`, { headers: { Authorization: token } });
-  return (await res.json()) as { status: string; attempts: number; date: string | null };
+  return (await res.json()) as { status: string; attempts: number; date: string | null; reason: string | null };
+}
+
+/**
+ * The lease holder sweeps for stuck updates every 300 ms and takes one untouched for 1.5 s as
+ * stuck; a killed holder's lease runs out after a second, so the next gateway sweeps at once.
+ */
+const SWEEPING = { SCHEDULER_INTERVAL_MS: '300', SCHEDULER_LEASE_TTL_MS: '1000', UPDATE_SWEEP_EVERY_MS: '300', UPDATE_STUCK_AFTER_MS: '1500' };
+
+/** An async update as the gateway records it before queueing its job: what a crash leaves behind. */
+async function recordedUpdate(on: MongoStore): Promise<{ id: string; userId: string }> {
+  const project = (await on.listProjects()).find((p) => p.url === STUCK_URL)!;
+  const id = randomUUID();
+  await on.createUpdate({ id, userId: project.userId, projectId: project.id, url: project.url, devices: ['mobile'], locations: project.locations, updateType: 'manual' });
+  return { id, userId: project.userId };
 }
 
 describe('queued updates', () => {
@@ -115,6 +133,12 @@ describe('queued updates', () => {
         SYNC_UPDATE_TIMEOUT_MS: '4000',
         SHUTDOWN_READINESS_DELAY_MS: '0',
         RATE_LIMIT_UPDATES_PER_MINUTE: '100000',
+        // FerretDB v1 applies conditional updates of one document without atomicity: a delivery's
+        // write can undo another's `done` (190 of 200 tries in a probe). The lease holder's sweep
+        // records such an update done from its stored snapshot; here it looks every second.
+        SCHEDULER_INTERVAL_MS: '500',
+        UPDATE_SWEEP_EVERY_MS: '1000',
+        UPDATE_STUCK_AFTER_MS: '5000',
         LOG_LEVEL: 'warn',
       });
       processes.push(child);
@@ -204,4 +228,83 @@ describe('queued updates', () => {
       await rm(dir, { recursive: true, force: true });
     }
   }, 600_000);
+});
+
+describe('no update stays unfinished (a crash injected on each path)', () => {
+  // A database of their own (a fresh scheduler lease, their own updates), and no gateway of the
+  // tests above left running to take their jobs.
+  const stuckDb = { MONGODB_DB: `pwstuck_${randomUUID().slice(0, 8)}` };
+  let stuckStore: MongoStore;
+  let stuckToken: string;
+  const stuckStatus = async (base: string, id: string) => (await (await fetch(`${base}/v1/updates/${id}`, { headers: { Authorization: stuckToken } })).json()) as { status: string; date: string | null; reason: string | null };
+  beforeAll(async () => {
+    for (const gateway of gateways) await gateway.stop('SIGKILL');
+    stuckStore = new MongoStore({ uri: db.MONGODB_URI, dbName: stuckDb.MONGODB_DB });
+    await stuckStore.init();
+    const admin = createAdmin(stuckStore);
+    ({ token: stuckToken } = await admin.createUser('stuck'));
+    await admin.addProject('stuck', STUCK_URL, { locations: ['london'], runs: 1 });
+    await admin.addProject('stuck', 'https://nowhere.example/', { locations: ['sao_paulo'], runs: 1 });
+  });
+  afterAll(async () => {
+    await stuckStore?.close();
+  });
+  it('recorded, then the gateway died before queueing it: the lease holder queues it again and it ends done', async () => {
+    const { id } = await recordedUpdate(stuckStore);
+    const gateway = await startGatewayProcess({ ...stuckDb, ...SWEEPING });
+    try {
+      await vi.waitFor(async () => expect((await stuckStatus(gateway.url, id)).status).toBe('done'), { timeout: 30_000, interval: 250 });
+      expect(gateway.process.output()).toMatch(/stuck update queued again/);
+    } finally {
+      await gateway.process.stop('SIGKILL');
+    }
+  }, 60_000);
+
+  it('its last allowed delivery died with its gateway: the next gateway ends it failed, saying why', async () => {
+    const first = await startGatewayProcess({ ...stuckDb, ...SWEEPING, UPDATE_MAX_DELIVER: '1' });
+    const before = runner.requests.length;
+    const res = await fetch(`${first.url}/v1/update?url=${encodeURIComponent(STUCK_URL)}&mode=async&device=mobile`, { headers: { Authorization: stuckToken } });
+    const { id } = (await res.json()) as { id: string };
+    await vi.waitFor(() => expect(runner.requests.length).toBe(before + 1), { timeout: 10_000 });
+    await first.process.stop('SIGKILL');
+    const second = await startGatewayProcess({ ...stuckDb, ...SWEEPING, UPDATE_MAX_DELIVER: '1' });
+    try {
+      await vi.waitFor(async () => expect((await stuckStatus(second.url, id)).status).toBe('failed'), { timeout: 30_000, interval: 250 });
+      expect((await stuckStatus(second.url, id)).reason).toMatch(/1 deliveries ended without an outcome/);
+    } finally {
+      await second.process.stop('SIGKILL');
+    }
+  }, 60_000);
+
+  it('its snapshot was stored but its ending was not recorded: the next delivery records it done and measures nothing again', async () => {
+    const gateway = await startGatewayProcess({ ...stuckDb, ...SWEEPING });
+    try {
+      const { id } = await recordedUpdate(stuckStore);
+      const project = (await stuckStore.listProjects()).find((p) => p.url === STUCK_URL)!;
+      await stuckStore.setUpdateState(id, { status: 'running' });
+      const date = await stuckStore.saveSnapshot({ project, updateId: id, date: new Date(Math.floor(Date.now() / 1000) * 1000 - 3_600_000), updateType: 'manual', results: [] });
+      const before = runner.requests.length;
+      // The job, still in the queue as an unacknowledged delivery leaves it.
+      await jetstream(agentConn).publish(updateSubject(id), JSON.stringify({ updateId: id, userId: project.userId, url: STUCK_URL, devices: ['mobile'], updateType: 'manual', requestId: 'unrecorded' }), { msgID: id });
+      await vi.waitFor(async () => expect((await stuckStatus(gateway.url, id)).status).toBe('done'), { timeout: 30_000, interval: 250 });
+      expect((await stuckStatus(gateway.url, id)).date).toBe(formatApiDateTime(date));
+      expect(runner.requests.length).toBe(before);
+    } finally {
+      await gateway.process.stop('SIGKILL');
+    }
+  }, 60_000);
+
+  it('a location that never answers: the update ends failed at its deadline, with the reason', async () => {
+    const gateway = await startGatewayProcess({ ...stuckDb, UPDATE_DEADLINE_MS: '3000', ...SWEEPING });
+    try {
+      const res = await fetch(`${gateway.url}/v1/update?url=${encodeURIComponent('https://nowhere.example/')}&mode=async&device=mobile`, { headers: { Authorization: stuckToken } });
+      const { id } = (await res.json()) as { id: string };
+      const started = Date.now();
+      await vi.waitFor(async () => expect((await stuckStatus(gateway.url, id)).status).toBe('failed'), { timeout: 30_000, interval: 250 });
+      expect((await stuckStatus(gateway.url, id)).reason).toMatch(/sao_paulo/);
+      expect(Date.now() - started).toBeLessThan(20_000);
+    } finally {
+      await gateway.process.stop('SIGKILL');
+    }
+  }, 60_000);
 });

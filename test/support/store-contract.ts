@@ -50,6 +50,8 @@ export function describeStoreContract(name: string, store: () => Store): void {
       expect(all!.results[0]!.lighthouse).toEqual(loadLhr(all!.results[0]!.device, 1));
       expect(all!.available).toHaveLength(3);
       expect(all!.missing).toEqual(missing);
+      expect(await store().findSnapshotOfUpdate('u1')).toEqual({ date, missing });
+      expect(await store().findSnapshotOfUpdate('never-written')).toBeNull();
 
       const filtered = await store().findSnapshot(project.id, date, { device: 'mobile', locations: ['tokyo'] });
       expect(filtered!.results.map((r) => `${r.device}/${r.location}`)).toEqual(['mobile/tokyo']);

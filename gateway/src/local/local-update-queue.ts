@@ -58,6 +58,9 @@ export async function startLocalUpdateQueue({ store, updates, logger, deadlineMs
       pending.add(parsed.updateId);
       submit(parsed, 1);
     },
+    async holds(updateId) {
+      return pending.has(updateId);
+    },
     async stop() {
       stopping = true;
       for (const timer of retries) clearTimeout(timer);

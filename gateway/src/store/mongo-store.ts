@@ -437,6 +437,13 @@ export class MongoStore implements Store {
     return stored;
   }
 
+  async findSnapshotOfUpdate(updateId: string): Promise<{ date: Date; missing: MissingCell[] } | null> {
+    const raw = await this.#snapshots.findOne({ updateId, status: 'complete' });
+    if (!raw) return null;
+    const { date, missing } = snapshotDoc.parse(raw);
+    return { date, missing };
+  }
+
   async findSnapshot(projectId: string, date: Date, filter: SnapshotFilter = {}): Promise<SnapshotRecord | null> {
     const raw = await this.#snapshots.findOne({ projectId: new ObjectId(projectId), date, status: 'complete' });
     if (!raw) return null;

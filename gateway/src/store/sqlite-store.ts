@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import { z } from 'zod';
 import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Location } from '@perfwatch/common';
-import { DuplicateError, UPDATE_STATUSES, type KpiRow, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type Store, type TokenRecord, type UpdateRecord, type UpdateProgress, type UpdateState, type UserRecord } from './store.ts';
+import { DuplicateError, UPDATE_STATUSES, type KpiRow, type MissingCell, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type Store, type TokenRecord, type UpdateRecord, type UpdateProgress, type UpdateState, type UserRecord } from './store.ts';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
@@ -285,6 +285,14 @@ export class SqliteStore implements Store {
       });
       return stored;
     });
+  }
+
+  async findSnapshotOfUpdate(updateId: string): Promise<{ date: Date; missing: MissingCell[] } | null> {
+    // A snapshot row exists only once its transaction committed: it is complete.
+    const raw = this.#get('SELECT * FROM snapshots WHERE update_id = ?', updateId);
+    if (!raw) return null;
+    const { date, missing } = snapshotRow.parse(raw);
+    return { date, missing };
   }
 
   async findSnapshot(projectId: string, date: Date, filter: SnapshotFilter = {}): Promise<SnapshotRecord | null> {

@@ -223,6 +223,8 @@ export interface Store {
   /** Deletes snapshots older than `before` with their results and KPI records; returns how many. */
   deleteSnapshotsBefore(before: Date, limit: number): Promise<number>;
   findSnapshot(projectId: string, date: Date, filter?: SnapshotFilter): Promise<SnapshotRecord | null>;
+  /** The complete snapshot an update wrote, if it wrote one: a later delivery then only records it. */
+  findSnapshotOfUpdate(updateId: string): Promise<{ date: Date; missing: MissingCell[] } | null>;
   /** A project's complete snapshots, oldest first. */
   listSnapshots(projectId: string): Promise<SnapshotSummary[]>;
   /**

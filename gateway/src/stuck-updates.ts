@@ -1,0 +1,67 @@
+import type { Logger } from 'pino';
+import type { Store, UpdateRecord } from './store/store.ts';
+import type { UpdateQueue } from './update-queue.ts';
+
+export interface StuckUpdateSweepOptions {
+  store: Store;
+  queue: UpdateQueue;
+  logger: Logger;
+  /** An update's deadline, from its creation (UPDATE_DEADLINE_MS). */
+  deadlineMs: number;
+  /**
+   * How long an unfinished update is left alone after its last change: an update is recorded
+   * before its job is queued, so a younger one may be between the two.
+   */
+  graceMs: number;
+  now?: () => Date;
+}
+
+export interface SweepReport {
+  /** Stored, but recorded as unfinished: recorded done now. */
+  recorded: string[];
+  queuedAgain: string[];
+  failed: string[];
+}
+
+/**
+ * Finds updates queued or running that nothing will finish, and ends that: the lease holder
+ * runs it with the scheduler. One whose snapshot is stored is recorded done. An update whose job the queue no longer holds (a gateway died
+ * between recording the update and queueing it) is queued again until its deadline, then
+ * failed; one the queue still holds past its deadline (a backlog, or a delivery that hangs)
+ * is failed with the reason. A delivery that does finish later still records it done: `done`
+ * overrides `failed`.
+ */
+export async function sweepStuckUpdates({ store, queue, logger, deadlineMs, graceMs, now = () => new Date() }: StuckUpdateSweepOptions): Promise<SweepReport> {
+  const report: SweepReport = { recorded: [], queuedAgain: [], failed: [] };
+  const at = now().getTime();
+  for (const update of await store.listUnfinishedUpdates()) {
+    if (at - update.updatedAt.getTime() < graceMs) continue;
+    // Its snapshot is stored: only the ending was lost (a write that did not land, or one a
+    // store without atomic conditional updates let a concurrent write undo).
+    const written = await store.findSnapshotOfUpdate(update.id);
+    if (written) {
+      await store.setUpdateState(update.id, { status: 'done', date: written.date, missing: written.missing });
+      logger.warn({ updateId: update.id, status: update.status }, 'stuck update was stored; recorded it done');
+      report.recorded.push(update.id);
+      continue;
+    }
+    const overdue = at > update.createdAt.getTime() + deadlineMs + graceMs;
+    const held = await queue.holds(update.id);
+    if (held && !overdue) continue;
+    if (overdue) {
+      const reason = held ? 'not finished by its deadline; the queue was too far behind, or its delivery hung' : 'its job was lost before it could run, and its deadline has passed';
+      await store.setUpdateState(update.id, { status: 'failed', reason });
+      logger.warn({ updateId: update.id, status: update.status, reason }, 'stuck update failed');
+      report.failed.push(update.id);
+      continue;
+    }
+    await queue.enqueue(jobOf(update), { again: true });
+    logger.warn({ updateId: update.id, status: update.status }, 'stuck update queued again: the queue no longer held its job');
+    report.queuedAgain.push(update.id);
+  }
+  return report;
+}
+
+function jobOf(update: UpdateRecord) {
+  return { updateId: update.id, userId: update.userId, url: update.url, devices: update.devices, updateType: update.updateType, requestId: `sweep-${update.id.slice(0, 8)}` };
+}
