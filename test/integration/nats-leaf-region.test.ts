@@ -194,6 +194,7 @@ describe('what a region\'s credentials reach', () => {
     const queueBefore = (await jsm.streams.info('PERFWATCH_UPDATES')).state.last_seq;
     rogue.publish(agentAnnounceSubject('london'), encodeAnnouncement({ agentId: 'impostor', location: 'london', version: '1', capacity: 1, busy: 0, state: 'ready', intervalMs: 60_000 }));
     rogue.publish('perfwatch.updates.v1.run', '{}');
+    rogue.publish('perfwatch.updates.v1.run.forged', '{}');
     // Something the hub does pass, published after: once it arrives, the forgeries would have too.
     rogue.publish(agentAnnounceSubject('tokyo'), encodeAnnouncement({ agentId: 'rogue-tokyo', location: 'tokyo', version: '1', capacity: 1, busy: 0, state: 'ready', intervalMs: 60_000 }));
     await rogue.flush();
