@@ -30,6 +30,8 @@ export interface Scheduler {
 }
 
 const LEASE = 'scheduler';
+/** Far beyond the longest snapshot write (seconds), so no live writer's records are taken. */
+const ORPHAN_AGE_MS = 3_600_000;
 
 /**
  * Scheduled updates, retention and the sweep for stuck updates, run by exactly one gateway replica at a time: the holder
@@ -64,6 +66,9 @@ export function startScheduler({ store, queue, logger, holder, intervalMs, lease
       let deleted = 0;
       for (let batch = await store.deleteSnapshotsBefore(before, 500); batch > 0; batch = await store.deleteSnapshotsBefore(before, 500)) deleted += batch;
       if (deleted > 0) logger.info({ deleted, before }, 'deleted snapshots past retention');
+      // Records no complete snapshot owns, an hour old: no writer still at work owns them.
+      const orphans = await store.deleteOrphans(new Date(at.getTime() - ORPHAN_AGE_MS));
+      if (orphans > 0) logger.warn({ orphans }, 'deleted records of snapshots that never completed');
     }
     if (at.getTime() - lastSweep >= stuckUpdates.everyMs) {
       lastSweep = at.getTime();

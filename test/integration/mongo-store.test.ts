@@ -43,6 +43,57 @@ describe('MongoStore', () => {
     }
   });
 
+  it('a redelivery racing a slow live write: one snapshot, no duplicate or orphan KPI record, nothing pending shown', async () => {
+    const user = await store.createUser('race');
+    const project = await store.addProject({ userId: user.id, url: 'https://race.example/', domain: 'race.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+    const date = new Date('2026-04-03T09:00:00Z');
+    const client = new MongoClient(inject('mongoUri'));
+    try {
+      const db = client.db(store.dbName);
+      // The live writer: many results, so it is still writing when the redelivery comes.
+      const slow = store.saveSnapshot({ project, updateId: 'raced', date, updateType: 'scheduled', results: Array.from({ length: 40 }, () => result('mobile', 'london')) }).then((d) => d, (e: unknown) => e);
+      await vi.waitFor(async () => expect(await db.collection('snapshots').findOne({ updateId: 'raced', status: 'writing' })).not.toBeNull(), { timeout: 10_000, interval: 2 });
+      const redelivered = await store.saveSnapshot({ project, updateId: 'raced', date, updateType: 'scheduled', results: [result('mobile', 'london')] });
+      // The live writer was fenced off: it stepped back, removing what it wrote.
+      expect(String(await slow)).toMatch(/being written by another delivery/);
+      const snapshots = await db.collection('snapshots').find({ updateId: 'raced' }).toArray();
+      expect(snapshots.map((s) => s['status'])).toEqual(['complete']);
+      const kpis = await db.collection('kpis').find({ projectId: new ObjectId(project.id) }).toArray();
+      expect(new Set(kpis.map((k) => String(k['snapshotId'])))).toEqual(new Set([String(snapshots[0]!._id)]));
+      expect(kpis).toHaveLength(result('mobile', 'london').kpis.length);
+      expect(kpis.filter((k) => k['pending'])).toEqual([]);
+      expect(await db.collection('results').countDocuments({ projectId: new ObjectId(project.id) })).toBe(1);
+      const rows = [];
+      for await (const row of store.streamKpis({ userId: user.id, from: date, to: new Date(date.getTime() + 1000) })) rows.push(row);
+      expect(rows).toHaveLength(kpis.length);
+      expect(redelivered).toEqual(date);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('the overview shows no record of a snapshot being written, and old records of snapshots that never completed are deleted', async () => {
+    const user = await store.createUser('orphans');
+    const project = await store.addProject({ userId: user.id, url: 'https://orphans.example/', domain: 'orphans.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+    const date = new Date('2026-04-04T09:00:00Z');
+    const client = new MongoClient(inject('mongoUri'));
+    try {
+      const db = client.db(store.dbName);
+      const base = { projectId: new ObjectId(project.id), userId: new ObjectId(user.id), date, domain: project.domain, url: project.url, device: 'mobile', location: 'london', updateType: 'manual', section: 'LIGHTHOUSE', kpi: 'performance', data: { value: 1 } };
+      // An earlier version's orphan (no snapshot), written two hours ago, and a pending record of a writer at work now.
+      const twoHoursAgo = ObjectId.createFromTime(Math.floor(Date.now() / 1000) - 7_200);
+      await db.collection('kpis').insertOne({ _id: twoHoursAgo, snapshotId: new ObjectId(), ...base });
+      await db.collection('kpis').insertOne({ snapshotId: new ObjectId(), ...base, pending: true });
+      const rows = [];
+      for await (const row of store.streamKpis({ userId: user.id, from: date, to: new Date(date.getTime() + 1000) })) rows.push(row);
+      expect(rows).toHaveLength(1); // the old orphan, until it is deleted; never the pending one
+      expect(await store.deleteOrphans(new Date(Date.now() - 3_600_000))).toBe(1);
+      expect(await db.collection('kpis').countDocuments({ projectId: new ObjectId(project.id) })).toBe(1);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('retention: the scheduler deletes snapshots past RETENTION_DAYS with their results and KPI records, and keeps the rest', async () => {
     const user = await store.createUser('ivy');
     const project = await store.addProject({ userId: user.id, url: 'https://ivy.example/', domain: 'ivy.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });

@@ -361,7 +361,8 @@ export class MongoStore implements Store {
   }
 
   async *streamKpis({ userId, from, to, domain, updateType, sections }: OverviewFilter): AsyncIterable<KpiRow> {
-    const query: Record<string, unknown> = { userId: new ObjectId(userId), date: { $gte: from, $lt: to } };
+    // Records still pending belong to a snapshot being written, or to one that never completed.
+    const query: Record<string, unknown> = { userId: new ObjectId(userId), date: { $gte: from, $lt: to }, pending: { $ne: true } };
     if (domain) query['domain'] = domain;
     if (updateType) query['updateType'] = updateType;
     if (sections && sections.length > 0) query['section'] = { $in: sections };
@@ -387,13 +388,15 @@ export class MongoStore implements Store {
 
   async #saveSnapshotOnce({ project, updateId, date, updateType, results, missing }: NewSnapshot): Promise<Date> {
     // Idempotent per update: a redelivered job finds the snapshot its first delivery wrote, or
-    // clears what a writer that died mid-way left (results and KPI records of a `writing`
-    // snapshot) and writes it again. Never two snapshots for one update.
+    // takes over what an earlier writer left `writing` and writes it again. Never two snapshots
+    // for one update, and never a record of a snapshot that is not complete in the overview:
+    // KPI records are written `pending` and shown once their snapshot is complete.
     const earlier = await this.#snapshots.findOne({ updateId });
     if (earlier) {
       const { status, date: storedAt } = snapshotStateDoc.parse(earlier);
-      if (status === 'complete') return storedAt;
-      await this.#discardSnapshot(earlier._id as ObjectId);
+      if (status === 'complete') return this.#released(earlier._id as ObjectId, storedAt);
+      const taken = await this.#takeOver(earlier._id as ObjectId, updateId);
+      if (taken) return taken;
     }
     const snapshotId = new ObjectId();
     const projectId = new ObjectId(project.id);
@@ -430,17 +433,68 @@ export class MongoStore implements Store {
     );
     if (resultDocs.length > 0) await this.#results.insertMany(resultDocs, { ordered: false });
     const kpiDocs = results.flatMap((r) =>
-      r.kpis.map((k) => ({ snapshotId, projectId, userId, date: stored, domain: project.domain, url: project.url, device: r.device, location: r.location, updateType, section: k.section, kpi: k.kpi, data: k.data })),
+      r.kpis.map((k) => ({ snapshotId, projectId, userId, date: stored, domain: project.domain, url: project.url, device: r.device, location: r.location, updateType, section: k.section, kpi: k.kpi, data: k.data, pending: true })),
     );
     if (kpiDocs.length > 0) await this.#kpis.insertMany(kpiDocs, { ordered: false });
-    await this.#snapshots.updateOne({ _id: snapshotId }, { $set: { status: 'complete' } });
-    return stored;
+    // The fence: completing needs this writer's document still `writing`. A redelivery that took
+    // over removed it; this writer then removes what it wrote and steps back.
+    const completed = await this.#snapshots.updateOne({ _id: snapshotId, status: 'writing' }, { $set: { status: 'complete' } });
+    if (completed.matchedCount === 0) {
+      await this.#discardSnapshot(snapshotId);
+      throw new ConcurrentWrite(updateId);
+    }
+    return this.#released(snapshotId, stored);
+  }
+
+  /** Shows a complete snapshot's KPI records in the overview (again, after a writer died between the two steps). */
+  async #released(snapshotId: ObjectId, date: Date): Promise<Date> {
+    await this.#kpis.updateMany({ snapshotId, pending: true }, { $unset: { pending: '' } });
+    return date;
+  }
+
+  /**
+   * Takes over a snapshot another delivery left `writing`: its document goes first, so that
+   * writer, if alive, can no longer complete it; then its records. Returns the date when the
+   * snapshot turned out complete after all.
+   */
+  async #takeOver(snapshotId: ObjectId, updateId: string): Promise<Date | null> {
+    const removed = await this.#snapshots.deleteOne({ _id: snapshotId, status: 'writing' });
+    if (removed.deletedCount === 0) {
+      const now = await this.#snapshots.findOne({ updateId });
+      if (now) {
+        const { status, date } = snapshotStateDoc.parse(now);
+        if (status === 'complete') return this.#released(now._id as ObjectId, date);
+        throw new ConcurrentWrite(updateId);
+      }
+    }
+    await this.#kpis.deleteMany({ snapshotId });
+    await this.#results.deleteMany({ snapshotId });
+    return null;
+  }
+
+  async deleteOrphans(olderThan: Date): Promise<number> {
+    // Records of snapshots that are not complete (a writer that died or stepped back, or one of
+    // an earlier version cut short), old enough that no live writer owns them.
+    const old = { _id: { $lt: ObjectId.createFromTime(Math.floor(olderThan.getTime() / 1000)) } };
+    let deleted = 0;
+    for (const collection of [this.#kpis, this.#results]) {
+      const ids = (await collection.distinct('snapshotId', old)) as ObjectId[];
+      for (let i = 0; i < ids.length; i += 500) {
+        const chunk = ids.slice(i, i + 500);
+        const complete = new Set((await this.#snapshots.find({ _id: { $in: chunk }, status: 'complete' }, { projection: { _id: 1 } }).toArray()).map((d) => String(d._id)));
+        const orphaned = chunk.filter((id) => !complete.has(String(id)));
+        if (orphaned.length > 0) deleted += (await collection.deleteMany({ snapshotId: { $in: orphaned }, ...old })).deletedCount;
+      }
+    }
+    return deleted;
   }
 
   async findSnapshotOfUpdate(updateId: string): Promise<{ date: Date; missing: MissingCell[] } | null> {
     const raw = await this.#snapshots.findOne({ updateId, status: 'complete' });
     if (!raw) return null;
     const { date, missing } = snapshotDoc.parse(raw);
+    // The delivery that wrote it may have died before it showed its KPI records.
+    await this.#released(raw._id as ObjectId, date);
     return { date, missing };
   }
 

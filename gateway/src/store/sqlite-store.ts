@@ -287,6 +287,16 @@ export class SqliteStore implements Store {
     });
   }
 
+  async deleteOrphans(_olderThan: Date): Promise<number> {
+    // A snapshot and its records are written in one transaction: orphans come only from a file
+    // edited by hand or an interrupted deletion of an earlier version.
+    return this.#transaction(() => {
+      const kpis = this.#run('DELETE FROM kpis WHERE snapshot_id NOT IN (SELECT id FROM snapshots)');
+      const results = this.#run('DELETE FROM results WHERE snapshot_id NOT IN (SELECT id FROM snapshots)');
+      return Number(kpis.changes) + Number(results.changes);
+    });
+  }
+
   async findSnapshotOfUpdate(updateId: string): Promise<{ date: Date; missing: MissingCell[] } | null> {
     // A snapshot row exists only once its transaction committed: it is complete.
     const raw = this.#get('SELECT * FROM snapshots WHERE update_id = ?', updateId);

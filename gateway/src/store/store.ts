@@ -223,6 +223,11 @@ export interface Store {
   /** Deletes snapshots older than `before` with their results and KPI records; returns how many. */
   deleteSnapshotsBefore(before: Date, limit: number): Promise<number>;
   findSnapshot(projectId: string, date: Date, filter?: SnapshotFilter): Promise<SnapshotRecord | null>;
+  /**
+   * Deletes results and KPI records of snapshots that are not complete, written before
+   * `olderThan` (no live writer owns them then); returns how many.
+   */
+  deleteOrphans(olderThan: Date): Promise<number>;
   /** The complete snapshot an update wrote, if it wrote one: a later delivery then only records it. */
   findSnapshotOfUpdate(updateId: string): Promise<{ date: Date; missing: MissingCell[] } | null>;
   /** A project's complete snapshots, oldest first. */
