@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ApiError, DEVICES, UPDATE_TYPES } from '@perfwatch/common';
 import type { Store, UpdateProgress } from './store/store.ts';
-import { NoResultError, type UpdateService } from './update-service.ts';
+import { NoResultError, UpdateInterrupted, type UpdateService } from './update-service.ts';
 
 /** The durable work queue of async and scheduled updates, shared by every gateway replica. */
 export const UPDATE_STREAM = 'PERFWATCH_UPDATES';
@@ -80,7 +80,7 @@ export interface QueuedUpdateDeps {
   deadlineMs: number;
 }
 
-export async function runQueuedUpdate({ store, updates, logger, deadlineMs }: QueuedUpdateDeps, job: QueuedUpdate, delivery: number, maxDeliver: number): Promise<QueuedEnding> {
+export async function runQueuedUpdate({ store, updates, logger, deadlineMs }: QueuedUpdateDeps, job: QueuedUpdate, delivery: number, maxDeliver: number, signal?: AbortSignal): Promise<QueuedEnding> {
   const log = logger.child({ updateId: job.updateId, requestId: job.requestId, delivery });
   // Progress is for people watching: one write at a time carrying the latest counts (runs that
   // end together make one write), never beside a state change (an SQLite-backed server takes
@@ -133,7 +133,7 @@ export async function runQueuedUpdate({ store, updates, logger, deadlineMs }: Qu
       await store.setUpdateState(job.updateId, { status: 'failed', reason: 'the project was removed before the update ran' });
       return { kind: 'final', reason: 'project removed' };
     }
-    const outcome = await updates.run({ project, devices: job.devices, updateType: job.updateType, requestId: job.requestId, deadline }, job.updateId, 'async', recordProgress).finally(() => written);
+    const outcome = await updates.run({ project, devices: job.devices, updateType: job.updateType, requestId: job.requestId, deadline, ...(signal ? { signal } : {}) }, job.updateId, 'async', recordProgress).finally(() => written);
     await store.setUpdateState(job.updateId, { status: 'done', date: outcome.date, missing: outcome.missing });
     log.info({ date: outcome.date, missing: outcome.missing.length }, 'queued update done');
     return { kind: 'done' };
@@ -141,7 +141,8 @@ export async function runQueuedUpdate({ store, updates, logger, deadlineMs }: Qu
     const reason = error instanceof ApiError ? [error.message, ...error.errors].join(' ') : (error as Error).message;
     // Every run failing for the page's own reasons (it did not load, a refused target) would
     // fail again: no point retrying. Lost agents, timeouts, a NATS or database blink may pass.
-    const final = (error instanceof NoResultError && !error.retryable) || delivery >= maxDeliver || Date.now() >= deadlineAt;
+    // Interrupted by this gateway's stop: not the update's fault, and not counted against it.
+    const final = !(error instanceof UpdateInterrupted) && ((error instanceof NoResultError && !error.retryable) || delivery >= maxDeliver || Date.now() >= deadlineAt);
     try {
       if (final) {
         await store.setUpdateState(job.updateId, { status: 'failed', reason });
@@ -194,6 +195,8 @@ export async function startUpdateQueue({ nc, store, updates, logger, deadlineMs,
   let stopping = false;
   let fetching: { stop(): void } | null = null;
   const running = new Set<Promise<void>>();
+  // Stopping ends the waits for absent locations; runs already with an agent finish.
+  const halt = new AbortController();
 
   async function handle(msg: JsMsg): Promise<void> {
     let job: QueuedUpdate;
@@ -207,10 +210,10 @@ export async function startUpdateQueue({ nc, store, updates, logger, deadlineMs,
     // Tells JetStream the job is being worked on, so it is not handed to another replica.
     const alive = setInterval(() => msg.working(), Math.max(100, Math.floor(ackWaitMs / 3)));
     try {
-      const ending = await runQueuedUpdate({ store, updates, logger, deadlineMs }, job, msg.info.deliveryCount, maxDeliver);
+      const ending = await runQueuedUpdate({ store, updates, logger, deadlineMs }, job, msg.info.deliveryCount, maxDeliver, halt.signal);
       if (ending.kind === 'done') msg.ack();
       else if (ending.kind === 'final') msg.term(ending.reason.slice(0, 200));
-      else if (ending.kind === 'retry') msg.nak(retryDelayMs);
+      else if (ending.kind === 'retry') msg.nak(halt.signal.aborted ? 0 : retryDelayMs);
       // 'unrecorded': left unacknowledged; JetStream delivers it again after ackWaitMs.
     } finally {
       clearInterval(alive);
@@ -251,6 +254,7 @@ export async function startUpdateQueue({ nc, store, updates, logger, deadlineMs,
     },
     async stop() {
       stopping = true;
+      halt.abort();
       fetching?.stop();
       await loop;
       while (running.size > 0) await Promise.allSettled([...running]);

@@ -5,7 +5,7 @@ import { loadLhr } from '../../test/support/lhr-fixtures.ts';
 import type { Dispatcher, RunOutcome } from './nats-dispatcher.ts';
 import type { NewSnapshot, ProjectRecord, Store } from './store/store.ts';
 import type { CruxClient, FieldData } from './crux/crux-client.ts';
-import { createUpdateService } from './update-service.ts';
+import { createUpdateService, UpdateInterrupted } from './update-service.ts';
 
 const project: ProjectRecord = {
   id: 'p1',
@@ -77,6 +77,15 @@ describe('update service', () => {
     expect(saved[0]!.results.find((r) => r.location === 'tokyo')!.runs).toHaveLength(3);
     expect(jobs.filter((j) => /\.again\d+$/.test(j.jobId)).length).toBe(4);
     expect(new Set(jobs.map((j) => j.jobId)).size).toBe(jobs.length);
+  });
+
+  it('a gateway stopping ends the wait for an absent location: the update is interrupted, not stored', async () => {
+    const { service, saved } = serviceWith((job) => (job.location === 'tokyo' ? failure('NO_RESPONDERS') : success(job)));
+    const stop = new AbortController();
+    const running = service.run({ project, devices: ['mobile'], updateType: 'scheduled', requestId: 'r', deadline: new Date(Date.now() + 60_000), signal: stop.signal }, 'u', 'async');
+    setTimeout(() => stop.abort(), 50);
+    await expect(running).rejects.toBeInstanceOf(UpdateInterrupted);
+    expect(saved).toHaveLength(0);
   });
 
   it('with a deadline, a page that fails to load is not offered again, and a location still away at the deadline is reported missing', async () => {

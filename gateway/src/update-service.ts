@@ -36,6 +36,16 @@ export interface UpdateRequest {
    * (sync updates) the update answers with what it has once every run has had its offers.
    */
   deadline?: Date;
+  /** Aborted when the gateway stops: a run waiting to offer again ends the update as UpdateInterrupted. */
+  signal?: AbortSignal;
+}
+
+/** The gateway stopped while the update waited for a location to come back: deliver it again later. */
+export class UpdateInterrupted extends Error {
+  constructor() {
+    super('the gateway stopped while the update waited for a location; it will be delivered again');
+    this.name = 'UpdateInterrupted';
+  }
 }
 
 /** Told how many runs of each (device, location) have finished, as they finish. */
@@ -95,7 +105,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
    * agent of the location when there is one), and offered again while its location is away
    * and the update's deadline has not passed.
    */
-  async function measureRun(job: AuditJob, { requestId, deadline }: Pick<UpdateRequest, 'requestId' | 'deadline'>, log: Logger): Promise<RunOutcome> {
+  async function measureRun(job: AuditJob, { requestId, deadline, signal }: Pick<UpdateRequest, 'requestId' | 'deadline' | 'signal'>, log: Logger): Promise<RunOutcome> {
     let retried = false;
     let offers = 0;
     let backoff = awayBackoffMs.first;
@@ -113,16 +123,19 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
       if (outcome.ok || !deadline || !LOCATION_AWAY.has(outcome.error.code)) return outcome;
       const left = deadline.getTime() - now().getTime();
       if (left <= 0) return outcome;
+      if (signal?.aborted) throw new UpdateInterrupted();
       offers += 1;
       log.info({ device: job.device, location: job.location, runIndex: job.runIndex, code: outcome.error.code, offers }, 'location away; offering the run again');
       // An agent of the location announcing room (a restarted one says so at once) ends the wait early.
       const wait = Math.min(left, backoff * (0.5 + Math.random()));
-      await (dispatcher.roomIn ? dispatcher.roomIn(job.location, wait) : sleep(wait));
+      const stopped = signal ? new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true })) : null;
+      await Promise.race([dispatcher.roomIn ? dispatcher.roomIn(job.location, wait) : sleep(wait), ...(stopped ? [stopped] : [])]);
+      if (signal?.aborted) throw new UpdateInterrupted();
       backoff = Math.min(awayBackoffMs.max, backoff * 2);
     }
   }
 
-  async function measure({ project, devices, updateType, requestId, deadline }: UpdateRequest, updateId: string, onProgress?: ProgressListener): Promise<UpdateOutcome & { complete: boolean }> {
+  async function measure({ project, devices, updateType, requestId, deadline, signal }: UpdateRequest, updateId: string, onProgress?: ProgressListener): Promise<UpdateOutcome & { complete: boolean }> {
     const log = logger.child({ updateId, requestId });
     const cells = devices.flatMap((device) => project.locations.map((location) => ({ device, location })));
     const progress = cells.map(({ device, location }) => ({ device, location, done: 0, total: project.runs }));
@@ -134,7 +147,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
       cells.map(async ({ device, location }, cell) => {
         const runs = await Promise.all(
           Array.from({ length: project.runs }, (_, runIndex) =>
-            measureRun({ jobId: `${updateId}.${device}.${location}.${runIndex}`, updateId, url: project.url, device, location, runIndex, timeoutMs: runTimeoutMs }, { requestId, ...(deadline ? { deadline } : {}) }, log).finally(() => {
+            measureRun({ jobId: `${updateId}.${device}.${location}.${runIndex}`, updateId, url: project.url, device, location, runIndex, timeoutMs: runTimeoutMs }, { requestId, ...(deadline ? { deadline } : {}), ...(signal ? { signal } : {}) }, log).finally(() => {
               progress[cell]!.done += 1;
               onProgress?.(progress.map((p) => ({ ...p })));
             }),

@@ -28,7 +28,8 @@ const DAY = new Date().toISOString().slice(0, 10);
 
 beforeAll(async () => {
   nats = await isolatedNats();
-  gateway = await startTestGateway({ natsUrl: nats.url, replyTimeoutMs: 1_500 });
+  // São Paulo has no agent: async updates of half.example offer it again for a second only.
+  gateway = await startTestGateway({ natsUrl: nats.url, replyTimeoutMs: 1_500, config: { UPDATE_DEADLINE_MS: 1_000 } });
   agentConn = await connect({ servers: nats.url });
   for (const location of ['london', 'tokyo'] as const) agents.push(startAgent({ nc: agentConn, location, runner: fixtureRunner({ delayMs: 5 }), logger: silentLogger, agentId: location }));
   agents.push(startAgent({ nc: agentConn, location: 'los_angeles', runner: fixtureRunner({ fail: () => new RunFailure('PAGE_LOAD_FAILED', 'ERRORED_DOCUMENT_REQUEST: status 500', false) }), logger: silentLogger, agentId: 'la' }));
@@ -243,6 +244,7 @@ describe('/v1/updates/{id}', () => {
     await expect.poll(async () => ((await both(`updates/${id}`, {}, {}, { same: false }))[0].body as { status: string }).status, { timeout: 10_000 }).toBe('done');
     const [done] = await both(`updates/${id}`, {}, {});
     expect((done.body as { progress: unknown }).progress).toEqual([{ device: 'mobile', location: 'tokyo', done: 1, total: 1 }, { device: 'mobile', location: 'sao_paulo', done: 1, total: 1 }]);
+    expect((done.body as { missing: unknown }).missing).toEqual([{ device: 'mobile', location: 'sao_paulo', reason: expect.stringMatching(/^NO_RESPONDERS: /) }]);
     const date = (done.body as { date: string }).date;
     const [snapshot] = await both('audit', { url: 'https://half.example/', date }, { url: 'https://half.example/', date });
     expect(snapshot.status).toBe(200);

@@ -24,11 +24,13 @@ export async function startLocalUpdateQueue({ store, updates, logger, deadlineMs
   // de-duplication by message id does for the NATS queue.
   const pending = new Set<string>();
   let stopping = false;
+  // Stopping ends the waits for absent locations: those updates stay queued for the next start.
+  const halt = new AbortController();
 
   function submit(job: QueuedUpdate, delivery: number): void {
     const task = slots(async () => {
       if (stopping) return;
-      const ending = await runQueuedUpdate({ store, updates, logger, deadlineMs }, job, delivery, maxDeliver);
+      const ending = await runQueuedUpdate({ store, updates, logger, deadlineMs }, job, delivery, maxDeliver, halt.signal);
       if (ending.kind === 'retry' || ending.kind === 'unrecorded') {
         const timer = setTimeout(() => {
           retries.delete(timer);
@@ -63,6 +65,7 @@ export async function startLocalUpdateQueue({ store, updates, logger, deadlineMs
     },
     async stop() {
       stopping = true;
+      halt.abort();
       for (const timer of retries) clearTimeout(timer);
       while (running.size > 0) await Promise.allSettled([...running]);
     },
