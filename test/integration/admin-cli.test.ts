@@ -51,6 +51,12 @@ describe('perfwatch admin', () => {
     expect(bad.code).toBe(1);
     expect(bad.err).toMatch(/unknown location.*mars/);
 
+    // Credentials in a project URL are refused, and not repeated in the message.
+    const secret = await admin(env, 'add-project', 'web', 'https://bob:hunter2@private.example/app');
+    expect(secret.code).toBe(1);
+    expect(secret.err).toMatch(/must not carry credentials.*https:\/\/private\.example\/app/);
+    expect(secret.err + secret.out).not.toMatch(/hunter2/);
+
     const { out } = await admin(env, 'create-token', 'web', '--json');
     const { prefix } = JSON.parse(out);
     expect((await admin(env, 'revoke-token', prefix)).code).toBe(0);

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -45,6 +45,20 @@ describe('SqliteStore', () => {
     } finally {
       await again.close();
     }
+  });
+
+  it('keeps its file and WAL readable by its user only (0600), an existing file included', async () => {
+    const path = join(dir, 'private', 'perfwatch.sqlite');
+    const fresh = new SqliteStore({ path });
+    await fresh.init();
+    await fresh.createUser('pat');
+    for (const file of [path, `${path}-wal`]) expect((await stat(file)).mode & 0o777, file).toBe(0o600);
+    await fresh.close();
+    await chmod(path, 0o644);
+    const again = new SqliteStore({ path });
+    await again.init();
+    expect((await stat(path)).mode & 0o777).toBe(0o600);
+    await again.close();
   });
 
   it('opens a file of schema 1 (before `missing`), keeping its rows and reading them with no cell missing', async () => {

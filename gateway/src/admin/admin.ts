@@ -63,6 +63,9 @@ export function createAdmin(store: Store) {
       const user = await userNamed(name);
       const normalized = normalizeProjectUrl(url);
       if (!normalized) throw new AdminError(`not an absolute http(s) URL: ${url}`);
+      // Stored, listed and logged with the project: a password there would leak everywhere.
+      const parsed = new URL(normalized);
+      if (parsed.username || parsed.password) throw new AdminError(`a project URL must not carry credentials (user:password@): ${parsed.protocol}//${parsed.host}${parsed.pathname}`);
       const locations = options.locations && options.locations.length > 0 ? [...new Set(options.locations)] : [options.defaultLocation ?? LOCATIONS[0]];
       const defaultLocation = options.defaultLocation ?? locations[0]!;
       if (!locations.includes(defaultLocation)) throw new AdminError(`the default location ${defaultLocation} is not among the project's locations`);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import { promisify } from 'node:util';
@@ -161,10 +161,16 @@ export class SqliteStore implements Store {
   }
 
   async init(): Promise<void> {
-    if (this.#path !== ':memory:') mkdirSync(dirname(this.#path), { recursive: true });
+    if (this.#path !== ':memory:') {
+      mkdirSync(dirname(this.#path), { recursive: true, mode: 0o700 });
+      // Created 0600 before SQLite opens it, so it is never readable by others, even briefly.
+      if (!existsSync(this.#path)) closeSync(openSync(this.#path, 'a', 0o600));
+    }
     const db = new DatabaseSync(this.#path);
     // WAL: readers never wait for the writer; a crash loses at most the last transaction.
     db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;');
+    // Token digests, projects and results: readable by this user only (the WAL files too).
+    if (this.#path !== ':memory:') for (const file of [this.#path, `${this.#path}-wal`, `${this.#path}-shm`]) if (existsSync(file)) chmodSync(file, 0o600);
     db.exec(SCHEMA);
     const version = db.prepare("SELECT value FROM meta WHERE key = 'schema'").get() as { value: string } | undefined;
     if (version && Number(version.value) > SCHEMA_VERSION) {
