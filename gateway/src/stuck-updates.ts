@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import type { Store, UpdateRecord } from './store/store.ts';
-import type { UpdateQueue } from './update-queue.ts';
+import type { Store } from './store/store.ts';
+import { queuedUpdateOf, type UpdateQueue } from './update-queue.ts';
 
 export interface StuckUpdateSweepOptions {
   store: Store;
@@ -55,13 +55,9 @@ export async function sweepStuckUpdates({ store, queue, logger, deadlineMs, grac
       report.failed.push(update.id);
       continue;
     }
-    await queue.enqueue(jobOf(update), { again: true });
+    await queue.enqueue(queuedUpdateOf(update, 'sweep'), { again: true });
     logger.warn({ updateId: update.id, status: update.status }, 'stuck update queued again: the queue no longer held its job');
     report.queuedAgain.push(update.id);
   }
   return report;
-}
-
-function jobOf(update: UpdateRecord) {
-  return { updateId: update.id, userId: update.userId, url: update.url, devices: update.devices, updateType: update.updateType, requestId: `sweep-${update.id.slice(0, 8)}` };
 }

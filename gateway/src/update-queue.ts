@@ -5,7 +5,7 @@ import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, t
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ApiError, DEVICES, UPDATE_TYPES } from '@perfwatch/common';
-import type { Store, UpdateProgress } from './store/store.ts';
+import type { Store, UpdateProgress, UpdateRecord } from './store/store.ts';
 import { NoResultError, UpdateInterrupted, type UpdateService } from './update-service.ts';
 
 /** The durable work queue of async and scheduled updates, shared by every gateway replica. */
@@ -30,6 +30,11 @@ export const queuedUpdateSchema = z.object({
   requestId: z.string().max(200),
 });
 export type QueuedUpdate = z.infer<typeof queuedUpdateSchema>;
+
+/** The job of a recorded update, queued again (after a restart, or by the sweep for stuck updates). */
+export function queuedUpdateOf(update: UpdateRecord, requestIdPrefix: string): QueuedUpdate {
+  return { updateId: update.id, userId: update.userId, url: update.url, devices: update.devices, updateType: update.updateType, requestId: `${requestIdPrefix}-${update.id.slice(0, 8)}` };
+}
 
 export interface UpdateQueueOptions extends QueuedUpdateDeps {
   nc: NatsConnection;

@@ -40,6 +40,24 @@ export interface UpdateRequest {
   signal?: AbortSignal;
 }
 
+/**
+ * `wait`, cut short by `signal`. The listener goes with the wait: the signal is the queue's and
+ * lives as long as the gateway, so one left per wait would pile up.
+ */
+async function untilAborted(wait: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (!signal) return wait;
+  let onAbort = () => {};
+  const aborted = new Promise<void>((resolve) => {
+    onAbort = resolve;
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    await Promise.race([wait, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
 /** The gateway stopped while the update waited for a location to come back: deliver it again later. */
 export class UpdateInterrupted extends Error {
   constructor() {
@@ -113,12 +131,11 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
       const jobId = offers === 0 ? job.jobId : `${job.jobId}.again${offers}`;
       // Each offer waits as long as a sync update's would; the deadline bounds only the re-offers
       // (an update taken up late, after a backlog, still gets its first offers).
-      const timeoutMs = replyTimeoutMs;
-      let outcome = await dispatch({ ...job, jobId }, { timeoutMs, requestId });
+      let outcome = await dispatch({ ...job, jobId }, { timeoutMs: replyTimeoutMs, requestId });
       if (!outcome.ok && !retried && RETRY_ONCE.has(outcome.error.code)) {
         retried = true;
         log.info({ device: job.device, location: job.location, runIndex: job.runIndex, code: outcome.error.code, failedOn: outcome.agentId }, 'retrying a failed run once');
-        outcome = await dispatch({ ...job, jobId: `${jobId}.retry` }, { timeoutMs, requestId, ...(outcome.agentId ? { avoidAgent: outcome.agentId } : {}) });
+        outcome = await dispatch({ ...job, jobId: `${jobId}.retry` }, { timeoutMs: replyTimeoutMs, requestId, ...(outcome.agentId ? { avoidAgent: outcome.agentId } : {}) });
       }
       if (outcome.ok || !deadline || !LOCATION_AWAY.has(outcome.error.code)) return outcome;
       const left = deadline.getTime() - now().getTime();
@@ -128,8 +145,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
       log.info({ device: job.device, location: job.location, runIndex: job.runIndex, code: outcome.error.code, offers }, 'location away; offering the run again');
       // An agent of the location announcing room (a restarted one says so at once) ends the wait early.
       const wait = Math.min(left, backoff * (0.5 + Math.random()));
-      const stopped = signal ? new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true })) : null;
-      await Promise.race([dispatcher.roomIn ? dispatcher.roomIn(job.location, wait) : sleep(wait), ...(stopped ? [stopped] : [])]);
+      await untilAborted(dispatcher.roomIn ? dispatcher.roomIn(job.location, wait) : sleep(wait), signal);
       if (signal?.aborted) throw new UpdateInterrupted();
       backoff = Math.min(awayBackoffMs.max, backoff * 2);
     }

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { createAdmin, freePort, MongoStore, type ProjectRecord } from '@perfwatch/gateway';
+import { createAdmin, MongoStore, type ProjectRecord } from '@perfwatch/gateway';
 import { chromesOf } from '../support/chrome-processes.ts';
-import { spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
+import { spawnGateway, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { isolatedNats } from '../support/test-services.ts';
 
 // What issue 15's measurement did, as a test: real gateway and agent processes (real Chromium
@@ -21,11 +21,9 @@ const processes: PerfwatchProcess[] = [];
 const page = () => `${inject('siteUrl')}index.html`;
 
 async function startGateway(): Promise<{ process: PerfwatchProcess; url: string }> {
-  const port = await freePort();
-  const process = spawnPerfwatch(['gateway'], { ...db, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1', UPDATE_ACK_WAIT_MS: '5000', UPDATE_RETRY_DELAY_MS: '1000', SHUTDOWN_READINESS_DELAY_MS: '0' });
-  processes.push(process);
-  await process.waitFor(/gateway listening/);
-  return { process, url: `http://127.0.0.1:${port}` };
+  const gateway = await spawnGateway({ ...db, NATS_URL: nats.url, UPDATE_ACK_WAIT_MS: '5000', UPDATE_RETRY_DELAY_MS: '1000' });
+  processes.push(gateway.process);
+  return gateway;
 }
 
 function startAgent(location: string, agentId: string): PerfwatchProcess {

@@ -10,7 +10,7 @@ import { createAdmin, freePort, MongoStore, startNatsServer, updateSubject } fro
 import { jetstream } from '@nats-io/jetstream';
 import { formatApiDateTime } from '@perfwatch/common';
 import { fixtureRunner } from '../support/fixture-runner.ts';
-import { spawnNode, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
+import { spawnGateway, spawnNode, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { isolatedNats, silentLogger } from '../support/test-services.ts';
 
 // Queued (async) updates survive the gateway that took them: real gateway processes over a
@@ -30,11 +30,9 @@ const URL_ = 'https://queued.example/';
 const STUCK_URL = 'https://stuck.example/';
 
 async function startGatewayProcess(env: Record<string, string> = {}): Promise<{ process: PerfwatchProcess; url: string }> {
-  const port = await freePort();
-  const process = spawnPerfwatch(['gateway'], { ...db, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1', UPDATE_ACK_WAIT_MS: '2000', UPDATE_RETRY_DELAY_MS: '500', SHUTDOWN_READINESS_DELAY_MS: '0', ...env });
-  gateways.push(process);
-  await process.waitFor(/gateway listening/);
-  return { process, url: `http://127.0.0.1:${port}` };
+  const gateway = await spawnGateway({ ...db, NATS_URL: nats.url, UPDATE_ACK_WAIT_MS: '2000', UPDATE_RETRY_DELAY_MS: '500', ...env });
+  gateways.push(gateway.process);
+  return gateway;
 }
 
 beforeAll(async () => {

@@ -8,8 +8,8 @@ import type { NatsConnection, Subscription } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { agentAnnounceSubject, auditResultSchema, auditSubject, LOCATIONS, connectNats, encodeAnnouncement, encodeJob } from '@perfwatch/common';
-import { createAdmin, freePort, MongoStore, startAgentRegistry, startNatsServer, tickUpdateId, type AgentRegistry, type LocalServer } from '@perfwatch/gateway';
-import { spawnNode, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
+import { createAdmin, MongoStore, startAgentRegistry, startNatsServer, tickUpdateId, type AgentRegistry, type LocalServer } from '@perfwatch/gateway';
+import { spawnGateway, spawnNode, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { silentLogger } from '../support/test-services.ts';
 import { writeSelfSignedCert } from '../support/tls.ts';
 
@@ -100,13 +100,9 @@ beforeAll(async () => {
   ({ token } = await admin.createUser('leaf-user'));
   await admin.addProject('leaf-user', page(), { locations: ['tokyo'], runs: 1 });
 
-  for (let i = 0; i < 2; i++) {
-    const port = await freePort();
-    const process = spawnPerfwatch(['gateway'], { ...db, ...tlsTo('gateway.nk'), PORT: String(port), HOST: '127.0.0.1', SCHEDULER_INTERVAL_MS: '500', SHUTDOWN_READINESS_DELAY_MS: '0' });
-    gateways.push({ process, url: `http://127.0.0.1:${port}` });
-  }
   agent = spawnPerfwatch(['agent'], { NATS_URL: leaf.url, NATS_NKEY_SEED_FILE: join(keys, 'agent-tokyo.nk'), PERFWATCH_LOCATION: 'tokyo', PERFWATCH_AGENT_ID: 'tokyo-leaf', PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' });
-  await Promise.all([...gateways.map((g) => g.process.waitFor(/gateway listening/)), agent.waitFor(/agent serving location/)]);
+  gateways.push(...(await Promise.all([0, 1].map(() => spawnGateway({ ...db, ...tlsTo('gateway.nk'), SCHEDULER_INTERVAL_MS: '500' })))));
+  await agent.waitFor(/agent serving location/);
   await vi.waitFor(() => expect(registry.agents('tokyo')?.map((a) => a.agentId)).toEqual(['tokyo-leaf']), { timeout: 15_000 });
 }, 90_000);
 

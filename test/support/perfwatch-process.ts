@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '@perfwatch/gateway';
 
 const bin = join(dirname(fileURLToPath(import.meta.url)), '../../bin/perfwatch.js');
 
@@ -76,6 +77,20 @@ export function spawnNode(args: string[], env: Record<string, string>, { cwd = j
       return code;
     },
   };
+}
+
+/**
+ * `perfwatch gateway` on a free loopback port, ready once it listens; `env` names its NATS and
+ * database and any setting of the test's. It stops unready at once (no readiness delay).
+ */
+export async function spawnGateway(env: Record<string, string>): Promise<{ process: PerfwatchProcess; url: string }> {
+  const port = await freePort();
+  const process = spawnPerfwatch(['gateway'], { PORT: String(port), HOST: '127.0.0.1', SHUTDOWN_READINESS_DELAY_MS: '0', ...env });
+  await process.waitFor(/gateway listening/).catch(async (error: unknown) => {
+    await process.stop('SIGKILL');
+    throw error;
+  });
+  return { process, url: `http://127.0.0.1:${port}` };
 }
 
 /** Runs a short `perfwatch …` command to its end. */

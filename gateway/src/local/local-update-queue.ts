@@ -1,5 +1,5 @@
 import pLimit from 'p-limit';
-import { queuedUpdateSchema, runQueuedUpdate, type QueuedUpdate, type QueuedUpdateDeps, type UpdateQueue } from '../update-queue.ts';
+import { queuedUpdateOf, queuedUpdateSchema, runQueuedUpdate, type QueuedUpdate, type QueuedUpdateDeps, type UpdateQueue } from '../update-queue.ts';
 
 export interface LocalUpdateQueueOptions extends QueuedUpdateDeps {
   /** Updates run at once. */
@@ -48,7 +48,7 @@ export async function startLocalUpdateQueue({ store, updates, logger, deadlineMs
   const left = await store.listUnfinishedUpdates();
   for (const update of left) {
     pending.add(update.id);
-    submit({ updateId: update.id, userId: update.userId, url: update.url, devices: update.devices, updateType: update.updateType, requestId: `resumed-${update.id.slice(0, 8)}` }, update.attempts + 1);
+    submit(queuedUpdateOf(update, 'resumed'), update.attempts + 1);
   }
   if (left.length > 0) logger.info({ updates: left.length }, 'taking up the updates the last run left queued or running');
 
