@@ -7,11 +7,11 @@ import { authenticate } from './auth.ts';
 import { dashboardRouter } from './dashboard/dashboard-router.ts';
 import { errorHandler, notFoundRoute, onlyGetAndPost } from './http-errors.ts';
 import { createOpenApiDocument } from './openapi.ts';
-import { acceptsJson, jsonBodyOnly, perTokenLimit } from './request-guards.ts';
+import { acceptsJson, jsonBodyOnly, perUserLimit } from './request-guards.ts';
 import { auditRoute } from './routes/audit-route.ts';
 import { overviewRoute } from './routes/overview-route.ts';
 import { projectsRoute } from './routes/projects-route.ts';
-import { updateRoute } from './routes/update-route.ts';
+import { updateRoute, type SyncUpdateLimit } from './routes/update-route.ts';
 import { updatesRoute } from './routes/updates-route.ts';
 import { updateStatusRoute } from './routes/update-status-route.ts';
 import type { Store } from './store/store.ts';
@@ -36,15 +36,17 @@ export interface AppDeps {
   /** Whether this gateway should get traffic; absent: ready whenever it answers. */
   readiness?: () => Promise<Readiness>;
   bodyLimit?: string;
-  /** Per token and minute. */
+  /** Per user (all of its tokens) and minute. */
   rateLimits?: { updates: number; reads: number };
+  /** Sync updates in flight per user; absent: unlimited (tests of the HTTP layer). */
+  syncUpdates?: SyncUpdateLimit;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
 const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** Builds the gateway's HTTP app from its dependencies. Never listens: see createServer. */
-export function createApp({ store, updates, logger, metrics, startAsync = async (request) => updates.start(request), readiness = async () => ({ ok: true }), bodyLimit = '100kb', rateLimits = { updates: 60, reads: 600 } }: AppDeps): Express {
+export function createApp({ store, updates, logger, metrics, startAsync = async (request) => updates.start(request), readiness = async () => ({ ok: true }), bodyLimit = '100kb', rateLimits = { updates: 60, reads: 600 }, syncUpdates }: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
@@ -99,9 +101,9 @@ export function createApp({ store, updates, logger, metrics, startAsync = async 
   const json = express.json({ limit: bodyLimit, strict: false });
   const auth = authenticate(store);
   const before = [onlyGetAndPost, acceptsJson, jsonBodyOnly, json, auth];
-  const updateLimit = perTokenLimit(rateLimits.updates, 'updates');
-  const readLimit = perTokenLimit(rateLimits.reads, 'reads');
-  v1.all('/update', ...before, updateLimit, updateRoute({ store, updates, startAsync }));
+  const updateLimit = perUserLimit(rateLimits.updates, 'updates');
+  const readLimit = perUserLimit(rateLimits.reads, 'reads');
+  v1.all('/update', ...before, updateLimit, updateRoute({ store, updates, startAsync, ...(syncUpdates ? { syncUpdates } : {}) }));
   v1.all('/audit', ...before, readLimit, auditRoute({ store }));
   v1.all('/updates', ...before, readLimit, updatesRoute({ store }));
   v1.all('/updates/:id', ...before, readLimit, updateStatusRoute({ store }));

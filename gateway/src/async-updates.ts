@@ -1,38 +1,42 @@
 import { randomUUID } from 'node:crypto';
-import type { Logger } from 'pino';
 import { ApiError } from '@perfwatch/common';
 import type { Store } from './store/store.ts';
-import type { UpdateQueue } from './update-queue.ts';
+import type { UpdateAdmission } from './update-admission.ts';
 import type { UpdateRequest } from './update-service.ts';
 
 /** Starts an update without waiting for it (mode=async); resolves with its id once it is safe. */
 export type StartAsync = (request: UpdateRequest) => Promise<string>;
 
+export interface AsyncUpdateLimits {
+  /** Runs one user's unfinished async and scheduled updates may hold (MAX_QUEUED_RUNS_PER_USER). */
+  queuedRunsPerUser: number;
+  /** Updates queued or running per location, all users together: what keeps the store and queue bounded. */
+  pendingPerLocation: number;
+}
+
 /**
- * `mode=async`: refuses with 429 when a location of the project already has too many updates
- * waiting (instead of letting the queue grow without bound), records the update as `queued`,
- * and only answers once JetStream has stored the job. An update whose job could not be stored
- * is marked failed and the caller gets a 503: nothing acknowledged is ever dropped.
+ * `mode=async`: refuses with 429 when the caller's own backlog is full (its message counts the
+ * caller's runs, and nobody else's), or when a location has as many updates waiting as the
+ * service takes (a message that says so and gives no count: other users' load is theirs).
+ * Otherwise the update enters its user's backlog and, when the user has room, the queue; the
+ * answer comes once the store (and JetStream, for an admitted update) holds it.
  */
-export function createAsyncUpdates({ store, queue, logger, maxPendingPerLocation }: { store: Store; queue: UpdateQueue; logger: Logger; maxPendingPerLocation: number }): StartAsync {
+export function createAsyncUpdates({ store, admission, limits }: { store: Store; admission: UpdateAdmission; limits: AsyncUpdateLimits }): StartAsync {
   return async ({ project, devices, updateType, requestId }) => {
+    const runs = devices.length * project.locations.length * project.runs;
+    const backlog = await store.userBacklog(project.userId);
+    if (backlog.runs + runs > limits.queuedRunsPerUser) {
+      throw new ApiError('TOO_MANY_REQUESTS', 'You have too many updates waiting. Try again when some have finished.', [`your ${backlog.updates} unfinished updates hold ${backlog.runs} runs; this one adds ${runs}; the limit is ${limits.queuedRunsPerUser} runs per user`], {
+        headers: { 'Retry-After': '60' },
+      });
+    }
     for (const location of project.locations) {
-      const pending = await store.countPendingUpdates(location);
-      if (pending >= maxPendingPerLocation) {
-        throw new ApiError('TOO_MANY_REQUESTS', `Too many updates are waiting for ${location}. Try again later.`, [`${pending} updates queued or running for ${location}; the limit is ${maxPendingPerLocation}`], {
-          headers: { 'Retry-After': '60' },
-        });
+      if ((await store.countPendingUpdates(location)) >= limits.pendingPerLocation) {
+        throw new ApiError('TOO_MANY_REQUESTS', `The service has as many updates waiting for ${location} as it takes. Try again later.`, [], { headers: { 'Retry-After': '60' } });
       }
     }
     const id = randomUUID();
-    await store.createUpdate({ id, userId: project.userId, projectId: project.id, url: project.url, devices, locations: project.locations, updateType });
-    try {
-      await queue.enqueue({ updateId: id, userId: project.userId, url: project.url, devices: [...devices], updateType, requestId });
-    } catch (error) {
-      logger.error({ err: error, updateId: id, requestId }, 'could not queue an update');
-      await store.setUpdateState(id, { status: 'failed', reason: 'the update could not be queued' }).catch(() => undefined);
-      throw new ApiError('SERVICE_UNAVAILABLE', 'The update could not be queued. Try again later.', [], { cause: error });
-    }
+    await admission.submit({ id, userId: project.userId, projectId: project.id, url: project.url, devices, locations: project.locations, updateType, runs: project.runs }, requestId, { refuseUnqueued: true });
     return id;
   };
 }

@@ -18,8 +18,22 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
   CRUX_API_KEY: z.string().min(1).optional(),
   CRUX_API_ENDPOINT: z.url().default('https://chromeuxreport.googleapis.com'),
   BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/, 'must look like 100kb').default('100kb'),
-  /** Queued updates one gateway runs at once. */
-  UPDATE_WORKERS: z.coerce.number().int().min(1).max(1000).default(4),
+  /**
+   * Queued updates one gateway runs at once. A running update mostly waits for agents (what
+   * bounds the runs is the agents' capacity and MAX_RUNS_IN_FLIGHT), so there are enough for
+   * every busy user's MAX_ACTIVE_UPDATES_PER_USER with places to spare: a newcomer's update is
+   * taken up at once, not after someone else's update ends.
+   */
+  UPDATE_WORKERS: z.coerce.number().int().min(1).max(1000).default(16),
+  /**
+   * A user's async and scheduled updates in the queue (waiting for a gateway, or running) at
+   * once, all replicas together; the rest wait in the user's backlog, in order.
+   */
+  MAX_ACTIVE_UPDATES_PER_USER: z.coerce.number().int().min(1).max(1000).default(2),
+  /** Runs (cells × runs per cell) one user's unfinished async and scheduled updates may hold; past it, 429. */
+  MAX_QUEUED_RUNS_PER_USER: z.coerce.number().int().min(1).default(5_000),
+  /** Sync updates one user has in flight at once, all replicas together; past it, 429. */
+  MAX_SYNC_UPDATES_PER_USER: z.coerce.number().int().min(1).max(1000).default(2),
   /** A queued update's job goes to another gateway after this long without a sign of life. */
   UPDATE_ACK_WAIT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
   /** Deliveries of a queued update before it is marked failed. */

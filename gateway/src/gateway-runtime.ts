@@ -11,7 +11,8 @@ import { createNatsDispatcher } from './nats-dispatcher.ts';
 import { createServer, type GatewayServer } from './server.ts';
 import type { Store } from './store/store.ts';
 import { createUpdateService } from './update-service.ts';
-import { startUpdateQueue } from './update-queue.ts';
+import { startUpdateQueue, type UpdateQueue } from './update-queue.ts';
+import { createUpdateAdmission } from './update-admission.ts';
 import { startScheduler } from './scheduler.ts';
 import { createAsyncUpdates } from './async-updates.ts';
 import type { GatewayConfig } from './config.ts';
@@ -41,11 +42,15 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
   const metrics = createGatewayMetrics({ nc, agents, queueDepth: (location) => dispatcher.waiting?.(location) ?? 0, pendingUpdates: (location) => store.countPendingUpdates(location) });
   const crux = config.CRUX_API_KEY ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger }) : undefined;
   const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS, crux, observer: metrics });
-  const queueOptions = { store, updates, logger, deadlineMs: config.UPDATE_DEADLINE_MS, workers: config.UPDATE_WORKERS, maxDeliver: config.UPDATE_MAX_DELIVER, retryDelayMs: config.UPDATE_RETRY_DELAY_MS };
-  const queue = nc ? await startUpdateQueue({ ...queueOptions, nc, ackWaitMs: config.UPDATE_ACK_WAIT_MS }) : await startLocalUpdateQueue(queueOptions);
+  // The queue admits a user's next update as one ends; admission queues it: each needs the other.
+  let queue: UpdateQueue | undefined;
+  const admission = createUpdateAdmission({ store, queue: () => queue!, logger, perUser: config.MAX_ACTIVE_UPDATES_PER_USER });
+  const queueOptions = { store, updates, logger, admission, deadlineMs: config.UPDATE_DEADLINE_MS, workers: config.UPDATE_WORKERS, maxDeliver: config.UPDATE_MAX_DELIVER, retryDelayMs: config.UPDATE_RETRY_DELAY_MS };
+  queue = nc ? await startUpdateQueue({ ...queueOptions, nc, ackWaitMs: config.UPDATE_ACK_WAIT_MS }) : await startLocalUpdateQueue(queueOptions);
   const scheduler = startScheduler({
     store,
     queue,
+    admission,
     logger,
     holder: `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
     intervalMs: config.SCHEDULER_INTERVAL_MS,
@@ -54,7 +59,7 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
     retentionEveryMs: config.RETENTION_EVERY_MS,
     stuckUpdates: { everyMs: config.UPDATE_SWEEP_EVERY_MS, graceMs: config.UPDATE_STUCK_AFTER_MS, deadlineMs: config.UPDATE_DEADLINE_MS },
   });
-  const startAsync = createAsyncUpdates({ store, queue, logger, maxPendingPerLocation: config.MAX_PENDING_UPDATES_PER_LOCATION });
+  const startAsync = createAsyncUpdates({ store, admission, limits: { queuedRunsPerUser: config.MAX_QUEUED_RUNS_PER_USER, pendingPerLocation: config.MAX_PENDING_UPDATES_PER_LOCATION } });
   let stopping = false;
   const readiness = async () => {
     if (stopping) return { ok: false, reason: 'shutting down' };
@@ -77,6 +82,7 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
     readiness,
     bodyLimit: config.BODY_LIMIT,
     rateLimits: { updates: config.RATE_LIMIT_UPDATES_PER_MINUTE, reads: config.RATE_LIMIT_READS_PER_MINUTE },
+    syncUpdates: { perUser: config.MAX_SYNC_UPDATES_PER_USER, ttlMs: config.SYNC_UPDATE_TIMEOUT_MS + 60_000 },
     port: config.PORT,
     host: config.HOST,
   });

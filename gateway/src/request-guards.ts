@@ -20,22 +20,24 @@ export function jsonBodyOnly(req: Request, _res: Response, next: NextFunction): 
 }
 
 /**
- * A per-token limit of requests per minute, counted in this gateway's memory (with N replicas
- * behind a load balancer a token gets up to N times the limit; a shared store is a drop-in
- * for express-rate-limit when that matters). Over the limit: 429 with Retry-After.
+ * A per-user limit of requests per minute, whichever of the user's tokens they come with,
+ * counted in this gateway's memory (with N replicas behind a load balancer a user gets up to N
+ * times the limit; a shared store is a drop-in for express-rate-limit when that matters: what
+ * must hold across replicas, sync updates in flight and runs queued, is counted in the
+ * database). Over the limit: 429 with Retry-After.
  */
-export function perTokenLimit(perMinute: number, what: string) {
+export function perUserLimit(perMinute: number, what: string) {
   return rateLimit({
     windowMs: 60_000,
     limit: perMinute,
     standardHeaders: 'draft-7',
     legacyHeaders: false,
-    keyGenerator: (req) => req.caller!.tokenPrefix,
+    keyGenerator: (req) => req.caller!.userId,
     validate: { keyGeneratorIpFallback: false },
     handler: (req, _res, next) => {
       const reset = (req as Request & { rateLimit?: RateLimitInfo }).rateLimit?.resetTime?.getTime() ?? Date.now() + 60_000;
       const retryAfter = String(Math.max(1, Math.ceil((reset - Date.now()) / 1000)));
-      next(new ApiError('TOO_MANY_REQUESTS', `Too many ${what} for this token. Try again in ${retryAfter} s.`, [`limit: ${perMinute} ${what} per minute per token`], { headers: { 'Retry-After': retryAfter } }));
+      next(new ApiError('TOO_MANY_REQUESTS', `Too many ${what}. Try again in ${retryAfter} s.`, [`limit: ${perMinute} ${what} per minute per user`], { headers: { 'Retry-After': retryAfter } }));
     },
   });
 }

@@ -5,11 +5,14 @@ import type { Logger } from 'pino';
 import { DEVICES } from '@perfwatch/common';
 import { DuplicateError, type ProjectRecord, type Store } from './store/store.ts';
 import type { UpdateQueue } from './update-queue.ts';
+import type { UpdateAdmission } from './update-admission.ts';
 import { sweepStuckUpdates } from './stuck-updates.ts';
 
 export interface SchedulerOptions {
   store: Store;
   queue: UpdateQueue;
+  /** Scheduled updates enter their user's backlog like any other. */
+  admission: UpdateAdmission;
   logger: Logger;
   /** This gateway's name in the lease. */
   holder: string;
@@ -41,7 +44,7 @@ const ORPHAN_AGE_MS = 3_600_000;
  * A tick's update id is derived from the project and the tick, so a tick enqueued twice (a
  * holder that died between enqueueing and recording it) is stored and run once.
  */
-export function startScheduler({ store, queue, logger, holder, intervalMs, leaseTtlMs, retentionDays, retentionEveryMs, stuckUpdates, now = () => new Date() }: SchedulerOptions): Scheduler {
+export function startScheduler({ store, queue, admission, logger, holder, intervalMs, leaseTtlMs, retentionDays, retentionEveryMs, stuckUpdates, now = () => new Date() }: SchedulerOptions): Scheduler {
   let stopping = false;
   const wake = new AbortController();
   let leader = false;
@@ -72,21 +75,21 @@ export function startScheduler({ store, queue, logger, holder, intervalMs, lease
     }
     if (at.getTime() - lastSweep >= stuckUpdates.everyMs) {
       lastSweep = at.getTime();
-      await sweepStuckUpdates({ store, queue, logger, deadlineMs: stuckUpdates.deadlineMs, graceMs: stuckUpdates.graceMs, now });
+      await sweepStuckUpdates({ store, queue, admission, logger, deadlineMs: stuckUpdates.deadlineMs, graceMs: stuckUpdates.graceMs, now });
     }
   }
 
   async function enqueueTick(project: ProjectRecord, tick: Date): Promise<void> {
     const updateId = tickUpdateId(project.id, tick);
     try {
-      await store.createUpdate({ id: updateId, userId: project.userId, projectId: project.id, url: project.url, devices: DEVICES, locations: project.locations, updateType: 'scheduled' });
+      await admission.submit({ id: updateId, userId: project.userId, projectId: project.id, url: project.url, devices: DEVICES, locations: project.locations, updateType: 'scheduled', runs: project.runs }, `schedule-${tick.toISOString()}`);
     } catch (error) {
-      // Recorded by a holder that died before it marked the tick: publish again (JetStream
-      // deduplicates by id, and a second run writes no second snapshot).
+      // Recorded by a holder that died before it marked the tick: it is in the user's backlog
+      // or the queue already; an admission it missed is made now (or by the sweep).
       if (!(error instanceof DuplicateError)) throw error;
+      await admission.admitNext(project.userId);
     }
-    await queue.enqueue({ updateId, userId: project.userId, url: project.url, devices: [...DEVICES], updateType: 'scheduled', requestId: `schedule-${tick.toISOString()}` });
-    logger.info({ updateId, tick, target: { url: project.url } }, 'scheduled update queued');
+    logger.info({ updateId, tick, target: { url: project.url } }, 'scheduled update accepted');
   }
 
   const loop = (async () => {

@@ -1,12 +1,15 @@
 import type { Logger } from 'pino';
 import type { Store } from './store/store.ts';
 import { queuedUpdateOf, type UpdateQueue } from './update-queue.ts';
+import type { UpdateAdmission } from './update-admission.ts';
 
 export interface StuckUpdateSweepOptions {
   store: Store;
   queue: UpdateQueue;
+  /** Gives users with updates in their backlog the places they have room for. */
+  admission: Pick<UpdateAdmission, 'admitNext'>;
   logger: Logger;
-  /** An update's deadline, from its creation (UPDATE_DEADLINE_MS). */
+  /** An update's deadline, from its admission to the queue (UPDATE_DEADLINE_MS). */
   deadlineMs: number;
   /**
    * How long an unfinished update is left alone after its last change: an update is recorded
@@ -21,6 +24,8 @@ export interface SweepReport {
   recorded: string[];
   queuedAgain: string[];
   failed: string[];
+  /** Waiting in their users' backlogs, and admitted now (an admission lost with a gateway). */
+  admitted: string[];
 }
 
 /**
@@ -29,12 +34,19 @@ export interface SweepReport {
  * between recording the update and queueing it) is queued again until its deadline, then
  * failed; one the queue still holds past its deadline (a backlog, or a delivery that hangs)
  * is failed with the reason. A delivery that does finish later still records it done: `done`
- * overrides `failed`.
+ * overrides `failed`. Updates waiting in their user's backlog are the user's to wait for, not
+ * stuck: their users are given the places they have room for (the gateway that ended their
+ * last update may have died before it admitted the next).
  */
-export async function sweepStuckUpdates({ store, queue, logger, deadlineMs, graceMs, now = () => new Date() }: StuckUpdateSweepOptions): Promise<SweepReport> {
-  const report: SweepReport = { recorded: [], queuedAgain: [], failed: [] };
+export async function sweepStuckUpdates({ store, queue, admission, logger, deadlineMs, graceMs, now = () => new Date() }: StuckUpdateSweepOptions): Promise<SweepReport> {
+  const report: SweepReport = { recorded: [], queuedAgain: [], failed: [], admitted: [] };
   const at = now().getTime();
-  for (const update of await store.listUnfinishedUpdates()) {
+  const unfinished = await store.listUnfinishedUpdates();
+  for (const userId of new Set(unfinished.filter((u) => u.admittedAt === null).map((u) => u.userId))) {
+    report.admitted.push(...(await admission.admitNext(userId)));
+  }
+  for (const update of unfinished) {
+    if (update.admittedAt === null || report.admitted.includes(update.id)) continue;
     if (at - update.updatedAt.getTime() < graceMs) continue;
     // Its snapshot is stored: only the ending was lost (a write that did not land, or one a
     // store without atomic conditional updates let a concurrent write undo).
@@ -45,7 +57,7 @@ export async function sweepStuckUpdates({ store, queue, logger, deadlineMs, grac
       report.recorded.push(update.id);
       continue;
     }
-    const overdue = at > update.createdAt.getTime() + deadlineMs + graceMs;
+    const overdue = at > update.admittedAt.getTime() + deadlineMs + graceMs;
     const held = await queue.holds(update.id);
     if (held && !overdue) continue;
     if (overdue) {

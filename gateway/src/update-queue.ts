@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { ApiError, DEVICES, UPDATE_TYPES } from '@perfwatch/common';
 import type { Store, UpdateProgress, UpdateRecord } from './store/store.ts';
 import { NoResultError, UpdateInterrupted, type UpdateService } from './update-service.ts';
+import type { UpdateAdmission } from './update-admission.ts';
 
 /** The durable work queue of async and scheduled updates, shared by every gateway replica. */
 export const UPDATE_STREAM = 'PERFWATCH_UPDATES';
@@ -83,9 +84,20 @@ export interface QueuedUpdateDeps {
    * agent's restart does not cost the update that location (UPDATE_DEADLINE_MS).
    */
   deadlineMs: number;
+  /** Told when an update has ended, to give its user's next waiting update the place. */
+  admission?: Pick<UpdateAdmission, 'admitNext'>;
 }
 
-export async function runQueuedUpdate({ store, updates, logger, deadlineMs }: QueuedUpdateDeps, job: QueuedUpdate, delivery: number, maxDeliver: number, signal?: AbortSignal): Promise<QueuedEnding> {
+export async function runQueuedUpdate(deps: QueuedUpdateDeps, job: QueuedUpdate, delivery: number, maxDeliver: number, signal?: AbortSignal): Promise<QueuedEnding> {
+  const ending = await deliver(deps, job, delivery, maxDeliver, signal);
+  if (ending.kind === 'done' || ending.kind === 'final') {
+    // A lost admission is found again by the lease holder's sweep.
+    await deps.admission?.admitNext(job.userId).catch((error: unknown) => deps.logger.warn({ err: error, userId: job.userId }, 'could not admit the next update of a user'));
+  }
+  return ending;
+}
+
+async function deliver({ store, updates, logger, deadlineMs }: QueuedUpdateDeps, job: QueuedUpdate, delivery: number, maxDeliver: number, signal?: AbortSignal): Promise<QueuedEnding> {
   const log = logger.child({ updateId: job.updateId, requestId: job.requestId, delivery });
   // Progress is for people watching: one write at a time carrying the latest counts (runs that
   // end together make one write), never beside a state change (an SQLite-backed server takes
@@ -131,7 +143,8 @@ export async function runQueuedUpdate({ store, updates, logger, deadlineMs }: Qu
       return { kind: 'final', reason };
     }
     await store.setUpdateState(job.updateId, { status: 'running' });
-    deadlineAt = (before?.createdAt ?? new Date()).getTime() + deadlineMs;
+    // From its admission: the time an update waited in its user's backlog is not its own to lose.
+    deadlineAt = (before?.admittedAt ?? before?.createdAt ?? new Date()).getTime() + deadlineMs;
     const deadline = new Date(deadlineAt);
     const project = await store.findProject(job.userId, job.url);
     if (!project) {
@@ -172,7 +185,7 @@ export async function runQueuedUpdate({ store, updates, logger, deadlineMs }: Qu
  * unacknowledged: JetStream delivers it again to a replica after `ackWaitMs`, and the store's
  * idempotent write (one snapshot per update id) makes the second delivery harmless.
  */
-export async function startUpdateQueue({ nc, store, updates, logger, deadlineMs, workers, ackWaitMs, maxDeliver, retryDelayMs }: UpdateQueueOptions): Promise<UpdateQueue> {
+export async function startUpdateQueue({ nc, store, updates, logger, deadlineMs, admission, workers, ackWaitMs, maxDeliver, retryDelayMs }: UpdateQueueOptions): Promise<UpdateQueue> {
   const jsm = await jetstreamManager(nc);
   const streamConfig = {
     name: UPDATE_STREAM,
@@ -215,7 +228,7 @@ export async function startUpdateQueue({ nc, store, updates, logger, deadlineMs,
     // Tells JetStream the job is being worked on, so it is not handed to another replica.
     const alive = setInterval(() => msg.working(), Math.max(100, Math.floor(ackWaitMs / 3)));
     try {
-      const ending = await runQueuedUpdate({ store, updates, logger, deadlineMs }, job, msg.info.deliveryCount, maxDeliver, halt.signal);
+      const ending = await runQueuedUpdate({ store, updates, logger, deadlineMs, ...(admission ? { admission } : {}) }, job, msg.info.deliveryCount, maxDeliver, halt.signal);
       if (ending.kind === 'done') msg.ack();
       else if (ending.kind === 'final') msg.term(ending.reason.slice(0, 200));
       else if (ending.kind === 'retry') msg.nak(halt.signal.aborted ? 0 : retryDelayMs);

@@ -70,7 +70,7 @@ const SWEEPING = { SCHEDULER_INTERVAL_MS: '300', SCHEDULER_LEASE_TTL_MS: '1000',
 async function recordedUpdate(on: MongoStore): Promise<{ id: string; userId: string }> {
   const project = (await on.listProjects()).find((p) => p.url === STUCK_URL)!;
   const id = randomUUID();
-  await on.createUpdate({ id, userId: project.userId, projectId: project.id, url: project.url, devices: ['mobile'], locations: project.locations, updateType: 'manual' });
+  await on.createUpdate({ id, userId: project.userId, projectId: project.id, url: project.url, devices: ['mobile'], locations: project.locations, updateType: 'manual', runs: 1 });
   return { id, userId: project.userId };
 }
 

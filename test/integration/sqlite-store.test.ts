@@ -61,7 +61,7 @@ describe('SqliteStore', () => {
     await again.close();
   });
 
-  it('opens a file of schema 1 (before `missing`), keeping its rows and reading them with no cell missing', async () => {
+  it('opens a file of schema 1 (before `missing` and the backlog), keeping its rows: no cell missing, its updates admitted', async () => {
     const path = join(dir, 'schema1.sqlite');
     const first = new SqliteStore({ path });
     await first.init();
@@ -70,11 +70,12 @@ describe('SqliteStore', () => {
     const lighthouse = loadLhr('desktop', 1);
     const date = new Date('2026-05-02T08:00:00Z');
     await first.saveSnapshot({ project, updateId: 's1', date, updateType: 'manual', results: [{ device: 'desktop', location: 'london', median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 12, kpis: lighthouseKpis(lighthouse) }] });
-    await first.createUpdate({ id: 'up1', userId: user.id, projectId: project.id, url: project.url, devices: ['desktop'], locations: ['london'], updateType: 'manual' });
+    await first.createUpdate({ id: 'up1', userId: user.id, projectId: project.id, url: project.url, devices: ['desktop'], locations: ['london'], updateType: 'manual', runs: 1 });
     await first.close();
-    // Back to what schema 1 wrote: the same tables without the column.
+    // Back to what schema 1 wrote: the same tables without the columns of schemas 2 and 3.
     const db = new DatabaseSync(path);
     for (const table of ['snapshots', 'updates']) db.exec(`ALTER TABLE ${table} DROP COLUMN missing`);
+    for (const column of ['runs', 'waiting', 'admitted_at']) db.exec(`ALTER TABLE updates DROP COLUMN ${column}`);
     db.exec("UPDATE meta SET value = '1' WHERE key = 'schema'");
     db.close();
 
@@ -82,7 +83,11 @@ describe('SqliteStore', () => {
     await again.init();
     try {
       expect((await again.findSnapshot(project.id, date))!.missing).toEqual([]);
-      expect((await again.findUpdate(user.id, 'up1'))!.missing).toEqual([]);
+      const old = (await again.findUpdate(user.id, 'up1'))!;
+      expect(old.missing).toEqual([]);
+      // Schema 1 had no backlog: its updates were in the queue from their creation.
+      expect(old.admittedAt).toEqual(old.createdAt);
+      expect(old.runs).toBe(1);
       const missing = [{ device: 'desktop' as const, location: 'london' as const, reason: 'TIMEOUT: no reply' }];
       await again.setUpdateState('up1', { status: 'done', date, missing });
       expect((await again.findUpdate(user.id, 'up1'))!.missing).toEqual(missing);

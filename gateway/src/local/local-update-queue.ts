@@ -16,7 +16,7 @@ export interface LocalUpdateQueueOptions extends QueuedUpdateDeps {
  * so on start the queue takes up whatever the last process left queued or running; stopping
  * finishes the running updates and leaves the waiting ones queued for the next start.
  */
-export async function startLocalUpdateQueue({ store, updates, logger, deadlineMs, workers, maxDeliver, retryDelayMs }: LocalUpdateQueueOptions): Promise<UpdateQueue> {
+export async function startLocalUpdateQueue({ store, updates, logger, deadlineMs, admission, workers, maxDeliver, retryDelayMs }: LocalUpdateQueueOptions): Promise<UpdateQueue> {
   const slots = pLimit(workers);
   const running = new Set<Promise<void>>();
   const retries = new Set<NodeJS.Timeout>();
@@ -30,7 +30,7 @@ export async function startLocalUpdateQueue({ store, updates, logger, deadlineMs
   function submit(job: QueuedUpdate, delivery: number): void {
     const task = slots(async () => {
       if (stopping) return;
-      const ending = await runQueuedUpdate({ store, updates, logger, deadlineMs }, job, delivery, maxDeliver, halt.signal);
+      const ending = await runQueuedUpdate({ store, updates, logger, deadlineMs, ...(admission ? { admission } : {}) }, job, delivery, maxDeliver, halt.signal);
       if (ending.kind === 'retry' || ending.kind === 'unrecorded') {
         const timer = setTimeout(() => {
           retries.delete(timer);
@@ -45,7 +45,8 @@ export async function startLocalUpdateQueue({ store, updates, logger, deadlineMs
     void task.finally(() => running.delete(task));
   }
 
-  const left = await store.listUnfinishedUpdates();
+  // Those still waiting in their user's backlog are admitted when the user has room.
+  const left = (await store.listUnfinishedUpdates()).filter((update) => update.admittedAt !== null);
   for (const update of left) {
     pending.add(update.id);
     submit(queuedUpdateOf(update, 'resumed'), update.attempts + 1);

@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { DEVICES } from '@perfwatch/common';
+import { ApiError, DEVICES } from '@perfwatch/common';
 import { toAuditResult } from '../audit-view.ts';
 import { parseRequest, updateBodySchema, updateQuerySchema } from '../request-params.ts';
 import type { Store } from '../store/store.ts';
@@ -7,8 +7,15 @@ import type { UpdateService } from '../update-service.ts';
 import type { StartAsync } from '../async-updates.ts';
 import { callerProject } from './caller-project.ts';
 
+/** Sync updates one user may have in flight, over every gateway replica (a slot in the store). */
+export interface SyncUpdateLimit {
+  perUser: number;
+  /** A slot whose gateway died is free again after this long: longer than any sync update. */
+  ttlMs: number;
+}
+
 /** `GET|POST /v1/update`: runs an update of one of the caller's projects. */
-export function updateRoute({ store, updates, startAsync }: { store: Store; updates: UpdateService; startAsync: StartAsync }) {
+export function updateRoute({ store, updates, startAsync, syncUpdates }: { store: Store; updates: UpdateService; startAsync: StartAsync; syncUpdates?: SyncUpdateLimit }) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, { query: updateQuerySchema, body: updateBodySchema });
     const project = await callerProject(store, req, params.url);
@@ -17,7 +24,11 @@ export function updateRoute({ store, updates, startAsync }: { store: Store; upda
       res.json({ ok: 1, id: await startAsync(request) });
       return;
     }
-    const outcome = await updates.run(request);
+    const slot = syncUpdates ? await store.claimSlot('sync-update', project.userId, syncUpdates.perUser, syncUpdates.ttlMs) : undefined;
+    if (slot === null) {
+      throw new ApiError('TOO_MANY_REQUESTS', 'You have as many sync updates running as one user may. Wait for one to finish, or use mode=async.', [`limit: ${syncUpdates!.perUser} sync updates in flight per user`], { headers: { 'Retry-After': '30' } });
+    }
+    const outcome = await updates.run(request).finally(() => (slot ? store.releaseSlot(slot).catch(() => undefined) : undefined));
     res.json(toAuditResult({ date: outcome.date, available: outcome.results, results: outcome.results, missing: outcome.missing }, project));
   };
 }

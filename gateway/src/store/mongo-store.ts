@@ -57,6 +57,11 @@ interface UpdateDocument {
   date?: Date;
   reason?: string;
   attempts: number;
+  /** Absent on updates of earlier versions: one run per cell. */
+  runs?: number;
+  /** True while the update waits in its user's backlog; absent on updates of earlier versions (admitted). */
+  waiting?: boolean;
+  admittedAt?: Date;
   progress?: UpdateProgress[];
   missing?: MissingCell[];
   createdAt: Date;
@@ -75,6 +80,9 @@ const updateDoc = z.object({
   date: z.date().optional(),
   reason: z.string().optional(),
   attempts: z.number().int(),
+  runs: z.number().int().positive().default(1),
+  waiting: z.boolean().default(false),
+  admittedAt: z.date().optional(),
   progress: z.array(updateProgressSchema).default([]),
   missing: z.array(missingCellSchema).default([]),
   createdAt: z.date(),
@@ -142,6 +150,7 @@ export class MongoStore implements Store {
   // Keyed by the update id the API hands out (a UUID string), not an ObjectId.
   readonly #updates: Collection<UpdateDocument>;
   readonly #leases: Collection<{ _id: string; holder: string; expiresAt: Date }>;
+  readonly #slots: Collection<{ _id: string; kind: string; userId: string; expiresAt: Date }>;
 
   /** The database this store uses (tests and tools read it directly). */
   readonly dbName: string;
@@ -163,6 +172,7 @@ export class MongoStore implements Store {
     this.#kpis = this.#db.collection('kpis');
     this.#updates = this.#db.collection<UpdateDocument>('updates');
     this.#leases = this.#db.collection<{ _id: string; holder: string; expiresAt: Date }>('leases');
+    this.#slots = this.#db.collection<{ _id: string; kind: string; userId: string; expiresAt: Date }>('slots');
   }
 
 
@@ -178,6 +188,9 @@ export class MongoStore implements Store {
       this.#snapshots.createIndex({ updateId: 1 }, { unique: true }),
       this.#updates.createIndex({ userId: 1, _id: 1 }),
       this.#updates.createIndex({ status: 1, locations: 1 }),
+      // A user's backlog, oldest first.
+      this.#updates.createIndex({ userId: 1, status: 1, createdAt: 1 }),
+      this.#slots.createIndex({ kind: 1, userId: 1 }),
       this.#results.createIndex({ snapshotId: 1, device: 1, location: 1 }),
       // /v1/overview reads a user's KPI records by date range, in this order.
       this.#kpis.createIndex({ userId: 1, date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1 }),
@@ -283,6 +296,8 @@ export class MongoStore implements Store {
       updateType: update.updateType,
       status: 'queued',
       attempts: 0,
+      runs: update.runs,
+      waiting: true,
       createdAt: now,
       updatedAt: now,
       });
@@ -321,6 +336,45 @@ export class MongoStore implements Store {
   async listUnfinishedUpdates(): Promise<UpdateRecord[]> {
     const docs = await this.#updates.find({ status: { $in: ['queued', 'running'] } }).sort({ createdAt: 1 }).toArray();
     return docs.map((doc) => toUpdate(updateDoc.parse(doc)));
+  }
+
+  async userBacklog(userId: string): Promise<{ updates: number; runs: number }> {
+    // Bounded by the per-user limits themselves: summed here rather than with $group, which
+    // not every MongoDB-wire server implements alike.
+    const docs = await this.#updates.find({ userId: new ObjectId(userId), status: { $in: ['queued', 'running'] } }, { projection: { devices: 1, locations: 1, runs: 1 } }).toArray();
+    return { updates: docs.length, runs: docs.reduce((sum, d) => sum + d.devices.length * d.locations.length * (d.runs ?? 1), 0) };
+  }
+
+  async admitUpdates(userId: string, limit: number): Promise<UpdateRecord[]> {
+    const user = new ObjectId(userId);
+    const active = await this.#updates.countDocuments({ userId: user, status: { $in: ['queued', 'running'] }, waiting: { $ne: true } });
+    if (active >= limit) return [];
+    const next = await this.#updates.find({ userId: user, status: 'queued', waiting: true }).sort({ createdAt: 1, _id: 1 }).limit(limit - active).toArray();
+    const admitted: UpdateRecord[] = [];
+    for (const doc of next) {
+      const now = new Date();
+      // Conditional: of two gateways admitting at once, each update goes to one of them.
+      const { modifiedCount } = await this.#updates.updateOne({ _id: doc._id, waiting: true }, { $set: { waiting: false, admittedAt: now, updatedAt: now } });
+      if (modifiedCount === 1) admitted.push(toUpdate(updateDoc.parse({ ...doc, waiting: false, admittedAt: now, updatedAt: now })));
+    }
+    return admitted;
+  }
+
+  async claimSlot(kind: string, userId: string, limit: number, ttlMs: number): Promise<string | null> {
+    const now = new Date();
+    const id = new ObjectId().toHexString();
+    await this.#slots.deleteMany({ expiresAt: { $lt: now } });
+    await this.#slots.insertOne({ _id: id, kind, userId, expiresAt: new Date(now.getTime() + ttlMs) });
+    // Taken first, counted after: two gateways claiming the last slot at once both see two and
+    // both give theirs back, rather than both going over the limit.
+    const taken = await this.#slots.countDocuments({ kind, userId, expiresAt: { $gte: now } });
+    if (taken <= limit) return id;
+    await this.#slots.deleteOne({ _id: id });
+    return null;
+  }
+
+  async releaseSlot(id: string): Promise<void> {
+    await this.#slots.deleteOne({ _id: id });
   }
 
   async acquireLease(name: string, holder: string, ttlMs: number): Promise<boolean> {
@@ -517,8 +571,9 @@ export class MongoStore implements Store {
   }
 }
 
-function toUpdate({ _id, date, reason, ...rest }: z.infer<typeof updateDoc>): UpdateRecord {
-  return { id: _id, date: date ?? null, reason: reason ?? null, ...rest };
+function toUpdate({ _id, date, reason, waiting, admittedAt, ...rest }: z.infer<typeof updateDoc>): UpdateRecord {
+  // An update of an earlier version, which had no backlog, was admitted when it was created.
+  return { id: _id, date: date ?? null, reason: reason ?? null, admittedAt: waiting ? null : (admittedAt ?? rest.createdAt), ...rest };
 }
 
 function toUser(doc: z.infer<typeof userDoc>): UserRecord {

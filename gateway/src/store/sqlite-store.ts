@@ -13,7 +13,7 @@ const gunzipAsync = promisify(gunzip);
 
 /** How many later seconds a snapshot may move to when its project already has one at that second. */
 const MAX_DATE_SHIFT_SECONDS = 60;
-const SCHEMA_VERSION = 2;
+const SCHEMA_VERSION = 3;
 
 /**
  * The tables. Dates are milliseconds since the epoch (UTC); lists and KPI data are JSON text;
@@ -47,9 +47,11 @@ CREATE TABLE IF NOT EXISTS updates (
   id TEXT PRIMARY KEY, user_id TEXT NOT NULL, project_id TEXT NOT NULL, url TEXT NOT NULL, devices TEXT NOT NULL,
   locations TEXT NOT NULL, update_type TEXT NOT NULL, status TEXT NOT NULL, date INTEGER, reason TEXT,
   attempts INTEGER NOT NULL, progress TEXT NOT NULL DEFAULT '[]', missing TEXT NOT NULL DEFAULT '[]',
-  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+  runs INTEGER NOT NULL DEFAULT 1, waiting INTEGER NOT NULL DEFAULT 0, admitted_at INTEGER);
 CREATE INDEX IF NOT EXISTS updates_by_status ON updates (status);
 CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS slots (id TEXT PRIMARY KEY, kind TEXT NOT NULL, user_id TEXT NOT NULL, expires_at INTEGER NOT NULL);
 `;
 
 // Rows read back are parsed like any other input: a file written by another version, or
@@ -107,8 +109,12 @@ const updateRow = z
     missing,
     created_at: ms,
     updated_at: ms,
+    runs: z.number().int().positive(),
+    waiting: z.number().int(),
+    admitted_at: ms.nullable(),
   })
-  .transform((r): UpdateRecord => ({ id: r.id, userId: r.user_id, projectId: r.project_id, url: r.url, devices: r.devices, locations: r.locations, updateType: r.update_type, status: r.status, date: r.date, reason: r.reason, attempts: r.attempts, progress: r.progress, missing: r.missing, createdAt: r.created_at, updatedAt: r.updated_at }));
+  // An update of schema 2, which had no backlog, was admitted when it was created.
+  .transform((r): UpdateRecord => ({ id: r.id, userId: r.user_id, projectId: r.project_id, url: r.url, devices: r.devices, locations: r.locations, updateType: r.update_type, status: r.status, date: r.date, reason: r.reason, attempts: r.attempts, runs: r.runs, admittedAt: r.waiting ? null : (r.admitted_at ?? r.created_at), progress: r.progress, missing: r.missing, createdAt: r.created_at, updatedAt: r.updated_at }));
 
 /** Ids shaped like the MongoDB store's (24 hex digits), so both stores hand out the same kind. */
 const newId = () => randomBytes(12).toString('hex');
@@ -180,6 +186,10 @@ export class SqliteStore implements Store {
     // Schema 2: the cells an update could not measure, on snapshots and updates.
     if (version && Number(version.value) < 2) {
       for (const table of ['snapshots', 'updates']) db.exec(`ALTER TABLE ${table} ADD COLUMN missing TEXT NOT NULL DEFAULT '[]'`);
+    }
+    // Schema 3: each user's backlog of updates, and what they weigh.
+    if (version && Number(version.value) < 3) {
+      db.exec('ALTER TABLE updates ADD COLUMN runs INTEGER NOT NULL DEFAULT 1; ALTER TABLE updates ADD COLUMN waiting INTEGER NOT NULL DEFAULT 0; ALTER TABLE updates ADD COLUMN admitted_at INTEGER;');
     }
     db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)").run(String(SCHEMA_VERSION));
     this.#db = db;
@@ -370,8 +380,8 @@ export class SqliteStore implements Store {
     const now = Date.now();
     try {
       this.#run(
-        "INSERT INTO updates (id, user_id, project_id, url, devices, locations, update_type, status, attempts, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)",
-        update.id, update.userId, update.projectId, update.url, JSON.stringify(update.devices), JSON.stringify(update.locations), update.updateType, now, now,
+        "INSERT INTO updates (id, user_id, project_id, url, devices, locations, update_type, status, attempts, runs, waiting, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, 1, ?, ?)",
+        update.id, update.userId, update.projectId, update.url, JSON.stringify(update.devices), JSON.stringify(update.locations), update.updateType, update.runs, now, now,
       );
     } catch (error) {
       throw isUniqueViolation(error) ? new DuplicateError(`update ${update.id} exists`) : error;
@@ -411,6 +421,35 @@ export class SqliteStore implements Store {
 
   async listUnfinishedUpdates(): Promise<UpdateRecord[]> {
     return this.#all("SELECT * FROM updates WHERE status IN ('queued', 'running') ORDER BY created_at").map((row) => updateRow.parse(row));
+  }
+
+  async userBacklog(userId: string): Promise<{ updates: number; runs: number }> {
+    const row = this.#get("SELECT count(*) AS updates, coalesce(sum(json_array_length(devices) * json_array_length(locations) * runs), 0) AS runs FROM updates WHERE user_id = ? AND status IN ('queued', 'running')", userId) as { updates: number; runs: number };
+    return { updates: row.updates, runs: row.runs };
+  }
+
+  async admitUpdates(userId: string, limit: number): Promise<UpdateRecord[]> {
+    // One statement: this process is the file's only writer, and SQLite runs it whole.
+    const now = Date.now();
+    return this.#all(
+      `UPDATE updates SET waiting = 0, admitted_at = ?, updated_at = ? WHERE id IN (
+         SELECT id FROM updates WHERE user_id = ? AND status = 'queued' AND waiting = 1 ORDER BY created_at, id
+         LIMIT max(0, ? - (SELECT count(*) FROM updates WHERE user_id = ? AND status IN ('queued', 'running') AND waiting = 0)))
+       RETURNING *`,
+      now, now, userId, limit, userId,
+    ).map((row) => updateRow.parse(row)).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+  }
+
+  async claimSlot(kind: string, userId: string, limit: number, ttlMs: number): Promise<string | null> {
+    const now = Date.now();
+    this.#run('DELETE FROM slots WHERE expires_at < ?', now);
+    const id = newId();
+    const taken = this.#run('INSERT INTO slots (id, kind, user_id, expires_at) SELECT ?, ?, ?, ? WHERE (SELECT count(*) FROM slots WHERE kind = ? AND user_id = ?) < ?', id, kind, userId, now + ttlMs, kind, userId, limit).changes;
+    return Number(taken) === 1 ? id : null;
+  }
+
+  async releaseSlot(id: string): Promise<void> {
+    this.#run('DELETE FROM slots WHERE id = ?', id);
   }
 
   async acquireLease(name: string, holder: string, ttlMs: number): Promise<boolean> {

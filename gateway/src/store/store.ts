@@ -120,6 +120,8 @@ export interface NewUpdate {
   devices: readonly Device[];
   locations: readonly Location[];
   updateType: UpdateType;
+  /** Runs per (device, location): with the cells, what the update weighs in its user's limits. */
+  runs: number;
 }
 
 
@@ -144,6 +146,13 @@ export interface UpdateRecord {
   reason: string | null;
   /** Deliveries that started running it. */
   attempts: number;
+  /** Runs per (device, location). */
+  runs: number;
+  /**
+   * Null while it waits in its user's backlog (see update-admission.ts); then when it was given
+   * to the queue, which its deadline counts from.
+   */
+  admittedAt: Date | null;
   progress: UpdateProgress[];
   /** Once done: the cells it could not measure, and why. */
   missing: MissingCell[];
@@ -210,6 +219,19 @@ export interface Store {
   countPendingUpdates(location: Location): Promise<number>;
   /** Every update queued or running, oldest first: what an in-process queue takes up again after a restart. */
   listUnfinishedUpdates(): Promise<UpdateRecord[]>;
+  /** A user's unfinished updates and the runs they hold: what the per-user limits count. */
+  userBacklog(userId: string): Promise<{ updates: number; runs: number }>;
+  /**
+   * Gives the user's oldest updates waiting in their backlog to the queue while fewer than
+   * `limit` of the user's updates are queued or running; returns the ones it admitted.
+   */
+  admitUpdates(userId: string, limit: number): Promise<UpdateRecord[]>;
+  /**
+   * Takes one of the user's `limit` slots of a kind (sync updates in flight) until now + ttlMs,
+   * for every gateway replica at once; null when they are all taken.
+   */
+  claimSlot(kind: string, userId: string, limit: number, ttlMs: number): Promise<string | null>;
+  releaseSlot(id: string): Promise<void>;
 
   /**
    * Takes or renews the named lease for `holder` until now + ttlMs; false while another holder's
