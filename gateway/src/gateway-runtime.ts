@@ -43,10 +43,10 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
   const crux = config.CRUX_API_KEY ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger }) : undefined;
   const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS, crux, observer: metrics });
   // The queue admits a user's next update as one ends; admission queues it: each needs the other.
-  let queue: UpdateQueue | undefined;
-  const admission = createUpdateAdmission({ store, queue: () => queue!, logger, perUser: config.MAX_ACTIVE_UPDATES_PER_USER });
+  const started: { queue?: UpdateQueue } = {};
+  const admission = createUpdateAdmission({ store, queue: () => started.queue!, logger, perUser: config.MAX_ACTIVE_UPDATES_PER_USER });
   const queueOptions = { store, updates, logger, admission, deadlineMs: config.UPDATE_DEADLINE_MS, workers: config.UPDATE_WORKERS, maxDeliver: config.UPDATE_MAX_DELIVER, retryDelayMs: config.UPDATE_RETRY_DELAY_MS };
-  queue = nc ? await startUpdateQueue({ ...queueOptions, nc, ackWaitMs: config.UPDATE_ACK_WAIT_MS }) : await startLocalUpdateQueue(queueOptions);
+  const queue = (started.queue = nc ? await startUpdateQueue({ ...queueOptions, nc, ackWaitMs: config.UPDATE_ACK_WAIT_MS }) : await startLocalUpdateQueue(queueOptions));
   const scheduler = startScheduler({
     store,
     queue,
