@@ -28,6 +28,8 @@ export interface AgentRegistry {
   silent(location: Location): boolean;
   /** Resolves when an agent of the location says it has room, or after `ms`. */
   roomIn(location: Location, ms: number): Promise<void>;
+  /** Told of every announcement of free places (`places` of them at one agent of `location`). */
+  onRoom(listener: (location: Location, places: number) => void): void;
   stop(): Promise<void>;
 }
 
@@ -49,6 +51,7 @@ export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Dat
   };
   const silentLocations = new Set<Location>();
   const waiting = new Set<{ location: Location; wake: () => void }>();
+  const roomListeners: Array<(location: Location, places: number) => void> = [];
   let settled = false;
 
   const sub: Subscription = nc.subscribe(`${AGENT_ANNOUNCE_PREFIX}.*`, {
@@ -88,6 +91,7 @@ export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Dat
         // As many waiters as the agent has free slots, oldest first: waking every waiter of
         // the location sends them all at one slot, and all but one find no responder again.
         let room = announcement.capacity - announcement.busy;
+        for (const listener of roomListeners) listener(announcement.location, room);
         for (const w of waiting) {
           if (room === 0) break;
           if (w.location !== announcement.location) continue;
@@ -149,6 +153,9 @@ export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Dat
         const timer = setTimeout(entry.wake, ms);
         waiting.add(entry);
       });
+    },
+    onRoom(listener) {
+      roomListeners.push(listener);
     },
     async stop() {
       clearTimeout(settle);

@@ -5,6 +5,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { errors as natsErrors, headers as natsHeaders } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import type { AgentRegistry } from './agent-registry.ts';
+import { FairWaitingRoom, type Ticket } from './fair-waiting-room.ts';
 import { agentIdSchema, auditSubject, decodeReply, encodeJob, HEADERS, ReplyRefused, replyMismatch, type AuditErrorCode, type AuditJob, type AuditReply, type AuditRunResult, type Location } from '@perfwatch/common';
 
 /**
@@ -23,6 +24,8 @@ export interface DispatchOptions {
   requestId: string;
   /** An agent that failed this run: another agent of the location gets it when there is one. */
   avoidAgent?: string;
+  /** Whose run it is: when every agent is busy, places go to users fairly (fair-waiting-room.ts). */
+  user?: string;
 }
 
 export interface Dispatcher {
@@ -86,6 +89,9 @@ export function createNatsDispatcher({
 }): Dispatcher {
   const waitingBy = new Map<Location, number>();
   const inFlight = pLimit(maxInFlight);
+  const rooms = new Map<Location, FairWaitingRoom>();
+  const roomOf = (location: Location) => rooms.get(location) ?? rooms.set(location, new FairWaitingRoom()).get(location)!;
+  registry?.onRoom((location, places) => rooms.get(location)?.wake(places));
 
   // nats.js keeps a request whose reply was lost in a disconnect pending until its timeout
   // (minutes for a run): every offer in flight is given up at the next disconnect instead, and
@@ -122,13 +128,34 @@ export function createNatsDispatcher({
     }
   }
 
-  async function offerUntilTaken(job: AuditJob, { timeoutMs, requestId, avoidAgent }: DispatchOptions, wait: (on: boolean) => void): Promise<RunOutcome> {
+  async function offerUntilTaken(job: AuditJob, { timeoutMs, requestId, avoidAgent, user = '' }: DispatchOptions, wait: (on: boolean) => void): Promise<RunOutcome> {
+    const room = roomOf(job.location);
+    const ticket = room.enter(user);
+    try {
+      return await offerInTurn(job, { timeoutMs, requestId, avoidAgent }, wait, room, ticket);
+    } finally {
+      room.leave(ticket);
+    }
+  }
+
+  async function offerInTurn(job: AuditJob, { timeoutMs, requestId, avoidAgent }: DispatchOptions, wait: (on: boolean) => void, room: FairWaitingRoom, ticket: Ticket): Promise<RunOutcome> {
     const deadline = Date.now() + timeoutMs;
     let backoff = offerAgainMs.min;
+    const timedOut = (): RunOutcome => ({ ok: false, error: { code: 'TIMEOUT', message: `every agent of ${job.location} stayed busy for ${timeoutMs} ms`, retryable: true } });
     for (;;) {
       const agents = registry?.agents(job.location);
       if (registry?.silent(job.location)) {
         return { ok: false, error: { code: 'NO_RESPONDERS', message: `the agents of ${job.location} stopped announcing themselves`, retryable: true } };
+      }
+      // Runs ranked before this one wait for a place: wait behind them, not beside them. The
+      // best-ranked waiter's own timer is what offers again when no announcement comes.
+      if (room.behind(ticket)) {
+        const left = deadline - Date.now();
+        if (left <= 0) return timedOut();
+        wait(true);
+        await room.wait(ticket, Math.min(left, backoff * (0.5 + Math.random())));
+        backoff = Math.min(offerAgainMs.max, backoff * 1.5);
+        continue;
       }
       const exclude = avoidAgent !== undefined && agents?.some((a) => a.agentId !== avoidAgent) ? [avoidAgent] : undefined;
       // Waiting for an offer slot is waiting for room too.
@@ -141,10 +168,11 @@ export function createNatsDispatcher({
       const allBusy = outcome.error.code === 'NO_RESPONDERS' && (registry?.agents(job.location)?.length ?? 0) > 0;
       if (!OFFER_AGAIN.has(outcome.error.code) && !allBusy) return outcome;
       const left = deadline - Date.now();
-      if (left <= 0) return { ok: false, error: { code: 'TIMEOUT', message: `every agent of ${job.location} stayed busy for ${timeoutMs} ms`, retryable: true } };
+      if (left <= 0) return timedOut();
       wait(true);
       const delay = Math.min(left, backoff * (0.5 + Math.random()));
-      await (registry && outcome.error.code !== 'AGENT_EXCLUDED' ? registry.roomIn(job.location, delay) : sleep(delay));
+      // Woken by an agent announcing a place when this run's turn has come, or at the delay.
+      await (outcome.error.code !== 'AGENT_EXCLUDED' ? room.wait(ticket, delay) : sleep(delay));
       backoff = Math.min(offerAgainMs.max, backoff * 1.5);
     }
   }

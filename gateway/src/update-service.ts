@@ -123,7 +123,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
    * agent of the location when there is one), and offered again while its location is away
    * and the update's deadline has not passed.
    */
-  async function measureRun(job: AuditJob, { requestId, deadline, signal }: Pick<UpdateRequest, 'requestId' | 'deadline' | 'signal'>, log: Logger): Promise<RunOutcome> {
+  async function measureRun(job: AuditJob, { requestId, deadline, signal, user }: Pick<UpdateRequest, 'requestId' | 'deadline' | 'signal'> & { user: string }, log: Logger): Promise<RunOutcome> {
     let retried = false;
     let offers = 0;
     let backoff = awayBackoffMs.first;
@@ -131,11 +131,11 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
       const jobId = offers === 0 ? job.jobId : `${job.jobId}.again${offers}`;
       // Each offer waits as long as a sync update's would; the deadline bounds only the re-offers
       // (an update taken up late, after a backlog, still gets its first offers).
-      let outcome = await dispatch({ ...job, jobId }, { timeoutMs: replyTimeoutMs, requestId });
+      let outcome = await dispatch({ ...job, jobId }, { timeoutMs: replyTimeoutMs, requestId, user });
       if (!outcome.ok && !retried && RETRY_ONCE.has(outcome.error.code)) {
         retried = true;
         log.info({ device: job.device, location: job.location, runIndex: job.runIndex, code: outcome.error.code, failedOn: outcome.agentId }, 'retrying a failed run once');
-        outcome = await dispatch({ ...job, jobId: `${jobId}.retry` }, { timeoutMs: replyTimeoutMs, requestId, ...(outcome.agentId ? { avoidAgent: outcome.agentId } : {}) });
+        outcome = await dispatch({ ...job, jobId: `${jobId}.retry` }, { timeoutMs: replyTimeoutMs, requestId, user, ...(outcome.agentId ? { avoidAgent: outcome.agentId } : {}) });
       }
       if (outcome.ok || !deadline || !LOCATION_AWAY.has(outcome.error.code)) return outcome;
       const left = deadline.getTime() - now().getTime();
@@ -163,7 +163,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
       cells.map(async ({ device, location }, cell) => {
         const runs = await Promise.all(
           Array.from({ length: project.runs }, (_, runIndex) =>
-            measureRun({ jobId: `${updateId}.${device}.${location}.${runIndex}`, updateId, url: project.url, device, location, runIndex, timeoutMs: runTimeoutMs }, { requestId, ...(deadline ? { deadline } : {}), ...(signal ? { signal } : {}) }, log).finally(() => {
+            measureRun({ jobId: `${updateId}.${device}.${location}.${runIndex}`, updateId, url: project.url, device, location, runIndex, timeoutMs: runTimeoutMs }, { requestId, user: project.userId, ...(deadline ? { deadline } : {}), ...(signal ? { signal } : {}) }, log).finally(() => {
               progress[cell]!.done += 1;
               onProgress?.(progress.map((p) => ({ ...p })));
             }),

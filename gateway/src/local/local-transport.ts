@@ -41,6 +41,8 @@ export function createLocalRegistry(agents: readonly LocalAgent[]): AgentRegistr
     all,
     silent: () => false,
     roomIn: (_location, ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    // In-process agents take runs through the local dispatcher, which queues them itself.
+    onRoom: () => undefined,
     async stop() {},
   };
 }
