@@ -86,8 +86,8 @@ describe('fair use between users', () => {
     const oneRun = Math.max(...runTimes());
     console.log(JSON.stringify({ idleMs: Math.round(idle), loadedMs: Math.round(loaded), longestRunMs: oneRun, backlog: BACKLOG }));
     // The run the agent was busy with, plus the time it takes to hand B's run over (an
-    // announcement, an offer): one run, and a second of slack on this noisy machine.
-    expect(loaded).toBeLessThanOrEqual(idle + oneRun + 1_000);
+    // announcement, an offer): one run, and two seconds of slack on this noisy machine.
+    expect(loaded).toBeLessThanOrEqual(idle + oneRun + 2_000);
 
     // A is not starved either: its backlog moves, in order, while B's update ran.
     const states = await Promise.all(backlog.slice(0, 10).map((id) => statusOf('a', id)));
