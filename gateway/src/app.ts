@@ -40,13 +40,15 @@ export interface AppDeps {
   rateLimits?: { updates: number; reads: number };
   /** Sync updates in flight per user; absent: unlimited (tests of the HTTP layer). */
   syncUpdates?: SyncUpdateLimit;
+  /** An overview reader that reads nothing for this long is cut off (OVERVIEW_STALL_MS). */
+  overviewStallMs?: number;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
 const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** Builds the gateway's HTTP app from its dependencies. Never listens: see createServer. */
-export function createApp({ store, updates, logger, metrics, startAsync = async (request) => updates.start(request), readiness = async () => ({ ok: true }), bodyLimit = '100kb', rateLimits = { updates: 60, reads: 600 }, syncUpdates }: AppDeps): Express {
+export function createApp({ store, updates, logger, metrics, startAsync = async (request) => updates.start(request), readiness = async () => ({ ok: true }), bodyLimit = '100kb', rateLimits = { updates: 60, reads: 600 }, syncUpdates, overviewStallMs }: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
@@ -107,7 +109,7 @@ export function createApp({ store, updates, logger, metrics, startAsync = async 
   v1.all('/audit', ...before, readLimit, auditRoute({ store }));
   v1.all('/updates', ...before, readLimit, updatesRoute({ store }));
   v1.all('/updates/:id', ...before, readLimit, updateStatusRoute({ store }));
-  v1.all('/overview', ...before, readLimit, overviewRoute({ store, logger }));
+  v1.all('/overview', ...before, readLimit, overviewRoute({ store, logger, ...(overviewStallMs ? { stallMs: overviewStallMs } : {}) }));
   v1.all('/projects', ...before, readLimit, projectsRoute({ store }));
   app.use('/v1', v1);
   app.use(dashboardRouter());

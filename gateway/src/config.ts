@@ -17,6 +17,11 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
   /** CrUX API key; without one, snapshots carry no field data and no CRUX KPI records. */
   CRUX_API_KEY: z.string().min(1).optional(),
   CRUX_API_ENDPOINT: z.url().default('https://chromeuxreport.googleapis.com'),
+  /** A client must send its headers within this long, and its whole request within REQUEST_TIMEOUT_MS; else 408. */
+  HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(600_000).default(10_000),
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
+  /** An overview reader that reads nothing for this long is cut off and its cursor released. */
+  OVERVIEW_STALL_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
   BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/, 'must look like 100kb').default('100kb'),
   /**
    * Queued updates one gateway runs at once. A running update mostly waits for agents (what

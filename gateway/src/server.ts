@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import type { Server } from 'node:http';
+import { createServer as createHttpServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApiError } from '@perfwatch/common';
 import { createApp, type AppDeps } from './app.ts';
@@ -11,26 +11,34 @@ export interface GatewayServer {
   close(): Promise<void>;
 }
 
-/** Builds the app and listens. `close` stops accepting, lets open requests finish, then closes idle sockets. */
-export async function createServer(deps: AppDeps & { port: number; host: string }): Promise<GatewayServer> {
+/** How long a client may take to send a request: its headers, and all of it. */
+export interface RequestTimeouts {
+  headersMs: number;
+  requestMs: number;
+}
+
+/**
+ * Builds the app and listens. `close` stops accepting, lets open requests finish, then closes
+ * idle sockets. Node's request timeout covers receiving the request only (a sync update's
+ * minutes of work after it are not cut); a client that trickles its headers or body is
+ * answered 408 and disconnected, checked every second.
+ */
+export async function createServer(deps: AppDeps & { port: number; host: string; timeouts?: RequestTimeouts }): Promise<GatewayServer> {
   const app = createApp(deps);
-  const server = app.listen(deps.port, deps.host);
+  const { headersMs, requestMs } = deps.timeouts ?? { headersMs: 10_000, requestMs: 30_000 };
+  const server = createHttpServer({ headersTimeout: headersMs, requestTimeout: requestMs, connectionsCheckingInterval: 1_000 }, app);
+  server.listen(deps.port, deps.host);
   // Requests Node's HTTP parser refuses never reach the app; they still get the API's envelope.
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     if (error.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
       return;
     }
-    const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
-    const body = JSON.stringify(
-      new ApiError('BAD_REQUEST', tooLarge ? 'The URL and headers are too large.' : 'The request is not valid HTTP.', [tooLarge ? 'request line and headers: larger than 16 kB together' : `http: ${error.code ?? 'malformed request'}`]).toEnvelope(),
-    );
-    socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? { code: 408, text: 'Request Timeout' } : { code: 400, text: 'Bad Request' };
+    const body = JSON.stringify(clientErrorOf(error.code, { headersMs, requestMs }).toEnvelope());
+    socket.end(`HTTP/1.1 ${status.code} ${status.text}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   });
   await once(server, 'listening');
-  // A sync update can take minutes; Node's default 5 min request timeout would cut it.
-  server.requestTimeout = 0;
-  server.headersTimeout = 60_000;
   const { port } = server.address() as AddressInfo;
   const host = deps.host === '0.0.0.0' || deps.host === '::' ? '127.0.0.1' : deps.host;
   return {
@@ -43,4 +51,13 @@ export async function createServer(deps: AppDeps & { port: number; host: string 
         server.closeIdleConnections();
       }),
   };
+}
+
+/** What a request Node's HTTP parser refused gets, in the API's envelope. */
+function clientErrorOf(code: string | undefined, { headersMs, requestMs }: RequestTimeouts): ApiError {
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return new ApiError('REQUEST_TIMEOUT', 'The request took too long to arrive.', [`headers: within ${headersMs} ms; the whole request: within ${requestMs} ms`]);
+  }
+  if (code === 'HPE_HEADER_OVERFLOW') return new ApiError('BAD_REQUEST', 'The URL and headers are too large.', ['request line and headers: larger than 16 kB together']);
+  return new ApiError('BAD_REQUEST', 'The request is not valid HTTP.', [`http: ${code ?? 'malformed request'}`]);
 }

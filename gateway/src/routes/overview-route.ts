@@ -8,15 +8,19 @@ const DAY_MS = 86_400_000;
 /** Bytes gathered before a write: few syscalls, and still a small, fixed amount of memory. */
 const CHUNK_BYTES = 64 * 1024;
 
-function drainedOrClosed(res: Response): Promise<void> {
+/** Resolves when the client has read what was written, or the connection closed; false after `ms`. */
+function drainedOrClosed(res: Response, ms: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
+    const done = (drained: boolean) => {
+      clearTimeout(timer);
+      res.off('drain', onDrain);
+      res.off('close', onDrain);
+      resolve(drained);
     };
-    res.on('drain', done);
-    res.on('close', done);
+    const onDrain = () => done(true);
+    const timer = setTimeout(() => done(false), ms);
+    res.on('drain', onDrain);
+    res.on('close', onDrain);
   });
 }
 
@@ -39,9 +43,11 @@ export function toOverviewRecord(row: KpiRow): OverviewRecord {
  * as the database cursor yields, respecting the socket's back-pressure, so the gateway's memory
  * stays flat for a million records. A failure after the first byte cannot become an error
  * envelope any more: the connection is cut, so a client never takes a truncated array for a
- * whole one.
+ * whole one. A client that stops reading for `stallMs` is cut off the same way, and the cursor
+ * (or the embedded store's statement, with its read snapshot) is released: a reader who walks
+ * away does not hold the database.
  */
-export function overviewRoute({ store, logger }: { store: Store; logger: Logger }) {
+export function overviewRoute({ store, logger, stallMs = 30_000 }: { store: Store; logger: Logger; stallMs?: number }) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, { query: overviewQuerySchema, body: overviewBodySchema });
     const rows = store.streamKpis({
@@ -65,7 +71,11 @@ export function overviewRoute({ store, logger }: { store: Store; logger: Logger 
         first = false;
         count++;
         if (buffer.length >= CHUNK_BYTES) {
-          if (!res.write(buffer)) await drainedOrClosed(res);
+          if (!res.write(buffer) && !(await drainedOrClosed(res, stallMs))) {
+            logger.warn({ requestId: req.requestId, records: count, stallMs }, 'overview reader stopped reading; cut off');
+            res.destroy();
+            break;
+          }
           buffer = '';
         }
         if (res.destroyed) break;
