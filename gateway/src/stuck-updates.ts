@@ -43,7 +43,9 @@ export async function sweepStuckUpdates({ store, queue, admission, logger, deadl
   const at = now().getTime();
   const unfinished = await store.listUnfinishedUpdates();
   for (const userId of new Set(unfinished.filter((u) => u.admittedAt === null).map((u) => u.userId))) {
-    report.admitted.push(...(await admission.admitNext(userId)));
+    const admitted = await admission.admitNext(userId);
+    if (admitted.length > 0) logger.info({ userId, updates: admitted }, 'admitted updates waiting in a user\'s backlog');
+    report.admitted.push(...admitted);
   }
   for (const update of unfinished) {
     if (update.admittedAt === null || report.admitted.includes(update.id)) continue;

@@ -357,7 +357,7 @@ describe('authentication, tenancy and the error table', () => {
     expect(ok.status).toBe(200);
   });
 
-  it('429 with Retry-After once a token passes its limit, per token', async () => {
+  it('429 with Retry-After once a user passes its limit, over all of its tokens', async () => {
     const limited = await startTestGateway({ natsUrl: nats.url, rateLimits: { updates: 1, reads: 2 } });
     try {
       const { token } = await limited.admin.createUser('busy');
@@ -376,7 +376,10 @@ describe('authentication, tenancy and the error table', () => {
         expect(errorEnvelopeSchema.parse(over.body).status).toBe('TOO_MANY_REQUESTS');
         expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
       }
-      // Another token of another user has its own count.
+      // The same user's other token shares the count; another user has its own.
+      const { token: second } = await limited.admin.createToken('busy');
+      const [same] = await both('overview', ...overview, { token: second, base: limited.url });
+      expect(same.status).toBe(429);
       const [other] = await both('overview', ...overview, { token: calm, base: limited.url });
       expect(other.status).toBe(200);
 

@@ -66,11 +66,12 @@ async function status(base: string, id: string): Promise<{ status: string; attem
  */
 const SWEEPING = { SCHEDULER_INTERVAL_MS: '300', SCHEDULER_LEASE_TTL_MS: '1000', UPDATE_SWEEP_EVERY_MS: '300', UPDATE_STUCK_AFTER_MS: '1500' };
 
-/** An async update as the gateway records it before queueing its job: what a crash leaves behind. */
-async function recordedUpdate(on: MongoStore): Promise<{ id: string; userId: string }> {
+/** An update as a gateway records it: in its user's backlog, then (`admitted`) given to the queue. */
+async function recordedUpdate(on: MongoStore, { admitted = true } = {}): Promise<{ id: string; userId: string }> {
   const project = (await on.listProjects()).find((p) => p.url === STUCK_URL)!;
   const id = randomUUID();
   await on.createUpdate({ id, userId: project.userId, projectId: project.id, url: project.url, devices: ['mobile'], locations: project.locations, updateType: 'manual', runs: 1 });
+  if (admitted) expect((await on.admitUpdates(project.userId, 1_000)).map((u) => u.id)).toContain(id);
   return { id, userId: project.userId };
 }
 
@@ -124,6 +125,7 @@ describe('queued updates', () => {
         PORT: String(gatewayPort),
         HOST: '127.0.0.1',
         UPDATE_WORKERS: '6',
+        MAX_ACTIVE_UPDATES_PER_USER: '6',
         UPDATE_ACK_WAIT_MS: '2000',
         UPDATE_RETRY_DELAY_MS: '300',
         UPDATE_MAX_DELIVER: '50',
@@ -247,7 +249,18 @@ describe('no update stays unfinished (a crash injected on each path)', () => {
   afterAll(async () => {
     await stuckStore?.close();
   });
-  it('recorded, then the gateway died before queueing it: the lease holder queues it again and it ends done', async () => {
+  it('recorded in its user\'s backlog, then the gateway died before admitting it: the lease holder admits it and it ends done', async () => {
+    const { id } = await recordedUpdate(stuckStore, { admitted: false });
+    const gateway = await startGatewayProcess({ ...stuckDb, ...SWEEPING });
+    try {
+      await vi.waitFor(async () => expect((await stuckStatus(gateway.url, id)).status).toBe('done'), { timeout: 30_000, interval: 250 });
+      expect(gateway.process.output()).toMatch(/admitted updates waiting in a user's backlog/);
+    } finally {
+      await gateway.process.stop('SIGKILL');
+    }
+  }, 60_000);
+
+  it('admitted, then the gateway died before queueing it: the lease holder queues it again and it ends done', async () => {
     const { id } = await recordedUpdate(stuckStore);
     const gateway = await startGatewayProcess({ ...stuckDb, ...SWEEPING });
     try {

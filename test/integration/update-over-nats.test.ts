@@ -1,6 +1,6 @@
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { auditResultSchema, errorEnvelopeSchema } from '@perfwatch/common';
 import { RunFailure, startAgent, type Agent } from '@perfwatch/agent';
 import { fixtureRunner } from '../support/fixture-runner.ts';
@@ -210,21 +210,70 @@ describe('authentication and tenancy', () => {
     const crowded = await startTestGateway({ natsUrl: nats.url, config: { MAX_PENDING_UPDATES_PER_LOCATION: 2, UPDATE_RETRY_DELAY_MS: 60_000 } });
     try {
       const { token: t } = await crowded.admin.createUser('crowd');
+      const { token: late } = await crowded.admin.createUser('latecomer');
       // Nobody serves sao_paulo: its updates wait in the queue to be tried again.
       await crowded.admin.addProject('crowd', 'https://crowd.example/', { locations: ['sao_paulo'], runs: 1 });
-      const ask = () => fetch(`${crowded.url}/v1/update?url=https://crowd.example/&mode=async&device=mobile`, { headers: { Authorization: t } });
-      expect((await ask()).status).toBe(200);
-      expect((await ask()).status).toBe(200);
-      const refused = await ask();
+      await crowded.admin.addProject('latecomer', 'https://late.example/', { locations: ['sao_paulo'], runs: 1 });
+      const ask = (url: string, token: string) => fetch(`${crowded.url}/v1/update?url=${url}&mode=async&device=mobile`, { headers: { Authorization: token } });
+      expect((await ask('https://crowd.example/', t)).status).toBe(200);
+      expect((await ask('https://crowd.example/', t)).status).toBe(200);
+      // Another user meets the full location, and is not told how full, or by whom.
+      const refused = await ask('https://late.example/', late);
       expect(refused.status).toBe(429);
       expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
       const body = errorEnvelopeSchema.parse(await refused.json());
-      expect(body.status).toBe('TOO_MANY_REQUESTS');
-      expect(body.errors.join(' ')).toMatch(/2 updates queued or running for sao_paulo; the limit is 2/);
+      expect(body).toEqual({ status: 'TOO_MANY_REQUESTS', message: 'The service has as many updates waiting for sao_paulo as it takes. Try again later.', errors: [] });
       const metrics = await (await fetch(`${crowded.url}/metrics`)).text();
       expect(metrics).toMatch(/^perfwatch_updates_pending\{location="sao_paulo"\} 2$/m);
     } finally {
       await crowded.stop();
+    }
+  });
+
+  it('limits each user, whichever token: runs queued, and sync updates in flight across gateway replicas; 429s speak of the caller\'s own load only', async () => {
+    const config = { MAX_QUEUED_RUNS_PER_USER: 4, MAX_SYNC_UPDATES_PER_USER: 1, UPDATE_RETRY_DELAY_MS: 60_000 };
+    const one = await startTestGateway({ natsUrl: nats.url, config });
+    const two = await startTestGateway({ natsUrl: nats.url, config, store: one.store });
+    try {
+      const { token: first } = await one.admin.createUser('heavy');
+      const { token: second } = await one.admin.createToken('heavy');
+      const { token: light } = await one.admin.createUser('light');
+      await one.admin.addProject('heavy', 'https://heavy.example/', { locations: ['sao_paulo'], runs: 3 });
+      await one.admin.addProject('light', 'https://light.example/', { locations: ['sao_paulo'], runs: 1 });
+      const asyncUpdate = (base: string, url: string, token: string) => fetch(`${base}/v1/update?url=${url}&mode=async&device=mobile`, { headers: { Authorization: token } });
+      // 3 runs queued of 4; a second update would make 6, whichever token or gateway asks.
+      expect((await asyncUpdate(one.url, 'https://heavy.example/', first)).status).toBe(200);
+      const over = await asyncUpdate(two.url, 'https://heavy.example/', second);
+      expect(over.status).toBe(429);
+      expect(errorEnvelopeSchema.parse(await over.json())).toEqual({
+        status: 'TOO_MANY_REQUESTS',
+        message: 'You have too many updates waiting. Try again when some have finished.',
+        errors: ['your 1 unfinished updates hold 3 runs; this one adds 3; the limit is 4 runs per user'],
+      });
+      // Another user's room is its own.
+      expect((await asyncUpdate(two.url, 'https://light.example/', light)).status).toBe(200);
+
+      // Sync: one in flight per user. An agent in los_angeles takes 1.5 s a run; while one sync
+      // update of the user runs on one gateway, a second one on the other gateway is refused.
+      const slowRunner = fixtureRunner({ delayMs: 1_500 });
+      const slowAgent = startAgent({ nc: agentConn, location: 'los_angeles', runner: slowRunner, logger: silentLogger, agentId: 'los_angeles-1' });
+      try {
+        await one.admin.addProject('heavy', 'https://heavy-sync.example/', { locations: ['los_angeles'], runs: 1 });
+        const syncUpdate = (base: string, token: string) => fetch(`${base}/v1/update?url=https://heavy-sync.example/&device=mobile`, { headers: { Authorization: token } });
+        const running = syncUpdate(one.url, first);
+        await vi.waitFor(() => expect(slowRunner.requests.length).toBe(1), { timeout: 5_000, interval: 20 });
+        const busy = await syncUpdate(two.url, second);
+        expect(busy.status).toBe(429);
+        expect(errorEnvelopeSchema.parse(await busy.json()).errors).toEqual(['limit: 1 sync updates in flight per user']);
+        expect((await (await running).json()) as object).toHaveProperty('mobile');
+        // Once it is done, the next one goes.
+        expect((await syncUpdate(two.url, second)).status).toBe(200);
+      } finally {
+        await slowAgent.stop();
+      }
+    } finally {
+      await two.stop();
+      await one.stop();
     }
   });
 });
