@@ -29,4 +29,24 @@ describe('parseEnv', () => {
     expect(problems.join('\n')).toMatch(/MODE:/);
     expect(problems.join('\n')).toMatch(/NAME="":/);
   });
+
+  it('never repeats the value of a setting that is or may carry a secret', () => {
+    const secrets = z.object({
+      MONGODB_URI: z.string().regex(/^mongodb:\/\//, 'must be a mongodb:// URI'),
+      CRUX_API_KEY: z.string().min(50),
+      PERFWATCH_AGENT_NKEY: z.string().startsWith('U'),
+      NATS_URL: z.url(),
+      PERFWATCH_TOKEN: z.string().startsWith('pw_'),
+    });
+    let caught: unknown;
+    try {
+      parseEnv(secrets, { MONGODB_URI: 'mongo://admin:hunter2@db/', CRUX_API_KEY: 'AIzaSECRET', PERFWATCH_AGENT_NKEY: 'SUSECRETSEED', NATS_URL: 'nats://u:hunter2@ nats', PERFWATCH_TOKEN: 'tok_hunter2' });
+    } catch (error) {
+      caught = error;
+    }
+    const problems = (caught as ConfigError).problems.join('\n');
+    expect((caught as ConfigError).problems).toHaveLength(5);
+    for (const name of ['MONGODB_URI', 'CRUX_API_KEY', 'PERFWATCH_AGENT_NKEY', 'NATS_URL', 'PERFWATCH_TOKEN']) expect(problems).toContain(`${name} (value not shown: it may hold a secret):`);
+    expect(problems).not.toMatch(/hunter2|SECRET|AIza/);
+  });
 });
