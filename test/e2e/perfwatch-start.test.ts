@@ -55,11 +55,14 @@ describe('perfwatch start', () => {
 
     expect(await proc.stop('SIGTERM')).toBe(0);
 
-    // Started again on the same directory: the first token still works and the snapshot is there.
+    // Started again on the same directory: a new token, the first one revoked; the snapshot is there.
     proc = spawnPerfwatch(['start'], ports, { cwd, bare: true });
-    await proc.waitFor(/curl -s -H "Authorization: pw_/, 60_000);
+    const [againLine] = await proc.waitFor(/curl -s -H "Authorization: pw_[^"]+"/, 60_000);
+    const second = /Authorization: (pw_[^"]+)"/.exec(againLine)![1]!;
+    expect(second).not.toBe(token);
     const base = `http://127.0.0.1:${ports.PORT}`;
-    const headers = { Authorization: token };
+    expect((await fetch(`${base}/v1/projects`, { headers: { Authorization: token } })).status).toBe(401);
+    const headers = { Authorization: second };
     const list = snapshotListSchema.parse(await (await fetch(`${base}/v1/updates?url=${encodeURIComponent(demo)}`, { headers })).json());
     expect(list.mobile!.map((s) => s.date)).toEqual([date]);
     const again = auditResultSchema.parse(await (await fetch(`${base}/v1/audit?url=${encodeURIComponent(demo)}&date=${date}`, { headers })).json());

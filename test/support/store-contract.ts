@@ -236,6 +236,13 @@ export function describeStoreContract(name: string, store: () => Store): void {
       expect((await store().listUnfinishedUpdates()).filter((u) => u.userId === busy.id).map((u) => [u.id, u.admittedAt !== null])).toEqual([[ids[1], true], [ids[2], true], [ids[3], false]]);
     });
 
+    it('keeps notes by key, the last value written', async () => {
+      expect(await store().readNote('contract-note')).toBeNull();
+      await store().writeNote('contract-note', 'first');
+      await store().writeNote('contract-note', 'second');
+      expect(await store().readNote('contract-note')).toBe('second');
+    });
+
     it('hands out a user\'s slots up to the limit, frees released and expired ones, and keeps users apart', async () => {
       const user = await store().createUser('slots-a');
       const other = await store().createUser('slots-b');

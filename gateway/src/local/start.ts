@@ -9,6 +9,7 @@ import { createAdmin } from '../admin/admin.ts';
 import { gatewayConfigWith } from '../config.ts';
 import { startGateway } from '../gateway-runtime.ts';
 import { storeEnvFields, storeFromEnv } from '../store/open-store.ts';
+import type { Store } from '../store/store.ts';
 import { startDemoSite } from './demo-site-server.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -34,7 +35,7 @@ const LOCATION = 's_carolina';
  * `perfwatch start`: everything on one machine, with no configuration. A gateway and one agent
  * (location s_carolina) in this process, talking over an in-process bus; an embedded store in
  * PERFWATCH_DATA_DIR (perfwatch.sqlite); a demo site to audit; a demo user whose new token is
- * printed with a ready-to-paste curl line. NATS_URL and MONGODB_URI switch to the real parts.
+ * printed with a ready-to-paste curl line (the previous start's token revoked). NATS_URL and MONGODB_URI switch to the real parts.
  */
 export async function main(env: Readonly<Record<string, string | undefined>>): Promise<void> {
   const config = parseEnv(startEnvSchema, env);
@@ -61,7 +62,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
 
   const admin = createAdmin(store);
   const demoUser = 'demo';
-  const { token } = (await store.findUserByName(demoUser)) ? await admin.createToken(demoUser) : await admin.createUser(demoUser);
+  const token = await mintStartToken({ admin, store, user: demoUser });
   const demoUrl = site.url;
   // The demo site's home page, and a page that misses performance budgets (for trying --ci).
   const existing = new Set((await store.listProjects((await store.findUserByName(demoUser))!.id)).map((p) => p.url));
@@ -76,7 +77,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
       `perfwatch is running at ${base}  (dashboard: ${base}/)`,
       `  bus: ${nc ? `NATS at ${config.NATS_URL}` : 'in-process'} · store: ${storeWhere}`,
       `demo site: ${demoUrl}`,
-      `token for user "${demoUser}" (shown once): ${token}`,
+      `token for user "${demoUser}" (shown once; the last start's is revoked): ${token}`,
       'run a real Lighthouse audit of the demo site (about 10-20 s):',
       `  curl -s -H "Authorization: ${token}" "${base}/v1/update?url=${encodeURIComponent(demoUrl)}&device=mobile"`,
       'or with the CLI:',
@@ -103,4 +104,19 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
   await stopped;
+}
+
+/**
+ * The demo user's token for this start: a new one, printed once, and the one the last start
+ * printed revoked (its prefix, which is not a secret, is noted in the store), so restarts do
+ * not pile up live tokens nobody holds any more. Tokens made with `perfwatch admin` are left
+ * alone.
+ */
+async function mintStartToken({ admin, store, user }: { admin: ReturnType<typeof createAdmin>; store: Store; user: string }): Promise<string> {
+  const note = `start-token-prefix:${user}`;
+  const last = await store.readNote(note);
+  if (last) await store.revokeToken(last);
+  const { token, prefix } = (await store.findUserByName(user)) ? await admin.createToken(user) : await admin.createUser(user);
+  await store.writeNote(note, prefix);
+  return token;
 }

@@ -151,6 +151,7 @@ export class MongoStore implements Store {
   readonly #updates: Collection<UpdateDocument>;
   readonly #leases: Collection<{ _id: string; holder: string; expiresAt: Date }>;
   readonly #slots: Collection<{ _id: string; kind: string; userId: string; expiresAt: Date }>;
+  readonly #notes: Collection<{ _id: string; value: string }>;
 
   /** The database this store uses (tests and tools read it directly). */
   readonly dbName: string;
@@ -173,6 +174,7 @@ export class MongoStore implements Store {
     this.#updates = this.#db.collection<UpdateDocument>('updates');
     this.#leases = this.#db.collection<{ _id: string; holder: string; expiresAt: Date }>('leases');
     this.#slots = this.#db.collection<{ _id: string; kind: string; userId: string; expiresAt: Date }>('slots');
+    this.#notes = this.#db.collection<{ _id: string; value: string }>('notes');
   }
 
 
@@ -375,6 +377,15 @@ export class MongoStore implements Store {
 
   async releaseSlot(id: string): Promise<void> {
     await this.#slots.deleteOne({ _id: id });
+  }
+
+  async readNote(key: string): Promise<string | null> {
+    const doc = await this.#notes.findOne({ _id: key });
+    return doc ? z.string().parse(doc.value) : null;
+  }
+
+  async writeNote(key: string, value: string): Promise<void> {
+    await this.#notes.updateOne({ _id: key }, { $set: { value } }, { upsert: true });
   }
 
   async acquireLease(name: string, holder: string, ttlMs: number): Promise<boolean> {

@@ -452,6 +452,15 @@ export class SqliteStore implements Store {
     this.#run('DELETE FROM slots WHERE id = ?', id);
   }
 
+  async readNote(key: string): Promise<string | null> {
+    const row = this.#get('SELECT value FROM meta WHERE key = ?', `note:${key}`) as { value: string } | undefined;
+    return row ? row.value : null;
+  }
+
+  async writeNote(key: string, value: string): Promise<void> {
+    this.#run('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value', `note:${key}`, value);
+  }
+
   async acquireLease(name: string, holder: string, ttlMs: number): Promise<boolean> {
     const now = Date.now();
     const changed = this.#run('INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at WHERE leases.holder = excluded.holder OR leases.expires_at < ?', name, holder, now + ttlMs, now).changes;

@@ -232,6 +232,9 @@ export interface Store {
    */
   claimSlot(kind: string, userId: string, limit: number, ttlMs: number): Promise<string | null>;
   releaseSlot(id: string): Promise<void>;
+  /** A small named value the programs keep beside the data (the prefix of `perfwatch start`'s last token). */
+  readNote(key: string): Promise<string | null>;
+  writeNote(key: string, value: string): Promise<void>;
 
   /**
    * Takes or renews the named lease for `holder` until now + ttlMs; false while another holder's
