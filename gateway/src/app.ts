@@ -7,7 +7,7 @@ import { authenticate } from './auth.ts';
 import { dashboardRouter } from './dashboard/dashboard-router.ts';
 import { errorHandler, notFoundRoute, onlyGetAndPost } from './http-errors.ts';
 import { createOpenApiDocument } from './openapi.ts';
-import { acceptsJson, jsonBodyOnly, perUserLimit } from './request-guards.ts';
+import { acceptsJson, failedAuthGuard, jsonBodyOnly, perUserLimit } from './request-guards.ts';
 import { auditRoute } from './routes/audit-route.ts';
 import { overviewRoute } from './routes/overview-route.ts';
 import { projectsRoute } from './routes/projects-route.ts';
@@ -42,15 +42,20 @@ export interface AppDeps {
   syncUpdates?: SyncUpdateLimit;
   /** An overview reader that reads nothing for this long is cut off (OVERVIEW_STALL_MS). */
   overviewStallMs?: number;
+  /** Failed authentications per client address and minute before 429 (AUTH_FAILURES_PER_MINUTE). */
+  authFailuresPerMinute?: number;
+  /** Express's `trust proxy`: how X-Forwarded-For names the client (TRUST_PROXY); absent: the socket's address. */
+  trustProxy?: boolean | number | string;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
 const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** Builds the gateway's HTTP app from its dependencies. Never listens: see createServer. */
-export function createApp({ store, updates, logger, metrics, startAsync = async (request) => updates.start(request), readiness = async () => ({ ok: true }), bodyLimit = '100kb', rateLimits = { updates: 60, reads: 600 }, syncUpdates, overviewStallMs }: AppDeps): Express {
+export function createApp({ store, updates, logger, metrics, startAsync = async (request) => updates.start(request), readiness = async () => ({ ok: true }), bodyLimit = '100kb', rateLimits = { updates: 60, reads: 600 }, syncUpdates, overviewStallMs, authFailuresPerMinute = 30, trustProxy }: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
+  if (trustProxy !== undefined) app.set('trust proxy', trustProxy);
   app.set('query parser', 'simple');
 
   app.use((req, res, next) => {
@@ -101,8 +106,9 @@ export function createApp({ store, updates, logger, metrics, startAsync = async 
     next();
   });
   const json = express.json({ limit: bodyLimit, strict: false });
-  const auth = authenticate(store);
-  const before = [onlyGetAndPost, acceptsJson, jsonBodyOnly, json, auth];
+  const failedAuth = failedAuthGuard(authFailuresPerMinute);
+  const auth = authenticate(store, failedAuth.failed);
+  const before = [onlyGetAndPost, acceptsJson, jsonBodyOnly, json, failedAuth.check, auth];
   const updateLimit = perUserLimit(rateLimits.updates, 'updates');
   const readLimit = perUserLimit(rateLimits.reads, 'reads');
   v1.all('/update', ...before, updateLimit, updateRoute({ store, updates, startAsync, ...(syncUpdates ? { syncUpdates } : {}) }));

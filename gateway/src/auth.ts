@@ -21,7 +21,7 @@ declare module 'express-serve-static-core' {
  * a live token → 401. The token is looked up by its public prefix and its SHA-256 digest
  * compared in constant time; neither the token nor its digest is ever logged.
  */
-export function authenticate(store: Store) {
+export function authenticate(store: Store, onFailure: (req: Request) => Promise<void> = async () => undefined) {
   return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
     const header = req.get('authorization');
     if (header === undefined) {
@@ -31,6 +31,7 @@ export function authenticate(store: Store) {
     const prefix = tokenPrefix(token);
     const record = prefix === null ? null : await store.findToken(prefix);
     if (!record || record.revokedAt !== null || !digestsEqual(tokenDigest(token), record.digest)) {
+      await onFailure(req);
       throw new ApiError('UNAUTHORIZED', 'The API token is not valid.', ['header Authorization: unknown or revoked token']);
     }
     req.caller = { userId: record.userId, tokenPrefix: record.prefix };

@@ -14,6 +14,18 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
   SYNC_UPDATE_TIMEOUT_MS: z.coerce.number().int().positive().default(600_000),
   RATE_LIMIT_UPDATES_PER_MINUTE: z.coerce.number().int().positive().default(60),
   RATE_LIMIT_READS_PER_MINUTE: z.coerce.number().int().positive().default(600),
+  /** Failed authentications one client address may make a minute; past it, 429 for the rest of the minute. */
+  AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().positive().default(30),
+  /**
+   * Behind a load balancer or ingress: Express's `trust proxy` (a hop count such as 1, or
+   * addresses such as "loopback, uniquelocal"), so the client address is X-Forwarded-For's.
+   * Unset: the socket's address.
+   */
+  TRUST_PROXY: z
+    .string()
+    .min(1)
+    .transform((v): boolean | number | string => (/^\d+$/.test(v) ? Number(v) : v === 'true' ? true : v === 'false' ? false : v))
+    .optional(),
   /** CrUX API key; without one, snapshots carry no field data and no CRUX KPI records. */
   CRUX_API_KEY: z.string().min(1).optional(),
   CRUX_API_ENDPOINT: z.url().default('https://chromeuxreport.googleapis.com'),

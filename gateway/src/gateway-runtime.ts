@@ -84,6 +84,8 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
     rateLimits: { updates: config.RATE_LIMIT_UPDATES_PER_MINUTE, reads: config.RATE_LIMIT_READS_PER_MINUTE },
     syncUpdates: { perUser: config.MAX_SYNC_UPDATES_PER_USER, ttlMs: config.SYNC_UPDATE_TIMEOUT_MS + 60_000 },
     overviewStallMs: config.OVERVIEW_STALL_MS,
+    authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE,
+    ...(config.TRUST_PROXY !== undefined ? { trustProxy: config.TRUST_PROXY } : {}),
     timeouts: { headersMs: Math.min(config.HEADERS_TIMEOUT_MS, config.REQUEST_TIMEOUT_MS), requestMs: config.REQUEST_TIMEOUT_MS },
     port: config.PORT,
     host: config.HOST,

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { rateLimit, type RateLimitInfo } from 'express-rate-limit';
+import { ipKeyGenerator, MemoryStore, rateLimit, type Options, type RateLimitInfo } from 'express-rate-limit';
 import { ApiError } from '@perfwatch/common';
 
 /** 406 when the caller's Accept header rules JSON out: every answer of the API is JSON. */
@@ -40,4 +40,31 @@ export function perUserLimit(perMinute: number, what: string) {
       next(new ApiError('TOO_MANY_REQUESTS', `Too many ${what}. Try again in ${retryAfter} s.`, [`limit: ${perMinute} ${what} per minute per user`], { headers: { 'Retry-After': retryAfter } }));
     },
   });
+}
+
+/**
+ * Failed authentications per client address and minute: past `perMinute`, the address gets 429
+ * for the rest of the window, whatever token it sends, so guessing tokens is slow. Only
+ * failures count (a busy client with a good token is never limited by this); they are counted
+ * in express-rate-limit's store, after the failure, which its middleware cannot do (it counts
+ * every request up front). The address is the socket's, or the proxy's X-Forwarded-For with
+ * TRUST_PROXY set; IPv6 addresses count per /56, as the library advises.
+ */
+export function failedAuthGuard(perMinute: number) {
+  const counts = new MemoryStore();
+  counts.init({ windowMs: 60_000 } as Options);
+  const keyOf = (req: Request) => ipKeyGenerator(req.ip ?? req.socket.remoteAddress ?? 'unknown');
+  return {
+    async check(req: Request, _res: Response, next: NextFunction): Promise<void> {
+      const seen = await counts.get(keyOf(req));
+      if (seen && seen.totalHits >= perMinute) {
+        const retryAfter = String(Math.max(1, Math.ceil(((seen.resetTime?.getTime() ?? Date.now() + 60_000) - Date.now()) / 1000)));
+        throw new ApiError('TOO_MANY_REQUESTS', `Too many failed authentications from this address. Try again in ${retryAfter} s.`, [`limit: ${perMinute} failed authentications per minute per client address`], { headers: { 'Retry-After': retryAfter } });
+      }
+      next();
+    },
+    async failed(req: Request): Promise<void> {
+      await counts.increment(keyOf(req));
+    },
+  };
 }

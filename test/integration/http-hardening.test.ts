@@ -1,4 +1,5 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,9 +9,10 @@ import { pino } from 'pino';
 import { errorEnvelopeSchema } from '@perfwatch/common';
 import { createAdmin, gatewayConfigWith, SqliteStore, startGateway, type GatewayRuntime } from '@perfwatch/gateway';
 
-// The gateway as a slow or walking-away client meets it: a real HTTP server on loopback, the
-// embedded store in a file. Headers and bodies that trickle get 408; an overview reader that
-// stops reading is cut off and the store's statement (its read snapshot) released.
+// The gateway as slow, walking-away or guessing clients meet it: a real HTTP server on
+// loopback, the embedded store in a file. Headers and bodies that trickle get 408; an overview
+// reader that stops reading is cut off and the store's statement (its read snapshot) released;
+// an address that keeps failing to authenticate is refused for the rest of the minute.
 
 let dir: string;
 let path: string;
@@ -43,7 +45,7 @@ beforeAll(async () => {
     store,
     localAgents: [],
     logger,
-    config: gatewayConfigWith({ PORT: 0, HOST: '127.0.0.1', SHUTDOWN_READINESS_DELAY_MS: 0, HEADERS_TIMEOUT_MS: 1_000, REQUEST_TIMEOUT_MS: 2_000, OVERVIEW_STALL_MS: 1_000 }),
+    config: gatewayConfigWith({ PORT: 0, HOST: '127.0.0.1', SHUTDOWN_READINESS_DELAY_MS: 0, HEADERS_TIMEOUT_MS: 1_000, REQUEST_TIMEOUT_MS: 2_000, OVERVIEW_STALL_MS: 1_000, AUTH_FAILURES_PER_MINUTE: 5 }),
   });
 }, 60_000);
 
@@ -131,4 +133,31 @@ describe('slow clients', () => {
     await vi.waitFor(() => expect(closed).toBe(true), { timeout: 10_000 });
     expect(received).toBeLessThan(RECORDS * 60);
   }, 60_000);
+});
+
+/** GET /v1/projects with a token, from a given loopback address. */
+function projectsFrom(localAddress: string, authorization: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port: runtime.http.port, path: '/v1/projects', localAddress, headers: { Authorization: authorization } }, (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode!, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('failed authentications', () => {
+  it('refuses an address that failed 5 times this minute, whatever token it sends next; good tokens never count, other addresses are not held', async () => {
+    // Many good requests first: only failures count.
+    for (let i = 0; i < 20; i++) expect((await projectsFrom('127.0.0.3', token)).status).toBe(200);
+    for (let i = 0; i < 5; i++) expect((await projectsFrom('127.0.0.3', `pw_${'A'.repeat(43)}`)).status).toBe(401);
+    const refused = await projectsFrom('127.0.0.3', token);
+    expect(refused.status).toBe(429);
+    expect(errorEnvelopeSchema.parse(JSON.parse(refused.body))).toMatchObject({ status: 'TOO_MANY_REQUESTS', errors: ['limit: 5 failed authentications per minute per client address'] });
+    expect(refused.body).not.toContain(token);
+    // Another client address is not held by it.
+    expect((await projectsFrom('127.0.0.4', token)).status).toBe(200);
+  });
 });
