@@ -61,6 +61,7 @@ export async function startTestGateway({ natsUrl, runTimeoutMs = 10_000, replyTi
       SYNC_UPDATE_TIMEOUT_MS: replyTimeoutMs,
       RATE_LIMIT_UPDATES_PER_MINUTE: rateLimits?.updates ?? 10_000,
       RATE_LIMIT_READS_PER_MINUTE: rateLimits?.reads ?? 10_000,
+      AUTH_FAILURES_PER_MINUTE: 10_000,
       SHUTDOWN_READINESS_DELAY_MS: 0,
       ...(cruxEndpoint ? { CRUX_API_KEY: 'test-key', CRUX_API_ENDPOINT: cruxEndpoint } : {}),
       ...config,
