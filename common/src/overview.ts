@@ -34,6 +34,7 @@ export const snapshotListSchema = z
     url: z.string(),
     mobile: z.array(z.object({ date: z.string().regex(API_DATE_TIME_PATTERN), updateType: z.enum(UPDATE_TYPES), locations: z.array(z.enum(LOCATIONS)) })).optional(),
     desktop: z.array(z.object({ date: z.string().regex(API_DATE_TIME_PATTERN), updateType: z.enum(UPDATE_TYPES), locations: z.array(z.enum(LOCATIONS)) })).optional(),
+    next: z.string().regex(API_DATE_TIME_PATTERN).optional().meta({ description: 'Older snapshots exist: pass this as `before` for the page before this one. Absent on the oldest page.' }),
   })
   .meta({ id: 'SnapshotList' });
 export type SnapshotList = z.infer<typeof snapshotListSchema>;

@@ -82,8 +82,8 @@ export function createOpenApiDocument(serverUrl = '/'): ReturnType<typeof create
       '/v1/projects': endpoint('The caller\'s projects', projectsQuerySchema, projectsBodySchema, {
         '200': json(projectListSchema, 'The caller\'s projects, ordered by URL.'),
       }, { project: false, bodyRequired: false }),
-      '/v1/updates': endpoint('The snapshot dates of a project, per device', updatesQuerySchema, updatesBodySchema, {
-        '200': json(snapshotListSchema, 'Per device, the snapshot dates with their locations, ascending.'),
+      '/v1/updates': endpoint('The snapshot dates of a project, per device, a page at a time (the newest first taken)', updatesQuerySchema, updatesBodySchema, {
+        '200': json(snapshotListSchema, 'Per device, the snapshot dates of the page with their locations, ascending; `next` when older ones remain.'),
       }),
       '/v1/updates/{id}': withPathId(
         endpoint('Where an async or scheduled update is', updateStatusQuerySchema, updateStatusBodySchema, {

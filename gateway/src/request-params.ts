@@ -93,7 +93,13 @@ export type AuditParams = z.output<typeof auditQuerySchema>;
 
 // ---- /v1/updates ------------------------------------------------------------------------
 
-export const updatesQuerySchema = z.strictObject({ url: projectUrl });
+/** Snapshots a page of `/v1/updates` lists at most. */
+export const MAX_UPDATES_PAGE = 1_000;
+export const updatesQuerySchema = z.strictObject({
+  url: projectUrl,
+  limit: z.coerce.number().int().min(1).max(MAX_UPDATES_PAGE).optional().meta({ description: `Snapshots in the page, newest of them first taken; ${MAX_UPDATES_PAGE} at most and by default.` }),
+  before: dateTime('before').optional().meta({ description: 'Only snapshots strictly older than this date-time: the `next` of the page after this one.' }),
+});
 export const updatesBodySchema = updatesQuerySchema;
 
 // ---- /v1/projects -----------------------------------------------------------------------

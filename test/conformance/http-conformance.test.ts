@@ -144,6 +144,29 @@ describe('/v1/audit and /v1/updates', () => {
     for (const entry of snapshotListSchema.parse(list.body).mobile!) expect(entry.locations.sort()).toEqual(['london', 'tokyo']);
   });
 
+  it('/v1/updates pages: the newest `limit` before `before`, ascending, with `next` while older ones remain', async () => {
+    expect(dates.length).toBeGreaterThanOrEqual(3);
+    const [newest] = await both('updates', { url: SHOP, limit: '2' }, { url: SHOP, limit: 2 });
+    const first = snapshotListSchema.parse(newest.body);
+    expect(first.mobile!.map((s) => s.date)).toEqual(dates.slice(-2));
+    expect(first.next).toBe(dates.at(-2));
+    // Walking back page by page gives every date once, the oldest page without `next`.
+    const walked: string[] = [...first.mobile!.map((s) => s.date)];
+    let next = first.next;
+    while (next) {
+      const [page] = await both('updates', { url: SHOP, limit: '2', before: next }, { url: SHOP, limit: 2, before: next });
+      const parsed = snapshotListSchema.parse(page.body);
+      walked.unshift(...parsed.mobile!.map((s) => s.date));
+      next = parsed.next;
+    }
+    expect(walked).toEqual(dates);
+    expect(snapshotListSchema.parse((await both('updates', { url: SHOP }, { url: SHOP }))[0].body).next).toBeUndefined();
+    for (const bad of [{ limit: '0' }, { limit: '1001' }, { before: 'yesterday' }]) {
+      const [refused] = await both('updates', { url: SHOP, ...bad }, { url: SHOP, ...bad });
+      expect(refused.status, JSON.stringify(bad)).toBe(400);
+    }
+  });
+
   it('reads a snapshot by its date, with a Z or milliseconds too, filtered by device and locations', async () => {
     const date = dates.at(-1)!;
     const [plain] = await both('audit', { url: SHOP, date }, { url: SHOP, date });

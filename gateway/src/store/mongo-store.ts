@@ -5,7 +5,7 @@ import pLimit, { type LimitFunction } from 'p-limit';
 import pRetry from 'p-retry';
 import { z } from 'zod';
 import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Location } from '@perfwatch/common';
-import { ConcurrentWrite, DuplicateError, UPDATE_STATUSES, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateProgress, type MissingCell, type UpdateState, type OverviewFilter, type SnapshotSummary, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
+import { ConcurrentWrite, DuplicateError, UPDATE_STATUSES, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateProgress, type MissingCell, type UpdateState, type OverviewFilter, type SnapshotSummary, type SnapshotPage, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
@@ -417,8 +417,10 @@ export class MongoStore implements Store {
     return old.length;
   }
 
-  async listSnapshots(projectId: string): Promise<SnapshotSummary[]> {
-    const docs = await this.#snapshots.find({ projectId: new ObjectId(projectId), status: 'complete' }, { projection: { date: 1, updateType: 1, available: 1, _id: 1, projectId: 1, updateId: 1, url: 1 } }).sort({ date: 1 }).toArray();
+  async listSnapshots(projectId: string, page?: SnapshotPage): Promise<SnapshotSummary[]> {
+    const filter = { projectId: new ObjectId(projectId), status: 'complete', ...(page?.before ? { date: { $lt: page.before } } : {}) };
+    const found = this.#snapshots.find(filter, { projection: { date: 1, updateType: 1, available: 1, _id: 1, projectId: 1, updateId: 1, url: 1 } });
+    const docs = page ? (await found.sort({ date: -1 }).limit(page.limit).toArray()).reverse() : await found.sort({ date: 1 }).toArray();
     return docs.map((doc) => {
       const { date, updateType, available } = snapshotDoc.parse(doc);
       return { date, updateType, available };

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import { z } from 'zod';
 import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Location } from '@perfwatch/common';
-import { DuplicateError, UPDATE_STATUSES, type KpiRow, type MissingCell, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type Store, type TokenRecord, type UpdateRecord, type UpdateProgress, type UpdateState, type UserRecord } from './store.ts';
+import { DuplicateError, UPDATE_STATUSES, type KpiRow, type MissingCell, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type SnapshotPage, type Store, type TokenRecord, type UpdateRecord, type UpdateProgress, type UpdateState, type UserRecord } from './store.ts';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
@@ -342,8 +342,11 @@ export class SqliteStore implements Store {
     return { id: snapshot.id, projectId: snapshot.project_id, updateId: snapshot.update_id, url: snapshot.url, date: snapshot.date, updateType: snapshot.update_type, available: snapshot.available, missing: snapshot.missing, results };
   }
 
-  async listSnapshots(projectId: string): Promise<SnapshotSummary[]> {
-    return this.#all('SELECT * FROM snapshots WHERE project_id = ? ORDER BY date', projectId).map((row) => {
+  async listSnapshots(projectId: string, page?: SnapshotPage): Promise<SnapshotSummary[]> {
+    const rows = page
+      ? this.#all('SELECT * FROM snapshots WHERE project_id = ? AND date < ? ORDER BY date DESC LIMIT ?', projectId, page.before?.getTime() ?? Number.MAX_SAFE_INTEGER, page.limit).reverse()
+      : this.#all('SELECT * FROM snapshots WHERE project_id = ? ORDER BY date', projectId);
+    return rows.map((row) => {
       const { date, update_type, available } = snapshotRow.parse(row);
       return { date, updateType: update_type, available };
     });

@@ -102,6 +102,11 @@ export interface KpiRow {
   data: Record<string, unknown> | string;
 }
 
+export interface SnapshotPage {
+  before?: Date;
+  limit: number;
+}
+
 export interface SnapshotSummary {
   date: Date;
   updateType: UpdateType;
@@ -255,8 +260,11 @@ export interface Store {
   deleteOrphans(olderThan: Date): Promise<number>;
   /** The complete snapshot an update wrote, if it wrote one: a later delivery then only records it. */
   findSnapshotOfUpdate(updateId: string): Promise<{ date: Date; missing: MissingCell[] } | null>;
-  /** A project's complete snapshots, oldest first. */
-  listSnapshots(projectId: string): Promise<SnapshotSummary[]>;
+  /**
+   * A project's complete snapshots, oldest first; with a page, only the newest `limit` of those
+   * before `before` (still oldest first).
+   */
+  listSnapshots(projectId: string, page?: SnapshotPage): Promise<SnapshotSummary[]>;
   /**
    * A user's KPI records in a date range, ordered by date, url, device, location, section, kpi;
    * read from a cursor, so memory stays flat however many there are.
