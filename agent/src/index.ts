@@ -9,5 +9,4 @@ export { exitOnUnhandledRejection, isBrowserTeardownError } from './browser-tear
 export { startGuardedRunner, type GuardedRunnerOptions } from './guarded-runner.ts';
 export { createRunnerPool } from './runner-pool.ts';
 export { createAgentMetrics, type AgentMetrics, type RunObserver } from './metrics.ts';
-export { startOpsServer, type OpsServer } from './ops-server.ts';
 export { createLocalAgent, type LocalAgent } from './local-agent.ts';

@@ -1,7 +1,6 @@
-import { connectNats, createLogger } from '@perfwatch/common';
+import { connectNats, createLogger, startOpsServer } from '@perfwatch/common';
 import { startAgent, type Agent } from './agent.ts';
 import { createAgentMetrics } from './metrics.ts';
-import { startOpsServer } from './ops-server.ts';
 import { loadAgentConfig } from './config.ts';
 import { reapOrphanedChromes } from './orphan-chrome.ts';
 import { exitOnUnhandledRejection } from './browser-teardown-errors.ts';

@@ -17,3 +17,4 @@ export * from './agent-presence.ts';
 export * from './version.ts';
 export * from './ops-metrics.ts';
 export * from './nats-connect.ts';
+export * from './ops-server.ts';

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
+import type { Readiness } from '@perfwatch/common';
 import { apiDocsRouter } from './api-docs.ts';
 import { authenticate } from './auth.ts';
 import { dashboardRouter } from './dashboard/dashboard-router.ts';
@@ -19,11 +20,6 @@ import type { UpdateService } from './update-service.ts';
 import type { StartAsync } from './async-updates.ts';
 import { ROUTE_BASE, type GatewayMetrics } from './metrics.ts';
 
-export interface Readiness {
-  ok: boolean;
-  /** Why not, for the operator reading /readyz. */
-  reason?: string;
-}
 
 export interface AppDeps {
   store: Store;
@@ -31,6 +27,8 @@ export interface AppDeps {
   logger: Logger;
   /** Prometheus metrics; absent: no /metrics. */
   metrics?: GatewayMetrics;
+  /** `/metrics` and `/readyz` are served on the ops port instead (OPS_PORT): not on this app. */
+  opsElsewhere?: boolean;
   /** mode=async; absent: in this process, without durability (tests of the HTTP layer). */
   startAsync?: StartAsync;
   /** Whether this gateway should get traffic; absent: ready whenever it answers. */
@@ -52,7 +50,7 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
 const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** Builds the gateway's HTTP app from its dependencies. Never listens: see createServer. */
-export function createApp({ store, updates, logger, metrics, startAsync = async (request) => updates.start(request), readiness = async () => ({ ok: true }), bodyLimit = '100kb', rateLimits = { updates: 60, reads: 600 }, syncUpdates, overviewStallMs, authFailuresPerMinute = 30, trustProxy }: AppDeps): Express {
+export function createApp({ store, updates, logger, metrics, startAsync = async (request) => updates.start(request), readiness = async () => ({ ok: true }), bodyLimit = '100kb', rateLimits = { updates: 60, reads: 600 }, syncUpdates, overviewStallMs, authFailuresPerMinute = 30, trustProxy, opsElsewhere = false }: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   if (trustProxy !== undefined) app.set('trust proxy', trustProxy);
@@ -84,11 +82,13 @@ export function createApp({ store, updates, logger, metrics, startAsync = async 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.get('/readyz', async (_req, res) => {
-    const state = await readiness();
-    res.status(state.ok ? 200 : 503).json(state.ok ? { status: 'ready' } : { status: 'not ready', reason: state.reason });
-  });
-  if (metrics) {
+  if (!opsElsewhere) {
+    app.get('/readyz', async (_req, res) => {
+      const state = await readiness();
+      res.status(state.ok ? 200 : 503).json(state.ok ? { status: 'ready' } : { status: 'not ready', reason: state.reason });
+    });
+  }
+  if (metrics && !opsElsewhere) {
     app.get('/metrics', async (_req, res) => {
       res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
     });

@@ -4,6 +4,12 @@ import { DEFAULT_MAX_RUNS_IN_FLIGHT } from './nats-dispatcher.ts';
 
 export const gatewayEnvSchema = natsEnvSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  /**
+   * Set: `/metrics` and `/readyz` (and `/healthz`) are served on this port only, as agents do,
+   * so the public port behind an ingress does not expose them. Unset: on PORT.
+   */
+  OPS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  OPS_HOST: z.string().min(1).default('0.0.0.0'),
   HOST: z.string().min(1).default('0.0.0.0'),
   MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// or mongodb+srv:// URI').default('mongodb://127.0.0.1:27017/'),
   MONGODB_DB: z.string().regex(/^[A-Za-z0-9_-]{1,63}$/, 'must be a database name').default('perfwatch'),

@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import type { LocalAgent } from '@perfwatch/agent';
+import { startOpsServer, type OpsServer } from '@perfwatch/common';
 import { startAgentRegistry, type AgentRegistry } from './agent-registry.ts';
 import { createCruxClient } from './crux/crux-client.ts';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.ts';
@@ -21,6 +22,8 @@ import { startLocalUpdateQueue } from './local/local-update-queue.ts';
 
 export interface GatewayRuntime {
   http: GatewayServer;
+  /** The ops port's server, with OPS_PORT set. */
+  ops?: OpsServer;
   agents: AgentRegistry;
   metrics: GatewayMetrics;
   /** Ordered: stop accepting HTTP and finish open requests, then release NATS and the store. */
@@ -73,7 +76,10 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
       return { ok: false, reason: (error as Error).message };
     }
   };
+  const ops = config.OPS_PORT === undefined ? undefined : await startOpsServer({ port: config.OPS_PORT, host: config.OPS_HOST, registry: metrics.registry, ready: readiness });
+  if (ops) logger.info({ url: ops.url }, 'ops port listening (/metrics, /readyz, /healthz)');
   const http = await createServer({
+    opsElsewhere: ops !== undefined,
     store,
     updates,
     logger,
@@ -93,6 +99,7 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
   logger.info({ url: http.url }, 'gateway listening');
   return {
     http,
+    ...(ops ? { ops } : {}),
     agents,
     metrics,
     async stop() {
@@ -105,6 +112,8 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
       await queue.stop();
       await updates.drain();
       await agents.stop();
+      // Last: /metrics and /readyz answer (not ready) while the rest stops.
+      await ops?.close();
     },
   };
 }

@@ -1,7 +1,8 @@
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createAgentMetrics, RunFailure, startAgent, startOpsServer, type Agent, type OpsServer } from '@perfwatch/agent';
+import { createAgentMetrics, RunFailure, startAgent, type Agent } from '@perfwatch/agent';
+import { startOpsServer, type OpsServer } from '@perfwatch/common';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';
 
@@ -96,6 +97,28 @@ describe('operator endpoints', () => {
     } finally {
       await second.runtime.stop();
       await second.nc.drain();
+    }
+  });
+
+  it('gateway with OPS_PORT: /metrics and /readyz on the ops port only, the API on the public port', async () => {
+    const split = await startTestGateway({ natsUrl: nats.url, config: { OPS_PORT: 0, OPS_HOST: '127.0.0.1' } });
+    try {
+      const ops = split.runtime.ops!;
+      expect(ops.url).not.toBe(split.url);
+      expect(await (await fetch(`${ops.url}/readyz`)).json()).toEqual({ status: 'ready' });
+      expect(await (await fetch(`${ops.url}/metrics`)).text()).toMatch(/^perfwatch_agents\{location="london"\} 1$/m);
+      expect((await fetch(`${ops.url}/healthz`)).status).toBe(200);
+      // The public port keeps the API and /healthz, and no longer answers /metrics or /readyz.
+      for (const path of ['/metrics', '/readyz']) expect((await fetch(`${split.url}${path}`)).status, path).toBe(404);
+      expect((await fetch(`${split.url}/healthz`)).status).toBe(200);
+      const { token: t } = await split.admin.createUser('ops-split');
+      expect((await fetch(`${split.url}/v1/projects`, { headers: { Authorization: t } })).status).toBe(200);
+      // The database gone: the ops port's /readyz says so.
+      await split.store.close();
+      expect((await fetch(`${ops.url}/readyz`)).status).toBe(503);
+    } finally {
+      await split.runtime.stop();
+      await split.nc.drain();
     }
   });
 });

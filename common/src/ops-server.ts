@@ -8,12 +8,18 @@ export interface OpsServer {
   close(): Promise<void>;
 }
 
+export interface Readiness {
+  ok: boolean;
+  /** Why not, for the operator reading /readyz. */
+  reason?: string;
+}
+
 /**
- * The agent's small HTTP port for operators: `/metrics` (Prometheus), `/healthz` (the process
- * answers) and `/readyz` (it can take work: connected to NATS and not shutting down). The
- * agent has no other HTTP surface, so plain node:http rather than a framework.
+ * A small HTTP port for operators: `/metrics` (Prometheus), `/healthz` (the process answers)
+ * and `/readyz` (it can take work). The agent's only HTTP surface, and the gateway's when
+ * OPS_PORT keeps them off its public port; plain node:http, for three fixed answers.
  */
-export async function startOpsServer({ port, host, registry, ready }: { port: number; host: string; registry: Registry; ready: () => { ok: boolean; reason?: string } }): Promise<OpsServer> {
+export async function startOpsServer({ port, host, registry, ready }: { port: number; host: string; registry: Registry; ready: () => Readiness | Promise<Readiness> }): Promise<OpsServer> {
   const server: Server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://agent').pathname;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -28,8 +34,12 @@ export async function startOpsServer({ port, host, registry, ready }: { port: nu
     } else if (path === '/healthz') {
       res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ status: 'ok' }));
     } else if (path === '/readyz') {
-      const state = ready();
-      res.writeHead(state.ok ? 200 : 503, { 'Content-Type': 'application/json' }).end(JSON.stringify(state.ok ? { status: 'ready' } : { status: 'not ready', reason: state.reason }));
+      Promise.resolve()
+        .then(ready)
+        .then(
+          (state) => res.writeHead(state.ok ? 200 : 503, { 'Content-Type': 'application/json' }).end(JSON.stringify(state.ok ? { status: 'ready' } : { status: 'not ready', reason: state.reason })),
+          (error: unknown) => res.writeHead(503, { 'Content-Type': 'application/json' }).end(JSON.stringify({ status: 'not ready', reason: (error as Error).message })),
+        );
     } else {
       res.writeHead(404, { 'Content-Type': 'application/json' }).end(JSON.stringify({ status: 'not found' }));
     }
