@@ -88,7 +88,7 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
     readiness,
     bodyLimit: config.BODY_LIMIT,
     rateLimits: { updates: config.RATE_LIMIT_UPDATES_PER_MINUTE, reads: config.RATE_LIMIT_READS_PER_MINUTE },
-    syncUpdates: { perUser: config.MAX_SYNC_UPDATES_PER_USER, ttlMs: config.SYNC_UPDATE_TIMEOUT_MS + 60_000 },
+    syncUpdates: { perUser: config.MAX_SYNC_UPDATES_PER_USER, ttlMs: 2 * config.SYNC_UPDATE_TIMEOUT_MS + 60_000 },
     overviewStallMs: config.OVERVIEW_STALL_MS,
     authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE,
     ...(config.TRUST_PROXY !== undefined ? { trustProxy: config.TRUST_PROXY } : {}),

@@ -89,7 +89,7 @@ export function createGatewayMetrics({ nc, agents, queueDepth, pendingUpdates }:
   });
   new Gauge({
     name: 'perfwatch_updates_pending',
-    help: 'Async and scheduled updates queued or running that include the location (all gateways; from the database). Past MAX_PENDING_UPDATES_PER_LOCATION new async updates get 429.',
+    help: 'Async and scheduled updates in the queue or running that include the location (all gateways; from the database; not those waiting in their users\' backlogs). Past MAX_PENDING_UPDATES_PER_LOCATION new async updates get 429.',
     labelNames: ['location'] as const,
     registers: [registry],
     async collect() {

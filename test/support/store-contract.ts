@@ -89,6 +89,9 @@ export function describeStoreContract(name: string, store: () => Store): void {
       const id = '6f1c2d4e-8a7b-4c3d-9e0f-1a2b3c4d5e6f';
       const before = await store().countPendingUpdates('tokyo');
       await store().createUpdate({ id, userId: user.id, projectId: project.id, url: project.url, devices: ['mobile'], locations: project.locations, updateType: 'manual', runs: 1 });
+      // Waiting in its user's backlog: not yet counted against the location.
+      expect(await store().countPendingUpdates('tokyo')).toBe(before);
+      await store().admitUpdates(user.id, 10);
       expect(await store().countPendingUpdates('tokyo')).toBe(before + 1);
       await store().setUpdateState(id, { status: 'running' });
       await store().setUpdateState(id, { status: 'queued', reason: 'no agent answered; tried again later' });

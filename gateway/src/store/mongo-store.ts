@@ -332,7 +332,7 @@ export class MongoStore implements Store {
   }
 
   async countPendingUpdates(location: Location): Promise<number> {
-    return this.#updates.countDocuments({ status: { $in: ['queued', 'running'] }, locations: location });
+    return this.#updates.countDocuments({ status: { $in: ['queued', 'running'] }, waiting: { $ne: true }, locations: location });
   }
 
   async listUnfinishedUpdates(): Promise<UpdateRecord[]> {

@@ -418,7 +418,7 @@ export class SqliteStore implements Store {
   }
 
   async countPendingUpdates(location: Location): Promise<number> {
-    const row = this.#get("SELECT count(*) AS n FROM updates WHERE status IN ('queued', 'running') AND EXISTS (SELECT 1 FROM json_each(updates.locations) WHERE value = ?)", location) as { n: number };
+    const row = this.#get("SELECT count(*) AS n FROM updates WHERE status IN ('queued', 'running') AND waiting = 0 AND EXISTS (SELECT 1 FROM json_each(updates.locations) WHERE value = ?)", location) as { n: number };
     return row.n;
   }
 

@@ -220,7 +220,10 @@ export interface Store {
   setUpdateProgress(id: string, progress: readonly UpdateProgress[]): Promise<void>;
   /** An update of one of the user's projects, or null (another user's update is not found). */
   findUpdate(userId: string, id: string): Promise<UpdateRecord | null>;
-  /** Updates queued or running that include `location`: the back-pressure measure. */
+  /**
+   * Updates in the queue or running (not waiting in a user's backlog, which the per-user limits
+   * bound) that include `location`: the back-pressure measure.
+   */
   countPendingUpdates(location: Location): Promise<number>;
   /** Every update queued or running, oldest first: what an in-process queue takes up again after a restart. */
   listUnfinishedUpdates(): Promise<UpdateRecord[]>;
