@@ -10,7 +10,8 @@ import { queuedUpdateOf, type UpdateQueue } from './update-queue.ts';
  * updates queued holds `perUser` places in the queue, never the whole of it, and another user's
  * update is taken up as soon as a gateway worker is free. The store is what every gateway
  * replica shares, so the limit holds across them (two replicas admitting for one user in the
- * same instant may let one more through; the next ending admits nothing then).
+ * same instant may let one more through; the next ending admits nothing then). Within a
+ * gateway, a user's admissions take turns.
  */
 export interface UpdateAdmission {
   /**
@@ -25,8 +26,21 @@ export interface UpdateAdmission {
 }
 
 export function createUpdateAdmission({ store, queue, logger, perUser }: { store: Store; queue: () => UpdateQueue; logger: Logger; perUser: number }): UpdateAdmission {
+  // One admission per user at a time in this gateway: two endings at once would each count the
+  // same free places and admit twice as many.
+  const turns = new Map<string, Promise<unknown>>();
+  function admit(userId: string, requestIds: ReadonlyMap<string, string> = new Map()): Promise<{ admitted: string[]; unqueued: Set<string> }> {
+    const turn = (turns.get(userId) ?? Promise.resolve()).then(() => admitNow(userId, requestIds));
+    const settled = turn.catch(() => undefined);
+    turns.set(userId, settled);
+    void settled.then(() => {
+      if (turns.get(userId) === settled) turns.delete(userId);
+    });
+    return turn;
+  }
+
   /** Admits and queues; the ids whose job could not be stored are in `unqueued`. */
-  async function admit(userId: string, requestIds: ReadonlyMap<string, string> = new Map()): Promise<{ admitted: string[]; unqueued: Set<string> }> {
+  async function admitNow(userId: string, requestIds: ReadonlyMap<string, string>): Promise<{ admitted: string[]; unqueued: Set<string> }> {
     const admitted = await store.admitUpdates(userId, perUser);
     const unqueued = new Set<string>();
     for (const update of admitted) {
