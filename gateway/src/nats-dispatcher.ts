@@ -158,8 +158,9 @@ export function createNatsDispatcher({
         continue;
       }
       const exclude = avoidAgent !== undefined && agents?.some((a) => a.agentId !== avoidAgent) ? [avoidAgent] : undefined;
-      // Waiting for an offer slot is waiting for room too.
-      wait(inFlight.activeCount >= maxInFlight);
+      // Waiting for an offer slot is waiting for room too: counted until the slot is this run's,
+      // whenever p-limit starts it (not read from its counters, whose timing differs by version).
+      wait(true);
       const outcome = await inFlight(() => {
         wait(false);
         return offer(exclude ? { ...job, excludeAgents: exclude } : job, { timeoutMs: Math.max(1, Math.min(deadline - Date.now(), job.timeoutMs + REPLY_GRACE_MS)), requestId });

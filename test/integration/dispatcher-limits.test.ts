@@ -25,8 +25,8 @@ describe('dispatcher limits', () => {
       await vi.waitFor(() => expect(registry.agents('frankfurt')).toHaveLength(1));
       const dispatcher = createNatsDispatcher({ nc: client, logger: silentLogger, registry, maxInFlight: 3 });
       const runs = Promise.all(Array.from({ length: 9 }, (_, n) => dispatcher.dispatch(job(n), { timeoutMs: 30_000, requestId: `limits-${n}` })));
-      // Counted as they are offered: three go out, six wait (read before the first reply can come).
-      expect(dispatcher.waiting?.('frankfurt')).toBe(6);
+      // Three go out, six wait (seen well before the first reply, 300 ms later, can come).
+      await vi.waitFor(() => expect(dispatcher.waiting?.('frankfurt')).toBe(6), { timeout: 250, interval: 5 });
       await vi.waitFor(() => expect(runner.requests.length).toBeGreaterThan(0));
       const outcomes = await runs;
       expect(outcomes.every((o) => o.ok)).toBe(true);

@@ -213,12 +213,10 @@ export function describeStoreContract(name: string, store: () => Store): void {
       const calm = await store().createUser('backlog-calm');
       const project = await store().addProject({ userId: busy.id, url: 'https://busy.example/', domain: 'busy.example', locations: ['tokyo', 'london'], defaultLocation: 'tokyo', runs: 3, schedule: null });
       const theirs = await store().addProject({ userId: calm.id, url: 'https://calm.example/', domain: 'calm.example', locations: ['tokyo'], defaultLocation: 'tokyo', runs: 1, schedule: null });
-      const ids = Array.from({ length: 4 }, (_, i) => `${String(i).repeat(8)}-1111-4000-8000-000000000000`);
-      for (const id of ids) {
-        await store().createUpdate({ id, userId: busy.id, projectId: project.id, url: project.url, devices: ['mobile', 'desktop'], locations: project.locations, updateType: 'manual', runs: 3 });
-        await new Promise((resolve) => setTimeout(resolve, 2));
-      }
-      const calmId = '99999999-1111-4000-8000-000000000000';
+      // Ids in the reverse of their arrival, created within a millisecond or two: the backlog keeps arrival order.
+      const ids = Array.from({ length: 4 }, (_, i) => `${String(9 - i).repeat(8)}-1111-4000-8000-000000000000`);
+      for (const id of ids) await store().createUpdate({ id, userId: busy.id, projectId: project.id, url: project.url, devices: ['mobile', 'desktop'], locations: project.locations, updateType: 'manual', runs: 3 });
+      const calmId = '55555555-1111-4000-8000-000000000000';
       await store().createUpdate({ id: calmId, userId: calm.id, projectId: theirs.id, url: theirs.url, devices: ['mobile'], locations: ['tokyo'], updateType: 'manual', runs: 1 });
       // 4 updates × 2 devices × 2 locations × 3 runs; the other user's backlog is its own.
       expect(await store().userBacklog(busy.id)).toEqual({ updates: 4, runs: 48 });
@@ -236,7 +234,7 @@ export function describeStoreContract(name: string, store: () => Store): void {
       expect(await store().userBacklog(busy.id)).toEqual({ updates: 3, runs: 36 });
       // The other user's room is its own.
       expect((await store().admitUpdates(calm.id, 2)).map((u) => u.id)).toEqual([calmId]);
-      expect((await store().listUnfinishedUpdates()).filter((u) => u.userId === busy.id).map((u) => [u.id, u.admittedAt !== null])).toEqual([[ids[1], true], [ids[2], true], [ids[3], false]]);
+      expect(new Map((await store().listUnfinishedUpdates()).filter((u) => u.userId === busy.id).map((u) => [u.id, u.admittedAt !== null]))).toEqual(new Map([[ids[1], true], [ids[2], true], [ids[3], false]]));
     });
 
     it('keeps notes by key, the last value written', async () => {

@@ -157,6 +157,7 @@ export class MongoStore implements Store {
   readonly dbName: string;
 
   readonly #saveRetries: number;
+  #lastCreatedAt = 0;
   readonly #saves: LimitFunction;
 
   constructor({ uri, dbName, saveRetries = 8, concurrentSaves = 8 }: MongoStoreOptions) {
@@ -286,7 +287,10 @@ export class MongoStore implements Store {
   }
 
   async createUpdate(update: NewUpdate): Promise<void> {
-    const now = new Date();
+    // Strictly increasing per gateway, so a user's backlog (ordered by creation) keeps the order
+    // its updates arrived in even when several arrive in one millisecond.
+    const now = new Date(Math.max(Date.now(), this.#lastCreatedAt + 1));
+    this.#lastCreatedAt = now.getTime();
     try {
       await this.#updates.insertOne({
       _id: update.id,

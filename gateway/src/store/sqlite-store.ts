@@ -436,11 +436,15 @@ export class SqliteStore implements Store {
     const now = Date.now();
     return this.#all(
       `UPDATE updates SET waiting = 0, admitted_at = ?, updated_at = ? WHERE id IN (
-         SELECT id FROM updates WHERE user_id = ? AND status = 'queued' AND waiting = 1 ORDER BY created_at, id
+         SELECT id FROM updates WHERE user_id = ? AND status = 'queued' AND waiting = 1 ORDER BY created_at, rowid
          LIMIT max(0, ? - (SELECT count(*) FROM updates WHERE user_id = ? AND status IN ('queued', 'running') AND waiting = 0)))
-       RETURNING *`,
+       RETURNING rowid AS seq, *`,
       now, now, userId, limit, userId,
-    ).map((row) => updateRow.parse(row)).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+    )
+      // RETURNING's order is SQLite's to choose: back to the backlog's (arrival) order.
+      .map((row) => ({ seq: (row as { seq: number }).seq, update: updateRow.parse(row) }))
+      .sort((a, b) => a.update.createdAt.getTime() - b.update.createdAt.getTime() || a.seq - b.seq)
+      .map((r) => r.update);
   }
 
   async claimSlot(kind: string, userId: string, limit: number, ttlMs: number): Promise<string | null> {
