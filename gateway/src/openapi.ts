@@ -10,7 +10,6 @@ const readErrors = {
   '400': error('A parameter is missing or invalid, or the Authorization header is missing. `errors` names each problem.'),
   '401': error('The API token is not valid.'),
   '406': error('The Accept header excludes JSON.'),
-  '408': error('The headers, or the whole request, did not arrive in time (HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS); the connection is closed.'),
   '429': { ...error('Too many requests from this user (per minute, sync updates in flight, or runs queued), too many failed authentications from this address, or a location has as many updates waiting as the service takes; see Retry-After.'), headers: z.object({ 'Retry-After': z.string().meta({ description: 'Seconds to wait.' }) }) },
   '500': error('Unexpected failure; try again.'),
 };
