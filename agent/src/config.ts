@@ -30,6 +30,15 @@ export const agentEnvSchema = natsEnvSchema.extend({
     }, 'must be comma-separated CIDRs or IP addresses, e.g. 10.0.0.0/8,192.168.1.20'),
   PERFWATCH_KEEP_SCREENSHOTS: booleanFlag.default(false),
   /**
+   * Mobile runs' CPU slowdown: `auto` (from the machine's benchmark index, by Lighthouse's
+   * calculator, so agents on different hardware emulate the same phone) or a fixed multiplier.
+   */
+  PERFWATCH_CPU_MULTIPLIER: z
+    .union([z.literal('auto'), z.coerce.number().positive().max(20)], { error: 'must be auto or a number from 0 to 20, e.g. 4' })
+    .default('auto'),
+  /** Runs between two measurements of the benchmark index (one is also made when a Chrome starts its first run). */
+  PERFWATCH_CALIBRATE_EVERY_RUNS: z.coerce.number().int().min(1).max(10_000).default(50),
+  /**
    * Runs at once, each with its own Chrome in its own thread. Concurrent runs share the
    * machine's CPU and skew each other's timings: one per core at most, and 1 (the default)
    * where measurements must compare over time.

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { chromeFlags } from './chrome-flags.ts';
 import { startGuardProxy, type GuardProxy } from './guard-proxy.ts';
-import { createLighthouseRunner, type AuditRunner } from './lighthouse-runner.ts';
+import { createLighthouseRunner, type AuditRunner, type CpuCalibration } from './lighthouse-runner.ts';
 import { createTargetGuard, parseAllowList, type TargetGuard } from './target-guard.ts';
 
 export interface GuardedRunnerOptions {
@@ -10,6 +10,8 @@ export interface GuardedRunnerOptions {
   runsPerBrowser: number;
   /** PERFWATCH_ALLOW_TARGETS: CIDRs or addresses the runs may reach although not public. */
   allowTargets: string;
+  /** Mobile runs' CPU slowdown; absent: calibrated (`auto`), every 50 runs. */
+  cpu?: CpuCalibration;
 }
 
 /**
@@ -26,6 +28,7 @@ export async function startGuardedRunner(options: GuardedRunnerOptions, logger: 
     logger,
     runsPerBrowser: options.runsPerBrowser,
     guard: { guard, proxy },
+    ...(options.cpu ? { cpu: options.cpu } : {}),
   });
   return {
     guard,

@@ -1,5 +1,5 @@
 export { startAgent, type Agent, type AgentDeps } from './agent.ts';
-export { createLighthouseRunner, type AuditRunner, type RunRequest, type RunOutput } from './lighthouse-runner.ts';
+export { createLighthouseRunner, type AuditRunner, type CpuCalibration, type RunRequest, type RunOutput } from './lighthouse-runner.ts';
 export { chromeFlags } from './chrome-flags.ts';
 export { RunFailure } from './run-failure.ts';
 export { createTargetGuard, parseAllowList, isAllowedAddress, TargetRefused, type TargetGuard } from './target-guard.ts';

@@ -1,3 +1,4 @@
+import { loadavg } from 'node:os';
 import type { Logger } from 'pino';
 import { trimLighthouseResult, type AuditJob, type AuditReply, type Location, type SecurityFacts } from '@perfwatch/common';
 import type { AuditRunner } from './lighthouse-runner.ts';
@@ -24,6 +25,8 @@ export type JobExecutor = (job: AuditJob, requestId: string | undefined) => Prom
  * The NATS agent and the in-process agent of `perfwatch start` share it.
  */
 export function createJobExecutor({ location, runner, logger, agentId, keepScreenshots = false, probeSecurity, observer }: JobExecutorDeps): JobExecutor {
+  // Runs in progress on this agent: another run beside one makes its numbers doubtful.
+  let inProgress = 0;
   return async (job, requestId) => {
     if (job.location !== location) {
       return { ok: false, jobId: job.jobId, agentId, error: { code: 'BAD_JOB', message: `job for ${job.location} sent to ${location}`, retryable: false } };
@@ -31,8 +34,10 @@ export function createJobExecutor({ location, runner, logger, agentId, keepScree
     const jobLog = logger.child({ requestId, jobId: job.jobId, device: job.device, runIndex: job.runIndex });
     const startedAt = new Date();
     const started = performance.now();
+    const busy = { concurrentRuns: inProgress, loadAverage: Math.round(loadavg()[0]! * 100) / 100 };
+    inProgress++;
     try {
-      const { lhr, lighthouseMs } = await runner.run({ url: job.url, device: job.device, timeoutMs: job.timeoutMs }).then(
+      const { lhr, lighthouseMs, conditions } = await runner.run({ url: job.url, device: job.device, timeoutMs: job.timeoutMs }).then(
         (output) => (observer?.runDone(job.device, 'ok', (performance.now() - started) / 1000), output),
         (error: unknown) => {
           observer?.runDone(job.device, error instanceof RunFailure ? error.code : 'INTERNAL', (performance.now() - started) / 1000);
@@ -58,12 +63,15 @@ export function createJobExecutor({ location, runner, logger, agentId, keepScree
           lighthouseMs,
           lhr: trimLighthouseResult(lhr, { keepScreenshots }),
           ...(security ? { security } : {}),
+          ...(conditions ? { conditions: { ...conditions, ...busy } } : {}),
         },
       };
     } catch (error) {
       const failure = error instanceof RunFailure ? error : new RunFailure('INTERNAL', (error as Error).message, true, { cause: error });
       jobLog.warn({ code: failure.code, err: error, target: { url: job.url } }, 'run failed');
       return { ok: false, jobId: job.jobId, agentId, error: failure.toFailure() };
+    } finally {
+      inProgress--;
     }
   };
 }

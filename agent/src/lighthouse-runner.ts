@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import * as chromeLauncher from 'chrome-launcher';
 import type { Logger } from 'pino';
 import type { Device } from '@perfwatch/common';
-import { lighthouseResultSchema, type LighthouseResult } from '@perfwatch/common';
+import { cpuMultiplierFor, lighthouseResultSchema, type LighthouseResult, type RunConditions } from '@perfwatch/common';
+import { measureBenchmarkIndex } from './cpu-benchmark.ts';
 import type { GuardProxy } from './guard-proxy.ts';
 import { markOwner, PROFILE_PREFIX } from './orphan-chrome.ts';
 import { findRedirectLoop } from './redirect-probe.ts';
@@ -23,7 +24,26 @@ export interface RunOutput {
   lhr: LighthouseResult;
   /** Wall time of the Lighthouse run, Chrome launch excluded. */
   lighthouseMs: number;
+  /**
+   * What the runner knows of the run's conditions (the agent adds how busy it and its host
+   * were); absent from runners that do not calibrate (test doubles).
+   */
+  conditions?: Omit<RunConditions, 'concurrentRuns' | 'loadAverage'>;
 }
+
+/**
+ * How mobile runs slow the CPU down: `auto`, from the machine's benchmark index by Lighthouse's
+ * calculator (cpu-calibration.ts in common), so agents on different hardware emulate the same
+ * phone; or a fixed multiplier. The index is measured when a Chrome starts and every
+ * `everyRuns` runs after (a host's speed drifts with its neighbours' load).
+ */
+export interface CpuCalibration {
+  multiplier: 'auto' | number;
+  everyRuns: number;
+}
+
+/** Lighthouse's own mobile slowdown: what a run gets when no calibration could be made. */
+const LIGHTHOUSE_MOBILE_MULTIPLIER = 4;
 
 /** Runs one Lighthouse audit. The agent depends on this interface, not on Lighthouse. */
 export interface AuditRunner {
@@ -46,6 +66,7 @@ export interface LighthouseRunnerOptions {
    * and Chrome reaches everything through the guard proxy. Without it, anything is reachable.
    */
   guard?: { guard: TargetGuard; proxy: GuardProxy };
+  cpu?: CpuCalibration;
 }
 
 /**
@@ -60,10 +81,31 @@ export interface ChromeInfo {
   userDataDir: string;
 }
 
-export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPerBrowser = 50, guard }: LighthouseRunnerOptions): AuditRunner & { readonly chrome: ChromeInfo | null } {
+export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPerBrowser = 50, guard, cpu = { multiplier: 'auto', everyRuns: 50 } }: LighthouseRunnerOptions): AuditRunner & { readonly chrome: ChromeInfo | null; readonly baselineBenchmarkIndex: number | null } {
   let chrome: (chromeLauncher.LaunchedChrome & { userDataDir: string }) | null = null;
   let runsOnChrome = 0;
   let busy = false;
+  let baseline: number | null = null;
+  let runsSinceCalibration = 0;
+
+  /** Measures the machine again when it is due; a failed measurement keeps the last baseline. */
+  async function calibrate(port: number): Promise<void> {
+    if (baseline !== null && runsSinceCalibration < cpu.everyRuns) return;
+    try {
+      baseline = Math.round(await measureBenchmarkIndex(port));
+      runsSinceCalibration = 0;
+      logger.info({ benchmarkIndex: baseline, cpuMultiplier: mobileMultiplier() }, 'CPU calibrated');
+    } catch (error) {
+      logger.warn({ err: { message: (error as Error).message } }, 'could not measure the benchmark index; keeping the last one');
+    }
+  }
+
+  function mobileMultiplier(): number {
+    if (typeof cpu.multiplier === 'number') return cpu.multiplier;
+    if (baseline === null) return LIGHTHOUSE_MOBILE_MULTIPLIER;
+    // Slower than the emulated phone: no slowdown at all is the nearest this machine comes.
+    return cpuMultiplierFor(baseline) ?? 1;
+  }
 
   async function ensureChrome(): Promise<chromeLauncher.LaunchedChrome> {
     if (chrome && chrome.process.exitCode === null && chrome.process.signalCode === null) return chrome;
@@ -119,6 +161,8 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
     let lighthouseRun: Promise<unknown> | undefined;
     try {
       const browser = await ensureChrome();
+      await calibrate(browser.port);
+      const cpuMultiplier = device === 'desktop' ? 1 : mobileMultiplier();
       // Loaded on first use: Lighthouse takes about a second to import.
       const { default: lighthouse, desktopConfig } = await import('lighthouse');
       const started = performance.now();
@@ -131,6 +175,8 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
         logLevel: 'error' as const,
         // The full-page screenshot costs about 1.5 s a run and is never stored.
         disableFullPageScreenshot: true,
+        // Merged into the config's throttling: desktop's is 1 already, mobile's follows the calibration.
+        ...(device === 'desktop' ? {} : { throttling: { cpuSlowdownMultiplier: cpuMultiplier } }),
       };
       let runnerResult;
       try {
@@ -155,10 +201,19 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
         const loop = lhr.runtimeError.code === 'CHROME_INTERSTITIAL_ERROR' ? await findRedirectLoop(url, { guard: guard?.guard }) : null;
         throw new RunFailure('PAGE_LOAD_FAILED', loop ? `${loop}; Chrome showed its error page (${lhr.runtimeError.code})` : `${lhr.runtimeError.code}: ${lhr.runtimeError.message}`, false);
       }
-      return { lhr, lighthouseMs };
+      const environment = (lhr['environment'] ?? {}) as { benchmarkIndex?: unknown; hostUserAgent?: unknown };
+      const conditions = {
+        benchmarkIndex: typeof environment.benchmarkIndex === 'number' ? Math.round(environment.benchmarkIndex) : null,
+        baselineBenchmarkIndex: baseline,
+        cpuMultiplier,
+        chromeVersion: /(?:HeadlessChrome|Chrome|Chromium)\/([\d.]+)/.exec(String(environment.hostUserAgent ?? ''))?.[1] ?? 'unknown',
+        lighthouseVersion: lhr.lighthouseVersion,
+      };
+      return { lhr, lighthouseMs, conditions };
     } finally {
       clearTimeout(timer);
       runsOnChrome++;
+      runsSinceCalibration++;
       // A Chrome that timed out or failed mid-run may hold a hung tab: it is not trusted again.
       if (!healthy || runsPerBrowser === 0 || runsOnChrome >= runsPerBrowser) await retire();
       // A run given up on keeps going until its Chrome is gone: let it end before the next
@@ -171,6 +226,9 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
   return {
     run,
     close: retire,
+    get baselineBenchmarkIndex() {
+      return baseline;
+    },
     get chrome() {
       return chrome ? { pid: chrome.pid, port: chrome.port, userDataDir: chrome.userDataDir } : null;
     },

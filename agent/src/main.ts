@@ -15,7 +15,13 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   await reapOrphanedChromes(logger);
   exitOnUnhandledRejection(logger);
   const nc = await connectNats(config, { name: `perfwatch-agent-${config.agentId}` });
-  const runnerOptions = { chromePath: config.CHROME_PATH, noSandbox: config.noSandbox, runsPerBrowser: config.PERFWATCH_RUNS_PER_BROWSER, allowTargets: config.PERFWATCH_ALLOW_TARGETS };
+  const runnerOptions = {
+    chromePath: config.CHROME_PATH,
+    noSandbox: config.noSandbox,
+    runsPerBrowser: config.PERFWATCH_RUNS_PER_BROWSER,
+    allowTargets: config.PERFWATCH_ALLOW_TARGETS,
+    cpu: { multiplier: config.PERFWATCH_CPU_MULTIPLIER, everyRuns: config.PERFWATCH_CALIBRATE_EVERY_RUNS },
+  };
   // Lighthouse runs in worker threads even at capacity 1: its trace processing holds a thread
   // for seconds on a loaded machine, and this one must keep answering NATS and announcing.
   const runner = createRunnerPool({ size: config.PERFWATCH_CAPACITY, worker: { ...runnerOptions, logLevel: config.LOG_LEVEL }, logger });

@@ -10,6 +10,7 @@ export const runnerWorkerDataSchema = z.object({
   runsPerBrowser: z.number().int().nonnegative(),
   allowTargets: z.string(),
   logLevel: z.string(),
+  cpu: z.object({ multiplier: z.union([z.literal('auto'), z.number().positive()]), everyRuns: z.number().int().positive() }).optional(),
 });
 export type RunnerWorkerData = z.infer<typeof runnerWorkerDataSchema>;
 

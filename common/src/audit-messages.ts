@@ -94,6 +94,26 @@ export const auditFailureSchema = z.object({
 });
 export type AuditFailure = z.infer<typeof auditFailureSchema>;
 
+/**
+ * What a number depends on beside the page: the machine's speed when the run was made, the CPU
+ * slowdown applied to it, how busy the agent and its host were, and the software versions.
+ */
+export const runConditionsSchema = z.object({
+  /** Lighthouse's benchmark index of this run (null when Lighthouse could not compute one). */
+  benchmarkIndex: z.number().nonnegative().max(1_000_000).nullable(),
+  /** The agent's calibrated benchmark index when the run started: the baseline a run is compared with. */
+  baselineBenchmarkIndex: z.number().nonnegative().max(1_000_000).nullable(),
+  /** The CPU slowdown applied (1 for desktop runs). */
+  cpuMultiplier: z.number().positive().max(100),
+  /** Other runs in progress on the agent when this one started. */
+  concurrentRuns: z.number().int().nonnegative().max(1_000),
+  /** The host's one-minute load average when the run started. */
+  loadAverage: z.number().nonnegative().max(100_000),
+  chromeVersion: z.string().max(100),
+  lighthouseVersion: z.string().max(100),
+});
+export type RunConditions = z.infer<typeof runConditionsSchema>;
+
 export const auditRunResultSchema = z.object({
   jobId: z.string().min(1).max(200),
   agentId: agentIdSchema,
@@ -106,6 +126,8 @@ export const auditRunResultSchema = z.object({
   lhr: lighthouseResultSchema,
   /** Added in v1.1: the page's transport and security headers, when the agent could look. */
   security: securityFactsSchema.optional(),
+  /** Added in v1.2: the conditions the run was made in; agents of earlier versions send none. */
+  conditions: runConditionsSchema.optional(),
 });
 export type AuditRunResult = z.infer<typeof auditRunResultSchema>;
 

@@ -18,3 +18,4 @@ export * from './version.ts';
 export * from './ops-metrics.ts';
 export * from './nats-connect.ts';
 export * from './ops-server.ts';
+export * from './cpu-calibration.ts';

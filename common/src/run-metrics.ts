@@ -13,8 +13,22 @@ export const runMetricsSchema = z.object({
 });
 export type RunMetrics = z.infer<typeof runMetricsSchema>;
 
-/** A run as a snapshot keeps it: its key metrics and the agent that measured it. */
-export const runSummarySchema = runMetricsSchema.extend({ agentId: z.string().optional() });
+/**
+ * A run as a snapshot keeps it: its key metrics, the agent that measured it, and the conditions
+ * it was measured in (absent for runs of agents before v1.2): the machine's benchmark index
+ * then and the agent's calibrated one, the CPU slowdown applied, the other runs in progress on
+ * the agent, the host's load, and the Chrome and Lighthouse versions.
+ */
+export const runSummarySchema = runMetricsSchema.extend({
+  agentId: z.string().optional(),
+  benchmarkIndex: z.number().nullable().optional(),
+  baselineBenchmarkIndex: z.number().nullable().optional(),
+  cpuMultiplier: z.number().optional(),
+  concurrentRuns: z.number().int().optional(),
+  loadAverage: z.number().optional(),
+  chromeVersion: z.string().optional(),
+  lighthouseVersion: z.string().optional(),
+});
 export type RunSummary = z.infer<typeof runSummarySchema>;
 
 export function extractRunMetrics(lhr: LighthouseResult): RunMetrics {

@@ -9,7 +9,7 @@ import type { LocationSnapshot } from './store/store.ts';
 export function buildLocationSnapshot(device: Device, location: Location, successes: readonly AuditRunResult[]): LocationSnapshot {
   if (successes.length === 0) throw new Error(`no successful run for ${device}/${location}`);
   const ordered = [...successes].sort((a, b) => a.runIndex - b.runIndex);
-  const runs = ordered.map((r) => ({ ...extractRunMetrics(r.lhr), agentId: r.agentId }));
+  const runs = ordered.map((r) => ({ ...extractRunMetrics(r.lhr), agentId: r.agentId, ...(r.conditions ?? {}) }));
   const index = medianRunIndex(runs);
   const representative = ordered[index]!;
   const lighthouse = representative.lhr;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { auditResultSchema, errorEnvelopeSchema, formatApiDateTime, parseApiDateTime } from '@perfwatch/common';
+import { auditResultSchema, cpuMultiplierFor, errorEnvelopeSchema, formatApiDateTime, parseApiDateTime } from '@perfwatch/common';
 import { freePort } from '@perfwatch/gateway';
 import { runPerfwatch, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { isolatedNats } from '../support/test-services.ts';
@@ -66,6 +66,17 @@ describe('sync update end to end', () => {
       expect(cell.lighthouse.elementCount).toBeGreaterThan(400);
       expect(cell.median).toBe(1);
       expect(cell.runs).toHaveLength(1);
+      // The conditions of the run, stored with it: the machine's speed then and the agent's
+      // calibrated baseline, the CPU slowdown Lighthouse applied, how busy the agent and host were.
+      const [run] = cell.runs;
+      expect(run!.benchmarkIndex).toBeGreaterThan(0);
+      expect(run!.baselineBenchmarkIndex).toBeGreaterThan(0);
+      expect(run!.cpuMultiplier).toBe(device === 'desktop' ? 1 : cpuMultiplierFor(run!.baselineBenchmarkIndex!) ?? 1);
+      expect((lhr as unknown as { configSettings: { throttling: { cpuSlowdownMultiplier: number } } }).configSettings.throttling.cpuSlowdownMultiplier).toBe(run!.cpuMultiplier);
+      expect(run!.concurrentRuns).toBe(0);
+      expect(run!.loadAverage).toBeGreaterThanOrEqual(0);
+      expect(run!.chromeVersion).toMatch(/^\d+\.\d+/);
+      expect(run!.lighthouseVersion).toBe(lhr.lighthouseVersion);
       expect(cell.locations).toEqual(['london']);
       expect(cell.defaultLocation).toBe('london');
       // No screenshots travel or are stored by default.

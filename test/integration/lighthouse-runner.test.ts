@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { chromeFlags, createLighthouseRunner, createTargetGuard, parseAllowList, startGuardProxy, type GuardProxy } from '@perfwatch/agent';
+import { chromeFlags, createLighthouseRunner, createTargetGuard, parseAllowList, startGuardProxy, type CpuCalibration, type GuardProxy } from '@perfwatch/agent';
+import { cpuMultiplierFor } from '@perfwatch/common';
 import { silentLogger } from '../support/test-services.ts';
 
 // The agent's Lighthouse runner with real Chromium and real Lighthouse on the fixture site.
@@ -23,11 +24,11 @@ const flags = chromeFlags({ noSandbox: process.getuid?.() === 0 });
 const proxies: GuardProxy[] = [];
 
 /** A runner behind the target guard, allowed to reach only `allow`. */
-async function guardedRunner(allow: string, runsPerBrowser = 2) {
+async function guardedRunner(allow: string, runsPerBrowser = 2, cpu?: CpuCalibration) {
   const guard = createTargetGuard({ allow: parseAllowList(allow) });
   const proxy = await startGuardProxy({ guard, logger: silentLogger });
   proxies.push(proxy);
-  return createLighthouseRunner({ chromePath, chromeFlags: flags, logger: silentLogger, runsPerBrowser, guard: { guard, proxy } });
+  return createLighthouseRunner({ chromePath, chromeFlags: flags, logger: silentLogger, runsPerBrowser, guard: { guard, proxy }, ...(cpu ? { cpu } : {}) });
 }
 
 // The fixture site listens on 127.0.0.1 only; the guard lets this runner reach exactly that.
@@ -47,8 +48,15 @@ describe('Lighthouse runner', () => {
     // The browser and its helper processes all carry the profile directory.
     expect((await processesWith(chrome.userDataDir)).length).toBeGreaterThan(1);
 
+    // Calibrated when its Chrome started: a mobile run slows the CPU by the calculator's multiplier.
+    expect(runner.baselineBenchmarkIndex).toBeGreaterThan(0);
+    expect(first.conditions).toMatchObject({ baselineBenchmarkIndex: runner.baselineBenchmarkIndex, cpuMultiplier: cpuMultiplierFor(runner.baselineBenchmarkIndex!) ?? 1, lighthouseVersion: first.lhr.lighthouseVersion });
+    expect(first.conditions!.benchmarkIndex).toBeGreaterThan(0);
+    expect((first.lhr.configSettings as { throttling: { cpuSlowdownMultiplier: number } }).throttling.cpuSlowdownMultiplier).toBe(first.conditions!.cpuMultiplier);
+
     const second = await runner.run({ url: page, device: 'desktop', timeoutMs: 120_000 });
     expect(second.lhr.configSettings?.formFactor).toBe('desktop');
+    expect(second.conditions!.cpuMultiplier).toBe(1);
     // Two runs on one Chrome is this runner's limit: that Chrome is gone, profile and all.
     expect(runner.chrome).toBeNull();
     await expect.poll(() => processesWith(chrome.userDataDir), { timeout: 5_000 }).toEqual([]);
@@ -61,6 +69,18 @@ describe('Lighthouse runner', () => {
     expect(runner.chrome).toBeNull();
     await expect.poll(() => processesWith(next.userDataDir), { timeout: 5_000 }).toEqual([]);
   }, 180_000);
+
+  it('applies a fixed CPU multiplier as it is, and still records the benchmark index', async () => {
+    const fixed = await guardedRunner('127.0.0.1/32', 1, { multiplier: 2.5, everyRuns: 50 });
+    try {
+      const output = await fixed.run({ url: `${inject('siteUrl')}index.html`, device: 'mobile', timeoutMs: 120_000 });
+      expect(output.conditions!.cpuMultiplier).toBe(2.5);
+      expect((output.lhr.configSettings as { throttling: { cpuSlowdownMultiplier: number } }).throttling.cpuSlowdownMultiplier).toBe(2.5);
+      expect(output.conditions!.baselineBenchmarkIndex).toBeGreaterThan(0);
+    } finally {
+      await fixed.close();
+    }
+  }, 120_000);
 
   it('gives up on a run past its timeout and retires that Chrome', async () => {
     const error = await runner.run({ url: `${inject('siteUrl')}slow.html`, device: 'mobile', timeoutMs: 500 }).catch((e: unknown) => e);
