@@ -47,9 +47,12 @@ afterAll(async () => {
  */
 const EXCLUDED = ['missing_required_header', 'ignored_auth', 'positive_data_acceptance'];
 
+// One worker: with two, hypothesis (describing its filter lambdas with ast.parse) met CPython
+// 3.11's "AST constructor recursion depth mismatch" in one full run here, a race between
+// threads in the interpreter, not a finding about the API.
 describe('schemathesis', () => {
   it('finds no failure in any check over every operation of /v1/openapi.json', async () => {
-    const child = spawn(schemathesis, ['run', `${gateway.url}/v1/openapi.json`, '--checks', 'all', '--exclude-checks', EXCLUDED.join(','), '--header', `Authorization: Bearer ${token}`, '--max-examples', '25', '--workers', '2', '--seed', '1', '--no-color'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(schemathesis, ['run', `${gateway.url}/v1/openapi.json`, '--checks', 'all', '--exclude-checks', EXCLUDED.join(','), '--header', `Authorization: Bearer ${token}`, '--max-examples', '25', '--workers', '1', '--seed', '1', '--no-color'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
