@@ -1,7 +1,7 @@
 export { createApp, type AppDeps } from './app.ts';
 export { createServer, type GatewayServer } from './server.ts';
 export { startGateway, type GatewayRuntime } from './gateway-runtime.ts';
-export { gatewayConfigWith, type GatewayConfig } from './config.ts';
+export { gatewayConfigWith, loadGatewayConfig, type GatewayConfig } from './config.ts';
 export { createNatsDispatcher, type Dispatcher, type RunOutcome } from './nats-dispatcher.ts';
 export { createUpdateService, type UpdateService } from './update-service.ts';
 export { MongoStore } from './store/mongo-store.ts';

@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { LOCATIONS } from '@perfwatch/common';
+import { loadGatewayConfig } from '@perfwatch/gateway';
 
 // Every kustomize overlay under deploy/k8s builds with a real kustomize, and every object it
 // renders validates against the Kubernetes (and Prometheus Operator) JSON schemas shipped in
@@ -78,6 +79,13 @@ describe('Kubernetes manifests', () => {
       const location = name.replace(/^agent-/, '');
       expect(volume.secret?.secretName).toBe(name === 'gateway' ? 'perfwatch-gateway-nats' : `perfwatch-agent-nats-${location}`);
     }
+  });
+
+  it('the gateway\'s ConfigMap is a configuration the gateway takes, trusting the ingress for client addresses', async () => {
+    const config = (await build(join(overlays, 'gateway'))).find((o) => o.kind === 'ConfigMap')!.data!;
+    const parsed = loadGatewayConfig(config);
+    expect(parsed.TRUST_PROXY).toBe('loopback, linklocal, uniquelocal');
+    expect(parsed.NATS_URL).toBe(config['NATS_URL']);
   });
 
   it('a schema violation is caught (the check can fail)', async () => {
