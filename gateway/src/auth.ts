@@ -4,9 +4,8 @@ import type { Store } from './store/store.ts';
 import { digestsEqual, tokenDigest, tokenFromHeader, tokenPrefix } from './tokens.ts';
 
 export interface Caller {
+  /** Whose request it is, whichever of the user's tokens it came with: what limits count by. */
   userId: string;
-  /** The token's public prefix: what rate limits count by. */
-  tokenPrefix: string;
 }
 
 declare module 'express-serve-static-core' {
@@ -34,7 +33,7 @@ export function authenticate(store: Store, onFailure: (req: Request) => Promise<
       await onFailure(req);
       throw new ApiError('UNAUTHORIZED', 'The API token is not valid.', ['header Authorization: unknown or revoked token']);
     }
-    req.caller = { userId: record.userId, tokenPrefix: record.prefix };
+    req.caller = { userId: record.userId };
     next();
   };
 }
