@@ -51,6 +51,16 @@ describe('perfwatch admin', () => {
     expect(bad.code).toBe(1);
     expect(bad.err).toMatch(/unknown location.*mars/);
 
+    // Runs per update: 3 (a median of three) unless set, from 1 to 9.
+    for (const runs of ['0', '10']) {
+      const refused = await admin(env, 'add-project', 'web', 'https://runs.example/', '--runs', runs);
+      expect(refused.code, runs).toBe(1);
+      expect(refused.err).toMatch(/runs is a whole number from 1 to 9/);
+    }
+    expect((await admin(env, 'add-project', 'web', 'https://runs.example/')).code).toBe(0);
+    const byDefault = JSON.parse((await admin(env, 'list', '--json')).out).find((u: { user: string }) => u.user === 'web').projects;
+    expect(byDefault.find((p: { url: string }) => p.url === 'https://runs.example/').runs).toBe(3);
+
     // Credentials in a project URL are refused, and not repeated in the message.
     const secret = await admin(env, 'add-project', 'web', 'https://bob:hunter2@private.example/app');
     expect(secret.code).toBe(1);
