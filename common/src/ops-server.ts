@@ -14,6 +14,11 @@ export interface Readiness {
   reason?: string;
 }
 
+/** What `/readyz` answers for a readiness, on the ops port and the gateway's own port alike. */
+export function readinessAnswer(state: Readiness): { status: 200 | 503; body: { status: 'ready' } | { status: 'not ready'; reason?: string } } {
+  return state.ok ? { status: 200, body: { status: 'ready' } } : { status: 503, body: { status: 'not ready', ...(state.reason !== undefined ? { reason: state.reason } : {}) } };
+}
+
 /**
  * A small HTTP port for operators: `/metrics` (Prometheus), `/healthz` (the process answers)
  * and `/readyz` (it can take work). The agent's only HTTP surface, and the gateway's when
@@ -37,7 +42,10 @@ export async function startOpsServer({ port, host, registry, ready }: { port: nu
       Promise.resolve()
         .then(ready)
         .then(
-          (state) => res.writeHead(state.ok ? 200 : 503, { 'Content-Type': 'application/json' }).end(JSON.stringify(state.ok ? { status: 'ready' } : { status: 'not ready', reason: state.reason })),
+          (state) => {
+            const answer = readinessAnswer(state);
+            res.writeHead(answer.status, { 'Content-Type': 'application/json' }).end(JSON.stringify(answer.body));
+          },
           (error: unknown) => res.writeHead(503, { 'Content-Type': 'application/json' }).end(JSON.stringify({ status: 'not ready', reason: (error as Error).message })),
         );
     } else {

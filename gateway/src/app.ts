@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
-import type { Readiness } from '@perfwatch/common';
+import { readinessAnswer, type Readiness } from '@perfwatch/common';
 import { apiDocsRouter } from './api-docs.ts';
 import { authenticate } from './auth.ts';
 import { dashboardRouter } from './dashboard/dashboard-router.ts';
@@ -19,7 +19,6 @@ import type { Store } from './store/store.ts';
 import type { UpdateService } from './update-service.ts';
 import type { StartAsync } from './async-updates.ts';
 import { ROUTE_BASE, type GatewayMetrics } from './metrics.ts';
-
 
 export interface AppDeps {
   store: Store;
@@ -84,8 +83,8 @@ export function createApp({ store, updates, logger, metrics, startAsync = async 
   });
   if (!opsElsewhere) {
     app.get('/readyz', async (_req, res) => {
-      const state = await readiness();
-      res.status(state.ok ? 200 : 503).json(state.ok ? { status: 'ready' } : { status: 'not ready', reason: state.reason });
+      const answer = readinessAnswer(await readiness());
+      res.status(answer.status).json(answer.body);
     });
   }
   if (metrics && !opsElsewhere) {

@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpServer, STATUS_CODES, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApiError } from '@perfwatch/common';
 import { createApp, type AppDeps } from './app.ts';
@@ -34,9 +34,9 @@ export async function createServer(deps: AppDeps & { port: number; host: string;
       socket.destroy();
       return;
     }
-    const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? { code: 408, text: 'Request Timeout' } : { code: 400, text: 'Bad Request' };
-    const body = JSON.stringify(clientErrorOf(error.code, { headersMs, requestMs }).toEnvelope());
-    socket.end(`HTTP/1.1 ${status.code} ${status.text}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    const refused = clientErrorOf(error.code, { headersMs, requestMs });
+    const body = JSON.stringify(refused.toEnvelope());
+    socket.end(`HTTP/1.1 ${refused.httpStatus} ${STATUS_CODES[refused.httpStatus]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   });
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;

@@ -48,7 +48,8 @@ export async function sweepStuckUpdates({ store, queue, admission, logger, deadl
     report.admitted.push(...admitted);
   }
   for (const update of unfinished) {
-    if (update.admittedAt === null || report.admitted.includes(update.id)) continue;
+    // Waiting in a backlog (those admitted just now too, as listed before): not stuck.
+    if (update.admittedAt === null) continue;
     if (at - update.updatedAt.getTime() < graceMs) continue;
     // Its snapshot is stored: only the ending was lost (a write that did not land, or one a
     // store without atomic conditional updates let a concurrent write undo).

@@ -185,7 +185,8 @@ async function deliver({ store, updates, logger, deadlineMs }: QueuedUpdateDeps,
  * unacknowledged: JetStream delivers it again to a replica after `ackWaitMs`, and the store's
  * idempotent write (one snapshot per update id) makes the second delivery harmless.
  */
-export async function startUpdateQueue({ nc, store, updates, logger, deadlineMs, admission, workers, ackWaitMs, maxDeliver, retryDelayMs }: UpdateQueueOptions): Promise<UpdateQueue> {
+export async function startUpdateQueue(options: UpdateQueueOptions): Promise<UpdateQueue> {
+  const { nc, logger, workers, ackWaitMs, maxDeliver, retryDelayMs } = options;
   const jsm = await jetstreamManager(nc);
   const streamConfig = {
     name: UPDATE_STREAM,
@@ -228,7 +229,7 @@ export async function startUpdateQueue({ nc, store, updates, logger, deadlineMs,
     // Tells JetStream the job is being worked on, so it is not handed to another replica.
     const alive = setInterval(() => msg.working(), Math.max(100, Math.floor(ackWaitMs / 3)));
     try {
-      const ending = await runQueuedUpdate({ store, updates, logger, deadlineMs, ...(admission ? { admission } : {}) }, job, msg.info.deliveryCount, maxDeliver, halt.signal);
+      const ending = await runQueuedUpdate(options, job, msg.info.deliveryCount, maxDeliver, halt.signal);
       if (ending.kind === 'done') msg.ack();
       else if (ending.kind === 'final') msg.term(ending.reason.slice(0, 200));
       else if (ending.kind === 'retry') msg.nak(halt.signal.aborted ? 0 : retryDelayMs);

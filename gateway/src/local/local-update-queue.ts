@@ -16,7 +16,8 @@ export interface LocalUpdateQueueOptions extends QueuedUpdateDeps {
  * so on start the queue takes up whatever the last process left queued or running; stopping
  * finishes the running updates and leaves the waiting ones queued for the next start.
  */
-export async function startLocalUpdateQueue({ store, updates, logger, deadlineMs, admission, workers, maxDeliver, retryDelayMs }: LocalUpdateQueueOptions): Promise<UpdateQueue> {
+export async function startLocalUpdateQueue(options: LocalUpdateQueueOptions): Promise<UpdateQueue> {
+  const { store, logger, workers, maxDeliver, retryDelayMs } = options;
   const slots = pLimit(workers);
   const running = new Set<Promise<void>>();
   const retries = new Set<NodeJS.Timeout>();
@@ -30,7 +31,7 @@ export async function startLocalUpdateQueue({ store, updates, logger, deadlineMs
   function submit(job: QueuedUpdate, delivery: number): void {
     const task = slots(async () => {
       if (stopping) return;
-      const ending = await runQueuedUpdate({ store, updates, logger, deadlineMs, ...(admission ? { admission } : {}) }, job, delivery, maxDeliver, halt.signal);
+      const ending = await runQueuedUpdate(options, job, delivery, maxDeliver, halt.signal);
       if (ending.kind === 'retry' || ending.kind === 'unrecorded') {
         const timer = setTimeout(() => {
           retries.delete(timer);
