@@ -25,8 +25,9 @@ export type JobExecutor = (job: AuditJob, requestId: string | undefined) => Prom
  * The NATS agent and the in-process agent of `perfwatch start` share it.
  */
 export function createJobExecutor({ location, runner, logger, agentId, keepScreenshots = false, probeSecurity, observer }: JobExecutorDeps): JobExecutor {
-  // Runs in progress on this agent: another run beside one makes its numbers doubtful.
-  let inProgress = 0;
+  // Runs in progress on this agent, each counting the others it met: another run beside one,
+  // when it started or at any time after, makes its numbers doubtful.
+  const inProgress = new Set<{ overlapping: number }>();
   return async (job, requestId) => {
     if (job.location !== location) {
       return { ok: false, jobId: job.jobId, agentId, error: { code: 'BAD_JOB', message: `job for ${job.location} sent to ${location}`, retryable: false } };
@@ -34,8 +35,11 @@ export function createJobExecutor({ location, runner, logger, agentId, keepScree
     const jobLog = logger.child({ requestId, jobId: job.jobId, device: job.device, runIndex: job.runIndex });
     const startedAt = new Date();
     const started = performance.now();
-    const busy = { concurrentRuns: inProgress, loadAverage: Math.round(loadavg()[0]! * 100) / 100 };
-    inProgress++;
+    const loadAverage = Math.round(loadavg()[0]! * 100) / 100;
+    const concurrentRuns = inProgress.size;
+    const thisRun = { overlapping: concurrentRuns };
+    for (const other of inProgress) other.overlapping++;
+    inProgress.add(thisRun);
     try {
       const { lhr, lighthouseMs, conditions } = await runner.run({ url: job.url, device: job.device, timeoutMs: job.timeoutMs }).then(
         (output) => (observer?.runDone(job.device, 'ok', (performance.now() - started) / 1000), output),
@@ -63,7 +67,7 @@ export function createJobExecutor({ location, runner, logger, agentId, keepScree
           lighthouseMs,
           lhr: trimLighthouseResult(lhr, { keepScreenshots }),
           ...(security ? { security } : {}),
-          ...(conditions ? { conditions: { ...conditions, ...busy } } : {}),
+          ...(conditions ? { conditions: { ...conditions, concurrentRuns, overlappingRuns: thisRun.overlapping, loadAverage } } : {}),
         },
       };
     } catch (error) {
@@ -71,7 +75,7 @@ export function createJobExecutor({ location, runner, logger, agentId, keepScree
       jobLog.warn({ code: failure.code, err: error, target: { url: job.url } }, 'run failed');
       return { ok: false, jobId: job.jobId, agentId, error: failure.toFailure() };
     } finally {
-      inProgress--;
+      inProgress.delete(thisRun);
     }
   };
 }

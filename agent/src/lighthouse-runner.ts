@@ -28,7 +28,7 @@ export interface RunOutput {
    * What the runner knows of the run's conditions (the agent adds how busy it and its host
    * were); absent from runners that do not calibrate (test doubles).
    */
-  conditions?: Omit<RunConditions, 'concurrentRuns' | 'loadAverage'>;
+  conditions?: Omit<RunConditions, 'concurrentRuns' | 'overlappingRuns' | 'loadAverage'>;
 }
 
 /**

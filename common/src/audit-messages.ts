@@ -107,6 +107,8 @@ export const runConditionsSchema = z.object({
   cpuMultiplier: z.number().positive().max(100),
   /** Other runs in progress on the agent when this one started. */
   concurrentRuns: z.number().int().nonnegative().max(1_000),
+  /** Other runs in progress on the agent at any time during this one (those at its start included); absent from agents that did not count them. */
+  overlappingRuns: z.number().int().nonnegative().max(10_000).optional(),
   /** The host's one-minute load average when the run started. */
   loadAverage: z.number().nonnegative().max(100_000),
   chromeVersion: z.string().max(100),

@@ -24,6 +24,20 @@ export const locationResultSchema = z.object({
   defaultLocation: z.enum(LOCATIONS),
   /** perfwatch's addition: key metrics of every successful run, in run order, with the agent that measured it. */
   runs: z.array(runSummarySchema),
+  /**
+   * perfwatch's addition: how far the runs are to be trusted. Absent from snapshots stored before
+   * runs had verdicts.
+   */
+  verification: z
+    .object({
+      reliableRuns: z.number().int().nonnegative(),
+      suspectRuns: z.number().int().nonnegative(),
+      /** Extra runs the update made to measure suspect runs again (counted in the two above). */
+      retests: z.number().int().nonnegative(),
+      /** The verdict on the median run: suspect only when no run was reliable. */
+      median: z.enum(['reliable', 'suspect']),
+    })
+    .optional(),
 });
 export type LocationResult = z.infer<typeof locationResultSchema>;
 

@@ -14,8 +14,8 @@ export const runMetricsSchema = z.object({
 export type RunMetrics = z.infer<typeof runMetricsSchema>;
 
 /**
- * A run as a snapshot keeps it: its key metrics, the agent that measured it, and the conditions
- * it was measured in (absent for runs of agents before v1.2): the machine's benchmark index
+ * A run as a snapshot keeps it: its key metrics, the agent that measured it, its verdict, and
+ * the conditions it was measured in (absent for runs of agents before v1.2): the machine's benchmark index
  * then and the agent's calibrated one, the CPU slowdown applied, the other runs in progress on
  * the agent, the host's load, and the Chrome and Lighthouse versions.
  */
@@ -25,9 +25,18 @@ export const runSummarySchema = runMetricsSchema.extend({
   baselineBenchmarkIndex: z.number().nullable().optional(),
   cpuMultiplier: z.number().optional(),
   concurrentRuns: z.number().int().optional(),
+  overlappingRuns: z.number().int().optional(),
   loadAverage: z.number().optional(),
   chromeVersion: z.string().optional(),
   lighthouseVersion: z.string().optional(),
+  /**
+   * Whether the gateway trusts the run's numbers, and if not why (run-verdicts.ts); absent
+   * from snapshots stored before verdicts existed.
+   */
+  verdict: z.enum(['reliable', 'suspect']).optional(),
+  reasons: z.array(z.string().max(300)).max(20).optional(),
+  /** On a re-test: the 1-based number of the suspect run it measured again. */
+  retestOf: z.number().int().positive().optional(),
 });
 export type RunSummary = z.infer<typeof runSummarySchema>;
 

@@ -42,4 +42,16 @@ describe('toAuditResult', () => {
     expect(toAuditResult(snapshot, { defaultLocation: 'london' }, { locations: ['frankfurt'] })).not.toHaveProperty('missing');
     expect(toAuditResult({ ...snapshot, missing: [] }, { defaultLocation: 'london' })).not.toHaveProperty('missing');
   });
+  it('says how far the runs are to be trusted: reliable and suspect runs, re-tests, the median\'s verdict', () => {
+    const conditions = { benchmarkIndex: 2400, baselineBenchmarkIndex: 2460, cpuMultiplier: 8, concurrentRuns: 0, loadAverage: 0.2, chromeVersion: '142', lighthouseVersion: '13' };
+    const runs = [1, 2, 3].map((n, runIndex) => ({ jobId: `j${n}`, agentId: 'a', location: 'london' as const, device: 'mobile' as const, runIndex, startedAt: '', lighthouseMs: 1, lhr: loadLhr('mobile', n as 1 | 2 | 3), conditions: { ...conditions, concurrentRuns: runIndex === 0 ? 1 : 0 } }));
+    const retested = buildLocationSnapshot('mobile', 'london', [...runs, { ...runs[1]!, jobId: 'j4', runIndex: 3, conditions, retestOfRunIndex: 0 }]);
+    const cell = toAuditResult({ date, available: [retested], results: [retested] }, { defaultLocation: 'london' }).mobile!.london!;
+    expect(cell.verification).toEqual({ reliableRuns: 3, suspectRuns: 1, retests: 1, median: 'reliable' });
+    expect(cell.runs.map((r) => r.verdict)).toEqual(['suspect', 'reliable', 'reliable', 'reliable']);
+    expect(cell.runs[3]!.retestOf).toBe(1);
+    // Snapshots stored before verdicts existed say nothing rather than something invented.
+    const before = { ...mobileLondon, runs: mobileLondon.runs.map(({ verdict: _v, reasons: _r, ...run }) => run) };
+    expect(toAuditResult({ date, available: [before], results: [before] }, { defaultLocation: 'london' }).mobile!.london).not.toHaveProperty('verification');
+  });
 });

@@ -16,6 +16,8 @@ export interface UpdateObserver {
   updateDone(mode: UpdateMode, updateType: UpdateType, outcome: UpdateOutcomeLabel): void;
   /** One dispatch (one run, or its retry) and how it ended: `ok` or the failure code. */
   runDispatched(location: Location, device: Device, outcome: string, seconds: number): void;
+  /** One successful run kept in a snapshot, with the gateway's verdict on it. */
+  runJudged(location: Location, device: Device, verdict: 'reliable' | 'suspect'): void;
 }
 
 export interface GatewayMetrics extends UpdateObserver {
@@ -52,6 +54,12 @@ export function createGatewayMetrics({ nc, agents, queueDepth, pendingUpdates }:
     help: 'From sending a run to an agent until its reply (or failure), by location, device and outcome.',
     labelNames: ['location', 'device', 'outcome'] as const,
     buckets: [0.5, 1, 2.5, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600],
+    registers: [registry],
+  });
+  const runs = new Counter({
+    name: 'perfwatch_runs_total',
+    help: 'Successful runs kept in snapshots by location, device and verdict (reliable, suspect); suspect runs are measured again, and a rising share of them says an agent is overloaded or its host busy.',
+    labelNames: ['location', 'device', 'verdict'] as const,
     registers: [registry],
   });
   new Gauge({
@@ -118,6 +126,9 @@ export function createGatewayMetrics({ nc, agents, queueDepth, pendingUpdates }:
     },
     runDispatched(location, device, outcome, seconds) {
       dispatch.observe({ location, device, outcome: outcome.toLowerCase() }, seconds);
+    },
+    runJudged(location, device, verdict) {
+      runs.inc({ location, device, verdict });
     },
   };
 }

@@ -1,16 +1,23 @@
-import { assessCoreWebVitals, extractElementCount, extractRunMetrics, lighthouseKpis, medianRunIndex, pageSourceKpis, savingsKpis, securityKpis, type AuditRunResult, type Device, type Location } from '@perfwatch/common';
+import { assessCoreWebVitals, extractElementCount, extractRunMetrics, lighthouseKpis, pageSourceKpis, savingsKpis, securityKpis, type Device, type Location } from '@perfwatch/common';
 import type { FieldData } from './crux/crux-client.ts';
+import { judgeRuns, representativeRunIndex, type MeasuredRun } from './run-verdicts.ts';
 import type { LocationSnapshot } from './store/store.ts';
 
 /**
  * Turns the successful runs of one (device, location) into its snapshot entry: every run's
- * key metrics, the representative run's full result, and the KPI records taken from it.
+ * key metrics, conditions and verdict, the representative run's full result, and the KPI
+ * records taken from it.
  */
-export function buildLocationSnapshot(device: Device, location: Location, successes: readonly AuditRunResult[]): LocationSnapshot {
+export function buildLocationSnapshot(device: Device, location: Location, successes: readonly MeasuredRun[]): LocationSnapshot {
   if (successes.length === 0) throw new Error(`no successful run for ${device}/${location}`);
+  // Re-tests have run indexes past the first round's, so they come after the runs they re-test.
   const ordered = [...successes].sort((a, b) => a.runIndex - b.runIndex);
-  const runs = ordered.map((r) => ({ ...extractRunMetrics(r.lhr), agentId: r.agentId, ...(r.conditions ?? {}) }));
-  const index = medianRunIndex(runs);
+  const verdicts = judgeRuns(ordered);
+  const runs = ordered.map((r, i) => {
+    const target = r.retestOfRunIndex === undefined ? -1 : ordered.findIndex((o) => o.runIndex === r.retestOfRunIndex);
+    return { ...extractRunMetrics(r.lhr), agentId: r.agentId, ...(r.conditions ?? {}), ...verdicts[i]!, ...(target >= 0 ? { retestOf: target + 1 } : {}) };
+  });
+  const index = representativeRunIndex(runs);
   const representative = ordered[index]!;
   const lighthouse = representative.lhr;
   const security = representative.security ?? ordered.find((r) => r.security)?.security;

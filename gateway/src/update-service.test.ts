@@ -180,4 +180,44 @@ describe('update service', () => {
     expect(jobs.filter((j) => j.jobId.endsWith('.retry')).map((j) => `${j.location}.${j.runIndex}`)).toEqual(['london.0']);
     expect([...attempts.values()].every((n) => n <= 2)).toBe(true);
   });
+  it('measures suspect runs again, at most twice per device and location, on another agent, and takes the median over reliable runs', async () => {
+    const conditions = { benchmarkIndex: 2400, baselineBenchmarkIndex: 2460, cpuMultiplier: 8, concurrentRuns: 0, overlappingRuns: 0, loadAverage: 0.2, chromeVersion: '142', lighthouseVersion: '13' };
+    const options: Array<{ jobId: string; avoidAgent?: string }> = [];
+    // The first round's three runs shared agent a1; re-tests go to a2, alone, except in tokyo, where every run is shared.
+    const dispatcher: Dispatcher = {
+      dispatch: async (job, { avoidAgent }) => {
+        options.push({ jobId: job.jobId, ...(avoidAgent ? { avoidAgent } : {}) });
+        const retest = job.runIndex >= project.runs;
+        const shared = job.location === 'tokyo' || !retest;
+        return { ok: true, result: { jobId: job.jobId, agentId: retest ? 'a2' : 'a1', location: job.location, device: job.device, runIndex: job.runIndex, startedAt: '', lighthouseMs: 1, lhr: loadLhr(job.device, ((job.runIndex % 3) + 1) as 1 | 2 | 3), conditions: { ...conditions, concurrentRuns: shared ? 2 : 0, overlappingRuns: shared ? 2 : 0 } } };
+      },
+    };
+    const { store, saved } = recordingStore();
+    const judged: string[] = [];
+    const progress: string[] = [];
+    const observer = { updateDone() {}, runDispatched() {}, runJudged: (location: Location, _device: unknown, verdict: string) => judged.push(`${location} ${verdict}`) };
+    const service = createUpdateService({ dispatcher, store, logger: pino({ level: 'silent' }), runTimeoutMs: 1000, replyTimeoutMs: 2000, observer });
+    await service.run({ project, devices: ['mobile'], updateType: 'manual', requestId: 'r' }, 'u', 'sync', (p) => progress.push(p.map((c) => `${c.location} ${c.done}/${c.total}`).join(', ')));
+
+    const london = saved[0]!.results.find((r) => r.location === 'london')!;
+    expect(london.runs.map((r) => [r.verdict, r.retestOf, r.agentId])).toEqual([['suspect', undefined, 'a1'], ['suspect', undefined, 'a1'], ['suspect', undefined, 'a1'], ['reliable', 1, 'a2'], ['reliable', 2, 'a2']]);
+    expect(london.runs[0]!.reasons).toEqual(['2 other runs were in progress on agent a1 during this run']);
+    // The median of the two reliable re-tests, and the stored result is that run's.
+    expect([4, 5]).toContain(london.median);
+    expect(london.lighthouse.audits['first-contentful-paint']!.numericValue).toBe(london.runs[london.median - 1]!.fcp);
+    // Re-tests are asked to avoid the agent of the run they measure again, and are numbered past the first round.
+    expect(options.filter((o) => o.jobId.startsWith('u.mobile.london.')).map((o) => [o.jobId, o.avoidAgent])).toEqual([['u.mobile.london.0', undefined], ['u.mobile.london.1', undefined], ['u.mobile.london.2', undefined], ['u.mobile.london.3', 'a1'], ['u.mobile.london.4', 'a1']]);
+
+    // Where every re-test is suspect too, two are made and no more; the median is then a suspect run.
+    const tokyo = saved[0]!.results.find((r) => r.location === 'tokyo')!;
+    expect(tokyo.runs).toHaveLength(5);
+    expect(tokyo.runs.every((r) => r.verdict === 'suspect')).toBe(true);
+    expect(tokyo.runs.map((r) => r.retestOf)).toEqual([undefined, undefined, undefined, 1, 1]);
+
+    expect(judged.filter((j) => j === 'london suspect')).toHaveLength(3);
+    expect(judged.filter((j) => j === 'london reliable')).toHaveLength(2);
+    expect(judged.filter((j) => j === 'tokyo suspect')).toHaveLength(5);
+    // Progress counts the re-tests it adds.
+    expect(progress.at(-1)).toBe('london 5/5, tokyo 5/5');
+  });
 });

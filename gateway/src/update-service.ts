@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { ApiError, truncateToSecond, type AuditJob, type AuditRunResult, type Device, type Location, type MissingCell, type UpdateType } from '@perfwatch/common';
+import { ApiError, truncateToSecond, type AuditJob, type Device, type Location, type MissingCell, type UpdateType } from '@perfwatch/common';
 import type { DispatchOptions, Dispatcher, RunOutcome } from './nats-dispatcher.ts';
 import type { CruxClient } from './crux/crux-client.ts';
 import type { UpdateMode, UpdateObserver } from './metrics.ts';
+import { nextRetest, VERDICT_RULES, type MeasuredRun } from './run-verdicts.ts';
 import { buildLocationSnapshot, withFieldData } from './snapshot-builder.ts';
 import type { LocationSnapshot, ProjectRecord, Store, UpdateProgress } from './store/store.ts';
 
@@ -123,7 +124,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
    * agent of the location when there is one), and offered again while its location is away
    * and the update's deadline has not passed.
    */
-  async function measureRun(job: AuditJob, { requestId, deadline, signal, user }: Pick<UpdateRequest, 'requestId' | 'deadline' | 'signal'> & { user: string }, log: Logger): Promise<RunOutcome> {
+  async function measureRun(job: AuditJob, { requestId, deadline, signal, user, avoidAgent }: Pick<UpdateRequest, 'requestId' | 'deadline' | 'signal'> & { user: string; avoidAgent?: string }, log: Logger): Promise<RunOutcome> {
     let retried = false;
     let offers = 0;
     let backoff = awayBackoffMs.first;
@@ -131,7 +132,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
       const jobId = offers === 0 ? job.jobId : `${job.jobId}.again${offers}`;
       // Each offer waits as long as a sync update's would; the deadline bounds only the re-offers
       // (an update taken up late, after a backlog, still gets its first offers).
-      let outcome = await dispatch({ ...job, jobId }, { timeoutMs: replyTimeoutMs, requestId, user });
+      let outcome = await dispatch({ ...job, jobId }, { timeoutMs: replyTimeoutMs, requestId, user, ...(avoidAgent ? { avoidAgent } : {}) });
       if (!outcome.ok && !retried && RETRY_ONCE.has(outcome.error.code)) {
         retried = true;
         log.info({ device: job.device, location: job.location, runIndex: job.runIndex, code: outcome.error.code, failedOn: outcome.agentId }, 'retrying a failed run once');
@@ -159,16 +160,27 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
     const started = performance.now();
     // Field data is per page and device, not per location or run: asked once, alongside the runs.
     const fieldData = Promise.all(devices.map(async (device) => [device, crux ? await crux.fieldData(project.url, device) : null] as const)).then((entries) => new Map(entries));
+    const options = { requestId, user: project.userId, ...(deadline ? { deadline } : {}), ...(signal ? { signal } : {}) };
     const outcomes = await Promise.all(
       cells.map(async ({ device, location }, cell) => {
-        const runs = await Promise.all(
-          Array.from({ length: project.runs }, (_, runIndex) =>
-            measureRun({ jobId: `${updateId}.${device}.${location}.${runIndex}`, updateId, url: project.url, device, location, runIndex, timeoutMs: runTimeoutMs }, { requestId, user: project.userId, ...(deadline ? { deadline } : {}), ...(signal ? { signal } : {}) }, log).finally(() => {
-              progress[cell]!.done += 1;
-              onProgress?.(progress.map((p) => ({ ...p })));
-            }),
-          ),
-        );
+        const job = (runIndex: number): AuditJob => ({ jobId: `${updateId}.${device}.${location}.${runIndex}`, updateId, url: project.url, device, location, runIndex, timeoutMs: runTimeoutMs });
+        const counted = (outcome: Promise<RunOutcome>) =>
+          outcome.finally(() => {
+            progress[cell]!.done += 1;
+            onProgress?.(progress.map((p) => ({ ...p })));
+          });
+        const runs: Array<RunOutcome & { retestOfRunIndex?: number }> = await Promise.all(Array.from({ length: project.runs }, (_, runIndex) => counted(measureRun(job(runIndex), options, log))));
+        // Suspect runs are measured again, one at a time so a re-test does not share the agent
+        // with another of this cell's, and on another agent of the location when there is one.
+        for (let retest = 0; retest < VERDICT_RULES.maxRetests; retest++) {
+          const suspect = nextRetest(runs.flatMap((r) => (r.ok ? [{ ...r.result, ...(r.retestOfRunIndex !== undefined ? { retestOfRunIndex: r.retestOfRunIndex } : {}) }] : [])));
+          if (!suspect) break;
+          progress[cell]!.total += 1;
+          onProgress?.(progress.map((p) => ({ ...p })));
+          const runIndex = project.runs + retest;
+          log.info({ device, location, runIndex: suspect.runIndex, retestRunIndex: runIndex, agentId: suspect.agentId }, 'measuring a suspect run again');
+          runs.push({ ...(await counted(measureRun(job(runIndex), { ...options, avoidAgent: suspect.agentId }, log))), retestOfRunIndex: suspect.runIndex });
+        }
         return { device, location, runs };
       }),
     );
@@ -178,10 +190,10 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
     const missing: MissingCell[] = [];
     const failures: Array<{ device: Device; location: Location; outcome: Extract<RunOutcome, { ok: false }> }> = [];
     for (const { device, location, runs } of outcomes) {
-      const successes: AuditRunResult[] = [];
+      const successes: MeasuredRun[] = [];
       let lastFailure: Extract<RunOutcome, { ok: false }> | undefined;
       for (const outcome of runs) {
-        if (outcome.ok) successes.push(outcome.result);
+        if (outcome.ok) successes.push(outcome.retestOfRunIndex !== undefined ? { ...outcome.result, retestOfRunIndex: outcome.retestOfRunIndex } : outcome.result);
         else failures.push({ device, location, outcome: (lastFailure = outcome) });
       }
       if (successes.length > 0) results.push(withFieldData(buildLocationSnapshot(device, location, successes), fieldDataByDevice.get(device) ?? null));
@@ -192,6 +204,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
     if (results.length === 0) throw noResultError(failures.map((f) => ({ ...f, ...f.outcome.error })));
 
     const date = await store.saveSnapshot({ project, updateId, date: truncateToSecond(now()), updateType, results, missing });
+    for (const r of results) for (const judged of r.runs) observer?.runJudged(r.location, r.device, judged.verdict ?? 'reliable');
     log.info({ cells: cells.length, stored: results.length, missing: missing.length, failedRuns: failures.length, ms: Math.round(performance.now() - started) }, 'update done');
     return { updateId, date, results, missing, complete: missing.length === 0 };
   }

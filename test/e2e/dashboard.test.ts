@@ -144,7 +144,7 @@ describe('dashboard', () => {
     expect(await page.textContent(`${card} [data-category="performance"] .score`)).toBe(String(Math.round(lhr.categories['performance']!.score * 100)));
     expect(await page.textContent(`${card} dd[data-metric="cumulative-layout-shift"]`)).toBe(lhr.audits['cumulative-layout-shift']!.numericValue.toFixed(3));
     expect(await page.$$eval(`${card} table.runs tbody tr`, (rows) => rows.length)).toBe(3);
-    expect(await page.textContent(`${card} table.runs tr.median td`)).toBe(`${cell.median} (median)`);
+    expect(await page.textContent(`${card} table.runs tr.median .run-number`)).toBe(`${cell.median} (median)`);
     expect(await page.$$eval('article.cell', (cards) => cards.length)).toBe(4);
     await screenshot('snapshot');
 
@@ -172,6 +172,33 @@ describe('dashboard', () => {
     await page.waitForSelector(card);
     expect(await page.textContent(`${card} .missing-reason`)).toBe(`Not measured: ${result.missing![0]!.reason}`);
     expect(await page.$$eval('article.cell', (cards) => cards.length)).toBe(2);
+    expect(problems).toEqual([]);
+  });
+  it('marks the runs it doubts, says why, and that the median was taken over reliable ones', async () => {
+    // A Frankfurt agent with room for two runs at once, reporting calm conditions: the update's
+    // two runs share it (the agent counts that), are suspect, and are measured again one by one.
+    const conditions = { benchmarkIndex: 1000, baselineBenchmarkIndex: 1000, cpuMultiplier: 2.3, chromeVersion: '142.0.0.0', lighthouseVersion: '13.0.1' };
+    agents.push(startAgent({ nc: agentConn, location: 'frankfurt', capacity: 2, runner: fixtureRunner({ delayMs: 400, conditions }), logger: silentLogger, agentId: 'frankfurt-shared' }));
+    const shared = 'https://shared.example/';
+    await gateway.admin.addProject('dana', shared, { locations: ['frankfurt'], runs: 2 });
+    await expect.poll(async () => (await client.update({ url: shared, device: 'desktop' }).catch(() => null))?.desktop?.frankfurt ?? null, { timeout: 30_000, interval: 1_000 }).not.toBeNull();
+    const date = (await client.updates(shared)).desktop!.at(-1)!.date;
+    const cell = (await client.audit({ url: shared, date })).desktop!.frankfurt!;
+    expect(cell.runs.map((r) => [r.verdict, r.retestOf ?? null])).toEqual([['suspect', null], ['suspect', null], ['reliable', 1], ['reliable', 2]]);
+    expect(cell.verification).toEqual({ reliableRuns: 2, suspectRuns: 2, retests: 2, median: 'reliable' });
+
+    await page.goto(`${gateway.url}/#/snapshot?${new URLSearchParams({ url: shared, date })}`);
+    const card = 'article.cell[data-device="desktop"][data-location="frankfurt"]';
+    await page.waitForSelector(`${card} table.runs`);
+    const rows = await page.$$eval(`${card} table.runs tbody tr[data-verdict]`, (trs) => trs.map((tr) => ({ marked: tr.classList.contains('suspect'), run: tr.querySelector('.run-number')!.textContent, verdict: tr.querySelector('.verdict')!.textContent })));
+    expect(rows.map((r) => [r.marked, r.verdict])).toEqual([[true, 'suspect'], [true, 'suspect'], [false, 'reliable'], [false, 'reliable']]);
+    expect(rows[2]!.run).toMatch(/^3 \(re-test of 1/);
+    expect(rows[cell.median - 1]!.run).toMatch(/median\)$/);
+    // Why, in words, under each suspect run.
+    expect(await page.$$eval(`${card} tr.suspect-reasons td`, (tds) => tds.map((td) => td.textContent))).toEqual([cell.runs[0]!.reasons!.join(' · '), cell.runs[1]!.reasons!.join(' · ')]);
+    expect(cell.runs[0]!.reasons![0]).toBe('1 other run was in progress on agent frankfurt-shared during this run');
+    expect(await page.textContent(`${card} .verification`)).toBe('2 reliable, 2 suspect runs, 2 re-tests · median over reliable runs');
+    await screenshot('suspect-runs');
     expect(problems).toEqual([]);
   });
 });

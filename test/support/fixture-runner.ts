@@ -1,13 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { AuditRunner, RunRequest } from '@perfwatch/agent';
+import type { AuditRunner, RunOutput, RunRequest } from '@perfwatch/agent';
 import type { RunFailure } from '@perfwatch/agent';
 import { loadLhr } from './lhr-fixtures.ts';
 
 /**
  * A runner double for suites about dispatch, not measurement: answers with the captured real
  * Lighthouse results of the fixture site, in turn, after `delayMs`. It records what it ran.
+ * With `conditions` it reports them as a calibrating runner would (the agent adds how busy it was).
  */
-export function fixtureRunner({ delayMs = 0, fail }: { delayMs?: number; fail?: (request: RunRequest) => RunFailure | null } = {}): AuditRunner & { requests: RunRequest[]; readonly maxConcurrent: number } {
+export function fixtureRunner({ delayMs = 0, fail, conditions }: { delayMs?: number; fail?: (request: RunRequest) => RunFailure | null; conditions?: RunOutput['conditions'] } = {}): AuditRunner & { requests: RunRequest[]; readonly maxConcurrent: number } {
   const requests: RunRequest[] = [];
   let turn = 0;
   let running = 0;
@@ -25,7 +26,7 @@ export function fixtureRunner({ delayMs = 0, fail }: { delayMs?: number; fail?: 
       if (failure) throw failure;
       const lhr = loadLhr(request.device, ((turn++ % 3) + 1) as 1 | 2 | 3);
       lhr.requestedUrl = request.url;
-      return { lhr, lighthouseMs: delayMs };
+      return { lhr, lighthouseMs: delayMs, ...(conditions ? { conditions } : {}) };
     },
     async close() {},
   };

@@ -203,11 +203,31 @@ async function projectView(params) {
 // ---- one snapshot -------------------------------------------------------------------------
 
 function runsTable(cell) {
-  return h('table', { class: 'runs' },
+  const verdict = (run) => (run.verdict === 'suspect'
+    ? h('span', { class: 'verdict verdict-suspect', title: (run.reasons ?? []).join('\n') }, 'suspect')
+    : run.verdict ? h('span', { class: 'verdict verdict-reliable' }, run.verdict) : null);
+  // The verdict sits beside the run's number, where a narrow card (the table scrolls) still shows it.
+  return h('div', { class: 'runs-box' }, h('table', { class: 'runs' },
     h('thead', {}, h('tr', {}, h('th', {}, 'Run'), h('th', {}, 'Performance'), h('th', {}, 'FCP'), h('th', {}, 'LCP'), h('th', {}, 'TBT'), h('th', {}, 'CLS'), h('th', {}, 'Agent'))),
-    h('tbody', {}, cell.runs.map((run, index) =>
-      h('tr', { class: index + 1 === cell.median ? 'median' : '' },
-        h('td', {}, `${index + 1}${index + 1 === cell.median ? ' (median)' : ''}`), h('td', {}, scoreBadge(run.performance, 'performance')), h('td', {}, formatMs(run.fcp)), h('td', {}, formatMs(run.lcp)), h('td', {}, formatMs(run.tbt)), h('td', {}, run.cls?.toFixed(3) ?? '—'), h('td', {}, run.agentId ?? '—')))));
+    h('tbody', {}, cell.runs.flatMap((run, index) => {
+      const median = index + 1 === cell.median;
+      const notes = [run.retestOf ? `re-test of ${run.retestOf}` : null, median ? 'median' : null].filter(Boolean).join(', ');
+      const row = h('tr', { class: [median ? 'median' : '', run.verdict === 'suspect' ? 'suspect' : ''].join(' ').trim(), 'data-verdict': run.verdict ?? '' },
+        h('td', { class: 'run' }, h('span', { class: 'run-number' }, `${index + 1}${notes ? ` (${notes})` : ''}`), ' ', verdict(run)),
+        h('td', {}, scoreBadge(run.performance, 'performance')), h('td', {}, formatMs(run.fcp)), h('td', {}, formatMs(run.lcp)), h('td', {}, formatMs(run.tbt)), h('td', {}, run.cls?.toFixed(3) ?? '—'), h('td', {}, run.agentId ?? '—'));
+      // Why a run is doubted, under it: a tooltip alone is lost on touch screens and to screen readers.
+      const why = run.verdict === 'suspect' && run.reasons?.length ? [h('tr', { class: 'suspect-reasons' }, h('td', { colspan: '7' }, run.reasons.join(' · ')))] : [];
+      return [row, ...why];
+    }))));
+}
+
+/** One line on how far the cell's numbers are to be trusted; nothing for snapshots from before verdicts. */
+function verificationLine(cell) {
+  const v = cell.verification;
+  if (!v) return null;
+  const text = `${v.reliableRuns} reliable, ${v.suspectRuns} suspect run${v.suspectRuns === 1 ? '' : 's'}${v.retests ? `, ${v.retests} re-test${v.retests === 1 ? '' : 's'}` : ''}`;
+  return h('p', { class: `verification${v.median === 'suspect' ? ' verification-suspect' : ''}` },
+    v.median === 'suspect' ? `${text} · no run was reliable: the median is suspect` : `${text} · median over reliable runs`);
 }
 
 async function snapshotView(params) {
@@ -225,6 +245,7 @@ async function snapshotView(params) {
           h('dl', { class: 'metrics' }, METRICS.flatMap(([id, label, format]) => [h('dt', {}, label), h('dd', { 'data-metric': id }, format(auditValue(lhr, id)))])),
           h('p', { class: 'meta' }, `Lighthouse ${lhr.lighthouseVersion ?? '?'} · ${lhr.elementCount ?? '?'} elements · CrUX page: ${lhr.crux?.url ? 'data' : 'no data'}`),
           runsTable(cell),
+          verificationLine(cell),
           h('p', {}, h('a', { class: 'button', href: link('report', { url, date, device, location }) }, 'Full Lighthouse report'))),
       );
     }

@@ -1,0 +1,118 @@
+import { extractRunMetrics, medianRunIndex, type AuditRunResult, type RunMetrics } from '@perfwatch/common';
+
+/**
+ * When the gateway doubts a run. One table, cited by README ("Trusting the numbers"): a run is
+ * suspect when its machine was slower or faster than the agent's calibration says, when another
+ * run shared the agent with it, when Lighthouse itself warned about the run, or when its numbers
+ * stand apart from the other runs of its device and location.
+ */
+export const VERDICT_RULES = {
+  /** Lighthouse's benchmark index of the run this far (a fraction) from the agent's baseline. */
+  benchmarkDrift: 0.15,
+  /** Outliers are looked for among at least this many runs of one device and location. */
+  outlierMinRuns: 3,
+  /** A performance score more than this many points from the median score of the runs. */
+  outlierScorePoints: 10,
+  /** An LCP farther from the median LCP than this fraction of it and than `outlierLcpMs`, both. */
+  outlierLcpFraction: 0.25,
+  outlierLcpMs: 250,
+  /** Extra runs an update makes per device and location to replace suspect ones. */
+  maxRetests: 2,
+} as const;
+
+export type VerdictName = 'reliable' | 'suspect';
+export interface Verdict {
+  verdict: VerdictName;
+  reasons: string[];
+}
+
+/**
+ * Lighthouse warnings that are about the page, not the run: a redirect is the same on every run
+ * (and visible in the result's final URL), and perfwatch's own note on a result shrunk to fit a
+ * message says nothing of its numbers. Doubting every run of such a page would re-test it forever.
+ */
+const NOT_ABOUT_THE_RUN = [/was redirected to/i, /^perfwatch:/];
+const MAX_WARNINGS = 3;
+const MAX_REASON_CHARS = 300;
+
+function percent(fraction: number): string {
+  return `${Math.round(Math.abs(fraction) * 100)} %`;
+}
+
+/** What in the run itself (its conditions, Lighthouse's warnings) makes it doubtful. */
+function ownReasons(run: AuditRunResult): string[] {
+  const reasons: string[] = [];
+  const c = run.conditions;
+  if (c?.benchmarkIndex != null && c.baselineBenchmarkIndex) {
+    const drift = c.benchmarkIndex / c.baselineBenchmarkIndex - 1;
+    if (Math.abs(drift) > VERDICT_RULES.benchmarkDrift) {
+      reasons.push(`benchmark index ${c.benchmarkIndex} is ${percent(drift)} ${drift < 0 ? 'below' : 'above'} the agent's baseline ${c.baselineBenchmarkIndex}`);
+    }
+  }
+  const others = Math.max(c?.concurrentRuns ?? 0, c?.overlappingRuns ?? 0);
+  if (others > 0) reasons.push(`${others} other run${others === 1 ? ' was' : 's were'} in progress on agent ${run.agentId} during this run`);
+  const warnings = Array.isArray(run.lhr['runWarnings']) ? run.lhr['runWarnings'].filter((w): w is string => typeof w === 'string' && !NOT_ABOUT_THE_RUN.some((re) => re.test(w))) : [];
+  for (const warning of warnings.slice(0, MAX_WARNINGS)) reasons.push(`Lighthouse warned: ${warning}`);
+  return reasons.map((reason) => (reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS - 1)}…` : reason));
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** Why each run's numbers stand apart from the others' (empty when they do not). */
+function outlierReasons(metrics: readonly RunMetrics[]): string[][] {
+  const reasons = metrics.map(() => [] as string[]);
+  if (metrics.length < VERDICT_RULES.outlierMinRuns) return reasons;
+  const scores = metrics.map((m) => m.performance).filter((v): v is number => v !== null);
+  const lcps = metrics.map((m) => m.lcp).filter((v): v is number => v !== null);
+  const medianScore = scores.length >= VERDICT_RULES.outlierMinRuns ? median(scores) : null;
+  const medianLcp = lcps.length >= VERDICT_RULES.outlierMinRuns ? median(lcps) : null;
+  metrics.forEach((m, i) => {
+    if (medianScore !== null && m.performance !== null && Math.abs(m.performance - medianScore) > VERDICT_RULES.outlierScorePoints) {
+      reasons[i]!.push(`performance score ${m.performance} is ${Math.round(Math.abs(m.performance - medianScore))} points from the runs' median ${medianScore}`);
+    }
+    if (medianLcp !== null && m.lcp !== null) {
+      const off = Math.abs(m.lcp - medianLcp);
+      if (off > VERDICT_RULES.outlierLcpMs && off > VERDICT_RULES.outlierLcpFraction * medianLcp) {
+        reasons[i]!.push(`LCP ${Math.round(m.lcp)} ms is ${percent(off / medianLcp)} from the runs' median ${Math.round(medianLcp)} ms`);
+      }
+    }
+  });
+  return reasons;
+}
+
+/** The verdict on each of one device and location's runs, in the order given. */
+export function judgeRuns(runs: readonly AuditRunResult[]): Verdict[] {
+  const outliers = outlierReasons(runs.map((run) => extractRunMetrics(run.lhr)));
+  return runs.map((run, i) => {
+    const reasons = [...ownReasons(run), ...outliers[i]!];
+    return { verdict: reasons.length > 0 ? 'suspect' : 'reliable', reasons };
+  });
+}
+
+/**
+ * The representative run: Lighthouse's median (median-run.ts) among the reliable runs, or among
+ * all of them when none is reliable (the result then says its median is suspect).
+ */
+export function representativeRunIndex(runs: ReadonlyArray<Pick<RunMetrics, 'fcp' | 'tti'> & { verdict?: VerdictName }>): number {
+  const reliable = runs.map((run, index) => ({ run, index })).filter(({ run }) => run.verdict !== 'suspect');
+  if (reliable.length === 0 || reliable.length === runs.length) return medianRunIndex(runs);
+  return reliable[medianRunIndex(reliable.map(({ run }) => run))]!.index;
+}
+
+/** A run of an update, and which run it measured again when it is a re-test. */
+export type MeasuredRun = AuditRunResult & { retestOfRunIndex?: number };
+
+/**
+ * The run to measure again next, or null: the first suspect first-round run that no reliable
+ * re-test stands in for yet. `runs` are in run order, re-tests after the first round.
+ */
+export function nextRetest(runs: readonly MeasuredRun[]): MeasuredRun | null {
+  const verdicts = judgeRuns(runs);
+  const reliableStandIns = new Set(runs.filter((run, i) => run.retestOfRunIndex !== undefined && verdicts[i]!.verdict === 'reliable').map((run) => run.retestOfRunIndex));
+  const index = runs.findIndex((run, i) => run.retestOfRunIndex === undefined && verdicts[i]!.verdict === 'suspect' && !reliableStandIns.has(run.runIndex));
+  return index === -1 ? null : runs[index]!;
+}
