@@ -38,6 +38,8 @@ export interface AgentDeps {
   probeSecurity?: (url: string) => Promise<SecurityFacts>;
   /** Told of every run and how it ended (metrics). */
   observer?: RunObserver;
+  /** Runs between two measurements of the benchmark index (PERFWATCH_CALIBRATE_EVERY_RUNS). */
+  calibrateEveryRuns?: number;
 }
 
 export interface Agent {
@@ -56,12 +58,12 @@ export interface Agent {
  * with the location's other agents, runs up to `capacity` of them at once, replies with each
  * result, and announces itself so gateways know the location is served and how busy it is.
  */
-export function startAgent({ nc, location, runner, logger, agentId, capacity = 1, announceIntervalMs = 5_000, keepScreenshots = false, probeSecurity, observer }: AgentDeps): Agent {
+export function startAgent({ nc, location, runner, logger, agentId, capacity = 1, announceIntervalMs = 5_000, keepScreenshots = false, probeSecurity, observer, calibrateEveryRuns }: AgentDeps): Agent {
   const log = logger.child({ location, agentId });
   // Binds this process to its agent id at the gateways (agent-presence.ts): only the process
   // that knows it can update or retire the id.
   const instance = randomBytes(18).toString('base64url');
-  const execute = createJobExecutor({ location, runner, logger: log, agentId, keepScreenshots, probeSecurity, observer });
+  const execute = createJobExecutor({ location, runner, logger: log, agentId, keepScreenshots, probeSecurity, observer, ...(calibrateEveryRuns ? { calibrateEveryRuns } : {}) });
   const subject = auditSubject(location);
   let stopping = false;
   let busy = 0;

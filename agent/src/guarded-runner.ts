@@ -10,7 +10,7 @@ export interface GuardedRunnerOptions {
   runsPerBrowser: number;
   /** PERFWATCH_ALLOW_TARGETS: CIDRs or addresses the runs may reach although not public. */
   allowTargets: string;
-  /** Mobile runs' CPU slowdown; absent: calibrated (`auto`), every 50 runs. */
+  /** Mobile runs' CPU slowdown; absent: `auto`, from the agent's benchmark index. */
   cpu?: CpuCalibration;
 }
 
@@ -35,6 +35,7 @@ export async function startGuardedRunner(options: GuardedRunnerOptions, logger: 
     proxy,
     runner: {
       run: (request) => lighthouse.run(request),
+      calibrate: () => lighthouse.calibrate(),
       async close() {
         await lighthouse.close();
         await proxy.close();

@@ -1,6 +1,7 @@
 import { loadavg } from 'node:os';
 import type { Logger } from 'pino';
 import { trimLighthouseResult, type AuditJob, type AuditReply, type Location, type SecurityFacts } from '@perfwatch/common';
+import { createCpuBaseline } from './cpu-baseline.ts';
 import type { AuditRunner } from './lighthouse-runner.ts';
 import type { RunObserver } from './metrics.ts';
 import { RunFailure } from './run-failure.ts';
@@ -15,6 +16,8 @@ export interface JobExecutorDeps {
   probeSecurity?: (url: string) => Promise<SecurityFacts>;
   /** Told of every run and how it ended (metrics). */
   observer?: RunObserver;
+  /** Runs between two measurements of the benchmark index (PERFWATCH_CALIBRATE_EVERY_RUNS). */
+  calibrateEveryRuns?: number;
 }
 
 export type JobExecutor = (job: AuditJob, requestId: string | undefined) => Promise<AuditReply>;
@@ -24,15 +27,17 @@ export type JobExecutor = (job: AuditJob, requestId: string | undefined) => Prom
  * security, and turn the outcome into the v1 reply. Never throws: a failure is a reply too.
  * The NATS agent and the in-process agent of `perfwatch start` share it.
  */
-export function createJobExecutor({ location, runner, logger, agentId, keepScreenshots = false, probeSecurity, observer }: JobExecutorDeps): JobExecutor {
+export function createJobExecutor({ location, runner, logger, agentId, keepScreenshots = false, probeSecurity, observer, calibrateEveryRuns = 50 }: JobExecutorDeps): JobExecutor {
   // Runs in progress on this agent, each counting the others it met: another run beside one,
   // when it started or at any time after, makes its numbers doubtful.
   const inProgress = new Set<{ overlapping: number }>();
+  const baseline = runner.calibrate ? createCpuBaseline({ everyRuns: calibrateEveryRuns, measure: () => runner.calibrate!(), logger }) : null;
   return async (job, requestId) => {
     if (job.location !== location) {
       return { ok: false, jobId: job.jobId, agentId, error: { code: 'BAD_JOB', message: `job for ${job.location} sent to ${location}`, retryable: false } };
     }
     const jobLog = logger.child({ requestId, jobId: job.jobId, device: job.device, runIndex: job.runIndex });
+    const baselineBenchmarkIndex = baseline ? await baseline.beforeRun(() => inProgress.size === 0) : undefined;
     const startedAt = new Date();
     const started = performance.now();
     const loadAverage = Math.round(loadavg()[0]! * 100) / 100;
@@ -40,14 +45,16 @@ export function createJobExecutor({ location, runner, logger, agentId, keepScree
     const thisRun = { overlapping: concurrentRuns };
     for (const other of inProgress) other.overlapping++;
     inProgress.add(thisRun);
+    let benchmarkIndex: number | null = null;
     try {
-      const { lhr, lighthouseMs, conditions } = await runner.run({ url: job.url, device: job.device, timeoutMs: job.timeoutMs }).then(
+      const { lhr, lighthouseMs, conditions } = await runner.run({ url: job.url, device: job.device, timeoutMs: job.timeoutMs, ...(baselineBenchmarkIndex !== undefined ? { baselineBenchmarkIndex } : {}) }).then(
         (output) => (observer?.runDone(job.device, 'ok', (performance.now() - started) / 1000), output),
         (error: unknown) => {
           observer?.runDone(job.device, error instanceof RunFailure ? error.code : 'INTERNAL', (performance.now() - started) / 1000);
           throw error;
         },
       );
+      benchmarkIndex = conditions?.benchmarkIndex ?? null;
       jobLog.info({ lighthouseMs: Math.round(lighthouseMs), target: { url: job.url } }, 'run done');
       const security = probeSecurity
         ? await probeSecurity(lhr.finalDisplayedUrl).catch((error: unknown) => {
@@ -76,6 +83,7 @@ export function createJobExecutor({ location, runner, logger, agentId, keepScree
       return { ok: false, jobId: job.jobId, agentId, error: failure.toFailure() };
     } finally {
       inProgress.delete(thisRun);
+      baseline?.runDone({ benchmarkIndex, alone: thisRun.overlapping === 0 });
     }
   };
 }

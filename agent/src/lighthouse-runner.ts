@@ -18,6 +18,11 @@ export interface RunRequest {
   url: string;
   device: Device;
   timeoutMs: number;
+  /**
+   * The agent's calibrated benchmark index (cpu-baseline.ts), from which a mobile run's CPU
+   * slowdown follows; null or absent: none could be measured (Lighthouse's default slowdown).
+   */
+  baselineBenchmarkIndex?: number | null;
 }
 
 export interface RunOutput {
@@ -32,14 +37,12 @@ export interface RunOutput {
 }
 
 /**
- * How mobile runs slow the CPU down: `auto`, from the machine's benchmark index by Lighthouse's
- * calculator (cpu-calibration.ts in common), so agents on different hardware emulate the same
- * phone; or a fixed multiplier. The index is measured when a Chrome starts and every
- * `everyRuns` runs after (a host's speed drifts with its neighbours' load).
+ * How mobile runs slow the CPU down: `auto`, from the agent's benchmark index (RunRequest) by
+ * Lighthouse's calculator (cpu-calibration.ts in common), so agents on different hardware
+ * emulate the same phone; or a fixed multiplier.
  */
 export interface CpuCalibration {
   multiplier: 'auto' | number;
-  everyRuns: number;
 }
 
 /** Lighthouse's own mobile slowdown: what a run gets when no calibration could be made. */
@@ -48,6 +51,11 @@ const LIGHTHOUSE_MOBILE_MULTIPLIER = 4;
 /** Runs one Lighthouse audit. The agent depends on this interface, not on Lighthouse. */
 export interface AuditRunner {
   run(request: RunRequest): Promise<RunOutput>;
+  /**
+   * Measures the machine's benchmark index in this runner's Chrome, outside any run; absent
+   * from runners that do not calibrate (test doubles).
+   */
+  calibrate?(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -81,30 +89,27 @@ export interface ChromeInfo {
   userDataDir: string;
 }
 
-export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPerBrowser = 50, guard, cpu = { multiplier: 'auto', everyRuns: 50 } }: LighthouseRunnerOptions): AuditRunner & { readonly chrome: ChromeInfo | null; readonly baselineBenchmarkIndex: number | null } {
+export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPerBrowser = 50, guard, cpu = { multiplier: 'auto' } }: LighthouseRunnerOptions): AuditRunner & { readonly chrome: ChromeInfo | null; calibrate(): Promise<number> } {
   let chrome: (chromeLauncher.LaunchedChrome & { userDataDir: string }) | null = null;
   let runsOnChrome = 0;
   let busy = false;
-  let baseline: number | null = null;
-  let runsSinceCalibration = 0;
 
-  /** Measures the machine again when it is due; a failed measurement keeps the last baseline. */
-  async function calibrate(port: number): Promise<void> {
-    if (baseline !== null && runsSinceCalibration < cpu.everyRuns) return;
-    try {
-      baseline = Math.round(await measureBenchmarkIndex(port));
-      runsSinceCalibration = 0;
-      logger.info({ benchmarkIndex: baseline, cpuMultiplier: mobileMultiplier() }, 'CPU calibrated');
-    } catch (error) {
-      logger.warn({ err: { message: (error as Error).message } }, 'could not measure the benchmark index; keeping the last one');
-    }
-  }
-
-  function mobileMultiplier(): number {
+  function mobileMultiplier(baseline: number | null): number {
     if (typeof cpu.multiplier === 'number') return cpu.multiplier;
     if (baseline === null) return LIGHTHOUSE_MOBILE_MULTIPLIER;
     // Slower than the emulated phone: no slowdown at all is the nearest this machine comes.
     return cpuMultiplierFor(baseline) ?? 1;
+  }
+
+  async function calibrate(): Promise<number> {
+    if (busy) throw new RunFailure('INTERNAL', 'runner is busy: one Lighthouse run at a time', true);
+    busy = true;
+    try {
+      const browser = await ensureChrome();
+      return Math.round(await measureBenchmarkIndex(browser.port));
+    } finally {
+      busy = false;
+    }
   }
 
   async function ensureChrome(): Promise<chromeLauncher.LaunchedChrome> {
@@ -144,7 +149,7 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
     await rm(old.userDataDir, { recursive: true, force: true });
   }
 
-  async function run({ url, device, timeoutMs }: RunRequest): Promise<RunOutput> {
+  async function run({ url, device, timeoutMs, baselineBenchmarkIndex = null }: RunRequest): Promise<RunOutput> {
     if (busy) throw new RunFailure('INTERNAL', 'runner is busy: one Lighthouse run at a time', true);
     if (guard) {
       try {
@@ -161,8 +166,7 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
     let lighthouseRun: Promise<unknown> | undefined;
     try {
       const browser = await ensureChrome();
-      await calibrate(browser.port);
-      const cpuMultiplier = device === 'desktop' ? 1 : mobileMultiplier();
+      const cpuMultiplier = device === 'desktop' ? 1 : mobileMultiplier(baselineBenchmarkIndex);
       // Loaded on first use: Lighthouse takes about a second to import.
       const { default: lighthouse, desktopConfig } = await import('lighthouse');
       const started = performance.now();
@@ -204,7 +208,7 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
       const environment = (lhr['environment'] ?? {}) as { benchmarkIndex?: unknown; hostUserAgent?: unknown };
       const conditions = {
         benchmarkIndex: typeof environment.benchmarkIndex === 'number' ? Math.round(environment.benchmarkIndex) : null,
-        baselineBenchmarkIndex: baseline,
+        baselineBenchmarkIndex,
         cpuMultiplier,
         chromeVersion: /(?:HeadlessChrome|Chrome|Chromium)\/([\d.]+)/.exec(String(environment.hostUserAgent ?? ''))?.[1] ?? 'unknown',
         lighthouseVersion: lhr.lighthouseVersion,
@@ -213,7 +217,6 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
     } finally {
       clearTimeout(timer);
       runsOnChrome++;
-      runsSinceCalibration++;
       // A Chrome that timed out or failed mid-run may hold a hung tab: it is not trusted again.
       if (!healthy || runsPerBrowser === 0 || runsOnChrome >= runsPerBrowser) await retire();
       // A run given up on keeps going until its Chrome is gone: let it end before the next
@@ -225,10 +228,8 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
 
   return {
     run,
+    calibrate,
     close: retire,
-    get baselineBenchmarkIndex() {
-      return baseline;
-    },
     get chrome() {
       return chrome ? { pid: chrome.pid, port: chrome.port, userDataDir: chrome.userDataDir } : null;
     },

@@ -20,7 +20,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     noSandbox: config.noSandbox,
     runsPerBrowser: config.PERFWATCH_RUNS_PER_BROWSER,
     allowTargets: config.PERFWATCH_ALLOW_TARGETS,
-    cpu: { multiplier: config.PERFWATCH_CPU_MULTIPLIER, everyRuns: config.PERFWATCH_CALIBRATE_EVERY_RUNS },
+    cpu: { multiplier: config.PERFWATCH_CPU_MULTIPLIER },
   };
   // Lighthouse runs in worker threads even at capacity 1: its trace processing holds a thread
   // for seconds on a loaded machine, and this one must keep answering NATS and announcing.
@@ -51,6 +51,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     keepScreenshots: config.PERFWATCH_KEEP_SCREENSHOTS,
     probeSecurity: (url) => probeSecurity(url, { guard }),
     observer: metrics,
+    calibrateEveryRuns: config.PERFWATCH_CALIBRATE_EVERY_RUNS,
   });
   const serving = agent;
 

@@ -9,7 +9,7 @@ interface Slot {
   worker: Worker;
   ready: Promise<void>;
   busy: boolean;
-  pending: { id: number; resolve: (output: RunOutput) => void; reject: (error: RunFailure) => void } | null;
+  pending: { id: number; resolve: (response: Extract<PoolResponse, { ok: true }>) => void; reject: (error: RunFailure) => void } | null;
 }
 
 /**
@@ -41,7 +41,7 @@ export function createRunnerPool({ size, worker: options, logger }: { size: numb
       const { resolve, reject } = slot.pending;
       slot.pending = null;
       slot.busy = false;
-      if (message.ok) resolve(message.output);
+      if (message.ok) resolve(message);
       else reject(new RunFailure(isAuditErrorCode(message.failure.code) ? message.failure.code : 'INTERNAL', message.failure.message, message.failure.retryable));
     });
     const lost = (why: string) => {
@@ -55,7 +55,8 @@ export function createRunnerPool({ size, worker: options, logger }: { size: numb
     return slot;
   }
 
-  async function run(request: RunRequest): Promise<RunOutput> {
+  /** Sends one piece of work to a free thread, started on first use, and waits for its answer. */
+  async function inFreeSlot(message: (id: number) => PoolRequest): Promise<Extract<PoolResponse, { ok: true }>> {
     if (closing) throw new RunFailure('AGENT_SHUTTING_DOWN', 'the runner pool is closing', true);
     const index = slots.findIndex((slot) => slot === null || !slot.busy);
     if (index < 0) throw new RunFailure('INTERNAL', `all ${size} runners are busy`, true);
@@ -69,15 +70,28 @@ export function createRunnerPool({ size, worker: options, logger }: { size: numb
     }
     if (slots[index] !== slot) throw new RunFailure('BROWSER_FAILED', 'the runner thread died before the run started', true);
     const id = nextId++;
-    const result = new Promise<RunOutput>((resolve, reject) => {
+    const result = new Promise<Extract<PoolResponse, { ok: true }>>((resolve, reject) => {
       slot.pending = { id, resolve, reject };
     });
-    slot.worker.postMessage({ type: 'run', id, request } satisfies PoolRequest);
+    slot.worker.postMessage(message(id));
     return result;
+  }
+
+  async function run(request: RunRequest): Promise<RunOutput> {
+    const response = await inFreeSlot((id) => ({ type: 'run', id, request }));
+    if (!('output' in response)) throw new RunFailure('INTERNAL', 'the runner thread answered a run with a calibration', true);
+    return response.output;
+  }
+
+  async function calibrate(): Promise<number> {
+    const response = await inFreeSlot((id) => ({ type: 'calibrate', id }));
+    if (!('benchmarkIndex' in response)) throw new RunFailure('INTERNAL', 'the runner thread answered a calibration with a run', true);
+    return response.benchmarkIndex;
   }
 
   return {
     run,
+    calibrate,
     async close() {
       closing = true;
       await Promise.all(

@@ -25,8 +25,12 @@ port.on('message', (raw: unknown) => {
     });
     return;
   }
-  runner.run(message.request).then(
-    (output) => port.postMessage({ id: message.id, ok: true, output } satisfies PoolResponse),
+  const work: Promise<PoolResponse> =
+    message.type === 'calibrate'
+      ? runner.calibrate!().then((benchmarkIndex) => ({ id: message.id, ok: true, benchmarkIndex }))
+      : runner.run(message.request).then((output) => ({ id: message.id, ok: true, output }));
+  work.then(
+    (response) => port.postMessage(response),
     (error: unknown) => {
       const failure = error instanceof RunFailure ? error : new RunFailure('INTERNAL', (error as Error).message, true);
       port.postMessage({ id: message.id, ok: false, failure: failure.toFailure() } satisfies PoolResponse);

@@ -12,6 +12,13 @@
  */
 export const MIN_BENCHMARK_INDEX = 150;
 
+/**
+ * How far (a fraction) a run's benchmark index may be from its agent's baseline before the run
+ * is doubted (the gateway's verdicts), and, above it on a run made alone, before the agent takes
+ * its baseline for stale and measures again.
+ */
+export const BENCHMARK_DRIFT_LIMIT = 0.15;
+
 /** The CPU slowdown multiplier for a machine's benchmark index (two decimals), or null when none fits. */
 export function cpuMultiplierFor(benchmarkIndex: number): number | null {
   if (!Number.isFinite(benchmarkIndex) || benchmarkIndex < MIN_BENCHMARK_INDEX) return null;

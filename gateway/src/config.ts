@@ -16,6 +16,11 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
   LOG_LEVEL: logLevelSchema,
   /** Time an agent may spend on one Lighthouse run (DESIGN.md: 120 s). */
   RUN_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
+  /**
+   * Extra runs an update may make per device and location to measure suspect runs again
+   * (run-verdicts.ts); 0 keeps suspect runs as they are, marked.
+   */
+  MAX_RETESTS: z.coerce.number().int().min(0).max(5).default(2),
   /** Time a sync update may wait for its runs, queueing included (DESIGN.md: 10 min). */
   SYNC_UPDATE_TIMEOUT_MS: z.coerce.number().int().positive().default(600_000),
   RATE_LIMIT_UPDATES_PER_MINUTE: z.coerce.number().int().positive().default(60),

@@ -44,7 +44,7 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
   const dispatcher = nc ? createNatsDispatcher({ nc, logger, registry: agents, maxInFlight: config.MAX_RUNS_IN_FLIGHT }) : createLocalDispatcher({ agents: transport.localAgents!, logger });
   const metrics = createGatewayMetrics({ nc, agents, queueDepth: (location) => dispatcher.waiting?.(location) ?? 0, pendingUpdates: (location) => store.countPendingUpdates(location) });
   const crux = config.CRUX_API_KEY ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger }) : undefined;
-  const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS, crux, observer: metrics });
+  const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS, maxRetests: config.MAX_RETESTS, crux, observer: metrics });
   // The queue admits a user's next update as one ends; admission queues it: each needs the other.
   const started: { queue?: UpdateQueue } = {};
   const admission = createUpdateAdmission({ store, queue: () => started.queue!, logger, perUser: config.MAX_ACTIVE_UPDATES_PER_USER });

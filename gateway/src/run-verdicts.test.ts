@@ -61,6 +61,11 @@ describe('judgeRuns', () => {
     expect(byLcp[2]).toEqual({ verdict: 'suspect', reasons: ['LCP 2000 ms is 54 % from the runs\' median 1300 ms'] });
     // 60 % off but only 180 ms: a fast page's LCP jitters by that much.
     expect(judgeRuns([run(1, { lcp: 300 }), run(2, { lcp: 320 }), run(3, { lcp: 500 })])[2]!.verdict).toBe('reliable');
+    // A run doubted for its own reasons is left out of the median the others are compared with:
+    // here the three calm runs agree, and the shared one is suspect for sharing, not as an outlier.
+    const mixed = judgeRuns([run(1, { lcp: 3000, conditions: { concurrentRuns: 1 } }), run(2, { lcp: 3100, conditions: { concurrentRuns: 1 } }), run(3, { lcp: 1280 }), run(1, { lcp: 1300, runIndex: 3 }), run(2, { lcp: 1320, runIndex: 4 })]);
+    expect(mixed.map((v) => v.verdict)).toEqual(['suspect', 'suspect', 'reliable', 'reliable', 'reliable']);
+    expect(mixed[0]!.reasons).toEqual(['1 other run was in progress on agent a1 during this run']);
     // Two runs have no median to stand apart from.
     expect(judgeRuns([run(1, { performance: 95 }), run(2, { performance: 40 })]).map((v) => v.verdict)).toEqual(['reliable', 'reliable']);
   });

@@ -1,4 +1,4 @@
-import { extractRunMetrics, medianRunIndex, type AuditRunResult, type RunMetrics } from '@perfwatch/common';
+import { BENCHMARK_DRIFT_LIMIT, extractRunMetrics, medianRunIndex, type AuditRunResult, type RunMetrics } from '@perfwatch/common';
 
 /**
  * When the gateway doubts a run. One table, cited by README ("Trusting the numbers"): a run is
@@ -8,15 +8,15 @@ import { extractRunMetrics, medianRunIndex, type AuditRunResult, type RunMetrics
  */
 export const VERDICT_RULES = {
   /** Lighthouse's benchmark index of the run this far (a fraction) from the agent's baseline. */
-  benchmarkDrift: 0.15,
-  /** Outliers are looked for among at least this many runs of one device and location. */
+  benchmarkDrift: BENCHMARK_DRIFT_LIMIT,
+  /** Outliers are looked for among at least this many runs of one device and location that nothing else is doubted about. */
   outlierMinRuns: 3,
   /** A performance score more than this many points from the median score of the runs. */
   outlierScorePoints: 10,
   /** An LCP farther from the median LCP than this fraction of it and than `outlierLcpMs`, both. */
   outlierLcpFraction: 0.25,
   outlierLcpMs: 250,
-  /** Extra runs an update makes per device and location to replace suspect ones. */
+  /** Extra runs an update makes per device and location to replace suspect ones (MAX_RETESTS). */
   maxRetests: 2,
 } as const;
 
@@ -84,13 +84,17 @@ function outlierReasons(metrics: readonly RunMetrics[]): string[][] {
   return reasons;
 }
 
-/** The verdict on each of one device and location's runs, in the order given. */
+/**
+ * The verdict on each of one device and location's runs, in the order given. Outliers are
+ * looked for only among the runs nothing else is doubted about: a run slowed by a neighbour
+ * would otherwise drag the median its re-test is compared with.
+ */
 export function judgeRuns(runs: readonly AuditRunResult[]): Verdict[] {
-  const outliers = outlierReasons(runs.map((run) => extractRunMetrics(run.lhr)));
-  return runs.map((run, i) => {
-    const reasons = [...ownReasons(run), ...outliers[i]!];
-    return { verdict: reasons.length > 0 ? 'suspect' : 'reliable', reasons };
-  });
+  const own = runs.map(ownReasons);
+  const clean = runs.flatMap((run, i) => (own[i]!.length === 0 ? [i] : []));
+  const outliers = outlierReasons(clean.map((i) => extractRunMetrics(runs[i]!.lhr)));
+  clean.forEach((runIndex, k) => own[runIndex]!.push(...outliers[k]!));
+  return own.map((reasons) => ({ verdict: reasons.length > 0 ? 'suspect' : 'reliable', reasons }));
 }
 
 /**

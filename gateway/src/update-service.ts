@@ -86,6 +86,8 @@ export interface UpdateServiceDeps {
   runTimeoutMs: number;
   /** Time the gateway waits for a reply, queueing at busy agents included. */
   replyTimeoutMs: number;
+  /** Extra runs per device and location to measure suspect runs again; VERDICT_RULES.maxRetests unless given. */
+  maxRetests?: number;
   /** CrUX field data, asked once per device while the runs go on; absent: no field data. */
   crux?: CruxClient;
   /** Told of every dispatch and every finished update (metrics). */
@@ -100,7 +102,7 @@ export interface UpdateServiceDeps {
  * agents measures in parallel; the representative run per (device, location); one snapshot
  * date shared by all of them.
  */
-export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, replyTimeoutMs, crux, observer, now = () => new Date(), awayBackoffMs = AWAY_BACKOFF_MS }: UpdateServiceDeps) {
+export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, replyTimeoutMs, maxRetests = VERDICT_RULES.maxRetests, crux, observer, now = () => new Date(), awayBackoffMs = AWAY_BACKOFF_MS }: UpdateServiceDeps) {
   async function dispatch(job: AuditJob, options: DispatchOptions): Promise<RunOutcome> {
     const started = performance.now();
     const outcome = await dispatcher.dispatch(job, options);
@@ -172,7 +174,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
         const runs: Array<RunOutcome & { retestOfRunIndex?: number }> = await Promise.all(Array.from({ length: project.runs }, (_, runIndex) => counted(measureRun(job(runIndex), options, log))));
         // Suspect runs are measured again, one at a time so a re-test does not share the agent
         // with another of this cell's, and on another agent of the location when there is one.
-        for (let retest = 0; retest < VERDICT_RULES.maxRetests; retest++) {
+        for (let retest = 0; retest < maxRetests; retest++) {
           const suspect = nextRetest(runs.flatMap((r) => (r.ok ? [{ ...r.result, ...(r.retestOfRunIndex !== undefined ? { retestOfRunIndex: r.retestOfRunIndex } : {}) }] : [])));
           if (!suspect) break;
           progress[cell]!.total += 1;

@@ -42,11 +42,16 @@ describe('several agents, every section', () => {
     const result = auditResultSchema.parse(body);
 
     const london = result.mobile!.london!;
-    expect(london.runs).toHaveLength(3);
+    // Three runs, and a re-test of any the gateway doubted (three Chromes share two cores here).
+    expect(london.runs.filter((r) => r.retestOf === undefined)).toHaveLength(3);
+    expect(london.runs.length).toBeLessThanOrEqual(5);
     expect(new Set(london.runs.map((r) => r.agentId))).toEqual(new Set(['london-a', 'london-b']));
     expect(new Set(result.mobile!.tokyo!.runs.map((r) => r.agentId))).toEqual(new Set(['tokyo-a']));
-    // The stored result is the run nearest the median FCP and TTI of the three.
-    expect(london.median).toBe(medianRunIndex(london.runs) + 1);
+    // The stored result is the run nearest the median FCP and TTI of the reliable runs (of all, when none is).
+    const reliable = london.runs.filter((r) => r.verdict === 'reliable');
+    const pool = reliable.length > 0 ? reliable : london.runs;
+    expect(london.median).toBe(london.runs.indexOf(pool[medianRunIndex(pool)]!) + 1);
+    expect(london.verification).toMatchObject({ reliableRuns: reliable.length, suspectRuns: london.runs.length - reliable.length, median: reliable.length > 0 ? 'reliable' : 'suspect' });
     const chosen = london.runs[london.median - 1]!;
     const audits = (london.lighthouse as unknown as { audits: Record<string, { numericValue: number }> }).audits;
     expect(audits['first-contentful-paint']!.numericValue).toBe(chosen.fcp);

@@ -87,7 +87,15 @@ describe('metrics with Prometheus', () => {
     const gatewayText = await (await fetch(`${gatewayUrl}/metrics`)).text();
     const agentText = await (await fetch(`${agentOpsUrl}/metrics`)).text();
     expect(gatewayText).toMatch(/perfwatch_updates_total\{mode="sync",update_type="manual",outcome="complete"\} 1/);
-    expect(agentText).toMatch(/perfwatch_lighthouse_run_duration_seconds_count\{location="london",device="desktop",outcome="ok"\} 1/);
+    // Every run the agent made is one the gateway kept, with its verdict: one, or two when the
+    // gateway doubted the first and measured it again.
+    const agentRuns = Number(/perfwatch_lighthouse_run_duration_seconds_count\{location="london",device="desktop",outcome="ok"\} (\d+)/.exec(agentText)?.[1]);
+    const judged = [...gatewayText.matchAll(/^perfwatch_runs_total\{location="london",device="desktop",verdict="(reliable|suspect)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])] as const);
+    expect([1, 2, 3]).toContain(agentRuns);
+    expect(judged.reduce((n, [, count]) => n + count, 0)).toBe(agentRuns);
+    // A suspect run is measured again: every run but the last is suspect, and the last may be.
+    const suspect = judged.find(([verdict]) => verdict === 'suspect')?.[1] ?? 0;
+    expect(suspect === agentRuns - 1 || (agentRuns === 3 && suspect === 3)).toBe(true);
     // Every perfwatch series the dashboard and the alerts use is one these programs export.
     const exported = new Set([...`${gatewayText}\n${agentText}`.matchAll(/^# TYPE (\w+) /gm)].map((m) => m[1]!));
     const used = new Set([...`${await readFile(join(deploy, 'grafana/perfwatch-dashboard.json'), 'utf8')}\n${await readFile(rules, 'utf8')}`.matchAll(/\b(perfwatch_\w+|process_\w+)/g)].map((m) => m[1]!.replace(/_(bucket|count|sum)$/, '')));
@@ -104,7 +112,9 @@ describe('metrics with Prometheus', () => {
     const agents = await query('perfwatch_agents{location="london"}');
     expect(agents.map((r) => r.value[1])).toEqual(['1']);
     const runs = await query('sum(perfwatch_lighthouse_run_duration_seconds_count{outcome="ok"})');
-    expect(Number(runs[0]!.value[1])).toBe(1);
+    const kept = await query('sum(perfwatch_runs_total)');
+    expect(Number(runs[0]!.value[1])).toBeGreaterThanOrEqual(1);
+    expect(kept[0]!.value[1]).toBe(runs[0]!.value[1]);
     // Every dashboard query is one Prometheus accepts, and the ones about runs have data.
     const dashboard = JSON.parse(await readFile(join(deploy, 'grafana/perfwatch-dashboard.json'), 'utf8')) as { panels: Array<{ title: string; targets: Array<{ expr: string }> }> };
     for (const panel of dashboard.panels) for (const target of panel.targets) await query(target.expr);

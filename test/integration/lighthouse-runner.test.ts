@@ -41,16 +41,19 @@ afterAll(async () => {
 describe('Lighthouse runner', () => {
   it('keeps Chrome warm between runs, replaces it after runsPerBrowser, and leaves no Chrome process behind', async () => {
     const page = `${inject('siteUrl')}index.html`;
-    const first = await runner.run({ url: page, device: 'mobile', timeoutMs: 120_000 });
+    // The agent's calibration, measured in this runner's Chrome outside any run.
+    const baseline = await runner.calibrate();
+    expect(baseline).toBeGreaterThan(0);
     const chrome = runner.chrome!;
+    const first = await runner.run({ url: page, device: 'mobile', timeoutMs: 120_000, baselineBenchmarkIndex: baseline });
+    expect(runner.chrome!.pid).toBe(chrome.pid);
     expect(chrome).not.toBeNull();
     expect(first.lhr.finalDisplayedUrl).toBe(page);
     // The browser and its helper processes all carry the profile directory.
     expect((await processesWith(chrome.userDataDir)).length).toBeGreaterThan(1);
 
-    // Calibrated when its Chrome started: a mobile run slows the CPU by the calculator's multiplier.
-    expect(runner.baselineBenchmarkIndex).toBeGreaterThan(0);
-    expect(first.conditions).toMatchObject({ baselineBenchmarkIndex: runner.baselineBenchmarkIndex, cpuMultiplier: cpuMultiplierFor(runner.baselineBenchmarkIndex!) ?? 1, lighthouseVersion: first.lhr.lighthouseVersion });
+    // A mobile run slows the CPU by the calculator's multiplier for the baseline it is given.
+    expect(first.conditions).toMatchObject({ baselineBenchmarkIndex: baseline, cpuMultiplier: cpuMultiplierFor(baseline) ?? 1, lighthouseVersion: first.lhr.lighthouseVersion });
     expect(first.conditions!.benchmarkIndex).toBeGreaterThan(0);
     expect((first.lhr.configSettings as { throttling: { cpuSlowdownMultiplier: number } }).throttling.cpuSlowdownMultiplier).toBe(first.conditions!.cpuMultiplier);
 
@@ -71,12 +74,16 @@ describe('Lighthouse runner', () => {
   }, 180_000);
 
   it('applies a fixed CPU multiplier as it is, and still records the benchmark index', async () => {
-    const fixed = await guardedRunner('127.0.0.1/32', 1, { multiplier: 2.5, everyRuns: 50 });
+    const fixed = await guardedRunner('127.0.0.1/32', 1, { multiplier: 2.5 });
     try {
-      const output = await fixed.run({ url: `${inject('siteUrl')}index.html`, device: 'mobile', timeoutMs: 120_000 });
+      const output = await fixed.run({ url: `${inject('siteUrl')}index.html`, device: 'mobile', timeoutMs: 120_000, baselineBenchmarkIndex: 2460 });
       expect(output.conditions!.cpuMultiplier).toBe(2.5);
       expect((output.lhr.configSettings as { throttling: { cpuSlowdownMultiplier: number } }).throttling.cpuSlowdownMultiplier).toBe(2.5);
-      expect(output.conditions!.baselineBenchmarkIndex).toBeGreaterThan(0);
+      expect(output.conditions!.baselineBenchmarkIndex).toBe(2460);
+      expect(output.conditions!.benchmarkIndex).toBeGreaterThan(0);
+      // Without a baseline (no calibration could be made) a mobile run gets Lighthouse's own 4×.
+      const uncalibrated = await runner.run({ url: `${inject('siteUrl')}index.html`, device: 'mobile', timeoutMs: 120_000 });
+      expect(uncalibrated.conditions).toMatchObject({ baselineBenchmarkIndex: null, cpuMultiplier: 4 });
     } finally {
       await fixed.close();
     }

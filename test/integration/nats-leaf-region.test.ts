@@ -132,7 +132,8 @@ describe('hub and region leaf node from the shipped NATS configuration', () => {
     const body = await res.json();
     expect(res.status, JSON.stringify(body).slice(0, 500)).toBe(200);
     const cell = auditResultSchema.parse(body).desktop!.tokyo!;
-    expect(cell.runs).toHaveLength(1);
+    // One run (and a re-test should the gateway have doubted it).
+    expect(cell.runs.filter((r) => r.retestOf === undefined)).toHaveLength(1);
     expect((cell.lighthouse as { finalDisplayedUrl?: string }).finalDisplayedUrl).toBe(page());
   }, 150_000);
 
