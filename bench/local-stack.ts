@@ -19,6 +19,8 @@ const tools = join(root, '.tools/bin');
 export interface StackAgent {
   location: Location;
   runsPerBrowser: number;
+  /** Runs at once (PERFWATCH_CAPACITY); 1 unless given. */
+  capacity?: number;
   /** Sees every run the agent makes, e.g. to time it. */
   onRun?: (output: Awaited<ReturnType<AuditRunner['run']>>) => void;
 }
@@ -43,10 +45,10 @@ export async function startLocalStack(agents: StackAgent[]): Promise<LocalStack>
   await store.init();
   const nc = await connect({ servers: nats.url });
   // The agents' runner as `perfwatch agent` builds it: a worker thread with its own Chrome.
-  const runners = agents.map(({ runsPerBrowser }) =>
-    createRunnerPool({ size: 1, worker: { chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium', noSandbox: process.getuid?.() === 0, runsPerBrowser, allowTargets: '127.0.0.0/8', logLevel: 'silent' }, logger }),
+  const runners = agents.map(({ runsPerBrowser, capacity = 1 }) =>
+    createRunnerPool({ size: capacity, worker: { chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium', noSandbox: process.getuid?.() === 0, runsPerBrowser, allowTargets: '127.0.0.0/8', logLevel: 'silent' }, logger }),
   );
-  const started = agents.map(({ location, onRun }, i) => {
+  const started = agents.map(({ location, onRun, capacity = 1 }, i) => {
     const runner = runners[i]!;
     const observed: AuditRunner = {
       run: async (request) => {
@@ -54,9 +56,11 @@ export async function startLocalStack(agents: StackAgent[]): Promise<LocalStack>
         onRun?.(output);
         return output;
       },
+      // Calibrated as `perfwatch agent` is.
+      ...(runner.calibrate ? { calibrate: () => runner.calibrate!() } : {}),
       close: () => runner.close(),
     };
-    return startAgent({ nc, location, runner: observed, logger, agentId: `stack-${location}-${i}` });
+    return startAgent({ nc, location, runner: observed, logger, agentId: `stack-${location}-${i}`, capacity });
   });
   const gateway = await startGateway({ nc, store, logger, config: gatewayConfigWith({ PORT: 0, HOST: '127.0.0.1', SHUTDOWN_READINESS_DELAY_MS: 0 }) });
   const admin = createAdmin(store);

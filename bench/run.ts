@@ -1,8 +1,10 @@
 /**
  * `npm run bench`: runs every benchmark and writes bench/results.md with the machine, the
  * date and each figure. Not part of `npm test`: figures are ratios measured side by side.
+ * `BENCH_ONLY=repeatability,reads npm run bench` measures only those sections and keeps the
+ * others as the last full run wrote them (each section says when it was measured).
  */
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,67 +13,137 @@ import { measureOverviewMemory } from './overview-memory.ts';
 import { measureDispatchScale } from './dispatch-scale.ts';
 import { measureReadPath, type Load } from './read-path.ts';
 import { measureAgentCapacity, type CapacityPhase } from './agent-capacity.ts';
+import { measureRepeatability, repeatabilitySection } from './repeatability.ts';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const overhead = await measureAuditOverhead(Number(process.env['BENCH_PAIRS'] ?? 5));
-const capacity = await measureAgentCapacity(Number(process.env['BENCH_CAPACITY_RUNS'] ?? 6));
 const phaseRow = (name: string, p: CapacityPhase) => `| ${name} | ${p.auditsPerHourPerCore.toFixed(0)} | ${Math.round(p.medianLighthouseMs)} ms | ${p.chromePeakMb.toFixed(0)} MB | ${p.browsers} |`;
-const scale = await measureDispatchScale((process.env['BENCH_SCALE_LEVELS'] ?? '1,10,100,1000').split(',').map(Number));
-const reads = await measureReadPath(process.env['BENCH_READ_SNAPSHOTS'] ? Number(process.env['BENCH_READ_SNAPSHOTS']) : undefined);
 const load = (l: Load) => `${l.requestsPerSecond.toFixed(1)} req/s, p50 ${Math.round(l.p50Ms)} ms, p99 ${Math.round(l.p99Ms)} ms`;
-const overview = await measureOverviewMemory(Number(process.env['BENCH_OVERVIEW_RECORDS'] ?? 1_000_000));
+
+/** Each section: its name for BENCH_ONLY, the headings it writes, and how it is measured. */
+const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise<string[]> }> = [
+  {
+    name: 'overhead',
+    headings: ['## Audit path overhead'],
+    async measure() {
+      const overhead = await measureAuditOverhead(Number(process.env['BENCH_PAIRS'] ?? 5));
+      return [
+        '## Audit path overhead (fixture page, mobile, 1 location, 1 run)',
+        '',
+        '| figure | bare CLI | cold agent | warm agent |',
+        '|---|---|---|---|',
+        `| wall time, median of ${overhead.pairs} alternating rounds | ${Math.round(median(overhead.cliMs))} ms | ${Math.round(median(overhead.cold.updateMs))} ms | ${Math.round(median(overhead.warm.updateMs))} ms |`,
+        `| agent's own Lighthouse run, median | — | ${Math.round(median(overhead.cold.agentLighthouseMs))} ms | ${Math.round(median(overhead.warm.agentLighthouseMs))} ms |`,
+        `| update ÷ bare CLI (median of per-round ratios) | 1 | ${overhead.cold.updateOverCli.toFixed(3)} | ${overhead.warm.updateOverCli.toFixed(3)} |`,
+        `| update ÷ agent's Lighthouse time | — | ${overhead.cold.updateOverAgentLighthouse.toFixed(3)} | ${overhead.warm.updateOverAgentLighthouse.toFixed(3)} |`,
+        '',
+        'The bare CLI runs with its defaults (full-page screenshot included) in a process of its own; agents skip the full-page screenshot, which is never stored.',
+        '',
+      ];
+    },
+  },
+  {
+    name: 'capacity',
+    headings: ['## Agent capacity'],
+    async measure() {
+      const capacity = await measureAgentCapacity(Number(process.env['BENCH_CAPACITY_RUNS'] ?? 6));
+      return [
+        `## Agent capacity (fixture page, mobile, ${capacity.cores} slots on ${capacity.cores} cores, ${capacity.warm.runs} runs per phase)`,
+        '',
+        '| browser | audits per hour per core | Lighthouse run, median | Chrome peak memory per browser (PSS) | browsers used |',
+        '|---|---|---|---|---|',
+        phaseRow('warm (kept across runs)', capacity.warm),
+        phaseRow('cold (launched per run)', capacity.cold),
+        '',
+      ];
+    },
+  },
+  {
+    name: 'repeatability',
+    headings: ['## Repeatability', '## Agreement with stock Lighthouse'],
+    measure: async () => repeatabilitySection(await measureRepeatability(Number(process.env['BENCH_REPEAT_UPDATES'] ?? 10)), new Date().toISOString()),
+  },
+  {
+    name: 'scale',
+    headings: ['## Dispatch and merge at scale'],
+    async measure() {
+      const scale = await measureDispatchScale((process.env['BENCH_SCALE_LEVELS'] ?? '1,10,100,1000').split(',').map(Number));
+      return [
+        '## Dispatch and merge at scale (responders answering after 200 ms; 6 locations × 2 devices × 3 runs per update)',
+        '',
+        '| concurrent updates | ideal | every run answered and merged | × ideal | every update stored and answered | × ideal | gateway CPU per update | gateway peak RSS | failed |',
+        '|---|---|---|---|---|---|---|---|---|',
+        ...scale.map((l) => `| ${l.concurrent} | ${l.idealMs} ms | ${Math.round(l.dispatchedMs)} ms | ${l.dispatchedOverIdeal.toFixed(2)} | ${Math.round(l.ms)} ms | ${l.overIdeal.toFixed(2)} | ${l.cpuMsPerUpdate.toFixed(1)} ms | ${l.peakRssMb.toFixed(0)} MB | ${l.failed} |`),
+        '',
+      ];
+    },
+  },
+  {
+    name: 'reads',
+    headings: ['## Read path'],
+    async measure() {
+      const reads = await measureReadPath(process.env['BENCH_READ_SNAPSHOTS'] ? Number(process.env['BENCH_READ_SNAPSHOTS']) : undefined);
+      return [
+        `## Read path (${reads.snapshots.toLocaleString('en')} snapshots, ${reads.kpiRecords.toLocaleString('en')} KPI records, 10 connections, ${process.env['BENCH_MONGODB_URI'] ? 'MongoDB' : 'FerretDB v1 SQLite'})`,
+        '',
+        '| endpoint | gateway (autocannon) | raw driver, same queries | ratio | gateway CPU per request |',
+        '|---|---|---|---|---|',
+        `| /v1/audit (one snapshot, one result) | ${load(reads.audit.gateway)} | ${load(reads.audit.raw)} | ${reads.audit.ratio.toFixed(2)} | ${reads.audit.gateway.cpuMsPerRequest?.toFixed(1)} ms |`,
+        `| /v1/overview (one domain, one day: ${reads.overviewRecordsPerRequest} records) | ${load(reads.overview.gateway)} | ${load(reads.overview.raw)} | ${reads.overview.ratio.toFixed(2)} | ${reads.overview.gateway.cpuMsPerRequest?.toFixed(1)} ms |`,
+        '',
+        'FerretDB v1 (SQLite) uses no index for filters other than `_id`, so every query scans its collection: on it both sides are bound by the database and the scale is kept small (see bench/read-path.ts). `BENCH_MONGODB_URI=mongodb://… npm run bench` runs 100,000 snapshots on a real MongoDB.',
+        '',
+      ];
+    },
+  },
+  {
+    name: 'overview',
+    headings: ['## Overview streaming'],
+    async measure() {
+      const overview = await measureOverviewMemory(Number(process.env['BENCH_OVERVIEW_RECORDS'] ?? 1_000_000));
+      return [
+        `## Overview streaming (gateway process, old-generation heap capped at ${overview.heapCapMb} MB)`,
+        '',
+        '| figure | value |',
+        '|---|---|',
+        `| gateway RSS at start | ${overview.baselineRssMb.toFixed(0)} MB |`,
+        `| peak RSS after ${overview.smallRecords.toLocaleString('en')} records | ${overview.peakAfterSmallMb.toFixed(0)} MB |`,
+        `| peak RSS after ${overview.mediumRecords.toLocaleString('en')} records | ${overview.peakAfterMediumMb.toFixed(0)} MB |`,
+        `| peak RSS after ${overview.largeRecords.toLocaleString('en')} records | ${overview.peakAfterLargeMb.toFixed(0)} MB |`,
+        `| peak ratio, ${overview.largeRecords.toLocaleString('en')} ÷ ${overview.mediumRecords.toLocaleString('en')} records (10× the records) | ${(overview.peakAfterLargeMb / overview.peakAfterMediumMb).toFixed(2)} |`,
+        `| peak ratio, ${overview.largeRecords.toLocaleString('en')} ÷ ${overview.smallRecords.toLocaleString('en')} records | ${(overview.peakAfterLargeMb / overview.peakAfterSmallMb).toFixed(2)} |`,
+        `| large response | ${overview.largeResponseMb.toFixed(0)} MB in ${overview.largeSeconds.toFixed(0)} s (${Math.round(overview.recordsPerSecond)} records/s) |`,
+        '',
+      ];
+    },
+  },
+];
+
+const only = process.env['BENCH_ONLY']?.split(',').map((name) => name.trim());
+const unknown = only?.filter((name) => !SECTIONS.some((section) => section.name === name)) ?? [];
+if (unknown.length > 0) throw new Error(`BENCH_ONLY names no section ${unknown.join(', ')}; there are ${SECTIONS.map((section) => section.name).join(', ')}`);
+const out = join(dirname(fileURLToPath(import.meta.url)), 'results.md');
+const previous = only ? await readFile(out, 'utf8').catch(() => '') : '';
+/** A section as the last run wrote it: from its heading to the next one. */
+const kept = (heading: string) => {
+  const start = previous.indexOf(`\n${heading}`);
+  if (start < 0) return [];
+  const next = previous.indexOf('\n## ', start + 1);
+  return previous.slice(start + 1, next < 0 ? undefined : next + 1).split('\n').slice(0, -1);
+};
+const date = new Date().toISOString();
+const body: string[] = [];
+for (const section of SECTIONS) {
+  if (!only || only.includes(section.name)) body.push(...(await section.measure()));
+  else body.push(...section.headings.flatMap(kept));
+}
+const dateLine = only ? `- date: ${date} (${only.join(', ')}; the other sections as measured on ${(/as measured on (\S+?)\)/.exec(previous) ?? /- date: (\S+)/.exec(previous))?.[1] ?? 'an earlier run'})` : `- date: ${date}`;
 const lines = [
   '# perfwatch benchmarks',
   '',
-  `- date: ${new Date().toISOString()}`,
+  dateLine,
   `- machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
   '',
-  '## Audit path overhead (fixture page, mobile, 1 location, 1 run)',
-  '',
-  '| figure | bare CLI | cold agent | warm agent |',
-  '|---|---|---|---|',
-  `| wall time, median of ${overhead.pairs} alternating rounds | ${Math.round(median(overhead.cliMs))} ms | ${Math.round(median(overhead.cold.updateMs))} ms | ${Math.round(median(overhead.warm.updateMs))} ms |`,
-  `| agent's own Lighthouse run, median | — | ${Math.round(median(overhead.cold.agentLighthouseMs))} ms | ${Math.round(median(overhead.warm.agentLighthouseMs))} ms |`,
-  `| update ÷ bare CLI (median of per-round ratios) | 1 | ${overhead.cold.updateOverCli.toFixed(3)} | ${overhead.warm.updateOverCli.toFixed(3)} |`,
-  `| update ÷ agent's Lighthouse time | — | ${overhead.cold.updateOverAgentLighthouse.toFixed(3)} | ${overhead.warm.updateOverAgentLighthouse.toFixed(3)} |`,
-  '',
-  'The bare CLI runs with its defaults (full-page screenshot included) in a process of its own; agents skip the full-page screenshot, which is never stored.',
-  '',
-  `## Agent capacity (fixture page, mobile, ${capacity.cores} slots on ${capacity.cores} cores, ${capacity.warm.runs} runs per phase)`,
-  '',
-  '| browser | audits per hour per core | Lighthouse run, median | Chrome peak memory per browser (PSS) | browsers used |',
-  '|---|---|---|---|---|',
-  phaseRow('warm (kept across runs)', capacity.warm),
-  phaseRow('cold (launched per run)', capacity.cold),
-  '',
-  '## Dispatch and merge at scale (responders answering after 200 ms; 6 locations × 2 devices × 3 runs per update)',
-  '',
-  '| concurrent updates | ideal | every run answered and merged | × ideal | every update stored and answered | × ideal | gateway CPU per update | gateway peak RSS | failed |',
-  '|---|---|---|---|---|---|---|---|---|',
-  ...scale.map((l) => `| ${l.concurrent} | ${l.idealMs} ms | ${Math.round(l.dispatchedMs)} ms | ${l.dispatchedOverIdeal.toFixed(2)} | ${Math.round(l.ms)} ms | ${l.overIdeal.toFixed(2)} | ${l.cpuMsPerUpdate.toFixed(1)} ms | ${l.peakRssMb.toFixed(0)} MB | ${l.failed} |`),
-  '',
-  `## Read path (${reads.snapshots.toLocaleString('en')} snapshots, ${reads.kpiRecords.toLocaleString('en')} KPI records, 10 connections, ${process.env['BENCH_MONGODB_URI'] ? 'MongoDB' : 'FerretDB v1 SQLite'})`,
-  '',
-  '| endpoint | gateway (autocannon) | raw driver, same queries | ratio | gateway CPU per request |',
-  '|---|---|---|---|---|',
-  `| /v1/audit (one snapshot, one result) | ${load(reads.audit.gateway)} | ${load(reads.audit.raw)} | ${reads.audit.ratio.toFixed(2)} | ${reads.audit.gateway.cpuMsPerRequest?.toFixed(1)} ms |`,
-  `| /v1/overview (one domain, one day: ${reads.overviewRecordsPerRequest} records) | ${load(reads.overview.gateway)} | ${load(reads.overview.raw)} | ${reads.overview.ratio.toFixed(2)} | ${reads.overview.gateway.cpuMsPerRequest?.toFixed(1)} ms |`,
-  '',
-  'FerretDB v1 (SQLite) uses no index for filters other than `_id`, so every query scans its collection: on it both sides are bound by the database and the scale is kept small (see bench/read-path.ts). `BENCH_MONGODB_URI=mongodb://… npm run bench` runs 100,000 snapshots on a real MongoDB.',
-  '',
-  `## Overview streaming (gateway process, old-generation heap capped at ${overview.heapCapMb} MB)`,
-  '',
-  '| figure | value |',
-  '|---|---|',
-  `| gateway RSS at start | ${overview.baselineRssMb.toFixed(0)} MB |`,
-  `| peak RSS after ${overview.smallRecords.toLocaleString('en')} records | ${overview.peakAfterSmallMb.toFixed(0)} MB |`,
-  `| peak RSS after ${overview.mediumRecords.toLocaleString('en')} records | ${overview.peakAfterMediumMb.toFixed(0)} MB |`,
-  `| peak RSS after ${overview.largeRecords.toLocaleString('en')} records | ${overview.peakAfterLargeMb.toFixed(0)} MB |`,
-  `| peak ratio, ${overview.largeRecords.toLocaleString('en')} ÷ ${overview.mediumRecords.toLocaleString('en')} records (10× the records) | ${(overview.peakAfterLargeMb / overview.peakAfterMediumMb).toFixed(2)} |`,
-  `| peak ratio, ${overview.largeRecords.toLocaleString('en')} ÷ ${overview.smallRecords.toLocaleString('en')} records | ${(overview.peakAfterLargeMb / overview.peakAfterSmallMb).toFixed(2)} |`,
-  `| large response | ${overview.largeResponseMb.toFixed(0)} MB in ${overview.largeSeconds.toFixed(0)} s (${Math.round(overview.recordsPerSecond)} records/s) |`,
-  '',
+  ...body,
 ];
-const out = join(dirname(fileURLToPath(import.meta.url)), 'results.md');
 await writeFile(out, lines.join('\n'));
 process.stdout.write(`${lines.join('\n')}\nwritten to ${out}\n`);

@@ -9,6 +9,27 @@ const plain = { style: { head: [], border: [] }, chars: { mid: '', 'left-mid': '
 
 const RESULT_COLUMNS: BudgetKey[] = ['performance', 'accessibility', 'best-practices', 'seo', 'lcp', 'fcp', 'tbt', 'cls'];
 
+/** Which run is the median, and how far the runs are trusted: "2 of 4, 2 suspect, 2 re-tests". */
+function medianRunText(cell: NonNullable<NonNullable<AuditResult['mobile']>['london']>): string {
+  const v = cell.verification;
+  const trust = v && v.suspectRuns > 0 ? `, ${v.suspectRuns} suspect${v.retests > 0 ? `, ${v.retests} re-test${v.retests === 1 ? '' : 's'}` : ''}${v.median === 'suspect' ? ' (median suspect)' : ''}` : '';
+  return `${cell.median} of ${cell.runs.length}${trust}`;
+}
+
+/** Runs the gateway doubted, one line each with its reasons, under the table. */
+function suspectRunLines(result: AuditResult): string[] {
+  const lines: string[] = [];
+  for (const device of DEVICES) {
+    for (const location of LOCATIONS) {
+      const cell = result[device]?.[location];
+      cell?.runs.forEach((run, index) => {
+        if (run.verdict === 'suspect') lines.push(`${device}/${location} run ${index + 1}${run.retestOf ? ` (re-test of ${run.retestOf})` : ''} suspect: ${(run.reasons ?? []).join('; ')}`);
+      });
+    }
+  }
+  return lines;
+}
+
 /** One row per device and location: the date, the four scores and the key metrics of the median run. */
 export function auditResultTable(result: AuditResult): string {
   const table = new Table({ ...plain, head: ['device', 'location', 'date (UTC)', 'perf', 'a11y', 'best pr.', 'seo', 'LCP', 'FCP', 'TBT', 'CLS', 'median run'] });
@@ -16,11 +37,11 @@ export function auditResultTable(result: AuditResult): string {
     for (const location of LOCATIONS) {
       const cell = result[device]?.[location];
       if (!cell) continue;
-      table.push([device, location, cell.lighthouse.date, ...RESULT_COLUMNS.map((key) => formatValue(key, measure(cell.lighthouse, key))), `${cell.median} of ${cell.runs.length}`]);
+      table.push([device, location, cell.lighthouse.date, ...RESULT_COLUMNS.map((key) => formatValue(key, measure(cell.lighthouse, key))), medianRunText(cell)]);
     }
   }
   for (const { device, location, reason } of result.missing ?? []) table.push([device, location, { colSpan: RESULT_COLUMNS.length + 2, content: `not measured: ${reason}` }]);
-  return table.toString();
+  return [table.toString(), ...suspectRunLines(result)].join('\n');
 }
 
 function shortData(data: OverviewRecord['data']): string {
