@@ -20,6 +20,7 @@ describe('NATS contract v1', () => {
       'audit-reply-error-minimal.json',
       'audit-reply-error-with-agent.json',
       'audit-reply-error.json',
+      'audit-reply-ok-with-conditions.json',
       'audit-reply-ok-with-security.json',
       'audit-reply-ok.json',
     ]);
@@ -44,11 +45,20 @@ describe('NATS contract v1', () => {
     expect(auditJobSchema.parse(golden('audit-job.json')).excludeAgents).toBeUndefined();
   });
 
-  it.each(['audit-reply-ok.json', 'audit-reply-ok-with-security.json', 'audit-reply-error.json', 'audit-reply-error-minimal.json', 'audit-reply-error-with-agent.json'])('decodes the golden reply %s', async (name) => {
+  it.each(['audit-reply-ok.json', 'audit-reply-ok-with-security.json', 'audit-reply-ok-with-conditions.json', 'audit-reply-error.json', 'audit-reply-error-minimal.json', 'audit-reply-error-with-agent.json'])('decodes the golden reply %s', async (name) => {
     const reply = auditReplySchema.parse(golden(name));
     expect(await decodeReply(await encodeReply(reply), 'gzip')).toEqual(golden(name));
     // Plain JSON (a reply without Content-Encoding) is read too.
     expect(await decodeReply(Buffer.from(JSON.stringify(golden(name))), undefined)).toEqual(golden(name));
+  });
+
+  it('reads a v1.2 run\'s conditions, with or without the count of runs that overlapped it', () => {
+    const reply = auditReplySchema.parse(golden('audit-reply-ok-with-conditions.json'));
+    expect(reply.ok && reply.result.conditions).toMatchObject({ benchmarkIndex: 2431, baselineBenchmarkIndex: 2460, concurrentRuns: 0, overlappingRuns: 1 });
+    const earlier = golden('audit-reply-ok-with-conditions.json') as { result: { conditions: Record<string, unknown> } };
+    delete earlier.result.conditions['overlappingRuns'];
+    const parsed = auditReplySchema.parse(earlier);
+    expect(parsed.ok && parsed.result.conditions?.overlappingRuns).toBeUndefined();
   });
 
   it('keeps fields it does not know, so additive changes pass through older gateways', () => {
