@@ -2,6 +2,12 @@ import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 import { isBrowserTeardownError } from './agent/src/browser-teardown-errors.ts';
 
+/**
+ * Suites that measure with real Chromium and judge by the machine's speed: the verdicts on
+ * runs (a benchmark index off its baseline makes a run suspect) and the fair-use timings.
+ */
+const QUIET = ['test/e2e/suspect-runs.test.ts', 'test/e2e/fair-use.test.ts'];
+
 const src = (path: string) => fileURLToPath(new URL(`./${path}`, import.meta.url));
 
 // Packages resolve to their sources, so no test needs a build.
@@ -28,7 +34,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/deploy/compose-stack.test.ts'],
+          exclude: ['test/deploy/compose-stack.test.ts', ...QUIET],
           environment: 'node',
           // Real servers for every suite here: nats-server, FerretDB, the fixture site.
           globalSetup: ['./test/support/global-setup.ts'],
@@ -37,6 +43,21 @@ export default defineConfig({
           // Two cores: Lighthouse suites must not share them with other heavy files.
           maxWorkers: 2,
           sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        resolve: { alias },
+        test: {
+          // Suites whose outcome is the machine's speed, after the others and one file at a
+          // time: a neighbour's Chrome slows their runs, which perfwatch then rightly doubts.
+          name: 'quiet',
+          include: QUIET,
+          environment: 'node',
+          globalSetup: ['./test/support/global-setup.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+          maxWorkers: 1,
+          sequence: { groupOrder: 2 },
         },
       },
       {
@@ -51,7 +72,7 @@ export default defineConfig({
           globalSetup: ['./test/support/global-setup.ts'],
           testTimeout: 300_000,
           hookTimeout: 1_800_000,
-          sequence: { groupOrder: 2 },
+          sequence: { groupOrder: 3 },
         },
       },
     ],
