@@ -193,7 +193,7 @@ export function repeatabilitySection(figures: RepeatabilityFigures, date: string
     '|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...figures.spreads.map((s) => `| ${s.page} | ${s.device} | ${s.capacity} | ${s.runs === 1 ? '1 run' : `median of ${s.runs}`} | ${s.scoreMean.toFixed(1)} | ${fixed(s.scoreSd, 2)} | ${goal(s, 'sd')} | ${Math.round(s.lcpMeanMs)} ms | ${fixed(s.lcpCv * 100, 1)} % | ${goal(s, 'cv')} | ${s.runsMade} (${s.suspectRuns}) | ${(s.medianUpdateMs / 1000).toFixed(1)} s |`),
     '',
-    'At agent capacity 2 every first-round run of a multi-run update shares its agent with another and is suspect, so the median rests on the re-tests (at most `MAX_RETESTS`, 2): there a median of 5 is no steadier than a median of 3. Where numbers must compare, run agents at capacity 1. The fixture page on mobile runs under the agent\'s calibrated CPU slowdown (about 11× on this machine), where one run\'s LCP varies by about 10 %.',
+    'At agent capacity 2 every first-round run of a multi-run update shares its agent with another and is suspect, so the median rests on the re-tests (at most `MAX_RETESTS`, 2): there a median of 5 is no steadier than a median of 3. Where numbers must compare, run agents at capacity 1. The fixture page on mobile runs under the agent\'s calibrated CPU slowdown (the agreement table gives it).',
     '',
     `## Agreement with stock Lighthouse (${figures.agreement[0]?.rounds ?? 0} alternating rounds: a \`lighthouse\` CLI run in a process of its own, a 1-run perfwatch update)`,
     '',
