@@ -19,3 +19,4 @@ export * from './ops-metrics.ts';
 export * from './nats-connect.ts';
 export * from './ops-server.ts';
 export * from './cpu-calibration.ts';
+export * from './mann-whitney.ts';
