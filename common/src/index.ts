@@ -20,3 +20,4 @@ export * from './nats-connect.ts';
 export * from './ops-server.ts';
 export * from './cpu-calibration.ts';
 export * from './mann-whitney.ts';
+export * from './compare-result.ts';
