@@ -26,6 +26,7 @@ const USAGE = `usage: perfwatch <command>
   admin     users, tokens and projects (perfwatch admin --help)
   update    run an update of a project, optionally checked against budgets (perfwatch update --help)
   audit     read a stored snapshot
+  compare   two snapshots side by side: differences, and whether each is beyond noise
   overview  KPI records over a date range`;
 
 const [command, ...args] = process.argv.slice(2);
@@ -36,9 +37,10 @@ const programs = {
   admin: () => import('../gateway/src/admin/admin-cli.ts'),
   update: () => import('../common/src/client/client-cli.ts'),
   audit: () => import('../common/src/client/client-cli.ts'),
+  compare: () => import('../common/src/client/client-cli.ts'),
   overview: () => import('../common/src/client/client-cli.ts'),
 };
-const clientVerbs = new Set(['update', 'audit', 'overview']);
+const clientVerbs = new Set(['update', 'audit', 'compare', 'overview']);
 
 if (!command || command === '--help' || command === '-h' || !(command in programs)) {
   (command && command !== '--help' && command !== '-h' ? process.stderr : process.stdout).write(`${USAGE}\n`);

@@ -10,6 +10,7 @@ import { errorHandler, notFoundRoute, onlyGetAndPost } from './http-errors.ts';
 import { createOpenApiDocument } from './openapi.ts';
 import { acceptsJson, failedAuthGuard, jsonBodyOnly, perUserLimit } from './request-guards.ts';
 import { auditRoute } from './routes/audit-route.ts';
+import { compareRoute } from './routes/compare-route.ts';
 import { overviewRoute } from './routes/overview-route.ts';
 import { projectsRoute } from './routes/projects-route.ts';
 import { updateRoute, type SyncUpdateLimit } from './routes/update-route.ts';
@@ -112,6 +113,7 @@ export function createApp({ store, updates, logger, metrics, startAsync = async 
   const readLimit = perUserLimit(rateLimits.reads, 'reads');
   v1.all('/update', ...before, updateLimit, updateRoute({ store, updates, startAsync, ...(syncUpdates ? { syncUpdates } : {}) }));
   v1.all('/audit', ...before, readLimit, auditRoute({ store }));
+  v1.all('/compare', ...before, readLimit, compareRoute({ store }));
   v1.all('/updates', ...before, readLimit, updatesRoute({ store }));
   v1.all('/updates/:id', ...before, readLimit, updateStatusRoute({ store }));
   v1.all('/overview', ...before, readLimit, overviewRoute({ store, logger, ...(overviewStallMs ? { stallMs: overviewStallMs } : {}) }));

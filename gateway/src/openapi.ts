@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { createDocument } from 'zod-openapi';
-import { asyncAckSchema, auditResultSchema, errorEnvelopeSchema, overviewResponseSchema, projectListSchema, snapshotListSchema, updateStatusSchema } from '@perfwatch/common';
-import { auditBodySchema, auditQuerySchema, overviewBodySchema, overviewQuerySchema, projectsBodySchema, projectsQuerySchema, updateBodySchema, updateQuerySchema, updatesBodySchema, updatesQuerySchema, updateIdParamsSchema, updateStatusBodySchema, updateStatusQuerySchema } from './request-params.ts';
+import { asyncAckSchema, auditResultSchema, compareResultSchema, errorEnvelopeSchema, overviewResponseSchema, projectListSchema, snapshotListSchema, updateStatusSchema } from '@perfwatch/common';
+import { auditBodySchema, auditQuerySchema, compareBodySchema, compareQuerySchema, overviewBodySchema, overviewQuerySchema, projectsBodySchema, projectsQuerySchema, updateBodySchema, updateQuerySchema, updatesBodySchema, updatesQuerySchema, updateIdParamsSchema, updateStatusBodySchema, updateStatusQuerySchema } from './request-params.ts';
 
 const json = (schema: z.ZodType, description: string) => ({ description, content: { 'application/json': { schema } } });
 const error = (description: string) => json(errorEnvelopeSchema, description);
@@ -17,7 +17,7 @@ const bodyErrors = {
   '413': error('The body is larger than the limit.'),
   '415': error('The body is not JSON.'),
 };
-const projectErrors = { '404': error('No project of the caller has that URL (or, for /v1/audit, no snapshot at that date).') };
+const projectErrors = { '404': error('No project of the caller has that URL (or, for /v1/audit and /v1/compare, no snapshot at that date).') };
 
 /**
  * The GET (query) and POST (body) forms of one endpoint. Any other method gets 405 with
@@ -75,6 +75,9 @@ export function createOpenApiDocument(serverUrl = '/'): ReturnType<typeof create
       }),
       '/v1/audit': endpoint('Read the snapshot of a project at a date', auditQuerySchema, auditBodySchema, {
         '200': json(auditResultSchema, 'The snapshot, filtered by device and location.'),
+      }),
+      '/v1/compare': endpoint('Compare two snapshots of a project', compareQuerySchema, compareBodySchema, {
+        '200': json(compareResultSchema, 'Per device and location both snapshots have: the median runs\' metrics and differences, whether each is beyond run-to-run noise (a Mann-Whitney U test on the reliable runs, 3 a side at least), and the audits and opportunities that changed most.'),
       }),
       '/v1/overview': endpoint('KPI records of the caller\'s projects in a date range', overviewQuerySchema, overviewBodySchema, {
         '200': json(overviewResponseSchema, 'KPI records, ordered by date, url, device, location, section, kpi.'),

@@ -91,6 +91,18 @@ export const auditQuerySchema = z.strictObject(auditFields);
 export const auditBodySchema = z.strictObject(auditFields);
 export type AuditParams = z.output<typeof auditQuerySchema>;
 
+// ---- /v1/compare ------------------------------------------------------------------------
+
+const compareFields = {
+  url: projectUrl,
+  from: dateTime('from').meta({ description: 'The earlier snapshot\'s date, UTC (any two dates: `to` may be the earlier one).' }),
+  to: dateTime('to').meta({ description: 'The other snapshot\'s date, UTC.' }),
+  device: device.optional(),
+  location: locations.optional(),
+};
+export const compareQuerySchema = z.strictObject(compareFields);
+export const compareBodySchema = z.strictObject(compareFields);
+
 // ---- /v1/updates ------------------------------------------------------------------------
 
 /** Snapshots a page of `/v1/updates` lists at most. */

@@ -46,7 +46,7 @@ function send(method: 'GET' | 'POST', path: string, body?: Buffer, contentType =
   });
 }
 
-const ENDPOINTS = ['update', 'audit', 'updates', 'overview', `updates/${ID}`, 'updates/%ZZ', 'updates/x'] as const;
+const ENDPOINTS = ['update', 'audit', 'compare', 'updates', 'overview', `updates/${ID}`, 'updates/%ZZ', 'updates/x'] as const;
 const KEYS = ['url', 'device', 'location', 'locations', 'date', 'mode', 'updateType', 'startDate', 'endDate', 'dateRange', 'domain', 'section', 'sections', 'id', 'pad'];
 
 const value = fc.oneof(

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentAnnounceSubject, auditResultSchema, encodeAnnouncement, errorEnvelopeSchema, overviewResponseSchema, snapshotListSchema, type AuditResult } from '@perfwatch/common';
+import { agentAnnounceSubject, auditResultSchema, compareResultSchema, encodeAnnouncement, errorEnvelopeSchema, overviewResponseSchema, snapshotListSchema, type AuditResult } from '@perfwatch/common';
 import { RunFailure, startAgent, type Agent } from '@perfwatch/agent';
 import { createNatsDispatcher, createServer, createUpdateService, type GatewayServer, type MongoStore } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
@@ -183,6 +183,34 @@ describe('/v1/audit and /v1/updates', () => {
     expect(Object.keys((one.body as AuditResult).mobile!)).toEqual(['london']);
   });
 
+  it('/v1/compare: two snapshots side by side, cell by cell, GET and POST alike', async () => {
+    const [from, to] = [dates[0]!, dates.at(-1)!];
+    // The oldest snapshot is of mobile only: its desktop cells are the later one's alone.
+    const [all] = await both('compare', { url: SHOP, from, to }, { url: SHOP, from, to });
+    expect(compareResultSchema.parse(all.body).unmatched).toEqual([{ device: 'desktop', location: 'london', onlyIn: 'to' }, { device: 'desktop', location: 'tokyo', onlyIn: 'to' }]);
+    const [reply] = await both('compare', { url: SHOP, from, to, device: 'mobile' }, { url: SHOP, from, to, device: 'mobile' });
+    expect(reply.status).toBe(200);
+    const result = compareResultSchema.parse(reply.body);
+    expect(result).toMatchObject({ url: SHOP, from, to, unmatched: [] });
+    expect(result.cells.map((c) => `${c.device}/${c.location}`).sort()).toEqual(['mobile/london', 'mobile/tokyo']);
+    // Each side's median run, as /v1/audit has it; two runs a side are too few for the U test.
+    const [a, b] = await Promise.all([from, to].map(async (date) => auditResultSchema.parse((await both('audit', { url: SHOP, date }, { url: SHOP, date }))[0].body)));
+    const lcp = result.cells.find((c) => c.device === 'mobile' && c.location === 'tokyo')!.metrics.find((m) => m.metric === 'lcp')!;
+    const median = (r: AuditResult) => r.mobile!.tokyo!.runs[r.mobile!.tokyo!.median - 1]!;
+    expect(lcp).toMatchObject({ from: median(a!).lcp, to: median(b!).lcp, significance: { test: 'not enough runs', runs: { from: 2, to: 2 } } });
+    const [filtered] = await both('compare', { url: SHOP, from, to, device: 'mobile', location: 'london' }, { url: SHOP, from, to, device: 'mobile', location: ['london'] });
+    expect(compareResultSchema.parse(filtered.body).cells.map((c) => `${c.device}/${c.location}`)).toEqual(['mobile/london']);
+    // Absent dates are named; bad ones refused.
+    const [absent] = await both('compare', { url: SHOP, from, to: '2001-02-03T04:05:06' }, { url: SHOP, from, to: '2001-02-03T04:05:06' });
+    expect(absent.status).toBe(404);
+    expect(errorsOf(absent)).toMatch(/to: the project has no snapshot at 2001-02-03T04:05:06/);
+    for (const [params, pattern] of [[{ url: SHOP, from }, /to is required/], [{ url: SHOP, from, to: 'now' }, /to must be a UTC date-time/]] as const) {
+      const [bad] = await both('compare', params, params);
+      expect(bad.status).toBe(400);
+      expect(errorsOf(bad)).toMatch(pattern);
+    }
+  });
+
   it('404 when there is no snapshot at that second', async () => {
     const [reply] = await both('audit', { url: SHOP, date: '2001-02-03T04:05:06' }, { url: SHOP, date: '2001-02-03T04:05:06' });
     expect(reply.status).toBe(404);
@@ -320,7 +348,7 @@ describe('/v1/projects', () => {
 
 describe('authentication, tenancy and the error table', () => {
   it('400 naming the header when Authorization is absent; 401 for a bad or Bearer-less bad token', async () => {
-    for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: DAY + 'T00:00:00' }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}], ['projects', {}]] as const) {
+    for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: DAY + 'T00:00:00' }], ['compare', { url: SHOP, from: DAY + 'T00:00:00', to: DAY + 'T00:00:01' }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}], ['projects', {}]] as const) {
       const [missing] = await both(path, params, path === 'overview' ? { dateRange: params } : params, { token: null });
       expect(missing.status).toBe(400);
       expect(`${(missing.body as { message: string }).message}`).toMatch(/Authorization/);
@@ -334,6 +362,7 @@ describe('authentication, tenancy and the error table', () => {
     const probes = [
       ['update', { url: SHOP }],
       ['audit', { url: SHOP, date }],
+      ['compare', { url: SHOP, from: date, to: date }],
       ['updates', { url: SHOP }],
     ] as const;
     for (const [path, params] of probes) {
@@ -347,7 +376,7 @@ describe('authentication, tenancy and the error table', () => {
   });
 
   it('405 with Allow for every other method; unknown routes 404; nothing is HTML', async () => {
-    for (const path of ['update', 'audit', 'updates', 'overview', 'projects']) {
+    for (const path of ['update', 'audit', 'compare', 'updates', 'overview', 'projects']) {
       for (const method of ['PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
         const res = await fetch(`${gateway.url}/v1/${path}`, { method, headers: { Authorization: alice } });
         expect(res.status).toBe(405);
@@ -368,7 +397,7 @@ describe('authentication, tenancy and the error table', () => {
   });
 
   it('406 when Accept excludes JSON, 413 for a body over the limit, 415 for a body that is not JSON', async () => {
-    for (const path of ['update', 'audit', 'updates', 'overview', `updates/${randomUUID()}`, 'projects']) {
+    for (const path of ['update', 'audit', 'compare', 'updates', 'overview', `updates/${randomUUID()}`, 'projects']) {
       const [notAcceptable] = await both(path, { url: SHOP }, { url: SHOP }, { headers: { Accept: 'text/html' } });
       expect(notAcceptable.status).toBe(406);
       const big = documented(path, 'POST', await send(gateway.url, path, 'POST', { raw: JSON.stringify({ url: SHOP, pad: 'x'.repeat(200_000) }) }, { Authorization: alice }));
@@ -393,7 +422,8 @@ describe('authentication, tenancy and the error table', () => {
       // Reads: two allowed a minute, counted over every read endpoint.
       const [first] = await both('audit', audit, audit, { token, base: limited.url });
       expect(first.status).toBe(404);
-      for (const [path, get, post] of [['updates', { url }, { url }], ['overview', ...overview], ['audit', audit, audit], [`updates/${randomUUID()}`, {}, {}], ['projects', {}, {}]] as const) {
+      const compare = { url, from: audit.date, to: audit.date };
+      for (const [path, get, post] of [['updates', { url }, { url }], ['overview', ...overview], ['audit', audit, audit], ['compare', compare, compare], [`updates/${randomUUID()}`, {}, {}], ['projects', {}, {}]] as const) {
         const [over] = await both(path, get, post, { token, base: limited.url });
         expect(over.status, path).toBe(429);
         expect(errorEnvelopeSchema.parse(over.body).status).toBe('TOO_MANY_REQUESTS');
@@ -433,7 +463,7 @@ describe('authentication, tenancy and the error table', () => {
     const updates = createUpdateService({ dispatcher: createNatsDispatcher({ nc: agentConn, logger: silentLogger }), store: failing, logger: silentLogger, runTimeoutMs: 1000, replyTimeoutMs: 1000 });
     const server: GatewayServer = await createServer({ store: failing, updates, logger: silentLogger, port: 0, host: '127.0.0.1' });
     try {
-      for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: `${DAY}T00:00:00` }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}], ['projects', {}]] as const) {
+      for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: `${DAY}T00:00:00` }], ['compare', { url: SHOP, from: `${DAY}T00:00:00`, to: `${DAY}T00:00:01` }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}], ['projects', {}]] as const) {
         const [reply] = await both(path, params, path === 'overview' ? { dateRange: params } : params, { token, base: server.url });
         expect(reply.status).toBe(500);
         const body = errorEnvelopeSchema.parse(reply.body);

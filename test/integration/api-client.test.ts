@@ -70,6 +70,10 @@ describe('the typed API client', () => {
     expect(list.mobile!.map((e) => e.updateType)).toEqual(['ci']);
     const audit = await client.audit({ url: SHOP, date: done.date!, device: 'desktop', location: ['london'] });
     expect(Object.keys(audit)).toEqual(['desktop']);
+    // The sync update's snapshot (mobile) against the async one's (desktop): no cell in common.
+    const compared = await client.compare({ url: SHOP, from: sync.mobile!.london!.lighthouse.date, to: done.date! });
+    expect(compared.cells).toEqual([]);
+    expect(compared.unmatched).toEqual([{ device: 'mobile', location: 'london', onlyIn: 'from' }, { device: 'desktop', location: 'london', onlyIn: 'to' }]);
     const day = done.date!.slice(0, 10);
     const records = await client.overview({ startDate: day, endDate: day, updateType: 'ci', sections: ['lighthouse'] });
     expect(records.length).toBeGreaterThan(0);

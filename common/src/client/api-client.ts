@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
 import { auditResultSchema, type AuditResult } from '../audit-result.ts';
+import { compareResultSchema, type CompareResult } from '../compare-result.ts';
 import { errorEnvelopeSchema, type ErrorEnvelope } from '../errors.ts';
 import type { Device, Location } from '../ids.ts';
 import type { Section } from '../lighthouse-kpis.ts';
@@ -15,6 +16,7 @@ import { asyncAckSchema, overviewResponseSchema, projectListSchema, snapshotList
 export const CLIENT_OPERATIONS = {
   update: '/v1/update',
   audit: '/v1/audit',
+  compare: '/v1/compare',
   updates: '/v1/updates',
   updateStatus: '/v1/updates/{id}',
   overview: '/v1/overview',
@@ -31,6 +33,15 @@ export interface AuditRequest {
   url: string;
   /** `yyyy-MM-ddTHH:mm:ss`, UTC, as the API returns it. */
   date: string;
+  device?: Device;
+  location?: Location[];
+}
+
+export interface CompareRequest {
+  url: string;
+  /** The two snapshot dates, `yyyy-MM-ddTHH:mm:ss`, UTC. */
+  from: string;
+  to: string;
   device?: Device;
   location?: Location[];
 }
@@ -117,6 +128,7 @@ export function createApiClient({ server, token, fetch: fetchImpl = fetch, readT
     startUpdate: (request: UpdateRequest): Promise<string> => call(CLIENT_OPERATIONS.update, { ...request, mode: 'async' }, asyncAckSchema, readTimeoutMs).then((ack) => ack.id),
     updateStatus: (id: string): Promise<UpdateStatusView> => call(CLIENT_OPERATIONS.updateStatus.replace('{id}', encodeURIComponent(id)), {}, updateStatusSchema, readTimeoutMs),
     audit: (request: AuditRequest): Promise<AuditResult> => call(CLIENT_OPERATIONS.audit, request, auditResultSchema, readTimeoutMs),
+    compare: (request: CompareRequest): Promise<CompareResult> => call(CLIENT_OPERATIONS.compare, request, compareResultSchema, readTimeoutMs),
     updates: (url: string): Promise<SnapshotList> => call(CLIENT_OPERATIONS.updates, { url }, snapshotListSchema, readTimeoutMs),
     projects: (): Promise<ProjectList['projects']> => call(CLIENT_OPERATIONS.projects, {}, projectListSchema, readTimeoutMs).then((list) => list.projects),
     overview: ({ startDate, endDate, ...rest }: OverviewRequest): Promise<OverviewRecord[]> => call(CLIENT_OPERATIONS.overview, { dateRange: { startDate, endDate }, ...rest }, overviewResponseSchema, readTimeoutMs),

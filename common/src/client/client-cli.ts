@@ -8,13 +8,14 @@ import { parseEnv } from '../env-config.ts';
 import { createApiClient, type ApiClient } from './api-client.ts';
 import { budgetFileSchema, BudgetSpecError, evaluateBudgets, parseLimit, type Budgets } from './budgets.ts';
 import { budgetJunitXml } from './budget-junit.ts';
-import { auditResultTable, budgetTable, overviewTable } from './result-tables.ts';
+import { auditResultTable, budgetTable, compareTable, overviewTable } from './result-tables.ts';
 import { updateProgress, type ProgressStream } from './update-progress.ts';
 
 export const CLIENT_USAGE = `usage:
   perfwatch update URL [--device mobile|desktop] [--async [--wait]] [--json]
   perfwatch update URL --ci [--budget KEY=N]... [--max-regression KEY=N]... [--budget-file FILE] [--junit FILE]
   perfwatch audit URL --date yyyy-MM-ddTHH:mm:ss [--device D] [--location a,b] [--json]
+  perfwatch compare URL DATE_A DATE_B [--device D] [--location a,b] [--json]
   perfwatch overview --from yyyy-MM-dd --to yyyy-MM-dd [--domain D] [--section S]... [--update-type T] [--json]
 common: --server URL (PERFWATCH_SERVER, default http://127.0.0.1:8080), --token TOKEN (PERFWATCH_TOKEN)
 budgets: performance, accessibility, best-practices, seo (scores 0-100, floors);
@@ -50,6 +51,7 @@ const OPTIONS = {
     timeout: { type: 'string' },
   },
   audit: { ...common, date: { type: 'string' }, device: { type: 'string' }, location: { type: 'string' } },
+  compare: { ...common, device: { type: 'string' }, location: { type: 'string' } },
   overview: { ...common, from: { type: 'string' }, to: { type: 'string' }, domain: { type: 'string' }, section: { type: 'string', multiple: true, default: [] }, 'update-type': { type: 'string' } },
 } satisfies Record<string, ParseArgsConfig['options']>;
 export type ClientVerb = keyof typeof OPTIONS;
@@ -84,6 +86,7 @@ export async function main(verb: ClientVerb, argv: string[], env: Readonly<Recor
     if (!token) throw new UsageError('no API token: pass --token or set PERFWATCH_TOKEN');
     const client = createApiClient({ server: values.server ?? config.PERFWATCH_SERVER, token, fetch: io.fetch });
     if (verb === 'overview') return await overview(client, values as OverviewFlags, positionals, io);
+    if (verb === 'compare') return await compare(client, positionals, values as CompareFlags, io);
     const [url, ...extra] = positionals;
     if (!url || extra.length > 0) throw new UsageError(`${verb} takes one URL`);
     if (verb === 'audit') return await audit(client, url, values as AuditFlags, io);
@@ -200,6 +203,21 @@ async function audit(client: ApiClient, url: string, flags: AuditFlags, io: CliI
   const locations = flags.location?.split(',').map((name) => oneOf(name.trim(), LOCATIONS, 'location') as Location);
   const result = await client.audit({ url, date: flags.date, device: oneOf(flags.device, DEVICES, 'device') as Device | undefined, location: locations });
   io.out.write(flags.json ? `${JSON.stringify(result)}\n` : `${url} at ${flags.date}\n${auditResultTable(result)}\n`);
+  return EXIT.ok;
+}
+
+interface CompareFlags {
+  device?: string;
+  location?: string;
+  json: boolean;
+}
+
+async function compare(client: ApiClient, positionals: string[], flags: CompareFlags, io: CliIo): Promise<number> {
+  const [url, from, to, ...extra] = positionals;
+  if (!url || !from || !to || extra.length > 0) throw new UsageError('compare takes a URL and two snapshot dates (yyyy-MM-ddTHH:mm:ss; perfwatch update prints them)');
+  const locations = flags.location?.split(',').map((name) => oneOf(name.trim(), LOCATIONS, 'location') as Location);
+  const result = await client.compare({ url, from, to, device: oneOf(flags.device, DEVICES, 'device') as Device | undefined, location: locations });
+  io.out.write(flags.json ? `${JSON.stringify(result)}\n` : `${compareTable(result)}\n`);
   return EXIT.ok;
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { auditResultTable } from './result-tables.ts';
+import { auditResultTable, compareTable } from './result-tables.ts';
 
 describe('auditResultTable', () => {
   it('gives a cell that was not measured its own row, with the reason', () => {
@@ -24,5 +24,30 @@ describe('auditResultTable', () => {
     });
     expect(text).toMatch(/frankfurt\s+│.*│\s+4 of 4, 2 suspect, 2 re-tests\s+│/);
     expect(text.split('\n').slice(-2)).toEqual(['mobile/frankfurt run 1 suspect: 1 other run was in progress on agent fra-1 during this run', 'mobile/frankfurt run 2 suspect: 1 other run was in progress on agent fra-1 during this run']);
+  });
+});
+
+describe('compareTable', () => {
+  it('prints each metric on both sides, the difference, and whether it is beyond noise or why not tested', () => {
+    const text = compareTable({
+      url: 'https://a.test/',
+      from: '2026-11-01T10:00:00',
+      to: '2026-11-02T10:00:00',
+      cells: [{
+        device: 'mobile',
+        location: 'london',
+        metrics: [
+          { metric: 'lcp', from: 1500, to: 2400, difference: 900, significance: { test: 'mann-whitney-u', p: 0.0286, beyondNoise: true, runs: { from: 4, to: 4 } } },
+          { metric: 'performance', from: 90, to: 88, difference: -2, significance: { test: 'not enough runs', runs: { from: 2, to: 4 } } },
+        ],
+        audits: [{ id: 'bf-cache', title: 'bfcache', from: 100, to: 0, difference: -100 }],
+        opportunities: [],
+      }],
+      unmatched: [{ device: 'desktop', location: 'tokyo', onlyIn: 'to' }],
+    });
+    expect(text).toMatch(/lcp\s+│\s+1500 ms\s+│\s+2400 ms\s+│\s+\+900 ms\s+│\s+YES \(p = 0\.029, 4 and 4 runs\)/);
+    expect(text).toMatch(/performance\s+│\s+90\s+│\s+88\s+│\s+-2\s+│\s+not enough runs \(2 and 4; 3 a side\)/);
+    expect(text).toContain('audit bf-cache: 100 → 0 (-100)');
+    expect(text).toContain('desktop/tokyo: only in the second snapshot');
   });
 });

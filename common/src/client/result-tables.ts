@@ -1,5 +1,6 @@
 import Table from 'cli-table3';
 import type { AuditResult } from '../audit-result.ts';
+import type { CompareResult } from '../compare-result.ts';
 import { DEVICES, LOCATIONS } from '../ids.ts';
 import type { OverviewRecord } from '../overview.ts';
 import { formatValue, measure, type BudgetKey, type BudgetReport } from './budgets.ts';
@@ -63,4 +64,30 @@ export function budgetTable(report: BudgetReport): string {
     for (const check of cell.checks) table.push([cell.device, cell.location, `${check.kind} ${check.key}`, check.message, check.pass ? 'pass' : 'FAIL']);
   }
   return table.toString();
+}
+
+const metricText = (metric: string, value: number | null, signed = false) => {
+  if (value === null) return '—';
+  const sign = signed && value > 0 ? '+' : '';
+  if (metric === 'performance') return `${sign}${Math.round(value)}`;
+  if (metric === 'cls') return `${sign}${value.toFixed(3)}`;
+  return `${sign}${Math.round(value)} ms`;
+};
+
+/** Per device and location: each metric on both sides, the difference, and whether it is beyond noise. */
+export function compareTable(result: CompareResult): string {
+  const parts = [`${result.url}: ${result.from} → ${result.to}`];
+  for (const cell of result.cells) {
+    const table = new Table({ ...plain, head: [`${cell.device}/${cell.location}`, result.from, result.to, 'difference', 'beyond noise?'] });
+    for (const m of cell.metrics) {
+      const s = m.significance;
+      const verdict = s.test === 'not enough runs' ? `not enough runs (${s.runs.from} and ${s.runs.to}; 3 a side)` : `${s.beyondNoise ? 'YES' : 'no'} (p = ${s.p.toFixed(3)}, ${s.runs.from} and ${s.runs.to} runs)`;
+      table.push([m.metric, metricText(m.metric, m.from), metricText(m.metric, m.to), metricText(m.metric, m.difference, true), verdict]);
+    }
+    parts.push(table.toString());
+    for (const a of cell.audits.slice(0, 5)) parts.push(`  audit ${a.id}: ${a.from ?? '—'} → ${a.to ?? '—'} (${a.difference > 0 ? '+' : ''}${a.difference})`);
+    for (const o of cell.opportunities.slice(0, 5)) parts.push(`  opportunity ${o.id}: ${o.fromMs} ms → ${o.toMs} ms to save`);
+  }
+  for (const u of result.unmatched) parts.push(`${u.device}/${u.location}: only in the ${u.onlyIn === 'from' ? 'first' : 'second'} snapshot`);
+  return parts.join('\n');
 }

@@ -1,0 +1,20 @@
+import type { Request, Response } from 'express';
+import { ApiError, formatApiDateTime } from '@perfwatch/common';
+import { compareSnapshots } from '../compare-view.ts';
+import { compareBodySchema, compareQuerySchema, parseRequest } from '../request-params.ts';
+import type { Store } from '../store/store.ts';
+import { callerProject } from './caller-project.ts';
+
+/** `GET|POST /v1/compare`: two snapshots of a project side by side (compare-view.ts). */
+export function compareRoute({ store }: { store: Store }) {
+  return async (req: Request, res: Response): Promise<void> => {
+    const params = parseRequest(req, { query: compareQuerySchema, body: compareBodySchema });
+    const project = await callerProject(store, req, params.url);
+    const filter = { device: params.device, locations: params.location };
+    const [from, to] = await Promise.all([store.findSnapshot(project.id, params.from, filter), store.findSnapshot(project.id, params.to, filter)]);
+    const absent = [[from, 'from', params.from], [to, 'to', params.to]] as const;
+    const errors = absent.filter(([snapshot]) => !snapshot).map(([, name, date]) => `${name}: the project has no snapshot at ${formatApiDateTime(date)}`);
+    if (errors.length > 0) throw new ApiError('NOT_FOUND', 'No snapshot at that date.', errors);
+    res.json(compareSnapshots(project.url, from!, to!));
+  };
+}
