@@ -160,6 +160,48 @@ describe('dashboard', () => {
     expect(problems).toEqual([]);
   });
 
+  it('compares two picked snapshots with the differences and noise verdicts of /v1/compare', async () => {
+    // A page that got slower: a Los Angeles agent whose runs after the first update's four load 500 ms later.
+    agents.push(startAgent({ nc: agentConn, location: 'los_angeles', runner: fixtureRunner({ change: (lhr, n) => { if (n > 4) lhr.audits['largest-contentful-paint']!.numericValue! += 500; } }), logger: silentLogger, agentId: 'los-angeles' }));
+    const slower = 'https://slower.example/';
+    await gateway.admin.addProject('dana', slower, { locations: ['los_angeles'], runs: 4 });
+    await expect.poll(async () => (await client.update({ url: slower, device: 'mobile' }).catch(() => null))?.mobile?.los_angeles ?? null, { timeout: 30_000, interval: 1_000 }).not.toBeNull();
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    await client.update({ url: slower, device: 'mobile' });
+    const dates = (await client.updates(slower)).mobile!.map((d) => d.date);
+    const [from, to] = [dates[0]!, dates.at(-1)!];
+    await page.goto(`${gateway.url}/#/project?${new URLSearchParams({ url: slower })}`);
+    await page.waitForSelector('#compare select#compare-from');
+    await page.selectOption('#compare-from', from);
+    await page.selectOption('#compare-to', to);
+    await page.click('#compare button[type=submit]');
+    await page.waitForSelector('table.compare');
+    expect(page.url()).toContain('#/compare?');
+    const expected = await client.compare({ url: slower, from, to });
+    expect(expected.cells).toHaveLength(1);
+    const lcp = expected.cells[0]!.metrics.find((m) => m.metric === 'lcp')!;
+    // 500 ms later, give or take which captured run each side's median is.
+    expect(lcp.difference).toBeGreaterThan(400);
+    // Four runs a side, every later one slower: beyond noise (p = 2/70).
+    expect(lcp.significance).toMatchObject({ test: 'mann-whitney-u', beyondNoise: true });
+    expect(await page.getAttribute(`article.cell tr[data-metric="lcp"]`, 'class')).toBe('beyond-noise');
+    const ms = (v: number | null, signed = false) => (v === null ? '—' : `${signed && v > 0 ? '+' : ''}${Math.round(v)} ms`);
+    for (const cell of expected.cells) {
+      const card = `article.cell[data-device="${cell.device}"][data-location="${cell.location}"]`;
+      for (const metric of cell.metrics.filter((m) => ['lcp', 'fcp', 'tbt'].includes(m.metric))) {
+        const row = `${card} tr[data-metric="${metric.metric}"]`;
+        expect(await page.textContent(`${row} td[data-side="from"]`)).toBe(ms(metric.from));
+        expect(await page.textContent(`${row} td[data-side="to"]`)).toBe(ms(metric.to));
+        expect(await page.textContent(`${row} td[data-side="difference"]`)).toBe(ms(metric.difference, true));
+        const s = metric.significance;
+        expect(s.test).toBe('mann-whitney-u');
+        if (s.test === 'mann-whitney-u') expect(await page.textContent(`${row} td[data-side="noise"]`)).toBe(`${s.beyondNoise ? 'yes' : 'no'} (p = ${s.p.toFixed(3)})`);
+      }
+    }
+    await screenshot('compare');
+    expect(problems).toEqual([]);
+  });
+
   it('says which cell of a snapshot was not measured, and why', async () => {
     // São Paulo has no agent: the sync update answers with London and names São Paulo missing.
     const partial = 'https://partial.example/';

@@ -1,14 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AuditRunner, RunOutput, RunRequest } from '@perfwatch/agent';
 import type { RunFailure } from '@perfwatch/agent';
+import type { LighthouseResult } from '@perfwatch/common';
 import { loadLhr } from './lhr-fixtures.ts';
 
 /**
  * A runner double for suites about dispatch, not measurement: answers with the captured real
  * Lighthouse results of the fixture site, in turn, after `delayMs`. It records what it ran.
- * With `conditions` it reports them as a calibrating runner would (the agent adds how busy it was).
+ * With `conditions` it reports them as a calibrating runner would (the agent adds how busy it was);
+ * `change` alters each result, told how many runs the runner has been asked for so far.
  */
-export function fixtureRunner({ delayMs = 0, fail, conditions }: { delayMs?: number; fail?: (request: RunRequest) => RunFailure | null; conditions?: RunOutput['conditions'] } = {}): AuditRunner & { requests: RunRequest[]; readonly maxConcurrent: number } {
+export function fixtureRunner({ delayMs = 0, fail, conditions, change }: { delayMs?: number; fail?: (request: RunRequest) => RunFailure | null; conditions?: RunOutput['conditions']; change?: (lhr: LighthouseResult, runNumber: number) => void } = {}): AuditRunner & { requests: RunRequest[]; readonly maxConcurrent: number } {
   const requests: RunRequest[] = [];
   let turn = 0;
   let running = 0;
@@ -26,6 +28,7 @@ export function fixtureRunner({ delayMs = 0, fail, conditions }: { delayMs?: num
       if (failure) throw failure;
       const lhr = loadLhr(request.device, ((turn++ % 3) + 1) as 1 | 2 | 3);
       lhr.requestedUrl = request.url;
+      change?.(lhr, requests.length);
       return { lhr, lighthouseMs: delayMs, ...(conditions ? { conditions } : {}) };
     },
     async close() {},

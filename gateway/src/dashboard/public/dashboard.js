@@ -196,8 +196,59 @@ async function projectView(params) {
     h('section', { id: 'latest' }, h('h2', {}, 'Latest'), cells.length > 0 ? latestTable(url, cells) : h('p', { class: 'empty' }, 'No snapshot yet. Run an update: ', h('code', {}, `perfwatch update ${url}`))),
     h('section', { id: 'trends' }, h('h2', {}, 'Trends'), range, ...trends(url, records)),
     h('section', { id: 'snapshots' }, h('h2', {}, 'Snapshots'),
+      uniqueDates.length >= 2 ? comparePicker(url, uniqueDates) : null,
       h('ul', { class: 'snapshots' }, uniqueDates.map((d) => h('li', {}, h('a', { href: link('snapshot', { url, date: d.date }) }, d.date), ` · ${d.updateType}`)))),
   );
+}
+
+/** Two snapshot dates to compare, the older one first by default. */
+function comparePicker(url, dates) {
+  const options = (selected) => dates.map((d) => h('option', { value: d.date, selected: d.date === selected }, `${d.date} · ${d.updateType}`));
+  const from = h('select', { id: 'compare-from', 'aria-label': 'First snapshot' }, options(dates[1].date));
+  const to = h('select', { id: 'compare-to', 'aria-label': 'Second snapshot' }, options(dates[0].date));
+  return h('form', { id: 'compare', class: 'compare-picker', onsubmit: (event) => {
+    event.preventDefault();
+    location.hash = link('compare', { url, from: from.value, to: to.value });
+  } }, 'Compare ', from, ' with ', to, ' ', h('button', { type: 'submit' }, 'Compare'));
+}
+
+// ---- two snapshots side by side -------------------------------------------------------------
+
+const COMPARE_FORMAT = { performance: (v) => String(Math.round(v)), cls: (v) => v.toFixed(3) };
+function compareValue(metric, value, signed = false) {
+  if (value === null || value === undefined) return '—';
+  const text = (COMPARE_FORMAT[metric] ?? ((v) => `${Math.round(v)} ms`))(value);
+  return signed && value > 0 ? `+${text}` : text;
+}
+
+function noiseText(significance) {
+  if (significance.test === 'not enough runs') return `not enough runs (${significance.runs.from} and ${significance.runs.to}; 3 a side)`;
+  return `${significance.beyondNoise ? 'yes' : 'no'} (p = ${significance.p.toFixed(3)})`;
+}
+
+async function compareView(params) {
+  const [url, from, to] = ['url', 'from', 'to'].map((name) => params.get(name));
+  const result = await api('compare', { url, from, to });
+  const cards = result.cells.map((cell) =>
+    h('article', { class: 'card cell', 'data-device': cell.device, 'data-location': cell.location },
+      h('h2', {}, `${cell.device} · ${cell.location}`),
+      h('div', { class: 'runs-box' }, h('table', { class: 'compare' },
+        h('thead', {}, h('tr', {}, h('th', {}, 'Metric'), h('th', { title: from }, 'First'), h('th', { title: to }, 'Second'), h('th', {}, 'Difference'), h('th', {}, 'Beyond noise?'))),
+        h('tbody', {}, cell.metrics.map((m) =>
+          h('tr', { 'data-metric': m.metric, class: m.significance.beyondNoise ? 'beyond-noise' : '' },
+            h('td', {}, m.metric), h('td', { 'data-side': 'from' }, compareValue(m.metric, m.from)), h('td', { 'data-side': 'to' }, compareValue(m.metric, m.to)),
+            h('td', { 'data-side': 'difference' }, compareValue(m.metric, m.difference, true)), h('td', { 'data-side': 'noise' }, noiseText(m.significance))))))),
+      cell.audits.length > 0 ? h('h3', {}, 'Audits that changed most') : null,
+      cell.audits.length > 0 ? h('ul', { class: 'changed-audits' }, cell.audits.map((a) => h('li', { 'data-audit': a.id }, `${a.title}: ${a.from ?? '—'} → ${a.to ?? '—'}`))) : null,
+      cell.opportunities.length > 0 ? h('h3', {}, 'Opportunities that changed most') : null,
+      cell.opportunities.length > 0 ? h('ul', { class: 'changed-opportunities' }, cell.opportunities.map((o) => h('li', { 'data-audit': o.id }, `${o.title}: ${o.fromMs} ms → ${o.toMs} ms to save`))) : null));
+  for (const u of result.unmatched) cards.push(h('article', { class: 'card cell missing', 'data-device': u.device, 'data-location': u.location }, h('h2', {}, `${u.device} · ${u.location}`), h('p', {}, `Only in the ${u.onlyIn === 'from' ? 'first' : 'second'} snapshot.`)));
+  show(`${url}: ${from} → ${to}`,
+    h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Projects'), ' / ', h('a', { href: link('project', { url }) }, url), ' / '),
+    h('h1', {}, `${from} → ${to} UTC`),
+    h('p', { class: 'meta' }, `First: ${from} · second: ${to}`),
+    h('p', { class: 'meta' }, 'Median runs side by side. A difference is beyond run-to-run noise when a Mann-Whitney U test on both snapshots\' reliable runs gives p < 0.05 (three runs a side at least; four to ever reach it).'),
+    h('div', { class: 'cells' }, cards));
 }
 
 // ---- one snapshot -------------------------------------------------------------------------
@@ -281,7 +332,7 @@ async function reportView(params) {
 
 // ---- routing ------------------------------------------------------------------------------
 
-const ROUTES = { '': projectsView, project: projectView, snapshot: snapshotView, report: reportView };
+const ROUTES = { '': projectsView, project: projectView, snapshot: snapshotView, compare: compareView, report: reportView };
 
 async function route() {
   signOutButton.hidden = !session.token();
