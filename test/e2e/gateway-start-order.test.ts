@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it, vi } from 'vitest';
@@ -10,6 +11,26 @@ import { spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-proc
 // pod): it waits for each, saying so, live but not ready meanwhile, and serves once they are up
 // without being restarted.
 
+/**
+ * A free port below Linux's ephemeral range (32768–60999). The database and NATS start seconds
+ * after the gateway first tries them; a port from the ephemeral range (what `freePort` gives)
+ * can meanwhile become another connection's local port, and the gateway then talks to that.
+ */
+async function reservedPort(): Promise<number> {
+  for (;;) {
+    const candidate = 20_000 + Math.floor(Math.random() * 12_000);
+    const server = createServer();
+    const bound = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false));
+      server.listen(candidate, '127.0.0.1', () => resolve(true));
+    });
+    if (bound) {
+      await new Promise((resolve) => server.close(resolve));
+      return candidate;
+    }
+  }
+}
+
 const cleanups: Array<() => Promise<unknown>> = [];
 afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
@@ -19,7 +40,7 @@ describe('gateway start order', () => {
   it('waits for MongoDB and then NATS, unready meanwhile, and serves once both answer', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'perfwatch-start-order-'));
     cleanups.push(() => rm(dir, { recursive: true, force: true }));
-    const [mongoPort, natsPort, port] = [await freePort(), await freePort(), await freePort()];
+    const [mongoPort, natsPort, port] = [await reservedPort(), await reservedPort(), await freePort()];
     const gateway: PerfwatchProcess = spawnPerfwatch(['gateway'], {
       PORT: String(port),
       HOST: '127.0.0.1',
