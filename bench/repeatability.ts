@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { chromeFlags } from '@perfwatch/agent';
-import { auditResultSchema } from '@perfwatch/common';
+import { auditResultSchema, median } from '@perfwatch/common';
 import { root, startLocalStack, type LocalStack } from './local-stack.ts';
 
 const exec = promisify(execFile);
@@ -66,11 +66,6 @@ export interface RepeatabilityFigures {
   agreement: Agreement[];
 }
 
-const median = (xs: readonly number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const sd = (xs: readonly number[]) => {
   const m = mean(xs);

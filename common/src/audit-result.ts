@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { DEVICES, LOCATIONS } from './ids.ts';
 import { cruxRecordSchema } from './crux.ts';
-import { runSummarySchema } from './run-metrics.ts';
+import { runSummarySchema, runVerdictSchema } from './run-metrics.ts';
 
 export const API_DATE_TIME_PATTERN = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/;
 
@@ -35,7 +35,7 @@ export const locationResultSchema = z.object({
       /** Extra runs the update made to measure suspect runs again (counted in the two above). */
       retests: z.number().int().nonnegative(),
       /** The verdict on the median run: suspect only when no run was reliable. */
-      median: z.enum(['reliable', 'suspect']),
+      median: runVerdictSchema,
     })
     .optional(),
 });

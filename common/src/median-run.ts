@@ -11,7 +11,8 @@ export interface MedianInput {
   tti: number | null;
 }
 
-function median(values: readonly number[]): number {
+/** The middle value, or the mean of the two middle ones; the runs' medians everywhere in perfwatch. */
+export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length / 2;
   return sorted.length % 2 === 1 ? sorted[(sorted.length - 1) / 2]! : (sorted[mid - 1]! + sorted[mid]!) / 2;

@@ -39,11 +39,19 @@ export function pageSourceKpis(lhr: LighthouseResult): KpiRecord[] {
 }
 
 /**
+ * The load time a failing audit says could be saved: the larger of its LCP and FCP savings (TBT
+ * and CLS savings are of another kind and left out); 0 for a passing or unscored audit.
+ */
+export function loadTimeSavingMs(audit: LighthouseResult['audits'][string] | undefined): number {
+  if (!audit || typeof audit.score !== 'number' || audit.score >= 1) return 0;
+  return Math.max(audit.metricSavings?.['LCP'] ?? 0, audit.metricSavings?.['FCP'] ?? 0);
+}
+
+/**
  * SAVINGS `opportunities`: what the page's failing audits say it could save.
  * - bytes: Σ `details.overallSavingsBytes` of opportunity audits, plus Σ items' `wastedBytes`
  *   of failing `*-insight` audits (Lighthouse 13 reports byte savings of insights per item);
- * - ms: Σ over failing audits of max(metricSavings.LCP, metricSavings.FCP), the load-time
- *   saving each one estimates (TBT and CLS savings are of another kind and left out);
+ * - ms: Σ over failing audits of loadTimeSavingMs, the load-time saving each one estimates;
  * - count: failing audits that claim a saving of either kind.
  */
 export function savingsKpis(lhr: LighthouseResult): KpiRecord[] {
@@ -58,7 +66,7 @@ export function savingsKpis(lhr: LighthouseResult): KpiRecord[] {
       const items = tableItems.safeParse(audit.details);
       if (items.success) auditBytes += sum((items.data.items ?? []).map((i) => i.wastedBytes ?? 0));
     }
-    const auditMs = Math.max(audit.metricSavings?.['LCP'] ?? 0, audit.metricSavings?.['FCP'] ?? 0);
+    const auditMs = loadTimeSavingMs(audit);
     if (auditBytes > 0 || auditMs > 0) count++;
     bytes += auditBytes;
     ms += auditMs;

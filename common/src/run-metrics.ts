@@ -13,6 +13,10 @@ export const runMetricsSchema = z.object({
 });
 export type RunMetrics = z.infer<typeof runMetricsSchema>;
 
+/** The gateway's verdict on a run (gateway/src/run-verdicts.ts). */
+export const runVerdictSchema = z.enum(['reliable', 'suspect']);
+export type RunVerdict = z.infer<typeof runVerdictSchema>;
+
 /**
  * A run as a snapshot keeps it: its key metrics, the agent that measured it, its verdict, and
  * the conditions it was measured in (absent for runs of agents before v1.2): the machine's benchmark index
@@ -33,7 +37,7 @@ export const runSummarySchema = runMetricsSchema.extend({
    * Whether the gateway trusts the run's numbers, and if not why (run-verdicts.ts); absent
    * from snapshots stored before verdicts existed.
    */
-  verdict: z.enum(['reliable', 'suspect']).optional(),
+  verdict: runVerdictSchema.optional(),
   reasons: z.array(z.string().max(300)).max(20).optional(),
   /** On a re-test: the 1-based number of the suspect run it measured again. */
   retestOf: z.number().int().positive().optional(),

@@ -1,4 +1,4 @@
-import { COMPARED_METRICS, formatApiDateTime, MIN_RUNS_FOR_TEST, mannWhitneyU, SIGNIFICANCE_LEVEL, type CompareCell, type CompareResult, type LighthouseResult, type RunSummary } from '@perfwatch/common';
+import { COMPARED_METRICS, formatApiDateTime, loadTimeSavingMs, MIN_RUNS_FOR_TEST, mannWhitneyU, SIGNIFICANCE_LEVEL, type CompareCell, type CompareResult, type LighthouseResult, type RunSummary } from '@perfwatch/common';
 import type { LocationSnapshot, SnapshotRecord } from './store/store.ts';
 
 /** Audits and opportunities listed per cell, the largest changes first. */
@@ -54,16 +54,9 @@ function auditChanges(from: LighthouseResult, to: LighthouseResult): CompareCell
     .slice(0, MOST_CHANGED);
 }
 
-/**
- * Failing audits' estimated load-time saving (the larger of their LCP and FCP savings, as the
- * SAVINGS KPI record counts it), and how it moved.
- */
+/** Failing audits' estimated load-time saving (as the SAVINGS KPI record counts it), and how it moved. */
 function opportunityChanges(from: LighthouseResult, to: LighthouseResult): CompareCell['opportunities'] {
-  const saving = (lhr: LighthouseResult, id: string) => {
-    const audit = lhr.audits[id];
-    if (!audit || typeof audit.score !== 'number' || audit.score >= 1) return 0;
-    return Math.round(Math.max(audit.metricSavings?.['LCP'] ?? 0, audit.metricSavings?.['FCP'] ?? 0));
-  };
+  const saving = (lhr: LighthouseResult, id: string) => Math.round(loadTimeSavingMs(lhr.audits[id]));
   const ids = new Set([...Object.keys(from.audits), ...Object.keys(to.audits)]);
   return [...ids]
     .map((id) => ({ id, title: title(to.audits[id] ? to : from, id), fromMs: saving(from, id), toMs: saving(to, id) }))

@@ -1,7 +1,7 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { RequestHandler } from 'express';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { createMetricsRegistry, LOCATIONS, registerNatsConnected, type Device, type Location, type UpdateType } from '@perfwatch/common';
+import { createMetricsRegistry, LOCATIONS, registerNatsConnected, type Device, type Location, type RunVerdict, type UpdateType } from '@perfwatch/common';
 import type { AgentRegistry } from './agent-registry.ts';
 
 /** res.locals key where a mounted router records its mount path for the route label. */
@@ -17,7 +17,7 @@ export interface UpdateObserver {
   /** One dispatch (one run, or its retry) and how it ended: `ok` or the failure code. */
   runDispatched(location: Location, device: Device, outcome: string, seconds: number): void;
   /** One successful run kept in a snapshot, with the gateway's verdict on it. */
-  runJudged(location: Location, device: Device, verdict: 'reliable' | 'suspect'): void;
+  runJudged(location: Location, device: Device, verdict: RunVerdict): void;
 }
 
 export interface GatewayMetrics extends UpdateObserver {

@@ -1,4 +1,4 @@
-import { BENCHMARK_DRIFT_LIMIT, extractRunMetrics, medianRunIndex, type AuditRunResult, type RunMetrics } from '@perfwatch/common';
+import { BENCHMARK_DRIFT_LIMIT, extractRunMetrics, median, medianRunIndex, type AuditRunResult, type RunMetrics, type RunVerdict } from '@perfwatch/common';
 
 /**
  * When the gateway doubts a run. One table, cited by README ("Trusting the numbers"): a run is
@@ -20,9 +20,8 @@ export const VERDICT_RULES = {
   maxRetests: 2,
 } as const;
 
-export type VerdictName = 'reliable' | 'suspect';
 export interface Verdict {
-  verdict: VerdictName;
+  verdict: RunVerdict;
   reasons: string[];
 }
 
@@ -54,12 +53,6 @@ function ownReasons(run: AuditRunResult): string[] {
   const warnings = Array.isArray(run.lhr['runWarnings']) ? run.lhr['runWarnings'].filter((w): w is string => typeof w === 'string' && !NOT_ABOUT_THE_RUN.some((re) => re.test(w))) : [];
   for (const warning of warnings.slice(0, MAX_WARNINGS)) reasons.push(`Lighthouse warned: ${warning}`);
   return reasons.map((reason) => (reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS - 1)}…` : reason));
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 /** Why each run's numbers stand apart from the others' (empty when they do not). */
@@ -101,7 +94,7 @@ export function judgeRuns(runs: readonly AuditRunResult[]): Verdict[] {
  * The representative run: Lighthouse's median (median-run.ts) among the reliable runs, or among
  * all of them when none is reliable (the result then says its median is suspect).
  */
-export function representativeRunIndex(runs: ReadonlyArray<Pick<RunMetrics, 'fcp' | 'tti'> & { verdict?: VerdictName }>): number {
+export function representativeRunIndex(runs: ReadonlyArray<Pick<RunMetrics, 'fcp' | 'tti'> & { verdict?: RunVerdict }>): number {
   const reliable = runs.map((run, index) => ({ run, index })).filter(({ run }) => run.verdict !== 'suspect');
   if (reliable.length === 0 || reliable.length === runs.length) return medianRunIndex(runs);
   return reliable[medianRunIndex(reliable.map(({ run }) => run))]!.index;

@@ -67,6 +67,11 @@ export class UpdateInterrupted extends Error {
   }
 }
 
+/** A successful run as verdicts and the snapshot take it: its result, and which run it re-tests. */
+function measured(outcome: Extract<RunOutcome, { ok: true }> & { retestOfRunIndex?: number }): MeasuredRun {
+  return outcome.retestOfRunIndex === undefined ? outcome.result : { ...outcome.result, retestOfRunIndex: outcome.retestOfRunIndex };
+}
+
 /** Told how many runs of each (device, location) have finished, as they finish. */
 export type ProgressListener = (progress: UpdateProgress[]) => void;
 
@@ -158,7 +163,8 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
     const log = logger.child({ updateId, requestId });
     const cells = devices.flatMap((device) => project.locations.map((location) => ({ device, location })));
     const progress = cells.map(({ device, location }) => ({ device, location, done: 0, total: project.runs }));
-    onProgress?.(progress.map((p) => ({ ...p })));
+    const reportProgress = () => onProgress?.(progress.map((p) => ({ ...p })));
+    reportProgress();
     const started = performance.now();
     // Field data is per page and device, not per location or run: asked once, alongside the runs.
     const fieldData = Promise.all(devices.map(async (device) => [device, crux ? await crux.fieldData(project.url, device) : null] as const)).then((entries) => new Map(entries));
@@ -169,16 +175,16 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
         const counted = (outcome: Promise<RunOutcome>) =>
           outcome.finally(() => {
             progress[cell]!.done += 1;
-            onProgress?.(progress.map((p) => ({ ...p })));
+            reportProgress();
           });
         const runs: Array<RunOutcome & { retestOfRunIndex?: number }> = await Promise.all(Array.from({ length: project.runs }, (_, runIndex) => counted(measureRun(job(runIndex), options, log))));
         // Suspect runs are measured again, one at a time so a re-test does not share the agent
         // with another of this cell's, and on another agent of the location when there is one.
         for (let retest = 0; retest < maxRetests; retest++) {
-          const suspect = nextRetest(runs.flatMap((r) => (r.ok ? [{ ...r.result, ...(r.retestOfRunIndex !== undefined ? { retestOfRunIndex: r.retestOfRunIndex } : {}) }] : [])));
+          const suspect = nextRetest(runs.flatMap((r) => (r.ok ? [measured(r)] : [])));
           if (!suspect) break;
           progress[cell]!.total += 1;
-          onProgress?.(progress.map((p) => ({ ...p })));
+          reportProgress();
           const runIndex = project.runs + retest;
           log.info({ device, location, runIndex: suspect.runIndex, retestRunIndex: runIndex, agentId: suspect.agentId }, 'measuring a suspect run again');
           runs.push({ ...(await counted(measureRun(job(runIndex), { ...options, avoidAgent: suspect.agentId }, log))), retestOfRunIndex: suspect.runIndex });
@@ -195,7 +201,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
       const successes: MeasuredRun[] = [];
       let lastFailure: Extract<RunOutcome, { ok: false }> | undefined;
       for (const outcome of runs) {
-        if (outcome.ok) successes.push(outcome.retestOfRunIndex !== undefined ? { ...outcome.result, retestOfRunIndex: outcome.retestOfRunIndex } : outcome.result);
+        if (outcome.ok) successes.push(measured(outcome));
         else failures.push({ device, location, outcome: (lastFailure = outcome) });
       }
       if (successes.length > 0) results.push(withFieldData(buildLocationSnapshot(device, location, successes), fieldDataByDevice.get(device) ?? null));
