@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEVICES, LOCATIONS } from './ids.ts';
+import { cellCheckSchema } from './budgets.ts';
 import { cruxRecordSchema } from './crux.ts';
 import { runSummarySchema, runVerdictSchema } from './run-metrics.ts';
 
@@ -38,6 +39,8 @@ export const locationResultSchema = z.object({
       median: runVerdictSchema,
     })
     .optional(),
+  /** perfwatch's addition: the project's budget checks on this cell; absent when it had no budgets. */
+  checks: z.array(cellCheckSchema).optional(),
 });
 export type LocationResult = z.infer<typeof locationResultSchema>;
 

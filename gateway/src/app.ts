@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
+import { createTargetGuard, type TargetGuard } from '@perfwatch/agent';
 import { pinoHttp } from 'pino-http';
 import { readinessAnswer, type Readiness } from '@perfwatch/common';
 import { apiDocsRouter } from './api-docs.ts';
@@ -10,7 +11,10 @@ import { errorHandler, notFoundRoute, onlyGetAndPost } from './http-errors.ts';
 import { createOpenApiDocument } from './openapi.ts';
 import { acceptsJson, failedAuthGuard, jsonBodyOnly, perUserLimit } from './request-guards.ts';
 import { auditRoute } from './routes/audit-route.ts';
+import { annotationsRoute } from './routes/annotations-route.ts';
+import { budgetsRoute } from './routes/budgets-route.ts';
 import { compareRoute } from './routes/compare-route.ts';
+import { webhooksRoute } from './routes/webhooks-route.ts';
 import { overviewRoute } from './routes/overview-route.ts';
 import { projectsRoute } from './routes/projects-route.ts';
 import { updateRoute, type SyncUpdateLimit } from './routes/update-route.ts';
@@ -44,13 +48,15 @@ export interface AppDeps {
   authFailuresPerMinute?: number;
   /** Express's `trust proxy`: how X-Forwarded-For names the client (TRUST_PROXY); absent: the socket's address. */
   trustProxy?: boolean | number | string;
+  /** The address rules webhook targets pass (PERFWATCH_ALLOW_TARGETS); absent: public addresses only. */
+  targetGuard?: TargetGuard;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
 const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** Builds the gateway's HTTP app from its dependencies. Never listens: see createServer. */
-export function createApp({ store, updates, logger, metrics, startAsync = async (request) => updates.start(request), readiness = async () => ({ ok: true }), bodyLimit = '100kb', rateLimits = { updates: 60, reads: 600 }, syncUpdates, overviewStallMs, authFailuresPerMinute = 30, trustProxy, opsElsewhere = false }: AppDeps): Express {
+export function createApp({ store, updates, logger, metrics, startAsync = async (request) => updates.start(request), readiness = async () => ({ ok: true }), bodyLimit = '100kb', rateLimits = { updates: 60, reads: 600 }, syncUpdates, overviewStallMs, authFailuresPerMinute = 30, trustProxy, opsElsewhere = false, targetGuard = createTargetGuard() }: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   if (trustProxy !== undefined) app.set('trust proxy', trustProxy);
@@ -118,6 +124,9 @@ export function createApp({ store, updates, logger, metrics, startAsync = async 
   v1.all('/updates/:id', ...before, readLimit, updateStatusRoute({ store }));
   v1.all('/overview', ...before, readLimit, overviewRoute({ store, logger, ...(overviewStallMs ? { stallMs: overviewStallMs } : {}) }));
   v1.all('/projects', ...before, readLimit, projectsRoute({ store }));
+  v1.all('/budgets', ...before, readLimit, budgetsRoute({ store }));
+  v1.all('/webhooks', ...before, readLimit, webhooksRoute({ store, guard: targetGuard }));
+  v1.all('/annotations', ...before, readLimit, annotationsRoute({ store }));
   app.use('/v1', v1);
   app.use(dashboardRouter());
 

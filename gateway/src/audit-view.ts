@@ -27,6 +27,7 @@ export function toAuditResult(snapshot: Pick<SnapshotRecord, 'date' | 'available
       defaultLocation: project.defaultLocation,
       runs: r.runs,
       ...verification(r.runs, r.median),
+      ...(r.checks ? { checks: r.checks } : {}),
     };
   }
   // Only the cells the request asked about; absent when none is missing, so a complete result

@@ -93,6 +93,19 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
   /** Snapshots older than this are deleted, with their KPI records (DESIGN: a periodic delete, not a TTL index). */
   RETENTION_DAYS: z.coerce.number().min(1).max(36_500).default(400),
   RETENTION_EVERY_MS: z.coerce.number().int().min(1_000).default(3_600_000),
+  /** Where users reach this gateway's dashboard: the links in webhook deliveries. Unset: http://localhost:PORT. */
+  PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
+  /**
+   * Webhook targets must be public addresses, as audited pages must be on agents; CIDRs or
+   * addresses listed here (`10.0.0.0/8,192.168.1.5`) are allowed although private.
+   */
+  PERFWATCH_ALLOW_TARGETS: z.string().default(''),
+  /** A failed webhook delivery is tried again after this long, doubling up to WEBHOOK_RETRY_MAX_MS, for WEBHOOK_GIVE_UP_AFTER_MS. */
+  WEBHOOK_RETRY_FIRST_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
+  WEBHOOK_RETRY_MAX_MS: z.coerce.number().int().min(100).max(86_400_000).default(600_000),
+  WEBHOOK_GIVE_UP_AFTER_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(86_400_000),
+  /** How often the outbox is looked at for due deliveries. */
+  WEBHOOK_POLL_MS: z.coerce.number().int().min(50).max(60_000).default(1_000),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /**
    * On SIGTERM, /readyz answers 503 at once and the gateway keeps serving this long before it

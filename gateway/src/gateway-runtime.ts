@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
-import type { LocalAgent } from '@perfwatch/agent';
+import { createTargetGuard, parseAllowList, type LocalAgent } from '@perfwatch/agent';
 import { startOpsServer, type OpsServer } from '@perfwatch/common';
 import { startAgentRegistry, type AgentRegistry } from './agent-registry.ts';
 import { createCruxClient } from './crux/crux-client.ts';
@@ -15,6 +15,8 @@ import { createUpdateService } from './update-service.ts';
 import { startUpdateQueue, type UpdateQueue } from './update-queue.ts';
 import { createUpdateAdmission } from './update-admission.ts';
 import { startScheduler } from './scheduler.ts';
+import { createWebhookOutbox } from './webhook-outbox.ts';
+import { startWebhookSender } from './webhook-sender.ts';
 import { createAsyncUpdates } from './async-updates.ts';
 import type { GatewayConfig } from './config.ts';
 import { createLocalDispatcher, createLocalRegistry } from './local/local-transport.ts';
@@ -44,11 +46,13 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
   const dispatcher = nc ? createNatsDispatcher({ nc, logger, registry: agents, maxInFlight: config.MAX_RUNS_IN_FLIGHT }) : createLocalDispatcher({ agents: transport.localAgents!, logger });
   const metrics = createGatewayMetrics({ nc, agents, queueDepth: (location) => dispatcher.waiting?.(location) ?? 0, pendingUpdates: (location) => store.countPendingUpdates(location) });
   const crux = config.CRUX_API_KEY ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger }) : undefined;
-  const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS, maxRetests: config.MAX_RETESTS, crux, observer: metrics });
+  const outbox = createWebhookOutbox({ store, logger, publicUrl: config.PUBLIC_URL ?? `http://localhost:${config.PORT}` });
+  const targetGuard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
+  const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS, maxRetests: config.MAX_RETESTS, crux, observer: metrics, onSnapshot: (snapshot) => outbox.snapshotStored(snapshot).then(() => undefined) });
   // The queue admits a user's next update as one ends; admission queues it: each needs the other.
   const started: { queue?: UpdateQueue } = {};
   const admission = createUpdateAdmission({ store, queue: () => started.queue!, logger, perUser: config.MAX_ACTIVE_UPDATES_PER_USER });
-  const queueOptions = { store, updates, logger, admission, deadlineMs: config.UPDATE_DEADLINE_MS, workers: config.UPDATE_WORKERS, maxDeliver: config.UPDATE_MAX_DELIVER, retryDelayMs: config.UPDATE_RETRY_DELAY_MS };
+  const queueOptions = { store, updates, logger, admission, outbox, deadlineMs: config.UPDATE_DEADLINE_MS, workers: config.UPDATE_WORKERS, maxDeliver: config.UPDATE_MAX_DELIVER, retryDelayMs: config.UPDATE_RETRY_DELAY_MS };
   const queue = (started.queue = nc ? await startUpdateQueue({ ...queueOptions, nc, ackWaitMs: config.UPDATE_ACK_WAIT_MS }) : await startLocalUpdateQueue(queueOptions));
   const scheduler = startScheduler({
     store,
@@ -61,6 +65,14 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
     retentionDays: config.RETENTION_DAYS,
     retentionEveryMs: config.RETENTION_EVERY_MS,
     stuckUpdates: { everyMs: config.UPDATE_SWEEP_EVERY_MS, graceMs: config.UPDATE_STUCK_AFTER_MS, deadlineMs: config.UPDATE_DEADLINE_MS },
+  });
+  const webhooks = startWebhookSender({
+    store,
+    logger,
+    guard: targetGuard,
+    pollMs: config.WEBHOOK_POLL_MS,
+    retry: { firstMs: config.WEBHOOK_RETRY_FIRST_MS, maxMs: config.WEBHOOK_RETRY_MAX_MS, giveUpAfterMs: config.WEBHOOK_GIVE_UP_AFTER_MS },
+    onAttempt: (outcome) => metrics.webhookAttempt(outcome),
   });
   const startAsync = createAsyncUpdates({ store, admission, limits: { queuedRunsPerUser: config.MAX_QUEUED_RUNS_PER_USER, pendingPerLocation: config.MAX_PENDING_UPDATES_PER_LOCATION } });
   let stopping = false;
@@ -86,6 +98,7 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
     metrics,
     startAsync,
     readiness,
+    targetGuard,
     bodyLimit: config.BODY_LIMIT,
     rateLimits: { updates: config.RATE_LIMIT_UPDATES_PER_MINUTE, reads: config.RATE_LIMIT_READS_PER_MINUTE },
     syncUpdates: { perUser: config.MAX_SYNC_UPDATES_PER_USER, ttlMs: 2 * config.SYNC_UPDATE_TIMEOUT_MS + 60_000 },
@@ -111,6 +124,7 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
       // Queued updates this gateway took are finished and acknowledged, not dropped.
       await queue.stop();
       await updates.drain();
+      await webhooks.stop();
       await agents.stop();
       // Last: /metrics and /readyz answer (not ready) while the rest stops.
       await ops?.close();

@@ -24,6 +24,7 @@ export interface GatewayMetrics extends UpdateObserver {
   registry: Registry;
   /** Times every HTTP request by route template (never the URL: it carries user input). */
   httpMiddleware: RequestHandler;
+  webhookAttempt(outcome: 'delivered' | 'retry' | 'failed'): void;
 }
 
 /**
@@ -60,6 +61,12 @@ export function createGatewayMetrics({ nc, agents, queueDepth, pendingUpdates }:
     name: 'perfwatch_runs_total',
     help: 'Successful runs kept in snapshots by location, device and verdict (reliable, suspect); suspect runs are measured again, and a rising share of them says an agent is overloaded or its host busy.',
     labelNames: ['location', 'device', 'verdict'] as const,
+    registers: [registry],
+  });
+  const webhookAttempts = new Counter({
+    name: 'perfwatch_webhook_attempts_total',
+    help: 'Webhook delivery attempts by outcome: delivered, retry (the receiver failed; tried again later), failed (given up after WEBHOOK_GIVE_UP_AFTER_MS).',
+    labelNames: ['outcome'] as const,
     registers: [registry],
   });
   new Gauge({
@@ -129,6 +136,9 @@ export function createGatewayMetrics({ nc, agents, queueDepth, pendingUpdates }:
     },
     runJudged(location, device, verdict) {
       runs.inc({ location, device, verdict });
+    },
+    webhookAttempt(outcome) {
+      webhookAttempts.inc({ outcome });
     },
   };
 }

@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import { z } from 'zod';
-import { ApiError, DEVICES, LOCATIONS, parseApiDate, parseApiDateTime, SECTIONS, UPDATE_MODES, type Device, type Location, type Section } from '@perfwatch/common';
+import { ApiError, BUDGET_KEYS, BudgetSpecError, DEVICES, parseLimit, type Budgets, LOCATIONS, parseApiDate, parseApiDateTime, SECTIONS, UPDATE_MODES, type Device, type Location, type Section } from '@perfwatch/common';
 
 /**
  * Request parameters. Each endpoint has one schema for its query string (GET) and one for its
@@ -102,6 +102,108 @@ const compareFields = {
 };
 export const compareQuerySchema = z.strictObject(compareFields);
 export const compareBodySchema = z.strictObject(compareFields);
+
+// ---- /v1/budgets ------------------------------------------------------------------------
+
+/** GET: `budget=performance=90` (repeated); an empty value stands for no limit at all. */
+function limitsFromQuery(name: string) {
+  return oneOrMany(z.string(), name).transform((entries, ctx) => {
+    const limits: Budgets['budgets'] = {};
+    for (const entry of entries.filter((e) => e.trim() !== '')) {
+      try {
+        const [key, value] = parseLimit(entry);
+        limits[key] = value;
+      } catch (error) {
+        if (!(error instanceof BudgetSpecError)) throw error;
+        ctx.addIssue({ code: 'custom', message: `${name}: ${error.message}` });
+        return z.NEVER;
+      }
+    }
+    return limits;
+  });
+}
+
+const budgetKeyList = Object.keys(BUDGET_KEYS).join(', ');
+const limitsObject = (name: string) =>
+  z
+    .record(z.string(), z.number({ error: `${name}: each limit is a number` }).nonnegative(`${name}: a limit is not negative`))
+    .superRefine((limits, ctx) => {
+      for (const [key, value] of Object.entries(limits)) {
+        if (!(key in BUDGET_KEYS)) ctx.addIssue({ code: 'custom', message: `${name}: unknown budget key "${key}"; known: ${budgetKeyList}` });
+        else if (BUDGET_KEYS[key as keyof typeof BUDGET_KEYS].kind === 'score' && value > 100) ctx.addIssue({ code: 'custom', message: `${name}: ${key} is a score from 0 to 100, not ${value}` });
+      }
+    })
+    .transform((limits) => limits as Budgets['budgets']);
+
+export interface BudgetsParams {
+  url: string;
+  /** Present: the project's budgets are replaced by these. */
+  set?: Budgets;
+}
+
+const replaced = ({ url, budgets, maxRegression }: { url: string; budgets?: Budgets['budgets'] | undefined; maxRegression?: Budgets['maxRegression'] | undefined }): BudgetsParams =>
+  budgets === undefined && maxRegression === undefined ? { url } : { url, set: { budgets: budgets ?? {}, maxRegression: maxRegression ?? {} } };
+
+export const budgetsQuerySchema = z
+  .strictObject({
+    url: projectUrl,
+    budget: limitsFromQuery('budget').optional().meta({ description: `A budget KEY=N to set (repeat it); given, or maxRegression given, the project\'s budgets are replaced. Keys: ${budgetKeyList}. An empty value sets none.` }),
+    maxRegression: limitsFromQuery('maxRegression').optional().meta({ description: 'An allowed regression KEY=N against the previous snapshot (score points, or percent for metrics); repeat it.' }),
+  })
+  .transform(({ url, budget, maxRegression }) => replaced({ url, budgets: budget, maxRegression }));
+export const budgetsBodySchema = z
+  .strictObject({
+    url: projectUrl,
+    budgets: limitsObject('budgets').optional().meta({ description: `Limits by key (${budgetKeyList}): score floors 0–100, metric ceilings in ms, bytes, or unitless for cls. Given (or maxRegression given): the project\'s budgets are replaced.` }),
+    maxRegression: limitsObject('maxRegression').optional().meta({ description: 'Allowed regressions against the previous snapshot, by key: score points, or percent for metrics.' }),
+  })
+  .transform(replaced);
+
+// ---- /v1/webhooks -----------------------------------------------------------------------
+
+export type WebhooksParams = { action: 'list' } | { action: 'add'; targetUrl: string; project: string | null; format: 'json' | 'slack' } | { action: 'remove'; id: string };
+
+const webhookFields = {
+  targetUrl: z.string(once('targetUrl')).min(1).max(2048, 'targetUrl is longer than 2048 characters').optional().meta({ description: 'Adds a webhook posting to this http(s) URL (a public address, unless the gateway\'s PERFWATCH_ALLOW_TARGETS allows it).' }),
+  project: projectUrl.optional().meta({ description: 'With targetUrl: only this project\'s events; omitted: every project of yours.' }),
+  format: z.enum(['json', 'slack'], { error: 'format must be json or slack' }).optional().meta({ description: 'With targetUrl: json (the signed payload, default) or slack (Slack\'s incoming-webhook message).' }),
+  remove: z.string(once('remove')).regex(/^[0-9a-f]{24}$/, 'remove must be a webhook id as listed').optional().meta({ description: 'Removes the webhook with this id, with its deliveries.' }),
+};
+
+function webhookAction({ targetUrl, project, format, remove }: { targetUrl?: string | undefined; project?: string | undefined; format?: 'json' | 'slack' | undefined; remove?: string | undefined }, ctx: z.RefinementCtx): WebhooksParams {
+  if (remove !== undefined) {
+    if (targetUrl !== undefined || project !== undefined || format !== undefined) ctx.addIssue({ code: 'custom', message: 'remove takes no other parameter' });
+    return { action: 'remove', id: remove };
+  }
+  if (targetUrl === undefined) {
+    if (project !== undefined || format !== undefined) ctx.addIssue({ code: 'custom', message: 'project and format go with targetUrl' });
+    return { action: 'list' };
+  }
+  return { action: 'add', targetUrl, project: project ?? null, format: format ?? 'json' };
+}
+export const webhooksQuerySchema = z.strictObject(webhookFields).transform(webhookAction);
+export const webhooksBodySchema = z.strictObject(webhookFields).transform(webhookAction);
+
+// ---- /v1/annotations --------------------------------------------------------------------
+
+export const MAX_ANNOTATION_TEXT = 500;
+const annotationFields = {
+  url: projectUrl,
+  text: z.string(once('text')).trim().min(1, 'text must not be empty').max(MAX_ANNOTATION_TEXT, `text is longer than ${MAX_ANNOTATION_TEXT} characters`).optional().meta({ description: 'Adds an annotation (a deploy marker) with this text; omitted: the project\'s annotations are listed.' }),
+  date: dateTime('date').optional().meta({ description: 'With text: when it happened, UTC; omitted: now.' }),
+  link: parsedString(z.string(once('link')).max(2048, 'link is longer than 2048 characters'), normalizeProjectUrl, 'link must be an absolute http(s) URL').optional().meta({ description: 'With text: a URL to go with it (a release, a pull request).' }),
+  from: dateTime('from').optional().meta({ description: 'Listing: only annotations at or after this date-time.' }),
+  to: dateTime('to').optional().meta({ description: 'Listing: only annotations before this date-time.' }),
+};
+
+export type AnnotationsParams = { url: string; add: { text: string; date?: Date | undefined; link?: string | undefined } | null; from?: Date | undefined; to?: Date | undefined };
+
+function annotationAction({ url, text, date, link, from, to }: { url: string; text?: string | undefined; date?: Date | undefined; link?: string | undefined; from?: Date | undefined; to?: Date | undefined }, ctx: z.RefinementCtx): AnnotationsParams {
+  if (text === undefined && (date !== undefined || link !== undefined)) ctx.addIssue({ code: 'custom', message: 'date and link go with text' });
+  return { url, add: text === undefined ? null : { text, date, link }, from, to };
+}
+export const annotationsQuerySchema = z.strictObject(annotationFields).transform(annotationAction);
+export const annotationsBodySchema = z.strictObject(annotationFields).transform(annotationAction);
 
 // ---- /v1/updates ------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { ApiError, DEVICES, UPDATE_TYPES } from '@perfwatch/common';
 import type { Store, UpdateProgress, UpdateRecord } from './store/store.ts';
 import { NoResultError, UpdateInterrupted, type UpdateService } from './update-service.ts';
+import type { WebhookOutbox } from './webhook-outbox.ts';
 import type { UpdateAdmission } from './update-admission.ts';
 
 /** The durable work queue of async and scheduled updates, shared by every gateway replica. */
@@ -86,10 +87,16 @@ export interface QueuedUpdateDeps {
   deadlineMs: number;
   /** Told when an update has ended, to give its user's next waiting update the place. */
   admission?: Pick<UpdateAdmission, 'admitNext'>;
+  /** Announces a failed update, and a stored snapshot's events again when a delivery finds it stored. */
+  outbox?: Pick<WebhookOutbox, 'snapshotStored' | 'updateFailed'>;
 }
 
 export async function runQueuedUpdate(deps: QueuedUpdateDeps, job: QueuedUpdate, delivery: number, maxDeliver: number, signal?: AbortSignal): Promise<QueuedEnding> {
   const ending = await deliver(deps, job, delivery, maxDeliver, signal);
+  if (ending.kind === 'final' && ending.reason !== PROJECT_REMOVED) {
+    // Announced on every final ending: the delivery id is the update's, so a repeat stores nothing new.
+    await deps.outbox?.updateFailed({ userId: job.userId, url: job.url, updateId: job.updateId, reason: ending.reason }).catch((error: unknown) => deps.logger.error({ err: error, updateId: job.updateId }, 'could not announce a failed update'));
+  }
   if (ending.kind === 'done' || ending.kind === 'final') {
     // A lost admission is found again by the lease holder's sweep.
     await deps.admission?.admitNext(job.userId).catch((error: unknown) => deps.logger.warn({ err: error, userId: job.userId }, 'could not admit the next update of a user'));
@@ -97,7 +104,9 @@ export async function runQueuedUpdate(deps: QueuedUpdateDeps, job: QueuedUpdate,
   return ending;
 }
 
-async function deliver({ store, updates, logger, deadlineMs }: QueuedUpdateDeps, job: QueuedUpdate, delivery: number, maxDeliver: number, signal?: AbortSignal): Promise<QueuedEnding> {
+const PROJECT_REMOVED = 'project removed';
+
+async function deliver({ store, updates, logger, deadlineMs, outbox }: QueuedUpdateDeps, job: QueuedUpdate, delivery: number, maxDeliver: number, signal?: AbortSignal): Promise<QueuedEnding> {
   const log = logger.child({ updateId: job.updateId, requestId: job.requestId, delivery });
   // Progress is for people watching: one write at a time carrying the latest counts (runs that
   // end together make one write), never beside a state change (an SQLite-backed server takes
@@ -127,6 +136,11 @@ async function deliver({ store, updates, logger, deadlineMs }: QueuedUpdateDeps,
     if (stored) {
       await store.setUpdateState(job.updateId, { status: 'done', date: stored.date, missing: stored.missing });
       log.info({ date: stored.date }, 'queued update was already stored; recorded it done');
+      // Its writer may have died before it announced the snapshot's events: announced again
+      // (the outbox keeps one delivery per event), from the checks stored with it.
+      const project = outbox ? await store.findProject(job.userId, job.url) : null;
+      const snapshot = project ? await store.findSnapshot(project.id, stored.date) : null;
+      if (project && snapshot) await outbox!.snapshotStored({ project, updateId: job.updateId, date: stored.date, results: snapshot.results }).catch((error: unknown) => log.error({ err: error }, 'could not announce the snapshot\'s budget events'));
       return { kind: 'done' };
     }
     const before = await store.findUpdate(job.userId, job.updateId);
@@ -149,7 +163,7 @@ async function deliver({ store, updates, logger, deadlineMs }: QueuedUpdateDeps,
     const project = await store.findProject(job.userId, job.url);
     if (!project) {
       await store.setUpdateState(job.updateId, { status: 'failed', reason: 'the project was removed before the update ran' });
-      return { kind: 'final', reason: 'project removed' };
+      return { kind: 'final', reason: PROJECT_REMOVED };
     }
     const outcome = await updates.run({ project, devices: job.devices, updateType: job.updateType, requestId: job.requestId, deadline, ...(signal ? { signal } : {}) }, job.updateId, 'async', recordProgress).finally(() => written);
     await store.setUpdateState(job.updateId, { status: 'done', date: outcome.date, missing: outcome.missing });

@@ -16,6 +16,7 @@ const project: ProjectRecord = {
   defaultLocation: 'london',
   runs: 3,
   schedule: null,
+  budgets: { budgets: {}, maxRegression: {} },
   createdAt: new Date(),
 };
 

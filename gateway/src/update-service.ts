@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { ApiError, truncateToSecond, type AuditJob, type Device, type Location, type MissingCell, type UpdateType } from '@perfwatch/common';
+import { ApiError, hasBudgets, truncateToSecond, type AuditJob, type Device, type Location, type MissingCell, type UpdateType } from '@perfwatch/common';
 import type { DispatchOptions, Dispatcher, RunOutcome } from './nats-dispatcher.ts';
 import type { CruxClient } from './crux/crux-client.ts';
 import type { UpdateMode, UpdateObserver } from './metrics.ts';
+import { cellKey, checksOf, needsConfirmation, readPriorCells, settleChecks } from './budget-alerts.ts';
 import { nextRetest, VERDICT_RULES, type MeasuredRun } from './run-verdicts.ts';
 import { buildLocationSnapshot, withFieldData } from './snapshot-builder.ts';
 import type { LocationSnapshot, ProjectRecord, Store, UpdateProgress } from './store/store.ts';
@@ -75,6 +76,9 @@ function measured(outcome: Extract<RunOutcome, { ok: true }> & { retestOfRunInde
 /** Told how many runs of each (device, location) have finished, as they finish. */
 export type ProgressListener = (progress: UpdateProgress[]) => void;
 
+/** Told of every stored snapshot (webhooks announce its budget events). */
+export type SnapshotListener = (snapshot: { project: ProjectRecord; updateId: string; date: Date; results: readonly LocationSnapshot[] }) => Promise<void>;
+
 export interface UpdateOutcome {
   updateId: string;
   date: Date;
@@ -97,6 +101,8 @@ export interface UpdateServiceDeps {
   crux?: CruxClient;
   /** Told of every dispatch and every finished update (metrics). */
   observer?: UpdateObserver;
+  /** Told of every snapshot stored, once stored; its failure is logged, never the update's. */
+  onSnapshot?: SnapshotListener;
   now?: () => Date;
   /** Waits between offers to a location that is away (tests shorten them). */
   awayBackoffMs?: AwayBackoff;
@@ -107,7 +113,7 @@ export interface UpdateServiceDeps {
  * agents measures in parallel; the representative run per (device, location); one snapshot
  * date shared by all of them.
  */
-export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, replyTimeoutMs, maxRetests = VERDICT_RULES.maxRetests, crux, observer, now = () => new Date(), awayBackoffMs = AWAY_BACKOFF_MS }: UpdateServiceDeps) {
+export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, replyTimeoutMs, maxRetests = VERDICT_RULES.maxRetests, crux, observer, onSnapshot, now = () => new Date(), awayBackoffMs = AWAY_BACKOFF_MS }: UpdateServiceDeps) {
   async function dispatch(job: AuditJob, options: DispatchOptions): Promise<RunOutcome> {
     const started = performance.now();
     const outcome = await dispatcher.dispatch(job, options);
@@ -211,10 +217,45 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
 
     if (results.length === 0) throw noResultError(failures.map((f) => ({ ...f, ...f.outcome.error })));
 
+    // Checked before it is stored, so the checks (and the events they announce) are stored with it.
+    if (hasBudgets(project.budgets)) await checkBudgets(project, results, (device, location) => {
+      const cell = cells.findIndex((c) => c.device === device && c.location === location);
+      progress[cell]!.total += 1;
+      reportProgress();
+      const job: AuditJob = { jobId: `${updateId}.${device}.${location}.confirm`, updateId, url: project.url, device, location, runIndex: project.runs + maxRetests, timeoutMs: runTimeoutMs };
+      return measureRun(job, options, log).finally(() => {
+        progress[cell]!.done += 1;
+        reportProgress();
+      });
+    }, log);
+
     const date = await store.saveSnapshot({ project, updateId, date: truncateToSecond(now()), updateType, results, missing });
+    if (onSnapshot) await onSnapshot({ project, updateId, date, results }).catch((error: unknown) => log.error({ err: error }, 'could not announce the snapshot\'s budget events'));
     for (const r of results) for (const judged of r.runs) observer?.runJudged(r.location, r.device, judged.verdict ?? 'reliable');
     log.info({ cells: cells.length, stored: results.length, missing: missing.length, failedRuns: failures.length, ms: Math.round(performance.now() - started) }, 'update done');
     return { updateId, date, results, missing, complete: missing.length === 0 };
+  }
+
+  /**
+   * Sets each result's `checks`: the project's budgets against its result, the previous
+   * snapshot's states, and for a failure of a passing check one confirmation run of the cell
+   * (budget-alerts.ts has the rule).
+   */
+  async function checkBudgets(project: ProjectRecord, results: LocationSnapshot[], confirm: (device: Device, location: Location) => Promise<RunOutcome>, log: Logger): Promise<void> {
+    const prior = await readPriorCells(store, project, results);
+    await Promise.all(
+      results.map(async (result) => {
+        const before = prior.get(cellKey(result.device, result.location));
+        const checks = checksOf(result.lighthouse, project.budgets, before);
+        let confirmation: ReturnType<typeof checksOf> | null | undefined;
+        if (needsConfirmation(checks, before)) {
+          log.info({ device: result.device, location: result.location, failing: checks.filter((c) => !c.pass).map((c) => c.message) }, 'a budget failed; measuring once more to confirm');
+          const outcome = await confirm(result.device, result.location);
+          confirmation = outcome.ok ? checksOf(outcome.result.lhr, project.budgets, before) : null;
+        }
+        result.checks = settleChecks(checks, before, confirmation);
+      }),
+    );
   }
 
   const background = new Set<Promise<void>>();

@@ -6,7 +6,7 @@ import { DEVICES, LOCATIONS, type Device, type Location } from '../ids.ts';
 import { SECTIONS, type Section } from '../lighthouse-kpis.ts';
 import { parseEnv } from '../env-config.ts';
 import { createApiClient, type ApiClient } from './api-client.ts';
-import { budgetFileSchema, BudgetSpecError, evaluateBudgets, parseLimit, type Budgets } from './budgets.ts';
+import { budgetFileSchema, BudgetSpecError, evaluateBudgets, parseLimit, type Budgets } from '../budgets.ts';
 import { budgetJunitXml } from './budget-junit.ts';
 import { auditResultTable, budgetTable, compareTable, overviewTable } from './result-tables.ts';
 import { updateProgress, type ProgressStream } from './update-progress.ts';

@@ -1,5 +1,4 @@
 export * from './api-client.ts';
-export * from './budgets.ts';
 export * from './budget-junit.ts';
 export * from './result-tables.ts';
 export { main as clientMain, CLIENT_USAGE, CLIENT_VERBS, EXIT, type ClientVerb } from './client-cli.ts';

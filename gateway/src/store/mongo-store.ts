@@ -4,8 +4,8 @@ import { Binary, MongoClient, MongoNetworkError, MongoServerError, MongoServerSe
 import pLimit, { type LimitFunction } from 'p-limit';
 import pRetry from 'p-retry';
 import { z } from 'zod';
-import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Location } from '@perfwatch/common';
-import { ConcurrentWrite, DuplicateError, UPDATE_STATUSES, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateProgress, type MissingCell, type UpdateState, type OverviewFilter, type SnapshotSummary, type SnapshotPage, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
+import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Location } from '@perfwatch/common';
+import { ConcurrentWrite, DELIVERY_STATUSES, DuplicateError, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateProgress, type MissingCell, type UpdateState, type OverviewFilter, type SnapshotSummary, type SnapshotPage, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
@@ -31,8 +31,19 @@ const projectDoc = z.object({
   defaultLocation: z.enum(LOCATIONS),
   runs: z.number().int().positive(),
   schedule: z.string().nullable(),
+  // Absent on projects stored before budgets were.
+  budgets: budgetFileSchema.default({ budgets: {}, maxRegression: {} }),
   createdAt: z.date(),
 }).transform(({ _id, ...rest }): ProjectRecord => ({ id: _id, ...rest }));
+const webhookDoc = z
+  .object({ _id: objectId, userId: objectId, targetUrl: z.string(), projectUrl: z.string().nullable(), format: z.enum(WEBHOOK_FORMATS), secret: z.string(), createdAt: z.date() })
+  .transform(({ _id, ...rest }): WebhookRecord => ({ id: _id, ...rest }));
+const deliveryDoc = z
+  .object({ _id: z.string(), webhookId: objectId, userId: objectId, event: z.string(), body: z.string(), status: z.enum(DELIVERY_STATUSES), attempts: z.number().int(), nextAttemptAt: z.date(), lastError: z.string().nullable(), createdAt: z.date(), deliveredAt: z.date().nullable() })
+  .transform(({ _id, ...rest }): DeliveryRecord => ({ id: _id, ...rest }));
+const annotationDoc = z
+  .object({ _id: objectId, projectId: objectId, date: z.date(), text: z.string(), link: z.string().nullable(), createdAt: z.date() })
+  .transform(({ _id, ...rest }): AnnotationRecord => ({ id: _id, ...rest }));
 const availableEntry = z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS) });
 const snapshotDoc = z.object({
   _id: objectId,
@@ -66,6 +77,20 @@ interface UpdateDocument {
   missing?: MissingCell[];
   createdAt: Date;
   updatedAt: Date;
+}
+/** What the deliveries collection holds; read back through deliveryDoc. */
+interface DeliveryDocument {
+  _id: string;
+  webhookId: ObjectId;
+  userId: ObjectId;
+  event: string;
+  body: string;
+  status: string;
+  attempts: number;
+  nextAttemptAt: Date;
+  lastError: string | null;
+  createdAt: Date;
+  deliveredAt: Date | null;
 }
 const snapshotStateDoc = z.object({ status: z.enum(['writing', 'complete']), date: z.date() });
 const updateDoc = z.object({
@@ -107,6 +132,7 @@ const resultDoc = z.object({
   elementCount: z.number().nullable(),
   crux: cruxPairSchema,
   lighthouse: z.instanceof(Binary),
+  checks: z.array(cellCheckSchema).optional(),
 });
 
 export interface MongoStoreOptions {
@@ -152,6 +178,10 @@ export class MongoStore implements Store {
   readonly #leases: Collection<{ _id: string; holder: string; expiresAt: Date }>;
   readonly #slots: Collection<{ _id: string; kind: string; userId: string; expiresAt: Date }>;
   readonly #notes: Collection<{ _id: string; value: string }>;
+  readonly #webhooks: Collection;
+  // Keyed by the delivery id derived from its event, so announcing an event twice stores it once.
+  readonly #deliveries: Collection<DeliveryDocument>;
+  readonly #annotations: Collection;
 
   /** The database this store uses (tests and tools read it directly). */
   readonly dbName: string;
@@ -176,6 +206,9 @@ export class MongoStore implements Store {
     this.#leases = this.#db.collection<{ _id: string; holder: string; expiresAt: Date }>('leases');
     this.#slots = this.#db.collection<{ _id: string; kind: string; userId: string; expiresAt: Date }>('slots');
     this.#notes = this.#db.collection<{ _id: string; value: string }>('notes');
+    this.#webhooks = this.#db.collection('webhooks');
+    this.#deliveries = this.#db.collection<DeliveryDocument>('deliveries');
+    this.#annotations = this.#db.collection('annotations');
   }
 
 
@@ -200,6 +233,11 @@ export class MongoStore implements Store {
       this.#kpis.createIndex({ snapshotId: 1 }),
       // Retention deletes by age.
       this.#snapshots.createIndex({ date: 1 }),
+      this.#webhooks.createIndex({ userId: 1, createdAt: 1 }),
+      // The sender's due deliveries, and a webhook's newest.
+      this.#deliveries.createIndex({ status: 1, nextAttemptAt: 1 }),
+      this.#deliveries.createIndex({ webhookId: 1, createdAt: -1 }),
+      this.#annotations.createIndex({ projectId: 1, date: 1 }),
     ]);
   }
 
@@ -250,7 +288,7 @@ export class MongoStore implements Store {
   }
 
   async addProject(project: NewProject): Promise<ProjectRecord> {
-    const doc = { _id: new ObjectId(), ...project, userId: new ObjectId(project.userId), createdAt: new Date() };
+    const doc = { _id: new ObjectId(), ...project, budgets: project.budgets ?? { budgets: {}, maxRegression: {} }, userId: new ObjectId(project.userId), createdAt: new Date() };
     try {
       await this.#projects.insertOne(doc);
     } catch (error) {
@@ -276,8 +314,79 @@ export class MongoStore implements Store {
     await this.#kpis.deleteMany({ projectId: doc._id });
     await this.#results.deleteMany({ projectId: doc._id });
     await this.#snapshots.deleteMany({ projectId: doc._id });
+    await this.#annotations.deleteMany({ projectId: doc._id });
     await this.#projects.deleteOne({ _id: doc._id });
     return true;
+  }
+
+  async setProjectBudgets(projectId: string, budgets: Budgets): Promise<void> {
+    await this.#projects.updateOne({ _id: new ObjectId(projectId) }, { $set: { budgets } });
+  }
+
+  async addWebhook(webhook: NewWebhook): Promise<WebhookRecord> {
+    const doc = { _id: new ObjectId(), ...webhook, userId: new ObjectId(webhook.userId), createdAt: new Date() };
+    await this.#webhooks.insertOne(doc);
+    return webhookDoc.parse(doc);
+  }
+
+  async listWebhooks(userId: string): Promise<WebhookRecord[]> {
+    const docs = await this.#webhooks.find({ userId: new ObjectId(userId) }).sort({ createdAt: 1, _id: 1 }).toArray();
+    return docs.map((doc) => webhookDoc.parse(doc));
+  }
+
+  async removeWebhook(userId: string, id: string): Promise<boolean> {
+    if (!ObjectId.isValid(id)) return false;
+    const removed = await this.#webhooks.deleteOne({ _id: new ObjectId(id), userId: new ObjectId(userId) });
+    if (removed.deletedCount === 0) return false;
+    await this.#deliveries.deleteMany({ webhookId: new ObjectId(id) });
+    return true;
+  }
+
+  async enqueueDeliveries(deliveries: readonly NewDelivery[]): Promise<void> {
+    // An upsert that only ever inserts: a delivery already in the outbox keeps its state.
+    for (const d of deliveries) {
+      await this.#deliveries.updateOne(
+        { _id: d.id },
+        { $setOnInsert: { webhookId: new ObjectId(d.webhookId), userId: new ObjectId(d.userId), event: d.event, body: d.body, status: 'pending', attempts: 0, nextAttemptAt: d.createdAt, lastError: null, createdAt: d.createdAt, deliveredAt: null } },
+        { upsert: true },
+      );
+    }
+  }
+
+  async claimDeliveries(now: Date, limit: number, leaseMs: number): Promise<DeliveryRecord[]> {
+    // One at a time with findOneAndUpdate: each claim is atomic on any MongoDB-wire server, so
+    // two gateways never take the same delivery in the same lease.
+    const claimed: DeliveryRecord[] = [];
+    while (claimed.length < limit) {
+      const doc = await this.#deliveries.findOneAndUpdate({ status: 'pending', nextAttemptAt: { $lte: now } }, { $set: { nextAttemptAt: new Date(now.getTime() + leaseMs) } }, { sort: { nextAttemptAt: 1 }, returnDocument: 'after' });
+      if (!doc) break;
+      claimed.push(deliveryDoc.parse(doc));
+    }
+    return claimed;
+  }
+
+  async recordDeliveryAttempt(id: string, attempt: DeliveryAttempt): Promise<void> {
+    const set = attempt.status === 'delivered' ? { status: 'delivered', deliveredAt: attempt.at, lastError: null } : attempt.status === 'pending' ? { nextAttemptAt: attempt.nextAttemptAt, lastError: attempt.error } : { status: 'failed', lastError: attempt.error };
+    await this.#deliveries.updateOne({ _id: id }, { $set: set, $inc: { attempts: 1 } });
+  }
+
+  async listDeliveries(webhookId: string, limit: number): Promise<DeliveryRecord[]> {
+    const docs = await this.#deliveries.find({ webhookId: new ObjectId(webhookId) }).sort({ createdAt: -1, _id: -1 }).limit(limit).toArray();
+    return docs.map((doc) => deliveryDoc.parse(doc));
+  }
+
+  async addAnnotation(annotation: NewAnnotation): Promise<AnnotationRecord> {
+    const doc = { _id: new ObjectId(), ...annotation, projectId: new ObjectId(annotation.projectId), createdAt: new Date() };
+    await this.#annotations.insertOne(doc);
+    return annotationDoc.parse(doc);
+  }
+
+  async listAnnotations(projectId: string, range: { from?: Date; to?: Date } = {}): Promise<AnnotationRecord[]> {
+    const date: Record<string, Date> = {};
+    if (range.from) date['$gte'] = range.from;
+    if (range.to) date['$lt'] = range.to;
+    const docs = await this.#annotations.find({ projectId: new ObjectId(projectId), ...(range.from || range.to ? { date } : {}) }).sort({ date: 1, createdAt: 1 }).toArray();
+    return docs.map((doc) => annotationDoc.parse(doc));
   }
 
   async #discardSnapshot(snapshotId: ObjectId): Promise<void> {
@@ -496,6 +605,7 @@ export class MongoStore implements Store {
         runs: r.runs,
         elementCount: r.elementCount,
         crux: r.crux,
+        ...(r.checks ? { checks: r.checks } : {}),
         lighthouseVersion: r.lighthouse.lighthouseVersion,
         // Stored compressed and opaque: ~6× smaller, and Lighthouse's own keys (some contain
         // dots) never meet a server's field-name rules.

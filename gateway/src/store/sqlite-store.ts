@@ -5,15 +5,16 @@ import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import { z } from 'zod';
-import { cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Location } from '@perfwatch/common';
-import { DuplicateError, UPDATE_STATUSES, type KpiRow, type MissingCell, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type SnapshotPage, type Store, type TokenRecord, type UpdateRecord, type UpdateProgress, type UpdateState, type UserRecord } from './store.ts';
+import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Location } from '@perfwatch/common';
+import { DELIVERY_STATUSES, DuplicateError, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, type KpiRow, type MissingCell, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type SnapshotPage, type Store, type TokenRecord, type UpdateRecord, type UpdateProgress, type UpdateState, type UserRecord } from './store.ts';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
 
 /** How many later seconds a snapshot may move to when its project already has one at that second. */
 const MAX_DATE_SHIFT_SECONDS = 60;
-const SCHEMA_VERSION = 3;
+const SCHEMA_VERSION = 4;
+const NO_BUDGETS = '{"budgets":{},"maxRegression":{}}';
 
 /**
  * The tables. Dates are milliseconds since the epoch (UTC); lists and KPI data are JSON text;
@@ -26,6 +27,7 @@ CREATE TABLE IF NOT EXISTS tokens (prefix TEXT PRIMARY KEY, user_id TEXT NOT NUL
 CREATE TABLE IF NOT EXISTS projects (
   id TEXT PRIMARY KEY, user_id TEXT NOT NULL, url TEXT NOT NULL, domain TEXT NOT NULL, locations TEXT NOT NULL,
   default_location TEXT NOT NULL, runs INTEGER NOT NULL, schedule TEXT, created_at INTEGER NOT NULL, scheduled_through INTEGER,
+  budgets TEXT NOT NULL DEFAULT '{"budgets":{},"maxRegression":{}}',
   UNIQUE (user_id, url));
 CREATE TABLE IF NOT EXISTS snapshots (
   id TEXT PRIMARY KEY, project_id TEXT NOT NULL, user_id TEXT NOT NULL, update_id TEXT NOT NULL UNIQUE, url TEXT NOT NULL,
@@ -35,7 +37,7 @@ CREATE TABLE IF NOT EXISTS snapshots (
 CREATE INDEX IF NOT EXISTS snapshots_by_date ON snapshots (date);
 CREATE TABLE IF NOT EXISTS results (
   snapshot_id TEXT NOT NULL, seq INTEGER NOT NULL, device TEXT NOT NULL, location TEXT NOT NULL, median INTEGER NOT NULL,
-  runs TEXT NOT NULL, element_count INTEGER, crux TEXT NOT NULL, lighthouse BLOB NOT NULL,
+  runs TEXT NOT NULL, element_count INTEGER, crux TEXT NOT NULL, lighthouse BLOB NOT NULL, checks TEXT,
   PRIMARY KEY (snapshot_id, seq));
 CREATE TABLE IF NOT EXISTS kpis (
   snapshot_id TEXT NOT NULL, project_id TEXT NOT NULL, user_id TEXT NOT NULL, date INTEGER NOT NULL, domain TEXT NOT NULL,
@@ -52,6 +54,18 @@ CREATE TABLE IF NOT EXISTS updates (
 CREATE INDEX IF NOT EXISTS updates_by_status ON updates (status);
 CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS slots (id TEXT PRIMARY KEY, kind TEXT NOT NULL, user_id TEXT NOT NULL, expires_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS webhooks (
+  id TEXT PRIMARY KEY, user_id TEXT NOT NULL, target_url TEXT NOT NULL, project_url TEXT, format TEXT NOT NULL,
+  secret TEXT NOT NULL, created_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS deliveries (
+  id TEXT PRIMARY KEY, webhook_id TEXT NOT NULL, user_id TEXT NOT NULL, event TEXT NOT NULL, body TEXT NOT NULL,
+  status TEXT NOT NULL, attempts INTEGER NOT NULL, next_attempt_at INTEGER NOT NULL, last_error TEXT,
+  created_at INTEGER NOT NULL, delivered_at INTEGER);
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, next_attempt_at);
+CREATE INDEX IF NOT EXISTS deliveries_by_webhook ON deliveries (webhook_id, created_at);
+CREATE TABLE IF NOT EXISTS annotations (
+  id TEXT PRIMARY KEY, project_id TEXT NOT NULL, date INTEGER NOT NULL, text TEXT NOT NULL, link TEXT, created_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS annotations_by_project ON annotations (project_id, date);
 `;
 
 // Rows read back are parsed like any other input: a file written by another version, or
@@ -72,9 +86,10 @@ const projectRow = z
     schedule: z.string().nullable(),
     created_at: ms,
     scheduled_through: ms.nullable(),
+    budgets: json(budgetFileSchema),
   })
   .transform((r) => ({
-    project: { id: r.id, userId: r.user_id, url: r.url, domain: r.domain, locations: r.locations, defaultLocation: r.default_location, runs: r.runs, schedule: r.schedule, createdAt: r.created_at } satisfies ProjectRecord,
+    project: { id: r.id, userId: r.user_id, url: r.url, domain: r.domain, locations: r.locations, defaultLocation: r.default_location, runs: r.runs, schedule: r.schedule, budgets: r.budgets, createdAt: r.created_at } satisfies ProjectRecord,
     scheduledThrough: r.scheduled_through,
   }));
 const available = json(z.array(z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS) })));
@@ -88,7 +103,17 @@ const resultRow = z.object({
   element_count: z.number().int().nullable(),
   crux: json(cruxPairSchema),
   lighthouse: z.instanceof(Uint8Array),
+  checks: json(z.array(cellCheckSchema)).nullable(),
 });
+const webhookRow = z
+  .object({ id: z.string(), user_id: z.string(), target_url: z.string(), project_url: z.string().nullable(), format: z.enum(WEBHOOK_FORMATS), secret: z.string(), created_at: ms })
+  .transform((r): WebhookRecord => ({ id: r.id, userId: r.user_id, targetUrl: r.target_url, projectUrl: r.project_url, format: r.format, secret: r.secret, createdAt: r.created_at }));
+const deliveryRow = z
+  .object({ id: z.string(), webhook_id: z.string(), user_id: z.string(), event: z.string(), body: z.string(), status: z.enum(DELIVERY_STATUSES), attempts: z.number().int(), next_attempt_at: ms, last_error: z.string().nullable(), created_at: ms, delivered_at: ms.nullable() })
+  .transform((r): DeliveryRecord => ({ id: r.id, webhookId: r.webhook_id, userId: r.user_id, event: r.event, body: r.body, status: r.status, attempts: r.attempts, nextAttemptAt: r.next_attempt_at, lastError: r.last_error, createdAt: r.created_at, deliveredAt: r.delivered_at }));
+const annotationRow = z
+  .object({ id: z.string(), project_id: z.string(), date: ms, text: z.string(), link: z.string().nullable(), created_at: ms })
+  .transform((r): AnnotationRecord => ({ id: r.id, projectId: r.project_id, date: r.date, text: r.text, link: r.link, createdAt: r.created_at }));
 const kpiRow = z
   .object({ date: ms, domain: z.string(), url: z.string(), device: z.enum(DEVICES), location: z.enum(LOCATIONS), update_type: z.enum(UPDATE_TYPES), section: z.string(), kpi: z.string(), data: json(z.union([z.record(z.string(), z.unknown()), z.string()])) })
   .transform(({ update_type, ...rest }): KpiRow => ({ ...rest, updateType: update_type }));
@@ -191,6 +216,10 @@ export class SqliteStore implements Store {
     if (version && Number(version.value) < 3) {
       db.exec('ALTER TABLE updates ADD COLUMN runs INTEGER NOT NULL DEFAULT 1; ALTER TABLE updates ADD COLUMN waiting INTEGER NOT NULL DEFAULT 0; ALTER TABLE updates ADD COLUMN admitted_at INTEGER;');
     }
+    // Schema 4: budgets on projects, their checks on results.
+    if (version && Number(version.value) < 4) {
+      db.exec(`ALTER TABLE projects ADD COLUMN budgets TEXT NOT NULL DEFAULT '${NO_BUDGETS}'; ALTER TABLE results ADD COLUMN checks TEXT;`);
+    }
     db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)").run(String(SCHEMA_VERSION));
     this.#db = db;
   }
@@ -241,11 +270,11 @@ export class SqliteStore implements Store {
   }
 
   async addProject(project: NewProject): Promise<ProjectRecord> {
-    const record: ProjectRecord = { ...project, locations: [...project.locations], id: newId(), createdAt: new Date() };
+    const record: ProjectRecord = { ...project, locations: [...project.locations], budgets: project.budgets ?? { budgets: {}, maxRegression: {} }, id: newId(), createdAt: new Date() };
     try {
       this.#run(
-        'INSERT INTO projects (id, user_id, url, domain, locations, default_location, runs, schedule, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        record.id, record.userId, record.url, record.domain, JSON.stringify(record.locations), record.defaultLocation, record.runs, record.schedule, record.createdAt.getTime(),
+        'INSERT INTO projects (id, user_id, url, domain, locations, default_location, runs, schedule, created_at, budgets) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        record.id, record.userId, record.url, record.domain, JSON.stringify(record.locations), record.defaultLocation, record.runs, record.schedule, record.createdAt.getTime(), JSON.stringify(record.budgets),
       );
     } catch (error) {
       throw isUniqueViolation(error) ? new DuplicateError(`project ${project.url} exists for this user`) : error;
@@ -270,9 +299,66 @@ export class SqliteStore implements Store {
       this.#run('DELETE FROM kpis WHERE project_id = ?', project.id);
       this.#run('DELETE FROM results WHERE snapshot_id IN (SELECT id FROM snapshots WHERE project_id = ?)', project.id);
       this.#run('DELETE FROM snapshots WHERE project_id = ?', project.id);
+      this.#run('DELETE FROM annotations WHERE project_id = ?', project.id);
       this.#run('DELETE FROM projects WHERE id = ?', project.id);
     });
     return true;
+  }
+
+  async setProjectBudgets(projectId: string, budgets: Budgets): Promise<void> {
+    this.#run('UPDATE projects SET budgets = ? WHERE id = ?', JSON.stringify(budgets), projectId);
+  }
+
+  async addWebhook(webhook: NewWebhook): Promise<WebhookRecord> {
+    const record: WebhookRecord = { ...webhook, id: newId(), createdAt: new Date() };
+    this.#run('INSERT INTO webhooks (id, user_id, target_url, project_url, format, secret, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)', record.id, record.userId, record.targetUrl, record.projectUrl, record.format, record.secret, record.createdAt.getTime());
+    return record;
+  }
+
+  async listWebhooks(userId: string): Promise<WebhookRecord[]> {
+    return this.#all('SELECT * FROM webhooks WHERE user_id = ? ORDER BY created_at, id', userId).map((row) => webhookRow.parse(row));
+  }
+
+  async removeWebhook(userId: string, id: string): Promise<boolean> {
+    return this.#transaction(() => {
+      const removed = Number(this.#run('DELETE FROM webhooks WHERE id = ? AND user_id = ?', id, userId).changes) === 1;
+      if (removed) this.#run('DELETE FROM deliveries WHERE webhook_id = ?', id);
+      return removed;
+    });
+  }
+
+  async enqueueDeliveries(deliveries: readonly NewDelivery[]): Promise<void> {
+    const insert = this.#conn.prepare("INSERT INTO deliveries (id, webhook_id, user_id, event, body, status, attempts, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT (id) DO NOTHING");
+    this.#transaction(() => {
+      for (const d of deliveries) insert.run(d.id, d.webhookId, d.userId, d.event, d.body, d.createdAt.getTime(), d.createdAt.getTime());
+    });
+  }
+
+  async claimDeliveries(now: Date, limit: number, leaseMs: number): Promise<DeliveryRecord[]> {
+    return this.#all(
+      "UPDATE deliveries SET next_attempt_at = ? WHERE id IN (SELECT id FROM deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?) RETURNING *",
+      now.getTime() + leaseMs, now.getTime(), limit,
+    ).map((row) => deliveryRow.parse(row));
+  }
+
+  async recordDeliveryAttempt(id: string, attempt: DeliveryAttempt): Promise<void> {
+    if (attempt.status === 'delivered') this.#run("UPDATE deliveries SET status = 'delivered', attempts = attempts + 1, delivered_at = ?, last_error = NULL WHERE id = ?", attempt.at.getTime(), id);
+    else if (attempt.status === 'pending') this.#run('UPDATE deliveries SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ?', attempt.nextAttemptAt.getTime(), attempt.error, id);
+    else this.#run("UPDATE deliveries SET status = 'failed', attempts = attempts + 1, last_error = ? WHERE id = ?", attempt.error, id);
+  }
+
+  async listDeliveries(webhookId: string, limit: number): Promise<DeliveryRecord[]> {
+    return this.#all('SELECT * FROM deliveries WHERE webhook_id = ? ORDER BY created_at DESC, id DESC LIMIT ?', webhookId, limit).map((row) => deliveryRow.parse(row));
+  }
+
+  async addAnnotation(annotation: NewAnnotation): Promise<AnnotationRecord> {
+    const record: AnnotationRecord = { ...annotation, id: newId(), createdAt: new Date() };
+    this.#run('INSERT INTO annotations (id, project_id, date, text, link, created_at) VALUES (?, ?, ?, ?, ?, ?)', record.id, record.projectId, record.date.getTime(), record.text, record.link, record.createdAt.getTime());
+    return record;
+  }
+
+  async listAnnotations(projectId: string, range: { from?: Date; to?: Date } = {}): Promise<AnnotationRecord[]> {
+    return this.#all('SELECT * FROM annotations WHERE project_id = ? AND date >= ? AND date < ? ORDER BY date, created_at', projectId, range.from?.getTime() ?? 0, range.to?.getTime() ?? Number.MAX_SAFE_INTEGER).map((row) => annotationRow.parse(row));
   }
 
   async saveSnapshot({ project, updateId, date, updateType, results, missing }: NewSnapshot): Promise<Date> {
@@ -293,10 +379,10 @@ export class SqliteStore implements Store {
         'INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available, missing) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
         snapshotId, project.id, project.userId, updateId, project.url, project.domain, stored.getTime(), updateType, JSON.stringify(results.map(({ device, location }) => ({ device, location }))), JSON.stringify(missing ?? []),
       );
-      const insertResult = this.#conn.prepare('INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
+      const insertResult = this.#conn.prepare('INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse, checks) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
       const insertKpi = this.#conn.prepare('INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
       results.forEach((r, seq) => {
-        insertResult.run(snapshotId, seq, r.device, r.location, r.median, JSON.stringify(r.runs), r.elementCount, JSON.stringify(r.crux), compressed[seq]!);
+        insertResult.run(snapshotId, seq, r.device, r.location, r.median, JSON.stringify(r.runs), r.elementCount, JSON.stringify(r.crux), compressed[seq]!, r.checks ? JSON.stringify(r.checks) : null);
         for (const k of r.kpis) insertKpi.run(snapshotId, project.id, project.userId, stored.getTime(), project.domain, project.url, r.device, r.location, updateType, k.section, k.kpi, JSON.stringify(k.data));
       });
       return stored;
@@ -337,6 +423,7 @@ export class SqliteStore implements Store {
         crux: r.crux,
         lighthouse: lighthouseResultSchema.parse(JSON.parse((await gunzipAsync(r.lighthouse)).toString('utf8'))),
         kpis: [],
+        ...(r.checks ? { checks: r.checks } : {}),
       })),
     );
     return { id: snapshot.id, projectId: snapshot.project_id, updateId: snapshot.update_id, url: snapshot.url, date: snapshot.date, updateType: snapshot.update_type, available: snapshot.available, missing: snapshot.missing, results };

@@ -1,4 +1,4 @@
-import type { CruxRecord, Device, KpiRecord, LighthouseResult, Location, MissingCell, RunSummary, UpdateProgress, UpdateType } from '@perfwatch/common';
+import type { Budgets, CellCheck, CruxRecord, Device, KpiRecord, LighthouseResult, Location, MissingCell, RunSummary, UpdateProgress, UpdateType } from '@perfwatch/common';
 
 /** Runs finished of those planned, per device and location: the API's shape, kept as it is. */
 export type { MissingCell, UpdateProgress } from '@perfwatch/common';
@@ -26,10 +26,12 @@ export interface ProjectRecord {
   defaultLocation: Location;
   runs: number;
   schedule: string | null;
+  /** Budgets and allowed regressions every stored snapshot is checked against (none: empty). */
+  budgets: Budgets;
   createdAt: Date;
 }
 
-export type NewProject = Omit<ProjectRecord, 'id' | 'createdAt'>;
+export type NewProject = Omit<ProjectRecord, 'id' | 'createdAt' | 'budgets'> & { budgets?: Budgets };
 
 export interface CruxPair {
   url: CruxRecord | null;
@@ -47,6 +49,8 @@ export interface LocationSnapshot {
   crux: CruxPair;
   elementCount: number | null;
   kpis: KpiRecord[];
+  /** The project's budget checks on this cell, with their alert states; absent without budgets. */
+  checks?: CellCheck[];
 }
 
 export interface NewSnapshot {
@@ -112,6 +116,62 @@ export interface SnapshotSummary {
   updateType: UpdateType;
   available: Array<{ device: Device; location: Location }>;
 }
+
+export const WEBHOOK_FORMATS = ['json', 'slack'] as const;
+export type WebhookFormat = (typeof WEBHOOK_FORMATS)[number];
+
+export interface WebhookRecord {
+  id: string;
+  userId: string;
+  targetUrl: string;
+  /** Only this project's events; null: every project of the user. */
+  projectUrl: string | null;
+  format: WebhookFormat;
+  /** The HMAC key: kept as it is, since signing needs it (unlike API tokens, stored as digests). */
+  secret: string;
+  createdAt: Date;
+}
+
+export type NewWebhook = Omit<WebhookRecord, 'id' | 'createdAt'>;
+
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/** One event for one webhook, in the outbox until delivered or given up on. */
+export interface DeliveryRecord {
+  /** Derived from the webhook and the event's origin, so announcing it twice stores it once. */
+  id: string;
+  webhookId: string;
+  userId: string;
+  event: string;
+  /** The exact body posted (and signed), fixed when the event happened. */
+  body: string;
+  status: DeliveryStatus;
+  attempts: number;
+  nextAttemptAt: Date;
+  lastError: string | null;
+  createdAt: Date;
+  deliveredAt: Date | null;
+}
+
+export type NewDelivery = Pick<DeliveryRecord, 'id' | 'webhookId' | 'userId' | 'event' | 'body' | 'createdAt'>;
+
+/** What one attempt at a delivery came to; `attempts` grows by one. */
+export type DeliveryAttempt =
+  | { status: 'delivered'; at: Date }
+  | { status: 'pending'; error: string; nextAttemptAt: Date }
+  | { status: 'failed'; error: string };
+
+export interface AnnotationRecord {
+  id: string;
+  projectId: string;
+  date: Date;
+  text: string;
+  link: string | null;
+  createdAt: Date;
+}
+
+export type NewAnnotation = Omit<AnnotationRecord, 'id' | 'createdAt'>;
 
 /** Raised when a unique name or URL is taken. */
 export const UPDATE_STATUSES = ['queued', 'running', 'done', 'failed'] as const;
@@ -200,8 +260,30 @@ export interface Store {
   addProject(project: NewProject): Promise<ProjectRecord>;
   findProject(userId: string, url: string): Promise<ProjectRecord | null>;
   listProjects(userId?: string): Promise<ProjectRecord[]>;
-  /** Removes a project with its snapshots, results and KPI records. */
+  /** Removes a project with its snapshots, results, KPI records and annotations. */
   removeProject(userId: string, url: string): Promise<boolean>;
+  /** Replaces a project's budgets. */
+  setProjectBudgets(projectId: string, budgets: Budgets): Promise<void>;
+
+  addWebhook(webhook: NewWebhook): Promise<WebhookRecord>;
+  /** A user's webhooks, oldest first. */
+  listWebhooks(userId: string): Promise<WebhookRecord[]>;
+  /** Removes a webhook of the user with its deliveries; false when the user has none with that id. */
+  removeWebhook(userId: string, id: string): Promise<boolean>;
+  /** Puts deliveries in the outbox, due now; one already there (same id) is left as it is. */
+  enqueueDeliveries(deliveries: readonly NewDelivery[]): Promise<void>;
+  /**
+   * Takes up to `limit` pending deliveries due by `now`, each held (not due) until now + leaseMs
+   * so another sender, on this gateway or another, does not post it meanwhile.
+   */
+  claimDeliveries(now: Date, limit: number, leaseMs: number): Promise<DeliveryRecord[]>;
+  recordDeliveryAttempt(id: string, attempt: DeliveryAttempt): Promise<void>;
+  /** A webhook's newest deliveries, newest first. */
+  listDeliveries(webhookId: string, limit: number): Promise<DeliveryRecord[]>;
+
+  addAnnotation(annotation: NewAnnotation): Promise<AnnotationRecord>;
+  /** A project's annotations in [from, to), by date. */
+  listAnnotations(projectId: string, range?: { from?: Date; to?: Date }): Promise<AnnotationRecord[]>;
 
   /**
    * Persists a snapshot and returns the date it was stored under. Idempotent per updateId: a

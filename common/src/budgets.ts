@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { AuditResult } from '../audit-result.ts';
-import { DEVICES, LOCATIONS, type Device, type Location } from '../ids.ts';
+import type { AuditResult } from './audit-result.ts';
+import { DEVICES, LOCATIONS, type Device, type Location } from './ids.ts';
 
 /**
  * What a budget can bound. Category scores (0–100) are floors; metrics are ceilings in the
@@ -53,18 +53,22 @@ export function parseLimit(text: string): [BudgetKey, number] {
   return [key as BudgetKey, value];
 }
 
-export interface BudgetCheck {
-  key: BudgetKey;
+export const budgetCheckSchema = z.object({
+  key: z.enum(budgetKeyNames),
   /** What was measured, or null when the result does not have it. */
-  actual: number | null;
-  kind: 'budget' | 'regression';
+  actual: z.number().nullable(),
+  kind: z.enum(['budget', 'regression']),
   /** The budget, or for a regression check the previous snapshot's value. */
-  limit: number;
+  limit: z.number(),
   /** Regression checks: the allowed change (points, or percent for metrics). */
-  allowed?: number;
-  pass: boolean;
-  message: string;
-}
+  allowed: z.number().optional(),
+  pass: z.boolean(),
+  message: z.string(),
+});
+export type BudgetCheck = z.infer<typeof budgetCheckSchema>;
+
+/** Names a check across snapshots: its kind and key (`budget:performance`, `regression:lcp`). */
+export const checkId = (check: Pick<BudgetCheck, 'kind' | 'key'>): string => `${check.kind}:${check.key}`;
 
 export interface CellReport {
   device: Device;
@@ -117,6 +121,26 @@ function regressionCheck(key: BudgetKey, actual: number | null, previous: number
 }
 
 /**
+ * One (device, location)'s Lighthouse result against the budgets and, given the previous
+ * snapshot's result of the same cell, against the allowed regressions: what the CLI checks in
+ * CI and the gateway checks on every stored snapshot.
+ */
+export function checkCell(lighthouse: Readonly<Record<string, unknown>>, budgets: Budgets, previous?: Readonly<Record<string, unknown>>): BudgetCheck[] {
+  const checks: BudgetCheck[] = [];
+  for (const [key, limit] of Object.entries(budgets.budgets) as Array<[BudgetKey, number]>) checks.push(budgetCheck(key, measure(lighthouse, key), limit));
+  if (previous) {
+    for (const [key, allowed] of Object.entries(budgets.maxRegression) as Array<[BudgetKey, number]>) {
+      const was = measure(previous, key);
+      if (was !== null) checks.push(regressionCheck(key, measure(lighthouse, key), was, allowed));
+    }
+  }
+  return checks;
+}
+
+/** Whether budgets hold any limit at all. */
+export const hasBudgets = (budgets: Budgets): boolean => Object.keys(budgets.budgets).length > 0 || Object.keys(budgets.maxRegression).length > 0;
+
+/**
  * Checks every (device, location) of a result against the budgets and, where the previous
  * snapshot has the same cell, against the allowed regression. A cell without a previous
  * value is not held to a regression (the first snapshot cannot regress).
@@ -126,18 +150,37 @@ export function evaluateBudgets(result: AuditResult, budgets: Budgets, previous?
   for (const device of DEVICES) {
     for (const location of LOCATIONS) {
       const cell = result[device]?.[location];
-      if (!cell) continue;
-      const checks: BudgetCheck[] = [];
-      for (const [key, limit] of Object.entries(budgets.budgets) as Array<[BudgetKey, number]>) checks.push(budgetCheck(key, measure(cell.lighthouse, key), limit));
-      const before = previous?.[device]?.[location];
-      if (before) {
-        for (const [key, allowed] of Object.entries(budgets.maxRegression) as Array<[BudgetKey, number]>) {
-          const was = measure(before.lighthouse, key);
-          if (was !== null) checks.push(regressionCheck(key, measure(cell.lighthouse, key), was, allowed));
-        }
-      }
-      cells.push({ device, location, checks });
+      if (cell) cells.push({ device, location, checks: checkCell(cell.lighthouse, budgets, previous?.[device]?.[location]?.lighthouse) });
     }
   }
   return { pass: cells.length > 0 && cells.every((cell) => cell.checks.every((check) => check.pass)), cells };
 }
+
+export const ALERT_STATES = ['passing', 'failing'] as const;
+export type AlertState = (typeof ALERT_STATES)[number];
+export const BUDGET_EVENTS = ['budget.failed', 'budget.recovered'] as const;
+export type BudgetEvent = (typeof BUDGET_EVENTS)[number];
+
+/**
+ * A check of a stored snapshot: the check, the alert state it leaves (per project, device,
+ * location and check), the confirmation run's value when the failure needed one, and the
+ * event it announced, if any (docs/alerts.md has the rule).
+ */
+export const cellCheckSchema = budgetCheckSchema
+  .extend({
+    state: z.enum(ALERT_STATES).meta({ description: 'The check\'s alert state after this snapshot: failing only once a failure was confirmed.' }),
+    confirmation: z
+      .object({ actual: z.number().nullable(), pass: z.boolean() })
+      .nullable()
+      .optional()
+      .meta({ description: 'A failure of a passing check is measured once more: the confirmation run\'s value and whether it passed; null when that run produced no result.' }),
+    event: z.enum(BUDGET_EVENTS).optional().meta({ description: 'The event this snapshot announced for the check, if its state changed.' }),
+  })
+  .meta({ id: 'BudgetCheck', description: 'One budget or regression check of a snapshot\'s device and location (perfwatch\'s addition).' });
+export type CellCheck = z.infer<typeof cellCheckSchema>;
+
+/** `/v1/budgets`' answer: what a project's snapshots are checked against. */
+export const projectBudgetsSchema = z
+  .object({ url: z.string(), budgets: limitsSchema, maxRegression: limitsSchema })
+  .meta({ id: 'ProjectBudgets' });
+export type ProjectBudgets = z.infer<typeof projectBudgetsSchema>;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { AuditResult } from '../audit-result.ts';
+import type { AuditResult } from './audit-result.ts';
 import { budgetFileSchema, BudgetSpecError, evaluateBudgets, parseLimit } from './budgets.ts';
-import { budgetJunitXml } from './budget-junit.ts';
+import { budgetJunitXml } from './client/budget-junit.ts';
 
 function cell(performance: number, lcp: number, tbt: number) {
   return {

@@ -1,0 +1,20 @@
+import { z } from 'zod';
+
+/** A deploy marker (or any note) on a project's timeline, drawn on its trend plots. */
+export const annotationSchema = z
+  .object({
+    id: z.string(),
+    url: z.string(),
+    /** yyyy-MM-ddTHH:mm:ss, UTC. */
+    date: z.string(),
+    text: z.string(),
+    link: z.string().nullable(),
+  })
+  .meta({ id: 'Annotation' });
+export type Annotation = z.infer<typeof annotationSchema>;
+
+/** `/v1/annotations`' answer: the project's annotations by date; `added` after an add. */
+export const annotationListSchema = z
+  .object({ annotations: z.array(annotationSchema), added: annotationSchema.optional() })
+  .meta({ id: 'AnnotationList' });
+export type AnnotationList = z.infer<typeof annotationListSchema>;
