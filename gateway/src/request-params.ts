@@ -147,14 +147,14 @@ const replaced = ({ url, budgets, maxRegression }: { url: string; budgets?: Budg
 export const budgetsQuerySchema = z
   .strictObject({
     url: projectUrl,
-    budget: limitsFromQuery('budget').optional().meta({ description: `A budget KEY=N to set (repeat it); given, or maxRegression given, the project\'s budgets are replaced. Keys: ${budgetKeyList}. An empty value sets none.` }),
+    budget: limitsFromQuery('budget').optional().meta({ description: `A budget KEY=N to set (repeat it); given, or maxRegression given, the project's budgets are replaced. Keys: ${budgetKeyList}. An empty value sets none.` }),
     maxRegression: limitsFromQuery('maxRegression').optional().meta({ description: 'An allowed regression KEY=N against the previous snapshot (score points, or percent for metrics); repeat it.' }),
   })
   .transform(({ url, budget, maxRegression }) => replaced({ url, budgets: budget, maxRegression }));
 export const budgetsBodySchema = z
   .strictObject({
     url: projectUrl,
-    budgets: limitsObject('budgets').optional().meta({ description: `Limits by key (${budgetKeyList}): score floors 0–100, metric ceilings in ms, bytes, or unitless for cls. Given (or maxRegression given): the project\'s budgets are replaced.` }),
+    budgets: limitsObject('budgets').optional().meta({ description: `Limits by key (${budgetKeyList}): score floors 0–100, metric ceilings in ms, bytes, or unitless for cls. Given (or maxRegression given): the project's budgets are replaced.` }),
     maxRegression: limitsObject('maxRegression').optional().meta({ description: 'Allowed regressions against the previous snapshot, by key: score points, or percent for metrics.' }),
   })
   .transform(replaced);

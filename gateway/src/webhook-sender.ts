@@ -51,13 +51,18 @@ const RESPONSE_LIMIT = 64 * 1024;
  * address it approved (no second lookup a rebinding name could answer differently); redirects
  * are not followed, so a receiver cannot send the delivery somewhere the rules refuse.
  */
-export function postWebhook(target: string, body: string, headers: Record<string, string>, { guard, timeoutMs }: { guard: TargetGuard; timeoutMs: number }): Promise<Attempt> {
+export async function postWebhook(target: string, body: string, headers: Record<string, string>, { guard, timeoutMs }: { guard: TargetGuard; timeoutMs: number }): Promise<Attempt> {
   const url = new URL(target);
-  const lookup: LookupFunction = (host, options, callback) => {
-    guard.resolve(host).then(
-      ({ address, family }) => (options.all ? (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]) : callback(null, address, family)),
-      (error: Error) => callback(Object.assign(error, { code: 'EREFUSED' }) as NodeJS.ErrnoException, '', 0),
-    );
+  // Resolved (and judged) here, whether a name or an address literal (Node skips `lookup` for those).
+  let approved: { address: string; family: 4 | 6 };
+  try {
+    approved = await guard.resolve(url.hostname);
+  } catch (error) {
+    return { ok: false, error: (error as Error).message.slice(0, 500) };
+  }
+  const lookup: LookupFunction = (_host, options, callback) => {
+    if (options.all) (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [approved]);
+    else callback(null, approved.address, approved.family);
   };
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve) => {
@@ -81,10 +86,9 @@ export function postWebhook(target: string, body: string, headers: Record<string
 /**
  * Sends what the outbox holds: due deliveries are claimed (so replicas do not post the same one
  * at once), posted with their signature, and recorded delivered, due again later, or failed
- * for good after the retry policy's day. Runs beside updates, never in their way.
+ * for good after the retry policy's day.
  */
-export function startWebhookSender({ store, logger, guard, pollMs = 1_000, batch = 10, timeoutMs = 10_000, retry = DEFAULT_RETRY, onAttempt, now = () => new Date() }: WebhookSenderOptions) {
-  const stopped = new AbortController();
+export function createWebhookSender({ store, logger, guard, batch = 10, timeoutMs = 10_000, retry = DEFAULT_RETRY, onAttempt, now = () => new Date() }: Omit<WebhookSenderOptions, 'pollMs'>) {
 
   async function attempt(delivery: DeliveryRecord): Promise<void> {
     const hook = (await store.listWebhooks(delivery.userId)).find((h) => h.id === delivery.webhookId);
@@ -119,6 +123,14 @@ export function startWebhookSender({ store, logger, guard, pollMs = 1_000, batch
     return due.length;
   }
 
+  return { sendDue, batch };
+}
+
+/** The sender, polling the outbox every `pollMs` beside the updates, never in their way. */
+export function startWebhookSender({ pollMs = 1_000, ...options }: WebhookSenderOptions) {
+  const { sendDue, batch } = createWebhookSender(options);
+  const { logger } = options;
+  const stopped = new AbortController();
   const loop = (async () => {
     while (!stopped.signal.aborted) {
       try {

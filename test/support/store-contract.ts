@@ -263,5 +263,69 @@ export function describeStoreContract(name: string, store: () => Store): void {
       await new Promise((resolve) => setTimeout(resolve, 20));
       expect(await store().claimSlot('sync-update', user.id, 2, 60_000)).not.toBeNull();
     });
+
+    it('keeps a project\'s budgets, and the checks stored with each result of a snapshot', async () => {
+      const user = await store().createUser('budget-owner');
+      const project = await store().addProject({ userId: user.id, url: 'https://budgets.example/', domain: 'budgets.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+      expect(project.budgets).toEqual({ budgets: {}, maxRegression: {} });
+      const budgets = { budgets: { performance: 90, lcp: 2500 }, maxRegression: { 'best-practices': 5 } };
+      await store().setProjectBudgets(project.id, budgets);
+      const found = (await store().findProject(user.id, project.url))!;
+      expect(found.budgets).toEqual(budgets);
+      const checks = [{ key: 'performance' as const, kind: 'budget' as const, actual: 72, limit: 90, pass: false, message: 'performance score 72, budget at least 90', state: 'failing' as const, confirmation: { actual: 70, pass: false }, event: 'budget.failed' as const }];
+      const date = new Date('2026-06-01T10:00:00Z');
+      await store().saveSnapshot({ project: found, updateId: 'budget-checks-1', date, updateType: 'scheduled', results: [{ ...result('desktop', 'london'), checks }, result('mobile', 'london')] });
+      const snapshot = (await store().findSnapshot(project.id, date))!;
+      expect(snapshot.results.find((r) => r.device === 'desktop')!.checks).toEqual(checks);
+      expect(snapshot.results.find((r) => r.device === 'mobile')!.checks).toBeUndefined();
+    });
+
+    it('keeps webhooks per user and an outbox of deliveries: stored once per id, claimed under a lease, recorded, listed newest first', async () => {
+      const user = await store().createUser('hook-owner');
+      const other = await store().createUser('hook-other');
+      const hook = await store().addWebhook({ userId: user.id, targetUrl: 'https://hooks.example/a', projectUrl: null, format: 'json', secret: 'pwhs_secret' });
+      await store().addWebhook({ userId: other.id, targetUrl: 'https://hooks.example/b', projectUrl: 'https://shop.example/', format: 'slack', secret: 'pwhs_other' });
+      expect((await store().listWebhooks(user.id)).map((h) => [h.id, h.targetUrl, h.secret, h.projectUrl])).toEqual([[hook.id, 'https://hooks.example/a', 'pwhs_secret', null]]);
+
+      const t0 = new Date('2026-06-01T10:00:00Z');
+      const first = { id: 'd1', webhookId: hook.id, userId: user.id, event: 'budget.failed', body: '{"a":1}', createdAt: t0 };
+      await store().enqueueDeliveries([first, { ...first, id: 'd2', event: 'budget.recovered', body: '{"b":2}', createdAt: new Date(t0.getTime() + 1000) }]);
+      // The same event announced again: still one delivery, its state untouched.
+      await store().enqueueDeliveries([{ ...first, body: '{"changed":true}' }]);
+
+      const claimed = await store().claimDeliveries(new Date(t0.getTime() + 5_000), 10, 60_000);
+      expect(claimed.map((d) => [d.id, d.body, d.status, d.attempts]).sort()).toEqual([['d1', '{"a":1}', 'pending', 0], ['d2', '{"b":2}', 'pending', 0]]);
+      // Claimed: nobody else takes them until the lease runs out.
+      expect(await store().claimDeliveries(new Date(t0.getTime() + 6_000), 10, 60_000)).toEqual([]);
+
+      await store().recordDeliveryAttempt('d1', { status: 'pending', error: 'HTTP 503', nextAttemptAt: new Date(t0.getTime() + 10_000) });
+      await store().recordDeliveryAttempt('d2', { status: 'delivered', at: new Date(t0.getTime() + 7_000) });
+      const again = await store().claimDeliveries(new Date(t0.getTime() + 10_000), 10, 60_000);
+      expect(again.map((d) => [d.id, d.attempts, d.lastError])).toEqual([['d1', 1, 'HTTP 503']]);
+      await store().recordDeliveryAttempt('d1', { status: 'failed', error: 'gave up' });
+
+      const listed = await store().listDeliveries(hook.id, 10);
+      expect(listed.map((d) => [d.id, d.status, d.attempts, d.lastError])).toEqual([['d2', 'delivered', 1, null], ['d1', 'failed', 2, 'gave up']]);
+      expect(listed[0]!.deliveredAt).toEqual(new Date(t0.getTime() + 7_000));
+      expect(await store().claimDeliveries(new Date(t0.getTime() + 3_600_000), 10, 60_000)).toEqual([]);
+
+      // Another user cannot remove it; its owner removes it with its deliveries.
+      expect(await store().removeWebhook(other.id, hook.id)).toBe(false);
+      expect(await store().removeWebhook(user.id, hook.id)).toBe(true);
+      expect(await store().listWebhooks(user.id)).toEqual([]);
+      expect(await store().listDeliveries(hook.id, 10)).toEqual([]);
+    });
+
+    it('keeps a project\'s annotations by date, in a range, and removes them with the project', async () => {
+      const user = await store().createUser('annotator');
+      const project = await store().addProject({ userId: user.id, url: 'https://notes.example/', domain: 'notes.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+      const at = (h: number) => new Date(Date.UTC(2026, 5, 1, h));
+      await store().addAnnotation({ projectId: project.id, date: at(12), text: 'deploy 2', link: 'https://git.example/pr/2' });
+      await store().addAnnotation({ projectId: project.id, date: at(9), text: 'deploy 1', link: null });
+      expect((await store().listAnnotations(project.id)).map((a) => [a.text, a.date, a.link])).toEqual([['deploy 1', at(9), null], ['deploy 2', at(12), 'https://git.example/pr/2']]);
+      expect((await store().listAnnotations(project.id, { from: at(10), to: at(13) })).map((a) => a.text)).toEqual(['deploy 2']);
+      expect(await store().removeProject(user.id, project.url)).toBe(true);
+      expect(await store().listAnnotations(project.id)).toEqual([]);
+    });
   });
 }

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { LOCATIONS, parseEnv, type Location } from '@perfwatch/common';
+import { createTargetGuard, parseAllowList } from '@perfwatch/agent';
+import { BudgetSpecError, LOCATIONS, parseEnv, parseLimit, type Location } from '@perfwatch/common';
 import { storeEnvFields, storeFromEnv } from '../store/open-store.ts';
 import { AdminError, createAdmin } from './admin.ts';
 
@@ -10,11 +11,19 @@ const USAGE = `usage: perfwatch admin <command>
   revoke-token PREFIX              revoke the token whose prefix (first 8 characters after pw_) is PREFIX
   add-project NAME URL [--locations a,b] [--default-location a] [--runs N] [--schedule CRON]
   remove-project NAME URL          remove a project with all its snapshots
+  set-budgets NAME URL [--budget KEY=N]... [--max-regression KEY=N]...
+                                   replace the budgets every snapshot of the project is checked against
+                                   (none given: the project has no budgets); keys as perfwatch update --ci
+  add-webhook NAME TARGET_URL [--project URL] [--format json|slack]
+                                   post NAME's budget and update events to TARGET_URL; prints the
+                                   signing secret (shown once) as the last word
+  remove-webhook NAME ID           remove a webhook with its deliveries
+  webhook-deliveries NAME          NAME's webhooks and their newest deliveries, with their status
   list [--json]                    users and their projects
-environment: MONGODB_URI, MONGODB_DB; without MONGODB_URI, the embedded store of perfwatch start
+environment: MONGODB_URI, MONGODB_DB; PERFWATCH_ALLOW_TARGETS (private webhook targets allowed); without MONGODB_URI, the embedded store of perfwatch start
              (PERFWATCH_DATA_DIR/perfwatch.sqlite, default ./data)`;
 
-const adminEnvSchema = z.object(storeEnvFields);
+const adminEnvSchema = z.object({ ...storeEnvFields, PERFWATCH_ALLOW_TARGETS: z.string().default('') });
 
 function parseLocations(text: string): Location[] {
   const names = text.split(',').map((s) => s.trim()).filter(Boolean);
@@ -35,6 +44,10 @@ export async function main(argv: string[], env: Readonly<Record<string, string |
         'default-location': { type: 'string' },
         runs: { type: 'string' },
         schedule: { type: 'string' },
+        budget: { type: 'string', multiple: true, default: [] },
+        'max-regression': { type: 'string', multiple: true, default: [] },
+        project: { type: 'string' },
+        format: { type: 'string' },
         json: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -54,7 +67,7 @@ export async function main(argv: string[], env: Readonly<Record<string, string |
   const { store } = storeFromEnv(config);
   try {
     await store.init();
-    const admin = createAdmin(store);
+    const admin = createAdmin(store, { targetGuard: createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) }) });
     const need = (n: number) => {
       if (args.length !== n) throw new AdminError(`${command} takes ${n} argument(s)\n${USAGE}`);
     };
@@ -93,6 +106,40 @@ export async function main(argv: string[], env: Readonly<Record<string, string |
         await admin.removeProject(args[0]!, args[1]!);
         out.write(`project ${args[1]} of ${args[0]} removed with its snapshots\n`);
         return 0;
+      case 'set-budgets': {
+        need(2);
+        const limits = (texts: string[]) => Object.fromEntries(texts.map((text) => parseLimit(text)));
+        const project = await admin.setBudgets(args[0]!, args[1]!, { budgets: limits(parsed.values.budget), maxRegression: limits(parsed.values['max-regression']) });
+        const shown = [...Object.entries(project.budgets.budgets).map(([k, v]) => `${k}=${v}`), ...Object.entries(project.budgets.maxRegression).map(([k, v]) => `regression ${k}=${v}`)];
+        out.write(parsed.values.json ? `${JSON.stringify({ url: project.url, ...project.budgets })}\n` : `budgets of ${project.url}: ${shown.length > 0 ? shown.join(', ') : 'none'}\n`);
+        return 0;
+      }
+      case 'add-webhook': {
+        need(2);
+        const format = parsed.values.format ?? 'json';
+        if (format !== 'json' && format !== 'slack') throw new AdminError(`--format is json or slack, not ${format}`);
+        const hook = await admin.addWebhook(args[0]!, args[1]!, { ...(parsed.values.project ? { project: parsed.values.project } : {}), format });
+        // The secret last, alone after the final space: scripts take the last word.
+        out.write(`webhook ${hook.id} of ${args[0]} posts ${hook.projectUrl ? `${hook.projectUrl}'s` : 'all projects\''} events (${format}) to ${hook.targetUrl}\nsigning secret (shown once, keep it secret): ${hook.secret}\n`);
+        return 0;
+      }
+      case 'remove-webhook':
+        need(2);
+        await admin.removeWebhook(args[0]!, args[1]!);
+        out.write(`webhook ${args[1]} of ${args[0]} removed\n`);
+        return 0;
+      case 'webhook-deliveries': {
+        need(1);
+        const hooks = await admin.webhooks(args[0]!);
+        if (parsed.values.json) out.write(`${JSON.stringify(hooks)}\n`);
+        else if (hooks.length === 0) out.write(`${args[0]} has no webhooks\n`);
+        for (const hook of parsed.values.json ? [] : hooks) {
+          out.write(`${hook.id}  ${hook.targetUrl}  [${hook.format}${hook.project ? `, ${hook.project}` : ''}]\n`);
+          if (hook.deliveries.length === 0) out.write('  no deliveries\n');
+          for (const d of hook.deliveries) out.write(`  ${d.createdAt}  ${d.event.padEnd(16)} ${d.status.padEnd(9)} attempts=${d.attempts}${d.nextAttemptAt ? ` next=${d.nextAttemptAt}` : ''}${d.lastError ? `  last error: ${d.lastError}` : ''}  id=${d.id}\n`);
+        }
+        return 0;
+      }
       case 'list': {
         need(0);
         const listing = await admin.list();
@@ -111,7 +158,7 @@ export async function main(argv: string[], env: Readonly<Record<string, string |
         return 2;
     }
   } catch (error) {
-    if (error instanceof AdminError) {
+    if (error instanceof AdminError || error instanceof BudgetSpecError) {
       err.write(`perfwatch admin: ${error.message}\n`);
       return 1;
     }

@@ -1,8 +1,10 @@
 import { CronExpressionParser } from 'cron-parser';
-import { LOCATIONS, type Location } from '@perfwatch/common';
+import { createTargetGuard, type TargetGuard } from '@perfwatch/agent';
+import { LOCATIONS, type Budgets, type Location, type Webhook } from '@perfwatch/common';
 import { normalizeProjectUrl } from '../request-params.ts';
 import { DuplicateError, type ProjectRecord, type Store, type UserRecord } from '../store/store.ts';
 import { issueToken } from '../tokens.ts';
+import { addWebhook, listWebhookViews, WebhookRefused } from '../webhook-registry.ts';
 
 export class AdminError extends Error {
   constructor(message: string) {
@@ -19,11 +21,19 @@ export interface ProjectOptions {
 }
 
 /** The admin operations behind `perfwatch admin …`; also used by `perfwatch start` and tests. */
-export function createAdmin(store: Store) {
+export function createAdmin(store: Store, { targetGuard = createTargetGuard() }: { targetGuard?: TargetGuard } = {}) {
   async function userNamed(name: string): Promise<UserRecord> {
     const user = await store.findUserByName(name);
     if (!user) throw new AdminError(`no user named ${JSON.stringify(name)}`);
     return user;
+  }
+
+  async function projectOf(name: string, url: string): Promise<ProjectRecord> {
+    const user = await userNamed(name);
+    const normalized = normalizeProjectUrl(url) ?? url;
+    const project = await store.findProject(user.id, normalized);
+    if (!project) throw new AdminError(`${name} has no project at ${normalized}`);
+    return project;
   }
 
   /** Issues a token for a user. The token itself is returned once and never stored. */
@@ -90,6 +100,35 @@ export function createAdmin(store: Store) {
       const user = await userNamed(name);
       const normalized = normalizeProjectUrl(url) ?? url;
       if (!(await store.removeProject(user.id, normalized))) throw new AdminError(`${name} has no project at ${normalized}`);
+    },
+
+    /** Replaces the budgets of a user's project. */
+    async setBudgets(name: string, url: string, budgets: Budgets): Promise<ProjectRecord> {
+      const project = await projectOf(name, url);
+      await store.setProjectBudgets(project.id, budgets);
+      return { ...project, budgets };
+    },
+
+    /** Adds a webhook of a user; the record carries its secret, to be shown once. */
+    async addWebhook(name: string, targetUrl: string, { project, format = 'json' }: { project?: string; format?: 'json' | 'slack' } = {}) {
+      const user = await userNamed(name);
+      const scoped = project === undefined ? null : await projectOf(name, project);
+      try {
+        return await addWebhook(store, targetGuard, { userId: user.id, targetUrl, projectUrl: scoped?.url ?? null, format });
+      } catch (error) {
+        if (error instanceof WebhookRefused) throw new AdminError(error.message);
+        throw error;
+      }
+    },
+
+    async removeWebhook(name: string, id: string): Promise<void> {
+      const user = await userNamed(name);
+      if (!(await store.removeWebhook(user.id, id))) throw new AdminError(`${name} has no webhook ${id}`);
+    },
+
+    /** A user's webhooks with their newest deliveries. */
+    async webhooks(name: string): Promise<Webhook[]> {
+      return listWebhookViews(store, (await userNamed(name)).id);
     },
 
     async list(): Promise<Array<{ user: UserRecord; projects: ProjectRecord[] }>> {

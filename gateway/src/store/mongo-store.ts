@@ -38,8 +38,9 @@ const projectDoc = z.object({
 const webhookDoc = z
   .object({ _id: objectId, userId: objectId, targetUrl: z.string(), projectUrl: z.string().nullable(), format: z.enum(WEBHOOK_FORMATS), secret: z.string(), createdAt: z.date() })
   .transform(({ _id, ...rest }): WebhookRecord => ({ id: _id, ...rest }));
+// Nulls written through an upsert may come back absent (FerretDB drops them): absent is null.
 const deliveryDoc = z
-  .object({ _id: z.string(), webhookId: objectId, userId: objectId, event: z.string(), body: z.string(), status: z.enum(DELIVERY_STATUSES), attempts: z.number().int(), nextAttemptAt: z.date(), lastError: z.string().nullable(), createdAt: z.date(), deliveredAt: z.date().nullable() })
+  .object({ _id: z.string(), webhookId: objectId, userId: objectId, event: z.string(), body: z.string(), status: z.enum(DELIVERY_STATUSES), attempts: z.number().int(), nextAttemptAt: z.date(), lastError: z.string().nullable().default(null), createdAt: z.date(), deliveredAt: z.date().nullable().default(null) })
   .transform(({ _id, ...rest }): DeliveryRecord => ({ id: _id, ...rest }));
 const annotationDoc = z
   .object({ _id: objectId, projectId: objectId, date: z.date(), text: z.string(), link: z.string().nullable(), createdAt: z.date() })
