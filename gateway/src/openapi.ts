@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { createDocument } from 'zod-openapi';
-import { asyncAckSchema, auditResultSchema, compareResultSchema, errorEnvelopeSchema, overviewResponseSchema, projectListSchema, snapshotListSchema, updateStatusSchema } from '@perfwatch/common';
-import { auditBodySchema, auditQuerySchema, compareBodySchema, compareQuerySchema, overviewBodySchema, overviewQuerySchema, projectsBodySchema, projectsQuerySchema, updateBodySchema, updateQuerySchema, updatesBodySchema, updatesQuerySchema, updateIdParamsSchema, updateStatusBodySchema, updateStatusQuerySchema } from './request-params.ts';
+import { annotationListSchema, asyncAckSchema, auditResultSchema, compareResultSchema, projectBudgetsSchema, webhookListSchema, errorEnvelopeSchema, overviewResponseSchema, projectListSchema, snapshotListSchema, updateStatusSchema } from '@perfwatch/common';
+import { annotationsBodySchema, annotationsQuerySchema, budgetsBodySchema, budgetsQuerySchema, webhooksBodySchema, webhooksQuerySchema, auditBodySchema, auditQuerySchema, compareBodySchema, compareQuerySchema, overviewBodySchema, overviewQuerySchema, projectsBodySchema, projectsQuerySchema, updateBodySchema, updateQuerySchema, updatesBodySchema, updatesQuerySchema, updateIdParamsSchema, updateStatusBodySchema, updateStatusQuerySchema } from './request-params.ts';
 
 const json = (schema: z.ZodType, description: string) => ({ description, content: { 'application/json': { schema } } });
 const error = (description: string) => json(errorEnvelopeSchema, description);
@@ -87,6 +87,16 @@ export function createOpenApiDocument(serverUrl = '/'): ReturnType<typeof create
       }, { project: false, bodyRequired: false }),
       '/v1/updates': endpoint('The snapshot dates of a project, per device, a page at a time (the newest first taken)', updatesQuerySchema, updatesBodySchema, {
         '200': json(snapshotListSchema, 'Per device, the snapshot dates of the page with their locations, ascending; `next` when older ones remain.'),
+      }),
+      '/v1/budgets': endpoint('Read or replace the budgets a project\'s snapshots are checked against', budgetsQuerySchema, budgetsBodySchema, {
+        '200': json(projectBudgetsSchema, 'The project\'s budgets (after the replacement, when limits were given). Every snapshot stored afterwards carries `checks` per device and location.'),
+      }),
+      '/v1/webhooks': endpoint('List, add or remove the caller\'s webhooks', webhooksQuerySchema, webhooksBodySchema, {
+        '200': json(webhookListSchema, 'The caller\'s webhooks with their newest deliveries; `created` (with its signing secret, shown this once) after an add, `removed` after a removal.'),
+        '404': error('No project of the caller has that URL (`project`), or no webhook of the caller has that id (`remove`).'),
+      }, { project: false, bodyRequired: false }),
+      '/v1/annotations': endpoint('List a project\'s annotations (deploy markers), or add one', annotationsQuerySchema, annotationsBodySchema, {
+        '200': json(annotationListSchema, 'The project\'s annotations by date; `added` after an add.'),
       }),
       '/v1/updates/{id}': withPathId(
         endpoint('Where an async or scheduled update is', updateStatusQuerySchema, updateStatusBodySchema, {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentAnnounceSubject, auditResultSchema, compareResultSchema, encodeAnnouncement, errorEnvelopeSchema, overviewResponseSchema, snapshotListSchema, type AuditResult } from '@perfwatch/common';
+import { agentAnnounceSubject, annotationListSchema, auditResultSchema, compareResultSchema, projectBudgetsSchema, webhookListSchema, encodeAnnouncement, errorEnvelopeSchema, overviewResponseSchema, snapshotListSchema, type AuditResult } from '@perfwatch/common';
 import { RunFailure, startAgent, type Agent } from '@perfwatch/agent';
 import { createNatsDispatcher, createServer, createUpdateService, type GatewayServer, type MongoStore } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
@@ -29,7 +29,7 @@ const DAY = new Date().toISOString().slice(0, 10);
 beforeAll(async () => {
   nats = await isolatedNats();
   // São Paulo has no agent: async updates of half.example offer it again for a second only.
-  gateway = await startTestGateway({ natsUrl: nats.url, replyTimeoutMs: 1_500, config: { UPDATE_DEADLINE_MS: 1_000 } });
+  gateway = await startTestGateway({ natsUrl: nats.url, replyTimeoutMs: 1_500, config: { UPDATE_DEADLINE_MS: 1_000, PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' } });
   agentConn = await connect({ servers: nats.url });
   for (const location of ['london', 'tokyo'] as const) agents.push(startAgent({ nc: agentConn, location, runner: fixtureRunner({ delayMs: 5 }), logger: silentLogger, agentId: location }));
   agents.push(startAgent({ nc: agentConn, location: 'los_angeles', runner: fixtureRunner({ fail: () => new RunFailure('PAGE_LOAD_FAILED', 'ERRORED_DOCUMENT_REQUEST: status 500', false) }), logger: silentLogger, agentId: 'la' }));
@@ -331,6 +331,105 @@ describe('/v1/updates/{id}', () => {
   });
 });
 
+describe('/v1/budgets, /v1/webhooks and /v1/annotations', () => {
+  it('/v1/budgets reads and replaces a project\'s budgets, GET and POST alike; the next snapshot carries its checks', async () => {
+    const [none] = await both('budgets', { url: SHOP }, { url: SHOP });
+    expect(projectBudgetsSchema.parse(none.body)).toEqual({ url: SHOP, budgets: {}, maxRegression: {} });
+    const [set] = await both('budgets', { url: SHOP, budget: ['performance=10', 'lcp=999999'], maxRegression: 'seo=100' }, { url: SHOP, budgets: { performance: 10, lcp: 999_999 }, maxRegression: { seo: 100 } });
+    expect(set.body).toEqual({ url: SHOP, budgets: { performance: 10, lcp: 999_999 }, maxRegression: { seo: 100 } });
+    expect((await both('budgets', { url: SHOP }, { url: SHOP }))[0].body).toEqual(set.body);
+
+    const [update] = await both('update', { url: SHOP, device: 'mobile' }, { url: SHOP, device: 'mobile' }, { same: false });
+    const checks = auditResultSchema.parse(update.body).mobile!.london!.checks!;
+    expect(checks.filter((c) => c.kind === 'budget').map((c) => [c.key, c.pass, c.state])).toEqual([['performance', true, 'passing'], ['lcp', true, 'passing']]);
+    const date = auditResultSchema.parse(update.body).mobile!.london!.lighthouse.date;
+    const [audit] = await both('audit', { url: SHOP, date, device: 'mobile', location: 'london' }, { url: SHOP, date, device: 'mobile', location: ['london'] });
+    expect(auditResultSchema.parse(audit.body).mobile!.london!.checks).toEqual(checks);
+
+    // An empty value (GET) or empty objects (POST): no budgets at all.
+    const [cleared] = await both('budgets', { url: SHOP, budget: '' }, { url: SHOP, budgets: {}, maxRegression: {} });
+    expect(cleared.body).toEqual({ url: SHOP, budgets: {}, maxRegression: {} });
+    const cases: Array<[Params, unknown, RegExp]> = [
+      [{ url: SHOP, budget: 'speed=1' }, { url: SHOP, budgets: { speed: 1 } }, /unknown budget key "speed"/],
+      [{ url: SHOP, budget: 'performance=101' }, { url: SHOP, budgets: { performance: 101 } }, /score from 0 to 100/],
+      [{ url: SHOP, budget: 'lcp' }, { url: SHOP, budgets: { lcp: 'fast' } }, /KEY=NUMBER|a number/],
+      [{ budget: 'lcp=1' }, { budgets: { lcp: 1 } }, /url is required/],
+    ];
+    for (const [get, post, pattern] of cases) {
+      const [getReply, postReply] = await both('budgets', get, post, { same: false });
+      for (const reply of [getReply, postReply]) {
+        expect(reply.status, JSON.stringify(get)).toBe(400);
+        expect(errorsOf(reply)).toMatch(pattern);
+      }
+    }
+  });
+
+  it('/v1/webhooks adds one (its secret shown once), lists it with its deliveries, removes it; refuses private targets and unknown ids', async () => {
+    const [added, addedToo] = await both('webhooks', { targetUrl: 'http://127.0.0.1:9/hook', project: SHOP, format: 'slack' }, { targetUrl: 'http://127.0.0.1:9/other' }, { same: false });
+    const created = webhookListSchema.parse(added.body).created!;
+    expect(created).toMatchObject({ targetUrl: 'http://127.0.0.1:9/hook', project: SHOP, format: 'slack', deliveries: [] });
+    expect(created.secret).toMatch(/^pwhs_[A-Za-z0-9_-]{43}$/);
+    expect(webhookListSchema.parse(addedToo.body).created).toMatchObject({ project: null, format: 'json' });
+    expect(added.headers.get('cache-control')).toBe('no-store');
+    const [listed] = await both('webhooks', {}, {});
+    const hooks = webhookListSchema.parse(listed.body).webhooks;
+    expect(hooks.map((h) => h.targetUrl)).toEqual(['http://127.0.0.1:9/hook', 'http://127.0.0.1:9/other']);
+    // The secret is never listed.
+    expect(JSON.stringify(listed.body)).not.toContain('pwhs_');
+    // Another user sees none of them and cannot remove them.
+    expect(webhookListSchema.parse((await both('webhooks', {}, {}, { token: bob }))[0].body).webhooks).toEqual([]);
+    const [notYours] = await both('webhooks', { remove: created.id }, { remove: created.id }, { token: bob });
+    expect(notYours.status).toBe(404);
+    const [removed] = await both('webhooks', { remove: created.id }, { remove: hooks[1]!.id }, { same: false });
+    expect(webhookListSchema.parse(removed.body)).toMatchObject({ removed: created.id, webhooks: [{ id: hooks[1]!.id }] });
+    expect(webhookListSchema.parse((await both('webhooks', {}, {}))[0].body).webhooks).toEqual([]);
+
+    const cases: Array<[Params, RegExp]> = [
+      [{ targetUrl: 'http://10.1.2.3/hook' }, /not a public address/],
+      [{ targetUrl: 'ftp://files.example/' }, /http\(s\) URL/],
+      [{ targetUrl: 'http://user:pw@127.0.0.1/' }, /credentials/],
+      [{ targetUrl: 'http://127.0.0.1:9/', format: 'xml' }, /format must be json or slack/],
+      [{ format: 'slack' }, /go with targetUrl/],
+      [{ remove: 'nope' }, /remove must be a webhook id/],
+      [{ remove: 'a'.repeat(24), targetUrl: 'http://127.0.0.1:9/' }, /remove takes no other parameter/],
+    ];
+    for (const [params, pattern] of cases) {
+      const [getReply, postReply] = await both('webhooks', params, params, { same: false });
+      for (const reply of [getReply, postReply]) {
+        expect(reply.status, JSON.stringify(params)).toBe(400);
+        expect(errorsOf(reply)).toMatch(pattern);
+      }
+    }
+  });
+
+  it('/v1/annotations adds deploy markers and lists them by date, in a range', async () => {
+    const url = 'https://half.example/';
+    const [first, second] = await both('annotations', { url, text: 'release 1.2', date: '2026-03-01T10:00:00', link: 'https://git.example/releases/1.2' }, { url, text: 'release 1.1', date: '2026-02-01T10:00:00' }, { same: false });
+    expect(annotationListSchema.parse(first.body).added).toMatchObject({ url, date: '2026-03-01T10:00:00', text: 'release 1.2', link: 'https://git.example/releases/1.2' });
+    expect(annotationListSchema.parse(second.body).annotations.map((a) => a.text)).toEqual(['release 1.1', 'release 1.2']);
+    const [ranged] = await both('annotations', { url, from: '2026-02-15T00:00:00', to: '2026-12-31T00:00:00' }, { url, from: '2026-02-15T00:00:00', to: '2026-12-31T00:00:00' });
+    expect(annotationListSchema.parse(ranged.body).annotations.map((a) => a.text)).toEqual(['release 1.2']);
+    // Without a date: now.
+    const [now] = await both('annotations', { url, text: 'hotfix' }, { url, text: 'hotfix' }, { same: false });
+    expect(Math.abs(Date.parse(`${annotationListSchema.parse(now.body).added!.date}Z`) - Date.now())).toBeLessThan(60_000);
+    const cases: Array<[Params, RegExp]> = [
+      [{ url, text: '' }, /text must not be empty/],
+      [{ url, text: 'x'.repeat(501) }, /longer than 500/],
+      [{ url, text: 'x', link: 'javascript:alert(1)' }, /link must be an absolute http\(s\) URL/],
+      [{ url, date: '2026-01-01T00:00:00' }, /date and link go with text/],
+      [{ url, text: 'x', date: 'soon' }, /date must be a UTC date-time/],
+      [{ text: 'x' }, /url is required/],
+    ];
+    for (const [params, pattern] of cases) {
+      const [getReply, postReply] = await both('annotations', params, params, { same: false });
+      for (const reply of [getReply, postReply]) {
+        expect(reply.status, JSON.stringify(params)).toBe(400);
+        expect(errorsOf(reply)).toMatch(pattern);
+      }
+    }
+  });
+});
+
 describe('/v1/projects', () => {
   it('lists the caller\'s projects by URL with their settings, and only the caller\'s', async () => {
     const [mine] = await both('projects', {}, {});
@@ -348,7 +447,7 @@ describe('/v1/projects', () => {
 
 describe('authentication, tenancy and the error table', () => {
   it('400 naming the header when Authorization is absent; 401 for a bad or Bearer-less bad token', async () => {
-    for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: DAY + 'T00:00:00' }], ['compare', { url: SHOP, from: DAY + 'T00:00:00', to: DAY + 'T00:00:01' }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}], ['projects', {}]] as const) {
+    for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: DAY + 'T00:00:00' }], ['compare', { url: SHOP, from: DAY + 'T00:00:00', to: DAY + 'T00:00:01' }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}], ['projects', {}], ['budgets', { url: SHOP }], ['webhooks', {}], ['annotations', { url: SHOP }]] as const) {
       const [missing] = await both(path, params, path === 'overview' ? { dateRange: params } : params, { token: null });
       expect(missing.status).toBe(400);
       expect(`${(missing.body as { message: string }).message}`).toMatch(/Authorization/);
@@ -364,11 +463,15 @@ describe('authentication, tenancy and the error table', () => {
       ['audit', { url: SHOP, date }],
       ['compare', { url: SHOP, from: date, to: date }],
       ['updates', { url: SHOP }],
+      ['budgets', { url: SHOP }],
+      ['annotations', { url: SHOP }],
+      ['webhooks', { targetUrl: 'http://127.0.0.1:9/hook', project: SHOP }],
     ] as const;
     for (const [path, params] of probes) {
       const [theirs] = await both(path, params, params, { token: bob });
-      const [nobodys] = await both(path, { ...params, url: 'https://never-added.example/' }, { ...params, url: 'https://never-added.example/' }, { token: bob });
-      expect(theirs.status).toBe(404);
+      const elsewhere = 'project' in params ? { ...params, project: 'https://never-added.example/' } : { ...params, url: 'https://never-added.example/' };
+      const [nobodys] = await both(path, elsewhere, elsewhere, { token: bob });
+      expect(theirs.status, path).toBe(404);
       expect(theirs.body).toEqual(JSON.parse(JSON.stringify(nobodys.body).replaceAll('https://never-added.example/', SHOP)));
     }
     const [overview] = await both('overview', { startDate: DAY, endDate: DAY }, { dateRange: { startDate: DAY, endDate: DAY } }, { token: bob });
@@ -376,7 +479,7 @@ describe('authentication, tenancy and the error table', () => {
   });
 
   it('405 with Allow for every other method; unknown routes 404; nothing is HTML', async () => {
-    for (const path of ['update', 'audit', 'compare', 'updates', 'overview', 'projects']) {
+    for (const path of ['update', 'audit', 'compare', 'updates', 'overview', 'projects', 'budgets', 'webhooks', 'annotations']) {
       for (const method of ['PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
         const res = await fetch(`${gateway.url}/v1/${path}`, { method, headers: { Authorization: alice } });
         expect(res.status).toBe(405);
@@ -397,7 +500,7 @@ describe('authentication, tenancy and the error table', () => {
   });
 
   it('406 when Accept excludes JSON, 413 for a body over the limit, 415 for a body that is not JSON', async () => {
-    for (const path of ['update', 'audit', 'compare', 'updates', 'overview', `updates/${randomUUID()}`, 'projects']) {
+    for (const path of ['update', 'audit', 'compare', 'updates', 'overview', `updates/${randomUUID()}`, 'projects', 'budgets', 'webhooks', 'annotations']) {
       const [notAcceptable] = await both(path, { url: SHOP }, { url: SHOP }, { headers: { Accept: 'text/html' } });
       expect(notAcceptable.status).toBe(406);
       const big = documented(path, 'POST', await send(gateway.url, path, 'POST', { raw: JSON.stringify({ url: SHOP, pad: 'x'.repeat(200_000) }) }, { Authorization: alice }));
@@ -423,7 +526,7 @@ describe('authentication, tenancy and the error table', () => {
       const [first] = await both('audit', audit, audit, { token, base: limited.url });
       expect(first.status).toBe(404);
       const compare = { url, from: audit.date, to: audit.date };
-      for (const [path, get, post] of [['updates', { url }, { url }], ['overview', ...overview], ['audit', audit, audit], ['compare', compare, compare], [`updates/${randomUUID()}`, {}, {}], ['projects', {}, {}]] as const) {
+      for (const [path, get, post] of [['updates', { url }, { url }], ['overview', ...overview], ['audit', audit, audit], ['compare', compare, compare], [`updates/${randomUUID()}`, {}, {}], ['projects', {}, {}], ['budgets', { url }, { url }], ['webhooks', {}, {}], ['annotations', { url }, { url }]] as const) {
         const [over] = await both(path, get, post, { token, base: limited.url });
         expect(over.status, path).toBe(429);
         expect(errorEnvelopeSchema.parse(over.body).status).toBe('TOO_MANY_REQUESTS');
@@ -463,7 +566,7 @@ describe('authentication, tenancy and the error table', () => {
     const updates = createUpdateService({ dispatcher: createNatsDispatcher({ nc: agentConn, logger: silentLogger }), store: failing, logger: silentLogger, runTimeoutMs: 1000, replyTimeoutMs: 1000 });
     const server: GatewayServer = await createServer({ store: failing, updates, logger: silentLogger, port: 0, host: '127.0.0.1' });
     try {
-      for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: `${DAY}T00:00:00` }], ['compare', { url: SHOP, from: `${DAY}T00:00:00`, to: `${DAY}T00:00:01` }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}], ['projects', {}]] as const) {
+      for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: `${DAY}T00:00:00` }], ['compare', { url: SHOP, from: `${DAY}T00:00:00`, to: `${DAY}T00:00:01` }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}], ['projects', {}], ['budgets', { url: SHOP }], ['webhooks', {}], ['annotations', { url: SHOP }]] as const) {
         const [reply] = await both(path, params, path === 'overview' ? { dateRange: params } : params, { token, base: server.url });
         expect(reply.status).toBe(500);
         const body = errorEnvelopeSchema.parse(reply.body);
