@@ -25,7 +25,7 @@ const template = (path: string) => path.replace(/^\/v1\/updates\/[^/]+$/, '/v1/u
 
 beforeAll(async () => {
   nats = await isolatedNats();
-  gateway = await startTestGateway({ natsUrl: nats.url });
+  gateway = await startTestGateway({ natsUrl: nats.url, config: { PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' } });
   agentConn = await connect({ servers: nats.url });
   agent = startAgent({ nc: agentConn, location: 'london', runner: fixtureRunner({ delayMs: 5 }), logger: silentLogger, agentId: 'london' });
   const { token } = await gateway.admin.createUser('client');
@@ -79,6 +79,16 @@ describe('the typed API client', () => {
     expect(records.length).toBeGreaterThan(0);
     expect(records.every((r) => r.updateType === 'Ci' && r.section === 'LIGHTHOUSE' && r.device === 'mobile')).toBe(true);
     expect(await client.projects()).toEqual([{ url: SHOP, domain: 'shop.example', locations: ['london'], defaultLocation: 'london', runs: 2, schedule: null }]);
+
+    expect(await client.budgets(SHOP, { budgets: { performance: 50 }, maxRegression: { lcp: 20 } })).toEqual({ url: SHOP, budgets: { performance: 50 }, maxRegression: { lcp: 20 } });
+    expect((await client.budgets(SHOP)).budgets).toEqual({ performance: 50 });
+    const { created } = await client.webhooks({ targetUrl: 'http://127.0.0.1:9/hook', project: SHOP });
+    expect(created!.secret).toMatch(/^pwhs_/);
+    expect((await client.webhooks()).webhooks.map((w) => w.id)).toEqual([created!.id]);
+    expect((await client.webhooks({ remove: created!.id })).webhooks).toEqual([]);
+    const marker = await client.annotate({ url: SHOP, text: 'deploy 42', date: done.date!, link: 'https://ci.example/42' });
+    expect(marker).toMatchObject({ url: SHOP, text: 'deploy 42', date: done.date, link: 'https://ci.example/42' });
+    expect(await client.annotations(SHOP)).toEqual([marker]);
     expect(new Set(calls.map((c) => c.split(' ')[0]))).toEqual(new Set(Object.values(CLIENT_OPERATIONS)));
   });
 

@@ -1,7 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
 import { auditResultSchema, type AuditResult } from '../audit-result.ts';
+import { annotationListSchema, type AnnotationList } from '../annotations.ts';
+import { projectBudgetsSchema, type Budgets, type ProjectBudgets } from '../budgets.ts';
 import { compareResultSchema, type CompareResult } from '../compare-result.ts';
+import { webhookListSchema, type WebhookList } from '../webhooks.ts';
 import { errorEnvelopeSchema, type ErrorEnvelope } from '../errors.ts';
 import type { Device, Location } from '../ids.ts';
 import type { Section } from '../lighthouse-kpis.ts';
@@ -21,7 +24,20 @@ export const CLIENT_OPERATIONS = {
   updateStatus: '/v1/updates/{id}',
   overview: '/v1/overview',
   projects: '/v1/projects',
+  budgets: '/v1/budgets',
+  webhooks: '/v1/webhooks',
+  annotations: '/v1/annotations',
 } as const;
+
+export interface AnnotationRequest {
+  url: string;
+  text: string;
+  /** `yyyy-MM-ddTHH:mm:ss`, UTC; absent: now. */
+  date?: string;
+  link?: string;
+}
+
+export type WebhooksRequest = Record<string, never> | { targetUrl: string; project?: string; format?: 'json' | 'slack' } | { remove: string };
 
 export interface UpdateRequest {
   url: string;
@@ -131,6 +147,12 @@ export function createApiClient({ server, token, fetch: fetchImpl = fetch, readT
     compare: (request: CompareRequest): Promise<CompareResult> => call(CLIENT_OPERATIONS.compare, request, compareResultSchema, readTimeoutMs),
     updates: (url: string): Promise<SnapshotList> => call(CLIENT_OPERATIONS.updates, { url }, snapshotListSchema, readTimeoutMs),
     projects: (): Promise<ProjectList['projects']> => call(CLIENT_OPERATIONS.projects, {}, projectListSchema, readTimeoutMs).then((list) => list.projects),
+    /** A project's budgets; with `set`, replaced first. */
+    budgets: (url: string, set?: Budgets): Promise<ProjectBudgets> => call(CLIENT_OPERATIONS.budgets, { url, ...set }, projectBudgetsSchema, readTimeoutMs),
+    /** The caller's webhooks; with a target, one is added first (`created`, with its secret), with `remove`, one is removed. */
+    webhooks: (request: WebhooksRequest = {}): Promise<WebhookList> => call(CLIENT_OPERATIONS.webhooks, request, webhookListSchema, readTimeoutMs),
+    annotations: (url: string, range: { from?: string; to?: string } = {}): Promise<AnnotationList['annotations']> => call(CLIENT_OPERATIONS.annotations, { url, ...range }, annotationListSchema, readTimeoutMs).then((list) => list.annotations),
+    annotate: (request: AnnotationRequest): Promise<NonNullable<AnnotationList['added']>> => call(CLIENT_OPERATIONS.annotations, request, annotationListSchema, readTimeoutMs).then((list) => list.added!),
     overview: ({ startDate, endDate, ...rest }: OverviewRequest): Promise<OverviewRecord[]> => call(CLIENT_OPERATIONS.overview, { dateRange: { startDate, endDate }, ...rest }, overviewResponseSchema, readTimeoutMs),
 
     /** Polls an async update until it is done or failed. */
