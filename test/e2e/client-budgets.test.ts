@@ -16,6 +16,7 @@ let agent: PerfwatchProcess;
 let server: string;
 let token: string;
 let dir: string;
+let db: { MONGODB_URI: string; MONGODB_DB: string };
 const good = () => `${inject('siteUrl')}index.html`;
 const heavy = () => `${inject('siteUrl')}heavy.html`;
 // Loose enough for the fixture page on a loaded 2-core machine (its TBT reaches ~300 ms under the
@@ -25,7 +26,7 @@ const BUDGETS = ['--budget', 'performance=80', '--budget', 'tbt=1000'];
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'perfwatch-client-'));
   nats = await isolatedNats();
-  const db = { MONGODB_URI: inject('mongoUri'), MONGODB_DB: `pwcli_${randomUUID().slice(0, 8)}` };
+  db = { MONGODB_URI: inject('mongoUri'), MONGODB_DB: `pwcli_${randomUUID().slice(0, 8)}` };
   const created = await runPerfwatch(['admin', 'create-user', 'ci', '--json'], db);
   expect(created.code, created.output).toBe(0);
   token = JSON.parse(created.output.trim().split('\n').at(-1)!).token;
@@ -116,4 +117,21 @@ describe('perfwatch update --ci with budgets', () => {
     expect(unauthorised.code).toBe(3);
     expect(unauthorised.output).toMatch(/HTTP 401 UNAUTHORIZED/);
   }, 60_000);
+
+  it('holds a CI run to the project\'s budgets on the server, shows the checks the gateway stored, and marks the deploy', async () => {
+    const set = await runPerfwatch(['admin', 'set-budgets', 'ci', heavy(), '--budget', 'tbt=1000'], db);
+    expect(set.code, set.output).toBe(0);
+    expect(set.output).toContain(`budgets of ${heavy()}: tbt=1000`);
+    const run = await cli(['update', heavy(), '--ci', '--device', 'mobile', '--annotate', 'deploy 7', '--annotate-link', 'https://ci.example/builds/7']);
+    expect(run.code, run.output).toBe(1);
+    expect(run.output).toMatch(/budgets: FAILED/);
+    // The server's check, with the confirmation run it took before announcing the failure.
+    expect(run.output).toMatch(/mobile\/frankfurt FAIL budget tbt: TBT \d+ ms, budget at most 1000 ms \(confirmation run: \d+ ms, failed\); failing → budget\.failed/);
+    const date = /annotated \S+ at (\S+): deploy 7/.exec(run.output)![1]!;
+    const listed = await fetch(`${server}/v1/annotations?url=${encodeURIComponent(heavy())}`, { headers: { Authorization: token } });
+    expect(await listed.json()).toEqual({ annotations: [{ id: expect.any(String), url: heavy(), date, text: 'deploy 7', link: 'https://ci.example/builds/7' }] });
+    const usage = await cli(['update', heavy(), '--async', '--annotate', 'x']);
+    expect(usage.code).toBe(2);
+    expect(usage.output).toMatch(/--annotate needs the snapshot's date/);
+  }, 180_000);
 });

@@ -6,7 +6,7 @@ import { DEVICES, LOCATIONS, type Device, type Location } from '../ids.ts';
 import { SECTIONS, type Section } from '../lighthouse-kpis.ts';
 import { parseEnv } from '../env-config.ts';
 import { createApiClient, type ApiClient } from './api-client.ts';
-import { budgetFileSchema, BudgetSpecError, evaluateBudgets, parseLimit, type Budgets } from '../budgets.ts';
+import { budgetFileSchema, BudgetSpecError, evaluateBudgets, hasBudgets, parseLimit, type BudgetReport, type Budgets } from '../budgets.ts';
 import { budgetJunitXml } from './budget-junit.ts';
 import { auditResultTable, budgetTable, compareTable, overviewTable } from './result-tables.ts';
 import { updateProgress, type ProgressStream } from './update-progress.ts';
@@ -14,6 +14,7 @@ import { updateProgress, type ProgressStream } from './update-progress.ts';
 export const CLIENT_USAGE = `usage:
   perfwatch update URL [--device mobile|desktop] [--async [--wait]] [--json]
   perfwatch update URL --ci [--budget KEY=N]... [--max-regression KEY=N]... [--budget-file FILE] [--junit FILE]
+                            [--annotate TEXT [--annotate-link URL]]
   perfwatch audit URL --date yyyy-MM-ddTHH:mm:ss [--device D] [--location a,b] [--json]
   perfwatch compare URL DATE_A DATE_B [--device D] [--location a,b] [--json]
   perfwatch overview --from yyyy-MM-dd --to yyyy-MM-dd [--domain D] [--section S]... [--update-type T] [--json]
@@ -21,6 +22,8 @@ common: --server URL (PERFWATCH_SERVER, default http://127.0.0.1:8080), --token 
 budgets: performance, accessibility, best-practices, seo (scores 0-100, floors);
          lcp, fcp, tbt, si, tti, ttfb (ms), cls, bytes (ceilings)
 --max-regression: against the previous snapshot, score points or percent for metrics
+--ci without budget flags checks the budgets the project has on the server (perfwatch admin set-budgets)
+--annotate: a deploy marker at the snapshot's date, drawn on the dashboard's trend plots
 exit: 0 passed, 1 a budget failed or the update failed, 2 usage, 3 the API could not be used`;
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, api: 3 } as const;
@@ -49,6 +52,8 @@ const OPTIONS = {
     'budget-file': { type: 'string' },
     junit: { type: 'string' },
     timeout: { type: 'string' },
+    annotate: { type: 'string' },
+    'annotate-link': { type: 'string' },
   },
   audit: { ...common, date: { type: 'string' }, device: { type: 'string' }, location: { type: 'string' } },
   compare: { ...common, device: { type: 'string' }, location: { type: 'string' } },
@@ -112,6 +117,8 @@ interface UpdateFlags {
   'budget-file'?: string;
   junit?: string;
   timeout?: string;
+  annotate?: string;
+  'annotate-link'?: string;
 }
 
 async function readBudgets(flags: UpdateFlags): Promise<Budgets> {
@@ -138,6 +145,8 @@ async function update(client: ApiClient, url: string, flags: UpdateFlags, io: Cl
   const budgets = await readBudgets(flags);
   const checking = flags.ci || Object.keys(budgets.budgets).length > 0 || Object.keys(budgets.maxRegression).length > 0;
   if (flags.async && !flags.wait && (checking || flags.junit)) throw new UsageError('budgets need the result: use --ci (or --async --wait)');
+  if (flags.async && !flags.wait && flags.annotate !== undefined) throw new UsageError('--annotate needs the snapshot\'s date: use --ci (or --async --wait)');
+  if (flags['annotate-link'] !== undefined && flags.annotate === undefined) throw new UsageError('--annotate-link goes with --annotate');
   const timeoutMs = flags.timeout === undefined ? 15 * 60_000 : Number(flags.timeout) * 1000;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new UsageError('--timeout is in seconds, a positive number');
   const updateType = flags.ci ? 'ci' : 'manual';
@@ -166,17 +175,30 @@ async function update(client: ApiClient, url: string, flags: UpdateFlags, io: Cl
     result = await client.update({ url, device, updateType });
     date = Object.values(result).flatMap((cells) => Object.values(cells ?? {}))[0]?.lighthouse.date ?? '';
   }
+  if (flags.annotate !== undefined) {
+    await client.annotate({ url, text: flags.annotate, date, ...(flags['annotate-link'] ? { link: flags['annotate-link'] } : {}) });
+    io.err.write(`annotated ${url} at ${date}: ${flags.annotate}\n`);
+  }
 
   if (!checking) {
     io.out.write(flags.json ? `${JSON.stringify(result)}\n` : `${url} at ${date}\n${auditResultTable(result)}\n`);
     return EXIT.ok;
   }
-  const previous = Object.keys(budgets.maxRegression).length > 0 ? await previousSnapshot(client, url, date, result) : undefined;
-  const report = evaluateBudgets(result, budgets, previous);
+  // No budget of its own: the run is held to the project's budgets, as the gateway checked them.
+  const report = hasBudgets(budgets) ? evaluateBudgets(result, budgets, Object.keys(budgets.maxRegression).length > 0 ? await previousSnapshot(client, url, date, result) : undefined) : serverChecks(result);
   if (flags.junit) await writeFile(flags.junit, budgetJunitXml(url, report, (Date.now() - started) / 1000));
   if (flags.json) io.out.write(`${JSON.stringify({ url, date, pass: report.pass, cells: report.cells })}\n`);
   else io.out.write(`${url} at ${date}\n${auditResultTable(result)}\n${budgetTable(report)}\n${report.pass ? 'budgets: passed' : 'budgets: FAILED'}\n`);
   return report.pass ? EXIT.ok : EXIT.failed;
+}
+
+/** The checks the gateway stored with the snapshot, as a report (no cell has any: passed, with no budgets). */
+function serverChecks(result: AuditResult): BudgetReport {
+  const cells = DEVICES.flatMap((device) => LOCATIONS.flatMap((location) => {
+    const cell = result[device]?.[location];
+    return cell ? [{ device, location, checks: (cell.checks ?? []).map(({ key, kind, actual, limit, allowed, pass, message }) => ({ key, kind, actual, limit, ...(allowed === undefined ? {} : { allowed }), pass, message })) }] : [];
+  }));
+  return { pass: cells.length > 0 && cells.every((cell) => cell.checks.every((check) => check.pass)), cells };
 }
 
 /** The latest snapshot before `date`, per device of `result`; undefined when there is none. */

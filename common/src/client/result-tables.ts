@@ -31,6 +31,21 @@ function suspectRunLines(result: AuditResult): string[] {
   return lines;
 }
 
+/** The project's budget checks the gateway stored, one line each, under the table. */
+function checkLines(result: AuditResult): string[] {
+  const lines: string[] = [];
+  for (const device of DEVICES) {
+    for (const location of LOCATIONS) {
+      for (const check of result[device]?.[location]?.checks ?? []) {
+        const confirmation = check.confirmation === undefined ? '' : check.confirmation === null ? ' (confirmation run failed)' : ` (confirmation run: ${formatValue(check.key, check.confirmation.actual)}, ${check.confirmation.pass ? 'passed' : 'failed'})`;
+        const event = check.event ? ` → ${check.event}` : '';
+        lines.push(`${device}/${location} ${check.pass ? 'pass' : 'FAIL'} ${check.kind} ${check.key}: ${check.message}${confirmation}; ${check.state}${event}`);
+      }
+    }
+  }
+  return lines.length > 0 ? ['budget checks (the project\'s, on the server):', ...lines.map((line) => `  ${line}`)] : [];
+}
+
 /** One row per device and location: the date, the four scores and the key metrics of the median run. */
 export function auditResultTable(result: AuditResult): string {
   const table = new Table({ ...plain, head: ['device', 'location', 'date (UTC)', 'perf', 'a11y', 'best pr.', 'seo', 'LCP', 'FCP', 'TBT', 'CLS', 'median run'] });
@@ -42,7 +57,7 @@ export function auditResultTable(result: AuditResult): string {
     }
   }
   for (const { device, location, reason } of result.missing ?? []) table.push([device, location, { colSpan: RESULT_COLUMNS.length + 2, content: `not measured: ${reason}` }]);
-  return [table.toString(), ...suspectRunLines(result)].join('\n');
+  return [table.toString(), ...suspectRunLines(result), ...checkLines(result)].join('\n');
 }
 
 function shortData(data: OverviewRecord['data']): string {
