@@ -40,6 +40,38 @@ describe('perfwatch admin', () => {
     expect((await admin(env, 'create-user', 'ops-team')).code).toBe(1);
   });
 
+  it('sets a project\'s budgets, adds webhooks (the secret last), lists their deliveries, removes them', async () => {
+    await admin(env, 'create-user', 'alerting');
+    await admin(env, 'add-project', 'alerting', 'https://alerts.example/');
+    const set = await admin(env, 'set-budgets', 'alerting', 'https://alerts.example/', '--budget', 'performance=90', '--budget', 'lcp=2500', '--max-regression', 'tbt=20', '--json');
+    expect(set.code, set.err).toBe(0);
+    expect(JSON.parse(set.out)).toEqual({ url: 'https://alerts.example/', budgets: { performance: 90, lcp: 2500 }, maxRegression: { tbt: 20 } });
+    const badKey = await admin(env, 'set-budgets', 'alerting', 'https://alerts.example/', '--budget', 'speed=1');
+    expect(badKey.code).toBe(1);
+    expect(badKey.err).toMatch(/unknown budget key "speed"/);
+    expect((await admin(env, 'set-budgets', 'alerting', 'https://other.example/')).err).toMatch(/no project at https:\/\/other\.example\//);
+
+    const allow = { ...env, PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' };
+    const added = await admin(allow, 'add-webhook', 'alerting', 'http://127.0.0.1:9/hooks', '--project', 'https://alerts.example/', '--format', 'slack');
+    expect(added.code, added.err).toBe(0);
+    const secret = added.out.trim().split(/\s+/).at(-1)!;
+    expect(secret).toMatch(/^pwhs_[A-Za-z0-9_-]{43}$/);
+    // Private targets are refused unless PERFWATCH_ALLOW_TARGETS allows them.
+    const refused = await admin(env, 'add-webhook', 'alerting', 'http://127.0.0.1:9/hooks');
+    expect(refused.code).toBe(1);
+    expect(refused.err).toMatch(/not a public address/);
+    expect((await admin(allow, 'add-webhook', 'alerting', 'http://127.0.0.1:9/', '--format', 'xml')).err).toMatch(/--format is json or slack/);
+
+    const listed = await admin(env, 'webhook-deliveries', 'alerting');
+    const id = /^([0-9a-f]{24}) {2}http:\/\/127\.0\.0\.1:9\/hooks {2}\[slack, https:\/\/alerts\.example\/\]$/m.exec(listed.out)?.[1];
+    expect(id, listed.out).toBeDefined();
+    expect(listed.out).toContain('no deliveries');
+    expect(listed.out).not.toContain(secret);
+    expect((await admin(env, 'remove-webhook', 'alerting', id!)).code).toBe(0);
+    expect((await admin(env, 'webhook-deliveries', 'alerting')).out).toBe('alerting has no webhooks\n');
+    expect((await admin(env, 'remove-webhook', 'alerting', id!)).code).toBe(1);
+  });
+
   it('adds projects with locations and runs, lists them as JSON, revokes tokens', async () => {
     await admin(env, 'create-user', 'web');
     const added = await admin(env, 'add-project', 'web', 'https://Shop.Example', '--locations', 'tokyo,london', '--runs', '5');
