@@ -243,4 +243,38 @@ describe('dashboard', () => {
     await screenshot('suspect-runs');
     expect(problems).toEqual([]);
   });
+
+  it('shows a project\'s budgets, each cell\'s stored checks with their state, and deploy markers on the trend plots', async () => {
+    const url = 'https://budgeted.example/';
+    await gateway.admin.addProject('dana', url, { locations: ['london'], runs: 1 });
+    // One budget every page meets, one none does.
+    await client.budgets(url, { budgets: { lcp: 999_999, bytes: 1 }, maxRegression: {} });
+    const result = await client.update({ url, device: 'desktop' });
+    const date = result.desktop!.london!.lighthouse.date;
+    const marker = await client.annotate({ url, text: 'release 3.1', date, link: 'https://git.example/releases/3.1' });
+    const checks = (await client.audit({ url, date })).desktop!.london!.checks!;
+    expect(checks.map((c) => [c.key, c.pass, c.state, c.event ?? null])).toEqual([['lcp', true, 'passing', null], ['bytes', false, 'failing', 'budget.failed']]);
+
+    await page.goto(`${gateway.url}/#/project?${new URLSearchParams({ url })}`);
+    // A vertical line has no width: attached is what can be waited for.
+    await page.waitForSelector('figure[data-kpi="performance"] line.annotation', { state: 'attached' });
+    expect(await page.textContent('#budgets')).toBe('Budgets: LCP ≤ 999999 ms · total bytes ≤ 1 B');
+    // The marker on every trend plot, at its date, its text on hover; and listed with its link.
+    const lines = await page.$$eval('figure line.annotation', (els) => els.map((l) => `${l.getAttribute('data-date')} ${l.getAttribute('data-text')}`));
+    expect(lines).toHaveLength(7);
+    expect(new Set(lines)).toEqual(new Set([`${marker.date} release 3.1`]));
+    expect(await page.getAttribute('.annotations li a', 'href')).toBe('https://git.example/releases/3.1');
+    await screenshot('deploy-markers');
+
+    await page.goto(`${gateway.url}/#/snapshot?${new URLSearchParams({ url, date })}`);
+    const card = 'article.cell[data-device="desktop"][data-location="london"]';
+    await page.waitForSelector(`${card} ul.checks`);
+    const shown = await page.$$eval(`${card} ul.checks li`, (items) => items.map((li) => ({ check: li.getAttribute('data-check'), state: li.getAttribute('data-state'), failed: li.classList.contains('check-fail'), text: li.textContent })));
+    expect(shown).toEqual([
+      { check: 'budget:lcp', state: 'passing', failed: false, text: `✓ ${checks[0]!.message}` },
+      { check: 'budget:bytes', state: 'failing', failed: true, text: `✗ ${checks[1]!.message} · confirmation run failed · alert sent` },
+    ]);
+    await screenshot('budget-checks');
+    expect(problems).toEqual([]);
+  });
 });

@@ -125,7 +125,7 @@ function latestTable(url, cells) {
 }
 
 /** One chart per Lighthouse KPI, a line per device/location; CrUX assessments as a table. */
-function trends(url, records) {
+function trends(url, records, annotations = []) {
   const mine = records.filter((r) => r.url === url);
   const series = (kpi, pick) => {
     const lines = new Map();
@@ -141,13 +141,13 @@ function trends(url, records) {
   };
   const score = (v) => String(Math.round(v));
   const charts = h('div', { class: 'charts' },
-    trendChart({ kpi: 'performance', title: 'Performance score', format: score, max: 100, series: series('performance', (d) => d.score) }),
-    trendChart({ kpi: 'fcp', title: 'First Contentful Paint', format: formatMs, series: series('performance', (d) => d.fcp) }),
-    trendChart({ kpi: 'si', title: 'Speed Index', format: formatMs, series: series('performance', (d) => d.si) }),
-    trendChart({ kpi: 'tti', title: 'Time to Interactive', format: formatMs, series: series('performance', (d) => d.tti) }),
-    trendChart({ kpi: 'accessibility', title: 'Accessibility score', format: score, max: 100, series: series('accessibility', (d) => d.score) }),
-    trendChart({ kpi: 'best_practices', title: 'Best practices score', format: score, max: 100, series: series('best_practices', (d) => d.score) }),
-    trendChart({ kpi: 'seo', title: 'SEO score', format: score, max: 100, series: series('seo', (d) => d.score) }),
+    trendChart({ kpi: 'performance', title: 'Performance score', format: score, max: 100, series: series('performance', (d) => d.score), annotations }),
+    trendChart({ kpi: 'fcp', title: 'First Contentful Paint', format: formatMs, series: series('performance', (d) => d.fcp), annotations }),
+    trendChart({ kpi: 'si', title: 'Speed Index', format: formatMs, series: series('performance', (d) => d.si), annotations }),
+    trendChart({ kpi: 'tti', title: 'Time to Interactive', format: formatMs, series: series('performance', (d) => d.tti), annotations }),
+    trendChart({ kpi: 'accessibility', title: 'Accessibility score', format: score, max: 100, series: series('accessibility', (d) => d.score), annotations }),
+    trendChart({ kpi: 'best_practices', title: 'Best practices score', format: score, max: 100, series: series('best_practices', (d) => d.score), annotations }),
+    trendChart({ kpi: 'seo', title: 'SEO score', format: score, max: 100, series: series('seo', (d) => d.score), annotations }),
   );
   const crux = mine.filter((r) => r.section === 'CRUX');
   const byRow = new Map();
@@ -172,7 +172,8 @@ function trends(url, records) {
     : h('table', { class: 'crux' },
       h('thead', {}, h('tr', {}, h('th', {}, 'Snapshot (UTC)'), h('th', {}, 'Device/location'), h('th', {}, 'Page (Core Web Vitals)'), h('th', {}, 'Origin'))),
       h('tbody', {}, [...byRow.values()].reverse().map((row) => h('tr', { 'data-date': row.date }, h('td', {}, row.date), h('td', {}, row.where), h('td', { 'data-kpi': 'url' }, badge(row.url)), h('td', { 'data-kpi': 'origin' }, badge(row.origin))))));
-  return [charts, h('h3', {}, 'CrUX field data'), cruxPlots, cruxTable];
+  const markers = annotations.length === 0 ? null : h('ul', { class: 'annotations' }, annotations.map((a) => h('li', { 'data-date': a.date }, h('span', { class: 'annotation-date' }, `${a.date} UTC`), ' · ', a.link ? h('a', { href: a.link, rel: 'noopener noreferrer' }, a.text) : a.text)));
+  return [charts, markers ? h('h3', {}, 'Deploy markers') : null, markers, h('h3', {}, 'CrUX field data'), cruxPlots, cruxTable];
 }
 
 async function projectView(params) {
@@ -182,9 +183,11 @@ async function projectView(params) {
   const project = projects.find((p) => p.url === url);
   if (!project) throw new Error(`No project of yours has the URL ${url}.`);
   const dates = await api('updates', { url });
-  const [cells, records] = await Promise.all([
+  const [cells, records, { annotations }, budgets] = await Promise.all([
     latestResults(url, dates),
     api('overview', { dateRange: { startDate: day(1 - days), endDate: day() }, domain: project.domain, sections: ['lighthouse', 'crux'] }),
+    api('annotations', { url, from: `${day(1 - days)}T00:00:00`, to: `${day(1)}T00:00:00` }),
+    api('budgets', { url }),
   ]);
   const range = h('nav', { class: 'range', 'aria-label': 'Trend range' }, 'Trends over ', RANGES.map((n) => (n === days ? h('strong', {}, `${n} days`) : h('a', { href: link('project', { url, days: n }) }, `${n} days`))));
   const snapshots = [...(dates.mobile ?? []).map((d) => ({ ...d, device: 'mobile' })), ...(dates.desktop ?? []).map((d) => ({ ...d, device: 'desktop' }))].sort((a, b) => (a.date < b.date ? 1 : -1));
@@ -193,12 +196,35 @@ async function projectView(params) {
     h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Projects'), ' / '),
     h('h1', { class: 'url' }, url),
     h('p', { class: 'meta' }, `${project.locations.join(', ')} · default ${project.defaultLocation} · ${project.runs} run${project.runs === 1 ? '' : 's'} per update`),
+    budgetLine(budgets),
     h('section', { id: 'latest' }, h('h2', {}, 'Latest'), cells.length > 0 ? latestTable(url, cells) : h('p', { class: 'empty' }, 'No snapshot yet. Run an update: ', h('code', {}, `perfwatch update ${url}`))),
-    h('section', { id: 'trends' }, h('h2', {}, 'Trends'), range, ...trends(url, records)),
+    h('section', { id: 'trends' }, h('h2', {}, 'Trends'), range, ...trends(url, records, annotations)),
     h('section', { id: 'snapshots' }, h('h2', {}, 'Snapshots'),
       uniqueDates.length >= 2 ? comparePicker(url, uniqueDates) : null,
       h('ul', { class: 'snapshots' }, uniqueDates.map((d) => h('li', {}, h('a', { href: link('snapshot', { url, date: d.date }) }, d.date), ` · ${d.updateType}`)))),
   );
+}
+
+const BUDGET_LABELS = { performance: 'performance ≥', accessibility: 'accessibility ≥', 'best-practices': 'best practices ≥', seo: 'SEO ≥', lcp: 'LCP ≤', fcp: 'FCP ≤', tbt: 'TBT ≤', cls: 'CLS ≤', si: 'Speed Index ≤', tti: 'TTI ≤', ttfb: 'server response ≤', bytes: 'total bytes ≤' };
+const budgetValue = (key, value) => (['performance', 'accessibility', 'best-practices', 'seo', 'cls'].includes(key) ? String(value) : key === 'bytes' ? `${value} B` : `${value} ms`);
+
+/** What every snapshot of the project is checked against (perfwatch admin set-budgets, /v1/budgets). */
+function budgetLine({ budgets, maxRegression }) {
+  const parts = [
+    ...Object.entries(budgets).map(([key, value]) => `${BUDGET_LABELS[key] ?? key} ${budgetValue(key, value)}`),
+    ...Object.entries(maxRegression).map(([key, value]) => `${key} regresses at most ${value}${['performance', 'accessibility', 'best-practices', 'seo'].includes(key) ? ' points' : ' %'}`),
+  ];
+  return h('p', { class: 'meta budgets', id: 'budgets' }, parts.length > 0 ? `Budgets: ${parts.join(' · ')}` : 'No budgets: set them with perfwatch admin set-budgets or /v1/budgets.');
+}
+
+/** A cell's budget checks as the gateway stored them: each with its state, and the event it announced. */
+function checksList(cell) {
+  if (!cell.checks?.length) return null;
+  return h('ul', { class: 'checks' }, cell.checks.map((c) => {
+    const confirmation = c.confirmation === undefined ? '' : c.confirmation === null ? ' · the confirmation run failed' : ` · confirmation run ${c.confirmation.pass ? 'passed' : 'failed'}`;
+    const event = c.event ? ` · ${c.event === 'budget.failed' ? 'alert sent' : 'recovery sent'}` : '';
+    return h('li', { class: c.pass ? 'check-pass' : 'check-fail', 'data-check': `${c.kind}:${c.key}`, 'data-state': c.state }, `${c.pass ? '✓' : '✗'} ${c.message}${confirmation}${event}`);
+  }));
 }
 
 /** Two snapshot dates to compare, the older one first by default. */
@@ -295,6 +321,7 @@ async function snapshotView(params) {
           h('div', { class: 'gauges' }, CATEGORIES.map(([id, label]) => h('div', { class: 'gauge', 'data-category': id }, scoreBadge(categoryScore(lhr, id), label), h('span', {}, label)))),
           h('dl', { class: 'metrics' }, METRICS.flatMap(([id, label, format]) => [h('dt', {}, label), h('dd', { 'data-metric': id }, format(auditValue(lhr, id)))])),
           h('p', { class: 'meta' }, `Lighthouse ${lhr.lighthouseVersion ?? '?'} · ${lhr.elementCount ?? '?'} elements · CrUX page: ${lhr.crux?.url ? 'data' : 'no data'}`),
+          checksList(cell),
           runsTable(cell),
           verificationLine(cell),
           h('p', {}, h('a', { class: 'button', href: link('report', { url, date, device, location }) }, 'Full Lighthouse report'))),

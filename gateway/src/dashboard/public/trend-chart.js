@@ -37,12 +37,14 @@ function timeAxis(points, left, right) {
 
 /**
  * @param {{ kpi: string, title: string, format: (v: number) => string, max?: number,
- *           series: Array<{ name: string, points: Array<{ date: string, value: number }> }> }} chart
+ *           series: Array<{ name: string, points: Array<{ date: string, value: number }> }>,
+ *           annotations?: Array<{ date: string, text: string }> }} chart
  */
-export function trendChart({ kpi, title, format, max, series }) {
+export function trendChart({ kpi, title, format, max, series, annotations = [] }) {
   const { figure, points } = chartFigure(kpi, title, series);
   if (points.length === 0) return figure;
-  const { first, last, x } = timeAxis(points, MARGIN.left, WIDTH - MARGIN.right);
+  // The axis spans the markers too: a deploy after the last snapshot still shows.
+  const { first, last, x } = timeAxis([...points, ...annotations], MARGIN.left, WIDTH - MARGIN.right);
   const yMax = max ?? niceMax(Math.max(...points.map((p) => p.value)));
   const innerH = HEIGHT - MARGIN.top - MARGIN.bottom;
   const y = (value) => MARGIN.top + innerH - (Math.min(value, yMax) / yMax) * innerH;
@@ -57,6 +59,14 @@ export function trendChart({ kpi, title, format, max, series }) {
   svg.append(s('text', { x: MARGIN.left, y: HEIGHT - 8, class: 'tick' }, dayLabel(first)));
   svg.append(s('text', { x: WIDTH - MARGIN.right, y: HEIGHT - 8, 'text-anchor': 'end', class: 'tick' }, dayLabel(last)));
 
+  // Deploy markers: a dashed vertical line each, its text on hover, under the data.
+  for (const marker of annotations) {
+    const at = x(marker.date);
+    svg.append(
+      s('line', { x1: at, x2: at, y1: MARGIN.top, y2: HEIGHT - MARGIN.bottom, class: 'annotation', 'data-date': marker.date, 'data-text': marker.text },
+        s('title', {}, `${marker.date} UTC · ${marker.text}`)),
+    );
+  }
   const legend = h('ul', { class: 'legend' });
   series.forEach((line, index) => {
     const color = COLORS[index % COLORS.length];
