@@ -65,6 +65,7 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
     retentionDays: config.RETENTION_DAYS,
     retentionEveryMs: config.RETENTION_EVERY_MS,
     stuckUpdates: { everyMs: config.UPDATE_SWEEP_EVERY_MS, graceMs: config.UPDATE_STUCK_AFTER_MS, deadlineMs: config.UPDATE_DEADLINE_MS },
+    outbox,
   });
   const webhooks = startWebhookSender({
     store,

@@ -7,6 +7,7 @@ import { DuplicateError, type ProjectRecord, type Store } from './store/store.ts
 import type { UpdateQueue } from './update-queue.ts';
 import type { UpdateAdmission } from './update-admission.ts';
 import { sweepStuckUpdates } from './stuck-updates.ts';
+import type { WebhookOutbox } from './webhook-outbox.ts';
 
 export interface SchedulerOptions {
   store: Store;
@@ -24,6 +25,8 @@ export interface SchedulerOptions {
   retentionEveryMs: number;
   /** Unfinished updates nothing will finish are looked for this often (see stuck-updates.ts). */
   stuckUpdates: { everyMs: number; graceMs: number; deadlineMs: number };
+  /** Announces the updates the sweep fails. */
+  outbox?: Pick<WebhookOutbox, 'updateFailed'>;
   now?: () => Date;
 }
 
@@ -44,7 +47,7 @@ const ORPHAN_AGE_MS = 3_600_000;
  * A tick's update id is derived from the project and the tick, so a tick enqueued twice (a
  * holder that died between enqueueing and recording it) is stored and run once.
  */
-export function startScheduler({ store, queue, admission, logger, holder, intervalMs, leaseTtlMs, retentionDays, retentionEveryMs, stuckUpdates, now = () => new Date() }: SchedulerOptions): Scheduler {
+export function startScheduler({ store, queue, admission, logger, holder, intervalMs, leaseTtlMs, retentionDays, retentionEveryMs, stuckUpdates, outbox, now = () => new Date() }: SchedulerOptions): Scheduler {
   let stopping = false;
   const wake = new AbortController();
   let leader = false;
@@ -75,7 +78,7 @@ export function startScheduler({ store, queue, admission, logger, holder, interv
     }
     if (at.getTime() - lastSweep >= stuckUpdates.everyMs) {
       lastSweep = at.getTime();
-      await sweepStuckUpdates({ store, queue, admission, logger, deadlineMs: stuckUpdates.deadlineMs, graceMs: stuckUpdates.graceMs, now });
+      await sweepStuckUpdates({ store, queue, admission, logger, deadlineMs: stuckUpdates.deadlineMs, graceMs: stuckUpdates.graceMs, ...(outbox ? { outbox } : {}), now });
     }
   }
 

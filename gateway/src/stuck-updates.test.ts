@@ -20,8 +20,10 @@ function sweepOver(updates: UpdateRecord[], held: string[]) {
   const admittedFor: string[] = [];
   // The users' room, as the store would find it: one place each.
   const admission = { admitNext: async (userId: string) => (admittedFor.push(userId), updates.filter((u) => u.userId === userId && u.admittedAt === null).slice(0, 1).map((u) => u.id)) };
-  const report = sweepStuckUpdates({ store, queue, admission, logger: pino({ level: 'silent' }), deadlineMs: 30 * 60_000, graceMs: 2 * 60_000, now: () => NOW });
-  return { report, states, queued, admittedFor };
+  const announced: string[] = [];
+  const outbox = { updateFailed: async ({ updateId, reason }: { updateId: string; reason: string }) => (announced.push(`${updateId}: ${reason}`), 1) };
+  const report = sweepStuckUpdates({ store, queue, admission, logger: pino({ level: 'silent' }), deadlineMs: 30 * 60_000, graceMs: 2 * 60_000, outbox, now: () => NOW });
+  return { report, states, queued, admittedFor, announced };
 }
 
 describe('sweepStuckUpdates', () => {
@@ -40,8 +42,10 @@ describe('sweepStuckUpdates', () => {
   });
 
   it('fails, with the reason, an update past its deadline whether the queue still holds it or not', async () => {
-    const { report, states, queued } = sweepOver([update('late-held', { created: 40, touched: 35, status: 'running' }), update('late-lost', { created: 40, touched: 40 })], ['late-held']);
+    const { report, states, queued, announced } = sweepOver([update('late-held', { created: 40, touched: 35, status: 'running' }), update('late-lost', { created: 40, touched: 40 })], ['late-held']);
     expect(await report).toEqual({ recorded: [], queuedAgain: [], failed: ['late-held', 'late-lost'], admitted: [] });
+    // Each announced to its user's webhooks, with the same reason.
+    expect(announced).toEqual([`late-held: ${(states.get('late-held') as { reason: string }).reason}`, `late-lost: ${(states.get('late-lost') as { reason: string }).reason}`]);
     expect(queued).toEqual([]);
     expect(states.get('late-held')).toEqual({ status: 'failed', reason: expect.stringMatching(/not finished by its deadline/) });
     expect(states.get('late-lost')).toEqual({ status: 'failed', reason: expect.stringMatching(/lost before it could run/) });

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Store } from './store/store.ts';
 import { queuedUpdateOf, type UpdateQueue } from './update-queue.ts';
 import type { UpdateAdmission } from './update-admission.ts';
+import type { WebhookOutbox } from './webhook-outbox.ts';
 
 export interface StuckUpdateSweepOptions {
   store: Store;
@@ -16,6 +17,8 @@ export interface StuckUpdateSweepOptions {
    * before its job is queued, so a younger one may be between the two.
    */
   graceMs: number;
+  /** Announces the updates it fails (update.failed). */
+  outbox?: Pick<WebhookOutbox, 'updateFailed'>;
   now?: () => Date;
 }
 
@@ -38,7 +41,7 @@ export interface SweepReport {
  * stuck: their users are given the places they have room for (the gateway that ended their
  * last update may have died before it admitted the next).
  */
-export async function sweepStuckUpdates({ store, queue, admission, logger, deadlineMs, graceMs, now = () => new Date() }: StuckUpdateSweepOptions): Promise<SweepReport> {
+export async function sweepStuckUpdates({ store, queue, admission, logger, deadlineMs, graceMs, outbox, now = () => new Date() }: StuckUpdateSweepOptions): Promise<SweepReport> {
   const report: SweepReport = { recorded: [], queuedAgain: [], failed: [], admitted: [] };
   const at = now().getTime();
   const unfinished = await store.listUnfinishedUpdates();
@@ -67,6 +70,7 @@ export async function sweepStuckUpdates({ store, queue, admission, logger, deadl
       const reason = held ? 'not finished by its deadline; the queue was too far behind, or its delivery hung' : 'its job was lost before it could run, and its deadline has passed';
       await store.setUpdateState(update.id, { status: 'failed', reason });
       logger.warn({ updateId: update.id, status: update.status, reason }, 'stuck update failed');
+      await outbox?.updateFailed({ userId: update.userId, url: update.url, updateId: update.id, reason }).catch((error: unknown) => logger.error({ err: error, updateId: update.id }, 'could not announce a failed update'));
       report.failed.push(update.id);
       continue;
     }
