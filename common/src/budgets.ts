@@ -164,7 +164,7 @@ export type BudgetEvent = (typeof BUDGET_EVENTS)[number];
 /**
  * A check of a stored snapshot: the check, the alert state it leaves (per project, device,
  * location and check), the confirmation run's value when the failure needed one, and the
- * event it announced, if any (docs/alerts.md has the rule).
+ * event it announced, if any (the README, "Budgets, alerts and webhooks", has the rule).
  */
 export const cellCheckSchema = budgetCheckSchema
   .extend({
