@@ -20,6 +20,7 @@ let gateway: TestGateway;
 let agent: PerfwatchProcess;
 let project: ProjectRecord;
 let secret: string;
+let adminEnv: Record<string, string>;
 const page = () => `${inject('siteUrl')}heavy.html`;
 
 interface Received {
@@ -83,7 +84,7 @@ beforeAll(async () => {
   await gateway.admin.createUser('alerts');
   // A tick every 20 s; one update at a time, so the snapshots come one after another.
   project = await gateway.admin.addProject('alerts', page(), { locations: ['london'], runs: 1, schedule: '*/20 * * * * *' });
-  const env = { MONGODB_URI: inject('mongoUri'), MONGODB_DB: gateway.store.dbName, PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' };
+  const env = (adminEnv = { MONGODB_URI: inject('mongoUri'), MONGODB_DB: gateway.store.dbName, PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' });
   const out = text();
   const err = text();
   expect(await adminMain(['set-budgets', 'alerts', page(), '--budget', 'tbt=2000'], env, out.stream, err.stream), err.read()).toBe(0);
@@ -189,5 +190,10 @@ describe('alerts from budgets, through signed webhooks', () => {
     expect(deliveries.map((d) => [d.event, d.status])).toEqual([['budget.recovered', 'delivered'], ['budget.failed', 'delivered']]);
     expect(deliveries[0]!.attempts).toBeGreaterThan(1);
     expect(deliveries[0]!.id).toBe(late.delivery);
+    // What an operator sees: both deliveries, the late one with its failed attempts counted.
+    const listing = text();
+    expect(await adminMain(['webhook-deliveries', 'alerts'], adminEnv, listing.stream, text().stream)).toBe(0);
+    expect(listing.read()).toMatch(new RegExp(`budget\\.recovered +delivered +attempts=${deliveries[0]!.attempts} .*id=${late.delivery}`));
+    expect(listing.read()).toMatch(/budget\.failed +delivered +attempts=1 /);
   }, 900_000);
 });
