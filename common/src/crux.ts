@@ -47,3 +47,33 @@ export function assessCoreWebVitals(record: CruxRecord | null | undefined): CwvA
   const good = lcp <= GOOD.largest_contentful_paint && cls <= GOOD.cumulative_layout_shift && (inp === null || inp <= GOOD.interaction_to_next_paint);
   return good ? 'PASSED' : 'FAILED';
 }
+
+/** The field metrics whose p75 the overview offers, by the short name in the KPI (`url_lcp_p75`). */
+export const FIELD_METRICS = {
+  lcp: 'largest_contentful_paint',
+  inp: 'interaction_to_next_paint',
+  cls: 'cumulative_layout_shift',
+  fcp: 'first_contentful_paint',
+  ttfb: 'experimental_time_to_first_byte',
+} as const;
+
+/**
+ * The CRUX section's records of a snapshot's field data: the Core Web Vitals assessment of the
+ * page (`url`) and of its origin, as the seed has them, and (KPI version 2) each field metric's
+ * p75 for both, e.g. `url_lcp_p75` → "2300". Their data is a string like the seed's CRUX
+ * records, which clients written from the seed expect; a metric CrUX has no value for is
+ * "NO_DATA".
+ */
+export function cruxKpis(url: CruxRecord | null | undefined, origin: CruxRecord | null | undefined): Array<{ section: 'CRUX'; kpi: string; data: string }> {
+  const records: Array<{ section: 'CRUX'; kpi: string; data: string }> = [
+    { section: 'CRUX', kpi: 'url', data: assessCoreWebVitals(url) },
+    { section: 'CRUX', kpi: 'origin', data: assessCoreWebVitals(origin) },
+  ];
+  for (const [scope, record] of [['url', url], ['origin', origin]] as const) {
+    for (const [name, metric] of Object.entries(FIELD_METRICS)) {
+      const value = record?.metrics[metric]?.percentiles?.p75;
+      records.push({ section: 'CRUX', kpi: `${scope}_${name}_p75`, data: value === undefined || value === null ? 'NO_DATA' : String(value) });
+    }
+  }
+  return records;
+}

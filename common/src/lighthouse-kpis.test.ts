@@ -15,6 +15,12 @@ describe('LIGHTHOUSE KPIs on real Lighthouse 13 results', () => {
     // Lighthouse 13 computes neither first-meaningful-paint nor first-cpu-idle.
     expect(kpi.fmp).toBeNull();
     expect(kpi.fCPUi).toBeNull();
+    // Version 2: the lab Core Web Vitals beside them; INP needs interactions a navigation has not.
+    expect(kpi.lcp).toBeCloseTo(lhr.audits['largest-contentful-paint']!.numericValue!, 1);
+    expect(kpi.tbt).toBeCloseTo(lhr.audits['total-blocking-time']!.numericValue!, 1);
+    expect(kpi.cls).toBeCloseTo(lhr.audits['cumulative-layout-shift']!.numericValue!, 3);
+    expect(kpi.ttfb).toBeCloseTo(lhr.audits['server-response-time']!.numericValue!, 1);
+    expect(kpi.inp).toBeNull();
   });
 
   it('emits every named category, the new ones in snake_case, and the legacy PWA keys as null', () => {

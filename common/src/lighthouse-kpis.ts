@@ -17,13 +17,22 @@ export interface PerformanceKpi {
   fCPUi: number | null;
   mpFID: number | null;
   score: number | null;
+  /** Version 2: the lab Core Web Vitals and server response time, beside the seed's fields. */
+  lcp: number | null;
+  tbt: number | null;
+  /** Unitless, to three decimals. */
+  cls: number | null;
+  ttfb: number | null;
+  /** Interaction to Next Paint needs interactions: null for the navigation runs perfwatch makes. */
+  inp: number | null;
 }
 
 /**
  * Bumped whenever a KPI's definition changes, so stored records can be recognised and
- * recomputed from the kept Lighthouse result (the idea of Lighthouse CI's statistic versions).
+ * recomputed from the kept Lighthouse result (the idea of Lighthouse CI's statistic versions):
+ * 1, the seed's fields; 2, `performance` gains lcp, tbt, cls, ttfb and inp.
  */
-export const LIGHTHOUSE_KPI_VERSION = 1;
+export const LIGHTHOUSE_KPI_VERSION = 2;
 
 /** Categories the spec names; they are always emitted, null when Lighthouse has no such category. */
 const NAMED_CATEGORIES = ['accessibility', 'best-practices', 'seo', 'pwa'] as const;
@@ -48,7 +57,16 @@ export function performanceKpi(lhr: LighthouseResult): PerformanceKpi {
     fCPUi: ms(auditNumber(lhr, 'first-cpu-idle')),
     mpFID: ms(auditNumber(lhr, 'max-potential-fid')),
     score: categoryScore(lhr, 'performance'),
+    lcp: ms(auditNumber(lhr, 'largest-contentful-paint')),
+    tbt: ms(auditNumber(lhr, 'total-blocking-time')),
+    cls: thousandths(auditNumber(lhr, 'cumulative-layout-shift')),
+    ttfb: ms(auditNumber(lhr, 'server-response-time')),
+    inp: ms(auditNumber(lhr, 'interaction-to-next-paint')),
   };
+}
+
+function thousandths(value: number | null): number | null {
+  return value === null ? null : Math.round(value * 1000) / 1000;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { assessCoreWebVitals, extractElementCount, extractRunMetrics, lighthouseKpis, pageSourceKpis, savingsKpis, securityKpis, type Device, type Location } from '@perfwatch/common';
+import { cruxKpis, extractElementCount, extractRunMetrics, lighthouseKpis, pageSourceKpis, savingsKpis, securityKpis, type Device, type Location } from '@perfwatch/common';
 import type { FieldData } from './crux/crux-client.ts';
 import { judgeRuns, representativeRunIndex, type MeasuredRun } from './run-verdicts.ts';
 import type { LocationSnapshot } from './store/store.ts';
@@ -44,6 +44,6 @@ export function withFieldData(entry: LocationSnapshot, fieldData: FieldData | nu
   return {
     ...entry,
     crux: { url: fieldData.url, ...(fieldData.origin ? { origin: fieldData.origin } : {}) },
-    kpis: [...entry.kpis, { section: 'CRUX', kpi: 'url', data: assessCoreWebVitals(fieldData.url) }, { section: 'CRUX', kpi: 'origin', data: assessCoreWebVitals(fieldData.origin) }],
+    kpis: [...entry.kpis, ...cruxKpis(fieldData.url, fieldData.origin)],
   };
 }

@@ -158,7 +158,10 @@ describe('update service', () => {
       if (r.device === 'mobile') {
         expect(r.crux.url!.metrics['largest_contentful_paint']).toBeDefined();
         expect(r.crux.origin).toBeDefined();
-        expect(cruxKpis).toEqual([{ section: 'CRUX', kpi: 'url', data: 'PASSED' }, { section: 'CRUX', kpi: 'origin', data: 'FAILED' }]);
+        // The seed's assessments, then (KPI version 2) each field metric's p75 as a string.
+        expect(cruxKpis.slice(0, 2)).toEqual([{ section: 'CRUX', kpi: 'url', data: 'PASSED' }, { section: 'CRUX', kpi: 'origin', data: 'FAILED' }]);
+        const p75 = Object.fromEntries(cruxKpis.slice(2).map((k) => [k.kpi, k.data]));
+        expect(p75).toEqual({ url_lcp_p75: '1200', url_inp_p75: 'NO_DATA', url_cls_p75: '0.01', url_fcp_p75: 'NO_DATA', url_ttfb_p75: 'NO_DATA', origin_lcp_p75: '4100', origin_inp_p75: 'NO_DATA', origin_cls_p75: '0.01', origin_fcp_p75: 'NO_DATA', origin_ttfb_p75: 'NO_DATA' });
       } else {
         expect(r.crux).toEqual({ url: null });
         expect(cruxKpis).toEqual([]);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { ApiError, hasBudgets, truncateToSecond, type AuditJob, type Device, type Location, type MissingCell, type UpdateType } from '@perfwatch/common';
+import { ApiError, hasBudgets, LIGHTHOUSE_KPI_VERSION, truncateToSecond, type AuditJob, type Device, type Location, type MissingCell, type UpdateType } from '@perfwatch/common';
 import type { DispatchOptions, Dispatcher, RunOutcome } from './nats-dispatcher.ts';
 import type { CruxClient } from './crux/crux-client.ts';
 import type { UpdateMode, UpdateObserver } from './metrics.ts';
@@ -229,7 +229,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
       });
     }, log);
 
-    const date = await store.saveSnapshot({ project, updateId, date: truncateToSecond(now()), updateType, results, missing });
+    const date = await store.saveSnapshot({ project, updateId, date: truncateToSecond(now()), updateType, results, missing, kpiVersion: LIGHTHOUSE_KPI_VERSION });
     if (onSnapshot) await onSnapshot({ project, updateId, date, results }).catch((error: unknown) => log.error({ err: error }, 'could not announce the snapshot\'s budget events'));
     for (const r of results) for (const judged of r.runs) observer?.runJudged(r.location, r.device, judged.verdict ?? 'reliable');
     log.info({ cells: cells.length, stored: results.length, missing: missing.length, failedRuns: failures.length, ms: Math.round(performance.now() - started) }, 'update done');

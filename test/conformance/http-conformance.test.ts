@@ -247,7 +247,12 @@ describe('/v1/overview', () => {
     expect(new Set(records.map((r) => r.updateType))).toEqual(new Set(['Manual', 'Ci']));
     expect(new Set(records.map((r) => r.section))).toEqual(new Set(['LIGHTHOUSE', 'PAGE_SOURCE', 'SAVINGS']));
     const perf = records.find((r) => r.kpi === 'performance')!;
-    expect(Object.keys(perf.data as object).sort()).toEqual(['fCPUi', 'fcp', 'fmp', 'mpFID', 'score', 'si', 'tti']);
+    // The seed's fields, as they were, and the lab Core Web Vitals beside them (KPI version 2).
+    expect(Object.keys(perf.data as object).sort()).toEqual(['cls', 'fCPUi', 'fcp', 'fmp', 'inp', 'lcp', 'mpFID', 'score', 'si', 'tbt', 'ttfb', 'tti']);
+    const data = perf.data as Record<string, number | null>;
+    for (const seed of ['si', 'fcp', 'tti', 'mpFID', 'score']) expect(typeof data[seed], seed).toBe('number');
+    expect([data['fmp'], data['fCPUi'], data['inp']]).toEqual([null, null, null]);
+    for (const lab of ['lcp', 'tbt', 'cls', 'ttfb']) expect(typeof data[lab], lab).toBe('number');
     expect(records.every((r) => ['shop.example', 'half.example'].includes(r.domain))).toBe(true);
   });
 

@@ -4,6 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { main } from '../../gateway/src/admin/admin-cli.ts';
 import { MongoStore } from '@perfwatch/gateway';
+import { lighthouseKpis } from '@perfwatch/common';
+import { loadLhr } from '../support/lhr-fixtures.ts';
 
 function sink() {
   let text = '';
@@ -70,6 +72,34 @@ describe('perfwatch admin', () => {
     expect((await admin(env, 'remove-webhook', 'alerting', id!)).code).toBe(0);
     expect((await admin(env, 'webhook-deliveries', 'alerting')).out).toBe('alerting has no webhooks\n');
     expect((await admin(env, 'remove-webhook', 'alerting', id!)).code).toBe(1);
+  });
+
+  it('recompute-kpis rebuilds the KPI records of snapshots stored by an older version from their results', async () => {
+    const store = new MongoStore({ uri: env.MONGODB_URI, dbName: env.MONGODB_DB });
+    await store.init();
+    try {
+      const user = await store.createUser('kpi-owner');
+      const project = await store.addProject({ userId: user.id, url: 'https://kpi.example/', domain: 'kpi.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+      const lighthouse = loadLhr('mobile', 1);
+      const date = new Date('2026-03-01T09:00:00Z');
+      // As version 1 stored it: the seed's performance fields only.
+      const seedOnly = lighthouseKpis(lighthouse).map((k) => (k.kpi === 'performance' ? { ...k, data: Object.fromEntries(Object.entries(k.data as object).filter(([key]) => ['si', 'fcp', 'fmp', 'tti', 'fCPUi', 'mpFID', 'score'].includes(key))) } : k));
+      await store.saveSnapshot({ project, updateId: 'kpi-v1', date, updateType: 'scheduled', results: [{ device: 'mobile', location: 'london', median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 1, kpis: [...seedOnly, { section: 'SECURITY', kpi: 'tls', data: { ok: true } }] }] });
+
+      const run = await admin(env, 'recompute-kpis');
+      expect(run.code, run.err).toBe(0);
+      expect(run.out).toMatch(/KPI records of [1-9]\d* snapshot\(s\) rebuilt to version 2/);
+      const records: Array<{ section: string; kpi: string; data: unknown }> = [];
+      for await (const row of store.streamKpis({ userId: user.id, from: date, to: new Date(date.getTime() + 1_000) })) records.push(row);
+      const performance = records.find((r) => r.kpi === 'performance')!.data as Record<string, number | null>;
+      expect(performance['lcp']).toBeCloseTo(lighthouse.audits['largest-contentful-paint']!.numericValue!, 1);
+      expect(performance['fcp']).toBe((seedOnly.find((k) => k.kpi === 'performance')!.data as Record<string, number>)['fcp']);
+      // What cannot be measured again stays as it was.
+      expect(records.filter((r) => r.section === 'SECURITY').map((r) => r.data)).toEqual([{ ok: true }]);
+      expect((await admin(env, 'recompute-kpis')).out).toMatch(/of 0 snapshot/);
+    } finally {
+      await store.close();
+    }
   });
 
   it('adds projects with locations and runs, lists them as JSON, revokes tokens', async () => {

@@ -72,9 +72,9 @@ describe('SqliteStore', () => {
     await first.saveSnapshot({ project, updateId: 's1', date, updateType: 'manual', results: [{ device: 'desktop', location: 'london', median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 12, kpis: lighthouseKpis(lighthouse) }] });
     await first.createUpdate({ id: 'up1', userId: user.id, projectId: project.id, url: project.url, devices: ['desktop'], locations: ['london'], updateType: 'manual', runs: 1 });
     await first.close();
-    // Back to what schema 1 wrote: the same tables without the columns of schemas 2, 3 and 4.
+    // Back to what schema 1 wrote: the same tables without the columns of schemas 2 to 5.
     const db = new DatabaseSync(path);
-    db.exec('ALTER TABLE projects DROP COLUMN budgets; ALTER TABLE results DROP COLUMN checks;');
+    db.exec('ALTER TABLE projects DROP COLUMN budgets; ALTER TABLE results DROP COLUMN checks; ALTER TABLE snapshots DROP COLUMN kpi_version;');
     for (const table of ['snapshots', 'updates']) db.exec(`ALTER TABLE ${table} DROP COLUMN missing`);
     for (const column of ['runs', 'waiting', 'admitted_at']) db.exec(`ALTER TABLE updates DROP COLUMN ${column}`);
     db.exec("UPDATE meta SET value = '1' WHERE key = 'schema'");
@@ -92,6 +92,8 @@ describe('SqliteStore', () => {
       // Before schema 4: no budgets, results without checks.
       expect((await again.findProject(user.id, project.url))!.budgets).toEqual({ budgets: {}, maxRegression: {} });
       expect((await again.findSnapshot(project.id, date))!.results[0]!.checks).toBeUndefined();
+      // Before schema 5: its KPI records are the seed's, version 1.
+      expect(await again.listSnapshotsBelowKpiVersion(2, 10)).toEqual([{ projectId: project.id, date }]);
       const missing = [{ device: 'desktop' as const, location: 'london' as const, reason: 'TIMEOUT: no reply' }];
       await again.setUpdateState('up1', { status: 'done', date, missing });
       expect((await again.findUpdate(user.id, 'up1'))!.missing).toEqual(missing);

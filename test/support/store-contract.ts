@@ -327,5 +327,25 @@ export function describeStoreContract(name: string, store: () => Store): void {
       expect(await store().removeProject(user.id, project.url)).toBe(true);
       expect(await store().listAnnotations(project.id)).toEqual([]);
     });
+
+    it('finds snapshots whose KPI records are of an older version and replaces their records section by section', async () => {
+      const user = await store().createUser('kpi-versions');
+      const project = await store().addProject({ userId: user.id, url: 'https://kpis.example/', domain: 'kpis.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+      const old = new Date('2026-04-01T10:00:00Z');
+      const current = new Date('2026-04-01T11:00:00Z');
+      const legacy = [{ section: 'LIGHTHOUSE' as const, kpi: 'performance', data: { score: 50 } }, { section: 'SECURITY' as const, kpi: 'headers', data: { hsts: true } }];
+      await store().saveSnapshot({ project, updateId: 'kpi-old', date: old, updateType: 'manual', results: [{ ...result('mobile', 'london'), kpis: legacy }] });
+      await store().saveSnapshot({ project, updateId: 'kpi-new', date: current, updateType: 'manual', results: [result('mobile', 'london')], kpiVersion: 2 });
+      const mine = async () => (await store().listSnapshotsBelowKpiVersion(2, 1_000)).filter((s) => s.projectId === project.id);
+      expect(await mine()).toEqual([{ projectId: project.id, date: old }]);
+
+      await store().replaceSnapshotKpis(project.id, old, ['LIGHTHOUSE'], [{ device: 'mobile', location: 'london', kpis: [{ section: 'LIGHTHOUSE', kpi: 'performance', data: { score: 50, lcp: 2100 } }] }], 2);
+      // And again: a replacement repeated leaves the same records.
+      await store().replaceSnapshotKpis(project.id, old, ['LIGHTHOUSE'], [{ device: 'mobile', location: 'london', kpis: [{ section: 'LIGHTHOUSE', kpi: 'performance', data: { score: 50, lcp: 2100 } }] }], 2);
+      expect(await mine()).toEqual([]);
+      const rows = [];
+      for await (const row of store().streamKpis({ userId: user.id, from: old, to: new Date(old.getTime() + 1_000) })) rows.push([row.section, row.kpi, row.data, row.updateType, row.url]);
+      expect(rows).toEqual([['LIGHTHOUSE', 'performance', { score: 50, lcp: 2100 }, 'manual', project.url], ['SECURITY', 'headers', { hsts: true }, 'manual', project.url]]);
+    });
   });
 }

@@ -1,9 +1,10 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { createTargetGuard, parseAllowList } from '@perfwatch/agent';
-import { BudgetSpecError, LOCATIONS, parseEnv, parseLimit, type Location } from '@perfwatch/common';
+import { BudgetSpecError, LIGHTHOUSE_KPI_VERSION, LOCATIONS, parseEnv, parseLimit, type Location } from '@perfwatch/common';
 import { storeEnvFields, storeFromEnv } from '../store/open-store.ts';
 import { AdminError, createAdmin } from './admin.ts';
+import { recomputeKpis } from './recompute-kpis.ts';
 
 const USAGE = `usage: perfwatch admin <command>
   create-user NAME                 create a user and print its first API token (shown once)
@@ -20,6 +21,8 @@ const USAGE = `usage: perfwatch admin <command>
   remove-webhook NAME ID           remove a webhook with its deliveries
   webhook-deliveries NAME          NAME's webhooks and their newest deliveries, with their status
   list [--json]                    users and their projects
+  recompute-kpis                   rebuild the KPI records of snapshots stored by an older version
+                                   from their kept Lighthouse results (LIGHTHOUSE, PAGE_SOURCE, SAVINGS)
 environment: MONGODB_URI, MONGODB_DB; PERFWATCH_ALLOW_TARGETS (private webhook targets allowed); without MONGODB_URI, the embedded store of perfwatch start
              (PERFWATCH_DATA_DIR/perfwatch.sqlite, default ./data)`;
 
@@ -138,6 +141,12 @@ export async function main(argv: string[], env: Readonly<Record<string, string |
           if (hook.deliveries.length === 0) out.write('  no deliveries\n');
           for (const d of hook.deliveries) out.write(`  ${d.createdAt}  ${d.event.padEnd(16)} ${d.status.padEnd(9)} attempts=${d.attempts}${d.nextAttemptAt ? ` next=${d.nextAttemptAt}` : ''}${d.lastError ? `  last error: ${d.lastError}` : ''}  id=${d.id}\n`);
         }
+        return 0;
+      }
+      case 'recompute-kpis': {
+        need(0);
+        const count = await recomputeKpis(store);
+        out.write(`KPI records of ${count} snapshot(s) rebuilt to version ${LIGHTHOUSE_KPI_VERSION}\n`);
         return 0;
       }
       case 'list': {

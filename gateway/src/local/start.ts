@@ -56,6 +56,8 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     HOST: config.HOST,
     // One process on one machine: no load balancer to wait for on stop.
     SHUTDOWN_READINESS_DELAY_MS: 0,
+    // One machine: its webhook receivers may be on it too, as its audited pages may.
+    PERFWATCH_ALLOW_TARGETS: config.PERFWATCH_ALLOW_TARGETS,
     ...(config.CRUX_API_KEY ? { CRUX_API_KEY: config.CRUX_API_KEY } : {}),
   });
   const gateway = await startGateway({ ...(localAgent ? { localAgents: [localAgent] } : { nc: nc! }), store, logger, config: gatewayConfig });

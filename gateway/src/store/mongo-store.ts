@@ -4,7 +4,7 @@ import { Binary, MongoClient, MongoNetworkError, MongoServerError, MongoServerSe
 import pLimit, { type LimitFunction } from 'p-limit';
 import pRetry from 'p-retry';
 import { z } from 'zod';
-import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Location } from '@perfwatch/common';
+import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
 import { ConcurrentWrite, DELIVERY_STATUSES, DuplicateError, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateProgress, type MissingCell, type UpdateState, type OverviewFilter, type SnapshotSummary, type SnapshotPage, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
 
 const gzipAsync = promisify(gzip);
@@ -567,7 +567,7 @@ export class MongoStore implements Store {
     return this.#saves(() => pRetry(() => this.#saveSnapshotOnce(snapshot), { retries: this.#saveRetries, minTimeout: 250, maxTimeout: 4_000, factor: 2, shouldRetry: ({ error }) => isTransientStoreError(error) }));
   }
 
-  async #saveSnapshotOnce({ project, updateId, date, updateType, results, missing }: NewSnapshot): Promise<Date> {
+  async #saveSnapshotOnce({ project, updateId, date, updateType, results, missing, kpiVersion = 1 }: NewSnapshot): Promise<Date> {
     // Idempotent per update: a redelivered job finds the snapshot its first delivery wrote, or
     // takes over what an earlier writer left `writing` and writes it again. Never two snapshots
     // for one update, and never a record of a snapshot that is not complete in the overview:
@@ -587,7 +587,7 @@ export class MongoStore implements Store {
     for (let shift = 0; ; shift++) {
       stored = new Date(date.getTime() + shift * 1000);
       try {
-        await this.#snapshots.insertOne({ _id: snapshotId, projectId, userId, updateId, url: project.url, domain: project.domain, date: stored, updateType, available, missing: (missing ?? []).map((m) => ({ ...m })), status: 'writing', createdAt: new Date() });
+        await this.#snapshots.insertOne({ _id: snapshotId, projectId, userId, updateId, url: project.url, domain: project.domain, date: stored, updateType, available, missing: (missing ?? []).map((m) => ({ ...m })), kpiVersion, status: 'writing', createdAt: new Date() });
         break;
       } catch (error) {
         if (!(error instanceof MongoServerError && error.code === DUPLICATE_KEY) || shift >= MAX_DATE_SHIFT_SECONDS) throw error;
@@ -652,6 +652,30 @@ export class MongoStore implements Store {
     await this.#kpis.deleteMany({ snapshotId });
     await this.#results.deleteMany({ snapshotId });
     return null;
+  }
+
+  async listSnapshotsBelowKpiVersion(version: number, limit: number): Promise<Array<{ projectId: string; date: Date }>> {
+    // Snapshots stored before versions were have none: the seed's, 1.
+    const below = version > 1 ? { $or: [{ kpiVersion: { $lt: version } }, { kpiVersion: { $exists: false } }] } : { kpiVersion: { $lt: version } };
+    const docs = await this.#snapshots.find({ status: 'complete', ...below }, { projection: { projectId: 1, date: 1 } }).sort({ date: 1 }).limit(limit).toArray();
+    return docs.map((doc) => ({ projectId: String(doc['projectId']), date: z.date().parse(doc['date']) }));
+  }
+
+  async replaceSnapshotKpis(projectId: string, date: Date, sections: readonly string[], results: ReadonlyArray<{ device: Device; location: Location; kpis: readonly KpiRecord[] }>, version: number): Promise<void> {
+    const raw = await this.#snapshots.findOne({ projectId: new ObjectId(projectId), date, status: 'complete' });
+    if (!raw) return;
+    const snapshot = snapshotDoc.parse(raw);
+    const snapshotId = raw._id as ObjectId;
+    const inSections = { snapshotId, section: { $in: [...sections] } };
+    // No transactions: the new records go in pending (hidden from the overview), the old ones
+    // out, then the new ones are shown and the version recorded. Cut short anywhere, a second
+    // run starts by clearing what the first left pending, and does it all again.
+    await this.#kpis.deleteMany({ ...inSections, pending: true });
+    const docs = results.flatMap((r) => r.kpis.map((k) => ({ snapshotId, projectId: new ObjectId(projectId), userId: raw['userId'], date: snapshot.date, domain: raw['domain'], url: snapshot.url, device: r.device, location: r.location, updateType: snapshot.updateType, section: k.section, kpi: k.kpi, data: k.data, pending: true })));
+    if (docs.length > 0) await this.#kpis.insertMany(docs, { ordered: false });
+    await this.#kpis.deleteMany({ ...inSections, pending: { $ne: true } });
+    await this.#kpis.updateMany({ snapshotId, pending: true }, { $unset: { pending: '' } });
+    await this.#snapshots.updateOne({ _id: snapshotId }, { $set: { kpiVersion: version } });
   }
 
   async deleteOrphans(olderThan: Date): Promise<number> {

@@ -5,7 +5,7 @@ import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import { z } from 'zod';
-import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Location } from '@perfwatch/common';
+import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
 import { DELIVERY_STATUSES, DuplicateError, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, type KpiRow, type MissingCell, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type SnapshotPage, type Store, type TokenRecord, type UpdateRecord, type UpdateProgress, type UpdateState, type UserRecord } from './store.ts';
 
 const gzipAsync = promisify(gzip);
@@ -13,7 +13,7 @@ const gunzipAsync = promisify(gunzip);
 
 /** How many later seconds a snapshot may move to when its project already has one at that second. */
 const MAX_DATE_SHIFT_SECONDS = 60;
-const SCHEMA_VERSION = 4;
+const SCHEMA_VERSION = 5;
 const NO_BUDGETS = '{"budgets":{},"maxRegression":{}}';
 
 /**
@@ -32,7 +32,7 @@ CREATE TABLE IF NOT EXISTS projects (
 CREATE TABLE IF NOT EXISTS snapshots (
   id TEXT PRIMARY KEY, project_id TEXT NOT NULL, user_id TEXT NOT NULL, update_id TEXT NOT NULL UNIQUE, url TEXT NOT NULL,
   domain TEXT NOT NULL, date INTEGER NOT NULL, update_type TEXT NOT NULL, available TEXT NOT NULL,
-  missing TEXT NOT NULL DEFAULT '[]',
+  missing TEXT NOT NULL DEFAULT '[]', kpi_version INTEGER NOT NULL DEFAULT 1,
   UNIQUE (project_id, date));
 CREATE INDEX IF NOT EXISTS snapshots_by_date ON snapshots (date);
 CREATE TABLE IF NOT EXISTS results (
@@ -220,6 +220,8 @@ export class SqliteStore implements Store {
     if (version && Number(version.value) < 4) {
       db.exec(`ALTER TABLE projects ADD COLUMN budgets TEXT NOT NULL DEFAULT '${NO_BUDGETS}'; ALTER TABLE results ADD COLUMN checks TEXT;`);
     }
+    // Schema 5: the version of each snapshot's KPI records.
+    if (version && Number(version.value) < 5) db.exec('ALTER TABLE snapshots ADD COLUMN kpi_version INTEGER NOT NULL DEFAULT 1');
     db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)").run(String(SCHEMA_VERSION));
     this.#db = db;
   }
@@ -361,7 +363,7 @@ export class SqliteStore implements Store {
     return this.#all('SELECT * FROM annotations WHERE project_id = ? AND date >= ? AND date < ? ORDER BY date, created_at', projectId, range.from?.getTime() ?? 0, range.to?.getTime() ?? Number.MAX_SAFE_INTEGER).map((row) => annotationRow.parse(row));
   }
 
-  async saveSnapshot({ project, updateId, date, updateType, results, missing }: NewSnapshot): Promise<Date> {
+  async saveSnapshot({ project, updateId, date, updateType, results, missing, kpiVersion = 1 }: NewSnapshot): Promise<Date> {
     // Compressed before the transaction: the write itself then takes milliseconds.
     const compressed = await Promise.all(results.map((r) => gzipAsync(Buffer.from(JSON.stringify(r.lighthouse)))));
     return this.#transaction(() => {
@@ -376,8 +378,8 @@ export class SqliteStore implements Store {
       }
       const snapshotId = newId();
       this.#run(
-        'INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available, missing) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        snapshotId, project.id, project.userId, updateId, project.url, project.domain, stored.getTime(), updateType, JSON.stringify(results.map(({ device, location }) => ({ device, location }))), JSON.stringify(missing ?? []),
+        'INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available, missing, kpi_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        snapshotId, project.id, project.userId, updateId, project.url, project.domain, stored.getTime(), updateType, JSON.stringify(results.map(({ device, location }) => ({ device, location }))), JSON.stringify(missing ?? []), kpiVersion,
       );
       const insertResult = this.#conn.prepare('INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse, checks) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
       const insertKpi = this.#conn.prepare('INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
@@ -386,6 +388,23 @@ export class SqliteStore implements Store {
         for (const k of r.kpis) insertKpi.run(snapshotId, project.id, project.userId, stored.getTime(), project.domain, project.url, r.device, r.location, updateType, k.section, k.kpi, JSON.stringify(k.data));
       });
       return stored;
+    });
+  }
+
+  async listSnapshotsBelowKpiVersion(version: number, limit: number): Promise<Array<{ projectId: string; date: Date }>> {
+    return (this.#all('SELECT project_id, date FROM snapshots WHERE kpi_version < ? ORDER BY date LIMIT ?', version, limit) as Array<{ project_id: string; date: number }>).map((r) => ({ projectId: r.project_id, date: new Date(r.date) }));
+  }
+
+  async replaceSnapshotKpis(projectId: string, date: Date, sections: readonly string[], results: ReadonlyArray<{ device: Device; location: Location; kpis: readonly KpiRecord[] }>, version: number): Promise<void> {
+    this.#transaction(() => {
+      const snapshot = this.#get('SELECT * FROM snapshots WHERE project_id = ? AND date = ?', projectId, date.getTime());
+      if (!snapshot) return;
+      const row = snapshotRow.parse(snapshot);
+      const { user_id: userId, domain } = snapshot as { user_id: string; domain: string };
+      this.#run(`DELETE FROM kpis WHERE snapshot_id = ? AND section IN (${sections.map(() => '?').join(', ')})`, row.id, ...sections);
+      const insert = this.#conn.prepare('INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+      for (const r of results) for (const k of r.kpis) insert.run(row.id, projectId, userId, row.date.getTime(), domain, row.url, r.device, r.location, row.update_type, k.section, k.kpi, JSON.stringify(k.data));
+      this.#run('UPDATE snapshots SET kpi_version = ? WHERE id = ?', version, row.id);
     });
   }
 

@@ -62,6 +62,8 @@ export interface NewSnapshot {
   results: LocationSnapshot[];
   /** The project's cells without a result, and why; none when absent. */
   missing?: MissingCell[];
+  /** LIGHTHOUSE_KPI_VERSION of its KPI records; absent: 1, the seed's. */
+  kpiVersion?: number;
 }
 
 export interface SnapshotRecord {
@@ -335,6 +337,13 @@ export interface Store {
   listScheduledProjects(): Promise<Array<ProjectRecord & { scheduledThrough: Date | null }>>;
   /** Records that `tick` was handled, unless another scheduler recorded a later one. */
   markScheduled(projectId: string, tick: Date): Promise<void>;
+  /** Complete snapshots whose KPI records are of a version below `version` (none stored: 1), oldest first. */
+  listSnapshotsBelowKpiVersion(version: number, limit: number): Promise<Array<{ projectId: string; date: Date }>>;
+  /**
+   * Replaces a snapshot's KPI records of `sections` with those given per result, and records
+   * them as of `version`. Safe to repeat: a replacement cut short is done again whole.
+   */
+  replaceSnapshotKpis(projectId: string, date: Date, sections: readonly string[], results: ReadonlyArray<{ device: Device; location: Location; kpis: readonly KpiRecord[] }>, version: number): Promise<void>;
   /** Deletes snapshots older than `before` with their results and KPI records; returns how many. */
   deleteSnapshotsBefore(before: Date, limit: number): Promise<number>;
   findSnapshot(projectId: string, date: Date, filter?: SnapshotFilter): Promise<SnapshotRecord | null>;

@@ -139,10 +139,31 @@ function trends(url, records, annotations = []) {
     }
     return [...lines].map(([name, points]) => ({ name, points }));
   };
+  // Field data (CrUX's p75 of real users over 28 days) is per page and device, not per location:
+  // one line per device beside the lab lines, from the records of KPI version 2.
+  const field = (metric) => {
+    const lines = new Map();
+    const seen = new Set();
+    for (const r of mine) {
+      if (r.section !== 'CRUX' || r.kpi !== `url_${metric}_p75`) continue;
+      const value = Number(r.data);
+      if (r.data === 'NO_DATA' || !Number.isFinite(value) || seen.has(`${r.device} ${r.date}`)) continue;
+      seen.add(`${r.device} ${r.date}`);
+      const name = `field p75 · ${r.device}`;
+      if (!lines.has(name)) lines.set(name, []);
+      lines.get(name).push({ date: r.date, value });
+    }
+    return [...lines].map(([name, points]) => ({ name, points, field: true }));
+  };
   const score = (v) => String(Math.round(v));
   const charts = h('div', { class: 'charts' },
     trendChart({ kpi: 'performance', title: 'Performance score', format: score, max: 100, series: series('performance', (d) => d.score), annotations }),
-    trendChart({ kpi: 'fcp', title: 'First Contentful Paint', format: formatMs, series: series('performance', (d) => d.fcp), annotations }),
+    // The lab Core Web Vitals (KPI version 2), with web.dev's good / needs improvement / poor bands.
+    trendChart({ kpi: 'lcp', title: 'Largest Contentful Paint', format: formatMs, series: [...series('performance', (d) => d.lcp), ...field('lcp')], annotations, bands: { good: 2500, poor: 4000 } }),
+    trendChart({ kpi: 'tbt', title: 'Total Blocking Time', format: formatMs, series: series('performance', (d) => d.tbt), annotations, bands: { good: 200, poor: 600 } }),
+    trendChart({ kpi: 'cls', title: 'Cumulative Layout Shift', format: (v) => v.toFixed(2), series: [...series('performance', (d) => d.cls), ...field('cls')], annotations, bands: { good: 0.1, poor: 0.25 } }),
+    trendChart({ kpi: 'fcp', title: 'First Contentful Paint', format: formatMs, series: [...series('performance', (d) => d.fcp), ...field('fcp')], annotations }),
+    trendChart({ kpi: 'inp', title: 'Interaction to Next Paint (field p75)', format: formatMs, series: field('inp'), annotations, bands: { good: 200, poor: 500 } }),
     trendChart({ kpi: 'si', title: 'Speed Index', format: formatMs, series: series('performance', (d) => d.si), annotations }),
     trendChart({ kpi: 'tti', title: 'Time to Interactive', format: formatMs, series: series('performance', (d) => d.tti), annotations }),
     trendChart({ kpi: 'accessibility', title: 'Accessibility score', format: score, max: 100, series: series('accessibility', (d) => d.score), annotations }),

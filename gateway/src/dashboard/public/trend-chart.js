@@ -38,18 +38,25 @@ function timeAxis(points, left, right) {
 /**
  * @param {{ kpi: string, title: string, format: (v: number) => string, max?: number,
  *           series: Array<{ name: string, points: Array<{ date: string, value: number }> }>,
- *           annotations?: Array<{ date: string, text: string }> }} chart
+ *           annotations?: Array<{ date: string, text: string }>,
+ *           bands?: { good: number, poor: number } }} chart  bands: Core Web Vitals' thresholds, drawn behind the lines
  */
-export function trendChart({ kpi, title, format, max, series, annotations = [] }) {
+export function trendChart({ kpi, title, format, max, series, annotations = [], bands }) {
   const { figure, points } = chartFigure(kpi, title, series);
   if (points.length === 0) return figure;
   // The axis spans the markers too: a deploy after the last snapshot still shows.
   const { first, last, x } = timeAxis([...points, ...annotations], MARGIN.left, WIDTH - MARGIN.right);
-  const yMax = max ?? niceMax(Math.max(...points.map((p) => p.value)));
+  // With bands, the axis reaches past the poor threshold so all three show.
+  const yMax = max ?? niceMax(Math.max(...points.map((p) => p.value), bands ? bands.poor * 1.2 : 0));
   const innerH = HEIGHT - MARGIN.top - MARGIN.bottom;
   const y = (value) => MARGIN.top + innerH - (Math.min(value, yMax) / yMax) * innerH;
 
   const svg = s('svg', { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: 'img', 'aria-label': title });
+  if (bands) {
+    const band = (from, to, name) => s('rect', { x: MARGIN.left, width: WIDTH - MARGIN.left - MARGIN.right, y: y(to), height: Math.max(0, y(from) - y(to)), class: `band band-${name}`, 'data-band': name },
+      s('title', {}, `${name.replace('-', ' ')}: ${format(from)}–${format(to)}`));
+    svg.append(band(0, bands.good, 'good'), band(bands.good, bands.poor, 'needs-improvement'), band(bands.poor, yMax, 'poor'));
+  }
   for (const fraction of [0, 0.5, 1]) {
     const value = yMax * fraction;
     svg.append(s('line', { x1: MARGIN.left, x2: WIDTH - MARGIN.right, y1: y(value), y2: y(value), class: 'grid' }));
@@ -71,7 +78,7 @@ export function trendChart({ kpi, title, format, max, series, annotations = [] }
   series.forEach((line, index) => {
     const color = COLORS[index % COLORS.length];
     const sorted = [...line.points].sort((a, b) => time(a.date) - time(b.date));
-    svg.append(s('polyline', { points: sorted.map((p) => `${x(p.date)},${y(p.value)}`).join(' '), stroke: color, class: 'line' }));
+    svg.append(s('polyline', { points: sorted.map((p) => `${x(p.date)},${y(p.value)}`).join(' '), stroke: color, class: line.field ? 'line field' : 'line' }));
     for (const point of sorted) {
       svg.append(
         s('circle', { cx: x(point.date), cy: y(point.value), r: 3.5, fill: color, 'data-series': line.name, 'data-date': point.date, 'data-value': point.value },
