@@ -14,6 +14,7 @@ import { measureDispatchScale } from './dispatch-scale.ts';
 import { measureReadPath, type Load } from './read-path.ts';
 import { measureAgentCapacity, type CapacityPhase } from './agent-capacity.ts';
 import { measureRepeatability, repeatabilitySection } from './repeatability.ts';
+import { measureStoredBytes, storedBytesSection } from './stored-bytes.ts';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const phaseRow = (name: string, p: CapacityPhase) => `| ${name} | ${p.auditsPerHourPerCore.toFixed(0)} | ${Math.round(p.medianLighthouseMs)} ms | ${p.chromePeakMb.toFixed(0)} MB | ${p.browsers} |`;
@@ -61,6 +62,11 @@ const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise
     name: 'repeatability',
     headings: ['## Repeatability', '## Agreement with stock Lighthouse'],
     measure: async () => repeatabilitySection(await measureRepeatability(Number(process.env['BENCH_REPEAT_UPDATES'] ?? 10)), new Date().toISOString()),
+  },
+  {
+    name: 'stored-bytes',
+    headings: ['## Stored bytes per run'],
+    measure: async () => storedBytesSection(await measureStoredBytes()),
   },
   {
     name: 'scale',

@@ -2,6 +2,7 @@ export { startAgent, type Agent, type AgentDeps } from './agent.ts';
 export { createLighthouseRunner, type AuditRunner, type CpuCalibration, type RunRequest, type RunOutput } from './lighthouse-runner.ts';
 export { chromeFlags } from './chrome-flags.ts';
 export { RunFailure } from './run-failure.ts';
+export { compactScreenshots, MAX_PICTURE_BYTES } from './screenshot-compactor.ts';
 export { createTargetGuard, parseAllowList, isAllowedAddress, TargetRefused, type TargetGuard } from './target-guard.ts';
 export { startGuardProxy, type GuardProxy } from './guard-proxy.ts';
 export { probeSecurity } from './security-probe.ts';

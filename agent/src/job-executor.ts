@@ -5,6 +5,7 @@ import { createCpuBaseline } from './cpu-baseline.ts';
 import type { AuditRunner } from './lighthouse-runner.ts';
 import type { RunObserver } from './metrics.ts';
 import { RunFailure } from './run-failure.ts';
+import { compactScreenshots } from './screenshot-compactor.ts';
 
 export interface JobExecutorDeps {
   location: Location;
@@ -72,7 +73,8 @@ export function createJobExecutor({ location, runner, logger, agentId, keepScree
           runIndex: job.runIndex,
           startedAt: startedAt.toISOString(),
           lighthouseMs,
-          lhr: trimLighthouseResult(lhr, { keepScreenshots }),
+          // Screenshots as Lighthouse took them only when asked; otherwise small ones (screenshot-compactor.ts).
+          lhr: keepScreenshots ? trimLighthouseResult(lhr, { keepScreenshots }) : await compactScreenshots(trimLighthouseResult(lhr, { keepScreenshots: true })),
           ...(security ? { security } : {}),
           ...(conditions ? { conditions: { ...conditions, concurrentRuns, overlappingRuns: thisRun.overlapping, loadAverage } } : {}),
         },

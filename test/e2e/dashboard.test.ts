@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type Agent } from '@perfwatch/agent';
 import { createApiClient, type ApiClient } from '@perfwatch/common/client';
@@ -292,6 +293,37 @@ describe('dashboard', () => {
       { check: 'budget:bytes', state: 'failing', failed: true, text: `✗ ${checks[1]!.message} · confirmation run failed · alert sent` },
     ]);
     await screenshot('budget-checks');
+    expect(problems).toEqual([]);
+  });
+
+  it('shows the median run\'s filmstrip and final screenshot, kept small by the agent', async () => {
+    // An agent whose Lighthouse results carry Lighthouse-sized JPEG screenshots; the agent
+    // re-encodes them (screenshot-compactor.ts) before they travel and are stored.
+    const jpeg = async (width: number, height: number, shade: number) => `data:image/jpeg;base64,${(await sharp({ create: { width, height, channels: 3, background: { r: shade, g: 120, b: 200 } } }).jpeg({ quality: 90 }).toBuffer()).toString('base64')}`;
+    const final = await jpeg(412, 823, 30);
+    const frames = await Promise.all([0, 1, 2, 3].map((i) => jpeg(200, 400, 40 * i)));
+    agents.push(startAgent({ nc: agentConn, location: 's_carolina', runner: fixtureRunner({ change: (lhr) => {
+      const audits = lhr.audits as Record<string, { details?: unknown }>;
+      audits['final-screenshot'] = { ...audits['final-screenshot'], details: { type: 'screenshot', timing: 900, timestamp: 1, data: final } };
+      audits['screenshot-thumbnails'] = { ...audits['screenshot-thumbnails'], details: { type: 'filmstrip', scale: 1200, items: frames.map((data, i) => ({ timing: 300 * (i + 1), timestamp: i, data })) } };
+    } }), logger: silentLogger, agentId: 'carolina-pictures' }));
+    const url = 'https://pictures.example/';
+    await gateway.admin.addProject('dana', url, { locations: ['s_carolina'], runs: 1 });
+    const result = await client.update({ url, device: 'mobile' });
+    const lhr = result.mobile!.s_carolina!.lighthouse as unknown as { audits: Record<string, { details: { data?: string; items?: Array<{ data: string; timing: number }> } }> };
+    const stored = lhr.audits['screenshot-thumbnails']!.details.items!;
+    expect(stored.map((f) => f.timing)).toEqual([300, 600, 900, 1200]);
+    expect(lhr.audits['final-screenshot']!.details.data).toMatch(/^data:image\/webp;base64,/);
+
+    await page.goto(`${gateway.url}/#/snapshot?${new URLSearchParams({ url, date: result.mobile!.s_carolina!.lighthouse.date })}`);
+    const card = 'article.cell[data-device="mobile"][data-location="s_carolina"]';
+    await page.waitForSelector(`${card} .filmstrip img`);
+    const shown = await page.$$eval(`${card} .filmstrip li`, (items) => items.map((li) => ({ timing: li.getAttribute('data-timing'), src: li.querySelector('img')!.getAttribute('src') })));
+    expect(shown.map((f) => [f.timing, f.src])).toEqual(stored.map((f) => [String(f.timing), f.data]));
+    // The browser decodes every WebP (the dashboard's CSP allows data: images).
+    await expect.poll(async () => page.$$eval(`${card} .filmstrip img, ${card} img.final-screenshot`, (imgs) => imgs.every((img) => (img as unknown as { naturalWidth: number }).naturalWidth > 0))).toBe(true);
+    expect(await page.getAttribute(`${card} img.final-screenshot`, 'src')).toBe(lhr.audits['final-screenshot']!.details.data);
+    await screenshot('filmstrip');
     expect(problems).toEqual([]);
   });
 });

@@ -91,8 +91,15 @@ describe('sync update end to end', () => {
       expect((lhr as unknown as { configSettings: { throttling: { cpuSlowdownMultiplier: number } } }).configSettings.throttling.cpuSlowdownMultiplier).toBe(cell.runs[cell.median - 1]!.cpuMultiplier);
       expect(cell.locations).toEqual(['london']);
       expect(cell.defaultLocation).toBe('london');
-      // No screenshots travel or are stored by default.
-      expect(lhr.audits['final-screenshot']).not.toHaveProperty('details');
+      // Screenshots travel and are stored small: the final one and the filmstrip as WebP, each ≤ 30 kB.
+      const pictures = lhr.audits as unknown as Record<string, { details?: { data?: string; items?: Array<{ data: string; timing: number }> } }>;
+      const finalShot = pictures['final-screenshot']!.details!.data!;
+      expect(finalShot).toMatch(/^data:image\/webp;base64,/);
+      expect(Buffer.from(finalShot.split(',')[1]!, 'base64').length).toBeLessThanOrEqual(30 * 1024);
+      const frames = pictures['screenshot-thumbnails']!.details!.items!;
+      expect(frames.length).toBeGreaterThan(0);
+      for (const frame of frames) expect(Buffer.from(frame.data.split(',')[1]!, 'base64').length).toBeLessThanOrEqual(30 * 1024);
+      console.info(`${device}: final screenshot ${Buffer.from(finalShot.split(',')[1]!, 'base64').length} B, ${frames.length} frames, ${frames.reduce((n, f) => n + Buffer.from(f.data.split(',')[1]!, 'base64').length, 0)} B`);
     }
     const date = result.mobile!.london!.lighthouse.date;
     expect(result.desktop!.london!.lighthouse.date).toBe(date);

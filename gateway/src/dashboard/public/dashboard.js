@@ -319,6 +319,17 @@ function runsTable(cell) {
     }))));
 }
 
+/** The page as it loaded: the median run's filmstrip and its final screenshot, when the result has them. */
+function filmstrip(lhr) {
+  const frames = lhr.audits?.['screenshot-thumbnails']?.details?.items ?? [];
+  const final = lhr.audits?.['final-screenshot']?.details?.data;
+  if (frames.length === 0 && !final) return null;
+  return h('div', { class: 'filmstrip-box' },
+    h('ol', { class: 'filmstrip', 'aria-label': 'How the page loaded' }, frames.map((frame) =>
+      h('li', { 'data-timing': String(frame.timing) }, h('img', { src: frame.data, alt: `The page at ${Math.round(frame.timing)} ms` }), h('span', {}, formatMs(frame.timing))))),
+    final ? h('img', { class: 'final-screenshot', src: final, alt: 'The page once loaded' }) : null);
+}
+
 /** One line on how far the cell's numbers are to be trusted; nothing for snapshots from before verdicts. */
 function verificationLine(cell) {
   const v = cell.verification;
@@ -343,6 +354,7 @@ async function snapshotView(params) {
           h('dl', { class: 'metrics' }, METRICS.flatMap(([id, label, format]) => [h('dt', {}, label), h('dd', { 'data-metric': id }, format(auditValue(lhr, id)))])),
           h('p', { class: 'meta' }, `Lighthouse ${lhr.lighthouseVersion ?? '?'} · ${lhr.elementCount ?? '?'} elements · CrUX page: ${lhr.crux?.url ? 'data' : 'no data'}`),
           checksList(cell),
+          filmstrip(lhr),
           runsTable(cell),
           verificationLine(cell),
           h('p', {}, h('a', { class: 'button', href: link('report', { url, date, device, location }) }, 'Full Lighthouse report'))),
