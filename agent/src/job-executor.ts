@@ -48,7 +48,7 @@ export function createJobExecutor({ location, runner, logger, agentId, keepScree
     inProgress.add(thisRun);
     let benchmarkIndex: number | null = null;
     try {
-      const { lhr, lighthouseMs, conditions } = await runner.run({ url: job.url, device: job.device, timeoutMs: job.timeoutMs, ...(baselineBenchmarkIndex !== undefined ? { baselineBenchmarkIndex } : {}) }).then(
+      const { lhr, lighthouseMs, conditions } = await runner.run({ url: job.url, device: job.device, timeoutMs: job.timeoutMs, ...(job.auth ? { auth: job.auth } : {}), ...(baselineBenchmarkIndex !== undefined ? { baselineBenchmarkIndex } : {}) }).then(
         (output) => (observer?.runDone(job.device, 'ok', (performance.now() - started) / 1000), output),
         (error: unknown) => {
           observer?.runDone(job.device, error instanceof RunFailure ? error.code : 'INTERNAL', (performance.now() - started) / 1000);

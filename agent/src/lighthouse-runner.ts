@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import * as chromeLauncher from 'chrome-launcher';
 import type { Logger } from 'pino';
 import type { Device } from '@perfwatch/common';
-import { cpuMultiplierFor, lighthouseResultSchema, type LighthouseResult, type RunConditions } from '@perfwatch/common';
+import { cpuMultiplierFor, lighthouseResultSchema, type LighthouseResult, type PageAuth, type RunConditions } from '@perfwatch/common';
+import { openAuthenticatedPage, type AuthenticatedPage } from './authenticated-page.ts';
 import { measureBenchmarkIndex } from './cpu-benchmark.ts';
 import type { GuardProxy } from './guard-proxy.ts';
 import { markOwner, PROFILE_PREFIX } from './orphan-chrome.ts';
@@ -23,6 +24,8 @@ export interface RunRequest {
    * slowdown follows; null or absent: none could be measured (Lighthouse's default slowdown).
    */
   baselineBenchmarkIndex?: number | null;
+  /** Cookies, headers and login steps for a page behind a login (authenticated-page.ts). */
+  auth?: PageAuth;
 }
 
 export interface RunOutput {
@@ -149,7 +152,7 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
     await rm(old.userDataDir, { recursive: true, force: true });
   }
 
-  async function run({ url, device, timeoutMs, baselineBenchmarkIndex = null }: RunRequest): Promise<RunOutput> {
+  async function run({ url, device, timeoutMs, baselineBenchmarkIndex = null, auth }: RunRequest): Promise<RunOutput> {
     if (busy) throw new RunFailure('INTERNAL', 'runner is busy: one Lighthouse run at a time', true);
     if (guard) {
       try {
@@ -164,6 +167,10 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
     let healthy = false;
     let timer: NodeJS.Timeout | undefined;
     let lighthouseRun: Promise<unknown> | undefined;
+    let signedIn: AuthenticatedPage | undefined;
+    // Credentials get a Chrome of their own, retired after the run: no other run, of another
+    // project or user, ever shares a profile that held them.
+    if (auth) await retire();
     try {
       const browser = await ensureChrome();
       const cpuMultiplier = device === 'desktop' ? 1 : mobileMultiplier(baselineBenchmarkIndex);
@@ -184,7 +191,9 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
       };
       let runnerResult;
       try {
-        const audit = lighthouse(url, flags, device === 'desktop' ? desktopConfig : undefined);
+        signedIn = auth ? await Promise.race([openAuthenticatedPage(browser.port, url, auth), timeout]) : undefined;
+        // With a signed-in tab Lighthouse audits in it, its cookies and header rules in place.
+        const audit = lighthouse(url, flags, device === 'desktop' ? desktopConfig : undefined, signedIn?.page);
         lighthouseRun = audit;
         runnerResult = await Promise.race([audit, timeout]);
       } catch (error) {
@@ -216,9 +225,10 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
       return { lhr, lighthouseMs, conditions };
     } finally {
       clearTimeout(timer);
+      await signedIn?.dispose();
       runsOnChrome++;
       // A Chrome that timed out or failed mid-run may hold a hung tab: it is not trusted again.
-      if (!healthy || runsPerBrowser === 0 || runsOnChrome >= runsPerBrowser) await retire();
+      if (!healthy || auth || runsPerBrowser === 0 || runsOnChrome >= runsPerBrowser) await retire();
       // A run given up on keeps going until its Chrome is gone: let it end before the next
       // run starts, since two Lighthouse runs cannot overlap in one process.
       if (!healthy && lighthouseRun) await Promise.race([lighthouseRun.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);

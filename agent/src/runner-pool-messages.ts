@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AUDIT_ERROR_CODES, DEVICES, type AuditFailure, type AuditErrorCode } from '@perfwatch/common';
+import { AUDIT_ERROR_CODES, DEVICES, pageAuthSchema, type AuditFailure, type AuditErrorCode } from '@perfwatch/common';
 import type { RunOutput } from './lighthouse-runner.ts';
 
 /** What a runner pool tells each of its worker threads at start. */
@@ -15,7 +15,7 @@ export const runnerWorkerDataSchema = z.object({
 export type RunnerWorkerData = z.infer<typeof runnerWorkerDataSchema>;
 
 export const poolRequestSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('run'), id: z.number().int(), request: z.object({ url: z.string(), device: z.enum(DEVICES), timeoutMs: z.number().int().positive(), baselineBenchmarkIndex: z.number().positive().nullable().optional() }) }),
+  z.object({ type: z.literal('run'), id: z.number().int(), request: z.object({ url: z.string(), device: z.enum(DEVICES), timeoutMs: z.number().int().positive(), baselineBenchmarkIndex: z.number().positive().nullable().optional(), auth: pageAuthSchema.optional() }) }),
   z.object({ type: z.literal('calibrate'), id: z.number().int() }),
   z.object({ type: z.literal('close') }),
 ]);

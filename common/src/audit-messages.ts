@@ -1,6 +1,7 @@
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import { z } from 'zod';
+import { pageAuthSchema } from './page-auth.ts';
 import { DEVICES, LOCATIONS, type Location } from './ids.ts';
 import { lighthouseResultSchema } from './lighthouse-result.ts';
 import { securityFactsSchema } from './security-kpis.ts';
@@ -61,6 +62,12 @@ export const auditJobSchema = z.object({
    * the one that failed). Agents of v1.0 ignore it, which only loses the preference.
    */
   excludeAgents: z.array(z.string().min(1).max(200)).max(100).optional(),
+  /**
+   * Added in v1.3: how to get past the page's login (page-auth.ts). Agents of earlier versions
+   * ignore it and measure what an anonymous visitor gets (the login page, most often), which
+   * the result's final URL shows.
+   */
+  auth: pageAuthSchema.optional(),
 });
 export type AuditJob = z.infer<typeof auditJobSchema>;
 

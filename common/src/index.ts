@@ -24,3 +24,4 @@ export * from './compare-result.ts';
 export * from './budgets.ts';
 export * from './webhooks.ts';
 export * from './annotations.ts';
+export * from './page-auth.ts';

@@ -14,6 +14,11 @@ const REDACT_PATHS = [
   'headers.authorization',
   '*.authorization',
   '*.token',
+  // A page's login (page-auth.ts) and webhook secrets, wherever a job or record is logged whole.
+  'auth',
+  '*.auth',
+  'secret',
+  '*.secret',
 ];
 
 export interface LoggerOptions {

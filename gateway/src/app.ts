@@ -11,9 +11,11 @@ import { errorHandler, notFoundRoute, onlyGetAndPost } from './http-errors.ts';
 import { createOpenApiDocument } from './openapi.ts';
 import { acceptsJson, failedAuthGuard, jsonBodyOnly, perUserLimit } from './request-guards.ts';
 import { auditRoute } from './routes/audit-route.ts';
+import { createSecretBox, type SecretBox } from './secret-box.ts';
 import { annotationsRoute } from './routes/annotations-route.ts';
 import { budgetsRoute } from './routes/budgets-route.ts';
 import { compareRoute } from './routes/compare-route.ts';
+import { credentialsRoute } from './routes/credentials-route.ts';
 import { webhooksRoute } from './routes/webhooks-route.ts';
 import { overviewRoute } from './routes/overview-route.ts';
 import { projectsRoute } from './routes/projects-route.ts';
@@ -50,13 +52,15 @@ export interface AppDeps {
   trustProxy?: boolean | number | string;
   /** The address rules webhook targets pass (PERFWATCH_ALLOW_TARGETS); absent: public addresses only. */
   targetGuard?: TargetGuard;
+  /** Seals projects' login credentials (PERFWATCH_SECRETS_KEY); absent: none can be set. */
+  secrets?: SecretBox;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
 const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** Builds the gateway's HTTP app from its dependencies. Never listens: see createServer. */
-export function createApp({ store, updates, logger, metrics, startAsync = async (request) => updates.start(request), readiness = async () => ({ ok: true }), bodyLimit = '100kb', rateLimits = { updates: 60, reads: 600 }, syncUpdates, overviewStallMs, authFailuresPerMinute = 30, trustProxy, opsElsewhere = false, targetGuard = createTargetGuard() }: AppDeps): Express {
+export function createApp({ store, updates, logger, metrics, startAsync = async (request) => updates.start(request), readiness = async () => ({ ok: true }), bodyLimit = '100kb', rateLimits = { updates: 60, reads: 600 }, syncUpdates, overviewStallMs, authFailuresPerMinute = 30, trustProxy, opsElsewhere = false, targetGuard = createTargetGuard(), secrets = createSecretBox({}) }: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   if (trustProxy !== undefined) app.set('trust proxy', trustProxy);
@@ -127,6 +131,7 @@ export function createApp({ store, updates, logger, metrics, startAsync = async 
   v1.all('/budgets', ...before, readLimit, budgetsRoute({ store }));
   v1.all('/webhooks', ...before, readLimit, webhooksRoute({ store, guard: targetGuard }));
   v1.all('/annotations', ...before, readLimit, annotationsRoute({ store }));
+  v1.all('/credentials', ...before, readLimit, credentialsRoute({ store, secrets }));
   app.use('/v1', v1);
   app.use(dashboardRouter());
 

@@ -93,6 +93,13 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
   /** Snapshots older than this are deleted, with their KPI records (DESIGN: a periodic delete, not a TTL index). */
   RETENTION_DAYS: z.coerce.number().min(1).max(36_500).default(400),
   RETENTION_EVERY_MS: z.coerce.number().int().min(1_000).default(3_600_000),
+  /**
+   * The key (32 random bytes, base64) that seals projects' credentials for pages behind a login
+   * (secret-box.ts); during a rotation the old one goes in PERFWATCH_SECRETS_KEY_PREVIOUS. Unset:
+   * no project can have credentials.
+   */
+  PERFWATCH_SECRETS_KEY: z.string().min(1).optional(),
+  PERFWATCH_SECRETS_KEY_PREVIOUS: z.string().min(1).optional(),
   /** Where users reach this gateway's dashboard: the links in webhook deliveries. Unset: http://localhost:PORT. */
   PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
   /**

@@ -16,6 +16,7 @@ import { startUpdateQueue, type UpdateQueue } from './update-queue.ts';
 import { createUpdateAdmission } from './update-admission.ts';
 import { startScheduler } from './scheduler.ts';
 import { createWebhookOutbox } from './webhook-outbox.ts';
+import { createSecretBox } from './secret-box.ts';
 import { startWebhookSender } from './webhook-sender.ts';
 import { createAsyncUpdates } from './async-updates.ts';
 import type { GatewayConfig } from './config.ts';
@@ -48,7 +49,8 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
   const crux = config.CRUX_API_KEY ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger }) : undefined;
   const outbox = createWebhookOutbox({ store, logger, publicUrl: config.PUBLIC_URL ?? `http://localhost:${config.PORT}` });
   const targetGuard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
-  const updates = createUpdateService({ dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS, maxRetests: config.MAX_RETESTS, crux, observer: metrics, onSnapshot: (snapshot) => outbox.snapshotStored(snapshot).then(() => undefined) });
+  const secrets = createSecretBox({ key: config.PERFWATCH_SECRETS_KEY, previous: config.PERFWATCH_SECRETS_KEY_PREVIOUS });
+  const updates = createUpdateService({ secrets, dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS, maxRetests: config.MAX_RETESTS, crux, observer: metrics, onSnapshot: (snapshot) => outbox.snapshotStored(snapshot).then(() => undefined) });
   // The queue admits a user's next update as one ends; admission queues it: each needs the other.
   const started: { queue?: UpdateQueue } = {};
   const admission = createUpdateAdmission({ store, queue: () => started.queue!, logger, perUser: config.MAX_ACTIVE_UPDATES_PER_USER });
@@ -100,6 +102,7 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
     startAsync,
     readiness,
     targetGuard,
+    secrets,
     bodyLimit: config.BODY_LIMIT,
     rateLimits: { updates: config.RATE_LIMIT_UPDATES_PER_MINUTE, reads: config.RATE_LIMIT_READS_PER_MINUTE },
     syncUpdates: { perUser: config.MAX_SYNC_UPDATES_PER_USER, ttlMs: 2 * config.SYNC_UPDATE_TIMEOUT_MS + 60_000 },

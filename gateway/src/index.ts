@@ -9,7 +9,7 @@ export { SqliteStore } from './store/sqlite-store.ts';
 export type { Store, ProjectRecord, UserRecord, SnapshotRecord } from './store/store.ts';
 export { issueToken, tokenDigest } from './tokens.ts';
 export { createAdmin, type Admin } from './admin/admin.ts';
-export { startDemoSite, type DemoSite } from './local/demo-site-server.ts';
+export { DEMO_LOGIN, startDemoSite, type DemoSite } from './local/demo-site-server.ts';
 export { startNatsServer, startFerretDb, freePort, type LocalServer } from './local/local-servers.ts';
 export { MAX_AGENTS_PER_LOCATION, startAgentRegistry, type AgentRegistry } from './agent-registry.ts';
 export { startScheduler, tickUpdateId, type Scheduler } from './scheduler.ts';

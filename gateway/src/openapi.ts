@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { createDocument } from 'zod-openapi';
-import { annotationListSchema, asyncAckSchema, auditResultSchema, compareResultSchema, projectBudgetsSchema, webhookListSchema, errorEnvelopeSchema, overviewResponseSchema, projectListSchema, snapshotListSchema, updateStatusSchema } from '@perfwatch/common';
-import { annotationsBodySchema, annotationsQuerySchema, budgetsBodySchema, budgetsQuerySchema, webhooksBodySchema, webhooksQuerySchema, auditBodySchema, auditQuerySchema, compareBodySchema, compareQuerySchema, overviewBodySchema, overviewQuerySchema, projectsBodySchema, projectsQuerySchema, updateBodySchema, updateQuerySchema, updatesBodySchema, updatesQuerySchema, updateIdParamsSchema, updateStatusBodySchema, updateStatusQuerySchema } from './request-params.ts';
+import { annotationListSchema, credentialsViewSchema, asyncAckSchema, auditResultSchema, compareResultSchema, projectBudgetsSchema, webhookListSchema, errorEnvelopeSchema, overviewResponseSchema, projectListSchema, snapshotListSchema, updateStatusSchema } from '@perfwatch/common';
+import { annotationsBodySchema, annotationsQuerySchema, credentialsBodySchema, credentialsQuerySchema, budgetsBodySchema, budgetsQuerySchema, webhooksBodySchema, webhooksQuerySchema, auditBodySchema, auditQuerySchema, compareBodySchema, compareQuerySchema, overviewBodySchema, overviewQuerySchema, projectsBodySchema, projectsQuerySchema, updateBodySchema, updateQuerySchema, updatesBodySchema, updatesQuerySchema, updateIdParamsSchema, updateStatusBodySchema, updateStatusQuerySchema } from './request-params.ts';
 
 const json = (schema: z.ZodType, description: string) => ({ description, content: { 'application/json': { schema } } });
 const error = (description: string) => json(errorEnvelopeSchema, description);
@@ -38,6 +38,14 @@ function withPathId(operations: ReturnType<typeof endpoint>) {
     get: { ...operations.get, requestParams: { ...operations.get.requestParams, path } },
     post: { ...operations.post, requestParams: { path } },
   };
+}
+
+/** `/v1/credentials`: secrets are set by POST alone (never in a URL), so only POST can meet a gateway without a key. */
+function credentialsEndpoint() {
+  const operations = endpoint('Whether a project has credentials for its login; set (POST only) or clear them', credentialsQuerySchema, credentialsBodySchema, {
+    '200': json(credentialsViewSchema, 'Whether the project has credentials, with the cookie and header names and the number of login steps; never a value.'),
+  });
+  return { get: operations.get, post: { ...operations.post, responses: { ...operations.post.responses, '503': error('Credentials were given, and this gateway has no PERFWATCH_SECRETS_KEY to seal them with.') } } };
 }
 
 /** Query parameters must be documented from a plain object schema. */
@@ -98,6 +106,7 @@ export function createOpenApiDocument(serverUrl = '/'): ReturnType<typeof create
       '/v1/annotations': endpoint('List a project\'s annotations (deploy markers), or add one', annotationsQuerySchema, annotationsBodySchema, {
         '200': json(annotationListSchema, 'The project\'s annotations by date; `added` after an add.'),
       }),
+      '/v1/credentials': credentialsEndpoint(),
       '/v1/updates/{id}': withPathId(
         endpoint('Where an async or scheduled update is', updateStatusQuerySchema, updateStatusBodySchema, {
           '200': json(updateStatusSchema, 'The update\'s state; its snapshot date once done, the reason once failed.'),

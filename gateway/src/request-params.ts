@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import { z } from 'zod';
-import { ApiError, BUDGET_KEYS, BudgetSpecError, DEVICES, parseLimit, type Budgets, LOCATIONS, parseApiDate, parseApiDateTime, SECTIONS, UPDATE_MODES, type Device, type Location, type Section } from '@perfwatch/common';
+import { ApiError, BUDGET_KEYS, BudgetSpecError, DEVICES, pageAuthSchema, parseLimit, type Budgets, type PageAuth, LOCATIONS, parseApiDate, parseApiDateTime, SECTIONS, UPDATE_MODES, type Device, type Location, type Section } from '@perfwatch/common';
 
 /**
  * Request parameters. Each endpoint has one schema for its query string (GET) and one for its
@@ -204,6 +204,26 @@ function annotationAction({ url, text, date, link, from, to }: { url: string; te
 }
 export const annotationsQuerySchema = z.strictObject(annotationFields).transform(annotationAction);
 export const annotationsBodySchema = z.strictObject(annotationFields).transform(annotationAction);
+
+// ---- /v1/credentials ---------------------------------------------------------------------
+
+export type CredentialsParams = { url: string; set?: PageAuth; clear: boolean };
+
+const clearFlag = z.enum(['true', 'false'], { error: 'clear must be true or false' }).transform((v) => v === 'true');
+/** GET reads (or clears): secrets never travel in a URL, where access logs and proxies keep them. */
+export const credentialsQuerySchema = z
+  .strictObject({ url: projectUrl, clear: clearFlag.optional().meta({ description: 'true: forget the project\'s credentials.' }) })
+  .transform(({ url, clear }): CredentialsParams => ({ url, clear: clear ?? false }));
+export const credentialsBodySchema = z
+  .strictObject({
+    url: projectUrl,
+    auth: pageAuthSchema.optional().meta({ description: 'Replaces the credentials: cookies [{name, value}], headers {name: value}, login steps [{action: goto|fill|click|waitFor, …}]. POST only.' }),
+    clear: z.boolean({ error: 'clear must be true or false' }).optional().meta({ description: 'true: forget the project\'s credentials.' }),
+  })
+  .superRefine((value, ctx) => {
+    if (value.auth && value.clear) ctx.addIssue({ code: 'custom', message: 'auth and clear do not go together' });
+  })
+  .transform(({ url, auth, clear }): CredentialsParams => ({ url, clear: clear ?? false, ...(auth ? { set: auth } : {}) }));
 
 // ---- /v1/updates ------------------------------------------------------------------------
 

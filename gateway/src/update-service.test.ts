@@ -17,6 +17,7 @@ const project: ProjectRecord = {
   runs: 3,
   schedule: null,
   budgets: { budgets: {}, maxRegression: {} },
+  auth: null,
   createdAt: new Date(),
 };
 

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { ApiError, hasBudgets, LIGHTHOUSE_KPI_VERSION, truncateToSecond, type AuditJob, type Device, type Location, type MissingCell, type UpdateType } from '@perfwatch/common';
+import { ApiError, hasBudgets, LIGHTHOUSE_KPI_VERSION, truncateToSecond, type AuditJob, type PageAuth, type Device, type Location, type MissingCell, type UpdateType } from '@perfwatch/common';
 import type { DispatchOptions, Dispatcher, RunOutcome } from './nats-dispatcher.ts';
 import type { CruxClient } from './crux/crux-client.ts';
 import type { UpdateMode, UpdateObserver } from './metrics.ts';
 import { cellKey, checksOf, needsConfirmation, readPriorCells, settleChecks } from './budget-alerts.ts';
+import { openProjectAuth } from './project-auth.ts';
+import { SecretKeyError, type SecretBox } from './secret-box.ts';
 import { nextRetest, VERDICT_RULES, type MeasuredRun } from './run-verdicts.ts';
 import { buildLocationSnapshot, withFieldData } from './snapshot-builder.ts';
 import type { LocationSnapshot, ProjectRecord, Store, UpdateProgress } from './store/store.ts';
@@ -103,6 +105,8 @@ export interface UpdateServiceDeps {
   observer?: UpdateObserver;
   /** Told of every snapshot stored, once stored; its failure is logged, never the update's. */
   onSnapshot?: SnapshotListener;
+  /** Opens projects' sealed credentials (pages behind a login); absent: a project with some cannot be updated. */
+  secrets?: SecretBox;
   now?: () => Date;
   /** Waits between offers to a location that is away (tests shorten them). */
   awayBackoffMs?: AwayBackoff;
@@ -113,7 +117,7 @@ export interface UpdateServiceDeps {
  * agents measures in parallel; the representative run per (device, location); one snapshot
  * date shared by all of them.
  */
-export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, replyTimeoutMs, maxRetests = VERDICT_RULES.maxRetests, crux, observer, onSnapshot, now = () => new Date(), awayBackoffMs = AWAY_BACKOFF_MS }: UpdateServiceDeps) {
+export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, replyTimeoutMs, maxRetests = VERDICT_RULES.maxRetests, crux, observer, onSnapshot, secrets, now = () => new Date(), awayBackoffMs = AWAY_BACKOFF_MS }: UpdateServiceDeps) {
   async function dispatch(job: AuditJob, options: DispatchOptions): Promise<RunOutcome> {
     const started = performance.now();
     const outcome = await dispatcher.dispatch(job, options);
@@ -167,6 +171,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
 
   async function measure({ project, devices, updateType, requestId, deadline, signal }: UpdateRequest, updateId: string, onProgress?: ProgressListener): Promise<UpdateOutcome & { complete: boolean }> {
     const log = logger.child({ updateId, requestId });
+    const auth = credentialsOf(project);
     const cells = devices.flatMap((device) => project.locations.map((location) => ({ device, location })));
     const progress = cells.map(({ device, location }) => ({ device, location, done: 0, total: project.runs }));
     const reportProgress = () => onProgress?.(progress.map((p) => ({ ...p })));
@@ -177,7 +182,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
     const options = { requestId, user: project.userId, ...(deadline ? { deadline } : {}), ...(signal ? { signal } : {}) };
     const outcomes = await Promise.all(
       cells.map(async ({ device, location }, cell) => {
-        const job = (runIndex: number): AuditJob => ({ jobId: `${updateId}.${device}.${location}.${runIndex}`, updateId, url: project.url, device, location, runIndex, timeoutMs: runTimeoutMs });
+        const job = (runIndex: number): AuditJob => ({ jobId: `${updateId}.${device}.${location}.${runIndex}`, updateId, url: project.url, device, location, runIndex, timeoutMs: runTimeoutMs, ...(auth ? { auth } : {}) });
         const counted = (outcome: Promise<RunOutcome>) =>
           outcome.finally(() => {
             progress[cell]!.done += 1;
@@ -222,7 +227,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
       const cell = cells.findIndex((c) => c.device === device && c.location === location);
       progress[cell]!.total += 1;
       reportProgress();
-      const job: AuditJob = { jobId: `${updateId}.${device}.${location}.confirm`, updateId, url: project.url, device, location, runIndex: project.runs + maxRetests, timeoutMs: runTimeoutMs };
+      const job: AuditJob = { jobId: `${updateId}.${device}.${location}.confirm`, updateId, url: project.url, device, location, runIndex: project.runs + maxRetests, timeoutMs: runTimeoutMs, ...(auth ? { auth } : {}) };
       return measureRun(job, options, log).finally(() => {
         progress[cell]!.done += 1;
         reportProgress();
@@ -256,6 +261,18 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
         result.checks = settleChecks(checks, before, confirmation);
       }),
     );
+  }
+
+  /** The credentials the project's page needs, opened for this update only. */
+  function credentialsOf(project: ProjectRecord): PageAuth | undefined {
+    if (!project.auth) return undefined;
+    try {
+      if (!secrets) throw new SecretKeyError('this gateway has no PERFWATCH_SECRETS_KEY');
+      return openProjectAuth(secrets, project);
+    } catch (error) {
+      // Measuring without them would store the login page as if it were the page.
+      throw new NoResultError('SERVICE_UNAVAILABLE', 'The project\'s credentials for its login cannot be read by this gateway.', [(error as Error).message], false);
+    }
   }
 
   const background = new Set<Promise<void>>();

@@ -46,8 +46,8 @@ function send(method: 'GET' | 'POST', path: string, body?: Buffer, contentType =
   });
 }
 
-const ENDPOINTS = ['update', 'audit', 'compare', 'updates', 'overview', `updates/${ID}`, 'updates/%ZZ', 'updates/x', 'budgets', 'webhooks', 'annotations'] as const;
-const KEYS = ['url', 'device', 'location', 'locations', 'date', 'mode', 'updateType', 'startDate', 'endDate', 'dateRange', 'domain', 'section', 'sections', 'id', 'pad', 'budget', 'budgets', 'maxRegression', 'targetUrl', 'project', 'format', 'remove', 'text', 'link', 'from', 'to'];
+const ENDPOINTS = ['update', 'audit', 'compare', 'updates', 'overview', `updates/${ID}`, 'updates/%ZZ', 'updates/x', 'budgets', 'webhooks', 'annotations', 'credentials'] as const;
+const KEYS = ['url', 'device', 'location', 'locations', 'date', 'mode', 'updateType', 'startDate', 'endDate', 'dateRange', 'domain', 'section', 'sections', 'id', 'pad', 'budget', 'budgets', 'maxRegression', 'targetUrl', 'project', 'format', 'remove', 'text', 'link', 'from', 'to', 'auth', 'clear'];
 
 const value = fc.oneof(
   fc.constantFrom(SHOP, 'mobile', 'desktop', 'tokyo', 'london', 'async', 'sync', 'ci', 'manual', '2026-11-22', '2026-11-22T10:00:00', 'LIGHTHOUSE', 'crux', ''),

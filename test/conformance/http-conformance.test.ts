@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentAnnounceSubject, annotationListSchema, auditResultSchema, compareResultSchema, projectBudgetsSchema, webhookListSchema, encodeAnnouncement, errorEnvelopeSchema, overviewResponseSchema, snapshotListSchema, type AuditResult } from '@perfwatch/common';
+import { agentAnnounceSubject, annotationListSchema, credentialsViewSchema, auditResultSchema, compareResultSchema, projectBudgetsSchema, webhookListSchema, encodeAnnouncement, errorEnvelopeSchema, overviewResponseSchema, snapshotListSchema, type AuditResult } from '@perfwatch/common';
 import { RunFailure, startAgent, type Agent } from '@perfwatch/agent';
 import { createNatsDispatcher, createServer, createUpdateService, type GatewayServer, type MongoStore } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
@@ -29,7 +29,7 @@ const DAY = new Date().toISOString().slice(0, 10);
 beforeAll(async () => {
   nats = await isolatedNats();
   // São Paulo has no agent: async updates of half.example offer it again for a second only.
-  gateway = await startTestGateway({ natsUrl: nats.url, replyTimeoutMs: 1_500, config: { UPDATE_DEADLINE_MS: 1_000, PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' } });
+  gateway = await startTestGateway({ natsUrl: nats.url, replyTimeoutMs: 1_500, config: { UPDATE_DEADLINE_MS: 1_000, PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8', PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64') } });
   agentConn = await connect({ servers: nats.url });
   for (const location of ['london', 'tokyo'] as const) agents.push(startAgent({ nc: agentConn, location, runner: fixtureRunner({ delayMs: 5 }), logger: silentLogger, agentId: location }));
   agents.push(startAgent({ nc: agentConn, location: 'los_angeles', runner: fixtureRunner({ fail: () => new RunFailure('PAGE_LOAD_FAILED', 'ERRORED_DOCUMENT_REQUEST: status 500', false) }), logger: silentLogger, agentId: 'la' }));
@@ -435,6 +435,54 @@ describe('/v1/budgets, /v1/webhooks and /v1/annotations', () => {
   });
 });
 
+describe('/v1/credentials', () => {
+  it('sets credentials by POST only, shows their names and never a value, clears them; 503 without a key', async () => {
+    const url = 'https://broken.example/';
+    const secret = 'session-value-do-not-show';
+    const [none] = await both('credentials', { url }, { url });
+    expect(credentialsViewSchema.parse(none.body)).toEqual({ url, configured: false, cookies: [], headers: [], loginSteps: 0 });
+    const set = documented('credentials', 'POST', await send(gateway.url, 'credentials', 'POST', { body: { url, auth: { cookies: [{ name: 'session', value: secret }], headers: { Authorization: `Bearer ${secret}` }, login: [{ action: 'waitFor', selector: '#account' }] } } }, { Authorization: alice }));
+    expect(set.status).toBe(200);
+    expect(set.body).toEqual({ url, configured: true, cookies: ['session'], headers: ['Authorization'], loginSteps: 1 });
+    const [read] = await both('credentials', { url }, { url });
+    expect(read.body).toEqual(set.body);
+    expect(JSON.stringify(read.body)).not.toContain(secret);
+    expect(read.headers.get('cache-control')).toBe('no-store');
+    // Another user's project looks like none at all.
+    const [theirs] = await both('credentials', { url }, { url }, { token: bob });
+    expect(theirs.status).toBe(404);
+
+    const cases: Array<[Params, unknown, RegExp]> = [
+      // Secrets never in a URL: GET has no `auth`.
+      [{ url, auth: 'x' }, { url, auth: { cookies: [{ name: 'bad name', value: 'v' }] } }, /unknown parameter\(s\): auth|a cookie name is a token/],
+      [{ url, clear: 'maybe' }, { url, auth: {} }, /clear must be true or false|give cookies, headers or login steps/],
+      [{ url, clear: 'yes' }, { url, auth: { headers: { Host: 'evil.example' } } }, /clear must be true or false|the browser's to set/],
+      [{ url, clear: 'no' }, { url, auth: { login: [{ action: 'goto', url: 'javascript:alert(1)' }] } }, /clear must be true or false|login/],
+      [{ clear: 'true' }, { url, clear: true, auth: { cookies: [{ name: 'a', value: 'b' }] } }, /url is required|do not go together/],
+    ];
+    for (const [get, post, pattern] of cases) {
+      const [getReply, postReply] = await both('credentials', get, post, { same: false });
+      for (const reply of [getReply, postReply]) {
+        expect(reply.status, JSON.stringify(reply.body)).toBe(400);
+        expect(errorsOf(reply)).toMatch(pattern);
+      }
+    }
+    const [cleared, clearedToo] = await both('credentials', { url, clear: 'true' }, { url, clear: true }, { same: false });
+    expect(cleared.body).toEqual({ url, configured: false, cookies: [], headers: [], loginSteps: 0 });
+    expect(clearedToo.body).toEqual(cleared.body);
+
+    // A gateway without PERFWATCH_SECRETS_KEY cannot keep them, and says so.
+    const keyless = await startTestGateway({ natsUrl: nats.url, store: gateway.store });
+    try {
+      const refused = documented('credentials', 'POST', await send(keyless.url, 'credentials', 'POST', { body: { url, auth: { cookies: [{ name: 'a', value: 'b' }] } } }, { Authorization: alice }));
+      expect(refused.status).toBe(503);
+      expect(errorsOf(refused)).toMatch(/no PERFWATCH_SECRETS_KEY/);
+    } finally {
+      await keyless.stop();
+    }
+  });
+});
+
 describe('/v1/projects', () => {
   it('lists the caller\'s projects by URL with their settings, and only the caller\'s', async () => {
     const [mine] = await both('projects', {}, {});
@@ -452,7 +500,7 @@ describe('/v1/projects', () => {
 
 describe('authentication, tenancy and the error table', () => {
   it('400 naming the header when Authorization is absent; 401 for a bad or Bearer-less bad token', async () => {
-    for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: DAY + 'T00:00:00' }], ['compare', { url: SHOP, from: DAY + 'T00:00:00', to: DAY + 'T00:00:01' }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}], ['projects', {}], ['budgets', { url: SHOP }], ['webhooks', {}], ['annotations', { url: SHOP }]] as const) {
+    for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: DAY + 'T00:00:00' }], ['compare', { url: SHOP, from: DAY + 'T00:00:00', to: DAY + 'T00:00:01' }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}], ['projects', {}], ['budgets', { url: SHOP }], ['webhooks', {}], ['annotations', { url: SHOP }], ['credentials', { url: SHOP }]] as const) {
       const [missing] = await both(path, params, path === 'overview' ? { dateRange: params } : params, { token: null });
       expect(missing.status).toBe(400);
       expect(`${(missing.body as { message: string }).message}`).toMatch(/Authorization/);
@@ -470,6 +518,7 @@ describe('authentication, tenancy and the error table', () => {
       ['updates', { url: SHOP }],
       ['budgets', { url: SHOP }],
       ['annotations', { url: SHOP }],
+      ['credentials', { url: SHOP }],
       ['webhooks', { targetUrl: 'http://127.0.0.1:9/hook', project: SHOP }],
     ] as const;
     for (const [path, params] of probes) {
@@ -484,7 +533,7 @@ describe('authentication, tenancy and the error table', () => {
   });
 
   it('405 with Allow for every other method; unknown routes 404; nothing is HTML', async () => {
-    for (const path of ['update', 'audit', 'compare', 'updates', 'overview', 'projects', 'budgets', 'webhooks', 'annotations']) {
+    for (const path of ['update', 'audit', 'compare', 'updates', 'overview', 'projects', 'budgets', 'webhooks', 'annotations', 'credentials']) {
       for (const method of ['PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
         const res = await fetch(`${gateway.url}/v1/${path}`, { method, headers: { Authorization: alice } });
         expect(res.status).toBe(405);
@@ -505,7 +554,7 @@ describe('authentication, tenancy and the error table', () => {
   });
 
   it('406 when Accept excludes JSON, 413 for a body over the limit, 415 for a body that is not JSON', async () => {
-    for (const path of ['update', 'audit', 'compare', 'updates', 'overview', `updates/${randomUUID()}`, 'projects', 'budgets', 'webhooks', 'annotations']) {
+    for (const path of ['update', 'audit', 'compare', 'updates', 'overview', `updates/${randomUUID()}`, 'projects', 'budgets', 'webhooks', 'annotations', 'credentials']) {
       const [notAcceptable] = await both(path, { url: SHOP }, { url: SHOP }, { headers: { Accept: 'text/html' } });
       expect(notAcceptable.status).toBe(406);
       const big = documented(path, 'POST', await send(gateway.url, path, 'POST', { raw: JSON.stringify({ url: SHOP, pad: 'x'.repeat(200_000) }) }, { Authorization: alice }));
@@ -531,7 +580,7 @@ describe('authentication, tenancy and the error table', () => {
       const [first] = await both('audit', audit, audit, { token, base: limited.url });
       expect(first.status).toBe(404);
       const compare = { url, from: audit.date, to: audit.date };
-      for (const [path, get, post] of [['updates', { url }, { url }], ['overview', ...overview], ['audit', audit, audit], ['compare', compare, compare], [`updates/${randomUUID()}`, {}, {}], ['projects', {}, {}], ['budgets', { url }, { url }], ['webhooks', {}, {}], ['annotations', { url }, { url }]] as const) {
+      for (const [path, get, post] of [['updates', { url }, { url }], ['overview', ...overview], ['audit', audit, audit], ['compare', compare, compare], [`updates/${randomUUID()}`, {}, {}], ['projects', {}, {}], ['budgets', { url }, { url }], ['webhooks', {}, {}], ['annotations', { url }, { url }], ['credentials', { url }, { url }]] as const) {
         const [over] = await both(path, get, post, { token, base: limited.url });
         expect(over.status, path).toBe(429);
         expect(errorEnvelopeSchema.parse(over.body).status).toBe('TOO_MANY_REQUESTS');
@@ -571,7 +620,7 @@ describe('authentication, tenancy and the error table', () => {
     const updates = createUpdateService({ dispatcher: createNatsDispatcher({ nc: agentConn, logger: silentLogger }), store: failing, logger: silentLogger, runTimeoutMs: 1000, replyTimeoutMs: 1000 });
     const server: GatewayServer = await createServer({ store: failing, updates, logger: silentLogger, port: 0, host: '127.0.0.1' });
     try {
-      for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: `${DAY}T00:00:00` }], ['compare', { url: SHOP, from: `${DAY}T00:00:00`, to: `${DAY}T00:00:01` }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}], ['projects', {}], ['budgets', { url: SHOP }], ['webhooks', {}], ['annotations', { url: SHOP }]] as const) {
+      for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: `${DAY}T00:00:00` }], ['compare', { url: SHOP, from: `${DAY}T00:00:00`, to: `${DAY}T00:00:01` }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}], ['projects', {}], ['budgets', { url: SHOP }], ['webhooks', {}], ['annotations', { url: SHOP }], ['credentials', { url: SHOP }]] as const) {
         const [reply] = await both(path, params, path === 'overview' ? { dateRange: params } : params, { token, base: server.url });
         expect(reply.status).toBe(500);
         const body = errorEnvelopeSchema.parse(reply.body);

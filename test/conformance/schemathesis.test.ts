@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
@@ -22,7 +23,7 @@ let token: string;
 
 beforeAll(async () => {
   nats = await isolatedNats();
-  gateway = await startTestGateway({ natsUrl: nats.url, replyTimeoutMs: 2_000, rateLimits: { updates: 1_000_000, reads: 1_000_000 } });
+  gateway = await startTestGateway({ natsUrl: nats.url, replyTimeoutMs: 2_000, rateLimits: { updates: 1_000_000, reads: 1_000_000 }, config: { PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64') } });
   ({ token } = await gateway.admin.createUser('schemathesis'));
   await gateway.admin.addProject('schemathesis', 'https://schemathesis.example/', { locations: ['london'], runs: 1 });
   agentConn = await connect({ servers: nats.url });
@@ -60,6 +61,6 @@ describe('schemathesis', () => {
     console.info(output.slice(-2500));
     expect(code, output).toBe(0);
     // What was checked, so a report shows it ran in earnest.
-    expect(output).toMatch(/Tested: 20\b/);
+    expect(output).toMatch(/Tested: 22\b/);
   }, 300_000);
 });

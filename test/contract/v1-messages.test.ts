@@ -16,6 +16,7 @@ describe('NATS contract v1', () => {
       'agent-announcement-with-instance.json',
       'agent-announcement.json',
       'audit-job-retry.json',
+      'audit-job-with-auth.json',
       'audit-job.json',
       'audit-reply-error-minimal.json',
       'audit-reply-error-with-agent.json',
@@ -26,7 +27,7 @@ describe('NATS contract v1', () => {
     ]);
   });
 
-  it.each(['audit-job.json', 'audit-job-retry.json'])('decodes the golden job %s, and encodes it back unchanged', (name) => {
+  it.each(['audit-job.json', 'audit-job-retry.json', 'audit-job-with-auth.json'])('decodes the golden job %s, and encodes it back unchanged', (name) => {
     const job = auditJobSchema.parse(golden(name));
     expect(job).toEqual(golden(name));
     expect(decodeJob(encodeJob(job))).toEqual(job);

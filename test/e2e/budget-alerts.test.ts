@@ -186,7 +186,11 @@ describe('alerts from budgets, through signed webhooks', () => {
     expect(verifyWebhookSignature(secret, late.body, late.signature)).toBe(true);
     const recoveredDate = recovered.date.toISOString().slice(0, 19);
     expect(payloads()[1]).toMatchObject({ event: 'budget.recovered', device: 'mobile', location: 'london', snapshotDate: recoveredDate, checks: [mobileChecks(recovered)[0]] });
-    const deliveries = await gateway.store.listDeliveries(hook.id, 10);
+    // Recorded once the receiver's answer is in, a moment after the receiver has the body.
+    const deliveries = await until('the recovery recorded delivered', async () => {
+      const listed = await gateway.store.listDeliveries(hook.id, 10);
+      return listed[0]?.status === 'delivered' ? listed : undefined;
+    }, 10_000);
     expect(deliveries.map((d) => [d.event, d.status])).toEqual([['budget.recovered', 'delivered'], ['budget.failed', 'delivered']]);
     expect(deliveries[0]!.attempts).toBeGreaterThan(1);
     expect(deliveries[0]!.id).toBe(late.delivery);

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,7 +26,7 @@ const template = (path: string) => path.replace(/^\/v1\/updates\/[^/]+$/, '/v1/u
 
 beforeAll(async () => {
   nats = await isolatedNats();
-  gateway = await startTestGateway({ natsUrl: nats.url, config: { PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' } });
+  gateway = await startTestGateway({ natsUrl: nats.url, config: { PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8', PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64') } });
   agentConn = await connect({ servers: nats.url });
   agent = startAgent({ nc: agentConn, location: 'london', runner: fixtureRunner({ delayMs: 5 }), logger: silentLogger, agentId: 'london' });
   const { token } = await gateway.admin.createUser('client');
@@ -89,6 +90,8 @@ describe('the typed API client', () => {
     const marker = await client.annotate({ url: SHOP, text: 'deploy 42', date: done.date!, link: 'https://ci.example/42' });
     expect(marker).toMatchObject({ url: SHOP, text: 'deploy 42', date: done.date, link: 'https://ci.example/42' });
     expect(await client.annotations(SHOP)).toEqual([marker]);
+    expect(await client.credentials(SHOP, { set: { cookies: [{ name: 'session', value: 'sekrit' }] } })).toEqual({ url: SHOP, configured: true, cookies: ['session'], headers: [], loginSteps: 0 });
+    expect((await client.credentials(SHOP, { clear: true })).configured).toBe(false);
     expect(new Set(calls.map((c) => c.split(' ')[0]))).toEqual(new Set(Object.values(CLIENT_OPERATIONS)));
   });
 

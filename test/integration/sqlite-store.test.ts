@@ -72,9 +72,9 @@ describe('SqliteStore', () => {
     await first.saveSnapshot({ project, updateId: 's1', date, updateType: 'manual', results: [{ device: 'desktop', location: 'london', median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 12, kpis: lighthouseKpis(lighthouse) }] });
     await first.createUpdate({ id: 'up1', userId: user.id, projectId: project.id, url: project.url, devices: ['desktop'], locations: ['london'], updateType: 'manual', runs: 1 });
     await first.close();
-    // Back to what schema 1 wrote: the same tables without the columns of schemas 2 to 5.
+    // Back to what schema 1 wrote: the same tables without the columns of schemas 2 to 6.
     const db = new DatabaseSync(path);
-    db.exec('ALTER TABLE projects DROP COLUMN budgets; ALTER TABLE results DROP COLUMN checks; ALTER TABLE snapshots DROP COLUMN kpi_version;');
+    db.exec('ALTER TABLE projects DROP COLUMN budgets; ALTER TABLE results DROP COLUMN checks; ALTER TABLE snapshots DROP COLUMN kpi_version; ALTER TABLE projects DROP COLUMN auth;');
     for (const table of ['snapshots', 'updates']) db.exec(`ALTER TABLE ${table} DROP COLUMN missing`);
     for (const column of ['runs', 'waiting', 'admitted_at']) db.exec(`ALTER TABLE updates DROP COLUMN ${column}`);
     db.exec("UPDATE meta SET value = '1' WHERE key = 'schema'");

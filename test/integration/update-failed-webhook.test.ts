@@ -68,7 +68,8 @@ describe('update.failed', () => {
       reason: status.reason,
       updateId: id,
     });
-    expect((await client.webhooks()).webhooks[0]!.deliveries.map((d) => [d.event, d.status])).toEqual([['update.failed', 'delivered']]);
+    // Recorded once the receiver's answer is in, a moment after it has the body.
+    await expect.poll(async () => (await client.webhooks()).webhooks[0]!.deliveries.map((d) => [d.event, d.status]), { timeout: 10_000 }).toEqual([['update.failed', 'delivered']]);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(received).toHaveLength(1);
   });

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
 import { auditResultSchema, type AuditResult } from '../audit-result.ts';
 import { annotationListSchema, type AnnotationList } from '../annotations.ts';
+import { credentialsViewSchema, type CredentialsView, type PageAuth } from '../page-auth.ts';
 import { projectBudgetsSchema, type Budgets, type ProjectBudgets } from '../budgets.ts';
 import { compareResultSchema, type CompareResult } from '../compare-result.ts';
 import { webhookListSchema, type WebhookList } from '../webhooks.ts';
@@ -27,6 +28,7 @@ export const CLIENT_OPERATIONS = {
   budgets: '/v1/budgets',
   webhooks: '/v1/webhooks',
   annotations: '/v1/annotations',
+  credentials: '/v1/credentials',
 } as const;
 
 export interface AnnotationRequest {
@@ -153,6 +155,8 @@ export function createApiClient({ server, token, fetch: fetchImpl = fetch, readT
     webhooks: (request: WebhooksRequest = {}): Promise<WebhookList> => call(CLIENT_OPERATIONS.webhooks, request, webhookListSchema, readTimeoutMs),
     annotations: (url: string, range: { from?: string; to?: string } = {}): Promise<AnnotationList['annotations']> => call(CLIENT_OPERATIONS.annotations, { url, ...range }, annotationListSchema, readTimeoutMs).then((list) => list.annotations),
     annotate: (request: AnnotationRequest): Promise<NonNullable<AnnotationList['added']>> => call(CLIENT_OPERATIONS.annotations, request, annotationListSchema, readTimeoutMs).then((list) => list.added!),
+    /** Whether a project has login credentials (names only); with `set`, replaced first; with `clear`, forgotten. */
+    credentials: (url: string, change: { set?: PageAuth; clear?: boolean } = {}): Promise<CredentialsView> => call(CLIENT_OPERATIONS.credentials, { url, ...(change.set ? { auth: change.set } : {}), ...(change.clear ? { clear: true } : {}) }, credentialsViewSchema, readTimeoutMs),
     overview: ({ startDate, endDate, ...rest }: OverviewRequest): Promise<OverviewRecord[]> => call(CLIENT_OPERATIONS.overview, { dateRange: { startDate, endDate }, ...rest }, overviewResponseSchema, readTimeoutMs),
 
     /** Polls an async update until it is done or failed. */

@@ -1,7 +1,10 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { createTargetGuard, parseAllowList } from '@perfwatch/agent';
-import { BudgetSpecError, LIGHTHOUSE_KPI_VERSION, LOCATIONS, parseEnv, parseLimit, type Location } from '@perfwatch/common';
+import { readFile } from 'node:fs/promises';
+import { BudgetSpecError, LIGHTHOUSE_KPI_VERSION, LOCATIONS, parseEnv, parseLimit, type Location, type PageAuth } from '@perfwatch/common';
+import { describeAuth } from '../project-auth.ts';
+import { createSecretBox, SecretKeyError } from '../secret-box.ts';
 import { storeEnvFields, storeFromEnv } from '../store/open-store.ts';
 import { AdminError, createAdmin } from './admin.ts';
 import { recomputeKpis } from './recompute-kpis.ts';
@@ -21,12 +24,20 @@ const USAGE = `usage: perfwatch admin <command>
   remove-webhook NAME ID           remove a webhook with its deliveries
   webhook-deliveries NAME          NAME's webhooks and their newest deliveries, with their status
   list [--json]                    users and their projects
+  set-auth NAME URL [--auth-file FILE] [--cookie NAME=VALUE]... [--header 'Name: value']... [--login-script FILE]
+                                   credentials for a page behind a login, sealed with PERFWATCH_SECRETS_KEY;
+                                   cookies and headers go to the project's origin only (a file keeps them
+                                   out of the shell's history: {"cookies":[…],"headers":{…},"login":[…]})
+  clear-auth NAME URL              forget a project's credentials
+  rotate-secrets-key               reseal every project's credentials under PERFWATCH_SECRETS_KEY
+                                   (the old key in PERFWATCH_SECRETS_KEY_PREVIOUS)
   recompute-kpis                   rebuild the KPI records of snapshots stored by an older version
                                    from their kept Lighthouse results (LIGHTHOUSE, PAGE_SOURCE, SAVINGS)
-environment: MONGODB_URI, MONGODB_DB; PERFWATCH_ALLOW_TARGETS (private webhook targets allowed); without MONGODB_URI, the embedded store of perfwatch start
+environment: MONGODB_URI, MONGODB_DB; PERFWATCH_ALLOW_TARGETS (private webhook targets allowed);
+             PERFWATCH_SECRETS_KEY, PERFWATCH_SECRETS_KEY_PREVIOUS (the gateway's, for credentials); without MONGODB_URI, the embedded store of perfwatch start
              (PERFWATCH_DATA_DIR/perfwatch.sqlite, default ./data)`;
 
-const adminEnvSchema = z.object({ ...storeEnvFields, PERFWATCH_ALLOW_TARGETS: z.string().default('') });
+const adminEnvSchema = z.object({ ...storeEnvFields, PERFWATCH_ALLOW_TARGETS: z.string().default(''), PERFWATCH_SECRETS_KEY: z.string().min(1).optional(), PERFWATCH_SECRETS_KEY_PREVIOUS: z.string().min(1).optional() });
 
 function parseLocations(text: string): Location[] {
   const names = text.split(',').map((s) => s.trim()).filter(Boolean);
@@ -51,6 +62,10 @@ export async function main(argv: string[], env: Readonly<Record<string, string |
         'max-regression': { type: 'string', multiple: true, default: [] },
         project: { type: 'string' },
         format: { type: 'string' },
+        'auth-file': { type: 'string' },
+        cookie: { type: 'string', multiple: true, default: [] },
+        header: { type: 'string', multiple: true, default: [] },
+        'login-script': { type: 'string' },
         json: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -70,7 +85,7 @@ export async function main(argv: string[], env: Readonly<Record<string, string |
   const { store } = storeFromEnv(config);
   try {
     await store.init();
-    const admin = createAdmin(store, { targetGuard: createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) }) });
+    const admin = createAdmin(store, { targetGuard: createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) }), secrets: createSecretBox({ key: config.PERFWATCH_SECRETS_KEY, previous: config.PERFWATCH_SECRETS_KEY_PREVIOUS }) });
     const need = (n: number) => {
       if (args.length !== n) throw new AdminError(`${command} takes ${n} argument(s)\n${USAGE}`);
     };
@@ -143,6 +158,43 @@ export async function main(argv: string[], env: Readonly<Record<string, string |
         }
         return 0;
       }
+      case 'set-auth': {
+        need(2);
+        const readJson = async (file: string, what: string): Promise<unknown> => {
+          try {
+            return JSON.parse(await readFile(file, 'utf8')) as unknown;
+          } catch (error) {
+            throw new AdminError(`${what} ${file}: ${(error as Error).message}`);
+          }
+        };
+        const fromFile = parsed.values['auth-file'] ? ((await readJson(parsed.values['auth-file'], '--auth-file')) as { cookies?: unknown[]; headers?: Record<string, unknown>; login?: unknown[] }) : {};
+        const cookies = [...(fromFile.cookies ?? []), ...parsed.values.cookie.map((text) => {
+          const at = text.indexOf('=');
+          if (at < 1) throw new AdminError('--cookie is NAME=VALUE');
+          return { name: text.slice(0, at), value: text.slice(at + 1) };
+        })];
+        const headers = { ...(fromFile.headers ?? {}), ...Object.fromEntries(parsed.values.header.map((text) => {
+          const at = text.indexOf(':');
+          if (at < 1) throw new AdminError("--header is 'Name: value'");
+          return [text.slice(0, at).trim(), text.slice(at + 1).trim()];
+        })) };
+        const login = parsed.values['login-script'] ? await readJson(parsed.values['login-script'], '--login-script') : fromFile.login;
+        const auth = { ...(cookies.length > 0 ? { cookies } : {}), ...(Object.keys(headers).length > 0 ? { headers } : {}), ...(login !== undefined ? { login } : {}) } as PageAuth;
+        const project = await admin.setAuth(args[0]!, args[1]!, auth);
+        out.write(`credentials of ${project.url} stored, sealed: ${describeAuth(auth)}\n`);
+        return 0;
+      }
+      case 'clear-auth':
+        need(2);
+        await admin.clearAuth(args[0]!, args[1]!);
+        out.write(`credentials of ${args[1]} forgotten\n`);
+        return 0;
+      case 'rotate-secrets-key': {
+        need(0);
+        const { resealed, current } = await admin.rotateSecretsKey();
+        out.write(`resealed the credentials of ${resealed} project(s); ${current} already under the current key\n`);
+        return 0;
+      }
       case 'recompute-kpis': {
         need(0);
         const count = await recomputeKpis(store);
@@ -167,7 +219,7 @@ export async function main(argv: string[], env: Readonly<Record<string, string |
         return 2;
     }
   } catch (error) {
-    if (error instanceof AdminError || error instanceof BudgetSpecError) {
+    if (error instanceof AdminError || error instanceof BudgetSpecError || error instanceof SecretKeyError) {
       err.write(`perfwatch admin: ${error.message}\n`);
       return 1;
     }

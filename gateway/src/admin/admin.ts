@@ -1,6 +1,8 @@
 import { CronExpressionParser } from 'cron-parser';
 import { createTargetGuard, type TargetGuard } from '@perfwatch/agent';
-import { LOCATIONS, type Budgets, type Location, type Webhook } from '@perfwatch/common';
+import { LOCATIONS, pageAuthSchema, type Budgets, type Location, type PageAuth, type Webhook } from '@perfwatch/common';
+import { openProjectAuth, sealProjectAuth } from '../project-auth.ts';
+import { createSecretBox, type SecretBox } from '../secret-box.ts';
 import { normalizeProjectUrl } from '../request-params.ts';
 import { DuplicateError, type ProjectRecord, type Store, type UserRecord } from '../store/store.ts';
 import { issueToken } from '../tokens.ts';
@@ -21,7 +23,7 @@ export interface ProjectOptions {
 }
 
 /** The admin operations behind `perfwatch admin …`; also used by `perfwatch start` and tests. */
-export function createAdmin(store: Store, { targetGuard = createTargetGuard() }: { targetGuard?: TargetGuard } = {}) {
+export function createAdmin(store: Store, { targetGuard = createTargetGuard(), secrets = createSecretBox({}) }: { targetGuard?: TargetGuard; secrets?: SecretBox } = {}) {
   async function userNamed(name: string): Promise<UserRecord> {
     const user = await store.findUserByName(name);
     if (!user) throw new AdminError(`no user named ${JSON.stringify(name)}`);
@@ -129,6 +131,49 @@ export function createAdmin(store: Store, { targetGuard = createTargetGuard() }:
     /** A user's webhooks with their newest deliveries. */
     async webhooks(name: string): Promise<Webhook[]> {
       return listWebhookViews(store, (await userNamed(name)).id);
+    },
+
+    /** Seals and stores a project's credentials for its login (cookies, headers, a login script). */
+    async setAuth(name: string, url: string, auth: PageAuth): Promise<ProjectRecord> {
+      const project = await projectOf(name, url);
+      const parsed = pageAuthSchema.safeParse(auth);
+      if (!parsed.success) throw new AdminError(parsed.error.issues.map((i) => `${i.path.join('.') || 'credentials'}: ${i.message}`).join('; '));
+      // Headers and cookies go to the project's origin only; a login script may start anywhere the guard allows.
+      if (!secrets.ready) throw new AdminError('no PERFWATCH_SECRETS_KEY: set the key the gateway uses (openssl rand -base64 32) to store credentials');
+      const sealed = sealProjectAuth(secrets, project.id, parsed.data);
+      await store.setProjectAuth(project.id, sealed);
+      return { ...project, auth: sealed };
+    },
+
+    async clearAuth(name: string, url: string): Promise<void> {
+      await store.setProjectAuth((await projectOf(name, url)).id, null);
+    },
+
+    /**
+     * Reseals every project's credentials under PERFWATCH_SECRETS_KEY, opening them with it or
+     * PERFWATCH_SECRETS_KEY_PREVIOUS; returns how many were resealed. Run after setting the new
+     * key (and the old one as previous) on the gateways; then the previous key can go.
+     */
+    async rotateSecretsKey(): Promise<{ resealed: number; current: number }> {
+      if (!secrets.ready) throw new AdminError('no PERFWATCH_SECRETS_KEY to reseal under');
+      let resealed = 0;
+      let current = 0;
+      for (const project of await store.listProjects()) {
+        if (!project.auth) continue;
+        if (secrets.isCurrent(project.auth)) {
+          current += 1;
+          continue;
+        }
+        let auth: PageAuth | undefined;
+        try {
+          auth = openProjectAuth(secrets, project);
+        } catch (error) {
+          throw new AdminError(`cannot open the credentials of ${project.url}: ${(error as Error).message}`);
+        }
+        await store.setProjectAuth(project.id, sealProjectAuth(secrets, project.id, auth!));
+        resealed += 1;
+      }
+      return { resealed, current };
     },
 
     async list(): Promise<Array<{ user: UserRecord; projects: ProjectRecord[] }>> {

@@ -33,6 +33,7 @@ const projectDoc = z.object({
   schedule: z.string().nullable(),
   // Absent on projects stored before budgets were.
   budgets: budgetFileSchema.default({ budgets: {}, maxRegression: {} }),
+  auth: z.string().nullable().default(null),
   createdAt: z.date(),
 }).transform(({ _id, ...rest }): ProjectRecord => ({ id: _id, ...rest }));
 const webhookDoc = z
@@ -289,7 +290,7 @@ export class MongoStore implements Store {
   }
 
   async addProject(project: NewProject): Promise<ProjectRecord> {
-    const doc = { _id: new ObjectId(), ...project, budgets: project.budgets ?? { budgets: {}, maxRegression: {} }, userId: new ObjectId(project.userId), createdAt: new Date() };
+    const doc = { _id: new ObjectId(), ...project, budgets: project.budgets ?? { budgets: {}, maxRegression: {} }, auth: project.auth ?? null, userId: new ObjectId(project.userId), createdAt: new Date() };
     try {
       await this.#projects.insertOne(doc);
     } catch (error) {
@@ -322,6 +323,10 @@ export class MongoStore implements Store {
 
   async setProjectBudgets(projectId: string, budgets: Budgets): Promise<void> {
     await this.#projects.updateOne({ _id: new ObjectId(projectId) }, { $set: { budgets } });
+  }
+
+  async setProjectAuth(projectId: string, sealed: string | null): Promise<void> {
+    await this.#projects.updateOne({ _id: new ObjectId(projectId) }, { $set: { auth: sealed } });
   }
 
   async addWebhook(webhook: NewWebhook): Promise<WebhookRecord> {

@@ -13,7 +13,7 @@ const gunzipAsync = promisify(gunzip);
 
 /** How many later seconds a snapshot may move to when its project already has one at that second. */
 const MAX_DATE_SHIFT_SECONDS = 60;
-const SCHEMA_VERSION = 5;
+const SCHEMA_VERSION = 6;
 const NO_BUDGETS = '{"budgets":{},"maxRegression":{}}';
 
 /**
@@ -27,7 +27,7 @@ CREATE TABLE IF NOT EXISTS tokens (prefix TEXT PRIMARY KEY, user_id TEXT NOT NUL
 CREATE TABLE IF NOT EXISTS projects (
   id TEXT PRIMARY KEY, user_id TEXT NOT NULL, url TEXT NOT NULL, domain TEXT NOT NULL, locations TEXT NOT NULL,
   default_location TEXT NOT NULL, runs INTEGER NOT NULL, schedule TEXT, created_at INTEGER NOT NULL, scheduled_through INTEGER,
-  budgets TEXT NOT NULL DEFAULT '{"budgets":{},"maxRegression":{}}',
+  budgets TEXT NOT NULL DEFAULT '{"budgets":{},"maxRegression":{}}', auth TEXT,
   UNIQUE (user_id, url));
 CREATE TABLE IF NOT EXISTS snapshots (
   id TEXT PRIMARY KEY, project_id TEXT NOT NULL, user_id TEXT NOT NULL, update_id TEXT NOT NULL UNIQUE, url TEXT NOT NULL,
@@ -87,9 +87,10 @@ const projectRow = z
     created_at: ms,
     scheduled_through: ms.nullable(),
     budgets: json(budgetFileSchema),
+    auth: z.string().nullable(),
   })
   .transform((r) => ({
-    project: { id: r.id, userId: r.user_id, url: r.url, domain: r.domain, locations: r.locations, defaultLocation: r.default_location, runs: r.runs, schedule: r.schedule, budgets: r.budgets, createdAt: r.created_at } satisfies ProjectRecord,
+    project: { id: r.id, userId: r.user_id, url: r.url, domain: r.domain, locations: r.locations, defaultLocation: r.default_location, runs: r.runs, schedule: r.schedule, budgets: r.budgets, auth: r.auth, createdAt: r.created_at } satisfies ProjectRecord,
     scheduledThrough: r.scheduled_through,
   }));
 const available = json(z.array(z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS) })));
@@ -222,6 +223,8 @@ export class SqliteStore implements Store {
     }
     // Schema 5: the version of each snapshot's KPI records.
     if (version && Number(version.value) < 5) db.exec('ALTER TABLE snapshots ADD COLUMN kpi_version INTEGER NOT NULL DEFAULT 1');
+    // Schema 6: a project's sealed credentials.
+    if (version && Number(version.value) < 6) db.exec('ALTER TABLE projects ADD COLUMN auth TEXT');
     db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)").run(String(SCHEMA_VERSION));
     this.#db = db;
   }
@@ -272,11 +275,11 @@ export class SqliteStore implements Store {
   }
 
   async addProject(project: NewProject): Promise<ProjectRecord> {
-    const record: ProjectRecord = { ...project, locations: [...project.locations], budgets: project.budgets ?? { budgets: {}, maxRegression: {} }, id: newId(), createdAt: new Date() };
+    const record: ProjectRecord = { ...project, locations: [...project.locations], budgets: project.budgets ?? { budgets: {}, maxRegression: {} }, auth: project.auth ?? null, id: newId(), createdAt: new Date() };
     try {
       this.#run(
-        'INSERT INTO projects (id, user_id, url, domain, locations, default_location, runs, schedule, created_at, budgets) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        record.id, record.userId, record.url, record.domain, JSON.stringify(record.locations), record.defaultLocation, record.runs, record.schedule, record.createdAt.getTime(), JSON.stringify(record.budgets),
+        'INSERT INTO projects (id, user_id, url, domain, locations, default_location, runs, schedule, created_at, budgets, auth) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        record.id, record.userId, record.url, record.domain, JSON.stringify(record.locations), record.defaultLocation, record.runs, record.schedule, record.createdAt.getTime(), JSON.stringify(record.budgets), record.auth,
       );
     } catch (error) {
       throw isUniqueViolation(error) ? new DuplicateError(`project ${project.url} exists for this user`) : error;
@@ -309,6 +312,10 @@ export class SqliteStore implements Store {
 
   async setProjectBudgets(projectId: string, budgets: Budgets): Promise<void> {
     this.#run('UPDATE projects SET budgets = ? WHERE id = ?', JSON.stringify(budgets), projectId);
+  }
+
+  async setProjectAuth(projectId: string, sealed: string | null): Promise<void> {
+    this.#run('UPDATE projects SET auth = ? WHERE id = ?', sealed, projectId);
   }
 
   async addWebhook(webhook: NewWebhook): Promise<WebhookRecord> {

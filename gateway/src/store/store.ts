@@ -28,10 +28,12 @@ export interface ProjectRecord {
   schedule: string | null;
   /** Budgets and allowed regressions every stored snapshot is checked against (none: empty). */
   budgets: Budgets;
+  /** Cookies, headers and login steps for a page behind a login, sealed (secret-box.ts); null: none. */
+  auth: string | null;
   createdAt: Date;
 }
 
-export type NewProject = Omit<ProjectRecord, 'id' | 'createdAt' | 'budgets'> & { budgets?: Budgets };
+export type NewProject = Omit<ProjectRecord, 'id' | 'createdAt' | 'budgets' | 'auth'> & { budgets?: Budgets; auth?: string | null };
 
 export interface CruxPair {
   url: CruxRecord | null;
@@ -266,6 +268,8 @@ export interface Store {
   removeProject(userId: string, url: string): Promise<boolean>;
   /** Replaces a project's budgets. */
   setProjectBudgets(projectId: string, budgets: Budgets): Promise<void>;
+  /** Replaces a project's sealed credentials (null: none). */
+  setProjectAuth(projectId: string, sealed: string | null): Promise<void>;
 
   addWebhook(webhook: NewWebhook): Promise<WebhookRecord>;
   /** A user's webhooks, oldest first. */

@@ -1,0 +1,83 @@
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { LoginStep, PageAuth } from '@perfwatch/common';
+import { RunFailure } from './run-failure.ts';
+
+/**
+ * A tab of the run's Chrome set up to get past the page's login, for Lighthouse to audit in:
+ * the cookies set for the page's origin only (Chrome then sends them nowhere else), the extra
+ * headers added to the origin's requests only (the Fetch domain pauses those and nothing else),
+ * and the login script run in it first. What it holds is a secret: no step's value or header
+ * ever goes into an error message or a log line.
+ */
+export interface AuthenticatedPage {
+  page: Page;
+  /** Leaves the browser as it is (the runner retires a Chrome that held credentials). */
+  dispose(): Promise<void>;
+}
+
+const STEP_TIMEOUT_MS = 15_000;
+
+function describe(step: LoginStep, index: number): string {
+  // The step without its value: a password must not reach a failure message.
+  return `login step ${index + 1} (${step.action}${'selector' in step ? ` ${step.selector}` : ''}${step.action === 'goto' ? ` ${new URL(step.url).origin}${new URL(step.url).pathname}` : ''})`;
+}
+
+async function runStep(page: Page, step: LoginStep): Promise<void> {
+  switch (step.action) {
+    case 'goto':
+      await page.goto(step.url, { waitUntil: 'load', timeout: STEP_TIMEOUT_MS });
+      return;
+    case 'fill':
+      await page.locator(step.selector).setTimeout(STEP_TIMEOUT_MS).fill(step.value);
+      return;
+    case 'click':
+      await page.locator(step.selector).setTimeout(STEP_TIMEOUT_MS).click();
+      return;
+    case 'waitFor':
+      // waitForSelector survives a navigation under way (a submitted form), where a locator's wait fails.
+      await page.waitForSelector(step.selector, { timeout: STEP_TIMEOUT_MS });
+  }
+}
+
+export async function openAuthenticatedPage(port: number, url: string, auth: PageAuth): Promise<AuthenticatedPage> {
+  const origin = new URL(url).origin;
+  const browser: Browser = await puppeteer.connect({ browserURL: `http://127.0.0.1:${port}`, defaultViewport: null });
+  try {
+    const page = await browser.newPage();
+    const session = await page.createCDPSession();
+    if (auth.cookies?.length) {
+      for (const { name, value } of auth.cookies) {
+        // Bound to the origin's host: Chrome sends it to that site only, as its own cookie.
+        await session.send('Network.setCookie', { name, value, url: origin, httpOnly: true, secure: origin.startsWith('https:'), sameSite: 'Lax' });
+      }
+    }
+    const extra = Object.entries(auth.headers ?? {});
+    if (extra.length > 0) {
+      const names = new Set(extra.map(([name]) => name.toLowerCase()));
+      session.on('Fetch.requestPaused', (event: { requestId: string; request: { url: string; headers: Record<string, string> } }) => {
+        // The pattern already limits pausing to the origin; checked again on the parsed URL.
+        const own = new URL(event.request.url).origin === origin;
+        const headers = own ? [...Object.entries(event.request.headers).filter(([name]) => !names.has(name.toLowerCase())), ...extra].map(([name, value]) => ({ name, value })) : undefined;
+        session.send('Fetch.continueRequest', { requestId: event.requestId, ...(headers ? { headers } : {}) }).catch(() => undefined);
+      });
+      await session.send('Fetch.enable', { patterns: [{ urlPattern: `${origin}/*`, requestStage: 'Request' }] });
+    }
+    for (const [index, step] of (auth.login ?? []).entries()) {
+      try {
+        await runStep(page, step);
+      } catch (error) {
+        const reason = (error as Error).name === 'TimeoutError' ? 'timed out' : 'failed';
+        throw new RunFailure('PAGE_LOAD_FAILED', `${describe(step, index)} ${reason}`, false);
+      }
+    }
+    return {
+      page,
+      async dispose() {
+        await browser.disconnect().catch(() => undefined);
+      },
+    };
+  } catch (error) {
+    await browser.disconnect().catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,88 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromeFlags, createLighthouseRunner, createTargetGuard, parseAllowList, startGuardProxy, type GuardProxy } from '@perfwatch/agent';
+import { DEMO_LOGIN, startDemoSite, type DemoSite } from '@perfwatch/gateway';
+import { silentLogger } from '../support/test-services.ts';
+
+// Pages behind a login, measured by the agent's Lighthouse runner with real Chromium: without
+// credentials Lighthouse lands on the login page; with the session cookie, a bearer header or a
+// login script it measures the page itself. The page's picture comes from another origin
+// (localhost), which must never see the credentials.
+
+const seen: Array<{ host: string; path: string; authorization: string | undefined; cookie: string | undefined }> = [];
+let site: DemoSite;
+let proxy: GuardProxy;
+let runner: ReturnType<typeof createLighthouseRunner>;
+let account: string;
+
+beforeAll(async () => {
+  site = await startDemoSite({ root: join(import.meta.dirname, '../fixtures/site'), onRequest: ({ host, path, headers }) => seen.push({ host, path, authorization: headers['authorization'] as string | undefined, cookie: headers['cookie'] as string | undefined }) });
+  account = `${site.url}account/`;
+  const guard = createTargetGuard({ allow: parseAllowList('127.0.0.0/8,::1/128') });
+  proxy = await startGuardProxy({ guard, logger: silentLogger });
+  runner = createLighthouseRunner({ chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium', chromeFlags: chromeFlags({ noSandbox: process.getuid?.() === 0 }), logger: silentLogger, runsPerBrowser: 10, guard: { guard, proxy } });
+});
+
+afterAll(async () => {
+  await runner?.close();
+  await proxy?.close();
+  await site?.close();
+});
+
+const run = (auth?: Parameters<typeof runner.run>[0]['auth']) => runner.run({ url: account, device: 'desktop', timeoutMs: 120_000, ...(auth ? { auth } : {}) });
+const port = () => new URL(site.url).port;
+
+describe('authenticated runs', () => {
+  it('without credentials measures the login page it is sent to', async () => {
+    const { lhr } = await run();
+    expect(lhr.finalDisplayedUrl).toBe(`${site.url}login.html`);
+  }, 180_000);
+
+  it('with the session cookie measures the page itself, and the cookie stays with its site', async () => {
+    seen.length = 0;
+    const { lhr } = await run({ cookies: [DEMO_LOGIN.cookie] });
+    expect(lhr.finalDisplayedUrl).toBe(account);
+    expect(seen.some((r) => r.path === '/account/' && r.cookie?.includes(`${DEMO_LOGIN.cookie.name}=`))).toBe(true);
+    // The picture from localhost was fetched, without the cookie.
+    const elsewhere = seen.filter((r) => r.host === `localhost:${port()}`);
+    expect(elsewhere.map((r) => r.path)).toContain('/assets/pixel.svg');
+    expect(elsewhere.every((r) => !r.cookie?.includes(DEMO_LOGIN.cookie.value))).toBe(true);
+    // A Chrome that held credentials is not used again.
+    expect(runner.chrome).toBeNull();
+  }, 180_000);
+
+  it('with a bearer header measures the page itself; the header goes to its origin only', async () => {
+    seen.length = 0;
+    const { lhr } = await run({ headers: { Authorization: `Bearer ${DEMO_LOGIN.bearer}` } });
+    expect(lhr.finalDisplayedUrl).toBe(account);
+    const own = seen.filter((r) => r.host === `127.0.0.1:${port()}`);
+    const elsewhere = seen.filter((r) => r.host === `localhost:${port()}`);
+    // The page's load: its document and subresources from its origin, each with the header.
+    // (Lighthouse's own side fetches afterwards — robots.txt, llms.txt, the document again for
+    // its SEO checks — come from outside the tab and go without it.)
+    expect(own[0]).toMatchObject({ path: '/account/', authorization: `Bearer ${DEMO_LOGIN.bearer}` });
+    expect(own.find((r) => r.path === '/assets/site.css')!.authorization).toBe(`Bearer ${DEMO_LOGIN.bearer}`);
+    expect(elsewhere.length).toBeGreaterThan(0);
+    expect(elsewhere.map((r) => r.authorization)).toEqual(elsewhere.map(() => undefined));
+  }, 180_000);
+
+  it('with a login script signs in in the same browser, then measures the page', async () => {
+    const { lhr } = await run({
+      login: [
+        { action: 'goto', url: `${site.url}login.html` },
+        { action: 'fill', selector: '#user', value: DEMO_LOGIN.user },
+        { action: 'fill', selector: '#password', value: DEMO_LOGIN.password },
+        { action: 'click', selector: '#sign-in' },
+        { action: 'waitFor', selector: 'h1' },
+      ],
+    });
+    expect(lhr.finalDisplayedUrl).toBe(account);
+  }, 180_000);
+
+  it('names the login step that failed, never the values it was given', async () => {
+    const error = await run({ login: [{ action: 'goto', url: `${site.url}login.html` }, { action: 'fill', selector: '#no-such-field', value: 'p4ssw0rd-secret' }] }).catch((e: unknown) => e as Error);
+    expect(error).toMatchObject({ code: 'PAGE_LOAD_FAILED' });
+    expect((error as Error).message).toMatch(/login step 2 \(fill #no-such-field\) timed out/);
+    expect((error as Error).message).not.toContain('p4ssw0rd-secret');
+  }, 180_000);
+});
