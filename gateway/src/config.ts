@@ -40,6 +40,8 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
   /** CrUX API key; without one, snapshots carry no field data and no CRUX KPI records. */
   CRUX_API_KEY: z.string().min(1).optional(),
   CRUX_API_ENDPOINT: z.url().default('https://chromeuxreport.googleapis.com'),
+  /** With a CrUX key: how often projects added since are given their 25 weeks of field-data history. */
+  FIELD_HISTORY_EVERY_MS: z.coerce.number().int().min(100).max(86_400_000).default(60_000),
   /** A client must send its headers within this long, and its whole request within REQUEST_TIMEOUT_MS; else 408. */
   HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(600_000).default(10_000),
   REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),

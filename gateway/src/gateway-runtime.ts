@@ -7,6 +7,8 @@ import { createTargetGuard, parseAllowList, type LocalAgent } from '@perfwatch/a
 import { startOpsServer, type OpsServer } from '@perfwatch/common';
 import { startAgentRegistry, type AgentRegistry } from './agent-registry.ts';
 import { createCruxClient } from './crux/crux-client.ts';
+import { createCruxHistoryClient } from './crux/crux-history.ts';
+import { startFieldHistory } from './field-history.ts';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.ts';
 import { createNatsDispatcher } from './nats-dispatcher.ts';
 import { createServer, type GatewayServer } from './server.ts';
@@ -77,6 +79,10 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
     retry: { firstMs: config.WEBHOOK_RETRY_FIRST_MS, maxMs: config.WEBHOOK_RETRY_MAX_MS, giveUpAfterMs: config.WEBHOOK_GIVE_UP_AFTER_MS },
     onAttempt: (outcome) => metrics.webhookAttempt(outcome),
   });
+  // With a CrUX key, projects get their field data of the weeks before they were added.
+  const fieldHistory = config.CRUX_API_KEY
+    ? startFieldHistory({ store, logger, holder: `${hostname()}-${process.pid}-history`, everyMs: config.FIELD_HISTORY_EVERY_MS, history: createCruxHistoryClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY }) })
+    : undefined;
   const startAsync = createAsyncUpdates({ store, admission, limits: { queuedRunsPerUser: config.MAX_QUEUED_RUNS_PER_USER, pendingPerLocation: config.MAX_PENDING_UPDATES_PER_LOCATION } });
   let stopping = false;
   const readiness = async () => {
@@ -129,6 +135,7 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
       await queue.stop();
       await updates.drain();
       await webhooks.stop();
+      await fieldHistory?.stop();
       await agents.stop();
       // Last: /metrics and /readyz answer (not ready) while the rest stops.
       await ops?.close();

@@ -37,7 +37,7 @@ beforeAll(async () => {
   await mkdir(ARTEFACTS, { recursive: true });
   nats = await isolatedNats();
   crux = await startFakeCrux();
-  gateway = await startTestGateway({ natsUrl: nats.url, cruxEndpoint: crux.endpoint });
+  gateway = await startTestGateway({ natsUrl: nats.url, cruxEndpoint: crux.endpoint, config: { FIELD_HISTORY_EVERY_MS: 200 } });
   agentConn = await connect({ servers: nats.url });
   for (const location of ['london', 'tokyo'] as const) agents.push(startAgent({ nc: agentConn, location, runner: fixtureRunner({ delayMs: 5 }), logger: silentLogger, agentId: location }));
   ({ token } = await gateway.admin.createUser('dana'));
@@ -94,6 +94,10 @@ describe('dashboard', () => {
   });
 
   it('shows a project\'s latest scores and trend plots with the stored values', async () => {
+    // The project's field-data history, back-filled from the CrUX History API (the fake's 25 weeks
+    // end on 2026-11-15), is in before the page is read.
+    const range = { startDate: new Date(Date.now() - 29 * 86_400_000).toISOString().slice(0, 10), endDate: new Date().toISOString().slice(0, 10) };
+    await expect.poll(async () => (await client.overview({ ...range, sections: ['crux'] })).some((r) => r.url === SHOP && r.kpi === 'url_lcp_p75' && r.date === '2026-11-15T00:00:00'), { timeout: 10_000 }).toBe(true);
     await page.click(`.project-link:text-is("${SHOP}")`);
     await page.waitForSelector('figure[data-kpi="performance"] circle');
 
@@ -130,9 +134,12 @@ describe('dashboard', () => {
       expect(await page.$$eval(`figure[data-kpi="${kpi}"] rect.band`, (rects) => rects.map((r) => r.getAttribute('data-band'))), kpi).toEqual(['good', 'needs-improvement', 'poor']);
     }
     expect(await page.textContent('figure[data-kpi="lcp"] figcaption')).toBe('Largest Contentful Paint');
-    // Field data beside them: CrUX's p75 per device (not per location), from the CRUX records.
+    // Field data beside them: CrUX's p75 per device (not per location), from the CRUX records of
+    // the plotted 30 days: the snapshots' own and the weeks back-filled from the History API.
+    const month = (await client.overview({ ...range, sections: ['crux'] })).filter((r) => r.url === SHOP);
+    expect(month.some((r) => r.kpi === 'url_lcp_p75' && r.date === '2026-11-15T00:00:00' && r.data === '2180')).toBe(true);
     for (const kpi of ['lcp', 'cls', 'inp'] as const) {
-      const field = records.filter((r) => r.section === 'CRUX' && r.kpi === `url_${kpi}_p75`);
+      const field = month.filter((r) => r.section === 'CRUX' && r.kpi === `url_${kpi}_p75` && r.data !== 'NO_DATA');
       expect(field.length, kpi).toBeGreaterThan(0);
       const expected = [...new Set(field.map((r) => `field p75 · ${r.device} ${r.date} ${Number(r.data)}`))].sort();
       const shown = (await page.$$eval(`figure[data-kpi="${kpi}"] circle`, (circles) => circles.map((c) => `${c.getAttribute('data-series')} ${c.getAttribute('data-date')} ${c.getAttribute('data-value')}`))).filter((p) => p.startsWith('field'));

@@ -1,5 +1,7 @@
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 
 /**
@@ -15,6 +17,18 @@ export async function startFakeCrux(): Promise<{ endpoint: string; requests: Arr
     const body = JSON.parse(text || '{}') as Record<string, string>;
     requests.push(body);
     res.setHeader('Content-Type', 'application/json');
+    if (req.url?.startsWith('/v1/records:queryHistoryRecord')) {
+      // 25 weekly periods in the History API's shape (test/fixtures/crux/history-record.json),
+      // keyed to what was asked; 404 for hosts containing "unknown", as CrUX answers unknown pages.
+      if ((body['url'] ?? body['origin'] ?? '').includes('unknown')) {
+        res.writeHead(404).end(JSON.stringify({ error: { code: 404, message: 'chrome ux report data not found', status: 'NOT_FOUND' } }));
+        return;
+      }
+      const history = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/crux/history-record.json'), 'utf8')) as { record: { key: Record<string, string> } };
+      history.record.key = { formFactor: body['formFactor'] ?? 'PHONE', ...(body['url'] ? { url: body['url'] } : { origin: body['origin'] ?? '' }) };
+      res.end(JSON.stringify(history));
+      return;
+    }
     if ((body['url'] ?? body['origin'] ?? '').includes('unknown')) {
       res.writeHead(404).end(JSON.stringify({ error: { code: 404, message: 'chrome ux report data not found', status: 'NOT_FOUND' } }));
       return;

@@ -347,5 +347,24 @@ export function describeStoreContract(name: string, store: () => Store): void {
       for await (const row of store().streamKpis({ userId: user.id, from: old, to: new Date(old.getTime() + 1_000) })) rows.push([row.section, row.kpi, row.data, row.updateType, row.url]);
       expect(rows).toEqual([['LIGHTHOUSE', 'performance', { score: 50, lcp: 2100 }, 'manual', project.url], ['SECURITY', 'headers', { hsts: true }, 'manual', project.url]]);
     });
+
+    it('keeps a project\'s field-data history beside its snapshots: replaced whole, kept by the orphan sweep, removed with the project', async () => {
+      const user = await store().createUser('field-history');
+      const project = await store().addProject({ userId: user.id, url: 'https://history.example/', domain: 'history.example', locations: ['tokyo'], defaultLocation: 'tokyo', runs: 1, schedule: null });
+      const week = (day: number, lcp: string) => ({ date: new Date(Date.UTC(2026, 9, day)), device: 'mobile' as const, kpis: [{ section: 'CRUX' as const, kpi: 'url_lcp_p75', data: lcp }] });
+      await store().saveFieldHistory(project, [week(4, '2900'), week(11, '2800')]);
+      await store().saveFieldHistory(project, [week(4, '2700'), week(11, '2600'), week(18, '2500')]);
+      const read = async () => {
+        const rows: Array<[string, string, unknown, string]> = [];
+        for await (const r of store().streamKpis({ userId: user.id, from: new Date(Date.UTC(2026, 0, 1)), to: new Date(Date.UTC(2027, 0, 1)) })) rows.push([r.date.toISOString().slice(0, 10), r.kpi, r.data, r.location]);
+        return rows;
+      };
+      expect(await read()).toEqual([['2026-10-04', 'url_lcp_p75', '2700', 'tokyo'], ['2026-10-11', 'url_lcp_p75', '2600', 'tokyo'], ['2026-10-18', 'url_lcp_p75', '2500', 'tokyo']]);
+      // No snapshot owns them, and the sweep of records of unfinished snapshots leaves them be.
+      await store().deleteOrphans(new Date(Date.now() + 3_600_000));
+      expect(await read()).toHaveLength(3);
+      await store().removeProject(user.id, project.url);
+      expect(await read()).toEqual([]);
+    });
   });
 }

@@ -5,7 +5,7 @@ import pLimit, { type LimitFunction } from 'p-limit';
 import pRetry from 'p-retry';
 import { z } from 'zod';
 import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
-import { ConcurrentWrite, DELIVERY_STATUSES, DuplicateError, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateProgress, type MissingCell, type UpdateState, type OverviewFilter, type SnapshotSummary, type SnapshotPage, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
+import { ConcurrentWrite, DELIVERY_STATUSES, DuplicateError, fieldHistoryId, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateProgress, type MissingCell, type UpdateState, type OverviewFilter, type SnapshotSummary, type SnapshotPage, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
@@ -683,6 +683,13 @@ export class MongoStore implements Store {
     await this.#snapshots.updateOne({ _id: snapshotId }, { $set: { kpiVersion: version } });
   }
 
+  async saveFieldHistory(project: ProjectRecord, rows: ReadonlyArray<{ date: Date; device: Device; kpis: readonly KpiRecord[] }>): Promise<void> {
+    const snapshotId = fieldHistoryId(project.id);
+    await this.#kpis.deleteMany({ snapshotId });
+    const docs = rows.flatMap((row) => row.kpis.map((k) => ({ snapshotId, projectId: new ObjectId(project.id), userId: new ObjectId(project.userId), date: row.date, domain: project.domain, url: project.url, device: row.device, location: project.defaultLocation, updateType: 'scheduled', section: k.section, kpi: k.kpi, data: k.data })));
+    if (docs.length > 0) await this.#kpis.insertMany(docs, { ordered: false });
+  }
+
   async deleteOrphans(olderThan: Date): Promise<number> {
     // Records of snapshots that are not complete (a writer that died or stepped back, or one of
     // an earlier version cut short), old enough that no live writer owns them.
@@ -693,7 +700,8 @@ export class MongoStore implements Store {
       for (let i = 0; i < ids.length; i += 500) {
         const chunk = ids.slice(i, i + 500);
         const complete = new Set((await this.#snapshots.find({ _id: { $in: chunk }, status: 'complete' }, { projection: { _id: 1 } }).toArray()).map((d) => String(d._id)));
-        const orphaned = chunk.filter((id) => !complete.has(String(id)));
+        // Field-data history hangs on a string id of its project, never on a snapshot.
+        const orphaned = chunk.filter((id) => id instanceof ObjectId && !complete.has(String(id)));
         if (orphaned.length > 0) deleted += (await collection.deleteMany({ snapshotId: { $in: orphaned }, ...old })).deletedCount;
       }
     }

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import { z } from 'zod';
 import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
-import { DELIVERY_STATUSES, DuplicateError, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, type KpiRow, type MissingCell, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type SnapshotPage, type Store, type TokenRecord, type UpdateRecord, type UpdateProgress, type UpdateState, type UserRecord } from './store.ts';
+import { DELIVERY_STATUSES, DuplicateError, fieldHistoryId, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, type KpiRow, type MissingCell, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type SnapshotPage, type Store, type TokenRecord, type UpdateRecord, type UpdateProgress, type UpdateState, type UserRecord } from './store.ts';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
@@ -415,11 +415,20 @@ export class SqliteStore implements Store {
     });
   }
 
+  async saveFieldHistory(project: ProjectRecord, rows: ReadonlyArray<{ date: Date; device: Device; kpis: readonly KpiRecord[] }>): Promise<void> {
+    const id = fieldHistoryId(project.id);
+    this.#transaction(() => {
+      this.#run('DELETE FROM kpis WHERE snapshot_id = ?', id);
+      const insert = this.#conn.prepare("INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'scheduled', ?, ?, ?)");
+      for (const row of rows) for (const k of row.kpis) insert.run(id, project.id, project.userId, row.date.getTime(), project.domain, project.url, row.device, project.defaultLocation, k.section, k.kpi, JSON.stringify(k.data));
+    });
+  }
+
   async deleteOrphans(_olderThan: Date): Promise<number> {
     // A snapshot and its records are written in one transaction: orphans come only from a file
     // edited by hand or an interrupted deletion of an earlier version.
     return this.#transaction(() => {
-      const kpis = this.#run('DELETE FROM kpis WHERE snapshot_id NOT IN (SELECT id FROM snapshots)');
+      const kpis = this.#run("DELETE FROM kpis WHERE snapshot_id NOT IN (SELECT id FROM snapshots) AND snapshot_id NOT LIKE 'history:%'");
       const results = this.#run('DELETE FROM results WHERE snapshot_id NOT IN (SELECT id FROM snapshots)');
       return Number(kpis.changes) + Number(results.changes);
     });

@@ -1,5 +1,8 @@
 import type { Budgets, CellCheck, CruxRecord, Device, KpiRecord, LighthouseResult, Location, MissingCell, RunSummary, UpdateProgress, UpdateType } from '@perfwatch/common';
 
+/** What the KPI records of a project's field-data history hang on instead of a snapshot. */
+export const fieldHistoryId = (projectId: string): string => `history:${projectId}`;
+
 /** Runs finished of those planned, per device and location: the API's shape, kept as it is. */
 export type { MissingCell, UpdateProgress } from '@perfwatch/common';
 
@@ -348,6 +351,11 @@ export interface Store {
    * them as of `version`. Safe to repeat: a replacement cut short is done again whole.
    */
   replaceSnapshotKpis(projectId: string, date: Date, sections: readonly string[], results: ReadonlyArray<{ device: Device; location: Location; kpis: readonly KpiRecord[] }>, version: number): Promise<void>;
+  /**
+   * Replaces a project's field-data history (the CrUX History API's weeks before it was added):
+   * KPI records of no snapshot, dated at each period's end, under the project's default location.
+   */
+  saveFieldHistory(project: ProjectRecord, rows: ReadonlyArray<{ date: Date; device: Device; kpis: readonly KpiRecord[] }>): Promise<void>;
   /** Deletes snapshots older than `before` with their results and KPI records; returns how many. */
   deleteSnapshotsBefore(before: Date, limit: number): Promise<number>;
   findSnapshot(projectId: string, date: Date, filter?: SnapshotFilter): Promise<SnapshotRecord | null>;
