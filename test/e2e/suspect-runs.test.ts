@@ -32,11 +32,23 @@ afterAll(async () => {
 
 describe('a verdict on every run', () => {
   it('marks runs made beside another on one agent suspect, re-tests them alone, and takes the median over reliable runs', async () => {
-    const res = await fetch(`${gateway.url}/v1/update?url=${encodeURIComponent(page())}&device=mobile`, { headers: { Authorization: token } });
-    const body = await res.json();
-    expect(res.status, JSON.stringify(body).slice(0, 400)).toBe(200);
-    const cell = auditResultSchema.parse(body).mobile!.frankfurt!;
-    console.log(`runs: ${cell.runs.map((r, i) => `${i + 1}: ${r.verdict} score ${r.performance} LCP ${Math.round(r.lcp ?? 0)} ms, index ${r.benchmarkIndex}/${r.baselineBenchmarkIndex}, shared with ${r.overlappingRuns}${r.reasons?.length ? ` (${r.reasons.join('; ')})` : ''}`).join(' | ')}`);
+    const update = async () => {
+      const res = await fetch(`${gateway.url}/v1/update?url=${encodeURIComponent(page())}&device=mobile`, { headers: { Authorization: token } });
+      const body = await res.json();
+      expect(res.status, JSON.stringify(body).slice(0, 400)).toBe(200);
+      const measured = auditResultSchema.parse(body).mobile!.frankfurt!;
+      console.log(`runs: ${measured.runs.map((r, i) => `${i + 1}: ${r.verdict} score ${r.performance} LCP ${Math.round(r.lcp ?? 0)} ms, index ${r.benchmarkIndex}/${r.baselineBenchmarkIndex}, shared with ${r.overlappingRuns}${r.reasons?.length ? ` (${r.reasons.join('; ')})` : ''}`).join(' | ')}`);
+      return measured;
+    };
+    let cell = await update();
+    // A shared host that slowed down for the whole update (every re-test too was more than 15 %
+    // below the agent's calibration) doubts every run, rightly: that is the verdicts working, not
+    // what this test is about. Measured once more, after the neighbour's load.
+    const slowHost = (run: (typeof cell.runs)[number]) => run.verdict === 'suspect' && run.retestOf !== undefined && (run.reasons ?? []).every((reason) => reason.includes('below the agent\'s baseline'));
+    if (!cell.runs.some((r) => r.verdict === 'reliable') && cell.runs.filter((r) => r.retestOf !== undefined).every(slowHost)) {
+      console.log('every re-test ran on a host slower than its calibration: measuring once more');
+      cell = await update();
+    }
 
     // The first round: two runs at once on one agent, each counted by the agent as shared, suspect for it.
     const [first, second, ...retests] = cell.runs;

@@ -170,7 +170,8 @@ function trends(url, records, annotations = []) {
     trendChart({ kpi: 'best_practices', title: 'Best practices score', format: score, max: 100, series: series('best_practices', (d) => d.score), annotations }),
     trendChart({ kpi: 'seo', title: 'SEO score', format: score, max: 100, series: series('seo', (d) => d.score), annotations }),
   );
-  const crux = mine.filter((r) => r.section === 'CRUX');
+  // The assessments (PASSED / FAILED / NO_DATA) of each snapshot; the p75 records are plotted above.
+  const crux = mine.filter((r) => r.section === 'CRUX' && (r.kpi === 'url' || r.kpi === 'origin'));
   const byRow = new Map();
   for (const r of crux) {
     const key = `${r.date} ${r.device}/${r.location}`;
