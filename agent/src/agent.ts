@@ -10,6 +10,7 @@ import {
   decodeJob,
   encodeAnnouncement,
   encodeReply,
+  MAX_ANNOUNCED_RUNNING,
   HEADERS,
   PERFWATCH_VERSION,
   shrinkLighthouseResult,
@@ -68,6 +69,8 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
   let stopping = false;
   let busy = 0;
   const running = new Set<Promise<void>>();
+  // Announced, so a gateway knows its offer arrived (agent-presence.ts, `running`).
+  const runningJobs = new Set<string>();
   let jobs: Subscription | null = null;
   let leaving: Promise<void> = Promise.resolve();
 
@@ -108,12 +111,14 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
       return;
     }
     busy++;
+    runningJobs.add(job.jobId);
     if (busy >= capacity) leaveQueueGroup();
     announce();
     const done = handle(msg, job, requestId)
       .catch((error: unknown) => log.error({ err: error, jobId: job.jobId }, 'could not reply to a job'))
       .finally(() => {
       running.delete(done);
+      runningJobs.delete(job.jobId);
       busy--;
       listen();
       announce();
@@ -153,7 +158,7 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
   function announce(): void {
     if (nc.isClosed()) return;
     try {
-      nc.publish(agentAnnounceSubject(location), encodeAnnouncement({ agentId, instance, location, version: PERFWATCH_VERSION, capacity, busy, state: stopping ? 'stopping' : 'ready', intervalMs: announceIntervalMs }));
+      nc.publish(agentAnnounceSubject(location), encodeAnnouncement({ agentId, instance, location, version: PERFWATCH_VERSION, capacity, busy, running: [...runningJobs].reverse().slice(0, MAX_ANNOUNCED_RUNNING), state: stopping ? 'stopping' : 'ready', intervalMs: announceIntervalMs }));
     } catch (error) {
       // A connection that is draining refuses publishes; the gateway's expiry covers this.
       log.debug({ err: error }, 'could not announce');

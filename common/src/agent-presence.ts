@@ -19,6 +19,9 @@ export function agentAnnounceSubject(location: Location): string {
 /** A gateway that just started asks here; every agent announces itself at once. */
 export const AGENT_DISCOVER_SUBJECT = 'perfwatch.agents.v1.discover';
 
+/** Jobs an announcement names at most; an agent running more names the newest. */
+export const MAX_ANNOUNCED_RUNNING = 64;
+
 export const agentAnnouncementSchema = z.object({
   agentId: agentIdSchema,
   /**
@@ -34,6 +37,14 @@ export const agentAnnouncementSchema = z.object({
   capacity: z.number().int().min(0).max(1000),
   /** Runs going on now; at `busy === capacity` the agent takes no work from the queue group. */
   busy: z.number().int().min(0).max(1000),
+  /**
+   * Added in v1.4: the jobs the agent is running, newest first (at most
+   * MAX_ANNOUNCED_RUNNING). The agent announces at once when it takes a job, so a gateway learns
+   * within a round trip that its offer arrived: NATS drops a job silently when it reaches a
+   * region's server just after the agent there left the queue group (at capacity), and only
+   * this tells a lost offer from a long run. An agent before v1.4 sends none.
+   */
+  running: z.array(z.string().min(1).max(200)).max(MAX_ANNOUNCED_RUNNING).optional(),
   /** `stopping` is the agent's last word before it leaves. */
   state: z.enum(['ready', 'stopping']),
   /** The next announcement comes within this; three missed ones and the agent counts as gone. */

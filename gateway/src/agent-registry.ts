@@ -28,6 +28,16 @@ export interface AgentRegistry {
   silent(location: Location): boolean;
   /** Resolves when an agent of the location says it has room, or after `ms`. */
   roomIn(location: Location, ms: number): Promise<void>;
+  /**
+   * Whether an agent of the location can be asked to confirm it took a job: every live agent
+   * names its running jobs (v1.4). A mixed fleet cannot tell a lost offer from a silent taker.
+   */
+  confirmsTakes(location: Location): boolean;
+  /**
+   * Resolves `true` once an announcement of the location names the job as running, `false`
+   * after `ms` without one, or `true` when `signal` aborts (the offer ended some other way).
+   */
+  taken(location: Location, jobId: string, ms: number, signal: AbortSignal): Promise<boolean>;
   /** Told of every announcement of free places (`places` of them at one agent of `location`). */
   onRoom(listener: (location: Location, places: number) => void): void;
   stop(): Promise<void>;
@@ -52,6 +62,8 @@ export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Dat
   const silentLocations = new Set<Location>();
   const waiting = new Set<{ location: Location; wake: () => void }>();
   const roomListeners: Array<(location: Location, places: number) => void> = [];
+  // Offers waiting to hear that an agent took them, by job id.
+  const takeWaiters = new Map<string, { location: Location; resolve: (taken: boolean) => void }>();
   let settled = false;
 
   const sub: Subscription = nc.subscribe(`${AGENT_ANNOUNCE_PREFIX}.*`, {
@@ -86,6 +98,10 @@ export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Dat
         if (!beforeLive) logger.info({ agentId: announcement.agentId, location: announcement.location, version: announcement.version, capacity: announcement.capacity }, 'agent joined');
         known.set(announcement.agentId, { announcement, seenAt: now() });
         silentLocations.delete(announcement.location);
+      }
+      for (const jobId of announcement.running ?? []) {
+        const waiter = takeWaiters.get(jobId);
+        if (waiter?.location === announcement.location) waiter.resolve(true);
       }
       if (announcement.state === 'ready' && announcement.busy < announcement.capacity) {
         // As many waiters as the agent has free slots, oldest first: waking every waiter of
@@ -140,6 +156,33 @@ export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Dat
     silent(location) {
       return all().every((a) => a.location !== location) && silentLocations.has(location);
     },
+    confirmsTakes(location) {
+      const live = all().filter((a) => a.location === location);
+      return live.length > 0 && live.every((a) => a.running !== undefined);
+    },
+    taken(location, jobId, ms, signal) {
+      if (all().some((a) => a.location === location && a.running?.includes(jobId))) return Promise.resolve(true);
+      return new Promise((resolve) => {
+        let settled = false;
+        const settle = (taken: boolean) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          signal.removeEventListener('abort', onAbort);
+          if (takeWaiters.get(jobId)?.resolve === settle) takeWaiters.delete(jobId);
+          resolve(taken);
+        };
+        const onAbort = () => settle(true);
+        // A gateway whose event loop was held up runs this timer before reading what arrived
+        // meanwhile: a round trip to the server first reads every announcement it had sent.
+        const timer = setTimeout(() => {
+          void nc.flush().catch(() => undefined).then(() => settle(false));
+        }, ms);
+        signal.addEventListener('abort', onAbort, { once: true });
+        takeWaiters.set(jobId, { location, resolve: settle });
+        if (signal.aborted) settle(true);
+      });
+    },
     roomIn(location, ms) {
       return new Promise((resolve) => {
         const entry = {
@@ -160,6 +203,7 @@ export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Dat
     async stop() {
       clearTimeout(settle);
       for (const w of waiting) w.wake();
+      for (const w of [...takeWaiters.values()]) w.resolve(true);
       if (!nc.isClosed()) await sub.drain().catch(() => undefined);
     },
   };

@@ -36,6 +36,9 @@ export interface Dispatcher {
   roomIn?(location: Location, ms: number): Promise<void>;
 }
 
+/** A race entrant that never wins. */
+const never = new Promise<never>(() => {});
+
 /** An agent's v1 reply as the outcome of its run, whatever transport brought it. */
 export function replyOutcome(reply: AuditReply): RunOutcome {
   if (reply.ok) return { ok: true, result: reply.result };
@@ -46,7 +49,17 @@ export function replyOutcome(reply: AuditReply): RunOutcome {
  * Runs offered again, until the reply deadline: agents handing a job back, and offers whose
  * reply the gateway's connection lost (DISCONNECTED: the server cut it, e.g. as a slow consumer).
  */
-const OFFER_AGAIN = new Set(['AGENT_BUSY', 'AGENT_SHUTTING_DOWN', 'AGENT_EXCLUDED', 'DISCONNECTED']);
+const OFFER_AGAIN = new Set(['AGENT_BUSY', 'AGENT_SHUTTING_DOWN', 'AGENT_EXCLUDED', 'DISCONNECTED', 'UNTAKEN']);
+
+/**
+ * How long an agent of v1.4 has to announce that it took an offered job. NATS drops a job
+ * without a word when it reaches a region's server just after the agent there left the queue
+ * group: the hub still saw the region's interest. Without this the run would wait its whole
+ * reply deadline (minutes); with it, it is offered again within seconds. An agent announces the
+ * moment it takes a job, so only a lost offer (or an agent held up this long, whose late run is
+ * then done twice) goes past it.
+ */
+export const DEFAULT_TAKEN_WITHIN_MS = 5_000;
 
 /**
  * An agent takes a job only with room for it and ends the run within the job's timeout, so a
@@ -75,6 +88,7 @@ export function createNatsDispatcher({
   registry,
   offerAgainMs = { min: 100, max: 1_000 },
   maxInFlight = DEFAULT_MAX_RUNS_IN_FLIGHT,
+  takenWithinMs = DEFAULT_TAKEN_WITHIN_MS,
 }: {
   nc: NatsConnection;
   logger: Logger;
@@ -86,6 +100,7 @@ export function createNatsDispatcher({
    * flight: bounding the offers bounds that queue. Runs beyond it wait in the gateway.
    */
   maxInFlight?: number;
+  takenWithinMs?: number;
 }): Dispatcher {
   const waitingBy = new Map<Location, number>();
   const inFlight = pLimit(maxInFlight);
@@ -191,6 +206,7 @@ export function createNatsDispatcher({
     }
     let reply;
     let onDisconnect = () => {};
+    const ended = new AbortController();
     try {
       const request = nc.request(auditSubject(job.location), encodeJob(job), { timeout: timeoutMs, headers: h });
       request.catch(() => undefined);
@@ -198,8 +214,20 @@ export function createNatsDispatcher({
         onDisconnect = () => resolve(null);
         link.once('disconnect', onDisconnect);
       });
-      reply = await Promise.race([request, lost]).finally(() => link.off('disconnect', onDisconnect));
+      // A request left behind here is only forgotten: nats.js cannot withdraw it, and should its
+      // agent answer after all, the reply finds no one waiting.
+      const untaken = registry?.confirmsTakes(job.location)
+        ? registry.taken(job.location, job.jobId, Math.min(takenWithinMs, timeoutMs), ended.signal).then((taken) => (taken ? never : 'untaken' as const))
+        : never;
+      reply = await Promise.race([request, lost, untaken]).finally(() => {
+        link.off('disconnect', onDisconnect);
+        ended.abort();
+      });
       if (reply === null) return { ok: false, error: { code: 'DISCONNECTED', message: `the reply from ${job.location} was lost with the NATS connection`, retryable: true } };
+      if (reply === 'untaken') {
+        logger.warn({ jobId: job.jobId, requestId, location: job.location, waitedMs: takenWithinMs }, 'no agent took an offered job; offering it again');
+        return { ok: false, error: { code: 'UNTAKEN', message: `no agent of ${job.location} took the job within ${takenWithinMs} ms`, retryable: true } };
+      }
     } catch (error) {
       if (error instanceof natsErrors.RequestError && error.isNoResponders()) {
         return { ok: false, error: { code: 'NO_RESPONDERS', message: `no agent serves ${job.location}`, retryable: true } };

@@ -14,6 +14,7 @@ describe('NATS contract v1', () => {
     const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
     expect(files.sort()).toEqual([
       'agent-announcement-with-instance.json',
+      'agent-announcement-with-running.json',
       'agent-announcement.json',
       'audit-job-retry.json',
       'audit-job-with-auth.json',
@@ -37,6 +38,15 @@ describe('NATS contract v1', () => {
     const announcement = agentAnnouncementSchema.parse(golden('agent-announcement-with-instance.json'));
     expect(decodeAnnouncement(encodeAnnouncement(announcement))).toEqual(golden('agent-announcement-with-instance.json'));
     expect(agentAnnouncementSchema.parse(golden('agent-announcement.json')).instance).toBeUndefined();
+  });
+
+  it('decodes the v1.4 announcement naming the jobs the agent runs, and earlier ones without them', () => {
+    const announcement = agentAnnouncementSchema.parse(golden('agent-announcement-with-running.json'));
+    expect(announcement.running).toEqual(['3d364521-024f-4f82-badd-116eac5f8328.desktop.tokyo.0']);
+    expect(decodeAnnouncement(encodeAnnouncement(announcement))).toEqual(golden('agent-announcement-with-running.json'));
+    expect(agentAnnouncementSchema.parse(golden('agent-announcement-with-instance.json')).running).toBeUndefined();
+    // Bounded: a region cannot grow a gateway's memory through one announcement.
+    expect(agentAnnouncementSchema.safeParse({ ...announcement, running: Array.from({ length: 65 }, (_, i) => `job-${i}`) }).success).toBe(false);
   });
 
   it('decodes the golden agent announcement, and encodes it back unchanged', () => {

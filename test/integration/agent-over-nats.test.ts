@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { decodeReply, encodeJob, HEADERS, type AuditJob } from '@perfwatch/common';
+import { decodeJob, decodeReply, encodeAnnouncement, encodeJob, HEADERS, type AuditJob } from '@perfwatch/common';
 import { startAgent } from '@perfwatch/agent';
 import { createNatsDispatcher, startAgentRegistry } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
@@ -100,6 +100,44 @@ describe('agent', () => {
     } finally {
       await agent.stop();
       await nc.drain();
+      await registry.stop();
+    }
+  });
+
+  it('an offer lost on its way (the region\'s agent had just left the queue group) is offered again within seconds, not at its reply deadline', async () => {
+    // What a region's server does with a job that arrives just after its agent left the queue
+    // group: nothing. The hub saw interest, so the gateway hears no "no responders" either.
+    const hole = await connect({ servers: nats.url });
+    const swallowed: string[] = [];
+    const sink = hole.subscribe('perfwatch.audit.v1.london', { queue: 'perfwatch-agents.london', callback: (_error, msg) => {
+      swallowed.push(decodeJob(msg.data).jobId);
+      void sink.drain();
+    } });
+    await hole.flush();
+    const registry = await startAgentRegistry({ nc: client, logger: silentLogger });
+    const nc = await connect({ servers: nats.url });
+    const runner = fixtureRunner({ delayMs: 50 });
+    let agent: ReturnType<typeof startAgent> | undefined;
+    const dispatcher = createNatsDispatcher({ nc: client, logger: silentLogger, registry, takenWithinMs: 1_000 });
+    try {
+      hole.publish('perfwatch.agents.v1.announce.london', encodeAnnouncement({ agentId: 'london-hole', instance: 'hole-instance-0001', location: 'london', version: '0.1.0', capacity: 1, busy: 0, running: [], state: 'ready', intervalMs: 60_000 }));
+      await vi.waitFor(() => expect(registry.agents('london')).toHaveLength(1));
+      const started = performance.now();
+      const outcome = dispatcher.dispatch(job({ location: 'london', timeoutMs: 60_000 }), { timeoutMs: 90_000, requestId: 'lost-1' });
+      await vi.waitFor(() => expect(swallowed).toHaveLength(1));
+      agent = startAgent({ nc, location: 'london', runner, logger: silentLogger, agentId: 'london-real' });
+      const settled = await outcome;
+      const ms = performance.now() - started;
+      expect(settled.ok && settled.result.agentId).toBe('london-real');
+      // The same job, offered again: run once, by the agent that took it.
+      expect(settled.ok && settled.result.jobId).toBe(swallowed[0]);
+      expect(runner.requests).toHaveLength(1);
+      // Reply deadline 60 s + grace; the lost offer cost about the 1 s wait for the agent to say it took it.
+      expect(ms).toBeLessThan(15_000);
+    } finally {
+      await agent?.stop();
+      await nc.drain();
+      await hole.drain();
       await registry.stop();
     }
   });

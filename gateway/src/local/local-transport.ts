@@ -40,6 +40,9 @@ export function createLocalRegistry(agents: readonly LocalAgent[]): AgentRegistr
     agents: (location) => all().filter((a) => a.location === location),
     all,
     silent: () => false,
+    // A direct call cannot be lost on its way.
+    confirmsTakes: () => false,
+    taken: async () => true,
     roomIn: (_location, ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     // In-process agents take runs through the local dispatcher, which queues them itself.
     onRoom: () => undefined,
