@@ -39,10 +39,10 @@ describe('agent presence', () => {
     // Started after the agent, and the agent announces only once a minute: discovery finds it.
     const registry = await startAgentRegistry({ nc: client, logger: silentLogger });
     try {
-      await vi.waitFor(() => expect(registry.agents('london')).toEqual([{ agentId: 'lon-early', instance: expect.stringMatching(/^[A-Za-z0-9_-]{16,64}$/), location: 'london', version: PERFWATCH_VERSION, capacity: 2, busy: 0, state: 'ready', intervalMs: 60_000 }]));
+      await vi.waitFor(() => expect(registry.agents('london')).toEqual([{ agentId: 'lon-early', instance: expect.stringMatching(/^[A-Za-z0-9_-]{16,64}$/), location: 'london', version: PERFWATCH_VERSION, capacity: 2, busy: 0, running: [], state: 'ready', intervalMs: 60_000 }]));
       const dispatcher = createNatsDispatcher({ nc: client, logger: silentLogger, registry });
       const running = dispatcher.dispatch(job({ location: 'london' }), { timeoutMs: 5_000, requestId: 'busy' });
-      await vi.waitFor(() => expect(registry.agents('london')?.[0]?.busy).toBe(1));
+      await vi.waitFor(() => expect(registry.agents('london')?.[0]).toMatchObject({ busy: 1, running: [expect.any(String)] }));
       expect((await running).ok).toBe(true);
       await vi.waitFor(() => expect(registry.agents('london')?.[0]?.busy).toBe(0));
       await agent.stop();
