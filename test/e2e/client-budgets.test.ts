@@ -19,9 +19,10 @@ let dir: string;
 let db: { MONGODB_URI: string; MONGODB_DB: string };
 const good = () => `${inject('siteUrl')}index.html`;
 const heavy = () => `${inject('siteUrl')}heavy.html`;
-// Loose enough for the fixture page on a loaded 2-core machine (its TBT reaches ~300 ms under the
-// full suite), far below the heavy page's one-second task (several seconds of simulated TBT).
-const BUDGETS = ['--budget', 'performance=80', '--budget', 'tbt=1000'];
+// Loose enough for the fixture page on a loaded 2-core machine (its TBT reaches ~300 ms and its
+// score dipped to 78 under the full suite in CI), far below the heavy page's one-second task
+// (several seconds of simulated TBT).
+const BUDGETS = ['--budget', 'performance=50', '--budget', 'tbt=1000'];
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'perfwatch-client-'));
