@@ -22,6 +22,37 @@ function describe(step: LoginStep, index: number): string {
   return `login step ${index + 1} (${step.action}${'selector' in step ? ` ${step.selector}` : ''}${step.action === 'goto' ? ` ${new URL(step.url).origin}${new URL(step.url).pathname}` : ''})`;
 }
 
+/** How long a click gets to start a navigation (a form's submit, a link) before it counts as staying on the page. */
+const NAVIGATION_START_MS = 1_000;
+
+/**
+ * Resolves once a navigation of the main frame that began within the window has loaded, or at
+ * once if none began: the step after a submit then starts on the page the submit led to, not on
+ * the form it left (where a `waitFor h1` would match the login page's own heading).
+ */
+function settleNavigation(page: Page): { armed: Promise<void>; dispose(): void } {
+  let started = false;
+  const onRequest = (request: { isNavigationRequest(): boolean; frame(): unknown }) => {
+    if (request.isNavigationRequest() && request.frame() === page.mainFrame()) started = true;
+  };
+  page.on('request', onRequest);
+  const loaded = page.waitForNavigation({ waitUntil: 'load', timeout: STEP_TIMEOUT_MS }).then(() => undefined);
+  loaded.catch(() => undefined);
+  const armed = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => (started ? loaded.then(resolve, reject) : resolve()), NAVIGATION_START_MS);
+    loaded.then(() => {
+      clearTimeout(timer);
+      resolve();
+    }, () => undefined);
+  });
+  return { armed, dispose: () => page.off('request', onRequest) };
+}
+
+/** Errors of a page that navigated while a step looked at it: the step looks again on the new page. */
+function isNavigationRace(error: unknown): boolean {
+  return /context was destroyed|frame (got|was) detached|Cannot find context|navigat/i.test((error as Error).message ?? '');
+}
+
 async function runStep(page: Page, step: LoginStep): Promise<void> {
   switch (step.action) {
     case 'goto':
@@ -30,12 +61,27 @@ async function runStep(page: Page, step: LoginStep): Promise<void> {
     case 'fill':
       await page.locator(step.selector).setTimeout(STEP_TIMEOUT_MS).fill(step.value);
       return;
-    case 'click':
-      await page.locator(step.selector).setTimeout(STEP_TIMEOUT_MS).click();
+    case 'click': {
+      const navigation = settleNavigation(page);
+      try {
+        await page.locator(step.selector).setTimeout(STEP_TIMEOUT_MS).click();
+        await navigation.armed;
+      } finally {
+        navigation.dispose();
+      }
       return;
-    case 'waitFor':
-      // waitForSelector survives a navigation under way (a submitted form), where a locator's wait fails.
-      await page.waitForSelector(step.selector, { timeout: STEP_TIMEOUT_MS });
+    }
+    case 'waitFor': {
+      const deadline = Date.now() + STEP_TIMEOUT_MS;
+      for (;;) {
+        try {
+          await page.waitForSelector(step.selector, { timeout: Math.max(1, deadline - Date.now()) });
+          return;
+        } catch (error) {
+          if (!isNavigationRace(error) || Date.now() >= deadline) throw error;
+        }
+      }
+    }
   }
 }
 
