@@ -27,7 +27,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { MongoClient, ObjectId, type Document } from 'mongodb';
 import { formatApiDateTime } from '@perfwatch/common';
-import { createAdmin, freePort, MongoStore, startFerretDb, startNatsServer, type ProjectRecord } from '@perfwatch/gateway';
+import { createAdmin, freePort, MongoStore, receivedRun, startFerretDb, startNatsServer, type ProjectRecord } from '@perfwatch/gateway';
 import { buildLocationSnapshot } from '../gateway/src/snapshot-builder.ts';
 import { loadLeanLhr } from '../test/support/lhr-fixtures.ts';
 import { root } from './local-stack.ts';
@@ -122,7 +122,7 @@ export async function measureReadPath(snapshots = DEFAULT_SNAPSHOTS): Promise<Re
 
   const seedStarted = performance.now();
   const lhr = loadLeanLhr('mobile');
-  const template = buildLocationSnapshot('mobile', 'london', [{ jobId: 'seed', agentId: 'seed', location: 'london', device: 'mobile', runIndex: 0, startedAt: new Date().toISOString(), lighthouseMs: 6_000, lhr }]);
+  const template = await buildLocationSnapshot('mobile', 'london', [receivedRun({ jobId: 'seed', agentId: 'seed', location: 'london', device: 'mobile', runIndex: 0, startedAt: new Date().toISOString(), lighthouseMs: 6_000, lhr })]);
   const templateDate = await store.saveSnapshot({ project: projects[0]!, updateId: randomUUID(), date: new Date(Date.UTC(2020, 0, 1)), updateType: 'scheduled', results: [template] });
   await store.close();
 

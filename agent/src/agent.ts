@@ -8,14 +8,17 @@ import {
   auditQueueGroup,
   auditSubject,
   decodeJob,
+  digestRun,
   encodeAnnouncement,
   encodeReply,
+  encodeReplyParts,
   MAX_ANNOUNCED_RUNNING,
   HEADERS,
   PERFWATCH_VERSION,
   shrinkLighthouseResult,
   type AuditJob,
   type AuditReply,
+  type RunDigest,
   type Location,
   type SecurityFacts,
 } from '@perfwatch/common';
@@ -127,23 +130,31 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
   }
 
   async function handle(msg: Msg, job: AuditJob, requestId: string | undefined): Promise<void> {
-    await reply(msg, await execute(job, requestId));
+    await reply(msg, await execute(job, requestId), job.digest === true);
   }
 
-  async function reply(msg: Msg, body: AuditReply): Promise<void> {
+  /** The reply's bytes: in two parts when the gateway reads digests (v1.5), else whole. */
+  async function encoded(body: AuditReply, inParts: boolean, digest?: RunDigest): Promise<{ data: Uint8Array; parts: number | null }> {
+    if (!inParts || !body.ok) return { data: await encodeReply(body), parts: null };
+    return encodeReplyParts(body, digest);
+  }
+
+  async function reply(msg: Msg, body: AuditReply, inParts = false): Promise<void> {
     const h = natsHeaders();
     h.set(HEADERS.contentEncoding, 'gzip');
     h.set(HEADERS.agentId, agentId);
     const requestId = msg.headers?.get(HEADERS.requestId);
     if (requestId) h.set(HEADERS.requestId, requestId);
-    let data = await encodeReply(body);
+    let { data, parts } = await encoded(body, inParts);
     // Headers and protocol framing share the payload limit; keep a margin for them.
     const maxPayload = (nc.info?.max_payload ?? 1024 * 1024) - 4096;
     if (data.byteLength > maxPayload && body.ok) {
       log.warn({ bytes: data.byteLength, maxPayload }, 'result exceeds the NATS payload limit; shrinking it');
-      data = await encodeReply({ ok: true, result: { ...body.result, lhr: shrinkLighthouseResult(body.result.lhr) } });
+      // The digest stays the whole result's: only what is kept of it shrinks.
+      ({ data, parts } = await encoded({ ok: true, result: { ...body.result, lhr: shrinkLighthouseResult(body.result.lhr) } }, inParts, digestRun(body.result.lhr)));
     }
     if (data.byteLength > maxPayload) {
+      parts = null;
       log.error({ bytes: data.byteLength, maxPayload }, 'result exceeds the NATS payload limit');
       data = await encodeReply({
         ok: false,
@@ -152,6 +163,7 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
         error: { code: 'RESULT_TOO_LARGE', message: `compressed result is ${data.byteLength} bytes; the NATS server allows ${maxPayload}`, retryable: false },
       });
     }
+    if (parts !== null) h.set(HEADERS.replyParts, String(parts));
     if (!msg.respond(data, { headers: h })) log.warn('job had no reply subject; result dropped by the sender');
   }
 

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { pageAuthSchema } from './page-auth.ts';
 import { DEVICES, LOCATIONS, type Location } from './ids.ts';
 import { lighthouseResultSchema } from './lighthouse-result.ts';
+import { digestRun, runDigestSchema, type RunDigest } from './run-digest.ts';
 import { securityFactsSchema } from './security-kpis.ts';
 
 /**
@@ -27,6 +28,11 @@ export const HEADERS = {
   contentEncoding: 'Content-Encoding',
   /** Added in v1.2 on replies: the agent that answers, readable before the body is inflated. */
   agentId: 'Perfwatch-Agent-Id',
+  /**
+   * Added in v1.5 on replies in two parts: the length of the first (the gzip of the reply with
+   * the run's digest); the rest is the gzip of the Lighthouse result's JSON.
+   */
+  replyParts: 'Perfwatch-Reply-Parts',
 } as const;
 
 /**
@@ -68,6 +74,12 @@ export const auditJobSchema = z.object({
    * the result's final URL shows.
    */
   auth: pageAuthSchema.optional(),
+  /**
+   * Added in v1.5: answer with the run's digest (run-digest.ts) and the result compressed apart
+   * (encodeReplyParts), so the gateway reads a few hundred bytes of each run and keeps the
+   * result as sent. Agents of earlier versions send the whole result, which it digests itself.
+   */
+  digest: z.literal(true).optional(),
 });
 export type AuditJob = z.infer<typeof auditJobSchema>;
 
@@ -140,17 +152,31 @@ export const auditRunResultSchema = z.object({
 });
 export type AuditRunResult = z.infer<typeof auditRunResultSchema>;
 
-export const auditReplySchema = z.discriminatedUnion('ok', [
-  z.object({ ok: z.literal(true), result: auditRunResultSchema }),
-  z.object({
-    ok: z.literal(false),
-    jobId: z.string().min(1).max(200).optional(),
-    /** Added in v1.1: which agent failed, so a retry can go elsewhere. */
-    agentId: agentIdSchema.optional(),
-    error: auditFailureSchema,
-  }),
-]);
+const failedReplySchema = z.object({
+  ok: z.literal(false),
+  jobId: z.string().min(1).max(200).optional(),
+  /** Added in v1.1: which agent failed, so a retry can go elsewhere. */
+  agentId: agentIdSchema.optional(),
+  error: auditFailureSchema,
+});
+
+export const auditReplySchema = z.discriminatedUnion('ok', [z.object({ ok: z.literal(true), result: auditRunResultSchema }), failedReplySchema]);
 export type AuditReply = z.infer<typeof auditReplySchema>;
+
+/** Added in v1.5: a run as the first part of a two-part reply has it, its digest for its result. */
+export const digestedRunResultSchema = auditRunResultSchema.omit({ lhr: true }).extend({ digest: runDigestSchema });
+export type DigestedRunResult = z.infer<typeof digestedRunResultSchema>;
+export const digestedReplySchema = z.discriminatedUnion('ok', [z.object({ ok: z.literal(true), result: digestedRunResultSchema }), failedReplySchema]);
+
+/**
+ * A reply as a gateway reads it: an agent of v1.5 sends a successful run's digest and its
+ * result as the gzip the gateway stores (`lighthouseGzip`, never inflated on receipt); earlier
+ * agents, and failures, the v1 reply.
+ */
+export type ReceivedReply = AuditReply | { ok: true; result: DigestedRunResult; lighthouseGzip: Buffer };
+
+/** The first part of a two-part reply inflates to at most this: a digest is a few kilobytes. */
+export const MAX_REPLY_DIGEST_BYTES = 256 * 1024;
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
@@ -163,27 +189,48 @@ export async function encodeReply(reply: AuditReply): Promise<Uint8Array> {
   return gzipAsync(Buffer.from(JSON.stringify(reply)));
 }
 
-/** Reads a reply, inflating at most MAX_REPLY_INFLATED_BYTES; anything else is ReplyRefused. */
-export async function decodeReply(data: Uint8Array, contentEncoding: string | undefined, { maxBytes = MAX_REPLY_INFLATED_BYTES }: { maxBytes?: number } = {}): Promise<AuditReply> {
-  let raw: Buffer;
-  if (contentEncoding === 'gzip') {
-    try {
-      raw = await gunzipAsync(data, { maxOutputLength: maxBytes });
-    } catch (error) {
-      const tooBig = (error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE';
-      throw new ReplyRefused(tooBig ? `the reply inflates past ${maxBytes} bytes` : `the reply is not gzip: ${(error as Error).message}`, { cause: error });
-    }
-  } else {
-    if (data.byteLength > maxBytes) throw new ReplyRefused(`the reply is over ${maxBytes} bytes`);
-    raw = Buffer.from(data);
+/**
+ * A successful run's reply in two parts (v1.5): the gzip of the reply with the run's digest in
+ * place of its result, then the gzip of the result's JSON. `parts` is the first part's length,
+ * sent in the Perfwatch-Reply-Parts header.
+ */
+export async function encodeReplyParts(reply: Extract<AuditReply, { ok: true }>, digest: RunDigest = digestRun(reply.result.lhr)): Promise<{ data: Buffer; parts: number }> {
+  const { lhr, ...run } = reply.result;
+  const [head, result] = await Promise.all([gzipAsync(Buffer.from(JSON.stringify({ ok: true, result: { ...run, digest } }))), gzipAsync(Buffer.from(JSON.stringify(lhr)))]);
+  return { data: Buffer.concat([head, result]), parts: head.byteLength };
+}
+
+/**
+ * The second part of a two-part reply, checked without inflating it: gzip, and its trailer's
+ * length within the bound. The trailer can lie; whoever inflates the result later bounds the
+ * output again.
+ */
+function checkedResultPart(part: Uint8Array, maxBytes: number): Buffer {
+  if (part.byteLength < 18 || part[0] !== 0x1f || part[1] !== 0x8b || part[2] !== 0x08) throw new ReplyRefused('the reply\'s result is not gzip');
+  if (part.byteLength > maxBytes) throw new ReplyRefused(`the reply's result is over ${maxBytes} bytes`);
+  const inflated = Buffer.from(part.buffer, part.byteOffset + part.byteLength - 4, 4).readUInt32LE(0);
+  if (inflated > maxBytes) throw new ReplyRefused(`the reply's result inflates past ${maxBytes} bytes`);
+  // A copy: the message's buffer may be a view of a larger read.
+  return Buffer.from(part);
+}
+
+async function inflated(data: Uint8Array, maxBytes: number): Promise<Buffer> {
+  try {
+    return await gunzipAsync(data, { maxOutputLength: maxBytes });
+  } catch (error) {
+    const tooBig = (error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE';
+    throw new ReplyRefused(tooBig ? `the reply inflates past ${maxBytes} bytes` : `the reply is not gzip: ${(error as Error).message}`, { cause: error });
   }
+}
+
+function parsedAs<T>(raw: Buffer, schema: z.ZodType<T>): T {
   let json: unknown;
   try {
     json = JSON.parse(raw.toString('utf8'));
   } catch (error) {
     throw new ReplyRefused('the reply is not JSON', { cause: error });
   }
-  const parsed = auditReplySchema.safeParse(json);
+  const parsed = schema.safeParse(json);
   if (!parsed.success) {
     const issues = parsed.error.issues.slice(0, 3).map((issue) => `${issue.path.join('.') || '(reply)'}: ${issue.message}`.slice(0, 200));
     throw new ReplyRefused(`the reply does not match the v1 contract (${issues.join('; ')})`, { cause: parsed.error });
@@ -192,10 +239,35 @@ export async function decodeReply(data: Uint8Array, contentEncoding: string | un
 }
 
 /**
+ * Reads a reply as a gateway does: a two-part one (`parts`, the Perfwatch-Reply-Parts header)
+ * by its digest alone, any other inflating at most MAX_REPLY_INFLATED_BYTES; anything else is
+ * ReplyRefused.
+ */
+export async function receiveReply(data: Uint8Array, contentEncoding: string | undefined, parts: string | undefined, { maxBytes = MAX_REPLY_INFLATED_BYTES }: { maxBytes?: number } = {}): Promise<ReceivedReply> {
+  if (parts === undefined) return decodeReply(data, contentEncoding, { maxBytes });
+  const split = /^\d{1,9}$/.test(parts) ? Number(parts) : Number.NaN;
+  if (contentEncoding !== 'gzip' || !(split > 0 && split < data.byteLength)) throw new ReplyRefused('the reply\'s parts do not add up');
+  const reply = parsedAs(await inflated(data.subarray(0, split), Math.min(maxBytes, MAX_REPLY_DIGEST_BYTES)), digestedReplySchema);
+  if (!reply.ok) throw new ReplyRefused('a failure comes in one part');
+  return { ...reply, lighthouseGzip: checkedResultPart(data.subarray(split), maxBytes) };
+}
+
+/** Reads a reply, inflating at most MAX_REPLY_INFLATED_BYTES; anything else is ReplyRefused. */
+export async function decodeReply(data: Uint8Array, contentEncoding: string | undefined, { maxBytes = MAX_REPLY_INFLATED_BYTES }: { maxBytes?: number } = {}): Promise<AuditReply> {
+  let raw: Buffer;
+  if (contentEncoding === 'gzip') raw = await inflated(data, maxBytes);
+  else {
+    if (data.byteLength > maxBytes) throw new ReplyRefused(`the reply is over ${maxBytes} bytes`);
+    raw = Buffer.from(data);
+  }
+  return parsedAs(raw, auditReplySchema);
+}
+
+/**
  * Why a well-formed reply does not answer the job it came back for, or null when it does: an
  * agent must not pass off another job's run (its own, replayed, or forged) as this one.
  */
-export function replyMismatch(job: AuditJob, reply: AuditReply): string | null {
+export function replyMismatch(job: AuditJob, reply: ReceivedReply): string | null {
   if (!reply.ok) return reply.jobId !== undefined && reply.jobId !== job.jobId ? `a failure of job ${reply.jobId}, not ${job.jobId}` : null;
   const { result } = reply;
   const expected = { jobId: job.jobId, location: job.location, device: job.device, runIndex: job.runIndex };

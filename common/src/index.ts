@@ -25,3 +25,4 @@ export * from './budgets.ts';
 export * from './webhooks.ts';
 export * from './annotations.ts';
 export * from './page-auth.ts';
+export * from './run-digest.ts';

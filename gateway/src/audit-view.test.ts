@@ -1,15 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { auditResultSchema } from '@perfwatch/common';
 import { loadLhr } from '../../test/support/lhr-fixtures.ts';
-import { toAuditResult } from './audit-view.ts';
-import { buildLocationSnapshot } from './snapshot-builder.ts';
+import { gzipSync } from 'node:zlib';
+import { auditResultJson, toAuditResult } from './audit-view.ts';
+import { receivedRun } from './nats-dispatcher.ts';
+import { ResultBytes } from './result-bytes.ts';
+import { buildLocationSnapshot, NoUsableResult } from './snapshot-builder.ts';
+import { builtCell, readCell } from '../../test/support/new-cells.ts';
+
+const mobileLondon = await builtCell('mobile', 'london', [1, 2, 3].map((n, runIndex) => ({ jobId: `j${n}`, agentId: 'a', location: 'london' as const, device: 'mobile' as const, runIndex, startedAt: '', lighthouseMs: 1, lhr: loadLhr('mobile', n as 1 | 2 | 3) })));
+const desktopTokyo = await builtCell('desktop', 'tokyo', [{ jobId: 'j', agentId: 'a', location: 'tokyo', device: 'desktop', runIndex: 0, startedAt: '', lighthouseMs: 1, lhr: loadLhr('desktop', 1) }]);
+const date = new Date('2026-01-02T03:04:05Z');
 
 describe('toAuditResult', () => {
-  const mobileLondon = buildLocationSnapshot('mobile', 'london', [1, 2, 3].map((n, runIndex) => ({ jobId: `j${n}`, agentId: 'a', location: 'london' as const, device: 'mobile' as const, runIndex, startedAt: '', lighthouseMs: 1, lhr: loadLhr('mobile', n as 1 | 2 | 3) })));
-  const desktopTokyo = buildLocationSnapshot('desktop', 'tokyo', [{ jobId: 'j', agentId: 'a', location: 'tokyo', device: 'desktop', runIndex: 0, startedAt: '', lighthouseMs: 1, lhr: loadLhr('desktop', 1) }]);
-  const date = new Date('2026-01-02T03:04:05Z');
 
-  it('has the shape of the spec: device → location → lighthouse with crux, date and elementCount', () => {
+  it('has the shape of the spec: device → location → lighthouse with crux, date and elementCount', async () => {
     const view = toAuditResult({ date, available: [mobileLondon, desktopTokyo], results: [mobileLondon, desktopTokyo] }, { defaultLocation: 'london' });
     expect(auditResultSchema.parse(view)).toEqual(view);
     const cell = view.mobile!.london!;
@@ -23,14 +28,14 @@ describe('toAuditResult', () => {
     expect(view.desktop!.tokyo!.median).toBe(1);
   });
 
-  it('lists every location the snapshot has for the device, even when the read is filtered', () => {
+  it('lists every location the snapshot has for the device, even when the read is filtered', async () => {
     const view = toAuditResult({ date, available: [mobileLondon, { device: 'mobile', location: 'tokyo' }], results: [mobileLondon] }, { defaultLocation: 'tokyo' });
     expect(Object.keys(view.mobile!)).toEqual(['london']);
     expect(view.mobile!.london!.locations).toEqual(['london', 'tokyo']);
     expect(view.desktop).toBeUndefined();
   });
 
-  it('names the missing cells the read asked about, and has no `missing` key when none is', () => {
+  it('names the missing cells the read asked about, and has no `missing` key when none is', async () => {
     const missing = [
       { device: 'mobile' as const, location: 'tokyo' as const, reason: 'NO_RESPONDERS: no agent serves tokyo' },
       { device: 'desktop' as const, location: 'london' as const, reason: 'TIMEOUT: no reply' },
@@ -42,10 +47,10 @@ describe('toAuditResult', () => {
     expect(toAuditResult(snapshot, { defaultLocation: 'london' }, { locations: ['frankfurt'] })).not.toHaveProperty('missing');
     expect(toAuditResult({ ...snapshot, missing: [] }, { defaultLocation: 'london' })).not.toHaveProperty('missing');
   });
-  it('says how far the runs are to be trusted: reliable and suspect runs, re-tests, the median\'s verdict', () => {
+  it('says how far the runs are to be trusted: reliable and suspect runs, re-tests, the median\'s verdict', async () => {
     const conditions = { benchmarkIndex: 2400, baselineBenchmarkIndex: 2460, cpuMultiplier: 8, concurrentRuns: 0, loadAverage: 0.2, chromeVersion: '142', lighthouseVersion: '13' };
     const runs = [1, 2, 3].map((n, runIndex) => ({ jobId: `j${n}`, agentId: 'a', location: 'london' as const, device: 'mobile' as const, runIndex, startedAt: '', lighthouseMs: 1, lhr: loadLhr('mobile', n as 1 | 2 | 3), conditions: { ...conditions, concurrentRuns: runIndex === 0 ? 1 : 0 } }));
-    const retested = buildLocationSnapshot('mobile', 'london', [...runs, { ...runs[1]!, jobId: 'j4', runIndex: 3, conditions, retestOfRunIndex: 0 }]);
+    const retested = await builtCell('mobile', 'london', [...runs, { ...runs[1]!, jobId: 'j4', runIndex: 3, conditions, retestOfRunIndex: 0 }]);
     const cell = toAuditResult({ date, available: [retested], results: [retested] }, { defaultLocation: 'london' }).mobile!.london!;
     expect(cell.verification).toEqual({ reliableRuns: 3, suspectRuns: 1, retests: 1, median: 'reliable' });
     expect(cell.runs.map((r) => r.verdict)).toEqual(['suspect', 'reliable', 'reliable', 'reliable']);
@@ -53,5 +58,33 @@ describe('toAuditResult', () => {
     // Snapshots stored before verdicts existed say nothing rather than something invented.
     const before = { ...mobileLondon, runs: mobileLondon.runs.map(({ verdict: _v, reasons: _r, ...run }) => run) };
     expect(toAuditResult({ date, available: [before], results: [before] }, { defaultLocation: 'london' }).mobile!.london).not.toHaveProperty('verification');
+  });
+});
+
+describe('auditResultJson', () => {
+  const runs = (bytes: (n: 1 | 2 | 3) => Buffer) =>
+    ([1, 2, 3] as const).map((n, runIndex) => {
+      const { lighthouse: _whole, ...run } = receivedRun({ jobId: `j${n}`, agentId: 'a', location: 'london', device: 'mobile', runIndex, startedAt: '', lighthouseMs: 1, lhr: loadLhr('mobile', n) });
+      return { ...run, lighthouse: ResultBytes.fromGzip(bytes(n)) };
+    });
+
+  it('writes the representative results as received, and reads as the object toAuditResult makes', async () => {
+    const cell = await buildLocationSnapshot('mobile', 'london', runs((n) => gzipSync(JSON.stringify(loadLhr('mobile', n)))));
+    const json = await auditResultJson({ date, available: [cell], results: [cell] }, { defaultLocation: 'london' });
+    expect(JSON.parse(json)).toEqual(toAuditResult({ date, available: [cell], results: [await readCell(cell)] }, { defaultLocation: 'london' }));
+    expect(auditResultSchema.parse(JSON.parse(json)).mobile!.london!.lighthouse.date).toBe('2026-01-02T03:04:05');
+  });
+
+  it('never writes an agent\'s bytes that are not one JSON object: their run is set aside, the median taken again', async () => {
+    // What the median run's agent sent tries to close the result and add keys of its own.
+    const median = (await buildLocationSnapshot('mobile', 'london', runs((n) => gzipSync(JSON.stringify(loadLhr('mobile', n)))))).median;
+    const hostile = runs((n) => gzipSync(n === median ? '{"lighthouseVersion":"13"}},"missing":[{"device":"mobile"' : JSON.stringify(loadLhr('mobile', n))));
+    const cell = await buildLocationSnapshot('mobile', 'london', hostile);
+    expect(cell.runs).toHaveLength(2);
+    const json = await auditResultJson({ date, available: [cell], results: [cell] }, { defaultLocation: 'london' });
+    expect(Object.keys(JSON.parse(json))).toEqual(['mobile']);
+    // Not one usable result: the cell has none, and says why.
+    await expect(buildLocationSnapshot('mobile', 'london', runs(() => gzipSync('[1, 2]')))).rejects.toThrow(/not a JSON object/);
+    await expect(buildLocationSnapshot('mobile', 'london', runs(() => Buffer.from('plain')))).rejects.toBeInstanceOf(NoUsableResult);
   });
 });

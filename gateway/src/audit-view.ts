@@ -1,5 +1,6 @@
 import { formatApiDateTime, type AuditResult, type Device, type Location, type LocationResult } from '@perfwatch/common';
-import type { ProjectRecord, SnapshotFilter, SnapshotRecord } from './store/store.ts';
+import { randomUUID } from 'node:crypto';
+import type { NewLocationSnapshot, ProjectRecord, SnapshotFilter, SnapshotRecord } from './store/store.ts';
 
 function verification(runs: SnapshotRecord['results'][number]['runs'], median: number): Pick<LocationResult, 'verification'> {
   if (!runs.some((run) => run.verdict)) return {};
@@ -14,14 +15,50 @@ function verification(runs: SnapshotRecord['results'][number]['runs'], median: n
   };
 }
 
+/** What the audit result adds to a cell's Lighthouse result. */
+type LighthouseAdditions = Pick<LocationResult['lighthouse'], 'crux' | 'date' | 'elementCount'>;
+
 /** The spec's audit result for a stored snapshot: device → location → result. */
 export function toAuditResult(snapshot: Pick<SnapshotRecord, 'date' | 'available' | 'results'> & { missing?: SnapshotRecord['missing'] }, project: Pick<ProjectRecord, 'defaultLocation'>, filter: SnapshotFilter = {}): AuditResult {
+  return auditResultOf(snapshot, project, filter, (r, additions) => ({ ...r.lighthouse, ...additions }));
+}
+
+/**
+ * The audit result of an update just made, as JSON text: each cell's representative result is
+ * written as the text it inflates to (checked to be one JSON object when the snapshot was
+ * built), never parsed into an object and serialised again. The result's own keys come first,
+ * the audit result's additions after them, so they win as they do in toAuditResult.
+ */
+export async function auditResultJson(snapshot: { date: Date; available: SnapshotRecord['available']; results: readonly NewLocationSnapshot[]; missing?: SnapshotRecord['missing'] }, project: Pick<ProjectRecord, 'defaultLocation'>): Promise<string> {
+  const nonce = randomUUID();
+  const slots: Array<{ token: string; cell: NewLocationSnapshot; additions: LighthouseAdditions }> = [];
+  const view = auditResultOf(snapshot, project, {}, (cell, additions) => {
+    const token = `@@perfwatch-result:${nonce}:${slots.length}@@`;
+    slots.push({ token, cell, additions });
+    return token;
+  });
+  let json = JSON.stringify(view);
+  for (const { token, cell, additions } of slots) {
+    const text = (await cell.lighthouse.json()).trimEnd();
+    const added = JSON.stringify(additions).slice(1);
+    const body = text.slice(0, -1).trimEnd();
+    json = json.replace(JSON.stringify(token), () => `${body}${body.endsWith('{') ? '' : ','}${added}`);
+  }
+  return json;
+}
+
+function auditResultOf<R extends { device: Device; location: Location; crux: LighthouseAdditions['crux']; elementCount: number | null; median: number; runs: SnapshotRecord['results'][number]['runs']; checks?: SnapshotRecord['results'][number]['checks'] }>(
+  snapshot: { date: Date; available: SnapshotRecord['available']; results: readonly R[]; missing?: SnapshotRecord['missing'] },
+  project: Pick<ProjectRecord, 'defaultLocation'>,
+  filter: SnapshotFilter,
+  lighthouse: (r: R, additions: LighthouseAdditions) => unknown,
+): AuditResult {
   const date = formatApiDateTime(snapshot.date);
   const out: Partial<Record<Device, Partial<Record<Location, LocationResult>>>> = {};
   for (const r of snapshot.results) {
     const locations = snapshot.available.filter((a) => a.device === r.device).map((a) => a.location);
     (out[r.device] ??= {})[r.location] = {
-      lighthouse: { ...r.lighthouse, crux: r.crux, date, elementCount: r.elementCount },
+      lighthouse: lighthouse(r, { crux: r.crux, date, elementCount: r.elementCount }) as LocationResult['lighthouse'],
       median: r.median,
       locations,
       defaultLocation: project.defaultLocation,

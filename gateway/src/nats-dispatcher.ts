@@ -6,7 +6,8 @@ import { errors as natsErrors, headers as natsHeaders } from '@nats-io/nats-core
 import type { Logger } from 'pino';
 import type { AgentRegistry } from './agent-registry.ts';
 import { FairWaitingRoom, type Ticket } from './fair-waiting-room.ts';
-import { agentIdSchema, auditSubject, decodeReply, encodeJob, HEADERS, ReplyRefused, replyMismatch, type AuditErrorCode, type AuditJob, type AuditReply, type AuditRunResult, type Location } from '@perfwatch/common';
+import { agentIdSchema, auditSubject, digestRun, encodeJob, HEADERS, receiveReply, ReplyRefused, replyMismatch, type AuditErrorCode, type AuditJob, type AuditRunResult, type DigestedRunResult, type Location, type ReceivedReply } from '@perfwatch/common';
+import { ResultBytes } from './result-bytes.ts';
 
 /**
  * Failures the gateway observes on the transport, beside the ones agents report (an agent of
@@ -14,8 +15,14 @@ import { agentIdSchema, auditSubject, decodeReply, encodeJob, HEADERS, ReplyRefu
  */
 export type DispatchErrorCode = AuditErrorCode | 'NO_RESPONDERS' | 'TIMEOUT' | 'BAD_REPLY' | (string & {});
 
+/**
+ * A successful run as the gateway holds it: what it reads of the run (its digest) and the
+ * result it stores, compressed (result-bytes.ts).
+ */
+export type ReceivedRun = DigestedRunResult & { lighthouse: ResultBytes };
+
 export type RunOutcome =
-  | { ok: true; result: AuditRunResult }
+  | { ok: true; result: ReceivedRun }
   | { ok: false; agentId?: string; error: { code: DispatchErrorCode; message: string; retryable: boolean } };
 
 export interface DispatchOptions {
@@ -39,9 +46,18 @@ export interface Dispatcher {
 /** A race entrant that never wins. */
 const never = new Promise<never>(() => {});
 
-/** An agent's v1 reply as the outcome of its run, whatever transport brought it. */
-export function replyOutcome(reply: AuditReply): RunOutcome {
-  if (reply.ok) return { ok: true, result: reply.result };
+/** A whole run (agents before v1.5, local mode) as the gateway holds it. */
+export function receivedRun({ lhr, ...run }: AuditRunResult): ReceivedRun {
+  return { ...run, digest: digestRun(lhr), lighthouse: ResultBytes.fromResult(lhr) };
+}
+
+/**
+ * An agent's v1 reply as the outcome of its run, whatever transport brought it. A whole result
+ * (agents before v1.5, local mode) is digested here, the way a v1.5 agent digests its own.
+ */
+export function replyOutcome(reply: ReceivedReply): RunOutcome {
+  if (reply.ok && 'lighthouseGzip' in reply) return { ok: true, result: { ...reply.result, lighthouse: ResultBytes.fromGzip(reply.lighthouseGzip) } };
+  if (reply.ok) return { ok: true, result: receivedRun(reply.result) };
   return reply.agentId === undefined ? { ok: false, error: reply.error } : { ok: false, agentId: reply.agentId, error: reply.error };
 }
 
@@ -208,7 +224,8 @@ export function createNatsDispatcher({
     let onDisconnect = () => {};
     const ended = new AbortController();
     try {
-      const request = nc.request(auditSubject(job.location), encodeJob(job), { timeout: timeoutMs, headers: h });
+      // This gateway reads two-part replies: the run's digest, and its result kept as sent.
+      const request = nc.request(auditSubject(job.location), encodeJob({ ...job, digest: true }), { timeout: timeoutMs, headers: h });
       request.catch(() => undefined);
       const lost = new Promise<null>((resolve) => {
         onDisconnect = () => resolve(null);
@@ -247,9 +264,9 @@ export function createNatsDispatcher({
       logger.warn({ jobId: job.jobId, requestId, location: job.location, agentId: agent, reason: why }, 'refused an agent reply');
       return { ok: false, ...(agent ? { agentId: agent } : {}), error: { code: 'BAD_REPLY', message: `${from} sent a reply that was refused: ${why}`, retryable: true } };
     };
-    let decoded: AuditReply;
+    let decoded: ReceivedReply;
     try {
-      decoded = await decodeReply(reply.data, reply.headers?.get(HEADERS.contentEncoding) || undefined);
+      decoded = await receiveReply(reply.data, reply.headers?.get(HEADERS.contentEncoding) || undefined, reply.headers?.get(HEADERS.replyParts) || undefined);
     } catch (error) {
       // Every way decodeReply refuses a reply is a ReplyRefused; anything else still becomes an
       // outcome, since a dispatch never throws.

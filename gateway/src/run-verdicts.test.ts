@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AuditRunResult, RunConditions } from '@perfwatch/common';
 import { loadLhr } from '../../test/support/lhr-fixtures.ts';
+import { receivedRun } from './nats-dispatcher.ts';
 import { judgeRuns, nextRetest, representativeRunIndex, type MeasuredRun } from './run-verdicts.ts';
 
 const calm: RunConditions = { benchmarkIndex: 2400, baselineBenchmarkIndex: 2460, cpuMultiplier: 7.98, concurrentRuns: 0, overlappingRuns: 0, loadAverage: 0.4, chromeVersion: '142', lighthouseVersion: '13.0.1' };
@@ -12,7 +13,7 @@ function run(n: 1 | 2 | 3, { runIndex = n - 1, conditions = calm, agentId = 'a1'
   if (lcp !== undefined) lhr.audits['largest-contentful-paint']!.numericValue = lcp;
   if (warnings) lhr['runWarnings'] = warnings;
   const result: AuditRunResult = { jobId: `j${runIndex}`, agentId, location: 'london', device: 'mobile', runIndex, startedAt: '', lighthouseMs: 1, lhr, ...(conditions ? { conditions: { ...calm, ...conditions } } : {}) };
-  return retestOfRunIndex === undefined ? result : { ...result, retestOfRunIndex };
+  return retestOfRunIndex === undefined ? receivedRun(result) : { ...receivedRun(result), retestOfRunIndex };
 }
 
 describe('judgeRuns', () => {

@@ -1,4 +1,8 @@
-import { BENCHMARK_DRIFT_LIMIT, extractRunMetrics, median, medianRunIndex, type AuditRunResult, type RunMetrics, type RunVerdict } from '@perfwatch/common';
+import { BENCHMARK_DRIFT_LIMIT, digestSkeleton, extractRunMetrics, median, medianRunIndex, type DigestedRunResult, type RunMetrics, type RunVerdict } from '@perfwatch/common';
+import type { ReceivedRun } from './nats-dispatcher.ts';
+
+/** What a verdict reads of a run: who measured it, in what conditions, and its digest. */
+export type JudgedRun = Pick<DigestedRunResult, 'agentId' | 'conditions' | 'digest'>;
 
 /**
  * When the gateway doubts a run. One table, cited by README ("Trusting the numbers"): a run is
@@ -39,7 +43,7 @@ function percent(fraction: number): string {
 }
 
 /** What in the run itself (its conditions, Lighthouse's warnings) makes it doubtful. */
-function ownReasons(run: AuditRunResult): string[] {
+function ownReasons(run: JudgedRun): string[] {
   const reasons: string[] = [];
   const c = run.conditions;
   if (c?.benchmarkIndex != null && c.baselineBenchmarkIndex) {
@@ -50,7 +54,7 @@ function ownReasons(run: AuditRunResult): string[] {
   }
   const others = Math.max(c?.concurrentRuns ?? 0, c?.overlappingRuns ?? 0);
   if (others > 0) reasons.push(`${others} other run${others === 1 ? ' was' : 's were'} in progress on agent ${run.agentId} during this run`);
-  const warnings = Array.isArray(run.lhr['runWarnings']) ? run.lhr['runWarnings'].filter((w): w is string => typeof w === 'string' && !NOT_ABOUT_THE_RUN.some((re) => re.test(w))) : [];
+  const warnings = run.digest.lhr.runWarnings.filter((w) => !NOT_ABOUT_THE_RUN.some((re) => re.test(w)));
   for (const warning of warnings.slice(0, MAX_WARNINGS)) reasons.push(`Lighthouse warned: ${warning}`);
   return reasons.map((reason) => (reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS - 1)}…` : reason));
 }
@@ -82,10 +86,10 @@ function outlierReasons(metrics: readonly RunMetrics[]): string[][] {
  * looked for only among the runs nothing else is doubted about: a run slowed by a neighbour
  * would otherwise drag the median its re-test is compared with.
  */
-export function judgeRuns(runs: readonly AuditRunResult[]): Verdict[] {
+export function judgeRuns(runs: readonly JudgedRun[]): Verdict[] {
   const own = runs.map(ownReasons);
   const clean = runs.flatMap((run, i) => (own[i]!.length === 0 ? [i] : []));
-  const outliers = outlierReasons(clean.map((i) => extractRunMetrics(runs[i]!.lhr)));
+  const outliers = outlierReasons(clean.map((i) => extractRunMetrics(digestSkeleton(runs[i]!.digest))));
   clean.forEach((runIndex, k) => own[runIndex]!.push(...outliers[k]!));
   return own.map((reasons) => ({ verdict: reasons.length > 0 ? 'suspect' : 'reliable', reasons }));
 }
@@ -101,7 +105,7 @@ export function representativeRunIndex(runs: ReadonlyArray<Pick<RunMetrics, 'fcp
 }
 
 /** A run of an update, and which run it measured again when it is a re-test. */
-export type MeasuredRun = AuditRunResult & { retestOfRunIndex?: number };
+export type MeasuredRun = ReceivedRun & { retestOfRunIndex?: number };
 
 /**
  * The run to measure again next, or null: the first suspect first-round run that no reliable

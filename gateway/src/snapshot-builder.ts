@@ -1,37 +1,72 @@
-import { cruxKpis, extractElementCount, extractRunMetrics, lighthouseKpis, pageSourceKpis, savingsKpis, securityKpis, type Device, type Location } from '@perfwatch/common';
+import { cruxKpis, digestKpis, digestSkeleton, extractRunMetrics, lighthouseKpis, pageSourceKpis, savingsKpis, securityKpis, type Device, type KpiRecord, type Location } from '@perfwatch/common';
 import type { FieldData } from './crux/crux-client.ts';
+import { BadResultBytes } from './result-bytes.ts';
 import { judgeRuns, representativeRunIndex, type MeasuredRun } from './run-verdicts.ts';
-import type { LocationSnapshot } from './store/store.ts';
+import type { NewLocationSnapshot } from './store/store.ts';
+
+/** A cell whose every successful run sent a result that does not hold together. */
+export class NoUsableResult extends Error {
+  constructor(reasons: readonly string[]) {
+    super(`no run's result could be read: ${reasons.join('; ')}`.slice(0, 2_000));
+    this.name = 'NoUsableResult';
+  }
+}
 
 /**
  * Turns the successful runs of one (device, location) into its snapshot entry: every run's
- * key metrics, conditions and verdict, the representative run's full result, and the KPI
- * records taken from it.
+ * key metrics, conditions and verdict (from the runs' digests), the representative run's
+ * result as received, and the KPI records taken from it. Only the representative result is
+ * inflated, to check it is one JSON object before it is stored; should it not be, its run is
+ * set aside (the agent sent something else than its digest promised) and the choice made again.
  */
-export function buildLocationSnapshot(device: Device, location: Location, successes: readonly MeasuredRun[]): LocationSnapshot {
+export async function buildLocationSnapshot(device: Device, location: Location, successes: readonly MeasuredRun[]): Promise<NewLocationSnapshot> {
   if (successes.length === 0) throw new Error(`no successful run for ${device}/${location}`);
   // Re-tests have run indexes past the first round's, so they come after the runs they re-test.
-  const ordered = [...successes].sort((a, b) => a.runIndex - b.runIndex);
-  const verdicts = judgeRuns(ordered);
-  const runs = ordered.map((r, i) => {
-    const target = r.retestOfRunIndex === undefined ? -1 : ordered.findIndex((o) => o.runIndex === r.retestOfRunIndex);
-    return { ...extractRunMetrics(r.lhr), agentId: r.agentId, ...(r.conditions ?? {}), ...verdicts[i]!, ...(target >= 0 ? { retestOf: target + 1 } : {}) };
-  });
-  const index = representativeRunIndex(runs);
-  const representative = ordered[index]!;
-  const lighthouse = representative.lhr;
-  const security = representative.security ?? ordered.find((r) => r.security)?.security;
-  return {
-    device,
-    location,
-    median: index + 1,
-    runs,
-    lighthouse,
-    // Field data arrives with the agent's CrUX client; until then there is none to show.
-    crux: { url: null },
-    elementCount: extractElementCount(lighthouse),
-    kpis: [...lighthouseKpis(lighthouse), ...pageSourceKpis(lighthouse), ...savingsKpis(lighthouse), ...(security ? securityKpis(security) : [])],
-  };
+  let ordered = [...successes].sort((a, b) => a.runIndex - b.runIndex);
+  const unusable: string[] = [];
+  for (;;) {
+    if (ordered.length === 0) throw new NoUsableResult(unusable);
+    const verdicts = judgeRuns(ordered);
+    const runs = ordered.map((r, i) => {
+      const target = r.retestOfRunIndex === undefined ? -1 : ordered.findIndex((o) => o.runIndex === r.retestOfRunIndex);
+      return { ...extractRunMetrics(digestSkeleton(r.digest)), agentId: r.agentId, ...(r.conditions ?? {}), ...verdicts[i]!, ...(target >= 0 ? { retestOf: target + 1 } : {}) };
+    });
+    const index = representativeRunIndex(runs);
+    const representative = ordered[index]!;
+    try {
+      await representative.lighthouse.check();
+    } catch (error) {
+      if (!(error instanceof BadResultBytes)) throw error;
+      unusable.push(`run ${representative.runIndex} of agent ${representative.agentId}: ${error.message}`);
+      ordered = ordered.filter((r) => r !== representative);
+      continue;
+    }
+    const security = representative.security ?? ordered.find((r) => r.security)?.security;
+    return {
+      device,
+      location,
+      median: index + 1,
+      runs,
+      lighthouse: representative.lighthouse,
+      lighthouseVersion: representative.digest.lhr.lighthouseVersion,
+      measured: digestSkeleton(representative.digest),
+      // Field data arrives with the agent's CrUX client; until then there is none to show.
+      crux: { url: null },
+      elementCount: representative.digest.elementCount,
+      kpis: [...(await resultKpis(representative)), ...(security ? securityKpis(security) : [])],
+    };
+  }
+}
+
+/**
+ * The representative run's KPI records: the agent's, taken with this gateway's definitions,
+ * or, from an agent of other definitions, taken here from its result.
+ */
+async function resultKpis(run: MeasuredRun): Promise<KpiRecord[]> {
+  const sent = digestKpis(run.digest);
+  if (sent) return sent;
+  const lhr = await run.lighthouse.read();
+  return [...lighthouseKpis(lhr), ...pageSourceKpis(lhr), ...savingsKpis(lhr)];
 }
 
 /**
@@ -39,7 +74,7 @@ export function buildLocationSnapshot(device: Device, location: Location, succes
  * (the Core Web Vitals assessment of the page and of its origin). Without field data (CrUX not
  * configured, or not reachable) nothing is added: no assessment is ever invented.
  */
-export function withFieldData(entry: LocationSnapshot, fieldData: FieldData | null): LocationSnapshot {
+export function withFieldData(entry: NewLocationSnapshot, fieldData: FieldData | null): NewLocationSnapshot {
   if (!fieldData) return entry;
   return {
     ...entry,

@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ApiError, type AuditJob, type Location } from '@perfwatch/common';
 import { loadLhr } from '../../test/support/lhr-fixtures.ts';
-import type { Dispatcher, RunOutcome } from './nats-dispatcher.ts';
+import { receivedRun, type Dispatcher, type RunOutcome } from './nats-dispatcher.ts';
 import type { NewSnapshot, ProjectRecord, Store } from './store/store.ts';
 import type { CruxClient, FieldData } from './crux/crux-client.ts';
 import { createUpdateService, UpdateInterrupted } from './update-service.ts';
@@ -38,7 +38,7 @@ function serviceWith(answer: (job: AuditJob) => RunOutcome, crux?: CruxClient, n
 
 const success = (job: AuditJob): RunOutcome => ({
   ok: true,
-  result: { jobId: job.jobId, agentId: 'a', location: job.location, device: job.device, runIndex: job.runIndex, startedAt: '', lighthouseMs: 1, lhr: loadLhr(job.device, (job.runIndex + 1) as 1 | 2 | 3) },
+  result: receivedRun({ jobId: job.jobId, agentId: 'a', location: job.location, device: job.device, runIndex: job.runIndex, startedAt: '', lighthouseMs: 1, lhr: loadLhr(job.device, (job.runIndex + 1) as 1 | 2 | 3) }),
 });
 const failure = (code: 'NO_RESPONDERS' | 'TIMEOUT' | 'RUN_TIMEOUT' | 'PAGE_LOAD_FAILED'): RunOutcome => ({ ok: false, error: { code, message: code.toLowerCase(), retryable: true } });
 
@@ -55,7 +55,7 @@ describe('update service', () => {
       expect(r.runs).toHaveLength(3);
       expect(r.median).toBeGreaterThanOrEqual(1);
       // The stored result is the representative run's own.
-      expect(r.lighthouse.audits['first-contentful-paint']!.numericValue).toBe(r.runs[r.median - 1]!.fcp);
+      expect((await r.lighthouse.read()).audits['first-contentful-paint']!.numericValue).toBe(r.runs[r.median - 1]!.fcp);
     }
   });
 
@@ -194,7 +194,7 @@ describe('update service', () => {
         options.push({ jobId: job.jobId, ...(avoidAgent ? { avoidAgent } : {}) });
         const retest = job.runIndex >= project.runs;
         const shared = job.location === 'tokyo' || !retest;
-        return { ok: true, result: { jobId: job.jobId, agentId: retest ? 'a2' : 'a1', location: job.location, device: job.device, runIndex: job.runIndex, startedAt: '', lighthouseMs: 1, lhr: loadLhr(job.device, ((job.runIndex % 3) + 1) as 1 | 2 | 3), conditions: { ...conditions, concurrentRuns: shared ? 2 : 0, overlappingRuns: shared ? 2 : 0 } } };
+        return { ok: true, result: receivedRun({ jobId: job.jobId, agentId: retest ? 'a2' : 'a1', location: job.location, device: job.device, runIndex: job.runIndex, startedAt: '', lighthouseMs: 1, lhr: loadLhr(job.device, ((job.runIndex % 3) + 1) as 1 | 2 | 3), conditions: { ...conditions, concurrentRuns: shared ? 2 : 0, overlappingRuns: shared ? 2 : 0 } }) };
       },
     };
     const { store, saved } = recordingStore();
@@ -209,7 +209,7 @@ describe('update service', () => {
     expect(london.runs[0]!.reasons).toEqual(['2 other runs were in progress on agent a1 during this run']);
     // The median of the two reliable re-tests, and the stored result is that run's.
     expect([4, 5]).toContain(london.median);
-    expect(london.lighthouse.audits['first-contentful-paint']!.numericValue).toBe(london.runs[london.median - 1]!.fcp);
+    expect((await london.lighthouse.read()).audits['first-contentful-paint']!.numericValue).toBe(london.runs[london.median - 1]!.fcp);
     // Re-tests are asked to avoid the agent of the run they measure again, and are numbered past the first round.
     expect(options.filter((o) => o.jobId.startsWith('u.mobile.london.')).map((o) => [o.jobId, o.avoidAgent])).toEqual([['u.mobile.london.0', undefined], ['u.mobile.london.1', undefined], ['u.mobile.london.2', undefined], ['u.mobile.london.3', 'a1'], ['u.mobile.london.4', 'a1']]);
 

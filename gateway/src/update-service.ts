@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { ApiError, hasBudgets, LIGHTHOUSE_KPI_VERSION, truncateToSecond, type AuditJob, type PageAuth, type Device, type Location, type MissingCell, type UpdateType } from '@perfwatch/common';
+import { ApiError, digestSkeleton, hasBudgets, LIGHTHOUSE_KPI_VERSION, truncateToSecond, type AuditJob, type PageAuth, type Device, type Location, type MissingCell, type UpdateType } from '@perfwatch/common';
 import type { DispatchOptions, Dispatcher, RunOutcome } from './nats-dispatcher.ts';
 import type { CruxClient } from './crux/crux-client.ts';
 import type { UpdateMode, UpdateObserver } from './metrics.ts';
@@ -9,8 +9,8 @@ import { cellKey, checksOf, needsConfirmation, readPriorCells, settleChecks } fr
 import { openProjectAuth } from './project-auth.ts';
 import { SecretKeyError, type SecretBox } from './secret-box.ts';
 import { nextRetest, VERDICT_RULES, type MeasuredRun } from './run-verdicts.ts';
-import { buildLocationSnapshot, withFieldData } from './snapshot-builder.ts';
-import type { LocationSnapshot, ProjectRecord, Store, UpdateProgress } from './store/store.ts';
+import { buildLocationSnapshot, NoUsableResult, withFieldData } from './snapshot-builder.ts';
+import type { NewLocationSnapshot, ProjectRecord, Store, UpdateProgress } from './store/store.ts';
 
 /**
  * Failures an agent reports that another attempt may not repeat. Not retried: a page that did
@@ -79,12 +79,12 @@ function measured(outcome: Extract<RunOutcome, { ok: true }> & { retestOfRunInde
 export type ProgressListener = (progress: UpdateProgress[]) => void;
 
 /** Told of every stored snapshot (webhooks announce its budget events). */
-export type SnapshotListener = (snapshot: { project: ProjectRecord; updateId: string; date: Date; results: readonly LocationSnapshot[] }) => Promise<void>;
+export type SnapshotListener = (snapshot: { project: ProjectRecord; updateId: string; date: Date; results: readonly NewLocationSnapshot[] }) => Promise<void>;
 
 export interface UpdateOutcome {
   updateId: string;
   date: Date;
-  results: LocationSnapshot[];
+  results: NewLocationSnapshot[];
   /** The cells without a result, and why. */
   missing: MissingCell[];
 }
@@ -205,7 +205,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
     );
 
     const fieldDataByDevice = await fieldData;
-    const results: LocationSnapshot[] = [];
+    const results: NewLocationSnapshot[] = [];
     const missing: MissingCell[] = [];
     const failures: Array<{ device: Device; location: Location; outcome: Extract<RunOutcome, { ok: false }> }> = [];
     for (const { device, location, runs } of outcomes) {
@@ -215,8 +215,18 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
         if (outcome.ok) successes.push(measured(outcome));
         else failures.push({ device, location, outcome: (lastFailure = outcome) });
       }
-      if (successes.length > 0) results.push(withFieldData(buildLocationSnapshot(device, location, successes), fieldDataByDevice.get(device) ?? null));
-      else missing.push({ device, location, reason: `${lastFailure!.error.code}: ${lastFailure!.error.message}`.slice(0, 2_000) });
+      if (successes.length === 0) {
+        missing.push({ device, location, reason: `${lastFailure!.error.code}: ${lastFailure!.error.message}`.slice(0, 2_000) });
+        continue;
+      }
+      try {
+        results.push(withFieldData(await buildLocationSnapshot(device, location, successes), fieldDataByDevice.get(device) ?? null));
+      } catch (error) {
+        if (!(error instanceof NoUsableResult)) throw error;
+        const outcome = { ok: false as const, error: { code: 'BAD_REPLY', message: error.message, retryable: true } };
+        failures.push({ device, location, outcome });
+        missing.push({ device, location, reason: `BAD_REPLY: ${error.message}`.slice(0, 2_000) });
+      }
     }
     for (const f of failures) log.warn({ device: f.device, location: f.location, code: f.outcome.error.code, reason: f.outcome.error.message }, 'run failed');
 
@@ -246,17 +256,17 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
    * snapshot's states, and for a failure of a passing check one confirmation run of the cell
    * (budget-alerts.ts has the rule).
    */
-  async function checkBudgets(project: ProjectRecord, results: LocationSnapshot[], confirm: (device: Device, location: Location) => Promise<RunOutcome>, log: Logger): Promise<void> {
+  async function checkBudgets(project: ProjectRecord, results: NewLocationSnapshot[], confirm: (device: Device, location: Location) => Promise<RunOutcome>, log: Logger): Promise<void> {
     const prior = await readPriorCells(store, project, results);
     await Promise.all(
       results.map(async (result) => {
         const before = prior.get(cellKey(result.device, result.location));
-        const checks = checksOf(result.lighthouse, project.budgets, before);
+        const checks = checksOf(result.measured, project.budgets, before);
         let confirmation: ReturnType<typeof checksOf> | null | undefined;
         if (needsConfirmation(checks, before)) {
           log.info({ device: result.device, location: result.location, failing: checks.filter((c) => !c.pass).map((c) => c.message) }, 'a budget failed; measuring once more to confirm');
           const outcome = await confirm(result.device, result.location);
-          confirmation = outcome.ok ? checksOf(outcome.result.lhr, project.budgets, before) : null;
+          confirmation = outcome.ok ? checksOf(digestSkeleton(outcome.result.digest), project.budgets, before) : null;
         }
         result.checks = settleChecks(checks, before, confirmation);
       }),

@@ -60,7 +60,7 @@ describe('agent capacity', () => {
     console.log(`agent capacity 2: ${RUNS} runs in ${seconds.toFixed(0)} s (${((RUNS / seconds) * 3600).toFixed(0)} audits/hour), ${dirs.size} Chromes used`);
 
     expect(outcomes.filter((o) => !o.ok)).toEqual([]);
-    expect(new Set(outcomes.map((o) => (o.ok ? o.result.lhr.configSettings?.formFactor : null)))).toEqual(new Set(['mobile', 'desktop']));
+    expect(new Set(await Promise.all(outcomes.map(async (o) => (o.ok ? (await o.result.lighthouse.read()).configSettings?.formFactor : null))))).toEqual(new Set(['mobile', 'desktop']));
     // Two at a time, never more; 10 runs per Chrome: at least 5 Chromes over the 50 runs.
     expect(mostBrowsers, excess.slice(0, 3).join('\n')).toBe(2);
     expect(dirs.size).toBeGreaterThanOrEqual(RUNS / 10);

@@ -6,6 +6,7 @@ import { main } from '../../gateway/src/admin/admin-cli.ts';
 import { MongoStore } from '@perfwatch/gateway';
 import { lighthouseKpis } from '@perfwatch/common';
 import { loadLhr } from '../support/lhr-fixtures.ts';
+import { newCell } from '../support/new-cells.ts';
 
 function sink() {
   let text = '';
@@ -84,7 +85,7 @@ describe('perfwatch admin', () => {
       const date = new Date('2026-03-01T09:00:00Z');
       // As version 1 stored it: the seed's performance fields only.
       const seedOnly = lighthouseKpis(lighthouse).map((k) => (k.kpi === 'performance' ? { ...k, data: Object.fromEntries(Object.entries(k.data as object).filter(([key]) => ['si', 'fcp', 'fmp', 'tti', 'fCPUi', 'mpFID', 'score'].includes(key))) } : k));
-      await store.saveSnapshot({ project, updateId: 'kpi-v1', date, updateType: 'scheduled', results: [{ device: 'mobile', location: 'london', median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 1, kpis: [...seedOnly, { section: 'SECURITY', kpi: 'tls', data: { ok: true } }] }] });
+      await store.saveSnapshot({ project, updateId: 'kpi-v1', date, updateType: 'scheduled', results: [newCell({ device: 'mobile', location: 'london', median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 1, kpis: [...seedOnly, { section: 'SECURITY', kpi: 'tls', data: { ok: true } }] })] });
 
       const run = await admin(env, 'recompute-kpis');
       expect(run.code, run.err).toBe(0);

@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { decodeJob, decodeReply, encodeAnnouncement, encodeJob, HEADERS, type AuditJob } from '@perfwatch/common';
+import { gunzipSync } from 'node:zlib';
+import { decodeJob, decodeReply, digestRun, encodeAnnouncement, encodeJob, encodeReply, HEADERS, lighthouseResultSchema, receiveReply, type AuditJob } from '@perfwatch/common';
+import { buildLocationSnapshot } from '../../gateway/src/snapshot-builder.ts';
 import { startAgent } from '@perfwatch/agent';
 import { createNatsDispatcher, startAgentRegistry } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
@@ -139,6 +141,55 @@ describe('agent', () => {
       await nc.drain();
       await hole.drain();
       await registry.stop();
+    }
+  });
+
+  it('answers a v1.5 job in two parts: the run\'s digest, then its result as the gzip a store keeps', async () => {
+    const nc = await connect({ servers: nats.url });
+    const agent = startAgent({ nc, location: 'los_angeles', runner: fixtureRunner(), logger: silentLogger, agentId: 'la-parts' });
+    try {
+      await nc.flush();
+      const h = natsHeaders();
+      h.set(HEADERS.requestId, 'parts');
+      const msg = await client.request('perfwatch.audit.v1.los_angeles', encodeJob({ ...job({ location: 'los_angeles' }), digest: true }), { timeout: 5000, headers: h });
+      const parts = msg.headers?.get(HEADERS.replyParts);
+      expect(parts).toMatch(/^\d+$/);
+      const received = await receiveReply(msg.data, msg.headers?.get(HEADERS.contentEncoding), parts);
+      if (!received.ok || !('lighthouseGzip' in received)) throw new Error('not a two-part reply');
+      const lhr = lighthouseResultSchema.parse(JSON.parse(gunzipSync(received.lighthouseGzip).toString('utf8')));
+      expect(lhr.requestedUrl).toBe('http://fixture.test/');
+      expect(received.result.digest).toEqual(JSON.parse(JSON.stringify(digestRun(lhr))));
+      // A job without the flag (a gateway before v1.5) still gets the whole result in one part.
+      const whole = await client.request('perfwatch.audit.v1.los_angeles', encodeJob(job({ location: 'los_angeles' })), { timeout: 5000 });
+      expect(whole.headers?.get(HEADERS.replyParts)).toBe('');
+      expect((await decodeReply(whole.data, 'gzip')).ok).toBe(true);
+    } finally {
+      await agent.stop();
+      await nc.drain();
+    }
+  });
+
+  it('a gateway reads an agent before v1.5, which sends the whole result, as it reads a v1.5 one', async () => {
+    const old = await connect({ servers: nats.url });
+    const lhr = loadLhr('desktop', 2);
+    old.subscribe('perfwatch.audit.v1.frankfurt', { queue: 'perfwatch-agents.frankfurt', callback: (_error, msg) => {
+      const asked = decodeJob(msg.data);
+      const h = natsHeaders();
+      h.set(HEADERS.contentEncoding, 'gzip');
+      void encodeReply({ ok: true, result: { jobId: asked.jobId, agentId: 'fra-old', location: 'frankfurt', device: asked.device, runIndex: asked.runIndex, startedAt: new Date().toISOString(), lighthouseMs: 5, lhr } }).then((data) => msg.respond(data, { headers: h }));
+    } });
+    await old.flush();
+    const dispatcher = createNatsDispatcher({ nc: client, logger: silentLogger });
+    try {
+      const outcome = await dispatcher.dispatch(job({ location: 'frankfurt', device: 'desktop' }), { timeoutMs: 5_000, requestId: 'old' });
+      if (!outcome.ok) throw new Error(outcome.error.message);
+      expect(outcome.result.digest).toEqual(digestRun(lhr));
+      expect(await outcome.result.lighthouse.read()).toEqual(lhr);
+      const cell = await buildLocationSnapshot('desktop', 'frankfurt', [outcome.result]);
+      expect(cell.kpis.length).toBeGreaterThan(5);
+      expect(JSON.parse(gunzipSync(await cell.lighthouse.gzip()).toString('utf8'))).toEqual(lhr);
+    } finally {
+      await old.drain();
     }
   });
 

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { lighthouseKpis, type Device, type Location } from '@perfwatch/common';
 import type { MongoStore } from '@perfwatch/gateway';
 import { loadLhr } from '../support/lhr-fixtures.ts';
+import { newCell } from '../support/new-cells.ts';
 import { describeStoreContract } from '../support/store-contract.ts';
 import { isolatedNats, startTestGateway, testStore } from '../support/test-services.ts';
 
@@ -23,7 +24,7 @@ afterAll(async () => {
 
 function result(device: Device, location: Location) {
   const lighthouse = loadLhr(device, 1);
-  return { device, location, median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 454, kpis: lighthouseKpis(lighthouse) };
+  return newCell({ device, location, median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 454, kpis: lighthouseKpis(lighthouse) });
 }
 
 describe('MongoStore', () => {

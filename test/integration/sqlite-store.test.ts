@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lighthouseKpis } from '@perfwatch/common';
 import { SqliteStore } from '@perfwatch/gateway';
 import { loadLhr } from '../support/lhr-fixtures.ts';
+import { newCell } from '../support/new-cells.ts';
 import { describeStoreContract } from '../support/store-contract.ts';
 
 // The embedded store of `perfwatch start`, on a real file, against the same contract as the MongoDB store.
@@ -32,7 +33,7 @@ describe('SqliteStore', () => {
     const project = await first.addProject({ userId: user.id, url: 'https://rita.example/', domain: 'rita.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
     const lighthouse = loadLhr('desktop', 1);
     const date = new Date('2026-05-01T08:00:00Z');
-    await first.saveSnapshot({ project, updateId: 'r1', date, updateType: 'manual', results: [{ device: 'desktop', location: 'london', median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 12, kpis: lighthouseKpis(lighthouse) }] });
+    await first.saveSnapshot({ project, updateId: 'r1', date, updateType: 'manual', results: [newCell({ device: 'desktop', location: 'london', median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 12, kpis: lighthouseKpis(lighthouse) })] });
     await first.close();
 
     const again = new SqliteStore({ path });
@@ -69,7 +70,7 @@ describe('SqliteStore', () => {
     const project = await first.addProject({ userId: user.id, url: 'https://sam.example/', domain: 'sam.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
     const lighthouse = loadLhr('desktop', 1);
     const date = new Date('2026-05-02T08:00:00Z');
-    await first.saveSnapshot({ project, updateId: 's1', date, updateType: 'manual', results: [{ device: 'desktop', location: 'london', median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 12, kpis: lighthouseKpis(lighthouse) }] });
+    await first.saveSnapshot({ project, updateId: 's1', date, updateType: 'manual', results: [newCell({ device: 'desktop', location: 'london', median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 12, kpis: lighthouseKpis(lighthouse) })] });
     await first.createUpdate({ id: 'up1', userId: user.id, projectId: project.id, url: project.url, devices: ['desktop'], locations: ['london'], updateType: 'manual', runs: 1 });
     await first.close();
     // Back to what schema 1 wrote: the same tables without the columns of schemas 2 to 6.

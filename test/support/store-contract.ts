@@ -2,10 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { lighthouseKpis, type Device, type Location } from '@perfwatch/common';
 import type { Store } from '@perfwatch/gateway';
 import { loadLhr } from './lhr-fixtures.ts';
+import { newCell } from './new-cells.ts';
 
 function result(device: Device, location: Location) {
   const lighthouse = loadLhr(device, 1);
-  return { device, location, median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 454, kpis: lighthouseKpis(lighthouse) };
+  return newCell({ device, location, median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 454, kpis: lighthouseKpis(lighthouse) });
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import { ApiError, DEVICES } from '@perfwatch/common';
-import { toAuditResult } from '../audit-view.ts';
+import { auditResultJson } from '../audit-view.ts';
 import { parseRequest, updateBodySchema, updateQuerySchema } from '../request-params.ts';
 import type { Store } from '../store/store.ts';
 import type { UpdateService } from '../update-service.ts';
@@ -29,6 +29,6 @@ export function updateRoute({ store, updates, startAsync, syncUpdates }: { store
       throw new ApiError('TOO_MANY_REQUESTS', 'You have as many sync updates running as one user may. Wait for one to finish, or use mode=async.', [`limit: ${syncUpdates!.perUser} sync updates in flight per user`], { headers: { 'Retry-After': '30' } });
     }
     const outcome = await updates.run(request).finally(() => (slot ? store.releaseSlot(slot).catch(() => undefined) : undefined));
-    res.json(toAuditResult({ date: outcome.date, available: outcome.results, results: outcome.results, missing: outcome.missing }, project));
+    res.type('application/json').send(await auditResultJson({ date: outcome.date, available: outcome.results, results: outcome.results, missing: outcome.missing }, project));
   };
 }

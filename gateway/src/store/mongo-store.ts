@@ -1,5 +1,5 @@
 import { promisify } from 'node:util';
-import { gunzip, gzip } from 'node:zlib';
+import { gunzip } from 'node:zlib';
 import { Binary, MongoClient, MongoNetworkError, MongoServerError, MongoServerSelectionError, ObjectId, type Collection, type Db } from 'mongodb';
 import pLimit, { type LimitFunction } from 'p-limit';
 import pRetry from 'p-retry';
@@ -7,7 +7,6 @@ import { z } from 'zod';
 import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
 import { ConcurrentWrite, DELIVERY_STATUSES, DuplicateError, fieldHistoryId, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateProgress, type MissingCell, type UpdateState, type OverviewFilter, type SnapshotSummary, type SnapshotPage, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
 
-const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
 
 const DUPLICATE_KEY = 11000;
@@ -612,10 +611,10 @@ export class MongoStore implements Store {
         elementCount: r.elementCount,
         crux: r.crux,
         ...(r.checks ? { checks: r.checks } : {}),
-        lighthouseVersion: r.lighthouse.lighthouseVersion,
+        lighthouseVersion: r.lighthouseVersion,
         // Stored compressed and opaque: ~6× smaller, and Lighthouse's own keys (some contain
-        // dots) never meet a server's field-name rules.
-        lighthouse: new Binary(await gzipAsync(Buffer.from(JSON.stringify(r.lighthouse)))),
+        // dots) never meet a server's field-name rules. From an agent of v1.5, as it sent it.
+        lighthouse: new Binary(await r.lighthouse.gzip()),
       })),
     );
     if (resultDocs.length > 0) await this.#results.insertMany(resultDocs, { ordered: false });

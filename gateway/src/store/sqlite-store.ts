@@ -3,12 +3,11 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import { promisify } from 'node:util';
-import { gunzip, gzip } from 'node:zlib';
+import { gunzip } from 'node:zlib';
 import { z } from 'zod';
 import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
 import { DELIVERY_STATUSES, DuplicateError, fieldHistoryId, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, type KpiRow, type MissingCell, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type SnapshotPage, type Store, type TokenRecord, type UpdateRecord, type UpdateProgress, type UpdateState, type UserRecord } from './store.ts';
 
-const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
 
 /** How many later seconds a snapshot may move to when its project already has one at that second. */
@@ -372,7 +371,7 @@ export class SqliteStore implements Store {
 
   async saveSnapshot({ project, updateId, date, updateType, results, missing, kpiVersion = 1 }: NewSnapshot): Promise<Date> {
     // Compressed before the transaction: the write itself then takes milliseconds.
-    const compressed = await Promise.all(results.map((r) => gzipAsync(Buffer.from(JSON.stringify(r.lighthouse)))));
+    const compressed = await Promise.all(results.map((r) => r.lighthouse.gzip()));
     return this.#transaction(() => {
       // Idempotent per update: a second save of the same update returns the first one's date.
       const earlier = this.#get('SELECT date FROM snapshots WHERE update_id = ?', updateId) as { date: number } | undefined;

@@ -1,4 +1,5 @@
 import type { Budgets, CellCheck, CruxRecord, Device, KpiRecord, LighthouseResult, Location, MissingCell, RunSummary, UpdateProgress, UpdateType } from '@perfwatch/common';
+import type { ResultBytes } from '../result-bytes.ts';
 
 /** What the KPI records of a project's field-data history hang on instead of a snapshot. */
 export const fieldHistoryId = (projectId: string): string => `history:${projectId}`;
@@ -58,13 +59,24 @@ export interface LocationSnapshot {
   checks?: CellCheck[];
 }
 
+/**
+ * A cell of a snapshot being written: the representative run's result as the gzip of its JSON
+ * (received so from agents of v1.5, and stored so), and what was read of it without inflating.
+ */
+export interface NewLocationSnapshot extends Omit<LocationSnapshot, 'lighthouse'> {
+  lighthouse: ResultBytes;
+  lighthouseVersion: string;
+  /** The representative run's numbers (its digest's skeleton of the result): what budgets check. */
+  measured: LighthouseResult;
+}
+
 export interface NewSnapshot {
   project: ProjectRecord;
   updateId: string;
   /** Wanted date, whole second; the store moves it on by a second if the project already has one then. */
   date: Date;
   updateType: UpdateType;
-  results: LocationSnapshot[];
+  results: NewLocationSnapshot[];
   /** The project's cells without a result, and why; none when absent. */
   missing?: MissingCell[];
   /** LIGHTHOUSE_KPI_VERSION of its KPI records; absent: 1, the seed's. */
