@@ -29,8 +29,12 @@ const CAPACITY = 25;
 const RUNS = 3;
 const tools = join(root, '.tools/bin');
 
+/** How the responders answer: whole results (agents before v1.5) or the digest and the result apart. */
+export type ReplyKind = 'whole' | 'parts';
+
 export interface ScaleLevel {
   concurrent: number;
+  replies: ReplyKind;
   /** Until every run of the level was answered and merged (before the snapshots are stored). */
   dispatchedMs: number;
   dispatchedOverIdeal: number;
@@ -81,18 +85,23 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000]): Promise
   const { token } = await admin.createUser('scale');
   const results = { mobile: loadLeanLhr('mobile'), desktop: loadLeanLhr('desktop') };
   const nc = await connect({ servers: nats.url });
-  const agents = LOCATIONS.flatMap((location) =>
-    Array.from({ length: RESPONDERS_PER_LOCATION }, (_, i) => {
-      const runner: AuditRunner = {
-        async run(request) {
-          await sleep(DELAY_MS);
-          return { lhr: { ...results[request.device], requestedUrl: request.url, finalDisplayedUrl: request.url }, lighthouseMs: DELAY_MS };
-        },
-        async close() {},
-      };
-      return startAgent({ nc, location, runner, logger, agentId: `responder-${location}-${i}`, capacity: CAPACITY });
-    }),
-  );
+  let generation = 0;
+  const startResponders = (replies: ReplyKind) => {
+    generation++;
+    return LOCATIONS.flatMap((location) =>
+      Array.from({ length: RESPONDERS_PER_LOCATION }, (_, i) => {
+        const runner: AuditRunner = {
+          async run(request) {
+            await sleep(DELAY_MS);
+            return { lhr: { ...results[request.device], requestedUrl: request.url, finalDisplayedUrl: request.url }, lighthouseMs: DELAY_MS };
+          },
+          async close() {},
+        };
+        return startAgent({ nc, location, runner, logger, agentId: `responder-${location}-${generation}-${i}`, capacity: CAPACITY, wholeReplies: replies === 'whole' });
+      }),
+    );
+  };
+  let agents: ReturnType<typeof startResponders> = [];
   const port = await freePort();
   const gatewayUrl = `http://127.0.0.1:${port}`;
   const gateway = spawn(process.execPath, [...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []), join(root, 'bin/perfwatch.js'), 'gateway'], {
@@ -107,10 +116,13 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000]): Promise
       if (ready) break;
       await sleep(200);
     }
-    await sleep(1_000); // announcements reach the gateway's registry
     const figures: ScaleLevel[] = [];
     let project = 0;
-    for (const concurrent of levels) {
+    // Each level with both kinds of responder, one after the other: before and after side by side.
+    for (const [concurrent, replies] of levels.flatMap((level) => (['whole', 'parts'] as const).map((kind) => [level, kind] as const))) {
+      for (const agent of agents) await agent.stop();
+      agents = startResponders(replies);
+      await sleep(1_000); // the new responders' announcements reach the gateway's registry
       // A project per update: a project's snapshots take distinct seconds.
       const urls: string[] = [];
       for (let i = 0; i < concurrent; i++) {
@@ -132,10 +144,10 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000]): Promise
           await sleep(100);
         }
       })();
-      const replies = await Promise.all(urls.map((url) => get(`${gatewayUrl}/v1/update?url=${encodeURIComponent(url)}`, token)));
-      const statuses = replies.map((r) => r.status);
-      const refusal = replies.find((r) => r.status !== 200);
-      if (refusal) process.stdout.write(`dispatch ${concurrent} concurrent: ${replies.filter((r) => r.status !== 200).length} failed, e.g. ${refusal.status} ${refusal.body.slice(0, 300)}\n`);
+      const answers = await Promise.all(urls.map((url) => get(`${gatewayUrl}/v1/update?url=${encodeURIComponent(url)}`, token)));
+      const statuses = answers.map((r) => r.status);
+      const refusal = answers.find((r) => r.status !== 200);
+      if (refusal) process.stdout.write(`dispatch ${concurrent} concurrent: ${answers.filter((r) => r.status !== 200).length} failed, e.g. ${refusal.status} ${refusal.body.slice(0, 300)}\n`);
       const ms = performance.now() - started;
       sampling = false;
       await sampler;
@@ -144,8 +156,8 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000]): Promise
       const runsPerLocation = concurrent * 2 * RUNS;
       const waves = Math.ceil(runsPerLocation / (RESPONDERS_PER_LOCATION * CAPACITY));
       const idealMs = waves * DELAY_MS;
-      const level = { concurrent, ms, dispatchedMs, idealMs, overIdeal: ms / idealMs, dispatchedOverIdeal: dispatchedMs / idealMs, cpuMsPerUpdate: ((cpuAfter - cpuBefore) * 1000) / concurrent, peakRssMb: peakRss / 2 ** 20, failed: statuses.filter((s) => s !== 200).length };
-      process.stdout.write(`dispatch ${concurrent} concurrent: all runs answered in ${Math.round(dispatchedMs)} ms (×${level.dispatchedOverIdeal.toFixed(2)} ideal), updates stored and answered in ${Math.round(ms)} ms (ideal ${idealMs} ms, ×${level.overIdeal.toFixed(2)}), ${level.cpuMsPerUpdate.toFixed(1)} ms CPU/update, peak RSS ${level.peakRssMb.toFixed(0)} MB, ${level.failed} failed\n`);
+      const level = { concurrent, replies, ms, dispatchedMs, idealMs, overIdeal: ms / idealMs, dispatchedOverIdeal: dispatchedMs / idealMs, cpuMsPerUpdate: ((cpuAfter - cpuBefore) * 1000) / concurrent, peakRssMb: peakRss / 2 ** 20, failed: statuses.filter((s) => s !== 200).length };
+      process.stdout.write(`dispatch ${concurrent} concurrent, ${replies} replies: all runs answered in ${Math.round(dispatchedMs)} ms (×${level.dispatchedOverIdeal.toFixed(2)} ideal), updates stored and answered in ${Math.round(ms)} ms (ideal ${idealMs} ms, ×${level.overIdeal.toFixed(2)}), ${level.cpuMsPerUpdate.toFixed(1)} ms CPU/update, peak RSS ${level.peakRssMb.toFixed(0)} MB, ${level.failed} failed\n`);
       figures.push(level);
     }
     return figures;

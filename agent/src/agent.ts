@@ -44,6 +44,11 @@ export interface AgentDeps {
   observer?: RunObserver;
   /** Runs between two measurements of the benchmark index (PERFWATCH_CALIBRATE_EVERY_RUNS). */
   calibrateEveryRuns?: number;
+  /**
+   * Answers every job in one part, whole, as agents before v1.5 did: benchmarks measure the
+   * gateway's cost with both kinds of agent side by side.
+   */
+  wholeReplies?: boolean;
 }
 
 export interface Agent {
@@ -62,7 +67,7 @@ export interface Agent {
  * with the location's other agents, runs up to `capacity` of them at once, replies with each
  * result, and announces itself so gateways know the location is served and how busy it is.
  */
-export function startAgent({ nc, location, runner, logger, agentId, capacity = 1, announceIntervalMs = 5_000, keepScreenshots = false, probeSecurity, observer, calibrateEveryRuns }: AgentDeps): Agent {
+export function startAgent({ nc, location, runner, logger, agentId, capacity = 1, announceIntervalMs = 5_000, keepScreenshots = false, probeSecurity, observer, calibrateEveryRuns, wholeReplies = false }: AgentDeps): Agent {
   const log = logger.child({ location, agentId });
   // Binds this process to its agent id at the gateways (agent-presence.ts): only the process
   // that knows it can update or retire the id.
@@ -130,7 +135,7 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
   }
 
   async function handle(msg: Msg, job: AuditJob, requestId: string | undefined): Promise<void> {
-    await reply(msg, await execute(job, requestId), job.digest === true);
+    await reply(msg, await execute(job, requestId), job.digest === true && !wholeReplies);
   }
 
   /** The reply's bytes: in two parts when the gateway reads digests (v1.5), else whole. */

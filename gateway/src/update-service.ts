@@ -200,33 +200,19 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
           log.info({ device, location, runIndex: suspect.runIndex, retestRunIndex: runIndex, agentId: suspect.agentId }, 'measuring a suspect run again');
           runs.push({ ...(await counted(measureRun(job(runIndex), { ...options, avoidAgent: suspect.agentId }, log))), retestOfRunIndex: suspect.runIndex });
         }
-        return { device, location, runs };
+        // The cell is built as soon as its runs are in: the other runs' results are let go then,
+        // not held until the update's last cell is done.
+        return { device, location, ...(await cellOf(device, location, runs)) };
       }),
     );
 
     const fieldDataByDevice = await fieldData;
     const results: NewLocationSnapshot[] = [];
     const missing: MissingCell[] = [];
-    const failures: Array<{ device: Device; location: Location; outcome: Extract<RunOutcome, { ok: false }> }> = [];
-    for (const { device, location, runs } of outcomes) {
-      const successes: MeasuredRun[] = [];
-      let lastFailure: Extract<RunOutcome, { ok: false }> | undefined;
-      for (const outcome of runs) {
-        if (outcome.ok) successes.push(measured(outcome));
-        else failures.push({ device, location, outcome: (lastFailure = outcome) });
-      }
-      if (successes.length === 0) {
-        missing.push({ device, location, reason: `${lastFailure!.error.code}: ${lastFailure!.error.message}`.slice(0, 2_000) });
-        continue;
-      }
-      try {
-        results.push(withFieldData(await buildLocationSnapshot(device, location, successes), fieldDataByDevice.get(device) ?? null));
-      } catch (error) {
-        if (!(error instanceof NoUsableResult)) throw error;
-        const outcome = { ok: false as const, error: { code: 'BAD_REPLY', message: error.message, retryable: true } };
-        failures.push({ device, location, outcome });
-        missing.push({ device, location, reason: `BAD_REPLY: ${error.message}`.slice(0, 2_000) });
-      }
+    const failures = outcomes.flatMap(({ device, location, failures: failed }) => failed.map((outcome) => ({ device, location, outcome })));
+    for (const { device, location, cell, reason } of outcomes) {
+      if (cell) results.push(withFieldData(cell, fieldDataByDevice.get(device) ?? null));
+      else missing.push({ device, location, reason: reason! });
     }
     for (const f of failures) log.warn({ device: f.device, location: f.location, code: f.outcome.error.code, reason: f.outcome.error.message }, 'run failed');
 
@@ -249,6 +235,25 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
     for (const r of results) for (const judged of r.runs) observer?.runJudged(r.location, r.device, judged.verdict ?? 'reliable');
     log.info({ cells: cells.length, stored: results.length, missing: missing.length, failedRuns: failures.length, ms: Math.round(performance.now() - started) }, 'update done');
     return { updateId, date, results, missing, complete: missing.length === 0 };
+  }
+
+  /** A cell's snapshot entry from its runs, or why it has none; and its failed runs. */
+  async function cellOf(device: Device, location: Location, runs: ReadonlyArray<RunOutcome & { retestOfRunIndex?: number }>): Promise<{ cell?: NewLocationSnapshot; reason?: string; failures: Array<Extract<RunOutcome, { ok: false }>> }> {
+    const successes: MeasuredRun[] = [];
+    const failures: Array<Extract<RunOutcome, { ok: false }>> = [];
+    for (const outcome of runs) {
+      if (outcome.ok) successes.push(measured(outcome));
+      else failures.push(outcome);
+    }
+    const reasonOf = (failure: Extract<RunOutcome, { ok: false }>) => `${failure.error.code}: ${failure.error.message}`.slice(0, 2_000);
+    if (successes.length === 0) return { reason: reasonOf(failures.at(-1)!), failures };
+    try {
+      return { cell: await buildLocationSnapshot(device, location, successes), failures };
+    } catch (error) {
+      if (!(error instanceof NoUsableResult)) throw error;
+      const unusable = { ok: false as const, error: { code: 'BAD_REPLY', message: error.message, retryable: true } };
+      return { reason: reasonOf(unusable), failures: [...failures, unusable] };
+    }
   }
 
   /**
