@@ -2,7 +2,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { agentAnnouncementSchema, auditJobSchema, auditReplySchema, decodeAnnouncement, decodeJob, decodeReply, encodeAnnouncement, encodeJob, encodeReply } from '@perfwatch/common';
+import { gzipSync } from 'node:zlib';
+import { agentAnnouncementSchema, auditJobSchema, digestedReplySchema, receiveReply, auditReplySchema, decodeAnnouncement, decodeJob, decodeReply, encodeAnnouncement, encodeJob, encodeReply } from '@perfwatch/common';
 
 // Golden v1 messages. Within v1 these files are only ever added to: an agent and a gateway on
 // different v1 minor versions must keep understanding each other.
@@ -18,7 +19,9 @@ describe('NATS contract v1', () => {
       'agent-announcement.json',
       'audit-job-retry.json',
       'audit-job-with-auth.json',
+      'audit-job-with-digest.json',
       'audit-job.json',
+      'audit-reply-digest.json',
       'audit-reply-error-minimal.json',
       'audit-reply-error-with-agent.json',
       'audit-reply-error.json',
@@ -28,7 +31,7 @@ describe('NATS contract v1', () => {
     ]);
   });
 
-  it.each(['audit-job.json', 'audit-job-retry.json', 'audit-job-with-auth.json'])('decodes the golden job %s, and encodes it back unchanged', (name) => {
+  it.each(['audit-job.json', 'audit-job-retry.json', 'audit-job-with-auth.json', 'audit-job-with-digest.json'])('decodes the golden job %s, and encodes it back unchanged', (name) => {
     const job = auditJobSchema.parse(golden(name));
     expect(job).toEqual(golden(name));
     expect(decodeJob(encodeJob(job))).toEqual(job);
@@ -47,6 +50,16 @@ describe('NATS contract v1', () => {
     expect(agentAnnouncementSchema.parse(golden('agent-announcement-with-instance.json')).running).toBeUndefined();
     // Bounded: a region cannot grow a gateway's memory through one announcement.
     expect(agentAnnouncementSchema.safeParse({ ...announcement, running: Array.from({ length: 65 }, (_, i) => `job-${i}`) }).success).toBe(false);
+  });
+
+  it('reads the first part of a v1.5 two-part reply: the run with its digest, no result', async () => {
+    const reply = digestedReplySchema.parse(golden('audit-reply-digest.json'));
+    expect(reply).toEqual(golden('audit-reply-digest.json'));
+    const head = gzipSync(JSON.stringify(golden('audit-reply-digest.json')));
+    const received = await receiveReply(Buffer.concat([head, gzipSync('{}')]), 'gzip', String(head.byteLength));
+    expect(received.ok && 'lighthouseGzip' in received && received.result.digest.kpis.length).toBeGreaterThan(5);
+    // A v1.0 job asks for no digest: the flag is optional for good.
+    expect(auditJobSchema.parse(golden('audit-job.json')).digest).toBeUndefined();
   });
 
   it('decodes the golden agent announcement, and encodes it back unchanged', () => {
