@@ -6,10 +6,11 @@
  * responders' capacity allows) and the gateway's CPU and memory per update (from its own
  * /metrics). Responders answer with a real Lighthouse result whose audit details are dropped
  * (~40 kB), so what is measured is dispatch, merge and persistence, not result size.
- *   node bench/dispatch-scale.ts [levels=1,10,100,1000]
+ *   node bench/dispatch-scale.ts [levels=1,10,100] [kinds=whole,parts]
  */
 import { spawn } from 'node:child_process';
 import { openSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
 import { get as httpGet } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,9 +18,10 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
-import { LOCATIONS } from '@perfwatch/common';
-import { startAgent, type AuditRunner } from '@perfwatch/agent';
-import { createAdmin, freePort, MongoStore, startFerretDb, startNatsServer } from '@perfwatch/gateway';
+import { gzipSync } from 'node:zlib';
+import { DEVICES, digestRun, LOCATIONS, type AuditReply, type LighthouseResult, type RunDigest } from '@perfwatch/common';
+import { encodeReplyBytes, startAgent, type AuditRunner, type ReplyEncoder } from '@perfwatch/agent';
+import { createAdmin, freePort, MongoStore, SqliteStore, startNatsServer } from '@perfwatch/gateway';
 import { loadLeanLhr } from '../test/support/lhr-fixtures.ts';
 import { root } from './local-stack.ts';
 
@@ -28,6 +30,54 @@ const RESPONDERS_PER_LOCATION = 4;
 const CAPACITY = 25;
 const RUNS = 3;
 const tools = join(root, '.tools/bin');
+const SCRAPE_EVERY_MS = 250;
+/**
+ * The gateway's store: the embedded file by default (`perfwatch gateway` with
+ * PERFWATCH_DATA_DIR), or a real MongoDB. Not FerretDB v1: it uses no index but `_id`, so each
+ * snapshot's writes scan the whole KPI collection (measured: 100 concurrent updates took 450 s
+ * to store), and the bench would measure that instead of the gateway.
+ */
+const EXTERNAL_URI = process.env['BENCH_MONGODB_URI'];
+
+/**
+ * Reply encoders for the responders that cost them next to nothing, so the two cores are the
+ * gateway's: each result's compressed JSON and digest are made once, beforehand (`prepare`),
+ * and a reply only compresses its few hundred bytes of run facts around them. A whole reply
+ * (agents before v1.5) is three gzip members, which inflate as one text.
+ */
+function replayedReplies(): { prepare(lhr: LighthouseResult): void; whole: ReplyEncoder; parts: ReplyEncoder } {
+  const prepared = new Map<string, { gzip: Buffer; digest: RunDigest }>();
+  const key = (lhr: LighthouseResult) => `${lhr.requestedUrl}|${lhr.configSettings?.formFactor}`;
+  const of = (body: AuditReply) => {
+    if (!body.ok) return null;
+    const { lhr, ...run } = body.result;
+    return { run, ...prepared.get(key(lhr))! };
+  };
+  return {
+    prepare(lhr) {
+      prepared.set(key(lhr), { gzip: gzipSync(JSON.stringify(lhr)), digest: digestRun(lhr) });
+    },
+    async whole(body, inParts, digest) {
+      const reply = of(body);
+      if (!reply) return encodeReplyBytes(body, inParts, digest);
+      const head = JSON.stringify({ ok: true, result: { ...reply.run, lhr: null } }).slice(0, -'null}}'.length);
+      return { data: Buffer.concat([gzipSync(head), reply.gzip, gzipSync('}}')]), parts: null };
+    },
+    async parts(body, inParts, digest) {
+      const reply = of(body);
+      if (!reply || !inParts) return encodeReplyBytes(body, inParts, digest);
+      const head = gzipSync(JSON.stringify({ ok: true, result: { ...reply.run, digest: reply.digest } }));
+      return { data: Buffer.concat([head, reply.gzip]), parts: head.byteLength };
+    },
+  };
+}
+
+/** The gateway's CPU per /metrics scrape, over 20 scrapes of the idle gateway. */
+async function scrapeCost(url: string, pid: number): Promise<number> {
+  const before = await cpuMs(pid);
+  for (let i = 0; i < 20; i++) await scrape(url);
+  return ((await cpuMs(pid)) - before) / 20;
+}
 
 /** How the responders answer: whole results (agents before v1.5) or the digest and the result apart. */
 export type ReplyKind = 'whole' | 'parts';
@@ -43,6 +93,9 @@ export interface ScaleLevel {
   overIdeal: number;
   cpuMsPerUpdate: number;
   peakRssMb: number;
+  /** Sampled every SCRAPE_EVERY_MS: V8's heap in use, and memory outside it (buffers). */
+  peakHeapMb: number;
+  peakExternalMb: number;
   failed: number;
 }
 
@@ -53,37 +106,70 @@ export interface ScaleLevel {
 function get(url: string, token: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = httpGet(url, { headers: { Authorization: token }, agent: false }, (res) => {
+      // A thousand answers of a megabyte each are counted, not kept; a refusal's body is kept.
       let body = '';
+      let bytes = 0;
       res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('data', (chunk: string) => {
+        bytes += chunk.length;
+        if (res.statusCode !== 200) body += chunk;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: res.statusCode === 200 ? `${bytes} characters` : body }));
     });
     req.on('error', reject);
   });
 }
 
-/** Runs the gateway has finished dispatching (answered or failed), from its /metrics. */
-async function dispatchedRuns(url: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  return text.split('\n').filter((l) => l.startsWith('perfwatch_dispatch_duration_seconds_count')).reduce((sum, l) => sum + Number(l.split(' ')[1]), 0);
+/** From the gateway's /metrics: runs it has finished dispatching (answered or failed), its V8 heap in use and its memory outside the heap (buffers). */
+async function scrape(url: string): Promise<{ dispatched: number; heapMb: number; externalMb: number }> {
+  const lines = (await (await fetch(`${url}/metrics`)).text()).split('\n');
+  const value = (name: string) => Number(lines.find((l) => l.startsWith(`${name} `))?.split(' ')[1] ?? Number.NaN) / 2 ** 20;
+  const dispatched = lines.filter((l) => l.startsWith('perfwatch_dispatch_duration_seconds_count')).reduce((sum, l) => sum + Number(l.split(' ')[1]), 0);
+  return { dispatched, heapMb: value('nodejs_heap_size_used_bytes'), externalMb: value('nodejs_external_memory_bytes') };
 }
 
-async function metric(url: string, name: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return Number(line?.split(' ')[1] ?? Number.NaN);
+/** The process's CPU time so far (user + system), from /proc: reading it costs the gateway nothing. */
+async function cpuMs(pid: number): Promise<number> {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+  // utime and stime, fields 14 and 15 of stat(5), in clock ticks of 10 ms.
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
-export async function measureDispatchScale(levels = [1, 10, 100, 1000]): Promise<ScaleLevel[]> {
+/** The process's peak RSS since the last resetPeakRss. */
+async function peakRssMb(pid: number): Promise<number> {
+  return Number(/VmHWM:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+}
+
+/** Resets VmHWM to the current RSS (proc(5), clear_refs "5"), so each level reports its own peak. */
+async function resetPeakRss(pid: number): Promise<void> {
+  await writeFile(`/proc/${pid}/clear_refs`, '5');
+}
+
+export async function measureDispatchScale(levels = [1, 10, 100, 1000], kinds: readonly ReplyKind[] = ['whole', 'parts']): Promise<ScaleLevel[]> {
   const logger = pino({ level: 'silent' });
   const dir = await mkdtemp(join(tmpdir(), 'perfwatch-scale-'));
   const nats = await startNatsServer({ binary: join(tools, 'nats-server'), dir: join(dir, 'nats') });
-  const db = await startFerretDb({ binary: join(tools, 'ferretdb'), dir: join(dir, 'db') });
-  const store = new MongoStore({ uri: db.url, dbName: 'scale' });
+  // Every level's projects exist before the gateway starts: the embedded store's file is then
+  // the gateway's alone. A project per update: a project's snapshots take distinct seconds.
+  const dbName = `scale_${Date.now()}`;
+  const store = EXTERNAL_URI ? new MongoStore({ uri: EXTERNAL_URI, dbName }) : new SqliteStore({ path: join(dir, 'perfwatch.sqlite') });
   await store.init();
   const admin = createAdmin(store);
   const { token } = await admin.createUser('scale');
+  const projects = new Map<string, string[]>();
+  let project = 0;
+  for (const level of levels) {
+    for (const kind of kinds) {
+      const urls = Array.from({ length: level }, () => `https://scale-${project++}.example/`);
+      for (const url of urls) await admin.addProject('scale', url, { locations: [...LOCATIONS], runs: RUNS });
+      projects.set(`${level}/${kind}`, urls);
+    }
+  }
+  const storeEnv = EXTERNAL_URI ? { MONGODB_URI: EXTERNAL_URI, MONGODB_DB: dbName } : { PERFWATCH_DATA_DIR: dir };
+  await store.close();
   const results = { mobile: loadLeanLhr('mobile'), desktop: loadLeanLhr('desktop') };
+  const replayed = replayedReplies();
+  for (const urls of projects.values()) for (const url of urls) for (const device of DEVICES) replayed.prepare({ ...results[device], requestedUrl: url, finalDisplayedUrl: url });
   const nc = await connect({ servers: nats.url });
   let generation = 0;
   const startResponders = (replies: ReplyKind) => {
@@ -97,7 +183,7 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000]): Promise
           },
           async close() {},
         };
-        return startAgent({ nc, location, runner, logger, agentId: `responder-${location}-${generation}-${i}`, capacity: CAPACITY, wholeReplies: replies === 'whole' });
+        return startAgent({ nc, location, runner, logger, agentId: `responder-${location}-${generation}-${i}`, capacity: CAPACITY, encodeReply: replies === 'whole' ? replayed.whole : replayed.parts });
       }),
     );
   };
@@ -105,7 +191,7 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000]): Promise
   const port = await freePort();
   const gatewayUrl = `http://127.0.0.1:${port}`;
   const gateway = spawn(process.execPath, [...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []), join(root, 'bin/perfwatch.js'), 'gateway'], {
-    env: { ...process.env, NATS_URL: nats.url, MONGODB_URI: db.url, MONGODB_DB: 'scale', PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_UPDATES_PER_MINUTE: '1000000', MAX_SYNC_UPDATES_PER_USER: '1000', SHUTDOWN_READINESS_DELAY_MS: '0' },
+    env: { ...process.env, ...storeEnv, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_UPDATES_PER_MINUTE: '1000000', MAX_SYNC_UPDATES_PER_USER: '1000', SHUTDOWN_READINESS_DELAY_MS: '0' },
     // BENCH_GATEWAY_LOG=FILE keeps the gateway's warnings and errors.
     stdio: ['ignore', process.env['BENCH_GATEWAY_LOG'] ? openSync(process.env['BENCH_GATEWAY_LOG'], 'a') : 'ignore', process.env['BENCH_GATEWAY_LOG'] ? openSync(process.env['BENCH_GATEWAY_LOG'], 'a') : 'ignore'],
   });
@@ -117,31 +203,31 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000]): Promise
       await sleep(200);
     }
     const figures: ScaleLevel[] = [];
-    let project = 0;
     // Each level with both kinds of responder, one after the other: before and after side by side.
-    for (const [concurrent, replies] of levels.flatMap((level) => (['whole', 'parts'] as const).map((kind) => [level, kind] as const))) {
+    for (const [concurrent, replies] of levels.flatMap((level) => kinds.map((kind) => [level, kind] as const))) {
       for (const agent of agents) await agent.stop();
       agents = startResponders(replies);
       await sleep(1_000); // the new responders' announcements reach the gateway's registry
-      // A project per update: a project's snapshots take distinct seconds.
-      const urls: string[] = [];
-      for (let i = 0; i < concurrent; i++) {
-        const url = `https://scale-${project++}.example/`;
-        await admin.addProject('scale', url, { locations: [...LOCATIONS], runs: RUNS });
-        urls.push(url);
-      }
-      const cpuBefore = await metric(gatewayUrl, 'process_cpu_seconds_total');
-      const runsBefore = await dispatchedRuns(gatewayUrl);
-      let peakRss = 0;
+      const urls = projects.get(`${concurrent}/${replies}`)!;
+      const runsBefore = (await scrape(gatewayUrl)).dispatched;
+      await resetPeakRss(gateway.pid!);
+      const cpuBefore = await cpuMs(gateway.pid!);
       let dispatchedMs = Number.NaN;
-      let sampling = true;
+      let scrapes = 0;
+      let answered = false;
+      const peak = { heapMb: 0, externalMb: 0 };
       const started = performance.now();
+      // Every run answered and merged (what is left is storing the snapshots), seen on the
+      // gateway's /metrics. A scrape costs the gateway CPU, measured below and taken off.
       const sampler = (async () => {
-        while (sampling) {
-          peakRss = Math.max(peakRss, await metric(gatewayUrl, 'process_resident_memory_bytes').catch(() => 0));
-          // Every run answered and merged: what is left is storing the snapshots.
-          if (Number.isNaN(dispatchedMs) && (await dispatchedRuns(gatewayUrl).catch(() => 0)) - runsBefore >= concurrent * LOCATIONS.length * 2 * RUNS) dispatchedMs = performance.now() - started;
-          await sleep(100);
+        while (!answered) {
+          await sleep(SCRAPE_EVERY_MS);
+          scrapes++;
+          const now = await scrape(gatewayUrl).catch(() => null);
+          if (!now) continue;
+          peak.heapMb = Math.max(peak.heapMb, now.heapMb);
+          peak.externalMb = Math.max(peak.externalMb, now.externalMb);
+          if (Number.isNaN(dispatchedMs) && now.dispatched - runsBefore >= concurrent * LOCATIONS.length * 2 * RUNS) dispatchedMs = performance.now() - started;
         }
       })();
       const answers = await Promise.all(urls.map((url) => get(`${gatewayUrl}/v1/update?url=${encodeURIComponent(url)}`, token)));
@@ -149,29 +235,31 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000]): Promise
       const refusal = answers.find((r) => r.status !== 200);
       if (refusal) process.stdout.write(`dispatch ${concurrent} concurrent: ${answers.filter((r) => r.status !== 200).length} failed, e.g. ${refusal.status} ${refusal.body.slice(0, 300)}\n`);
       const ms = performance.now() - started;
-      sampling = false;
+      answered = true;
       await sampler;
       if (Number.isNaN(dispatchedMs)) dispatchedMs = ms;
-      const cpuAfter = await metric(gatewayUrl, 'process_cpu_seconds_total');
+      const cpuAfter = await cpuMs(gateway.pid!);
+      const peakRss = await peakRssMb(gateway.pid!);
+      const scrapeCpuMs = await scrapeCost(gatewayUrl, gateway.pid!);
       const runsPerLocation = concurrent * 2 * RUNS;
       const waves = Math.ceil(runsPerLocation / (RESPONDERS_PER_LOCATION * CAPACITY));
       const idealMs = waves * DELAY_MS;
-      const level = { concurrent, replies, ms, dispatchedMs, idealMs, overIdeal: ms / idealMs, dispatchedOverIdeal: dispatchedMs / idealMs, cpuMsPerUpdate: ((cpuAfter - cpuBefore) * 1000) / concurrent, peakRssMb: peakRss / 2 ** 20, failed: statuses.filter((s) => s !== 200).length };
-      process.stdout.write(`dispatch ${concurrent} concurrent, ${replies} replies: all runs answered in ${Math.round(dispatchedMs)} ms (×${level.dispatchedOverIdeal.toFixed(2)} ideal), updates stored and answered in ${Math.round(ms)} ms (ideal ${idealMs} ms, ×${level.overIdeal.toFixed(2)}), ${level.cpuMsPerUpdate.toFixed(1)} ms CPU/update, peak RSS ${level.peakRssMb.toFixed(0)} MB, ${level.failed} failed\n`);
+      const level = { concurrent, replies, ms, dispatchedMs, idealMs, overIdeal: ms / idealMs, dispatchedOverIdeal: dispatchedMs / idealMs, cpuMsPerUpdate: Math.max(0, cpuAfter - cpuBefore - scrapes * scrapeCpuMs) / concurrent, peakRssMb: peakRss, peakHeapMb: peak.heapMb, peakExternalMb: peak.externalMb, failed: statuses.filter((s) => s !== 200).length };
+      process.stdout.write(`dispatch ${concurrent} concurrent, ${replies} replies: all runs answered in ${Math.round(dispatchedMs)} ms (×${level.dispatchedOverIdeal.toFixed(2)} ideal), updates stored and answered in ${Math.round(ms)} ms (ideal ${idealMs} ms, ×${level.overIdeal.toFixed(2)}), ${level.cpuMsPerUpdate.toFixed(1)} ms CPU/update, peak RSS ${level.peakRssMb.toFixed(0)} MB (heap ${level.peakHeapMb.toFixed(0)} MB, buffers ${level.peakExternalMb.toFixed(0)} MB), ${level.failed} failed\n`);
       figures.push(level);
     }
     return figures;
   } finally {
+    const exited = new Promise((resolve) => gateway.once('exit', resolve));
     gateway.kill('SIGTERM');
+    await exited;
     for (const agent of agents) await agent.stop();
     await nc.drain();
-    await store.close();
-    await db.stop();
     await nats.stop();
     await rm(dir, { recursive: true, force: true });
   }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  await measureDispatchScale((process.argv[2] ?? '1,10,100').split(',').map(Number));
+  await measureDispatchScale((process.argv[2] ?? '1,10,100').split(',').map(Number), (process.argv[3] ?? 'whole,parts').split(',') as ReplyKind[]);
 }

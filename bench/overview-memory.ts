@@ -1,37 +1,47 @@
 /**
- * Shows that /v1/overview streams: a gateway process answers an overview of N_SMALL records and
- * then of N_LARGE records (default 1,000,000) seeded into a real MongoDB-wire server, and its
- * peak RSS (VmHWM) is read after each. The gateway runs with its old-generation heap capped at
- * HEAP_CAP_MB: a gateway that held the response in memory (≈270 MB of JSON for a million
+ * /v1/overview at 10k, 100k and 1M records, on both stores: the embedded one (`perfwatch start`,
+ * SQLite) and a MongoDB-wire server (`perfwatch gateway` on FerretDB, with the indexes the
+ * gateway creates). For each level: the records per second a client reads, the server's peak
+ * RSS (VmHWM) after it, and — as the bound — the same query read straight from the store in
+ * this process (node:sqlite, or the MongoDB driver). The server runs with its old-generation
+ * heap capped at HEAP_CAP_MB: a server that held the response (≈300 MB of JSON for a million
  * records) could not finish at all, so finishing is itself the proof that it streams.
- *   node bench/overview-memory.ts [records=1000000]
+ *   node bench/overview-memory.ts [embedded|mongo-wire] [large=1000000]
  */
 import { randomUUID } from 'node:crypto';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { MongoClient, ObjectId } from 'mongodb';
-import { createAdmin, freePort, MongoStore, startFerretDb, startNatsServer } from '@perfwatch/gateway';
+import { createAdmin, freePort, MongoStore, SqliteStore, startFerretDb, startNatsServer } from '@perfwatch/gateway';
+import { root } from './local-stack.ts';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const tools = join(root, '.tools/bin');
 const HEAP_CAP_MB = 96;
+const DAY_MS = 86_400_000;
+// Within the gateway's retention (RETENTION_DAYS, 400 by default): the oldest seeded day.
+const FIRST_DAY = Math.floor(Date.now() / DAY_MS) - 380;
 
-export interface OverviewMemoryFigures {
-  smallRecords: number;
-  mediumRecords: number;
-  largeRecords: number;
+export type OverviewStore = 'embedded' | 'mongo-wire';
+
+export interface OverviewLevel {
+  records: number;
+  mb: number;
+  seconds: number;
+  recordsPerSecond: number;
+  /** The same query read straight from the store in the bench process. */
+  directRecordsPerSecond: number;
+  peakRssMb: number;
+}
+
+export interface OverviewFigures {
+  store: OverviewStore;
   heapCapMb: number;
   baselineRssMb: number;
-  peakAfterSmallMb: number;
-  peakAfterMediumMb: number;
-  peakAfterLargeMb: number;
-  largeResponseMb: number;
-  largeSeconds: number;
-  recordsPerSecond: number;
+  levels: OverviewLevel[];
 }
 
 async function peakRssMb(pid: number): Promise<number> {
@@ -58,74 +68,156 @@ async function drainOverview(url: string, token: string, startDate: string, endD
   return { records, bytes };
 }
 
-export async function measureOverviewMemory(largeRecords = 1_000_000, smallRecords = 10_000, mediumRecords = 100_000): Promise<OverviewMemoryFigures> {
-  const dir = await mkdtemp(join(tmpdir(), 'perfwatch-overview-'));
-  const db = await startFerretDb({ binary: join(tools, 'ferretdb'), dir: join(dir, 'db') });
+/** A KPI record as snapshots write it, the n-th of a level spread over `days` from `firstDay`. */
+function record(n: number, firstDay: number, days: number) {
+  return {
+    date: new Date((FIRST_DAY + firstDay + (n % days)) * DAY_MS + 12 * 3_600_000 + (Math.floor(n / days) % 3600) * 1000),
+    domain: 'shop.example',
+    url: `https://shop.example/p${n % 50}`,
+    device: n % 2 ? 'mobile' : 'desktop',
+    location: 'london',
+    updateType: 'scheduled',
+    section: 'LIGHTHOUSE',
+    kpi: 'performance',
+    data: { si: 1200.5, fcp: 800.1, fmp: null, tti: 2100.7, fCPUi: null, mpFID: 120, score: 93, lcp: 1500.2, tbt: 120, cls: 0.012, ttfb: 300.1, inp: null },
+  };
+}
+
+/** A store seeded with `levels` record sets on consecutive day ranges, served by a process of its own. */
+interface Served {
+  url: string;
+  token: string;
+  server: ChildProcess;
+  /** Reads the records of [from, to) straight from the store; resolves to their count. */
+  direct(from: Date, to: Date): Promise<number>;
+  stop(): Promise<void>;
+}
+
+async function waitHealthy(url: string): Promise<void> {
+  for (let i = 0; ; i++) {
+    if ((await fetch(`${url}/healthz`).catch(() => null))?.ok) return;
+    if (i > 300) throw new Error('server did not start');
+    await sleep(100);
+  }
+}
+
+const serverEnv = (port: number) => ({ ...process.env, NODE_OPTIONS: `--max-old-space-size=${HEAP_CAP_MB}`, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' });
+
+async function serveEmbedded(dir: string, levels: Array<{ count: number; firstDay: number; days: number }>): Promise<Served> {
+  const path = join(dir, 'perfwatch.sqlite');
+  const store = new SqliteStore({ path });
+  await store.init();
+  const { user, token } = await createAdmin(store).createUser('bench');
+  await store.close();
+  const db = new DatabaseSync(path);
+  const insert = db.prepare('INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+  db.exec('BEGIN');
+  for (const { count, firstDay, days } of levels) {
+    for (let n = 0; n < count; n++) {
+      const r = record(n, firstDay, days);
+      insert.run(`s${firstDay}-${Math.floor(n / 20)}`, 'p', user.id, r.date.getTime(), r.domain, r.url, r.device, r.location, r.updateType, r.section, r.kpi, JSON.stringify(r.data));
+    }
+  }
+  db.exec('COMMIT');
+  const port = await freePort();
+  const server = spawn(process.execPath, [join(root, 'bin/perfwatch.js'), 'start'], { env: { ...serverEnv(port), PERFWATCH_DATA_DIR: dir, PERFWATCH_DEMO_PORT: '0' }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const query = db.prepare('SELECT date, domain, url, device, location, update_type, section, kpi, data FROM kpis WHERE user_id = ? AND date >= ? AND date < ? ORDER BY date, url, device, location, section, kpi');
+  return {
+    url: `http://127.0.0.1:${port}`,
+    token,
+    server,
+    async direct(from, to) {
+      let count = 0;
+      for (const _row of query.iterate(user.id, from.getTime(), to.getTime())) count++;
+      return count;
+    },
+    async stop() {
+      db.close();
+    },
+  };
+}
+
+async function serveMongoWire(dir: string, levels: Array<{ count: number; firstDay: number; days: number }>): Promise<Served> {
+  const ferret = await startFerretDb({ binary: join(tools, 'ferretdb'), dir: join(dir, 'db') });
   const nats = await startNatsServer({ binary: join(tools, 'nats-server'), dir: join(dir, 'nats') });
   const dbName = `bench_${randomUUID().slice(0, 8)}`;
-  const store = new MongoStore({ uri: db.url, dbName });
-  await store.init();
-  const admin = createAdmin(store);
-  const { user, token } = await admin.createUser('bench');
+  const store = new MongoStore({ uri: ferret.url, dbName });
+  await store.init(); // the gateway's indexes
+  const { user, token } = await createAdmin(store).createUser('bench');
   await store.close();
-
-  // Seeded straight into the collection the gateway reads, as snapshots would have written it:
-  // the small set on 2025-01-01, the medium one over the next 10 days, the large one over the
-  // 365 days after those.
-  const client = new MongoClient(db.url);
+  const client = new MongoClient(ferret.url);
   const kpis = client.db(dbName).collection('kpis');
   const userId = new ObjectId(user.id);
-  const seed = async (count: number, firstDay: number, days: number) => {
-    const perBatch = 10_000;
-    for (let done = 0; done < count; done += perBatch) {
-      const docs = Array.from({ length: Math.min(perBatch, count - done) }, (_, i) => {
-        const n = done + i;
-        const date = new Date(Date.UTC(2025, 0, 1 + firstDay + (n % days), 12, Math.floor(n / days) % 60, n % 60));
-        return { userId, snapshotId: new ObjectId(), projectId: new ObjectId(), date, domain: 'shop.example', url: `https://shop.example/p${n % 50}`, device: n % 2 ? 'mobile' : 'desktop', location: 'london', updateType: 'scheduled', section: 'LIGHTHOUSE', kpi: 'performance', data: { si: 1200.5, fcp: 800.1, fmp: null, tti: 2100.7, fCPUi: null, mpFID: 120, score: 93 } };
-      });
+  for (const { count, firstDay, days } of levels) {
+    for (let done = 0; done < count; done += 10_000) {
+      const docs = Array.from({ length: Math.min(10_000, count - done) }, (_, i) => ({ userId, snapshotId: new ObjectId(), projectId: new ObjectId(), ...record(done + i, firstDay, days) }));
       await kpis.insertMany(docs, { ordered: false });
     }
-  };
-  await seed(smallRecords, 0, 1);
-  await seed(mediumRecords, 1, 10);
-  await seed(largeRecords, 11, 365);
-  await client.close();
-
+  }
   const port = await freePort();
-  const gateway = spawn(process.execPath, [join(root, 'bin/perfwatch.js'), 'gateway'], {
-    env: { ...process.env, NODE_OPTIONS: `--max-old-space-size=${HEAP_CAP_MB}`, PORT: String(port), HOST: '127.0.0.1', NATS_URL: nats.url, MONGODB_URI: db.url, MONGODB_DB: dbName, LOG_LEVEL: 'warn' },
-    stdio: 'inherit',
-  });
-  const url = `http://127.0.0.1:${port}`;
+  const server = spawn(process.execPath, [join(root, 'bin/perfwatch.js'), 'gateway'], { env: { ...serverEnv(port), NATS_URL: nats.url, MONGODB_URI: ferret.url, MONGODB_DB: dbName }, stdio: 'inherit' });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    token,
+    server,
+    async direct(from, to) {
+      // The gateway's query (gateway/src/store/mongo-store.ts streamKpis), documents decoded by the driver.
+      const cursor = kpis
+        .find({ userId, date: { $gte: from, $lt: to }, pending: { $ne: true } }, { projection: { _id: 0, date: 1, domain: 1, url: 1, device: 1, location: 1, updateType: 1, section: 1, kpi: 1, data: 1 } })
+        .sort({ date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1 })
+        .batchSize(500);
+      let count = 0;
+      for await (const _doc of cursor) count++;
+      return count;
+    },
+    async stop() {
+      await client.close();
+      await nats.stop();
+      await ferret.stop();
+    },
+  };
+}
+
+export async function measureOverview(store: OverviewStore, large = 1_000_000): Promise<OverviewFigures> {
+  const dir = await mkdtemp(join(tmpdir(), 'perfwatch-overview-'));
+  // 10k records on one day, 100k over the next 10, the large set over the 365 after those.
+  const sets = [
+    { count: 10_000, firstDay: 0, days: 1 },
+    { count: 100_000, firstDay: 1, days: 10 },
+    { count: large, firstDay: 11, days: 365 },
+  ];
+  const served = await (store === 'embedded' ? serveEmbedded : serveMongoWire)(dir, sets);
   try {
-    for (let i = 0; ; i++) {
-      if ((await fetch(`${url}/healthz`).catch(() => null))?.ok) break;
-      if (i > 200) throw new Error('gateway did not start');
-      await sleep(100);
+    await waitHealthy(served.url);
+    const baselineRssMb = await peakRssMb(served.server.pid!);
+    const levels: OverviewLevel[] = [];
+    for (const { count, firstDay, days } of sets) {
+      const from = new Date((FIRST_DAY + firstDay) * DAY_MS);
+      const last = new Date((FIRST_DAY + firstDay + days - 1) * DAY_MS);
+      const day = (d: Date) => d.toISOString().slice(0, 10);
+      const started = performance.now();
+      const read = await drainOverview(served.url, served.token, day(from), day(last));
+      const seconds = (performance.now() - started) / 1000;
+      if (read.records !== count) throw new Error(`overview of ${store} returned ${read.records} records, expected ${count}`);
+      const peakRss = await peakRssMb(served.server.pid!);
+      const directStarted = performance.now();
+      const directCount = await served.direct(from, new Date(last.getTime() + DAY_MS));
+      const directSeconds = (performance.now() - directStarted) / 1000;
+      if (directCount !== count) throw new Error(`the direct query of ${store} returned ${directCount} records, expected ${count}`);
+      const level = { records: count, mb: read.bytes / 2 ** 20, seconds, recordsPerSecond: count / seconds, directRecordsPerSecond: count / directSeconds, peakRssMb: peakRss };
+      process.stdout.write(`overview ${store}: ${count} records (${level.mb.toFixed(0)} MB) in ${seconds.toFixed(1)} s, ${Math.round(level.recordsPerSecond)} records/s (direct ${Math.round(level.directRecordsPerSecond)}), peak RSS ${peakRss.toFixed(0)} MB\n`);
+      levels.push(level);
     }
-    const baselineRssMb = await peakRssMb(gateway.pid!);
-    const small = await drainOverview(url, token, '2025-01-01', '2025-01-01');
-    if (small.records !== smallRecords) throw new Error(`small overview returned ${small.records} records, expected ${smallRecords}`);
-    const peakAfterSmallMb = await peakRssMb(gateway.pid!);
-    const medium = await drainOverview(url, token, '2025-01-02', '2025-01-11');
-    if (medium.records !== mediumRecords) throw new Error(`medium overview returned ${medium.records} records, expected ${mediumRecords}`);
-    const peakAfterMediumMb = await peakRssMb(gateway.pid!);
-    const started = performance.now();
-    const large = await drainOverview(url, token, '2025-01-12', '2026-01-11');
-    const largeSeconds = (performance.now() - started) / 1000;
-    if (large.records !== largeRecords) throw new Error(`large overview returned ${large.records} records, expected ${largeRecords}`);
-    const peakAfterLargeMb = await peakRssMb(gateway.pid!);
-    return { smallRecords, mediumRecords, largeRecords, heapCapMb: HEAP_CAP_MB, baselineRssMb, peakAfterSmallMb, peakAfterMediumMb, peakAfterLargeMb, largeResponseMb: large.bytes / 2 ** 20, largeSeconds, recordsPerSecond: largeRecords / largeSeconds };
+    return { store, heapCapMb: HEAP_CAP_MB, baselineRssMb, levels };
   } finally {
-    gateway.kill('SIGTERM');
-    await new Promise((resolve) => gateway.once('exit', resolve));
-    await nats.stop();
-    await db.stop();
+    served.server.kill('SIGTERM');
+    await new Promise((resolve) => served.server.once('exit', resolve));
+    await served.stop();
     await rm(dir, { recursive: true, force: true });
   }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const figures = await measureOverviewMemory(Number(process.argv[2] ?? 1_000_000));
+  const figures = await measureOverview((process.argv[2] ?? 'embedded') as OverviewStore, Number(process.argv[3] ?? 1_000_000));
   console.log(JSON.stringify(figures, (_k, v: unknown) => (typeof v === 'number' ? Math.round(v * 100) / 100 : v), 2));
 }

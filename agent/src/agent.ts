@@ -45,11 +45,21 @@ export interface AgentDeps {
   /** Runs between two measurements of the benchmark index (PERFWATCH_CALIBRATE_EVERY_RUNS). */
   calibrateEveryRuns?: number;
   /**
-   * Answers every job in one part, whole, as agents before v1.5 did: benchmarks measure the
-   * gateway's cost with both kinds of agent side by side.
+   * How a reply becomes bytes; unset, encodeReplyBytes. Benchmarks pass their own: replies of
+   * the kind agents before v1.5 sent, and precomputed bytes, so that their stand-in agents do
+   * not take the CPU of the gateway they measure.
    */
-  wholeReplies?: boolean;
+  encodeReply?: ReplyEncoder;
 }
+
+/** A reply's bytes, in two parts (`parts`, the first one's length) when `inParts` and the reply is a result. */
+export type ReplyEncoder = (body: AuditReply, inParts: boolean, digest?: RunDigest) => Promise<{ data: Uint8Array; parts: number | null }>;
+
+/** The reply's bytes: in two parts when the gateway reads digests (v1.5), else whole. */
+export const encodeReplyBytes: ReplyEncoder = async (body, inParts, digest) => {
+  if (!inParts || !body.ok) return { data: await encodeReply(body), parts: null };
+  return encodeReplyParts(body, digest);
+};
 
 export interface Agent {
   readonly location: Location;
@@ -67,7 +77,7 @@ export interface Agent {
  * with the location's other agents, runs up to `capacity` of them at once, replies with each
  * result, and announces itself so gateways know the location is served and how busy it is.
  */
-export function startAgent({ nc, location, runner, logger, agentId, capacity = 1, announceIntervalMs = 5_000, keepScreenshots = false, probeSecurity, observer, calibrateEveryRuns, wholeReplies = false }: AgentDeps): Agent {
+export function startAgent({ nc, location, runner, logger, agentId, capacity = 1, announceIntervalMs = 5_000, keepScreenshots = false, probeSecurity, observer, calibrateEveryRuns, encodeReply: encoded = encodeReplyBytes }: AgentDeps): Agent {
   const log = logger.child({ location, agentId });
   // Binds this process to its agent id at the gateways (agent-presence.ts): only the process
   // that knows it can update or retire the id.
@@ -135,13 +145,7 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
   }
 
   async function handle(msg: Msg, job: AuditJob, requestId: string | undefined): Promise<void> {
-    await reply(msg, await execute(job, requestId), job.digest === true && !wholeReplies);
-  }
-
-  /** The reply's bytes: in two parts when the gateway reads digests (v1.5), else whole. */
-  async function encoded(body: AuditReply, inParts: boolean, digest?: RunDigest): Promise<{ data: Uint8Array; parts: number | null }> {
-    if (!inParts || !body.ok) return { data: await encodeReply(body), parts: null };
-    return encodeReplyParts(body, digest);
+    await reply(msg, await execute(job, requestId), job.digest === true);
   }
 
   async function reply(msg: Msg, body: AuditReply, inParts = false): Promise<void> {

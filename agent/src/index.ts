@@ -1,4 +1,4 @@
-export { startAgent, type Agent, type AgentDeps } from './agent.ts';
+export { encodeReplyBytes, startAgent, type Agent, type AgentDeps, type ReplyEncoder } from './agent.ts';
 export { createLighthouseRunner, type AuditRunner, type CpuCalibration, type RunRequest, type RunOutput } from './lighthouse-runner.ts';
 export { chromeFlags } from './chrome-flags.ts';
 export { RunFailure } from './run-failure.ts';

@@ -1,5 +1,5 @@
 import { promisify } from 'node:util';
-import { gunzip, gzip } from 'node:zlib';
+import { gunzip, gunzipSync, gzip } from 'node:zlib';
 import { z } from 'zod';
 import { pageAuthSchema } from './page-auth.ts';
 import { DEVICES, LOCATIONS, type Location } from './ids.ts';
@@ -218,9 +218,26 @@ async function inflated(data: Uint8Array, maxBytes: number): Promise<Buffer> {
   try {
     return await gunzipAsync(data, { maxOutputLength: maxBytes });
   } catch (error) {
-    const tooBig = (error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE';
-    throw new ReplyRefused(tooBig ? `the reply inflates past ${maxBytes} bytes` : `the reply is not gzip: ${(error as Error).message}`, { cause: error });
+    throw inflateRefusal(error, maxBytes);
   }
+}
+
+/**
+ * A digest part, inflated on this thread: a few kilobytes (and never past the digest bound), for
+ * which the thread pool's round trip costs more than inflating.
+ */
+function inflatedDigest(data: Uint8Array, maxBytes: number): Buffer {
+  if (data.byteLength > maxBytes) throw new ReplyRefused(`the reply's digest is over ${maxBytes} bytes`);
+  try {
+    return gunzipSync(data, { maxOutputLength: maxBytes });
+  } catch (error) {
+    throw inflateRefusal(error, maxBytes);
+  }
+}
+
+function inflateRefusal(error: unknown, maxBytes: number): ReplyRefused {
+  const tooBig = (error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE';
+  return new ReplyRefused(tooBig ? `the reply inflates past ${maxBytes} bytes` : `the reply is not gzip: ${(error as Error).message}`, { cause: error });
 }
 
 function parsedAs<T>(raw: Buffer, schema: z.ZodType<T>): T {
@@ -247,7 +264,7 @@ export async function receiveReply(data: Uint8Array, contentEncoding: string | u
   if (parts === undefined) return decodeReply(data, contentEncoding, { maxBytes });
   const split = /^\d{1,9}$/.test(parts) ? Number(parts) : Number.NaN;
   if (contentEncoding !== 'gzip' || !(split > 0 && split < data.byteLength)) throw new ReplyRefused('the reply\'s parts do not add up');
-  const reply = parsedAs(await inflated(data.subarray(0, split), Math.min(maxBytes, MAX_REPLY_DIGEST_BYTES)), digestedReplySchema);
+  const reply = parsedAs(inflatedDigest(data.subarray(0, split), Math.min(maxBytes, MAX_REPLY_DIGEST_BYTES)), digestedReplySchema);
   if (!reply.ok) throw new ReplyRefused('a failure comes in one part');
   return { ...reply, lighthouseGzip: checkedResultPart(data.subarray(split), maxBytes) };
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { auditResultSchema } from '@perfwatch/common';
 import { loadLhr } from '../../test/support/lhr-fixtures.ts';
 import { gzipSync } from 'node:zlib';
-import { auditResultJson, toAuditResult } from './audit-view.ts';
+import { auditResultPieces, toAuditResult } from './audit-view.ts';
 import { receivedRun } from './nats-dispatcher.ts';
 import { ResultBytes } from './result-bytes.ts';
 import { buildLocationSnapshot, NoUsableResult } from './snapshot-builder.ts';
@@ -61,7 +61,13 @@ describe('toAuditResult', () => {
   });
 });
 
-describe('auditResultJson', () => {
+const auditResultJson = async (...args: Parameters<typeof auditResultPieces>) => {
+  let text = '';
+  for await (const piece of auditResultPieces(...args)) text += piece;
+  return text;
+};
+
+describe('auditResultPieces', () => {
   const runs = (bytes: (n: 1 | 2 | 3) => Buffer) =>
     ([1, 2, 3] as const).map((n, runIndex) => {
       const { lighthouse: _whole, ...run } = receivedRun({ jobId: `j${n}`, agentId: 'a', location: 'london', device: 'mobile', runIndex, startedAt: '', lighthouseMs: 1, lhr: loadLhr('mobile', n) });
@@ -73,6 +79,15 @@ describe('auditResultJson', () => {
     const json = await auditResultJson({ date, available: [cell], results: [cell] }, { defaultLocation: 'london' });
     expect(JSON.parse(json)).toEqual(toAuditResult({ date, available: [cell], results: [await readCell(cell)] }, { defaultLocation: 'london' }));
     expect(auditResultSchema.parse(JSON.parse(json)).mobile!.london!.lighthouse.date).toBe('2026-01-02T03:04:05');
+  });
+
+  it('puts each cell\'s result in its own place, whatever the order of the cells', async () => {
+    const gz = runs((n) => gzipSync(JSON.stringify(loadLhr('mobile', n))));
+    // Devices interleaved: the view's text groups them, so its order is not the cells' order.
+    const cells = [await buildLocationSnapshot('mobile', 'london', gz), await buildLocationSnapshot('desktop', 'london', gz), await buildLocationSnapshot('mobile', 'tokyo', gz)];
+    const cellsRead = await Promise.all(cells.map((cell) => readCell(cell)));
+    const json = await auditResultJson({ date, available: cells, results: cells }, { defaultLocation: 'london' });
+    expect(JSON.parse(json)).toEqual(toAuditResult({ date, available: cells, results: cellsRead }, { defaultLocation: 'london' }));
   });
 
   it('never writes an agent\'s bytes that are not one JSON object: their run is set aside, the median taken again', async () => {

@@ -24,12 +24,13 @@ export function toAuditResult(snapshot: Pick<SnapshotRecord, 'date' | 'available
 }
 
 /**
- * The audit result of an update just made, as JSON text: each cell's representative result is
- * written as the text it inflates to (checked to be one JSON object when the snapshot was
- * built), never parsed into an object and serialised again. The result's own keys come first,
- * the audit result's additions after them, so they win as they do in toAuditResult.
+ * The audit result of an update just made, as JSON text in pieces, to be written as they come:
+ * each cell's representative result is the text it inflates to (checked to be one JSON object
+ * when the snapshot was built), never parsed into an object and serialised again, and only one
+ * of them is inflated at a time, however many cells. The result's own keys come first, the
+ * audit result's additions after them, so they win as they do in toAuditResult.
  */
-export async function auditResultJson(snapshot: { date: Date; available: SnapshotRecord['available']; results: readonly NewLocationSnapshot[]; missing?: SnapshotRecord['missing'] }, project: Pick<ProjectRecord, 'defaultLocation'>): Promise<string> {
+export async function* auditResultPieces(snapshot: { date: Date; available: SnapshotRecord['available']; results: readonly NewLocationSnapshot[]; missing?: SnapshotRecord['missing'] }, project: Pick<ProjectRecord, 'defaultLocation'>): AsyncGenerator<string> {
   const nonce = randomUUID();
   const slots: Array<{ token: string; cell: NewLocationSnapshot; additions: LighthouseAdditions }> = [];
   const view = auditResultOf(snapshot, project, {}, (cell, additions) => {
@@ -37,14 +38,17 @@ export async function auditResultJson(snapshot: { date: Date; available: Snapsho
     slots.push({ token, cell, additions });
     return token;
   });
-  let json = JSON.stringify(view);
-  for (const { token, cell, additions } of slots) {
-    const text = (await cell.lighthouse.json()).trimEnd();
-    const added = JSON.stringify(additions).slice(1);
-    const body = text.slice(0, -1).trimEnd();
-    json = json.replace(JSON.stringify(token), () => `${body}${body.endsWith('{') ? '' : ','}${added}`);
+  // The view's text with each token's place taken by its cell's result, in the text's order.
+  const json = JSON.stringify(view);
+  const placed = slots.map((slot) => ({ ...slot, quoted: JSON.stringify(slot.token), found: json.indexOf(JSON.stringify(slot.token)) })).sort((a, b) => a.found - b.found);
+  let at = 0;
+  for (const { quoted, found, cell, additions } of placed) {
+    yield json.slice(at, found);
+    const body = (await cell.lighthouse.json()).trimEnd().slice(0, -1).trimEnd();
+    yield `${body}${body.endsWith('{') ? '' : ','}${JSON.stringify(additions).slice(1)}`;
+    at = found + quoted.length;
   }
-  return json;
+  yield json.slice(at);
 }
 
 function auditResultOf<R extends { device: Device; location: Location; crux: LighthouseAdditions['crux']; elementCount: number | null; median: number; runs: SnapshotRecord['results'][number]['runs']; checks?: SnapshotRecord['results'][number]['checks'] }>(

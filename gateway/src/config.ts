@@ -13,6 +13,11 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
   HOST: z.string().min(1).default('0.0.0.0'),
   MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// or mongodb+srv:// URI').default('mongodb://127.0.0.1:27017/'),
   MONGODB_DB: z.string().regex(/^[A-Za-z0-9_-]{1,63}$/, 'must be a database name').default('perfwatch'),
+  /**
+   * Set: the store is the embedded file PERFWATCH_DATA_DIR/perfwatch.sqlite instead of MongoDB,
+   * for a fleet served by one gateway replica (the file belongs to one process).
+   */
+  PERFWATCH_DATA_DIR: z.string().min(1).optional(),
   LOG_LEVEL: logLevelSchema,
   /** Time an agent may spend on one Lighthouse run (DESIGN.md: 120 s). */
   RUN_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),

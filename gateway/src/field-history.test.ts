@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCruxHistoryClient } from './crux/crux-history.ts';
 import { backfillFieldHistory } from './field-history.ts';
 import { SqliteStore } from './store/sqlite-store.ts';
+import { kpiRows } from '../../test/support/kpi-rows.ts';
 
 // The back-fill against the embedded store and a local server answering the History API's
 // shape from test/fixtures/crux/history-record.json (25 weekly periods, INP missing in the first
@@ -42,7 +43,7 @@ afterAll(async () => {
 
 const rowsOf = async (userId: string) => {
   const rows = [];
-  for await (const row of store.streamKpis({ userId, from: new Date(0), to: new Date('2100-01-01') })) rows.push(row);
+  for (const row of await kpiRows(store, { userId, from: new Date(0), to: new Date('2100-01-01') })) rows.push(row);
   return rows;
 };
 

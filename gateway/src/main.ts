@@ -3,6 +3,8 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { loadGatewayConfig } from './config.ts';
 import { startGateway, type GatewayRuntime } from './gateway-runtime.ts';
 import { MongoStore } from './store/mongo-store.ts';
+import { storeFromEnv } from './store/open-store.ts';
+import type { Store } from './store/store.ts';
 import { isSettingsError, mongoHosts, startStartingServer, waitForDependency } from './wait-for-dependencies.ts';
 
 /** `perfwatch gateway`: the only place of the gateway program that reads the environment. */
@@ -13,7 +15,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   // Until NATS and MongoDB answer, the port says "live, not ready" (see wait-for-dependencies).
   const starting = await startStartingServer({ port: config.PORT, host: config.HOST });
   const aborted = new AbortController();
-  let store: MongoStore | undefined;
+  let store: Store | undefined;
   let nc: NatsConnection | undefined;
   let gateway: GatewayRuntime | undefined = undefined;
 
@@ -37,10 +39,17 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   process.once('SIGINT', () => void shutdown('SIGINT'));
 
   const wait = { logger, signal: aborted.signal, isFinal: isSettingsError };
-  const mongo = mongoHosts(config.MONGODB_URI);
-  starting.waitingFor(`waiting for MongoDB at ${mongo}`);
   try {
-    store = await waitForDependency(`MongoDB at ${mongo}`, () => openStore(config.MONGODB_URI, config.MONGODB_DB, mongo), wait);
+    if (config.PERFWATCH_DATA_DIR) {
+      const embedded = storeFromEnv({ PERFWATCH_DATA_DIR: config.PERFWATCH_DATA_DIR, MONGODB_DB: config.MONGODB_DB });
+      logger.info({ store: embedded.where }, 'embedded store: run one gateway replica only');
+      store = embedded.store;
+      await store.init();
+    } else {
+      const mongo = mongoHosts(config.MONGODB_URI);
+      starting.waitingFor(`waiting for MongoDB at ${mongo}`);
+      store = await waitForDependency(`MongoDB at ${mongo}`, () => openStore(config.MONGODB_URI, config.MONGODB_DB, mongo), wait);
+    }
     const natsServers = natsServersForLog(config.NATS_URL);
     starting.waitingFor(`waiting for NATS at ${natsServers}`);
     nc = await waitForDependency(`NATS at ${natsServers}`, () => connectNats(config, { name: 'perfwatch-gateway' }), wait);

@@ -7,6 +7,7 @@ import { MongoStore } from '@perfwatch/gateway';
 import { lighthouseKpis } from '@perfwatch/common';
 import { loadLhr } from '../support/lhr-fixtures.ts';
 import { newCell } from '../support/new-cells.ts';
+import { kpiRows } from '../support/kpi-rows.ts';
 
 function sink() {
   let text = '';
@@ -91,7 +92,7 @@ describe('perfwatch admin', () => {
       expect(run.code, run.err).toBe(0);
       expect(run.out).toMatch(/KPI records of [1-9]\d* snapshot\(s\) rebuilt to version 2/);
       const records: Array<{ section: string; kpi: string; data: unknown }> = [];
-      for await (const row of store.streamKpis({ userId: user.id, from: date, to: new Date(date.getTime() + 1_000) })) records.push(row);
+      for (const row of await kpiRows(store, { userId: user.id, from: date, to: new Date(date.getTime() + 1_000) })) records.push(row);
       const performance = records.find((r) => r.kpi === 'performance')!.data as Record<string, number | null>;
       expect(performance['lcp']).toBeCloseTo(lighthouse.audits['largest-contentful-paint']!.numericValue!, 1);
       expect(performance['fcp']).toBe((seedOnly.find((k) => k.kpi === 'performance')!.data as Record<string, number>)['fcp']);

@@ -6,6 +6,7 @@ import { loadLhr } from '../support/lhr-fixtures.ts';
 import { newCell } from '../support/new-cells.ts';
 import { describeStoreContract } from '../support/store-contract.ts';
 import { isolatedNats, startTestGateway, testStore } from '../support/test-services.ts';
+import { kpiRows } from '../support/kpi-rows.ts';
 
 // The MongoDB store against a real MongoDB-wire server (FerretDB here, MongoDB where Docker runs).
 let store: MongoStore;
@@ -69,7 +70,7 @@ describe('MongoStore', () => {
     expect(kpis.filter((k) => k['pending'])).toEqual([]);
     expect(await db.collection('results').countDocuments({ projectId: new ObjectId(project.id) })).toBe(fenced ? 1 : many);
     const rows = [];
-    for await (const row of store.streamKpis({ userId: user.id, from: date, to: new Date(date.getTime() + 1000) })) rows.push(row);
+    for (const row of await kpiRows(store, { userId: user.id, from: date, to: new Date(date.getTime() + 1000) })) rows.push(row);
     expect(rows).toHaveLength(kpis.length);
     expect(redelivered).toEqual(date);
   });
@@ -84,7 +85,7 @@ describe('MongoStore', () => {
     await db.collection('kpis').insertOne({ _id: twoHoursAgo, snapshotId: new ObjectId(), ...base });
     await db.collection('kpis').insertOne({ snapshotId: new ObjectId(), ...base, pending: true });
     const rows = [];
-    for await (const row of store.streamKpis({ userId: user.id, from: date, to: new Date(date.getTime() + 1000) })) rows.push(row);
+    for (const row of await kpiRows(store, { userId: user.id, from: date, to: new Date(date.getTime() + 1000) })) rows.push(row);
     expect(rows).toHaveLength(1); // the old orphan, until it is deleted; never the pending one
     expect(await store.deleteOrphans(new Date(Date.now() - 3_600_000))).toBe(1);
     expect(await db.collection('kpis').countDocuments({ projectId: new ObjectId(project.id) })).toBe(1);
@@ -101,7 +102,7 @@ describe('MongoStore', () => {
     await store.saveSnapshot({ project, updateId: 'ivy-recent', date: recent, updateType: 'scheduled', results: [result('mobile', 'london')] });
     const kpisOf = async (date: Date) => {
       const rows = [];
-      for await (const row of store.streamKpis({ userId: user.id, from: date, to: new Date(date.getTime() + 1000) })) rows.push(row);
+      for (const row of await kpiRows(store, { userId: user.id, from: date, to: new Date(date.getTime() + 1000) })) rows.push(row);
       return rows.length;
     };
     expect(await kpisOf(old)).toBeGreaterThan(0);

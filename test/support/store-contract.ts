@@ -3,6 +3,7 @@ import { lighthouseKpis, type Device, type Location } from '@perfwatch/common';
 import type { Store } from '@perfwatch/gateway';
 import { loadLhr } from './lhr-fixtures.ts';
 import { newCell } from './new-cells.ts';
+import { kpiRows } from './kpi-rows.ts';
 
 function result(device: Device, location: Location) {
   const lighthouse = loadLhr(device, 1);
@@ -135,7 +136,7 @@ export function describeStoreContract(name: string, store: () => Store): void {
       await store().saveSnapshot({ project: theirs, updateId: '5', date: day(2), updateType: 'manual', results: [result('mobile', 'london')] });
 
       const rows = [];
-      for await (const row of store().streamKpis({ userId: user.id, from: day(1, 0), to: day(3, 0) })) rows.push(row);
+      for (const row of await kpiRows(store(), { userId: user.id, from: day(1, 0), to: day(3, 0) })) rows.push(row);
       const perCell = lighthouseKpis(loadLhr('mobile', 1)).length;
       expect(rows).toHaveLength(4 * perCell);
       const keys = rows.map((r) => [r.date.toISOString(), r.url, r.device, r.location, r.section, r.kpi].join('|'));
@@ -144,17 +145,17 @@ export function describeStoreContract(name: string, store: () => Store): void {
       expect(rows.every((r) => r.domain !== undefined && r.date < day(3, 0))).toBe(true);
 
       const ci = [];
-      for await (const row of store().streamKpis({ userId: user.id, from: day(1, 0), to: day(6, 0), domain: 'a.example', updateType: 'ci', sections: ['LIGHTHOUSE'] })) ci.push(row);
+      for (const row of await kpiRows(store(), { userId: user.id, from: day(1, 0), to: day(6, 0), domain: 'a.example', updateType: 'ci', sections: ['LIGHTHOUSE'] })) ci.push(row);
       expect(ci).toHaveLength(perCell);
       const none = [];
-      for await (const row of store().streamKpis({ userId: user.id, from: day(1, 0), to: day(6, 0), sections: ['CRUX'] })) none.push(row);
+      for (const row of await kpiRows(store(), { userId: user.id, from: day(1, 0), to: day(6, 0), sections: ['CRUX'] })) none.push(row);
       expect(none).toHaveLength(0);
 
       expect((await store().listSnapshots(b.id)).map((s) => s.date.getUTCDate())).toEqual([1, 2, 5]);
       expect(await store().removeProject(user.id, b.url)).toBe(true);
       expect(await store().listSnapshots(b.id)).toEqual([]);
       const left = [];
-      for await (const row of store().streamKpis({ userId: user.id, from: day(1, 0), to: day(6, 0) })) left.push(row);
+      for (const row of await kpiRows(store(), { userId: user.id, from: day(1, 0), to: day(6, 0) })) left.push(row);
       expect(new Set(left.map((r) => r.url))).toEqual(new Set(['https://b.example/']));
       // The other user's project with the same URL is untouched.
       expect(await store().listSnapshots(theirs.id)).toHaveLength(1);
@@ -169,7 +170,7 @@ export function describeStoreContract(name: string, store: () => Store): void {
       expect(await store().deleteSnapshotsBefore(at(3), 10)).toBe(1);
       expect((await store().listSnapshots(project.id)).map((s) => s.date)).toEqual([at(3)]);
       const rows = [];
-      for await (const row of store().streamKpis({ userId: user.id, from: at(1), to: at(4) })) rows.push(row);
+      for (const row of await kpiRows(store(), { userId: user.id, from: at(1), to: at(4) })) rows.push(row);
       expect(new Set(rows.map((r) => r.date.getTime()))).toEqual(new Set([at(3).getTime()]));
     });
 
@@ -345,7 +346,7 @@ export function describeStoreContract(name: string, store: () => Store): void {
       await store().replaceSnapshotKpis(project.id, old, ['LIGHTHOUSE'], [{ device: 'mobile', location: 'london', kpis: [{ section: 'LIGHTHOUSE', kpi: 'performance', data: { score: 50, lcp: 2100 } }] }], 2);
       expect(await mine()).toEqual([]);
       const rows = [];
-      for await (const row of store().streamKpis({ userId: user.id, from: old, to: new Date(old.getTime() + 1_000) })) rows.push([row.section, row.kpi, row.data, row.updateType, row.url]);
+      for (const row of await kpiRows(store(), { userId: user.id, from: old, to: new Date(old.getTime() + 1_000) })) rows.push([row.section, row.kpi, row.data, row.updateType, row.url]);
       expect(rows).toEqual([['LIGHTHOUSE', 'performance', { score: 50, lcp: 2100 }, 'manual', project.url], ['SECURITY', 'headers', { hsts: true }, 'manual', project.url]]);
     });
 
@@ -357,7 +358,7 @@ export function describeStoreContract(name: string, store: () => Store): void {
       await store().saveFieldHistory(project, [week(4, '2700'), week(11, '2600'), week(18, '2500')]);
       const read = async () => {
         const rows: Array<[string, string, unknown, string]> = [];
-        for await (const r of store().streamKpis({ userId: user.id, from: new Date(Date.UTC(2026, 0, 1)), to: new Date(Date.UTC(2027, 0, 1)) })) rows.push([r.date.toISOString().slice(0, 10), r.kpi, r.data, r.location]);
+        for (const r of await kpiRows(store(), { userId: user.id, from: new Date(Date.UTC(2026, 0, 1)), to: new Date(Date.UTC(2027, 0, 1)) })) rows.push([r.date.toISOString().slice(0, 10), r.kpi, r.data, r.location]);
         return rows;
       };
       expect(await read()).toEqual([['2026-10-04', 'url_lcp_p75', '2700', 'tokyo'], ['2026-10-11', 'url_lcp_p75', '2600', 'tokyo'], ['2026-10-18', 'url_lcp_p75', '2500', 'tokyo']]);

@@ -3,29 +3,20 @@ import type { Logger } from 'pino';
 import { capitalizeUpdateType, formatApiDateTime, type OverviewRecord } from '@perfwatch/common';
 import { overviewBodySchema, overviewQuerySchema, parseRequest } from '../request-params.ts';
 import type { KpiRow, Store } from '../store/store.ts';
+import { written } from './written.ts';
 
 const DAY_MS = 86_400_000;
 /** Bytes gathered before a write: few syscalls, and still a small, fixed amount of memory. */
 const CHUNK_BYTES = 64 * 1024;
 
-/** Resolves when the client has read what was written, or the connection closed; false after `ms`. */
-function drainedOrClosed(res: Response, ms: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const done = (drained: boolean) => {
-      clearTimeout(timer);
-      res.off('drain', onDrain);
-      res.off('close', onDrain);
-      resolve(drained);
-    };
-    const onDrain = () => done(true);
-    const timer = setTimeout(() => done(false), ms);
-    res.on('drain', onDrain);
-    res.on('close', onDrain);
-  });
-}
-
-export function toOverviewRecord(row: KpiRow): OverviewRecord {
-  return {
+/**
+ * A KPI row as the JSON text of its OverviewRecord, members in the record's order. Written out
+ * rather than JSON.stringify of an object: `data` is already JSON text, and parsing and
+ * re-serialising a million of them was most of the overview's cost (bench/overview-memory.ts).
+ * Its unit test holds it equal to JSON.stringify of the record.
+ */
+export function overviewRecordJson(row: KpiRow): string {
+  const record: Omit<OverviewRecord, 'data'> = {
     date: formatApiDateTime(row.date),
     domain: row.domain,
     url: row.url,
@@ -34,8 +25,8 @@ export function toOverviewRecord(row: KpiRow): OverviewRecord {
     updateType: capitalizeUpdateType(row.updateType),
     section: row.section,
     kpi: row.kpi,
-    data: row.data,
   };
+  return `${JSON.stringify(record).slice(0, -1)},"data":${row.dataJson}}`;
 }
 
 /**
@@ -63,20 +54,20 @@ export function overviewRoute({ store, logger, stallMs = 30_000 }: { store: Stor
     let next = await iterator.next();
     res.status(200).type('application/json');
     let buffer = '[';
-    let first = true;
     let count = 0;
     try {
-      while (!next.done) {
-        buffer += (first ? '' : ',') + JSON.stringify(toOverviewRecord(next.value));
-        first = false;
-        count++;
-        if (buffer.length >= CHUNK_BYTES) {
-          if (!res.write(buffer) && !(await drainedOrClosed(res, stallMs))) {
-            logger.warn({ requestId: req.requestId, records: count, stallMs }, 'overview reader stopped reading; cut off');
-            res.destroy();
-            break;
+      reading: while (!next.done) {
+        for (const row of next.value) {
+          buffer += (count === 0 ? '' : ',') + overviewRecordJson(row);
+          count++;
+          if (buffer.length >= CHUNK_BYTES) {
+            if (!(await written(res, buffer, stallMs))) {
+              logger.warn({ requestId: req.requestId, records: count, stallMs }, 'overview reader stopped reading; cut off');
+              res.destroy();
+              break reading;
+            }
+            buffer = '';
           }
-          buffer = '';
         }
         if (res.destroyed) break;
         next = await iterator.next();

@@ -1,11 +1,12 @@
 import type { Request, Response } from 'express';
 import { ApiError, DEVICES } from '@perfwatch/common';
-import { auditResultJson } from '../audit-view.ts';
+import { auditResultPieces } from '../audit-view.ts';
 import { parseRequest, updateBodySchema, updateQuerySchema } from '../request-params.ts';
 import type { Store } from '../store/store.ts';
 import type { UpdateService } from '../update-service.ts';
 import type { StartAsync } from '../async-updates.ts';
 import { callerProject } from './caller-project.ts';
+import { written } from './written.ts';
 
 /** Sync updates one user may have in flight, over every gateway replica (a slot in the store). */
 export interface SyncUpdateLimit {
@@ -15,7 +16,8 @@ export interface SyncUpdateLimit {
 }
 
 /** `GET|POST /v1/update`: runs an update of one of the caller's projects. */
-export function updateRoute({ store, updates, startAsync, syncUpdates }: { store: Store; updates: UpdateService; startAsync: StartAsync; syncUpdates?: SyncUpdateLimit }) {
+/** `stallMs`: a client that reads nothing of its answer for this long is cut off. */
+export function updateRoute({ store, updates, startAsync, syncUpdates, stallMs = 30_000 }: { store: Store; updates: UpdateService; startAsync: StartAsync; syncUpdates?: SyncUpdateLimit; stallMs?: number }) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, { query: updateQuerySchema, body: updateBodySchema });
     const project = await callerProject(store, req, params.url);
@@ -29,6 +31,21 @@ export function updateRoute({ store, updates, startAsync, syncUpdates }: { store
       throw new ApiError('TOO_MANY_REQUESTS', 'You have as many sync updates running as one user may. Wait for one to finish, or use mode=async.', [`limit: ${syncUpdates!.perUser} sync updates in flight per user`], { headers: { 'Retry-After': '30' } });
     }
     const outcome = await updates.run(request).finally(() => (slot ? store.releaseSlot(slot).catch(() => undefined) : undefined));
-    res.type('application/json').send(await auditResultJson({ date: outcome.date, available: outcome.results, results: outcome.results, missing: outcome.missing }, project));
+    // Written piece by piece, one cell's result inflated at a time: a thousand updates
+    // answering at once do not each hold their megabytes of answer.
+    // Past the first byte a failure cannot become an envelope: the connection is cut, so no
+    // client takes a truncated answer for a whole one.
+    res.type('application/json');
+    try {
+      for await (const piece of auditResultPieces({ date: outcome.date, available: outcome.results, results: outcome.results, missing: outcome.missing }, project)) {
+        if (!(await written(res, piece, stallMs))) {
+          res.destroy();
+          return;
+        }
+      }
+      res.end();
+    } catch (error) {
+      res.destroy(error as Error);
+    }
   };
 }

@@ -5,7 +5,7 @@ import pLimit, { type LimitFunction } from 'p-limit';
 import pRetry from 'p-retry';
 import { z } from 'zod';
 import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
-import { ConcurrentWrite, DELIVERY_STATUSES, DuplicateError, fieldHistoryId, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateProgress, type MissingCell, type UpdateState, type OverviewFilter, type SnapshotSummary, type SnapshotPage, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
+import { ConcurrentWrite, DELIVERY_STATUSES, DuplicateError, fieldHistoryId, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, KPI_BATCH, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateProgress, type MissingCell, type UpdateState, type OverviewFilter, type SnapshotSummary, type SnapshotPage, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
 
 const gunzipAsync = promisify(gunzip);
 
@@ -545,7 +545,7 @@ export class MongoStore implements Store {
     });
   }
 
-  async *streamKpis({ userId, from, to, domain, updateType, sections }: OverviewFilter): AsyncIterable<KpiRow> {
+  async *streamKpis({ userId, from, to, domain, updateType, sections }: OverviewFilter): AsyncIterable<readonly KpiRow[]> {
     // Records still pending belong to a snapshot being written, or to one that never completed.
     const query: Record<string, unknown> = { userId: new ObjectId(userId), date: { $gte: from, $lt: to }, pending: { $ne: true } };
     if (domain) query['domain'] = domain;
@@ -554,9 +554,19 @@ export class MongoStore implements Store {
     const cursor = this.#kpis
       .find(query, { projection: { _id: 0, date: 1, domain: 1, url: 1, device: 1, location: 1, updateType: 1, section: 1, kpi: 1, data: 1 } })
       .sort({ date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1 })
-      .batchSize(1000);
+      .batchSize(KPI_BATCH);
     try {
-      for await (const doc of cursor) yield kpiDoc.parse(doc);
+      let batch: KpiRow[] = [];
+      for await (const doc of cursor) {
+        const { data, ...row } = kpiDoc.parse(doc);
+        batch.push({ ...row, dataJson: JSON.stringify(data) });
+        // What the driver already holds goes out with this batch; the next read may wait on the server.
+        if (batch.length >= KPI_BATCH || cursor.bufferedCount() === 0) {
+          yield batch;
+          batch = [];
+        }
+      }
+      if (batch.length > 0) yield batch;
     } finally {
       await cursor.close();
     }

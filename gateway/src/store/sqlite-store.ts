@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
 import { z } from 'zod';
 import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
-import { DELIVERY_STATUSES, DuplicateError, fieldHistoryId, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, type KpiRow, type MissingCell, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type SnapshotPage, type Store, type TokenRecord, type UpdateRecord, type UpdateProgress, type UpdateState, type UserRecord } from './store.ts';
+import { DELIVERY_STATUSES, DuplicateError, fieldHistoryId, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, KPI_BATCH, type KpiRow, type MissingCell, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type SnapshotPage, type Store, type TokenRecord, type UpdateRecord, type UpdateProgress, type UpdateState, type UserRecord } from './store.ts';
 
 const gunzipAsync = promisify(gunzip);
 
@@ -114,9 +114,11 @@ const deliveryRow = z
 const annotationRow = z
   .object({ id: z.string(), project_id: z.string(), date: ms, text: z.string(), link: z.string().nullable(), created_at: ms })
   .transform((r): AnnotationRecord => ({ id: r.id, projectId: r.project_id, date: r.date, text: r.text, link: r.link, createdAt: r.created_at }));
+// `data` was written by JSON.stringify of an object or a string; it is checked to be one of
+// those by its first character and passed on as text (see KpiRow.dataJson).
 const kpiRow = z
-  .object({ date: ms, domain: z.string(), url: z.string(), device: z.enum(DEVICES), location: z.enum(LOCATIONS), update_type: z.enum(UPDATE_TYPES), section: z.string(), kpi: z.string(), data: json(z.union([z.record(z.string(), z.unknown()), z.string()])) })
-  .transform(({ update_type, ...rest }): KpiRow => ({ ...rest, updateType: update_type }));
+  .object({ date: ms, domain: z.string(), url: z.string(), device: z.enum(DEVICES), location: z.enum(LOCATIONS), update_type: z.enum(UPDATE_TYPES), section: z.string(), kpi: z.string(), data: z.string().regex(/^[{"]/) })
+  .transform((r): KpiRow => ({ date: r.date, domain: r.domain, url: r.url, device: r.device, location: r.location, updateType: r.update_type, section: r.section, kpi: r.kpi, dataJson: r.data }));
 const updateRow = z
   .object({
     id: z.string(),
@@ -473,7 +475,7 @@ export class SqliteStore implements Store {
     });
   }
 
-  async *streamKpis({ userId, from, to, domain, updateType, sections }: OverviewFilter): AsyncIterable<KpiRow> {
+  async *streamKpis({ userId, from, to, domain, updateType, sections }: OverviewFilter): AsyncIterable<readonly KpiRow[]> {
     const where = ['user_id = ?', 'date >= ?', 'date < ?'];
     const params: SQLInputValue[] = [userId, from.getTime(), to.getTime()];
     const add = (clause: string, ...values: SQLInputValue[]) => {
@@ -484,8 +486,16 @@ export class SqliteStore implements Store {
     if (updateType) add('update_type = ?', updateType);
     if (sections && sections.length > 0) add(`section IN (${sections.map(() => '?').join(', ')})`, ...sections);
     const rows = this.#conn.prepare(`SELECT date, domain, url, device, location, update_type, section, kpi, data FROM kpis WHERE ${where.join(' AND ')} ORDER BY date, url, device, location, section, kpi`).iterate(...params);
-    // Row by row from the statement: memory stays flat however many records match.
-    for (const row of rows) yield kpiRow.parse(row);
+    // Batch by batch from the statement: memory stays flat however many records match.
+    let batch: KpiRow[] = [];
+    for (const row of rows) {
+      batch.push(kpiRow.parse(row));
+      if (batch.length === KPI_BATCH) {
+        yield batch;
+        batch = [];
+      }
+    }
+    if (batch.length > 0) yield batch;
   }
 
   async deleteSnapshotsBefore(before: Date, limit: number): Promise<number> {

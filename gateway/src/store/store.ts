@@ -113,6 +113,9 @@ export interface OverviewFilter {
   sections?: string[];
 }
 
+/** Records per batch of `streamKpis`: large enough that awaits cost nothing, small enough to be a few hundred kB. */
+export const KPI_BATCH = 500;
+
 export interface KpiRow {
   date: Date;
   domain: string;
@@ -122,7 +125,12 @@ export interface KpiRow {
   updateType: UpdateType;
   section: string;
   kpi: string;
-  data: Record<string, unknown> | string;
+  /**
+   * The record's data as the JSON text it is served as (an object for LIGHTHOUSE and the other
+   * object-valued sections, a string for CRUX): the overview splices it into its answer
+   * instead of parsing and re-serialising a million of them.
+   */
+  dataJson: string;
 }
 
 export interface SnapshotPage {
@@ -384,8 +392,9 @@ export interface Store {
    */
   listSnapshots(projectId: string, page?: SnapshotPage): Promise<SnapshotSummary[]>;
   /**
-   * A user's KPI records in a date range, ordered by date, url, device, location, section, kpi;
-   * read from a cursor, so memory stays flat however many there are.
+   * A user's KPI records in a date range, ordered by date, url, device, location, section, kpi,
+   * in batches of at most KPI_BATCH: read from a cursor, so memory stays flat however many
+   * there are, and a reader pays one await per batch rather than per record.
    */
-  streamKpis(filter: OverviewFilter): AsyncIterable<KpiRow>;
+  streamKpis(filter: OverviewFilter): AsyncIterable<readonly KpiRow[]>;
 }
