@@ -190,7 +190,7 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000], kinds: r
   let agents: ReturnType<typeof startResponders> = [];
   const port = await freePort();
   const gatewayUrl = `http://127.0.0.1:${port}`;
-  const gateway = spawn(process.execPath, [...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []), join(root, 'bin/perfwatch.js'), 'gateway'], {
+  const gateway = spawn(process.execPath, ['--max-semi-space-size=16', ...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []), join(root, 'bin/perfwatch.js'), 'gateway'], {
     env: { ...process.env, ...storeEnv, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_UPDATES_PER_MINUTE: '1000000', MAX_SYNC_UPDATES_PER_USER: '1000', SHUTDOWN_READINESS_DELAY_MS: '0' },
     // BENCH_GATEWAY_LOG=FILE keeps the gateway's warnings and errors.
     stdio: ['ignore', process.env['BENCH_GATEWAY_LOG'] ? openSync(process.env['BENCH_GATEWAY_LOG'], 'a') : 'ignore', process.env['BENCH_GATEWAY_LOG'] ? openSync(process.env['BENCH_GATEWAY_LOG'], 'a') : 'ignore'],

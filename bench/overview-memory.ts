@@ -20,7 +20,8 @@ import { createAdmin, freePort, MongoStore, SqliteStore, startFerretDb, startNat
 import { root } from './local-stack.ts';
 
 const tools = join(root, '.tools/bin');
-const HEAP_CAP_MB = 96;
+const HEAP_CAP_MB = Number(process.env['BENCH_HEAP_CAP_MB'] ?? 96);
+const SEMI_SPACE_MB = Number(process.env['BENCH_SEMI_SPACE_MB'] ?? 16);
 const DAY_MS = 86_400_000;
 // Within the gateway's retention (RETENTION_DAYS, 400 by default): the oldest seeded day.
 const FIRST_DAY = Math.floor(Date.now() / DAY_MS) - 380;
@@ -93,15 +94,17 @@ interface Served {
   stop(): Promise<void>;
 }
 
-async function waitHealthy(url: string): Promise<void> {
+async function waitReady(url: string): Promise<void> {
   for (let i = 0; ; i++) {
-    if ((await fetch(`${url}/healthz`).catch(() => null))?.ok) return;
+    if ((await fetch(`${url}/readyz`).catch(() => null))?.ok) return;
     if (i > 300) throw new Error('server did not start');
     await sleep(100);
   }
 }
 
-const serverEnv = (port: number) => ({ ...process.env, NODE_OPTIONS: `--max-old-space-size=${HEAP_CAP_MB}`, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' });
+/** V8's heap bounds for the server: its old generation capped, its young one a fixed size (see SEMI_SPACE_MB). */
+const V8_FLAGS = [`--max-old-space-size=${HEAP_CAP_MB}`, `--min-semi-space-size=${SEMI_SPACE_MB}`, `--max-semi-space-size=${SEMI_SPACE_MB}`];
+const serverEnv = (port: number) => ({ ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' });
 
 async function serveEmbedded(dir: string, levels: Array<{ count: number; firstDay: number; days: number }>): Promise<Served> {
   const path = join(dir, 'perfwatch.sqlite');
@@ -110,17 +113,21 @@ async function serveEmbedded(dir: string, levels: Array<{ count: number; firstDa
   const { user, token } = await createAdmin(store).createUser('bench');
   await store.close();
   const db = new DatabaseSync(path);
+  // Each 20 records hang on a snapshot of their own: the gateway deletes records of none.
+  const snapshot = db.prepare("INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available) VALUES (?, ?, ?, ?, 'https://shop.example/', 'shop.example', ?, 'scheduled', '[]')");
   const insert = db.prepare('INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
   db.exec('BEGIN');
   for (const { count, firstDay, days } of levels) {
     for (let n = 0; n < count; n++) {
       const r = record(n, firstDay, days);
-      insert.run(`s${firstDay}-${Math.floor(n / 20)}`, 'p', user.id, r.date.getTime(), r.domain, r.url, r.device, r.location, r.updateType, r.section, r.kpi, JSON.stringify(r.data));
+      const id = `s${firstDay}-${Math.floor(n / 20)}`;
+      if (n % 20 === 0) snapshot.run(id, id, user.id, id, r.date.getTime());
+      insert.run(id, 'p', user.id, r.date.getTime(), r.domain, r.url, r.device, r.location, r.updateType, r.section, r.kpi, JSON.stringify(r.data));
     }
   }
   db.exec('COMMIT');
   const port = await freePort();
-  const server = spawn(process.execPath, [join(root, 'bin/perfwatch.js'), 'start'], { env: { ...serverEnv(port), PERFWATCH_DATA_DIR: dir, PERFWATCH_DEMO_PORT: '0' }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const server = spawn(process.execPath, [...V8_FLAGS, join(root, 'bin/perfwatch.js'), 'start'], { env: { ...serverEnv(port), PERFWATCH_DATA_DIR: dir, PERFWATCH_DEMO_PORT: '0' }, stdio: ['ignore', 'ignore', 'inherit'] });
   const query = db.prepare('SELECT date, domain, url, device, location, update_type, section, kpi, data FROM kpis WHERE user_id = ? AND date >= ? AND date < ? ORDER BY date, url, device, location, section, kpi');
   return {
     url: `http://127.0.0.1:${port}`,
@@ -155,7 +162,7 @@ async function serveMongoWire(dir: string, levels: Array<{ count: number; firstD
     }
   }
   const port = await freePort();
-  const server = spawn(process.execPath, [join(root, 'bin/perfwatch.js'), 'gateway'], { env: { ...serverEnv(port), NATS_URL: nats.url, MONGODB_URI: ferret.url, MONGODB_DB: dbName }, stdio: 'inherit' });
+  const server = spawn(process.execPath, [...V8_FLAGS, join(root, 'bin/perfwatch.js'), 'gateway'], { env: { ...serverEnv(port), NATS_URL: nats.url, MONGODB_URI: ferret.url, MONGODB_DB: dbName }, stdio: 'inherit' });
   return {
     url: `http://127.0.0.1:${port}`,
     token,
@@ -188,7 +195,7 @@ export async function measureOverview(store: OverviewStore, large = 1_000_000): 
   ];
   const served = await (store === 'embedded' ? serveEmbedded : serveMongoWire)(dir, sets);
   try {
-    await waitHealthy(served.url);
+    await waitReady(served.url);
     const baselineRssMb = await peakRssMb(served.server.pid!);
     const levels: OverviewLevel[] = [];
     for (const { count, firstDay, days } of sets) {

@@ -27,7 +27,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { MongoClient, ObjectId, type Document } from 'mongodb';
 import { formatApiDateTime } from '@perfwatch/common';
-import { createAdmin, freePort, MongoStore, receivedRun, startFerretDb, startNatsServer, type ProjectRecord } from '@perfwatch/gateway';
+import { DatabaseSync } from 'node:sqlite';
+import { createAdmin, freePort, MongoStore, receivedRun, SqliteStore, startFerretDb, startNatsServer, type ProjectRecord } from '@perfwatch/gateway';
 import { buildLocationSnapshot } from '../gateway/src/snapshot-builder.ts';
 import { loadLeanLhr } from '../test/support/lhr-fixtures.ts';
 import { root } from './local-stack.ts';
@@ -40,6 +41,8 @@ const EVERY_MS = 8 * 3_600_000;
 const FIRST = Math.floor(Date.now() / 86_400_000 - 360) * 86_400_000;
 const EXTERNAL_URI = process.env['BENCH_MONGODB_URI'];
 export const DEFAULT_SNAPSHOTS = EXTERNAL_URI ? 100_000 : 300;
+// 8 KPI records per snapshot of the template: 125,000 snapshots make a million.
+export const EMBEDDED_SNAPSHOTS = 125_000;
 const CONNECTIONS = 10;
 const ROUND_SECONDS = Number(process.env['BENCH_READ_SECONDS'] ?? 10);
 const ROUNDS = 2;
@@ -53,6 +56,7 @@ export interface Load {
 }
 
 export interface ReadPathFigures {
+  store: ReadStore;
   snapshots: number;
   kpiRecords: number;
   seedSeconds: number;
@@ -108,22 +112,94 @@ const mean = (loads: Load[]): Load => ({
   ...(loads[0]?.cpuMsPerRequest === undefined ? {} : { cpuMsPerRequest: loads.reduce((s, l) => s + l.cpuMsPerRequest!, 0) / loads.length }),
 });
 
-export async function measureReadPath(snapshots = DEFAULT_SNAPSHOTS): Promise<ReadPathFigures> {
-  const dir = await mkdtemp(join(tmpdir(), 'perfwatch-read-'));
-  const db = EXTERNAL_URI ? { url: EXTERNAL_URI, stop: async () => {} } : await startFerretDb({ binary: join(tools, 'ferretdb'), dir: join(dir, 'db') });
-  const nats = await startNatsServer({ binary: join(tools, 'nats-server'), dir: join(dir, 'nats') });
-  const dbName = `read_${randomUUID().slice(0, 8)}`;
-  const store = new MongoStore({ uri: db.url, dbName });
+/** How a store was seeded, and the same reads made straight on it. */
+interface Seeded {
+  token: string;
+  kpiRecords: number;
+  /** Records of one domain on one day. */
+  recordsOn(day: Date, domain: string): Promise<number>;
+  rawAudit(project: ProjectRecord, date: Date): Promise<void>;
+  rawOverview(day: Date, domain: string): Promise<void>;
+  /** The gateway's environment for this store. */
+  env: Record<string, string>;
+  close(): Promise<void>;
+}
+
+/** Snapshots made of one template snapshot (stored by the store itself), `at(i)` the i-th one's project and date. */
+async function template(store: MongoStore | SqliteStore): Promise<{ token: string; userId: string; projects: ProjectRecord[]; date: Date }> {
   await store.init();
   const admin = createAdmin(store);
   const { user, token } = await admin.createUser('bench');
   const projects: ProjectRecord[] = [];
   for (let p = 0; p < PROJECTS; p++) projects.push(await admin.addProject('bench', `https://d${p % DOMAINS}.example/page-${p}`, { locations: ['london'], runs: 1 }));
-
-  const seedStarted = performance.now();
   const lhr = loadLeanLhr('mobile');
-  const template = await buildLocationSnapshot('mobile', 'london', [receivedRun({ jobId: 'seed', agentId: 'seed', location: 'london', device: 'mobile', runIndex: 0, startedAt: new Date().toISOString(), lighthouseMs: 6_000, lhr })]);
-  const templateDate = await store.saveSnapshot({ project: projects[0]!, updateId: randomUUID(), date: new Date(Date.UTC(2020, 0, 1)), updateType: 'scheduled', results: [template] });
+  const cell = await buildLocationSnapshot('mobile', 'london', [receivedRun({ jobId: 'seed', agentId: 'seed', location: 'london', device: 'mobile', runIndex: 0, startedAt: new Date().toISOString(), lighthouseMs: 6_000, lhr })]);
+  const date = await store.saveSnapshot({ project: projects[0]!, updateId: randomUUID(), date: new Date(Date.UTC(2020, 0, 1)), updateType: 'scheduled', results: [cell] });
+  return { token, userId: user.id, projects, date };
+}
+
+const at = (projects: ProjectRecord[], i: number) => ({ project: projects[i % PROJECTS]!, date: new Date(FIRST + Math.floor(i / PROJECTS) * EVERY_MS) });
+
+/**
+ * The embedded store (`perfwatch gateway` with PERFWATCH_DATA_DIR): cloned by SQL from the
+ * template; the direct reads are the store's own methods that /v1/audit and /v1/overview call
+ * (SqliteStore in this process, on the same file), so the ratio is what HTTP, authentication
+ * and writing the answer cost on top of the store.
+ */
+async function seedEmbedded(dir: string, snapshots: number): Promise<Seeded & { projects: ProjectRecord[] }> {
+  const path = join(dir, 'perfwatch.sqlite');
+  const seedStore = new SqliteStore({ path });
+  const { token, userId, projects, date } = await template(seedStore);
+  await seedStore.close();
+  const db = new DatabaseSync(path);
+  const tpl = db.prepare('SELECT id FROM snapshots WHERE date = ?').get(date.getTime()) as { id: string };
+  const insertSnapshot = db.prepare('INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available, missing, kpi_version) SELECT ?, ?, user_id, ?, ?, ?, ?, update_type, available, missing, kpi_version FROM snapshots WHERE id = ?');
+  const insertResults = db.prepare('INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse, checks) SELECT ?, seq, device, location, median, runs, element_count, crux, lighthouse, checks FROM results WHERE snapshot_id = ?');
+  const insertKpis = db.prepare('INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) SELECT ?, ?, user_id, ?, ?, ?, device, location, update_type, section, kpi, data FROM kpis WHERE snapshot_id = ?');
+  db.exec('BEGIN');
+  for (let i = 0; i < snapshots; i++) {
+    const { project, date: when } = at(projects, i);
+    const id = randomUUID();
+    insertSnapshot.run(id, project.id, randomUUID(), project.url, project.domain, when.getTime(), tpl.id);
+    insertResults.run(id, tpl.id);
+    insertKpis.run(id, project.id, when.getTime(), project.domain, project.url, tpl.id);
+  }
+  for (const table of ['kpis', 'results', 'snapshots']) db.prepare(`DELETE FROM ${table} WHERE ${table === 'snapshots' ? 'id' : 'snapshot_id'} = ?`).run(tpl.id);
+  db.exec('COMMIT');
+  const kpiRecords = (db.prepare('SELECT count(*) AS n FROM kpis').get() as { n: number }).n;
+  db.close();
+  const direct = new SqliteStore({ path });
+  await direct.init();
+  const overview = (day: Date, domain: string) => direct.streamKpis({ userId, from: day, to: new Date(day.getTime() + 86_400_000), domain });
+  return {
+    token,
+    projects,
+    kpiRecords,
+    async recordsOn(day, domain) {
+      let n = 0;
+      for await (const batch of overview(day, domain)) n += batch.length;
+      return n;
+    },
+    async rawAudit(project, when) {
+      if (!(await direct.findProject(userId, project.url)) || !(await direct.findSnapshot(project.id, when))) throw new Error('seeded snapshot not found');
+    },
+    async rawOverview(day, domain) {
+      for await (const _batch of overview(day, domain));
+    },
+    env: { PERFWATCH_DATA_DIR: dir },
+    close: () => direct.close(),
+  };
+}
+
+/**
+ * A MongoDB-wire server (FerretDB here, or BENCH_MONGODB_URI): cloned through the driver from
+ * the template; the direct reads are the store's queries issued through the driver.
+ */
+async function seedMongoWire(dir: string, snapshots: number): Promise<Seeded & { projects: ProjectRecord[] }> {
+  const db = EXTERNAL_URI ? { url: EXTERNAL_URI, stop: async () => {} } : await startFerretDb({ binary: join(tools, 'ferretdb'), dir: join(dir, 'db') });
+  const dbName = `read_${randomUUID().slice(0, 8)}`;
+  const store = new MongoStore({ uri: db.url, dbName });
+  const { token, userId: user, projects, date: templateDate } = await template(store);
   await store.close();
 
   const client = new MongoClient(db.url);
@@ -134,7 +210,6 @@ export async function measureReadPath(snapshots = DEFAULT_SNAPSHOTS): Promise<Re
   const tplKpis = await kpisC.find({ snapshotId: tplSnapshot['_id'] }).toArray();
   await Promise.all([snapshotsC.deleteOne({ _id: tplSnapshot['_id'] }), resultsC.deleteMany({ snapshotId: tplSnapshot['_id'] }), kpisC.deleteMany({ snapshotId: tplSnapshot['_id'] })]);
 
-  const at = (i: number) => ({ project: projects[i % PROJECTS]!, date: new Date(FIRST + Math.floor(i / PROJECTS) * EVERY_MS) });
   const clone = (doc: Document, fields: Document) => {
     const copy: Document = { ...doc, _id: new ObjectId() };
     for (const [key, value] of Object.entries(fields)) if (key in doc) copy[key] = value;
@@ -146,7 +221,7 @@ export async function measureReadPath(snapshots = DEFAULT_SNAPSHOTS): Promise<Re
     const r: Document[] = [];
     const k: Document[] = [];
     for (let i = from; i < Math.min(snapshots, from + batch); i++) {
-      const { project, date } = at(i);
+      const { project, date } = at(projects, i);
       const snapshot = clone(tplSnapshot, { projectId: new ObjectId(project.id), url: project.url, domain: project.domain, updateId: randomUUID(), date });
       const fields = { snapshotId: snapshot['_id'], projectId: snapshot['projectId'], url: project.url, domain: project.domain, date };
       s.push(snapshot);
@@ -156,11 +231,46 @@ export async function measureReadPath(snapshots = DEFAULT_SNAPSHOTS): Promise<Re
     await Promise.all([snapshotsC.insertMany(s, { ordered: false }), resultsC.insertMany(r, { ordered: false }), kpisC.insertMany(k, { ordered: false })]);
   }
   const kpiRecords = await kpisC.countDocuments();
+  const userId = new ObjectId(user);
+  const overviewQuery = (day: Date, domain: string) => ({ userId, date: { $gte: day, $lt: new Date(day.getTime() + 86_400_000) }, domain });
+  return {
+    token,
+    projects,
+    kpiRecords,
+    recordsOn: (day, domain) => kpisC.countDocuments(overviewQuery(day, domain)),
+    async rawAudit(project, date) {
+      const snapshot = await snapshotsC.findOne({ projectId: new ObjectId(project.id), date, status: 'complete' });
+      if (!snapshot) throw new Error('seeded snapshot not found');
+      await resultsC.find({ snapshotId: snapshot['_id'] }).toArray();
+    },
+    async rawOverview(day, domain) {
+      await kpisC
+        .find(overviewQuery(day, domain), { projection: { _id: 0, date: 1, domain: 1, url: 1, device: 1, location: 1, updateType: 1, section: 1, kpi: 1, data: 1 } })
+        .sort({ date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1 })
+        .toArray();
+    },
+    env: { MONGODB_URI: db.url, MONGODB_DB: dbName },
+    async close() {
+      if (EXTERNAL_URI) await database.dropDatabase();
+      await client.close();
+      await db.stop();
+    },
+  };
+}
+
+export type ReadStore = 'embedded' | 'mongo-wire';
+
+export async function measureReadPath(kind: ReadStore, snapshots = kind === 'embedded' ? EMBEDDED_SNAPSHOTS : DEFAULT_SNAPSHOTS): Promise<ReadPathFigures> {
+  const dir = await mkdtemp(join(tmpdir(), 'perfwatch-read-'));
+  const nats = await startNatsServer({ binary: join(tools, 'nats-server'), dir: join(dir, 'nats') });
+  const seedStarted = performance.now();
+  const seeded = await (kind === 'embedded' ? seedEmbedded : seedMongoWire)(dir, snapshots);
+  const { token, projects, kpiRecords } = seeded;
   const seedSeconds = (performance.now() - seedStarted) / 1000;
-  process.stdout.write(`read path: seeded ${snapshots} snapshots, ${kpiRecords} KPI records in ${seedSeconds.toFixed(0)} s\n`);
+  process.stdout.write(`read path ${kind}: seeded ${snapshots} snapshots, ${kpiRecords} KPI records in ${seedSeconds.toFixed(0)} s\n`);
 
   // The same pseudo-random picks for both sides.
-  const pick = (n: number) => at((n * 7_919) % snapshots);
+  const pick = (n: number) => at(projects, (n * 7_919) % snapshots);
   const days = Math.floor(((snapshots / PROJECTS) * EVERY_MS) / 86_400_000);
   const overviewDay = (n: number) => ({ day: new Date(FIRST + ((n * 31) % days) * 86_400_000), domain: `d${n % DOMAINS}.example` });
   const auditPath = (n: number) => {
@@ -172,27 +282,21 @@ export async function measureReadPath(snapshots = DEFAULT_SNAPSHOTS): Promise<Re
     const d = day.toISOString().slice(0, 10);
     return `/v1/overview?startDate=${d}&endDate=${d}&domain=${domain}`;
   };
-  const userId = new ObjectId(user.id);
   const rawAudit = async (n: number) => {
     const { project, date } = pick(n);
-    const snapshot = await snapshotsC.findOne({ projectId: new ObjectId(project.id), date, status: 'complete' });
-    if (!snapshot) throw new Error('seeded snapshot not found');
-    await resultsC.find({ snapshotId: snapshot['_id'] }).toArray();
+    await seeded.rawAudit(project, date);
   };
   const rawOverview = async (n: number) => {
     const { day, domain } = overviewDay(n);
-    await kpisC
-      .find({ userId, date: { $gte: day, $lt: new Date(day.getTime() + 86_400_000) }, domain }, { projection: { _id: 0, date: 1, domain: 1, url: 1, device: 1, location: 1, updateType: 1, section: 1, kpi: 1, data: 1 } })
-      .sort({ date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1 })
-      .toArray();
+    await seeded.rawOverview(day, domain);
   };
   const { day: sampleDay, domain: sampleDomain } = overviewDay(1);
-  const overviewRecordsPerRequest = await kpisC.countDocuments({ userId, date: { $gte: sampleDay, $lt: new Date(sampleDay.getTime() + 86_400_000) }, domain: sampleDomain });
+  const overviewRecordsPerRequest = await seeded.recordsOn(sampleDay, sampleDomain);
 
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const gateway = spawn(process.execPath, [join(root, 'bin/perfwatch.js'), 'gateway'], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', NATS_URL: nats.url, MONGODB_URI: db.url, MONGODB_DB: dbName, LOG_LEVEL: 'warn', RATE_LIMIT_READS_PER_MINUTE: '100000000', RETENTION_DAYS: '3650' },
+    env: { ...process.env, ...seeded.env, PORT: String(port), HOST: '127.0.0.1', NATS_URL: nats.url, LOG_LEVEL: 'warn', RATE_LIMIT_READS_PER_MINUTE: '100000000', RETENTION_DAYS: '3650' },
     stdio: 'inherit',
   });
   try {
@@ -214,6 +318,7 @@ export async function measureReadPath(snapshots = DEFAULT_SNAPSHOTS): Promise<Re
     const audit = { gateway: mean(runs.auditGateway), raw: mean(runs.auditRaw) };
     const overview = { gateway: mean(runs.overviewGateway), raw: mean(runs.overviewRaw) };
     const figures = {
+      store: kind,
       snapshots,
       kpiRecords,
       seedSeconds,
@@ -226,15 +331,14 @@ export async function measureReadPath(snapshots = DEFAULT_SNAPSHOTS): Promise<Re
   } finally {
     gateway.kill('SIGTERM');
     await new Promise((resolve) => gateway.once('exit', resolve));
-    if (EXTERNAL_URI) await database.dropDatabase();
-    await client.close();
+    await seeded.close();
     await nats.stop();
-    await db.stop();
     await rm(dir, { recursive: true, force: true });
   }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const figures = await measureReadPath(Number(process.argv[2] ?? DEFAULT_SNAPSHOTS));
+  const kind = (process.argv[2] ?? 'embedded') as ReadStore;
+  const figures = await measureReadPath(kind, process.argv[3] ? Number(process.argv[3]) : undefined);
   console.log(JSON.stringify(figures, (_k, v: unknown) => (typeof v === 'number' ? Math.round(v * 100) / 100 : v), 2));
 }

@@ -22,7 +22,9 @@ COPY agent/src agent/src
 COPY bin bin
 
 FROM ${NODE_IMAGE}
-ENV NODE_ENV=production PORT=8080
+# A young generation of 2 × 16 MB: V8 would grow it to 2 × 64 MB on a large host, and that
+# alone is a quarter of the gateway's memory budget (bench/results.md, overview streaming).
+ENV NODE_ENV=production PORT=8080 NODE_OPTIONS=--max-semi-space-size=16
 WORKDIR /app
 COPY --from=build /app /app
 # The image's own unprivileged user; the Kubernetes manifests also set runAsNonRoot.
