@@ -295,7 +295,7 @@ export async function measureReadPath(kind: ReadStore, snapshots = kind === 'emb
 
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const gateway = spawn(process.execPath, [join(root, 'bin/perfwatch.js'), 'gateway'], {
+  const gateway = spawn(process.execPath, [...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []), join(root, 'bin/perfwatch.js'), 'gateway'], {
     env: { ...process.env, ...seeded.env, PORT: String(port), HOST: '127.0.0.1', NATS_URL: nats.url, LOG_LEVEL: 'warn', RATE_LIMIT_READS_PER_MINUTE: '100000000', RETENTION_DAYS: '3650' },
     stdio: 'inherit',
   });

@@ -5,6 +5,7 @@ import { gzipSync } from 'node:zlib';
 import { auditResultPieces, toAuditResult } from './audit-view.ts';
 import { receivedRun } from './nats-dispatcher.ts';
 import { ResultBytes } from './result-bytes.ts';
+import type { NewLocationSnapshot } from './store/store.ts';
 import { buildLocationSnapshot, NoUsableResult } from './snapshot-builder.ts';
 import { builtCell, readCell } from '../../test/support/new-cells.ts';
 
@@ -61,9 +62,9 @@ describe('toAuditResult', () => {
   });
 });
 
-const auditResultJson = async (...args: Parameters<typeof auditResultPieces>) => {
+const auditResultJson = async (snapshot: Parameters<typeof auditResultPieces<NewLocationSnapshot>>[0], project: { defaultLocation: 'london' }) => {
   let text = '';
-  for await (const piece of auditResultPieces(...args)) text += piece;
+  for await (const piece of auditResultPieces(snapshot, project, (cell) => cell.lighthouse.json())) text += piece;
   return text;
 };
 

@@ -1,6 +1,6 @@
 import { formatApiDateTime, type AuditResult, type Device, type Location, type LocationResult } from '@perfwatch/common';
 import { randomUUID } from 'node:crypto';
-import type { NewLocationSnapshot, ProjectRecord, SnapshotFilter, SnapshotRecord } from './store/store.ts';
+import type { LocationSnapshot, ProjectRecord, SnapshotFilter, SnapshotRecord } from './store/store.ts';
 
 function verification(runs: SnapshotRecord['results'][number]['runs'], median: number): Pick<LocationResult, 'verification'> {
   if (!runs.some((run) => run.verdict)) return {};
@@ -19,21 +19,31 @@ function verification(runs: SnapshotRecord['results'][number]['runs'], median: n
 type LighthouseAdditions = Pick<LocationResult['lighthouse'], 'crux' | 'date' | 'elementCount'>;
 
 /** The spec's audit result for a stored snapshot: device → location → result. */
-export function toAuditResult(snapshot: Pick<SnapshotRecord, 'date' | 'available' | 'results'> & { missing?: SnapshotRecord['missing'] }, project: Pick<ProjectRecord, 'defaultLocation'>, filter: SnapshotFilter = {}): AuditResult {
+export function toAuditResult(snapshot: Pick<SnapshotRecord, 'date' | 'available'> & { results: readonly LocationSnapshot[]; missing?: SnapshotRecord['missing'] }, project: Pick<ProjectRecord, 'defaultLocation'>, filter: SnapshotFilter = {}): AuditResult {
   return auditResultOf(snapshot, project, filter, (r, additions) => ({ ...r.lighthouse, ...additions }));
 }
 
+/** What the audit result shows of a cell besides its Lighthouse result. */
+type CellView = { device: Device; location: Location; crux: LighthouseAdditions['crux']; elementCount: number | null; median: number; runs: SnapshotRecord['results'][number]['runs']; checks?: SnapshotRecord['results'][number]['checks'] };
+
 /**
- * The audit result of an update just made, as JSON text in pieces, to be written as they come:
- * each cell's representative result is the text it inflates to (checked to be one JSON object
- * when the snapshot was built), never parsed into an object and serialised again, and only one
- * of them is inflated at a time, however many cells. The result's own keys come first, the
- * audit result's additions after them, so they win as they do in toAuditResult.
+ * The audit result as JSON text in pieces, to be written as they come: each cell's Lighthouse
+ * result is written as its JSON text (`textOf`: of an update just made, the text its gzip
+ * inflates to; of a stored snapshot, the text the store read it from), never serialised again,
+ * and only one is inflated at a time, however many cells. The text must be one JSON object (a
+ * new cell's was checked when the snapshot was built; a stored one was parsed by the store).
+ * The result's own keys come first, the audit result's additions after them, so they win as
+ * they do in toAuditResult.
  */
-export async function* auditResultPieces(snapshot: { date: Date; available: SnapshotRecord['available']; results: readonly NewLocationSnapshot[]; missing?: SnapshotRecord['missing'] }, project: Pick<ProjectRecord, 'defaultLocation'>): AsyncGenerator<string> {
+export async function* auditResultPieces<R extends CellView>(
+  snapshot: { date: Date; available: SnapshotRecord['available']; results: readonly R[]; missing?: SnapshotRecord['missing'] },
+  project: Pick<ProjectRecord, 'defaultLocation'>,
+  textOf: (cell: R) => string | Promise<string>,
+  filter: SnapshotFilter = {},
+): AsyncGenerator<string> {
   const nonce = randomUUID();
-  const slots: Array<{ token: string; cell: NewLocationSnapshot; additions: LighthouseAdditions }> = [];
-  const view = auditResultOf(snapshot, project, {}, (cell, additions) => {
+  const slots: Array<{ token: string; cell: R; additions: LighthouseAdditions }> = [];
+  const view = auditResultOf(snapshot, project, filter, (cell, additions) => {
     const token = `@@perfwatch-result:${nonce}:${slots.length}@@`;
     slots.push({ token, cell, additions });
     return token;
@@ -44,14 +54,14 @@ export async function* auditResultPieces(snapshot: { date: Date; available: Snap
   let at = 0;
   for (const { quoted, found, cell, additions } of placed) {
     yield json.slice(at, found);
-    const body = (await cell.lighthouse.json()).trimEnd().slice(0, -1).trimEnd();
+    const body = (await textOf(cell)).trimEnd().slice(0, -1).trimEnd();
     yield `${body}${body.endsWith('{') ? '' : ','}${JSON.stringify(additions).slice(1)}`;
     at = found + quoted.length;
   }
   yield json.slice(at);
 }
 
-function auditResultOf<R extends { device: Device; location: Location; crux: LighthouseAdditions['crux']; elementCount: number | null; median: number; runs: SnapshotRecord['results'][number]['runs']; checks?: SnapshotRecord['results'][number]['checks'] }>(
+function auditResultOf<R extends CellView>(
   snapshot: { date: Date; available: SnapshotRecord['available']; results: readonly R[]; missing?: SnapshotRecord['missing'] },
   project: Pick<ProjectRecord, 'defaultLocation'>,
   filter: SnapshotFilter,

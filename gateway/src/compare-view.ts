@@ -67,7 +67,10 @@ function opportunityChanges(from: LighthouseResult, to: LighthouseResult): Compa
 }
 
 /** Two snapshots of one project side by side, cell by cell (`/v1/compare`). */
-export function compareSnapshots(url: string, from: Pick<SnapshotRecord, 'date' | 'results'>, to: Pick<SnapshotRecord, 'date' | 'results'>): CompareResult {
+/** A snapshot as compare reads it: its date and its cells' results. */
+type ComparedSnapshot = Pick<SnapshotRecord, 'date'> & { results: readonly LocationSnapshot[] };
+
+export function compareSnapshots(url: string, from: ComparedSnapshot, to: ComparedSnapshot): CompareResult {
   const key = (r: Pick<LocationSnapshot, 'device' | 'location'>) => `${r.device}/${r.location}`;
   const toByCell = new Map(to.results.map((r) => [key(r), r]));
   const fromCells = new Set(from.results.map(key));

@@ -6,7 +6,7 @@ import type { Store } from '../store/store.ts';
 import type { UpdateService } from '../update-service.ts';
 import type { StartAsync } from '../async-updates.ts';
 import { callerProject } from './caller-project.ts';
-import { written } from './written.ts';
+import { writeJsonPieces } from './written.ts';
 
 /** Sync updates one user may have in flight, over every gateway replica (a slot in the store). */
 export interface SyncUpdateLimit {
@@ -33,19 +33,6 @@ export function updateRoute({ store, updates, startAsync, syncUpdates, stallMs =
     const outcome = await updates.run(request).finally(() => (slot ? store.releaseSlot(slot).catch(() => undefined) : undefined));
     // Written piece by piece, one cell's result inflated at a time: a thousand updates
     // answering at once do not each hold their megabytes of answer.
-    // Past the first byte a failure cannot become an envelope: the connection is cut, so no
-    // client takes a truncated answer for a whole one.
-    res.type('application/json');
-    try {
-      for await (const piece of auditResultPieces({ date: outcome.date, available: outcome.results, results: outcome.results, missing: outcome.missing }, project)) {
-        if (!(await written(res, piece, stallMs))) {
-          res.destroy();
-          return;
-        }
-      }
-      res.end();
-    } catch (error) {
-      res.destroy(error as Error);
-    }
+    await writeJsonPieces(res, auditResultPieces({ date: outcome.date, available: outcome.results, results: outcome.results, missing: outcome.missing }, project, (cell) => cell.lighthouse.json()), stallMs);
   };
 }

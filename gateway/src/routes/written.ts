@@ -24,3 +24,23 @@ export async function written(res: Response, text: string, stallMs: number): Pro
   if (res.write(text)) return true;
   return (await drainedOrClosed(res, stallMs)) && !res.destroyed;
 }
+
+/**
+ * Writes a JSON answer piece by piece as `pieces` yields them, waiting while the client reads.
+ * Past the first byte a failure cannot become an envelope: the connection is cut, so no client
+ * takes a truncated answer for a whole one; so is a client that reads nothing for `stallMs`.
+ */
+export async function writeJsonPieces(res: Response, pieces: AsyncIterable<string>, stallMs: number): Promise<void> {
+  res.type('application/json');
+  try {
+    for await (const piece of pieces) {
+      if (!(await written(res, piece, stallMs))) {
+        res.destroy();
+        return;
+      }
+    }
+    res.end();
+  } catch (error) {
+    res.destroy(error as Error);
+  }
+}

@@ -737,8 +737,8 @@ export class MongoStore implements Store {
     const results = await Promise.all(
       docs.map(async (doc) => {
         const r = resultDoc.parse(doc);
-        const lighthouse = lighthouseResultSchema.parse(JSON.parse((await gunzipAsync(r.lighthouse.buffer)).toString('utf8')));
-        return { ...r, lighthouse, kpis: [] };
+        const lighthouseJson = (await gunzipAsync(r.lighthouse.buffer)).toString('utf8');
+        return { ...r, lighthouse: lighthouseResultSchema.parse(JSON.parse(lighthouseJson)), lighthouseJson, kpis: [] };
       }),
     );
     return { id: snapshot._id, projectId: snapshot.projectId, updateId: snapshot.updateId, url: snapshot.url, date: snapshot.date, updateType: snapshot.updateType, available: snapshot.available, missing: snapshot.missing, results };

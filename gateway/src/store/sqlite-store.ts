@@ -450,17 +450,21 @@ export class SqliteStore implements Store {
     const rows = this.#all('SELECT * FROM results WHERE snapshot_id = ? ORDER BY seq', snapshot.id).map((row) => resultRow.parse(row));
     const wanted = rows.filter((r) => (!filter.device || r.device === filter.device) && (!filter.locations?.length || filter.locations.includes(r.location)));
     const results = await Promise.all(
-      wanted.map(async (r) => ({
+      wanted.map(async (r) => {
+        const lighthouseJson = (await gunzipAsync(r.lighthouse)).toString('utf8');
+        return {
         device: r.device,
         location: r.location,
         median: r.median,
         runs: r.runs,
         elementCount: r.element_count,
         crux: r.crux,
-        lighthouse: lighthouseResultSchema.parse(JSON.parse((await gunzipAsync(r.lighthouse)).toString('utf8'))),
+        lighthouse: lighthouseResultSchema.parse(JSON.parse(lighthouseJson)),
+        lighthouseJson,
         kpis: [],
         ...(r.checks ? { checks: r.checks } : {}),
-      })),
+        };
+      }),
     );
     return { id: snapshot.id, projectId: snapshot.project_id, updateId: snapshot.update_id, url: snapshot.url, date: snapshot.date, updateType: snapshot.update_type, available: snapshot.available, missing: snapshot.missing, results };
   }
