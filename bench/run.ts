@@ -112,21 +112,23 @@ const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise
     headings: ['## Overview streaming'],
     async measure() {
       const large = Number(process.env['BENCH_OVERVIEW_RECORDS'] ?? 1_000_000);
-      const stores: OverviewFigures[] = [await measureOverview('embedded', large), await measureOverview('mongo-wire', large)];
-      const row = (f: OverviewFigures) => {
-        const [small, medium, big] = f.levels;
-        const cells = f.levels.map((l) => `${Math.round(l.recordsPerSecond).toLocaleString('en')} records/s (direct ${Math.round(l.directRecordsPerSecond).toLocaleString('en')}), peak RSS ${l.peakRssMb.toFixed(0)} MB`);
-        return `| ${f.store === 'embedded' ? 'embedded (SQLite, perfwatch start)' : 'MongoDB-wire (FerretDB v1, perfwatch gateway)'} | ${f.baselineRssMb.toFixed(0)} MB | ${cells.join(' | ')} | ${(big!.peakRssMb / small!.peakRssMb).toFixed(2)} | ${(big!.peakRssMb / medium!.peakRssMb).toFixed(2)} |`;
-      };
+      // FerretDB scans its collection for every read: a million records there take a quarter of an hour.
+      const stores: OverviewFigures[] = [await measureOverview('embedded', large), await measureOverview('mongo-wire', Number(process.env['BENCH_OVERVIEW_FERRETDB_RECORDS'] ?? 0))];
       const [first] = stores;
+      const levels = first!.levels;
+      const row = (f: OverviewFigures) => {
+        const cells = levels.map((_, i) => f.levels[i]).map((l) => (l ? `${Math.round(l.recordsPerSecond).toLocaleString('en')} records/s (direct ${Math.round(l.directRecordsPerSecond).toLocaleString('en')}), peak RSS ${l.peakRssMb.toFixed(0)} MB` : 'not run (see below)'));
+        const last = f.levels.at(-1)!;
+        return `| ${f.store === 'embedded' ? 'embedded (SQLite, perfwatch start)' : 'MongoDB-wire (FerretDB v1, perfwatch gateway)'} | ${f.baselineRssMb.toFixed(0)} MB | ${cells.join(' | ')} | ${(last.peakRssMb / f.levels[0]!.peakRssMb).toFixed(2)} (${last.records.toLocaleString('en')} ÷ 10,000) |`;
+      };
       return [
-        `## Overview streaming (server process, old-generation heap capped at ${first!.heapCapMb} MB; goal ≥ 100,000 records/s, RSS ${first!.levels[2]!.records.toLocaleString('en')} ÷ 10,000 ≤ 1.1)`,
+        `## Overview streaming (server process: old generation capped at ${first!.heapCapMb} MB, young generation 2 × 16 MB as the gateway image sets it; goal ≥ 100,000 records/s, peak RSS 1M ÷ 10k ≤ 1.1)`,
         '',
-        `| store | RSS at start | ${first!.levels.map((l) => `${l.records.toLocaleString('en')} records (${l.mb.toFixed(0)} MB)`).join(' | ')} | RSS ${first!.levels[2]!.records.toLocaleString('en')} ÷ 10,000 | RSS ${first!.levels[2]!.records.toLocaleString('en')} ÷ 100,000 |`,
-        '|---|---|---|---|---|---|---|',
+        `| store | RSS at start | ${levels.map((l) => `${l.records.toLocaleString('en')} records (${l.mb.toFixed(0)} MB)`).join(' | ')} | peak RSS, largest ÷ smallest |`,
+        `|---|---|${levels.map(() => '---').join('|')}|---|`,
         ...stores.map(row),
         '',
-        '"direct" is the same query read straight from the store in the bench process (node:sqlite, or the MongoDB driver decoding each document): the bound of what the server can stream. Records reach the client as JSON over HTTP; the server parses each row, checks it, and writes it.',
+        '"direct" is the same query read straight from the store in the bench process (node:sqlite; or the MongoDB driver decoding each document): the bound of what the server can stream. Records reach the client as JSON over HTTP. FerretDB v1 uses no index for these queries and scans its whole collection for each read, so there each level\'s records are added just before it is read, and the million-record level is left out by default (`BENCH_OVERVIEW_FERRETDB_RECORDS=1000000` runs it, about 15 minutes); `BENCH_MONGODB_URI` is not used here.',
         '',
       ];
     },
