@@ -25,8 +25,8 @@ export async function written(res: Response, text: string, stallMs: number): Pro
   return (await drainedOrClosed(res, stallMs)) && !res.destroyed;
 }
 
-/** Text gathered before a write: few syscalls, and a bounded amount of memory per answer. */
-const GATHER_CHARS = 256 * 1024;
+/** Text gathered before a write: few syscalls, and little memory per answer (a thousand sync answers may be written at once). */
+const GATHER_CHARS = 64 * 1024;
 
 /**
  * Writes a JSON answer piece by piece as `pieces` yields them, gathered up to GATHER_CHARS,
