@@ -1,9 +1,18 @@
+import { availableParallelism } from 'node:os';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
+import pLimit from 'p-limit';
 import { lighthouseResultSchema, MAX_REPLY_INFLATED_BYTES, type LighthouseResult } from '@perfwatch/common';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
+
+/**
+ * Inflations (and compressions) started at once, across all updates. Each holds a zlib context and its output
+ * from the moment it is asked for, queued or not: a thousand updates checking their cells'
+ * results together piled up over a gigabyte of them (bench/results.md, dispatch at scale).
+ */
+const inflating = pLimit(availableParallelism());
 
 /** A run's result that does not hold together: not gzip, past the bound, not one JSON object. */
 export class BadResultBytes extends Error {
@@ -40,7 +49,7 @@ export class ResultBytes {
 
   /** The gzip of the result's JSON, as stored. */
   async gzip(): Promise<Buffer> {
-    return this.#gzip ?? gzipAsync(Buffer.from(JSON.stringify(this.#result)));
+    return this.#gzip ?? inflating(() => gzipAsync(Buffer.from(JSON.stringify(this.#result))));
   }
 
   /**
@@ -77,7 +86,7 @@ export class ResultBytes {
 
   async #inflated(): Promise<Buffer> {
     try {
-      return await gunzipAsync(this.#gzip!, { maxOutputLength: MAX_REPLY_INFLATED_BYTES });
+      return await inflating(() => gunzipAsync(this.#gzip!, { maxOutputLength: MAX_REPLY_INFLATED_BYTES }));
     } catch (error) {
       throw new BadResultBytes(`the result does not inflate: ${(error as Error).message}`, { cause: error });
     }
