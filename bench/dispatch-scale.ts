@@ -188,30 +188,46 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000], kinds: r
     );
   };
   let agents: ReturnType<typeof startResponders> = [];
-  const port = await freePort();
-  const gatewayUrl = `http://127.0.0.1:${port}`;
-  const gateway = spawn(process.execPath, ['--max-semi-space-size=16', ...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []), join(root, 'bin/perfwatch.js'), 'gateway'], {
-    env: { ...process.env, ...storeEnv, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_UPDATES_PER_MINUTE: '1000000', MAX_SYNC_UPDATES_PER_USER: '1000', SHUTDOWN_READINESS_DELAY_MS: '0' },
-    // BENCH_GATEWAY_LOG=FILE keeps the gateway's warnings and errors.
-    stdio: ['ignore', process.env['BENCH_GATEWAY_LOG'] ? openSync(process.env['BENCH_GATEWAY_LOG'], 'a') : 'ignore', process.env['BENCH_GATEWAY_LOG'] ? openSync(process.env['BENCH_GATEWAY_LOG'], 'a') : 'ignore'],
-  });
-  try {
+  /** A gateway process of its own for each level and kind: no level starts with memory another one left. */
+  const startGateway = async () => {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const child = spawn(process.execPath, ['--max-semi-space-size=16', ...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []), join(root, 'bin/perfwatch.js'), 'gateway'], {
+      env: { ...process.env, ...storeEnv, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_UPDATES_PER_MINUTE: '1000000', MAX_SYNC_UPDATES_PER_USER: '1000', SHUTDOWN_READINESS_DELAY_MS: '0' },
+      // BENCH_GATEWAY_LOG=FILE keeps the gateway's warnings and errors.
+      stdio: ['ignore', process.env['BENCH_GATEWAY_LOG'] ? openSync(process.env['BENCH_GATEWAY_LOG'], 'a') : 'ignore', process.env['BENCH_GATEWAY_LOG'] ? openSync(process.env['BENCH_GATEWAY_LOG'], 'a') : 'ignore'],
+    });
     for (let i = 0; ; i++) {
       if (i > 100) throw new Error('gateway did not become ready');
-      const ready = await fetch(`${gatewayUrl}/readyz`).then((r) => r.status === 200, () => false);
+      const ready = await fetch(`${url}/readyz`).then((r) => r.status === 200, () => false);
       if (ready) break;
       await sleep(200);
     }
+    return {
+      url,
+      pid: child.pid!,
+      async stop() {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM');
+        await exited;
+      },
+    };
+  };
+  let gateway: Awaited<ReturnType<typeof startGateway>> | undefined;
+  try {
     const figures: ScaleLevel[] = [];
     // Each level with both kinds of responder, one after the other: before and after side by side.
     for (const [concurrent, replies] of levels.flatMap((level) => kinds.map((kind) => [level, kind] as const))) {
       for (const agent of agents) await agent.stop();
+      await gateway?.stop();
+      gateway = await startGateway();
+      const gatewayUrl = gateway.url;
       agents = startResponders(replies);
       await sleep(1_000); // the new responders' announcements reach the gateway's registry
       const urls = projects.get(`${concurrent}/${replies}`)!;
       const runsBefore = (await scrape(gatewayUrl)).dispatched;
-      await resetPeakRss(gateway.pid!);
-      const cpuBefore = await cpuMs(gateway.pid!);
+      await resetPeakRss(gateway.pid);
+      const cpuBefore = await cpuMs(gateway.pid);
       let dispatchedMs = Number.NaN;
       let scrapes = 0;
       let answered = false;
@@ -238,9 +254,9 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000], kinds: r
       answered = true;
       await sampler;
       if (Number.isNaN(dispatchedMs)) dispatchedMs = ms;
-      const cpuAfter = await cpuMs(gateway.pid!);
-      const peakRss = await peakRssMb(gateway.pid!);
-      const scrapeCpuMs = await scrapeCost(gatewayUrl, gateway.pid!);
+      const cpuAfter = await cpuMs(gateway.pid);
+      const peakRss = await peakRssMb(gateway.pid);
+      const scrapeCpuMs = await scrapeCost(gatewayUrl, gateway.pid);
       const runsPerLocation = concurrent * 2 * RUNS;
       const waves = Math.ceil(runsPerLocation / (RESPONDERS_PER_LOCATION * CAPACITY));
       const idealMs = waves * DELAY_MS;
@@ -250,9 +266,7 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000], kinds: r
     }
     return figures;
   } finally {
-    const exited = new Promise((resolve) => gateway.once('exit', resolve));
-    gateway.kill('SIGTERM');
-    await exited;
+    await gateway?.stop();
     for (const agent of agents) await agent.stop();
     await nc.drain();
     await nats.stop();

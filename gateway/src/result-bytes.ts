@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import pLimit from 'p-limit';
+import { isOneJsonObject } from './json-object-text.ts';
 import { lighthouseResultSchema, MAX_REPLY_INFLATED_BYTES, type LighthouseResult } from '@perfwatch/common';
 
 const gzipAsync = promisify(gzip);
@@ -60,13 +61,7 @@ export class ResultBytes {
     if (this.#result) return JSON.stringify(this.#result);
     const text = (await this.#inflated()).toString('utf8');
     if (this.#checked) return text;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch (error) {
-      throw new BadResultBytes('the result is not JSON', { cause: error });
-    }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new BadResultBytes('the result is not a JSON object');
+    if (!isOneJsonObject(text)) throw new BadResultBytes('the result is not a JSON object, or not JSON');
     this.#checked = true;
     return text;
   }

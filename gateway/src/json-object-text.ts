@@ -1,0 +1,137 @@
+/**
+ * Whether `text` is exactly one JSON object (RFC 8259; whitespace around it allowed): what a
+ * result must be before it is spliced into an answer as text. Written here rather than
+ * JSON.parse: parsing a thousand updates' results only to throw the objects away was a third
+ * of the gateway's garbage at scale (bench/results.md); this reads the text once and allocates
+ * nothing. No library checks JSON without building it. Iterative, so nesting depth cannot
+ * exhaust the stack.
+ */
+export function isOneJsonObject(text: string): boolean {
+  let i = skipSpace(text, 0);
+  if (text.charCodeAt(i) !== OPEN_BRACE) return false;
+  // The closing character of each container open around the current position.
+  const open: number[] = [];
+  for (;;) {
+    // A value is expected at i.
+    let c = text.charCodeAt(i);
+    if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      const close = c === OPEN_BRACE ? CLOSE_BRACE : CLOSE_BRACKET;
+      i = skipSpace(text, i + 1);
+      if (text.charCodeAt(i) === close) {
+        i++;
+      } else {
+        open.push(close);
+        if (close === CLOSE_BRACE && (i = member(text, i)) < 0) return false;
+        continue;
+      }
+    } else if (c === QUOTE) {
+      if ((i = string(text, i)) < 0) return false;
+    } else if (c === MINUS || (c >= DIGIT_0 && c <= DIGIT_9)) {
+      if ((i = number(text, i)) < 0) return false;
+    } else if (text.startsWith('true', i) || text.startsWith('null', i)) {
+      i += 4;
+    } else if (text.startsWith('false', i)) {
+      i += 5;
+    } else {
+      return false;
+    }
+    // After a value: a comma and the next value, or the end of containers.
+    for (;;) {
+      if (open.length === 0) return skipSpace(text, i) === text.length;
+      i = skipSpace(text, i);
+      c = text.charCodeAt(i);
+      const close = open[open.length - 1]!;
+      if (c === close) {
+        open.pop();
+        i++;
+        continue;
+      }
+      if (c !== COMMA) return false;
+      i = skipSpace(text, i + 1);
+      if (close === CLOSE_BRACE && (i = member(text, i)) < 0) return false;
+      break;
+    }
+  }
+}
+
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const MINUS = 0x2d;
+const PLUS = 0x2b;
+const DOT = 0x2e;
+const DIGIT_0 = 0x30;
+const DIGIT_9 = 0x39;
+
+function skipSpace(text: string, i: number): number {
+  for (;;) {
+    const c = text.charCodeAt(i);
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return i;
+    i++;
+  }
+}
+
+/** A member's name and colon at i; the index of its value, or -1. */
+function member(text: string, i: number): number {
+  if (text.charCodeAt(i) !== QUOTE || (i = string(text, i)) < 0) return -1;
+  i = skipSpace(text, i);
+  return text.charCodeAt(i) === COLON ? skipSpace(text, i + 1) : -1;
+}
+
+/** A string starting at i (its quote); the index after it, or -1. */
+function string(text: string, i: number): number {
+  for (i++; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) return i + 1;
+    if (c < 0x20) return -1;
+    if (c === BACKSLASH) {
+      const e = text.charCodeAt(++i);
+      if (e === 0x75) {
+        for (let k = 1; k <= 4; k++) if (!isHex(text.charCodeAt(i + k))) return -1;
+        i += 4;
+      } else if (!(e === QUOTE || e === BACKSLASH || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74)) {
+        return -1;
+      }
+    }
+  }
+  return -1;
+}
+
+/** A number starting at i; the index after it, or -1. */
+function number(text: string, i: number): number {
+  if (text.charCodeAt(i) === MINUS) i++;
+  if (text.charCodeAt(i) === DIGIT_0) i++;
+  else if (isDigit(text.charCodeAt(i))) i = digits(text, i);
+  else return -1;
+  if (text.charCodeAt(i) === DOT) {
+    if (!isDigit(text.charCodeAt(i + 1))) return -1;
+    i = digits(text, i + 1);
+  }
+  const e = text.charCodeAt(i);
+  if (e === 0x65 || e === 0x45) {
+    i++;
+    const sign = text.charCodeAt(i);
+    if (sign === PLUS || sign === MINUS) i++;
+    if (!isDigit(text.charCodeAt(i))) return -1;
+    i = digits(text, i);
+  }
+  return i;
+}
+
+function digits(text: string, i: number): number {
+  while (isDigit(text.charCodeAt(i))) i++;
+  return i;
+}
+
+function isDigit(c: number): boolean {
+  return c >= DIGIT_0 && c <= DIGIT_9;
+}
+
+function isHex(c: number): boolean {
+  return isDigit(c) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
+}
