@@ -192,7 +192,7 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000], kinds: r
   const startGateway = async () => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const child = spawn(process.execPath, ['--max-semi-space-size=16', ...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []), join(root, 'bin/perfwatch.js'), 'gateway'], {
+    const child = spawn(process.execPath, ['--max-semi-space-size=16', ...(process.env['BENCH_NODE_FLAGS']?.split(' ') ?? []), ...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []), join(root, 'bin/perfwatch.js'), 'gateway'], {
       env: { ...process.env, ...storeEnv, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_UPDATES_PER_MINUTE: '1000000', MAX_SYNC_UPDATES_PER_USER: '1000', SHUTDOWN_READINESS_DELAY_MS: '0' },
       // BENCH_GATEWAY_LOG=FILE keeps the gateway's warnings and errors.
       stdio: ['ignore', process.env['BENCH_GATEWAY_LOG'] ? openSync(process.env['BENCH_GATEWAY_LOG'], 'a') : 'ignore', process.env['BENCH_GATEWAY_LOG'] ? openSync(process.env['BENCH_GATEWAY_LOG'], 'a') : 'ignore'],
@@ -241,6 +241,7 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000], kinds: r
           scrapes++;
           const now = await scrape(gatewayUrl).catch(() => null);
           if (!now) continue;
+          if (process.env['BENCH_TRACE']) process.stdout.write(`  ${((performance.now() - started) / 1000).toFixed(1)} s: heap ${now.heapMb.toFixed(0)} MB, buffers ${now.externalMb.toFixed(0)} MB, runs ${now.dispatched - runsBefore}\n`);
           peak.heapMb = Math.max(peak.heapMb, now.heapMb);
           peak.externalMb = Math.max(peak.externalMb, now.externalMb);
           if (Number.isNaN(dispatchedMs) && now.dispatched - runsBefore >= concurrent * LOCATIONS.length * 2 * RUNS) dispatchedMs = performance.now() - started;

@@ -43,8 +43,12 @@ export interface Dispatcher {
   roomIn?(location: Location, ms: number): Promise<void>;
 }
 
-/** A race entrant that never wins. */
-const never = new Promise<never>(() => {});
+/**
+ * A race entrant that never wins: one per race. A race leaves its reactions on every entrant,
+ * and those hold the winner's value; on an entrant shared by all races they were never let go,
+ * and every reply the gateway ever received stayed in memory with them.
+ */
+const never = () => new Promise<never>(() => {});
 
 /** A whole run (agents before v1.5, local mode) as the gateway holds it. */
 export function receivedRun({ lhr, ...run }: AuditRunResult): ReceivedRun {
@@ -234,8 +238,8 @@ export function createNatsDispatcher({
       // A request left behind here is only forgotten: nats.js cannot withdraw it, and should its
       // agent answer after all, the reply finds no one waiting.
       const untaken = registry?.confirmsTakes(job.location)
-        ? registry.taken(job.location, job.jobId, Math.min(takenWithinMs, timeoutMs), ended.signal).then((taken) => (taken ? never : 'untaken' as const))
-        : never;
+        ? registry.taken(job.location, job.jobId, Math.min(takenWithinMs, timeoutMs), ended.signal).then((taken) => (taken ? never() : 'untaken' as const))
+        : never();
       reply = await Promise.race([request, lost, untaken]).finally(() => {
         link.off('disconnect', onDisconnect);
         ended.abort();
