@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { auditResultSchema } from '@perfwatch/common';
+import { auditResultSchema, type AuditResult } from '@perfwatch/common';
 import { loadLhr } from '../../test/support/lhr-fixtures.ts';
 import { gzipSync } from 'node:zlib';
-import { auditResultPieces, toAuditResult } from './audit-view.ts';
+import { auditResultPieces } from './audit-view.ts';
 import { receivedRun } from './nats-dispatcher.ts';
 import { ResultBytes } from './result-bytes.ts';
-import type { NewLocationSnapshot } from './store/store.ts';
+import type { LocationSnapshot, NewLocationSnapshot, SnapshotFilter } from './store/store.ts';
 import { buildLocationSnapshot, NoUsableResult } from './snapshot-builder.ts';
 import { builtCell, readCell } from '../../test/support/new-cells.ts';
 
@@ -13,10 +13,20 @@ const mobileLondon = await builtCell('mobile', 'london', [1, 2, 3].map((n, runIn
 const desktopTokyo = await builtCell('desktop', 'tokyo', [{ jobId: 'j', agentId: 'a', location: 'tokyo', device: 'desktop', runIndex: 0, startedAt: '', lighthouseMs: 1, lhr: loadLhr('desktop', 1) }]);
 const date = new Date('2026-01-02T03:04:05Z');
 
-describe('toAuditResult', () => {
+async function text(pieces: AsyncIterable<string>): Promise<string> {
+  let joined = '';
+  for await (const piece of pieces) joined += piece;
+  return joined;
+}
+
+/** The audit result of cells whose results are objects, as a client reads the answer. */
+const auditResult = async (snapshot: Parameters<typeof auditResultPieces<LocationSnapshot>>[0], project: { defaultLocation: 'london' | 'tokyo' }, filter: SnapshotFilter = {}) =>
+  JSON.parse(await text(auditResultPieces(snapshot, project, (cell) => JSON.stringify(cell.lighthouse), filter))) as AuditResult;
+
+describe('the audit result', () => {
 
   it('has the shape of the spec: device → location → lighthouse with crux, date and elementCount', async () => {
-    const view = toAuditResult({ date, available: [mobileLondon, desktopTokyo], results: [mobileLondon, desktopTokyo] }, { defaultLocation: 'london' });
+    const view = await auditResult({ date, available: [mobileLondon, desktopTokyo], results: [mobileLondon, desktopTokyo] }, { defaultLocation: 'london' });
     expect(auditResultSchema.parse(view)).toEqual(view);
     const cell = view.mobile!.london!;
     expect(cell.lighthouse.date).toBe('2026-01-02T03:04:05');
@@ -30,7 +40,7 @@ describe('toAuditResult', () => {
   });
 
   it('lists every location the snapshot has for the device, even when the read is filtered', async () => {
-    const view = toAuditResult({ date, available: [mobileLondon, { device: 'mobile', location: 'tokyo' }], results: [mobileLondon] }, { defaultLocation: 'tokyo' });
+    const view = await auditResult({ date, available: [mobileLondon, { device: 'mobile', location: 'tokyo' }], results: [mobileLondon] }, { defaultLocation: 'tokyo' });
     expect(Object.keys(view.mobile!)).toEqual(['london']);
     expect(view.mobile!.london!.locations).toEqual(['london', 'tokyo']);
     expect(view.desktop).toBeUndefined();
@@ -42,31 +52,27 @@ describe('toAuditResult', () => {
       { device: 'desktop' as const, location: 'london' as const, reason: 'TIMEOUT: no reply' },
     ];
     const snapshot = { date, available: [mobileLondon, desktopTokyo], results: [mobileLondon, desktopTokyo], missing };
-    const view = toAuditResult(snapshot, { defaultLocation: 'london' });
+    const view = await auditResult(snapshot, { defaultLocation: 'london' });
     expect(auditResultSchema.parse(view).missing).toEqual(missing);
-    expect(toAuditResult(snapshot, { defaultLocation: 'london' }, { device: 'mobile' }).missing).toEqual([missing[0]]);
-    expect(toAuditResult(snapshot, { defaultLocation: 'london' }, { locations: ['frankfurt'] })).not.toHaveProperty('missing');
-    expect(toAuditResult({ ...snapshot, missing: [] }, { defaultLocation: 'london' })).not.toHaveProperty('missing');
+    expect((await auditResult(snapshot, { defaultLocation: 'london' }, { device: 'mobile' })).missing).toEqual([missing[0]]);
+    expect(await auditResult(snapshot, { defaultLocation: 'london' }, { locations: ['frankfurt'] })).not.toHaveProperty('missing');
+    expect(await auditResult({ ...snapshot, missing: [] }, { defaultLocation: 'london' })).not.toHaveProperty('missing');
   });
   it('says how far the runs are to be trusted: reliable and suspect runs, re-tests, the median\'s verdict', async () => {
     const conditions = { benchmarkIndex: 2400, baselineBenchmarkIndex: 2460, cpuMultiplier: 8, concurrentRuns: 0, loadAverage: 0.2, chromeVersion: '142', lighthouseVersion: '13' };
     const runs = [1, 2, 3].map((n, runIndex) => ({ jobId: `j${n}`, agentId: 'a', location: 'london' as const, device: 'mobile' as const, runIndex, startedAt: '', lighthouseMs: 1, lhr: loadLhr('mobile', n as 1 | 2 | 3), conditions: { ...conditions, concurrentRuns: runIndex === 0 ? 1 : 0 } }));
     const retested = await builtCell('mobile', 'london', [...runs, { ...runs[1]!, jobId: 'j4', runIndex: 3, conditions, retestOfRunIndex: 0 }]);
-    const cell = toAuditResult({ date, available: [retested], results: [retested] }, { defaultLocation: 'london' }).mobile!.london!;
+    const cell = (await auditResult({ date, available: [retested], results: [retested] }, { defaultLocation: 'london' })).mobile!.london!;
     expect(cell.verification).toEqual({ reliableRuns: 3, suspectRuns: 1, retests: 1, median: 'reliable' });
     expect(cell.runs.map((r) => r.verdict)).toEqual(['suspect', 'reliable', 'reliable', 'reliable']);
     expect(cell.runs[3]!.retestOf).toBe(1);
     // Snapshots stored before verdicts existed say nothing rather than something invented.
     const before = { ...mobileLondon, runs: mobileLondon.runs.map(({ verdict: _v, reasons: _r, ...run }) => run) };
-    expect(toAuditResult({ date, available: [before], results: [before] }, { defaultLocation: 'london' }).mobile!.london).not.toHaveProperty('verification');
+    expect((await auditResult({ date, available: [before], results: [before] }, { defaultLocation: 'london' })).mobile!.london).not.toHaveProperty('verification');
   });
 });
 
-const auditResultJson = async (snapshot: Parameters<typeof auditResultPieces<NewLocationSnapshot>>[0], project: { defaultLocation: 'london' }) => {
-  let text = '';
-  for await (const piece of auditResultPieces(snapshot, project, (cell) => cell.lighthouse.json())) text += piece;
-  return text;
-};
+const auditResultJson = (snapshot: Parameters<typeof auditResultPieces<NewLocationSnapshot>>[0], project: { defaultLocation: 'london' }) => text(auditResultPieces(snapshot, project, (cell) => cell.lighthouse.json()));
 
 describe('auditResultPieces', () => {
   const runs = (bytes: (n: 1 | 2 | 3) => Buffer) =>
@@ -75,10 +81,12 @@ describe('auditResultPieces', () => {
       return { ...run, lighthouse: ResultBytes.fromGzip(bytes(n)) };
     });
 
-  it('writes the representative results as received, and reads as the object toAuditResult makes', async () => {
+  it('writes the representative results as received, and reads as the same cells with their results as objects', async () => {
     const cell = await buildLocationSnapshot('mobile', 'london', runs((n) => gzipSync(JSON.stringify(loadLhr('mobile', n)))));
     const json = await auditResultJson({ date, available: [cell], results: [cell] }, { defaultLocation: 'london' });
-    expect(JSON.parse(json)).toEqual(toAuditResult({ date, available: [cell], results: [await readCell(cell)] }, { defaultLocation: 'london' }));
+    expect(JSON.parse(json)).toEqual(await auditResult({ date, available: [cell], results: [await readCell(cell)] }, { defaultLocation: 'london' }));
+    // The result's own keys, then the audit result's additions.
+    expect(JSON.parse(json).mobile.london.lighthouse).toEqual({ ...(await cell.lighthouse.read()), crux: { url: null }, date: '2026-01-02T03:04:05', elementCount: cell.elementCount });
     expect(auditResultSchema.parse(JSON.parse(json)).mobile!.london!.lighthouse.date).toBe('2026-01-02T03:04:05');
   });
 
@@ -88,7 +96,7 @@ describe('auditResultPieces', () => {
     const cells = [await buildLocationSnapshot('mobile', 'london', gz), await buildLocationSnapshot('desktop', 'london', gz), await buildLocationSnapshot('mobile', 'tokyo', gz)];
     const cellsRead = await Promise.all(cells.map((cell) => readCell(cell)));
     const json = await auditResultJson({ date, available: cells, results: cells }, { defaultLocation: 'london' });
-    expect(JSON.parse(json)).toEqual(toAuditResult({ date, available: cells, results: cellsRead }, { defaultLocation: 'london' }));
+    expect(JSON.parse(json)).toEqual(await auditResult({ date, available: cells, results: cellsRead }, { defaultLocation: 'london' }));
   });
 
   it('never writes an agent\'s bytes that are not one JSON object: their run is set aside, the median taken again', async () => {

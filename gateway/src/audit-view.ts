@@ -1,6 +1,6 @@
 import { formatApiDateTime, type AuditResult, type Device, type Location, type LocationResult } from '@perfwatch/common';
 import { randomUUID } from 'node:crypto';
-import type { LocationSnapshot, ProjectRecord, SnapshotFilter, SnapshotRecord } from './store/store.ts';
+import type { ProjectRecord, SnapshotFilter, SnapshotRecord } from './store/store.ts';
 
 function verification(runs: SnapshotRecord['results'][number]['runs'], median: number): Pick<LocationResult, 'verification'> {
   if (!runs.some((run) => run.verdict)) return {};
@@ -18,11 +18,6 @@ function verification(runs: SnapshotRecord['results'][number]['runs'], median: n
 /** What the audit result adds to a cell's Lighthouse result. */
 type LighthouseAdditions = Pick<LocationResult['lighthouse'], 'crux' | 'date' | 'elementCount'>;
 
-/** The spec's audit result for a stored snapshot: device → location → result. */
-export function toAuditResult(snapshot: Pick<SnapshotRecord, 'date' | 'available'> & { results: readonly LocationSnapshot[]; missing?: SnapshotRecord['missing'] }, project: Pick<ProjectRecord, 'defaultLocation'>, filter: SnapshotFilter = {}): AuditResult {
-  return auditResultOf(snapshot, project, filter, (r, additions) => ({ ...r.lighthouse, ...additions }));
-}
-
 /** What the audit result shows of a cell besides its Lighthouse result. */
 type CellView = { device: Device; location: Location; crux: LighthouseAdditions['crux']; elementCount: number | null; median: number; runs: SnapshotRecord['results'][number]['runs']; checks?: SnapshotRecord['results'][number]['checks'] };
 
@@ -32,8 +27,7 @@ type CellView = { device: Device; location: Location; crux: LighthouseAdditions[
  * inflates to; of a stored snapshot, the text the store read it from), never serialised again,
  * and only one is inflated at a time, however many cells. The text must be one JSON object (a
  * new cell's was checked when the snapshot was built; a stored one was parsed by the store).
- * The result's own keys come first, the audit result's additions after them, so they win as
- * they do in toAuditResult.
+ * The result's own keys come first, the audit result's additions after them, so they win.
  */
 export async function* auditResultPieces<R extends CellView>(
   snapshot: { date: Date; available: SnapshotRecord['available']; results: readonly R[]; missing?: SnapshotRecord['missing'] },
@@ -50,7 +44,12 @@ export async function* auditResultPieces<R extends CellView>(
   });
   // The view's text with each token's place taken by its cell's result, in the text's order.
   const json = JSON.stringify(view);
-  const placed = slots.map((slot) => ({ ...slot, quoted: JSON.stringify(slot.token), found: json.indexOf(JSON.stringify(slot.token)) })).sort((a, b) => a.found - b.found);
+  const placed = slots
+    .map((slot) => {
+      const quoted = JSON.stringify(slot.token);
+      return { ...slot, quoted, found: json.indexOf(quoted) };
+    })
+    .sort((a, b) => a.found - b.found);
   let at = 0;
   for (const { quoted, found, cell, additions } of placed) {
     yield json.slice(at, found);

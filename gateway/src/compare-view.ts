@@ -66,10 +66,10 @@ function opportunityChanges(from: LighthouseResult, to: LighthouseResult): Compa
     .slice(0, MOST_CHANGED);
 }
 
-/** Two snapshots of one project side by side, cell by cell (`/v1/compare`). */
 /** A snapshot as compare reads it: its date and its cells' results. */
 type ComparedSnapshot = Pick<SnapshotRecord, 'date'> & { results: readonly LocationSnapshot[] };
 
+/** Two snapshots of one project side by side, cell by cell (`/v1/compare`). */
 export function compareSnapshots(url: string, from: ComparedSnapshot, to: ComparedSnapshot): CompareResult {
   const key = (r: Pick<LocationSnapshot, 'device' | 'location'>) => `${r.device}/${r.location}`;
   const toByCell = new Map(to.results.map((r) => [key(r), r]));

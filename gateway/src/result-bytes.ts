@@ -9,9 +9,10 @@ const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
 
 /**
- * Inflations (and compressions) started at once, across all updates. Each holds a zlib context and its output
- * from the moment it is asked for, queued or not: a thousand updates checking their cells'
- * results together piled up over a gigabyte of them (bench/results.md, dispatch at scale).
+ * Inflations (and compressions) under way at once, across all updates. Each holds a zlib
+ * context and its output from the moment it is asked for, queued or not: a thousand updates
+ * checking their cells' results together piled up over a gigabyte of them (bench/results.md,
+ * dispatch at scale).
  */
 const inflating = pLimit(availableParallelism());
 

@@ -3,11 +3,9 @@ import type { Logger } from 'pino';
 import { capitalizeUpdateType, formatApiDateTime, type OverviewRecord } from '@perfwatch/common';
 import { overviewBodySchema, overviewQuerySchema, parseRequest } from '../request-params.ts';
 import type { KpiRow, Store } from '../store/store.ts';
-import { written } from './written.ts';
+import { writeJsonPieces } from './written.ts';
 
 const DAY_MS = 86_400_000;
-/** Bytes gathered before a write: few syscalls, and still a small, fixed amount of memory. */
-const CHUNK_BYTES = 64 * 1024;
 
 /**
  * A KPI row as the JSON text of its OverviewRecord, members in the record's order. Written out
@@ -51,33 +49,25 @@ export function overviewRoute({ store, logger, stallMs = 30_000 }: { store: Stor
     });
     const iterator = rows[Symbol.asyncIterator]();
     // The first read happens before any byte is sent, so a database that is down is still a 500 envelope.
-    let next = await iterator.next();
-    res.status(200).type('application/json');
-    let buffer = '[';
+    const first = await iterator.next();
     let count = 0;
-    try {
-      reading: while (!next.done) {
-        for (const row of next.value) {
-          buffer += (count === 0 ? '' : ',') + overviewRecordJson(row);
-          count++;
-          if (buffer.length >= CHUNK_BYTES) {
-            if (!(await written(res, buffer, stallMs))) {
-              logger.warn({ requestId: req.requestId, records: count, stallMs }, 'overview reader stopped reading; cut off');
-              res.destroy();
-              break reading;
-            }
-            buffer = '';
-          }
+    // One piece per batch of records: one await per batch, as the store reads them.
+    async function* arrayText(): AsyncGenerator<string> {
+      try {
+        yield '[';
+        for (let next = first; !next.done; next = await iterator.next()) {
+          let text = '';
+          for (const row of next.value) text += (count++ === 0 ? '' : ',') + overviewRecordJson(row);
+          yield text;
         }
-        if (res.destroyed) break;
-        next = await iterator.next();
+        yield ']';
+      } finally {
+        await iterator.return?.();
       }
-      res.end(`${buffer}]`);
-    } catch (error) {
-      logger.error({ err: error, requestId: req.requestId, records: count }, 'overview stream failed');
-      res.destroy(error as Error);
-    } finally {
-      await iterator.return?.();
     }
+    res.status(200);
+    const written = await writeJsonPieces(res, arrayText(), stallMs);
+    if (written.end === 'stalled') logger.warn({ requestId: req.requestId, records: count, stallMs }, 'overview reader stopped reading; cut off');
+    if (written.end === 'failed') logger.error({ err: written.error, requestId: req.requestId, records: count }, 'overview stream failed');
   };
 }

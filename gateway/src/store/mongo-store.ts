@@ -5,7 +5,7 @@ import pLimit, { type LimitFunction } from 'p-limit';
 import pRetry from 'p-retry';
 import { z } from 'zod';
 import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
-import { ConcurrentWrite, DELIVERY_STATUSES, DuplicateError, fieldHistoryId, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, KPI_BATCH, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateProgress, type MissingCell, type UpdateState, type OverviewFilter, type SnapshotSummary, type SnapshotPage, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
+import { ConcurrentWrite, DELIVERY_STATUSES, DuplicateError, fieldHistoryId, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, KPI_BATCH, kpiBatches, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateProgress, type MissingCell, type UpdateState, type OverviewFilter, type SnapshotSummary, type SnapshotPage, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
 
 const gunzipAsync = promisify(gunzip);
 
@@ -556,17 +556,15 @@ export class MongoStore implements Store {
       .sort({ date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1 })
       .batchSize(KPI_BATCH);
     try {
-      let batch: KpiRow[] = [];
-      for await (const doc of cursor) {
-        const { data, ...row } = kpiDoc.parse(doc);
-        batch.push({ ...row, dataJson: JSON.stringify(data) });
-        // What the driver already holds goes out with this batch; the next read may wait on the server.
-        if (batch.length >= KPI_BATCH || cursor.bufferedCount() === 0) {
-          yield batch;
-          batch = [];
-        }
-      }
-      if (batch.length > 0) yield batch;
+      // What the driver already holds goes out in one batch; the next read may wait on the server.
+      yield* kpiBatches(
+        cursor,
+        (doc) => {
+          const { data, ...row } = kpiDoc.parse(doc);
+          return { ...row, dataJson: JSON.stringify(data) };
+        },
+        () => cursor.bufferedCount() === 0,
+      );
     } finally {
       await cursor.close();
     }

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
 import { z } from 'zod';
 import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
-import { DELIVERY_STATUSES, DuplicateError, fieldHistoryId, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, KPI_BATCH, type KpiRow, type MissingCell, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type SnapshotPage, type Store, type TokenRecord, type UpdateRecord, type UpdateProgress, type UpdateState, type UserRecord } from './store.ts';
+import { DELIVERY_STATUSES, DuplicateError, fieldHistoryId, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, kpiBatches, type KpiRow, type MissingCell, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type SnapshotPage, type Store, type TokenRecord, type UpdateRecord, type UpdateProgress, type UpdateState, type UserRecord } from './store.ts';
 
 const gunzipAsync = promisify(gunzip);
 
@@ -453,16 +453,16 @@ export class SqliteStore implements Store {
       wanted.map(async (r) => {
         const lighthouseJson = (await gunzipAsync(r.lighthouse)).toString('utf8');
         return {
-        device: r.device,
-        location: r.location,
-        median: r.median,
-        runs: r.runs,
-        elementCount: r.element_count,
-        crux: r.crux,
-        lighthouse: lighthouseResultSchema.parse(JSON.parse(lighthouseJson)),
-        lighthouseJson,
-        kpis: [],
-        ...(r.checks ? { checks: r.checks } : {}),
+          device: r.device,
+          location: r.location,
+          median: r.median,
+          runs: r.runs,
+          elementCount: r.element_count,
+          crux: r.crux,
+          lighthouse: lighthouseResultSchema.parse(JSON.parse(lighthouseJson)),
+          lighthouseJson,
+          kpis: [],
+          ...(r.checks ? { checks: r.checks } : {}),
         };
       }),
     );
@@ -491,15 +491,7 @@ export class SqliteStore implements Store {
     if (sections && sections.length > 0) add(`section IN (${sections.map(() => '?').join(', ')})`, ...sections);
     const rows = this.#conn.prepare(`SELECT date, domain, url, device, location, update_type, section, kpi, data FROM kpis WHERE ${where.join(' AND ')} ORDER BY date, url, device, location, section, kpi`).iterate(...params);
     // Batch by batch from the statement: memory stays flat however many records match.
-    let batch: KpiRow[] = [];
-    for (const row of rows) {
-      batch.push(kpiRow.parse(row));
-      if (batch.length === KPI_BATCH) {
-        yield batch;
-        batch = [];
-      }
-    }
-    if (batch.length > 0) yield batch;
+    yield* kpiBatches(rows, (row) => kpiRow.parse(row));
   }
 
   async deleteSnapshotsBefore(before: Date, limit: number): Promise<number> {

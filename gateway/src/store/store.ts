@@ -117,6 +117,30 @@ export interface OverviewFilter {
 /** Records per batch of `streamKpis`: large enough that awaits cost nothing, small enough to be a few hundred kB. */
 export const KPI_BATCH = 500;
 
+/**
+ * `source`'s rows, each read by `read`, in batches of KPI_BATCH (both stores' streamKpis); a
+ * batch also goes out early when `now()` says so (what a cursor holds is used up). A source
+ * read synchronously (the embedded store's statement) is read without an await per row.
+ */
+export async function* kpiBatches<S>(source: Iterable<S> | AsyncIterable<S>, read: (row: S) => KpiRow, now: () => boolean = () => false): AsyncGenerator<readonly KpiRow[]> {
+  let batch: KpiRow[] = [];
+  const full = (row: S) => {
+    batch.push(read(row));
+    return batch.length >= KPI_BATCH || now();
+  };
+  const take = () => {
+    const taken = batch;
+    batch = [];
+    return taken;
+  };
+  if (Symbol.iterator in source) {
+    for (const row of source) if (full(row)) yield take();
+  } else {
+    for await (const row of source) if (full(row)) yield take();
+  }
+  if (batch.length > 0) yield batch;
+}
+
 export interface KpiRow {
   date: Date;
   domain: string;
