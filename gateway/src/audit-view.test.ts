@@ -13,15 +13,16 @@ const mobileLondon = await builtCell('mobile', 'london', [1, 2, 3].map((n, runIn
 const desktopTokyo = await builtCell('desktop', 'tokyo', [{ jobId: 'j', agentId: 'a', location: 'tokyo', device: 'desktop', runIndex: 0, startedAt: '', lighthouseMs: 1, lhr: loadLhr('desktop', 1) }]);
 const date = new Date('2026-01-02T03:04:05Z');
 
-async function text(pieces: AsyncIterable<string>): Promise<string> {
-  let joined = '';
-  for await (const piece of pieces) joined += piece;
-  return joined;
+/** The answer's pieces as a client reads them: their bytes together, decoded as UTF-8. */
+async function text(pieces: AsyncIterable<string | Uint8Array>): Promise<string> {
+  const bytes: Uint8Array[] = [];
+  for await (const piece of pieces) bytes.push(typeof piece === 'string' ? Buffer.from(piece) : piece);
+  return Buffer.concat(bytes).toString('utf8');
 }
 
 /** The audit result of cells whose results are objects, as a client reads the answer. */
 const auditResult = async (snapshot: Parameters<typeof auditResultPieces<LocationSnapshot>>[0], project: { defaultLocation: 'london' | 'tokyo' }, filter: SnapshotFilter = {}) =>
-  JSON.parse(await text(auditResultPieces(snapshot, project, (cell) => JSON.stringify(cell.lighthouse), filter))) as AuditResult;
+  JSON.parse(await text(auditResultPieces(snapshot, project, (cell) => Buffer.from(JSON.stringify(cell.lighthouse)), filter))) as AuditResult;
 
 describe('the audit result', () => {
 
@@ -110,5 +111,7 @@ describe('auditResultPieces', () => {
     // Not one usable result: the cell has none, and says why.
     await expect(buildLocationSnapshot('mobile', 'london', runs(() => gzipSync('[1, 2]')))).rejects.toThrow(/not a JSON object/);
     await expect(buildLocationSnapshot('mobile', 'london', runs(() => Buffer.from('plain')))).rejects.toBeInstanceOf(NoUsableResult);
+    // Bytes an answer would pass on that are not UTF-8.
+    await expect(buildLocationSnapshot('mobile', 'london', runs(() => gzipSync(Buffer.concat([Buffer.from('{"a":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]))))).rejects.toThrow(/not a JSON object in UTF-8/);
   });
 });

@@ -21,20 +21,38 @@ type LighthouseAdditions = Pick<LocationResult['lighthouse'], 'crux' | 'date' | 
 /** What the audit result shows of a cell besides its Lighthouse result. */
 type CellView = { device: Device; location: Location; crux: LighthouseAdditions['crux']; elementCount: number | null; median: number; runs: SnapshotRecord['results'][number]['runs']; checks?: SnapshotRecord['results'][number]['checks'] };
 
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACE = 0x7b;
+const isSpace = (c: number | undefined) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+
 /**
- * The audit result as JSON text in pieces, to be written as they come: each cell's Lighthouse
- * result is written as its JSON text (`textOf`: of an update just made, the text its gzip
- * inflates to; of a stored snapshot, the text the store read it from), never serialised again,
- * and only one is inflated at a time, however many cells. The text must be one JSON object (a
- * new cell's was checked when the snapshot was built; a stored one was parsed by the store).
- * The result's own keys come first, the audit result's additions after them, so they win.
+ * A JSON object's bytes without their closing brace (and the space around it), and whether it
+ * has members: the object is then continued with more members.
+ */
+function openObject(json: Uint8Array): { body: Uint8Array; empty: boolean } {
+  let end = json.byteLength;
+  while (end > 0 && isSpace(json[end - 1])) end--;
+  if (json[end - 1] !== CLOSE_BRACE) throw new Error('not a JSON object');
+  end--;
+  while (end > 0 && isSpace(json[end - 1])) end--;
+  return { body: json.subarray(0, end), empty: json[end - 1] === OPEN_BRACE };
+}
+
+/**
+ * The audit result as JSON in pieces, to be written as they come: each cell's Lighthouse
+ * result is written as its JSON in UTF-8 (`jsonOf`: of an update just made, the bytes its gzip
+ * inflates to; of a stored snapshot, the bytes the store read it from), never decoded or
+ * serialised again, and only one is inflated at a time, however many cells. The bytes must be
+ * one JSON object in UTF-8 (a new cell's were checked when the snapshot was built; a stored
+ * one was parsed by the store). The result's own keys come first, the audit result's additions
+ * after them, so they win.
  */
 export async function* auditResultPieces<R extends CellView>(
   snapshot: { date: Date; available: SnapshotRecord['available']; results: readonly R[]; missing?: SnapshotRecord['missing'] },
   project: Pick<ProjectRecord, 'defaultLocation'>,
-  textOf: (cell: R) => string | Promise<string>,
+  jsonOf: (cell: R) => Uint8Array | Promise<Uint8Array>,
   filter: SnapshotFilter = {},
-): AsyncGenerator<string> {
+): AsyncGenerator<string | Uint8Array> {
   const nonce = randomUUID();
   const slots: Array<{ token: string; cell: R; additions: LighthouseAdditions }> = [];
   const view = auditResultOf(snapshot, project, filter, (cell, additions) => {
@@ -53,8 +71,9 @@ export async function* auditResultPieces<R extends CellView>(
   let at = 0;
   for (const { quoted, found, cell, additions } of placed) {
     yield json.slice(at, found);
-    const body = (await textOf(cell)).trimEnd().slice(0, -1).trimEnd();
-    yield `${body}${body.endsWith('{') ? '' : ','}${JSON.stringify(additions).slice(1)}`;
+    const { body, empty } = openObject(await jsonOf(cell));
+    yield body;
+    yield `${empty ? '' : ','}${JSON.stringify(additions).slice(1)}`;
     at = found + quoted.length;
   }
   yield json.slice(at);

@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FairWaitingRoom } from './fair-waiting-room.ts';
+import { FairWaitingRoom, type Ticket } from './fair-waiting-room.ts';
 
 function roomAt(start = 0) {
   const clock = { now: start };
@@ -68,5 +69,105 @@ describe('FairWaitingRoom', () => {
     expect(t.state).toBe('offering');
     room.wake(3);
     expect(room.waiting).toBe(0);
+  });
+});
+
+/**
+ * The room as first written, scanning every ticket: the reference the heaps are held to. Its
+ * rule is the one documented on FairWaitingRoom.
+ */
+class ScanningRoom {
+  readonly #usage = new Map<string, { value: number; at: number }>();
+  readonly #tickets = new Set<{ user: string; seq: number; state: string; wokenAt: number }>();
+  #seq = 0;
+  readonly now: () => number;
+  constructor(now: () => number) {
+    this.now = now;
+  }
+  enter(user: string) {
+    this.#usage.set(user, { value: this.usage(user) + 1, at: this.now() });
+    const ticket = { user, seq: this.#seq++, state: 'offering', wokenAt: 0 };
+    this.#tickets.add(ticket);
+    return ticket;
+  }
+  leave(ticket: { state: string }) {
+    ticket.state = 'left';
+    this.#tickets.delete(ticket as never);
+  }
+  usage(user: string) {
+    const u = this.#usage.get(user);
+    return u ? u.value * 2 ** (-(this.now() - u.at) / 60_000) : 0;
+  }
+  behind(ticket: { user: string; seq: number }) {
+    for (const other of this.#tickets) {
+      if (other === ticket) continue;
+      const contending = other.state === 'waiting' || (other.state === 'woken' && this.now() - other.wokenAt < 1_000);
+      if (contending && this.#before(other, ticket)) return true;
+    }
+    return false;
+  }
+  wait(ticket: { state: string }) {
+    ticket.state = 'waiting';
+  }
+  wake(places: number): number[] {
+    const woken: number[] = [];
+    for (let n = 0; n < places; n++) {
+      const waiting = [...this.#tickets].filter((t) => t.state === 'waiting');
+      if (waiting.length === 0) break;
+      const best = waiting.reduce((a, b) => (this.#before(b, a) ? b : a));
+      best.state = 'woken';
+      best.wokenAt = this.now();
+      woken.push(best.seq);
+    }
+    return woken;
+  }
+  #before(a: { user: string; seq: number }, b: { user: string; seq: number }) {
+    const [ua, ub] = [this.usage(a.user), this.usage(b.user)];
+    return ua !== ub ? ua < ub : a.seq < b.seq;
+  }
+}
+
+describe('FairWaitingRoom against the scanning room it replaced', () => {
+  // The clock moves seldom: users then often have equal usage, where arrival decides.
+  const op = fc.oneof(
+    { arbitrary: fc.record({ kind: fc.constant('enter' as const), user: fc.constantFrom('a', 'b', 'c') }), weight: 3 },
+    { arbitrary: fc.record({ kind: fc.constantFrom('wait' as const, 'leave' as const, 'behind' as const), ticket: fc.nat(40) }), weight: 4 },
+    { arbitrary: fc.record({ kind: fc.constant('wake' as const), places: fc.integer({ min: 1, max: 3 }) }), weight: 2 },
+    { arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 1_500 }) }), weight: 1 },
+  );
+
+  it('wakes the same runs and holds back the same runs, whatever happens in the room', () => {
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 120 }), (ops) => {
+        const { room, clock } = roomAt();
+        const reference = new ScanningRoom(() => clock.now);
+        const tickets: Array<{ mine: Ticket; theirs: ReturnType<ScanningRoom['enter']> }> = [];
+        for (const o of ops) {
+          const t = 'ticket' in o ? tickets[o.ticket % Math.max(1, tickets.length)] : undefined;
+          if (o.kind === 'enter') tickets.push({ mine: room.enter(o.user), theirs: reference.enter(o.user) });
+          else if (o.kind === 'advance') clock.now += o.ms;
+          else if (o.kind === 'wake') {
+            const before = tickets.filter((x) => x.mine.state === 'waiting');
+            room.wake(o.places);
+            const woken = before.filter((x) => x.mine.state === 'woken').map((x) => x.mine.seq);
+            expect(woken.sort((x, y) => x - y)).toEqual(reference.wake(o.places).sort((x, y) => x - y));
+          } else if (t && t.mine.state !== 'left') {
+            if (o.kind === 'wait' && t.mine.state !== 'waiting') {
+              void room.wait(t.mine, 3_600_000);
+              reference.wait(t.theirs);
+            } else if (o.kind === 'leave') {
+              room.leave(t.mine);
+              reference.leave(t.theirs);
+            } else if (o.kind === 'behind' && t.mine.state !== 'waiting') {
+              expect(room.behind(t.mine)).toBe(reference.behind(t.theirs));
+            }
+          }
+          expect(room.waiting).toBe(tickets.filter((x) => x.theirs.state === 'waiting').length);
+        }
+        for (const { mine } of tickets) room.leave(mine);
+      }),
+      // Two users of equal usage waiting: the earlier arrival goes first.
+      { numRuns: 1_000, examples: [[[{ kind: 'enter', user: 'b' }, { kind: 'enter', user: 'a' }, { kind: 'wait', ticket: 1 }, { kind: 'wait', ticket: 0 }, { kind: 'wake', places: 1 }]]] },
+    );
   });
 });

@@ -1,3 +1,5 @@
+import TinyQueue from 'tinyqueue';
+
 /**
  * The order in which runs waiting for an agent of one location get it, when every agent is
  * busy: the user whose runs took the fewest places lately goes first (decayed usage, halving
@@ -10,6 +12,11 @@
  * them rather than racing them to the next place, and a place announced free goes to the best
  * ranked. Written here because it is the dispatcher's own policy; p-queue's priorities are
  * fixed numbers at insertion, and these change with every run a user is given.
+ *
+ * A user's runs rank among themselves by arrival, whatever the usage, so each user keeps its
+ * waiting runs in a heap by arrival (tinyqueue, entries let go lazily when they stop waiting):
+ * finding the best-ranked run looks at one run per user, not at every run in the room, which
+ * at a thousand updates was thousands of runs at every run's end.
  */
 export interface WaitingRoomOptions {
   /** How fast a user's past use is forgotten. */
@@ -25,9 +32,23 @@ export interface WaitingRoomOptions {
 export interface Ticket {
   readonly user: string;
   readonly seq: number;
-  state: 'offering' | 'waiting' | 'woken';
+  state: 'offering' | 'waiting' | 'woken' | 'left';
   wokenAt: number;
   wake?: () => void;
+  /** In its user's `waiting` heap (a ticket there may have stopped waiting since). */
+  queued: boolean;
+  /** In its user's `claims` heap (a ticket there may have claimed long enough since). */
+  claiming: boolean;
+}
+
+const byArrival = (a: Ticket, b: Ticket) => a.seq - b.seq;
+
+/** One user's tickets in the room. */
+class UserLine {
+  tickets = 0;
+  readonly waiting = new TinyQueue<Ticket>([], byArrival);
+  /** Tickets woken for a place, for as long as their claim on it holds the runs after them back. */
+  readonly claims = new TinyQueue<Ticket>([], byArrival);
 }
 
 export class FairWaitingRoom {
@@ -35,7 +56,9 @@ export class FairWaitingRoom {
   readonly #claimMs: number;
   readonly #now: () => number;
   readonly #usage = new Map<string, { value: number; at: number }>();
-  readonly #tickets = new Set<Ticket>();
+  /** The users with tickets in the room. */
+  readonly #lines = new Map<string, UserLine>();
+  #waiting = 0;
   #seq = 0;
 
   constructor({ halfLifeMs = 10 * 60_000, claimMs = 1_000, now = Date.now }: WaitingRoomOptions = {}) {
@@ -49,15 +72,20 @@ export class FairWaitingRoom {
     const at = this.#now();
     this.#usage.set(user, { value: this.usage(user) + 1, at });
     this.#forgetIdle(at);
-    const ticket: Ticket = { user, seq: this.#seq++, state: 'offering', wokenAt: 0 };
-    this.#tickets.add(ticket);
+    const ticket: Ticket = { user, seq: this.#seq++, state: 'offering', wokenAt: 0, queued: false, claiming: false };
+    const line = this.#lines.get(user) ?? this.#lines.set(user, new UserLine()).get(user)!;
+    line.tickets++;
     return ticket;
   }
 
   /** The run is done asking (taken, or given up). */
   leave(ticket: Ticket): void {
+    if (ticket.state === 'left') return;
     ticket.wake?.();
-    this.#tickets.delete(ticket);
+    ticket.state = 'left';
+    const line = this.#lines.get(ticket.user)!;
+    // Its heaps then hold only tickets that left.
+    if (--line.tickets === 0) this.#lines.delete(ticket.user);
   }
 
   usage(user: string): number {
@@ -67,14 +95,18 @@ export class FairWaitingRoom {
 
   /**
    * Whether runs ranked before this one are waiting for a place, or were just woken for one:
-   * then this one waits behind them instead of racing them to it.
+   * then this one waits behind them instead of racing them to it. Each user's earliest such
+   * runs stand for all of theirs.
    */
   behind(ticket: Ticket): boolean {
     const at = this.#now();
-    for (const other of this.#tickets) {
-      if (other === ticket) continue;
-      const contending = other.state === 'waiting' || (other.state === 'woken' && at - other.wokenAt < this.#claimMs);
-      if (contending && this.#before(other, ticket)) return true;
+    const mine = this.usage(ticket.user);
+    for (const [user, line] of this.#lines) {
+      const theirs = user === ticket.user ? mine : this.usage(user);
+      if (theirs > mine) continue;
+      for (const first of [this.#firstWaiting(line), this.#firstClaim(line, at)]) {
+        if (first && first !== ticket && (theirs < mine || first.seq < ticket.seq)) return true;
+      }
     }
     return false;
   }
@@ -82,13 +114,23 @@ export class FairWaitingRoom {
   /** Waits for this run's turn: woken by `wake`, or after `ms`. */
   wait(ticket: Ticket, ms: number): Promise<void> {
     ticket.state = 'waiting';
+    this.#waiting++;
+    if (!ticket.queued) {
+      ticket.queued = true;
+      this.#lines.get(ticket.user)!.waiting.push(ticket);
+    }
     return new Promise((resolve) => {
       const timer = setTimeout(() => done(false), Math.max(0, ms));
       const done = (woken: boolean) => {
         clearTimeout(timer);
+        this.#waiting--;
         ticket.wake = undefined;
         ticket.state = woken ? 'woken' : 'offering';
         ticket.wokenAt = this.#now();
+        if (woken && !ticket.claiming) {
+          ticket.claiming = true;
+          this.#lines.get(ticket.user)!.claims.push(ticket);
+        }
         resolve();
       };
       ticket.wake = () => done(true);
@@ -97,42 +139,55 @@ export class FairWaitingRoom {
 
   /**
    * `places` are free: the best-ranked waiting runs go. Called at every run's end with a place
-   * or two, so the best are picked by scanning, not by sorting thousands of waiting runs each
-   * time, and each user's usage is reckoned once.
+   * or two; each user's usage is reckoned once.
    */
   wake(places: number): void {
-    const usage = new Map<string, number>();
-    const rank = (t: Ticket) => usage.get(t.user) ?? usage.set(t.user, this.usage(t.user)).get(t.user)!;
-    const waiting: Ticket[] = [];
-    for (const t of this.#tickets) if (t.state === 'waiting') waiting.push(t);
-    for (let n = 0; n < places && waiting.length > 0; n++) {
-      let best = 0;
-      for (let i = 1; i < waiting.length; i++) {
-        const [a, b] = [waiting[i]!, waiting[best]!];
-        if (rank(a) < rank(b) || (rank(a) === rank(b) && a.seq < b.seq)) best = i;
+    const usage = new Map<UserLine, number>();
+    for (let n = 0; n < places; n++) {
+      let best: { line: UserLine; first: Ticket; usage: number } | null = null;
+      for (const [user, line] of this.#lines) {
+        const first = this.#firstWaiting(line);
+        if (!first) continue;
+        const u = usage.get(line) ?? usage.set(line, this.usage(user)).get(line)!;
+        if (!best || u < best.usage || (u === best.usage && first.seq < best.first.seq)) best = { line, first, usage: u };
       }
-      const [ticket] = waiting.splice(best, 1);
-      ticket!.wake?.();
+      if (!best) return;
+      best.line.waiting.pop();
+      best.first.queued = false;
+      best.first.wake?.();
     }
   }
 
   /** Runs waiting now (for metrics and tests). */
   get waiting(): number {
-    let n = 0;
-    for (const t of this.#tickets) if (t.state === 'waiting') n++;
-    return n;
+    return this.#waiting;
   }
 
-  #before(a: Ticket, b: Ticket): boolean {
-    const ua = this.usage(a.user);
-    const ub = this.usage(b.user);
-    return ua !== ub ? ua < ub : a.seq < b.seq;
+  /** The user's earliest waiting run; the heap lets go of the ones before it that stopped waiting. */
+  #firstWaiting(line: UserLine): Ticket | undefined {
+    let first = line.waiting.peek();
+    while (first && first.state !== 'waiting') {
+      line.waiting.pop();
+      first.queued = false;
+      first = line.waiting.peek();
+    }
+    return first;
+  }
+
+  /** The user's earliest run whose claim on a place still holds; the heap lets go of older claims. */
+  #firstClaim(line: UserLine, at: number): Ticket | undefined {
+    let first = line.claims.peek();
+    while (first && !(first.state === 'woken' && at - first.wokenAt < this.#claimMs)) {
+      line.claims.pop();
+      first.claiming = false;
+      first = line.claims.peek();
+    }
+    return first;
   }
 
   /** Users with no run asking and next to no usage left are forgotten: the map stays small. */
   #forgetIdle(at: number): void {
     if (this.#usage.size < 1_000) return;
-    const asking = new Set([...this.#tickets].map((t) => t.user));
-    for (const [user, u] of this.#usage) if (!asking.has(user) && u.value * 2 ** (-(at - u.at) / this.#halfLifeMs) < 0.01) this.#usage.delete(user);
+    for (const [user, u] of this.#usage) if (!this.#lines.has(user) && u.value * 2 ** (-(at - u.at) / this.#halfLifeMs) < 0.01) this.#usage.delete(user);
   }
 }

@@ -1,6 +1,7 @@
 import { connectNats, createLogger, natsServersForLog, StartupError } from '@perfwatch/common';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { loadGatewayConfig } from './config.ts';
+import { GATEWAY_NATS_OPTIONS } from './nats-dispatcher.ts';
 import { startGateway, type GatewayRuntime } from './gateway-runtime.ts';
 import { MongoStore } from './store/mongo-store.ts';
 import { storeFromEnv } from './store/open-store.ts';
@@ -52,7 +53,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     }
     const natsServers = natsServersForLog(config.NATS_URL);
     starting.waitingFor(`waiting for NATS at ${natsServers}`);
-    nc = await waitForDependency(`NATS at ${natsServers}`, () => connectNats(config, { name: 'perfwatch-gateway' }), wait);
+    nc = await waitForDependency(`NATS at ${natsServers}`, () => connectNats(config, GATEWAY_NATS_OPTIONS), wait);
   } catch (error) {
     if (shuttingDown) return;
     await starting.close();

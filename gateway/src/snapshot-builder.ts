@@ -34,7 +34,7 @@ export async function buildLocationSnapshot(device: Device, location: Location, 
     const index = representativeRunIndex(runs);
     const representative = ordered[index]!;
     try {
-      await representative.lighthouse.check();
+      representative.lighthouse.check();
     } catch (error) {
       if (!(error instanceof BadResultBytes)) throw error;
       unusable.push(`run ${representative.runIndex} of agent ${representative.agentId}: ${error.message}`);
@@ -65,7 +65,7 @@ export async function buildLocationSnapshot(device: Device, location: Location, 
 async function resultKpis(run: MeasuredRun): Promise<KpiRecord[]> {
   const sent = digestKpis(run.digest);
   if (sent) return sent;
-  const lhr = await run.lighthouse.read();
+  const lhr = run.lighthouse.read();
   return [...lighthouseKpis(lhr), ...pageSourceKpis(lhr), ...savingsKpis(lhr)];
 }
 

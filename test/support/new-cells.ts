@@ -10,7 +10,7 @@ export function newCell(cell: Omit<LocationSnapshot, 'lighthouse'> & { lighthous
 /** A cell just built, as a read gives it back: its result whole. */
 export async function readCell(cell: NewLocationSnapshot): Promise<LocationSnapshot> {
   const { lighthouseVersion: _version, measured: _measured, ...rest } = cell;
-  return { ...rest, lighthouse: await cell.lighthouse.read() };
+  return { ...rest, lighthouse: cell.lighthouse.read() };
 }
 
 /**

@@ -17,45 +17,54 @@ function drainedOrClosed(res: Response, ms: number): Promise<boolean> {
 }
 
 /**
- * Writes `text` and waits while the socket's buffer is full: false when the client stopped
- * reading for `stallMs` (the caller cuts it off) or is gone.
+ * Writes `pieces` (Node corks the socket for the rest of the tick, so they leave together) and
+ * waits while the socket's buffer is full: false when the client stopped reading for `stallMs`
+ * (the caller cuts it off) or is gone. Not `res.cork()`: a response corked that way holds its
+ * chunks back without ever announcing the drain its writes' `false` promises.
  */
-async function written(res: Response, text: string, stallMs: number): Promise<boolean> {
-  if (res.write(text)) return true;
+async function written(res: Response, pieces: ReadonlyArray<string | Uint8Array>, stallMs: number): Promise<boolean> {
+  let room = true;
+  for (const piece of pieces) room = res.write(piece);
+  if (room) return true;
   return (await drainedOrClosed(res, stallMs)) && !res.destroyed;
 }
 
-/** Text gathered before a write: few syscalls, and little memory per answer (a thousand sync answers may be written at once). */
-const GATHER_CHARS = 64 * 1024;
+/** Bytes gathered before a write: few syscalls, and little memory per answer (a thousand sync answers may be written at once). */
+const GATHER_BYTES = 64 * 1024;
 
 /** How an answer written in pieces ended: whole, cut off for a client that stopped reading, a client gone, or a piece that failed. */
 export type PiecesEnd = { end: 'written' | 'stalled' | 'gone' } | { end: 'failed'; error: unknown };
 
+const byteLength = (piece: string | Uint8Array) => (typeof piece === 'string' ? Buffer.byteLength(piece) : piece.byteLength);
+
 /**
- * Writes a JSON answer piece by piece as `pieces` yields them, gathered up to GATHER_CHARS,
- * waiting while the client reads; an answer that fits is one write with its length. Past the
- * first byte a failure cannot become an envelope: the connection is cut, so no client takes a
+ * Writes a JSON answer piece by piece as `pieces` yields them (text, or bytes already in
+ * UTF-8, which are written as they are, never copied), gathered up to GATHER_BYTES, waiting
+ * while the client reads; an answer that fits is one write with its length. Past the first
+ * byte a failure cannot become an envelope: the connection is cut, so no client takes a
  * truncated answer for a whole one; so is a client that reads nothing for `stallMs`. Stopping
  * early returns `pieces`, so whatever it reads from is released.
  */
-export async function writeJsonPieces(res: Response, pieces: AsyncIterable<string>, stallMs: number): Promise<PiecesEnd> {
+export async function writeJsonPieces(res: Response, pieces: AsyncIterable<string | Uint8Array>, stallMs: number): Promise<PiecesEnd> {
   res.type('application/json');
-  let gathered: string[] = [];
-  let chars = 0;
+  let gathered: Array<string | Uint8Array> = [];
+  let bytes = 0;
   try {
     for await (const piece of pieces) {
       gathered.push(piece);
-      chars += piece.length;
-      if (chars < GATHER_CHARS) continue;
-      if (!(await written(res, gathered.join(''), stallMs))) {
+      bytes += byteLength(piece);
+      if (bytes < GATHER_BYTES) continue;
+      if (!(await written(res, gathered, stallMs))) {
         const gone = res.destroyed;
         res.destroy();
         return { end: gone ? 'gone' : 'stalled' };
       }
       gathered = [];
-      chars = 0;
+      bytes = 0;
     }
-    res.end(gathered.join(''));
+    if (!res.headersSent) res.setHeader('Content-Length', bytes);
+    for (const piece of gathered) res.write(piece);
+    res.end();
     return { end: 'written' };
   } catch (error) {
     res.destroy(error as Error);

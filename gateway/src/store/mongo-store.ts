@@ -1,13 +1,11 @@
-import { promisify } from 'node:util';
-import { gunzip } from 'node:zlib';
 import { Binary, MongoClient, MongoNetworkError, MongoServerError, MongoServerSelectionError, ObjectId, type Collection, type Db } from 'mongodb';
 import pLimit, { type LimitFunction } from 'p-limit';
 import pRetry from 'p-retry';
 import { z } from 'zod';
-import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
+import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
+import { readStoredResult } from '../result-bytes.ts';
 import { ConcurrentWrite, DELIVERY_STATUSES, DuplicateError, fieldHistoryId, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, KPI_BATCH, kpiBatches, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateProgress, type MissingCell, type UpdateState, type OverviewFilter, type SnapshotSummary, type SnapshotPage, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
 
-const gunzipAsync = promisify(gunzip);
 
 const DUPLICATE_KEY = 11000;
 /** MongoDB aborts one of two writes to the same document with this code; the write may simply be tried again. */
@@ -732,13 +730,10 @@ export class MongoStore implements Store {
     if (filter.device) query['device'] = filter.device;
     if (filter.locations && filter.locations.length > 0) query['location'] = { $in: filter.locations };
     const docs = await this.#results.find(query).toArray();
-    const results = await Promise.all(
-      docs.map(async (doc) => {
-        const r = resultDoc.parse(doc);
-        const lighthouseJson = (await gunzipAsync(r.lighthouse.buffer)).toString('utf8');
-        return { ...r, lighthouse: lighthouseResultSchema.parse(JSON.parse(lighthouseJson)), lighthouseJson, kpis: [] };
-      }),
-    );
+    const results = docs.map((doc) => {
+      const r = resultDoc.parse(doc);
+      return { ...r, ...readStoredResult(r.lighthouse.buffer), kpis: [] };
+    });
     return { id: snapshot._id, projectId: snapshot.projectId, updateId: snapshot.updateId, url: snapshot.url, date: snapshot.date, updateType: snapshot.updateType, available: snapshot.available, missing: snapshot.missing, results };
   }
 }

@@ -2,13 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
-import { promisify } from 'node:util';
-import { gunzip } from 'node:zlib';
 import { z } from 'zod';
-import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, lighthouseResultSchema, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
+import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
+import { readStoredResult } from '../result-bytes.ts';
 import { DELIVERY_STATUSES, DuplicateError, fieldHistoryId, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, kpiBatches, type KpiRow, type MissingCell, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type SnapshotPage, type Store, type TokenRecord, type UpdateRecord, type UpdateProgress, type UpdateState, type UserRecord } from './store.ts';
 
-const gunzipAsync = promisify(gunzip);
 
 /** How many later seconds a snapshot may move to when its project already has one at that second. */
 const MAX_DATE_SHIFT_SECONDS = 60;
@@ -449,23 +447,17 @@ export class SqliteStore implements Store {
     const snapshot = snapshotRow.parse(raw);
     const rows = this.#all('SELECT * FROM results WHERE snapshot_id = ? ORDER BY seq', snapshot.id).map((row) => resultRow.parse(row));
     const wanted = rows.filter((r) => (!filter.device || r.device === filter.device) && (!filter.locations?.length || filter.locations.includes(r.location)));
-    const results = await Promise.all(
-      wanted.map(async (r) => {
-        const lighthouseJson = (await gunzipAsync(r.lighthouse)).toString('utf8');
-        return {
-          device: r.device,
-          location: r.location,
-          median: r.median,
-          runs: r.runs,
-          elementCount: r.element_count,
-          crux: r.crux,
-          lighthouse: lighthouseResultSchema.parse(JSON.parse(lighthouseJson)),
-          lighthouseJson,
-          kpis: [],
-          ...(r.checks ? { checks: r.checks } : {}),
-        };
-      }),
-    );
+    const results = wanted.map((r) => ({
+      device: r.device,
+      location: r.location,
+      median: r.median,
+      runs: r.runs,
+      elementCount: r.element_count,
+      crux: r.crux,
+      ...readStoredResult(r.lighthouse),
+      kpis: [],
+      ...(r.checks ? { checks: r.checks } : {}),
+    }));
     return { id: snapshot.id, projectId: snapshot.project_id, updateId: snapshot.update_id, url: snapshot.url, date: snapshot.date, updateType: snapshot.update_type, available: snapshot.available, missing: snapshot.missing, results };
   }
 

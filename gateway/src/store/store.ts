@@ -92,8 +92,8 @@ export interface SnapshotRecord {
   updateType: UpdateType;
   /** Every (device, location) that has a result, whatever a read filters. */
   available: Array<{ device: Device; location: Location }>;
-  /** With each result's JSON text as stored, which `lighthouse` was read from: answers splice it. */
-  results: Array<LocationSnapshot & { lighthouseJson: string }>;
+  /** With each result's JSON as stored (UTF-8), which `lighthouse` was read from: answers splice it. */
+  results: Array<LocationSnapshot & { lighthouseJson: Buffer }>;
   /** Cells of the update without a result, and why; whatever a read filters. */
   missing: MissingCell[];
 }
