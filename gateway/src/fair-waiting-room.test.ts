@@ -49,6 +49,19 @@ describe('FairWaitingRoom', () => {
     room.leave(fresh);
   });
 
+  it('lets every run woken for a place go, however many were woken together', async () => {
+    const { room } = roomAt();
+    const tickets = Array.from({ length: 5 }, () => room.enter('a'));
+    const woken = tickets.map((t) => room.wait(t, 60_000));
+    const late = room.enter('a');
+    room.wake(3);
+    await Promise.all(woken.slice(0, 3));
+    expect(tickets.map((t) => room.behind(t))).toEqual([false, false, false, true, true]);
+    // A run that was not woken still waits behind the ones that were, and behind those waiting.
+    expect(room.behind(late)).toBe(true);
+    for (const t of [...tickets, late]) room.leave(t);
+  });
+
   it('forgets use over time: a user\'s usage halves every half-life', () => {
     const { room, clock } = roomAt();
     for (let i = 0; i < 8; i++) room.leave(room.enter('a'));
@@ -98,7 +111,8 @@ class ScanningRoom {
     const u = this.#usage.get(user);
     return u ? u.value * 2 ** (-(this.now() - u.at) / 60_000) : 0;
   }
-  behind(ticket: { user: string; seq: number }) {
+  behind(ticket: { user: string; seq: number; state: string }) {
+    if (ticket.state === 'woken') return false;
     for (const other of this.#tickets) {
       if (other === ticket) continue;
       const contending = other.state === 'waiting' || (other.state === 'woken' && this.now() - other.wokenAt < 1_000);

@@ -96,9 +96,12 @@ export class FairWaitingRoom {
   /**
    * Whether runs ranked before this one are waiting for a place, or were just woken for one:
    * then this one waits behind them instead of racing them to it. Each user's earliest such
-   * runs stand for all of theirs.
+   * runs stand for all of theirs. A run woken for a place goes: `wake` chose it among the best
+   * ranked, and the runs woken with it do not hold it back (they did: a location whose agents
+   * were all busy then passed about one run per claim, bench/results.md).
    */
   behind(ticket: Ticket): boolean {
+    if (ticket.state === 'woken') return false;
     const at = this.#now();
     const mine = this.usage(ticket.user);
     for (const [user, line] of this.#lines) {
