@@ -11,7 +11,6 @@
 import { spawn } from 'node:child_process';
 import { openSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
-import { get as httpGet } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +23,7 @@ import { encodeReplyBytes, startAgent, type AuditRunner, type ReplyEncoder } fro
 import { createAdmin, freePort, MongoStore, SqliteStore, startNatsServer } from '@perfwatch/gateway';
 import { loadLeanLhr } from '../test/support/lhr-fixtures.ts';
 import { root } from './local-stack.ts';
+import { askAll } from './update-clients.ts';
 
 const DELAY_MS = 200;
 const RESPONDERS_PER_LOCATION = 4;
@@ -31,6 +31,12 @@ const CAPACITY = 25;
 const RUNS = 3;
 const tools = join(root, '.tools/bin');
 const SCRAPE_EVERY_MS = 250;
+/**
+ * Runs the stand-in fleet takes at once. The gateway may offer as many (MAX_RUNS_IN_FLIGHT, as
+ * an operator sets it for a fleet this size): at the default 256 it could use 43 % of the
+ * fleet, and the ideal would be out of reach whatever its speed.
+ */
+const FLEET_CAPACITY = LOCATIONS.length * RESPONDERS_PER_LOCATION * CAPACITY;
 /**
  * The gateway's store: the embedded file by default (`perfwatch gateway` with
  * PERFWATCH_DATA_DIR), or a real MongoDB. Not FerretDB v1: it uses no index but `_id`, so each
@@ -97,27 +103,6 @@ export interface ScaleLevel {
   peakHeapMb: number;
   peakExternalMb: number;
   failed: number;
-}
-
-/**
- * A sync update over node:http: fetch (undici) gives up on a response whose headers take over
- * 300 s, and the largest level's last answers take longer than that to be stored.
- */
-function get(url: string, token: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpGet(url, { headers: { Authorization: token }, agent: false }, (res) => {
-      // A thousand answers of a megabyte each are counted, not kept; a refusal's body is kept.
-      let body = '';
-      let bytes = 0;
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        bytes += chunk.length;
-        if (res.statusCode !== 200) body += chunk;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: res.statusCode === 200 ? `${bytes} characters` : body }));
-    });
-    req.on('error', reject);
-  });
 }
 
 /** From the gateway's /metrics: runs it has finished dispatching (answered or failed), its V8 heap in use and its memory outside the heap (buffers). */
@@ -193,7 +178,7 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000], kinds: r
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const child = spawn(process.execPath, ['--max-semi-space-size=16', ...(process.env['BENCH_NODE_FLAGS']?.split(' ') ?? []), ...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []), join(root, 'bin/perfwatch.js'), 'gateway'], {
-      env: { ...process.env, ...storeEnv, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_UPDATES_PER_MINUTE: '1000000', MAX_SYNC_UPDATES_PER_USER: '1000', SHUTDOWN_READINESS_DELAY_MS: '0' },
+      env: { ...process.env, ...storeEnv, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_UPDATES_PER_MINUTE: '1000000', MAX_SYNC_UPDATES_PER_USER: '1000', SHUTDOWN_READINESS_DELAY_MS: '0', MAX_RUNS_IN_FLIGHT: process.env['MAX_RUNS_IN_FLIGHT'] ?? String(FLEET_CAPACITY) },
       // BENCH_GATEWAY_LOG=FILE keeps the gateway's warnings and errors.
       stdio: ['ignore', process.env['BENCH_GATEWAY_LOG'] ? openSync(process.env['BENCH_GATEWAY_LOG'], 'a') : 'ignore', process.env['BENCH_GATEWAY_LOG'] ? openSync(process.env['BENCH_GATEWAY_LOG'], 'a') : 'ignore'],
     });
@@ -247,7 +232,7 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000], kinds: r
           if (Number.isNaN(dispatchedMs) && now.dispatched - runsBefore >= concurrent * LOCATIONS.length * 2 * RUNS) dispatchedMs = performance.now() - started;
         }
       })();
-      const answers = await Promise.all(urls.map((url) => get(`${gatewayUrl}/v1/update?url=${encodeURIComponent(url)}`, token)));
+      const answers = await askAll(urls.map((url) => `${gatewayUrl}/v1/update?url=${encodeURIComponent(url)}`), token);
       const statuses = answers.map((r) => r.status);
       const refusal = answers.find((r) => r.status !== 200);
       if (refusal) process.stdout.write(`dispatch ${concurrent} concurrent: ${answers.filter((r) => r.status !== 200).length} failed, e.g. ${refusal.status} ${refusal.body.slice(0, 300)}\n`);
