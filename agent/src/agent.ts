@@ -131,7 +131,7 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
     busy++;
     runningJobs.add(job.jobId);
     if (busy >= capacity) leaveQueueGroup();
-    announce();
+    announceSoon();
     const done = handle(msg, job, requestId)
       .catch((error: unknown) => log.error({ err: error, jobId: job.jobId }, 'could not reply to a job'))
       .finally(() => {
@@ -139,7 +139,7 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
       runningJobs.delete(job.jobId);
       busy--;
       listen();
-      announce();
+      announceSoon();
     });
     running.add(done);
   }
@@ -174,6 +174,21 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
     }
     if (parts !== null) h.set(HEADERS.replyParts, String(parts));
     if (!msg.respond(data, { headers: h })) log.warn('job had no reply subject; result dropped by the sender');
+  }
+
+  /**
+   * One announcement for every take and finish of this turn of the event loop, sent before the
+   * next: an agent of capacity 25 taking a burst of jobs said so once per job, and gateways read
+   * every announcement (bench/results.md, dispatch at scale).
+   */
+  let announcing = false;
+  function announceSoon(): void {
+    if (announcing) return;
+    announcing = true;
+    setImmediate(() => {
+      announcing = false;
+      announce();
+    });
   }
 
   function announce(): void {

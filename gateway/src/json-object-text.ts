@@ -95,9 +95,19 @@ function member(text: Uint8Array, i: number): number {
   return text[i] === COLON ? skipSpace(text, i + 1) : -1;
 }
 
+/** Bytes that end a run of plain string content: a quote, a backslash, a control character. */
+const STRING_STOPS = new Uint8Array(256);
+for (let c = 0; c < 0x20; c++) STRING_STOPS[c] = 1;
+STRING_STOPS[QUOTE] = 1;
+STRING_STOPS[BACKSLASH] = 1;
+
 /** A string starting at i (its quote); the index after it, or -1. */
 function string(text: Uint8Array, i: number): number {
-  for (i++; i < text.byteLength; i++) {
+  const end = text.byteLength;
+  for (i++; i < end; i++) {
+    // Most of a result is string content: one table look-up per byte of it.
+    while (i < end && STRING_STOPS[text[i]!] === 0) i++;
+    if (i === end) return -1;
     const c = text[i]!;
     if (c === QUOTE) return i + 1;
     if (c < 0x20) return -1;

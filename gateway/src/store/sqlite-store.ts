@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { z } from 'zod';
 import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
 import { readStoredResult } from '../result-bytes.ts';
@@ -11,6 +11,8 @@ import { DELIVERY_STATUSES, DuplicateError, fieldHistoryId, UPDATE_STATUSES, WEB
 /** How many later seconds a snapshot may move to when its project already has one at that second. */
 const MAX_DATE_SHIFT_SECONDS = 60;
 const SCHEMA_VERSION = 6;
+/** Prepared statements kept per store: far more than the SQL texts it runs. */
+const MAX_CACHED_STATEMENTS = 200;
 const NO_BUDGETS = '{"budgets":{},"maxRegression":{}}';
 
 /**
@@ -157,6 +159,7 @@ function isUniqueViolation(error: unknown): boolean {
 export class SqliteStore implements Store {
   readonly #path: string;
   #db: DatabaseSync | null = null;
+  readonly #statements = new Map<string, StatementSync>();
 
   constructor({ path }: { path: string }) {
     this.#path = path;
@@ -167,16 +170,31 @@ export class SqliteStore implements Store {
     return this.#db;
   }
 
+  /**
+   * The statement for `sql`, prepared once: preparing parses the SQL, which cost more than many
+   * of the reads and writes themselves. Only for statements run to their end at once; an
+   * iterated one is prepared for its reader alone (running a statement again resets it).
+   */
+  #prepared(sql: string): StatementSync {
+    let statement = this.#statements.get(sql);
+    if (!statement) {
+      statement = this.#conn.prepare(sql);
+      // The SQL texts are the code's own (a list's placeholders vary only in number): few.
+      if (this.#statements.size < MAX_CACHED_STATEMENTS) this.#statements.set(sql, statement);
+    }
+    return statement;
+  }
+
   #all(sql: string, ...params: SQLInputValue[]): unknown[] {
-    return this.#conn.prepare(sql).all(...params);
+    return this.#prepared(sql).all(...params);
   }
 
   #get(sql: string, ...params: SQLInputValue[]): unknown {
-    return this.#conn.prepare(sql).get(...params);
+    return this.#prepared(sql).get(...params);
   }
 
   #run(sql: string, ...params: SQLInputValue[]): { changes: number | bigint } {
-    return this.#conn.prepare(sql).run(...params);
+    return this.#prepared(sql).run(...params);
   }
 
   #transaction<T>(work: () => T): T {
@@ -229,6 +247,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    this.#statements.clear();
     this.#db?.close();
     this.#db = null;
   }
@@ -336,7 +355,7 @@ export class SqliteStore implements Store {
   }
 
   async enqueueDeliveries(deliveries: readonly NewDelivery[]): Promise<void> {
-    const insert = this.#conn.prepare("INSERT INTO deliveries (id, webhook_id, user_id, event, body, status, attempts, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT (id) DO NOTHING");
+    const insert = this.#prepared("INSERT INTO deliveries (id, webhook_id, user_id, event, body, status, attempts, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT (id) DO NOTHING");
     this.#transaction(() => {
       for (const d of deliveries) insert.run(d.id, d.webhookId, d.userId, d.event, d.body, d.createdAt.getTime(), d.createdAt.getTime());
     });
@@ -387,8 +406,8 @@ export class SqliteStore implements Store {
         'INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available, missing, kpi_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
         snapshotId, project.id, project.userId, updateId, project.url, project.domain, stored.getTime(), updateType, JSON.stringify(results.map(({ device, location }) => ({ device, location }))), JSON.stringify(missing ?? []), kpiVersion,
       );
-      const insertResult = this.#conn.prepare('INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse, checks) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
-      const insertKpi = this.#conn.prepare('INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+      const insertResult = this.#prepared('INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse, checks) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+      const insertKpi = this.#prepared('INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
       results.forEach((r, seq) => {
         insertResult.run(snapshotId, seq, r.device, r.location, r.median, JSON.stringify(r.runs), r.elementCount, JSON.stringify(r.crux), compressed[seq]!, r.checks ? JSON.stringify(r.checks) : null);
         for (const k of r.kpis) insertKpi.run(snapshotId, project.id, project.userId, stored.getTime(), project.domain, project.url, r.device, r.location, updateType, k.section, k.kpi, JSON.stringify(k.data));
@@ -408,7 +427,7 @@ export class SqliteStore implements Store {
       const row = snapshotRow.parse(snapshot);
       const { user_id: userId, domain } = snapshot as { user_id: string; domain: string };
       this.#run(`DELETE FROM kpis WHERE snapshot_id = ? AND section IN (${sections.map(() => '?').join(', ')})`, row.id, ...sections);
-      const insert = this.#conn.prepare('INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+      const insert = this.#prepared('INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
       for (const r of results) for (const k of r.kpis) insert.run(row.id, projectId, userId, row.date.getTime(), domain, row.url, r.device, r.location, row.update_type, k.section, k.kpi, JSON.stringify(k.data));
       this.#run('UPDATE snapshots SET kpi_version = ? WHERE id = ?', version, row.id);
     });
@@ -418,7 +437,7 @@ export class SqliteStore implements Store {
     const id = fieldHistoryId(project.id);
     this.#transaction(() => {
       this.#run('DELETE FROM kpis WHERE snapshot_id = ?', id);
-      const insert = this.#conn.prepare("INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'scheduled', ?, ?, ?)");
+      const insert = this.#prepared("INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'scheduled', ?, ?, ?)");
       for (const row of rows) for (const k of row.kpis) insert.run(id, project.id, project.userId, row.date.getTime(), project.domain, project.url, row.device, project.defaultLocation, k.section, k.kpi, JSON.stringify(k.data));
     });
   }
