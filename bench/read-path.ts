@@ -20,6 +20,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
+import { get as httpGet } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -85,9 +86,20 @@ async function closedLoop(seconds: number, connections: number, work: (n: number
   return { requestsPerSecond: latencies.length / seconds, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99) };
 }
 
-async function gatewayCpuSeconds(url: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  return Number(/^process_cpu_seconds_total (\S+)$/m.exec(text)?.[1] ?? Number.NaN);
+/**
+ * From the gateway's /metrics, on a connection of its own: the direct side's store reads are
+ * synchronous and hold this process's event loop for whole rounds, so a pooled connection the
+ * gateway closed meanwhile (keep-alive timeout) would be taken for open.
+ */
+function gatewayCpuSeconds(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    httpGet(`${url}/metrics`, { agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve(Number(/^process_cpu_seconds_total (\S+)$/m.exec(text)?.[1] ?? Number.NaN)));
+    }).on('error', reject);
+  });
 }
 
 async function cannon(url: string, token: string, path: (n: number) => string, seconds: number): Promise<Load> {
