@@ -35,8 +35,8 @@ export interface AppDeps {
   metrics?: GatewayMetrics;
   /** `/metrics` and `/readyz` are served on the ops port instead (OPS_PORT): not on this app. */
   opsElsewhere?: boolean;
-  /** mode=async; absent: in this process, without durability (tests of the HTTP layer). */
-  startAsync?: StartAsync;
+  /** mode=async: the update enters its user's backlog and the durable queue (async-updates.ts). */
+  startAsync: StartAsync;
   /** Whether this gateway should get traffic; absent: ready whenever it answers. */
   readiness?: () => Promise<Readiness>;
   bodyLimit?: string;
@@ -60,7 +60,7 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
 const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** Builds the gateway's HTTP app from its dependencies. Never listens: see createServer. */
-export function createApp({ store, updates, logger, metrics, startAsync = async (request) => updates.start(request), readiness = async () => ({ ok: true }), bodyLimit = '100kb', rateLimits = { updates: 60, reads: 600 }, syncUpdates, overviewStallMs, authFailuresPerMinute = 30, trustProxy, opsElsewhere = false, targetGuard = createTargetGuard(), secrets = createSecretBox({}) }: AppDeps): Express {
+export function createApp({ store, updates, logger, metrics, startAsync, readiness = async () => ({ ok: true }), bodyLimit = '100kb', rateLimits = { updates: 60, reads: 600 }, syncUpdates, overviewStallMs, authFailuresPerMinute = 30, trustProxy, opsElsewhere = false, targetGuard = createTargetGuard(), secrets = createSecretBox({}) }: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   if (trustProxy !== undefined) app.set('trust proxy', trustProxy);

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { ApiError } from '@perfwatch/common';
 import type { Store } from './store/store.ts';
 import type { UpdateAdmission } from './update-admission.ts';
 import type { UpdateRequest } from './update-service.ts';
+import { UpdateRefused } from './update-refused.ts';
 
 /** Starts an update without waiting for it (mode=async); resolves with its id once it is safe. */
 export type StartAsync = (request: UpdateRequest) => Promise<string>;
@@ -15,7 +15,7 @@ export interface AsyncUpdateLimits {
 }
 
 /**
- * `mode=async`: refuses with 429 when the caller's own backlog is full (its message counts the
+ * `mode=async`: refuses (UpdateRefused, a 429) when the caller's own backlog is full (its message counts the
  * caller's runs, and nobody else's), or when a location has as many updates waiting as the
  * service takes (a message that says so and gives no count: other users' load is theirs).
  * Otherwise the update enters its user's backlog and, when the user has room, the queue; the
@@ -26,13 +26,11 @@ export function createAsyncUpdates({ store, admission, limits }: { store: Store;
     const runs = devices.length * project.locations.length * project.runs;
     const backlog = await store.userBacklog(project.userId);
     if (backlog.runs + runs > limits.queuedRunsPerUser) {
-      throw new ApiError('TOO_MANY_REQUESTS', 'You have too many updates waiting. Try again when some have finished.', [`your ${backlog.updates} unfinished updates hold ${backlog.runs} runs; this one adds ${runs}; the limit is ${limits.queuedRunsPerUser} runs per user`], {
-        headers: { 'Retry-After': '60' },
-      });
+      throw new UpdateRefused('BACKLOG_FULL', 'You have too many updates waiting. Try again when some have finished.', [`your ${backlog.updates} unfinished updates hold ${backlog.runs} runs; this one adds ${runs}; the limit is ${limits.queuedRunsPerUser} runs per user`]);
     }
     for (const location of project.locations) {
       if ((await store.countPendingUpdates(location)) >= limits.pendingPerLocation) {
-        throw new ApiError('TOO_MANY_REQUESTS', `The service has as many updates waiting for ${location} as it takes. Try again later.`, [], { headers: { 'Retry-After': '60' } });
+        throw new UpdateRefused('LOCATION_FULL', `The service has as many updates waiting for ${location} as it takes. Try again later.`);
       }
     }
     const id = randomUUID();

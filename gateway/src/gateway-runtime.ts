@@ -133,7 +133,6 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
       await scheduler.stop();
       // Queued updates this gateway took are finished and acknowledged, not dropped.
       await queue.stop();
-      await updates.drain();
       await webhooks.stop();
       await fieldHistory?.stop();
       await agents.stop();

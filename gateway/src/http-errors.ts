@@ -1,6 +1,8 @@
 import type { ErrorRequestHandler, NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
-import { ApiError } from '@perfwatch/common';
+import { ApiError, type ErrorStatus } from '@perfwatch/common';
+import { NoResultError, type NoResultKind } from './update-service.ts';
+import { UpdateRefused, type RefusalKind } from './update-refused.ts';
 
 const SUPPORTED_METHODS = ['GET', 'POST'] as const;
 
@@ -29,8 +31,28 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
   };
 }
 
+/** What a caller is told of an update that produced nothing. */
+const NO_RESULT_STATUS = {
+  NO_AGENT: 'SERVICE_UNAVAILABLE',
+  CREDENTIALS_UNREADABLE: 'SERVICE_UNAVAILABLE',
+  TIMED_OUT: 'GATEWAY_TIMEOUT',
+  FAILED: 'BAD_GATEWAY',
+} as const satisfies Record<NoResultKind, ErrorStatus>;
+
+/** What a caller is told of an update that was not taken, and when to come back. */
+const REFUSAL_STATUS = {
+  BACKLOG_FULL: { status: 'TOO_MANY_REQUESTS', retryAfterS: 60 },
+  LOCATION_FULL: { status: 'TOO_MANY_REQUESTS', retryAfterS: 60 },
+  NOT_QUEUED: { status: 'SERVICE_UNAVAILABLE', retryAfterS: null },
+} as const satisfies Record<RefusalKind, { status: ErrorStatus; retryAfterS: number | null }>;
+
 function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
+  if (error instanceof NoResultError) return new ApiError(NO_RESULT_STATUS[error.kind], error.message, error.reasons);
+  if (error instanceof UpdateRefused) {
+    const { status, retryAfterS } = REFUSAL_STATUS[error.kind];
+    return new ApiError(status, error.message, error.reasons, retryAfterS === null ? {} : { headers: { 'Retry-After': String(retryAfterS) } });
+  }
   const status = (error as { status?: unknown; type?: unknown } | null)?.status;
   const type = (error as { type?: unknown } | null)?.type;
   if (status === 400 && type === 'entity.parse.failed') return new ApiError('BAD_REQUEST', 'The body is not valid JSON.', ['body: malformed JSON']);

@@ -6,14 +6,10 @@ import { errors as natsErrors, headers as natsHeaders } from '@nats-io/nats-core
 import type { Logger } from 'pino';
 import type { AgentRegistry } from './agent-registry.ts';
 import { FairWaitingRoom, type Ticket } from './fair-waiting-room.ts';
-import { agentIdSchema, auditSubject, digestRun, encodeJob, HEADERS, receiveReply, ReplyRefused, replyMismatch, type AuditErrorCode, type AuditJob, type AuditRunResult, type DigestedRunResult, type Location, type ReceivedReply } from '@perfwatch/common';
+import { agentIdSchema, auditSubject, digestRun, encodeJob, HEADERS, receiveReply, ReplyRefused, replyMismatch, type AuditJob, type AuditRunResult, type DigestedRunResult, type Location, type ReceivedReply } from '@perfwatch/common';
 import { ResultBytes } from './result-bytes.ts';
+import { reportedFailure, RUN_FAILURES, type RunFailureCode } from './run-failures.ts';
 
-/**
- * Failures the gateway observes on the transport, beside the ones agents report (an agent of
- * a later v1 version may report a code this gateway does not know, hence `string`).
- */
-export type DispatchErrorCode = AuditErrorCode | 'NO_RESPONDERS' | 'TIMEOUT' | 'BAD_REPLY' | (string & {});
 
 /**
  * A successful run as the gateway holds it: what it reads of the run (its digest) and the
@@ -23,7 +19,7 @@ export type ReceivedRun = DigestedRunResult & { lighthouse: ResultBytes };
 
 export type RunOutcome =
   | { ok: true; result: ReceivedRun }
-  | { ok: false; agentId?: string; error: { code: DispatchErrorCode; message: string; retryable: boolean } };
+  | { ok: false; agentId?: string; error: { code: RunFailureCode; message: string } };
 
 export interface DispatchOptions {
   /** How long the run may take from now, waiting for a free agent included. */
@@ -72,14 +68,9 @@ export function receivedRun({ lhr, ...run }: AuditRunResult): ReceivedRun {
 export function replyOutcome(reply: ReceivedReply): RunOutcome {
   if (reply.ok && 'lighthouseGzip' in reply) return { ok: true, result: { ...reply.result, lighthouse: ResultBytes.fromGzip(reply.lighthouseGzip) } };
   if (reply.ok) return { ok: true, result: receivedRun(reply.result) };
-  return reply.agentId === undefined ? { ok: false, error: reply.error } : { ok: false, agentId: reply.agentId, error: reply.error };
+  const error = reportedFailure(reply.error);
+  return reply.agentId === undefined ? { ok: false, error } : { ok: false, agentId: reply.agentId, error };
 }
-
-/**
- * Runs offered again, until the reply deadline: agents handing a job back, and offers whose
- * reply the gateway's connection lost (DISCONNECTED: the server cut it, e.g. as a slow consumer).
- */
-const OFFER_AGAIN = new Set(['AGENT_BUSY', 'AGENT_SHUTTING_DOWN', 'AGENT_EXCLUDED', 'DISCONNECTED', 'UNTAKEN']);
 
 /**
  * How long an agent of v1.4 has to announce that it took an offered job. NATS drops a job
@@ -186,11 +177,11 @@ export function createNatsDispatcher({
   async function offerInTurn(job: AuditJob, { timeoutMs, requestId, avoidAgent }: DispatchOptions, wait: (on: boolean) => void, room: FairWaitingRoom, ticket: Ticket): Promise<RunOutcome> {
     const deadline = Date.now() + timeoutMs;
     let backoff = offerAgainMs.min;
-    const timedOut = (): RunOutcome => ({ ok: false, error: { code: 'TIMEOUT', message: `every agent of ${job.location} stayed busy for ${timeoutMs} ms`, retryable: true } });
+    const timedOut = (): RunOutcome => ({ ok: false, error: { code: 'TIMEOUT', message: `every agent of ${job.location} stayed busy for ${timeoutMs} ms` } });
     for (;;) {
       const agents = registry?.agents(job.location);
       if (registry?.silent(job.location)) {
-        return { ok: false, error: { code: 'NO_RESPONDERS', message: `the agents of ${job.location} stopped announcing themselves`, retryable: true } };
+        return { ok: false, error: { code: 'NO_RESPONDERS', message: `the agents of ${job.location} stopped announcing themselves` } };
       }
       // Runs ranked before this one wait for a place: wait behind them, not beside them. The
       // best-ranked waiter's own timer is what offers again when no announcement comes.
@@ -212,7 +203,7 @@ export function createNatsDispatcher({
       });
       if (outcome.ok) return outcome;
       const allBusy = outcome.error.code === 'NO_RESPONDERS' && (registry?.agents(job.location)?.length ?? 0) > 0;
-      if (!OFFER_AGAIN.has(outcome.error.code) && !allBusy) return outcome;
+      if (!RUN_FAILURES[outcome.error.code].offerAgain && !allBusy) return outcome;
       const left = deadline - Date.now();
       if (left <= 0) return timedOut();
       wait(true);
@@ -231,7 +222,7 @@ export function createNatsDispatcher({
     if (!connected) {
       const started = Date.now();
       const back = await once(link, 'reconnect', { signal: AbortSignal.timeout(timeoutMs) }).then(() => true, () => false);
-      if (!back) return { ok: false, error: { code: 'TIMEOUT', message: `no NATS connection to reach ${job.location} for ${timeoutMs} ms`, retryable: true } };
+      if (!back) return { ok: false, error: { code: 'TIMEOUT', message: `no NATS connection to reach ${job.location} for ${timeoutMs} ms` } };
       timeoutMs = Math.max(1, timeoutMs - (Date.now() - started));
     }
     let reply;
@@ -254,20 +245,20 @@ export function createNatsDispatcher({
         link.off('disconnect', onDisconnect);
         ended.abort(OFFER_SETTLED);
       });
-      if (reply === null) return { ok: false, error: { code: 'DISCONNECTED', message: `the reply from ${job.location} was lost with the NATS connection`, retryable: true } };
+      if (reply === null) return { ok: false, error: { code: 'DISCONNECTED', message: `the reply from ${job.location} was lost with the NATS connection` } };
       if (reply === 'untaken') {
         logger.warn({ jobId: job.jobId, requestId, location: job.location, waitedMs: takenWithinMs }, 'no agent took an offered job; offering it again');
-        return { ok: false, error: { code: 'UNTAKEN', message: `no agent of ${job.location} took the job within ${takenWithinMs} ms`, retryable: true } };
+        return { ok: false, error: { code: 'UNTAKEN', message: `no agent of ${job.location} took the job within ${takenWithinMs} ms` } };
       }
     } catch (error) {
       if (error instanceof natsErrors.RequestError && error.isNoResponders()) {
-        return { ok: false, error: { code: 'NO_RESPONDERS', message: `no agent serves ${job.location}`, retryable: true } };
+        return { ok: false, error: { code: 'NO_RESPONDERS', message: `no agent serves ${job.location}` } };
       }
       if (error instanceof natsErrors.TimeoutError || (error instanceof Error && error.cause instanceof natsErrors.TimeoutError)) {
-        return { ok: false, error: { code: 'TIMEOUT', message: `no reply from ${job.location} within ${timeoutMs} ms`, retryable: true } };
+        return { ok: false, error: { code: 'TIMEOUT', message: `no reply from ${job.location} within ${timeoutMs} ms` } };
       }
       logger.error({ err: error, jobId: job.jobId, requestId }, 'dispatch failed');
-      return { ok: false, error: { code: 'INTERNAL', message: `dispatch failed: ${(error as Error).message}`, retryable: true } };
+      return { ok: false, error: { code: 'INTERNAL', message: `dispatch failed: ${(error as Error).message}` } };
     }
     // The agent's id, as it claims it, names the agent in what the run failed of; only a
     // well-formed id is repeated (agents are run by other operators).
@@ -276,7 +267,7 @@ export function createNatsDispatcher({
     const from = agent ? `agent ${agent} of ${job.location}` : `an agent of ${job.location}`;
     const refused = (why: string): RunOutcome => {
       logger.warn({ jobId: job.jobId, requestId, location: job.location, agentId: agent, reason: why }, 'refused an agent reply');
-      return { ok: false, ...(agent ? { agentId: agent } : {}), error: { code: 'BAD_REPLY', message: `${from} sent a reply that was refused: ${why}`, retryable: true } };
+      return { ok: false, ...(agent ? { agentId: agent } : {}), error: { code: 'BAD_REPLY', message: `${from} sent a reply that was refused: ${why}` } };
     };
     let decoded: ReceivedReply;
     try {

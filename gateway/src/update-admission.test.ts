@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '@perfwatch/common';
+import { UpdateRefused } from './update-refused.ts';
 import { SqliteStore } from './store/sqlite-store.ts';
 import type { QueuedUpdate, UpdateQueue } from './update-queue.ts';
 import { createUpdateAdmission } from './update-admission.ts';
@@ -58,8 +58,9 @@ describe('update admission', () => {
       () => null,
       (error: unknown) => error,
     );
-    expect(refused).toBeInstanceOf(ApiError);
-    expect((refused as ApiError).status).toBe('SERVICE_UNAVAILABLE');
+    expect(refused).toBeInstanceOf(UpdateRefused);
+    // A 503 to the caller (http-errors.ts).
+    expect((refused as UpdateRefused).kind).toBe('NOT_QUEUED');
     const [failed] = await store.listUnfinishedUpdates();
     expect(failed).toBeUndefined();
     const kept = await submit();

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { ApiError } from '@perfwatch/common';
+import { UpdateRefused } from './update-refused.ts';
 import type { NewUpdate, Store } from './store/store.ts';
 import { queuedUpdateOf, type UpdateQueue } from './update-queue.ts';
 
@@ -61,7 +61,7 @@ export function createUpdateAdmission({ store, queue, logger, perUser }: { store
       const { unqueued } = await admit(update.userId, new Map([[update.id, requestId]]));
       if (refuseUnqueued && unqueued.has(update.id)) {
         await store.setUpdateState(update.id, { status: 'failed', reason: 'the update could not be queued' }).catch(() => undefined);
-        throw new ApiError('SERVICE_UNAVAILABLE', 'The update could not be queued. Try again later.', []);
+        throw new UpdateRefused('NOT_QUEUED', 'The update could not be queued. Try again later.');
       }
     },
     async admitNext(userId) {

@@ -170,11 +170,11 @@ async function deliver({ store, updates, logger, deadlineMs, outbox }: QueuedUpd
     log.info({ date: outcome.date, missing: outcome.missing.length }, 'queued update done');
     return { kind: 'done' };
   } catch (error) {
-    const reason = error instanceof ApiError ? [error.message, ...error.errors].join(' ') : (error as Error).message;
+    const reason = error instanceof NoResultError ? [error.message, ...error.reasons].join(' ') : error instanceof ApiError ? [error.message, ...error.errors].join(' ') : (error as Error).message;
     // Every run failing for the page's own reasons (it did not load, a refused target) would
     // fail again: no point retrying. Lost agents, timeouts, a NATS or database blink may pass.
     // Interrupted by this gateway's stop: not the update's fault, and not counted against it.
-    const final = !(error instanceof UpdateInterrupted) && ((error instanceof NoResultError && !error.retryable) || delivery >= maxDeliver || Date.now() >= deadlineAt);
+    const final = !(error instanceof UpdateInterrupted) && ((error instanceof NoResultError && error.repeats) || delivery >= maxDeliver || Date.now() >= deadlineAt);
     try {
       if (final) {
         await store.setUpdateState(job.updateId, { status: 'failed', reason });
@@ -190,6 +190,20 @@ async function deliver({ store, updates, logger, deadlineMs, outbox }: QueuedUpd
     }
   }
 }
+
+/** A publish retried within this window with the same update id is stored once. */
+const DUPLICATE_WINDOW_MS = 10 * 60_000;
+/** Jobs delivered and not yet acknowledged, over every replica: far above replicas × UPDATE_WORKERS. */
+const MAX_ACK_PENDING = 10_000;
+/** A job's ack timer is kept alive this many times per ack wait, and never more often than every MIN_WORKING_EVERY_MS. */
+const WORKING_PER_ACK_WAIT = 3;
+const MIN_WORKING_EVERY_MS = 100;
+/** A terminated job's reason as JetStream keeps it. */
+const MAX_TERM_REASON_CHARS = 200;
+/** How long one fetch waits for jobs before asking again (stopping is noticed at the latest then). */
+const FETCH_EXPIRES_MS = 2_000;
+/** The wait before asking again after a fetch failed (NATS restarting, JetStream electing a leader). */
+const FETCH_RETRY_MS = 1_000;
 
 /**
  * Async updates through a JetStream work-queue stream. Any gateway replica takes jobs (a pull
@@ -207,8 +221,7 @@ export async function startUpdateQueue(options: UpdateQueueOptions): Promise<Upd
     subjects: [UPDATE_SUBJECT, updateSubject('*')],
     retention: RetentionPolicy.Workqueue,
     storage: StorageType.File,
-    // A publish retried within this window with the same update id is stored once.
-    duplicate_window: nanos(10 * 60_000),
+    duplicate_window: nanos(DUPLICATE_WINDOW_MS),
   };
   await jsm.streams.add(streamConfig).catch(async (error: unknown) => {
     if (!/already in use|stream name already/i.test((error as Error).message)) throw error;
@@ -217,7 +230,7 @@ export async function startUpdateQueue(options: UpdateQueueOptions): Promise<Upd
   // No delivery limit in JetStream (-1): a job whose last allowed delivery died with its gateway
   // would stay in the stream, never delivered again, its update unfinished. runQueuedUpdate
   // counts deliveries instead and ends such an update failed, with the reason.
-  const consumerConfig = { durable_name: DURABLE, ack_policy: AckPolicy.Explicit, ack_wait: nanos(ackWaitMs), max_deliver: -1, max_ack_pending: 10_000 };
+  const consumerConfig = { durable_name: DURABLE, ack_policy: AckPolicy.Explicit, ack_wait: nanos(ackWaitMs), max_deliver: -1, max_ack_pending: MAX_ACK_PENDING };
   await jsm.consumers.add(UPDATE_STREAM, consumerConfig).catch(async (error: unknown) => {
     if (!/already in use|exists/i.test((error as Error).message)) throw error;
     await jsm.consumers.update(UPDATE_STREAM, DURABLE, { ack_wait: consumerConfig.ack_wait, max_deliver: consumerConfig.max_deliver, max_ack_pending: consumerConfig.max_ack_pending });
@@ -241,11 +254,11 @@ export async function startUpdateQueue(options: UpdateQueueOptions): Promise<Upd
       return;
     }
     // Tells JetStream the job is being worked on, so it is not handed to another replica.
-    const alive = setInterval(() => msg.working(), Math.max(100, Math.floor(ackWaitMs / 3)));
+    const alive = setInterval(() => msg.working(), Math.max(MIN_WORKING_EVERY_MS, Math.floor(ackWaitMs / WORKING_PER_ACK_WAIT)));
     try {
       const ending = await runQueuedUpdate(options, job, msg.info.deliveryCount, maxDeliver, halt.signal);
       if (ending.kind === 'done') msg.ack();
-      else if (ending.kind === 'final') msg.term(ending.reason.slice(0, 200));
+      else if (ending.kind === 'final') msg.term(ending.reason.slice(0, MAX_TERM_REASON_CHARS));
       else if (ending.kind === 'retry') msg.nak(halt.signal.aborted ? 0 : retryDelayMs);
       // 'unrecorded': left unacknowledged; JetStream delivers it again after ackWaitMs.
     } finally {
@@ -261,7 +274,7 @@ export async function startUpdateQueue(options: UpdateQueueOptions): Promise<Upd
         continue;
       }
       try {
-        const batch = await consumer.fetch({ max_messages: free, expires: 2_000 });
+        const batch = await consumer.fetch({ max_messages: free, expires: FETCH_EXPIRES_MS });
         fetching = batch;
         for await (const msg of batch) {
           const job = handle(msg).finally(() => running.delete(job));
@@ -269,9 +282,8 @@ export async function startUpdateQueue(options: UpdateQueueOptions): Promise<Upd
         }
       } catch (error) {
         if (stopping) break;
-        // NATS restarting or JetStream electing a leader: wait and ask again.
         logger.warn({ err: { message: (error as Error).message } }, 'could not fetch queued updates; retrying');
-        await sleep(1_000);
+        await sleep(FETCH_RETRY_MS);
       }
     }
   })();

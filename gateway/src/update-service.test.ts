@@ -1,11 +1,11 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { ApiError, type AuditJob, type Location } from '@perfwatch/common';
+import type { AuditJob, Location } from '@perfwatch/common';
 import { loadLhr } from '../../test/support/lhr-fixtures.ts';
-import { receivedRun, type Dispatcher, type RunOutcome } from './nats-dispatcher.ts';
+import { receivedRun, replyOutcome, type Dispatcher, type RunOutcome } from './nats-dispatcher.ts';
 import type { NewSnapshot, ProjectRecord, Store } from './store/store.ts';
 import type { CruxClient, FieldData } from './crux/crux-client.ts';
-import { createUpdateService, UpdateInterrupted } from './update-service.ts';
+import { createUpdateService, NoResultError, UpdateInterrupted } from './update-service.ts';
 
 const project: ProjectRecord = {
   id: 'p1',
@@ -40,7 +40,7 @@ const success = (job: AuditJob): RunOutcome => ({
   ok: true,
   result: receivedRun({ jobId: job.jobId, agentId: 'a', location: job.location, device: job.device, runIndex: job.runIndex, startedAt: '', lighthouseMs: 1, lhr: loadLhr(job.device, (job.runIndex + 1) as 1 | 2 | 3) }),
 });
-const failure = (code: 'NO_RESPONDERS' | 'TIMEOUT' | 'RUN_TIMEOUT' | 'PAGE_LOAD_FAILED'): RunOutcome => ({ ok: false, error: { code, message: code.toLowerCase(), retryable: true } });
+const failure = (code: 'NO_RESPONDERS' | 'TIMEOUT' | 'RUN_TIMEOUT' | 'PAGE_LOAD_FAILED'): RunOutcome => ({ ok: false, error: { code, message: code.toLowerCase() } });
 
 describe('update service', () => {
   it('sends runs × devices × locations jobs and stores one snapshot at a whole second', async () => {
@@ -104,8 +104,8 @@ describe('update service', () => {
       undefined,
       () => new Date(clock),
     );
-    const error = (await service.run({ project, devices: ['desktop'], updateType: 'scheduled', requestId: 'r', deadline }, 'u', 'async').catch((e: unknown) => e)) as ApiError;
-    expect(error.status).toBe('BAD_GATEWAY');
+    const error = (await service.run({ project, devices: ['desktop'], updateType: 'scheduled', requestId: 'r', deadline }, 'u', 'async').catch((e: unknown) => e)) as NoResultError;
+    expect(error.kind).toBe('FAILED');
     expect(jobs.filter((j) => j.location === 'london')).toHaveLength(3);
     const tokyoOffers = jobs.filter((j) => j.location === 'tokyo').length;
     expect(tokyoOffers).toBeGreaterThan(3);
@@ -120,26 +120,28 @@ describe('update service', () => {
   });
 
   it.each([
-    ['NO_RESPONDERS', 'SERVICE_UNAVAILABLE', 503],
-    ['TIMEOUT', 'GATEWAY_TIMEOUT', 504],
-    ['RUN_TIMEOUT', 'GATEWAY_TIMEOUT', 504],
-    ['PAGE_LOAD_FAILED', 'BAD_GATEWAY', 502],
-  ] as const)('stores nothing and fails with %s → %s when no run succeeds', async (code, status, http) => {
+    ['NO_RESPONDERS', 'NO_AGENT', false],
+    ['TIMEOUT', 'TIMED_OUT', false],
+    ['RUN_TIMEOUT', 'TIMED_OUT', false],
+    ['PAGE_LOAD_FAILED', 'FAILED', true],
+  ] as const)('stores nothing and fails with %s → %s when no run succeeds', async (code, kind, repeats) => {
     const { service, saved } = serviceWith(() => failure(code));
     const error = await service.run({ project, devices: ['desktop'], updateType: 'manual', requestId: 'r' }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(ApiError);
-    expect((error as ApiError).status).toBe(status);
-    expect((error as ApiError).httpStatus).toBe(http);
-    expect((error as ApiError).errors.join(' ')).toMatch(/desktop\/(london|tokyo)/);
+    expect(error).toBeInstanceOf(NoResultError);
+    expect((error as NoResultError).kind).toBe(kind);
+    // Whether a queued update is worth delivering again.
+    expect((error as NoResultError).repeats).toBe(repeats);
+    expect((error as NoResultError).reasons.join(' ')).toMatch(/desktop\/(london|tokyo)/);
     expect(saved).toHaveLength(0);
   });
 
   it('reports a mix of failures as 502, naming each location', async () => {
     const byLocation: Record<Location, RunOutcome> = { london: failure('NO_RESPONDERS'), tokyo: failure('TIMEOUT') } as Record<Location, RunOutcome>;
     const { service } = serviceWith((job) => byLocation[job.location]);
-    const error = (await service.run({ project, devices: ['mobile'], updateType: 'manual', requestId: 'r' }).catch((e: unknown) => e)) as ApiError;
-    expect(error.status).toBe('BAD_GATEWAY');
-    expect(error.errors).toHaveLength(2);
+    const error = (await service.run({ project, devices: ['mobile'], updateType: 'manual', requestId: 'r' }).catch((e: unknown) => e)) as NoResultError;
+    expect(error.kind).toBe('FAILED');
+    expect(error.repeats).toBe(false);
+    expect(error.reasons).toHaveLength(2);
   });
 
   it('adds CrUX field data and the CRUX assessments once per device, and invents none without it', async () => {
@@ -175,7 +177,7 @@ describe('update service', () => {
     const { service, jobs } = serviceWith((job) => {
       const key = job.jobId.replace(/\.retry$/, '');
       attempts.set(key, (attempts.get(key) ?? 0) + 1);
-      if (job.location === 'london' && job.runIndex === 0 && !job.jobId.endsWith('.retry')) return { ok: false, error: { code: 'BROWSER_FAILED', message: 'Chrome crashed', retryable: true } };
+      if (job.location === 'london' && job.runIndex === 0 && !job.jobId.endsWith('.retry')) return { ok: false, error: { code: 'BROWSER_FAILED', message: 'Chrome crashed' } };
       if (job.location === 'tokyo') return failure('PAGE_LOAD_FAILED');
       return success(job);
     });
@@ -185,6 +187,25 @@ describe('update service', () => {
     expect(jobs.filter((j) => j.jobId.endsWith('.retry')).map((j) => `${j.location}.${j.runIndex}`)).toEqual(['london.0']);
     expect([...attempts.values()].every((n) => n <= 2)).toBe(true);
   });
+  it('tries a run once more after a failure code this gateway does not know (an agent of a later version)', async () => {
+    const codes: string[] = [];
+    const jobs: AuditJob[] = [];
+    const dispatcher: Dispatcher = {
+      dispatch: async (job) => {
+        jobs.push(job);
+        return job.location === 'london' && job.runIndex === 0 && !job.jobId.endsWith('.retry') ? replyOutcome({ ok: false, agentId: 'a9', error: { code: 'NEW_IN_V1_9', message: 'later', retryable: false } }) : success(job);
+      },
+    };
+    const observer = { updateDone: () => {}, runJudged: () => {}, runDispatched: (_location: Location, _device: unknown, code: string) => void codes.push(code) };
+    const service = createUpdateService({ dispatcher, store: recordingStore().store, logger: pino({ level: 'silent' }), runTimeoutMs: 1000, replyTimeoutMs: 2000, observer });
+    const outcome = await service.run({ project, devices: ['mobile'], updateType: 'manual', requestId: 'r' });
+    expect(jobs.filter((j) => j.jobId.endsWith('.retry')).map((j) => `${j.location}.${j.runIndex}`)).toEqual(['london.0']);
+    expect(outcome.results.find((r) => r.location === 'london')!.runs).toHaveLength(3);
+    // Metrics are labelled with this gateway's codes only.
+    expect(codes).toContain('INTERNAL');
+    expect(codes).not.toContain('NEW_IN_V1_9');
+  });
+
   it('measures suspect runs again, at most twice per device and location, on another agent, and takes the median over reliable runs', async () => {
     const conditions = { benchmarkIndex: 2400, baselineBenchmarkIndex: 2460, cpuMultiplier: 8, concurrentRuns: 0, overlappingRuns: 0, loadAverage: 0.2, chromeVersion: '142', lighthouseVersion: '13' };
     const options: Array<{ jobId: string; avoidAgent?: string }> = [];

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { ApiError, digestSkeleton, hasBudgets, LIGHTHOUSE_KPI_VERSION, truncateToSecond, type AuditJob, type PageAuth, type Device, type Location, type MissingCell, type UpdateType } from '@perfwatch/common';
+import { digestSkeleton, hasBudgets, LIGHTHOUSE_KPI_VERSION, truncateToSecond, type AuditJob, type PageAuth, type Device, type Location, type MissingCell, type UpdateType } from '@perfwatch/common';
 import type { DispatchOptions, Dispatcher, RunOutcome } from './nats-dispatcher.ts';
+import { RUN_FAILURES, type RunFailureCode } from './run-failures.ts';
 import type { CruxClient } from './crux/crux-client.ts';
 import type { UpdateMode, UpdateObserver } from './metrics.ts';
 import { cellKey, checksOf, needsConfirmation, readPriorCells, settleChecks } from './budget-alerts.ts';
@@ -11,20 +12,6 @@ import { SecretKeyError, type SecretBox } from './secret-box.ts';
 import { nextRetest, VERDICT_RULES, type MeasuredRun } from './run-verdicts.ts';
 import { buildLocationSnapshot, NoUsableResult, withFieldData } from './snapshot-builder.ts';
 import type { NewLocationSnapshot, ProjectRecord, Store, UpdateProgress } from './store/store.ts';
-
-/**
- * Failures an agent reports that another attempt may not repeat. Not retried: a page that did
- * not load or a refused target (they would fail again), no responders and timeouts (the
- * location is down or saturated; a retry would only double the wait).
- */
-const RETRY_ONCE = new Set(['BROWSER_FAILED', 'LIGHTHOUSE_FAILED', 'RUN_TIMEOUT', 'INTERNAL', 'BAD_REPLY']);
-
-/**
- * Failures that say the location could not be reached, not that the page or the run failed:
- * its agents gone (a restart, a reschedule), silent, handing jobs back as they stop, or no
- * reply in time. An update with a deadline offers such a run again until then.
- */
-const LOCATION_AWAY = new Set(['NO_RESPONDERS', 'TIMEOUT', 'DISCONNECTED', 'AGENT_SHUTTING_DOWN']);
 
 /** Waits between offers to a location that is away: an agent restarting takes seconds. */
 const AWAY_BACKOFF_MS = { first: 1_000, max: 10_000 };
@@ -36,7 +23,7 @@ export interface UpdateRequest {
   updateType: UpdateType;
   requestId: string;
   /**
-   * Until when a run whose location is away (see LOCATION_AWAY) is offered again. Without one
+   * Until when a run whose location is away (RUN_FAILURES) is offered again. Without one
    * (sync updates) the update answers with what it has once every run has had its offers.
    */
   deadline?: Date;
@@ -139,7 +126,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
   /**
    * One run: retried once when the agent failed in a way that may pass next time (on another
    * agent of the location when there is one), and offered again while its location is away
-   * and the update's deadline has not passed.
+   * and the update's deadline has not passed (RUN_FAILURES says which failure is which).
    */
   async function measureRun(job: AuditJob, { requestId, deadline, signal, user, avoidAgent }: Pick<UpdateRequest, 'requestId' | 'deadline' | 'signal'> & { user: string; avoidAgent?: string }, log: Logger): Promise<RunOutcome> {
     let retried = false;
@@ -150,12 +137,12 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
       // Each offer waits as long as a sync update's would; the deadline bounds only the re-offers
       // (an update taken up late, after a backlog, still gets its first offers).
       let outcome = await dispatch({ ...job, jobId }, { timeoutMs: replyTimeoutMs, requestId, user, ...(avoidAgent ? { avoidAgent } : {}) });
-      if (!outcome.ok && !retried && RETRY_ONCE.has(outcome.error.code)) {
+      if (!outcome.ok && !retried && RUN_FAILURES[outcome.error.code].retryOnce) {
         retried = true;
         log.info({ device: job.device, location: job.location, runIndex: job.runIndex, code: outcome.error.code, failedOn: outcome.agentId }, 'retrying a failed run once');
         outcome = await dispatch({ ...job, jobId: `${jobId}.retry` }, { timeoutMs: replyTimeoutMs, requestId, user, ...(outcome.agentId ? { avoidAgent: outcome.agentId } : {}) });
       }
-      if (outcome.ok || !deadline || !LOCATION_AWAY.has(outcome.error.code)) return outcome;
+      if (outcome.ok || !deadline || !RUN_FAILURES[outcome.error.code].locationAway) return outcome;
       const left = deadline.getTime() - now().getTime();
       if (left <= 0) return outcome;
       if (signal?.aborted) throw new UpdateInterrupted();
@@ -216,7 +203,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
     }
     for (const f of failures) log.warn({ device: f.device, location: f.location, code: f.outcome.error.code, reason: f.outcome.error.message }, 'run failed');
 
-    if (results.length === 0) throw noResultError(failures.map((f) => ({ ...f, ...f.outcome.error })));
+    if (results.length === 0) throw noResultError(failures.map((f) => ({ device: f.device, location: f.location, ...f.outcome.error })));
 
     // Checked before it is stored, so the checks (and the events they announce) are stored with it.
     if (hasBudgets(project.budgets)) await checkBudgets(project, results, (device, location) => {
@@ -251,7 +238,7 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
       return { cell: await buildLocationSnapshot(device, location, successes), failures };
     } catch (error) {
       if (!(error instanceof NoUsableResult)) throw error;
-      const unusable = { ok: false as const, error: { code: 'BAD_REPLY', message: error.message, retryable: true } };
+      const unusable = { ok: false as const, error: { code: 'BAD_REPLY' as const, message: error.message } };
       return { reason: reasonOf(unusable), failures: [...failures, unusable] };
     }
   }
@@ -286,60 +273,44 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
       return openProjectAuth(secrets, project);
     } catch (error) {
       // Measuring without them would store the login page as if it were the page.
-      throw new NoResultError('SERVICE_UNAVAILABLE', 'The project\'s credentials for its login cannot be read by this gateway.', [(error as Error).message], false);
+      throw new NoResultError('CREDENTIALS_UNREADABLE', 'The project\'s credentials for its login cannot be read by this gateway.', [(error as Error).message], true);
     }
   }
 
-  const background = new Set<Promise<void>>();
-
-  /**
-   * Starts an update without waiting for it (mode=async). In this process for now: a restart
-   * loses what is still running, which is why `drain` exists and the durable queue is next.
-   */
-  function start(request: UpdateRequest): string {
-    const updateId = randomUUID();
-    const job = run(request, updateId, 'async')
-      .then(
-        (outcome) => logger.info({ updateId, requestId: request.requestId, date: outcome.date }, 'async update done'),
-        (error: unknown) => logger.error({ updateId, requestId: request.requestId, err: error }, 'async update failed'),
-      )
-      .finally(() => background.delete(job));
-    background.add(job);
-    return updateId;
-  }
-
-  /** Waits for every background update to end. */
-  async function drain(): Promise<void> {
-    while (background.size > 0) await Promise.allSettled([...background]);
-  }
-
-  return { run, start, drain };
+  return { run };
 }
 
 export type UpdateService = ReturnType<typeof createUpdateService>;
 
-/** An update that produced nothing; `retryable` when some failure may pass on another try. */
-export class NoResultError extends ApiError {
-  readonly retryable: boolean;
-  constructor(status: 'SERVICE_UNAVAILABLE' | 'GATEWAY_TIMEOUT' | 'BAD_GATEWAY', message: string, errors: readonly string[], retryable: boolean) {
-    super(status, message, errors);
-    this.retryable = retryable;
+/**
+ * Why an update produced nothing: no agent serves any of its locations, every run timed out
+ * (no reply from an agent in time, or the page not done within the run timeout), every run
+ * failed otherwise (the page did not load, Lighthouse failed), or the project's credentials
+ * cannot be read here. http-errors.ts says what each is to a caller.
+ */
+export type NoResultKind = 'NO_AGENT' | 'TIMED_OUT' | 'FAILED' | 'CREDENTIALS_UNREADABLE';
+
+/** An update that produced nothing; `repeats` when trying it again would fail the same way. */
+export class NoResultError extends Error {
+  readonly kind: NoResultKind;
+  readonly reasons: readonly string[];
+  readonly repeats: boolean;
+  constructor(kind: NoResultKind, message: string, reasons: readonly string[], repeats: boolean) {
+    super(message);
+    this.name = 'NoResultError';
+    this.kind = kind;
+    this.reasons = reasons;
+    this.repeats = repeats;
   }
 }
 
-/**
- * Why an update produced nothing: no agent anywhere is 503, every run timing out (no reply
- * from an agent in time, or the page not done within the run timeout) is 504,
- * anything else (the page failed to load, Lighthouse failed) is 502 with each reason.
- */
-function noResultError(failures: ReadonlyArray<{ device: Device; location: Location; code: string; message: string; retryable: boolean }>): NoResultError {
+function noResultError(failures: ReadonlyArray<{ device: Device; location: Location; code: RunFailureCode; message: string }>): NoResultError {
   const reasons = [...new Set(failures.map((f) => `${f.device}/${f.location}: ${f.message}`))];
-  const retryable = failures.some((f) => f.retryable);
   if (failures.every((f) => f.code === 'NO_RESPONDERS')) {
-    return new NoResultError('SERVICE_UNAVAILABLE', 'No agent serves any of the project\'s locations. Try again later.', reasons, true);
+    return new NoResultError('NO_AGENT', 'No agent serves any of the project\'s locations. Try again later.', reasons, false);
   }
   if (failures.every((f) => f.code === 'TIMEOUT' || f.code === 'RUN_TIMEOUT')) {
-    return new NoResultError('GATEWAY_TIMEOUT', 'Every run of the update timed out.', reasons, true);
+    return new NoResultError('TIMED_OUT', 'Every run of the update timed out.', reasons, false);
   }
-  return new NoResultError('BAD_GATEWAY', 'Every run of the update failed.', reasons, retryable);
+  return new NoResultError('FAILED', 'Every run of the update failed.', reasons, failures.every((f) => RUN_FAILURES[f.code].repeats));
 }

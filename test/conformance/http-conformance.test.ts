@@ -618,7 +618,8 @@ describe('authentication, tenancy and the error table', () => {
       },
     }) as MongoStore;
     const updates = createUpdateService({ dispatcher: createNatsDispatcher({ nc: agentConn, logger: silentLogger }), store: failing, logger: silentLogger, runTimeoutMs: 1000, replyTimeoutMs: 1000 });
-    const server: GatewayServer = await createServer({ store: failing, updates, logger: silentLogger, port: 0, host: '127.0.0.1' });
+    const startAsync = () => Promise.reject(new Error('this test asks for no async update'));
+    const server: GatewayServer = await createServer({ store: failing, updates, startAsync, logger: silentLogger, port: 0, host: '127.0.0.1' });
     try {
       for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: `${DAY}T00:00:00` }], ['compare', { url: SHOP, from: `${DAY}T00:00:00`, to: `${DAY}T00:00:01` }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}], ['projects', {}], ['budgets', { url: SHOP }], ['webhooks', {}], ['annotations', { url: SHOP }], ['credentials', { url: SHOP }]] as const) {
         const [reply] = await both(path, params, path === 'overview' ? { dateRange: params } : params, { token, base: server.url });

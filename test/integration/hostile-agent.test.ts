@@ -78,7 +78,7 @@ describe('a hostile agent', () => {
     const outcomes = await Promise.all(Array.from({ length: 8 }, () => dispatcher.dispatch(job(), { timeoutMs: 10_000, requestId: 'bomb' })));
     const grownMb = (process.memoryUsage().rss - rssBefore) / 2 ** 20;
     for (const outcome of outcomes) {
-      expect(outcome).toMatchObject({ ok: false, agentId: 'tyo-evil', error: { code: 'BAD_REPLY', retryable: true } });
+      expect(outcome).toMatchObject({ ok: false, agentId: 'tyo-evil', error: { code: 'BAD_REPLY' } });
       expect(!outcome.ok && outcome.error.message).toBe('agent tyo-evil of tokyo sent a reply that was refused: the reply inflates past 16777216 bytes');
     }
     // Eight bombs inflated in full would be 8 GiB; each stops at 16 MiB.

@@ -15,16 +15,16 @@ export function createLocalDispatcher({ agents, logger }: { agents: readonly Loc
   return {
     async dispatch(job, { timeoutMs, requestId }): Promise<RunOutcome> {
       const agent = byLocation.get(job.location);
-      if (!agent) return { ok: false, error: { code: 'NO_RESPONDERS', message: `no agent serves ${job.location}`, retryable: true } };
+      if (!agent) return { ok: false, error: { code: 'NO_RESPONDERS', message: `no agent serves ${job.location}` } };
       let timer: NodeJS.Timeout | undefined;
       const timedOut = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), timeoutMs)));
       try {
         const reply = await Promise.race([agent.run(decodeJob(encodeJob(job)), requestId).then(encodeReply), timedOut]);
-        if (reply === null) return { ok: false, error: { code: 'TIMEOUT', message: `no reply from ${job.location} within ${timeoutMs} ms`, retryable: true } };
+        if (reply === null) return { ok: false, error: { code: 'TIMEOUT', message: `no reply from ${job.location} within ${timeoutMs} ms` } };
         return replyOutcome(await decodeReply(reply, 'gzip'));
       } catch (error) {
         logger.error({ err: error, jobId: job.jobId, requestId }, 'local dispatch failed');
-        return { ok: false, error: { code: 'INTERNAL', message: `dispatch failed: ${(error as Error).message}`, retryable: true } };
+        return { ok: false, error: { code: 'INTERNAL', message: `dispatch failed: ${(error as Error).message}` } };
       } finally {
         clearTimeout(timer);
       }

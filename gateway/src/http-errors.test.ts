@@ -1,0 +1,56 @@
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { errorEnvelopeSchema } from '@perfwatch/common';
+import { errorHandler } from './http-errors.ts';
+import { NoResultError, type NoResultKind } from './update-service.ts';
+import { UpdateRefused, type RefusalKind } from './update-refused.ts';
+
+describe('errorHandler', () => {
+  it.each([
+    ['NO_AGENT', 503, 'SERVICE_UNAVAILABLE'],
+    ['CREDENTIALS_UNREADABLE', 503, 'SERVICE_UNAVAILABLE'],
+    ['TIMED_OUT', 504, 'GATEWAY_TIMEOUT'],
+    ['FAILED', 502, 'BAD_GATEWAY'],
+  ] as const)('answers an update that produced nothing (%s) with %i in the envelope, naming each reason', async (kind: NoResultKind, http, status) => {
+    const app = express();
+    app.get('/', () => {
+      throw new NoResultError(kind, 'nothing came of it', ['mobile/london: why'], false);
+    });
+    app.use(errorHandler(pino({ level: 'silent' })));
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+      expect(res.status).toBe(http);
+      expect(errorEnvelopeSchema.parse(await res.json())).toEqual({ status, message: 'nothing came of it', errors: ['mobile/london: why'] });
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('errorHandler on refused updates', () => {
+  it.each([
+    ['BACKLOG_FULL', 429, 'TOO_MANY_REQUESTS', '60'],
+    ['LOCATION_FULL', 429, 'TOO_MANY_REQUESTS', '60'],
+    ['NOT_QUEUED', 503, 'SERVICE_UNAVAILABLE', null],
+  ] as const)('answers an update refused as %s with %i, and says when to come back', async (kind: RefusalKind, http, status, retryAfter) => {
+    const app = express();
+    app.get('/', () => {
+      throw new UpdateRefused(kind, 'not now', ['your backlog: full']);
+    });
+    app.use(errorHandler(pino({ level: 'silent' })));
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+      expect(res.status).toBe(http);
+      expect(res.headers.get('retry-after')).toBe(retryAfter);
+      expect(errorEnvelopeSchema.parse(await res.json())).toEqual({ status, message: 'not now', errors: ['your backlog: full'] });
+    } finally {
+      server.close();
+    }
+  });
+});
