@@ -7,7 +7,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createLogger, trimLighthouseResult } from '@perfwatch/common';
-import { chromeFlags, createLighthouseRunner } from '@perfwatch/agent';
+import { chromeFlags, createLighthouseRunner, runsPerBrowserSchema } from '@perfwatch/agent';
 import { startDemoSite } from '@perfwatch/gateway';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -18,6 +18,7 @@ const runner = createLighthouseRunner({
   chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium',
   chromeFlags: chromeFlags({ noSandbox: process.getuid?.() === 0 }),
   logger,
+  runsPerBrowser: runsPerBrowserSchema.parse(undefined),
 });
 await mkdir(out, { recursive: true });
 try {

@@ -5,14 +5,16 @@ import { parseAllowList } from './target-guard.ts';
 
 const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
+/** Runs one Chrome serves before a fresh one replaces it; 0 launches a Chrome per run. */
+export const runsPerBrowserSchema = z.coerce.number().int().min(0).max(10_000).default(50);
+
 export const agentEnvSchema = natsEnvSchema.extend({
   PERFWATCH_LOCATION: z.enum(LOCATIONS, { error: `must be one of ${LOCATIONS.join(', ')}` }),
   PERFWATCH_AGENT_ID: agentIdSchema.optional(),
   CHROME_PATH: z.string().min(1).default('/usr/bin/chromium'),
   /** Chrome's sandbox cannot start as root; defaults to on only when not root. */
   CHROME_NO_SANDBOX: booleanFlag.optional(),
-  /** Runs one Chrome serves before a fresh one replaces it; 0 launches a Chrome per run. */
-  PERFWATCH_RUNS_PER_BROWSER: z.coerce.number().int().min(0).max(10_000).default(50),
+  PERFWATCH_RUNS_PER_BROWSER: runsPerBrowserSchema,
   /**
    * Addresses the agent may reach although they are not public (CIDRs or addresses, comma
    * separated), e.g. `10.20.0.0/16` for an intranet the agent is meant to audit.

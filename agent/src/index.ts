@@ -11,3 +11,4 @@ export { startGuardedRunner, type GuardedRunnerOptions } from './guarded-runner.
 export { createRunnerPool } from './runner-pool.ts';
 export { createAgentMetrics, type AgentMetrics, type RunObserver } from './metrics.ts';
 export { createLocalAgent, type LocalAgent } from './local-agent.ts';
+export { runsPerBrowserSchema } from './config.ts';

@@ -71,7 +71,7 @@ export interface LighthouseRunnerOptions {
    * runs Chrome stays up: Lighthouse opens a new tab for each run, resets the origin's storage
    * and closes the tab, so a warm Chrome measures like a cold one without the launch.
    */
-  runsPerBrowser?: number;
+  runsPerBrowser: number;
   /**
    * The safety net for the URLs users choose: the run's URL is checked before Chrome sees it,
    * and Chrome reaches everything through the guard proxy. Without it, anything is reachable.
@@ -92,7 +92,7 @@ export interface ChromeInfo {
   userDataDir: string;
 }
 
-export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPerBrowser = 50, guard, cpu = { multiplier: 'auto' } }: LighthouseRunnerOptions): AuditRunner & { readonly chrome: ChromeInfo | null; calibrate(): Promise<number> } {
+export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPerBrowser, guard, cpu = { multiplier: 'auto' } }: LighthouseRunnerOptions): AuditRunner & { readonly chrome: ChromeInfo | null; calibrate(): Promise<number> } {
   let chrome: (chromeLauncher.LaunchedChrome & { userDataDir: string }) | null = null;
   let runsOnChrome = 0;
   let busy = false;

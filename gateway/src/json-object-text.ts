@@ -58,19 +58,12 @@ export function isOneJsonObject(text: Uint8Array): boolean {
   }
 }
 
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const MINUS = 0x2d;
-const PLUS = 0x2b;
-const DOT = 0x2e;
-const DIGIT_0 = 0x30;
-const DIGIT_9 = 0x39;
+/** The code of each character, one number per character given. */
+function codes<const C extends readonly string[]>(...chars: C): { [K in keyof C]: number } {
+  return chars.map((c) => c.charCodeAt(0)) as { [K in keyof C]: number };
+}
+
+const [OPEN_BRACE, CLOSE_BRACE, OPEN_BRACKET, CLOSE_BRACKET, QUOTE, BACKSLASH, COMMA, COLON, MINUS, PLUS, DOT, DIGIT_0, DIGIT_9] = codes('{', '}', '[', ']', '"', '\\', ',', ':', '-', '+', '.', '0', '9');
 const TRUE = Buffer.from('true');
 const FALSE = Buffer.from('false');
 const NULL = Buffer.from('null');

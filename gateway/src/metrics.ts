@@ -36,81 +36,36 @@ export interface GatewayMetrics extends UpdateObserver {
 export function createGatewayMetrics({ nc, agents, queueDepth, pendingUpdates }: { nc?: NatsConnection; agents: AgentRegistry; queueDepth: (location: Location) => number; pendingUpdates: (location: Location) => Promise<number> }): GatewayMetrics {
   const registry = createMetricsRegistry();
 
-  const httpDuration = new Histogram({
-    name: 'perfwatch_http_request_duration_seconds',
-    help: 'HTTP requests by route template, method and status.',
-    labelNames: ['route', 'method', 'status'] as const,
-    // Reads take milliseconds; a sync update takes tens of seconds to minutes.
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
-    registers: [registry],
+  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) => new Counter({ name, help, labelNames, registers: [registry] });
+  const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]) => new Histogram({ name, help, labelNames, buckets, registers: [registry] });
+  /** A gauge read when scraped: `collect` sets its values. */
+  const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[], collect: (set: (labels: Record<L, string>, value: number) => void) => void | Promise<void>) =>
+    new Gauge({ name, help, labelNames, registers: [registry], collect() { return collect((labels, value) => this.set(labels, value)); } });
+
+  // Reads take milliseconds; a sync update takes tens of seconds to minutes.
+  const httpDuration = histogram('perfwatch_http_request_duration_seconds', 'HTTP requests by route template, method and status.', ['route', 'method', 'status'], [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600]);
+  const updates = counter('perfwatch_updates_total', 'Updates by mode, update type and outcome (complete, partial, failed).', ['mode', 'update_type', 'outcome']);
+  const dispatch = histogram('perfwatch_dispatch_duration_seconds', 'From sending a run to an agent until its reply (or failure), by location, device and outcome.', ['location', 'device', 'outcome'], [0.5, 1, 2.5, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600]);
+  const runs = counter('perfwatch_runs_total', 'Successful runs kept in snapshots by location, device and verdict (reliable, suspect); suspect runs are measured again, and a rising share of them says an agent is overloaded or its host busy.', ['location', 'device', 'verdict']);
+  const webhookAttempts = counter('perfwatch_webhook_attempts_total', 'Webhook delivery attempts by outcome: delivered, retry (the receiver failed; tried again later), failed (given up after WEBHOOK_GIVE_UP_AFTER_MS).', ['outcome']);
+  gauge('perfwatch_agents', 'Live agents per location, from their announcements.', ['location'], (set) => {
+    const live = agents.all();
+    for (const location of LOCATIONS) set({ location }, live.filter((a) => a.location === location).length);
   });
-  const updates = new Counter({
-    name: 'perfwatch_updates_total',
-    help: 'Updates by mode, update type and outcome (complete, partial, failed).',
-    labelNames: ['mode', 'update_type', 'outcome'] as const,
-    registers: [registry],
+  gauge('perfwatch_agent_slots', 'Run slots of the live agents per location: capacity, and how many are busy.', ['location', 'state'], (set) => {
+    const live = agents.all();
+    for (const location of LOCATIONS) {
+      const here = live.filter((a) => a.location === location);
+      set({ location, state: 'capacity' }, here.reduce((n, a) => n + a.capacity, 0));
+      set({ location, state: 'busy' }, here.reduce((n, a) => n + a.busy, 0));
+    }
   });
-  const dispatch = new Histogram({
-    name: 'perfwatch_dispatch_duration_seconds',
-    help: 'From sending a run to an agent until its reply (or failure), by location, device and outcome.',
-    labelNames: ['location', 'device', 'outcome'] as const,
-    buckets: [0.5, 1, 2.5, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600],
-    registers: [registry],
+  gauge('perfwatch_queue_depth', 'Runs waiting for an agent of the location with room, in this gateway.', ['location'], (set) => {
+    for (const location of LOCATIONS) set({ location }, queueDepth(location));
   });
-  const runs = new Counter({
-    name: 'perfwatch_runs_total',
-    help: 'Successful runs kept in snapshots by location, device and verdict (reliable, suspect); suspect runs are measured again, and a rising share of them says an agent is overloaded or its host busy.',
-    labelNames: ['location', 'device', 'verdict'] as const,
-    registers: [registry],
-  });
-  const webhookAttempts = new Counter({
-    name: 'perfwatch_webhook_attempts_total',
-    help: 'Webhook delivery attempts by outcome: delivered, retry (the receiver failed; tried again later), failed (given up after WEBHOOK_GIVE_UP_AFTER_MS).',
-    labelNames: ['outcome'] as const,
-    registers: [registry],
-  });
-  new Gauge({
-    name: 'perfwatch_agents',
-    help: 'Live agents per location, from their announcements.',
-    labelNames: ['location'] as const,
-    registers: [registry],
-    collect() {
-      const live = agents.all();
-      for (const location of LOCATIONS) this.set({ location }, live.filter((a) => a.location === location).length);
-    },
-  });
-  new Gauge({
-    name: 'perfwatch_agent_slots',
-    help: 'Run slots of the live agents per location: capacity, and how many are busy.',
-    labelNames: ['location', 'state'] as const,
-    registers: [registry],
-    collect() {
-      const live = agents.all();
-      for (const location of LOCATIONS) {
-        const here = live.filter((a) => a.location === location);
-        this.set({ location, state: 'capacity' }, here.reduce((n, a) => n + a.capacity, 0));
-        this.set({ location, state: 'busy' }, here.reduce((n, a) => n + a.busy, 0));
-      }
-    },
-  });
-  new Gauge({
-    name: 'perfwatch_queue_depth',
-    help: 'Runs waiting for an agent of the location with room, in this gateway.',
-    labelNames: ['location'] as const,
-    registers: [registry],
-    collect() {
-      for (const location of LOCATIONS) this.set({ location }, queueDepth(location));
-    },
-  });
-  new Gauge({
-    name: 'perfwatch_updates_pending',
-    help: 'Async and scheduled updates in the queue or running that include the location (all gateways; from the database; not those waiting in their users\' backlogs). Past MAX_PENDING_UPDATES_PER_LOCATION new async updates get 429.',
-    labelNames: ['location'] as const,
-    registers: [registry],
-    async collect() {
-      const counts = await Promise.all(LOCATIONS.map(async (location) => [location, await pendingUpdates(location).catch(() => Number.NaN)] as const));
-      for (const [location, count] of counts) this.set({ location }, count);
-    },
+  gauge('perfwatch_updates_pending', 'Async and scheduled updates in the queue or running that include the location (all gateways; from the database; not those waiting in their users\' backlogs). Past MAX_PENDING_UPDATES_PER_LOCATION new async updates get 429.', ['location'], async (set) => {
+    const counts = await Promise.all(LOCATIONS.map(async (location) => [location, await pendingUpdates(location).catch(() => Number.NaN)] as const));
+    for (const [location, count] of counts) set({ location }, count);
   });
   // Without NATS (perfwatch start's in-process bus) there is no connection to report.
   if (nc) registerNatsConnected(registry, nc);

@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { z } from 'zod';
 import { createTargetGuard, parseAllowList } from '@perfwatch/agent';
 import { readFile } from 'node:fs/promises';
@@ -6,6 +6,7 @@ import { BudgetSpecError, LIGHTHOUSE_KPI_VERSION, LOCATIONS, parseEnv, parseLimi
 import { describeAuth } from '../project-auth.ts';
 import { createSecretBox, SecretKeyError } from '../secret-box.ts';
 import { storeEnvFields, storeFromEnv } from '../store/open-store.ts';
+import type { Store } from '../store/store.ts';
 import { AdminError, createAdmin } from './admin.ts';
 import { recomputeKpis } from './recompute-kpis.ts';
 
@@ -46,38 +47,160 @@ function parseLocations(text: string): Location[] {
   return names as Location[];
 }
 
+const OPTIONS = {
+  locations: { type: 'string' },
+  'default-location': { type: 'string' },
+  runs: { type: 'string' },
+  schedule: { type: 'string' },
+  budget: { type: 'string', multiple: true, default: [] },
+  'max-regression': { type: 'string', multiple: true, default: [] },
+  project: { type: 'string' },
+  format: { type: 'string' },
+  'auth-file': { type: 'string' },
+  cookie: { type: 'string', multiple: true, default: [] },
+  header: { type: 'string', multiple: true, default: [] },
+  'login-script': { type: 'string' },
+  json: { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false },
+} satisfies ParseArgsConfig['options'];
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
+
+/** What a command is given: the admin operations, the store, its arguments and options, where to write. */
+interface CommandContext {
+  admin: ReturnType<typeof createAdmin>;
+  store: Store;
+  args: string[];
+  values: Values;
+  out: NodeJS.WritableStream;
+}
+
+/** Each command: how many arguments it takes, and what it does with them. */
+const COMMANDS: Record<string, { args: number; run(context: CommandContext): Promise<void> }> = {
+  'create-user': { args: 1, run: async ({ admin, args, values, out }) => {
+    const { user, token, prefix } = await admin.createUser(args[0]!);
+    out.write(values.json ? `${JSON.stringify({ user: user.name, token, prefix })}\n` : `user ${user.name} created\ntoken (shown once, keep it secret): ${token}\n`);
+  } },
+  'create-token': { args: 1, run: async ({ admin, args, values, out }) => {
+    const { user, token, prefix } = await admin.createToken(args[0]!);
+    out.write(values.json ? `${JSON.stringify({ user: user.name, token, prefix })}\n` : `token for ${user.name} (shown once, keep it secret): ${token}\n`);
+  } },
+  'revoke-token': { args: 1, run: async ({ admin, args, out }) => {
+    await admin.revokeToken(args[0]!);
+    out.write(`token ${args[0]} revoked\n`);
+  } },
+  'add-project': { args: 2, run: async ({ admin, args, values, out }) => {
+    const project = await admin.addProject(args[0]!, args[1]!, {
+      locations: values.locations ? parseLocations(values.locations) : undefined,
+      defaultLocation: values['default-location'] ? parseLocations(values['default-location'])[0] : undefined,
+      runs: values.runs === undefined ? undefined : Number(values.runs),
+      schedule: values.schedule ?? null,
+    });
+    out.write(values.json ? `${JSON.stringify(project)}\n` : `project ${project.url} added for ${args[0]}: locations ${project.locations.join(', ')}, ${project.runs} run(s)\n`);
+  } },
+  'remove-project': { args: 2, run: async ({ admin, args, out }) => {
+    await admin.removeProject(args[0]!, args[1]!);
+    out.write(`project ${args[1]} of ${args[0]} removed with its snapshots\n`);
+  } },
+  'set-budgets': { args: 2, run: async ({ admin, args, values, out }) => {
+    const limits = (texts: string[]) => Object.fromEntries(texts.map((text) => parseLimit(text)));
+    const project = await admin.setBudgets(args[0]!, args[1]!, { budgets: limits(values.budget), maxRegression: limits(values['max-regression']) });
+    const shown = [...Object.entries(project.budgets.budgets).map(([k, v]) => `${k}=${v}`), ...Object.entries(project.budgets.maxRegression).map(([k, v]) => `regression ${k}=${v}`)];
+    out.write(values.json ? `${JSON.stringify({ url: project.url, ...project.budgets })}\n` : `budgets of ${project.url}: ${shown.length > 0 ? shown.join(', ') : 'none'}\n`);
+  } },
+  'add-webhook': { args: 2, run: async ({ admin, args, values, out }) => {
+    const format = values.format ?? 'json';
+    if (format !== 'json' && format !== 'slack') throw new AdminError(`--format is json or slack, not ${format}`);
+    const hook = await admin.addWebhook(args[0]!, args[1]!, { ...(values.project ? { project: values.project } : {}), format });
+    // The secret last, alone after the final space: scripts take the last word.
+    out.write(`webhook ${hook.id} of ${args[0]} posts ${hook.projectUrl ? `${hook.projectUrl}'s` : 'all projects\''} events (${format}) to ${hook.targetUrl}\nsigning secret (shown once, keep it secret): ${hook.secret}\n`);
+  } },
+  'remove-webhook': { args: 2, run: async ({ admin, args, out }) => {
+    await admin.removeWebhook(args[0]!, args[1]!);
+    out.write(`webhook ${args[1]} of ${args[0]} removed\n`);
+  } },
+  'webhook-deliveries': { args: 1, run: async ({ admin, args, values, out }) => {
+    const hooks = await admin.webhooks(args[0]!);
+    if (values.json) return void out.write(`${JSON.stringify(hooks)}\n`);
+    if (hooks.length === 0) out.write(`${args[0]} has no webhooks\n`);
+    for (const hook of hooks) {
+      out.write(`${hook.id}  ${hook.targetUrl}  [${hook.format}${hook.project ? `, ${hook.project}` : ''}]\n`);
+      if (hook.deliveries.length === 0) out.write('  no deliveries\n');
+      for (const d of hook.deliveries) out.write(`  ${d.createdAt}  ${d.event.padEnd(16)} ${d.status.padEnd(9)} attempts=${d.attempts}${d.nextAttemptAt ? ` next=${d.nextAttemptAt}` : ''}${d.lastError ? `  last error: ${d.lastError}` : ''}  id=${d.id}\n`);
+    }
+  } },
+  'set-auth': { args: 2, run: async ({ admin, args, values, out }) => {
+    const auth = await authOf(values);
+    const project = await admin.setAuth(args[0]!, args[1]!, auth);
+    out.write(`credentials of ${project.url} stored, sealed: ${describeAuth(auth)}\n`);
+  } },
+  'clear-auth': { args: 2, run: async ({ admin, args, out }) => {
+    await admin.clearAuth(args[0]!, args[1]!);
+    out.write(`credentials of ${args[1]} forgotten\n`);
+  } },
+  'rotate-secrets-key': { args: 0, run: async ({ admin, out }) => {
+    const { resealed, current } = await admin.rotateSecretsKey();
+    out.write(`resealed the credentials of ${resealed} project(s); ${current} already under the current key\n`);
+  } },
+  'recompute-kpis': { args: 0, run: async ({ store, out }) => {
+    const count = await recomputeKpis(store);
+    out.write(`KPI records of ${count} snapshot(s) rebuilt to version ${LIGHTHOUSE_KPI_VERSION}\n`);
+  } },
+  list: { args: 0, run: async ({ admin, values, out }) => {
+    const listing = await admin.list();
+    if (values.json) {
+      return void out.write(`${JSON.stringify(listing.map(({ user, projects }) => ({ user: user.name, projects: projects.map(({ url, locations, defaultLocation, runs, schedule }) => ({ url, locations, defaultLocation, runs, schedule })) })))}\n`);
+    }
+    for (const { user, projects } of listing) {
+      out.write(`${user.name}\n`);
+      for (const p of projects) out.write(`  ${p.url}  [${p.locations.join(', ')}] runs=${p.runs}\n`);
+    }
+  } },
+};
+
+async function readJson(file: string, what: string): Promise<unknown> {
+  try {
+    return JSON.parse(await readFile(file, 'utf8')) as unknown;
+  } catch (error) {
+    throw new AdminError(`${what} ${file}: ${(error as Error).message}`);
+  }
+}
+
+/** The credentials `set-auth` was given: a file's, then the cookies, headers and login script named on the command line. */
+async function authOf(values: Values): Promise<PageAuth> {
+  const fromFile = values['auth-file'] ? ((await readJson(values['auth-file'], '--auth-file')) as { cookies?: unknown[]; headers?: Record<string, unknown>; login?: unknown[] }) : {};
+  const cookies = [...(fromFile.cookies ?? []), ...values.cookie.map((text) => {
+    const at = text.indexOf('=');
+    if (at < 1) throw new AdminError('--cookie is NAME=VALUE');
+    return { name: text.slice(0, at), value: text.slice(at + 1) };
+  })];
+  const headers = { ...(fromFile.headers ?? {}), ...Object.fromEntries(values.header.map((text) => {
+    const at = text.indexOf(':');
+    if (at < 1) throw new AdminError("--header is 'Name: value'");
+    return [text.slice(0, at).trim(), text.slice(at + 1).trim()];
+  })) };
+  const login = values['login-script'] ? await readJson(values['login-script'], '--login-script') : fromFile.login;
+  return { ...(cookies.length > 0 ? { cookies } : {}), ...(Object.keys(headers).length > 0 ? { headers } : {}), ...(login !== undefined ? { login } : {}) } as PageAuth;
+}
+
 /** `perfwatch admin …`. Returns the exit code; writes results to `out`, problems to `err`. */
 export async function main(argv: string[], env: Readonly<Record<string, string | undefined>>, out: NodeJS.WritableStream = process.stdout, err: NodeJS.WritableStream = process.stderr): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        locations: { type: 'string' },
-        'default-location': { type: 'string' },
-        runs: { type: 'string' },
-        schedule: { type: 'string' },
-        budget: { type: 'string', multiple: true, default: [] },
-        'max-regression': { type: 'string', multiple: true, default: [] },
-        project: { type: 'string' },
-        format: { type: 'string' },
-        'auth-file': { type: 'string' },
-        cookie: { type: 'string', multiple: true, default: [] },
-        header: { type: 'string', multiple: true, default: [] },
-        'login-script': { type: 'string' },
-        json: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    });
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
   } catch (error) {
     err.write(`${(error as Error).message}\n${USAGE}\n`);
     return 2;
   }
-  const [command, ...args] = parsed.positionals;
-  if (parsed.values.help || !command) {
+  const [name, ...args] = parsed.positionals;
+  if (parsed.values.help || !name) {
     (parsed.values.help ? out : err).write(`${USAGE}\n`);
     return parsed.values.help ? 0 : 2;
+  }
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name]! : undefined;
+  if (!command) {
+    err.write(`unknown command ${name}\n${USAGE}\n`);
+    return 2;
   }
   const config = parseEnv(adminEnvSchema, env);
   // The store perfwatch start uses (the embedded one may be open in a running start too:
@@ -86,138 +209,9 @@ export async function main(argv: string[], env: Readonly<Record<string, string |
   try {
     await store.init();
     const admin = createAdmin(store, { targetGuard: createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) }), secrets: createSecretBox({ key: config.PERFWATCH_SECRETS_KEY, previous: config.PERFWATCH_SECRETS_KEY_PREVIOUS }) });
-    const need = (n: number) => {
-      if (args.length !== n) throw new AdminError(`${command} takes ${n} argument(s)\n${USAGE}`);
-    };
-    switch (command) {
-      case 'create-user': {
-        need(1);
-        const { user, token, prefix } = await admin.createUser(args[0]!);
-        out.write(parsed.values.json ? `${JSON.stringify({ user: user.name, token, prefix })}\n` : `user ${user.name} created\ntoken (shown once, keep it secret): ${token}\n`);
-        return 0;
-      }
-      case 'create-token': {
-        need(1);
-        const { user, token, prefix } = await admin.createToken(args[0]!);
-        out.write(parsed.values.json ? `${JSON.stringify({ user: user.name, token, prefix })}\n` : `token for ${user.name} (shown once, keep it secret): ${token}\n`);
-        return 0;
-      }
-      case 'revoke-token':
-        need(1);
-        await admin.revokeToken(args[0]!);
-        out.write(`token ${args[0]} revoked\n`);
-        return 0;
-      case 'add-project': {
-        need(2);
-        const runs = parsed.values.runs === undefined ? undefined : Number(parsed.values.runs);
-        const project = await admin.addProject(args[0]!, args[1]!, {
-          locations: parsed.values.locations ? parseLocations(parsed.values.locations) : undefined,
-          defaultLocation: parsed.values['default-location'] ? parseLocations(parsed.values['default-location'])[0] : undefined,
-          runs,
-          schedule: parsed.values.schedule ?? null,
-        });
-        out.write(parsed.values.json ? `${JSON.stringify(project)}\n` : `project ${project.url} added for ${args[0]}: locations ${project.locations.join(', ')}, ${project.runs} run(s)\n`);
-        return 0;
-      }
-      case 'remove-project':
-        need(2);
-        await admin.removeProject(args[0]!, args[1]!);
-        out.write(`project ${args[1]} of ${args[0]} removed with its snapshots\n`);
-        return 0;
-      case 'set-budgets': {
-        need(2);
-        const limits = (texts: string[]) => Object.fromEntries(texts.map((text) => parseLimit(text)));
-        const project = await admin.setBudgets(args[0]!, args[1]!, { budgets: limits(parsed.values.budget), maxRegression: limits(parsed.values['max-regression']) });
-        const shown = [...Object.entries(project.budgets.budgets).map(([k, v]) => `${k}=${v}`), ...Object.entries(project.budgets.maxRegression).map(([k, v]) => `regression ${k}=${v}`)];
-        out.write(parsed.values.json ? `${JSON.stringify({ url: project.url, ...project.budgets })}\n` : `budgets of ${project.url}: ${shown.length > 0 ? shown.join(', ') : 'none'}\n`);
-        return 0;
-      }
-      case 'add-webhook': {
-        need(2);
-        const format = parsed.values.format ?? 'json';
-        if (format !== 'json' && format !== 'slack') throw new AdminError(`--format is json or slack, not ${format}`);
-        const hook = await admin.addWebhook(args[0]!, args[1]!, { ...(parsed.values.project ? { project: parsed.values.project } : {}), format });
-        // The secret last, alone after the final space: scripts take the last word.
-        out.write(`webhook ${hook.id} of ${args[0]} posts ${hook.projectUrl ? `${hook.projectUrl}'s` : 'all projects\''} events (${format}) to ${hook.targetUrl}\nsigning secret (shown once, keep it secret): ${hook.secret}\n`);
-        return 0;
-      }
-      case 'remove-webhook':
-        need(2);
-        await admin.removeWebhook(args[0]!, args[1]!);
-        out.write(`webhook ${args[1]} of ${args[0]} removed\n`);
-        return 0;
-      case 'webhook-deliveries': {
-        need(1);
-        const hooks = await admin.webhooks(args[0]!);
-        if (parsed.values.json) out.write(`${JSON.stringify(hooks)}\n`);
-        else if (hooks.length === 0) out.write(`${args[0]} has no webhooks\n`);
-        for (const hook of parsed.values.json ? [] : hooks) {
-          out.write(`${hook.id}  ${hook.targetUrl}  [${hook.format}${hook.project ? `, ${hook.project}` : ''}]\n`);
-          if (hook.deliveries.length === 0) out.write('  no deliveries\n');
-          for (const d of hook.deliveries) out.write(`  ${d.createdAt}  ${d.event.padEnd(16)} ${d.status.padEnd(9)} attempts=${d.attempts}${d.nextAttemptAt ? ` next=${d.nextAttemptAt}` : ''}${d.lastError ? `  last error: ${d.lastError}` : ''}  id=${d.id}\n`);
-        }
-        return 0;
-      }
-      case 'set-auth': {
-        need(2);
-        const readJson = async (file: string, what: string): Promise<unknown> => {
-          try {
-            return JSON.parse(await readFile(file, 'utf8')) as unknown;
-          } catch (error) {
-            throw new AdminError(`${what} ${file}: ${(error as Error).message}`);
-          }
-        };
-        const fromFile = parsed.values['auth-file'] ? ((await readJson(parsed.values['auth-file'], '--auth-file')) as { cookies?: unknown[]; headers?: Record<string, unknown>; login?: unknown[] }) : {};
-        const cookies = [...(fromFile.cookies ?? []), ...parsed.values.cookie.map((text) => {
-          const at = text.indexOf('=');
-          if (at < 1) throw new AdminError('--cookie is NAME=VALUE');
-          return { name: text.slice(0, at), value: text.slice(at + 1) };
-        })];
-        const headers = { ...(fromFile.headers ?? {}), ...Object.fromEntries(parsed.values.header.map((text) => {
-          const at = text.indexOf(':');
-          if (at < 1) throw new AdminError("--header is 'Name: value'");
-          return [text.slice(0, at).trim(), text.slice(at + 1).trim()];
-        })) };
-        const login = parsed.values['login-script'] ? await readJson(parsed.values['login-script'], '--login-script') : fromFile.login;
-        const auth = { ...(cookies.length > 0 ? { cookies } : {}), ...(Object.keys(headers).length > 0 ? { headers } : {}), ...(login !== undefined ? { login } : {}) } as PageAuth;
-        const project = await admin.setAuth(args[0]!, args[1]!, auth);
-        out.write(`credentials of ${project.url} stored, sealed: ${describeAuth(auth)}\n`);
-        return 0;
-      }
-      case 'clear-auth':
-        need(2);
-        await admin.clearAuth(args[0]!, args[1]!);
-        out.write(`credentials of ${args[1]} forgotten\n`);
-        return 0;
-      case 'rotate-secrets-key': {
-        need(0);
-        const { resealed, current } = await admin.rotateSecretsKey();
-        out.write(`resealed the credentials of ${resealed} project(s); ${current} already under the current key\n`);
-        return 0;
-      }
-      case 'recompute-kpis': {
-        need(0);
-        const count = await recomputeKpis(store);
-        out.write(`KPI records of ${count} snapshot(s) rebuilt to version ${LIGHTHOUSE_KPI_VERSION}\n`);
-        return 0;
-      }
-      case 'list': {
-        need(0);
-        const listing = await admin.list();
-        if (parsed.values.json) {
-          out.write(`${JSON.stringify(listing.map(({ user, projects }) => ({ user: user.name, projects: projects.map(({ url, locations, defaultLocation, runs, schedule }) => ({ url, locations, defaultLocation, runs, schedule })) })))}\n`);
-        } else {
-          for (const { user, projects } of listing) {
-            out.write(`${user.name}\n`);
-            for (const p of projects) out.write(`  ${p.url}  [${p.locations.join(', ')}] runs=${p.runs}\n`);
-          }
-        }
-        return 0;
-      }
-      default:
-        err.write(`unknown command ${command}\n${USAGE}\n`);
-        return 2;
-    }
+    if (args.length !== command.args) throw new AdminError(`${name} takes ${command.args} argument(s)\n${USAGE}`);
+    await command.run({ admin, store, args, values: parsed.values, out });
+    return 0;
   } catch (error) {
     if (error instanceof AdminError || error instanceof BudgetSpecError || error instanceof SecretKeyError) {
       err.write(`perfwatch admin: ${error.message}\n`);

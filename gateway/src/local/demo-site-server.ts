@@ -8,13 +8,13 @@ export interface DemoSite {
   close(): Promise<void>;
 }
 
+/** The demo's login: a page behind it, and what lets a visitor in (perfwatch admin set-auth tries them). */
+export const DEMO_LOGIN = { user: 'demo', password: 'correct horse battery staple', cookie: { name: 'pw_demo_session', value: 'signed-in-7f3a' }, bearer: 'demo-bearer-5c1d' } as const;
+
 /**
  * Serves a static site on loopback: the fixture site of the tests, and the demo site of
  * `perfwatch start`. `/slow.html` is held back `slowMs` to stand for a slow origin.
  */
-/** The demo's login: a page behind it, and what lets a visitor in (perfwatch admin set-auth tries them). */
-export const DEMO_LOGIN = { user: 'demo', password: 'correct horse battery staple', cookie: { name: 'pw_demo_session', value: 'signed-in-7f3a' }, bearer: 'demo-bearer-5c1d' } as const;
-
 export async function startDemoSite({ root, slowMs = 1500, host = '127.0.0.1', port = 0, onRequest }: { root: string; slowMs?: number; host?: string; port?: number; onRequest?: (request: { host: string; path: string; headers: Record<string, string | string[] | undefined> }) => void }): Promise<DemoSite> {
   const app = express();
   app.disable('x-powered-by');

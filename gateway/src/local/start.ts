@@ -4,7 +4,7 @@ import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { createLogger, logLevelSchema, parseEnv } from '@perfwatch/common';
-import { createLocalAgent, createRunnerPool, createTargetGuard, exitOnUnhandledRejection, parseAllowList, probeSecurity, startAgent } from '@perfwatch/agent';
+import { createLocalAgent, createRunnerPool, createTargetGuard, exitOnUnhandledRejection, parseAllowList, probeSecurity, runsPerBrowserSchema, startAgent } from '@perfwatch/agent';
 import { createAdmin } from '../admin/admin.ts';
 import { gatewayConfigWith } from '../config.ts';
 import { startGateway } from '../gateway-runtime.ts';
@@ -23,6 +23,7 @@ const startEnvSchema = z.object({
   /** MONGODB_URI set: the store is this MongoDB instead of the embedded file under PERFWATCH_DATA_DIR. */
   ...storeEnvFields,
   CHROME_PATH: z.string().min(1).default('/usr/bin/chromium'),
+  PERFWATCH_RUNS_PER_BROWSER: runsPerBrowserSchema,
   /** Local mode audits the local demo site, so loopback is allowed here unless set otherwise. */
   PERFWATCH_ALLOW_TARGETS: z.string().default('127.0.0.0/8,::1/128'),
   CRUX_API_KEY: z.string().min(1).optional(),
@@ -46,7 +47,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   await store.init();
   const nc = config.NATS_URL ? await connect({ servers: config.NATS_URL, name: 'perfwatch-start' }) : undefined;
   const site = await startDemoSite({ root: join(repoRoot, 'test/fixtures/site'), port: config.PERFWATCH_DEMO_PORT });
-  const runner = createRunnerPool({ size: 1, worker: { chromePath: config.CHROME_PATH, noSandbox: process.getuid?.() === 0, runsPerBrowser: 50, allowTargets: config.PERFWATCH_ALLOW_TARGETS, logLevel: config.LOG_LEVEL }, logger });
+  const runner = createRunnerPool({ size: 1, worker: { chromePath: config.CHROME_PATH, noSandbox: process.getuid?.() === 0, runsPerBrowser: config.PERFWATCH_RUNS_PER_BROWSER, allowTargets: config.PERFWATCH_ALLOW_TARGETS, logLevel: config.LOG_LEVEL }, logger });
   const guard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
   const agentDeps = { location: LOCATION, runner, logger, agentId: 'local', probeSecurity: (url: string) => probeSecurity(url, { guard }) } as const;
   const localAgent = nc ? undefined : createLocalAgent(agentDeps);

@@ -15,8 +15,10 @@ export interface SyncUpdateLimit {
   ttlMs: number;
 }
 
-/** `GET|POST /v1/update`: runs an update of one of the caller's projects. */
-/** `stallMs`: a client that reads nothing of its answer for this long is cut off. */
+/**
+ * `GET|POST /v1/update`: runs an update of one of the caller's projects. `stallMs`: a client
+ * that reads nothing of its answer for this long is cut off.
+ */
 export function updateRoute({ store, updates, startAsync, syncUpdates, stallMs = 30_000 }: { store: Store; updates: UpdateService; startAsync: StartAsync; syncUpdates?: SyncUpdateLimit; stallMs?: number }) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, { query: updateQuerySchema, body: updateBodySchema });
