@@ -7,6 +7,23 @@ import { errorHandler } from './http-errors.ts';
 import { NoResultError, type NoResultKind } from './update-service.ts';
 import { UpdateRefused, type RefusalKind } from './update-refused.ts';
 
+/** What a client is answered when a route throws `error`. */
+async function answerTo(error: Error): Promise<{ status: number; retryAfter: string | null; body: unknown }> {
+  const app = express();
+  app.get('/', () => {
+    throw error;
+  });
+  app.use(errorHandler(pino({ level: 'silent' })));
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  try {
+    const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+    return { status: res.status, retryAfter: res.headers.get('retry-after'), body: errorEnvelopeSchema.parse(await res.json()) };
+  } finally {
+    server.close();
+  }
+}
+
 describe('errorHandler', () => {
   it.each([
     ['NO_AGENT', 503, 'SERVICE_UNAVAILABLE'],
@@ -14,43 +31,16 @@ describe('errorHandler', () => {
     ['TIMED_OUT', 504, 'GATEWAY_TIMEOUT'],
     ['FAILED', 502, 'BAD_GATEWAY'],
   ] as const)('answers an update that produced nothing (%s) with %i in the envelope, naming each reason', async (kind: NoResultKind, http, status) => {
-    const app = express();
-    app.get('/', () => {
-      throw new NoResultError(kind, 'nothing came of it', ['mobile/london: why'], false);
-    });
-    app.use(errorHandler(pino({ level: 'silent' })));
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    try {
-      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
-      expect(res.status).toBe(http);
-      expect(errorEnvelopeSchema.parse(await res.json())).toEqual({ status, message: 'nothing came of it', errors: ['mobile/london: why'] });
-    } finally {
-      server.close();
-    }
+    const answer = await answerTo(new NoResultError(kind, 'nothing came of it', ['mobile/london: why'], false));
+    expect(answer).toEqual({ status: http, retryAfter: null, body: { status, message: 'nothing came of it', errors: ['mobile/london: why'] } });
   });
-});
 
-describe('errorHandler on refused updates', () => {
   it.each([
     ['BACKLOG_FULL', 429, 'TOO_MANY_REQUESTS', '60'],
     ['LOCATION_FULL', 429, 'TOO_MANY_REQUESTS', '60'],
     ['NOT_QUEUED', 503, 'SERVICE_UNAVAILABLE', null],
   ] as const)('answers an update refused as %s with %i, and says when to come back', async (kind: RefusalKind, http, status, retryAfter) => {
-    const app = express();
-    app.get('/', () => {
-      throw new UpdateRefused(kind, 'not now', ['your backlog: full']);
-    });
-    app.use(errorHandler(pino({ level: 'silent' })));
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    try {
-      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
-      expect(res.status).toBe(http);
-      expect(res.headers.get('retry-after')).toBe(retryAfter);
-      expect(errorEnvelopeSchema.parse(await res.json())).toEqual({ status, message: 'not now', errors: ['your backlog: full'] });
-    } finally {
-      server.close();
-    }
+    const answer = await answerTo(new UpdateRefused(kind, 'not now', ['your backlog: full']));
+    expect(answer).toEqual({ status: http, retryAfter, body: { status, message: 'not now', errors: ['your backlog: full'] } });
   });
 });

@@ -7,7 +7,8 @@ import { writeJsonPieces, type PiecesEnd } from './written.ts';
 
 /** An answer of text and byte pieces: a large one crosses many socket buffers. */
 function pieces(count: number): Array<string | Uint8Array> {
-  const out: Array<string | Uint8Array> = ['{"cells":['];
+  // Text with a character of two bytes: a length in characters would be short.
+  const out: Array<string | Uint8Array> = ['{"name":"café","cells":['];
   for (let i = 0; i < count; i++) out.push(Buffer.from(JSON.stringify({ i, text: `é${'x'.repeat(50_000)}` })), i + 1 < count ? ',' : '');
   out.push(']}');
   return out;
@@ -55,7 +56,7 @@ describe('writeJsonPieces', () => {
     const chunks: Buffer[] = [];
     for await (const chunk of res) chunks.push(chunk as Buffer);
     expect(res.headers['content-length']).toBe(String(whole(pieces(0)).byteLength));
-    expect(JSON.parse(Buffer.concat(chunks).toString('utf8'))).toEqual({ cells: [] });
+    expect(JSON.parse(Buffer.concat(chunks).toString('utf8'))).toEqual({ name: 'café', cells: [] });
   });
 
   it('cuts off a client that stops reading, instead of holding its answer', async () => {

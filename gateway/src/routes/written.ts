@@ -29,17 +29,21 @@ async function written(res: Response, pieces: ReadonlyArray<string | Uint8Array>
   return (await drainedOrClosed(res, stallMs)) && !res.destroyed;
 }
 
-/** Bytes gathered before a write: few syscalls, and little memory per answer (a thousand sync answers may be written at once). */
-const GATHER_BYTES = 64 * 1024;
+/**
+ * Gathered before a write (a text piece counted by its characters, bytes by their length): few
+ * syscalls, and little memory per answer (a thousand sync answers may be written at once).
+ */
+const GATHER_SIZE = 64 * 1024;
 
 /** How an answer written in pieces ended: whole, cut off for a client that stopped reading, a client gone, or a piece that failed. */
 export type PiecesEnd = { end: 'written' | 'stalled' | 'gone' } | { end: 'failed'; error: unknown };
 
+const sizeOf = (piece: string | Uint8Array) => (typeof piece === 'string' ? piece.length : piece.byteLength);
 const byteLength = (piece: string | Uint8Array) => (typeof piece === 'string' ? Buffer.byteLength(piece) : piece.byteLength);
 
 /**
  * Writes a JSON answer piece by piece as `pieces` yields them (text, or bytes already in
- * UTF-8, which are written as they are, never copied), gathered up to GATHER_BYTES, waiting
+ * UTF-8, which are written as they are, never copied), gathered up to GATHER_SIZE, waiting
  * while the client reads; an answer that fits is one write with its length. Past the first
  * byte a failure cannot become an envelope: the connection is cut, so no client takes a
  * truncated answer for a whole one; so is a client that reads nothing for `stallMs`. Stopping
@@ -48,21 +52,21 @@ const byteLength = (piece: string | Uint8Array) => (typeof piece === 'string' ? 
 export async function writeJsonPieces(res: Response, pieces: AsyncIterable<string | Uint8Array>, stallMs: number): Promise<PiecesEnd> {
   res.type('application/json');
   let gathered: Array<string | Uint8Array> = [];
-  let bytes = 0;
+  let size = 0;
   try {
     for await (const piece of pieces) {
       gathered.push(piece);
-      bytes += byteLength(piece);
-      if (bytes < GATHER_BYTES) continue;
+      size += sizeOf(piece);
+      if (size < GATHER_SIZE) continue;
       if (!(await written(res, gathered, stallMs))) {
         const gone = res.destroyed;
         res.destroy();
         return { end: gone ? 'gone' : 'stalled' };
       }
       gathered = [];
-      bytes = 0;
+      size = 0;
     }
-    if (!res.headersSent) res.setHeader('Content-Length', bytes);
+    if (!res.headersSent) res.setHeader('Content-Length', gathered.reduce((sum, piece) => sum + byteLength(piece), 0));
     for (const piece of gathered) res.write(piece);
     res.end();
     return { end: 'written' };
