@@ -1,5 +1,6 @@
 import { formatApiDateTime, type AuditResult, type Device, type Location, type LocationResult } from '@perfwatch/common';
 import { randomUUID } from 'node:crypto';
+import { openObject } from './json-object-text.ts';
 import type { ProjectRecord, SnapshotFilter, SnapshotRecord } from './store/store.ts';
 
 function verification(runs: SnapshotRecord['results'][number]['runs'], median: number): Pick<LocationResult, 'verification'> {
@@ -20,23 +21,6 @@ type LighthouseAdditions = Pick<LocationResult['lighthouse'], 'crux' | 'date' | 
 
 /** What the audit result shows of a cell besides its Lighthouse result. */
 type CellView = { device: Device; location: Location; crux: LighthouseAdditions['crux']; elementCount: number | null; median: number; runs: SnapshotRecord['results'][number]['runs']; checks?: SnapshotRecord['results'][number]['checks'] };
-
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACE = 0x7b;
-const isSpace = (c: number | undefined) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-
-/**
- * A JSON object's bytes without their closing brace (and the space around it), and whether it
- * has members: the object is then continued with more members.
- */
-function openObject(json: Uint8Array): { body: Uint8Array; empty: boolean } {
-  let end = json.byteLength;
-  while (end > 0 && isSpace(json[end - 1])) end--;
-  if (json[end - 1] !== CLOSE_BRACE) throw new Error('not a JSON object');
-  end--;
-  while (end > 0 && isSpace(json[end - 1])) end--;
-  return { body: json.subarray(0, end), empty: json[end - 1] === OPEN_BRACE };
-}
 
 /**
  * The audit result as JSON in pieces, to be written as they come: each cell's Lighthouse

@@ -73,12 +73,25 @@ function startsWith(text: Uint8Array, word: Uint8Array, i: number): boolean {
   return true;
 }
 
+const isSpace = (c: number | undefined) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+
 function skipSpace(text: Uint8Array, i: number): number {
-  for (;;) {
-    const c = text[i];
-    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return i;
-    i++;
-  }
+  while (isSpace(text[i])) i++;
+  return i;
+}
+
+/**
+ * A JSON object's bytes without their closing brace (and the space around it), and whether it
+ * has members: the object can then be continued with more members. The bytes must be one
+ * object (isOneJsonObject, or a store's parse).
+ */
+export function openObject(json: Uint8Array): { body: Uint8Array; empty: boolean } {
+  let end = json.byteLength;
+  while (end > 0 && isSpace(json[end - 1])) end--;
+  if (json[end - 1] !== CLOSE_BRACE) throw new Error('not a JSON object');
+  end--;
+  while (end > 0 && isSpace(json[end - 1])) end--;
+  return { body: json.subarray(0, end), empty: json[end - 1] === OPEN_BRACE };
 }
 
 /** A member's name and colon at i; the index of its value, or -1. */
