@@ -19,10 +19,12 @@ let dir: string;
 let db: { MONGODB_URI: string; MONGODB_DB: string };
 const good = () => `${inject('siteUrl')}index.html`;
 const heavy = () => `${inject('siteUrl')}heavy.html`;
-// Loose enough for the fixture page on a loaded 2-core machine (its TBT reaches ~300 ms and its
-// score dipped to 78 under the full suite in CI), far below the heavy page's one-second task
-// (several seconds of simulated TBT).
-const BUDGETS = ['--budget', 'performance=50', '--budget', 'tbt=1000'];
+// Loose enough for the fixture page on a loaded 2-core machine: its TBT is ~300 ms when quiet, but
+// Lighthouse's simulated 4x CPU slowdown multiplies whatever the machine's load adds, and under the
+// full suite in CI it reached 1,049 ms and 1,169 ms (its score dipped to 75). The heavy page's
+// one-second task stays at least four simulated seconds on any machine, so 2,500 ms still splits them.
+const TBT_BUDGET_MS = 2500;
+const BUDGETS = ['--budget', 'performance=50', '--budget', `tbt=${TBT_BUDGET_MS}`];
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'perfwatch-client-'));
@@ -59,7 +61,7 @@ describe('perfwatch update --ci with budgets', () => {
     const run = await cli(['update', good(), '--ci', '--device', 'mobile', ...BUDGETS, '--junit', junit]);
     expect(run.code, run.output).toBe(0);
     expect(run.output).toMatch(/budgets: passed/);
-    expect(run.output).toMatch(/mobile\s*│\s*frankfurt\s*│\s*budget tbt\s*│\s*TBT \d+ ms, budget at most 1000 ms\s*│\s*pass/);
+    expect(run.output).toMatch(new RegExp(`mobile\\s*│\\s*frankfurt\\s*│\\s*budget tbt\\s*│\\s*TBT \\d+ ms, budget at most ${TBT_BUDGET_MS} ms\\s*│\\s*pass`));
     // Progress went to stderr, a line per state, as a CI log shows it.
     expect(run.output).toMatch(/update [0-9a-f-]{36} mobile × frankfurt: (queued|running)/);
     const xml = await readFile(junit, 'utf8');
@@ -72,10 +74,10 @@ describe('perfwatch update --ci with budgets', () => {
     const run = await cli(['update', heavy(), '--ci', '--device', 'mobile', ...BUDGETS, '--junit', junit]);
     expect(run.code, run.output).toBe(1);
     expect(run.output).toMatch(/budgets: FAILED/);
-    expect(run.output).toMatch(/budget tbt\s*│\s*TBT \d{4,} ms, budget at most 1000 ms\s*│\s*FAIL/);
+    expect(run.output).toMatch(new RegExp(`budget tbt\\s*│\\s*TBT \\d{4,} ms, budget at most ${TBT_BUDGET_MS} ms\\s*│\\s*FAIL`));
     const xml = await readFile(junit, 'utf8');
     expect(xml).toMatch(/<testsuites[^>]* failures="[12]"/);
-    expect(xml).toMatch(/<failure message="TBT \d+ ms, budget at most 1000 ms" type="BudgetExceeded"/);
+    expect(xml).toMatch(new RegExp(`<failure message="TBT \\d+ ms, budget at most ${TBT_BUDGET_MS} ms" type="BudgetExceeded"`));
   }, 120_000);
 
   it('reads a budget file, holds a page to its previous snapshot, and answers --json', async () => {
