@@ -3,7 +3,7 @@ import { auditResultSchema, type AuditResult } from '@perfwatch/common';
 import { loadLhr } from '../../test/support/lhr-fixtures.ts';
 import { gzipSync } from 'node:zlib';
 import { auditResultPieces } from './audit-view.ts';
-import { receivedRun } from './nats-dispatcher.ts';
+import { receivedRun } from './run-outcome.ts';
 import { ResultBytes } from './result-bytes.ts';
 import type { LocationSnapshot, NewLocationSnapshot, SnapshotFilter } from './store/store.ts';
 import { buildLocationSnapshot, NoUsableResult } from './snapshot-builder.ts';

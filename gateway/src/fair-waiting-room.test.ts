@@ -8,19 +8,22 @@ function roomAt(start = 0) {
   return { room, clock };
 }
 
+/** `room.wait` as a promise, for the tests to await. */
+const waitIn = (room: FairWaitingRoom, ticket: Ticket, ms: number) => new Promise<void>((resolve) => room.wait(ticket, ms, resolve));
+
 describe('FairWaitingRoom', () => {
   it('gives the next place to a light user\'s run before a heavy user\'s backlog, and to one user\'s runs in arrival order', async () => {
     const { room } = roomAt();
     const order: string[] = [];
     const heavy = Array.from({ length: 5 }, (_, i) => {
       const t = room.enter('heavy');
-      void room.wait(t, 60_000).then(() => order.push(`heavy${i}`));
+      void waitIn(room, t, 60_000).then(() => order.push(`heavy${i}`));
       return t;
     });
     const light = room.enter('light');
     // The light user's run arrives last and waits behind nobody.
     expect(room.behind(light)).toBe(false);
-    void room.wait(light, 60_000).then(() => order.push('light'));
+    void waitIn(room, light, 60_000).then(() => order.push('light'));
     room.wake(2);
     await Promise.resolve();
     expect(order).toEqual(['light', 'heavy0']);
@@ -33,7 +36,7 @@ describe('FairWaitingRoom', () => {
   it('holds a run back while better-ranked runs wait or were just woken for a place, not after', async () => {
     const { room, clock } = roomAt();
     const first = room.enter('a');
-    const waiting = room.wait(first, 60_000);
+    const waiting = waitIn(room, first, 60_000);
     const second = room.enter('a');
     expect(room.behind(second)).toBe(true);
     room.wake(1);
@@ -52,7 +55,7 @@ describe('FairWaitingRoom', () => {
   it('lets every run woken for a place go, however many were woken together', async () => {
     const { room } = roomAt();
     const tickets = Array.from({ length: 5 }, () => room.enter('a'));
-    const woken = tickets.map((t) => room.wait(t, 60_000));
+    const woken = tickets.map((t) => waitIn(room, t, 60_000));
     const late = room.enter('a');
     room.wake(3);
     await Promise.all(woken.slice(0, 3));
@@ -77,7 +80,7 @@ describe('FairWaitingRoom', () => {
     const { room } = roomAt();
     const t = room.enter('a');
     const started = Date.now();
-    await room.wait(t, 20);
+    await waitIn(room, t, 20);
     expect(Date.now() - started).toBeGreaterThanOrEqual(15);
     expect(t.state).toBe('offering');
     room.wake(3);
@@ -167,7 +170,7 @@ describe('FairWaitingRoom against the scanning room it replaced', () => {
             expect(woken.sort((x, y) => x - y)).toEqual(reference.wake(o.places).sort((x, y) => x - y));
           } else if (t && t.mine.state !== 'left') {
             if (o.kind === 'wait' && t.mine.state !== 'waiting') {
-              void room.wait(t.mine, 3_600_000);
+              room.wait(t.mine, 3_600_000, () => {});
               reference.wait(t.theirs);
             } else if (o.kind === 'leave') {
               room.leave(t.mine);

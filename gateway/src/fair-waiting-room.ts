@@ -114,30 +114,32 @@ export class FairWaitingRoom {
     return false;
   }
 
-  /** Waits for this run's turn: woken by `wake`, or after `ms`. */
-  wait(ticket: Ticket, ms: number): Promise<void> {
+  /**
+   * Waits for this run's turn: `then` is called once, when `wake` chooses it or after `ms`. A
+   * callback, not a promise: a dispatcher holds thousands of waiting runs as data, without a
+   * suspended function each (nats-dispatcher.ts).
+   */
+  wait(ticket: Ticket, ms: number, then: () => void): void {
     ticket.state = 'waiting';
     this.#waiting++;
     if (!ticket.queued) {
       ticket.queued = true;
       this.#lines.get(ticket.user)!.waiting.push(ticket);
     }
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => done(false), Math.max(0, ms));
-      const done = (woken: boolean) => {
-        clearTimeout(timer);
-        this.#waiting--;
-        ticket.wake = undefined;
-        ticket.state = woken ? 'woken' : 'offering';
-        ticket.wokenAt = this.#now();
-        if (woken && !ticket.claiming) {
-          ticket.claiming = true;
-          this.#lines.get(ticket.user)!.claims.push(ticket);
-        }
-        resolve();
-      };
-      ticket.wake = () => done(true);
-    });
+    const done = (woken: boolean) => {
+      clearTimeout(timer);
+      this.#waiting--;
+      ticket.wake = undefined;
+      ticket.state = woken ? 'woken' : 'offering';
+      ticket.wokenAt = this.#now();
+      if (woken && !ticket.claiming) {
+        ticket.claiming = true;
+        this.#lines.get(ticket.user)!.claims.push(ticket);
+      }
+      then();
+    };
+    const timer = setTimeout(done, Math.max(0, ms), false);
+    ticket.wake = () => done(true);
   }
 
   /**

@@ -1,7 +1,7 @@
 import { connectNats, createLogger, natsServersForLog, StartupError } from '@perfwatch/common';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { loadGatewayConfig } from './config.ts';
-import { GATEWAY_NATS_OPTIONS } from './nats-dispatcher.ts';
+import { GATEWAY_NATS_OPTIONS } from './nats-offer.ts';
 import { startGateway, type GatewayRuntime } from './gateway-runtime.ts';
 import { MongoStore } from './store/mongo-store.ts';
 import { storeFromEnv } from './store/open-store.ts';

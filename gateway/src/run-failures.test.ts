@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AUDIT_ERROR_CODES } from '@perfwatch/common';
-import { replyOutcome } from './nats-dispatcher.ts';
+import { replyOutcome } from './run-outcome.ts';
 import { reportedFailure, RUN_FAILURES, TRANSPORT_FAILURE_CODES } from './run-failures.ts';
 
 describe('run failures', () => {

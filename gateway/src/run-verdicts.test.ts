@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AuditRunResult, RunConditions } from '@perfwatch/common';
 import { loadLhr } from '../../test/support/lhr-fixtures.ts';
-import { receivedRun } from './nats-dispatcher.ts';
+import { receivedRun } from './run-outcome.ts';
 import { judgeRuns, nextRetest, representativeRunIndex, type MeasuredRun } from './run-verdicts.ts';
 
 const calm: RunConditions = { benchmarkIndex: 2400, baselineBenchmarkIndex: 2460, cpuMultiplier: 7.98, concurrentRuns: 0, overlappingRuns: 0, loadAverage: 0.4, chromeVersion: '142', lighthouseVersion: '13.0.1' };

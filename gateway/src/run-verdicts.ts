@@ -1,5 +1,5 @@
 import { BENCHMARK_DRIFT_LIMIT, digestSkeleton, extractRunMetrics, median, medianRunIndex, type DigestedRunResult, type RunMetrics, type RunVerdict } from '@perfwatch/common';
-import type { ReceivedRun } from './nats-dispatcher.ts';
+import type { ReceivedRun } from './run-outcome.ts';
 
 /** What a verdict reads of a run: who measured it, in what conditions, and its digest. */
 export type JudgedRun = Pick<DigestedRunResult, 'agentId' | 'conditions' | 'digest'>;

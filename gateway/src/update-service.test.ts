@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { AuditJob, Location } from '@perfwatch/common';
 import { loadLhr } from '../../test/support/lhr-fixtures.ts';
-import { receivedRun, replyOutcome, type Dispatcher, type RunOutcome } from './nats-dispatcher.ts';
+import { receivedRun, replyOutcome, type Dispatcher, type RunOutcome } from './run-outcome.ts';
 import type { NewSnapshot, ProjectRecord, Store } from './store/store.ts';
 import type { CruxClient, FieldData } from './crux/crux-client.ts';
 import { createUpdateService, NoResultError, UpdateInterrupted } from './update-service.ts';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { digestSkeleton, hasBudgets, LIGHTHOUSE_KPI_VERSION, truncateToSecond, type AuditJob, type PageAuth, type Device, type Location, type MissingCell, type UpdateType } from '@perfwatch/common';
-import type { DispatchOptions, Dispatcher, RunOutcome } from './nats-dispatcher.ts';
+import type { DispatchOptions, Dispatcher, RunOutcome } from './run-outcome.ts';
 import { RUN_FAILURES, type RunFailureCode } from './run-failures.ts';
 import type { CruxClient } from './crux/crux-client.ts';
 import type { UpdateMode, UpdateObserver } from './metrics.ts';
@@ -62,6 +62,9 @@ function measured(outcome: Extract<RunOutcome, { ok: true }> & { retestOfRunInde
   return outcome.retestOfRunIndex === undefined ? outcome.result : { ...outcome.result, retestOfRunIndex: outcome.retestOfRunIndex };
 }
 
+/** What a run of an update is offered with. */
+type RunOptions = Pick<UpdateRequest, 'requestId' | 'deadline' | 'signal'> & { user: string; avoidAgent?: string };
+
 /** Told how many runs of each (device, location) have finished, as they finish. */
 export type ProgressListener = (progress: UpdateProgress[]) => void;
 
@@ -105,11 +108,14 @@ export interface UpdateServiceDeps {
  * date shared by all of them.
  */
 export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, replyTimeoutMs, maxRetests = VERDICT_RULES.maxRetests, crux, observer, onSnapshot, secrets, now = () => new Date(), awayBackoffMs = AWAY_BACKOFF_MS }: UpdateServiceDeps) {
-  async function dispatch(job: AuditJob, options: DispatchOptions): Promise<RunOutcome> {
+  /** A chain, not an async function: thousands of runs wait here at once (nats-dispatcher.ts). */
+  function dispatch(job: AuditJob, options: DispatchOptions): Promise<RunOutcome> {
+    if (!observer) return dispatcher.dispatch(job, options);
     const started = performance.now();
-    const outcome = await dispatcher.dispatch(job, options);
-    observer?.runDispatched(job.location, job.device, outcome.ok ? 'ok' : outcome.error.code, (performance.now() - started) / 1000);
-    return outcome;
+    return dispatcher.dispatch(job, options).then((outcome) => {
+      observer.runDispatched(job.location, job.device, outcome.ok ? 'ok' : outcome.error.code, (performance.now() - started) / 1000);
+      return outcome;
+    });
   }
 
   async function run(request: UpdateRequest, updateId: string = randomUUID(), mode: UpdateMode = 'sync', onProgress?: ProgressListener): Promise<UpdateOutcome> {
@@ -126,23 +132,40 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
   /**
    * One run: retried once when the agent failed in a way that may pass next time (on another
    * agent of the location when there is one), and offered again while its location is away
-   * and the update's deadline has not passed (RUN_FAILURES says which failure is which).
+   * and the update's deadline has not passed (RUN_FAILURES says which failure is which). Its
+   * first offer is a chain: most runs end there, and only the others become a loop.
    */
-  async function measureRun(job: AuditJob, { requestId, deadline, signal, user, avoidAgent }: Pick<UpdateRequest, 'requestId' | 'deadline' | 'signal'> & { user: string; avoidAgent?: string }, log: Logger): Promise<RunOutcome> {
+  function measureRun(job: AuditJob, options: RunOptions, log: Logger): Promise<RunOutcome> {
+    return dispatch(job, offerOptions(options, options.avoidAgent)).then((outcome) => (outcome.ok || (!RUN_FAILURES[outcome.error.code].retryOnce && !awayUntil(outcome, options.deadline)) ? outcome : measureRunOnward(job, options, log, outcome)));
+  }
+
+  /** Whether a failed run's location is away and the update's deadline lets it wait for it. */
+  function awayUntil(outcome: RunOutcome, deadline: Date | undefined): outcome is Extract<RunOutcome, { ok: false }> {
+    return !outcome.ok && deadline !== undefined && RUN_FAILURES[outcome.error.code].locationAway;
+  }
+
+  /**
+   * Each offer waits as long as a sync update's would; the deadline bounds only the re-offers
+   * (an update taken up late, after a backlog, still gets its first offers).
+   */
+  function offerOptions({ requestId, user }: RunOptions, avoid: string | undefined): DispatchOptions {
+    return { timeoutMs: replyTimeoutMs, requestId, user, ...(avoid ? { avoidAgent: avoid } : {}) };
+  }
+
+  async function measureRunOnward(job: AuditJob, options: RunOptions, log: Logger, first: RunOutcome): Promise<RunOutcome> {
+    const { deadline, signal } = options;
+    let outcome = first;
+    let jobId = job.jobId;
     let retried = false;
     let offers = 0;
     let backoff = awayBackoffMs.first;
     for (;;) {
-      const jobId = offers === 0 ? job.jobId : `${job.jobId}.again${offers}`;
-      // Each offer waits as long as a sync update's would; the deadline bounds only the re-offers
-      // (an update taken up late, after a backlog, still gets its first offers).
-      let outcome = await dispatch({ ...job, jobId }, { timeoutMs: replyTimeoutMs, requestId, user, ...(avoidAgent ? { avoidAgent } : {}) });
       if (!outcome.ok && !retried && RUN_FAILURES[outcome.error.code].retryOnce) {
         retried = true;
         log.info({ device: job.device, location: job.location, runIndex: job.runIndex, code: outcome.error.code, failedOn: outcome.agentId }, 'retrying a failed run once');
-        outcome = await dispatch({ ...job, jobId: `${jobId}.retry` }, { timeoutMs: replyTimeoutMs, requestId, user, ...(outcome.agentId ? { avoidAgent: outcome.agentId } : {}) });
+        outcome = await dispatch({ ...job, jobId: `${jobId}.retry` }, offerOptions(options, outcome.agentId));
       }
-      if (outcome.ok || !deadline || !RUN_FAILURES[outcome.error.code].locationAway) return outcome;
+      if (!deadline || !awayUntil(outcome, deadline)) return outcome;
       const left = deadline.getTime() - now().getTime();
       if (left <= 0) return outcome;
       if (signal?.aborted) throw new UpdateInterrupted();
@@ -153,6 +176,8 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
       await untilAborted(dispatcher.roomIn ? dispatcher.roomIn(job.location, wait) : sleep(wait), signal);
       if (signal?.aborted) throw new UpdateInterrupted();
       backoff = Math.min(awayBackoffMs.max, backoff * 2);
+      jobId = `${job.jobId}.again${offers}`;
+      outcome = await dispatch({ ...job, jobId }, offerOptions(options, options.avoidAgent));
     }
   }
 

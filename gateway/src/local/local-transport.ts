@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { decodeJob, decodeReply, encodeJob, encodeReply, PERFWATCH_VERSION, type Location } from '@perfwatch/common';
 import type { LocalAgent } from '@perfwatch/agent';
 import type { AgentRegistry } from '../agent-registry.ts';
-import { replyOutcome, type Dispatcher, type RunOutcome } from '../nats-dispatcher.ts';
+import { replyOutcome, type Dispatcher, type RunOutcome } from '../run-outcome.ts';
 
 /**
  * The in-process bus of `perfwatch start` without NATS: runs go straight to agents in this

@@ -1,0 +1,144 @@
+import { EventEmitter, once } from 'node:events';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { errors as natsErrors, headers as natsHeaders } from '@nats-io/nats-core';
+import type { Logger } from 'pino';
+import type { AgentRegistry } from './agent-registry.ts';
+import { agentIdSchema, auditSubject, encodeJob, HEADERS, receiveReply, ReplyRefused, replyMismatch, type AuditJob, type ReceivedReply } from '@perfwatch/common';
+import { replyOutcome, type RunOutcome } from './run-outcome.ts';
+
+/**
+ * The gateway's NATS connection: without nats.js's async traces, which build two errors with
+ * stacks for every request to name its caller should it fail (a run's failures here say which
+ * job failed already); at a thousand updates they were 2 % of the gateway's CPU.
+ */
+export const GATEWAY_NATS_OPTIONS = { name: 'perfwatch-gateway', noAsyncTraces: true };
+
+/**
+ * How long an agent of v1.4 has to announce that it took an offered job. NATS drops a job
+ * without a word when it reaches a region's server just after the agent there left the queue
+ * group: the hub still saw the region's interest. Without this the run would wait its whole
+ * reply deadline (minutes); with it, it is offered again within seconds. An agent announces the
+ * moment it takes a job, so only a lost offer (or an agent held up this long, whose late run is
+ * then done twice) goes past it.
+ */
+export const DEFAULT_TAKEN_WITHIN_MS = 5_000;
+
+/**
+ * A race entrant that never wins: one per race. A race leaves its reactions on every entrant,
+ * and those hold the winner's value; on an entrant shared by all races they were never let go,
+ * and every reply the gateway ever received stayed in memory with them.
+ */
+const never = () => new Promise<never>(() => {});
+
+/** Why an offer's waiters are let go: given, so aborting builds no DOMException per offer. */
+const OFFER_SETTLED = 'offer settled';
+
+export interface NatsOfferer {
+  /** One offer of a job to its location's agents, as a NATS request; never throws. */
+  offer(job: AuditJob, options: { timeoutMs: number; requestId: string }): Promise<RunOutcome>;
+}
+
+/**
+ * Offers jobs as NATS requests and turns whatever comes back, or does not, into a RunOutcome:
+ * every way an offer can fail is a value.
+ *
+ * nats.js keeps a request whose reply was lost in a disconnect pending until its timeout
+ * (minutes for a run): every offer in flight is given up at the next disconnect instead, and
+ * no offer goes out while disconnected (its reply could arrive before the reply subscription is
+ * back, and be lost the same way). Listeners are per offer and removed once it settles: a
+ * promise kept for "the next disconnect" would gather a reaction from every offer until a
+ * disconnect came.
+ */
+export function createNatsOfferer({ nc, logger, registry, takenWithinMs = DEFAULT_TAKEN_WITHIN_MS }: { nc: NatsConnection; logger: Logger; registry?: AgentRegistry; takenWithinMs?: number }): NatsOfferer {
+  let connected = true;
+  let inFlight = 0;
+  const link = new EventEmitter().setMaxListeners(0);
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === 'disconnect') {
+        logger.warn({ offersInFlight: inFlight }, 'NATS connection lost; the runs in flight will be offered again');
+        connected = false;
+        link.emit('disconnect');
+      } else if (status.type === 'reconnect') {
+        connected = true;
+        link.emit('reconnect');
+      }
+    }
+  })().catch(() => undefined);
+
+  /** The request's reply, or why there is none. */
+  async function request(job: AuditJob, timeoutMs: number, requestId: string) {
+    const h = natsHeaders();
+    h.set(HEADERS.requestId, requestId);
+    let onDisconnect = () => {};
+    const ended = new AbortController();
+    // This gateway reads two-part replies: the run's digest, and its result kept as sent.
+    const request = nc.request(auditSubject(job.location), encodeJob({ ...job, digest: true }), { timeout: timeoutMs, headers: h });
+    request.catch(() => undefined);
+    const lost = new Promise<'lost'>((resolve) => {
+      onDisconnect = () => resolve('lost');
+      link.once('disconnect', onDisconnect);
+    });
+    // A request left behind here is only forgotten: nats.js cannot withdraw it, and should its
+    // agent answer after all, the reply finds no one waiting.
+    const untaken = registry?.confirmsTakes(job.location)
+      ? registry.taken(job.location, job.jobId, Math.min(takenWithinMs, timeoutMs), ended.signal).then((taken) => (taken ? never() : ('untaken' as const)))
+      : never();
+    return Promise.race([request, lost, untaken]).finally(() => {
+      link.off('disconnect', onDisconnect);
+      ended.abort(OFFER_SETTLED);
+    });
+  }
+
+  async function offer(job: AuditJob, { timeoutMs, requestId }: { timeoutMs: number; requestId: string }): Promise<RunOutcome> {
+    if (!connected) {
+      const started = Date.now();
+      const back = await once(link, 'reconnect', { signal: AbortSignal.timeout(timeoutMs) }).then(() => true, () => false);
+      if (!back) return { ok: false, error: { code: 'TIMEOUT', message: `no NATS connection to reach ${job.location} for ${timeoutMs} ms` } };
+      timeoutMs = Math.max(1, timeoutMs - (Date.now() - started));
+    }
+    let reply;
+    inFlight++;
+    try {
+      reply = await request(job, timeoutMs, requestId);
+    } catch (error) {
+      if (error instanceof natsErrors.RequestError && error.isNoResponders()) {
+        return { ok: false, error: { code: 'NO_RESPONDERS', message: `no agent serves ${job.location}` } };
+      }
+      if (error instanceof natsErrors.TimeoutError || (error instanceof Error && error.cause instanceof natsErrors.TimeoutError)) {
+        return { ok: false, error: { code: 'TIMEOUT', message: `no reply from ${job.location} within ${timeoutMs} ms` } };
+      }
+      logger.error({ err: error, jobId: job.jobId, requestId }, 'dispatch failed');
+      return { ok: false, error: { code: 'INTERNAL', message: `dispatch failed: ${(error as Error).message}` } };
+    } finally {
+      inFlight--;
+    }
+    if (reply === 'lost') return { ok: false, error: { code: 'DISCONNECTED', message: `the reply from ${job.location} was lost with the NATS connection` } };
+    if (reply === 'untaken') {
+      logger.warn({ jobId: job.jobId, requestId, location: job.location, waitedMs: takenWithinMs }, 'no agent took an offered job; offering it again');
+      return { ok: false, error: { code: 'UNTAKEN', message: `no agent of ${job.location} took the job within ${takenWithinMs} ms` } };
+    }
+    // The agent's id, as it claims it, names the agent in what the run failed of; only a
+    // well-formed id is repeated (agents are run by other operators).
+    const claimed = agentIdSchema.safeParse(reply.headers?.get(HEADERS.agentId));
+    const agent = claimed.success ? claimed.data : undefined;
+    const from = agent ? `agent ${agent} of ${job.location}` : `an agent of ${job.location}`;
+    const refused = (why: string): RunOutcome => {
+      logger.warn({ jobId: job.jobId, requestId, location: job.location, agentId: agent, reason: why }, 'refused an agent reply');
+      return { ok: false, ...(agent ? { agentId: agent } : {}), error: { code: 'BAD_REPLY', message: `${from} sent a reply that was refused: ${why}` } };
+    };
+    let decoded: ReceivedReply;
+    try {
+      decoded = await receiveReply(reply.data, reply.headers?.get(HEADERS.contentEncoding) || undefined, reply.headers?.get(HEADERS.replyParts) || undefined);
+    } catch (error) {
+      // Every way decodeReply refuses a reply is a ReplyRefused; anything else still becomes an
+      // outcome, since an offer never throws.
+      return refused(error instanceof ReplyRefused ? error.message : 'it could not be read');
+    }
+    const mismatch = replyMismatch(job, decoded);
+    if (mismatch) return refused(`it answers with ${mismatch}`);
+    return replyOutcome(decoded);
+  }
+
+  return { offer };
+}
