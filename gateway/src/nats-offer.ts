@@ -1,9 +1,10 @@
 import { EventEmitter, once } from 'node:events';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { errors as natsErrors, headers as natsHeaders } from '@nats-io/nats-core';
+import { headers as natsHeaders } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import type { AgentRegistry } from './agent-registry.ts';
 import { agentIdSchema, auditSubject, encodeJob, HEADERS, receiveReply, ReplyRefused, replyMismatch, type AuditJob, type ReceivedReply } from '@perfwatch/common';
+import { replyInbox } from './nats-reply-inbox.ts';
 import { replyOutcome, type RunOutcome } from './run-outcome.ts';
 
 /**
@@ -50,6 +51,7 @@ export interface NatsOfferer {
  * disconnect came.
  */
 export function createNatsOfferer({ nc, logger, registry, takenWithinMs = DEFAULT_TAKEN_WITHIN_MS }: { nc: NatsConnection; logger: Logger; registry?: AgentRegistry; takenWithinMs?: number }): NatsOfferer {
+  const inbox = replyInbox(nc);
   let connected = true;
   let inFlight = 0;
   const link = new EventEmitter().setMaxListeners(0);
@@ -66,23 +68,21 @@ export function createNatsOfferer({ nc, logger, registry, takenWithinMs = DEFAUL
     }
   })().catch(() => undefined);
 
-  /** The request's reply, or why there is none. */
+  /** How the request ended, or why it was given up. */
   async function request(job: AuditJob, timeoutMs: number, requestId: string) {
-    const h = natsHeaders();
-    h.set(HEADERS.requestId, requestId);
+    const headers = natsHeaders();
+    headers.set(HEADERS.requestId, requestId);
     let onDisconnect = () => {};
     const ended = new AbortController();
     // This gateway reads two-part replies: the run's digest, and its result kept as sent.
-    const request = nc.request(auditSubject(job.location), encodeJob({ ...job, digest: true }), { timeout: timeoutMs, headers: h });
-    request.catch(() => undefined);
-    const lost = new Promise<'lost'>((resolve) => {
-      onDisconnect = () => resolve('lost');
+    const request = inbox.request(auditSubject(job.location), encodeJob({ ...job, digest: true }), { headers, timeoutMs, signal: ended.signal });
+    const lost = new Promise<{ lost: true }>((resolve) => {
+      onDisconnect = () => resolve({ lost: true });
       link.once('disconnect', onDisconnect);
     });
-    // A request left behind here is only forgotten: nats.js cannot withdraw it, and should its
-    // agent answer after all, the reply finds no one waiting.
+    // An agent that took the job after all, and answers late, finds no one waiting.
     const untaken = registry?.confirmsTakes(job.location)
-      ? registry.taken(job.location, job.jobId, Math.min(takenWithinMs, timeoutMs), ended.signal).then((taken) => (taken ? never() : ('untaken' as const)))
+      ? registry.taken(job.location, job.jobId, Math.min(takenWithinMs, timeoutMs), ended.signal).then((taken) => (taken ? never() : { untaken: true as const }))
       : never();
     return Promise.race([request, lost, untaken]).finally(() => {
       link.off('disconnect', onDisconnect);
@@ -97,27 +97,20 @@ export function createNatsOfferer({ nc, logger, registry, takenWithinMs = DEFAUL
       if (!back) return { ok: false, error: { code: 'TIMEOUT', message: `no NATS connection to reach ${job.location} for ${timeoutMs} ms` } };
       timeoutMs = Math.max(1, timeoutMs - (Date.now() - started));
     }
-    let reply;
     inFlight++;
-    try {
-      reply = await request(job, timeoutMs, requestId);
-    } catch (error) {
-      if (error instanceof natsErrors.RequestError && error.isNoResponders()) {
-        return { ok: false, error: { code: 'NO_RESPONDERS', message: `no agent serves ${job.location}` } };
-      }
-      if (error instanceof natsErrors.TimeoutError || (error instanceof Error && error.cause instanceof natsErrors.TimeoutError)) {
-        return { ok: false, error: { code: 'TIMEOUT', message: `no reply from ${job.location} within ${timeoutMs} ms` } };
-      }
-      logger.error({ err: error, jobId: job.jobId, requestId }, 'dispatch failed');
-      return { ok: false, error: { code: 'INTERNAL', message: `dispatch failed: ${(error as Error).message}` } };
-    } finally {
-      inFlight--;
-    }
-    if (reply === 'lost') return { ok: false, error: { code: 'DISCONNECTED', message: `the reply from ${job.location} was lost with the NATS connection` } };
-    if (reply === 'untaken') {
+    const end = await request(job, timeoutMs, requestId).finally(() => inFlight--);
+    if ('noResponders' in end) return { ok: false, error: { code: 'NO_RESPONDERS', message: `no agent serves ${job.location}` } };
+    if ('timedOut' in end) return { ok: false, error: { code: 'TIMEOUT', message: `no reply from ${job.location} within ${timeoutMs} ms` } };
+    if ('lost' in end || 'abandoned' in end) return { ok: false, error: { code: 'DISCONNECTED', message: `the reply from ${job.location} was lost with the NATS connection` } };
+    if ('untaken' in end) {
       logger.warn({ jobId: job.jobId, requestId, location: job.location, waitedMs: takenWithinMs }, 'no agent took an offered job; offering it again');
       return { ok: false, error: { code: 'UNTAKEN', message: `no agent of ${job.location} took the job within ${takenWithinMs} ms` } };
     }
+    if ('failed' in end) {
+      logger.error({ err: end.failed, jobId: job.jobId, requestId }, 'dispatch failed');
+      return { ok: false, error: { code: 'INTERNAL', message: `dispatch failed: ${end.failed.message}` } };
+    }
+    const { reply } = end;
     // The agent's id, as it claims it, names the agent in what the run failed of; only a
     // well-formed id is repeated (agents are run by other operators).
     const claimed = agentIdSchema.safeParse(reply.headers?.get(HEADERS.agentId));

@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { availableParallelism } from 'node:os';
 import { promisify } from 'node:util';
 import { gunzipSync, gzip } from 'node:zlib';
+import { LRUCache } from 'lru-cache';
 import pLimit from 'p-limit';
 import { isOneJsonObject } from './json-object-text.ts';
 import { lighthouseResultSchema, MAX_REPLY_INFLATED_BYTES, type LighthouseResult } from '@perfwatch/common';
@@ -18,6 +19,17 @@ const compressing = pLimit(availableParallelism());
 
 /** The largest output buffer a result's gzip trailer can make the gateway allocate up front. */
 const MAX_SIZED_OUTPUT = 4 * 1024 * 1024;
+
+/**
+ * Results inflated by their check, kept for the sync answer that writes them moments later
+ * (the cell is checked before it is stored, and its update answers once its last cell is):
+ * inflating each representative result twice was a fifth of the gateway's CPU at a thousand
+ * updates, with a gigabyte of buffers allocated and dropped (bench/results.md). Bounded: an
+ * async update's results, which no answer writes, or an answer far behind, fall out of it, and
+ * are inflated again if asked for.
+ */
+const INFLATED_KEPT_BYTES = 32 * 1024 * 1024;
+const inflatedKept = new LRUCache<ResultBytes, Buffer>({ maxSize: INFLATED_KEPT_BYTES, sizeCalculation: (bytes) => Math.max(1, bytes.byteLength) });
 
 /** A run's result that does not hold together: not gzip, past the bound, not one JSON object. */
 export class BadResultBytes extends Error {
@@ -92,16 +104,26 @@ export class ResultBytes {
    */
   json(): Buffer {
     if (this.#result) return Buffer.from(JSON.stringify(this.#result));
+    const kept = inflatedKept.get(this);
+    if (kept) {
+      inflatedKept.delete(this);
+      return kept;
+    }
+    return this.#inflatedAndChecked();
+  }
+
+  /** Throws BadResultBytes unless the result is one JSON object; what is stored must be. */
+  check(): void {
+    if (this.#result || this.#checked) return;
+    inflatedKept.set(this, this.#inflatedAndChecked());
+  }
+
+  #inflatedAndChecked(): Buffer {
     const bytes = inflateResult(this.#gzip!);
     if (this.#checked) return bytes;
     if (!isOneJsonObject(bytes)) throw new BadResultBytes('the result is not a JSON object in UTF-8, or not JSON');
     this.#checked = true;
     return bytes;
-  }
-
-  /** Throws BadResultBytes unless the result is one JSON object; what is stored must be. */
-  check(): void {
-    if (!this.#result && !this.#checked) this.json();
   }
 
   /** The result itself, read against the v1 schema. */
