@@ -210,8 +210,11 @@ function checkedResultPart(part: Uint8Array, maxBytes: number): Buffer {
   if (part.byteLength > maxBytes) throw new ReplyRefused(`the reply's result is over ${maxBytes} bytes`);
   const inflated = Buffer.from(part.buffer, part.byteOffset + part.byteLength - 4, 4).readUInt32LE(0);
   if (inflated > maxBytes) throw new ReplyRefused(`the reply's result inflates past ${maxBytes} bytes`);
-  // A copy: the message's buffer may be a view of a larger read.
-  return Buffer.from(part);
+  // A copy: the message's buffer may be a view of a larger read. Copied with set (a memcpy):
+  // Buffer.from copies a Uint8Array that is not a Buffer element by element.
+  const copy = Buffer.allocUnsafeSlow(part.byteLength);
+  copy.set(part);
+  return copy;
 }
 
 async function inflated(data: Uint8Array, maxBytes: number): Promise<Buffer> {
@@ -229,7 +232,9 @@ async function inflated(data: Uint8Array, maxBytes: number): Promise<Buffer> {
 function inflatedDigest(data: Uint8Array, maxBytes: number): Buffer {
   if (data.byteLength > maxBytes) throw new ReplyRefused(`the reply's digest is over ${maxBytes} bytes`);
   try {
-    return gunzipSync(data, { maxOutputLength: maxBytes });
+    // One output buffer of the size the trailer claims (bounded), not zlib's 16 kB chunks.
+    const claimed = data.byteLength >= 18 ? Buffer.from(data.buffer, data.byteOffset + data.byteLength - 4, 4).readUInt32LE(0) : 0;
+    return gunzipSync(data, { maxOutputLength: maxBytes, chunkSize: Math.max(64, Math.min(claimed + 1, maxBytes)) });
   } catch (error) {
     throw inflateRefusal(error, maxBytes);
   }
