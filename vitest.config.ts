@@ -27,7 +27,12 @@ export default defineConfig({
     projects: [
       {
         resolve: { alias },
-        test: { name: 'unit', include: ['{common,gateway,agent}/src/**/*.test.ts'], environment: 'node', sequence: { groupOrder: 0 } },
+        test: {
+          name: 'unit',
+          include: ['{common,gateway,agent}/src/**/*.test.ts'],
+          environment: 'node',
+          sequence: { groupOrder: 0 },
+        },
       },
       {
         resolve: { alias },
@@ -67,7 +72,11 @@ export default defineConfig({
           // containers would starve their Lighthouse runs): the shipped images and compose stack,
           // and suites of the integration project again, their servers started by testcontainers.
           name: 'containers',
-          include: ['test/deploy/compose-stack.test.ts', 'test/integration/mongo-store.test.ts', 'test/integration/update-over-nats.test.ts'],
+          include: [
+            'test/deploy/compose-stack.test.ts',
+            'test/integration/mongo-store.test.ts',
+            'test/integration/update-over-nats.test.ts',
+          ],
           environment: 'node',
           globalSetup: ['./test/support/global-setup.ts'],
           testTimeout: 300_000,

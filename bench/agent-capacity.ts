@@ -41,7 +41,17 @@ async function pssKb(pid: number): Promise<number> {
 
 async function phase(url: string, runs: number, runsPerBrowser: number, cores: number): Promise<CapacityPhase> {
   const logger = pino({ level: 'silent' });
-  const pool = createRunnerPool({ size: cores, worker: { chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium', noSandbox: process.getuid?.() === 0, runsPerBrowser, allowTargets: '127.0.0.0/8', logLevel: 'silent' }, logger });
+  const pool = createRunnerPool({
+    size: cores,
+    worker: {
+      chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium',
+      noSandbox: process.getuid?.() === 0,
+      runsPerBrowser,
+      allowTargets: '127.0.0.0/8',
+      logLevel: 'silent',
+    },
+    logger,
+  });
   const peaks = new Map<string, number>();
   let sampling = true;
   const sampler = (async () => {
@@ -74,7 +84,14 @@ async function phase(url: string, runs: number, runsPerBrowser: number, cores: n
   }
   const seconds = (performance.now() - started) / 1000;
   const browserPeaks = [...peaks.values()].filter((kb) => kb > 0);
-  return { runs, seconds, auditsPerHourPerCore: (runs / seconds) * 3600 / cores, medianLighthouseMs: median(lighthouseMs), chromePeakMb: median(browserPeaks) / 1024, browsers: browserPeaks.length };
+  return {
+    runs,
+    seconds,
+    auditsPerHourPerCore: ((runs / seconds) * 3600) / cores,
+    medianLighthouseMs: median(lighthouseMs),
+    chromePeakMb: median(browserPeaks) / 1024,
+    browsers: browserPeaks.length,
+  };
 }
 
 export async function measureAgentCapacity(runsPerPhase = 6): Promise<CapacityFigures> {
@@ -86,7 +103,9 @@ export async function measureAgentCapacity(runsPerPhase = 6): Promise<CapacityFi
     await phase(url, 1, 0, 1);
     const warm = await phase(url, runsPerPhase, 1_000, cores);
     const cold = await phase(url, runsPerPhase, 0, cores);
-    process.stdout.write(`agent capacity: warm ${warm.auditsPerHourPerCore.toFixed(0)} audits/h/core (Chrome ${warm.chromePeakMb.toFixed(0)} MB), cold ${cold.auditsPerHourPerCore.toFixed(0)} audits/h/core (Chrome ${cold.chromePeakMb.toFixed(0)} MB)\n`);
+    process.stdout.write(
+      `agent capacity: warm ${warm.auditsPerHourPerCore.toFixed(0)} audits/h/core (Chrome ${warm.chromePeakMb.toFixed(0)} MB), cold ${cold.auditsPerHourPerCore.toFixed(0)} audits/h/core (Chrome ${cold.chromePeakMb.toFixed(0)} MB)\n`,
+    );
     return { cores, warm, cold };
   } finally {
     await site.close();

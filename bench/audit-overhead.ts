@@ -54,13 +54,24 @@ export async function measureAuditOverhead(n = pairs): Promise<OverheadFigures> 
     lighthouseMs.warm.length = 0;
     for (let i = 0; i < n; i++) {
       const started = performance.now();
-      await exec(join(root, 'node_modules/.bin/lighthouse'), [pages.cold, '--quiet', '--output=json', `--output-path=${join(dir, 'cli.json')}`, `--chrome-flags=${flags.join(' ')}`], {
-        env: { ...process.env, CHROME_PATH: chromePath },
-        maxBuffer: 64 * 1024 * 1024,
-      });
+      await exec(
+        join(root, 'node_modules/.bin/lighthouse'),
+        [
+          pages.cold,
+          '--quiet',
+          '--output=json',
+          `--output-path=${join(dir, 'cli.json')}`,
+          `--chrome-flags=${flags.join(' ')}`,
+        ],
+        {
+          env: { ...process.env, CHROME_PATH: chromePath },
+          maxBuffer: 64 * 1024 * 1024,
+        },
+      );
       cliMs.push(performance.now() - started);
       // Alternate which agent goes first, so neither always follows the CLI's run.
-      for (const name of i % 2 ? (['warm', 'cold'] as const) : (['cold', 'warm'] as const)) updateMs[name].push((await stack.update(pages[name])).ms);
+      for (const name of i % 2 ? (['warm', 'cold'] as const) : (['cold', 'warm'] as const))
+        updateMs[name].push((await stack.update(pages[name])).ms);
       process.stderr.write(
         `pair ${i + 1}/${n}: cli ${Math.round(cliMs[i]!)} ms, cold update ${Math.round(updateMs.cold[i]!)} ms (Lighthouse ${Math.round(lighthouseMs.cold[i]!)} ms), warm update ${Math.round(updateMs.warm[i]!)} ms (Lighthouse ${Math.round(lighthouseMs.warm[i]!)} ms)\n`,
       );
@@ -80,5 +91,7 @@ export async function measureAuditOverhead(n = pairs): Promise<OverheadFigures> 
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const figures = await measureAuditOverhead();
-  console.log(JSON.stringify(figures, (_k, v: unknown) => (typeof v === 'number' ? Math.round(v * 1000) / 1000 : v), 2));
+  console.log(
+    JSON.stringify(figures, (_k, v: unknown) => (typeof v === 'number' ? Math.round(v * 1000) / 1000 : v), 2),
+  );
 }

@@ -18,7 +18,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { gzipSync } from 'node:zlib';
-import { DEVICES, digestRun, LOCATIONS, type AuditReply, type LighthouseResult, type RunDigest } from '@perfwatch/common';
+import {
+  DEVICES,
+  digestRun,
+  LOCATIONS,
+  type AuditReply,
+  type LighthouseResult,
+  type RunDigest,
+} from '@perfwatch/common';
 import { encodeReplyBytes, startAgent, type AuditRunner, type ReplyEncoder } from '@perfwatch/agent';
 import { createAdmin, freePort, MongoStore, SqliteStore, startNatsServer } from '@perfwatch/gateway';
 import { loadLeanLhr } from '../test/support/lhr-fixtures.ts';
@@ -108,9 +115,16 @@ export interface ScaleLevel {
 /** From the gateway's /metrics: runs it has finished dispatching (answered or failed), its V8 heap in use and its memory outside the heap (buffers). */
 async function scrape(url: string): Promise<{ dispatched: number; heapMb: number; externalMb: number }> {
   const lines = (await (await fetch(`${url}/metrics`)).text()).split('\n');
-  const value = (name: string) => Number(lines.find((l) => l.startsWith(`${name} `))?.split(' ')[1] ?? Number.NaN) / 2 ** 20;
-  const dispatched = lines.filter((l) => l.startsWith('perfwatch_dispatch_duration_seconds_count')).reduce((sum, l) => sum + Number(l.split(' ')[1]), 0);
-  return { dispatched, heapMb: value('nodejs_heap_size_used_bytes'), externalMb: value('nodejs_external_memory_bytes') };
+  const value = (name: string) =>
+    Number(lines.find((l) => l.startsWith(`${name} `))?.split(' ')[1] ?? Number.NaN) / 2 ** 20;
+  const dispatched = lines
+    .filter((l) => l.startsWith('perfwatch_dispatch_duration_seconds_count'))
+    .reduce((sum, l) => sum + Number(l.split(' ')[1]), 0);
+  return {
+    dispatched,
+    heapMb: value('nodejs_heap_size_used_bytes'),
+    externalMb: value('nodejs_external_memory_bytes'),
+  };
 }
 
 /** The process's CPU time so far (user + system), from /proc: reading it costs the gateway nothing. */
@@ -130,14 +144,19 @@ async function resetPeakRss(pid: number): Promise<void> {
   await writeFile(`/proc/${pid}/clear_refs`, '5');
 }
 
-export async function measureDispatchScale(levels = [1, 10, 100, 1000], kinds: readonly ReplyKind[] = ['whole', 'parts']): Promise<ScaleLevel[]> {
+export async function measureDispatchScale(
+  levels = [1, 10, 100, 1000],
+  kinds: readonly ReplyKind[] = ['whole', 'parts'],
+): Promise<ScaleLevel[]> {
   const logger = pino({ level: 'silent' });
   const dir = await mkdtemp(join(tmpdir(), 'perfwatch-scale-'));
   const nats = await startNatsServer({ binary: join(tools, 'nats-server'), dir: join(dir, 'nats') });
   // Every level's projects exist before the gateway starts: the embedded store's file is then
   // the gateway's alone. A project per update: a project's snapshots take distinct seconds.
   const dbName = `scale_${Date.now()}`;
-  const store = EXTERNAL_URI ? new MongoStore({ uri: EXTERNAL_URI, dbName }) : new SqliteStore({ path: join(dir, 'perfwatch.sqlite') });
+  const store = EXTERNAL_URI
+    ? new MongoStore({ uri: EXTERNAL_URI, dbName })
+    : new SqliteStore({ path: join(dir, 'perfwatch.sqlite') });
   await store.init();
   const admin = createAdmin(store);
   const { token } = await admin.createUser('scale');
@@ -154,7 +173,9 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000], kinds: r
   await store.close();
   const results = { mobile: loadLeanLhr('mobile'), desktop: loadLeanLhr('desktop') };
   const replayed = replayedReplies();
-  for (const urls of projects.values()) for (const url of urls) for (const device of DEVICES) replayed.prepare({ ...results[device], requestedUrl: url, finalDisplayedUrl: url });
+  for (const urls of projects.values())
+    for (const url of urls)
+      for (const device of DEVICES) replayed.prepare({ ...results[device], requestedUrl: url, finalDisplayedUrl: url });
   const nc = await connect({ servers: nats.url });
   let generation = 0;
   const startResponders = (replies: ReplyKind) => {
@@ -164,11 +185,22 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000], kinds: r
         const runner: AuditRunner = {
           async run(request) {
             await sleep(DELAY_MS);
-            return { lhr: { ...results[request.device], requestedUrl: request.url, finalDisplayedUrl: request.url }, lighthouseMs: DELAY_MS };
+            return {
+              lhr: { ...results[request.device], requestedUrl: request.url, finalDisplayedUrl: request.url },
+              lighthouseMs: DELAY_MS,
+            };
           },
           async close() {},
         };
-        return startAgent({ nc, location, runner, logger, agentId: `responder-${location}-${generation}-${i}`, capacity: CAPACITY, encodeReply: replies === 'whole' ? replayed.whole : replayed.parts });
+        return startAgent({
+          nc,
+          location,
+          runner,
+          logger,
+          agentId: `responder-${location}-${generation}-${i}`,
+          capacity: CAPACITY,
+          encodeReply: replies === 'whole' ? replayed.whole : replayed.parts,
+        });
       }),
     );
   };
@@ -177,14 +209,42 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000], kinds: r
   const startGateway = async () => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const child = spawn(process.execPath, ['--max-semi-space-size=16', ...(process.env['BENCH_NODE_FLAGS']?.split(' ') ?? []), ...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []), join(root, 'bin/perfwatch.js'), 'gateway'], {
-      env: { ...process.env, ...storeEnv, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_UPDATES_PER_MINUTE: '1000000', MAX_SYNC_UPDATES_PER_USER: '1000', SHUTDOWN_READINESS_DELAY_MS: '0', MAX_RUNS_IN_FLIGHT: process.env['MAX_RUNS_IN_FLIGHT'] ?? String(FLEET_CAPACITY) },
-      // BENCH_GATEWAY_LOG=FILE keeps the gateway's warnings and errors.
-      stdio: ['ignore', process.env['BENCH_GATEWAY_LOG'] ? openSync(process.env['BENCH_GATEWAY_LOG'], 'a') : 'ignore', process.env['BENCH_GATEWAY_LOG'] ? openSync(process.env['BENCH_GATEWAY_LOG'], 'a') : 'ignore'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        '--max-semi-space-size=16',
+        ...(process.env['BENCH_NODE_FLAGS']?.split(' ') ?? []),
+        ...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []),
+        join(root, 'bin/perfwatch.js'),
+        'gateway',
+      ],
+      {
+        env: {
+          ...process.env,
+          ...storeEnv,
+          NATS_URL: nats.url,
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          LOG_LEVEL: 'warn',
+          RATE_LIMIT_UPDATES_PER_MINUTE: '1000000',
+          MAX_SYNC_UPDATES_PER_USER: '1000',
+          SHUTDOWN_READINESS_DELAY_MS: '0',
+          MAX_RUNS_IN_FLIGHT: process.env['MAX_RUNS_IN_FLIGHT'] ?? String(FLEET_CAPACITY),
+        },
+        // BENCH_GATEWAY_LOG=FILE keeps the gateway's warnings and errors.
+        stdio: [
+          'ignore',
+          process.env['BENCH_GATEWAY_LOG'] ? openSync(process.env['BENCH_GATEWAY_LOG'], 'a') : 'ignore',
+          process.env['BENCH_GATEWAY_LOG'] ? openSync(process.env['BENCH_GATEWAY_LOG'], 'a') : 'ignore',
+        ],
+      },
+    );
     for (let i = 0; ; i++) {
       if (i > 100) throw new Error('gateway did not become ready');
-      const ready = await fetch(`${url}/readyz`).then((r) => r.status === 200, () => false);
+      const ready = await fetch(`${url}/readyz`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
       if (ready) break;
       await sleep(200);
     }
@@ -226,16 +286,26 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000], kinds: r
           scrapes++;
           const now = await scrape(gatewayUrl).catch(() => null);
           if (!now) continue;
-          if (process.env['BENCH_TRACE']) process.stdout.write(`  ${((performance.now() - started) / 1000).toFixed(1)} s: heap ${now.heapMb.toFixed(0)} MB, buffers ${now.externalMb.toFixed(0)} MB, runs ${now.dispatched - runsBefore}\n`);
+          if (process.env['BENCH_TRACE'])
+            process.stdout.write(
+              `  ${((performance.now() - started) / 1000).toFixed(1)} s: heap ${now.heapMb.toFixed(0)} MB, buffers ${now.externalMb.toFixed(0)} MB, runs ${now.dispatched - runsBefore}\n`,
+            );
           peak.heapMb = Math.max(peak.heapMb, now.heapMb);
           peak.externalMb = Math.max(peak.externalMb, now.externalMb);
-          if (Number.isNaN(dispatchedMs) && now.dispatched - runsBefore >= concurrent * LOCATIONS.length * 2 * RUNS) dispatchedMs = performance.now() - started;
+          if (Number.isNaN(dispatchedMs) && now.dispatched - runsBefore >= concurrent * LOCATIONS.length * 2 * RUNS)
+            dispatchedMs = performance.now() - started;
         }
       })();
-      const answers = await askAll(urls.map((url) => `${gatewayUrl}/v1/update?url=${encodeURIComponent(url)}`), token);
+      const answers = await askAll(
+        urls.map((url) => `${gatewayUrl}/v1/update?url=${encodeURIComponent(url)}`),
+        token,
+      );
       const statuses = answers.map((r) => r.status);
       const refusal = answers.find((r) => r.status !== 200);
-      if (refusal) process.stdout.write(`dispatch ${concurrent} concurrent: ${answers.filter((r) => r.status !== 200).length} failed, e.g. ${refusal.status} ${refusal.body.slice(0, 300)}\n`);
+      if (refusal)
+        process.stdout.write(
+          `dispatch ${concurrent} concurrent: ${answers.filter((r) => r.status !== 200).length} failed, e.g. ${refusal.status} ${refusal.body.slice(0, 300)}\n`,
+        );
       const ms = performance.now() - started;
       answered = true;
       await sampler;
@@ -246,8 +316,23 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000], kinds: r
       const runsPerLocation = concurrent * 2 * RUNS;
       const waves = Math.ceil(runsPerLocation / (RESPONDERS_PER_LOCATION * CAPACITY));
       const idealMs = waves * DELAY_MS;
-      const level = { concurrent, replies, ms, dispatchedMs, idealMs, overIdeal: ms / idealMs, dispatchedOverIdeal: dispatchedMs / idealMs, cpuMsPerUpdate: Math.max(0, cpuAfter - cpuBefore - scrapes * scrapeCpuMs) / concurrent, peakRssMb: peakRss, peakHeapMb: peak.heapMb, peakExternalMb: peak.externalMb, failed: statuses.filter((s) => s !== 200).length };
-      process.stdout.write(`dispatch ${concurrent} concurrent, ${replies} replies: all runs answered in ${Math.round(dispatchedMs)} ms (×${level.dispatchedOverIdeal.toFixed(2)} ideal), updates stored and answered in ${Math.round(ms)} ms (ideal ${idealMs} ms, ×${level.overIdeal.toFixed(2)}), ${level.cpuMsPerUpdate.toFixed(1)} ms CPU/update, peak RSS ${level.peakRssMb.toFixed(0)} MB (heap ${level.peakHeapMb.toFixed(0)} MB, buffers ${level.peakExternalMb.toFixed(0)} MB), ${level.failed} failed\n`);
+      const level = {
+        concurrent,
+        replies,
+        ms,
+        dispatchedMs,
+        idealMs,
+        overIdeal: ms / idealMs,
+        dispatchedOverIdeal: dispatchedMs / idealMs,
+        cpuMsPerUpdate: Math.max(0, cpuAfter - cpuBefore - scrapes * scrapeCpuMs) / concurrent,
+        peakRssMb: peakRss,
+        peakHeapMb: peak.heapMb,
+        peakExternalMb: peak.externalMb,
+        failed: statuses.filter((s) => s !== 200).length,
+      };
+      process.stdout.write(
+        `dispatch ${concurrent} concurrent, ${replies} replies: all runs answered in ${Math.round(dispatchedMs)} ms (×${level.dispatchedOverIdeal.toFixed(2)} ideal), updates stored and answered in ${Math.round(ms)} ms (ideal ${idealMs} ms, ×${level.overIdeal.toFixed(2)}), ${level.cpuMsPerUpdate.toFixed(1)} ms CPU/update, peak RSS ${level.peakRssMb.toFixed(0)} MB (heap ${level.peakHeapMb.toFixed(0)} MB, buffers ${level.peakExternalMb.toFixed(0)} MB), ${level.failed} failed\n`,
+      );
       figures.push(level);
     }
     return figures;
@@ -261,5 +346,8 @@ export async function measureDispatchScale(levels = [1, 10, 100, 1000], kinds: r
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  await measureDispatchScale((process.argv[2] ?? '1,10,100').split(',').map(Number), (process.argv[3] ?? 'whole,parts').split(',') as ReplyKind[]);
+  await measureDispatchScale(
+    (process.argv[2] ?? '1,10,100').split(',').map(Number),
+    (process.argv[3] ?? 'whole,parts').split(',') as ReplyKind[],
+  );
 }

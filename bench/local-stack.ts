@@ -11,7 +11,16 @@ import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import type { Location } from '@perfwatch/common';
 import { createRunnerPool, startAgent, type AuditRunner } from '@perfwatch/agent';
-import { createAdmin, gatewayConfigWith, MongoStore, startDemoSite, startFerretDb, startGateway, startNatsServer, type Admin } from '@perfwatch/gateway';
+import {
+  createAdmin,
+  gatewayConfigWith,
+  MongoStore,
+  startDemoSite,
+  startFerretDb,
+  startGateway,
+  startNatsServer,
+  type Admin,
+} from '@perfwatch/gateway';
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const tools = join(root, '.tools/bin');
@@ -46,7 +55,17 @@ export async function startLocalStack(agents: StackAgent[]): Promise<LocalStack>
   const nc = await connect({ servers: nats.url });
   // The agents' runner as `perfwatch agent` builds it: a worker thread with its own Chrome.
   const runners = agents.map(({ runsPerBrowser, capacity = 1 }) =>
-    createRunnerPool({ size: capacity, worker: { chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium', noSandbox: process.getuid?.() === 0, runsPerBrowser, allowTargets: '127.0.0.0/8', logLevel: 'silent' }, logger }),
+    createRunnerPool({
+      size: capacity,
+      worker: {
+        chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium',
+        noSandbox: process.getuid?.() === 0,
+        runsPerBrowser,
+        allowTargets: '127.0.0.0/8',
+        logLevel: 'silent',
+      },
+      logger,
+    }),
   );
   const started = agents.map(({ location, onRun, capacity = 1 }, i) => {
     const runner = runners[i]!;
@@ -62,7 +81,12 @@ export async function startLocalStack(agents: StackAgent[]): Promise<LocalStack>
     };
     return startAgent({ nc, location, runner: observed, logger, agentId: `stack-${location}-${i}`, capacity });
   });
-  const gateway = await startGateway({ nc, store, logger, config: gatewayConfigWith({ PORT: 0, HOST: '127.0.0.1', SHUTDOWN_READINESS_DELAY_MS: 0 }) });
+  const gateway = await startGateway({
+    nc,
+    store,
+    logger,
+    config: gatewayConfigWith({ PORT: 0, HOST: '127.0.0.1', SHUTDOWN_READINESS_DELAY_MS: 0 }),
+  });
   const admin = createAdmin(store);
   const { token } = await admin.createUser('stack');
 
@@ -73,7 +97,9 @@ export async function startLocalStack(agents: StackAgent[]): Promise<LocalStack>
     admin,
     async update(url, device = 'mobile') {
       const startedAt = performance.now();
-      const res = await fetch(`${gateway.http.url}/v1/update?url=${encodeURIComponent(url)}&device=${device}`, { headers: { Authorization: token } });
+      const res = await fetch(`${gateway.http.url}/v1/update?url=${encodeURIComponent(url)}&device=${device}`, {
+        headers: { Authorization: token },
+      });
       const body: unknown = await res.json();
       if (res.status !== 200) throw new Error(`update answered ${res.status}: ${JSON.stringify(body).slice(0, 300)}`);
       return { ms: performance.now() - startedAt, body };

@@ -51,8 +51,15 @@ async function peakRssMb(pid: number): Promise<number> {
 }
 
 /** Reads a streamed JSON array to its end, counting records without holding them. */
-async function drainOverview(url: string, token: string, startDate: string, endDate: string): Promise<{ records: number; bytes: number }> {
-  const res = await fetch(`${url}/v1/overview?startDate=${startDate}&endDate=${endDate}`, { headers: { Authorization: token } });
+async function drainOverview(
+  url: string,
+  token: string,
+  startDate: string,
+  endDate: string,
+): Promise<{ records: number; bytes: number }> {
+  const res = await fetch(`${url}/v1/overview?startDate=${startDate}&endDate=${endDate}`, {
+    headers: { Authorization: token },
+  });
   if (res.status !== 200) throw new Error(`overview answered ${res.status}: ${await res.text()}`);
   const decoder = new TextDecoder();
   let records = 0;
@@ -72,7 +79,9 @@ async function drainOverview(url: string, token: string, startDate: string, endD
 /** A KPI record as snapshots write it, the n-th of a level spread over `days` from `firstDay`. */
 function record(n: number, firstDay: number, days: number) {
   return {
-    date: new Date((FIRST_DAY + firstDay + (n % days)) * DAY_MS + 12 * 3_600_000 + (Math.floor(n / days) % 3600) * 1000),
+    date: new Date(
+      (FIRST_DAY + firstDay + (n % days)) * DAY_MS + 12 * 3_600_000 + (Math.floor(n / days) % 3600) * 1000,
+    ),
     domain: 'shop.example',
     url: `https://shop.example/p${n % 50}`,
     device: n % 2 ? 'mobile' : 'desktop',
@@ -80,7 +89,20 @@ function record(n: number, firstDay: number, days: number) {
     updateType: 'scheduled',
     section: 'LIGHTHOUSE',
     kpi: 'performance',
-    data: { si: 1200.5, fcp: 800.1, fmp: null, tti: 2100.7, fCPUi: null, mpFID: 120, score: 93, lcp: 1500.2, tbt: 120, cls: 0.012, ttfb: 300.1, inp: null },
+    data: {
+      si: 1200.5,
+      fcp: 800.1,
+      fmp: null,
+      tti: 2100.7,
+      fCPUi: null,
+      mpFID: 120,
+      score: 93,
+      lcp: 1500.2,
+      tbt: 120,
+      cls: 0.012,
+      ttfb: 300.1,
+      inp: null,
+    },
   };
 }
 
@@ -105,7 +127,11 @@ async function waitReady(url: string): Promise<void> {
 }
 
 /** V8's heap bounds for the server: its old generation capped, its young one a fixed size (see SEMI_SPACE_MB). */
-const V8_FLAGS = [`--max-old-space-size=${HEAP_CAP_MB}`, `--min-semi-space-size=${SEMI_SPACE_MB}`, `--max-semi-space-size=${SEMI_SPACE_MB}`];
+const V8_FLAGS = [
+  `--max-old-space-size=${HEAP_CAP_MB}`,
+  `--min-semi-space-size=${SEMI_SPACE_MB}`,
+  `--max-semi-space-size=${SEMI_SPACE_MB}`,
+];
 const serverEnv = (port: number) => ({ ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' });
 
 type RecordSet = { count: number; firstDay: number; days: number };
@@ -118,21 +144,43 @@ async function serveEmbedded(dir: string, levels: RecordSet[]): Promise<Served> 
   await store.close();
   const db = new DatabaseSync(path);
   // Each 20 records hang on a snapshot of their own: the gateway deletes records of none.
-  const snapshot = db.prepare("INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available) VALUES (?, ?, ?, ?, 'https://shop.example/', 'shop.example', ?, 'scheduled', '[]')");
-  const insert = db.prepare('INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+  const snapshot = db.prepare(
+    "INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available) VALUES (?, ?, ?, ?, 'https://shop.example/', 'shop.example', ?, 'scheduled', '[]')",
+  );
+  const insert = db.prepare(
+    'INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  );
   db.exec('BEGIN');
   for (const { count, firstDay, days } of levels) {
     for (let n = 0; n < count; n++) {
       const r = record(n, firstDay, days);
       const id = `s${firstDay}-${Math.floor(n / 20)}`;
       if (n % 20 === 0) snapshot.run(id, id, user.id, id, r.date.getTime());
-      insert.run(id, 'p', user.id, r.date.getTime(), r.domain, r.url, r.device, r.location, r.updateType, r.section, r.kpi, JSON.stringify(r.data));
+      insert.run(
+        id,
+        'p',
+        user.id,
+        r.date.getTime(),
+        r.domain,
+        r.url,
+        r.device,
+        r.location,
+        r.updateType,
+        r.section,
+        r.kpi,
+        JSON.stringify(r.data),
+      );
     }
   }
   db.exec('COMMIT');
   const port = await freePort();
-  const server = spawn(process.execPath, [...V8_FLAGS, join(root, 'bin/perfwatch.js'), 'start'], { env: { ...serverEnv(port), PERFWATCH_DATA_DIR: dir, PERFWATCH_DEMO_PORT: '0' }, stdio: ['ignore', 'ignore', 'inherit'] });
-  const query = db.prepare('SELECT date, domain, url, device, location, update_type, section, kpi, data FROM kpis WHERE user_id = ? AND date >= ? AND date < ? ORDER BY date, url, device, location, section, kpi');
+  const server = spawn(process.execPath, [...V8_FLAGS, join(root, 'bin/perfwatch.js'), 'start'], {
+    env: { ...serverEnv(port), PERFWATCH_DATA_DIR: dir, PERFWATCH_DEMO_PORT: '0' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const query = db.prepare(
+    'SELECT date, domain, url, device, location, update_type, section, kpi, data FROM kpis WHERE user_id = ? AND date >= ? AND date < ? ORDER BY date, url, device, location, section, kpi',
+  );
   return {
     url: `http://127.0.0.1:${port}`,
     token,
@@ -166,7 +214,10 @@ async function serveMongoWire(dir: string): Promise<Served> {
   const kpis = client.db(dbName).collection('kpis');
   const userId = new ObjectId(user.id);
   const port = await freePort();
-  const server = spawn(process.execPath, [...V8_FLAGS, join(root, 'bin/perfwatch.js'), 'gateway'], { env: { ...serverEnv(port), NATS_URL: nats.url, MONGODB_URI: ferret.url, MONGODB_DB: dbName }, stdio: 'inherit' });
+  const server = spawn(process.execPath, [...V8_FLAGS, join(root, 'bin/perfwatch.js'), 'gateway'], {
+    env: { ...serverEnv(port), NATS_URL: nats.url, MONGODB_URI: ferret.url, MONGODB_DB: dbName },
+    stdio: 'inherit',
+  });
   return {
     url: `http://127.0.0.1:${port}`,
     token,
@@ -174,7 +225,23 @@ async function serveMongoWire(dir: string): Promise<Served> {
     async direct(from, to) {
       // The gateway's query (gateway/src/store/mongo-store.ts streamKpis), documents decoded by the driver.
       const cursor = kpis
-        .find({ userId, date: { $gte: from, $lt: to }, pending: { $ne: true } }, { projection: { _id: 0, date: 1, domain: 1, url: 1, device: 1, location: 1, updateType: 1, section: 1, kpi: 1, data: 1 } })
+        .find(
+          { userId, date: { $gte: from, $lt: to }, pending: { $ne: true } },
+          {
+            projection: {
+              _id: 0,
+              date: 1,
+              domain: 1,
+              url: 1,
+              device: 1,
+              location: 1,
+              updateType: 1,
+              section: 1,
+              kpi: 1,
+              data: 1,
+            },
+          },
+        )
         .sort({ date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1 })
         .batchSize(500);
       let count = 0;
@@ -183,7 +250,12 @@ async function serveMongoWire(dir: string): Promise<Served> {
     },
     async add({ count, firstDay, days }) {
       for (let done = 0; done < count; done += 10_000) {
-        const docs = Array.from({ length: Math.min(10_000, count - done) }, (_, i) => ({ userId, snapshotId: new ObjectId(), projectId: new ObjectId(), ...record(done + i, firstDay, days) }));
+        const docs = Array.from({ length: Math.min(10_000, count - done) }, (_, i) => ({
+          userId,
+          snapshotId: new ObjectId(),
+          projectId: new ObjectId(),
+          ...record(done + i, firstDay, days),
+        }));
         await kpis.insertMany(docs, { ordered: false });
       }
     },
@@ -218,14 +290,25 @@ export async function measureOverview(store: OverviewStore, large = 1_000_000): 
       const started = performance.now();
       const read = await drainOverview(served.url, served.token, day(from), day(last));
       const seconds = (performance.now() - started) / 1000;
-      if (read.records !== count) throw new Error(`overview of ${store} returned ${read.records} records, expected ${count}`);
+      if (read.records !== count)
+        throw new Error(`overview of ${store} returned ${read.records} records, expected ${count}`);
       const peakRss = await peakRssMb(served.server.pid!);
       const directStarted = performance.now();
       const directCount = await served.direct(from, new Date(last.getTime() + DAY_MS));
       const directSeconds = (performance.now() - directStarted) / 1000;
-      if (directCount !== count) throw new Error(`the direct query of ${store} returned ${directCount} records, expected ${count}`);
-      const level = { records: count, mb: read.bytes / 2 ** 20, seconds, recordsPerSecond: count / seconds, directRecordsPerSecond: count / directSeconds, peakRssMb: peakRss };
-      process.stdout.write(`overview ${store}: ${count} records (${level.mb.toFixed(0)} MB) in ${seconds.toFixed(1)} s, ${Math.round(level.recordsPerSecond)} records/s (direct ${Math.round(level.directRecordsPerSecond)}), peak RSS ${peakRss.toFixed(0)} MB\n`);
+      if (directCount !== count)
+        throw new Error(`the direct query of ${store} returned ${directCount} records, expected ${count}`);
+      const level = {
+        records: count,
+        mb: read.bytes / 2 ** 20,
+        seconds,
+        recordsPerSecond: count / seconds,
+        directRecordsPerSecond: count / directSeconds,
+        peakRssMb: peakRss,
+      };
+      process.stdout.write(
+        `overview ${store}: ${count} records (${level.mb.toFixed(0)} MB) in ${seconds.toFixed(1)} s, ${Math.round(level.recordsPerSecond)} records/s (direct ${Math.round(level.directRecordsPerSecond)}), peak RSS ${peakRss.toFixed(0)} MB\n`,
+      );
       levels.push(level);
     }
     return { store, heapCapMb: HEAP_CAP_MB, baselineRssMb, levels };
@@ -238,6 +321,9 @@ export async function measureOverview(store: OverviewStore, large = 1_000_000): 
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const figures = await measureOverview((process.argv[2] ?? 'embedded') as OverviewStore, Number(process.argv[3] ?? 1_000_000));
+  const figures = await measureOverview(
+    (process.argv[2] ?? 'embedded') as OverviewStore,
+    Number(process.argv[3] ?? 1_000_000),
+  );
   console.log(JSON.stringify(figures, (_k, v: unknown) => (typeof v === 'number' ? Math.round(v * 100) / 100 : v), 2));
 }

@@ -29,7 +29,16 @@ import autocannon from 'autocannon';
 import { MongoClient, ObjectId, type Document } from 'mongodb';
 import { formatApiDateTime } from '@perfwatch/common';
 import { DatabaseSync } from 'node:sqlite';
-import { createAdmin, freePort, MongoStore, receivedRun, SqliteStore, startFerretDb, startNatsServer, type ProjectRecord } from '@perfwatch/gateway';
+import {
+  createAdmin,
+  freePort,
+  MongoStore,
+  receivedRun,
+  SqliteStore,
+  startFerretDb,
+  startNatsServer,
+  type ProjectRecord,
+} from '@perfwatch/gateway';
 import { buildLocationSnapshot } from '../gateway/src/snapshot-builder.ts';
 import { loadLeanLhr } from '../test/support/lhr-fixtures.ts';
 import { root } from './local-stack.ts';
@@ -66,7 +75,8 @@ export interface ReadPathFigures {
   overview: { gateway: Load; raw: Load; ratio: number };
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 /** `work` run by `connections` loops for `seconds`: the driver-side twin of autocannon. */
 async function closedLoop(seconds: number, connections: number, work: (n: number) => Promise<void>): Promise<Load> {
@@ -83,7 +93,11 @@ async function closedLoop(seconds: number, connections: number, work: (n: number
     }),
   );
   latencies.sort((a, b) => a - b);
-  return { requestsPerSecond: latencies.length / seconds, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99) };
+  return {
+    requestsPerSecond: latencies.length / seconds,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+  };
 }
 
 /**
@@ -112,16 +126,24 @@ async function cannon(url: string, token: string, path: (n: number) => string, s
     headers: { Authorization: token },
     requests: [{ setupRequest: (req) => ({ ...req, path: path(n++) }) }],
   });
-  if (result.non2xx > 0 || result.errors > 0) throw new Error(`${result.non2xx} non-2xx answers and ${result.errors} errors under load`);
-  const cpuMsPerRequest = ((await gatewayCpuSeconds(url)) - cpuBefore) * 1000 / result.requests.total;
-  return { requestsPerSecond: result.requests.average, p50Ms: result.latency.p50, p99Ms: result.latency.p99, cpuMsPerRequest };
+  if (result.non2xx > 0 || result.errors > 0)
+    throw new Error(`${result.non2xx} non-2xx answers and ${result.errors} errors under load`);
+  const cpuMsPerRequest = (((await gatewayCpuSeconds(url)) - cpuBefore) * 1000) / result.requests.total;
+  return {
+    requestsPerSecond: result.requests.average,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    cpuMsPerRequest,
+  };
 }
 
 const mean = (loads: Load[]): Load => ({
   requestsPerSecond: loads.reduce((s, l) => s + l.requestsPerSecond, 0) / loads.length,
   p50Ms: loads.reduce((s, l) => s + l.p50Ms, 0) / loads.length,
   p99Ms: loads.reduce((s, l) => s + l.p99Ms, 0) / loads.length,
-  ...(loads[0]?.cpuMsPerRequest === undefined ? {} : { cpuMsPerRequest: loads.reduce((s, l) => s + l.cpuMsPerRequest!, 0) / loads.length }),
+  ...(loads[0]?.cpuMsPerRequest === undefined
+    ? {}
+    : { cpuMsPerRequest: loads.reduce((s, l) => s + l.cpuMsPerRequest!, 0) / loads.length }),
 });
 
 /** How a store was seeded, and the same reads made straight on it. */
@@ -138,19 +160,44 @@ interface Seeded {
 }
 
 /** Snapshots made of one template snapshot (stored by the store itself), `at(i)` the i-th one's project and date. */
-async function template(store: MongoStore | SqliteStore): Promise<{ token: string; userId: string; projects: ProjectRecord[]; date: Date }> {
+async function template(
+  store: MongoStore | SqliteStore,
+): Promise<{ token: string; userId: string; projects: ProjectRecord[]; date: Date }> {
   await store.init();
   const admin = createAdmin(store);
   const { user, token } = await admin.createUser('bench');
   const projects: ProjectRecord[] = [];
-  for (let p = 0; p < PROJECTS; p++) projects.push(await admin.addProject('bench', `https://d${p % DOMAINS}.example/page-${p}`, { locations: ['london'], runs: 1 }));
+  for (let p = 0; p < PROJECTS; p++)
+    projects.push(
+      await admin.addProject('bench', `https://d${p % DOMAINS}.example/page-${p}`, { locations: ['london'], runs: 1 }),
+    );
   const lhr = loadLeanLhr('mobile');
-  const cell = await buildLocationSnapshot('mobile', 'london', [receivedRun({ jobId: 'seed', agentId: 'seed', location: 'london', device: 'mobile', runIndex: 0, startedAt: new Date().toISOString(), lighthouseMs: 6_000, lhr })]);
-  const date = await store.saveSnapshot({ project: projects[0]!, updateId: randomUUID(), date: new Date(Date.UTC(2020, 0, 1)), updateType: 'scheduled', results: [cell] });
+  const cell = await buildLocationSnapshot('mobile', 'london', [
+    receivedRun({
+      jobId: 'seed',
+      agentId: 'seed',
+      location: 'london',
+      device: 'mobile',
+      runIndex: 0,
+      startedAt: new Date().toISOString(),
+      lighthouseMs: 6_000,
+      lhr,
+    }),
+  ]);
+  const date = await store.saveSnapshot({
+    project: projects[0]!,
+    updateId: randomUUID(),
+    date: new Date(Date.UTC(2020, 0, 1)),
+    updateType: 'scheduled',
+    results: [cell],
+  });
   return { token, userId: user.id, projects, date };
 }
 
-const at = (projects: ProjectRecord[], i: number) => ({ project: projects[i % PROJECTS]!, date: new Date(FIRST + Math.floor(i / PROJECTS) * EVERY_MS) });
+const at = (projects: ProjectRecord[], i: number) => ({
+  project: projects[i % PROJECTS]!,
+  date: new Date(FIRST + Math.floor(i / PROJECTS) * EVERY_MS),
+});
 
 /**
  * The embedded store (`perfwatch gateway` with PERFWATCH_DATA_DIR): cloned by SQL from the
@@ -165,9 +212,15 @@ async function seedEmbedded(dir: string, snapshots: number): Promise<Seeded & { 
   await seedStore.close();
   const db = new DatabaseSync(path);
   const tpl = db.prepare('SELECT id FROM snapshots WHERE date = ?').get(date.getTime()) as { id: string };
-  const insertSnapshot = db.prepare('INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available, missing, kpi_version) SELECT ?, ?, user_id, ?, ?, ?, ?, update_type, available, missing, kpi_version FROM snapshots WHERE id = ?');
-  const insertResults = db.prepare('INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse, checks) SELECT ?, seq, device, location, median, runs, element_count, crux, lighthouse, checks FROM results WHERE snapshot_id = ?');
-  const insertKpis = db.prepare('INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) SELECT ?, ?, user_id, ?, ?, ?, device, location, update_type, section, kpi, data FROM kpis WHERE snapshot_id = ?');
+  const insertSnapshot = db.prepare(
+    'INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available, missing, kpi_version) SELECT ?, ?, user_id, ?, ?, ?, ?, update_type, available, missing, kpi_version FROM snapshots WHERE id = ?',
+  );
+  const insertResults = db.prepare(
+    'INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse, checks) SELECT ?, seq, device, location, median, runs, element_count, crux, lighthouse, checks FROM results WHERE snapshot_id = ?',
+  );
+  const insertKpis = db.prepare(
+    'INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) SELECT ?, ?, user_id, ?, ?, ?, device, location, update_type, section, kpi, data FROM kpis WHERE snapshot_id = ?',
+  );
   db.exec('BEGIN');
   for (let i = 0; i < snapshots; i++) {
     const { project, date: when } = at(projects, i);
@@ -176,13 +229,15 @@ async function seedEmbedded(dir: string, snapshots: number): Promise<Seeded & { 
     insertResults.run(id, tpl.id);
     insertKpis.run(id, project.id, when.getTime(), project.domain, project.url, tpl.id);
   }
-  for (const table of ['kpis', 'results', 'snapshots']) db.prepare(`DELETE FROM ${table} WHERE ${table === 'snapshots' ? 'id' : 'snapshot_id'} = ?`).run(tpl.id);
+  for (const table of ['kpis', 'results', 'snapshots'])
+    db.prepare(`DELETE FROM ${table} WHERE ${table === 'snapshots' ? 'id' : 'snapshot_id'} = ?`).run(tpl.id);
   db.exec('COMMIT');
   const kpiRecords = (db.prepare('SELECT count(*) AS n FROM kpis').get() as { n: number }).n;
   db.close();
   const direct = new SqliteStore({ path });
   await direct.init();
-  const overview = (day: Date, domain: string) => direct.streamKpis({ userId, from: day, to: new Date(day.getTime() + 86_400_000), domain });
+  const overview = (day: Date, domain: string) =>
+    direct.streamKpis({ userId, from: day, to: new Date(day.getTime() + 86_400_000), domain });
   return {
     token,
     projects,
@@ -193,7 +248,8 @@ async function seedEmbedded(dir: string, snapshots: number): Promise<Seeded & { 
       return n;
     },
     async rawAudit(project, when) {
-      if (!(await direct.findProject(userId, project.url)) || !(await direct.findSnapshot(project.id, when))) throw new Error('seeded snapshot not found');
+      if (!(await direct.findProject(userId, project.url)) || !(await direct.findSnapshot(project.id, when)))
+        throw new Error('seeded snapshot not found');
     },
     async rawOverview(day, domain) {
       for await (const _batch of overview(day, domain));
@@ -208,7 +264,9 @@ async function seedEmbedded(dir: string, snapshots: number): Promise<Seeded & { 
  * the template; the direct reads are the store's queries issued through the driver.
  */
 async function seedMongoWire(dir: string, snapshots: number): Promise<Seeded & { projects: ProjectRecord[] }> {
-  const db = EXTERNAL_URI ? { url: EXTERNAL_URI, stop: async () => {} } : await startFerretDb({ binary: join(tools, 'ferretdb'), dir: join(dir, 'db') });
+  const db = EXTERNAL_URI
+    ? { url: EXTERNAL_URI, stop: async () => {} }
+    : await startFerretDb({ binary: join(tools, 'ferretdb'), dir: join(dir, 'db') });
   const dbName = `read_${randomUUID().slice(0, 8)}`;
   const store = new MongoStore({ uri: db.url, dbName });
   const { token, userId: user, projects, date: templateDate } = await template(store);
@@ -216,11 +274,19 @@ async function seedMongoWire(dir: string, snapshots: number): Promise<Seeded & {
 
   const client = new MongoClient(db.url);
   const database = client.db(dbName);
-  const [snapshotsC, resultsC, kpisC] = [database.collection('snapshots'), database.collection('results'), database.collection('kpis')];
+  const [snapshotsC, resultsC, kpisC] = [
+    database.collection('snapshots'),
+    database.collection('results'),
+    database.collection('kpis'),
+  ];
   const tplSnapshot = (await snapshotsC.findOne({ date: templateDate }))!;
   const tplResults = await resultsC.find({ snapshotId: tplSnapshot['_id'] }).toArray();
   const tplKpis = await kpisC.find({ snapshotId: tplSnapshot['_id'] }).toArray();
-  await Promise.all([snapshotsC.deleteOne({ _id: tplSnapshot['_id'] }), resultsC.deleteMany({ snapshotId: tplSnapshot['_id'] }), kpisC.deleteMany({ snapshotId: tplSnapshot['_id'] })]);
+  await Promise.all([
+    snapshotsC.deleteOne({ _id: tplSnapshot['_id'] }),
+    resultsC.deleteMany({ snapshotId: tplSnapshot['_id'] }),
+    kpisC.deleteMany({ snapshotId: tplSnapshot['_id'] }),
+  ]);
 
   const clone = (doc: Document, fields: Document) => {
     const copy: Document = { ...doc, _id: new ObjectId() };
@@ -234,17 +300,37 @@ async function seedMongoWire(dir: string, snapshots: number): Promise<Seeded & {
     const k: Document[] = [];
     for (let i = from; i < Math.min(snapshots, from + batch); i++) {
       const { project, date } = at(projects, i);
-      const snapshot = clone(tplSnapshot, { projectId: new ObjectId(project.id), url: project.url, domain: project.domain, updateId: randomUUID(), date });
-      const fields = { snapshotId: snapshot['_id'], projectId: snapshot['projectId'], url: project.url, domain: project.domain, date };
+      const snapshot = clone(tplSnapshot, {
+        projectId: new ObjectId(project.id),
+        url: project.url,
+        domain: project.domain,
+        updateId: randomUUID(),
+        date,
+      });
+      const fields = {
+        snapshotId: snapshot['_id'],
+        projectId: snapshot['projectId'],
+        url: project.url,
+        domain: project.domain,
+        date,
+      };
       s.push(snapshot);
       for (const doc of tplResults) r.push(clone(doc, fields));
       for (const doc of tplKpis) k.push(clone(doc, fields));
     }
-    await Promise.all([snapshotsC.insertMany(s, { ordered: false }), resultsC.insertMany(r, { ordered: false }), kpisC.insertMany(k, { ordered: false })]);
+    await Promise.all([
+      snapshotsC.insertMany(s, { ordered: false }),
+      resultsC.insertMany(r, { ordered: false }),
+      kpisC.insertMany(k, { ordered: false }),
+    ]);
   }
   const kpiRecords = await kpisC.countDocuments();
   const userId = new ObjectId(user);
-  const overviewQuery = (day: Date, domain: string) => ({ userId, date: { $gte: day, $lt: new Date(day.getTime() + 86_400_000) }, domain });
+  const overviewQuery = (day: Date, domain: string) => ({
+    userId,
+    date: { $gte: day, $lt: new Date(day.getTime() + 86_400_000) },
+    domain,
+  });
   return {
     token,
     projects,
@@ -257,7 +343,20 @@ async function seedMongoWire(dir: string, snapshots: number): Promise<Seeded & {
     },
     async rawOverview(day, domain) {
       await kpisC
-        .find(overviewQuery(day, domain), { projection: { _id: 0, date: 1, domain: 1, url: 1, device: 1, location: 1, updateType: 1, section: 1, kpi: 1, data: 1 } })
+        .find(overviewQuery(day, domain), {
+          projection: {
+            _id: 0,
+            date: 1,
+            domain: 1,
+            url: 1,
+            device: 1,
+            location: 1,
+            updateType: 1,
+            section: 1,
+            kpi: 1,
+            data: 1,
+          },
+        })
         .sort({ date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1 })
         .toArray();
     },
@@ -272,19 +371,27 @@ async function seedMongoWire(dir: string, snapshots: number): Promise<Seeded & {
 
 export type ReadStore = 'embedded' | 'mongo-wire';
 
-export async function measureReadPath(kind: ReadStore, snapshots = kind === 'embedded' ? EMBEDDED_SNAPSHOTS : DEFAULT_SNAPSHOTS): Promise<ReadPathFigures> {
+export async function measureReadPath(
+  kind: ReadStore,
+  snapshots = kind === 'embedded' ? EMBEDDED_SNAPSHOTS : DEFAULT_SNAPSHOTS,
+): Promise<ReadPathFigures> {
   const dir = await mkdtemp(join(tmpdir(), 'perfwatch-read-'));
   const nats = await startNatsServer({ binary: join(tools, 'nats-server'), dir: join(dir, 'nats') });
   const seedStarted = performance.now();
   const seeded = await (kind === 'embedded' ? seedEmbedded : seedMongoWire)(dir, snapshots);
   const { token, projects, kpiRecords } = seeded;
   const seedSeconds = (performance.now() - seedStarted) / 1000;
-  process.stdout.write(`read path ${kind}: seeded ${snapshots} snapshots, ${kpiRecords} KPI records in ${seedSeconds.toFixed(0)} s\n`);
+  process.stdout.write(
+    `read path ${kind}: seeded ${snapshots} snapshots, ${kpiRecords} KPI records in ${seedSeconds.toFixed(0)} s\n`,
+  );
 
   // The same pseudo-random picks for both sides.
   const pick = (n: number) => at(projects, (n * 7_919) % snapshots);
   const days = Math.floor(((snapshots / PROJECTS) * EVERY_MS) / 86_400_000);
-  const overviewDay = (n: number) => ({ day: new Date(FIRST + ((n * 31) % days) * 86_400_000), domain: `d${n % DOMAINS}.example` });
+  const overviewDay = (n: number) => ({
+    day: new Date(FIRST + ((n * 31) % days) * 86_400_000),
+    domain: `d${n % DOMAINS}.example`,
+  });
   const auditPath = (n: number) => {
     const { project, date } = pick(n);
     return `/v1/audit?url=${encodeURIComponent(project.url)}&date=${formatApiDateTime(date)}`;
@@ -307,10 +414,27 @@ export async function measureReadPath(kind: ReadStore, snapshots = kind === 'emb
 
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const gateway = spawn(process.execPath, [...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []), join(root, 'bin/perfwatch.js'), 'gateway'], {
-    env: { ...process.env, ...seeded.env, PORT: String(port), HOST: '127.0.0.1', NATS_URL: nats.url, LOG_LEVEL: 'warn', RATE_LIMIT_READS_PER_MINUTE: '100000000', RETENTION_DAYS: '3650' },
-    stdio: 'inherit',
-  });
+  const gateway = spawn(
+    process.execPath,
+    [
+      ...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []),
+      join(root, 'bin/perfwatch.js'),
+      'gateway',
+    ],
+    {
+      env: {
+        ...process.env,
+        ...seeded.env,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        NATS_URL: nats.url,
+        LOG_LEVEL: 'warn',
+        RATE_LIMIT_READS_PER_MINUTE: '100000000',
+        RETENTION_DAYS: '3650',
+      },
+      stdio: 'inherit',
+    },
+  );
   try {
     for (let i = 0; ; i++) {
       if ((await fetch(`${url}/readyz`).catch(() => null))?.ok) break;
@@ -320,7 +444,12 @@ export async function measureReadPath(kind: ReadStore, snapshots = kind === 'emb
     // Warm both paths (connections, caches, JIT) before anything is counted.
     await closedLoop(2, CONNECTIONS, rawAudit);
     await cannon(url, token, auditPath, 2);
-    const runs = { auditGateway: [] as Load[], auditRaw: [] as Load[], overviewGateway: [] as Load[], overviewRaw: [] as Load[] };
+    const runs = {
+      auditGateway: [] as Load[],
+      auditRaw: [] as Load[],
+      overviewGateway: [] as Load[],
+      overviewRaw: [] as Load[],
+    };
     for (let round = 0; round < ROUNDS; round++) {
       runs.auditRaw.push(await closedLoop(ROUND_SECONDS, CONNECTIONS, rawAudit));
       runs.auditGateway.push(await cannon(url, token, auditPath, ROUND_SECONDS));
@@ -338,7 +467,9 @@ export async function measureReadPath(kind: ReadStore, snapshots = kind === 'emb
       audit: { ...audit, ratio: audit.gateway.requestsPerSecond / audit.raw.requestsPerSecond },
       overview: { ...overview, ratio: overview.gateway.requestsPerSecond / overview.raw.requestsPerSecond },
     };
-    process.stdout.write(`read path: audit ${figures.audit.ratio.toFixed(2)} × raw driver, overview ${figures.overview.ratio.toFixed(2)} × raw driver\n`);
+    process.stdout.write(
+      `read path: audit ${figures.audit.ratio.toFixed(2)} × raw driver, overview ${figures.overview.ratio.toFixed(2)} × raw driver\n`,
+    );
     return figures;
   } finally {
     gateway.kill('SIGTERM');

@@ -85,13 +85,22 @@ async function update(stack: LocalStack, url: string, device: Device): Promise<K
   const { ms, body } = await stack.update(url, device);
   const cell = auditResultSchema.parse(body)[device]!.london!;
   const kept = cell.runs[cell.median - 1]!;
-  return { score: kept.performance!, lcp: kept.lcp!, cpuMultiplier: kept.cpuMultiplier ?? 1, runsMade: cell.runs.length, suspect: cell.runs.filter((r) => r.verdict === 'suspect').length, ms };
+  return {
+    score: kept.performance!,
+    lcp: kept.lcp!,
+    cpuMultiplier: kept.cpuMultiplier ?? 1,
+    runsMade: cell.runs.length,
+    suspect: cell.runs.filter((r) => r.verdict === 'suspect').length,
+    ms,
+  };
 }
 
 async function measureSpreads(capacity: number, updates: number): Promise<Spread[]> {
   const stack = await startLocalStack([{ location: 'london', runsPerBrowser: 50, capacity }]);
   try {
-    const projects = PAGES.flatMap(({ page, file, device }) => RUNS.map((runs) => ({ page, device, runs, url: `${stack.siteUrl}${file}?runs=${runs}` })));
+    const projects = PAGES.flatMap(({ page, file, device }) =>
+      RUNS.map((runs) => ({ page, device, runs, url: `${stack.siteUrl}${file}?runs=${runs}` })),
+    );
     for (const p of projects) await stack.admin.addProject('stack', p.url, { locations: ['london'], runs: p.runs });
     // The first Chrome, the calibration and Lighthouse's import are paid before measuring.
     await update(stack, projects[0]!.url, projects[0]!.device);
@@ -102,7 +111,9 @@ async function measureSpreads(capacity: number, updates: number): Promise<Spread
       for (const p of order) {
         const k = await update(stack, p.url, p.device);
         kept.get(p.url)!.push(k);
-        process.stderr.write(`capacity ${capacity}, round ${i + 1}/${updates}, ${p.page}, ${p.runs} run(s): score ${k.score}, LCP ${Math.round(k.lcp)} ms, ${k.runsMade} runs made, ${k.suspect} suspect, ${Math.round(k.ms)} ms\n`);
+        process.stderr.write(
+          `capacity ${capacity}, round ${i + 1}/${updates}, ${p.page}, ${p.runs} run(s): score ${k.score}, LCP ${Math.round(k.lcp)} ms, ${k.runsMade} runs made, ${k.suspect} suspect, ${Math.round(k.ms)} ms\n`,
+        );
       }
     }
     return projects.map((p) => {
@@ -139,22 +150,48 @@ async function measureAgreement(rounds: number): Promise<Agreement[]> {
       await stack.admin.addProject('stack', url, { locations: ['london'], runs: 1 });
       const { cpuMultiplier } = await update(stack, url, device);
       // Stock Lighthouse's desktop preset; on mobile its defaults with the agent's CPU slowdown.
-      const preset = device === 'desktop' ? ['--preset=desktop'] : [`--throttling.cpuSlowdownMultiplier=${cpuMultiplier}`];
+      const preset =
+        device === 'desktop' ? ['--preset=desktop'] : [`--throttling.cpuSlowdownMultiplier=${cpuMultiplier}`];
       const cliScores: number[] = [];
       const perfwatchScores: number[] = [];
       for (let i = 0; i < rounds; i++) {
         const cli = async () => {
           const report = join(dir, 'cli.json');
-          await exec(join(root, 'node_modules/.bin/lighthouse'), [url, ...preset, '--quiet', '--output=json', `--output-path=${report}`, `--chrome-flags=${flags.join(' ')}`], { env: { ...process.env, CHROME_PATH: process.env['CHROME_PATH'] ?? '/usr/bin/chromium' }, maxBuffer: 64 * 1024 * 1024 });
+          await exec(
+            join(root, 'node_modules/.bin/lighthouse'),
+            [
+              url,
+              ...preset,
+              '--quiet',
+              '--output=json',
+              `--output-path=${report}`,
+              `--chrome-flags=${flags.join(' ')}`,
+            ],
+            {
+              env: { ...process.env, CHROME_PATH: process.env['CHROME_PATH'] ?? '/usr/bin/chromium' },
+              maxBuffer: 64 * 1024 * 1024,
+            },
+          );
           const lhr = JSON.parse(await readFile(report, 'utf8')) as { categories: { performance: { score: number } } };
           cliScores.push(Math.round(lhr.categories.performance.score * 100));
         };
         const ours = async () => perfwatchScores.push((await update(stack, url, device)).score);
         // Alternate which side goes first.
         for (const side of i % 2 ? [ours, cli] : [cli, ours]) await side();
-        process.stderr.write(`agreement ${page} round ${i + 1}/${rounds}: stock CLI ${cliScores.at(-1)}, perfwatch ${perfwatchScores.at(-1)}\n`);
+        process.stderr.write(
+          `agreement ${page} round ${i + 1}/${rounds}: stock CLI ${cliScores.at(-1)}, perfwatch ${perfwatchScores.at(-1)}\n`,
+        );
       }
-      out.push({ page, device, cpuMultiplier, rounds, cliScores, perfwatchScores, cliMedian: median(cliScores), perfwatchMedian: median(perfwatchScores) });
+      out.push({
+        page,
+        device,
+        cpuMultiplier,
+        rounds,
+        cliScores,
+        perfwatchScores,
+        cliMedian: median(cliScores),
+        perfwatchMedian: median(perfwatchScores),
+      });
     }
     return out;
   } finally {
@@ -174,7 +211,9 @@ export function repeatabilitySection(figures: RepeatabilityFigures, date: string
   const meets = (ok: boolean) => (ok ? 'met' : '**not met**');
   const goal = (s: Spread, kind: 'sd' | 'cv') => {
     if (s.runs !== 5) return '—';
-    return kind === 'sd' ? `≤ ${GOALS.medianOf5ScoreSd}: ${meets(s.scoreSd <= GOALS.medianOf5ScoreSd)}` : `≤ ${GOALS.medianOf5LcpCv * 100} %: ${meets(s.lcpCv <= GOALS.medianOf5LcpCv)}`;
+    return kind === 'sd'
+      ? `≤ ${GOALS.medianOf5ScoreSd}: ${meets(s.scoreSd <= GOALS.medianOf5ScoreSd)}`
+      : `≤ ${GOALS.medianOf5LcpCv * 100} %: ${meets(s.lcpCv <= GOALS.medianOf5LcpCv)}`;
   };
   const updates = figures.spreads[0]?.updates ?? 0;
   // Also when a row has too few updates for a spread (a smoke run with BENCH_REPEAT_UPDATES=1).
@@ -186,9 +225,12 @@ export function repeatabilitySection(figures: RepeatabilityFigures, date: string
     '',
     '| page | device | agent capacity | runs per update | score mean | score SD | goal | LCP mean | LCP CV | goal | runs made (suspect) | update wall time, median |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|',
-    ...figures.spreads.map((s) => `| ${s.page} | ${s.device} | ${s.capacity} | ${s.runs === 1 ? '1 run' : `median of ${s.runs}`} | ${s.scoreMean.toFixed(1)} | ${fixed(s.scoreSd, 2)} | ${goal(s, 'sd')} | ${Math.round(s.lcpMeanMs)} ms | ${fixed(s.lcpCv * 100, 1)} % | ${goal(s, 'cv')} | ${s.runsMade} (${s.suspectRuns}) | ${(s.medianUpdateMs / 1000).toFixed(1)} s |`),
+    ...figures.spreads.map(
+      (s) =>
+        `| ${s.page} | ${s.device} | ${s.capacity} | ${s.runs === 1 ? '1 run' : `median of ${s.runs}`} | ${s.scoreMean.toFixed(1)} | ${fixed(s.scoreSd, 2)} | ${goal(s, 'sd')} | ${Math.round(s.lcpMeanMs)} ms | ${fixed(s.lcpCv * 100, 1)} % | ${goal(s, 'cv')} | ${s.runsMade} (${s.suspectRuns}) | ${(s.medianUpdateMs / 1000).toFixed(1)} s |`,
+    ),
     '',
-    'At agent capacity 2 every first-round run of a multi-run update shares its agent with another and is suspect, so the median rests on the re-tests (at most `MAX_RETESTS`, 2): there a median of 5 is no steadier than a median of 3. Where numbers must compare, run agents at capacity 1. The fixture page on mobile runs under the agent\'s calibrated CPU slowdown (the agreement table gives it).',
+    "At agent capacity 2 every first-round run of a multi-run update shares its agent with another and is suspect, so the median rests on the re-tests (at most `MAX_RETESTS`, 2): there a median of 5 is no steadier than a median of 3. Where numbers must compare, run agents at capacity 1. The fixture page on mobile runs under the agent's calibrated CPU slowdown (the agreement table gives it).",
     '',
     `## Agreement with stock Lighthouse (${figures.agreement[0]?.rounds ?? 0} alternating rounds: a \`lighthouse\` CLI run in a process of its own, a 1-run perfwatch update)`,
     '',

@@ -17,8 +17,10 @@ import { measureRepeatability, repeatabilitySection } from './repeatability.ts';
 import { measureStoredBytes, storedBytesSection } from './stored-bytes.ts';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const phaseRow = (name: string, p: CapacityPhase) => `| ${name} | ${p.auditsPerHourPerCore.toFixed(0)} | ${Math.round(p.medianLighthouseMs)} ms | ${p.chromePeakMb.toFixed(0)} MB | ${p.browsers} |`;
-const load = (l: Load) => `${l.requestsPerSecond.toFixed(1)} req/s, p50 ${Math.round(l.p50Ms)} ms, p99 ${Math.round(l.p99Ms)} ms`;
+const phaseRow = (name: string, p: CapacityPhase) =>
+  `| ${name} | ${p.auditsPerHourPerCore.toFixed(0)} | ${Math.round(p.medianLighthouseMs)} ms | ${p.chromePeakMb.toFixed(0)} MB | ${p.browsers} |`;
+const load = (l: Load) =>
+  `${l.requestsPerSecond.toFixed(1)} req/s, p50 ${Math.round(l.p50Ms)} ms, p99 ${Math.round(l.p99Ms)} ms`;
 
 /** Each section: its name for BENCH_ONLY, the headings it writes, and how it is measured. */
 const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise<string[]> }> = [
@@ -61,7 +63,11 @@ const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise
   {
     name: 'repeatability',
     headings: ['## Repeatability', '## Agreement with stock Lighthouse'],
-    measure: async () => repeatabilitySection(await measureRepeatability(Number(process.env['BENCH_REPEAT_UPDATES'] ?? 10)), new Date().toISOString()),
+    measure: async () =>
+      repeatabilitySection(
+        await measureRepeatability(Number(process.env['BENCH_REPEAT_UPDATES'] ?? 10)),
+        new Date().toISOString(),
+      ),
   },
   {
     name: 'stored-bytes',
@@ -72,15 +78,20 @@ const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise
     name: 'scale',
     headings: ['## Dispatch and merge at scale'],
     async measure() {
-      const scale = await measureDispatchScale((process.env['BENCH_SCALE_LEVELS'] ?? '1,10,100,1000').split(',').map(Number));
+      const scale = await measureDispatchScale(
+        (process.env['BENCH_SCALE_LEVELS'] ?? '1,10,100,1000').split(',').map(Number),
+      );
       return [
         '## Dispatch and merge at scale (responders answering after 200 ms; 6 locations × 2 devices × 3 runs per update)',
         '',
         '| concurrent updates | agents reply with | ideal | every run answered and merged | × ideal (goal ≤ 2) | every update stored and answered | × ideal | gateway CPU per update (goal ≤ 15 ms) | gateway peak RSS (goal ≤ 500 MB) | failed |',
         '|---|---|---|---|---|---|---|---|---|---|',
-        ...scale.map((l) => `| ${l.concurrent} | ${l.replies === 'whole' ? 'whole results (before v1.5)' : 'digest + result apart (v1.5)'} | ${l.idealMs} ms | ${Math.round(l.dispatchedMs)} ms | ${l.dispatchedOverIdeal.toFixed(2)} | ${Math.round(l.ms)} ms | ${l.overIdeal.toFixed(2)} | ${l.cpuMsPerUpdate.toFixed(1)} ms | ${l.peakRssMb.toFixed(0)} MB | ${l.failed} |`),
+        ...scale.map(
+          (l) =>
+            `| ${l.concurrent} | ${l.replies === 'whole' ? 'whole results (before v1.5)' : 'digest + result apart (v1.5)'} | ${l.idealMs} ms | ${Math.round(l.dispatchedMs)} ms | ${l.dispatchedOverIdeal.toFixed(2)} | ${Math.round(l.ms)} ms | ${l.overIdeal.toFixed(2)} | ${l.cpuMsPerUpdate.toFixed(1)} ms | ${l.peakRssMb.toFixed(0)} MB | ${l.failed} |`,
+        ),
         '',
-        'Each level runs twice, one after the other, each time in a gateway process of its own (`perfwatch gateway` on the embedded store; young generation 2 × 16 MB as its image sets it; `MAX_RUNS_IN_FLIGHT` 600, the stand-in fleet\'s capacity, as an operator sets it for a fleet that size): first with agents that send whole results (as before v1.5: the gateway inflates, parses and digests every run), then with agents that send their digest and the result apart (v1.5: the gateway reads the digests and inflates only the representative results). The stand-in agents (6 locations × 4 agents of capacity 25) answer after 200 ms with a real Lighthouse result whose audit details are dropped (82 kB of JSON, 18.5 kB gzip), replaying bytes compressed beforehand so that they cost the machine next to nothing; the sync clients ask from a thread of their own. The ideal is the fleet\'s: runs per location ÷ 100 places × 200 ms. CPU is the gateway process\'s (all its threads, from /proc), less what the bench\'s /metrics scrapes cost it; peak RSS is its VmHWM, of which the gateway holds about 170 MB before any update (Node, its TypeScript loader, the code); heap and buffers are the highest of /metrics\' samples every 250 ms (which also sets the resolution of "every run answered").',
+        "Each level runs twice, one after the other, each time in a gateway process of its own (`perfwatch gateway` on the embedded store; young generation 2 × 16 MB as its image sets it; `MAX_RUNS_IN_FLIGHT` 600, the stand-in fleet's capacity, as an operator sets it for a fleet that size): first with agents that send whole results (as before v1.5: the gateway inflates, parses and digests every run), then with agents that send their digest and the result apart (v1.5: the gateway reads the digests and inflates only the representative results). The stand-in agents (6 locations × 4 agents of capacity 25) answer after 200 ms with a real Lighthouse result whose audit details are dropped (82 kB of JSON, 18.5 kB gzip), replaying bytes compressed beforehand so that they cost the machine next to nothing; the sync clients ask from a thread of their own. The ideal is the fleet's: runs per location ÷ 100 places × 200 ms. CPU is the gateway process's (all its threads, from /proc), less what the bench's /metrics scrapes cost it; peak RSS is its VmHWM, of which the gateway holds about 170 MB before any update (Node, its TypeScript loader, the code); heap and buffers are the highest of /metrics' samples every 250 ms (which also sets the resolution of \"every run answered\").",
         '',
       ];
     },
@@ -91,7 +102,8 @@ const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise
     async measure() {
       const given = process.env['BENCH_READ_SNAPSHOTS'] ? Number(process.env['BENCH_READ_SNAPSHOTS']) : undefined;
       const all = [await measureReadPath('embedded', given), await measureReadPath('mongo-wire')];
-      const store = (r: ReadPathFigures) => (r.store === 'embedded' ? 'embedded (SQLite)' : process.env['BENCH_MONGODB_URI'] ? 'MongoDB' : 'FerretDB v1');
+      const store = (r: ReadPathFigures) =>
+        r.store === 'embedded' ? 'embedded (SQLite)' : process.env['BENCH_MONGODB_URI'] ? 'MongoDB' : 'FerretDB v1';
       return [
         '## Read path (10 connections; goal on the embedded store at 100,000 snapshots: ratio ≥ 0.8)',
         '',
@@ -102,7 +114,7 @@ const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise
           `| ${store(r)} | ${r.snapshots.toLocaleString('en')} | ${r.kpiRecords.toLocaleString('en')} | /v1/overview (one domain, one day: ${r.overviewRecordsPerRequest} records) | ${load(r.overview.gateway)} | ${load(r.overview.raw)} | ${r.overview.ratio.toFixed(2)} | ${r.overview.gateway.cpuMsPerRequest?.toFixed(1)} ms |`,
         ]),
         '',
-        'Embedded: the direct side calls the same SqliteStore methods the routes call (findProject and findSnapshot for /v1/audit, streamKpis for /v1/overview) in the bench process, so the ratio is what HTTP, authentication, rate limiting and writing the answer add. FerretDB: the direct side issues the store\'s queries through the MongoDB driver; FerretDB v1 uses no index for filters other than `_id`, so every query scans its collection, both sides are bound by the database and the scale is kept small (see bench/read-path.ts). `BENCH_MONGODB_URI=mongodb://… npm run bench` runs 100,000 snapshots on a real MongoDB.',
+        "Embedded: the direct side calls the same SqliteStore methods the routes call (findProject and findSnapshot for /v1/audit, streamKpis for /v1/overview) in the bench process, so the ratio is what HTTP, authentication, rate limiting and writing the answer add. FerretDB: the direct side issues the store's queries through the MongoDB driver; FerretDB v1 uses no index for filters other than `_id`, so every query scans its collection, both sides are bound by the database and the scale is kept small (see bench/read-path.ts). `BENCH_MONGODB_URI=mongodb://… npm run bench` runs 100,000 snapshots on a real MongoDB.",
         '',
       ];
     },
@@ -113,11 +125,20 @@ const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise
     async measure() {
       const large = Number(process.env['BENCH_OVERVIEW_RECORDS'] ?? 1_000_000);
       // FerretDB scans its collection for every read: a million records there take a quarter of an hour.
-      const stores: OverviewFigures[] = [await measureOverview('embedded', large), await measureOverview('mongo-wire', Number(process.env['BENCH_OVERVIEW_FERRETDB_RECORDS'] ?? 0))];
+      const stores: OverviewFigures[] = [
+        await measureOverview('embedded', large),
+        await measureOverview('mongo-wire', Number(process.env['BENCH_OVERVIEW_FERRETDB_RECORDS'] ?? 0)),
+      ];
       const [first] = stores;
       const levels = first!.levels;
       const row = (f: OverviewFigures) => {
-        const cells = levels.map((_, i) => f.levels[i]).map((l) => (l ? `${Math.round(l.recordsPerSecond).toLocaleString('en')} records/s (direct ${Math.round(l.directRecordsPerSecond).toLocaleString('en')}), peak RSS ${l.peakRssMb.toFixed(0)} MB` : 'not run (see below)'));
+        const cells = levels
+          .map((_, i) => f.levels[i])
+          .map((l) =>
+            l
+              ? `${Math.round(l.recordsPerSecond).toLocaleString('en')} records/s (direct ${Math.round(l.directRecordsPerSecond).toLocaleString('en')}), peak RSS ${l.peakRssMb.toFixed(0)} MB`
+              : 'not run (see below)',
+          );
         const last = f.levels.at(-1)!;
         return `| ${f.store === 'embedded' ? 'embedded (SQLite, perfwatch start)' : 'MongoDB-wire (FerretDB v1, perfwatch gateway)'} | ${f.baselineRssMb.toFixed(0)} MB | ${cells.join(' | ')} | ${(last.peakRssMb / f.levels[0]!.peakRssMb).toFixed(2)} (${last.records.toLocaleString('en')} ÷ 10,000) |`;
       };
@@ -137,7 +158,10 @@ const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise
 
 const only = process.env['BENCH_ONLY']?.split(',').map((name) => name.trim());
 const unknown = only?.filter((name) => !SECTIONS.some((section) => section.name === name)) ?? [];
-if (unknown.length > 0) throw new Error(`BENCH_ONLY names no section ${unknown.join(', ')}; there are ${SECTIONS.map((section) => section.name).join(', ')}`);
+if (unknown.length > 0)
+  throw new Error(
+    `BENCH_ONLY names no section ${unknown.join(', ')}; there are ${SECTIONS.map((section) => section.name).join(', ')}`,
+  );
 const out = join(dirname(fileURLToPath(import.meta.url)), 'results.md');
 const previous = only ? await readFile(out, 'utf8').catch(() => '') : '';
 /** A section as the last run wrote it: from its heading to the next one. */
@@ -145,7 +169,10 @@ const kept = (heading: string) => {
   const start = previous.indexOf(`\n${heading}`);
   if (start < 0) return [];
   const next = previous.indexOf('\n## ', start + 1);
-  return previous.slice(start + 1, next < 0 ? undefined : next + 1).split('\n').slice(0, -1);
+  return previous
+    .slice(start + 1, next < 0 ? undefined : next + 1)
+    .split('\n')
+    .slice(0, -1);
 };
 const date = new Date().toISOString();
 const body: string[] = [];
@@ -153,7 +180,9 @@ for (const section of SECTIONS) {
   if (!only || only.includes(section.name)) body.push(...(await section.measure()));
   else body.push(...section.headings.flatMap(kept));
 }
-const dateLine = only ? `- date: ${date} (${only.join(', ')}; the other sections as measured on ${(/as measured on (\S+?)\)/.exec(previous) ?? /- date: (\S+)/.exec(previous))?.[1] ?? 'an earlier run'})` : `- date: ${date}`;
+const dateLine = only
+  ? `- date: ${date} (${only.join(', ')}; the other sections as measured on ${(/as measured on (\S+?)\)/.exec(previous) ?? /- date: (\S+)/.exec(previous))?.[1] ?? 'an earlier run'})`
+  : `- date: ${date}`;
 const lines = [
   '# perfwatch benchmarks',
   '',

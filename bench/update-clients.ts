@@ -25,7 +25,9 @@ function get(url: string, token: string): Promise<Answer> {
         bytes += chunk.byteLength;
         if (res.statusCode !== 200) body += chunk.toString('utf8');
       });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: res.statusCode === 200 ? `${bytes} bytes` : body }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, body: res.statusCode === 200 ? `${bytes} bytes` : body }),
+      );
     });
     req.on('error', reject);
   });

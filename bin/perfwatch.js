@@ -15,7 +15,9 @@ if (major < 24) {
     process.stderr.write(`perfwatch needs Node 24 (this is ${process.version}); run npm ci in ${root} first.\n`);
     process.exit(1);
   }
-  const { status, signal } = spawnSync(node24, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' });
+  const { status, signal } = spawnSync(node24, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+    stdio: 'inherit',
+  });
   process.exit(status ?? (signal ? 128 : 1));
 }
 
@@ -49,10 +51,17 @@ if (!command || command === '--help' || command === '-h' || !(command in program
 
 try {
   const program = await programs[command]();
-  const code = command === 'admin' ? await program.main(args, process.env) : clientVerbs.has(command) ? await program.main(command, args, process.env) : await program.main(process.env);
+  const code =
+    command === 'admin'
+      ? await program.main(args, process.env)
+      : clientVerbs.has(command)
+        ? await program.main(command, args, process.env)
+        : await program.main(process.env);
   process.exitCode = typeof code === 'number' ? code : 0;
 } catch (error) {
   // Configuration and start-up errors say what to fix; anything else is a crash with its stack.
-  process.stderr.write(`perfwatch ${command}: ${error?.name === 'ConfigError' || error?.name === 'StartupError' ? error.message : error?.stack ?? error}\n`);
+  process.stderr.write(
+    `perfwatch ${command}: ${error?.name === 'ConfigError' || error?.name === 'StartupError' ? error.message : (error?.stack ?? error)}\n`,
+  );
   process.exitCode = 1;
 }

@@ -29,7 +29,10 @@ try {
       const stable = JSON.parse(JSON.stringify(trimLighthouseResult(lhr)).replaceAll(site.url, 'http://fixture.test/'));
       const file = join(out, `${device}-${run}.json`);
       await writeFile(file, JSON.stringify(stable, null, 1) + '\n');
-      logger.info({ file, lighthouseMs: Math.round(lighthouseMs), performance: lhr.categories['performance']?.score }, 'captured');
+      logger.info(
+        { file, lighthouseMs: Math.round(lighthouseMs), performance: lhr.categories['performance']?.score },
+        'captured',
+      );
     }
   }
 } finally {

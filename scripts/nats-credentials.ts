@@ -39,7 +39,9 @@ try {
   await writeFile(join(dir, 'hub.env'), `${env.join('\n')}\n`, { flag: 'wx' });
 } catch (error) {
   if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  console.error(`nats-credentials: ${(error as NodeJS.ErrnoException).path} exists; keys are never overwritten, choose an empty directory`);
+  console.error(
+    `nats-credentials: ${(error as NodeJS.ErrnoException).path} exists; keys are never overwritten, choose an empty directory`,
+  );
   process.exit(1);
 }
 console.log(`nats-credentials: wrote ${roles.length} seeds and hub.env to ${dir}`);

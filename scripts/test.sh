@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# npm test: installs what the tests need, type-checks, lints, then runs every vitest project.
+# npm test: installs what the tests need, type-checks, lints, checks the formatting, then runs
+# every vitest project.
 # The output always ends with one line `N passed, N failed, N skipped` (the summary reporter
 # writes it after the tests); a step that fails before them counts as one failure.
 set -uo pipefail
@@ -11,4 +12,5 @@ failed_before_tests() {
 bash scripts/setup.sh test || failed_before_tests "set-up (scripts/setup.sh test)"
 npm run --silent typecheck || failed_before_tests "the type check (npm run typecheck)"
 npm run --silent lint || failed_before_tests "lint (npm run lint)"
+npm run --silent format:check || failed_before_tests "the format check (npm run format:check; npm run format fixes it)"
 exec vitest run

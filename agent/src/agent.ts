@@ -53,7 +53,11 @@ export interface AgentDeps {
 }
 
 /** A reply's bytes, in two parts (`parts`, the first one's length) when `inParts` and the reply is a result. */
-export type ReplyEncoder = (body: AuditReply, inParts: boolean, digest?: RunDigest) => Promise<{ data: Uint8Array; parts: number | null }>;
+export type ReplyEncoder = (
+  body: AuditReply,
+  inParts: boolean,
+  digest?: RunDigest,
+) => Promise<{ data: Uint8Array; parts: number | null }>;
 
 /** The reply's bytes: in two parts when the gateway reads digests (v1.5), else whole. */
 export const encodeReplyBytes: ReplyEncoder = async (body, inParts, digest) => {
@@ -77,12 +81,34 @@ export interface Agent {
  * with the location's other agents, runs up to `capacity` of them at once, replies with each
  * result, and announces itself so gateways know the location is served and how busy it is.
  */
-export function startAgent({ nc, location, runner, logger, agentId, capacity = 1, announceIntervalMs = 5_000, keepScreenshots = false, probeSecurity, observer, calibrateEveryRuns, encodeReply: encoded = encodeReplyBytes }: AgentDeps): Agent {
+export function startAgent({
+  nc,
+  location,
+  runner,
+  logger,
+  agentId,
+  capacity = 1,
+  announceIntervalMs = 5_000,
+  keepScreenshots = false,
+  probeSecurity,
+  observer,
+  calibrateEveryRuns,
+  encodeReply: encoded = encodeReplyBytes,
+}: AgentDeps): Agent {
   const log = logger.child({ location, agentId });
   // Binds this process to its agent id at the gateways (agent-presence.ts): only the process
   // that knows it can update or retire the id.
   const instance = randomBytes(18).toString('base64url');
-  const execute = createJobExecutor({ location, runner, logger: log, agentId, keepScreenshots, probeSecurity, observer, ...(calibrateEveryRuns ? { calibrateEveryRuns } : {}) });
+  const execute = createJobExecutor({
+    location,
+    runner,
+    logger: log,
+    agentId,
+    keepScreenshots,
+    probeSecurity,
+    observer,
+    ...(calibrateEveryRuns ? { calibrateEveryRuns } : {}),
+  });
   const subject = auditSubject(location);
   let stopping = false;
   let busy = 0;
@@ -104,7 +130,10 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
   function leaveQueueGroup(): void {
     const sub = jobs;
     jobs = null;
-    if (sub) leaving = leaving.then(() => sub.drain()).catch((error: unknown) => log.warn({ err: error }, 'could not leave the queue group cleanly'));
+    if (sub)
+      leaving = leaving
+        .then(() => sub.drain())
+        .catch((error: unknown) => log.warn({ err: error }, 'could not leave the queue group cleanly'));
   }
 
   function accept(msg: Msg): void {
@@ -114,7 +143,11 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
       job = decodeJob(msg.data);
     } catch (error) {
       log.warn({ requestId, err: error }, 'rejected a malformed job');
-      void reply(msg, { ok: false, agentId, error: { code: 'BAD_JOB', message: `malformed job: ${(error as Error).message}`, retryable: false } });
+      void reply(msg, {
+        ok: false,
+        agentId,
+        error: { code: 'BAD_JOB', message: `malformed job: ${(error as Error).message}`, retryable: false },
+      });
       return;
     }
     const handBack = stopping
@@ -135,12 +168,12 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
     const done = handle(msg, job, requestId)
       .catch((error: unknown) => log.error({ err: error, jobId: job.jobId }, 'could not reply to a job'))
       .finally(() => {
-      running.delete(done);
-      runningJobs.delete(job.jobId);
-      busy--;
-      listen();
-      announceSoon();
-    });
+        running.delete(done);
+        runningJobs.delete(job.jobId);
+        busy--;
+        listen();
+        announceSoon();
+      });
     running.add(done);
   }
 
@@ -160,7 +193,11 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
     if (data.byteLength > maxPayload && body.ok) {
       log.warn({ bytes: data.byteLength, maxPayload }, 'result exceeds the NATS payload limit; shrinking it');
       // The digest stays the whole result's: only what is kept of it shrinks.
-      ({ data, parts } = await encoded({ ok: true, result: { ...body.result, lhr: shrinkLighthouseResult(body.result.lhr) } }, inParts, digestRun(body.result.lhr)));
+      ({ data, parts } = await encoded(
+        { ok: true, result: { ...body.result, lhr: shrinkLighthouseResult(body.result.lhr) } },
+        inParts,
+        digestRun(body.result.lhr),
+      ));
     }
     if (data.byteLength > maxPayload) {
       parts = null;
@@ -169,7 +206,11 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
         ok: false,
         ...(body.ok ? { jobId: body.result.jobId } : {}),
         agentId,
-        error: { code: 'RESULT_TOO_LARGE', message: `compressed result is ${data.byteLength} bytes; the NATS server allows ${maxPayload}`, retryable: false },
+        error: {
+          code: 'RESULT_TOO_LARGE',
+          message: `compressed result is ${data.byteLength} bytes; the NATS server allows ${maxPayload}`,
+          retryable: false,
+        },
       });
     }
     if (parts !== null) h.set(HEADERS.replyParts, String(parts));
@@ -194,7 +235,20 @@ export function startAgent({ nc, location, runner, logger, agentId, capacity = 1
   function announce(): void {
     if (nc.isClosed()) return;
     try {
-      nc.publish(agentAnnounceSubject(location), encodeAnnouncement({ agentId, instance, location, version: PERFWATCH_VERSION, capacity, busy, running: [...runningJobs].reverse().slice(0, MAX_ANNOUNCED_RUNNING), state: stopping ? 'stopping' : 'ready', intervalMs: announceIntervalMs }));
+      nc.publish(
+        agentAnnounceSubject(location),
+        encodeAnnouncement({
+          agentId,
+          instance,
+          location,
+          version: PERFWATCH_VERSION,
+          capacity,
+          busy,
+          running: [...runningJobs].reverse().slice(0, MAX_ANNOUNCED_RUNNING),
+          state: stopping ? 'stopping' : 'ready',
+          intervalMs: announceIntervalMs,
+        }),
+      );
     } catch (error) {
       // A connection that is draining refuses publishes; the gateway's expiry covers this.
       log.debug({ err: error }, 'could not announce');

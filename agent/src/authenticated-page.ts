@@ -40,17 +40,22 @@ function settleNavigation(page: Page): { armed: Promise<void>; dispose(): void }
   loaded.catch(() => undefined);
   const armed = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => (started ? loaded.then(resolve, reject) : resolve()), NAVIGATION_START_MS);
-    loaded.then(() => {
-      clearTimeout(timer);
-      resolve();
-    }, () => undefined);
+    loaded.then(
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      () => undefined,
+    );
   });
   return { armed, dispose: () => page.off('request', onRequest) };
 }
 
 /** Errors of a page that navigated while a step looked at it: the step looks again on the new page. */
 function isNavigationRace(error: unknown): boolean {
-  return /context was destroyed|frame (got|was) detached|Cannot find context|navigat/i.test((error as Error).message ?? '');
+  return /context was destroyed|frame (got|was) detached|Cannot find context|navigat/i.test(
+    (error as Error).message ?? '',
+  );
 }
 
 async function runStep(page: Page, step: LoginStep): Promise<void> {
@@ -94,18 +99,35 @@ export async function openAuthenticatedPage(port: number, url: string, auth: Pag
     if (auth.cookies?.length) {
       for (const { name, value } of auth.cookies) {
         // Bound to the origin's host: Chrome sends it to that site only, as its own cookie.
-        await session.send('Network.setCookie', { name, value, url: origin, httpOnly: true, secure: origin.startsWith('https:'), sameSite: 'Lax' });
+        await session.send('Network.setCookie', {
+          name,
+          value,
+          url: origin,
+          httpOnly: true,
+          secure: origin.startsWith('https:'),
+          sameSite: 'Lax',
+        });
       }
     }
     const extra = Object.entries(auth.headers ?? {});
     if (extra.length > 0) {
       const names = new Set(extra.map(([name]) => name.toLowerCase()));
-      session.on('Fetch.requestPaused', (event: { requestId: string; request: { url: string; headers: Record<string, string> } }) => {
-        // The pattern already limits pausing to the origin; checked again on the parsed URL.
-        const own = new URL(event.request.url).origin === origin;
-        const headers = own ? [...Object.entries(event.request.headers).filter(([name]) => !names.has(name.toLowerCase())), ...extra].map(([name, value]) => ({ name, value })) : undefined;
-        session.send('Fetch.continueRequest', { requestId: event.requestId, ...(headers ? { headers } : {}) }).catch(() => undefined);
-      });
+      session.on(
+        'Fetch.requestPaused',
+        (event: { requestId: string; request: { url: string; headers: Record<string, string> } }) => {
+          // The pattern already limits pausing to the origin; checked again on the parsed URL.
+          const own = new URL(event.request.url).origin === origin;
+          const headers = own
+            ? [
+                ...Object.entries(event.request.headers).filter(([name]) => !names.has(name.toLowerCase())),
+                ...extra,
+              ].map(([name, value]) => ({ name, value }))
+            : undefined;
+          session
+            .send('Fetch.continueRequest', { requestId: event.requestId, ...(headers ? { headers } : {}) })
+            .catch(() => undefined);
+        },
+      );
       await session.send('Fetch.enable', { patterns: [{ urlPattern: `${origin}/*`, requestStage: 'Request' }] });
     }
     for (const [index, step] of (auth.login ?? []).entries()) {

@@ -14,7 +14,11 @@ export function isBrowserTeardownError(reason: unknown): boolean {
   }
   // Lighthouse rewraps a failed command it sent (e.g. the navigation of a page that never
   // answered) as a plain Error carrying the protocol method: the same "browser gone" news.
-  return error.name === 'Error' && typeof error.protocolMethod === 'string' && /Target closed|Session closed|Connection closed/.test(error.message);
+  return (
+    error.name === 'Error' &&
+    typeof error.protocolMethod === 'string' &&
+    /Target closed|Session closed|Connection closed/.test(error.message)
+  );
 }
 
 /**

@@ -36,7 +36,9 @@ export const agentEnvSchema = natsEnvSchema.extend({
    * calculator, so agents on different hardware emulate the same phone) or a fixed multiplier.
    */
   PERFWATCH_CPU_MULTIPLIER: z
-    .union([z.literal('auto'), z.coerce.number().positive().max(20)], { error: 'must be auto or a number from 0 to 20, e.g. 4' })
+    .union([z.literal('auto'), z.coerce.number().positive().max(20)], {
+      error: 'must be auto or a number from 0 to 20, e.g. 4',
+    })
     .default('auto'),
   /** Runs between two measurements of the benchmark index (one is also made when a Chrome starts its first run). */
   PERFWATCH_CALIBRATE_EVERY_RUNS: z.coerce.number().int().min(1).max(10_000).default(50),

@@ -19,7 +19,7 @@ function controlledMeasure(values: Array<number | Error>) {
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
-describe('the agent\'s CPU baseline', () => {
+describe("the agent's CPU baseline", () => {
   it('is measured before the first run, and a run arriving meanwhile waits for it', async () => {
     const { measure, calls } = controlledMeasure([2460.4]);
     const baseline = createCpuBaseline({ everyRuns: 50, measure, logger });

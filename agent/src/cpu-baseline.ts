@@ -22,7 +22,15 @@ export interface CpuBaseline {
  * index measured beside a Lighthouse run (two runner threads calibrating at once, say) reads the
  * machine as slower than it is, and would make every later run look fast and suspect.
  */
-export function createCpuBaseline({ everyRuns, measure, logger }: { everyRuns: number; measure: () => Promise<number>; logger: Logger }): CpuBaseline {
+export function createCpuBaseline({
+  everyRuns,
+  measure,
+  logger,
+}: {
+  everyRuns: number;
+  measure: () => Promise<number>;
+  logger: Logger;
+}): CpuBaseline {
   let value: number | null = null;
   let runsSince = 0;
   let measuring: Promise<void> | null = null;
@@ -31,24 +39,40 @@ export function createCpuBaseline({ everyRuns, measure, logger }: { everyRuns: n
     async beforeRun(agentIdle) {
       while (measuring) await measuring;
       if ((value === null || runsSince >= everyRuns) && agentIdle()) {
-        measuring = measure().then(
-          (index) => {
-            value = Math.round(index);
-            runsSince = 0;
-            logger.info({ benchmarkIndex: value }, 'CPU calibrated');
-          },
-          (error: unknown) => logger.warn({ err: { message: (error as Error).message } }, value === null ? 'could not measure the benchmark index; runs go without a baseline until a measurement succeeds' : 'could not measure the benchmark index; keeping the last one'),
-        ).finally(() => {
-          measuring = null;
-        });
+        measuring = measure()
+          .then(
+            (index) => {
+              value = Math.round(index);
+              runsSince = 0;
+              logger.info({ benchmarkIndex: value }, 'CPU calibrated');
+            },
+            (error: unknown) =>
+              logger.warn(
+                { err: { message: (error as Error).message } },
+                value === null
+                  ? 'could not measure the benchmark index; runs go without a baseline until a measurement succeeds'
+                  : 'could not measure the benchmark index; keeping the last one',
+              ),
+          )
+          .finally(() => {
+            measuring = null;
+          });
         await measuring;
       }
       return value;
     },
     runDone(run) {
       runsSince++;
-      if (value !== null && run?.alone && run.benchmarkIndex !== null && run.benchmarkIndex > value * (1 + BENCHMARK_DRIFT_LIMIT)) {
-        logger.info({ benchmarkIndex: run.benchmarkIndex, baseline: value }, 'a run alone found the machine faster than its baseline; measuring again before the next run');
+      if (
+        value !== null &&
+        run?.alone &&
+        run.benchmarkIndex !== null &&
+        run.benchmarkIndex > value * (1 + BENCHMARK_DRIFT_LIMIT)
+      ) {
+        logger.info(
+          { benchmarkIndex: run.benchmarkIndex, baseline: value },
+          'a run alone found the machine faster than its baseline; measuring again before the next run',
+        );
         runsSince = everyRuns;
       }
     },

@@ -10,7 +10,9 @@ const SAMPLES = 5;
  * fastest is the nearest to the machine's own speed. About half a second a sample.
  */
 export async function measureBenchmarkIndex(port: number): Promise<number> {
-  const { pageFunctions } = (await import('lighthouse/core/lib/page-functions.js')) as unknown as { pageFunctions: { computeBenchmarkIndex: () => number } };
+  const { pageFunctions } = (await import('lighthouse/core/lib/page-functions.js')) as unknown as {
+    pageFunctions: { computeBenchmarkIndex: () => number };
+  };
   const { computeBenchmarkIndex } = pageFunctions;
   const browser = await puppeteer.connect({ browserURL: `http://127.0.0.1:${port}`, defaultViewport: null });
   try {

@@ -56,10 +56,20 @@ export async function startGuardProxy({ guard, logger }: { guard: TargetGuard; l
     const headers = { ...req.headers };
     delete headers['proxy-connection'];
     delete headers['proxy-authorization'];
-    const upstream = httpRequest({ host: address, port: Number(target.port || 80), method: req.method, path: `${target.pathname}${target.search}`, headers, setHost: false }, (upstreamRes) => {
-      res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.rawHeaders as unknown as Record<string, string>);
-      upstreamRes.pipe(res);
-    });
+    const upstream = httpRequest(
+      {
+        host: address,
+        port: Number(target.port || 80),
+        method: req.method,
+        path: `${target.pathname}${target.search}`,
+        headers,
+        setHost: false,
+      },
+      (upstreamRes) => {
+        res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.rawHeaders as unknown as Record<string, string>);
+        upstreamRes.pipe(res);
+      },
+    );
     upstream.on('error', (error) => {
       if (!res.headersSent) res.writeHead(502, { 'Content-Type': 'text/plain' });
       res.end(`upstream failed: ${error.message}`);

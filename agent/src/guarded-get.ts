@@ -9,13 +9,17 @@ import type { TargetGuard } from './target-guard.ts';
  * checked here). Redirects are not followed and certificates are not verified: callers read
  * what the server said, and the caller owns the response (resume or destroy it).
  */
-export async function guardedGet(url: string, { guard, timeoutMs }: { guard?: TargetGuard | undefined; timeoutMs: number }): Promise<IncomingMessage> {
+export async function guardedGet(
+  url: string,
+  { guard, timeoutMs }: { guard?: TargetGuard | undefined; timeoutMs: number },
+): Promise<IncomingMessage> {
   const target = new URL(url);
   await guard?.resolve(target.hostname);
   const lookup: LookupFunction | undefined = guard
     ? (hostname, options, callback) => {
         guard.resolve(hostname).then(
-          ({ address, family }) => (options.all ? callback(null, [{ address, family }]) : callback(null, address, family)),
+          ({ address, family }) =>
+            options.all ? callback(null, [{ address, family }]) : callback(null, address, family),
           (error: Error) => callback(error as NodeJS.ErrnoException, '', 4),
         );
       }
@@ -23,7 +27,13 @@ export async function guardedGet(url: string, { guard, timeoutMs }: { guard?: Ta
   return new Promise<IncomingMessage>((resolve, reject) => {
     const request = (target.protocol === 'https:' ? httpsRequest : httpRequest)(
       target,
-      { method: 'GET', headers: { 'User-Agent': 'perfwatch-agent', Accept: 'text/html' }, timeout: timeoutMs, rejectUnauthorized: false, ...(lookup ? { lookup } : {}) },
+      {
+        method: 'GET',
+        headers: { 'User-Agent': 'perfwatch-agent', Accept: 'text/html' },
+        timeout: timeoutMs,
+        rejectUnauthorized: false,
+        ...(lookup ? { lookup } : {}),
+      },
       resolve,
     );
     request.on('timeout', () => request.destroy(new Error(`no response within ${timeoutMs} ms`)));

@@ -19,7 +19,10 @@ export interface GuardedRunnerOptions {
  * the runner because it reports which hosts it refused during the run; runners working at
  * the same time must not see each other's refusals.
  */
-export async function startGuardedRunner(options: GuardedRunnerOptions, logger: Logger): Promise<{ runner: AuditRunner; guard: TargetGuard; proxy: GuardProxy }> {
+export async function startGuardedRunner(
+  options: GuardedRunnerOptions,
+  logger: Logger,
+): Promise<{ runner: AuditRunner; guard: TargetGuard; proxy: GuardProxy }> {
   const guard = createTargetGuard({ allow: parseAllowList(options.allowTargets) });
   const proxy = await startGuardProxy({ guard, logger });
   const lighthouse = createLighthouseRunner({

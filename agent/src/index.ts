@@ -1,9 +1,21 @@
 export { encodeReplyBytes, startAgent, type Agent, type AgentDeps, type ReplyEncoder } from './agent.ts';
-export { createLighthouseRunner, type AuditRunner, type CpuCalibration, type RunRequest, type RunOutput } from './lighthouse-runner.ts';
+export {
+  createLighthouseRunner,
+  type AuditRunner,
+  type CpuCalibration,
+  type RunRequest,
+  type RunOutput,
+} from './lighthouse-runner.ts';
 export { chromeFlags } from './chrome-flags.ts';
 export { RunFailure } from './run-failure.ts';
 export { compactScreenshots, MAX_PICTURE_BYTES } from './screenshot-compactor.ts';
-export { createTargetGuard, parseAllowList, isAllowedAddress, TargetRefused, type TargetGuard } from './target-guard.ts';
+export {
+  createTargetGuard,
+  parseAllowList,
+  isAllowedAddress,
+  TargetRefused,
+  type TargetGuard,
+} from './target-guard.ts';
 export { startGuardProxy, type GuardProxy } from './guard-proxy.ts';
 export { probeSecurity } from './security-probe.ts';
 export { exitOnUnhandledRejection, isBrowserTeardownError } from './browser-teardown-errors.ts';

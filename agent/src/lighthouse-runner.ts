@@ -6,7 +6,13 @@ import { join } from 'node:path';
 import * as chromeLauncher from 'chrome-launcher';
 import type { Logger } from 'pino';
 import type { Device } from '@perfwatch/common';
-import { cpuMultiplierFor, lighthouseResultSchema, type LighthouseResult, type PageAuth, type RunConditions } from '@perfwatch/common';
+import {
+  cpuMultiplierFor,
+  lighthouseResultSchema,
+  type LighthouseResult,
+  type PageAuth,
+  type RunConditions,
+} from '@perfwatch/common';
 import { openAuthenticatedPage, type AuthenticatedPage } from './authenticated-page.ts';
 import { measureBenchmarkIndex } from './cpu-benchmark.ts';
 import type { GuardProxy } from './guard-proxy.ts';
@@ -92,7 +98,14 @@ export interface ChromeInfo {
   userDataDir: string;
 }
 
-export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPerBrowser, guard, cpu = { multiplier: 'auto' } }: LighthouseRunnerOptions): AuditRunner & { readonly chrome: ChromeInfo | null; calibrate(): Promise<number> } {
+export function createLighthouseRunner({
+  chromePath,
+  chromeFlags,
+  logger,
+  runsPerBrowser,
+  guard,
+  cpu = { multiplier: 'auto' },
+}: LighthouseRunnerOptions): AuditRunner & { readonly chrome: ChromeInfo | null; calibrate(): Promise<number> } {
   let chrome: (chromeLauncher.LaunchedChrome & { userDataDir: string }) | null = null;
   let runsOnChrome = 0;
   let busy = false;
@@ -127,10 +140,20 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
     try {
       // Chrome bypasses proxies for loopback unless told `<-loopback>`.
       const proxyFlags = guard ? [`--proxy-server=${guard.proxy.url}`, '--proxy-bypass-list=<-loopback>'] : [];
-      chrome = Object.assign(await chromeLauncher.launch({ chromePath, chromeFlags: [...chromeFlags, ...proxyFlags], userDataDir, logLevel: 'silent' }), { userDataDir });
+      chrome = Object.assign(
+        await chromeLauncher.launch({
+          chromePath,
+          chromeFlags: [...chromeFlags, ...proxyFlags],
+          userDataDir,
+          logLevel: 'silent',
+        }),
+        { userDataDir },
+      );
     } catch (error) {
       await rm(userDataDir, { recursive: true, force: true });
-      throw new RunFailure('BROWSER_FAILED', `Chrome did not start: ${(error as Error).message}`, true, { cause: error });
+      throw new RunFailure('BROWSER_FAILED', `Chrome did not start: ${(error as Error).message}`, true, {
+        cause: error,
+      });
     }
     runsOnChrome = 0;
     return chrome;
@@ -142,10 +165,12 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
     if (!old) return;
     // chrome-launcher's kill() signals and returns: wait for the browser to be gone, so a
     // replacement never runs beside it (an agent keeps at most `capacity` Chromes).
-    const exited = old.process.exitCode !== null || old.process.signalCode !== null ? Promise.resolve() : once(old.process, 'exit');
+    const exited =
+      old.process.exitCode !== null || old.process.signalCode !== null ? Promise.resolve() : once(old.process, 'exit');
     try {
       await old.kill();
-      if ((await Promise.race([exited.then(() => true), sleep(15_000).then(() => false)])) === false) logger.warn({ pid: old.pid }, 'Chrome has not exited 15 s after it was killed');
+      if ((await Promise.race([exited.then(() => true), sleep(15_000).then(() => false)])) === false)
+        logger.warn({ pid: old.pid }, 'Chrome has not exited 15 s after it was killed');
     } catch (error) {
       logger.warn({ err: error, pid: old.pid }, 'could not kill Chrome');
     }
@@ -158,7 +183,12 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
       try {
         await guard.guard.resolve(new URL(url).hostname);
       } catch (error) {
-        if (error instanceof TargetRefused) throw new RunFailure(error.kind === 'unresolvable' ? 'PAGE_LOAD_FAILED' : 'TARGET_REFUSED', error.message, false);
+        if (error instanceof TargetRefused)
+          throw new RunFailure(
+            error.kind === 'unresolvable' ? 'PAGE_LOAD_FAILED' : 'TARGET_REFUSED',
+            error.message,
+            false,
+          );
         throw error;
       }
       guard.proxy.takeRefusals();
@@ -178,7 +208,10 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
       const { default: lighthouse, desktopConfig } = await import('lighthouse');
       const started = performance.now();
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new RunFailure('RUN_TIMEOUT', `the run took longer than ${timeoutMs} ms`, true)), timeoutMs);
+        timer = setTimeout(
+          () => reject(new RunFailure('RUN_TIMEOUT', `the run took longer than ${timeoutMs} ms`, true)),
+          timeoutMs,
+        );
       });
       const flags = {
         port: browser.port,
@@ -206,20 +239,36 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
       healthy = true;
       const refused = guard?.proxy.takeRefusals() ?? [];
       if (lhr.runtimeError && refused.length > 0) {
-        throw new RunFailure('TARGET_REFUSED', `the page led to ${[...new Set(refused)].join(', ')}, which the agent may not reach (${lhr.runtimeError.code})`, false);
+        throw new RunFailure(
+          'TARGET_REFUSED',
+          `the page led to ${[...new Set(refused)].join(', ')}, which the agent may not reach (${lhr.runtimeError.code})`,
+          false,
+        );
       }
-      if (refused.length > 0) logger.warn({ target: { url, refused: [...new Set(refused)] } }, 'subresources refused by the target guard');
+      if (refused.length > 0)
+        logger.warn({ target: { url, refused: [...new Set(refused)] } }, 'subresources refused by the target guard');
       if (lhr.runtimeError) {
         // A page that did not load is reported, not stored as if it had been measured.
-        const loop = lhr.runtimeError.code === 'CHROME_INTERSTITIAL_ERROR' ? await findRedirectLoop(url, { guard: guard?.guard }) : null;
-        throw new RunFailure('PAGE_LOAD_FAILED', loop ? `${loop}; Chrome showed its error page (${lhr.runtimeError.code})` : `${lhr.runtimeError.code}: ${lhr.runtimeError.message}`, false);
+        const loop =
+          lhr.runtimeError.code === 'CHROME_INTERSTITIAL_ERROR'
+            ? await findRedirectLoop(url, { guard: guard?.guard })
+            : null;
+        throw new RunFailure(
+          'PAGE_LOAD_FAILED',
+          loop
+            ? `${loop}; Chrome showed its error page (${lhr.runtimeError.code})`
+            : `${lhr.runtimeError.code}: ${lhr.runtimeError.message}`,
+          false,
+        );
       }
       const environment = (lhr['environment'] ?? {}) as { benchmarkIndex?: unknown; hostUserAgent?: unknown };
       const conditions = {
         benchmarkIndex: typeof environment.benchmarkIndex === 'number' ? Math.round(environment.benchmarkIndex) : null,
         baselineBenchmarkIndex,
         cpuMultiplier,
-        chromeVersion: /(?:HeadlessChrome|Chrome|Chromium)\/([\d.]+)/.exec(String(environment.hostUserAgent ?? ''))?.[1] ?? 'unknown',
+        chromeVersion:
+          /(?:HeadlessChrome|Chrome|Chromium)\/([\d.]+)/.exec(String(environment.hostUserAgent ?? ''))?.[1] ??
+          'unknown',
         lighthouseVersion: lhr.lighthouseVersion,
       };
       return { lhr, lighthouseMs, conditions };
@@ -231,7 +280,11 @@ export function createLighthouseRunner({ chromePath, chromeFlags, logger, runsPe
       if (!healthy || auth || runsPerBrowser === 0 || runsOnChrome >= runsPerBrowser) await retire();
       // A run given up on keeps going until its Chrome is gone: let it end before the next
       // run starts, since two Lighthouse runs cannot overlap in one process.
-      if (!healthy && lighthouseRun) await Promise.race([lighthouseRun.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
+      if (!healthy && lighthouseRun)
+        await Promise.race([
+          lighthouseRun.catch(() => undefined),
+          new Promise((resolve) => setTimeout(resolve, 10_000).unref()),
+        ]);
       busy = false;
     }
   }

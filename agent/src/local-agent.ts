@@ -36,7 +36,13 @@ export function createLocalAgent({ capacity = 1, ...deps }: JobExecutorDeps & { 
       return slots.pendingCount;
     },
     run(job, requestId) {
-      if (stopping) return Promise.resolve({ ok: false, jobId: job.jobId, agentId: deps.agentId, error: { code: 'AGENT_SHUTTING_DOWN', message: 'agent is shutting down', retryable: true } });
+      if (stopping)
+        return Promise.resolve({
+          ok: false,
+          jobId: job.jobId,
+          agentId: deps.agentId,
+          error: { code: 'AGENT_SHUTTING_DOWN', message: 'agent is shutting down', retryable: true },
+        });
       const reply = slots(() => execute(job, requestId));
       running.add(reply);
       void reply.finally(() => running.delete(reply));

@@ -24,7 +24,11 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   };
   // Lighthouse runs in worker threads even at capacity 1: its trace processing holds a thread
   // for seconds on a loaded machine, and this one must keep answering NATS and announcing.
-  const runner = createRunnerPool({ size: config.PERFWATCH_CAPACITY, worker: { ...runnerOptions, logLevel: config.LOG_LEVEL }, logger });
+  const runner = createRunnerPool({
+    size: config.PERFWATCH_CAPACITY,
+    worker: { ...runnerOptions, logLevel: config.LOG_LEVEL },
+    logger,
+  });
   const guard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
   let agent: Agent | null = null;
   const metrics = createAgentMetrics({ nc, location: config.PERFWATCH_LOCATION, agent: () => agent });

@@ -17,7 +17,15 @@ export interface AgentMetrics extends RunObserver {
  * busy it is, the NATS connection, Node's process metrics. Labelled with the location so
  * one Prometheus can scrape every region's agents; never with a URL.
  */
-export function createAgentMetrics({ nc, location, agent }: { nc: NatsConnection; location: Location; agent: () => { busy: number; capacity: number } | null }): AgentMetrics {
+export function createAgentMetrics({
+  nc,
+  location,
+  agent,
+}: {
+  nc: NatsConnection;
+  location: Location;
+  agent: () => { busy: number; capacity: number } | null;
+}): AgentMetrics {
   const registry = createMetricsRegistry();
   const runs = new Histogram({
     name: 'perfwatch_lighthouse_run_duration_seconds',
@@ -27,7 +35,11 @@ export function createAgentMetrics({ nc, location, agent }: { nc: NatsConnection
     registers: [registry],
   });
   for (const [name, help, read] of [
-    ['perfwatch_agent_capacity', 'Runs this agent does at once.', (a: { busy: number; capacity: number }) => a.capacity],
+    [
+      'perfwatch_agent_capacity',
+      'Runs this agent does at once.',
+      (a: { busy: number; capacity: number }) => a.capacity,
+    ],
     ['perfwatch_agent_busy', 'Runs going on in this agent now.', (a: { busy: number; capacity: number }) => a.busy],
   ] as const) {
     new Gauge({

@@ -14,7 +14,8 @@ beforeAll(async () => {
     const n = Number(url.searchParams.get('n') ?? 0);
     if (url.pathname === '/loop') res.writeHead(302, { Location: '/loop' }).end();
     else if (url.pathname === '/onward') res.writeHead(301, { Location: `/onward?n=${n + 1}` }).end();
-    else if (url.pathname === '/five') res.writeHead(n < 5 ? 302 : 200, n < 5 ? { Location: `/five?n=${n + 1}` } : {}).end('done');
+    else if (url.pathname === '/five')
+      res.writeHead(n < 5 ? 302 : 200, n < 5 ? { Location: `/five?n=${n + 1}` } : {}).end('done');
     else res.writeHead(404).end();
   });
   server.listen(0, '127.0.0.1');
@@ -26,8 +27,12 @@ afterAll(() => server.close());
 
 describe('findRedirectLoop', () => {
   it('names a page that redirects to itself, or onwards past 20 hops', async () => {
-    expect(await findRedirectLoop(`${base}/loop`)).toBe(`the page redirects more than 20 times in a loop (${base}/loop → ${base}/loop → … → ${base}/loop)`);
-    expect(await findRedirectLoop(`${base}/onward`)).toBe(`the page redirects more than 20 times (${base}/onward → ${base}/onward?n=1 → … → ${base}/onward?n=21)`);
+    expect(await findRedirectLoop(`${base}/loop`)).toBe(
+      `the page redirects more than 20 times in a loop (${base}/loop → ${base}/loop → … → ${base}/loop)`,
+    );
+    expect(await findRedirectLoop(`${base}/onward`)).toBe(
+      `the page redirects more than 20 times (${base}/onward → ${base}/onward?n=1 → … → ${base}/onward?n=21)`,
+    );
   });
 
   it('says nothing of redirects that end, or of a page that does not answer', async () => {

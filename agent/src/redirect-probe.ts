@@ -10,7 +10,10 @@ export const MAX_REDIRECTS = 20;
  * "Chrome prevented page load with an interstitial": a redirect loop is then named as such.
  * Returns a sentence for the user, or null when the redirects end (the failure was something else).
  */
-export async function findRedirectLoop(url: string, { guard, timeoutMs = 5_000 }: { guard?: TargetGuard | undefined; timeoutMs?: number } = {}): Promise<string | null> {
+export async function findRedirectLoop(
+  url: string,
+  { guard, timeoutMs = 5_000 }: { guard?: TargetGuard | undefined; timeoutMs?: number } = {},
+): Promise<string | null> {
   const seen: string[] = [url];
   let current = url;
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {

@@ -15,13 +15,26 @@ export const runnerWorkerDataSchema = z.object({
 export type RunnerWorkerData = z.infer<typeof runnerWorkerDataSchema>;
 
 export const poolRequestSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('run'), id: z.number().int(), request: z.object({ url: z.string(), device: z.enum(DEVICES), timeoutMs: z.number().int().positive(), baselineBenchmarkIndex: z.number().positive().nullable().optional(), auth: pageAuthSchema.optional() }) }),
+  z.object({
+    type: z.literal('run'),
+    id: z.number().int(),
+    request: z.object({
+      url: z.string(),
+      device: z.enum(DEVICES),
+      timeoutMs: z.number().int().positive(),
+      baselineBenchmarkIndex: z.number().positive().nullable().optional(),
+      auth: pageAuthSchema.optional(),
+    }),
+  }),
   z.object({ type: z.literal('calibrate'), id: z.number().int() }),
   z.object({ type: z.literal('close') }),
 ]);
 export type PoolRequest = z.infer<typeof poolRequestSchema>;
 
-export type PoolResponse = { id: number; ok: true; output: RunOutput } | { id: number; ok: true; benchmarkIndex: number } | { id: number; ok: false; failure: AuditFailure };
+export type PoolResponse =
+  | { id: number; ok: true; output: RunOutput }
+  | { id: number; ok: true; benchmarkIndex: number }
+  | { id: number; ok: false; failure: AuditFailure };
 
 export function isAuditErrorCode(code: string): code is AuditErrorCode {
   return (AUDIT_ERROR_CODES as readonly string[]).includes(code);

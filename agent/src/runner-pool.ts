@@ -3,13 +3,22 @@ import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { AuditRunner, RunOutput, RunRequest } from './lighthouse-runner.ts';
 import { RunFailure } from './run-failure.ts';
-import { isAuditErrorCode, type PoolRequest, type PoolResponse, type RunnerWorkerData } from './runner-pool-messages.ts';
+import {
+  isAuditErrorCode,
+  type PoolRequest,
+  type PoolResponse,
+  type RunnerWorkerData,
+} from './runner-pool-messages.ts';
 
 interface Slot {
   worker: Worker;
   ready: Promise<void>;
   busy: boolean;
-  pending: { id: number; resolve: (response: Extract<PoolResponse, { ok: true }>) => void; reject: (error: RunFailure) => void } | null;
+  pending: {
+    id: number;
+    resolve: (response: Extract<PoolResponse, { ok: true }>) => void;
+    reject: (error: RunFailure) => void;
+  } | null;
 }
 
 /**
@@ -18,13 +27,23 @@ interface Slot {
  * per-process state. A thread that dies fails its run (BROWSER_FAILED, retryable) and is
  * replaced on the next run. Runs beyond `size` at once are refused; the agent never asks.
  */
-export function createRunnerPool({ size, worker: options, logger }: { size: number; worker: Omit<RunnerWorkerData, 'slot'>; logger: Logger }): AuditRunner {
+export function createRunnerPool({
+  size,
+  worker: options,
+  logger,
+}: {
+  size: number;
+  worker: Omit<RunnerWorkerData, 'slot'>;
+  logger: Logger;
+}): AuditRunner {
   const slots: Array<Slot | null> = Array.from({ length: size }, () => null);
   let nextId = 0;
   let closing = false;
 
   function spawn(index: number): Slot {
-    const worker = new Worker(new URL('./runner-worker.ts', import.meta.url), { workerData: { ...options, slot: index } satisfies RunnerWorkerData });
+    const worker = new Worker(new URL('./runner-worker.ts', import.meta.url), {
+      workerData: { ...options, slot: index } satisfies RunnerWorkerData,
+    });
     const slot: Slot = {
       worker,
       busy: false,
@@ -42,7 +61,14 @@ export function createRunnerPool({ size, worker: options, logger }: { size: numb
       slot.pending = null;
       slot.busy = false;
       if (message.ok) resolve(message);
-      else reject(new RunFailure(isAuditErrorCode(message.failure.code) ? message.failure.code : 'INTERNAL', message.failure.message, message.failure.retryable));
+      else
+        reject(
+          new RunFailure(
+            isAuditErrorCode(message.failure.code) ? message.failure.code : 'INTERNAL',
+            message.failure.message,
+            message.failure.retryable,
+          ),
+        );
     });
     const lost = (why: string) => {
       if (slots[index] === slot) slots[index] = null;
@@ -66,9 +92,12 @@ export function createRunnerPool({ size, worker: options, logger }: { size: numb
       await slot.ready;
     } catch (error) {
       if (slots[index] === slot) slots[index] = null;
-      throw new RunFailure('BROWSER_FAILED', `the runner thread did not start: ${(error as Error).message}`, true, { cause: error });
+      throw new RunFailure('BROWSER_FAILED', `the runner thread did not start: ${(error as Error).message}`, true, {
+        cause: error,
+      });
     }
-    if (slots[index] !== slot) throw new RunFailure('BROWSER_FAILED', 'the runner thread died before the run started', true);
+    if (slots[index] !== slot)
+      throw new RunFailure('BROWSER_FAILED', 'the runner thread died before the run started', true);
     const id = nextId++;
     const result = new Promise<Extract<PoolResponse, { ok: true }>>((resolve, reject) => {
       slot.pending = { id, resolve, reject };
@@ -79,13 +108,15 @@ export function createRunnerPool({ size, worker: options, logger }: { size: numb
 
   async function run(request: RunRequest): Promise<RunOutput> {
     const response = await inFreeSlot((id) => ({ type: 'run', id, request }));
-    if (!('output' in response)) throw new RunFailure('INTERNAL', 'the runner thread answered a run with a calibration', true);
+    if (!('output' in response))
+      throw new RunFailure('INTERNAL', 'the runner thread answered a run with a calibration', true);
     return response.output;
   }
 
   async function calibrate(): Promise<number> {
     const response = await inFreeSlot((id) => ({ type: 'calibrate', id }));
-    if (!('benchmarkIndex' in response)) throw new RunFailure('INTERNAL', 'the runner thread answered a calibration with a run', true);
+    if (!('benchmarkIndex' in response))
+      throw new RunFailure('INTERNAL', 'the runner thread answered a calibration with a run', true);
     return response.benchmarkIndex;
   }
 

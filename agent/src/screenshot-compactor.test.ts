@@ -18,7 +18,9 @@ async function pageJpeg(width: number, height: number, noise = 0.005): Promise<s
       pixels[i + 2] = header ? 200 : jitter;
     }
   }
-  const jpeg = await sharp(pixels, { raw: { width, height, channels: 3 } }).jpeg({ quality: 92 }).toBuffer();
+  const jpeg = await sharp(pixels, { raw: { width, height, channels: 3 } })
+    .jpeg({ quality: 92 })
+    .toBuffer();
   return `data:image/jpeg;base64,${jpeg.toString('base64')}`;
 }
 
@@ -28,8 +30,18 @@ function lhrWith(final: string, frames: string[]): LighthouseResult {
     finalDisplayedUrl: 'https://shop.example/',
     categories: {},
     audits: {
-      'final-screenshot': { id: 'final-screenshot', details: { type: 'screenshot', timing: 1200, timestamp: 1, data: final } },
-      'screenshot-thumbnails': { id: 'screenshot-thumbnails', details: { type: 'filmstrip', scale: 3000, items: frames.map((data, i) => ({ timing: i * 300, timestamp: i, data })) } },
+      'final-screenshot': {
+        id: 'final-screenshot',
+        details: { type: 'screenshot', timing: 1200, timestamp: 1, data: final },
+      },
+      'screenshot-thumbnails': {
+        id: 'screenshot-thumbnails',
+        details: {
+          type: 'filmstrip',
+          scale: 3000,
+          items: frames.map((data, i) => ({ timing: i * 300, timestamp: i, data })),
+        },
+      },
     },
   } as unknown as LighthouseResult;
 }
@@ -48,7 +60,9 @@ describe('compactScreenshots', () => {
     const meta = await sharp(Buffer.from(finalData.split(',')[1]!, 'base64')).metadata();
     expect([meta.format, meta.width]).toEqual(['webp', 360]);
     expect((compacted.audits['final-screenshot']!.details as { timing: number }).timing).toBe(1200);
-    const items = (compacted.audits['screenshot-thumbnails']!.details as { items: Array<{ data: string; timing: number }> }).items;
+    const items = (
+      compacted.audits['screenshot-thumbnails']!.details as { items: Array<{ data: string; timing: number }> }
+    ).items;
     expect(items.map((item) => item.timing)).toEqual([0, 300, 600, 900, 1200, 1500, 1800, 2100]);
     for (const item of items) {
       expect(item.data).toMatch(/^data:image\/webp;base64,/);

@@ -39,7 +39,10 @@ interface Picture {
  * pictures back at a fraction of Lighthouse's JPEGs. A picture that cannot be made to fit is left
  * out, never stored big. The full-page screenshot is not kept at all (trimLighthouseResult).
  */
-export async function compactScreenshots(lhr: LighthouseResult, maxBytes = MAX_PICTURE_BYTES): Promise<LighthouseResult> {
+export async function compactScreenshots(
+  lhr: LighthouseResult,
+  maxBytes = MAX_PICTURE_BYTES,
+): Promise<LighthouseResult> {
   const audits = { ...lhr.audits };
   const final = audits['final-screenshot'];
   const finalDetails = final?.details as Picture | undefined;
@@ -50,9 +53,14 @@ export async function compactScreenshots(lhr: LighthouseResult, maxBytes = MAX_P
   const filmstrip = audits['screenshot-thumbnails'];
   const filmstripDetails = filmstrip?.details as { items?: Picture[] } | undefined;
   if (filmstrip && filmstripDetails && Array.isArray(filmstripDetails.items)) {
-    const items = await Promise.all(filmstripDetails.items.map(async (item) => ({ ...item, data: await compact(item.data, FRAME_WIDTH, maxBytes) })));
+    const items = await Promise.all(
+      filmstripDetails.items.map(async (item) => ({ ...item, data: await compact(item.data, FRAME_WIDTH, maxBytes) })),
+    );
     const kept = items.filter((item) => item.data !== null);
-    audits['screenshot-thumbnails'] = { ...filmstrip, details: kept.length > 0 ? { ...filmstripDetails, items: kept } : undefined };
+    audits['screenshot-thumbnails'] = {
+      ...filmstrip,
+      details: kept.length > 0 ? { ...filmstripDetails, items: kept } : undefined,
+    };
   }
   return { ...lhr, audits };
 }

@@ -11,7 +11,10 @@ const DAY_MS = 86_400_000;
  * and whether the chain verified (an invalid certificate is reported, not a reason to fail).
  * Connections go to the address the target guard checked.
  */
-export async function probeSecurity(url: string, { guard, timeoutMs = 15_000 }: { guard?: TargetGuard; timeoutMs?: number } = {}): Promise<SecurityFacts> {
+export async function probeSecurity(
+  url: string,
+  { guard, timeoutMs = 15_000 }: { guard?: TargetGuard; timeoutMs?: number } = {},
+): Promise<SecurityFacts> {
   const https = new URL(url).protocol === 'https:';
   const res = await guardedGet(url, { guard, timeoutMs });
   res.resume();

@@ -3,8 +3,30 @@ import { createTargetGuard, isAllowedAddress, parseAllowList, TargetRefused } fr
 
 describe('target guard', () => {
   it('allows public unicast and refuses every internal range', () => {
-    for (const ok of ['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111']) expect(isAllowedAddress(ok, []), ok).toBe(true);
-    const internal = ['127.0.0.1', '127.1.2.3', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '255.255.255.255', '::1', '::', 'fe80::1', 'fd00::1', '::ffff:10.0.0.1', '::ffff:127.0.0.1', '::a00:1', '::7f00:1', '::808:808', new URL('http://[::127.0.0.1]/').hostname.slice(1, -1)];
+    for (const ok of ['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111'])
+      expect(isAllowedAddress(ok, []), ok).toBe(true);
+    const internal = [
+      '127.0.0.1',
+      '127.1.2.3',
+      '10.0.0.1',
+      '172.16.5.4',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '224.0.0.1',
+      '255.255.255.255',
+      '::1',
+      '::',
+      'fe80::1',
+      'fd00::1',
+      '::ffff:10.0.0.1',
+      '::ffff:127.0.0.1',
+      '::a00:1',
+      '::7f00:1',
+      '::808:808',
+      new URL('http://[::127.0.0.1]/').hostname.slice(1, -1),
+    ];
     for (const bad of internal) expect(isAllowedAddress(bad, []), bad).toBe(false);
   });
 
@@ -19,10 +41,16 @@ describe('target guard', () => {
   it('checks what a name resolves to, every address of it', async () => {
     const names: Record<string, Array<{ address: string; family: number }>> = {
       'public.example': [{ address: '93.184.216.34', family: 4 }],
-      'sneaky.example': [{ address: '93.184.216.34', family: 4 }, { address: '10.0.0.7', family: 4 }],
+      'sneaky.example': [
+        { address: '93.184.216.34', family: 4 },
+        { address: '10.0.0.7', family: 4 },
+      ],
       'metadata.example': [{ address: '169.254.169.254', family: 4 }],
     };
-    const guard = createTargetGuard({ resolveHost: async (host) => names[host] ?? Promise.reject(Object.assign(new Error('not found'), { code: 'ENOTFOUND' })) });
+    const guard = createTargetGuard({
+      resolveHost: async (host) =>
+        names[host] ?? Promise.reject(Object.assign(new Error('not found'), { code: 'ENOTFOUND' })),
+    });
     expect(await guard.resolve('public.example')).toEqual({ address: '93.184.216.34', family: 4 });
     await expect(guard.resolve('sneaky.example')).rejects.toThrow(/10\.0\.0\.7 is not a public address/);
     await expect(guard.resolve('metadata.example')).rejects.toBeInstanceOf(TargetRefused);

@@ -61,7 +61,13 @@ export function isAllowedAddress(address: string, allow: readonly Range[]): bool
 
 const IPV4_COMPATIBLE = ipaddr.parse('::');
 
-export function createTargetGuard({ allow = [], resolveHost = (host: string) => lookup(host, { all: true, verbatim: true }) }: { allow?: readonly Range[]; resolveHost?: (host: string) => Promise<Array<{ address: string; family: number }>> } = {}): TargetGuard {
+export function createTargetGuard({
+  allow = [],
+  resolveHost = (host: string) => lookup(host, { all: true, verbatim: true }),
+}: {
+  allow?: readonly Range[];
+  resolveHost?: (host: string) => Promise<Array<{ address: string; family: number }>>;
+} = {}): TargetGuard {
   return {
     async resolve(host) {
       const bare = host.replace(/^\[(.*)\]$/, '$1');
@@ -71,14 +77,22 @@ export function createTargetGuard({ allow = [], resolveHost = (host: string) => 
         try {
           addresses = await resolveHost(bare);
         } catch (error) {
-          throw new TargetRefused(host, `it does not resolve (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, 'unresolvable');
+          throw new TargetRefused(
+            host,
+            `it does not resolve (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+            'unresolvable',
+          );
         }
       }
       if (addresses.length === 0) throw new TargetRefused(host, 'it has no address', 'unresolvable');
       // Every address must pass: otherwise a name with one public and one private address
       // would let Chrome pick the private one.
       const blocked = addresses.filter((a) => !isAllowedAddress(a.address, allow));
-      if (blocked.length > 0) throw new TargetRefused(host, `${blocked.map((a) => a.address).join(', ')} is not a public address (allow it with PERFWATCH_ALLOW_TARGETS)`);
+      if (blocked.length > 0)
+        throw new TargetRefused(
+          host,
+          `${blocked.map((a) => a.address).join(', ')} is not a public address (allow it with PERFWATCH_ALLOW_TARGETS)`,
+        );
       const chosen = addresses[0]!;
       return { address: chosen.address, family: chosen.family === 6 ? 6 : 4 };
     },

@@ -29,7 +29,10 @@ export const agentAnnouncementSchema = z.object({
    * announcements). The registry binds an agent id to it, so only that process can update or
    * retire the id; an agent of v1.1 sends none and is believed as before.
    */
-  instance: z.string().regex(/^[A-Za-z0-9_-]{16,64}$/).optional(),
+  instance: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{16,64}$/)
+    .optional(),
   location: z.enum(LOCATIONS),
   /** The agent's perfwatch version, for upgrades that mix v1 minor versions. */
   version: z.string().max(50),

@@ -1,7 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { loadLhr } from '../../test/support/lhr-fixtures.ts';
 import { gzipSync } from 'node:zlib';
-import { auditSubject, decodeJob, decodeReply, encodeJob, encodeReply, MAX_REPLY_INFLATED_BYTES, ReplyRefused, replyMismatch, type AuditJob, type AuditReply } from './audit-messages.ts';
+import {
+  auditSubject,
+  decodeJob,
+  decodeReply,
+  encodeJob,
+  encodeReply,
+  MAX_REPLY_INFLATED_BYTES,
+  ReplyRefused,
+  replyMismatch,
+  type AuditJob,
+  type AuditReply,
+} from './audit-messages.ts';
 
 describe('v1 audit messages', () => {
   it('puts each location on its own subject', () => {
@@ -9,16 +20,36 @@ describe('v1 audit messages', () => {
   });
 
   it('round-trips a job and rejects one that breaks the contract', () => {
-    const job = { jobId: 'j1', updateId: 'u1', url: 'https://example.com/', device: 'mobile', location: 'tokyo', runIndex: 0, timeoutMs: 1000 } as const;
+    const job = {
+      jobId: 'j1',
+      updateId: 'u1',
+      url: 'https://example.com/',
+      device: 'mobile',
+      location: 'tokyo',
+      runIndex: 0,
+      timeoutMs: 1000,
+    } as const;
     expect(decodeJob(encodeJob(job))).toEqual(job);
     expect(() => decodeJob(Buffer.from(JSON.stringify({ ...job, device: 'tablet' })))).toThrow();
     expect(() => decodeJob(Buffer.from(JSON.stringify({ ...job, url: 'file:///etc/passwd' })))).toThrow();
     expect(() => decodeJob(Buffer.from('{not json'))).toThrow();
   });
 
-  it('compresses a full Lighthouse reply well below NATS\'s 1 MB default payload', async () => {
+  it("compresses a full Lighthouse reply well below NATS's 1 MB default payload", async () => {
     const lhr = loadLhr('mobile', 1);
-    const reply: AuditReply = { ok: true, result: { jobId: 'j', agentId: 'a', location: 'london', device: 'mobile', runIndex: 0, startedAt: new Date().toISOString(), lighthouseMs: 9000, lhr } };
+    const reply: AuditReply = {
+      ok: true,
+      result: {
+        jobId: 'j',
+        agentId: 'a',
+        location: 'london',
+        device: 'mobile',
+        runIndex: 0,
+        startedAt: new Date().toISOString(),
+        lighthouseMs: 9000,
+        lhr,
+      },
+    };
     const data = await encodeReply(reply);
     expect(data.byteLength).toBeLessThan(JSON.stringify(lhr).length / 3);
     expect(data.byteLength).toBeLessThan(256 * 1024);
@@ -27,7 +58,11 @@ describe('v1 audit messages', () => {
   });
 
   it('decodes an error reply, and refuses a reply that is neither', async () => {
-    const reply: AuditReply = { ok: false, jobId: 'j', error: { code: 'PAGE_LOAD_FAILED', message: 'DNS failed', retryable: false } };
+    const reply: AuditReply = {
+      ok: false,
+      jobId: 'j',
+      error: { code: 'PAGE_LOAD_FAILED', message: 'DNS failed', retryable: false },
+    };
     expect(await decodeReply(await encodeReply(reply), 'gzip')).toEqual(reply);
     await expect(decodeReply(Buffer.from(JSON.stringify({ ok: 'maybe' })), undefined)).rejects.toThrow();
   });
@@ -38,30 +73,70 @@ describe('v1 audit messages', () => {
     const bomb = Buffer.concat(Array.from({ length: 64 }, () => member));
     expect(bomb.byteLength).toBeLessThan(2_000_000);
     const before = process.memoryUsage().arrayBuffers;
-    await expect(decodeReply(bomb, 'gzip')).rejects.toThrow(new ReplyRefused(`the reply inflates past ${MAX_REPLY_INFLATED_BYTES} bytes`));
+    await expect(decodeReply(bomb, 'gzip')).rejects.toThrow(
+      new ReplyRefused(`the reply inflates past ${MAX_REPLY_INFLATED_BYTES} bytes`),
+    );
     expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(2 * MAX_REPLY_INFLATED_BYTES);
     await expect(decodeReply(Buffer.from('not gzip'), 'gzip')).rejects.toThrow(/not gzip/);
     await expect(decodeReply(gzipSync('{"ok":'), 'gzip')).rejects.toThrow('the reply is not JSON');
   });
 
   it('bounds every field an agent sends: ids, timestamps, and failure messages cut at 2,000 characters', async () => {
-    const ok = (result: Record<string, unknown>) => encodeReply({ ok: true, result: { jobId: 'j', agentId: 'a', location: 'london', device: 'mobile', runIndex: 0, startedAt: new Date().toISOString(), lighthouseMs: 1, lhr: loadLhr('mobile', 1), ...result } } as AuditReply);
+    const ok = (result: Record<string, unknown>) =>
+      encodeReply({
+        ok: true,
+        result: {
+          jobId: 'j',
+          agentId: 'a',
+          location: 'london',
+          device: 'mobile',
+          runIndex: 0,
+          startedAt: new Date().toISOString(),
+          lighthouseMs: 1,
+          lhr: loadLhr('mobile', 1),
+          ...result,
+        },
+      } as AuditReply);
     await expect(decodeReply(await ok({ agentId: 'x'.repeat(10_000) }), 'gzip')).rejects.toThrow(/result\.agentId/);
     await expect(decodeReply(await ok({ agentId: 'evil\n{"level":60}' }), 'gzip')).rejects.toThrow(/agentId/);
     await expect(decodeReply(await ok({ jobId: 'j'.repeat(201) }), 'gzip')).rejects.toThrow(/result\.jobId/);
     await expect(decodeReply(await ok({ startedAt: 'x'.repeat(1000) }), 'gzip')).rejects.toThrow(/startedAt/);
-    const long = await decodeReply(await encodeReply({ ok: false, error: { code: 'INTERNAL', message: 'm'.repeat(1_000_000), retryable: true } }), 'gzip');
+    const long = await decodeReply(
+      await encodeReply({ ok: false, error: { code: 'INTERNAL', message: 'm'.repeat(1_000_000), retryable: true } }),
+      'gzip',
+    );
     expect(!long.ok && long.error.message.length).toBe(2_001);
   });
 
   it('binds a reply to the job it answers', () => {
-    const job: AuditJob = { jobId: 'u.mobile.tokyo.0', updateId: 'u', url: 'https://example.com/', device: 'mobile', location: 'tokyo', runIndex: 0, timeoutMs: 1000 };
-    const run = { jobId: job.jobId, agentId: 'a', location: 'tokyo', device: 'mobile', runIndex: 0, startedAt: new Date().toISOString(), lighthouseMs: 1, lhr: loadLhr('mobile', 1) } as const;
+    const job: AuditJob = {
+      jobId: 'u.mobile.tokyo.0',
+      updateId: 'u',
+      url: 'https://example.com/',
+      device: 'mobile',
+      location: 'tokyo',
+      runIndex: 0,
+      timeoutMs: 1000,
+    };
+    const run = {
+      jobId: job.jobId,
+      agentId: 'a',
+      location: 'tokyo',
+      device: 'mobile',
+      runIndex: 0,
+      startedAt: new Date().toISOString(),
+      lighthouseMs: 1,
+      lhr: loadLhr('mobile', 1),
+    } as const;
     expect(replyMismatch(job, { ok: true, result: run })).toBeNull();
-    expect(replyMismatch(job, { ok: true, result: { ...run, jobId: 'other' } })).toBe('a run whose jobId is "other", not "u.mobile.tokyo.0"');
+    expect(replyMismatch(job, { ok: true, result: { ...run, jobId: 'other' } })).toBe(
+      'a run whose jobId is "other", not "u.mobile.tokyo.0"',
+    );
     expect(replyMismatch(job, { ok: true, result: { ...run, device: 'desktop' } })).toMatch(/device is "desktop"/);
     expect(replyMismatch(job, { ok: true, result: { ...run, runIndex: 1 } })).toMatch(/runIndex is 1/);
-    expect(replyMismatch(job, { ok: false, jobId: 'other', error: { code: 'INTERNAL', message: '', retryable: true } })).toMatch(/failure of job other/);
+    expect(
+      replyMismatch(job, { ok: false, jobId: 'other', error: { code: 'INTERNAL', message: '', retryable: true } }),
+    ).toMatch(/failure of job other/);
     expect(replyMismatch(job, { ok: false, error: { code: 'BAD_JOB', message: '', retryable: false } })).toBeNull();
   });
 });

@@ -39,7 +39,9 @@ export const HEADERS = {
  * Agent ids: what a Kubernetes pod name, a hostname-pid or an operator's own name looks like.
  * Agents are run by other operators: nothing they send is logged or kept unbounded.
  */
-export const agentIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/, 'an agent id is 1–128 letters, digits and . _ : @ -');
+export const agentIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/, 'an agent id is 1–128 letters, digits and . _ : @ -');
 
 /** A reply inflates to at most this: a real Lighthouse result is 0.2–2 MB, a gzip bomb is not. */
 export const MAX_REPLY_INFLATED_BYTES = 16 * 1024 * 1024;
@@ -107,7 +109,11 @@ export const auditFailureSchema = z.object({
    * later v1 minor version can add codes without its replies being refused.
    */
   code: z.string().min(1).max(64),
-  message: z.string().transform((message) => (message.length > MAX_FAILURE_MESSAGE_CHARS ? `${message.slice(0, MAX_FAILURE_MESSAGE_CHARS)}…` : message)),
+  message: z
+    .string()
+    .transform((message) =>
+      message.length > MAX_FAILURE_MESSAGE_CHARS ? `${message.slice(0, MAX_FAILURE_MESSAGE_CHARS)}…` : message,
+    ),
   /** Whether another attempt, perhaps on another agent, may succeed. */
   retryable: z.boolean(),
 });
@@ -160,13 +166,19 @@ const failedReplySchema = z.object({
   error: auditFailureSchema,
 });
 
-export const auditReplySchema = z.discriminatedUnion('ok', [z.object({ ok: z.literal(true), result: auditRunResultSchema }), failedReplySchema]);
+export const auditReplySchema = z.discriminatedUnion('ok', [
+  z.object({ ok: z.literal(true), result: auditRunResultSchema }),
+  failedReplySchema,
+]);
 export type AuditReply = z.infer<typeof auditReplySchema>;
 
 /** Added in v1.5: a run as the first part of a two-part reply has it, its digest for its result. */
 export const digestedRunResultSchema = auditRunResultSchema.omit({ lhr: true }).extend({ digest: runDigestSchema });
 export type DigestedRunResult = z.infer<typeof digestedRunResultSchema>;
-export const digestedReplySchema = z.discriminatedUnion('ok', [z.object({ ok: z.literal(true), result: digestedRunResultSchema }), failedReplySchema]);
+export const digestedReplySchema = z.discriminatedUnion('ok', [
+  z.object({ ok: z.literal(true), result: digestedRunResultSchema }),
+  failedReplySchema,
+]);
 
 /**
  * A reply as a gateway reads it: an agent of v1.5 sends a successful run's digest and its
@@ -194,9 +206,15 @@ export async function encodeReply(reply: AuditReply): Promise<Uint8Array> {
  * place of its result, then the gzip of the result's JSON. `parts` is the first part's length,
  * sent in the Perfwatch-Reply-Parts header.
  */
-export async function encodeReplyParts(reply: Extract<AuditReply, { ok: true }>, digest: RunDigest = digestRun(reply.result.lhr)): Promise<{ data: Buffer; parts: number }> {
+export async function encodeReplyParts(
+  reply: Extract<AuditReply, { ok: true }>,
+  digest: RunDigest = digestRun(reply.result.lhr),
+): Promise<{ data: Buffer; parts: number }> {
   const { lhr, ...run } = reply.result;
-  const [head, result] = await Promise.all([gzipAsync(Buffer.from(JSON.stringify({ ok: true, result: { ...run, digest } }))), gzipAsync(Buffer.from(JSON.stringify(lhr)))]);
+  const [head, result] = await Promise.all([
+    gzipAsync(Buffer.from(JSON.stringify({ ok: true, result: { ...run, digest } }))),
+    gzipAsync(Buffer.from(JSON.stringify(lhr))),
+  ]);
   return { data: Buffer.concat([head, result]), parts: head.byteLength };
 }
 
@@ -206,7 +224,8 @@ export async function encodeReplyParts(reply: Extract<AuditReply, { ok: true }>,
  * output again.
  */
 function checkedResultPart(part: Uint8Array, maxBytes: number): Buffer {
-  if (part.byteLength < 18 || part[0] !== 0x1f || part[1] !== 0x8b || part[2] !== 0x08) throw new ReplyRefused('the reply\'s result is not gzip');
+  if (part.byteLength < 18 || part[0] !== 0x1f || part[1] !== 0x8b || part[2] !== 0x08)
+    throw new ReplyRefused("the reply's result is not gzip");
   if (part.byteLength > maxBytes) throw new ReplyRefused(`the reply's result is over ${maxBytes} bytes`);
   const inflated = Buffer.from(part.buffer, part.byteOffset + part.byteLength - 4, 4).readUInt32LE(0);
   if (inflated > maxBytes) throw new ReplyRefused(`the reply's result inflates past ${maxBytes} bytes`);
@@ -233,7 +252,8 @@ function inflatedDigest(data: Uint8Array, maxBytes: number): Buffer {
   if (data.byteLength > maxBytes) throw new ReplyRefused(`the reply's digest is over ${maxBytes} bytes`);
   try {
     // One output buffer of the size the trailer claims (bounded), not zlib's 16 kB chunks.
-    const claimed = data.byteLength >= 18 ? Buffer.from(data.buffer, data.byteOffset + data.byteLength - 4, 4).readUInt32LE(0) : 0;
+    const claimed =
+      data.byteLength >= 18 ? Buffer.from(data.buffer, data.byteOffset + data.byteLength - 4, 4).readUInt32LE(0) : 0;
     return gunzipSync(data, { maxOutputLength: maxBytes, chunkSize: Math.max(64, Math.min(claimed + 1, maxBytes)) });
   } catch (error) {
     throw inflateRefusal(error, maxBytes);
@@ -242,7 +262,10 @@ function inflatedDigest(data: Uint8Array, maxBytes: number): Buffer {
 
 function inflateRefusal(error: unknown, maxBytes: number): ReplyRefused {
   const tooBig = (error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE';
-  return new ReplyRefused(tooBig ? `the reply inflates past ${maxBytes} bytes` : `the reply is not gzip: ${(error as Error).message}`, { cause: error });
+  return new ReplyRefused(
+    tooBig ? `the reply inflates past ${maxBytes} bytes` : `the reply is not gzip: ${(error as Error).message}`,
+    { cause: error },
+  );
 }
 
 function parsedAs<T>(raw: Buffer, schema: z.ZodType<T>): T {
@@ -254,7 +277,9 @@ function parsedAs<T>(raw: Buffer, schema: z.ZodType<T>): T {
   }
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
-    const issues = parsed.error.issues.slice(0, 3).map((issue) => `${issue.path.join('.') || '(reply)'}: ${issue.message}`.slice(0, 200));
+    const issues = parsed.error.issues
+      .slice(0, 3)
+      .map((issue) => `${issue.path.join('.') || '(reply)'}: ${issue.message}`.slice(0, 200));
     throw new ReplyRefused(`the reply does not match the v1 contract (${issues.join('; ')})`, { cause: parsed.error });
   }
   return parsed.data;
@@ -265,17 +290,30 @@ function parsedAs<T>(raw: Buffer, schema: z.ZodType<T>): T {
  * by its digest alone, any other inflating at most MAX_REPLY_INFLATED_BYTES; anything else is
  * ReplyRefused.
  */
-export async function receiveReply(data: Uint8Array, contentEncoding: string | undefined, parts: string | undefined, { maxBytes = MAX_REPLY_INFLATED_BYTES }: { maxBytes?: number } = {}): Promise<ReceivedReply> {
+export async function receiveReply(
+  data: Uint8Array,
+  contentEncoding: string | undefined,
+  parts: string | undefined,
+  { maxBytes = MAX_REPLY_INFLATED_BYTES }: { maxBytes?: number } = {},
+): Promise<ReceivedReply> {
   if (parts === undefined) return decodeReply(data, contentEncoding, { maxBytes });
   const split = /^\d{1,9}$/.test(parts) ? Number(parts) : Number.NaN;
-  if (contentEncoding !== 'gzip' || !(split > 0 && split < data.byteLength)) throw new ReplyRefused('the reply\'s parts do not add up');
-  const reply = parsedAs(inflatedDigest(data.subarray(0, split), Math.min(maxBytes, MAX_REPLY_DIGEST_BYTES)), digestedReplySchema);
+  if (contentEncoding !== 'gzip' || !(split > 0 && split < data.byteLength))
+    throw new ReplyRefused("the reply's parts do not add up");
+  const reply = parsedAs(
+    inflatedDigest(data.subarray(0, split), Math.min(maxBytes, MAX_REPLY_DIGEST_BYTES)),
+    digestedReplySchema,
+  );
   if (!reply.ok) throw new ReplyRefused('a failure comes in one part');
   return { ...reply, lighthouseGzip: checkedResultPart(data.subarray(split), maxBytes) };
 }
 
 /** Reads a reply, inflating at most MAX_REPLY_INFLATED_BYTES; anything else is ReplyRefused. */
-export async function decodeReply(data: Uint8Array, contentEncoding: string | undefined, { maxBytes = MAX_REPLY_INFLATED_BYTES }: { maxBytes?: number } = {}): Promise<AuditReply> {
+export async function decodeReply(
+  data: Uint8Array,
+  contentEncoding: string | undefined,
+  { maxBytes = MAX_REPLY_INFLATED_BYTES }: { maxBytes?: number } = {},
+): Promise<AuditReply> {
   let raw: Buffer;
   if (contentEncoding === 'gzip') raw = await inflated(data, maxBytes);
   else {
@@ -290,11 +328,15 @@ export async function decodeReply(data: Uint8Array, contentEncoding: string | un
  * agent must not pass off another job's run (its own, replayed, or forged) as this one.
  */
 export function replyMismatch(job: AuditJob, reply: ReceivedReply): string | null {
-  if (!reply.ok) return reply.jobId !== undefined && reply.jobId !== job.jobId ? `a failure of job ${reply.jobId}, not ${job.jobId}` : null;
+  if (!reply.ok)
+    return reply.jobId !== undefined && reply.jobId !== job.jobId
+      ? `a failure of job ${reply.jobId}, not ${job.jobId}`
+      : null;
   const { result } = reply;
   const expected = { jobId: job.jobId, location: job.location, device: job.device, runIndex: job.runIndex };
   for (const [key, value] of Object.entries(expected)) {
-    if (result[key as keyof typeof expected] !== value) return `a run whose ${key} is ${JSON.stringify(result[key as keyof typeof expected]).slice(0, 100)}, not ${JSON.stringify(value)}`;
+    if (result[key as keyof typeof expected] !== value)
+      return `a run whose ${key} is ${JSON.stringify(result[key as keyof typeof expected]).slice(0, 100)}, not ${JSON.stringify(value)}`;
   }
   return null;
 }

@@ -49,16 +49,27 @@ export const deviceResultSchema = z.partialRecord(z.enum(LOCATIONS), locationRes
 /** A (device, location) of an update that has no result, and why (perfwatch's addition). */
 export const missingCellSchema = z
   .object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS), reason: z.string().max(2_000) })
-  .meta({ id: 'MissingCell', description: 'A device and location the update could not measure before its deadline, with the last reason.' });
+  .meta({
+    id: 'MissingCell',
+    description: 'A device and location the update could not measure before its deadline, with the last reason.',
+  });
 export type MissingCell = z.infer<typeof missingCellSchema>;
 
 /** The audit result of `/v1/update` (sync) and `/v1/audit`: keyed by device, then location. */
 export const auditResultSchema = z
-  .strictObject(
-    {
-      ...(Object.fromEntries(DEVICES.map((device) => [device, deviceResultSchema.optional()])) as Record<(typeof DEVICES)[number], z.ZodOptional<typeof deviceResultSchema>>),
-      missing: z.array(missingCellSchema).min(1).optional().meta({ description: 'perfwatch\'s addition, present only when a device and location of the project has no result: which, and why.' }),
-    },
-  )
-  .meta({ id: 'AuditResult', description: 'Keyed by device class, then by location; a key is present only where there is a result. `missing` names the cells without one.' });
+  .strictObject({
+    ...(Object.fromEntries(DEVICES.map((device) => [device, deviceResultSchema.optional()])) as Record<
+      (typeof DEVICES)[number],
+      z.ZodOptional<typeof deviceResultSchema>
+    >),
+    missing: z.array(missingCellSchema).min(1).optional().meta({
+      description:
+        "perfwatch's addition, present only when a device and location of the project has no result: which, and why.",
+    }),
+  })
+  .meta({
+    id: 'AuditResult',
+    description:
+      'Keyed by device class, then by location; a key is present only where there is a result. `missing` names the cells without one.',
+  });
 export type AuditResult = z.infer<typeof auditResultSchema>;

@@ -19,7 +19,10 @@ function cell(performance: number, lcp: number, tbt: number) {
   };
 }
 
-const result = (performance: number, lcp: number, tbt: number): AuditResult => ({ mobile: { london: cell(performance, lcp, tbt) }, desktop: { london: cell(99, 800, 0) } });
+const result = (performance: number, lcp: number, tbt: number): AuditResult => ({
+  mobile: { london: cell(performance, lcp, tbt) },
+  desktop: { london: cell(99, 800, 0) },
+});
 
 describe('parseLimit', () => {
   it('reads KEY=NUMBER and refuses unknown keys, scores above 100 and other shapes', () => {
@@ -43,8 +46,13 @@ describe('evaluateBudgets', () => {
   it('fails on one missed budget in one cell, and says what and by how much', () => {
     const report = evaluateBudgets(result(89, 2600, 0), budgets);
     expect(report.pass).toBe(false);
-    const failed = report.cells.flatMap((c) => c.checks.filter((check) => !check.pass).map((check) => `${c.device} ${check.message}`));
-    expect(failed).toEqual(['mobile performance score 89, budget at least 90', 'mobile LCP 2600 ms, budget at most 2500 ms']);
+    const failed = report.cells.flatMap((c) =>
+      c.checks.filter((check) => !check.pass).map((check) => `${c.device} ${check.message}`),
+    );
+    expect(failed).toEqual([
+      'mobile performance score 89, budget at least 90',
+      'mobile LCP 2600 ms, budget at most 2500 ms',
+    ]);
   });
 
   it('fails a budget on a value the result does not have, rather than passing it', () => {
@@ -73,8 +81,14 @@ describe('evaluateBudgets', () => {
 
 describe('budgetJunitXml', () => {
   it('writes a suite per cell and a failure per missed check, escaped', () => {
-    const xml = budgetJunitXml('https://shop.example/?a=1&b=<2>', evaluateBudgets(result(89, 1000, 0), budgetFileSchema.parse({ budgets: { performance: 90, lcp: 2500 } })), 12.5);
-    expect(xml).toMatch(/<testsuites name="perfwatch https:\/\/shop.example\/\?a=1&amp;b=&lt;2>" tests="4" failures="1"/);
+    const xml = budgetJunitXml(
+      'https://shop.example/?a=1&b=<2>',
+      evaluateBudgets(result(89, 1000, 0), budgetFileSchema.parse({ budgets: { performance: 90, lcp: 2500 } })),
+      12.5,
+    );
+    expect(xml).toMatch(
+      /<testsuites name="perfwatch https:\/\/shop.example\/\?a=1&amp;b=&lt;2>" tests="4" failures="1"/,
+    );
     expect(xml).toContain('<failure message="performance score 89, budget at least 90" type="BudgetExceeded"/>');
     expect(xml.match(/<testsuite /g)).toHaveLength(2);
   });

@@ -47,9 +47,11 @@ export function parseLimit(text: string): [BudgetKey, number] {
   const match = /^([a-z-]+)=(\d+(?:\.\d+)?)$/.exec(text.trim());
   if (!match) throw new BudgetSpecError(`"${text}" is not KEY=NUMBER (e.g. performance=90, lcp=2500)`);
   const key = match[1]!;
-  if (!(key in BUDGET_KEYS)) throw new BudgetSpecError(`unknown budget key "${key}"; known: ${budgetKeyNames.join(', ')}`);
+  if (!(key in BUDGET_KEYS))
+    throw new BudgetSpecError(`unknown budget key "${key}"; known: ${budgetKeyNames.join(', ')}`);
   const value = Number(match[2]);
-  if (BUDGET_KEYS[key as BudgetKey].kind === 'score' && value > 100) throw new BudgetSpecError(`${key} is a score from 0 to 100, not ${value}`);
+  if (BUDGET_KEYS[key as BudgetKey].kind === 'score' && value > 100)
+    throw new BudgetSpecError(`${key} is a score from 0 to 100, not ${value}`);
   return [key as BudgetKey, value];
 }
 
@@ -84,7 +86,8 @@ export interface BudgetReport {
 /** A key's value in one Lighthouse result: a score 0–100 or a metric in its unit. */
 export function measure(lighthouse: Readonly<Record<string, unknown>>, key: BudgetKey): number | null {
   const spec = BUDGET_KEYS[key];
-  const field = (group: unknown, id: string, name: string): unknown => (group as Record<string, Record<string, unknown> | undefined> | undefined)?.[id]?.[name];
+  const field = (group: unknown, id: string, name: string): unknown =>
+    (group as Record<string, Record<string, unknown> | undefined> | undefined)?.[id]?.[name];
   if (spec.kind === 'score') {
     const score = field(lighthouse['categories'], spec.category, 'score');
     return typeof score === 'number' ? Math.round(score * 100) : null;
@@ -105,19 +108,51 @@ function budgetCheck(key: BudgetKey, actual: number | null, limit: number): Budg
   const spec = BUDGET_KEYS[key];
   const pass = actual !== null && (spec.kind === 'score' ? actual >= limit : actual <= limit);
   const bound = spec.kind === 'score' ? 'at least' : 'at most';
-  return { key, actual, kind: 'budget', limit, pass, message: `${spec.label} ${formatValue(key, actual)}, budget ${bound} ${formatValue(key, limit)}` };
+  return {
+    key,
+    actual,
+    kind: 'budget',
+    limit,
+    pass,
+    message: `${spec.label} ${formatValue(key, actual)}, budget ${bound} ${formatValue(key, limit)}`,
+  };
 }
 
 function regressionCheck(key: BudgetKey, actual: number | null, previous: number, allowed: number): BudgetCheck {
   const spec = BUDGET_KEYS[key];
-  if (actual === null) return { key, actual, kind: 'regression', limit: previous, allowed, pass: false, message: `${spec.label} not measured (previous ${formatValue(key, previous)})` };
+  if (actual === null)
+    return {
+      key,
+      actual,
+      kind: 'regression',
+      limit: previous,
+      allowed,
+      pass: false,
+      message: `${spec.label} not measured (previous ${formatValue(key, previous)})`,
+    };
   if (spec.kind === 'score') {
     const drop = previous - actual;
-    return { key, actual, kind: 'regression', limit: previous, allowed, pass: drop <= allowed, message: `${spec.label} ${actual}, previous ${previous} (${drop > 0 ? `-${drop}` : `+${-drop}`} points, at most -${allowed} allowed)` };
+    return {
+      key,
+      actual,
+      kind: 'regression',
+      limit: previous,
+      allowed,
+      pass: drop <= allowed,
+      message: `${spec.label} ${actual}, previous ${previous} (${drop > 0 ? `-${drop}` : `+${-drop}`} points, at most -${allowed} allowed)`,
+    };
   }
   const change = previous === 0 ? (actual === 0 ? 0 : Infinity) : ((actual - previous) / previous) * 100;
   const shown = Number.isFinite(change) ? `${change >= 0 ? '+' : ''}${change.toFixed(1)} %` : 'from 0';
-  return { key, actual, kind: 'regression', limit: previous, allowed, pass: change <= allowed, message: `${spec.label} ${formatValue(key, actual)}, previous ${formatValue(key, previous)} (${shown}, at most +${allowed} % allowed)` };
+  return {
+    key,
+    actual,
+    kind: 'regression',
+    limit: previous,
+    allowed,
+    pass: change <= allowed,
+    message: `${spec.label} ${formatValue(key, actual)}, previous ${formatValue(key, previous)} (${shown}, at most +${allowed} % allowed)`,
+  };
 }
 
 /**
@@ -125,9 +160,14 @@ function regressionCheck(key: BudgetKey, actual: number | null, previous: number
  * snapshot's result of the same cell, against the allowed regressions: what the CLI checks in
  * CI and the gateway checks on every stored snapshot.
  */
-export function checkCell(lighthouse: Readonly<Record<string, unknown>>, budgets: Budgets, previous?: Readonly<Record<string, unknown>>): BudgetCheck[] {
+export function checkCell(
+  lighthouse: Readonly<Record<string, unknown>>,
+  budgets: Budgets,
+  previous?: Readonly<Record<string, unknown>>,
+): BudgetCheck[] {
   const checks: BudgetCheck[] = [];
-  for (const [key, limit] of Object.entries(budgets.budgets) as Array<[BudgetKey, number]>) checks.push(budgetCheck(key, measure(lighthouse, key), limit));
+  for (const [key, limit] of Object.entries(budgets.budgets) as Array<[BudgetKey, number]>)
+    checks.push(budgetCheck(key, measure(lighthouse, key), limit));
   if (previous) {
     for (const [key, allowed] of Object.entries(budgets.maxRegression) as Array<[BudgetKey, number]>) {
       const was = measure(previous, key);
@@ -138,7 +178,8 @@ export function checkCell(lighthouse: Readonly<Record<string, unknown>>, budgets
 }
 
 /** Whether budgets hold any limit at all. */
-export const hasBudgets = (budgets: Budgets): boolean => Object.keys(budgets.budgets).length > 0 || Object.keys(budgets.maxRegression).length > 0;
+export const hasBudgets = (budgets: Budgets): boolean =>
+  Object.keys(budgets.budgets).length > 0 || Object.keys(budgets.maxRegression).length > 0;
 
 /**
  * Checks every (device, location) of a result against the budgets and, where the previous
@@ -150,7 +191,12 @@ export function evaluateBudgets(result: AuditResult, budgets: Budgets, previous?
   for (const device of DEVICES) {
     for (const location of LOCATIONS) {
       const cell = result[device]?.[location];
-      if (cell) cells.push({ device, location, checks: checkCell(cell.lighthouse, budgets, previous?.[device]?.[location]?.lighthouse) });
+      if (cell)
+        cells.push({
+          device,
+          location,
+          checks: checkCell(cell.lighthouse, budgets, previous?.[device]?.[location]?.lighthouse),
+        });
     }
   }
   return { pass: cells.length > 0 && cells.every((cell) => cell.checks.every((check) => check.pass)), cells };
@@ -168,15 +214,22 @@ export type BudgetEvent = (typeof BUDGET_EVENTS)[number];
  */
 export const cellCheckSchema = budgetCheckSchema
   .extend({
-    state: z.enum(ALERT_STATES).meta({ description: 'The check\'s alert state after this snapshot: failing only once a failure was confirmed.' }),
-    confirmation: z
-      .object({ actual: z.number().nullable(), pass: z.boolean() })
-      .nullable()
+    state: z
+      .enum(ALERT_STATES)
+      .meta({ description: "The check's alert state after this snapshot: failing only once a failure was confirmed." }),
+    confirmation: z.object({ actual: z.number().nullable(), pass: z.boolean() }).nullable().optional().meta({
+      description:
+        "A failure of a passing check is measured once more: the confirmation run's value and whether it passed; null when that run produced no result.",
+    }),
+    event: z
+      .enum(BUDGET_EVENTS)
       .optional()
-      .meta({ description: 'A failure of a passing check is measured once more: the confirmation run\'s value and whether it passed; null when that run produced no result.' }),
-    event: z.enum(BUDGET_EVENTS).optional().meta({ description: 'The event this snapshot announced for the check, if its state changed.' }),
+      .meta({ description: 'The event this snapshot announced for the check, if its state changed.' }),
   })
-  .meta({ id: 'BudgetCheck', description: 'One budget or regression check of a snapshot\'s device and location (perfwatch\'s addition).' });
+  .meta({
+    id: 'BudgetCheck',
+    description: "One budget or regression check of a snapshot's device and location (perfwatch's addition).",
+  });
 export type CellCheck = z.infer<typeof cellCheckSchema>;
 
 /** `/v1/budgets`' answer: what a project's snapshots are checked against. */

@@ -72,7 +72,13 @@ export const compareResultSchema = z
     /** Every device and location both snapshots have (and the request asked for). */
     cells: z.array(compareCellSchema),
     /** Devices and locations only one of the snapshots has, so nothing to compare. */
-    unmatched: z.array(z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS), onlyIn: z.enum(['from', 'to']) })),
+    unmatched: z.array(
+      z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS), onlyIn: z.enum(['from', 'to']) }),
+    ),
   })
-  .meta({ id: 'CompareResult', description: 'Two snapshots of a project side by side, per device and location: the median runs\' metrics, their differences and whether each is beyond run-to-run noise, and the audits and opportunities that changed most.' });
+  .meta({
+    id: 'CompareResult',
+    description:
+      "Two snapshots of a project side by side, per device and location: the median runs' metrics, their differences and whether each is beyond run-to-run noise, and the audits and opportunities that changed most.",
+  });
 export type CompareResult = z.infer<typeof compareResultSchema>;

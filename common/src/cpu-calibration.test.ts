@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { cpuMultiplierFor } from './cpu-calibration.ts';
 
 describe('cpuMultiplierFor', () => {
-  it('follows the calculator\'s anchor points across its three ranges', () => {
+  it("follows the calculator's anchor points across its three ranges", () => {
     expect(cpuMultiplierFor(150)).toBe(1);
     expect(cpuMultiplierFor(475)).toBe(1.5);
     expect(cpuMultiplierFor(800)).toBe(2);
@@ -21,7 +21,8 @@ describe('cpuMultiplierFor', () => {
       expect(multiplier - last).toBeLessThan(0.06);
       last = multiplier;
     }
-    for (const edge of [800, 1300]) expect(Math.abs(cpuMultiplierFor(edge - 0.001)! - cpuMultiplierFor(edge)!)).toBeLessThanOrEqual(0.01);
+    for (const edge of [800, 1300])
+      expect(Math.abs(cpuMultiplierFor(edge - 0.001)! - cpuMultiplierFor(edge)!)).toBeLessThanOrEqual(0.01);
   });
 
   it('has no multiplier for a machine slower than the emulated phone, or no index at all', () => {

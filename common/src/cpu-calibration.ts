@@ -22,6 +22,11 @@ export const BENCHMARK_DRIFT_LIMIT = 0.15;
 /** The CPU slowdown multiplier for a machine's benchmark index (two decimals), or null when none fits. */
 export function cpuMultiplierFor(benchmarkIndex: number): number | null {
   if (!Number.isFinite(benchmarkIndex) || benchmarkIndex < MIN_BENCHMARK_INDEX) return null;
-  const multiplier = benchmarkIndex >= 1300 ? 3 + (benchmarkIndex - 1300) / 233 : benchmarkIndex >= 800 ? 2 + (benchmarkIndex - 800) / 500 : 1 + (benchmarkIndex - 150) / 650;
+  const multiplier =
+    benchmarkIndex >= 1300
+      ? 3 + (benchmarkIndex - 1300) / 233
+      : benchmarkIndex >= 800
+        ? 2 + (benchmarkIndex - 800) / 500
+        : 1 + (benchmarkIndex - 150) / 650;
   return Math.round(multiplier * 100) / 100;
 }

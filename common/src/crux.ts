@@ -6,7 +6,15 @@ import type { Device } from './ids.ts';
  * under `record`: kept whole in snapshots; the Core Web Vitals assessment is derived from it.
  */
 export const cruxMetricSchema = z.looseObject({
-  histogram: z.array(z.looseObject({ start: z.union([z.number(), z.string()]), end: z.union([z.number(), z.string()]).optional(), density: z.number().optional() })).optional(),
+  histogram: z
+    .array(
+      z.looseObject({
+        start: z.union([z.number(), z.string()]),
+        end: z.union([z.number(), z.string()]).optional(),
+        density: z.number().optional(),
+      }),
+    )
+    .optional(),
   // CLS percentiles come as strings ("0.05"), the others as numbers.
   percentiles: z.looseObject({ p75: z.union([z.number(), z.string()]) }).optional(),
 });
@@ -44,7 +52,10 @@ export function assessCoreWebVitals(record: CruxRecord | null | undefined): CwvA
   const cls = p75(record, 'cumulative_layout_shift');
   const inp = p75(record, 'interaction_to_next_paint');
   if (lcp === null || cls === null) return 'NO_DATA';
-  const good = lcp <= GOOD.largest_contentful_paint && cls <= GOOD.cumulative_layout_shift && (inp === null || inp <= GOOD.interaction_to_next_paint);
+  const good =
+    lcp <= GOOD.largest_contentful_paint &&
+    cls <= GOOD.cumulative_layout_shift &&
+    (inp === null || inp <= GOOD.interaction_to_next_paint);
   return good ? 'PASSED' : 'FAILED';
 }
 
@@ -64,15 +75,25 @@ export const FIELD_METRICS = {
  * records, which clients written from the seed expect; a metric CrUX has no value for is
  * "NO_DATA".
  */
-export function cruxKpis(url: CruxRecord | null | undefined, origin: CruxRecord | null | undefined): Array<{ section: 'CRUX'; kpi: string; data: string }> {
+export function cruxKpis(
+  url: CruxRecord | null | undefined,
+  origin: CruxRecord | null | undefined,
+): Array<{ section: 'CRUX'; kpi: string; data: string }> {
   const records: Array<{ section: 'CRUX'; kpi: string; data: string }> = [
     { section: 'CRUX', kpi: 'url', data: assessCoreWebVitals(url) },
     { section: 'CRUX', kpi: 'origin', data: assessCoreWebVitals(origin) },
   ];
-  for (const [scope, record] of [['url', url], ['origin', origin]] as const) {
+  for (const [scope, record] of [
+    ['url', url],
+    ['origin', origin],
+  ] as const) {
     for (const [name, metric] of Object.entries(FIELD_METRICS)) {
       const value = record?.metrics[metric]?.percentiles?.p75;
-      records.push({ section: 'CRUX', kpi: `${scope}_${name}_p75`, data: value === undefined || value === null ? 'NO_DATA' : String(value) });
+      records.push({
+        section: 'CRUX',
+        kpi: `${scope}_${name}_p75`,
+        data: value === undefined || value === null ? 'NO_DATA' : String(value),
+      });
     }
   }
   return records;

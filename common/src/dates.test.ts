@@ -15,7 +15,15 @@ describe('API dates', () => {
   });
 
   it('rejects malformed and impossible dates instead of rolling them over', () => {
-    for (const bad of ['2026-02-30T00:00:00', '2026-13-01T00:00:00', '2026-01-01T24:00:00', '2026-01-01 00:00:00', '2026-01-01T00:00:00+02:00', '', 'yesterday']) {
+    for (const bad of [
+      '2026-02-30T00:00:00',
+      '2026-13-01T00:00:00',
+      '2026-01-01T24:00:00',
+      '2026-01-01 00:00:00',
+      '2026-01-01T00:00:00+02:00',
+      '',
+      'yesterday',
+    ]) {
       expect(parseApiDateTime(bad), bad).toBeNull();
     }
     expect(parseApiDate('2024-02-29')?.toISOString()).toBe('2024-02-29T00:00:00.000Z');

@@ -23,7 +23,14 @@ export function truncateToSecond(date: Date): Date {
 export function parseApiDateTime(text: string): Date | null {
   const m = DATE_TIME.exec(text);
   if (!m) return null;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const date = new Date(Date.UTC(year, month - 1, day, hour, minute, second));
   const roundTrips =
     date.getUTCFullYear() === year &&

@@ -40,13 +40,20 @@ describe('parseEnv', () => {
     });
     let caught: unknown;
     try {
-      parseEnv(secrets, { MONGODB_URI: 'mongo://admin:hunter2@db/', CRUX_API_KEY: 'AIzaSECRET', PERFWATCH_AGENT_NKEY: 'SUSECRETSEED', NATS_URL: 'nats://u:hunter2@ nats', PERFWATCH_TOKEN: 'tok_hunter2' });
+      parseEnv(secrets, {
+        MONGODB_URI: 'mongo://admin:hunter2@db/',
+        CRUX_API_KEY: 'AIzaSECRET',
+        PERFWATCH_AGENT_NKEY: 'SUSECRETSEED',
+        NATS_URL: 'nats://u:hunter2@ nats',
+        PERFWATCH_TOKEN: 'tok_hunter2',
+      });
     } catch (error) {
       caught = error;
     }
     const problems = (caught as ConfigError).problems.join('\n');
     expect((caught as ConfigError).problems).toHaveLength(5);
-    for (const name of ['MONGODB_URI', 'CRUX_API_KEY', 'PERFWATCH_AGENT_NKEY', 'NATS_URL', 'PERFWATCH_TOKEN']) expect(problems).toContain(`${name} (value not shown: it may hold a secret):`);
+    for (const name of ['MONGODB_URI', 'CRUX_API_KEY', 'PERFWATCH_AGENT_NKEY', 'NATS_URL', 'PERFWATCH_TOKEN'])
+      expect(problems).toContain(`${name} (value not shown: it may hold a secret):`);
     expect(problems).not.toMatch(/hunter2|SECRET|AIza/);
   });
 });

@@ -12,7 +12,10 @@ const SECRET_SETTING = /(?:^|_)(?:KEY|TOKEN|SECRET|PASSWORD|PASS|SEED|NKEY|CREDE
  * Parses environment variables with a zod object schema and reports every bad variable
  * at once, so an operator fixes a deployment in one round instead of one per restart.
  */
-export function parseEnv<S extends z.ZodType>(schema: S, env: Readonly<Record<string, string | undefined>>): z.infer<S> {
+export function parseEnv<S extends z.ZodType>(
+  schema: S,
+  env: Readonly<Record<string, string | undefined>>,
+): z.infer<S> {
   const parsed = schema.safeParse(env);
   if (parsed.success) return parsed.data;
   const problems = parsed.error.issues.map((issue) => {

@@ -21,11 +21,13 @@ export const ERROR_STATUSES = {
 } as const;
 export type ErrorStatus = keyof typeof ERROR_STATUSES;
 
-export const errorEnvelopeSchema = z.object({
-  status: z.enum(Object.keys(ERROR_STATUSES) as [ErrorStatus, ...ErrorStatus[]]),
-  message: z.string(),
-  errors: z.array(z.string()),
-}).meta({ id: 'Error' });
+export const errorEnvelopeSchema = z
+  .object({
+    status: z.enum(Object.keys(ERROR_STATUSES) as [ErrorStatus, ...ErrorStatus[]]),
+    message: z.string(),
+    errors: z.array(z.string()),
+  })
+  .meta({ id: 'Error' });
 export type ErrorEnvelope = z.infer<typeof errorEnvelopeSchema>;
 
 /**
@@ -37,7 +39,12 @@ export class ApiError extends Error {
   readonly errors: readonly string[];
   readonly headers: Readonly<Record<string, string>>;
 
-  constructor(status: ErrorStatus, message: string, errors: readonly string[] = [], options?: { cause?: unknown; headers?: Record<string, string> }) {
+  constructor(
+    status: ErrorStatus,
+    message: string,
+    errors: readonly string[] = [],
+    options?: { cause?: unknown; headers?: Record<string, string> },
+  ) {
     super(message, { cause: options?.cause });
     this.name = 'ApiError';
     this.status = status;

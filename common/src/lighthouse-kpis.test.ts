@@ -26,8 +26,18 @@ describe('LIGHTHOUSE KPIs on real Lighthouse 13 results', () => {
   it('emits every named category, the new ones in snake_case, and the legacy PWA keys as null', () => {
     const lhr = loadLhr('mobile', 2);
     const byKpi = Object.fromEntries(lighthouseKpis(lhr).map((r) => [r.kpi, r]));
-    expect(Object.keys(byKpi).sort()).toEqual(['accessibility', 'agentic_browsing', 'best_practices', 'performance', 'pwa', 'pwa_checks', 'seo']);
-    expect(byKpi['best_practices']!.data).toEqual({ score: Math.round(lhr.categories['best-practices']!.score! * 100) });
+    expect(Object.keys(byKpi).sort()).toEqual([
+      'accessibility',
+      'agentic_browsing',
+      'best_practices',
+      'performance',
+      'pwa',
+      'pwa_checks',
+      'seo',
+    ]);
+    expect(byKpi['best_practices']!.data).toEqual({
+      score: Math.round(lhr.categories['best-practices']!.score! * 100),
+    });
     expect(byKpi['seo']!.data).toEqual({ score: Math.round(lhr.categories['seo']!.score! * 100) });
     expect(byKpi['pwa']!.data).toEqual({ score: null });
     expect(byKpi['pwa_checks']!.data).toEqual({ 'pwa-optimized': null, 'pwa-installable': null });

@@ -92,7 +92,8 @@ export function lighthouseKpis(lhr: LighthouseResult): KpiRecord[] {
   }
   const named = new Set<string>(['performance', ...NAMED_CATEGORIES]);
   for (const id of Object.keys(lhr.categories).sort()) {
-    if (!named.has(id)) records.push({ section: 'LIGHTHOUSE', kpi: snakeCase(id), data: { score: categoryScore(lhr, id) } });
+    if (!named.has(id))
+      records.push({ section: 'LIGHTHOUSE', kpi: snakeCase(id), data: { score: categoryScore(lhr, id) } });
   }
   records.push({ section: 'LIGHTHOUSE', kpi: 'pwa_checks', data: pwaChecks(lhr) });
   return records;

@@ -6,7 +6,11 @@ describe('trimLighthouseResult', () => {
   it('drops screenshots and the i18n message table and keeps everything measured', () => {
     const lhr = loadLhr('mobile', 1);
     lhr['fullPageScreenshot'] = { screenshot: { data: 'data:image/webp;base64,AAAA' } };
-    lhr.audits['final-screenshot'] = { id: 'final-screenshot', score: null, details: { type: 'screenshot', data: 'data:image/jpeg;base64,' + 'A'.repeat(50_000) } };
+    lhr.audits['final-screenshot'] = {
+      id: 'final-screenshot',
+      score: null,
+      details: { type: 'screenshot', data: 'data:image/jpeg;base64,' + 'A'.repeat(50_000) },
+    };
     const trimmed = trimLighthouseResult(lhr);
     expect(trimmed['fullPageScreenshot']).toBeUndefined();
     expect(trimmed.audits['final-screenshot']!.details).toBeUndefined();
@@ -20,7 +24,14 @@ describe('trimLighthouseResult', () => {
 
   it('keeps screenshots when asked to', () => {
     const lhr = loadLhr('desktop', 1);
-    lhr.audits['final-screenshot'] = { id: 'final-screenshot', score: null, details: { type: 'screenshot', data: 'x' } };
-    expect(trimLighthouseResult(lhr, { keepScreenshots: true }).audits['final-screenshot']!.details).toEqual({ type: 'screenshot', data: 'x' });
+    lhr.audits['final-screenshot'] = {
+      id: 'final-screenshot',
+      score: null,
+      details: { type: 'screenshot', data: 'x' },
+    };
+    expect(trimLighthouseResult(lhr, { keepScreenshots: true }).audits['final-screenshot']!.details).toEqual({
+      type: 'screenshot',
+      data: 'x',
+    });
   });
 });

@@ -16,7 +16,9 @@ export const lhrAuditSchema = z.looseObject({
 export const lhrCategorySchema = z.looseObject({
   id: z.string(),
   score: z.number().nullable(),
-  auditRefs: z.array(z.looseObject({ id: z.string(), weight: z.number().optional(), group: z.string().optional() })).optional(),
+  auditRefs: z
+    .array(z.looseObject({ id: z.string(), weight: z.number().optional(), group: z.string().optional() }))
+    .optional(),
 });
 
 export const lighthouseResultSchema = z.looseObject({
@@ -38,7 +40,10 @@ const SCREENSHOT_AUDITS = ['screenshot-thumbnails', 'final-screenshot'];
  * Removes what a stored snapshot does not need and a NATS message cannot afford:
  * screenshots and the i18n message table (≈0.6 MB → ≈0.17 MB on the fixture site).
  */
-export function trimLighthouseResult(lhr: LighthouseResult, options: { keepScreenshots?: boolean } = {}): LighthouseResult {
+export function trimLighthouseResult(
+  lhr: LighthouseResult,
+  options: { keepScreenshots?: boolean } = {},
+): LighthouseResult {
   const trimmed: LighthouseResult = { ...lhr };
   delete trimmed.fullPageScreenshot;
   if (trimmed.i18n && typeof trimmed.i18n === 'object') {
@@ -80,7 +85,8 @@ const LARGE_DETAILS_BYTES = 64 * 1024;
 export function shrinkLighthouseResult(lhr: LighthouseResult): LighthouseResult {
   const shrunk = trimLighthouseResult(lhr);
   delete shrunk['i18n'];
-  if (shrunk['timing'] && typeof shrunk['timing'] === 'object') shrunk['timing'] = { total: (shrunk['timing'] as { total?: number }).total };
+  if (shrunk['timing'] && typeof shrunk['timing'] === 'object')
+    shrunk['timing'] = { total: (shrunk['timing'] as { total?: number }).total };
   const dropped: string[] = [];
   shrunk.audits = Object.fromEntries(
     Object.entries(shrunk.audits).map(([id, audit]) => {
@@ -93,6 +99,9 @@ export function shrinkLighthouseResult(lhr: LighthouseResult): LighthouseResult 
     }),
   );
   const warnings = Array.isArray(shrunk['runWarnings']) ? (shrunk['runWarnings'] as unknown[]) : [];
-  shrunk['runWarnings'] = [...warnings, `perfwatch: this result was shrunk to fit the message size limit; details dropped from: ${dropped.join(', ') || 'none'}`];
+  shrunk['runWarnings'] = [
+    ...warnings,
+    `perfwatch: this result was shrunk to fit the message size limit; details dropped from: ${dropped.join(', ') || 'none'}`,
+  ];
   return shrunk;
 }

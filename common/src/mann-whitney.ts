@@ -40,7 +40,7 @@ function averageRanks(values: readonly number[]): { ranks: number[]; tieSizes: n
   const order = values.map((value, index) => ({ value, index })).sort((a, b) => a.value - b.value);
   const ranks = new Array<number>(values.length);
   const tieSizes: number[] = [];
-  for (let i = 0; i < order.length; ) {
+  for (let i = 0; i < order.length;) {
     let j = i;
     while (j + 1 < order.length && order[j + 1]!.value === order[i]!.value) j++;
     const rank = (i + j + 2) / 2;

@@ -19,7 +19,9 @@ export function median(values: readonly number[]): number {
 }
 
 function isValid(run: MedianInput): run is { fcp: number; tti: number } {
-  return typeof run.fcp === 'number' && Number.isFinite(run.fcp) && typeof run.tti === 'number' && Number.isFinite(run.tti);
+  return (
+    typeof run.fcp === 'number' && Number.isFinite(run.fcp) && typeof run.tti === 'number' && Number.isFinite(run.tti)
+  );
 }
 
 /**
@@ -29,11 +31,14 @@ function isValid(run: MedianInput): run is { fcp: number; tti: number } {
  */
 export function medianRunIndex(runs: readonly MedianInput[]): number {
   if (runs.length === 0) throw new Error('medianRunIndex: no runs');
-  const valid = runs.map((run, index) => ({ run, index })).filter((entry): entry is { run: { fcp: number; tti: number }; index: number } => isValid(entry.run));
+  const valid = runs
+    .map((run, index) => ({ run, index }))
+    .filter((entry): entry is { run: { fcp: number; tti: number }; index: number } => isValid(entry.run));
   if (valid.length === 0) return 0;
   const medianFcp = median(valid.map(({ run }) => run.fcp));
   const medianTti = median(valid.map(({ run }) => run.tti));
-  const distance = ({ run }: { run: { fcp: number; tti: number } }) => (medianFcp - run.fcp) ** 2 + (medianTti - run.tti) ** 2;
+  const distance = ({ run }: { run: { fcp: number; tti: number } }) =>
+    (medianFcp - run.fcp) ** 2 + (medianTti - run.tti) ** 2;
   // Array.prototype.sort is stable, like the one Lighthouse relies on.
   const sorted = [...valid].sort((a, b) => distance(a) - distance(b) || a.run.tti - b.run.tti);
   return sorted[0]!.index;

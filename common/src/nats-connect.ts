@@ -22,11 +22,20 @@ export const natsEnvSchema = z.object({
 export type NatsSettings = z.infer<typeof natsEnvSchema>;
 
 /** Connects as `name`, turning a refusal into an error that says what to check. */
-export async function connectNats(settings: NatsSettings, options: { name: string } & Partial<NodeConnectionOptions>): Promise<NatsConnection> {
+export async function connectNats(
+  settings: NatsSettings,
+  options: { name: string } & Partial<NodeConnectionOptions>,
+): Promise<NatsConnection> {
   const servers = settings.NATS_URL.split(',');
   const connectOptions: NodeConnectionOptions = { servers, maxReconnectAttempts: -1, ...options };
-  if (settings.NATS_CREDS_FILE) connectOptions.authenticator = credsAuthenticator(await readSecret(settings.NATS_CREDS_FILE, 'NATS_CREDS_FILE'));
-  else if (settings.NATS_NKEY_SEED_FILE) connectOptions.authenticator = nkeyAuthenticator(new TextEncoder().encode((await readSecret(settings.NATS_NKEY_SEED_FILE, 'NATS_NKEY_SEED_FILE')).toString('utf8').trim()));
+  if (settings.NATS_CREDS_FILE)
+    connectOptions.authenticator = credsAuthenticator(await readSecret(settings.NATS_CREDS_FILE, 'NATS_CREDS_FILE'));
+  else if (settings.NATS_NKEY_SEED_FILE)
+    connectOptions.authenticator = nkeyAuthenticator(
+      new TextEncoder().encode(
+        (await readSecret(settings.NATS_NKEY_SEED_FILE, 'NATS_NKEY_SEED_FILE')).toString('utf8').trim(),
+      ),
+    );
   if (settings.NATS_TLS_CA_FILE || settings.NATS_TLS_CERT_FILE) {
     connectOptions.tls = {
       ...(settings.NATS_TLS_CA_FILE ? { caFile: settings.NATS_TLS_CA_FILE } : {}),
@@ -46,7 +55,10 @@ export async function connectNats(settings: NatsSettings, options: { name: strin
         ? 'TLS failed: check NATS_TLS_CA_FILE (and the client certificate, if the server asks for one)'
         : 'check NATS_URL and that the server is reachable';
     // Only an unreachable server may answer later; refused credentials and bad TLS never will.
-    throw new StartupError(`could not connect to NATS at ${natsServersForLog(settings.NATS_URL)}: ${message} (${hint})`, { cause: error, retryable: !refused && !tls });
+    throw new StartupError(
+      `could not connect to NATS at ${natsServersForLog(settings.NATS_URL)}: ${message} (${hint})`,
+      { cause: error, retryable: !refused && !tls },
+    );
   }
 }
 
@@ -62,6 +74,9 @@ async function readSecret(path: string, variable: string): Promise<Buffer> {
   try {
     return await readFile(path);
   } catch (error) {
-    throw new StartupError(`${variable}=${path} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, { cause: error });
+    throw new StartupError(
+      `${variable}=${path} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+      { cause: error },
+    );
   }
 }

@@ -10,7 +10,8 @@ export function createMetricsRegistry(): Registry {
   collectDefaultMetrics({ register: registry });
   // prom-client names these gauges with a `_total` suffix, which Prometheus reserves for
   // counters (promtool check metrics fails them); process_* and nodejs_heap_* tell the same story.
-  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(name);
+  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'])
+    registry.removeSingleMetric(name);
   return registry;
 }
 

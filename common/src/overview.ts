@@ -26,15 +26,37 @@ export const overviewRecordSchema = z
   .meta({ id: 'OverviewRecord' });
 export type OverviewRecord = z.infer<typeof overviewRecordSchema>;
 
-export const overviewResponseSchema = z.array(overviewRecordSchema).meta({ id: 'Overview', description: 'KPI records ordered by date, url, device, location, section, kpi (ascending).' });
+export const overviewResponseSchema = z.array(overviewRecordSchema).meta({
+  id: 'Overview',
+  description: 'KPI records ordered by date, url, device, location, section, kpi (ascending).',
+});
 
 /** `/v1/updates`: per device, the snapshot dates with the locations each has, ascending. */
 export const snapshotListSchema = z
   .object({
     url: z.string(),
-    mobile: z.array(z.object({ date: z.string().regex(API_DATE_TIME_PATTERN), updateType: z.enum(UPDATE_TYPES), locations: z.array(z.enum(LOCATIONS)) })).optional(),
-    desktop: z.array(z.object({ date: z.string().regex(API_DATE_TIME_PATTERN), updateType: z.enum(UPDATE_TYPES), locations: z.array(z.enum(LOCATIONS)) })).optional(),
-    next: z.string().regex(API_DATE_TIME_PATTERN).optional().meta({ description: 'Older snapshots exist: pass this as `before` for the page before this one. Absent on the oldest page.' }),
+    mobile: z
+      .array(
+        z.object({
+          date: z.string().regex(API_DATE_TIME_PATTERN),
+          updateType: z.enum(UPDATE_TYPES),
+          locations: z.array(z.enum(LOCATIONS)),
+        }),
+      )
+      .optional(),
+    desktop: z
+      .array(
+        z.object({
+          date: z.string().regex(API_DATE_TIME_PATTERN),
+          updateType: z.enum(UPDATE_TYPES),
+          locations: z.array(z.enum(LOCATIONS)),
+        }),
+      )
+      .optional(),
+    next: z.string().regex(API_DATE_TIME_PATTERN).optional().meta({
+      description:
+        'Older snapshots exist: pass this as `before` for the page before this one. Absent on the oldest page.',
+    }),
   })
   .meta({ id: 'SnapshotList' });
 export type SnapshotList = z.infer<typeof snapshotListSchema>;
@@ -44,7 +66,12 @@ export const asyncAckSchema = z.object({ ok: z.literal(1), id: z.string() }).met
 export const UPDATE_STATES = ['queued', 'running', 'done', 'failed'] as const;
 
 /** Runs finished (succeeded or failed) of those planned for one device and location of an update. */
-export const updateProgressSchema = z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS), done: z.number().int().nonnegative(), total: z.number().int().positive() });
+export const updateProgressSchema = z.object({
+  device: z.enum(DEVICES),
+  location: z.enum(LOCATIONS),
+  done: z.number().int().nonnegative(),
+  total: z.number().int().positive(),
+});
 export type UpdateProgress = z.infer<typeof updateProgressSchema>;
 
 /** `/v1/updates/{id}`: where an async or scheduled update is. */
@@ -52,19 +79,28 @@ export const updateStatusSchema = z
   .object({
     id: z.string(),
     url: z.string(),
-    status: z.enum(UPDATE_STATES).meta({ description: 'queued → running → done, or failed (with the reason). A failed delivery that will be tried again goes back to queued, with the reason.' }),
+    status: z.enum(UPDATE_STATES).meta({
+      description:
+        'queued → running → done, or failed (with the reason). A failed delivery that will be tried again goes back to queued, with the reason.',
+    }),
     updateType: z.enum(UPDATE_TYPES),
     devices: z.array(z.enum(DEVICES)),
     locations: z.array(z.enum(LOCATIONS)),
-    date: z.string().regex(API_DATE_TIME_PATTERN).nullable().meta({ description: 'The snapshot date (for /v1/audit) once done.' }),
+    date: z
+      .string()
+      .regex(API_DATE_TIME_PATTERN)
+      .nullable()
+      .meta({ description: 'The snapshot date (for /v1/audit) once done.' }),
     reason: z.string().nullable(),
     attempts: z.number().int().nonnegative().meta({ description: 'Deliveries that started running it.' }),
-    progress: z
-      .array(updateProgressSchema)
-      .meta({ description: 'While running (and after): per device and location, the Lighthouse runs finished (succeeded or failed) out of those planned. Empty until the first delivery starts.' }),
-    missing: z
-      .array(missingCellSchema)
-      .meta({ description: 'Once done: the devices and locations the update could not measure before its deadline, and why (empty when every one was measured).' }),
+    progress: z.array(updateProgressSchema).meta({
+      description:
+        'While running (and after): per device and location, the Lighthouse runs finished (succeeded or failed) out of those planned. Empty until the first delivery starts.',
+    }),
+    missing: z.array(missingCellSchema).meta({
+      description:
+        'Once done: the devices and locations the update could not measure before its deadline, and why (empty when every one was measured).',
+    }),
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),
   })
@@ -80,7 +116,11 @@ export const projectListSchema = z
         domain: z.string(),
         locations: z.array(z.enum(LOCATIONS)),
         defaultLocation: z.enum(LOCATIONS),
-        runs: z.number().int().positive().meta({ description: 'Lighthouse runs per device and location in one update; the median run is kept.' }),
+        runs: z
+          .number()
+          .int()
+          .positive()
+          .meta({ description: 'Lighthouse runs per device and location in one update; the median run is kept.' }),
         schedule: z.string().nullable().meta({ description: 'Cron expression (UTC) of scheduled updates, or null.' }),
       }),
     ),

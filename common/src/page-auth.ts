@@ -17,20 +17,45 @@ export type LoginStep = z.infer<typeof loginStepSchema>;
 
 /** Headers the browser owns: a login may not set them (cookies go in `cookies`). */
 const BROWSER_HEADERS = new Set(['host', 'content-length', 'connection', 'cookie', 'transfer-encoding']);
-const headersSchema = z.record(z.string(), z.string().max(8_192).regex(/^[^\r\n]*$/, 'a header value has no line break')).superRefine((headers, ctx) => {
-  for (const name of Object.keys(headers)) {
-    if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/.test(name)) ctx.addIssue({ code: 'custom', message: `header name ${JSON.stringify(name.slice(0, 100))} is not a token` });
-    else if (BROWSER_HEADERS.has(name.toLowerCase())) ctx.addIssue({ code: 'custom', message: `${name} is the browser's to set (cookies go in cookies)` });
-  }
-});
+const headersSchema = z
+  .record(
+    z.string(),
+    z
+      .string()
+      .max(8_192)
+      .regex(/^[^\r\n]*$/, 'a header value has no line break'),
+  )
+  .superRefine((headers, ctx) => {
+    for (const name of Object.keys(headers)) {
+      if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/.test(name))
+        ctx.addIssue({ code: 'custom', message: `header name ${JSON.stringify(name.slice(0, 100))} is not a token` });
+      else if (BROWSER_HEADERS.has(name.toLowerCase()))
+        ctx.addIssue({ code: 'custom', message: `${name} is the browser's to set (cookies go in cookies)` });
+    }
+  });
 
 export const pageAuthSchema = z
   .strictObject({
-    cookies: z.array(z.strictObject({ name: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,200}$/, 'a cookie name is a token'), value: z.string().max(4_096).regex(/^[^;\r\n]*$/, 'a cookie value has no ; or line break') })).max(20).optional(),
+    cookies: z
+      .array(
+        z.strictObject({
+          name: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,200}$/, 'a cookie name is a token'),
+          value: z
+            .string()
+            .max(4_096)
+            .regex(/^[^;\r\n]*$/, 'a cookie value has no ; or line break'),
+        }),
+      )
+      .max(20)
+      .optional(),
     headers: headersSchema.optional(),
     login: z.array(loginStepSchema).min(1).max(20).optional(),
   })
-  .refine((auth) => Boolean(auth.cookies?.length || (auth.headers && Object.keys(auth.headers).length > 0) || auth.login?.length), 'give cookies, headers or login steps');
+  .refine(
+    (auth) =>
+      Boolean(auth.cookies?.length || (auth.headers && Object.keys(auth.headers).length > 0) || auth.login?.length),
+    'give cookies, headers or login steps',
+  );
 export type PageAuth = z.infer<typeof pageAuthSchema>;
 
 /** What `/v1/credentials` answers: whether a project has credentials, and their names only — never a value. */

@@ -3,7 +3,7 @@ import { loadLhr } from '../../test/support/lhr-fixtures.ts';
 import { pageSourceKpis, savingsKpis } from './page-kpis.ts';
 
 describe('PAGE_SOURCE and SAVINGS KPIs on real Lighthouse 13 results', () => {
-  it('counts the page\'s elements, HTML bytes, requests and transfer', () => {
+  it("counts the page's elements, HTML bytes, requests and transfer", () => {
     const lhr = loadLhr('mobile', 1);
     const byKpi = Object.fromEntries(pageSourceKpis(lhr).map((r) => [r.kpi, r.data as Record<string, number>]));
     // index.html, site.css, app.js, hero.svg and dot.svg, plus the favicon request.
@@ -28,12 +28,25 @@ describe('PAGE_SOURCE and SAVINGS KPIs on real Lighthouse 13 results', () => {
     const lhr = loadLhr('mobile', 1);
     const [record] = savingsKpis(lhr);
     const data = record!.data as { bytes: number; ms: number; count: number };
-    const failingWithMs = Object.values(lhr.audits).filter((a) => typeof a.score === 'number' && a.score < 1 && Math.max(a.metricSavings?.['LCP'] ?? 0, a.metricSavings?.['FCP'] ?? 0) > 0);
-    expect(data.ms).toBe(Math.round(failingWithMs.reduce((s, a) => s + Math.max(a.metricSavings!['LCP'] ?? 0, a.metricSavings!['FCP'] ?? 0), 0)));
+    const failingWithMs = Object.values(lhr.audits).filter(
+      (a) =>
+        typeof a.score === 'number' &&
+        a.score < 1 &&
+        Math.max(a.metricSavings?.['LCP'] ?? 0, a.metricSavings?.['FCP'] ?? 0) > 0,
+    );
+    expect(data.ms).toBe(
+      Math.round(
+        failingWithMs.reduce((s, a) => s + Math.max(a.metricSavings!['LCP'] ?? 0, a.metricSavings!['FCP'] ?? 0), 0),
+      ),
+    );
     expect(data.count).toBeGreaterThanOrEqual(failingWithMs.length);
 
     // A passing audit's claim does not count; a failing opportunity's bytes do.
-    lhr.audits['unused-javascript'] = { ...lhr.audits['unused-javascript']!, score: 0.5, details: { type: 'opportunity', overallSavingsBytes: 12_345, items: [] } };
+    lhr.audits['unused-javascript'] = {
+      ...lhr.audits['unused-javascript']!,
+      score: 0.5,
+      details: { type: 'opportunity', overallSavingsBytes: 12_345, items: [] },
+    };
     const more = savingsKpis(lhr)[0]!.data as { bytes: number; count: number };
     expect(more.bytes).toBe(data.bytes + 12_345);
     expect(more.count).toBe(data.count + 1);

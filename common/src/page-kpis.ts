@@ -31,10 +31,22 @@ export function pageSourceKpis(lhr: LighthouseResult): KpiRecord[] {
   const document = requests.find((r) => r.url === mainUrl) ?? requests.find((r) => r.resourceType === 'Document');
   const secure = mainUrl.startsWith('https:');
   return [
-    { section: 'PAGE_SOURCE', kpi: 'dom', data: { elementCount: extractElementCount(lhr), htmlBytes: document?.resourceSize ?? null } },
-    { section: 'PAGE_SOURCE', kpi: 'requests', data: { count: requests.length, transferBytes: Math.round(sum(requests.map((r) => r.transferSize ?? 0))) } },
+    {
+      section: 'PAGE_SOURCE',
+      kpi: 'dom',
+      data: { elementCount: extractElementCount(lhr), htmlBytes: document?.resourceSize ?? null },
+    },
+    {
+      section: 'PAGE_SOURCE',
+      kpi: 'requests',
+      data: { count: requests.length, transferBytes: Math.round(sum(requests.map((r) => r.transferSize ?? 0))) },
+    },
     // Subresources fetched over plain http from an https page.
-    { section: 'PAGE_SOURCE', kpi: 'mixed_content', data: { count: secure ? requests.filter((r) => r.url.startsWith('http:')).length : 0 } },
+    {
+      section: 'PAGE_SOURCE',
+      kpi: 'mixed_content',
+      data: { count: secure ? requests.filter((r) => r.url.startsWith('http:')).length : 0 },
+    },
   ];
 }
 
@@ -60,8 +72,11 @@ export function savingsKpis(lhr: LighthouseResult): KpiRecord[] {
   let count = 0;
   for (const [id, audit] of Object.entries(lhr.audits)) {
     if (typeof audit.score !== 'number' || audit.score >= 1) continue;
-    const details = z.looseObject({ type: z.string().optional(), overallSavingsBytes: z.number().optional() }).safeParse(audit.details);
-    let auditBytes = details.success && details.data.type === 'opportunity' ? (details.data.overallSavingsBytes ?? 0) : 0;
+    const details = z
+      .looseObject({ type: z.string().optional(), overallSavingsBytes: z.number().optional() })
+      .safeParse(audit.details);
+    let auditBytes =
+      details.success && details.data.type === 'opportunity' ? (details.data.overallSavingsBytes ?? 0) : 0;
     if (id.endsWith('-insight')) {
       const items = tableItems.safeParse(audit.details);
       if (items.success) auditBytes += sum((items.data.items ?? []).map((i) => i.wastedBytes ?? 0));

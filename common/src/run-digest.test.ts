@@ -8,35 +8,70 @@ import { pageSourceKpis, savingsKpis } from './page-kpis.ts';
 import { digestKpis, digestRun, digestSkeleton, runDigestSchema } from './run-digest.ts';
 import { extractElementCount, extractRunMetrics } from './run-metrics.ts';
 
-const everyBudget = { budgets: Object.fromEntries(Object.keys(BUDGET_KEYS).map((key) => [key, 1])) as Record<BudgetKey, number>, maxRegression: {} };
+const everyBudget = {
+  budgets: Object.fromEntries(Object.keys(BUDGET_KEYS).map((key) => [key, 1])) as Record<BudgetKey, number>,
+  maxRegression: {},
+};
 
 describe('run digests', () => {
-  it.each(['mobile', 'desktop'] as const)('read the same numbers as the whole %s result: key metrics, every budget, element count, KPI records', (device) => {
-    const lhr = loadLhr(device, 2);
-    const digest = runDigestSchema.parse(JSON.parse(JSON.stringify(digestRun(lhr))));
-    expect(extractRunMetrics(digestSkeleton(digest))).toEqual(extractRunMetrics(lhr));
-    expect(checkCell(digestSkeleton(digest), everyBudget)).toEqual(checkCell(lhr, everyBudget));
-    expect(checkCell(digestSkeleton(digest), everyBudget).every((c) => c.actual !== null)).toBe(true);
-    expect(digest.elementCount).toBe(extractElementCount(lhr));
-    expect(digestKpis(digest)).toEqual([...lighthouseKpis(lhr), ...pageSourceKpis(lhr), ...savingsKpis(lhr)]);
-    // A few kilobytes for a result of hundreds.
-    expect(JSON.stringify(digest).length).toBeLessThan(6_000);
-    expect(JSON.stringify(lhr).length).toBeGreaterThan(100_000);
-  });
+  it.each(['mobile', 'desktop'] as const)(
+    'read the same numbers as the whole %s result: key metrics, every budget, element count, KPI records',
+    (device) => {
+      const lhr = loadLhr(device, 2);
+      const digest = runDigestSchema.parse(JSON.parse(JSON.stringify(digestRun(lhr))));
+      expect(extractRunMetrics(digestSkeleton(digest))).toEqual(extractRunMetrics(lhr));
+      expect(checkCell(digestSkeleton(digest), everyBudget)).toEqual(checkCell(lhr, everyBudget));
+      expect(checkCell(digestSkeleton(digest), everyBudget).every((c) => c.actual !== null)).toBe(true);
+      expect(digest.elementCount).toBe(extractElementCount(lhr));
+      expect(digestKpis(digest)).toEqual([...lighthouseKpis(lhr), ...pageSourceKpis(lhr), ...savingsKpis(lhr)]);
+      // A few kilobytes for a result of hundreds.
+      expect(JSON.stringify(digest).length).toBeLessThan(6_000);
+      expect(JSON.stringify(lhr).length).toBeGreaterThan(100_000);
+    },
+  );
 
   it('are bounded, and KPI records of other definitions are not taken', () => {
     const digest = digestRun(loadLhr('mobile', 1));
-    expect(runDigestSchema.safeParse({ ...digest, kpis: Array.from({ length: 33 }, () => digest.kpis[0]) }).success).toBe(false);
-    expect(runDigestSchema.safeParse({ ...digest, lhr: { ...digest.lhr, runWarnings: ['x'.repeat(2_001)] } }).success).toBe(false);
-    expect(runDigestSchema.safeParse({ ...digest, lhr: { ...digest.lhr, audits: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`a${i}`, { id: `a${i}` }])) } }).success).toBe(false);
-    expect(runDigestSchema.safeParse({ ...digest, kpis: [{ section: 'LIGHTHOUSE', kpi: 'x', data: { deep: { nested: 1 } } }] }).success).toBe(false);
+    expect(
+      runDigestSchema.safeParse({ ...digest, kpis: Array.from({ length: 33 }, () => digest.kpis[0]) }).success,
+    ).toBe(false);
+    expect(
+      runDigestSchema.safeParse({ ...digest, lhr: { ...digest.lhr, runWarnings: ['x'.repeat(2_001)] } }).success,
+    ).toBe(false);
+    expect(
+      runDigestSchema.safeParse({
+        ...digest,
+        lhr: {
+          ...digest.lhr,
+          audits: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`a${i}`, { id: `a${i}` }])),
+        },
+      }).success,
+    ).toBe(false);
+    expect(
+      runDigestSchema.safeParse({
+        ...digest,
+        kpis: [{ section: 'LIGHTHOUSE', kpi: 'x', data: { deep: { nested: 1 } } }],
+      }).success,
+    ).toBe(false);
     expect(digestKpis({ ...digest, kpiVersion: LIGHTHOUSE_KPI_VERSION + 1 })).toBeNull();
   });
 });
 
 describe('two-part replies (v1.5)', () => {
   const lhr = loadLhr('mobile', 1);
-  const reply: Extract<AuditReply, { ok: true }> = { ok: true, result: { jobId: 'j', agentId: 'a', location: 'london', device: 'mobile', runIndex: 0, startedAt: new Date().toISOString(), lighthouseMs: 9000, lhr } };
+  const reply: Extract<AuditReply, { ok: true }> = {
+    ok: true,
+    result: {
+      jobId: 'j',
+      agentId: 'a',
+      location: 'london',
+      device: 'mobile',
+      runIndex: 0,
+      startedAt: new Date().toISOString(),
+      lighthouseMs: 9000,
+      lhr,
+    },
+  };
 
   it('carry the digest first and the result as the gzip a store keeps, read without inflating it', async () => {
     const { data, parts } = await encodeReplyParts(reply);
@@ -51,18 +86,31 @@ describe('two-part replies (v1.5)', () => {
 
   it('are refused by name when their parts do not hold together', async () => {
     const { data, parts } = await encodeReplyParts(reply);
-    const refused = (bytes: Uint8Array, header: string) => receiveReply(bytes, 'gzip', header).then(() => null, (error: unknown) => error);
-    for (const header of ['0', String(data.byteLength), '-3', '12abc', '99999999999']) expect(await refused(data, header)).toBeInstanceOf(ReplyRefused);
+    const refused = (bytes: Uint8Array, header: string) =>
+      receiveReply(bytes, 'gzip', header).then(
+        () => null,
+        (error: unknown) => error,
+      );
+    for (const header of ['0', String(data.byteLength), '-3', '12abc', '99999999999'])
+      expect(await refused(data, header)).toBeInstanceOf(ReplyRefused);
     const head = data.subarray(0, parts);
-    expect(String(await refused(Buffer.concat([head, Buffer.from('{"not":"gzip"}'.repeat(4))]), String(parts)))).toMatch(/result is not gzip/);
+    expect(
+      String(await refused(Buffer.concat([head, Buffer.from('{"not":"gzip"}'.repeat(4))]), String(parts))),
+    ).toMatch(/result is not gzip/);
     // A trailer claiming more than a result may inflate to.
     const bomb = Buffer.from(gzipSync(Buffer.from('{}')));
     bomb.writeUInt32LE(0xffffffff, bomb.byteLength - 4);
     expect(String(await refused(Buffer.concat([head, bomb]), String(parts)))).toMatch(/inflates past/);
     // A failure is never in two parts, and the digest must match the contract.
-    const failure = gzipSync(Buffer.from(JSON.stringify({ ok: false, error: { code: 'INTERNAL', message: 'x', retryable: true } })));
-    expect(String(await refused(Buffer.concat([failure, gzipSync(Buffer.from('{}'))]), String(failure.byteLength)))).toMatch(/one part/);
+    const failure = gzipSync(
+      Buffer.from(JSON.stringify({ ok: false, error: { code: 'INTERNAL', message: 'x', retryable: true } })),
+    );
+    expect(
+      String(await refused(Buffer.concat([failure, gzipSync(Buffer.from('{}'))]), String(failure.byteLength))),
+    ).toMatch(/one part/);
     const noDigest = gzipSync(Buffer.from(JSON.stringify({ ok: true, result: { ...reply.result, lhr: undefined } })));
-    expect(String(await refused(Buffer.concat([noDigest, gzipSync(Buffer.from('{}'))]), String(noDigest.byteLength)))).toMatch(/digest/);
+    expect(
+      String(await refused(Buffer.concat([noDigest, gzipSync(Buffer.from('{}'))]), String(noDigest.byteLength))),
+    ).toMatch(/digest/);
   });
 });

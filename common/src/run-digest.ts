@@ -36,9 +36,14 @@ export const runDigestSchema = z.object({
     fetchTime: z.string().max(64),
     finalDisplayedUrl: z.string().max(8_192),
     runWarnings: z.array(z.string().max(2_000)).max(20),
-    categories: z.record(z.string().max(64), z.object({ id: z.string().max(64), score: finite.nullable() })).refine((c) => Object.keys(c).length <= 16, 'at most 16 categories'),
+    categories: z
+      .record(z.string().max(64), z.object({ id: z.string().max(64), score: finite.nullable() }))
+      .refine((c) => Object.keys(c).length <= 16, 'at most 16 categories'),
     audits: z
-      .record(z.string().max(64), z.object({ id: z.string().max(64), score: finite.nullable().optional(), numericValue: finite.optional() }))
+      .record(
+        z.string().max(64),
+        z.object({ id: z.string().max(64), score: finite.nullable().optional(), numericValue: finite.optional() }),
+      )
       .refine((a) => Object.keys(a).length <= DIGEST_AUDITS.length, `at most ${DIGEST_AUDITS.length} audits`),
   }),
   elementCount: z.number().int().nonnegative().max(100_000_000).nullable(),
@@ -47,9 +52,16 @@ export const runDigestSchema = z.object({
   kpis: z
     .array(
       z.object({
-        section: z.enum(SECTIONS.map((s) => s.toUpperCase() as Uppercase<(typeof SECTIONS)[number]>) as [Uppercase<(typeof SECTIONS)[number]>, ...Array<Uppercase<(typeof SECTIONS)[number]>>]),
+        section: z.enum(
+          SECTIONS.map((s) => s.toUpperCase() as Uppercase<(typeof SECTIONS)[number]>) as [
+            Uppercase<(typeof SECTIONS)[number]>,
+            ...Array<Uppercase<(typeof SECTIONS)[number]>>,
+          ],
+        ),
         kpi: z.string().min(1).max(64),
-        data: z.record(z.string().max(64), z.union([finite, z.null(), z.boolean(), z.string().max(500)])).refine((d) => Object.keys(d).length <= 64, 'at most 64 fields'),
+        data: z
+          .record(z.string().max(64), z.union([finite, z.null(), z.boolean(), z.string().max(500)]))
+          .refine((d) => Object.keys(d).length <= 64, 'at most 64 fields'),
       }),
     )
     .max(32),
@@ -62,13 +74,27 @@ export function digestRun(lhr: LighthouseResult): RunDigest {
   for (const id of DIGEST_AUDITS) {
     const audit = lhr.audits[id];
     if (!audit) continue;
-    audits[id] = { id, ...(audit.score !== undefined ? { score: audit.score } : {}), ...(audit.numericValue !== undefined ? { numericValue: audit.numericValue } : {}) };
+    audits[id] = {
+      id,
+      ...(audit.score !== undefined ? { score: audit.score } : {}),
+      ...(audit.numericValue !== undefined ? { numericValue: audit.numericValue } : {}),
+    };
   }
   const categories: RunDigest['lhr']['categories'] = {};
-  for (const [id, category] of Object.entries(lhr.categories).slice(0, 16)) categories[id] = { id, score: category.score };
-  const warnings = Array.isArray(lhr['runWarnings']) ? lhr['runWarnings'].filter((w): w is string => typeof w === 'string').slice(0, 20) : [];
+  for (const [id, category] of Object.entries(lhr.categories).slice(0, 16))
+    categories[id] = { id, score: category.score };
+  const warnings = Array.isArray(lhr['runWarnings'])
+    ? lhr['runWarnings'].filter((w): w is string => typeof w === 'string').slice(0, 20)
+    : [];
   return {
-    lhr: { lighthouseVersion: lhr.lighthouseVersion, fetchTime: lhr.fetchTime, finalDisplayedUrl: lhr.finalDisplayedUrl, runWarnings: warnings, categories, audits },
+    lhr: {
+      lighthouseVersion: lhr.lighthouseVersion,
+      fetchTime: lhr.fetchTime,
+      finalDisplayedUrl: lhr.finalDisplayedUrl,
+      runWarnings: warnings,
+      categories,
+      audits,
+    },
     elementCount: extractElementCount(lhr),
     kpiVersion: LIGHTHOUSE_KPI_VERSION,
     kpis: [...lighthouseKpis(lhr), ...pageSourceKpis(lhr), ...savingsKpis(lhr)] as RunDigest['kpis'],

@@ -2,7 +2,14 @@ import { z } from 'zod';
 import type { KpiRecord } from './lighthouse-kpis.ts';
 
 /** The response headers DESIGN.md grades, in the order `missing` lists them. */
-export const SECURITY_HEADERS = ['strict-transport-security', 'content-security-policy', 'x-frame-options', 'x-content-type-options', 'referrer-policy', 'permissions-policy'] as const;
+export const SECURITY_HEADERS = [
+  'strict-transport-security',
+  'content-security-policy',
+  'x-frame-options',
+  'x-content-type-options',
+  'referrer-policy',
+  'permissions-policy',
+] as const;
 
 /** What an agent observed of a page's transport and headers, sent beside its Lighthouse result. */
 export const securityFactsSchema = z.object({
@@ -28,7 +35,20 @@ export function securityKpis(facts: SecurityFacts): KpiRecord[] {
   const present = SECURITY_HEADERS.filter((h) => facts.headers.includes(h));
   const missing = SECURITY_HEADERS.filter((h) => !facts.headers.includes(h));
   return [
-    { section: 'SECURITY', kpi: 'headers', data: { grade: GRADES[present.length]!, set: `${present.length}/${SECURITY_HEADERS.length}`, missing } },
-    { section: 'SECURITY', kpi: 'https', data: { value: facts.https, tlsProtocol: facts.tlsProtocol, certDaysLeft: facts.certDaysLeft, certValid: facts.certValid } },
+    {
+      section: 'SECURITY',
+      kpi: 'headers',
+      data: { grade: GRADES[present.length]!, set: `${present.length}/${SECURITY_HEADERS.length}`, missing },
+    },
+    {
+      section: 'SECURITY',
+      kpi: 'https',
+      data: {
+        value: facts.https,
+        tlsProtocol: facts.tlsProtocol,
+        certDaysLeft: facts.certDaysLeft,
+        certValid: facts.certValid,
+      },
+    },
   ];
 }

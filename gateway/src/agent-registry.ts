@@ -1,6 +1,12 @@
 import type { NatsConnection, Subscription } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
-import { AGENT_ANNOUNCE_PREFIX, AGENT_DISCOVER_SUBJECT, decodeAnnouncement, type AgentAnnouncement, type Location } from '@perfwatch/common';
+import {
+  AGENT_ANNOUNCE_PREFIX,
+  AGENT_DISCOVER_SUBJECT,
+  decodeAnnouncement,
+  type AgentAnnouncement,
+  type Location,
+} from '@perfwatch/common';
 
 /** Announcements an agent may miss before it counts as gone. */
 const MISSED_ANNOUNCEMENTS = 3;
@@ -49,7 +55,17 @@ export interface AgentRegistry {
  * whose connection NATS still holds open (a frozen process, a half-open link to a region),
  * which a request would only find out about by timing out.
  */
-export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Date.now }: { nc: NatsConnection; logger: Logger; settleMs?: number; now?: () => number }): Promise<AgentRegistry> {
+export async function startAgentRegistry({
+  nc,
+  logger,
+  settleMs = 500,
+  now = Date.now,
+}: {
+  nc: NatsConnection;
+  logger: Logger;
+  settleMs?: number;
+  now?: () => number;
+}): Promise<AgentRegistry> {
   const known = new Map<string, { announcement: AgentAnnouncement; seenAt: number }>();
   const ignored = { count: 0, loggedAt: 0 };
   const ignore = (reason: string, detail: Record<string, unknown>) => {
@@ -72,30 +88,56 @@ export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Dat
       try {
         announcement = decodeAnnouncement(msg.data);
       } catch (error) {
-        logger.warn({ err: { message: (error as Error).message } }, 'ignored an announcement that does not match the v1 contract');
+        logger.warn(
+          { err: { message: (error as Error).message } },
+          'ignored an announcement that does not match the v1 contract',
+        );
         return;
       }
       // The subject is what NATS permissions vouch for; a body claiming another location is not believed.
       if (msg.subject !== `${AGENT_ANNOUNCE_PREFIX}.${announcement.location}`) {
-        logger.warn({ subject: msg.subject, agentId: announcement.agentId }, 'ignored an announcement for another location than its subject');
+        logger.warn(
+          { subject: msg.subject, agentId: announcement.agentId },
+          'ignored an announcement for another location than its subject',
+        );
         return;
       }
       const before = known.get(announcement.agentId);
       const beforeLive = before !== undefined && isLive(before);
       // An id belongs to the process that announced it first (its `instance`), until that
       // process leaves or goes silent: another agent can neither take it over nor retire it.
-      if (beforeLive && (before.announcement.location !== announcement.location || (before.announcement.instance !== undefined && before.announcement.instance !== announcement.instance))) {
-        ignore('the agent id belongs to another live agent', { agentId: announcement.agentId, location: announcement.location });
+      if (
+        beforeLive &&
+        (before.announcement.location !== announcement.location ||
+          (before.announcement.instance !== undefined && before.announcement.instance !== announcement.instance))
+      ) {
+        ignore('the agent id belongs to another live agent', {
+          agentId: announcement.agentId,
+          location: announcement.location,
+        });
         return;
       }
       if (announcement.state === 'stopping') {
-        if (known.delete(announcement.agentId)) logger.info({ agentId: announcement.agentId, location: announcement.location }, 'agent left');
+        if (known.delete(announcement.agentId))
+          logger.info({ agentId: announcement.agentId, location: announcement.location }, 'agent left');
       } else {
         if (!beforeLive && liveIn(announcement.location) >= MAX_AGENTS_PER_LOCATION) {
-          ignore(`the location already has ${MAX_AGENTS_PER_LOCATION} live agents`, { agentId: announcement.agentId, location: announcement.location });
+          ignore(`the location already has ${MAX_AGENTS_PER_LOCATION} live agents`, {
+            agentId: announcement.agentId,
+            location: announcement.location,
+          });
           return;
         }
-        if (!beforeLive) logger.info({ agentId: announcement.agentId, location: announcement.location, version: announcement.version, capacity: announcement.capacity }, 'agent joined');
+        if (!beforeLive)
+          logger.info(
+            {
+              agentId: announcement.agentId,
+              location: announcement.location,
+              version: announcement.version,
+              capacity: announcement.capacity,
+            },
+            'agent joined',
+          );
         known.set(announcement.agentId, { announcement, seenAt: now() });
         silentLocations.delete(announcement.location);
       }
@@ -141,7 +183,10 @@ export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Dat
       else {
         known.delete(agentId);
         silentLocations.add(entry.announcement.location);
-        logger.warn({ agentId, location: entry.announcement.location, silentMs: now() - entry.seenAt }, 'agent went silent; counted as gone');
+        logger.warn(
+          { agentId, location: entry.announcement.location, silentMs: now() - entry.seenAt },
+          'agent went silent; counted as gone',
+        );
       }
     }
     return live;
@@ -176,7 +221,10 @@ export async function startAgentRegistry({ nc, logger, settleMs = 500, now = Dat
         // A gateway whose event loop was held up runs this timer before reading what arrived
         // meanwhile: a round trip to the server first reads every announcement it had sent.
         const timer = setTimeout(() => {
-          void nc.flush().catch(() => undefined).then(() => settle(false));
+          void nc
+            .flush()
+            .catch(() => undefined)
+            .then(() => settle(false));
         }, ms);
         signal.addEventListener('abort', onAbort, { once: true });
         takeWaiters.set(jobId, { location, resolve: settle });

@@ -60,7 +60,23 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
 const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** Builds the gateway's HTTP app from its dependencies. Never listens: see createServer. */
-export function createApp({ store, updates, logger, metrics, startAsync, readiness = async () => ({ ok: true }), bodyLimit = '100kb', rateLimits = { updates: 60, reads: 600 }, syncUpdates, overviewStallMs, authFailuresPerMinute = 30, trustProxy, opsElsewhere = false, targetGuard = createTargetGuard(), secrets = createSecretBox({}) }: AppDeps): Express {
+export function createApp({
+  store,
+  updates,
+  logger,
+  metrics,
+  startAsync,
+  readiness = async () => ({ ok: true }),
+  bodyLimit = '100kb',
+  rateLimits = { updates: 60, reads: 600 },
+  syncUpdates,
+  overviewStallMs,
+  authFailuresPerMinute = 30,
+  trustProxy,
+  opsElsewhere = false,
+  targetGuard = createTargetGuard(),
+  secrets = createSecretBox({}),
+}: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   if (trustProxy !== undefined) app.set('trust proxy', trustProxy);
@@ -78,7 +94,8 @@ export function createApp({ store, updates, logger, metrics, startAsync, readine
       genReqId: (req) => (req as express.Request).requestId,
       // Probes and scrapes every few seconds would drown the log.
       autoLogging: { ignore: (req) => OPS_PATHS.has(req.url?.split('?')[0] ?? '') },
-      customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+      customLogLevel: (_req, res, error) =>
+        error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
       // The URL is the caller's input: kept whole, under its own key; headers are left out
       // (the logger's redaction covers Authorization should a serializer add them back).
       serializers: {
@@ -121,12 +138,22 @@ export function createApp({ store, updates, logger, metrics, startAsync, readine
   const before = [onlyGetAndPost, acceptsJson, jsonBodyOnly, json, failedAuth.check, auth];
   const updateLimit = perUserLimit(rateLimits.updates, 'updates');
   const readLimit = perUserLimit(rateLimits.reads, 'reads');
-  v1.all('/update', ...before, updateLimit, updateRoute({ store, updates, startAsync, ...(syncUpdates ? { syncUpdates } : {}) }));
+  v1.all(
+    '/update',
+    ...before,
+    updateLimit,
+    updateRoute({ store, updates, startAsync, ...(syncUpdates ? { syncUpdates } : {}) }),
+  );
   v1.all('/audit', ...before, readLimit, auditRoute({ store }));
   v1.all('/compare', ...before, readLimit, compareRoute({ store }));
   v1.all('/updates', ...before, readLimit, updatesRoute({ store }));
   v1.all('/updates/:id', ...before, readLimit, updateStatusRoute({ store }));
-  v1.all('/overview', ...before, readLimit, overviewRoute({ store, logger, ...(overviewStallMs ? { stallMs: overviewStallMs } : {}) }));
+  v1.all(
+    '/overview',
+    ...before,
+    readLimit,
+    overviewRoute({ store, logger, ...(overviewStallMs ? { stallMs: overviewStallMs } : {}) }),
+  );
   v1.all('/projects', ...before, readLimit, projectsRoute({ store }));
   v1.all('/budgets', ...before, readLimit, budgetsRoute({ store }));
   v1.all('/webhooks', ...before, readLimit, webhooksRoute({ store, guard: targetGuard }));

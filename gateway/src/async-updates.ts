@@ -21,20 +21,46 @@ export interface AsyncUpdateLimits {
  * Otherwise the update enters its user's backlog and, when the user has room, the queue; the
  * answer comes once the store (and JetStream, for an admitted update) holds it.
  */
-export function createAsyncUpdates({ store, admission, limits }: { store: Store; admission: UpdateAdmission; limits: AsyncUpdateLimits }): StartAsync {
+export function createAsyncUpdates({
+  store,
+  admission,
+  limits,
+}: {
+  store: Store;
+  admission: UpdateAdmission;
+  limits: AsyncUpdateLimits;
+}): StartAsync {
   return async ({ project, devices, updateType, requestId }) => {
     const runs = devices.length * project.locations.length * project.runs;
     const backlog = await store.userBacklog(project.userId);
     if (backlog.runs + runs > limits.queuedRunsPerUser) {
-      throw new UpdateRefused('BACKLOG_FULL', 'You have too many updates waiting. Try again when some have finished.', [`your ${backlog.updates} unfinished updates hold ${backlog.runs} runs; this one adds ${runs}; the limit is ${limits.queuedRunsPerUser} runs per user`]);
+      throw new UpdateRefused('BACKLOG_FULL', 'You have too many updates waiting. Try again when some have finished.', [
+        `your ${backlog.updates} unfinished updates hold ${backlog.runs} runs; this one adds ${runs}; the limit is ${limits.queuedRunsPerUser} runs per user`,
+      ]);
     }
     for (const location of project.locations) {
       if ((await store.countPendingUpdates(location)) >= limits.pendingPerLocation) {
-        throw new UpdateRefused('LOCATION_FULL', `The service has as many updates waiting for ${location} as it takes. Try again later.`);
+        throw new UpdateRefused(
+          'LOCATION_FULL',
+          `The service has as many updates waiting for ${location} as it takes. Try again later.`,
+        );
       }
     }
     const id = randomUUID();
-    await admission.submit({ id, userId: project.userId, projectId: project.id, url: project.url, devices, locations: project.locations, updateType, runs: project.runs }, requestId, { refuseUnqueued: true });
+    await admission.submit(
+      {
+        id,
+        userId: project.userId,
+        projectId: project.id,
+        url: project.url,
+        devices,
+        locations: project.locations,
+        updateType,
+        runs: project.runs,
+      },
+      requestId,
+      { refuseUnqueued: true },
+    );
     return id;
   };
 }

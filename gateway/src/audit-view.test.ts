@@ -9,8 +9,32 @@ import type { LocationSnapshot, NewLocationSnapshot, SnapshotFilter } from './st
 import { buildLocationSnapshot, NoUsableResult } from './snapshot-builder.ts';
 import { builtCell, readCell } from '../../test/support/new-cells.ts';
 
-const mobileLondon = await builtCell('mobile', 'london', [1, 2, 3].map((n, runIndex) => ({ jobId: `j${n}`, agentId: 'a', location: 'london' as const, device: 'mobile' as const, runIndex, startedAt: '', lighthouseMs: 1, lhr: loadLhr('mobile', n as 1 | 2 | 3) })));
-const desktopTokyo = await builtCell('desktop', 'tokyo', [{ jobId: 'j', agentId: 'a', location: 'tokyo', device: 'desktop', runIndex: 0, startedAt: '', lighthouseMs: 1, lhr: loadLhr('desktop', 1) }]);
+const mobileLondon = await builtCell(
+  'mobile',
+  'london',
+  [1, 2, 3].map((n, runIndex) => ({
+    jobId: `j${n}`,
+    agentId: 'a',
+    location: 'london' as const,
+    device: 'mobile' as const,
+    runIndex,
+    startedAt: '',
+    lighthouseMs: 1,
+    lhr: loadLhr('mobile', n as 1 | 2 | 3),
+  })),
+);
+const desktopTokyo = await builtCell('desktop', 'tokyo', [
+  {
+    jobId: 'j',
+    agentId: 'a',
+    location: 'tokyo',
+    device: 'desktop',
+    runIndex: 0,
+    startedAt: '',
+    lighthouseMs: 1,
+    lhr: loadLhr('desktop', 1),
+  },
+]);
 const date = new Date('2026-01-02T03:04:05Z');
 
 /** The answer's pieces as a client reads them: their bytes together, decoded as UTF-8. */
@@ -21,13 +45,21 @@ async function text(pieces: AsyncIterable<string | Uint8Array>): Promise<string>
 }
 
 /** The audit result of cells whose results are objects, as a client reads the answer. */
-const auditResult = async (snapshot: Parameters<typeof auditResultPieces<LocationSnapshot>>[0], project: { defaultLocation: 'london' | 'tokyo' }, filter: SnapshotFilter = {}) =>
-  JSON.parse(await text(auditResultPieces(snapshot, project, (cell) => Buffer.from(JSON.stringify(cell.lighthouse)), filter))) as AuditResult;
+const auditResult = async (
+  snapshot: Parameters<typeof auditResultPieces<LocationSnapshot>>[0],
+  project: { defaultLocation: 'london' | 'tokyo' },
+  filter: SnapshotFilter = {},
+) =>
+  JSON.parse(
+    await text(auditResultPieces(snapshot, project, (cell) => Buffer.from(JSON.stringify(cell.lighthouse)), filter)),
+  ) as AuditResult;
 
 describe('the audit result', () => {
-
   it('has the shape of the spec: device → location → lighthouse with crux, date and elementCount', async () => {
-    const view = await auditResult({ date, available: [mobileLondon, desktopTokyo], results: [mobileLondon, desktopTokyo] }, { defaultLocation: 'london' });
+    const view = await auditResult(
+      { date, available: [mobileLondon, desktopTokyo], results: [mobileLondon, desktopTokyo] },
+      { defaultLocation: 'london' },
+    );
     expect(auditResultSchema.parse(view)).toEqual(view);
     const cell = view.mobile!.london!;
     expect(cell.lighthouse.date).toBe('2026-01-02T03:04:05');
@@ -41,7 +73,10 @@ describe('the audit result', () => {
   });
 
   it('lists every location the snapshot has for the device, even when the read is filtered', async () => {
-    const view = await auditResult({ date, available: [mobileLondon, { device: 'mobile', location: 'tokyo' }], results: [mobileLondon] }, { defaultLocation: 'tokyo' });
+    const view = await auditResult(
+      { date, available: [mobileLondon, { device: 'mobile', location: 'tokyo' }], results: [mobileLondon] },
+      { defaultLocation: 'tokyo' },
+    );
     expect(Object.keys(view.mobile!)).toEqual(['london']);
     expect(view.mobile!.london!.locations).toEqual(['london', 'tokyo']);
     expect(view.desktop).toBeUndefined();
@@ -55,63 +90,154 @@ describe('the audit result', () => {
     const snapshot = { date, available: [mobileLondon, desktopTokyo], results: [mobileLondon, desktopTokyo], missing };
     const view = await auditResult(snapshot, { defaultLocation: 'london' });
     expect(auditResultSchema.parse(view).missing).toEqual(missing);
-    expect((await auditResult(snapshot, { defaultLocation: 'london' }, { device: 'mobile' })).missing).toEqual([missing[0]]);
-    expect(await auditResult(snapshot, { defaultLocation: 'london' }, { locations: ['frankfurt'] })).not.toHaveProperty('missing');
-    expect(await auditResult({ ...snapshot, missing: [] }, { defaultLocation: 'london' })).not.toHaveProperty('missing');
+    expect((await auditResult(snapshot, { defaultLocation: 'london' }, { device: 'mobile' })).missing).toEqual([
+      missing[0],
+    ]);
+    expect(await auditResult(snapshot, { defaultLocation: 'london' }, { locations: ['frankfurt'] })).not.toHaveProperty(
+      'missing',
+    );
+    expect(await auditResult({ ...snapshot, missing: [] }, { defaultLocation: 'london' })).not.toHaveProperty(
+      'missing',
+    );
   });
-  it('says how far the runs are to be trusted: reliable and suspect runs, re-tests, the median\'s verdict', async () => {
-    const conditions = { benchmarkIndex: 2400, baselineBenchmarkIndex: 2460, cpuMultiplier: 8, concurrentRuns: 0, loadAverage: 0.2, chromeVersion: '142', lighthouseVersion: '13' };
-    const runs = [1, 2, 3].map((n, runIndex) => ({ jobId: `j${n}`, agentId: 'a', location: 'london' as const, device: 'mobile' as const, runIndex, startedAt: '', lighthouseMs: 1, lhr: loadLhr('mobile', n as 1 | 2 | 3), conditions: { ...conditions, concurrentRuns: runIndex === 0 ? 1 : 0 } }));
-    const retested = await builtCell('mobile', 'london', [...runs, { ...runs[1]!, jobId: 'j4', runIndex: 3, conditions, retestOfRunIndex: 0 }]);
-    const cell = (await auditResult({ date, available: [retested], results: [retested] }, { defaultLocation: 'london' })).mobile!.london!;
+  it("says how far the runs are to be trusted: reliable and suspect runs, re-tests, the median's verdict", async () => {
+    const conditions = {
+      benchmarkIndex: 2400,
+      baselineBenchmarkIndex: 2460,
+      cpuMultiplier: 8,
+      concurrentRuns: 0,
+      loadAverage: 0.2,
+      chromeVersion: '142',
+      lighthouseVersion: '13',
+    };
+    const runs = [1, 2, 3].map((n, runIndex) => ({
+      jobId: `j${n}`,
+      agentId: 'a',
+      location: 'london' as const,
+      device: 'mobile' as const,
+      runIndex,
+      startedAt: '',
+      lighthouseMs: 1,
+      lhr: loadLhr('mobile', n as 1 | 2 | 3),
+      conditions: { ...conditions, concurrentRuns: runIndex === 0 ? 1 : 0 },
+    }));
+    const retested = await builtCell('mobile', 'london', [
+      ...runs,
+      { ...runs[1]!, jobId: 'j4', runIndex: 3, conditions, retestOfRunIndex: 0 },
+    ]);
+    const cell = (
+      await auditResult({ date, available: [retested], results: [retested] }, { defaultLocation: 'london' })
+    ).mobile!.london!;
     expect(cell.verification).toEqual({ reliableRuns: 3, suspectRuns: 1, retests: 1, median: 'reliable' });
     expect(cell.runs.map((r) => r.verdict)).toEqual(['suspect', 'reliable', 'reliable', 'reliable']);
     expect(cell.runs[3]!.retestOf).toBe(1);
     // Snapshots stored before verdicts existed say nothing rather than something invented.
     const before = { ...mobileLondon, runs: mobileLondon.runs.map(({ verdict: _v, reasons: _r, ...run }) => run) };
-    expect((await auditResult({ date, available: [before], results: [before] }, { defaultLocation: 'london' })).mobile!.london).not.toHaveProperty('verification');
+    expect(
+      (await auditResult({ date, available: [before], results: [before] }, { defaultLocation: 'london' })).mobile!
+        .london,
+    ).not.toHaveProperty('verification');
   });
 });
 
-const auditResultJson = (snapshot: Parameters<typeof auditResultPieces<NewLocationSnapshot>>[0], project: { defaultLocation: 'london' }) => text(auditResultPieces(snapshot, project, (cell) => cell.lighthouse.json()));
+const auditResultJson = (
+  snapshot: Parameters<typeof auditResultPieces<NewLocationSnapshot>>[0],
+  project: { defaultLocation: 'london' },
+) => text(auditResultPieces(snapshot, project, (cell) => cell.lighthouse.json()));
 
 describe('auditResultPieces', () => {
   const runs = (bytes: (n: 1 | 2 | 3) => Buffer) =>
     ([1, 2, 3] as const).map((n, runIndex) => {
-      const { lighthouse: _whole, ...run } = receivedRun({ jobId: `j${n}`, agentId: 'a', location: 'london', device: 'mobile', runIndex, startedAt: '', lighthouseMs: 1, lhr: loadLhr('mobile', n) });
+      const { lighthouse: _whole, ...run } = receivedRun({
+        jobId: `j${n}`,
+        agentId: 'a',
+        location: 'london',
+        device: 'mobile',
+        runIndex,
+        startedAt: '',
+        lighthouseMs: 1,
+        lhr: loadLhr('mobile', n),
+      });
       return { ...run, lighthouse: ResultBytes.fromGzip(bytes(n)) };
     });
 
   it('writes the representative results as received, and reads as the same cells with their results as objects', async () => {
-    const cell = await buildLocationSnapshot('mobile', 'london', runs((n) => gzipSync(JSON.stringify(loadLhr('mobile', n)))));
+    const cell = await buildLocationSnapshot(
+      'mobile',
+      'london',
+      runs((n) => gzipSync(JSON.stringify(loadLhr('mobile', n)))),
+    );
     const json = await auditResultJson({ date, available: [cell], results: [cell] }, { defaultLocation: 'london' });
-    expect(JSON.parse(json)).toEqual(await auditResult({ date, available: [cell], results: [await readCell(cell)] }, { defaultLocation: 'london' }));
+    expect(JSON.parse(json)).toEqual(
+      await auditResult({ date, available: [cell], results: [await readCell(cell)] }, { defaultLocation: 'london' }),
+    );
     // The result's own keys, then the audit result's additions.
-    expect(JSON.parse(json).mobile.london.lighthouse).toEqual({ ...(await cell.lighthouse.read()), crux: { url: null }, date: '2026-01-02T03:04:05', elementCount: cell.elementCount });
+    expect(JSON.parse(json).mobile.london.lighthouse).toEqual({
+      ...(await cell.lighthouse.read()),
+      crux: { url: null },
+      date: '2026-01-02T03:04:05',
+      elementCount: cell.elementCount,
+    });
     expect(auditResultSchema.parse(JSON.parse(json)).mobile!.london!.lighthouse.date).toBe('2026-01-02T03:04:05');
   });
 
-  it('puts each cell\'s result in its own place, whatever the order of the cells', async () => {
+  it("puts each cell's result in its own place, whatever the order of the cells", async () => {
     const gz = runs((n) => gzipSync(JSON.stringify(loadLhr('mobile', n))));
     // Devices interleaved: the view's text groups them, so its order is not the cells' order.
-    const cells = [await buildLocationSnapshot('mobile', 'london', gz), await buildLocationSnapshot('desktop', 'london', gz), await buildLocationSnapshot('mobile', 'tokyo', gz)];
+    const cells = [
+      await buildLocationSnapshot('mobile', 'london', gz),
+      await buildLocationSnapshot('desktop', 'london', gz),
+      await buildLocationSnapshot('mobile', 'tokyo', gz),
+    ];
     const cellsRead = await Promise.all(cells.map((cell) => readCell(cell)));
     const json = await auditResultJson({ date, available: cells, results: cells }, { defaultLocation: 'london' });
-    expect(JSON.parse(json)).toEqual(await auditResult({ date, available: cells, results: cellsRead }, { defaultLocation: 'london' }));
+    expect(JSON.parse(json)).toEqual(
+      await auditResult({ date, available: cells, results: cellsRead }, { defaultLocation: 'london' }),
+    );
   });
 
-  it('never writes an agent\'s bytes that are not one JSON object: their run is set aside, the median taken again', async () => {
+  it("never writes an agent's bytes that are not one JSON object: their run is set aside, the median taken again", async () => {
     // What the median run's agent sent tries to close the result and add keys of its own.
-    const median = (await buildLocationSnapshot('mobile', 'london', runs((n) => gzipSync(JSON.stringify(loadLhr('mobile', n)))))).median;
-    const hostile = runs((n) => gzipSync(n === median ? '{"lighthouseVersion":"13"}},"missing":[{"device":"mobile"' : JSON.stringify(loadLhr('mobile', n))));
+    const median = (
+      await buildLocationSnapshot(
+        'mobile',
+        'london',
+        runs((n) => gzipSync(JSON.stringify(loadLhr('mobile', n)))),
+      )
+    ).median;
+    const hostile = runs((n) =>
+      gzipSync(
+        n === median
+          ? '{"lighthouseVersion":"13"}},"missing":[{"device":"mobile"'
+          : JSON.stringify(loadLhr('mobile', n)),
+      ),
+    );
     const cell = await buildLocationSnapshot('mobile', 'london', hostile);
     expect(cell.runs).toHaveLength(2);
     const json = await auditResultJson({ date, available: [cell], results: [cell] }, { defaultLocation: 'london' });
     expect(Object.keys(JSON.parse(json))).toEqual(['mobile']);
     // Not one usable result: the cell has none, and says why.
-    await expect(buildLocationSnapshot('mobile', 'london', runs(() => gzipSync('[1, 2]')))).rejects.toThrow(/not a JSON object/);
-    await expect(buildLocationSnapshot('mobile', 'london', runs(() => Buffer.from('plain')))).rejects.toBeInstanceOf(NoUsableResult);
+    await expect(
+      buildLocationSnapshot(
+        'mobile',
+        'london',
+        runs(() => gzipSync('[1, 2]')),
+      ),
+    ).rejects.toThrow(/not a JSON object/);
+    await expect(
+      buildLocationSnapshot(
+        'mobile',
+        'london',
+        runs(() => Buffer.from('plain')),
+      ),
+    ).rejects.toBeInstanceOf(NoUsableResult);
     // Bytes an answer would pass on that are not UTF-8.
-    await expect(buildLocationSnapshot('mobile', 'london', runs(() => gzipSync(Buffer.concat([Buffer.from('{"a":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]))))).rejects.toThrow(/not a JSON object in UTF-8/);
+    await expect(
+      buildLocationSnapshot(
+        'mobile',
+        'london',
+        runs(() => gzipSync(Buffer.concat([Buffer.from('{"a":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]))),
+      ),
+    ).rejects.toThrow(/not a JSON object in UTF-8/);
   });
 });

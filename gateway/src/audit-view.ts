@@ -1,9 +1,18 @@
-import { formatApiDateTime, type AuditResult, type Device, type Location, type LocationResult } from '@perfwatch/common';
+import {
+  formatApiDateTime,
+  type AuditResult,
+  type Device,
+  type Location,
+  type LocationResult,
+} from '@perfwatch/common';
 import { randomUUID } from 'node:crypto';
 import { openObject } from './json-object-text.ts';
 import type { ProjectRecord, SnapshotFilter, SnapshotRecord } from './store/store.ts';
 
-function verification(runs: SnapshotRecord['results'][number]['runs'], median: number): Pick<LocationResult, 'verification'> {
+function verification(
+  runs: SnapshotRecord['results'][number]['runs'],
+  median: number,
+): Pick<LocationResult, 'verification'> {
   if (!runs.some((run) => run.verdict)) return {};
   const suspectRuns = runs.filter((run) => run.verdict === 'suspect').length;
   return {
@@ -20,7 +29,15 @@ function verification(runs: SnapshotRecord['results'][number]['runs'], median: n
 type LighthouseAdditions = Pick<LocationResult['lighthouse'], 'crux' | 'date' | 'elementCount'>;
 
 /** What the audit result shows of a cell besides its Lighthouse result. */
-type CellView = { device: Device; location: Location; crux: LighthouseAdditions['crux']; elementCount: number | null; median: number; runs: SnapshotRecord['results'][number]['runs']; checks?: SnapshotRecord['results'][number]['checks'] };
+type CellView = {
+  device: Device;
+  location: Location;
+  crux: LighthouseAdditions['crux'];
+  elementCount: number | null;
+  median: number;
+  runs: SnapshotRecord['results'][number]['runs'];
+  checks?: SnapshotRecord['results'][number]['checks'];
+};
 
 /**
  * The audit result as JSON in pieces, to be written as they come: each cell's Lighthouse
@@ -32,7 +49,12 @@ type CellView = { device: Device; location: Location; crux: LighthouseAdditions[
  * after them, so they win.
  */
 export async function* auditResultPieces<R extends CellView>(
-  snapshot: { date: Date; available: SnapshotRecord['available']; results: readonly R[]; missing?: SnapshotRecord['missing'] },
+  snapshot: {
+    date: Date;
+    available: SnapshotRecord['available'];
+    results: readonly R[];
+    missing?: SnapshotRecord['missing'];
+  },
   project: Pick<ProjectRecord, 'defaultLocation'>,
   jsonOf: (cell: R) => Uint8Array | Promise<Uint8Array>,
   filter: SnapshotFilter = {},
@@ -64,7 +86,12 @@ export async function* auditResultPieces<R extends CellView>(
 }
 
 function auditResultOf<R extends CellView>(
-  snapshot: { date: Date; available: SnapshotRecord['available']; results: readonly R[]; missing?: SnapshotRecord['missing'] },
+  snapshot: {
+    date: Date;
+    available: SnapshotRecord['available'];
+    results: readonly R[];
+    missing?: SnapshotRecord['missing'];
+  },
   project: Pick<ProjectRecord, 'defaultLocation'>,
   filter: SnapshotFilter,
   lighthouse: (r: R, additions: LighthouseAdditions) => unknown,
@@ -85,6 +112,10 @@ function auditResultOf<R extends CellView>(
   }
   // Only the cells the request asked about; absent when none is missing, so a complete result
   // keeps the seed's shape exactly.
-  const missing = (snapshot.missing ?? []).filter((m) => (!filter.device || m.device === filter.device) && (!filter.locations?.length || filter.locations.includes(m.location)));
+  const missing = (snapshot.missing ?? []).filter(
+    (m) =>
+      (!filter.device || m.device === filter.device) &&
+      (!filter.locations?.length || filter.locations.includes(m.location)),
+  );
   return missing.length > 0 ? { ...out, missing } : out;
 }

@@ -24,14 +24,18 @@ export function authenticate(store: Store, onFailure: (req: Request) => Promise<
   return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
     const header = req.get('authorization');
     if (header === undefined) {
-      throw new ApiError('BAD_REQUEST', 'The Authorization header is missing.', ['header Authorization: required, holding the API token']);
+      throw new ApiError('BAD_REQUEST', 'The Authorization header is missing.', [
+        'header Authorization: required, holding the API token',
+      ]);
     }
     const token = tokenFromHeader(header);
     const prefix = tokenPrefix(token);
     const record = prefix === null ? null : await store.findToken(prefix);
     if (!record || record.revokedAt !== null || !digestsEqual(tokenDigest(token), record.digest)) {
       await onFailure(req);
-      throw new ApiError('UNAUTHORIZED', 'The API token is not valid.', ['header Authorization: unknown or revoked token']);
+      throw new ApiError('UNAUTHORIZED', 'The API token is not valid.', [
+        'header Authorization: unknown or revoked token',
+      ]);
     }
     req.caller = { userId: record.userId };
     next();

@@ -2,8 +2,18 @@ import { describe, expect, it } from 'vitest';
 import type { BudgetCheck, LighthouseResult } from '@perfwatch/common';
 import { needsConfirmation, settleChecks, type PriorCell } from './budget-alerts.ts';
 
-const check = (pass: boolean, key: BudgetCheck['key'] = 'performance'): BudgetCheck => ({ key, kind: 'budget', actual: pass ? 95 : 70, limit: 90, pass, message: `${key} ${pass ? 95 : 70}` });
-const prior = (states: Record<string, 'passing' | 'failing'>): PriorCell => ({ lighthouse: {} as LighthouseResult, states: new Map(Object.entries(states)) });
+const check = (pass: boolean, key: BudgetCheck['key'] = 'performance'): BudgetCheck => ({
+  key,
+  kind: 'budget',
+  actual: pass ? 95 : 70,
+  limit: 90,
+  pass,
+  message: `${key} ${pass ? 95 : 70}`,
+});
+const prior = (states: Record<string, 'passing' | 'failing'>): PriorCell => ({
+  lighthouse: {} as LighthouseResult,
+  states: new Map(Object.entries(states)),
+});
 
 describe('budget alerts: an event on a change of state, a failure only once confirmed', () => {
   it('a failure of a passing check (or one never seen) needs the confirmation run; a failing one does not', () => {
@@ -15,7 +25,11 @@ describe('budget alerts: an event on a change of state, a failure only once conf
 
   it('passing → failing is announced only when the confirmation run fails the check too', () => {
     const [confirmed] = settleChecks([check(false)], undefined, [check(false)]);
-    expect(confirmed).toMatchObject({ state: 'failing', event: 'budget.failed', confirmation: { actual: 70, pass: false } });
+    expect(confirmed).toMatchObject({
+      state: 'failing',
+      event: 'budget.failed',
+      confirmation: { actual: 70, pass: false },
+    });
     const [unconfirmed] = settleChecks([check(false)], undefined, [check(true)]);
     expect(unconfirmed).toMatchObject({ pass: false, state: 'passing', confirmation: { actual: 95, pass: true } });
     expect(unconfirmed!.event).toBeUndefined();
@@ -37,9 +51,20 @@ describe('budget alerts: an event on a change of state, a failure only once conf
     expect(recovered).toMatchObject({ state: 'passing', event: 'budget.recovered' });
   });
 
-  it('keeps each check\'s state apart: a budget and a regression on the same key are two checks', () => {
-    const regression: BudgetCheck = { key: 'performance', kind: 'regression', actual: 70, limit: 90, allowed: 5, pass: false, message: 'dropped' };
+  it("keeps each check's state apart: a budget and a regression on the same key are two checks", () => {
+    const regression: BudgetCheck = {
+      key: 'performance',
+      kind: 'regression',
+      actual: 70,
+      limit: 90,
+      allowed: 5,
+      pass: false,
+      message: 'dropped',
+    };
     const settled = settleChecks([check(true), regression], prior({ 'budget:performance': 'failing' }), [regression]);
-    expect(settled.map((c) => [c.kind, c.state, c.event])).toEqual([['budget', 'passing', 'budget.recovered'], ['regression', 'failing', 'budget.failed']]);
+    expect(settled.map((c) => [c.kind, c.state, c.event])).toEqual([
+      ['budget', 'passing', 'budget.recovered'],
+      ['regression', 'failing', 'budget.failed'],
+    ]);
   });
 });

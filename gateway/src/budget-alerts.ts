@@ -1,4 +1,14 @@
-import { checkCell, checkId, type AlertState, type BudgetCheck, type Budgets, type CellCheck, type Device, type LighthouseResult, type Location } from '@perfwatch/common';
+import {
+  checkCell,
+  checkId,
+  type AlertState,
+  type BudgetCheck,
+  type Budgets,
+  type CellCheck,
+  type Device,
+  type LighthouseResult,
+  type Location,
+} from '@perfwatch/common';
 import type { ProjectRecord, Store } from './store/store.ts';
 
 /**
@@ -16,7 +26,8 @@ export interface PriorCell {
   states: ReadonlyMap<string, AlertState>;
 }
 
-const stateOf = (states: ReadonlyMap<string, AlertState> | undefined, check: BudgetCheck): AlertState => states?.get(checkId(check)) ?? 'passing';
+const stateOf = (states: ReadonlyMap<string, AlertState> | undefined, check: BudgetCheck): AlertState =>
+  states?.get(checkId(check)) ?? 'passing';
 
 /** Whether a cell's checks need the confirmation run: a check fails whose state is passing. */
 export function needsConfirmation(checks: readonly BudgetCheck[], prior: PriorCell | undefined): boolean {
@@ -33,16 +44,25 @@ export function checksOf(lighthouse: LighthouseResult, budgets: Budgets, prior: 
  * is the confirmation run's checks, null when that run produced no result, undefined when none
  * was run (no failure needed one).
  */
-export function settleChecks(checks: readonly BudgetCheck[], prior: PriorCell | undefined, confirmation?: readonly BudgetCheck[] | null): CellCheck[] {
+export function settleChecks(
+  checks: readonly BudgetCheck[],
+  prior: PriorCell | undefined,
+  confirmation?: readonly BudgetCheck[] | null,
+): CellCheck[] {
   return checks.map((check): CellCheck => {
     const was = stateOf(prior?.states, check);
-    if (check.pass) return was === 'failing' ? { ...check, state: 'passing', event: 'budget.recovered' } : { ...check, state: 'passing' };
+    if (check.pass)
+      return was === 'failing'
+        ? { ...check, state: 'passing', event: 'budget.recovered' }
+        : { ...check, state: 'passing' };
     if (was === 'failing') return { ...check, state: 'failing' };
     if (confirmation === null) return { ...check, state: 'passing', confirmation: null };
     const again = confirmation?.find((c) => checkId(c) === checkId(check));
     if (!again) return { ...check, state: 'passing' };
     const confirmed = { actual: again.actual, pass: again.pass };
-    return again.pass ? { ...check, state: 'passing', confirmation: confirmed } : { ...check, state: 'failing', confirmation: confirmed, event: 'budget.failed' };
+    return again.pass
+      ? { ...check, state: 'passing', confirmation: confirmed }
+      : { ...check, state: 'failing', confirmation: confirmed, event: 'budget.failed' };
   });
 }
 
@@ -53,7 +73,11 @@ const PRIOR_SNAPSHOTS = 20;
  * Each cell's previous snapshot: the newest of the project's recent snapshots that has the cell.
  * Read before the update stores its own.
  */
-export async function readPriorCells(store: Store, project: ProjectRecord, cells: ReadonlyArray<{ device: Device; location: Location }>): Promise<Map<string, PriorCell>> {
+export async function readPriorCells(
+  store: Store,
+  project: ProjectRecord,
+  cells: ReadonlyArray<{ device: Device; location: Location }>,
+): Promise<Map<string, PriorCell>> {
   const recent = await store.listSnapshots(project.id, { limit: PRIOR_SNAPSHOTS });
   const prior = new Map<string, PriorCell>();
   await Promise.all(
@@ -63,7 +87,10 @@ export async function readPriorCells(store: Store, project: ProjectRecord, cells
       const snapshot = await store.findSnapshot(project.id, summary.date, { device, locations: [location] });
       const result = snapshot?.results[0];
       if (!result) return;
-      prior.set(cellKey(device, location), { lighthouse: result.lighthouse, states: new Map((result.checks ?? []).map((c) => [checkId(c), c.state])) });
+      prior.set(cellKey(device, location), {
+        lighthouse: result.lighthouse,
+        states: new Map((result.checks ?? []).map((c) => [checkId(c), c.state])),
+      });
     }),
   );
   return prior;

@@ -1,4 +1,15 @@
-import { COMPARED_METRICS, formatApiDateTime, loadTimeSavingMs, MIN_RUNS_FOR_TEST, mannWhitneyU, SIGNIFICANCE_LEVEL, type CompareCell, type CompareResult, type LighthouseResult, type RunSummary } from '@perfwatch/common';
+import {
+  COMPARED_METRICS,
+  formatApiDateTime,
+  loadTimeSavingMs,
+  MIN_RUNS_FOR_TEST,
+  mannWhitneyU,
+  SIGNIFICANCE_LEVEL,
+  type CompareCell,
+  type CompareResult,
+  type LighthouseResult,
+  type RunSummary,
+} from '@perfwatch/common';
 import type { LocationSnapshot, SnapshotRecord } from './store/store.ts';
 
 /** Audits and opportunities listed per cell, the largest changes first. */
@@ -82,8 +93,15 @@ export function compareSnapshots(url: string, from: ComparedSnapshot, to: Compar
       unmatched.push({ device: a.device, location: a.location, onlyIn: 'from' });
       continue;
     }
-    cells.push({ device: a.device, location: a.location, metrics: metricChanges(a, b), audits: auditChanges(a.lighthouse, b.lighthouse), opportunities: opportunityChanges(a.lighthouse, b.lighthouse) });
+    cells.push({
+      device: a.device,
+      location: a.location,
+      metrics: metricChanges(a, b),
+      audits: auditChanges(a.lighthouse, b.lighthouse),
+      opportunities: opportunityChanges(a.lighthouse, b.lighthouse),
+    });
   }
-  for (const b of to.results) if (!fromCells.has(key(b))) unmatched.push({ device: b.device, location: b.location, onlyIn: 'to' });
+  for (const b of to.results)
+    if (!fromCells.has(key(b))) unmatched.push({ device: b.device, location: b.location, onlyIn: 'to' });
   return { url, from: formatApiDateTime(from.date), to: formatApiDateTime(to.date), cells, unmatched };
 }

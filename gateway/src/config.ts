@@ -11,8 +11,14 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
   OPS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   OPS_HOST: z.string().min(1).default('0.0.0.0'),
   HOST: z.string().min(1).default('0.0.0.0'),
-  MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// or mongodb+srv:// URI').default('mongodb://127.0.0.1:27017/'),
-  MONGODB_DB: z.string().regex(/^[A-Za-z0-9_-]{1,63}$/, 'must be a database name').default('perfwatch'),
+  MONGODB_URI: z
+    .string()
+    .regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// or mongodb+srv:// URI')
+    .default('mongodb://127.0.0.1:27017/'),
+  MONGODB_DB: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,63}$/, 'must be a database name')
+    .default('perfwatch'),
   /**
    * Set: the store is the embedded file PERFWATCH_DATA_DIR/perfwatch.sqlite instead of MongoDB,
    * for a fleet served by one gateway replica (the file belongs to one process).
@@ -40,7 +46,9 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
   TRUST_PROXY: z
     .string()
     .min(1)
-    .transform((v): boolean | number | string => (/^\d+$/.test(v) ? Number(v) : v === 'true' ? true : v === 'false' ? false : v))
+    .transform((v): boolean | number | string =>
+      /^\d+$/.test(v) ? Number(v) : v === 'true' ? true : v === 'false' ? false : v,
+    )
     .optional(),
   /** CrUX API key; without one, snapshots carry no field data and no CRUX KPI records. */
   CRUX_API_KEY: z.string().min(1).optional(),
@@ -52,7 +60,10 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
   REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
   /** An overview reader that reads nothing for this long is cut off and its cursor released. */
   OVERVIEW_STALL_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
-  BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/, 'must look like 100kb').default('100kb'),
+  BODY_LIMIT: z
+    .string()
+    .regex(/^\d+(b|kb|mb)$/, 'must look like 100kb')
+    .default('100kb'),
   /**
    * Queued updates one gateway runs at once. A running update mostly waits for agents (what
    * bounds the runs is the agents' capacity and MAX_RUNS_IN_FLIGHT), so there are enough for
@@ -117,7 +128,12 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
   /** A failed webhook delivery is tried again after this long, doubling up to WEBHOOK_RETRY_MAX_MS, for WEBHOOK_GIVE_UP_AFTER_MS. */
   WEBHOOK_RETRY_FIRST_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
   WEBHOOK_RETRY_MAX_MS: z.coerce.number().int().min(100).max(86_400_000).default(600_000),
-  WEBHOOK_GIVE_UP_AFTER_MS: z.coerce.number().int().min(1_000).max(7 * 86_400_000).default(86_400_000),
+  WEBHOOK_GIVE_UP_AFTER_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(7 * 86_400_000)
+    .default(86_400_000),
   /** How often the outbox is looked at for due deliveries. */
   WEBHOOK_POLL_MS: z.coerce.number().int().min(50).max(60_000).default(1_000),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),

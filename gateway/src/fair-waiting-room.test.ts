@@ -9,10 +9,11 @@ function roomAt(start = 0) {
 }
 
 /** `room.wait` as a promise, for the tests to await. */
-const waitIn = (room: FairWaitingRoom, ticket: Ticket, ms: number) => new Promise<void>((resolve) => room.wait(ticket, ms, resolve));
+const waitIn = (room: FairWaitingRoom, ticket: Ticket, ms: number) =>
+  new Promise<void>((resolve) => room.wait(ticket, ms, resolve));
 
 describe('FairWaitingRoom', () => {
-  it('gives the next place to a light user\'s run before a heavy user\'s backlog, and to one user\'s runs in arrival order', async () => {
+  it("gives the next place to a light user's run before a heavy user's backlog, and to one user's runs in arrival order", async () => {
     const { room } = roomAt();
     const order: string[] = [];
     const heavy = Array.from({ length: 5 }, (_, i) => {
@@ -65,7 +66,7 @@ describe('FairWaitingRoom', () => {
     for (const t of [...tickets, late]) room.leave(t);
   });
 
-  it('forgets use over time: a user\'s usage halves every half-life', () => {
+  it("forgets use over time: a user's usage halves every half-life", () => {
     const { room, clock } = roomAt();
     for (let i = 0; i < 8; i++) room.leave(room.enter('a'));
     expect(room.usage('a')).toBe(8);
@@ -76,7 +77,7 @@ describe('FairWaitingRoom', () => {
     expect(room.usage('never')).toBe(0);
   });
 
-  it('lets a waiting run go at its timeout, and a woken run\'s place go to it alone', async () => {
+  it("lets a waiting run go at its timeout, and a woken run's place go to it alone", async () => {
     const { room } = roomAt();
     const t = room.enter('a');
     const started = Date.now();
@@ -148,9 +149,18 @@ describe('FairWaitingRoom against the scanning room it replaced', () => {
   // The clock moves seldom: users then often have equal usage, where arrival decides.
   const op = fc.oneof(
     { arbitrary: fc.record({ kind: fc.constant('enter' as const), user: fc.constantFrom('a', 'b', 'c') }), weight: 3 },
-    { arbitrary: fc.record({ kind: fc.constantFrom('wait' as const, 'leave' as const, 'behind' as const), ticket: fc.nat(40) }), weight: 4 },
+    {
+      arbitrary: fc.record({
+        kind: fc.constantFrom('wait' as const, 'leave' as const, 'behind' as const),
+        ticket: fc.nat(40),
+      }),
+      weight: 4,
+    },
     { arbitrary: fc.record({ kind: fc.constant('wake' as const), places: fc.integer({ min: 1, max: 3 }) }), weight: 2 },
-    { arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 1_500 }) }), weight: 1 },
+    {
+      arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 1_500 }) }),
+      weight: 1,
+    },
   );
 
   it('wakes the same runs and holds back the same runs, whatever happens in the room', () => {
@@ -184,7 +194,20 @@ describe('FairWaitingRoom against the scanning room it replaced', () => {
         for (const { mine } of tickets) room.leave(mine);
       }),
       // Two users of equal usage waiting: the earlier arrival goes first.
-      { numRuns: 1_000, examples: [[[{ kind: 'enter', user: 'b' }, { kind: 'enter', user: 'a' }, { kind: 'wait', ticket: 1 }, { kind: 'wait', ticket: 0 }, { kind: 'wake', places: 1 }]]] },
+      {
+        numRuns: 1_000,
+        examples: [
+          [
+            [
+              { kind: 'enter', user: 'b' },
+              { kind: 'enter', user: 'a' },
+              { kind: 'wait', ticket: 1 },
+              { kind: 'wait', ticket: 0 },
+              { kind: 'wake', places: 1 },
+            ],
+          ],
+        ],
+      },
     );
   });
 });

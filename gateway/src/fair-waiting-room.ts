@@ -154,7 +154,8 @@ export class FairWaitingRoom {
         const first = this.#firstWaiting(line);
         if (!first) continue;
         const u = usage.get(line) ?? usage.set(line, this.usage(user)).get(line)!;
-        if (!best || u < best.usage || (u === best.usage && first.seq < best.first.seq)) best = { line, first, usage: u };
+        if (!best || u < best.usage || (u === best.usage && first.seq < best.first.seq))
+          best = { line, first, usage: u };
       }
       if (!best) return;
       best.line.waiting.pop();
@@ -193,6 +194,7 @@ export class FairWaitingRoom {
   /** Users with no run asking and next to no usage left are forgotten: the map stays small. */
   #forgetIdle(at: number): void {
     if (this.#usage.size < 1_000) return;
-    for (const [user, u] of this.#usage) if (!this.#lines.has(user) && u.value * 2 ** (-(at - u.at) / this.#halfLifeMs) < 0.01) this.#usage.delete(user);
+    for (const [user, u] of this.#usage)
+      if (!this.#lines.has(user) && u.value * 2 ** (-(at - u.at) / this.#halfLifeMs) < 0.01) this.#usage.delete(user);
   }
 }

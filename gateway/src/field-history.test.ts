@@ -48,23 +48,46 @@ const rowsOf = async (userId: string) => {
 };
 
 describe('field-data history back-fill', () => {
-  it('stores each project\'s 25 weeks of p75 per device, for page and origin, once', async () => {
+  it("stores each project's 25 weeks of p75 per device, for page and origin, once", async () => {
     const user = await store.createUser('history');
-    const project = await store.addProject({ userId: user.id, url: 'https://shop.example/cart', domain: 'shop.example', locations: ['tokyo'], defaultLocation: 'tokyo', runs: 1, schedule: null });
+    const project = await store.addProject({
+      userId: user.id,
+      url: 'https://shop.example/cart',
+      domain: 'shop.example',
+      locations: ['tokyo'],
+      defaultLocation: 'tokyo',
+      runs: 1,
+      schedule: null,
+    });
     const history = createCruxHistoryClient({ endpoint, apiKey: 'k', retries: 0 });
     expect(await backfillFieldHistory({ store, history, logger: pino({ level: 'silent' }) })).toBe(1);
-    expect(asked.filter((a) => a['url'] === project.url).map((a) => [a['path'], a['formFactor']]).sort()).toEqual([['/v1/records:queryHistoryRecord', 'DESKTOP'], ['/v1/records:queryHistoryRecord', 'PHONE']]);
+    expect(
+      asked
+        .filter((a) => a['url'] === project.url)
+        .map((a) => [a['path'], a['formFactor']])
+        .sort(),
+    ).toEqual([
+      ['/v1/records:queryHistoryRecord', 'DESKTOP'],
+      ['/v1/records:queryHistoryRecord', 'PHONE'],
+    ]);
     expect(asked.filter((a) => a['origin'] === 'https://shop.example')).toHaveLength(2);
 
     const rows = await rowsOf(user.id);
     // 25 weeks × 2 devices × 10 records (5 metrics × page and origin).
     expect(rows).toHaveLength(25 * 2 * 10);
-    expect(new Set(rows.map((r) => `${r.section} ${r.location} ${r.updateType} ${r.url}`))).toEqual(new Set([`CRUX tokyo scheduled ${project.url}`]));
+    expect(new Set(rows.map((r) => `${r.section} ${r.location} ${r.updateType} ${r.url}`))).toEqual(
+      new Set([`CRUX tokyo scheduled ${project.url}`]),
+    );
     const lcp = rows.filter((r) => r.kpi === 'url_lcp_p75' && r.device === 'mobile');
     expect(lcp.map((r) => r.data)).toEqual(Array.from({ length: 25 }, (_, k) => String(2900 - k * 30)));
     expect(lcp.at(-1)!.date).toEqual(new Date(Date.UTC(2026, 10, 15)));
     // Periods without enough data are said so, not invented.
-    expect(rows.filter((r) => r.kpi === 'url_inp_p75' && r.device === 'mobile').slice(0, 4).map((r) => r.data)).toEqual(['NO_DATA', 'NO_DATA', 'NO_DATA', '204']);
+    expect(
+      rows
+        .filter((r) => r.kpi === 'url_inp_p75' && r.device === 'mobile')
+        .slice(0, 4)
+        .map((r) => r.data),
+    ).toEqual(['NO_DATA', 'NO_DATA', 'NO_DATA', '204']);
     expect(rows.find((r) => r.kpi === 'origin_cls_p75')!.data).toBe('0.12');
 
     // Done once: a second pass asks nothing.
@@ -78,8 +101,24 @@ describe('field-data history back-fill', () => {
 
   it('stores none for a page CrUX does not know, and tries again a project it could not ask for', async () => {
     const user = await store.createUser('history-2');
-    await store.addProject({ userId: user.id, url: 'https://unknown.example/', domain: 'unknown.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
-    await store.addProject({ userId: user.id, url: 'https://flaky.example/', domain: 'flaky.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+    await store.addProject({
+      userId: user.id,
+      url: 'https://unknown.example/',
+      domain: 'unknown.example',
+      locations: ['london'],
+      defaultLocation: 'london',
+      runs: 1,
+      schedule: null,
+    });
+    await store.addProject({
+      userId: user.id,
+      url: 'https://flaky.example/',
+      domain: 'flaky.example',
+      locations: ['london'],
+      defaultLocation: 'london',
+      runs: 1,
+      schedule: null,
+    });
     const history = createCruxHistoryClient({ endpoint, apiKey: 'k', retries: 0 });
     expect(await backfillFieldHistory({ store, history, logger: pino({ level: 'silent' }) })).toBe(1);
     expect(await rowsOf(user.id)).toEqual([]);

@@ -10,7 +10,11 @@ const noteKey = (projectId: string) => `field-history:${projectId}`;
 function weekKpis(page: FieldWeek | undefined, origin: FieldWeek | undefined): KpiRecord[] {
   return (['url', 'origin'] as const).flatMap((scope) => {
     const week = scope === 'url' ? page : origin;
-    return Object.keys(FIELD_METRICS).map((name) => ({ section: 'CRUX' as const, kpi: `${scope}_${name}_p75`, data: week?.p75[name as keyof typeof FIELD_METRICS] ?? 'NO_DATA' }));
+    return Object.keys(FIELD_METRICS).map((name) => ({
+      section: 'CRUX' as const,
+      kpi: `${scope}_${name}_p75`,
+      data: week?.p75[name as keyof typeof FIELD_METRICS] ?? 'NO_DATA',
+    }));
   });
 }
 
@@ -18,10 +22,20 @@ function weekKpis(page: FieldWeek | undefined, origin: FieldWeek | undefined): K
 async function historyOf(history: CruxHistoryClient, project: ProjectRecord) {
   const rows = [];
   for (const device of DEVICES) {
-    const [page, origin] = await Promise.all([history.history({ url: project.url }, device), history.history({ origin: new URL(project.url).origin }, device)]);
+    const [page, origin] = await Promise.all([
+      history.history({ url: project.url }, device),
+      history.history({ origin: new URL(project.url).origin }, device),
+    ]);
     const dates = [...new Set([...page, ...origin].map((w) => w.lastDate.getTime()))].sort((a, b) => a - b);
     for (const date of dates) {
-      rows.push({ date: new Date(date), device, kpis: weekKpis(page.find((w) => w.lastDate.getTime() === date), origin.find((w) => w.lastDate.getTime() === date)) });
+      rows.push({
+        date: new Date(date),
+        device,
+        kpis: weekKpis(
+          page.find((w) => w.lastDate.getTime() === date),
+          origin.find((w) => w.lastDate.getTime() === date),
+        ),
+      });
     }
   }
   return rows;
@@ -33,7 +47,15 @@ async function historyOf(history: CruxHistoryClient, project: ProjectRecord) {
  * marked done (a store note) once its history is stored; one the API could not answer for is
  * tried again on the next pass.
  */
-export async function backfillFieldHistory({ store, history, logger }: { store: Store; history: CruxHistoryClient; logger: Logger }): Promise<number> {
+export async function backfillFieldHistory({
+  store,
+  history,
+  logger,
+}: {
+  store: Store;
+  history: CruxHistoryClient;
+  logger: Logger;
+}): Promise<number> {
   let filled = 0;
   for (const project of await store.listProjects()) {
     if (await store.readNote(noteKey(project.id))) continue;
@@ -44,19 +66,35 @@ export async function backfillFieldHistory({ store, history, logger }: { store: 
       logger.info({ target: { url: project.url }, weeks: rows.length }, 'field-data history back-filled from CrUX');
       filled += 1;
     } catch (error) {
-      logger.warn({ target: { url: project.url }, err: { message: (error as Error).message } }, 'could not back-fill field-data history; trying again later');
+      logger.warn(
+        { target: { url: project.url }, err: { message: (error as Error).message } },
+        'could not back-fill field-data history; trying again later',
+      );
     }
   }
   return filled;
 }
 
 /** Looks for projects without their field history every `everyMs`, on the replica holding the lease. */
-export function startFieldHistory({ store, history, logger, holder, everyMs }: { store: Store; history: CruxHistoryClient; logger: Logger; holder: string; everyMs: number }) {
+export function startFieldHistory({
+  store,
+  history,
+  logger,
+  holder,
+  everyMs,
+}: {
+  store: Store;
+  history: CruxHistoryClient;
+  logger: Logger;
+  holder: string;
+  everyMs: number;
+}) {
   const stopped = new AbortController();
   const loop = (async () => {
     while (!stopped.signal.aborted) {
       try {
-        if (await store.acquireLease('field-history', holder, everyMs * 3)) await backfillFieldHistory({ store, history, logger });
+        if (await store.acquireLease('field-history', holder, everyMs * 3))
+          await backfillFieldHistory({ store, history, logger });
       } catch (error) {
         logger.warn({ err: { message: (error as Error).message } }, 'field-history pass failed; trying again');
       }

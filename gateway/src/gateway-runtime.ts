@@ -40,24 +40,74 @@ export interface GatewayRuntime {
  * agents in this very process (`perfwatch start` without NATS_URL: the queue lives in the
  * process and the store makes it durable).
  */
-export type GatewayTransport = { nc: NatsConnection; localAgents?: undefined } | { nc?: undefined; localAgents: readonly LocalAgent[] };
+export type GatewayTransport =
+  { nc: NatsConnection; localAgents?: undefined } | { nc?: undefined; localAgents: readonly LocalAgent[] };
 
 /** Wires a gateway from connected parts; shared by `perfwatch gateway`, `perfwatch start` and the tests. */
-export async function startGateway({ store, logger, config, ...transport }: GatewayTransport & { store: Store; logger: Logger; config: GatewayConfig }): Promise<GatewayRuntime> {
+export async function startGateway({
+  store,
+  logger,
+  config,
+  ...transport
+}: GatewayTransport & { store: Store; logger: Logger; config: GatewayConfig }): Promise<GatewayRuntime> {
   const nc = transport.nc;
   const agents = nc ? await startAgentRegistry({ nc, logger }) : createLocalRegistry(transport.localAgents!);
-  const dispatcher = nc ? createNatsDispatcher({ nc, logger, registry: agents, maxInFlight: config.MAX_RUNS_IN_FLIGHT }) : createLocalDispatcher({ agents: transport.localAgents!, logger });
-  const metrics = createGatewayMetrics({ nc, agents, queueDepth: (location) => dispatcher.waiting?.(location) ?? 0, pendingUpdates: (location) => store.countPendingUpdates(location) });
-  const crux = config.CRUX_API_KEY ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger }) : undefined;
-  const outbox = createWebhookOutbox({ store, logger, publicUrl: config.PUBLIC_URL ?? `http://localhost:${config.PORT}` });
+  const dispatcher = nc
+    ? createNatsDispatcher({ nc, logger, registry: agents, maxInFlight: config.MAX_RUNS_IN_FLIGHT })
+    : createLocalDispatcher({ agents: transport.localAgents!, logger });
+  const metrics = createGatewayMetrics({
+    nc,
+    agents,
+    queueDepth: (location) => dispatcher.waiting?.(location) ?? 0,
+    pendingUpdates: (location) => store.countPendingUpdates(location),
+  });
+  const crux = config.CRUX_API_KEY
+    ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger })
+    : undefined;
+  const outbox = createWebhookOutbox({
+    store,
+    logger,
+    publicUrl: config.PUBLIC_URL ?? `http://localhost:${config.PORT}`,
+  });
   const targetGuard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
-  const secrets = createSecretBox({ key: config.PERFWATCH_SECRETS_KEY, previous: config.PERFWATCH_SECRETS_KEY_PREVIOUS });
-  const updates = createUpdateService({ secrets, dispatcher, store, logger, runTimeoutMs: config.RUN_TIMEOUT_MS, replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS, maxRetests: config.MAX_RETESTS, crux, observer: metrics, onSnapshot: (snapshot) => outbox.snapshotStored(snapshot).then(() => undefined) });
+  const secrets = createSecretBox({
+    key: config.PERFWATCH_SECRETS_KEY,
+    previous: config.PERFWATCH_SECRETS_KEY_PREVIOUS,
+  });
+  const updates = createUpdateService({
+    secrets,
+    dispatcher,
+    store,
+    logger,
+    runTimeoutMs: config.RUN_TIMEOUT_MS,
+    replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS,
+    maxRetests: config.MAX_RETESTS,
+    crux,
+    observer: metrics,
+    onSnapshot: (snapshot) => outbox.snapshotStored(snapshot).then(() => undefined),
+  });
   // The queue admits a user's next update as one ends; admission queues it: each needs the other.
   const started: { queue?: UpdateQueue } = {};
-  const admission = createUpdateAdmission({ store, queue: () => started.queue!, logger, perUser: config.MAX_ACTIVE_UPDATES_PER_USER });
-  const queueOptions = { store, updates, logger, admission, outbox, deadlineMs: config.UPDATE_DEADLINE_MS, workers: config.UPDATE_WORKERS, maxDeliver: config.UPDATE_MAX_DELIVER, retryDelayMs: config.UPDATE_RETRY_DELAY_MS };
-  const queue = (started.queue = nc ? await startUpdateQueue({ ...queueOptions, nc, ackWaitMs: config.UPDATE_ACK_WAIT_MS }) : await startLocalUpdateQueue(queueOptions));
+  const admission = createUpdateAdmission({
+    store,
+    queue: () => started.queue!,
+    logger,
+    perUser: config.MAX_ACTIVE_UPDATES_PER_USER,
+  });
+  const queueOptions = {
+    store,
+    updates,
+    logger,
+    admission,
+    outbox,
+    deadlineMs: config.UPDATE_DEADLINE_MS,
+    workers: config.UPDATE_WORKERS,
+    maxDeliver: config.UPDATE_MAX_DELIVER,
+    retryDelayMs: config.UPDATE_RETRY_DELAY_MS,
+  };
+  const queue = (started.queue = nc
+    ? await startUpdateQueue({ ...queueOptions, nc, ackWaitMs: config.UPDATE_ACK_WAIT_MS })
+    : await startLocalUpdateQueue(queueOptions));
   const scheduler = startScheduler({
     store,
     queue,
@@ -68,7 +118,11 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
     leaseTtlMs: config.SCHEDULER_LEASE_TTL_MS,
     retentionDays: config.RETENTION_DAYS,
     retentionEveryMs: config.RETENTION_EVERY_MS,
-    stuckUpdates: { everyMs: config.UPDATE_SWEEP_EVERY_MS, graceMs: config.UPDATE_STUCK_AFTER_MS, deadlineMs: config.UPDATE_DEADLINE_MS },
+    stuckUpdates: {
+      everyMs: config.UPDATE_SWEEP_EVERY_MS,
+      graceMs: config.UPDATE_STUCK_AFTER_MS,
+      deadlineMs: config.UPDATE_DEADLINE_MS,
+    },
     outbox,
   });
   const webhooks = startWebhookSender({
@@ -76,14 +130,31 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
     logger,
     guard: targetGuard,
     pollMs: config.WEBHOOK_POLL_MS,
-    retry: { firstMs: config.WEBHOOK_RETRY_FIRST_MS, maxMs: config.WEBHOOK_RETRY_MAX_MS, giveUpAfterMs: config.WEBHOOK_GIVE_UP_AFTER_MS },
+    retry: {
+      firstMs: config.WEBHOOK_RETRY_FIRST_MS,
+      maxMs: config.WEBHOOK_RETRY_MAX_MS,
+      giveUpAfterMs: config.WEBHOOK_GIVE_UP_AFTER_MS,
+    },
     onAttempt: (outcome) => metrics.webhookAttempt(outcome),
   });
   // With a CrUX key, projects get their field data of the weeks before they were added.
   const fieldHistory = config.CRUX_API_KEY
-    ? startFieldHistory({ store, logger, holder: `${hostname()}-${process.pid}-history`, everyMs: config.FIELD_HISTORY_EVERY_MS, history: createCruxHistoryClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY }) })
+    ? startFieldHistory({
+        store,
+        logger,
+        holder: `${hostname()}-${process.pid}-history`,
+        everyMs: config.FIELD_HISTORY_EVERY_MS,
+        history: createCruxHistoryClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY }),
+      })
     : undefined;
-  const startAsync = createAsyncUpdates({ store, admission, limits: { queuedRunsPerUser: config.MAX_QUEUED_RUNS_PER_USER, pendingPerLocation: config.MAX_PENDING_UPDATES_PER_LOCATION } });
+  const startAsync = createAsyncUpdates({
+    store,
+    admission,
+    limits: {
+      queuedRunsPerUser: config.MAX_QUEUED_RUNS_PER_USER,
+      pendingPerLocation: config.MAX_PENDING_UPDATES_PER_LOCATION,
+    },
+  });
   let stopping = false;
   const readiness = async () => {
     if (stopping) return { ok: false, reason: 'shutting down' };
@@ -97,7 +168,15 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
       return { ok: false, reason: (error as Error).message };
     }
   };
-  const ops = config.OPS_PORT === undefined ? undefined : await startOpsServer({ port: config.OPS_PORT, host: config.OPS_HOST, registry: metrics.registry, ready: readiness });
+  const ops =
+    config.OPS_PORT === undefined
+      ? undefined
+      : await startOpsServer({
+          port: config.OPS_PORT,
+          host: config.OPS_HOST,
+          registry: metrics.registry,
+          ready: readiness,
+        });
   if (ops) logger.info({ url: ops.url }, 'ops port listening (/metrics, /readyz, /healthz)');
   const http = await createServer({
     opsElsewhere: ops !== undefined,
@@ -115,7 +194,10 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
     overviewStallMs: config.OVERVIEW_STALL_MS,
     authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE,
     ...(config.TRUST_PROXY !== undefined ? { trustProxy: config.TRUST_PROXY } : {}),
-    timeouts: { headersMs: Math.min(config.HEADERS_TIMEOUT_MS, config.REQUEST_TIMEOUT_MS), requestMs: config.REQUEST_TIMEOUT_MS },
+    timeouts: {
+      headersMs: Math.min(config.HEADERS_TIMEOUT_MS, config.REQUEST_TIMEOUT_MS),
+      requestMs: config.REQUEST_TIMEOUT_MS,
+    },
     port: config.PORT,
     host: config.HOST,
   });
@@ -144,5 +226,8 @@ export async function startGateway({ store, logger, config, ...transport }: Gate
 
 function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  return Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms))),
+  ]).finally(() => clearTimeout(timer));
 }

@@ -18,7 +18,11 @@ async function answerTo(error: Error): Promise<{ status: number; retryAfter: str
   await new Promise((resolve) => server.once('listening', resolve));
   try {
     const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
-    return { status: res.status, retryAfter: res.headers.get('retry-after'), body: errorEnvelopeSchema.parse(await res.json()) };
+    return {
+      status: res.status,
+      retryAfter: res.headers.get('retry-after'),
+      body: errorEnvelopeSchema.parse(await res.json()),
+    };
   } finally {
     server.close();
   }
@@ -30,17 +34,31 @@ describe('errorHandler', () => {
     ['CREDENTIALS_UNREADABLE', 503, 'SERVICE_UNAVAILABLE'],
     ['TIMED_OUT', 504, 'GATEWAY_TIMEOUT'],
     ['FAILED', 502, 'BAD_GATEWAY'],
-  ] as const)('answers an update that produced nothing (%s) with %i in the envelope, naming each reason', async (kind: NoResultKind, http, status) => {
-    const answer = await answerTo(new NoResultError(kind, 'nothing came of it', ['mobile/london: why'], false));
-    expect(answer).toEqual({ status: http, retryAfter: null, body: { status, message: 'nothing came of it', errors: ['mobile/london: why'] } });
-  });
+  ] as const)(
+    'answers an update that produced nothing (%s) with %i in the envelope, naming each reason',
+    async (kind: NoResultKind, http, status) => {
+      const answer = await answerTo(new NoResultError(kind, 'nothing came of it', ['mobile/london: why'], false));
+      expect(answer).toEqual({
+        status: http,
+        retryAfter: null,
+        body: { status, message: 'nothing came of it', errors: ['mobile/london: why'] },
+      });
+    },
+  );
 
   it.each([
     ['BACKLOG_FULL', 429, 'TOO_MANY_REQUESTS', '60'],
     ['LOCATION_FULL', 429, 'TOO_MANY_REQUESTS', '60'],
     ['NOT_QUEUED', 503, 'SERVICE_UNAVAILABLE', null],
-  ] as const)('answers an update refused as %s with %i, and says when to come back', async (kind: RefusalKind, http, status, retryAfter) => {
-    const answer = await answerTo(new UpdateRefused(kind, 'not now', ['your backlog: full']));
-    expect(answer).toEqual({ status: http, retryAfter, body: { status, message: 'not now', errors: ['your backlog: full'] } });
-  });
+  ] as const)(
+    'answers an update refused as %s with %i, and says when to come back',
+    async (kind: RefusalKind, http, status, retryAfter) => {
+      const answer = await answerTo(new UpdateRefused(kind, 'not now', ['your backlog: full']));
+      expect(answer).toEqual({
+        status: http,
+        retryAfter,
+        body: { status, message: 'not now', errors: ['your backlog: full'] },
+      });
+    },
+  );
 });

@@ -10,7 +10,9 @@ const SUPPORTED_METHODS = ['GET', 'POST'] as const;
 export function onlyGetAndPost(req: Request, _res: Response, next: NextFunction): void {
   if ((SUPPORTED_METHODS as readonly string[]).includes(req.method)) return next();
   const allow = SUPPORTED_METHODS.join(', ');
-  throw new ApiError('METHOD_NOT_ALLOWED', `Method ${req.method} is not allowed.`, [`supported methods: ${allow}`], { headers: { Allow: allow } });
+  throw new ApiError('METHOD_NOT_ALLOWED', `Method ${req.method} is not allowed.`, [`supported methods: ${allow}`], {
+    headers: { Allow: allow },
+  });
 }
 
 export function notFoundRoute(req: Request): never {
@@ -51,13 +53,26 @@ function toApiError(error: unknown): ApiError {
   if (error instanceof NoResultError) return new ApiError(NO_RESULT_STATUS[error.kind], error.message, error.reasons);
   if (error instanceof UpdateRefused) {
     const { status, retryAfterS } = REFUSAL_STATUS[error.kind];
-    return new ApiError(status, error.message, error.reasons, retryAfterS === null ? {} : { headers: { 'Retry-After': String(retryAfterS) } });
+    return new ApiError(
+      status,
+      error.message,
+      error.reasons,
+      retryAfterS === null ? {} : { headers: { 'Retry-After': String(retryAfterS) } },
+    );
   }
   const status = (error as { status?: unknown; type?: unknown } | null)?.status;
   const type = (error as { type?: unknown } | null)?.type;
-  if (status === 400 && type === 'entity.parse.failed') return new ApiError('BAD_REQUEST', 'The body is not valid JSON.', ['body: malformed JSON']);
-  if (status === 413) return new ApiError('PAYLOAD_TOO_LARGE', 'The request body is too large.', ['body: larger than the limit']);
-  if (status === 415) return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The body encoding is not supported.', ['body: unsupported encoding']);
-  if (typeof status === 'number' && status >= 400 && status < 500) return new ApiError('BAD_REQUEST', 'The request could not be read.', [String((error as Error).message)]);
-  return new ApiError('INTERNAL_SERVER_ERROR', 'Something went wrong on our side. Please try again.', [], { cause: error });
+  if (status === 400 && type === 'entity.parse.failed')
+    return new ApiError('BAD_REQUEST', 'The body is not valid JSON.', ['body: malformed JSON']);
+  if (status === 413)
+    return new ApiError('PAYLOAD_TOO_LARGE', 'The request body is too large.', ['body: larger than the limit']);
+  if (status === 415)
+    return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The body encoding is not supported.', [
+      'body: unsupported encoding',
+    ]);
+  if (typeof status === 'number' && status >= 400 && status < 500)
+    return new ApiError('BAD_REQUEST', 'The request could not be read.', [String((error as Error).message)]);
+  return new ApiError('INTERNAL_SERVER_ERROR', 'Something went wrong on our side. Please try again.', [], {
+    cause: error,
+  });
 }

@@ -8,7 +8,14 @@ export { ResultBytes } from './result-bytes.ts';
 export { createUpdateService, type UpdateService } from './update-service.ts';
 export { MongoStore } from './store/mongo-store.ts';
 export { SqliteStore } from './store/sqlite-store.ts';
-export type { Store, ProjectRecord, UserRecord, SnapshotRecord, LocationSnapshot, NewLocationSnapshot } from './store/store.ts';
+export type {
+  Store,
+  ProjectRecord,
+  UserRecord,
+  SnapshotRecord,
+  LocationSnapshot,
+  NewLocationSnapshot,
+} from './store/store.ts';
 export { issueToken, tokenDigest } from './tokens.ts';
 export { createAdmin, type Admin } from './admin/admin.ts';
 export { DEMO_LOGIN, startDemoSite, type DemoSite } from './local/demo-site-server.ts';

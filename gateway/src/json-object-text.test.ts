@@ -48,17 +48,26 @@ describe('isOneJsonObject', () => {
     const valid = Buffer.from('{"a":"é","b":[1]}');
     expect(isOneJsonObject(valid)).toBe(true);
     for (const bad of [[0xff], [0xc3], [0xc3, 0x28], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80]]) {
-      expect(isOneJsonObject(Buffer.concat([Buffer.from('{"a":"'), Buffer.from(bad), Buffer.from('"}')])), bad.join(' ')).toBe(false);
+      expect(
+        isOneJsonObject(Buffer.concat([Buffer.from('{"a":"'), Buffer.from(bad), Buffer.from('"}')])),
+        bad.join(' '),
+      ).toBe(false);
     }
   });
 
   it('agrees with JSON.parse on generated JSON and on that JSON cut and spliced at random', () => {
     const object = fc.dictionary(fc.string(), fc.jsonValue()).map((o) => JSON.stringify(o));
-    fc.assert(fc.property(fc.oneof(object, fc.json()), (text) => isOneJsonObject(Buffer.from(text)) === reference(text)), { numRuns: 2_000 });
+    fc.assert(
+      fc.property(fc.oneof(object, fc.json()), (text) => isOneJsonObject(Buffer.from(text)) === reference(text)),
+      { numRuns: 2_000 },
+    );
     const mutated = fc.tuple(object, fc.nat(), fc.nat(), fc.string({ maxLength: 3 })).map(([text, at, cut, insert]) => {
       const i = at % (text.length + 1);
       return text.slice(0, i) + insert + text.slice(Math.min(text.length, i + (cut % 3)));
     });
-    fc.assert(fc.property(mutated, (text) => isOneJsonObject(Buffer.from(text)) === reference(text)), { numRuns: 5_000 });
+    fc.assert(
+      fc.property(mutated, (text) => isOneJsonObject(Buffer.from(text)) === reference(text)),
+      { numRuns: 5_000 },
+    );
   });
 });

@@ -63,7 +63,21 @@ function codes<const C extends readonly string[]>(...chars: C): { [K in keyof C]
   return chars.map((c) => c.charCodeAt(0)) as { [K in keyof C]: number };
 }
 
-const [OPEN_BRACE, CLOSE_BRACE, OPEN_BRACKET, CLOSE_BRACKET, QUOTE, BACKSLASH, COMMA, COLON, MINUS, PLUS, DOT, DIGIT_0, DIGIT_9] = codes('{', '}', '[', ']', '"', '\\', ',', ':', '-', '+', '.', '0', '9');
+const [
+  OPEN_BRACE,
+  CLOSE_BRACE,
+  OPEN_BRACKET,
+  CLOSE_BRACKET,
+  QUOTE,
+  BACKSLASH,
+  COMMA,
+  COLON,
+  MINUS,
+  PLUS,
+  DOT,
+  DIGIT_0,
+  DIGIT_9,
+] = codes('{', '}', '[', ']', '"', '\\', ',', ':', '-', '+', '.', '0', '9');
 const TRUE = Buffer.from('true');
 const FALSE = Buffer.from('false');
 const NULL = Buffer.from('null');
@@ -122,7 +136,16 @@ function string(text: Uint8Array, i: number): number {
       if (e === 0x75) {
         for (let k = 1; k <= 4; k++) if (!isHex(text[i + k])) return -1;
         i += 4;
-      } else if (!(e === QUOTE || e === BACKSLASH || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74)) {
+      } else if (!(
+        e === QUOTE ||
+        e === BACKSLASH ||
+        e === 0x2f ||
+        e === 0x62 ||
+        e === 0x66 ||
+        e === 0x6e ||
+        e === 0x72 ||
+        e === 0x74
+      )) {
         return -1;
       }
     }

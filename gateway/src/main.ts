@@ -49,7 +49,11 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     } else {
       const mongo = mongoHosts(config.MONGODB_URI);
       starting.waitingFor(`waiting for MongoDB at ${mongo}`);
-      store = await waitForDependency(`MongoDB at ${mongo}`, () => openStore(config.MONGODB_URI, config.MONGODB_DB, mongo), wait);
+      store = await waitForDependency(
+        `MongoDB at ${mongo}`,
+        () => openStore(config.MONGODB_URI, config.MONGODB_DB, mongo),
+        wait,
+      );
     }
     const natsServers = natsServersForLog(config.NATS_URL);
     starting.waitingFor(`waiting for NATS at ${natsServers}`);
@@ -78,7 +82,12 @@ async function openStore(uri: string, dbName: string, hosts: string): Promise<Mo
     // Selection and network failures are a server not (yet) reachable; anything else — a bad
     // URI, refused credentials — will not cure itself.
     const unreachable = /^Mongo(ServerSelection|Network|NetworkTimeout|TopologyClosed)Error$/.test(name);
-    const hint = unreachable ? 'check MONGODB_URI and that the server is reachable' : 'check MONGODB_URI (host, user and password)';
-    throw new StartupError(`could not open the store on MongoDB at ${hosts}: ${(error as Error).message} (${hint})`, { cause: error, retryable: unreachable });
+    const hint = unreachable
+      ? 'check MONGODB_URI and that the server is reachable'
+      : 'check MONGODB_URI (host, user and password)';
+    throw new StartupError(`could not open the store on MongoDB at ${hosts}: ${(error as Error).message} (${hint})`, {
+      cause: error,
+      retryable: unreachable,
+    });
   }
 }

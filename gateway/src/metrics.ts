@@ -1,7 +1,15 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { RequestHandler } from 'express';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { createMetricsRegistry, LOCATIONS, registerNatsConnected, type Device, type Location, type RunVerdict, type UpdateType } from '@perfwatch/common';
+import {
+  createMetricsRegistry,
+  LOCATIONS,
+  registerNatsConnected,
+  type Device,
+  type Location,
+  type RunVerdict,
+  type UpdateType,
+} from '@perfwatch/common';
 import type { AgentRegistry } from './agent-registry.ts';
 
 /** res.locals key where a mounted router records its mount path for the route label. */
@@ -33,40 +41,110 @@ export interface GatewayMetrics extends UpdateObserver {
  * methods, status codes, locations, devices, update types, outcome codes; never a URL, a
  * token or a project.
  */
-export function createGatewayMetrics({ nc, agents, queueDepth, pendingUpdates }: { nc?: NatsConnection; agents: AgentRegistry; queueDepth: (location: Location) => number; pendingUpdates: (location: Location) => Promise<number> }): GatewayMetrics {
+export function createGatewayMetrics({
+  nc,
+  agents,
+  queueDepth,
+  pendingUpdates,
+}: {
+  nc?: NatsConnection;
+  agents: AgentRegistry;
+  queueDepth: (location: Location) => number;
+  pendingUpdates: (location: Location) => Promise<number>;
+}): GatewayMetrics {
   const registry = createMetricsRegistry();
 
-  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) => new Counter({ name, help, labelNames, registers: [registry] });
-  const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]) => new Histogram({ name, help, labelNames, buckets, registers: [registry] });
+  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+    new Counter({ name, help, labelNames, registers: [registry] });
+  const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]) =>
+    new Histogram({ name, help, labelNames, buckets, registers: [registry] });
   /** A gauge read when scraped: `collect` sets its values. */
-  const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[], collect: (set: (labels: Record<L, string>, value: number) => void) => void | Promise<void>) =>
-    new Gauge({ name, help, labelNames, registers: [registry], collect() { return collect((labels, value) => this.set(labels, value)); } });
+  const gauge = <L extends string>(
+    name: string,
+    help: string,
+    labelNames: readonly L[],
+    collect: (set: (labels: Record<L, string>, value: number) => void) => void | Promise<void>,
+  ) =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      collect() {
+        return collect((labels, value) => this.set(labels, value));
+      },
+    });
 
   // Reads take milliseconds; a sync update takes tens of seconds to minutes.
-  const httpDuration = histogram('perfwatch_http_request_duration_seconds', 'HTTP requests by route template, method and status.', ['route', 'method', 'status'], [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600]);
-  const updates = counter('perfwatch_updates_total', 'Updates by mode, update type and outcome (complete, partial, failed).', ['mode', 'update_type', 'outcome']);
-  const dispatch = histogram('perfwatch_dispatch_duration_seconds', 'From sending a run to an agent until its reply (or failure), by location, device and outcome.', ['location', 'device', 'outcome'], [0.5, 1, 2.5, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600]);
-  const runs = counter('perfwatch_runs_total', 'Successful runs kept in snapshots by location, device and verdict (reliable, suspect); suspect runs are measured again, and a rising share of them says an agent is overloaded or its host busy.', ['location', 'device', 'verdict']);
-  const webhookAttempts = counter('perfwatch_webhook_attempts_total', 'Webhook delivery attempts by outcome: delivered, retry (the receiver failed; tried again later), failed (given up after WEBHOOK_GIVE_UP_AFTER_MS).', ['outcome']);
+  const httpDuration = histogram(
+    'perfwatch_http_request_duration_seconds',
+    'HTTP requests by route template, method and status.',
+    ['route', 'method', 'status'],
+    [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
+  );
+  const updates = counter(
+    'perfwatch_updates_total',
+    'Updates by mode, update type and outcome (complete, partial, failed).',
+    ['mode', 'update_type', 'outcome'],
+  );
+  const dispatch = histogram(
+    'perfwatch_dispatch_duration_seconds',
+    'From sending a run to an agent until its reply (or failure), by location, device and outcome.',
+    ['location', 'device', 'outcome'],
+    [0.5, 1, 2.5, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600],
+  );
+  const runs = counter(
+    'perfwatch_runs_total',
+    'Successful runs kept in snapshots by location, device and verdict (reliable, suspect); suspect runs are measured again, and a rising share of them says an agent is overloaded or its host busy.',
+    ['location', 'device', 'verdict'],
+  );
+  const webhookAttempts = counter(
+    'perfwatch_webhook_attempts_total',
+    'Webhook delivery attempts by outcome: delivered, retry (the receiver failed; tried again later), failed (given up after WEBHOOK_GIVE_UP_AFTER_MS).',
+    ['outcome'],
+  );
   gauge('perfwatch_agents', 'Live agents per location, from their announcements.', ['location'], (set) => {
     const live = agents.all();
     for (const location of LOCATIONS) set({ location }, live.filter((a) => a.location === location).length);
   });
-  gauge('perfwatch_agent_slots', 'Run slots of the live agents per location: capacity, and how many are busy.', ['location', 'state'], (set) => {
-    const live = agents.all();
-    for (const location of LOCATIONS) {
-      const here = live.filter((a) => a.location === location);
-      set({ location, state: 'capacity' }, here.reduce((n, a) => n + a.capacity, 0));
-      set({ location, state: 'busy' }, here.reduce((n, a) => n + a.busy, 0));
-    }
-  });
-  gauge('perfwatch_queue_depth', 'Runs waiting for an agent of the location with room, in this gateway.', ['location'], (set) => {
-    for (const location of LOCATIONS) set({ location }, queueDepth(location));
-  });
-  gauge('perfwatch_updates_pending', 'Async and scheduled updates in the queue or running that include the location (all gateways; from the database; not those waiting in their users\' backlogs). Past MAX_PENDING_UPDATES_PER_LOCATION new async updates get 429.', ['location'], async (set) => {
-    const counts = await Promise.all(LOCATIONS.map(async (location) => [location, await pendingUpdates(location).catch(() => Number.NaN)] as const));
-    for (const [location, count] of counts) set({ location }, count);
-  });
+  gauge(
+    'perfwatch_agent_slots',
+    'Run slots of the live agents per location: capacity, and how many are busy.',
+    ['location', 'state'],
+    (set) => {
+      const live = agents.all();
+      for (const location of LOCATIONS) {
+        const here = live.filter((a) => a.location === location);
+        set(
+          { location, state: 'capacity' },
+          here.reduce((n, a) => n + a.capacity, 0),
+        );
+        set(
+          { location, state: 'busy' },
+          here.reduce((n, a) => n + a.busy, 0),
+        );
+      }
+    },
+  );
+  gauge(
+    'perfwatch_queue_depth',
+    'Runs waiting for an agent of the location with room, in this gateway.',
+    ['location'],
+    (set) => {
+      for (const location of LOCATIONS) set({ location }, queueDepth(location));
+    },
+  );
+  gauge(
+    'perfwatch_updates_pending',
+    "Async and scheduled updates in the queue or running that include the location (all gateways; from the database; not those waiting in their users' backlogs). Past MAX_PENDING_UPDATES_PER_LOCATION new async updates get 429.",
+    ['location'],
+    async (set) => {
+      const counts = await Promise.all(
+        LOCATIONS.map(async (location) => [location, await pendingUpdates(location).catch(() => Number.NaN)] as const),
+      );
+      for (const [location, count] of counts) set({ location }, count);
+    },
+  );
   // Without NATS (perfwatch start's in-process bus) there is no connection to report.
   if (nc) registerNatsConnected(registry, nc);
 

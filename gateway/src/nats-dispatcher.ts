@@ -36,7 +36,13 @@ class PendingRun {
   readonly room: FairWaitingRoom;
   readonly ticket: Ticket;
   readonly resolve: (outcome: RunOutcome) => void;
-  constructor(job: AuditJob, options: DispatchOptions, room: FairWaitingRoom, resolve: (outcome: RunOutcome) => void, firstBackoff: number) {
+  constructor(
+    job: AuditJob,
+    options: DispatchOptions,
+    room: FairWaitingRoom,
+    resolve: (outcome: RunOutcome) => void,
+    firstBackoff: number,
+  ) {
     this.job = job;
     this.options = options;
     this.room = room;
@@ -84,7 +90,8 @@ export function createNatsDispatcher({
   const { offer } = createNatsOfferer({ nc, logger, registry, takenWithinMs });
   const waitingBy = new Map<Location, number>();
   const rooms = new Map<Location, FairWaitingRoom>();
-  const roomOf = (location: Location) => rooms.get(location) ?? rooms.set(location, new FairWaitingRoom()).get(location)!;
+  const roomOf = (location: Location) =>
+    rooms.get(location) ?? rooms.set(location, new FairWaitingRoom()).get(location)!;
   registry?.onRoom((location, places) => rooms.get(location)?.wake(places));
   /** Runs ready to offer, waiting for one of the maxInFlight slots. */
   const forSlot = new Queue<PendingRun>();
@@ -104,7 +111,13 @@ export function createNatsDispatcher({
     run.resolve(outcome);
   }
 
-  const timedOut = (run: PendingRun): RunOutcome => ({ ok: false, error: { code: 'TIMEOUT', message: `every agent of ${run.job.location} stayed busy for ${run.options.timeoutMs} ms` } });
+  const timedOut = (run: PendingRun): RunOutcome => ({
+    ok: false,
+    error: {
+      code: 'TIMEOUT',
+      message: `every agent of ${run.job.location} stayed busy for ${run.options.timeoutMs} ms`,
+    },
+  });
 
   /** Then tries again: when an agent announces a place and the run's turn has come, or after the delay. */
   function waitForRoom(run: PendingRun, delay: number, woken: 'room' | 'timer'): void {
@@ -120,7 +133,10 @@ export function createNatsDispatcher({
   /** The run's next step: it fails, waits behind better-ranked runs, or asks for a slot to offer. */
   function tryOffer(run: PendingRun): void {
     if (registry?.silent(run.job.location)) {
-      return settle(run, { ok: false, error: { code: 'NO_RESPONDERS', message: `the agents of ${run.job.location} stopped announcing themselves` } });
+      return settle(run, {
+        ok: false,
+        error: { code: 'NO_RESPONDERS', message: `the agents of ${run.job.location} stopped announcing themselves` },
+      });
     }
     // Runs ranked before this one wait for a place: wait behind them, not beside them. The
     // best-ranked waiter's own timer is what offers again when no announcement comes.
@@ -144,9 +160,13 @@ export function createNatsDispatcher({
     const exclude = avoid !== undefined && agents?.some((a) => a.agentId !== avoid) ? [avoid] : undefined;
     const timeoutMs = Math.max(1, Math.min(run.deadline - Date.now(), job.timeoutMs + REPLY_GRACE_MS));
     // An offer never rejects; should it all the same, the slot is given back and the run ends.
-    const sent = offer(exclude ? { ...job, excludeAgents: exclude } : job, { timeoutMs, requestId: options.requestId }).catch(
-      (error: unknown): RunOutcome => ({ ok: false, error: { code: 'INTERNAL', message: `dispatch failed: ${(error as Error).message}` } }),
-    );
+    const sent = offer(exclude ? { ...job, excludeAgents: exclude } : job, {
+      timeoutMs,
+      requestId: options.requestId,
+    }).catch((error: unknown): RunOutcome => ({
+      ok: false,
+      error: { code: 'INTERNAL', message: `dispatch failed: ${(error as Error).message}` },
+    }));
     void sent.then((outcome) => {
       offering--;
       const next = forSlot.dequeue();
@@ -165,8 +185,15 @@ export function createNatsDispatcher({
   }
 
   function dispatch(job: AuditJob, options: DispatchOptions): Promise<RunOutcome> {
-    return new Promise((resolve) => tryOffer(new PendingRun(job, options, roomOf(job.location), resolve, offerAgainMs.min)));
+    return new Promise((resolve) =>
+      tryOffer(new PendingRun(job, options, roomOf(job.location), resolve, offerAgainMs.min)),
+    );
   }
 
-  return { dispatch, waiting: (location) => waitingBy.get(location) ?? 0, roomIn: (location, ms) => (registry ? registry.roomIn(location, ms) : new Promise((resolve) => setTimeout(resolve, ms))) };
+  return {
+    dispatch,
+    waiting: (location) => waitingBy.get(location) ?? 0,
+    roomIn: (location, ms) =>
+      registry ? registry.roomIn(location, ms) : new Promise((resolve) => setTimeout(resolve, ms)),
+  };
 }

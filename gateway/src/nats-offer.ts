@@ -3,7 +3,17 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { headers as natsHeaders } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import type { AgentRegistry } from './agent-registry.ts';
-import { agentIdSchema, auditSubject, encodeJob, HEADERS, receiveReply, ReplyRefused, replyMismatch, type AuditJob, type ReceivedReply } from '@perfwatch/common';
+import {
+  agentIdSchema,
+  auditSubject,
+  encodeJob,
+  HEADERS,
+  receiveReply,
+  ReplyRefused,
+  replyMismatch,
+  type AuditJob,
+  type ReceivedReply,
+} from '@perfwatch/common';
 import { replyInbox } from './nats-reply-inbox.ts';
 import { replyOutcome, type RunOutcome } from './run-outcome.ts';
 
@@ -50,7 +60,17 @@ export interface NatsOfferer {
  * promise kept for "the next disconnect" would gather a reaction from every offer until a
  * disconnect came.
  */
-export function createNatsOfferer({ nc, logger, registry, takenWithinMs = DEFAULT_TAKEN_WITHIN_MS }: { nc: NatsConnection; logger: Logger; registry?: AgentRegistry; takenWithinMs?: number }): NatsOfferer {
+export function createNatsOfferer({
+  nc,
+  logger,
+  registry,
+  takenWithinMs = DEFAULT_TAKEN_WITHIN_MS,
+}: {
+  nc: NatsConnection;
+  logger: Logger;
+  registry?: AgentRegistry;
+  takenWithinMs?: number;
+}): NatsOfferer {
   const inbox = replyInbox(nc);
   let connected = true;
   let inFlight = 0;
@@ -75,14 +95,20 @@ export function createNatsOfferer({ nc, logger, registry, takenWithinMs = DEFAUL
     let onDisconnect = () => {};
     const ended = new AbortController();
     // This gateway reads two-part replies: the run's digest, and its result kept as sent.
-    const request = inbox.request(auditSubject(job.location), encodeJob({ ...job, digest: true }), { headers, timeoutMs, signal: ended.signal });
+    const request = inbox.request(auditSubject(job.location), encodeJob({ ...job, digest: true }), {
+      headers,
+      timeoutMs,
+      signal: ended.signal,
+    });
     const lost = new Promise<{ lost: true }>((resolve) => {
       onDisconnect = () => resolve({ lost: true });
       link.once('disconnect', onDisconnect);
     });
     // An agent that took the job after all, and answers late, finds no one waiting.
     const untaken = registry?.confirmsTakes(job.location)
-      ? registry.taken(job.location, job.jobId, Math.min(takenWithinMs, timeoutMs), ended.signal).then((taken) => (taken ? never() : { untaken: true as const }))
+      ? registry
+          .taken(job.location, job.jobId, Math.min(takenWithinMs, timeoutMs), ended.signal)
+          .then((taken) => (taken ? never() : { untaken: true as const }))
       : never();
     return Promise.race([request, lost, untaken]).finally(() => {
       link.off('disconnect', onDisconnect);
@@ -90,21 +116,43 @@ export function createNatsOfferer({ nc, logger, registry, takenWithinMs = DEFAUL
     });
   }
 
-  async function offer(job: AuditJob, { timeoutMs, requestId }: { timeoutMs: number; requestId: string }): Promise<RunOutcome> {
+  async function offer(
+    job: AuditJob,
+    { timeoutMs, requestId }: { timeoutMs: number; requestId: string },
+  ): Promise<RunOutcome> {
     if (!connected) {
       const started = Date.now();
-      const back = await once(link, 'reconnect', { signal: AbortSignal.timeout(timeoutMs) }).then(() => true, () => false);
-      if (!back) return { ok: false, error: { code: 'TIMEOUT', message: `no NATS connection to reach ${job.location} for ${timeoutMs} ms` } };
+      const back = await once(link, 'reconnect', { signal: AbortSignal.timeout(timeoutMs) }).then(
+        () => true,
+        () => false,
+      );
+      if (!back)
+        return {
+          ok: false,
+          error: { code: 'TIMEOUT', message: `no NATS connection to reach ${job.location} for ${timeoutMs} ms` },
+        };
       timeoutMs = Math.max(1, timeoutMs - (Date.now() - started));
     }
     inFlight++;
     const end = await request(job, timeoutMs, requestId).finally(() => inFlight--);
-    if ('noResponders' in end) return { ok: false, error: { code: 'NO_RESPONDERS', message: `no agent serves ${job.location}` } };
-    if ('timedOut' in end) return { ok: false, error: { code: 'TIMEOUT', message: `no reply from ${job.location} within ${timeoutMs} ms` } };
-    if ('lost' in end || 'abandoned' in end) return { ok: false, error: { code: 'DISCONNECTED', message: `the reply from ${job.location} was lost with the NATS connection` } };
+    if ('noResponders' in end)
+      return { ok: false, error: { code: 'NO_RESPONDERS', message: `no agent serves ${job.location}` } };
+    if ('timedOut' in end)
+      return { ok: false, error: { code: 'TIMEOUT', message: `no reply from ${job.location} within ${timeoutMs} ms` } };
+    if ('lost' in end || 'abandoned' in end)
+      return {
+        ok: false,
+        error: { code: 'DISCONNECTED', message: `the reply from ${job.location} was lost with the NATS connection` },
+      };
     if ('untaken' in end) {
-      logger.warn({ jobId: job.jobId, requestId, location: job.location, waitedMs: takenWithinMs }, 'no agent took an offered job; offering it again');
-      return { ok: false, error: { code: 'UNTAKEN', message: `no agent of ${job.location} took the job within ${takenWithinMs} ms` } };
+      logger.warn(
+        { jobId: job.jobId, requestId, location: job.location, waitedMs: takenWithinMs },
+        'no agent took an offered job; offering it again',
+      );
+      return {
+        ok: false,
+        error: { code: 'UNTAKEN', message: `no agent of ${job.location} took the job within ${takenWithinMs} ms` },
+      };
     }
     if ('failed' in end) {
       logger.error({ err: end.failed, jobId: job.jobId, requestId }, 'dispatch failed');
@@ -117,12 +165,23 @@ export function createNatsOfferer({ nc, logger, registry, takenWithinMs = DEFAUL
     const agent = claimed.success ? claimed.data : undefined;
     const from = agent ? `agent ${agent} of ${job.location}` : `an agent of ${job.location}`;
     const refused = (why: string): RunOutcome => {
-      logger.warn({ jobId: job.jobId, requestId, location: job.location, agentId: agent, reason: why }, 'refused an agent reply');
-      return { ok: false, ...(agent ? { agentId: agent } : {}), error: { code: 'BAD_REPLY', message: `${from} sent a reply that was refused: ${why}` } };
+      logger.warn(
+        { jobId: job.jobId, requestId, location: job.location, agentId: agent, reason: why },
+        'refused an agent reply',
+      );
+      return {
+        ok: false,
+        ...(agent ? { agentId: agent } : {}),
+        error: { code: 'BAD_REPLY', message: `${from} sent a reply that was refused: ${why}` },
+      };
     };
     let decoded: ReceivedReply;
     try {
-      decoded = await receiveReply(reply.data, reply.headers?.get(HEADERS.contentEncoding) || undefined, reply.headers?.get(HEADERS.replyParts) || undefined);
+      decoded = await receiveReply(
+        reply.data,
+        reply.headers?.get(HEADERS.contentEncoding) || undefined,
+        reply.headers?.get(HEADERS.replyParts) || undefined,
+      );
     } catch (error) {
       // Every way decodeReply refuses a reply is a ReplyRefused; anything else still becomes an
       // outcome, since an offer never throws.

@@ -1,7 +1,8 @@
 import { createInbox, type Msg, type MsgHdrs, type NatsConnection } from '@nats-io/nats-core';
 
 /** How a request ended: its reply, no responder in the subject's queue group, no reply in time, given up, or not sent. */
-export type RequestEnd = { reply: Msg } | { noResponders: true } | { timedOut: true } | { abandoned: true } | { failed: Error };
+export type RequestEnd =
+  { reply: Msg } | { noResponders: true } | { timedOut: true } | { abandoned: true } | { failed: Error };
 
 export interface ReplyInbox {
   /**
@@ -9,7 +10,11 @@ export interface ReplyInbox {
    * request ended; never rejects. `signal` gives the request up (its reply, should it come, is
    * dropped).
    */
-  request(subject: string, data: Uint8Array, options: { headers: MsgHdrs; timeoutMs: number; signal: AbortSignal }): Promise<RequestEnd>;
+  request(
+    subject: string,
+    data: Uint8Array,
+    options: { headers: MsgHdrs; timeoutMs: number; signal: AbortSignal },
+  ): Promise<RequestEnd>;
 }
 
 /**
@@ -31,7 +36,11 @@ export function replyInbox(nc: NatsConnection): ReplyInbox {
     },
   });
 
-  function request(subject: string, data: Uint8Array, { headers, timeoutMs, signal }: { headers: MsgHdrs; timeoutMs: number; signal: AbortSignal }): Promise<RequestEnd> {
+  function request(
+    subject: string,
+    data: Uint8Array,
+    { headers, timeoutMs, signal }: { headers: MsgHdrs; timeoutMs: number; signal: AbortSignal },
+  ): Promise<RequestEnd> {
     const token = (next++).toString(36);
     return new Promise<RequestEnd>((resolve) => {
       const end = (how: RequestEnd) => {
@@ -44,7 +53,9 @@ export function replyInbox(nc: NatsConnection): ReplyInbox {
       const timer = setTimeout(end, timeoutMs, { timedOut: true });
       signal.addEventListener('abort', abandoned, { once: true });
       // A 503 status without data is the server saying no subscriber took the request.
-      waiting.set(token, (msg) => end(msg.data.length === 0 && msg.headers?.code === 503 ? { noResponders: true } : { reply: msg }));
+      waiting.set(token, (msg) =>
+        end(msg.data.length === 0 && msg.headers?.code === 503 ? { noResponders: true } : { reply: msg }),
+      );
       try {
         nc.publish(subject, data, { reply: `${prefix}${token}`, headers });
       } catch (error) {

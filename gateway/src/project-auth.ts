@@ -11,7 +11,7 @@ export function sealProjectAuth(box: SecretBox, projectId: string, auth: PageAut
 export function openProjectAuth(box: SecretBox, project: Pick<ProjectRecord, 'id' | 'auth'>): PageAuth | undefined {
   if (!project.auth) return undefined;
   const parsed = pageAuthSchema.safeParse(JSON.parse(box.open(project.auth, project.id)));
-  if (!parsed.success) throw new SecretKeyError('the project\'s stored credentials are not valid credentials');
+  if (!parsed.success) throw new SecretKeyError("the project's stored credentials are not valid credentials");
   return parsed.data;
 }
 

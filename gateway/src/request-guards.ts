@@ -5,7 +5,9 @@ import { ApiError } from '@perfwatch/common';
 /** 406 when the caller's Accept header rules JSON out: every answer of the API is JSON. */
 export function acceptsJson(req: Request, _res: Response, next: NextFunction): void {
   if (req.get('accept') && !req.accepts('application/json')) {
-    throw new ApiError('NOT_ACCEPTABLE', 'This API answers in JSON only.', [`header Accept: ${req.get('accept')} excludes application/json`]);
+    throw new ApiError('NOT_ACCEPTABLE', 'This API answers in JSON only.', [
+      `header Accept: ${req.get('accept')} excludes application/json`,
+    ]);
   }
   next();
 }
@@ -14,7 +16,9 @@ export function acceptsJson(req: Request, _res: Response, next: NextFunction): v
 export function jsonBodyOnly(req: Request, _res: Response, next: NextFunction): void {
   const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
   if (req.method === 'POST' && hasBody && !req.is(['application/json', 'application/*+json'])) {
-    throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The body must be JSON.', [`header Content-Type: ${req.get('content-type') ?? '(none)'}; send application/json`]);
+    throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The body must be JSON.', [
+      `header Content-Type: ${req.get('content-type') ?? '(none)'}; send application/json`,
+    ]);
   }
   next();
 }
@@ -35,9 +39,17 @@ export function perUserLimit(perMinute: number, what: string) {
     keyGenerator: (req) => req.caller!.userId,
     validate: { keyGeneratorIpFallback: false },
     handler: (req, _res, next) => {
-      const reset = (req as Request & { rateLimit?: RateLimitInfo }).rateLimit?.resetTime?.getTime() ?? Date.now() + 60_000;
+      const reset =
+        (req as Request & { rateLimit?: RateLimitInfo }).rateLimit?.resetTime?.getTime() ?? Date.now() + 60_000;
       const retryAfter = String(Math.max(1, Math.ceil((reset - Date.now()) / 1000)));
-      next(new ApiError('TOO_MANY_REQUESTS', `Too many ${what}. Try again in ${retryAfter} s.`, [`limit: ${perMinute} ${what} per minute per user`], { headers: { 'Retry-After': retryAfter } }));
+      next(
+        new ApiError(
+          'TOO_MANY_REQUESTS',
+          `Too many ${what}. Try again in ${retryAfter} s.`,
+          [`limit: ${perMinute} ${what} per minute per user`],
+          { headers: { 'Retry-After': retryAfter } },
+        ),
+      );
     },
   });
 }
@@ -58,8 +70,15 @@ export function failedAuthGuard(perMinute: number) {
     async check(req: Request, _res: Response, next: NextFunction): Promise<void> {
       const seen = await counts.get(keyOf(req));
       if (seen && seen.totalHits >= perMinute) {
-        const retryAfter = String(Math.max(1, Math.ceil(((seen.resetTime?.getTime() ?? Date.now() + 60_000) - Date.now()) / 1000)));
-        throw new ApiError('TOO_MANY_REQUESTS', `Too many failed authentications from this address. Try again in ${retryAfter} s.`, [`limit: ${perMinute} failed authentications per minute per client address`], { headers: { 'Retry-After': retryAfter } });
+        const retryAfter = String(
+          Math.max(1, Math.ceil(((seen.resetTime?.getTime() ?? Date.now() + 60_000) - Date.now()) / 1000)),
+        );
+        throw new ApiError(
+          'TOO_MANY_REQUESTS',
+          `Too many failed authentications from this address. Try again in ${retryAfter} s.`,
+          [`limit: ${perMinute} failed authentications per minute per client address`],
+          { headers: { 'Retry-After': retryAfter } },
+        );
       }
       next();
     },

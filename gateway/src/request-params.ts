@@ -1,6 +1,23 @@
 import type { Request } from 'express';
 import { z } from 'zod';
-import { ApiError, BUDGET_KEYS, BudgetSpecError, DEVICES, pageAuthSchema, parseLimit, type Budgets, type PageAuth, LOCATIONS, parseApiDate, parseApiDateTime, SECTIONS, UPDATE_MODES, type Device, type Location, type Section } from '@perfwatch/common';
+import {
+  ApiError,
+  BUDGET_KEYS,
+  BudgetSpecError,
+  DEVICES,
+  pageAuthSchema,
+  parseLimit,
+  type Budgets,
+  type PageAuth,
+  LOCATIONS,
+  parseApiDate,
+  parseApiDateTime,
+  SECTIONS,
+  UPDATE_MODES,
+  type Device,
+  type Location,
+  type Section,
+} from '@perfwatch/common';
 
 /**
  * Request parameters. Each endpoint has one schema for its query string (GET) and one for its
@@ -20,7 +37,14 @@ export function normalizeProjectUrl(text: string): string | null {
   }
 }
 
-const once = (name: string) => ({ error: (issue: { input: unknown }) => (Array.isArray(issue.input) ? `${name} is given more than once` : issue.input === undefined ? `${name} is required` : `${name} must be a string`) });
+const once = (name: string) => ({
+  error: (issue: { input: unknown }) =>
+    Array.isArray(issue.input)
+      ? `${name} is given more than once`
+      : issue.input === undefined
+        ? `${name} is required`
+        : `${name} must be a string`,
+});
 
 /** A string parameter given once, turned into a value by `parse`; null from `parse` is `message`. */
 function parsedString<T>(base: z.ZodString, parse: (text: string) => T | null, message: string) {
@@ -34,29 +58,49 @@ function parsedString<T>(base: z.ZodString, parse: (text: string) => T | null, m
   });
 }
 
-const projectUrl = parsedString(z.string(once('url')).min(1, 'url is required').max(2048, 'url is longer than 2048 characters'), normalizeProjectUrl, 'url must be an absolute http(s) URL').meta({ description: 'The project URL (URL-encoded in a query string).', example: 'https://shop.example/' });
+const projectUrl = parsedString(
+  z.string(once('url')).min(1, 'url is required').max(2048, 'url is longer than 2048 characters'),
+  normalizeProjectUrl,
+  'url must be an absolute http(s) URL',
+).meta({ description: 'The project URL (URL-encoded in a query string).', example: 'https://shop.example/' });
 
-const device = z.enum(DEVICES, { error: `device must be one of ${DEVICES.join(', ')}` }).meta({ description: 'Device class; omitted: all.' });
+const device = z
+  .enum(DEVICES, { error: `device must be one of ${DEVICES.join(', ')}` })
+  .meta({ description: 'Device class; omitted: all.' });
 
 /** One value, the parameter repeated (GET), or a JSON array (POST). */
 function oneOrMany<T extends z.ZodType>(item: T, name: string) {
-  return z.union([item.transform((v) => [v] as Array<z.output<T>>), z.array(item).min(1, `${name} must not be empty`).max(20, `${name} has too many values`)], {
-    error: `${name} must be one or more of the allowed values`,
-  });
+  return z.union(
+    [
+      item.transform((v) => [v] as Array<z.output<T>>),
+      z.array(item).min(1, `${name} must not be empty`).max(20, `${name} has too many values`),
+    ],
+    {
+      error: `${name} must be one or more of the allowed values`,
+    },
+  );
 }
 
 const location = z.enum(LOCATIONS, { error: `location must be one of ${LOCATIONS.join(', ')}` });
-const locations = oneOrMany(location, 'location').meta({ description: 'Location filter; repeat the parameter in GET, a JSON array in POST.' });
+const locations = oneOrMany(location, 'location').meta({
+  description: 'Location filter; repeat the parameter in GET, a JSON array in POST.',
+});
 const section = z.enum(SECTIONS, { error: `section must be one of ${SECTIONS.join(', ')}` });
-const sections = oneOrMany(section, 'sections').meta({ description: 'Section filter; repeat `section` (or `sections`) in GET, a JSON array in POST.' });
+const sections = oneOrMany(section, 'sections').meta({
+  description: 'Section filter; repeat `section` (or `sections`) in GET, a JSON array in POST.',
+});
 
 const dateTime = (name: string) =>
-  parsedString(z.string(once(name)), parseApiDateTime, `${name} must be a UTC date-time yyyy-MM-dd'T'HH:mm:ss (a trailing Z or milliseconds are accepted)`)
-    .meta({ example: '2026-11-22T11:18:40' });
+  parsedString(
+    z.string(once(name)),
+    parseApiDateTime,
+    `${name} must be a UTC date-time yyyy-MM-dd'T'HH:mm:ss (a trailing Z or milliseconds are accepted)`,
+  ).meta({ example: '2026-11-22T11:18:40' });
 
 const dateOnly = (name: string) =>
-  parsedString(z.string(once(name)), parseApiDate, `${name} must be a UTC date yyyy-MM-dd`)
-    .meta({ example: '2026-11-01' });
+  parsedString(z.string(once(name)), parseApiDate, `${name} must be a UTC date yyyy-MM-dd`).meta({
+    example: '2026-11-01',
+  });
 
 /** A bare host name, or a URL whose host is taken. */
 function hostOf(text: string): string | null {
@@ -68,17 +112,29 @@ function hostOf(text: string): string | null {
   }
 }
 
-const domain = parsedString(z.string(once('domain')).min(1, 'domain must not be empty').max(253, 'domain is too long'), hostOf, 'domain must be a host name such as shop.example').meta({ description: 'Domain filter.', example: 'shop.example' });
+const domain = parsedString(
+  z.string(once('domain')).min(1, 'domain must not be empty').max(253, 'domain is too long'),
+  hostOf,
+  'domain must be a host name such as shop.example',
+).meta({ description: 'Domain filter.', example: 'shop.example' });
 
-export const updateTypeFilter = z.enum(['manual', 'scheduled', 'ci'], { error: 'updateType must be one of manual, scheduled, ci' });
+export const updateTypeFilter = z.enum(['manual', 'scheduled', 'ci'], {
+  error: 'updateType must be one of manual, scheduled, ci',
+});
 
 // ---- /v1/update -------------------------------------------------------------------------
 
 const updateFields = {
   url: projectUrl,
   device: device.optional(),
-  mode: z.enum(UPDATE_MODES, { error: 'mode must be sync or async' }).default('sync').meta({ description: 'sync (default) waits for the result; async returns {ok: 1, id} at once.' }),
-  updateType: z.enum(['manual', 'ci'], { error: 'updateType must be manual or ci' }).default('manual').meta({ description: 'ci marks updates started by a CI pipeline.' }),
+  mode: z
+    .enum(UPDATE_MODES, { error: 'mode must be sync or async' })
+    .default('sync')
+    .meta({ description: 'sync (default) waits for the result; async returns {ok: 1, id} at once.' }),
+  updateType: z
+    .enum(['manual', 'ci'], { error: 'updateType must be manual or ci' })
+    .default('manual')
+    .meta({ description: 'ci marks updates started by a CI pipeline.' }),
 };
 export const updateQuerySchema = z.strictObject(updateFields);
 export const updateBodySchema = z.strictObject(updateFields);
@@ -86,7 +142,12 @@ export type UpdateParams = z.output<typeof updateQuerySchema>;
 
 // ---- /v1/audit --------------------------------------------------------------------------
 
-const auditFields = { url: projectUrl, date: dateTime('date').meta({ description: 'Snapshot date, UTC.' }), device: device.optional(), location: locations.optional() };
+const auditFields = {
+  url: projectUrl,
+  date: dateTime('date').meta({ description: 'Snapshot date, UTC.' }),
+  device: device.optional(),
+  location: locations.optional(),
+};
 export const auditQuerySchema = z.strictObject(auditFields);
 export const auditBodySchema = z.strictObject(auditFields);
 export type AuditParams = z.output<typeof auditQuerySchema>;
@@ -95,8 +156,10 @@ export type AuditParams = z.output<typeof auditQuerySchema>;
 
 const compareFields = {
   url: projectUrl,
-  from: dateTime('from').meta({ description: 'The earlier snapshot\'s date, UTC (any two dates: `to` may be the earlier one).' }),
-  to: dateTime('to').meta({ description: 'The other snapshot\'s date, UTC.' }),
+  from: dateTime('from').meta({
+    description: "The earlier snapshot's date, UTC (any two dates: `to` may be the earlier one).",
+  }),
+  to: dateTime('to').meta({ description: "The other snapshot's date, UTC." }),
   device: device.optional(),
   location: locations.optional(),
 };
@@ -126,11 +189,16 @@ function limitsFromQuery(name: string) {
 const budgetKeyList = Object.keys(BUDGET_KEYS).join(', ');
 const limitsObject = (name: string) =>
   z
-    .record(z.string(), z.number({ error: `${name}: each limit is a number` }).nonnegative(`${name}: a limit is not negative`))
+    .record(
+      z.string(),
+      z.number({ error: `${name}: each limit is a number` }).nonnegative(`${name}: a limit is not negative`),
+    )
     .superRefine((limits, ctx) => {
       for (const [key, value] of Object.entries(limits)) {
-        if (!(key in BUDGET_KEYS)) ctx.addIssue({ code: 'custom', message: `${name}: unknown budget key "${key}"; known: ${budgetKeyList}` });
-        else if (BUDGET_KEYS[key as keyof typeof BUDGET_KEYS].kind === 'score' && value > 100) ctx.addIssue({ code: 'custom', message: `${name}: ${key} is a score from 0 to 100, not ${value}` });
+        if (!(key in BUDGET_KEYS))
+          ctx.addIssue({ code: 'custom', message: `${name}: unknown budget key "${key}"; known: ${budgetKeyList}` });
+        else if (BUDGET_KEYS[key as keyof typeof BUDGET_KEYS].kind === 'score' && value > 100)
+          ctx.addIssue({ code: 'custom', message: `${name}: ${key} is a score from 0 to 100, not ${value}` });
       }
     })
     .transform((limits) => limits as Budgets['budgets']);
@@ -141,42 +209,94 @@ export interface BudgetsParams {
   set?: Budgets;
 }
 
-const replaced = ({ url, budgets, maxRegression }: { url: string; budgets?: Budgets['budgets'] | undefined; maxRegression?: Budgets['maxRegression'] | undefined }): BudgetsParams =>
-  budgets === undefined && maxRegression === undefined ? { url } : { url, set: { budgets: budgets ?? {}, maxRegression: maxRegression ?? {} } };
+const replaced = ({
+  url,
+  budgets,
+  maxRegression,
+}: {
+  url: string;
+  budgets?: Budgets['budgets'] | undefined;
+  maxRegression?: Budgets['maxRegression'] | undefined;
+}): BudgetsParams =>
+  budgets === undefined && maxRegression === undefined
+    ? { url }
+    : { url, set: { budgets: budgets ?? {}, maxRegression: maxRegression ?? {} } };
 
 export const budgetsQuerySchema = z
   .strictObject({
     url: projectUrl,
-    budget: limitsFromQuery('budget').optional().meta({ description: `A budget KEY=N to set (repeat it); given, or maxRegression given, the project's budgets are replaced. Keys: ${budgetKeyList}. An empty value sets none.` }),
-    maxRegression: limitsFromQuery('maxRegression').optional().meta({ description: 'An allowed regression KEY=N against the previous snapshot (score points, or percent for metrics); repeat it.' }),
+    budget: limitsFromQuery('budget')
+      .optional()
+      .meta({
+        description: `A budget KEY=N to set (repeat it); given, or maxRegression given, the project's budgets are replaced. Keys: ${budgetKeyList}. An empty value sets none.`,
+      }),
+    maxRegression: limitsFromQuery('maxRegression').optional().meta({
+      description:
+        'An allowed regression KEY=N against the previous snapshot (score points, or percent for metrics); repeat it.',
+    }),
   })
   .transform(({ url, budget, maxRegression }) => replaced({ url, budgets: budget, maxRegression }));
 export const budgetsBodySchema = z
   .strictObject({
     url: projectUrl,
-    budgets: limitsObject('budgets').optional().meta({ description: `Limits by key (${budgetKeyList}): score floors 0–100, metric ceilings in ms, bytes, or unitless for cls. Given (or maxRegression given): the project's budgets are replaced.` }),
-    maxRegression: limitsObject('maxRegression').optional().meta({ description: 'Allowed regressions against the previous snapshot, by key: score points, or percent for metrics.' }),
+    budgets: limitsObject('budgets')
+      .optional()
+      .meta({
+        description: `Limits by key (${budgetKeyList}): score floors 0–100, metric ceilings in ms, bytes, or unitless for cls. Given (or maxRegression given): the project's budgets are replaced.`,
+      }),
+    maxRegression: limitsObject('maxRegression').optional().meta({
+      description: 'Allowed regressions against the previous snapshot, by key: score points, or percent for metrics.',
+    }),
   })
   .transform(replaced);
 
 // ---- /v1/webhooks -----------------------------------------------------------------------
 
-export type WebhooksParams = { action: 'list' } | { action: 'add'; targetUrl: string; project: string | null; format: 'json' | 'slack' } | { action: 'remove'; id: string };
+export type WebhooksParams =
+  | { action: 'list' }
+  | { action: 'add'; targetUrl: string; project: string | null; format: 'json' | 'slack' }
+  | { action: 'remove'; id: string };
 
 const webhookFields = {
-  targetUrl: z.string(once('targetUrl')).min(1).max(2048, 'targetUrl is longer than 2048 characters').optional().meta({ description: 'Adds a webhook posting to this http(s) URL (a public address, unless the gateway\'s PERFWATCH_ALLOW_TARGETS allows it).' }),
-  project: projectUrl.optional().meta({ description: 'With targetUrl: only this project\'s events; omitted: every project of yours.' }),
-  format: z.enum(['json', 'slack'], { error: 'format must be json or slack' }).optional().meta({ description: 'With targetUrl: json (the signed payload, default) or slack (Slack\'s incoming-webhook message).' }),
-  remove: z.string(once('remove')).regex(/^[0-9a-f]{24}$/, 'remove must be a webhook id as listed').optional().meta({ description: 'Removes the webhook with this id, with its deliveries.' }),
+  targetUrl: z.string(once('targetUrl')).min(1).max(2048, 'targetUrl is longer than 2048 characters').optional().meta({
+    description:
+      "Adds a webhook posting to this http(s) URL (a public address, unless the gateway's PERFWATCH_ALLOW_TARGETS allows it).",
+  }),
+  project: projectUrl
+    .optional()
+    .meta({ description: "With targetUrl: only this project's events; omitted: every project of yours." }),
+  format: z.enum(['json', 'slack'], { error: 'format must be json or slack' }).optional().meta({
+    description: "With targetUrl: json (the signed payload, default) or slack (Slack's incoming-webhook message).",
+  }),
+  remove: z
+    .string(once('remove'))
+    .regex(/^[0-9a-f]{24}$/, 'remove must be a webhook id as listed')
+    .optional()
+    .meta({ description: 'Removes the webhook with this id, with its deliveries.' }),
 };
 
-function webhookAction({ targetUrl, project, format, remove }: { targetUrl?: string | undefined; project?: string | undefined; format?: 'json' | 'slack' | undefined; remove?: string | undefined }, ctx: z.RefinementCtx): WebhooksParams {
+function webhookAction(
+  {
+    targetUrl,
+    project,
+    format,
+    remove,
+  }: {
+    targetUrl?: string | undefined;
+    project?: string | undefined;
+    format?: 'json' | 'slack' | undefined;
+    remove?: string | undefined;
+  },
+  ctx: z.RefinementCtx,
+): WebhooksParams {
   if (remove !== undefined) {
-    if (targetUrl !== undefined || project !== undefined || format !== undefined) ctx.addIssue({ code: 'custom', message: 'remove takes no other parameter' });
+    if (targetUrl !== undefined || project !== undefined || format !== undefined)
+      ctx.addIssue({ code: 'custom', message: 'remove takes no other parameter' });
     return { action: 'remove', id: remove };
   }
   if (targetUrl === undefined) {
-    if (project !== undefined || format !== undefined) ctx.addIssue({ code: 'custom', message: 'project and format go with targetUrl' });
+    if (project !== undefined || format !== undefined)
+      ctx.addIssue({ code: 'custom', message: 'project and format go with targetUrl' });
     return { action: 'list' };
   }
   return { action: 'add', targetUrl, project: project ?? null, format: format ?? 'json' };
@@ -189,17 +309,55 @@ export const webhooksBodySchema = z.strictObject(webhookFields).transform(webhoo
 export const MAX_ANNOTATION_TEXT = 500;
 const annotationFields = {
   url: projectUrl,
-  text: z.string(once('text')).trim().min(1, 'text must not be empty').max(MAX_ANNOTATION_TEXT, `text is longer than ${MAX_ANNOTATION_TEXT} characters`).optional().meta({ description: 'Adds an annotation (a deploy marker) with this text; omitted: the project\'s annotations are listed.' }),
+  text: z
+    .string(once('text'))
+    .trim()
+    .min(1, 'text must not be empty')
+    .max(MAX_ANNOTATION_TEXT, `text is longer than ${MAX_ANNOTATION_TEXT} characters`)
+    .optional()
+    .meta({
+      description:
+        "Adds an annotation (a deploy marker) with this text; omitted: the project's annotations are listed.",
+    }),
   date: dateTime('date').optional().meta({ description: 'With text: when it happened, UTC; omitted: now.' }),
-  link: parsedString(z.string(once('link')).max(2048, 'link is longer than 2048 characters'), normalizeProjectUrl, 'link must be an absolute http(s) URL').optional().meta({ description: 'With text: a URL to go with it (a release, a pull request).' }),
+  link: parsedString(
+    z.string(once('link')).max(2048, 'link is longer than 2048 characters'),
+    normalizeProjectUrl,
+    'link must be an absolute http(s) URL',
+  )
+    .optional()
+    .meta({ description: 'With text: a URL to go with it (a release, a pull request).' }),
   from: dateTime('from').optional().meta({ description: 'Listing: only annotations at or after this date-time.' }),
   to: dateTime('to').optional().meta({ description: 'Listing: only annotations before this date-time.' }),
 };
 
-export type AnnotationsParams = { url: string; add: { text: string; date?: Date | undefined; link?: string | undefined } | null; from?: Date | undefined; to?: Date | undefined };
+export type AnnotationsParams = {
+  url: string;
+  add: { text: string; date?: Date | undefined; link?: string | undefined } | null;
+  from?: Date | undefined;
+  to?: Date | undefined;
+};
 
-function annotationAction({ url, text, date, link, from, to }: { url: string; text?: string | undefined; date?: Date | undefined; link?: string | undefined; from?: Date | undefined; to?: Date | undefined }, ctx: z.RefinementCtx): AnnotationsParams {
-  if (text === undefined && (date !== undefined || link !== undefined)) ctx.addIssue({ code: 'custom', message: 'date and link go with text' });
+function annotationAction(
+  {
+    url,
+    text,
+    date,
+    link,
+    from,
+    to,
+  }: {
+    url: string;
+    text?: string | undefined;
+    date?: Date | undefined;
+    link?: string | undefined;
+    from?: Date | undefined;
+    to?: Date | undefined;
+  },
+  ctx: z.RefinementCtx,
+): AnnotationsParams {
+  if (text === undefined && (date !== undefined || link !== undefined))
+    ctx.addIssue({ code: 'custom', message: 'date and link go with text' });
   return { url, add: text === undefined ? null : { text, date, link }, from, to };
 }
 export const annotationsQuerySchema = z.strictObject(annotationFields).transform(annotationAction);
@@ -212,18 +370,31 @@ export type CredentialsParams = { url: string; set?: PageAuth; clear: boolean };
 const clearFlag = z.enum(['true', 'false'], { error: 'clear must be true or false' }).transform((v) => v === 'true');
 /** GET reads (or clears): secrets never travel in a URL, where access logs and proxies keep them. */
 export const credentialsQuerySchema = z
-  .strictObject({ url: projectUrl, clear: clearFlag.optional().meta({ description: 'true: forget the project\'s credentials.' }) })
+  .strictObject({
+    url: projectUrl,
+    clear: clearFlag.optional().meta({ description: "true: forget the project's credentials." }),
+  })
   .transform(({ url, clear }): CredentialsParams => ({ url, clear: clear ?? false }));
 export const credentialsBodySchema = z
   .strictObject({
     url: projectUrl,
-    auth: pageAuthSchema.optional().meta({ description: 'Replaces the credentials: cookies [{name, value}], headers {name: value}, login steps [{action: goto|fill|click|waitFor, …}]. POST only.' }),
-    clear: z.boolean({ error: 'clear must be true or false' }).optional().meta({ description: 'true: forget the project\'s credentials.' }),
+    auth: pageAuthSchema.optional().meta({
+      description:
+        'Replaces the credentials: cookies [{name, value}], headers {name: value}, login steps [{action: goto|fill|click|waitFor, …}]. POST only.',
+    }),
+    clear: z
+      .boolean({ error: 'clear must be true or false' })
+      .optional()
+      .meta({ description: "true: forget the project's credentials." }),
   })
   .superRefine((value, ctx) => {
     if (value.auth && value.clear) ctx.addIssue({ code: 'custom', message: 'auth and clear do not go together' });
   })
-  .transform(({ url, auth, clear }): CredentialsParams => ({ url, clear: clear ?? false, ...(auth ? { set: auth } : {}) }));
+  .transform(({ url, auth, clear }): CredentialsParams => ({
+    url,
+    clear: clear ?? false,
+    ...(auth ? { set: auth } : {}),
+  }));
 
 // ---- /v1/updates ------------------------------------------------------------------------
 
@@ -231,8 +402,18 @@ export const credentialsBodySchema = z
 export const MAX_UPDATES_PAGE = 1_000;
 export const updatesQuerySchema = z.strictObject({
   url: projectUrl,
-  limit: z.coerce.number().int().min(1).max(MAX_UPDATES_PAGE).optional().meta({ description: `Snapshots in the page, newest of them first taken; ${MAX_UPDATES_PAGE} at most and by default.` }),
-  before: dateTime('before').optional().meta({ description: 'Only snapshots strictly older than this date-time: the `next` of the page after this one.' }),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_UPDATES_PAGE)
+    .optional()
+    .meta({
+      description: `Snapshots in the page, newest of them first taken; ${MAX_UPDATES_PAGE} at most and by default.`,
+    }),
+  before: dateTime('before')
+    .optional()
+    .meta({ description: 'Only snapshots strictly older than this date-time: the `next` of the page after this one.' }),
 });
 export const updatesBodySchema = updatesQuerySchema;
 
@@ -245,7 +426,13 @@ export const projectsBodySchema = projectsQuerySchema;
 // ---- /v1/updates/{id} ---------------------------------------------------------------------
 
 export const updateIdParamsSchema = z.strictObject({
-  id: z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'id must be an update id as /v1/update?mode=async returned it').meta({ description: 'The id /v1/update?mode=async answered with.' }),
+  id: z
+    .string()
+    .regex(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+      'id must be an update id as /v1/update?mode=async returned it',
+    )
+    .meta({ description: 'The id /v1/update?mode=async answered with.' }),
 });
 /** Nothing besides the id, which is in the path. */
 export const updateStatusQuerySchema = z.strictObject({});
@@ -262,7 +449,8 @@ export interface OverviewParams {
 }
 
 function checkRange<T extends { startDate: Date; endDate: Date }>(value: T, ctx: z.RefinementCtx): void {
-  if (value.endDate < value.startDate) ctx.addIssue({ code: 'custom', message: 'endDate is before startDate', path: ['endDate'] });
+  if (value.endDate < value.startDate)
+    ctx.addIssue({ code: 'custom', message: 'endDate is before startDate', path: ['endDate'] });
   else if ((value.endDate.getTime() - value.startDate.getTime()) / 86_400_000 + 1 > MAX_OVERVIEW_DAYS) {
     ctx.addIssue({ code: 'custom', message: `the range is longer than ${MAX_OVERVIEW_DAYS} days`, path: ['endDate'] });
   }
@@ -285,22 +473,33 @@ export const overviewQuerySchema = z
 
 export const overviewBodySchema = z
   .strictObject({
-    dateRange: z.strictObject({ startDate: dateOnly('startDate'), endDate: dateOnly('endDate') }, { error: 'dateRange must be an object {startDate, endDate}' }),
+    dateRange: z.strictObject(
+      { startDate: dateOnly('startDate'), endDate: dateOnly('endDate') },
+      { error: 'dateRange must be an object {startDate, endDate}' },
+    ),
     domain: domain.optional(),
     updateType: updateTypeFilter.optional(),
     sections: sections.optional(),
   })
   .superRefine((value, ctx) => checkRange(value.dateRange, ctx))
-  .transform(({ dateRange, sections: s, ...rest }): OverviewParams => ({ ...rest, ...dateRange, sections: s ? [...new Set(s)] : undefined }));
+  .transform(({ dateRange, sections: s, ...rest }): OverviewParams => ({
+    ...rest,
+    ...dateRange,
+    sections: s ? [...new Set(s)] : undefined,
+  }));
 
 // ---- parsing ----------------------------------------------------------------------------
 
 /** Parses a request with the schema of its method; every problem becomes one line of a 400. */
-export function parseRequest<Q extends z.ZodType, B extends z.ZodType>(req: Request, schemas: { query: Q; body: B }): z.output<Q> | z.output<B> {
+export function parseRequest<Q extends z.ZodType, B extends z.ZodType>(
+  req: Request,
+  schemas: { query: Q; body: B },
+): z.output<Q> | z.output<B> {
   if (req.method === 'POST') {
     // No body at all is an empty object (POST /v1/projects needs none); a JSON `null` is not.
     const body: unknown = req.body === undefined ? {} : req.body;
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError('BAD_REQUEST', 'The JSON body must be an object.', ['body: expected a JSON object']);
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw new ApiError('BAD_REQUEST', 'The JSON body must be an object.', ['body: expected a JSON object']);
     return check(schemas.body, body);
   }
   return check(schemas.query, req.query);

@@ -5,8 +5,10 @@ import { BadResultBytes, inflateResult, ResultBytes } from './result-bytes.ts';
 const gz = (text: string) => gzipSync(Buffer.from(text));
 
 describe('ResultBytes', () => {
-  it('writes each result\'s own JSON after its check, however often it is asked for', () => {
-    const texts = Array.from({ length: 50 }, (_, n) => JSON.stringify({ lighthouseVersion: '13.0.0', n, text: 'é'.repeat(n * 100) }));
+  it("writes each result's own JSON after its check, however often it is asked for", () => {
+    const texts = Array.from({ length: 50 }, (_, n) =>
+      JSON.stringify({ lighthouseVersion: '13.0.0', n, text: 'é'.repeat(n * 100) }),
+    );
     const results = texts.map((text) => ResultBytes.fromGzip(gz(text)));
     for (const r of results) r.check();
     // In another order than checked: what was kept for one result is never another's.

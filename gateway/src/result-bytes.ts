@@ -29,7 +29,10 @@ const MAX_SIZED_OUTPUT = 4 * 1024 * 1024;
  * are inflated again if asked for.
  */
 const INFLATED_KEPT_BYTES = 32 * 1024 * 1024;
-const inflatedKept = new LRUCache<ResultBytes, Buffer>({ maxSize: INFLATED_KEPT_BYTES, sizeCalculation: (bytes) => Math.max(1, bytes.byteLength) });
+const inflatedKept = new LRUCache<ResultBytes, Buffer>({
+  maxSize: INFLATED_KEPT_BYTES,
+  sizeCalculation: (bytes) => Math.max(1, bytes.byteLength),
+});
 
 /** A run's result that does not hold together: not gzip, past the bound, not one JSON object. */
 export class BadResultBytes extends Error {
@@ -50,7 +53,10 @@ export function inflateResult(gzipped: Buffer): Buffer {
   if (gzipped.byteLength < 18) throw new BadResultBytes('the result is not gzip');
   const claimed = gzipped.readUInt32LE(gzipped.byteLength - 4);
   try {
-    return gunzipSync(gzipped, { chunkSize: Math.max(64, Math.min(claimed + 1, MAX_SIZED_OUTPUT)), maxOutputLength: MAX_REPLY_INFLATED_BYTES });
+    return gunzipSync(gzipped, {
+      chunkSize: Math.max(64, Math.min(claimed + 1, MAX_SIZED_OUTPUT)),
+      maxOutputLength: MAX_REPLY_INFLATED_BYTES,
+    });
   } catch (error) {
     throw new BadResultBytes(`the result does not inflate: ${(error as Error).message}`, { cause: error });
   }
@@ -64,7 +70,10 @@ export function inflateResult(gzipped: Buffer): Buffer {
 export function readStoredResult(gzipped: Uint8Array): { lighthouse: LighthouseResult; lighthouseJson: Buffer } {
   const bytes = inflateResult(Buffer.from(gzipped.buffer, gzipped.byteOffset, gzipped.byteLength));
   const text = bytes.toString('utf8');
-  return { lighthouse: lighthouseResultSchema.parse(JSON.parse(text)), lighthouseJson: isUtf8(bytes) ? bytes : Buffer.from(text) };
+  return {
+    lighthouse: lighthouseResultSchema.parse(JSON.parse(text)),
+    lighthouseJson: isUtf8(bytes) ? bytes : Buffer.from(text),
+  };
 }
 
 /**
@@ -130,7 +139,13 @@ export class ResultBytes {
   read(): LighthouseResult {
     if (this.#result) return this.#result;
     const parsed = lighthouseResultSchema.safeParse(JSON.parse(this.json().toString('utf8')));
-    if (!parsed.success) throw new BadResultBytes(`the result does not match the Lighthouse result schema: ${parsed.error.issues[0]?.message ?? ''}`.slice(0, 300));
+    if (!parsed.success)
+      throw new BadResultBytes(
+        `the result does not match the Lighthouse result schema: ${parsed.error.issues[0]?.message ?? ''}`.slice(
+          0,
+          300,
+        ),
+      );
     return parsed.data;
   }
 }

@@ -13,9 +13,17 @@ describe('run failures', () => {
   });
 
   it('reads a code a later agent invented as INTERNAL, keeping its own code in the message', () => {
-    expect(reportedFailure({ code: 'QUANTUM_FLUX', message: 'the page was observed' })).toEqual({ code: 'INTERNAL', message: 'QUANTUM_FLUX: the page was observed' });
-    expect(reportedFailure({ code: 'PAGE_LOAD_FAILED', message: 'net::ERR_NAME_NOT_RESOLVED' })).toEqual({ code: 'PAGE_LOAD_FAILED', message: 'net::ERR_NAME_NOT_RESOLVED' });
+    expect(reportedFailure({ code: 'QUANTUM_FLUX', message: 'the page was observed' })).toEqual({
+      code: 'INTERNAL',
+      message: 'QUANTUM_FLUX: the page was observed',
+    });
+    expect(reportedFailure({ code: 'PAGE_LOAD_FAILED', message: 'net::ERR_NAME_NOT_RESOLVED' })).toEqual({
+      code: 'PAGE_LOAD_FAILED',
+      message: 'net::ERR_NAME_NOT_RESOLVED',
+    });
     // What a reply says is read through the same door.
-    expect(replyOutcome({ ok: false, agentId: 'a1', error: { code: 'X'.repeat(64), message: 'm', retryable: false } })).toEqual({ ok: false, agentId: 'a1', error: { code: 'INTERNAL', message: `${'X'.repeat(64)}: m` } });
+    expect(
+      replyOutcome({ ok: false, agentId: 'a1', error: { code: 'X'.repeat(64), message: 'm', retryable: false } }),
+    ).toEqual({ ok: false, agentId: 'a1', error: { code: 'INTERNAL', message: `${'X'.repeat(64)}: m` } });
   });
 });

@@ -34,7 +34,13 @@ export interface RunFailurePolicy {
   repeats: boolean;
 }
 
-const policy = (flags: Partial<RunFailurePolicy>): RunFailurePolicy => ({ offerAgain: false, retryOnce: false, locationAway: false, repeats: false, ...flags });
+const policy = (flags: Partial<RunFailurePolicy>): RunFailurePolicy => ({
+  offerAgain: false,
+  retryOnce: false,
+  locationAway: false,
+  repeats: false,
+  ...flags,
+});
 /** The page's or the job's own failure. */
 const REPEATS = policy({ repeats: true });
 const RETRY_ONCE = policy({ retryOnce: true });
@@ -70,6 +76,11 @@ const KNOWN = new Set<string>([...AUDIT_ERROR_CODES, ...TRANSPORT_FAILURE_CODES]
  * may report a code this gateway does not know: it counts as INTERNAL (tried once more), and
  * its own code stays in the message. Codes never reach metrics' labels unchecked.
  */
-export function reportedFailure({ code, message }: { code: string; message: string }): { code: RunFailureCode; message: string } {
-  return KNOWN.has(code) ? { code: code as RunFailureCode, message } : { code: 'INTERNAL', message: `${code.slice(0, 64)}: ${message}` };
+export function reportedFailure({ code, message }: { code: string; message: string }): {
+  code: RunFailureCode;
+  message: string;
+} {
+  return KNOWN.has(code)
+    ? { code: code as RunFailureCode, message }
+    : { code: 'INTERNAL', message: `${code.slice(0, 64)}: ${message}` };
 }

@@ -1,4 +1,11 @@
-import { digestRun, type AuditJob, type AuditRunResult, type DigestedRunResult, type Location, type ReceivedReply } from '@perfwatch/common';
+import {
+  digestRun,
+  type AuditJob,
+  type AuditRunResult,
+  type DigestedRunResult,
+  type Location,
+  type ReceivedReply,
+} from '@perfwatch/common';
 import { ResultBytes } from './result-bytes.ts';
 import { reportedFailure, type RunFailureCode } from './run-failures.ts';
 
@@ -9,8 +16,7 @@ import { reportedFailure, type RunFailureCode } from './run-failures.ts';
 export type ReceivedRun = DigestedRunResult & { lighthouse: ResultBytes };
 
 export type RunOutcome =
-  | { ok: true; result: ReceivedRun }
-  | { ok: false; agentId?: string; error: { code: RunFailureCode; message: string } };
+  { ok: true; result: ReceivedRun } | { ok: false; agentId?: string; error: { code: RunFailureCode; message: string } };
 
 export interface DispatchOptions {
   /** How long the run may take from now, waiting for a free agent included. */
@@ -41,7 +47,8 @@ export function receivedRun({ lhr, ...run }: AuditRunResult): ReceivedRun {
  * (agents before v1.5, local mode) is digested here, the way a v1.5 agent digests its own.
  */
 export function replyOutcome(reply: ReceivedReply): RunOutcome {
-  if (reply.ok && 'lighthouseGzip' in reply) return { ok: true, result: { ...reply.result, lighthouse: ResultBytes.fromGzip(reply.lighthouseGzip) } };
+  if (reply.ok && 'lighthouseGzip' in reply)
+    return { ok: true, result: { ...reply.result, lighthouse: ResultBytes.fromGzip(reply.lighthouseGzip) } };
   if (reply.ok) return { ok: true, result: receivedRun(reply.result) };
   const error = reportedFailure(reply.error);
   return reply.agentId === undefined ? { ok: false, error } : { ok: false, agentId: reply.agentId, error };

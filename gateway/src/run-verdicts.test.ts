@@ -4,15 +4,53 @@ import { loadLhr } from '../../test/support/lhr-fixtures.ts';
 import { receivedRun } from './run-outcome.ts';
 import { judgeRuns, nextRetest, representativeRunIndex, type MeasuredRun } from './run-verdicts.ts';
 
-const calm: RunConditions = { benchmarkIndex: 2400, baselineBenchmarkIndex: 2460, cpuMultiplier: 7.98, concurrentRuns: 0, overlappingRuns: 0, loadAverage: 0.4, chromeVersion: '142', lighthouseVersion: '13.0.1' };
+const calm: RunConditions = {
+  benchmarkIndex: 2400,
+  baselineBenchmarkIndex: 2460,
+  cpuMultiplier: 7.98,
+  concurrentRuns: 0,
+  overlappingRuns: 0,
+  loadAverage: 0.4,
+  chromeVersion: '142',
+  lighthouseVersion: '13.0.1',
+};
 
 /** A real mobile run of the fixture site (1–3), with the conditions and changes a test gives. */
-function run(n: 1 | 2 | 3, { runIndex = n - 1, conditions = calm, agentId = 'a1', performance, lcp, warnings, retestOfRunIndex }: { runIndex?: number; conditions?: Partial<RunConditions> | null; agentId?: string; performance?: number; lcp?: number; warnings?: string[]; retestOfRunIndex?: number } = {}): MeasuredRun {
+function run(
+  n: 1 | 2 | 3,
+  {
+    runIndex = n - 1,
+    conditions = calm,
+    agentId = 'a1',
+    performance,
+    lcp,
+    warnings,
+    retestOfRunIndex,
+  }: {
+    runIndex?: number;
+    conditions?: Partial<RunConditions> | null;
+    agentId?: string;
+    performance?: number;
+    lcp?: number;
+    warnings?: string[];
+    retestOfRunIndex?: number;
+  } = {},
+): MeasuredRun {
   const lhr = loadLhr('mobile', n);
   if (performance !== undefined) lhr.categories['performance']!.score = performance / 100;
   if (lcp !== undefined) lhr.audits['largest-contentful-paint']!.numericValue = lcp;
   if (warnings) lhr['runWarnings'] = warnings;
-  const result: AuditRunResult = { jobId: `j${runIndex}`, agentId, location: 'london', device: 'mobile', runIndex, startedAt: '', lighthouseMs: 1, lhr, ...(conditions ? { conditions: { ...calm, ...conditions } } : {}) };
+  const result: AuditRunResult = {
+    jobId: `j${runIndex}`,
+    agentId,
+    location: 'london',
+    device: 'mobile',
+    runIndex,
+    startedAt: '',
+    lighthouseMs: 1,
+    lhr,
+    ...(conditions ? { conditions: { ...calm, ...conditions } } : {}),
+  };
   return retestOfRunIndex === undefined ? receivedRun(result) : { ...receivedRun(result), retestOfRunIndex };
 }
 
@@ -24,27 +62,59 @@ describe('judgeRuns', () => {
   });
 
   it('doubts a run another run shared the agent with, at its start or later', () => {
-    const [atStart, later, alone] = judgeRuns([run(1, { conditions: { concurrentRuns: 1, overlappingRuns: 1 } }), run(2, { conditions: { concurrentRuns: 0, overlappingRuns: 2 } }), run(3)]);
-    expect(atStart).toEqual({ verdict: 'suspect', reasons: ['1 other run was in progress on agent a1 during this run'] });
-    expect(later).toEqual({ verdict: 'suspect', reasons: ['2 other runs were in progress on agent a1 during this run'] });
+    const [atStart, later, alone] = judgeRuns([
+      run(1, { conditions: { concurrentRuns: 1, overlappingRuns: 1 } }),
+      run(2, { conditions: { concurrentRuns: 0, overlappingRuns: 2 } }),
+      run(3),
+    ]);
+    expect(atStart).toEqual({
+      verdict: 'suspect',
+      reasons: ['1 other run was in progress on agent a1 during this run'],
+    });
+    expect(later).toEqual({
+      verdict: 'suspect',
+      reasons: ['2 other runs were in progress on agent a1 during this run'],
+    });
     expect(alone!.verdict).toBe('reliable');
   });
 
-  it('doubts a run whose benchmark index is more than 15 % off the agent\'s baseline, either way', () => {
-    const verdicts = judgeRuns([run(1, { conditions: { benchmarkIndex: 2000, baselineBenchmarkIndex: 2460 } }), run(2, { conditions: { benchmarkIndex: 2900, baselineBenchmarkIndex: 2460 } }), run(3, { conditions: { benchmarkIndex: 2150, baselineBenchmarkIndex: 2460 } })]);
-    expect(verdicts[0]).toEqual({ verdict: 'suspect', reasons: ['benchmark index 2000 is 19 % below the agent\'s baseline 2460'] });
-    expect(verdicts[1]).toEqual({ verdict: 'suspect', reasons: ['benchmark index 2900 is 18 % above the agent\'s baseline 2460'] });
+  it("doubts a run whose benchmark index is more than 15 % off the agent's baseline, either way", () => {
+    const verdicts = judgeRuns([
+      run(1, { conditions: { benchmarkIndex: 2000, baselineBenchmarkIndex: 2460 } }),
+      run(2, { conditions: { benchmarkIndex: 2900, baselineBenchmarkIndex: 2460 } }),
+      run(3, { conditions: { benchmarkIndex: 2150, baselineBenchmarkIndex: 2460 } }),
+    ]);
+    expect(verdicts[0]).toEqual({
+      verdict: 'suspect',
+      reasons: ["benchmark index 2000 is 19 % below the agent's baseline 2460"],
+    });
+    expect(verdicts[1]).toEqual({
+      verdict: 'suspect',
+      reasons: ["benchmark index 2900 is 18 % above the agent's baseline 2460"],
+    });
     expect(verdicts[2]!.verdict).toBe('reliable'); // 13 % off
     // Without a baseline (the agent could not calibrate) there is nothing to compare with.
-    expect(judgeRuns([run(1, { conditions: { benchmarkIndex: 500, baselineBenchmarkIndex: null } })])[0]!.verdict).toBe('reliable');
+    expect(judgeRuns([run(1, { conditions: { benchmarkIndex: 500, baselineBenchmarkIndex: null } })])[0]!.verdict).toBe(
+      'reliable',
+    );
   });
 
-  it('doubts a run Lighthouse warned about, but not for a redirect or perfwatch\'s own note', () => {
+  it("doubts a run Lighthouse warned about, but not for a redirect or perfwatch's own note", () => {
     const [slow, redirected] = judgeRuns([
       run(1, { warnings: ['The page loaded too slowly to finish within the time limit. Results may be incomplete.'] }),
-      run(2, { warnings: ['The page may not be loading as expected because your test URL (http://a.test/) was redirected to https://a.test/. Try testing the second URL directly.', 'perfwatch: this result was shrunk to fit the message size limit; details dropped from: none'] }),
+      run(2, {
+        warnings: [
+          'The page may not be loading as expected because your test URL (http://a.test/) was redirected to https://a.test/. Try testing the second URL directly.',
+          'perfwatch: this result was shrunk to fit the message size limit; details dropped from: none',
+        ],
+      }),
     ]);
-    expect(slow).toEqual({ verdict: 'suspect', reasons: ['Lighthouse warned: The page loaded too slowly to finish within the time limit. Results may be incomplete.'] });
+    expect(slow).toEqual({
+      verdict: 'suspect',
+      reasons: [
+        'Lighthouse warned: The page loaded too slowly to finish within the time limit. Results may be incomplete.',
+      ],
+    });
     expect(redirected).toEqual({ verdict: 'reliable', reasons: [] });
     // Reasons stay bounded whatever a page makes Lighthouse say.
     const [noisy] = judgeRuns([run(1, { warnings: Array.from({ length: 50 }, () => 'x'.repeat(5_000)) })]);
@@ -52,36 +122,57 @@ describe('judgeRuns', () => {
     expect(Math.max(...noisy!.reasons.map((r) => r.length))).toBeLessThanOrEqual(300);
   });
 
-  it('doubts a run whose score is more than 10 points, or whose LCP is more than 25 % and 250 ms, from the runs\' median', () => {
+  it("doubts a run whose score is more than 10 points, or whose LCP is more than 25 % and 250 ms, from the runs' median", () => {
     const byScore = judgeRuns([run(1, { performance: 95 }), run(2, { performance: 96 }), run(3, { performance: 84 })]);
     expect(byScore.map((v) => v.verdict)).toEqual(['reliable', 'reliable', 'suspect']);
-    expect(byScore[2]!.reasons).toEqual(['performance score 84 is 11 points from the runs\' median 95']);
-    expect(judgeRuns([run(1, { performance: 95 }), run(2, { performance: 96 }), run(3, { performance: 85 })])[2]!.verdict).toBe('reliable');
+    expect(byScore[2]!.reasons).toEqual(["performance score 84 is 11 points from the runs' median 95"]);
+    expect(
+      judgeRuns([run(1, { performance: 95 }), run(2, { performance: 96 }), run(3, { performance: 85 })])[2]!.verdict,
+    ).toBe('reliable');
 
     const byLcp = judgeRuns([run(1, { lcp: 1280 }), run(2, { lcp: 1300 }), run(3, { lcp: 2000 })]);
-    expect(byLcp[2]).toEqual({ verdict: 'suspect', reasons: ['LCP 2000 ms is 54 % from the runs\' median 1300 ms'] });
+    expect(byLcp[2]).toEqual({ verdict: 'suspect', reasons: ["LCP 2000 ms is 54 % from the runs' median 1300 ms"] });
     // 60 % off but only 180 ms: a fast page's LCP jitters by that much.
     expect(judgeRuns([run(1, { lcp: 300 }), run(2, { lcp: 320 }), run(3, { lcp: 500 })])[2]!.verdict).toBe('reliable');
     // A run doubted for its own reasons is left out of the median the others are compared with:
     // here the three calm runs agree, and the shared one is suspect for sharing, not as an outlier.
-    const mixed = judgeRuns([run(1, { lcp: 3000, conditions: { concurrentRuns: 1 } }), run(2, { lcp: 3100, conditions: { concurrentRuns: 1 } }), run(3, { lcp: 1280 }), run(1, { lcp: 1300, runIndex: 3 }), run(2, { lcp: 1320, runIndex: 4 })]);
+    const mixed = judgeRuns([
+      run(1, { lcp: 3000, conditions: { concurrentRuns: 1 } }),
+      run(2, { lcp: 3100, conditions: { concurrentRuns: 1 } }),
+      run(3, { lcp: 1280 }),
+      run(1, { lcp: 1300, runIndex: 3 }),
+      run(2, { lcp: 1320, runIndex: 4 }),
+    ]);
     expect(mixed.map((v) => v.verdict)).toEqual(['suspect', 'suspect', 'reliable', 'reliable', 'reliable']);
     expect(mixed[0]!.reasons).toEqual(['1 other run was in progress on agent a1 during this run']);
     // Two runs have no median to stand apart from.
-    expect(judgeRuns([run(1, { performance: 95 }), run(2, { performance: 40 })]).map((v) => v.verdict)).toEqual(['reliable', 'reliable']);
+    expect(judgeRuns([run(1, { performance: 95 }), run(2, { performance: 40 })]).map((v) => v.verdict)).toEqual([
+      'reliable',
+      'reliable',
+    ]);
   });
 });
 
 describe('representativeRunIndex', () => {
-  const metrics = (fcp: number, tti: number, verdict?: 'reliable' | 'suspect') => ({ fcp, tti, ...(verdict ? { verdict } : {}) });
+  const metrics = (fcp: number, tti: number, verdict?: 'reliable' | 'suspect') => ({
+    fcp,
+    tti,
+    ...(verdict ? { verdict } : {}),
+  });
 
   it('takes the median among the reliable runs only', () => {
     // Over all five the median is the run at index 2; over the reliable three it is index 3.
-    const runs = [metrics(1000, 3000, 'suspect'), metrics(1100, 3100, 'suspect'), metrics(1200, 3200, 'reliable'), metrics(1300, 3300, 'reliable'), metrics(1400, 3400, 'reliable')];
+    const runs = [
+      metrics(1000, 3000, 'suspect'),
+      metrics(1100, 3100, 'suspect'),
+      metrics(1200, 3200, 'reliable'),
+      metrics(1300, 3300, 'reliable'),
+      metrics(1400, 3400, 'reliable'),
+    ];
     expect(representativeRunIndex(runs)).toBe(3);
   });
 
-  it('falls back to all runs when none is reliable, and is Lighthouse\'s median when all are', () => {
+  it("falls back to all runs when none is reliable, and is Lighthouse's median when all are", () => {
     const runs = [metrics(1000, 3000, 'suspect'), metrics(1100, 3100, 'suspect'), metrics(1500, 3500, 'suspect')];
     expect(representativeRunIndex(runs)).toBe(1);
     expect(representativeRunIndex(runs.map(({ fcp, tti }) => metrics(fcp, tti)))).toBe(1);

@@ -1,4 +1,13 @@
-import { BENCHMARK_DRIFT_LIMIT, digestSkeleton, extractRunMetrics, median, medianRunIndex, type DigestedRunResult, type RunMetrics, type RunVerdict } from '@perfwatch/common';
+import {
+  BENCHMARK_DRIFT_LIMIT,
+  digestSkeleton,
+  extractRunMetrics,
+  median,
+  medianRunIndex,
+  type DigestedRunResult,
+  type RunMetrics,
+  type RunVerdict,
+} from '@perfwatch/common';
 import type { ReceivedRun } from './run-outcome.ts';
 
 /** What a verdict reads of a run: who measured it, in what conditions, and its digest. */
@@ -49,14 +58,21 @@ function ownReasons(run: JudgedRun): string[] {
   if (c?.benchmarkIndex != null && c.baselineBenchmarkIndex) {
     const drift = c.benchmarkIndex / c.baselineBenchmarkIndex - 1;
     if (Math.abs(drift) > VERDICT_RULES.benchmarkDrift) {
-      reasons.push(`benchmark index ${c.benchmarkIndex} is ${percent(drift)} ${drift < 0 ? 'below' : 'above'} the agent's baseline ${c.baselineBenchmarkIndex}`);
+      reasons.push(
+        `benchmark index ${c.benchmarkIndex} is ${percent(drift)} ${drift < 0 ? 'below' : 'above'} the agent's baseline ${c.baselineBenchmarkIndex}`,
+      );
     }
   }
   const others = Math.max(c?.concurrentRuns ?? 0, c?.overlappingRuns ?? 0);
-  if (others > 0) reasons.push(`${others} other run${others === 1 ? ' was' : 's were'} in progress on agent ${run.agentId} during this run`);
+  if (others > 0)
+    reasons.push(
+      `${others} other run${others === 1 ? ' was' : 's were'} in progress on agent ${run.agentId} during this run`,
+    );
   const warnings = run.digest.lhr.runWarnings.filter((w) => !NOT_ABOUT_THE_RUN.some((re) => re.test(w)));
   for (const warning of warnings.slice(0, MAX_WARNINGS)) reasons.push(`Lighthouse warned: ${warning}`);
-  return reasons.map((reason) => (reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS - 1)}…` : reason));
+  return reasons.map((reason) =>
+    reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS - 1)}…` : reason,
+  );
 }
 
 /** Why each run's numbers stand apart from the others' (empty when they do not). */
@@ -68,13 +84,21 @@ function outlierReasons(metrics: readonly RunMetrics[]): string[][] {
   const medianScore = scores.length >= VERDICT_RULES.outlierMinRuns ? median(scores) : null;
   const medianLcp = lcps.length >= VERDICT_RULES.outlierMinRuns ? median(lcps) : null;
   metrics.forEach((m, i) => {
-    if (medianScore !== null && m.performance !== null && Math.abs(m.performance - medianScore) > VERDICT_RULES.outlierScorePoints) {
-      reasons[i]!.push(`performance score ${m.performance} is ${Math.round(Math.abs(m.performance - medianScore))} points from the runs' median ${medianScore}`);
+    if (
+      medianScore !== null &&
+      m.performance !== null &&
+      Math.abs(m.performance - medianScore) > VERDICT_RULES.outlierScorePoints
+    ) {
+      reasons[i]!.push(
+        `performance score ${m.performance} is ${Math.round(Math.abs(m.performance - medianScore))} points from the runs' median ${medianScore}`,
+      );
     }
     if (medianLcp !== null && m.lcp !== null) {
       const off = Math.abs(m.lcp - medianLcp);
       if (off > VERDICT_RULES.outlierLcpMs && off > VERDICT_RULES.outlierLcpFraction * medianLcp) {
-        reasons[i]!.push(`LCP ${Math.round(m.lcp)} ms is ${percent(off / medianLcp)} from the runs' median ${Math.round(medianLcp)} ms`);
+        reasons[i]!.push(
+          `LCP ${Math.round(m.lcp)} ms is ${percent(off / medianLcp)} from the runs' median ${Math.round(medianLcp)} ms`,
+        );
       }
     }
   });
@@ -98,7 +122,9 @@ export function judgeRuns(runs: readonly JudgedRun[]): Verdict[] {
  * The representative run: Lighthouse's median (median-run.ts) among the reliable runs, or among
  * all of them when none is reliable (the result then says its median is suspect).
  */
-export function representativeRunIndex(runs: ReadonlyArray<Pick<RunMetrics, 'fcp' | 'tti'> & { verdict?: RunVerdict }>): number {
+export function representativeRunIndex(
+  runs: ReadonlyArray<Pick<RunMetrics, 'fcp' | 'tti'> & { verdict?: RunVerdict }>,
+): number {
   const reliable = runs.map((run, index) => ({ run, index })).filter(({ run }) => run.verdict !== 'suspect');
   if (reliable.length === 0 || reliable.length === runs.length) return medianRunIndex(runs);
   return reliable[medianRunIndex(reliable.map(({ run }) => run))]!.index;
@@ -113,7 +139,14 @@ export type MeasuredRun = ReceivedRun & { retestOfRunIndex?: number };
  */
 export function nextRetest(runs: readonly MeasuredRun[]): MeasuredRun | null {
   const verdicts = judgeRuns(runs);
-  const reliableStandIns = new Set(runs.filter((run, i) => run.retestOfRunIndex !== undefined && verdicts[i]!.verdict === 'reliable').map((run) => run.retestOfRunIndex));
-  const index = runs.findIndex((run, i) => run.retestOfRunIndex === undefined && verdicts[i]!.verdict === 'suspect' && !reliableStandIns.has(run.runIndex));
+  const reliableStandIns = new Set(
+    runs
+      .filter((run, i) => run.retestOfRunIndex !== undefined && verdicts[i]!.verdict === 'reliable')
+      .map((run) => run.retestOfRunIndex),
+  );
+  const index = runs.findIndex(
+    (run, i) =>
+      run.retestOfRunIndex === undefined && verdicts[i]!.verdict === 'suspect' && !reliableStandIns.has(run.runIndex),
+  );
   return index === -1 ? null : runs[index]!;
 }

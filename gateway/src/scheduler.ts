@@ -47,7 +47,20 @@ const ORPHAN_AGE_MS = 3_600_000;
  * A tick's update id is derived from the project and the tick, so a tick enqueued twice (a
  * holder that died between enqueueing and recording it) is stored and run once.
  */
-export function startScheduler({ store, queue, admission, logger, holder, intervalMs, leaseTtlMs, retentionDays, retentionEveryMs, stuckUpdates, outbox, now = () => new Date() }: SchedulerOptions): Scheduler {
+export function startScheduler({
+  store,
+  queue,
+  admission,
+  logger,
+  holder,
+  intervalMs,
+  leaseTtlMs,
+  retentionDays,
+  retentionEveryMs,
+  stuckUpdates,
+  outbox,
+  now = () => new Date(),
+}: SchedulerOptions): Scheduler {
   let stopping = false;
   const wake = new AbortController();
   let leader = false;
@@ -70,7 +83,12 @@ export function startScheduler({ store, queue, admission, logger, holder, interv
       lastRetention = at.getTime();
       const before = new Date(at.getTime() - retentionDays * 86_400_000);
       let deleted = 0;
-      for (let batch = await store.deleteSnapshotsBefore(before, 500); batch > 0; batch = await store.deleteSnapshotsBefore(before, 500)) deleted += batch;
+      for (
+        let batch = await store.deleteSnapshotsBefore(before, 500);
+        batch > 0;
+        batch = await store.deleteSnapshotsBefore(before, 500)
+      )
+        deleted += batch;
       if (deleted > 0) logger.info({ deleted, before }, 'deleted snapshots past retention');
       // Records no complete snapshot owns, an hour old: no writer still at work owns them.
       const orphans = await store.deleteOrphans(new Date(at.getTime() - ORPHAN_AGE_MS));
@@ -78,14 +96,35 @@ export function startScheduler({ store, queue, admission, logger, holder, interv
     }
     if (at.getTime() - lastSweep >= stuckUpdates.everyMs) {
       lastSweep = at.getTime();
-      await sweepStuckUpdates({ store, queue, admission, logger, deadlineMs: stuckUpdates.deadlineMs, graceMs: stuckUpdates.graceMs, ...(outbox ? { outbox } : {}), now });
+      await sweepStuckUpdates({
+        store,
+        queue,
+        admission,
+        logger,
+        deadlineMs: stuckUpdates.deadlineMs,
+        graceMs: stuckUpdates.graceMs,
+        ...(outbox ? { outbox } : {}),
+        now,
+      });
     }
   }
 
   async function enqueueTick(project: ProjectRecord, tick: Date): Promise<void> {
     const updateId = tickUpdateId(project.id, tick);
     try {
-      await admission.submit({ id: updateId, userId: project.userId, projectId: project.id, url: project.url, devices: DEVICES, locations: project.locations, updateType: 'scheduled', runs: project.runs }, `schedule-${tick.toISOString()}`);
+      await admission.submit(
+        {
+          id: updateId,
+          userId: project.userId,
+          projectId: project.id,
+          url: project.url,
+          devices: DEVICES,
+          locations: project.locations,
+          updateType: 'scheduled',
+          runs: project.runs,
+        },
+        `schedule-${tick.toISOString()}`,
+      );
     } catch (error) {
       // Recorded by a holder that died before it marked the tick: it is in the user's backlog
       // or the queue already; an admission it missed is made now (or by the sweep).

@@ -17,7 +17,9 @@ describe('secret box', () => {
     const parts = sealed.split('.');
     const body = Buffer.from(parts[3]!, 'base64url');
     body[0]! ^= 1;
-    expect(() => box.open([...parts.slice(0, 3), body.toString('base64url')].join('.'), 'project-a')).toThrow(/integrity/);
+    expect(() => box.open([...parts.slice(0, 3), body.toString('base64url')].join('.'), 'project-a')).toThrow(
+      /integrity/,
+    );
   });
 
   it('opens what the previous key sealed during a rotation, and says which values need resealing', () => {
@@ -27,7 +29,9 @@ describe('secret box', () => {
     expect(rotating.open(sealedOld, 'p')).toBe('secret');
     expect(rotating.isCurrent(sealedOld)).toBe(false);
     expect(rotating.isCurrent(rotating.seal('secret', 'p'))).toBe(true);
-    expect(() => createSecretBox({ key: newKey }).open(sealedOld, 'p')).toThrow(/neither PERFWATCH_SECRETS_KEY nor PERFWATCH_SECRETS_KEY_PREVIOUS/);
+    expect(() => createSecretBox({ key: newKey }).open(sealedOld, 'p')).toThrow(
+      /neither PERFWATCH_SECRETS_KEY nor PERFWATCH_SECRETS_KEY_PREVIOUS/,
+    );
   });
 
   it('refuses to work without a key, and a key that is not 32 bytes', () => {

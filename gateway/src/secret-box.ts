@@ -25,7 +25,8 @@ interface Key {
 
 function keyFrom(text: string, name: string): Key {
   const bytes = Buffer.from(text.trim(), 'base64');
-  if (bytes.length !== 32) throw new SecretKeyError(`${name} must be 32 random bytes in base64 (openssl rand -base64 32)`);
+  if (bytes.length !== 32)
+    throw new SecretKeyError(`${name} must be 32 random bytes in base64 (openssl rand -base64 32)`);
   return { id: createHash('sha256').update(bytes).digest('hex').slice(0, 8), bytes };
 }
 
@@ -38,10 +39,19 @@ export interface SecretBox {
   isCurrent(sealed: string): boolean;
 }
 
-export function createSecretBox({ key, previous }: { key?: string | undefined; previous?: string | undefined }): SecretBox {
+export function createSecretBox({
+  key,
+  previous,
+}: {
+  key?: string | undefined;
+  previous?: string | undefined;
+}): SecretBox {
   const current = key ? keyFrom(key, 'PERFWATCH_SECRETS_KEY') : null;
   const older = previous ? keyFrom(previous, 'PERFWATCH_SECRETS_KEY_PREVIOUS') : null;
-  const missing = () => new SecretKeyError('no PERFWATCH_SECRETS_KEY: set one (openssl rand -base64 32) to keep credentials for pages behind a login');
+  const missing = () =>
+    new SecretKeyError(
+      'no PERFWATCH_SECRETS_KEY: set one (openssl rand -base64 32) to keep credentials for pages behind a login',
+    );
   return {
     ready: current !== null,
     seal(plaintext, owner) {
@@ -56,7 +66,12 @@ export function createSecretBox({ key, previous }: { key?: string | undefined; p
       const [prefix, keyId, iv, body] = sealed.split('.');
       if (prefix !== PREFIX || !keyId || !iv || !body) throw new SecretKeyError('not a sealed secret');
       const key = [current, older].find((k) => k?.id === keyId);
-      if (!key) throw current ? new SecretKeyError(`sealed under key ${keyId}, which is neither PERFWATCH_SECRETS_KEY nor PERFWATCH_SECRETS_KEY_PREVIOUS`) : missing();
+      if (!key)
+        throw current
+          ? new SecretKeyError(
+              `sealed under key ${keyId}, which is neither PERFWATCH_SECRETS_KEY nor PERFWATCH_SECRETS_KEY_PREVIOUS`,
+            )
+          : missing();
       const data = Buffer.from(body, 'base64url');
       const decipher = createDecipheriv('aes-256-gcm', key.bytes, Buffer.from(iv, 'base64url'));
       decipher.setAAD(Buffer.from(owner));

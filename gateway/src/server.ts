@@ -23,10 +23,15 @@ export interface RequestTimeouts {
  * minutes of work after it are not cut); a client that trickles its headers or body is
  * answered 408 and disconnected, checked every second.
  */
-export async function createServer(deps: AppDeps & { port: number; host: string; timeouts?: RequestTimeouts }): Promise<GatewayServer> {
+export async function createServer(
+  deps: AppDeps & { port: number; host: string; timeouts?: RequestTimeouts },
+): Promise<GatewayServer> {
   const app = createApp(deps);
   const { headersMs, requestMs } = deps.timeouts ?? { headersMs: 10_000, requestMs: 30_000 };
-  const server = createHttpServer({ headersTimeout: headersMs, requestTimeout: requestMs, connectionsCheckingInterval: 1_000 }, app);
+  const server = createHttpServer(
+    { headersTimeout: headersMs, requestTimeout: requestMs, connectionsCheckingInterval: 1_000 },
+    app,
+  );
   server.listen(deps.port, deps.host);
   // Requests Node's HTTP parser refuses never reach the app; they still get the API's envelope.
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
@@ -36,7 +41,9 @@ export async function createServer(deps: AppDeps & { port: number; host: string;
     }
     const refused = clientErrorOf(error.code, { headersMs, requestMs });
     const body = JSON.stringify(refused.toEnvelope());
-    socket.end(`HTTP/1.1 ${refused.httpStatus} ${STATUS_CODES[refused.httpStatus]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    socket.end(
+      `HTTP/1.1 ${refused.httpStatus} ${STATUS_CODES[refused.httpStatus]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
   });
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
@@ -56,8 +63,13 @@ export async function createServer(deps: AppDeps & { port: number; host: string;
 /** What a request Node's HTTP parser refused gets, in the API's envelope. */
 function clientErrorOf(code: string | undefined, { headersMs, requestMs }: RequestTimeouts): ApiError {
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    return new ApiError('REQUEST_TIMEOUT', 'The request took too long to arrive.', [`headers: within ${headersMs} ms; the whole request: within ${requestMs} ms`]);
+    return new ApiError('REQUEST_TIMEOUT', 'The request took too long to arrive.', [
+      `headers: within ${headersMs} ms; the whole request: within ${requestMs} ms`,
+    ]);
   }
-  if (code === 'HPE_HEADER_OVERFLOW') return new ApiError('BAD_REQUEST', 'The URL and headers are too large.', ['request line and headers: larger than 16 kB together']);
+  if (code === 'HPE_HEADER_OVERFLOW')
+    return new ApiError('BAD_REQUEST', 'The URL and headers are too large.', [
+      'request line and headers: larger than 16 kB together',
+    ]);
   return new ApiError('BAD_REQUEST', 'The request is not valid HTTP.', [`http: ${code ?? 'malformed request'}`]);
 }

@@ -1,4 +1,16 @@
-import { cruxKpis, digestKpis, digestSkeleton, extractRunMetrics, lighthouseKpis, pageSourceKpis, savingsKpis, securityKpis, type Device, type KpiRecord, type Location } from '@perfwatch/common';
+import {
+  cruxKpis,
+  digestKpis,
+  digestSkeleton,
+  extractRunMetrics,
+  lighthouseKpis,
+  pageSourceKpis,
+  savingsKpis,
+  securityKpis,
+  type Device,
+  type KpiRecord,
+  type Location,
+} from '@perfwatch/common';
 import type { FieldData } from './crux/crux-client.ts';
 import { BadResultBytes } from './result-bytes.ts';
 import { judgeRuns, representativeRunIndex, type MeasuredRun } from './run-verdicts.ts';
@@ -19,7 +31,11 @@ export class NoUsableResult extends Error {
  * inflated, to check it is one JSON object before it is stored; should it not be, its run is
  * set aside (the agent sent something else than its digest promised) and the choice made again.
  */
-export async function buildLocationSnapshot(device: Device, location: Location, successes: readonly MeasuredRun[]): Promise<NewLocationSnapshot> {
+export async function buildLocationSnapshot(
+  device: Device,
+  location: Location,
+  successes: readonly MeasuredRun[],
+): Promise<NewLocationSnapshot> {
   if (successes.length === 0) throw new Error(`no successful run for ${device}/${location}`);
   // Re-tests have run indexes past the first round's, so they come after the runs they re-test.
   let ordered = [...successes].sort((a, b) => a.runIndex - b.runIndex);
@@ -28,8 +44,15 @@ export async function buildLocationSnapshot(device: Device, location: Location, 
     if (ordered.length === 0) throw new NoUsableResult(unusable);
     const verdicts = judgeRuns(ordered);
     const runs = ordered.map((r, i) => {
-      const target = r.retestOfRunIndex === undefined ? -1 : ordered.findIndex((o) => o.runIndex === r.retestOfRunIndex);
-      return { ...extractRunMetrics(digestSkeleton(r.digest)), agentId: r.agentId, ...(r.conditions ?? {}), ...verdicts[i]!, ...(target >= 0 ? { retestOf: target + 1 } : {}) };
+      const target =
+        r.retestOfRunIndex === undefined ? -1 : ordered.findIndex((o) => o.runIndex === r.retestOfRunIndex);
+      return {
+        ...extractRunMetrics(digestSkeleton(r.digest)),
+        agentId: r.agentId,
+        ...(r.conditions ?? {}),
+        ...verdicts[i]!,
+        ...(target >= 0 ? { retestOf: target + 1 } : {}),
+      };
     });
     const index = representativeRunIndex(runs);
     const representative = ordered[index]!;

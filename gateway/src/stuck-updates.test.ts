@@ -7,53 +7,151 @@ import { sweepStuckUpdates } from './stuck-updates.ts';
 const NOW = new Date('2026-06-01T12:00:00Z');
 const minutesAgo = (m: number) => new Date(NOW.getTime() - m * 60_000);
 
-function update(id: string, { created, touched, status = 'queued', admitted = created, userId = 'u' }: { created: number; touched: number; status?: 'queued' | 'running'; admitted?: number | null; userId?: string }): UpdateRecord {
-  return { id, userId, projectId: 'p', url: 'https://a.example/', devices: ['mobile'], locations: ['london'], updateType: 'scheduled', status, date: null, reason: null, attempts: 0, runs: 1, admittedAt: admitted === null ? null : minutesAgo(admitted), progress: [], missing: [], createdAt: minutesAgo(created), updatedAt: minutesAgo(touched) };
+function update(
+  id: string,
+  {
+    created,
+    touched,
+    status = 'queued',
+    admitted = created,
+    userId = 'u',
+  }: { created: number; touched: number; status?: 'queued' | 'running'; admitted?: number | null; userId?: string },
+): UpdateRecord {
+  return {
+    id,
+    userId,
+    projectId: 'p',
+    url: 'https://a.example/',
+    devices: ['mobile'],
+    locations: ['london'],
+    updateType: 'scheduled',
+    status,
+    date: null,
+    reason: null,
+    attempts: 0,
+    runs: 1,
+    admittedAt: admitted === null ? null : minutesAgo(admitted),
+    progress: [],
+    missing: [],
+    createdAt: minutesAgo(created),
+    updatedAt: minutesAgo(touched),
+  };
 }
 
 function sweepOver(updates: UpdateRecord[], held: string[]) {
   const states = new Map<string, UpdateState>();
   const queued: Array<{ job: QueuedUpdate; again: boolean }> = [];
   const stored = new Map([['stored', { date: new Date('2026-06-01T11:00:00Z'), missing: [] }]]);
-  const store = { listUnfinishedUpdates: async () => updates, findSnapshotOfUpdate: async (id: string) => stored.get(id) ?? null, setUpdateState: async (id: string, state: UpdateState) => void states.set(id, state) } as unknown as Store;
-  const queue: UpdateQueue = { enqueue: async (job, options) => void queued.push({ job, again: options?.again ?? false }), holds: async (id) => held.includes(id), stop: async () => undefined };
+  const store = {
+    listUnfinishedUpdates: async () => updates,
+    findSnapshotOfUpdate: async (id: string) => stored.get(id) ?? null,
+    setUpdateState: async (id: string, state: UpdateState) => void states.set(id, state),
+  } as unknown as Store;
+  const queue: UpdateQueue = {
+    enqueue: async (job, options) => void queued.push({ job, again: options?.again ?? false }),
+    holds: async (id) => held.includes(id),
+    stop: async () => undefined,
+  };
   const admittedFor: string[] = [];
   // The users' room, as the store would find it: one place each.
-  const admission = { admitNext: async (userId: string) => (admittedFor.push(userId), updates.filter((u) => u.userId === userId && u.admittedAt === null).slice(0, 1).map((u) => u.id)) };
+  const admission = {
+    admitNext: async (userId: string) => (
+      admittedFor.push(userId),
+      updates
+        .filter((u) => u.userId === userId && u.admittedAt === null)
+        .slice(0, 1)
+        .map((u) => u.id)
+    ),
+  };
   const announced: string[] = [];
-  const outbox = { updateFailed: async ({ updateId, reason }: { updateId: string; reason: string }) => (announced.push(`${updateId}: ${reason}`), 1) };
-  const report = sweepStuckUpdates({ store, queue, admission, logger: pino({ level: 'silent' }), deadlineMs: 30 * 60_000, graceMs: 2 * 60_000, outbox, now: () => NOW });
+  const outbox = {
+    updateFailed: async ({ updateId, reason }: { updateId: string; reason: string }) => (
+      announced.push(`${updateId}: ${reason}`),
+      1
+    ),
+  };
+  const report = sweepStuckUpdates({
+    store,
+    queue,
+    admission,
+    logger: pino({ level: 'silent' }),
+    deadlineMs: 30 * 60_000,
+    graceMs: 2 * 60_000,
+    outbox,
+    now: () => NOW,
+  });
   return { report, states, queued, admittedFor, announced };
 }
 
 describe('sweepStuckUpdates', () => {
   it('records done an unfinished update whose snapshot is stored, past its deadline or not', async () => {
-    const { report, states, queued } = sweepOver([update('stored', { created: 60, touched: 50, status: 'running' })], []);
+    const { report, states, queued } = sweepOver(
+      [update('stored', { created: 60, touched: 50, status: 'running' })],
+      [],
+    );
     expect(await report).toEqual({ recorded: ['stored'], queuedAgain: [], failed: [], admitted: [] });
     expect(states.get('stored')).toEqual({ status: 'done', date: new Date('2026-06-01T11:00:00Z'), missing: [] });
     expect(queued).toEqual([]);
   });
 
   it('queues again an update whose job the queue lost, and leaves one it holds, or one just recorded, alone', async () => {
-    const { report, states, queued } = sweepOver([update('lost', { created: 10, touched: 10 }), update('waiting', { created: 10, touched: 10 }), update('fresh', { created: 1, touched: 1 })], ['waiting']);
+    const { report, states, queued } = sweepOver(
+      [
+        update('lost', { created: 10, touched: 10 }),
+        update('waiting', { created: 10, touched: 10 }),
+        update('fresh', { created: 1, touched: 1 }),
+      ],
+      ['waiting'],
+    );
     expect(await report).toEqual({ recorded: [], queuedAgain: ['lost'], failed: [], admitted: [] });
-    expect(queued).toEqual([{ job: { updateId: 'lost', userId: 'u', url: 'https://a.example/', devices: ['mobile'], updateType: 'scheduled', requestId: 'sweep-lost' }, again: true }]);
+    expect(queued).toEqual([
+      {
+        job: {
+          updateId: 'lost',
+          userId: 'u',
+          url: 'https://a.example/',
+          devices: ['mobile'],
+          updateType: 'scheduled',
+          requestId: 'sweep-lost',
+        },
+        again: true,
+      },
+    ]);
     expect(states.size).toBe(0);
   });
 
   it('fails, with the reason, an update past its deadline whether the queue still holds it or not', async () => {
-    const { report, states, queued, announced } = sweepOver([update('late-held', { created: 40, touched: 35, status: 'running' }), update('late-lost', { created: 40, touched: 40 })], ['late-held']);
+    const { report, states, queued, announced } = sweepOver(
+      [
+        update('late-held', { created: 40, touched: 35, status: 'running' }),
+        update('late-lost', { created: 40, touched: 40 }),
+      ],
+      ['late-held'],
+    );
     expect(await report).toEqual({ recorded: [], queuedAgain: [], failed: ['late-held', 'late-lost'], admitted: [] });
     // Each announced to its user's webhooks, with the same reason.
-    expect(announced).toEqual([`late-held: ${(states.get('late-held') as { reason: string }).reason}`, `late-lost: ${(states.get('late-lost') as { reason: string }).reason}`]);
+    expect(announced).toEqual([
+      `late-held: ${(states.get('late-held') as { reason: string }).reason}`,
+      `late-lost: ${(states.get('late-lost') as { reason: string }).reason}`,
+    ]);
     expect(queued).toEqual([]);
-    expect(states.get('late-held')).toEqual({ status: 'failed', reason: expect.stringMatching(/not finished by its deadline/) });
-    expect(states.get('late-lost')).toEqual({ status: 'failed', reason: expect.stringMatching(/lost before it could run/) });
+    expect(states.get('late-held')).toEqual({
+      status: 'failed',
+      reason: expect.stringMatching(/not finished by its deadline/),
+    });
+    expect(states.get('late-lost')).toEqual({
+      status: 'failed',
+      reason: expect.stringMatching(/lost before it could run/),
+    });
   });
 
   it('leaves updates waiting in a backlog to it, however old, and gives their users the places they have room for', async () => {
     const { report, states, queued, admittedFor } = sweepOver(
-      [update('a1', { created: 90, touched: 90, admitted: null, userId: 'a' }), update('a2', { created: 90, touched: 90, admitted: null, userId: 'a' }), update('b1', { created: 50, touched: 50, admitted: null, userId: 'b' })],
+      [
+        update('a1', { created: 90, touched: 90, admitted: null, userId: 'a' }),
+        update('a2', { created: 90, touched: 90, admitted: null, userId: 'a' }),
+        update('b1', { created: 50, touched: 50, admitted: null, userId: 'b' }),
+      ],
       [],
     );
     expect(await report).toEqual({ recorded: [], queuedAgain: [], failed: [], admitted: ['a1', 'b1'] });
@@ -64,7 +162,10 @@ describe('sweepStuckUpdates', () => {
   });
 
   it('counts the deadline from the admission, not from the creation', async () => {
-    const { report } = sweepOver([update('late-admitted', { created: 60, touched: 10, admitted: 10 })], ['late-admitted']);
+    const { report } = sweepOver(
+      [update('late-admitted', { created: 60, touched: 10, admitted: 10 })],
+      ['late-admitted'],
+    );
     expect(await report).toEqual({ recorded: [], queuedAgain: [], failed: [], admitted: [] });
   });
 });

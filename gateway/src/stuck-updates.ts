@@ -41,13 +41,22 @@ export interface SweepReport {
  * stuck: their users are given the places they have room for (the gateway that ended their
  * last update may have died before it admitted the next).
  */
-export async function sweepStuckUpdates({ store, queue, admission, logger, deadlineMs, graceMs, outbox, now = () => new Date() }: StuckUpdateSweepOptions): Promise<SweepReport> {
+export async function sweepStuckUpdates({
+  store,
+  queue,
+  admission,
+  logger,
+  deadlineMs,
+  graceMs,
+  outbox,
+  now = () => new Date(),
+}: StuckUpdateSweepOptions): Promise<SweepReport> {
   const report: SweepReport = { recorded: [], queuedAgain: [], failed: [], admitted: [] };
   const at = now().getTime();
   const unfinished = await store.listUnfinishedUpdates();
   for (const userId of new Set(unfinished.filter((u) => u.admittedAt === null).map((u) => u.userId))) {
     const admitted = await admission.admitNext(userId);
-    if (admitted.length > 0) logger.info({ userId, updates: admitted }, 'admitted updates waiting in a user\'s backlog');
+    if (admitted.length > 0) logger.info({ userId, updates: admitted }, "admitted updates waiting in a user's backlog");
     report.admitted.push(...admitted);
   }
   for (const update of unfinished) {
@@ -67,15 +76,24 @@ export async function sweepStuckUpdates({ store, queue, admission, logger, deadl
     const held = await queue.holds(update.id);
     if (held && !overdue) continue;
     if (overdue) {
-      const reason = held ? 'not finished by its deadline; the queue was too far behind, or its delivery hung' : 'its job was lost before it could run, and its deadline has passed';
+      const reason = held
+        ? 'not finished by its deadline; the queue was too far behind, or its delivery hung'
+        : 'its job was lost before it could run, and its deadline has passed';
       await store.setUpdateState(update.id, { status: 'failed', reason });
       logger.warn({ updateId: update.id, status: update.status, reason }, 'stuck update failed');
-      await outbox?.updateFailed({ userId: update.userId, url: update.url, updateId: update.id, reason }).catch((error: unknown) => logger.error({ err: error, updateId: update.id }, 'could not announce a failed update'));
+      await outbox
+        ?.updateFailed({ userId: update.userId, url: update.url, updateId: update.id, reason })
+        .catch((error: unknown) =>
+          logger.error({ err: error, updateId: update.id }, 'could not announce a failed update'),
+        );
       report.failed.push(update.id);
       continue;
     }
     await queue.enqueue(queuedUpdateOf(update, 'sweep'), { again: true });
-    logger.warn({ updateId: update.id, status: update.status }, 'stuck update queued again: the queue no longer held its job');
+    logger.warn(
+      { updateId: update.id, status: update.status },
+      'stuck update queued again: the queue no longer held its job',
+    );
     report.queuedAgain.push(update.id);
   }
   return report;

@@ -10,7 +10,15 @@ async function setUp({ failEnqueue = false } = {}) {
   const store = new SqliteStore({ path: ':memory:' });
   await store.init();
   const user = await store.createUser('u');
-  const project = await store.addProject({ userId: user.id, url: 'https://a.example/', domain: 'a.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+  const project = await store.addProject({
+    userId: user.id,
+    url: 'https://a.example/',
+    domain: 'a.example',
+    locations: ['london'],
+    defaultLocation: 'london',
+    runs: 1,
+    schedule: null,
+  });
   const queued: QueuedUpdate[] = [];
   const queue: UpdateQueue = {
     enqueue: async (job) => {
@@ -23,14 +31,27 @@ async function setUp({ failEnqueue = false } = {}) {
   const admission = createUpdateAdmission({ store, queue: () => queue, logger: pino({ level: 'silent' }), perUser: 2 });
   const submit = async (options?: { refuseUnqueued?: boolean }) => {
     const id = randomUUID();
-    await admission.submit({ id, userId: user.id, projectId: project.id, url: project.url, devices: ['mobile'], locations: ['london'], updateType: 'manual', runs: 1 }, `req-${id.slice(0, 4)}`, options);
+    await admission.submit(
+      {
+        id,
+        userId: user.id,
+        projectId: project.id,
+        url: project.url,
+        devices: ['mobile'],
+        locations: ['london'],
+        updateType: 'manual',
+        runs: 1,
+      },
+      `req-${id.slice(0, 4)}`,
+      options,
+    );
     return id;
   };
   return { store, user, admission, submit, queued };
 }
 
 describe('update admission', () => {
-  it('queues a user\'s first updates up to the limit, keeps the rest in the backlog, and admits the next as one ends', async () => {
+  it("queues a user's first updates up to the limit, keeps the rest in the backlog, and admits the next as one ends", async () => {
     const { store, user, admission, submit, queued } = await setUp();
     const ids = [await submit(), await submit(), await submit(), await submit()];
     expect(queued.map((j) => j.updateId)).toEqual(ids.slice(0, 2));
@@ -47,7 +68,9 @@ describe('update admission', () => {
     const { store, user, admission, submit, queued } = await setUp();
     const ids = [await submit(), await submit(), await submit(), await submit(), await submit()];
     for (const id of ids.slice(0, 2)) await store.setUpdateState(id, { status: 'done', date: new Date() });
-    const admitted = (await Promise.all([admission.admitNext(user.id), admission.admitNext(user.id), admission.admitNext(user.id)])).flat();
+    const admitted = (
+      await Promise.all([admission.admitNext(user.id), admission.admitNext(user.id), admission.admitNext(user.id)])
+    ).flat();
     expect(admitted.sort()).toEqual(ids.slice(2, 4).sort());
     expect(queued).toHaveLength(4);
   });

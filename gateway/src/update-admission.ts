@@ -25,11 +25,24 @@ export interface UpdateAdmission {
   admitNext(userId: string): Promise<string[]>;
 }
 
-export function createUpdateAdmission({ store, queue, logger, perUser }: { store: Store; queue: () => UpdateQueue; logger: Logger; perUser: number }): UpdateAdmission {
+export function createUpdateAdmission({
+  store,
+  queue,
+  logger,
+  perUser,
+}: {
+  store: Store;
+  queue: () => UpdateQueue;
+  logger: Logger;
+  perUser: number;
+}): UpdateAdmission {
   // One admission per user at a time in this gateway: two endings at once would each count the
   // same free places and admit twice as many.
   const turns = new Map<string, Promise<unknown>>();
-  function admit(userId: string, requestIds: ReadonlyMap<string, string> = new Map()): Promise<{ admitted: string[]; unqueued: Set<string> }> {
+  function admit(
+    userId: string,
+    requestIds: ReadonlyMap<string, string> = new Map(),
+  ): Promise<{ admitted: string[]; unqueued: Set<string> }> {
     const turn = (turns.get(userId) ?? Promise.resolve()).then(() => admitNow(userId, requestIds));
     const settled = turn.catch(() => undefined);
     turns.set(userId, settled);
@@ -40,7 +53,10 @@ export function createUpdateAdmission({ store, queue, logger, perUser }: { store
   }
 
   /** Admits and queues; the ids whose job could not be stored are in `unqueued`. */
-  async function admitNow(userId: string, requestIds: ReadonlyMap<string, string>): Promise<{ admitted: string[]; unqueued: Set<string> }> {
+  async function admitNow(
+    userId: string,
+    requestIds: ReadonlyMap<string, string>,
+  ): Promise<{ admitted: string[]; unqueued: Set<string> }> {
     const admitted = await store.admitUpdates(userId, perUser);
     const unqueued = new Set<string>();
     for (const update of admitted) {
@@ -60,7 +76,9 @@ export function createUpdateAdmission({ store, queue, logger, perUser }: { store
       await store.createUpdate(update);
       const { unqueued } = await admit(update.userId, new Map([[update.id, requestId]]));
       if (refuseUnqueued && unqueued.has(update.id)) {
-        await store.setUpdateState(update.id, { status: 'failed', reason: 'the update could not be queued' }).catch(() => undefined);
+        await store
+          .setUpdateState(update.id, { status: 'failed', reason: 'the update could not be queued' })
+          .catch(() => undefined);
         throw new UpdateRefused('NOT_QUEUED', 'The update could not be queued. Try again later.');
       }
     },

@@ -35,7 +35,14 @@ export type QueuedUpdate = z.infer<typeof queuedUpdateSchema>;
 
 /** The job of a recorded update, queued again (after a restart, or by the sweep for stuck updates). */
 export function queuedUpdateOf(update: UpdateRecord, requestIdPrefix: string): QueuedUpdate {
-  return { updateId: update.id, userId: update.userId, url: update.url, devices: update.devices, updateType: update.updateType, requestId: `${requestIdPrefix}-${update.id.slice(0, 8)}` };
+  return {
+    updateId: update.id,
+    userId: update.userId,
+    url: update.url,
+    devices: update.devices,
+    updateType: update.updateType,
+    requestId: `${requestIdPrefix}-${update.id.slice(0, 8)}`,
+  };
 }
 
 export interface UpdateQueueOptions extends QueuedUpdateDeps {
@@ -91,22 +98,42 @@ export interface QueuedUpdateDeps {
   outbox?: Pick<WebhookOutbox, 'snapshotStored' | 'updateFailed'>;
 }
 
-export async function runQueuedUpdate(deps: QueuedUpdateDeps, job: QueuedUpdate, delivery: number, maxDeliver: number, signal?: AbortSignal): Promise<QueuedEnding> {
+export async function runQueuedUpdate(
+  deps: QueuedUpdateDeps,
+  job: QueuedUpdate,
+  delivery: number,
+  maxDeliver: number,
+  signal?: AbortSignal,
+): Promise<QueuedEnding> {
   const ending = await deliver(deps, job, delivery, maxDeliver, signal);
   if (ending.kind === 'final' && ending.reason !== PROJECT_REMOVED) {
     // Announced on every final ending: the delivery id is the update's, so a repeat stores nothing new.
-    await deps.outbox?.updateFailed({ userId: job.userId, url: job.url, updateId: job.updateId, reason: ending.reason }).catch((error: unknown) => deps.logger.error({ err: error, updateId: job.updateId }, 'could not announce a failed update'));
+    await deps.outbox
+      ?.updateFailed({ userId: job.userId, url: job.url, updateId: job.updateId, reason: ending.reason })
+      .catch((error: unknown) =>
+        deps.logger.error({ err: error, updateId: job.updateId }, 'could not announce a failed update'),
+      );
   }
   if (ending.kind === 'done' || ending.kind === 'final') {
     // A lost admission is found again by the lease holder's sweep.
-    await deps.admission?.admitNext(job.userId).catch((error: unknown) => deps.logger.warn({ err: error, userId: job.userId }, 'could not admit the next update of a user'));
+    await deps.admission
+      ?.admitNext(job.userId)
+      .catch((error: unknown) =>
+        deps.logger.warn({ err: error, userId: job.userId }, 'could not admit the next update of a user'),
+      );
   }
   return ending;
 }
 
 const PROJECT_REMOVED = 'project removed';
 
-async function deliver({ store, updates, logger, deadlineMs, outbox }: QueuedUpdateDeps, job: QueuedUpdate, delivery: number, maxDeliver: number, signal?: AbortSignal): Promise<QueuedEnding> {
+async function deliver(
+  { store, updates, logger, deadlineMs, outbox }: QueuedUpdateDeps,
+  job: QueuedUpdate,
+  delivery: number,
+  maxDeliver: number,
+  signal?: AbortSignal,
+): Promise<QueuedEnding> {
   const log = logger.child({ updateId: job.updateId, requestId: job.requestId, delivery });
   // Progress is for people watching: one write at a time carrying the latest counts (runs that
   // end together make one write), never beside a state change (an SQLite-backed server takes
@@ -122,7 +149,9 @@ async function deliver({ store, updates, logger, deadlineMs, outbox }: QueuedUpd
       while (latest) {
         const next = latest;
         latest = null;
-        await store.setUpdateProgress(job.updateId, next).catch((error: unknown) => log.debug({ err: error }, 'could not record progress'));
+        await store
+          .setUpdateProgress(job.updateId, next)
+          .catch((error: unknown) => log.debug({ err: error }, 'could not record progress'));
       }
       writing = false;
     })();
@@ -140,7 +169,10 @@ async function deliver({ store, updates, logger, deadlineMs, outbox }: QueuedUpd
       // (the outbox keeps one delivery per event), from the checks stored with it.
       const project = outbox ? await store.findProject(job.userId, job.url) : null;
       const snapshot = project ? await store.findSnapshot(project.id, stored.date) : null;
-      if (project && snapshot) await outbox!.snapshotStored({ project, updateId: job.updateId, date: stored.date, results: snapshot.results }).catch((error: unknown) => log.error({ err: error }, 'could not announce the snapshot\'s budget events'));
+      if (project && snapshot)
+        await outbox!
+          .snapshotStored({ project, updateId: job.updateId, date: stored.date, results: snapshot.results })
+          .catch((error: unknown) => log.error({ err: error }, "could not announce the snapshot's budget events"));
       return { kind: 'done' };
     }
     const before = await store.findUpdate(job.userId, job.updateId);
@@ -162,19 +194,43 @@ async function deliver({ store, updates, logger, deadlineMs, outbox }: QueuedUpd
     const deadline = new Date(deadlineAt);
     const project = await store.findProject(job.userId, job.url);
     if (!project) {
-      await store.setUpdateState(job.updateId, { status: 'failed', reason: 'the project was removed before the update ran' });
+      await store.setUpdateState(job.updateId, {
+        status: 'failed',
+        reason: 'the project was removed before the update ran',
+      });
       return { kind: 'final', reason: PROJECT_REMOVED };
     }
-    const outcome = await updates.run({ project, devices: job.devices, updateType: job.updateType, requestId: job.requestId, deadline, ...(signal ? { signal } : {}) }, job.updateId, 'async', recordProgress).finally(() => written);
+    const outcome = await updates
+      .run(
+        {
+          project,
+          devices: job.devices,
+          updateType: job.updateType,
+          requestId: job.requestId,
+          deadline,
+          ...(signal ? { signal } : {}),
+        },
+        job.updateId,
+        'async',
+        recordProgress,
+      )
+      .finally(() => written);
     await store.setUpdateState(job.updateId, { status: 'done', date: outcome.date, missing: outcome.missing });
     log.info({ date: outcome.date, missing: outcome.missing.length }, 'queued update done');
     return { kind: 'done' };
   } catch (error) {
-    const reason = error instanceof NoResultError ? [error.message, ...error.reasons].join(' ') : error instanceof ApiError ? [error.message, ...error.errors].join(' ') : (error as Error).message;
+    const reason =
+      error instanceof NoResultError
+        ? [error.message, ...error.reasons].join(' ')
+        : error instanceof ApiError
+          ? [error.message, ...error.errors].join(' ')
+          : (error as Error).message;
     // Every run failing for the page's own reasons (it did not load, a refused target) would
     // fail again: no point retrying. Lost agents, timeouts, a NATS or database blink may pass.
     // Interrupted by this gateway's stop: not the update's fault, and not counted against it.
-    const final = !(error instanceof UpdateInterrupted) && ((error instanceof NoResultError && error.repeats) || delivery >= maxDeliver || Date.now() >= deadlineAt);
+    const final =
+      !(error instanceof UpdateInterrupted) &&
+      ((error instanceof NoResultError && error.repeats) || delivery >= maxDeliver || Date.now() >= deadlineAt);
     try {
       if (final) {
         await store.setUpdateState(job.updateId, { status: 'failed', reason });
@@ -225,15 +281,28 @@ export async function startUpdateQueue(options: UpdateQueueOptions): Promise<Upd
   };
   await jsm.streams.add(streamConfig).catch(async (error: unknown) => {
     if (!/already in use|stream name already/i.test((error as Error).message)) throw error;
-    await jsm.streams.update(UPDATE_STREAM, { subjects: streamConfig.subjects, duplicate_window: streamConfig.duplicate_window });
+    await jsm.streams.update(UPDATE_STREAM, {
+      subjects: streamConfig.subjects,
+      duplicate_window: streamConfig.duplicate_window,
+    });
   });
   // No delivery limit in JetStream (-1): a job whose last allowed delivery died with its gateway
   // would stay in the stream, never delivered again, its update unfinished. runQueuedUpdate
   // counts deliveries instead and ends such an update failed, with the reason.
-  const consumerConfig = { durable_name: DURABLE, ack_policy: AckPolicy.Explicit, ack_wait: nanos(ackWaitMs), max_deliver: -1, max_ack_pending: MAX_ACK_PENDING };
+  const consumerConfig = {
+    durable_name: DURABLE,
+    ack_policy: AckPolicy.Explicit,
+    ack_wait: nanos(ackWaitMs),
+    max_deliver: -1,
+    max_ack_pending: MAX_ACK_PENDING,
+  };
   await jsm.consumers.add(UPDATE_STREAM, consumerConfig).catch(async (error: unknown) => {
     if (!/already in use|exists/i.test((error as Error).message)) throw error;
-    await jsm.consumers.update(UPDATE_STREAM, DURABLE, { ack_wait: consumerConfig.ack_wait, max_deliver: consumerConfig.max_deliver, max_ack_pending: consumerConfig.max_ack_pending });
+    await jsm.consumers.update(UPDATE_STREAM, DURABLE, {
+      ack_wait: consumerConfig.ack_wait,
+      max_deliver: consumerConfig.max_deliver,
+      max_ack_pending: consumerConfig.max_ack_pending,
+    });
   });
   const js = jetstream(nc);
   const consumer = await js.consumers.get(UPDATE_STREAM, DURABLE);
@@ -254,7 +323,10 @@ export async function startUpdateQueue(options: UpdateQueueOptions): Promise<Upd
       return;
     }
     // Tells JetStream the job is being worked on, so it is not handed to another replica.
-    const alive = setInterval(() => msg.working(), Math.max(MIN_WORKING_EVERY_MS, Math.floor(ackWaitMs / WORKING_PER_ACK_WAIT)));
+    const alive = setInterval(
+      () => msg.working(),
+      Math.max(MIN_WORKING_EVERY_MS, Math.floor(ackWaitMs / WORKING_PER_ACK_WAIT)),
+    );
     try {
       const ending = await runQueuedUpdate(options, job, msg.info.deliveryCount, maxDeliver, halt.signal);
       if (ending.kind === 'done') msg.ack();
@@ -291,7 +363,9 @@ export async function startUpdateQueue(options: UpdateQueueOptions): Promise<Upd
   return {
     async enqueue(job, { again = false } = {}) {
       // Queued again, the job must not be taken for a duplicate of its first publish.
-      await js.publish(updateSubject(job.updateId), JSON.stringify(queuedUpdateSchema.parse(job)), { msgID: again ? `${job.updateId}.again.${Date.now()}` : job.updateId });
+      await js.publish(updateSubject(job.updateId), JSON.stringify(queuedUpdateSchema.parse(job)), {
+        msgID: again ? `${job.updateId}.again.${Date.now()}` : job.updateId,
+      });
     },
     async holds(updateId) {
       // null: no message on the update's subject (acknowledged, terminated, or never queued).

@@ -1,7 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { digestSkeleton, hasBudgets, LIGHTHOUSE_KPI_VERSION, truncateToSecond, type AuditJob, type PageAuth, type Device, type Location, type MissingCell, type UpdateType } from '@perfwatch/common';
+import {
+  digestSkeleton,
+  hasBudgets,
+  LIGHTHOUSE_KPI_VERSION,
+  truncateToSecond,
+  type AuditJob,
+  type PageAuth,
+  type Device,
+  type Location,
+  type MissingCell,
+  type UpdateType,
+} from '@perfwatch/common';
 import type { DispatchOptions, Dispatcher, RunOutcome } from './run-outcome.ts';
 import { RUN_FAILURES, type RunFailureCode } from './run-failures.ts';
 import type { CruxClient } from './crux/crux-client.ts';
@@ -59,7 +70,9 @@ export class UpdateInterrupted extends Error {
 
 /** A successful run as verdicts and the snapshot take it: its result, and which run it re-tests. */
 function measured(outcome: Extract<RunOutcome, { ok: true }> & { retestOfRunIndex?: number }): MeasuredRun {
-  return outcome.retestOfRunIndex === undefined ? outcome.result : { ...outcome.result, retestOfRunIndex: outcome.retestOfRunIndex };
+  return outcome.retestOfRunIndex === undefined
+    ? outcome.result
+    : { ...outcome.result, retestOfRunIndex: outcome.retestOfRunIndex };
 }
 
 /** What a run of an update is offered with. */
@@ -69,7 +82,12 @@ type RunOptions = Pick<UpdateRequest, 'requestId' | 'deadline' | 'signal'> & { u
 export type ProgressListener = (progress: UpdateProgress[]) => void;
 
 /** Told of every stored snapshot (webhooks announce its budget events). */
-export type SnapshotListener = (snapshot: { project: ProjectRecord; updateId: string; date: Date; results: readonly NewLocationSnapshot[] }) => Promise<void>;
+export type SnapshotListener = (snapshot: {
+  project: ProjectRecord;
+  updateId: string;
+  date: Date;
+  results: readonly NewLocationSnapshot[];
+}) => Promise<void>;
 
 export interface UpdateOutcome {
   updateId: string;
@@ -107,18 +125,41 @@ export interface UpdateServiceDeps {
  * agents measures in parallel; the representative run per (device, location); one snapshot
  * date shared by all of them.
  */
-export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, replyTimeoutMs, maxRetests = VERDICT_RULES.maxRetests, crux, observer, onSnapshot, secrets, now = () => new Date(), awayBackoffMs = AWAY_BACKOFF_MS }: UpdateServiceDeps) {
+export function createUpdateService({
+  dispatcher,
+  store,
+  logger,
+  runTimeoutMs,
+  replyTimeoutMs,
+  maxRetests = VERDICT_RULES.maxRetests,
+  crux,
+  observer,
+  onSnapshot,
+  secrets,
+  now = () => new Date(),
+  awayBackoffMs = AWAY_BACKOFF_MS,
+}: UpdateServiceDeps) {
   /** A chain, not an async function: thousands of runs wait here at once (nats-dispatcher.ts). */
   function dispatch(job: AuditJob, options: DispatchOptions): Promise<RunOutcome> {
     if (!observer) return dispatcher.dispatch(job, options);
     const started = performance.now();
     return dispatcher.dispatch(job, options).then((outcome) => {
-      observer.runDispatched(job.location, job.device, outcome.ok ? 'ok' : outcome.error.code, (performance.now() - started) / 1000);
+      observer.runDispatched(
+        job.location,
+        job.device,
+        outcome.ok ? 'ok' : outcome.error.code,
+        (performance.now() - started) / 1000,
+      );
       return outcome;
     });
   }
 
-  async function run(request: UpdateRequest, updateId: string = randomUUID(), mode: UpdateMode = 'sync', onProgress?: ProgressListener): Promise<UpdateOutcome> {
+  async function run(
+    request: UpdateRequest,
+    updateId: string = randomUUID(),
+    mode: UpdateMode = 'sync',
+    onProgress?: ProgressListener,
+  ): Promise<UpdateOutcome> {
     try {
       const outcome = await measure(request, updateId, onProgress);
       observer?.updateDone(mode, request.updateType, outcome.complete ? 'complete' : 'partial');
@@ -136,7 +177,11 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
    * first offer is a chain: most runs end there, and only the others become a loop.
    */
   function measureRun(job: AuditJob, options: RunOptions, log: Logger): Promise<RunOutcome> {
-    return dispatch(job, offerOptions(options, options.avoidAgent)).then((outcome) => (outcome.ok || (!RUN_FAILURES[outcome.error.code].retryOnce && !awayUntil(outcome, options.deadline)) ? outcome : measureRunOnward(job, options, log, outcome)));
+    return dispatch(job, offerOptions(options, options.avoidAgent)).then((outcome) =>
+      outcome.ok || (!RUN_FAILURES[outcome.error.code].retryOnce && !awayUntil(outcome, options.deadline))
+        ? outcome
+        : measureRunOnward(job, options, log, outcome),
+    );
   }
 
   /** Whether a failed run's location is away and the update's deadline lets it wait for it. */
@@ -152,7 +197,12 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
     return { timeoutMs: replyTimeoutMs, requestId, user, ...(avoid ? { avoidAgent: avoid } : {}) };
   }
 
-  async function measureRunOnward(job: AuditJob, options: RunOptions, log: Logger, first: RunOutcome): Promise<RunOutcome> {
+  async function measureRunOnward(
+    job: AuditJob,
+    options: RunOptions,
+    log: Logger,
+    first: RunOutcome,
+  ): Promise<RunOutcome> {
     const { deadline, signal } = options;
     let outcome = first;
     let jobId = job.jobId;
@@ -162,7 +212,16 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
     for (;;) {
       if (!outcome.ok && !retried && RUN_FAILURES[outcome.error.code].retryOnce) {
         retried = true;
-        log.info({ device: job.device, location: job.location, runIndex: job.runIndex, code: outcome.error.code, failedOn: outcome.agentId }, 'retrying a failed run once');
+        log.info(
+          {
+            device: job.device,
+            location: job.location,
+            runIndex: job.runIndex,
+            code: outcome.error.code,
+            failedOn: outcome.agentId,
+          },
+          'retrying a failed run once',
+        );
         outcome = await dispatch({ ...job, jobId: `${jobId}.retry` }, offerOptions(options, outcome.agentId));
       }
       if (!deadline || !awayUntil(outcome, deadline)) return outcome;
@@ -170,7 +229,10 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
       if (left <= 0) return outcome;
       if (signal?.aborted) throw new UpdateInterrupted();
       offers += 1;
-      log.info({ device: job.device, location: job.location, runIndex: job.runIndex, code: outcome.error.code, offers }, 'location away; offering the run again');
+      log.info(
+        { device: job.device, location: job.location, runIndex: job.runIndex, code: outcome.error.code, offers },
+        'location away; offering the run again',
+      );
       // An agent of the location announcing room (a restarted one says so at once) ends the wait early.
       const wait = Math.min(left, backoff * (0.5 + Math.random()));
       await untilAborted(dispatcher.roomIn ? dispatcher.roomIn(job.location, wait) : sleep(wait), signal);
@@ -181,7 +243,11 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
     }
   }
 
-  async function measure({ project, devices, updateType, requestId, deadline, signal }: UpdateRequest, updateId: string, onProgress?: ProgressListener): Promise<UpdateOutcome & { complete: boolean }> {
+  async function measure(
+    { project, devices, updateType, requestId, deadline, signal }: UpdateRequest,
+    updateId: string,
+    onProgress?: ProgressListener,
+  ): Promise<UpdateOutcome & { complete: boolean }> {
     const log = logger.child({ updateId, requestId });
     const auth = credentialsOf(project);
     const cells = devices.flatMap((device) => project.locations.map((location) => ({ device, location })));
@@ -190,17 +256,35 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
     reportProgress();
     const started = performance.now();
     // Field data is per page and device, not per location or run: asked once, alongside the runs.
-    const fieldData = Promise.all(devices.map(async (device) => [device, crux ? await crux.fieldData(project.url, device) : null] as const)).then((entries) => new Map(entries));
-    const options = { requestId, user: project.userId, ...(deadline ? { deadline } : {}), ...(signal ? { signal } : {}) };
+    const fieldData = Promise.all(
+      devices.map(async (device) => [device, crux ? await crux.fieldData(project.url, device) : null] as const),
+    ).then((entries) => new Map(entries));
+    const options = {
+      requestId,
+      user: project.userId,
+      ...(deadline ? { deadline } : {}),
+      ...(signal ? { signal } : {}),
+    };
     const outcomes = await Promise.all(
       cells.map(async ({ device, location }, cell) => {
-        const job = (runIndex: number): AuditJob => ({ jobId: `${updateId}.${device}.${location}.${runIndex}`, updateId, url: project.url, device, location, runIndex, timeoutMs: runTimeoutMs, ...(auth ? { auth } : {}) });
+        const job = (runIndex: number): AuditJob => ({
+          jobId: `${updateId}.${device}.${location}.${runIndex}`,
+          updateId,
+          url: project.url,
+          device,
+          location,
+          runIndex,
+          timeoutMs: runTimeoutMs,
+          ...(auth ? { auth } : {}),
+        });
         const counted = (outcome: Promise<RunOutcome>) =>
           outcome.finally(() => {
             progress[cell]!.done += 1;
             reportProgress();
           });
-        const runs: Array<RunOutcome & { retestOfRunIndex?: number }> = await Promise.all(Array.from({ length: project.runs }, (_, runIndex) => counted(measureRun(job(runIndex), options, log))));
+        const runs: Array<RunOutcome & { retestOfRunIndex?: number }> = await Promise.all(
+          Array.from({ length: project.runs }, (_, runIndex) => counted(measureRun(job(runIndex), options, log))),
+        );
         // Suspect runs are measured again, one at a time so a re-test does not share the agent
         // with another of this cell's, and on another agent of the location when there is one.
         for (let retest = 0; retest < maxRetests; retest++) {
@@ -209,8 +293,14 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
           progress[cell]!.total += 1;
           reportProgress();
           const runIndex = project.runs + retest;
-          log.info({ device, location, runIndex: suspect.runIndex, retestRunIndex: runIndex, agentId: suspect.agentId }, 'measuring a suspect run again');
-          runs.push({ ...(await counted(measureRun(job(runIndex), { ...options, avoidAgent: suspect.agentId }, log))), retestOfRunIndex: suspect.runIndex });
+          log.info(
+            { device, location, runIndex: suspect.runIndex, retestRunIndex: runIndex, agentId: suspect.agentId },
+            'measuring a suspect run again',
+          );
+          runs.push({
+            ...(await counted(measureRun(job(runIndex), { ...options, avoidAgent: suspect.agentId }, log))),
+            retestOfRunIndex: suspect.runIndex,
+          });
         }
         // The cell is built as soon as its runs are in: the other runs' results are let go then,
         // not held until the update's last cell is done.
@@ -221,43 +311,91 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
     const fieldDataByDevice = await fieldData;
     const results: NewLocationSnapshot[] = [];
     const missing: MissingCell[] = [];
-    const failures = outcomes.flatMap(({ device, location, failures: failed }) => failed.map((outcome) => ({ device, location, outcome })));
+    const failures = outcomes.flatMap(({ device, location, failures: failed }) =>
+      failed.map((outcome) => ({ device, location, outcome })),
+    );
     for (const { device, location, cell, reason } of outcomes) {
       if (cell) results.push(withFieldData(cell, fieldDataByDevice.get(device) ?? null));
       else missing.push({ device, location, reason: reason! });
     }
-    for (const f of failures) log.warn({ device: f.device, location: f.location, code: f.outcome.error.code, reason: f.outcome.error.message }, 'run failed');
+    for (const f of failures)
+      log.warn(
+        { device: f.device, location: f.location, code: f.outcome.error.code, reason: f.outcome.error.message },
+        'run failed',
+      );
 
-    if (results.length === 0) throw noResultError(failures.map((f) => ({ device: f.device, location: f.location, ...f.outcome.error })));
+    if (results.length === 0)
+      throw noResultError(failures.map((f) => ({ device: f.device, location: f.location, ...f.outcome.error })));
 
     // Checked before it is stored, so the checks (and the events they announce) are stored with it.
-    if (hasBudgets(project.budgets)) await checkBudgets(project, results, (device, location) => {
-      const cell = cells.findIndex((c) => c.device === device && c.location === location);
-      progress[cell]!.total += 1;
-      reportProgress();
-      const job: AuditJob = { jobId: `${updateId}.${device}.${location}.confirm`, updateId, url: project.url, device, location, runIndex: project.runs + maxRetests, timeoutMs: runTimeoutMs, ...(auth ? { auth } : {}) };
-      return measureRun(job, options, log).finally(() => {
-        progress[cell]!.done += 1;
-        reportProgress();
-      });
-    }, log);
+    if (hasBudgets(project.budgets))
+      await checkBudgets(
+        project,
+        results,
+        (device, location) => {
+          const cell = cells.findIndex((c) => c.device === device && c.location === location);
+          progress[cell]!.total += 1;
+          reportProgress();
+          const job: AuditJob = {
+            jobId: `${updateId}.${device}.${location}.confirm`,
+            updateId,
+            url: project.url,
+            device,
+            location,
+            runIndex: project.runs + maxRetests,
+            timeoutMs: runTimeoutMs,
+            ...(auth ? { auth } : {}),
+          };
+          return measureRun(job, options, log).finally(() => {
+            progress[cell]!.done += 1;
+            reportProgress();
+          });
+        },
+        log,
+      );
 
-    const date = await store.saveSnapshot({ project, updateId, date: truncateToSecond(now()), updateType, results, missing, kpiVersion: LIGHTHOUSE_KPI_VERSION });
-    if (onSnapshot) await onSnapshot({ project, updateId, date, results }).catch((error: unknown) => log.error({ err: error }, 'could not announce the snapshot\'s budget events'));
-    for (const r of results) for (const judged of r.runs) observer?.runJudged(r.location, r.device, judged.verdict ?? 'reliable');
-    log.info({ cells: cells.length, stored: results.length, missing: missing.length, failedRuns: failures.length, ms: Math.round(performance.now() - started) }, 'update done');
+    const date = await store.saveSnapshot({
+      project,
+      updateId,
+      date: truncateToSecond(now()),
+      updateType,
+      results,
+      missing,
+      kpiVersion: LIGHTHOUSE_KPI_VERSION,
+    });
+    if (onSnapshot)
+      await onSnapshot({ project, updateId, date, results }).catch((error: unknown) =>
+        log.error({ err: error }, "could not announce the snapshot's budget events"),
+      );
+    for (const r of results)
+      for (const judged of r.runs) observer?.runJudged(r.location, r.device, judged.verdict ?? 'reliable');
+    log.info(
+      {
+        cells: cells.length,
+        stored: results.length,
+        missing: missing.length,
+        failedRuns: failures.length,
+        ms: Math.round(performance.now() - started),
+      },
+      'update done',
+    );
     return { updateId, date, results, missing, complete: missing.length === 0 };
   }
 
   /** A cell's snapshot entry from its runs, or why it has none; and its failed runs. */
-  async function cellOf(device: Device, location: Location, runs: ReadonlyArray<RunOutcome & { retestOfRunIndex?: number }>): Promise<{ cell?: NewLocationSnapshot; reason?: string; failures: Array<Extract<RunOutcome, { ok: false }>> }> {
+  async function cellOf(
+    device: Device,
+    location: Location,
+    runs: ReadonlyArray<RunOutcome & { retestOfRunIndex?: number }>,
+  ): Promise<{ cell?: NewLocationSnapshot; reason?: string; failures: Array<Extract<RunOutcome, { ok: false }>> }> {
     const successes: MeasuredRun[] = [];
     const failures: Array<Extract<RunOutcome, { ok: false }>> = [];
     for (const outcome of runs) {
       if (outcome.ok) successes.push(measured(outcome));
       else failures.push(outcome);
     }
-    const reasonOf = (failure: Extract<RunOutcome, { ok: false }>) => `${failure.error.code}: ${failure.error.message}`.slice(0, 2_000);
+    const reasonOf = (failure: Extract<RunOutcome, { ok: false }>) =>
+      `${failure.error.code}: ${failure.error.message}`.slice(0, 2_000);
     if (successes.length === 0) return { reason: reasonOf(failures.at(-1)!), failures };
     try {
       return { cell: await buildLocationSnapshot(device, location, successes), failures };
@@ -273,7 +411,12 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
    * snapshot's states, and for a failure of a passing check one confirmation run of the cell
    * (budget-alerts.ts has the rule).
    */
-  async function checkBudgets(project: ProjectRecord, results: NewLocationSnapshot[], confirm: (device: Device, location: Location) => Promise<RunOutcome>, log: Logger): Promise<void> {
+  async function checkBudgets(
+    project: ProjectRecord,
+    results: NewLocationSnapshot[],
+    confirm: (device: Device, location: Location) => Promise<RunOutcome>,
+    log: Logger,
+  ): Promise<void> {
     const prior = await readPriorCells(store, project, results);
     await Promise.all(
       results.map(async (result) => {
@@ -281,7 +424,14 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
         const checks = checksOf(result.measured, project.budgets, before);
         let confirmation: ReturnType<typeof checksOf> | null | undefined;
         if (needsConfirmation(checks, before)) {
-          log.info({ device: result.device, location: result.location, failing: checks.filter((c) => !c.pass).map((c) => c.message) }, 'a budget failed; measuring once more to confirm');
+          log.info(
+            {
+              device: result.device,
+              location: result.location,
+              failing: checks.filter((c) => !c.pass).map((c) => c.message),
+            },
+            'a budget failed; measuring once more to confirm',
+          );
           const outcome = await confirm(result.device, result.location);
           confirmation = outcome.ok ? checksOf(digestSkeleton(outcome.result.digest), project.budgets, before) : null;
         }
@@ -298,7 +448,12 @@ export function createUpdateService({ dispatcher, store, logger, runTimeoutMs, r
       return openProjectAuth(secrets, project);
     } catch (error) {
       // Measuring without them would store the login page as if it were the page.
-      throw new NoResultError('CREDENTIALS_UNREADABLE', 'The project\'s credentials for its login cannot be read by this gateway.', [(error as Error).message], true);
+      throw new NoResultError(
+        'CREDENTIALS_UNREADABLE',
+        "The project's credentials for its login cannot be read by this gateway.",
+        [(error as Error).message],
+        true,
+      );
     }
   }
 
@@ -329,13 +484,25 @@ export class NoResultError extends Error {
   }
 }
 
-function noResultError(failures: ReadonlyArray<{ device: Device; location: Location; code: RunFailureCode; message: string }>): NoResultError {
+function noResultError(
+  failures: ReadonlyArray<{ device: Device; location: Location; code: RunFailureCode; message: string }>,
+): NoResultError {
   const reasons = [...new Set(failures.map((f) => `${f.device}/${f.location}: ${f.message}`))];
   if (failures.every((f) => f.code === 'NO_RESPONDERS')) {
-    return new NoResultError('NO_AGENT', 'No agent serves any of the project\'s locations. Try again later.', reasons, false);
+    return new NoResultError(
+      'NO_AGENT',
+      "No agent serves any of the project's locations. Try again later.",
+      reasons,
+      false,
+    );
   }
   if (failures.every((f) => f.code === 'TIMEOUT' || f.code === 'RUN_TIMEOUT')) {
     return new NoResultError('TIMED_OUT', 'Every run of the update timed out.', reasons, false);
   }
-  return new NoResultError('FAILED', 'Every run of the update failed.', reasons, failures.every((f) => RUN_FAILURES[f.code].repeats));
+  return new NoResultError(
+    'FAILED',
+    'Every run of the update failed.',
+    reasons,
+    failures.every((f) => RUN_FAILURES[f.code].repeats),
+  );
 }

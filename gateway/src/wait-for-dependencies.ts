@@ -22,7 +22,10 @@ export async function startStartingServer({ port, host }: { port: number; host: 
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const send = (status: number, body: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...(status === 503 ? { 'retry-after': '5' } : {}) });
+      res.writeHead(status, {
+        'content-type': 'application/json; charset=utf-8',
+        ...(status === 503 ? { 'retry-after': '5' } : {}),
+      });
       res.end(JSON.stringify(body));
     };
     if (path === '/healthz') send(200, { ok: true });
@@ -36,10 +39,11 @@ export async function startStartingServer({ port, host }: { port: number; host: 
   return {
     port: (server.address() as AddressInfo).port,
     waitingFor: (what) => void (waiting = what),
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 
@@ -57,7 +61,17 @@ export interface WaitOptions {
  * failure that retrying cannot cure (`isFinal`: refused credentials, a bad certificate) ends
  * the wait at once, with the error that says what to fix.
  */
-export async function waitForDependency<T>(dependency: string, attempt: () => Promise<T>, { logger, signal, minDelayMs = 1_000, maxDelayMs = 15_000, isFinal = () => false }: WaitOptions & { isFinal?: (error: Error) => boolean }): Promise<T> {
+export async function waitForDependency<T>(
+  dependency: string,
+  attempt: () => Promise<T>,
+  {
+    logger,
+    signal,
+    minDelayMs = 1_000,
+    maxDelayMs = 15_000,
+    isFinal = () => false,
+  }: WaitOptions & { isFinal?: (error: Error) => boolean },
+): Promise<T> {
   const started = Date.now();
   const value = await pRetry(attempt, {
     retries: Number.POSITIVE_INFINITY,
@@ -70,7 +84,8 @@ export async function waitForDependency<T>(dependency: string, attempt: () => Pr
       logger.warn({ dependency, attempt: attemptNumber, reason: error.message }, `waiting for ${dependency}`);
     },
   });
-  if (Date.now() - started > minDelayMs) logger.info({ dependency, waitedMs: Date.now() - started }, `${dependency} reached`);
+  if (Date.now() - started > minDelayMs)
+    logger.info({ dependency, waitedMs: Date.now() - started }, `${dependency} reached`);
   return value;
 }
 

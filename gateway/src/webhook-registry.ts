@@ -19,15 +19,28 @@ export const DELIVERIES_SHOWN = 20;
  * unless PERFWATCH_ALLOW_TARGETS allows it); each delivery checks the address again, since DNS
  * may answer differently later. Returns the record with its secret, which is shown once.
  */
-export async function addWebhook(store: Store, guard: TargetGuard, { userId, targetUrl, projectUrl, format }: { userId: string; targetUrl: string; projectUrl: string | null; format: WebhookFormat }): Promise<WebhookRecord> {
+export async function addWebhook(
+  store: Store,
+  guard: TargetGuard,
+  {
+    userId,
+    targetUrl,
+    projectUrl,
+    format,
+  }: { userId: string; targetUrl: string; projectUrl: string | null; format: WebhookFormat },
+): Promise<WebhookRecord> {
   let url: URL;
   try {
     url = new URL(targetUrl);
   } catch {
     throw new WebhookRefused(`not an absolute URL: ${targetUrl}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new WebhookRefused(`a webhook target is an http(s) URL, not ${url.protocol}`);
-  if (url.username || url.password) throw new WebhookRefused('a webhook target must not carry credentials (user:password@); put a token in its path or query');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new WebhookRefused(`a webhook target is an http(s) URL, not ${url.protocol}`);
+  if (url.username || url.password)
+    throw new WebhookRefused(
+      'a webhook target must not carry credentials (user:password@); put a token in its path or query',
+    );
   try {
     await guard.resolve(url.hostname);
   } catch (error) {
@@ -63,5 +76,7 @@ export function webhookView(hook: WebhookRecord, deliveries: readonly DeliveryRe
 /** A user's webhooks with their newest deliveries. */
 export async function listWebhookViews(store: Store, userId: string): Promise<Webhook[]> {
   const hooks = await store.listWebhooks(userId);
-  return Promise.all(hooks.map(async (hook) => webhookView(hook, await store.listDeliveries(hook.id, DELIVERIES_SHOWN))));
+  return Promise.all(
+    hooks.map(async (hook) => webhookView(hook, await store.listDeliveries(hook.id, DELIVERIES_SHOWN))),
+  );
 }

@@ -51,7 +51,12 @@ const RESPONSE_LIMIT = 64 * 1024;
  * address it approved (no second lookup a rebinding name could answer differently); redirects
  * are not followed, so a receiver cannot send the delivery somewhere the rules refuse.
  */
-export async function postWebhook(target: string, body: string, headers: Record<string, string>, { guard, timeoutMs }: { guard: TargetGuard; timeoutMs: number }): Promise<Attempt> {
+export async function postWebhook(
+  target: string,
+  body: string,
+  headers: Record<string, string>,
+  { guard, timeoutMs }: { guard: TargetGuard; timeoutMs: number },
+): Promise<Attempt> {
   const url = new URL(target);
   // Resolved (and judged) here, whether a name or an address literal (Node skips `lookup` for those).
   let approved: { address: string; family: 4 | 6 };
@@ -61,22 +66,37 @@ export async function postWebhook(target: string, body: string, headers: Record<
     return { ok: false, error: (error as Error).message.slice(0, 500) };
   }
   const lookup: LookupFunction = (_host, options, callback) => {
-    if (options.all) (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [approved]);
+    if (options.all)
+      (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [approved]);
     else callback(null, approved.address, approved.family);
   };
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve) => {
-    const req = send(url, { method: 'POST', lookup, timeout: timeoutMs, headers: { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)), 'User-Agent': `perfwatch-webhooks/${PERFWATCH_VERSION}`, ...headers } }, (res: IncomingMessage) => {
-      let read = 0;
-      res.on('data', (chunk: Buffer) => {
-        read += chunk.length;
-        if (read > RESPONSE_LIMIT) res.destroy();
-      });
-      res.on('close', () => {
-        const status = res.statusCode ?? 0;
-        resolve(status >= 200 && status < 300 ? { ok: true } : { ok: false, error: `HTTP ${status}` });
-      });
-    });
+    const req = send(
+      url,
+      {
+        method: 'POST',
+        lookup,
+        timeout: timeoutMs,
+        headers: {
+          'Content-Type': 'application/json',
+          'Content-Length': String(Buffer.byteLength(body)),
+          'User-Agent': `perfwatch-webhooks/${PERFWATCH_VERSION}`,
+          ...headers,
+        },
+      },
+      (res: IncomingMessage) => {
+        let read = 0;
+        res.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          if (read > RESPONSE_LIMIT) res.destroy();
+        });
+        res.on('close', () => {
+          const status = res.statusCode ?? 0;
+          resolve(status >= 200 && status < 300 ? { ok: true } : { ok: false, error: `HTTP ${status}` });
+        });
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
     req.on('error', (error) => resolve({ ok: false, error: error.message.slice(0, 500) }));
     req.end(body);
@@ -88,15 +108,28 @@ export async function postWebhook(target: string, body: string, headers: Record<
  * at once), posted with their signature, and recorded delivered, due again later, or failed
  * for good after the retry policy's day.
  */
-export function createWebhookSender({ store, logger, guard, batch = 10, timeoutMs = 10_000, retry = DEFAULT_RETRY, onAttempt, now = () => new Date() }: Omit<WebhookSenderOptions, 'pollMs'>) {
-
+export function createWebhookSender({
+  store,
+  logger,
+  guard,
+  batch = 10,
+  timeoutMs = 10_000,
+  retry = DEFAULT_RETRY,
+  onAttempt,
+  now = () => new Date(),
+}: Omit<WebhookSenderOptions, 'pollMs'>) {
   async function attempt(delivery: DeliveryRecord): Promise<void> {
     const hook = (await store.listWebhooks(delivery.userId)).find((h) => h.id === delivery.webhookId);
     if (!hook) {
       await store.recordDeliveryAttempt(delivery.id, { status: 'failed', error: 'the webhook was removed' });
       return;
     }
-    const outcome = await postWebhook(hook.targetUrl, delivery.body, { [SIGNATURE_HEADER]: signWebhookBody(hook.secret, delivery.body), [DELIVERY_HEADER]: delivery.id }, { guard, timeoutMs });
+    const outcome = await postWebhook(
+      hook.targetUrl,
+      delivery.body,
+      { [SIGNATURE_HEADER]: signWebhookBody(hook.secret, delivery.body), [DELIVERY_HEADER]: delivery.id },
+      { guard, timeoutMs },
+    );
     const log = { delivery: delivery.id, webhook: hook.id, event: delivery.event, attempt: delivery.attempts + 1 };
     if (outcome.ok) {
       await store.recordDeliveryAttempt(delivery.id, { status: 'delivered', at: now() });
@@ -119,7 +152,13 @@ export function createWebhookSender({ store, logger, guard, batch = 10, timeoutM
   /** One round: every due delivery claimed now, posted in parallel. */
   async function sendDue(): Promise<number> {
     const due = await store.claimDeliveries(now(), batch, timeoutMs * 3);
-    await Promise.all(due.map((d) => attempt(d).catch((error: unknown) => logger.error({ delivery: d.id, err: error }, 'webhook delivery could not be recorded'))));
+    await Promise.all(
+      due.map((d) =>
+        attempt(d).catch((error: unknown) =>
+          logger.error({ delivery: d.id, err: error }, 'webhook delivery could not be recorded'),
+        ),
+      ),
+    );
     return due.length;
   }
 

@@ -16,7 +16,11 @@ const ID = '6f1c2d4e-8a7b-4c3d-9e0f-1a2b3c4d5e6f';
 
 beforeAll(async () => {
   nats = await isolatedNats();
-  gateway = await startTestGateway({ natsUrl: nats.url, replyTimeoutMs: 500, rateLimits: { updates: 1_000_000, reads: 1_000_000 } });
+  gateway = await startTestGateway({
+    natsUrl: nats.url,
+    replyTimeoutMs: 500,
+    rateLimits: { updates: 1_000_000, reads: 1_000_000 },
+  });
   ({ token } = await gateway.admin.createUser('fuzz'));
   await gateway.admin.addProject('fuzz', SHOP, { locations: ['london', 'tokyo'], runs: 1 });
 });
@@ -36,31 +40,113 @@ interface Reply {
 function send(method: 'GET' | 'POST', path: string, body?: Buffer, contentType = 'application/json'): Promise<Reply> {
   const { hostname, port } = new URL(gateway.url);
   return new Promise((resolve, reject) => {
-    const req = request({ host: hostname, port, method, path, headers: { Authorization: token, ...(body ? { 'Content-Type': contentType, 'Content-Length': body.length } : {}) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), text: Buffer.concat(chunks).toString('utf8') }));
-    });
+    const req = request(
+      {
+        host: hostname,
+        port,
+        method,
+        path,
+        headers: {
+          Authorization: token,
+          ...(body ? { 'Content-Type': contentType, 'Content-Length': body.length } : {}),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            contentType: String(res.headers['content-type'] ?? ''),
+            text: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
 }
 
-const ENDPOINTS = ['update', 'audit', 'compare', 'updates', 'overview', `updates/${ID}`, 'updates/%ZZ', 'updates/x', 'budgets', 'webhooks', 'annotations', 'credentials'] as const;
-const KEYS = ['url', 'device', 'location', 'locations', 'date', 'mode', 'updateType', 'startDate', 'endDate', 'dateRange', 'domain', 'section', 'sections', 'id', 'pad', 'budget', 'budgets', 'maxRegression', 'targetUrl', 'project', 'format', 'remove', 'text', 'link', 'from', 'to', 'auth', 'clear'];
+const ENDPOINTS = [
+  'update',
+  'audit',
+  'compare',
+  'updates',
+  'overview',
+  `updates/${ID}`,
+  'updates/%ZZ',
+  'updates/x',
+  'budgets',
+  'webhooks',
+  'annotations',
+  'credentials',
+] as const;
+const KEYS = [
+  'url',
+  'device',
+  'location',
+  'locations',
+  'date',
+  'mode',
+  'updateType',
+  'startDate',
+  'endDate',
+  'dateRange',
+  'domain',
+  'section',
+  'sections',
+  'id',
+  'pad',
+  'budget',
+  'budgets',
+  'maxRegression',
+  'targetUrl',
+  'project',
+  'format',
+  'remove',
+  'text',
+  'link',
+  'from',
+  'to',
+  'auth',
+  'clear',
+];
 
 const value = fc.oneof(
-  fc.constantFrom(SHOP, 'mobile', 'desktop', 'tokyo', 'london', 'async', 'sync', 'ci', 'manual', '2026-11-22', '2026-11-22T10:00:00', 'LIGHTHOUSE', 'crux', ''),
+  fc.constantFrom(
+    SHOP,
+    'mobile',
+    'desktop',
+    'tokyo',
+    'london',
+    'async',
+    'sync',
+    'ci',
+    'manual',
+    '2026-11-22',
+    '2026-11-22T10:00:00',
+    'LIGHTHOUSE',
+    'crux',
+    '',
+  ),
   fc.string({ maxLength: 40 }),
   fc.string({ unit: 'binary', maxLength: 40 }),
   fc.string({ minLength: 3_000, maxLength: 6_000 }),
   fc.integer().map(String),
   fc.double().map(String),
 );
-const pairs = fc.array(fc.tuple(fc.oneof(fc.constantFrom(...KEYS), fc.string({ maxLength: 12 })), value), { maxLength: 8 });
+const pairs = fc.array(fc.tuple(fc.oneof(fc.constantFrom(...KEYS), fc.string({ maxLength: 12 })), value), {
+  maxLength: 8,
+});
 
 /** Percent-encodes, or with some luck leaves broken escapes and bytes that are not UTF-8. */
-const encode = (text: string, broken: boolean) => (broken ? text.replace(/[^A-Za-z0-9]/g, (c) => (c === '%' ? '%ZZ' : `%${(c.charCodeAt(0) & 0xff).toString(16).padStart(2, '0').toUpperCase()}`)) : encodeURIComponent(text));
+const encode = (text: string, broken: boolean) =>
+  broken
+    ? text.replace(/[^A-Za-z0-9]/g, (c) =>
+        c === '%' ? '%ZZ' : `%${(c.charCodeAt(0) & 0xff).toString(16).padStart(2, '0').toUpperCase()}`,
+      )
+    : encodeURIComponent(text);
 
 const jsonValue = fc.jsonValue({ maxDepth: 3 });
 const body = fc.oneof(
@@ -98,14 +184,24 @@ describe('hostile input never breaks the API', () => {
 
   it('POST with random JSON, wrong types, broken JSON and bytes that are not UTF-8', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...ENDPOINTS), body, fc.constantFrom('application/json', 'application/json; charset=utf-8', 'application/json; charset=latin1', 'text/plain'), async (endpoint, payload, contentType) => {
-        assertWellFormed(endpoint, await send('POST', `/v1/${endpoint}`, payload, contentType));
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...ENDPOINTS),
+        body,
+        fc.constantFrom(
+          'application/json',
+          'application/json; charset=utf-8',
+          'application/json; charset=latin1',
+          'text/plain',
+        ),
+        async (endpoint, payload, contentType) => {
+          assertWellFormed(endpoint, await send('POST', `/v1/${endpoint}`, payload, contentType));
+        },
+      ),
       { numRuns: 1_000 },
     );
   }, 120_000);
 
-  it('a request line and headers over Node\'s 16 kB limit get the envelope too (found by the GET property)', async () => {
+  it("a request line and headers over Node's 16 kB limit get the envelope too (found by the GET property)", async () => {
     const reply = await send('GET', `/v1/update?url=${'%20'.repeat(6_000)}`);
     expect(reply.status).toBe(400);
     expect(errorEnvelopeSchema.parse(JSON.parse(reply.text)).errors.join(' ')).toMatch(/larger than 16 kB/);

@@ -2,18 +2,43 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentAnnounceSubject, annotationListSchema, credentialsViewSchema, auditResultSchema, compareResultSchema, projectBudgetsSchema, webhookListSchema, encodeAnnouncement, errorEnvelopeSchema, overviewResponseSchema, snapshotListSchema, type AuditResult } from '@perfwatch/common';
+import {
+  agentAnnounceSubject,
+  annotationListSchema,
+  credentialsViewSchema,
+  auditResultSchema,
+  compareResultSchema,
+  projectBudgetsSchema,
+  webhookListSchema,
+  encodeAnnouncement,
+  errorEnvelopeSchema,
+  overviewResponseSchema,
+  snapshotListSchema,
+  type AuditResult,
+} from '@perfwatch/common';
 import { RunFailure, startAgent, type Agent } from '@perfwatch/agent';
-import { createNatsDispatcher, createServer, createUpdateService, type GatewayServer, type MongoStore } from '@perfwatch/gateway';
+import {
+  createNatsDispatcher,
+  createServer,
+  createUpdateService,
+  type GatewayServer,
+  type MongoStore,
+} from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { openApiResponseChecker } from '../support/openapi-responses.ts';
-import { documented as documentedBy, errorsOf, getAndPost, send, type Params, type Reply } from '../support/api-requests.ts';
+import {
+  documented as documentedBy,
+  errorsOf,
+  getAndPost,
+  send,
+  type Params,
+  type Reply,
+} from '../support/api-requests.ts';
 import { isolatedNats, silentLogger, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
 
 // The HTTP interface as a client written from the spec sees it: every endpoint in GET and POST
 // form, every error status, tenancy, and every response checked against /v1/openapi.json.
 // Real nats-server and MongoDB-wire server; agents answer with real captured Lighthouse results.
-
 
 let nats: Awaited<ReturnType<typeof isolatedNats>>;
 let gateway: TestGateway;
@@ -29,13 +54,51 @@ const DAY = new Date().toISOString().slice(0, 10);
 beforeAll(async () => {
   nats = await isolatedNats();
   // São Paulo has no agent: async updates of half.example offer it again for a second only.
-  gateway = await startTestGateway({ natsUrl: nats.url, replyTimeoutMs: 1_500, config: { UPDATE_DEADLINE_MS: 1_000, PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8', PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64') } });
+  gateway = await startTestGateway({
+    natsUrl: nats.url,
+    replyTimeoutMs: 1_500,
+    config: {
+      UPDATE_DEADLINE_MS: 1_000,
+      PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
+      PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64'),
+    },
+  });
   agentConn = await connect({ servers: nats.url });
-  for (const location of ['london', 'tokyo'] as const) agents.push(startAgent({ nc: agentConn, location, runner: fixtureRunner({ delayMs: 5 }), logger: silentLogger, agentId: location }));
-  agents.push(startAgent({ nc: agentConn, location: 'los_angeles', runner: fixtureRunner({ fail: () => new RunFailure('PAGE_LOAD_FAILED', 'ERRORED_DOCUMENT_REQUEST: status 500', false) }), logger: silentLogger, agentId: 'la' }));
+  for (const location of ['london', 'tokyo'] as const)
+    agents.push(
+      startAgent({
+        nc: agentConn,
+        location,
+        runner: fixtureRunner({ delayMs: 5 }),
+        logger: silentLogger,
+        agentId: location,
+      }),
+    );
+  agents.push(
+    startAgent({
+      nc: agentConn,
+      location: 'los_angeles',
+      runner: fixtureRunner({
+        fail: () => new RunFailure('PAGE_LOAD_FAILED', 'ERRORED_DOCUMENT_REQUEST: status 500', false),
+      }),
+      logger: silentLogger,
+      agentId: 'la',
+    }),
+  );
   // Frankfurt has an agent that says it is there but never answers: every run there times out.
   agentConn.subscribe('perfwatch.audit.v1.frankfurt', { queue: 'perfwatch-agents.frankfurt' });
-  agentConn.publish(agentAnnounceSubject('frankfurt'), encodeAnnouncement({ agentId: 'fra-stuck', location: 'frankfurt', version: '1.0.0', capacity: 1, busy: 0, state: 'ready', intervalMs: 600_000 }));
+  agentConn.publish(
+    agentAnnounceSubject('frankfurt'),
+    encodeAnnouncement({
+      agentId: 'fra-stuck',
+      location: 'frankfurt',
+      version: '1.0.0',
+      capacity: 1,
+      busy: 0,
+      state: 'ready',
+      intervalMs: 600_000,
+    }),
+  );
   await agentConn.flush();
 
   ({ token: alice } = await gateway.admin.createUser('alice'));
@@ -60,34 +123,84 @@ afterAll(async () => {
 const documented = (path: string, method: 'GET' | 'POST', reply: Reply) => documentedBy(checker, path, method, reply);
 
 /** The same request as GET (query) and POST (body); both must answer alike. */
-const both = (path: string, get: Params, post: unknown, { token = alice, headers = {}, base = gateway.url, same = true }: { token?: string | null; headers?: Record<string, string>; base?: string; same?: boolean } = {}) =>
-  getAndPost(checker, base, path, get, post, { token, headers, same });
+const both = (
+  path: string,
+  get: Params,
+  post: unknown,
+  {
+    token = alice,
+    headers = {},
+    base = gateway.url,
+    same = true,
+  }: { token?: string | null; headers?: Record<string, string>; base?: string; same?: boolean } = {},
+) => getAndPost(checker, base, path, get, post, { token, headers, same });
 
 /** Device → location → median, the shape of an update without its dates. */
 function shape(result: AuditResult) {
-  return Object.fromEntries(Object.entries(result).map(([device, byLocation]) => [device, Object.fromEntries(Object.entries(byLocation ?? {}).map(([location, cell]) => [location, { runs: cell!.runs.length, locations: cell!.locations }]))]));
+  return Object.fromEntries(
+    Object.entries(result).map(([device, byLocation]) => [
+      device,
+      Object.fromEntries(
+        Object.entries(byLocation ?? {}).map(([location, cell]) => [
+          location,
+          { runs: cell!.runs.length, locations: cell!.locations },
+        ]),
+      ),
+    ]),
+  );
 }
 
 describe('/v1/update', () => {
   it('sync: the audit result of the requested devices, GET and POST alike', async () => {
-    const [get, post] = await both('update', { url: SHOP, device: 'mobile' }, { url: SHOP, device: 'mobile' }, { same: false });
+    const [get, post] = await both(
+      'update',
+      { url: SHOP, device: 'mobile' },
+      { url: SHOP, device: 'mobile' },
+      { same: false },
+    );
     expect(get.status).toBe(200);
     const a = auditResultSchema.parse(get.body);
     expect(shape(a)).toEqual(shape(auditResultSchema.parse(post.body)));
-    expect(shape(a)).toEqual({ mobile: { london: { runs: 2, locations: ['london', 'tokyo'] }, tokyo: { runs: 2, locations: ['london', 'tokyo'] } } });
+    expect(shape(a)).toEqual({
+      mobile: {
+        london: { runs: 2, locations: ['london', 'tokyo'] },
+        tokyo: { runs: 2, locations: ['london', 'tokyo'] },
+      },
+    });
     const all = await both('update', { url: SHOP }, { url: SHOP }, { same: false });
     expect(Object.keys(all[0].body as object).sort()).toEqual(['desktop', 'mobile']);
   });
 
   it('async: {ok: 1, id} at once, and the update lands', async () => {
-    const before = (await both('updates', { url: 'https://half.example/' }, { url: 'https://half.example/' }))[0].body as { mobile?: unknown[] };
-    const [get, post] = await both('update', { url: 'https://half.example/', mode: 'async', device: 'mobile' }, { url: 'https://half.example/', mode: 'async', device: 'mobile' }, { same: false });
+    const before = (await both('updates', { url: 'https://half.example/' }, { url: 'https://half.example/' }))[0]
+      .body as { mobile?: unknown[] };
+    const [get, post] = await both(
+      'update',
+      { url: 'https://half.example/', mode: 'async', device: 'mobile' },
+      { url: 'https://half.example/', mode: 'async', device: 'mobile' },
+      { same: false },
+    );
     for (const reply of [get, post]) expect(reply.body).toMatchObject({ ok: 1, id: expect.any(String) });
-    await expect.poll(async () => (((await both('updates', { url: 'https://half.example/' }, { url: 'https://half.example/' }))[0].body as { mobile?: unknown[] }).mobile?.length ?? 0), { timeout: 10_000 }).toBeGreaterThanOrEqual((before.mobile?.length ?? 0) + 2);
+    await expect
+      .poll(
+        async () =>
+          (
+            (await both('updates', { url: 'https://half.example/' }, { url: 'https://half.example/' }))[0].body as {
+              mobile?: unknown[];
+            }
+          ).mobile?.length ?? 0,
+        { timeout: 10_000 },
+      )
+      .toBeGreaterThanOrEqual((before.mobile?.length ?? 0) + 2);
   });
 
   it('a partial result when some locations have no agent', async () => {
-    const [get] = await both('update', { url: 'https://half.example/', device: 'desktop' }, { url: 'https://half.example/', device: 'desktop' }, { same: false });
+    const [get] = await both(
+      'update',
+      { url: 'https://half.example/', device: 'desktop' },
+      { url: 'https://half.example/', device: 'desktop' },
+      { same: false },
+    );
     expect(get.status).toBe(200);
     expect(Object.keys((get.body as AuditResult).desktop!)).toEqual(['tokyo']);
   });
@@ -108,7 +221,11 @@ describe('/v1/update', () => {
       [{ url: 'ftp://x.example/' }, { url: 'ftp://x.example/' }, /absolute http\(s\) URL/],
       [{ url: SHOP, device: 'tablet' }, { url: SHOP, device: 'tablet' }, /device must be one of mobile, desktop/],
       [{ url: SHOP, mode: 'later' }, { url: SHOP, mode: 'later' }, /mode must be sync or async/],
-      [{ url: SHOP, updateType: 'scheduled' }, { url: SHOP, updateType: 'scheduled' }, /updateType must be manual or ci/],
+      [
+        { url: SHOP, updateType: 'scheduled' },
+        { url: SHOP, updateType: 'scheduled' },
+        /updateType must be manual or ci/,
+      ],
       [{ url: SHOP, devices: 'mobile' }, { url: SHOP, devices: 'mobile' }, /unknown parameter\(s\): devices/],
     ];
     for (const [get, post, pattern] of cases) {
@@ -116,12 +233,24 @@ describe('/v1/update', () => {
       expect(reply.status, JSON.stringify(get)).toBe(400);
       expect(errorsOf(reply)).toMatch(pattern);
     }
-    const twice = documented('update', 'GET', await send(gateway.url, 'update', 'GET', { query: { url: [SHOP, SHOP] } }, { Authorization: alice }));
+    const twice = documented(
+      'update',
+      'GET',
+      await send(gateway.url, 'update', 'GET', { query: { url: [SHOP, SHOP] } }, { Authorization: alice }),
+    );
     expect(errorsOf(twice)).toMatch(/url is given more than once/);
-    const notString = documented('update', 'POST', await send(gateway.url, 'update', 'POST', { body: { url: 42 } }, { Authorization: alice }));
+    const notString = documented(
+      'update',
+      'POST',
+      await send(gateway.url, 'update', 'POST', { body: { url: 42 } }, { Authorization: alice }),
+    );
     expect(errorsOf(notString)).toMatch(/url must be a string/);
     for (const raw of ['{"url": ', '[1,2]', '"just a string"']) {
-      const reply = documented('update', 'POST', await send(gateway.url, 'update', 'POST', { raw }, { Authorization: alice }));
+      const reply = documented(
+        'update',
+        'POST',
+        await send(gateway.url, 'update', 'POST', { raw }, { Authorization: alice }),
+      );
       expect(reply.status, raw).toBe(400);
     }
   });
@@ -137,11 +266,12 @@ describe('/v1/audit and /v1/updates', () => {
     dates = parsed.mobile!.map((s) => s.date);
   });
 
-  it('/v1/updates lists each device\'s snapshot dates, ascending, with their locations', async () => {
+  it("/v1/updates lists each device's snapshot dates, ascending, with their locations", async () => {
     expect(dates.length).toBeGreaterThanOrEqual(3);
     expect([...dates].sort()).toEqual(dates);
     const [list] = await both('updates', { url: SHOP }, { url: SHOP });
-    for (const entry of snapshotListSchema.parse(list.body).mobile!) expect(entry.locations.sort()).toEqual(['london', 'tokyo']);
+    for (const entry of snapshotListSchema.parse(list.body).mobile!)
+      expect(entry.locations.sort()).toEqual(['london', 'tokyo']);
   });
 
   it('/v1/updates pages: the newest `limit` before `before`, ascending, with `next` while older ones remain', async () => {
@@ -154,13 +284,19 @@ describe('/v1/audit and /v1/updates', () => {
     const walked: string[] = [...first.mobile!.map((s) => s.date)];
     let next = first.next;
     while (next) {
-      const [page] = await both('updates', { url: SHOP, limit: '2', before: next }, { url: SHOP, limit: 2, before: next });
+      const [page] = await both(
+        'updates',
+        { url: SHOP, limit: '2', before: next },
+        { url: SHOP, limit: 2, before: next },
+      );
       const parsed = snapshotListSchema.parse(page.body);
       walked.unshift(...parsed.mobile!.map((s) => s.date));
       next = parsed.next;
     }
     expect(walked).toEqual(dates);
-    expect(snapshotListSchema.parse((await both('updates', { url: SHOP }, { url: SHOP }))[0].body).next).toBeUndefined();
+    expect(
+      snapshotListSchema.parse((await both('updates', { url: SHOP }, { url: SHOP }))[0].body).next,
+    ).toBeUndefined();
     for (const bad of [{ limit: '0' }, { limit: '1001' }, { before: 'yesterday' }]) {
       const [refused] = await both('updates', { url: SHOP, ...bad }, { url: SHOP, ...bad });
       expect(refused.status, JSON.stringify(bad)).toBe(400);
@@ -177,7 +313,11 @@ describe('/v1/audit and /v1/updates', () => {
       const [reply] = await both('audit', { url: SHOP, date: form }, { url: SHOP, date: form });
       expect(reply.body).toEqual(plain.body);
     }
-    const [filtered] = await both('audit', { url: SHOP, date, device: 'desktop', location: ['tokyo'] }, { url: SHOP, date, device: 'desktop', location: ['tokyo'] });
+    const [filtered] = await both(
+      'audit',
+      { url: SHOP, date, device: 'desktop', location: ['tokyo'] },
+      { url: SHOP, date, device: 'desktop', location: ['tokyo'] },
+    );
     expect(filtered.body).toEqual({ desktop: { tokyo: full.desktop!.tokyo } });
     const [one] = await both('audit', { url: SHOP, date, location: 'london' }, { url: SHOP, date, location: 'london' });
     expect(Object.keys((one.body as AuditResult).mobile!)).toEqual(['london']);
@@ -187,24 +327,54 @@ describe('/v1/audit and /v1/updates', () => {
     const [from, to] = [dates[0]!, dates.at(-1)!];
     // The oldest snapshot is of mobile only: its desktop cells are the later one's alone.
     const [all] = await both('compare', { url: SHOP, from, to }, { url: SHOP, from, to });
-    expect(compareResultSchema.parse(all.body).unmatched).toEqual([{ device: 'desktop', location: 'london', onlyIn: 'to' }, { device: 'desktop', location: 'tokyo', onlyIn: 'to' }]);
-    const [reply] = await both('compare', { url: SHOP, from, to, device: 'mobile' }, { url: SHOP, from, to, device: 'mobile' });
+    expect(compareResultSchema.parse(all.body).unmatched).toEqual([
+      { device: 'desktop', location: 'london', onlyIn: 'to' },
+      { device: 'desktop', location: 'tokyo', onlyIn: 'to' },
+    ]);
+    const [reply] = await both(
+      'compare',
+      { url: SHOP, from, to, device: 'mobile' },
+      { url: SHOP, from, to, device: 'mobile' },
+    );
     expect(reply.status).toBe(200);
     const result = compareResultSchema.parse(reply.body);
     expect(result).toMatchObject({ url: SHOP, from, to, unmatched: [] });
     expect(result.cells.map((c) => `${c.device}/${c.location}`).sort()).toEqual(['mobile/london', 'mobile/tokyo']);
     // Each side's median run, as /v1/audit has it; two runs a side are too few for the U test.
-    const [a, b] = await Promise.all([from, to].map(async (date) => auditResultSchema.parse((await both('audit', { url: SHOP, date }, { url: SHOP, date }))[0].body)));
-    const lcp = result.cells.find((c) => c.device === 'mobile' && c.location === 'tokyo')!.metrics.find((m) => m.metric === 'lcp')!;
+    const [a, b] = await Promise.all(
+      [from, to].map(async (date) =>
+        auditResultSchema.parse((await both('audit', { url: SHOP, date }, { url: SHOP, date }))[0].body),
+      ),
+    );
+    const lcp = result.cells
+      .find((c) => c.device === 'mobile' && c.location === 'tokyo')!
+      .metrics.find((m) => m.metric === 'lcp')!;
     const median = (r: AuditResult) => r.mobile!.tokyo!.runs[r.mobile!.tokyo!.median - 1]!;
-    expect(lcp).toMatchObject({ from: median(a!).lcp, to: median(b!).lcp, significance: { test: 'not enough runs', runs: { from: 2, to: 2 } } });
-    const [filtered] = await both('compare', { url: SHOP, from, to, device: 'mobile', location: 'london' }, { url: SHOP, from, to, device: 'mobile', location: ['london'] });
-    expect(compareResultSchema.parse(filtered.body).cells.map((c) => `${c.device}/${c.location}`)).toEqual(['mobile/london']);
+    expect(lcp).toMatchObject({
+      from: median(a!).lcp,
+      to: median(b!).lcp,
+      significance: { test: 'not enough runs', runs: { from: 2, to: 2 } },
+    });
+    const [filtered] = await both(
+      'compare',
+      { url: SHOP, from, to, device: 'mobile', location: 'london' },
+      { url: SHOP, from, to, device: 'mobile', location: ['london'] },
+    );
+    expect(compareResultSchema.parse(filtered.body).cells.map((c) => `${c.device}/${c.location}`)).toEqual([
+      'mobile/london',
+    ]);
     // Absent dates are named; bad ones refused.
-    const [absent] = await both('compare', { url: SHOP, from, to: '2001-02-03T04:05:06' }, { url: SHOP, from, to: '2001-02-03T04:05:06' });
+    const [absent] = await both(
+      'compare',
+      { url: SHOP, from, to: '2001-02-03T04:05:06' },
+      { url: SHOP, from, to: '2001-02-03T04:05:06' },
+    );
     expect(absent.status).toBe(404);
     expect(errorsOf(absent)).toMatch(/to: the project has no snapshot at 2001-02-03T04:05:06/);
-    for (const [params, pattern] of [[{ url: SHOP, from }, /to is required/], [{ url: SHOP, from, to: 'now' }, /to must be a UTC date-time/]] as const) {
+    for (const [params, pattern] of [
+      [{ url: SHOP, from }, /to is required/],
+      [{ url: SHOP, from, to: 'now' }, /to must be a UTC date-time/],
+    ] as const) {
       const [bad] = await both('compare', params, params);
       expect(bad.status).toBe(400);
       expect(errorsOf(bad)).toMatch(pattern);
@@ -212,7 +382,11 @@ describe('/v1/audit and /v1/updates', () => {
   });
 
   it('404 when there is no snapshot at that second', async () => {
-    const [reply] = await both('audit', { url: SHOP, date: '2001-02-03T04:05:06' }, { url: SHOP, date: '2001-02-03T04:05:06' });
+    const [reply] = await both(
+      'audit',
+      { url: SHOP, date: '2001-02-03T04:05:06' },
+      { url: SHOP, date: '2001-02-03T04:05:06' },
+    );
     expect(reply.status).toBe(404);
   });
 
@@ -229,16 +403,34 @@ describe('/v1/audit and /v1/updates', () => {
       expect(reply.status, JSON.stringify(params)).toBe(400);
       expect(errorsOf(reply)).toMatch(pattern);
     }
-    const [all] = await both('audit', { url: 'nope', date: 'nope', device: 'nope', location: 'nope' }, { url: 'nope', date: 'nope', device: 'nope', location: ['nope'] });
+    const [all] = await both(
+      'audit',
+      { url: 'nope', date: 'nope', device: 'nope', location: 'nope' },
+      { url: 'nope', date: 'nope', device: 'nope', location: ['nope'] },
+    );
     expect(errorEnvelopeSchema.parse(all.body).errors).toHaveLength(4);
   });
 });
 
 describe('/v1/overview', () => {
-  const range = (extra: Params = {}) => [{ startDate: DAY, endDate: DAY, ...extra }, { dateRange: { startDate: DAY, endDate: DAY }, ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [k === 'section' ? 'sections' : k, k === 'section' ? [v].flat() : v])) }] as const;
+  const range = (extra: Params = {}) =>
+    [
+      { startDate: DAY, endDate: DAY, ...extra },
+      {
+        dateRange: { startDate: DAY, endDate: DAY },
+        ...Object.fromEntries(
+          Object.entries(extra).map(([k, v]) => [k === 'section' ? 'sections' : k, k === 'section' ? [v].flat() : v]),
+        ),
+      },
+    ] as const;
 
-  it('KPI records of the caller\'s snapshots in range, in the documented order', async () => {
-    await both('update', { url: SHOP, updateType: 'ci', device: 'desktop' }, { url: SHOP, updateType: 'ci', device: 'desktop' }, { same: false });
+  it("KPI records of the caller's snapshots in range, in the documented order", async () => {
+    await both(
+      'update',
+      { url: SHOP, updateType: 'ci', device: 'desktop' },
+      { url: SHOP, updateType: 'ci', device: 'desktop' },
+      { same: false },
+    );
     const [reply] = await both('overview', ...range());
     const records = overviewResponseSchema.parse(reply.body);
     expect(records.length).toBeGreaterThan(0);
@@ -248,7 +440,20 @@ describe('/v1/overview', () => {
     expect(new Set(records.map((r) => r.section))).toEqual(new Set(['LIGHTHOUSE', 'PAGE_SOURCE', 'SAVINGS']));
     const perf = records.find((r) => r.kpi === 'performance')!;
     // The seed's fields, as they were, and the lab Core Web Vitals beside them (KPI version 2).
-    expect(Object.keys(perf.data as object).sort()).toEqual(['cls', 'fCPUi', 'fcp', 'fmp', 'inp', 'lcp', 'mpFID', 'score', 'si', 'tbt', 'ttfb', 'tti']);
+    expect(Object.keys(perf.data as object).sort()).toEqual([
+      'cls',
+      'fCPUi',
+      'fcp',
+      'fmp',
+      'inp',
+      'lcp',
+      'mpFID',
+      'score',
+      'si',
+      'tbt',
+      'ttfb',
+      'tti',
+    ]);
     const data = perf.data as Record<string, number | null>;
     for (const seed of ['si', 'fcp', 'tti', 'mpFID', 'score']) expect(typeof data[seed], seed).toBe('number');
     expect([data['fmp'], data['fCPUi'], data['inp']]).toEqual([null, null, null]);
@@ -260,63 +465,137 @@ describe('/v1/overview', () => {
     const [ci] = await both('overview', ...range({ updateType: 'ci', domain: 'shop.example' }));
     const ciRecords = overviewResponseSchema.parse(ci.body);
     expect(ciRecords.length).toBeGreaterThan(0);
-    expect(ciRecords.every((r) => r.updateType === 'Ci' && r.domain === 'shop.example' && r.device === 'desktop')).toBe(true);
+    expect(ciRecords.every((r) => r.updateType === 'Ci' && r.domain === 'shop.example' && r.device === 'desktop')).toBe(
+      true,
+    );
     const [half] = await both('overview', ...range({ domain: 'half.example' }));
     expect(overviewResponseSchema.parse(half.body).every((r) => r.url === 'https://half.example/')).toBe(true);
     const [crux] = await both('overview', ...range({ section: ['crux', 'security'] }));
     expect(crux.body).toEqual([]);
-    const viaSections = documented('overview', 'GET', await send(gateway.url, 'overview', 'GET', { query: { startDate: DAY, endDate: DAY, sections: 'lighthouse' } }, { Authorization: alice }));
+    const viaSections = documented(
+      'overview',
+      'GET',
+      await send(
+        gateway.url,
+        'overview',
+        'GET',
+        { query: { startDate: DAY, endDate: DAY, sections: 'lighthouse' } },
+        { Authorization: alice },
+      ),
+    );
     expect((viaSections.body as unknown[]).length).toBeGreaterThan(0);
   });
 
   it('400 for bad dates, a reversed or too long range, unknown sections', async () => {
     const cases: Array<[Params, unknown, RegExp]> = [
       [{ endDate: DAY }, { dateRange: { endDate: DAY } }, /startDate is required/],
-      [{ startDate: '2026-02-30', endDate: DAY }, { dateRange: { startDate: '2026-02-30', endDate: DAY } }, /startDate must be a UTC date yyyy-MM-dd/],
-      [{ startDate: '2026-05-02', endDate: '2026-05-01' }, { dateRange: { startDate: '2026-05-02', endDate: '2026-05-01' } }, /endDate is before startDate/],
-      [{ startDate: '2024-01-01', endDate: '2026-01-01' }, { dateRange: { startDate: '2024-01-01', endDate: '2026-01-01' } }, /longer than 400 days/],
-      [{ startDate: DAY, endDate: DAY, section: 'speed' }, { dateRange: { startDate: DAY, endDate: DAY }, sections: ['speed'] }, /sections/],
-      [{ startDate: DAY, endDate: DAY, updateType: 'hourly' }, { dateRange: { startDate: DAY, endDate: DAY }, updateType: 'hourly' }, /updateType must be one of manual, scheduled, ci/],
+      [
+        { startDate: '2026-02-30', endDate: DAY },
+        { dateRange: { startDate: '2026-02-30', endDate: DAY } },
+        /startDate must be a UTC date yyyy-MM-dd/,
+      ],
+      [
+        { startDate: '2026-05-02', endDate: '2026-05-01' },
+        { dateRange: { startDate: '2026-05-02', endDate: '2026-05-01' } },
+        /endDate is before startDate/,
+      ],
+      [
+        { startDate: '2024-01-01', endDate: '2026-01-01' },
+        { dateRange: { startDate: '2024-01-01', endDate: '2026-01-01' } },
+        /longer than 400 days/,
+      ],
+      [
+        { startDate: DAY, endDate: DAY, section: 'speed' },
+        { dateRange: { startDate: DAY, endDate: DAY }, sections: ['speed'] },
+        /sections/,
+      ],
+      [
+        { startDate: DAY, endDate: DAY, updateType: 'hourly' },
+        { dateRange: { startDate: DAY, endDate: DAY }, updateType: 'hourly' },
+        /updateType must be one of manual, scheduled, ci/,
+      ],
     ];
     for (const [get, post, pattern] of cases) {
       const [reply] = await both('overview', get, post, { same: false });
       expect(reply.status, JSON.stringify(get)).toBe(400);
       expect(errorsOf(reply)).toMatch(pattern);
     }
-    const flat = documented('overview', 'POST', await send(gateway.url, 'overview', 'POST', { body: { startDate: DAY, endDate: DAY } }, { Authorization: alice }));
+    const flat = documented(
+      'overview',
+      'POST',
+      await send(gateway.url, 'overview', 'POST', { body: { startDate: DAY, endDate: DAY } }, { Authorization: alice }),
+    );
     expect(errorsOf(flat)).toMatch(/dateRange/);
   });
 });
 
 describe('/v1/updates/{id}', () => {
   it('follows an async update from queued to done, with the snapshot date /v1/audit takes', async () => {
-    const [get] = await both('update', { url: 'https://half.example/', mode: 'async', device: 'mobile' }, { url: 'https://half.example/', mode: 'async', device: 'mobile' }, { same: false });
+    const [get] = await both(
+      'update',
+      { url: 'https://half.example/', mode: 'async', device: 'mobile' },
+      { url: 'https://half.example/', mode: 'async', device: 'mobile' },
+      { same: false },
+    );
     const id = (get.body as { id: string }).id;
     // Read while it runs: GET and POST may see different progress.
     const [first] = await both(`updates/${id}`, {}, {}, { same: false });
     expect(first.status).toBe(200);
-    expect(first.body).toMatchObject({ id, url: 'https://half.example/', updateType: 'manual', devices: ['mobile'], locations: ['tokyo', 'sao_paulo'] });
+    expect(first.body).toMatchObject({
+      id,
+      url: 'https://half.example/',
+      updateType: 'manual',
+      devices: ['mobile'],
+      locations: ['tokyo', 'sao_paulo'],
+    });
     expect(['queued', 'running', 'done']).toContain((first.body as { status: string }).status);
-    await expect.poll(async () => ((await both(`updates/${id}`, {}, {}, { same: false }))[0].body as { status: string }).status, { timeout: 10_000 }).toBe('done');
+    await expect
+      .poll(async () => ((await both(`updates/${id}`, {}, {}, { same: false }))[0].body as { status: string }).status, {
+        timeout: 10_000,
+      })
+      .toBe('done');
     const [done] = await both(`updates/${id}`, {}, {});
-    expect((done.body as { progress: unknown }).progress).toEqual([{ device: 'mobile', location: 'tokyo', done: 1, total: 1 }, { device: 'mobile', location: 'sao_paulo', done: 1, total: 1 }]);
-    expect((done.body as { missing: unknown }).missing).toEqual([{ device: 'mobile', location: 'sao_paulo', reason: expect.stringMatching(/^NO_RESPONDERS: /) }]);
+    expect((done.body as { progress: unknown }).progress).toEqual([
+      { device: 'mobile', location: 'tokyo', done: 1, total: 1 },
+      { device: 'mobile', location: 'sao_paulo', done: 1, total: 1 },
+    ]);
+    expect((done.body as { missing: unknown }).missing).toEqual([
+      { device: 'mobile', location: 'sao_paulo', reason: expect.stringMatching(/^NO_RESPONDERS: /) },
+    ]);
     const date = (done.body as { date: string }).date;
-    const [snapshot] = await both('audit', { url: 'https://half.example/', date }, { url: 'https://half.example/', date });
+    const [snapshot] = await both(
+      'audit',
+      { url: 'https://half.example/', date },
+      { url: 'https://half.example/', date },
+    );
     expect(snapshot.status).toBe(200);
   });
 
   it('records a failed update with its reason', async () => {
-    const [get] = await both('update', { url: 'https://broken.example/', mode: 'async', device: 'mobile' }, { url: 'https://broken.example/', mode: 'async', device: 'mobile' }, { same: false });
+    const [get] = await both(
+      'update',
+      { url: 'https://broken.example/', mode: 'async', device: 'mobile' },
+      { url: 'https://broken.example/', mode: 'async', device: 'mobile' },
+      { same: false },
+    );
     const id = (get.body as { id: string }).id;
-    await expect.poll(async () => ((await both(`updates/${id}`, {}, {}, { same: false }))[0].body as { status: string }).status, { timeout: 10_000 }).toBe('failed');
+    await expect
+      .poll(async () => ((await both(`updates/${id}`, {}, {}, { same: false }))[0].body as { status: string }).status, {
+        timeout: 10_000,
+      })
+      .toBe('failed');
     const [failed] = await both(`updates/${id}`, {}, {});
     expect((failed.body as { reason: string }).reason).toMatch(/ERRORED_DOCUMENT_REQUEST/);
     expect((failed.body as { date: string | null }).date).toBeNull();
   });
 
-  it('404 for an unknown id and for another user\'s update alike; 400 for a malformed id or an unknown parameter', async () => {
-    const [get, post] = await both('update', { url: SHOP, mode: 'async', device: 'desktop' }, { url: SHOP, mode: 'async', device: 'desktop' }, { same: false });
+  it("404 for an unknown id and for another user's update alike; 400 for a malformed id or an unknown parameter", async () => {
+    const [get, post] = await both(
+      'update',
+      { url: SHOP, mode: 'async', device: 'desktop' },
+      { url: SHOP, mode: 'async', device: 'desktop' },
+      { same: false },
+    );
     const id = (get.body as { id: string }).id;
     const [theirs] = await both(`updates/${id}`, {}, {}, { token: bob });
     const unknown = randomUUID();
@@ -331,24 +610,45 @@ describe('/v1/updates/{id}', () => {
     expect((extra.body as { errors: string[] }).errors.join(' ')).toMatch(/unknown parameter\(s\): url/);
     // Let both updates finish here: stored later, one would show up between the GET and the POST of the next test's comparison.
     for (const queued of [id, (post.body as { id: string }).id]) {
-      await expect.poll(async () => ((await both(`updates/${queued}`, {}, {}, { same: false }))[0].body as { status: string }).status, { timeout: 10_000 }).toBe('done');
+      await expect
+        .poll(
+          async () => ((await both(`updates/${queued}`, {}, {}, { same: false }))[0].body as { status: string }).status,
+          { timeout: 10_000 },
+        )
+        .toBe('done');
     }
   });
 });
 
 describe('/v1/budgets, /v1/webhooks and /v1/annotations', () => {
-  it('/v1/budgets reads and replaces a project\'s budgets, GET and POST alike; the next snapshot carries its checks', async () => {
+  it("/v1/budgets reads and replaces a project's budgets, GET and POST alike; the next snapshot carries its checks", async () => {
     const [none] = await both('budgets', { url: SHOP }, { url: SHOP });
     expect(projectBudgetsSchema.parse(none.body)).toEqual({ url: SHOP, budgets: {}, maxRegression: {} });
-    const [set] = await both('budgets', { url: SHOP, budget: ['performance=10', 'lcp=999999'], maxRegression: 'seo=100' }, { url: SHOP, budgets: { performance: 10, lcp: 999_999 }, maxRegression: { seo: 100 } });
+    const [set] = await both(
+      'budgets',
+      { url: SHOP, budget: ['performance=10', 'lcp=999999'], maxRegression: 'seo=100' },
+      { url: SHOP, budgets: { performance: 10, lcp: 999_999 }, maxRegression: { seo: 100 } },
+    );
     expect(set.body).toEqual({ url: SHOP, budgets: { performance: 10, lcp: 999_999 }, maxRegression: { seo: 100 } });
     expect((await both('budgets', { url: SHOP }, { url: SHOP }))[0].body).toEqual(set.body);
 
-    const [update] = await both('update', { url: SHOP, device: 'mobile' }, { url: SHOP, device: 'mobile' }, { same: false });
+    const [update] = await both(
+      'update',
+      { url: SHOP, device: 'mobile' },
+      { url: SHOP, device: 'mobile' },
+      { same: false },
+    );
     const checks = auditResultSchema.parse(update.body).mobile!.london!.checks!;
-    expect(checks.filter((c) => c.kind === 'budget').map((c) => [c.key, c.pass, c.state])).toEqual([['performance', true, 'passing'], ['lcp', true, 'passing']]);
+    expect(checks.filter((c) => c.kind === 'budget').map((c) => [c.key, c.pass, c.state])).toEqual([
+      ['performance', true, 'passing'],
+      ['lcp', true, 'passing'],
+    ]);
     const date = auditResultSchema.parse(update.body).mobile!.london!.lighthouse.date;
-    const [audit] = await both('audit', { url: SHOP, date, device: 'mobile', location: 'london' }, { url: SHOP, date, device: 'mobile', location: ['london'] });
+    const [audit] = await both(
+      'audit',
+      { url: SHOP, date, device: 'mobile', location: 'london' },
+      { url: SHOP, date, device: 'mobile', location: ['london'] },
+    );
     expect(auditResultSchema.parse(audit.body).mobile!.london!.checks).toEqual(checks);
 
     // An empty value (GET) or empty objects (POST): no budgets at all.
@@ -370,9 +670,19 @@ describe('/v1/budgets, /v1/webhooks and /v1/annotations', () => {
   });
 
   it('/v1/webhooks adds one (its secret shown once), lists it with its deliveries, removes it; refuses private targets and unknown ids', async () => {
-    const [added, addedToo] = await both('webhooks', { targetUrl: 'http://127.0.0.1:9/hook', project: SHOP, format: 'slack' }, { targetUrl: 'http://127.0.0.1:9/other' }, { same: false });
+    const [added, addedToo] = await both(
+      'webhooks',
+      { targetUrl: 'http://127.0.0.1:9/hook', project: SHOP, format: 'slack' },
+      { targetUrl: 'http://127.0.0.1:9/other' },
+      { same: false },
+    );
     const created = webhookListSchema.parse(added.body).created!;
-    expect(created).toMatchObject({ targetUrl: 'http://127.0.0.1:9/hook', project: SHOP, format: 'slack', deliveries: [] });
+    expect(created).toMatchObject({
+      targetUrl: 'http://127.0.0.1:9/hook',
+      project: SHOP,
+      format: 'slack',
+      deliveries: [],
+    });
     expect(created.secret).toMatch(/^pwhs_[A-Za-z0-9_-]{43}$/);
     expect(webhookListSchema.parse(addedToo.body).created).toMatchObject({ project: null, format: 'json' });
     expect(added.headers.get('cache-control')).toBe('no-store');
@@ -386,7 +696,10 @@ describe('/v1/budgets, /v1/webhooks and /v1/annotations', () => {
     const [notYours] = await both('webhooks', { remove: created.id }, { remove: created.id }, { token: bob });
     expect(notYours.status).toBe(404);
     const [removed] = await both('webhooks', { remove: created.id }, { remove: hooks[1]!.id }, { same: false });
-    expect(webhookListSchema.parse(removed.body)).toMatchObject({ removed: created.id, webhooks: [{ id: hooks[1]!.id }] });
+    expect(webhookListSchema.parse(removed.body)).toMatchObject({
+      removed: created.id,
+      webhooks: [{ id: hooks[1]!.id }],
+    });
     expect(webhookListSchema.parse((await both('webhooks', {}, {}))[0].body).webhooks).toEqual([]);
 
     const cases: Array<[Params, RegExp]> = [
@@ -409,14 +722,33 @@ describe('/v1/budgets, /v1/webhooks and /v1/annotations', () => {
 
   it('/v1/annotations adds deploy markers and lists them by date, in a range', async () => {
     const url = 'https://half.example/';
-    const [first, second] = await both('annotations', { url, text: 'release 1.2', date: '2026-03-01T10:00:00', link: 'https://git.example/releases/1.2' }, { url, text: 'release 1.1', date: '2026-02-01T10:00:00' }, { same: false });
-    expect(annotationListSchema.parse(first.body).added).toMatchObject({ url, date: '2026-03-01T10:00:00', text: 'release 1.2', link: 'https://git.example/releases/1.2' });
-    expect(annotationListSchema.parse(second.body).annotations.map((a) => a.text)).toEqual(['release 1.1', 'release 1.2']);
-    const [ranged] = await both('annotations', { url, from: '2026-02-15T00:00:00', to: '2026-12-31T00:00:00' }, { url, from: '2026-02-15T00:00:00', to: '2026-12-31T00:00:00' });
+    const [first, second] = await both(
+      'annotations',
+      { url, text: 'release 1.2', date: '2026-03-01T10:00:00', link: 'https://git.example/releases/1.2' },
+      { url, text: 'release 1.1', date: '2026-02-01T10:00:00' },
+      { same: false },
+    );
+    expect(annotationListSchema.parse(first.body).added).toMatchObject({
+      url,
+      date: '2026-03-01T10:00:00',
+      text: 'release 1.2',
+      link: 'https://git.example/releases/1.2',
+    });
+    expect(annotationListSchema.parse(second.body).annotations.map((a) => a.text)).toEqual([
+      'release 1.1',
+      'release 1.2',
+    ]);
+    const [ranged] = await both(
+      'annotations',
+      { url, from: '2026-02-15T00:00:00', to: '2026-12-31T00:00:00' },
+      { url, from: '2026-02-15T00:00:00', to: '2026-12-31T00:00:00' },
+    );
     expect(annotationListSchema.parse(ranged.body).annotations.map((a) => a.text)).toEqual(['release 1.2']);
     // Without a date: now.
     const [now] = await both('annotations', { url, text: 'hotfix' }, { url, text: 'hotfix' }, { same: false });
-    expect(Math.abs(Date.parse(`${annotationListSchema.parse(now.body).added!.date}Z`) - Date.now())).toBeLessThan(60_000);
+    expect(Math.abs(Date.parse(`${annotationListSchema.parse(now.body).added!.date}Z`) - Date.now())).toBeLessThan(
+      60_000,
+    );
     const cases: Array<[Params, RegExp]> = [
       [{ url, text: '' }, /text must not be empty/],
       [{ url, text: 'x'.repeat(501) }, /longer than 500/],
@@ -440,10 +772,41 @@ describe('/v1/credentials', () => {
     const url = 'https://broken.example/';
     const secret = 'session-value-do-not-show';
     const [none] = await both('credentials', { url }, { url });
-    expect(credentialsViewSchema.parse(none.body)).toEqual({ url, configured: false, cookies: [], headers: [], loginSteps: 0 });
-    const set = documented('credentials', 'POST', await send(gateway.url, 'credentials', 'POST', { body: { url, auth: { cookies: [{ name: 'session', value: secret }], headers: { Authorization: `Bearer ${secret}` }, login: [{ action: 'waitFor', selector: '#account' }] } } }, { Authorization: alice }));
+    expect(credentialsViewSchema.parse(none.body)).toEqual({
+      url,
+      configured: false,
+      cookies: [],
+      headers: [],
+      loginSteps: 0,
+    });
+    const set = documented(
+      'credentials',
+      'POST',
+      await send(
+        gateway.url,
+        'credentials',
+        'POST',
+        {
+          body: {
+            url,
+            auth: {
+              cookies: [{ name: 'session', value: secret }],
+              headers: { Authorization: `Bearer ${secret}` },
+              login: [{ action: 'waitFor', selector: '#account' }],
+            },
+          },
+        },
+        { Authorization: alice },
+      ),
+    );
     expect(set.status).toBe(200);
-    expect(set.body).toEqual({ url, configured: true, cookies: ['session'], headers: ['Authorization'], loginSteps: 1 });
+    expect(set.body).toEqual({
+      url,
+      configured: true,
+      cookies: ['session'],
+      headers: ['Authorization'],
+      loginSteps: 1,
+    });
     const [read] = await both('credentials', { url }, { url });
     expect(read.body).toEqual(set.body);
     expect(JSON.stringify(read.body)).not.toContain(secret);
@@ -454,11 +817,27 @@ describe('/v1/credentials', () => {
 
     const cases: Array<[Params, unknown, RegExp]> = [
       // Secrets never in a URL: GET has no `auth`.
-      [{ url, auth: 'x' }, { url, auth: { cookies: [{ name: 'bad name', value: 'v' }] } }, /unknown parameter\(s\): auth|a cookie name is a token/],
+      [
+        { url, auth: 'x' },
+        { url, auth: { cookies: [{ name: 'bad name', value: 'v' }] } },
+        /unknown parameter\(s\): auth|a cookie name is a token/,
+      ],
       [{ url, clear: 'maybe' }, { url, auth: {} }, /clear must be true or false|give cookies, headers or login steps/],
-      [{ url, clear: 'yes' }, { url, auth: { headers: { Host: 'evil.example' } } }, /clear must be true or false|the browser's to set/],
-      [{ url, clear: 'no' }, { url, auth: { login: [{ action: 'goto', url: 'javascript:alert(1)' }] } }, /clear must be true or false|login/],
-      [{ clear: 'true' }, { url, clear: true, auth: { cookies: [{ name: 'a', value: 'b' }] } }, /url is required|do not go together/],
+      [
+        { url, clear: 'yes' },
+        { url, auth: { headers: { Host: 'evil.example' } } },
+        /clear must be true or false|the browser's to set/,
+      ],
+      [
+        { url, clear: 'no' },
+        { url, auth: { login: [{ action: 'goto', url: 'javascript:alert(1)' }] } },
+        /clear must be true or false|login/,
+      ],
+      [
+        { clear: 'true' },
+        { url, clear: true, auth: { cookies: [{ name: 'a', value: 'b' }] } },
+        /url is required|do not go together/,
+      ],
     ];
     for (const [get, post, pattern] of cases) {
       const [getReply, postReply] = await both('credentials', get, post, { same: false });
@@ -467,14 +846,29 @@ describe('/v1/credentials', () => {
         expect(errorsOf(reply)).toMatch(pattern);
       }
     }
-    const [cleared, clearedToo] = await both('credentials', { url, clear: 'true' }, { url, clear: true }, { same: false });
+    const [cleared, clearedToo] = await both(
+      'credentials',
+      { url, clear: 'true' },
+      { url, clear: true },
+      { same: false },
+    );
     expect(cleared.body).toEqual({ url, configured: false, cookies: [], headers: [], loginSteps: 0 });
     expect(clearedToo.body).toEqual(cleared.body);
 
     // A gateway without PERFWATCH_SECRETS_KEY cannot keep them, and says so.
     const keyless = await startTestGateway({ natsUrl: nats.url, store: gateway.store });
     try {
-      const refused = documented('credentials', 'POST', await send(keyless.url, 'credentials', 'POST', { body: { url, auth: { cookies: [{ name: 'a', value: 'b' }] } } }, { Authorization: alice }));
+      const refused = documented(
+        'credentials',
+        'POST',
+        await send(
+          keyless.url,
+          'credentials',
+          'POST',
+          { body: { url, auth: { cookies: [{ name: 'a', value: 'b' }] } } },
+          { Authorization: alice },
+        ),
+      );
       expect(refused.status).toBe(503);
       expect(errorsOf(refused)).toMatch(/no PERFWATCH_SECRETS_KEY/);
     } finally {
@@ -484,14 +878,29 @@ describe('/v1/credentials', () => {
 });
 
 describe('/v1/projects', () => {
-  it('lists the caller\'s projects by URL with their settings, and only the caller\'s', async () => {
+  it("lists the caller's projects by URL with their settings, and only the caller's", async () => {
     const [mine] = await both('projects', {}, {});
     expect(mine.status).toBe(200);
     const projects = (mine.body as { projects: Array<{ url: string }> }).projects;
-    expect(projects.map((p) => p.url)).toEqual(['https://broken.example/', 'https://half.example/', 'https://nobody.example/', SHOP, 'https://slow.example/']);
-    expect(projects[3]).toEqual({ url: SHOP, domain: 'shop.example', locations: ['london', 'tokyo'], defaultLocation: 'london', runs: 2, schedule: null });
+    expect(projects.map((p) => p.url)).toEqual([
+      'https://broken.example/',
+      'https://half.example/',
+      'https://nobody.example/',
+      SHOP,
+      'https://slow.example/',
+    ]);
+    expect(projects[3]).toEqual({
+      url: SHOP,
+      domain: 'shop.example',
+      locations: ['london', 'tokyo'],
+      defaultLocation: 'london',
+      runs: 2,
+      schedule: null,
+    });
     const [theirs] = await both('projects', {}, {}, { token: bob });
-    expect((theirs.body as { projects: Array<{ url: string }> }).projects.map((p) => p.url)).toEqual(['https://bob.example/']);
+    expect((theirs.body as { projects: Array<{ url: string }> }).projects.map((p) => p.url)).toEqual([
+      'https://bob.example/',
+    ]);
     const [extra] = await both('projects', { url: SHOP }, { url: SHOP });
     expect(extra.status).toBe(400);
     expect((extra.body as { errors: string[] }).errors.join(' ')).toMatch(/unknown parameter\(s\): url/);
@@ -500,17 +909,32 @@ describe('/v1/projects', () => {
 
 describe('authentication, tenancy and the error table', () => {
   it('400 naming the header when Authorization is absent; 401 for a bad or Bearer-less bad token', async () => {
-    for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: DAY + 'T00:00:00' }], ['compare', { url: SHOP, from: DAY + 'T00:00:00', to: DAY + 'T00:00:01' }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}], ['projects', {}], ['budgets', { url: SHOP }], ['webhooks', {}], ['annotations', { url: SHOP }], ['credentials', { url: SHOP }]] as const) {
+    for (const [path, params] of [
+      ['update', { url: SHOP }],
+      ['audit', { url: SHOP, date: DAY + 'T00:00:00' }],
+      ['compare', { url: SHOP, from: DAY + 'T00:00:00', to: DAY + 'T00:00:01' }],
+      ['updates', { url: SHOP }],
+      ['overview', { startDate: DAY, endDate: DAY }],
+      [`updates/${randomUUID()}`, {}],
+      ['projects', {}],
+      ['budgets', { url: SHOP }],
+      ['webhooks', {}],
+      ['annotations', { url: SHOP }],
+      ['credentials', { url: SHOP }],
+    ] as const) {
       const [missing] = await both(path, params, path === 'overview' ? { dateRange: params } : params, { token: null });
       expect(missing.status).toBe(400);
       expect(`${(missing.body as { message: string }).message}`).toMatch(/Authorization/);
-      const [bad] = await both(path, params, path === 'overview' ? { dateRange: params } : params, { token: 'Bearer pw_' + 'x'.repeat(43) });
+      const [bad] = await both(path, params, path === 'overview' ? { dateRange: params } : params, {
+        token: 'Bearer pw_' + 'x'.repeat(43),
+      });
       expect(bad.status).toBe(401);
     }
   });
 
   it('another user cannot read, update, list or even detect a project', async () => {
-    const date = (((await both('updates', { url: SHOP }, { url: SHOP }))[0].body as { mobile: Array<{ date: string }> }).mobile[0]!).date;
+    const date = ((await both('updates', { url: SHOP }, { url: SHOP }))[0].body as { mobile: Array<{ date: string }> })
+      .mobile[0]!.date;
     const probes = [
       ['update', { url: SHOP }],
       ['audit', { url: SHOP, date }],
@@ -523,17 +947,38 @@ describe('authentication, tenancy and the error table', () => {
     ] as const;
     for (const [path, params] of probes) {
       const [theirs] = await both(path, params, params, { token: bob });
-      const elsewhere = 'project' in params ? { ...params, project: 'https://never-added.example/' } : { ...params, url: 'https://never-added.example/' };
+      const elsewhere =
+        'project' in params
+          ? { ...params, project: 'https://never-added.example/' }
+          : { ...params, url: 'https://never-added.example/' };
       const [nobodys] = await both(path, elsewhere, elsewhere, { token: bob });
       expect(theirs.status, path).toBe(404);
-      expect(theirs.body).toEqual(JSON.parse(JSON.stringify(nobodys.body).replaceAll('https://never-added.example/', SHOP)));
+      expect(theirs.body).toEqual(
+        JSON.parse(JSON.stringify(nobodys.body).replaceAll('https://never-added.example/', SHOP)),
+      );
     }
-    const [overview] = await both('overview', { startDate: DAY, endDate: DAY }, { dateRange: { startDate: DAY, endDate: DAY } }, { token: bob });
+    const [overview] = await both(
+      'overview',
+      { startDate: DAY, endDate: DAY },
+      { dateRange: { startDate: DAY, endDate: DAY } },
+      { token: bob },
+    );
     expect(overview.body).toEqual([]);
   });
 
   it('405 with Allow for every other method; unknown routes 404; nothing is HTML', async () => {
-    for (const path of ['update', 'audit', 'compare', 'updates', 'overview', 'projects', 'budgets', 'webhooks', 'annotations', 'credentials']) {
+    for (const path of [
+      'update',
+      'audit',
+      'compare',
+      'updates',
+      'overview',
+      'projects',
+      'budgets',
+      'webhooks',
+      'annotations',
+      'credentials',
+    ]) {
       for (const method of ['PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
         const res = await fetch(`${gateway.url}/v1/${path}`, { method, headers: { Authorization: alice } });
         expect(res.status).toBe(405);
@@ -542,7 +987,10 @@ describe('authentication, tenancy and the error table', () => {
         expect(body.message).toContain(method);
         expect(body.errors.join(' ')).toMatch(/GET.*POST/);
       }
-      const head = await fetch(`${gateway.url}/v1/${path}?url=${SHOP}`, { method: 'HEAD', headers: { Authorization: alice } });
+      const head = await fetch(`${gateway.url}/v1/${path}?url=${SHOP}`, {
+        method: 'HEAD',
+        headers: { Authorization: alice },
+      });
       expect(head.status).toBe(405);
     }
     for (const path of ['/v1/nope', '/nope', '/v2/update']) {
@@ -554,15 +1002,53 @@ describe('authentication, tenancy and the error table', () => {
   });
 
   it('406 when Accept excludes JSON, 413 for a body over the limit, 415 for a body that is not JSON', async () => {
-    for (const path of ['update', 'audit', 'compare', 'updates', 'overview', `updates/${randomUUID()}`, 'projects', 'budgets', 'webhooks', 'annotations', 'credentials']) {
+    for (const path of [
+      'update',
+      'audit',
+      'compare',
+      'updates',
+      'overview',
+      `updates/${randomUUID()}`,
+      'projects',
+      'budgets',
+      'webhooks',
+      'annotations',
+      'credentials',
+    ]) {
       const [notAcceptable] = await both(path, { url: SHOP }, { url: SHOP }, { headers: { Accept: 'text/html' } });
       expect(notAcceptable.status).toBe(406);
-      const big = documented(path, 'POST', await send(gateway.url, path, 'POST', { raw: JSON.stringify({ url: SHOP, pad: 'x'.repeat(200_000) }) }, { Authorization: alice }));
+      const big = documented(
+        path,
+        'POST',
+        await send(
+          gateway.url,
+          path,
+          'POST',
+          { raw: JSON.stringify({ url: SHOP, pad: 'x'.repeat(200_000) }) },
+          { Authorization: alice },
+        ),
+      );
       expect(big.status).toBe(413);
-      const form = documented(path, 'POST', await send(gateway.url, path, 'POST', { raw: 'url=x', contentType: 'application/x-www-form-urlencoded' }, { Authorization: alice }));
+      const form = documented(
+        path,
+        'POST',
+        await send(
+          gateway.url,
+          path,
+          'POST',
+          { raw: 'url=x', contentType: 'application/x-www-form-urlencoded' },
+          { Authorization: alice },
+        ),
+      );
       expect(form.status).toBe(415);
     }
-    const ok = await send(gateway.url, 'updates', 'GET', { query: { url: SHOP } }, { Authorization: alice, Accept: 'application/json, text/html;q=0.5' });
+    const ok = await send(
+      gateway.url,
+      'updates',
+      'GET',
+      { query: { url: SHOP } },
+      { Authorization: alice, Accept: 'application/json, text/html;q=0.5' },
+    );
     expect(ok.status).toBe(200);
   });
 
@@ -580,7 +1066,18 @@ describe('authentication, tenancy and the error table', () => {
       const [first] = await both('audit', audit, audit, { token, base: limited.url });
       expect(first.status).toBe(404);
       const compare = { url, from: audit.date, to: audit.date };
-      for (const [path, get, post] of [['updates', { url }, { url }], ['overview', ...overview], ['audit', audit, audit], ['compare', compare, compare], [`updates/${randomUUID()}`, {}, {}], ['projects', {}, {}], ['budgets', { url }, { url }], ['webhooks', {}, {}], ['annotations', { url }, { url }], ['credentials', { url }, { url }]] as const) {
+      for (const [path, get, post] of [
+        ['updates', { url }, { url }],
+        ['overview', ...overview],
+        ['audit', audit, audit],
+        ['compare', compare, compare],
+        [`updates/${randomUUID()}`, {}, {}],
+        ['projects', {}, {}],
+        ['budgets', { url }, { url }],
+        ['webhooks', {}, {}],
+        ['annotations', { url }, { url }],
+        ['credentials', { url }, { url }],
+      ] as const) {
         const [over] = await both(path, get, post, { token, base: limited.url });
         expect(over.status, path).toBe(429);
         expect(errorEnvelopeSchema.parse(over.body).status).toBe('TOO_MANY_REQUESTS');
@@ -594,7 +1091,11 @@ describe('authentication, tenancy and the error table', () => {
       expect(other.status).toBe(200);
 
       // Updates: one a minute.
-      const once = documented('update', 'GET', await send(limited.url, 'update', 'GET', { query: { url } }, { Authorization: token }));
+      const once = documented(
+        'update',
+        'GET',
+        await send(limited.url, 'update', 'GET', { query: { url } }, { Authorization: token }),
+      );
       expect(once.status).toBe(503);
       const [again] = await both('update', { url }, { url }, { token, base: limited.url });
       expect(again.status).toBe(429);
@@ -611,18 +1112,47 @@ describe('authentication, tenancy and the error table', () => {
     const failing = new Proxy(real, {
       get(target, property, receiver) {
         const value = Reflect.get(target, property, receiver) as unknown;
-        if (property === 'findToken' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+        if (property === 'findToken' || typeof value !== 'function')
+          return typeof value === 'function' ? value.bind(target) : value;
         return () => {
           throw new Error('connection reset by peer at /srv/db.ts:12');
         };
       },
     }) as MongoStore;
-    const updates = createUpdateService({ dispatcher: createNatsDispatcher({ nc: agentConn, logger: silentLogger }), store: failing, logger: silentLogger, runTimeoutMs: 1000, replyTimeoutMs: 1000 });
+    const updates = createUpdateService({
+      dispatcher: createNatsDispatcher({ nc: agentConn, logger: silentLogger }),
+      store: failing,
+      logger: silentLogger,
+      runTimeoutMs: 1000,
+      replyTimeoutMs: 1000,
+    });
     const startAsync = () => Promise.reject(new Error('this test asks for no async update'));
-    const server: GatewayServer = await createServer({ store: failing, updates, startAsync, logger: silentLogger, port: 0, host: '127.0.0.1' });
+    const server: GatewayServer = await createServer({
+      store: failing,
+      updates,
+      startAsync,
+      logger: silentLogger,
+      port: 0,
+      host: '127.0.0.1',
+    });
     try {
-      for (const [path, params] of [['update', { url: SHOP }], ['audit', { url: SHOP, date: `${DAY}T00:00:00` }], ['compare', { url: SHOP, from: `${DAY}T00:00:00`, to: `${DAY}T00:00:01` }], ['updates', { url: SHOP }], ['overview', { startDate: DAY, endDate: DAY }], [`updates/${randomUUID()}`, {}], ['projects', {}], ['budgets', { url: SHOP }], ['webhooks', {}], ['annotations', { url: SHOP }], ['credentials', { url: SHOP }]] as const) {
-        const [reply] = await both(path, params, path === 'overview' ? { dateRange: params } : params, { token, base: server.url });
+      for (const [path, params] of [
+        ['update', { url: SHOP }],
+        ['audit', { url: SHOP, date: `${DAY}T00:00:00` }],
+        ['compare', { url: SHOP, from: `${DAY}T00:00:00`, to: `${DAY}T00:00:01` }],
+        ['updates', { url: SHOP }],
+        ['overview', { startDate: DAY, endDate: DAY }],
+        [`updates/${randomUUID()}`, {}],
+        ['projects', {}],
+        ['budgets', { url: SHOP }],
+        ['webhooks', {}],
+        ['annotations', { url: SHOP }],
+        ['credentials', { url: SHOP }],
+      ] as const) {
+        const [reply] = await both(path, params, path === 'overview' ? { dateRange: params } : params, {
+          token,
+          base: server.url,
+        });
         expect(reply.status).toBe(500);
         const body = errorEnvelopeSchema.parse(reply.body);
         expect(body.status).toBe('INTERNAL_SERVER_ERROR');

@@ -23,11 +23,22 @@ let token: string;
 
 beforeAll(async () => {
   nats = await isolatedNats();
-  gateway = await startTestGateway({ natsUrl: nats.url, replyTimeoutMs: 2_000, rateLimits: { updates: 1_000_000, reads: 1_000_000 }, config: { PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64') } });
+  gateway = await startTestGateway({
+    natsUrl: nats.url,
+    replyTimeoutMs: 2_000,
+    rateLimits: { updates: 1_000_000, reads: 1_000_000 },
+    config: { PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64') },
+  });
   ({ token } = await gateway.admin.createUser('schemathesis'));
   await gateway.admin.addProject('schemathesis', 'https://schemathesis.example/', { locations: ['london'], runs: 1 });
   agentConn = await connect({ servers: nats.url });
-  agent = startAgent({ nc: agentConn, location: 'london', runner: fixtureRunner({ delayMs: 0 }), logger: silentLogger, agentId: 'st-london' });
+  agent = startAgent({
+    nc: agentConn,
+    location: 'london',
+    runner: fixtureRunner({ delayMs: 0 }),
+    logger: silentLogger,
+    agentId: 'st-london',
+  });
 });
 
 afterAll(async () => {
@@ -53,7 +64,27 @@ const EXCLUDED = ['missing_required_header', 'ignored_auth', 'positive_data_acce
 // threads in the interpreter, not a finding about the API.
 describe('schemathesis', () => {
   it('finds no failure in any check over every operation of /v1/openapi.json', async () => {
-    const child = spawn(schemathesis, ['run', `${gateway.url}/v1/openapi.json`, '--checks', 'all', '--exclude-checks', EXCLUDED.join(','), '--header', `Authorization: Bearer ${token}`, '--max-examples', '25', '--workers', '1', '--seed', '1', '--no-color'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      schemathesis,
+      [
+        'run',
+        `${gateway.url}/v1/openapi.json`,
+        '--checks',
+        'all',
+        '--exclude-checks',
+        EXCLUDED.join(','),
+        '--header',
+        `Authorization: Bearer ${token}`,
+        '--max-examples',
+        '25',
+        '--workers',
+        '1',
+        '--seed',
+        '1',
+        '--no-color',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));

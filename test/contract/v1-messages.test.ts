@@ -3,7 +3,19 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { gzipSync } from 'node:zlib';
-import { agentAnnouncementSchema, auditJobSchema, digestedReplySchema, receiveReply, auditReplySchema, decodeAnnouncement, decodeJob, decodeReply, encodeAnnouncement, encodeJob, encodeReply } from '@perfwatch/common';
+import {
+  agentAnnouncementSchema,
+  auditJobSchema,
+  digestedReplySchema,
+  receiveReply,
+  auditReplySchema,
+  decodeAnnouncement,
+  decodeJob,
+  decodeReply,
+  encodeAnnouncement,
+  encodeJob,
+  encodeReply,
+} from '@perfwatch/common';
 
 // Golden v1 messages. Within v1 these files are only ever added to: an agent and a gateway on
 // different v1 minor versions must keep understanding each other.
@@ -31,25 +43,35 @@ describe('NATS contract v1', () => {
     ]);
   });
 
-  it.each(['audit-job.json', 'audit-job-retry.json', 'audit-job-with-auth.json', 'audit-job-with-digest.json'])('decodes the golden job %s, and encodes it back unchanged', (name) => {
-    const job = auditJobSchema.parse(golden(name));
-    expect(job).toEqual(golden(name));
-    expect(decodeJob(encodeJob(job))).toEqual(job);
-  });
+  it.each(['audit-job.json', 'audit-job-retry.json', 'audit-job-with-auth.json', 'audit-job-with-digest.json'])(
+    'decodes the golden job %s, and encodes it back unchanged',
+    (name) => {
+      const job = auditJobSchema.parse(golden(name));
+      expect(job).toEqual(golden(name));
+      expect(decodeJob(encodeJob(job))).toEqual(job);
+    },
+  );
 
-  it('decodes the v1.2 announcement with the agent\'s instance, and a v1.1 one without it', () => {
+  it("decodes the v1.2 announcement with the agent's instance, and a v1.1 one without it", () => {
     const announcement = agentAnnouncementSchema.parse(golden('agent-announcement-with-instance.json'));
-    expect(decodeAnnouncement(encodeAnnouncement(announcement))).toEqual(golden('agent-announcement-with-instance.json'));
+    expect(decodeAnnouncement(encodeAnnouncement(announcement))).toEqual(
+      golden('agent-announcement-with-instance.json'),
+    );
     expect(agentAnnouncementSchema.parse(golden('agent-announcement.json')).instance).toBeUndefined();
   });
 
   it('decodes the v1.4 announcement naming the jobs the agent runs, and earlier ones without them', () => {
     const announcement = agentAnnouncementSchema.parse(golden('agent-announcement-with-running.json'));
     expect(announcement.running).toEqual(['3d364521-024f-4f82-badd-116eac5f8328.desktop.tokyo.0']);
-    expect(decodeAnnouncement(encodeAnnouncement(announcement))).toEqual(golden('agent-announcement-with-running.json'));
+    expect(decodeAnnouncement(encodeAnnouncement(announcement))).toEqual(
+      golden('agent-announcement-with-running.json'),
+    );
     expect(agentAnnouncementSchema.parse(golden('agent-announcement-with-instance.json')).running).toBeUndefined();
     // Bounded: a region cannot grow a gateway's memory through one announcement.
-    expect(agentAnnouncementSchema.safeParse({ ...announcement, running: Array.from({ length: 65 }, (_, i) => `job-${i}`) }).success).toBe(false);
+    expect(
+      agentAnnouncementSchema.safeParse({ ...announcement, running: Array.from({ length: 65 }, (_, i) => `job-${i}`) })
+        .success,
+    ).toBe(false);
   });
 
   it('reads the first part of a v1.5 two-part reply: the run with its digest, no result', async () => {
@@ -69,17 +91,31 @@ describe('NATS contract v1', () => {
     expect(auditJobSchema.parse(golden('audit-job.json')).excludeAgents).toBeUndefined();
   });
 
-  it.each(['audit-reply-ok.json', 'audit-reply-ok-with-security.json', 'audit-reply-ok-with-conditions.json', 'audit-reply-error.json', 'audit-reply-error-minimal.json', 'audit-reply-error-with-agent.json'])('decodes the golden reply %s', async (name) => {
+  it.each([
+    'audit-reply-ok.json',
+    'audit-reply-ok-with-security.json',
+    'audit-reply-ok-with-conditions.json',
+    'audit-reply-error.json',
+    'audit-reply-error-minimal.json',
+    'audit-reply-error-with-agent.json',
+  ])('decodes the golden reply %s', async (name) => {
     const reply = auditReplySchema.parse(golden(name));
     expect(await decodeReply(await encodeReply(reply), 'gzip')).toEqual(golden(name));
     // Plain JSON (a reply without Content-Encoding) is read too.
     expect(await decodeReply(Buffer.from(JSON.stringify(golden(name))), undefined)).toEqual(golden(name));
   });
 
-  it('reads a v1.2 run\'s conditions, with or without the count of runs that overlapped it', () => {
+  it("reads a v1.2 run's conditions, with or without the count of runs that overlapped it", () => {
     const reply = auditReplySchema.parse(golden('audit-reply-ok-with-conditions.json'));
-    expect(reply.ok && reply.result.conditions).toMatchObject({ benchmarkIndex: 2431, baselineBenchmarkIndex: 2460, concurrentRuns: 0, overlappingRuns: 1 });
-    const earlier = golden('audit-reply-ok-with-conditions.json') as { result: { conditions: Record<string, unknown> } };
+    expect(reply.ok && reply.result.conditions).toMatchObject({
+      benchmarkIndex: 2431,
+      baselineBenchmarkIndex: 2460,
+      concurrentRuns: 0,
+      overlappingRuns: 1,
+    });
+    const earlier = golden('audit-reply-ok-with-conditions.json') as {
+      result: { conditions: Record<string, unknown> };
+    };
     delete earlier.result.conditions['overlappingRuns'];
     const parsed = auditReplySchema.parse(earlier);
     expect(parsed.ok && parsed.result.conditions?.overlappingRuns).toBeUndefined();
@@ -93,13 +129,19 @@ describe('NATS contract v1', () => {
   });
 
   it('reads an error code a later v1 agent may add', () => {
-    const reply = auditReplySchema.parse({ ok: false, error: { code: 'SOMETHING_NEW', message: 'from the future', retryable: true } });
+    const reply = auditReplySchema.parse({
+      ok: false,
+      error: { code: 'SOMETHING_NEW', message: 'from the future', retryable: true },
+    });
     expect(!reply.ok && reply.error.code).toBe('SOMETHING_NEW');
   });
 
   it('rejects a reply that breaks the contract', () => {
     expect(auditReplySchema.safeParse({ ok: true }).success).toBe(false);
-    expect(auditReplySchema.safeParse({ ok: false, error: { code: 'PAGE_LOAD_FAILED', message: 'no retryable flag' } }).success).toBe(false);
+    expect(
+      auditReplySchema.safeParse({ ok: false, error: { code: 'PAGE_LOAD_FAILED', message: 'no retryable flag' } })
+        .success,
+    ).toBe(false);
     expect(auditJobSchema.safeParse({ ...(golden('audit-job.json') as object), location: 'mars' }).success).toBe(false);
   });
 });

@@ -68,16 +68,23 @@ beforeAll(async () => {
   await timed('compose up', () => compose([...files, 'up', '-d'], env));
   gateway = `http://127.0.0.1:${port}`;
   prometheus = `http://127.0.0.1:${prometheusPort}`;
-  await vi.waitFor(async () => expect((await fetch(`${gateway}/readyz`)).status).toBe(200), { timeout: 120_000, interval: 500 });
+  await vi.waitFor(async () => expect((await fetch(`${gateway}/readyz`)).status).toBe(200), {
+    timeout: 120_000,
+    interval: 500,
+  });
 
   token = /token \(shown once, keep it secret\): (\S+)/.exec(await admin('create-user', 'compose-alice'))![1]!;
   await admin('add-project', 'compose-alice', PAGE, '--locations', 'frankfurt,tokyo', '--runs', '1');
   checker = await openApiResponseChecker(await (await fetch(`${gateway}/v1/openapi.json`)).json());
   // Both agents announced: an update offered before would find a location without agents.
-  await vi.waitFor(async () => {
-    const metrics = await (await fetch(`${gateway}/metrics`)).text();
-    for (const location of ['frankfurt', 'tokyo']) expect(metrics).toMatch(new RegExp(`perfwatch_agents\\{location="${location}"\\} 1`));
-  }, { timeout: 120_000, interval: 1_000 });
+  await vi.waitFor(
+    async () => {
+      const metrics = await (await fetch(`${gateway}/metrics`)).text();
+      for (const location of ['frankfurt', 'tokyo'])
+        expect(metrics).toMatch(new RegExp(`perfwatch_agents\\{location="${location}"\\} 1`));
+    },
+    { timeout: 120_000, interval: 1_000 },
+  );
 }, 1_800_000);
 
 afterAll(async () => {
@@ -95,12 +102,23 @@ const auth = () => ({ Authorization: token });
 describe('the images', () => {
   it('run as user node on a read-only root, and keep no build secret', async () => {
     for (const service of ['gateway', 'agent-frankfurt']) {
-      const [inspected] = JSON.parse((await run(engine, ['inspect', container(service)])).stdout) as Array<{ Config: { User: string }; HostConfig: { ReadonlyRootfs: boolean } }>;
+      const [inspected] = JSON.parse((await run(engine, ['inspect', container(service)])).stdout) as Array<{
+        Config: { User: string };
+        HostConfig: { ReadonlyRootfs: boolean };
+      }>;
       expect(inspected!.Config.User, service).toBe('node');
       expect(inspected!.HostConfig.ReadonlyRootfs, service).toBe(true);
     }
     for (const image of ['perfwatch-gateway', 'perfwatch-agent']) {
-      const { stdout } = await run(engine, ['run', '--rm', '--entrypoint', 'sh', image, '-c', 'ls -A /run/secrets 2>/dev/null; grep -rl "BEGIN CERTIFICATE" /app /root /home/node 2>/dev/null | grep -v node_modules || true']);
+      const { stdout } = await run(engine, [
+        'run',
+        '--rm',
+        '--entrypoint',
+        'sh',
+        image,
+        '-c',
+        'ls -A /run/secrets 2>/dev/null; grep -rl "BEGIN CERTIFICATE" /app /root /home/node 2>/dev/null | grep -v node_modules || true',
+      ]);
       expect(stdout.trim(), image).toBe('');
     }
   });
@@ -108,31 +126,69 @@ describe('the images', () => {
 
 describe('the stack from deploy/docker-compose.yml', () => {
   it('runs a sync update with real Lighthouse in both locations, GET and POST alike, and serves it back', async () => {
-    const [viaGet, viaPost] = await timed('sync update (GET, then POST)', () => getAndPost(checker, gateway, 'update', { url: PAGE, device: 'desktop' }, { url: PAGE, device: 'desktop' }, { token, same: false }));
+    const [viaGet, viaPost] = await timed('sync update (GET, then POST)', () =>
+      getAndPost(
+        checker,
+        gateway,
+        'update',
+        { url: PAGE, device: 'desktop' },
+        { url: PAGE, device: 'desktop' },
+        { token, same: false },
+      ),
+    );
     for (const reply of [viaGet, viaPost]) {
       expect(reply.status, JSON.stringify(reply.body).slice(0, 500)).toBe(200);
       const result: AuditResult = auditResultSchema.parse(reply.body);
       expect(Object.keys(result.desktop ?? {}).sort()).toEqual(['frankfurt', 'tokyo']);
       const cell = result.desktop!.frankfurt!;
       expect(cell.lighthouse['requestedUrl']).toBe(PAGE);
-      expect((cell.lighthouse['categories'] as { performance: { score: number } }).performance.score).toBeGreaterThan(0);
+      expect((cell.lighthouse['categories'] as { performance: { score: number } }).performance.score).toBeGreaterThan(
+        0,
+      );
     }
     const date = auditResultSchema.parse(viaPost.body).desktop!.tokyo!.lighthouse.date;
     const [audit] = await getAndPost(checker, gateway, 'audit', { url: PAGE, date }, { url: PAGE, date }, { token });
     expect(audit.status).toBe(200);
     expect(auditResultSchema.parse(audit.body).desktop!.tokyo!.lighthouse['requestedUrl']).toBe(PAGE);
     const day = date.slice(0, 10);
-    const [overview] = await getAndPost(checker, gateway, 'overview', { startDate: day, endDate: day }, { dateRange: { startDate: day, endDate: day } }, { token });
-    expect(overviewResponseSchema.parse(overview.body).filter((record) => record.section === 'LIGHTHOUSE' && record.kpi === 'performance').map((record) => record.location).sort()).toEqual(['frankfurt', 'frankfurt', 'tokyo', 'tokyo']);
+    const [overview] = await getAndPost(
+      checker,
+      gateway,
+      'overview',
+      { startDate: day, endDate: day },
+      { dateRange: { startDate: day, endDate: day } },
+      { token },
+    );
+    expect(
+      overviewResponseSchema
+        .parse(overview.body)
+        .filter((record) => record.section === 'LIGHTHOUSE' && record.kpi === 'performance')
+        .map((record) => record.location)
+        .sort(),
+    ).toEqual(['frankfurt', 'frankfurt', 'tokyo', 'tokyo']);
     const [projects] = await getAndPost(checker, gateway, 'projects', {}, {}, { token });
     expect(JSON.stringify(projects.body)).toContain(PAGE);
   }, 300_000);
 
   it('answers bad input, a bad token and another method as documented, GET and POST alike', async () => {
-    const [bad] = await getAndPost(checker, gateway, 'audit', { url: PAGE, date: 'yesterday' }, { url: PAGE, date: 'yesterday' }, { token });
+    const [bad] = await getAndPost(
+      checker,
+      gateway,
+      'audit',
+      { url: PAGE, date: 'yesterday' },
+      { url: PAGE, date: 'yesterday' },
+      { token },
+    );
     expect(bad.status).toBe(400);
     expect(errorsOf(bad)).toMatch(/date/);
-    const [unknown] = await getAndPost(checker, gateway, 'update', { url: 'https://nobody.example/' }, { url: 'https://nobody.example/' }, { token });
+    const [unknown] = await getAndPost(
+      checker,
+      gateway,
+      'update',
+      { url: 'https://nobody.example/' },
+      { url: 'https://nobody.example/' },
+      { token },
+    );
     expect(unknown.status).toBe(404);
     const [refused] = await getAndPost(checker, gateway, 'projects', {}, {}, { token: 'pw_not-a-token' });
     expect(refused.status).toBe(401);
@@ -142,16 +198,33 @@ describe('the stack from deploy/docker-compose.yml', () => {
   });
 
   it('runs an async update through the JetStream queue to done, both locations stored', async () => {
-    const accepted = await send(gateway, 'update', 'POST', { body: { url: PAGE, device: 'mobile', mode: 'async' } }, auth());
+    const accepted = await send(
+      gateway,
+      'update',
+      'POST',
+      { body: { url: PAGE, device: 'mobile', mode: 'async' } },
+      auth(),
+    );
     expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
     const { id } = accepted.body as { ok: number; id: string };
-    const done = await timed('async update', () => vi.waitFor(async () => {
-      const state = updateStatusSchema.parse((await send(gateway, `updates/${id}`, 'GET', {}, auth())).body);
-      expect(state.status).toMatch(/^(done|failed)$/);
-      return state;
-    }, { timeout: 240_000, interval: 1_000 }));
+    const done = await timed('async update', () =>
+      vi.waitFor(
+        async () => {
+          const state = updateStatusSchema.parse((await send(gateway, `updates/${id}`, 'GET', {}, auth())).body);
+          expect(state.status).toMatch(/^(done|failed)$/);
+          return state;
+        },
+        { timeout: 240_000, interval: 1_000 },
+      ),
+    );
     expect(done.status, JSON.stringify(done)).toBe('done');
-    const audit = await send(gateway, 'audit', 'GET', { query: { url: PAGE, date: done.date!, device: 'mobile' } }, auth());
+    const audit = await send(
+      gateway,
+      'audit',
+      'GET',
+      { query: { url: PAGE, date: done.date!, device: 'mobile' } },
+      auth(),
+    );
     expect(Object.keys(auditResultSchema.parse(audit.body).mobile ?? {}).sort()).toEqual(['frankfurt', 'tokyo']);
   }, 300_000);
 
@@ -161,11 +234,21 @@ describe('the stack from deploy/docker-compose.yml', () => {
     const cron = `${at.getUTCSeconds()} ${at.getUTCMinutes()} ${at.getUTCHours()} * * *`;
     await admin('add-project', 'compose-alice', SCHEDULED, '--locations', 'tokyo', '--runs', '1', '--schedule', cron);
     const day = at.toISOString().slice(0, 10);
-    await timed('scheduled update', () => vi.waitFor(async () => {
-      const overview = await send(gateway, 'overview', 'GET', { query: { startDate: day, endDate: day } }, auth());
-      const records = overviewResponseSchema.parse(overview.body).filter((record) => record.url === SCHEDULED && record.kpi === 'performance');
-      expect(records.map((record) => [record.device, record.location, record.updateType]).sort()).toEqual([['desktop', 'tokyo', 'Scheduled'], ['mobile', 'tokyo', 'Scheduled']]);
-    }, { timeout: 240_000, interval: 2_000 }));
+    await timed('scheduled update', () =>
+      vi.waitFor(
+        async () => {
+          const overview = await send(gateway, 'overview', 'GET', { query: { startDate: day, endDate: day } }, auth());
+          const records = overviewResponseSchema
+            .parse(overview.body)
+            .filter((record) => record.url === SCHEDULED && record.kpi === 'performance');
+          expect(records.map((record) => [record.device, record.location, record.updateType]).sort()).toEqual([
+            ['desktop', 'tokyo', 'Scheduled'],
+            ['mobile', 'tokyo', 'Scheduled'],
+          ]);
+        },
+        { timeout: 240_000, interval: 2_000 },
+      ),
+    );
   }, 300_000);
 
   it('runs Chrome in its own sandbox: renderers in a user namespace of their own, never --no-sandbox', async () => {
@@ -176,7 +259,9 @@ const chromes = fs.readdirSync('/proc').filter((p) => /^\\d+$/.test(p)).flatMap(
   try { return [{ args: fs.readFileSync('/proc/' + p + '/cmdline', 'utf8'), ns: fs.readlinkSync('/proc/' + p + '/ns/user') }]; } catch { return []; }
 }).filter((p) => p.args.includes('chromium'));
 console.log(JSON.stringify({ own, chromes }));`;
-    const { own, chromes } = JSON.parse((await run(engine, ['exec', container('agent-tokyo'), 'node', '-e', script])).stdout) as { own: string; chromes: Array<{ args: string; ns: string }> };
+    const { own, chromes } = JSON.parse(
+      (await run(engine, ['exec', container('agent-tokyo'), 'node', '-e', script])).stdout,
+    ) as { own: string; chromes: Array<{ args: string; ns: string }> };
     expect(chromes.length).toBeGreaterThan(0);
     expect(chromes.filter((chrome) => chrome.args.includes('--no-sandbox'))).toEqual([]);
     const renderers = chromes.filter((chrome) => chrome.args.includes('--type=renderer'));
@@ -187,12 +272,25 @@ console.log(JSON.stringify({ own, chromes }));`;
   it('passes the health checks of NATS, the gateway and the agents, and Prometheus scrapes all three', async () => {
     for (const service of ['nats', 'gateway', 'agent-frankfurt', 'agent-tokyo']) {
       if (engine === 'podman') await run('podman', ['healthcheck', 'run', container(service)]);
-      else expect((await run('docker', ['inspect', '-f', '{{.State.Health.Status}}', container(service)])).stdout.trim(), service).toBe('healthy');
+      else
+        expect(
+          (await run('docker', ['inspect', '-f', '{{.State.Health.Status}}', container(service)])).stdout.trim(),
+          service,
+        ).toBe('healthy');
     }
-    await vi.waitFor(async () => {
-      const { data } = (await (await fetch(`${prometheus}/api/v1/targets`)).json()) as { data: { activeTargets: Array<{ labels: { job: string; instance: string }; health: string }> } };
-      expect(data.activeTargets.map((target) => `${target.labels.instance} ${target.health}`).sort()).toEqual(['agent-frankfurt:9464 up', 'agent-tokyo:9464 up', 'gateway:8080 up']);
-    }, { timeout: 60_000, interval: 2_000 });
+    await vi.waitFor(
+      async () => {
+        const { data } = (await (await fetch(`${prometheus}/api/v1/targets`)).json()) as {
+          data: { activeTargets: Array<{ labels: { job: string; instance: string }; health: string }> };
+        };
+        expect(data.activeTargets.map((target) => `${target.labels.instance} ${target.health}`).sort()).toEqual([
+          'agent-frankfurt:9464 up',
+          'agent-tokyo:9464 up',
+          'gateway:8080 up',
+        ]);
+      },
+      { timeout: 60_000, interval: 2_000 },
+    );
   }, 120_000);
 
   it('stops an idle agent container within 2 s of SIGTERM', async () => {
@@ -200,7 +298,9 @@ console.log(JSON.stringify({ own, chromes }));`;
     await run(engine, ['stop', '-t', '10', container('agent-frankfurt')]);
     const stopMs = performance.now() - started;
     timings['idle agent stop'] = Math.round(stopMs);
-    const [inspected] = JSON.parse((await run(engine, ['inspect', container('agent-frankfurt')])).stdout) as Array<{ State: { ExitCode: number } }>;
+    const [inspected] = JSON.parse((await run(engine, ['inspect', container('agent-frankfurt')])).stdout) as Array<{
+      State: { ExitCode: number };
+    }>;
     expect(inspected!.State.ExitCode).toBe(0);
     expect(stopMs).toBeLessThan(2_500);
   });

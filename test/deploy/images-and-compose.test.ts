@@ -26,13 +26,27 @@ describe.each(['gateway', 'agent'])('%s image', (name) => {
 });
 
 describe('docker-compose stack', () => {
-  type Service = { image?: string; build?: { context: string; dockerfile: string }; environment?: Record<string, string | null>; volumes?: string[]; restart?: string; healthcheck?: { test: string[] }; depends_on?: Record<string, { condition: string }>; ports?: string[]; security_opt?: string[] };
-  const compose = parse(readFileSync(join(deploy, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, Service> };
+  type Service = {
+    image?: string;
+    build?: { context: string; dockerfile: string };
+    environment?: Record<string, string | null>;
+    volumes?: string[];
+    restart?: string;
+    healthcheck?: { test: string[] };
+    depends_on?: Record<string, { condition: string }>;
+    ports?: string[];
+    security_opt?: string[];
+  };
+  const compose = parse(readFileSync(join(deploy, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+    services: Record<string, Service>;
+  };
   const services = compose.services;
 
   it('runs NATS, MongoDB, a gateway, agents in two locations and Prometheus, from official images by default', () => {
     expect(Object.keys(services)).toEqual(expect.arrayContaining(['nats', 'mongodb', 'gateway', 'prometheus']));
-    const locations = Object.values(services).map((s) => s.environment?.['PERFWATCH_LOCATION']).filter(Boolean);
+    const locations = Object.values(services)
+      .map((s) => s.environment?.['PERFWATCH_LOCATION'])
+      .filter(Boolean);
     expect(new Set(locations).size).toBe(2);
     for (const location of locations) expect(LOCATIONS).toContain(location);
     expect(services['nats']!.image).toBe('${PERFWATCH_NATS_IMAGE:-nats:2.11-alpine}');
@@ -51,10 +65,12 @@ describe('docker-compose stack', () => {
     expect(services['nats']!.ports).toBeUndefined();
   });
 
-  it('runs agents with the seccomp profile of Chrome\'s sandbox, and mounts files that exist', () => {
+  it("runs agents with the seccomp profile of Chrome's sandbox, and mounts files that exist", () => {
     for (const [name, service] of Object.entries(services)) {
-      if (service.environment?.['PERFWATCH_LOCATION']) expect(service.security_opt, name).toEqual(['seccomp=./seccomp/chrome-sandbox.json']);
-      if (service.build) expect(existsSync(join(deploy, service.build.context, service.build.dockerfile)), name).toBe(true);
+      if (service.environment?.['PERFWATCH_LOCATION'])
+        expect(service.security_opt, name).toEqual(['seccomp=./seccomp/chrome-sandbox.json']);
+      if (service.build)
+        expect(existsSync(join(deploy, service.build.context, service.build.dockerfile)), name).toBe(true);
       for (const volume of service.volumes ?? []) {
         const source = volume.split(':')[0]!;
         if (source.startsWith('.')) expect(existsSync(join(deploy, source)), `${name}: ${source}`).toBe(true);

@@ -33,7 +33,10 @@ async function build(dir: string): Promise<K8sObject[]> {
 /** The kubernetes-models class for an object's apiVersion and kind; unknown kinds fail the test. */
 async function validate(object: K8sObject): Promise<void> {
   const [group, version] = object.apiVersion.includes('/') ? object.apiVersion.split('/') : ['', object.apiVersion];
-  const module = group === 'monitoring.coreos.com' ? `@kubernetes-models/prometheus-operator/${group}/${version}/${object.kind}` : `kubernetes-models/${group ? `${group}/` : ''}${version}/${object.kind}`;
+  const module =
+    group === 'monitoring.coreos.com'
+      ? `@kubernetes-models/prometheus-operator/${group}/${version}/${object.kind}`
+      : `kubernetes-models/${group ? `${group}/` : ''}${version}/${object.kind}`;
   const exports = (await import(module)) as Record<string, new (data: unknown) => { validate(): void }>;
   const Model = exports[object.kind];
   if (!Model) throw new Error(`no schema for ${object.apiVersion} ${object.kind}`);
@@ -50,38 +53,58 @@ describe('Kubernetes manifests', () => {
   it.each(overlayNames)('overlay %s builds, and every object validates against its schema', async (name) => {
     const objects = await build(join(overlays, name));
     expect(objects.length).toBeGreaterThan(0);
-    for (const object of objects) await expect(validate(object), `${object.kind} ${object.metadata.name}`).resolves.toBeUndefined();
+    for (const object of objects)
+      await expect(validate(object), `${object.kind} ${object.metadata.name}`).resolves.toBeUndefined();
   });
 
-  it.each(overlayNames)('overlay %s: every NetworkPolicy rule names its peer, and agents\' ops port admits the monitoring namespace only', async (name) => {
-    type Rule = { from?: unknown[]; to?: unknown[] };
-    const policies = (await build(join(overlays, name))).filter((o) => o.kind === 'NetworkPolicy') as Array<K8sObject & { spec: { ingress?: Rule[]; egress?: Rule[] } }>;
-    expect(policies).toHaveLength(1);
-    const policy = policies[0]!;
-    for (const rule of policy.spec.egress ?? []) expect(rule.to?.length, JSON.stringify(rule)).toBeGreaterThan(0);
-    if (name.startsWith('agent-')) {
-      expect(policy.spec.ingress).toEqual([{ from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }], ports: [{ port: 9464, protocol: 'TCP' }] }]);
-    }
-  });
+  it.each(overlayNames)(
+    "overlay %s: every NetworkPolicy rule names its peer, and agents' ops port admits the monitoring namespace only",
+    async (name) => {
+      type Rule = { from?: unknown[]; to?: unknown[] };
+      const policies = (await build(join(overlays, name))).filter((o) => o.kind === 'NetworkPolicy') as Array<
+        K8sObject & { spec: { ingress?: Rule[]; egress?: Rule[] } }
+      >;
+      expect(policies).toHaveLength(1);
+      const policy = policies[0]!;
+      for (const rule of policy.spec.egress ?? []) expect(rule.to?.length, JSON.stringify(rule)).toBeGreaterThan(0);
+      if (name.startsWith('agent-')) {
+        expect(policy.spec.ingress).toEqual([
+          {
+            from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }],
+            ports: [{ port: 9464, protocol: 'TCP' }],
+          },
+        ]);
+      }
+    },
+  );
 
-  it.each(overlayNames)('overlay %s reaches NATS over TLS with an nkey seed and a CA from a Secret of its own', async (name) => {
-    const objects = await build(join(overlays, name));
-    const config = objects.find((o) => o.kind === 'ConfigMap')!.data!;
-    expect(config['NATS_URL']).toMatch(/^tls:\/\//);
-    const pod = (objects.find((o) => o.kind === 'Deployment') as K8sObject & { spec: { template: { spec: PodSpec } } }).spec.template.spec;
-    const mounts = pod.containers[0]!.volumeMounts as Array<{ name: string; mountPath: string; readOnly?: boolean }>;
-    for (const file of [config['NATS_NKEY_SEED_FILE'], config['NATS_TLS_CA_FILE']]) {
-      const mount = mounts.find((m) => file?.startsWith(`${m.mountPath}/`));
-      expect(mount, `${file} is on no volume`).toBeDefined();
-      expect(mount!.readOnly).toBe(true);
-      const volume = pod.volumes.find((v) => v.name === mount!.name) as { secret?: { secretName: string; defaultMode: number } };
-      expect(volume.secret?.defaultMode).toBe(0o440);
-      const location = name.replace(/^agent-/, '');
-      expect(volume.secret?.secretName).toBe(name === 'gateway' ? 'perfwatch-gateway-nats' : `perfwatch-agent-nats-${location}`);
-    }
-  });
+  it.each(overlayNames)(
+    'overlay %s reaches NATS over TLS with an nkey seed and a CA from a Secret of its own',
+    async (name) => {
+      const objects = await build(join(overlays, name));
+      const config = objects.find((o) => o.kind === 'ConfigMap')!.data!;
+      expect(config['NATS_URL']).toMatch(/^tls:\/\//);
+      const pod = (
+        objects.find((o) => o.kind === 'Deployment') as K8sObject & { spec: { template: { spec: PodSpec } } }
+      ).spec.template.spec;
+      const mounts = pod.containers[0]!.volumeMounts as Array<{ name: string; mountPath: string; readOnly?: boolean }>;
+      for (const file of [config['NATS_NKEY_SEED_FILE'], config['NATS_TLS_CA_FILE']]) {
+        const mount = mounts.find((m) => file?.startsWith(`${m.mountPath}/`));
+        expect(mount, `${file} is on no volume`).toBeDefined();
+        expect(mount!.readOnly).toBe(true);
+        const volume = pod.volumes.find((v) => v.name === mount!.name) as {
+          secret?: { secretName: string; defaultMode: number };
+        };
+        expect(volume.secret?.defaultMode).toBe(0o440);
+        const location = name.replace(/^agent-/, '');
+        expect(volume.secret?.secretName).toBe(
+          name === 'gateway' ? 'perfwatch-gateway-nats' : `perfwatch-agent-nats-${location}`,
+        );
+      }
+    },
+  );
 
-  it('the gateway\'s ConfigMap is a configuration the gateway takes, trusting the ingress for client addresses', async () => {
+  it("the gateway's ConfigMap is a configuration the gateway takes, trusting the ingress for client addresses", async () => {
     const config = (await build(join(overlays, 'gateway'))).find((o) => o.kind === 'ConfigMap')!.data!;
     const parsed = loadGatewayConfig(config);
     expect(parsed.TRUST_PROXY).toBe('loopback, linklocal, uniquelocal');
@@ -95,29 +118,43 @@ describe('Kubernetes manifests', () => {
     await expect(validate(broken)).rejects.toThrow(/replicas/);
   });
 
-  it.each(LOCATIONS)('the %s agents serve their location, sized for one Chrome, stopping after their longest run', async (location) => {
-    const objects = await build(join(overlays, `agent-${location.replaceAll('_', '-')}`));
-    const config = objects.find((o) => o.kind === 'ConfigMap')!;
-    expect(config.data!['PERFWATCH_LOCATION']).toBe(location);
-    const deployment = objects.find((o) => o.kind === 'Deployment') as K8sObject & { spec: { selector: { matchLabels: Record<string, string> }; template: { spec: PodSpec } } };
-    expect(deployment.spec.selector.matchLabels['perfwatch.dev/location']).toBe(location);
-    const pod = deployment.spec.template.spec;
-    const container = pod.containers[0]!;
-    expect(container.envFrom[0]!.configMapRef.name).toBe(config.metadata.name);
-    expect(container.resources.requests).toEqual(container.resources.limits);
-    expect(pod.volumes.find((v) => v.name === 'dshm')!.emptyDir).toMatchObject({ medium: 'Memory' });
-    expect(container.volumeMounts).toContainEqual({ name: 'dshm', mountPath: '/dev/shm' });
-    expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(120);
-    expect(pod.securityContext.runAsNonRoot).toBe(true);
-    // Chrome keeps its own sandbox: the shipped seccomp profile, not --no-sandbox.
-    expect(pod.securityContext.seccompProfile).toEqual({ type: 'Localhost', localhostProfile: 'profiles/perfwatch-chrome-sandbox.json' });
-    expect(existsSync(join(root, 'deploy/seccomp/chrome-sandbox.json'))).toBe(true);
-    expect(config.data!['CHROME_NO_SANDBOX']).toBeUndefined();
-    expect(container.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
-    expect(container.readinessProbe.httpGet.path).toBe('/readyz');
-    const monitor = objects.find((o) => o.kind === 'PodMonitor') as K8sObject & { spec: { selector: { matchLabels: Record<string, string> } } };
-    expect(monitor.spec.selector.matchLabels['perfwatch.dev/location']).toBe(location);
-  });
+  it.each(LOCATIONS)(
+    'the %s agents serve their location, sized for one Chrome, stopping after their longest run',
+    async (location) => {
+      const objects = await build(join(overlays, `agent-${location.replaceAll('_', '-')}`));
+      const config = objects.find((o) => o.kind === 'ConfigMap')!;
+      expect(config.data!['PERFWATCH_LOCATION']).toBe(location);
+      const deployment = objects.find((o) => o.kind === 'Deployment') as K8sObject & {
+        spec: { selector: { matchLabels: Record<string, string> }; template: { spec: PodSpec } };
+      };
+      expect(deployment.spec.selector.matchLabels['perfwatch.dev/location']).toBe(location);
+      const pod = deployment.spec.template.spec;
+      const container = pod.containers[0]!;
+      expect(container.envFrom[0]!.configMapRef.name).toBe(config.metadata.name);
+      expect(container.resources.requests).toEqual(container.resources.limits);
+      expect(pod.volumes.find((v) => v.name === 'dshm')!.emptyDir).toMatchObject({ medium: 'Memory' });
+      expect(container.volumeMounts).toContainEqual({ name: 'dshm', mountPath: '/dev/shm' });
+      expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(120);
+      expect(pod.securityContext.runAsNonRoot).toBe(true);
+      // Chrome keeps its own sandbox: the shipped seccomp profile, not --no-sandbox.
+      expect(pod.securityContext.seccompProfile).toEqual({
+        type: 'Localhost',
+        localhostProfile: 'profiles/perfwatch-chrome-sandbox.json',
+      });
+      expect(existsSync(join(root, 'deploy/seccomp/chrome-sandbox.json'))).toBe(true);
+      expect(config.data!['CHROME_NO_SANDBOX']).toBeUndefined();
+      expect(container.securityContext).toMatchObject({
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        capabilities: { drop: ['ALL'] },
+      });
+      expect(container.readinessProbe.httpGet.path).toBe('/readyz');
+      const monitor = objects.find((o) => o.kind === 'PodMonitor') as K8sObject & {
+        spec: { selector: { matchLabels: Record<string, string> } };
+      };
+      expect(monitor.spec.selector.matchLabels['perfwatch.dev/location']).toBe(location);
+    },
+  );
 });
 
 interface PodSpec {

@@ -17,7 +17,13 @@ let registry: AgentRegistry;
 let agent: PerfwatchProcess;
 
 beforeAll(async () => {
-  stack = await agentProcessUnderTest({ PERFWATCH_LOCATION: 'tokyo', PERFWATCH_AGENT_ID: 'tokyo-wide', PERFWATCH_CAPACITY: '2', PERFWATCH_RUNS_PER_BROWSER: '10', LOG_LEVEL: 'warn' });
+  stack = await agentProcessUnderTest({
+    PERFWATCH_LOCATION: 'tokyo',
+    PERFWATCH_AGENT_ID: 'tokyo-wide',
+    PERFWATCH_CAPACITY: '2',
+    PERFWATCH_RUNS_PER_BROWSER: '10',
+    LOG_LEVEL: 'warn',
+  });
   ({ nc, registry, agent } = stack);
 });
 
@@ -28,7 +34,9 @@ afterAll(async () => {
 
 describe('agent capacity', () => {
   it(`runs ${RUNS} audits two at a time on two Chromes, replaces them, and leaves no Chrome behind`, async () => {
-    await vi.waitFor(() => expect(registry.agents('tokyo')).toMatchObject([{ agentId: 'tokyo-wide', capacity: 2 }]), { timeout: 30_000 });
+    await vi.waitFor(() => expect(registry.agents('tokyo')).toMatchObject([{ agentId: 'tokyo-wide', capacity: 2 }]), {
+      timeout: 30_000,
+    });
     const pid = agent.child.pid!;
     const dirs = new Set<string>();
     let mostBrowsers = 0;
@@ -51,16 +59,35 @@ describe('agent capacity', () => {
     const started = performance.now();
     const outcomes = await Promise.all(
       Array.from({ length: RUNS }, (_, runIndex) =>
-        dispatcher.dispatch({ jobId: `cap-${runIndex}`, updateId: 'capacity', url, device: runIndex % 2 ? 'desktop' : 'mobile', location: 'tokyo', runIndex: runIndex % 100, timeoutMs: 120_000 }, { timeoutMs: 900_000, requestId: `cap-${runIndex}` }),
+        dispatcher.dispatch(
+          {
+            jobId: `cap-${runIndex}`,
+            updateId: 'capacity',
+            url,
+            device: runIndex % 2 ? 'desktop' : 'mobile',
+            location: 'tokyo',
+            runIndex: runIndex % 100,
+            timeoutMs: 120_000,
+          },
+          { timeoutMs: 900_000, requestId: `cap-${runIndex}` },
+        ),
       ),
     );
     const seconds = (performance.now() - started) / 1000;
     sampling = false;
     await sampler;
-    console.log(`agent capacity 2: ${RUNS} runs in ${seconds.toFixed(0)} s (${((RUNS / seconds) * 3600).toFixed(0)} audits/hour), ${dirs.size} Chromes used`);
+    console.log(
+      `agent capacity 2: ${RUNS} runs in ${seconds.toFixed(0)} s (${((RUNS / seconds) * 3600).toFixed(0)} audits/hour), ${dirs.size} Chromes used`,
+    );
 
     expect(outcomes.filter((o) => !o.ok)).toEqual([]);
-    expect(new Set(await Promise.all(outcomes.map(async (o) => (o.ok ? (await o.result.lighthouse.read()).configSettings?.formFactor : null))))).toEqual(new Set(['mobile', 'desktop']));
+    expect(
+      new Set(
+        await Promise.all(
+          outcomes.map(async (o) => (o.ok ? (await o.result.lighthouse.read()).configSettings?.formFactor : null)),
+        ),
+      ),
+    ).toEqual(new Set(['mobile', 'desktop']));
     // Two at a time, never more; 10 runs per Chrome: at least 5 Chromes over the 50 runs.
     expect(mostBrowsers, excess.slice(0, 3).join('\n')).toBe(2);
     expect(dirs.size).toBeGreaterThanOrEqual(RUNS / 10);

@@ -22,7 +22,11 @@ afterAll(async () => {
 });
 
 function startAgentProcess(location: Location): PerfwatchProcess {
-  const agent = spawnPerfwatch(['agent'], { NATS_URL: nats.url, PERFWATCH_LOCATION: location, PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' });
+  const agent = spawnPerfwatch(['agent'], {
+    NATS_URL: nats.url,
+    PERFWATCH_LOCATION: location,
+    PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
+  });
   agents.push(agent);
   return agent;
 }
@@ -30,7 +34,15 @@ function startAgentProcess(location: Location): PerfwatchProcess {
 async function audit(location: Location): Promise<void> {
   const nc = await connect({ servers: nats.url });
   try {
-    const job = { jobId: `crash-${location}`, updateId: 'crash', url: `${inject('siteUrl')}index.html`, device: 'mobile' as const, location, runIndex: 0, timeoutMs: 120_000 };
+    const job = {
+      jobId: `crash-${location}`,
+      updateId: 'crash',
+      url: `${inject('siteUrl')}index.html`,
+      device: 'mobile' as const,
+      location,
+      runIndex: 0,
+      timeoutMs: 120_000,
+    };
     const msg = await nc.request(`perfwatch.audit.v1.${location}`, encodeJob(job), { timeout: 150_000 });
     expect((await decodeReply(msg.data, msg.headers?.get(HEADERS.contentEncoding))).ok).toBe(true);
   } finally {
@@ -39,7 +51,7 @@ async function audit(location: Location): Promise<void> {
 }
 
 describe('agent crash', () => {
-  it('the next agent reaps a killed agent\'s Chrome and spares a live one\'s', async () => {
+  it("the next agent reaps a killed agent's Chrome and spares a live one's", async () => {
     const doomed = startAgentProcess('london');
     const survivor = startAgentProcess('tokyo');
     await Promise.all([doomed.waitFor(/agent serving location/), survivor.waitFor(/agent serving location/)]);
@@ -57,7 +69,9 @@ describe('agent crash', () => {
     const next = startAgentProcess('london');
     await next.waitFor(/agent serving location/);
     expect(next.output()).toMatch(/removed the Chrome of an agent that died/);
-    await expect.poll(async () => (await chromesOf(doomed.child.pid!)).flatMap((c) => c.pids), { timeout: 5_000 }).toEqual([]);
+    await expect
+      .poll(async () => (await chromesOf(doomed.child.pid!)).flatMap((c) => c.pids), { timeout: 5_000 })
+      .toEqual([]);
     expect(existsSync(orphaned!.dir)).toBe(false);
     expect((await chromesOf(survivor.child.pid!))[0]!.pids).toEqual(spared!.pids);
 

@@ -17,7 +17,11 @@ let registry: AgentRegistry;
 let agent: PerfwatchProcess;
 
 beforeAll(async () => {
-  stack = await agentProcessUnderTest({ PERFWATCH_LOCATION: 'frankfurt', PERFWATCH_AGENT_ID: 'fra-stopping', PERFWATCH_OPS_HOST: '127.0.0.1' });
+  stack = await agentProcessUnderTest({
+    PERFWATCH_LOCATION: 'frankfurt',
+    PERFWATCH_AGENT_ID: 'fra-stopping',
+    PERFWATCH_OPS_HOST: '127.0.0.1',
+  });
   ({ nc, registry, agent } = stack);
 });
 
@@ -30,13 +34,24 @@ describe('agent shutdown', () => {
     const ops = (await agent.waitFor(/"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"ops server listening/))[1]!;
     await vi.waitFor(() => expect(registry.agents('frankfurt')).toHaveLength(1), { timeout: 30_000 });
     const dispatcher = createNatsDispatcher({ nc, logger: silentLogger, registry });
-    const job = { jobId: 'stop-1', updateId: 'stop', url: `${inject('siteUrl')}index.html`, device: 'mobile' as const, location: 'frankfurt' as const, runIndex: 0, timeoutMs: 120_000 };
+    const job = {
+      jobId: 'stop-1',
+      updateId: 'stop',
+      url: `${inject('siteUrl')}index.html`,
+      device: 'mobile' as const,
+      location: 'frankfurt' as const,
+      runIndex: 0,
+      timeoutMs: 120_000,
+    };
     const run = dispatcher.dispatch(job, { timeoutMs: 150_000, requestId: 'stop-1' });
     await vi.waitFor(() => expect(registry.agents('frankfurt')?.[0]?.busy).toBe(1), { timeout: 10_000 });
     expect((await fetch(`${ops}/readyz`)).status).toBe(200);
 
     agent.child.kill('SIGTERM');
-    await vi.waitFor(async () => expect((await fetch(`${ops}/readyz`)).status).toBe(503), { timeout: 2_000, interval: 50 });
+    await vi.waitFor(async () => expect((await fetch(`${ops}/readyz`)).status).toBe(503), {
+      timeout: 2_000,
+      interval: 50,
+    });
     expect((await fetch(`${ops}/healthz`)).status).toBe(200);
     await vi.waitFor(() => expect(registry.agents('frankfurt')).toEqual([]), { timeout: 2_000 });
     // A job offered now finds nobody: the stopping agent takes no more work.
@@ -52,11 +67,25 @@ describe('agent shutdown', () => {
   }, 120_000);
 
   it('on SIGTERM while idle, with a warm Chrome: exits 0 within 2 s, no Chrome left', async () => {
-    const idle = spawnPerfwatch(['agent'], { NATS_URL: stack.natsUrl, PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8', PERFWATCH_LOCATION: 'tokyo', PERFWATCH_AGENT_ID: 'tyo-idle', PERFWATCH_OPS_PORT: '0' });
+    const idle = spawnPerfwatch(['agent'], {
+      NATS_URL: stack.natsUrl,
+      PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
+      PERFWATCH_LOCATION: 'tokyo',
+      PERFWATCH_AGENT_ID: 'tyo-idle',
+      PERFWATCH_OPS_PORT: '0',
+    });
     try {
       await vi.waitFor(() => expect(registry.agents('tokyo')).toHaveLength(1), { timeout: 30_000 });
       const dispatcher = createNatsDispatcher({ nc, logger: silentLogger, registry });
-      const job = { jobId: 'idle-1', updateId: 'idle', url: `${inject('siteUrl')}index.html`, device: 'desktop' as const, location: 'tokyo' as const, runIndex: 0, timeoutMs: 120_000 };
+      const job = {
+        jobId: 'idle-1',
+        updateId: 'idle',
+        url: `${inject('siteUrl')}index.html`,
+        device: 'desktop' as const,
+        location: 'tokyo' as const,
+        runIndex: 0,
+        timeoutMs: 120_000,
+      };
       const outcome = await dispatcher.dispatch(job, { timeoutMs: 150_000, requestId: 'idle-1' });
       expect(outcome.ok, JSON.stringify(outcome).slice(0, 300)).toBe(true);
       expect(await chromesOf(idle.child.pid!)).not.toEqual([]);

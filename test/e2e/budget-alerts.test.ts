@@ -2,7 +2,12 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { auditResultSchema, verifyWebhookSignature, webhookPayloadSchema, type WebhookPayload } from '@perfwatch/common';
+import {
+  auditResultSchema,
+  verifyWebhookSignature,
+  webhookPayloadSchema,
+  type WebhookPayload,
+} from '@perfwatch/common';
 import { freePort, type ProjectRecord } from '@perfwatch/gateway';
 import { main as adminMain } from '../../gateway/src/admin/admin-cli.ts';
 import { spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
@@ -38,7 +43,12 @@ async function startReceiver(): Promise<void> {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      received.push({ body: Buffer.concat(chunks).toString('utf8'), signature: req.headers['x-perfwatch-signature'] as string | undefined, delivery: req.headers['x-perfwatch-delivery'] as string | undefined, at: Date.now() });
+      received.push({
+        body: Buffer.concat(chunks).toString('utf8'),
+        signature: req.headers['x-perfwatch-signature'] as string | undefined,
+        delivery: req.headers['x-perfwatch-delivery'] as string | undefined,
+        at: Date.now(),
+      });
       res.end('ok');
     });
   });
@@ -54,7 +64,10 @@ async function stopReceiver(): Promise<void> {
 
 function text(): { stream: Writable; read(): string } {
   let written = '';
-  return { stream: new Writable({ write: (chunk: Buffer, _enc, done) => ((written += chunk.toString()), done()) }), read: () => written };
+  return {
+    stream: new Writable({ write: (chunk: Buffer, _enc, done) => ((written += chunk.toString()), done()) }),
+    read: () => written,
+  };
 }
 
 const payloads = () => received.map((r) => webhookPayloadSchema.parse(JSON.parse(r.body)));
@@ -79,16 +92,40 @@ beforeAll(async () => {
       WEBHOOK_RETRY_MAX_MS: 4_000,
     },
   });
-  agent = spawnPerfwatch(['agent'], { NATS_URL: nats.url, PERFWATCH_LOCATION: 'london', PERFWATCH_AGENT_ID: 'london-alerts', PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' });
+  agent = spawnPerfwatch(['agent'], {
+    NATS_URL: nats.url,
+    PERFWATCH_LOCATION: 'london',
+    PERFWATCH_AGENT_ID: 'london-alerts',
+    PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
+  });
   await agent.waitFor(/agent serving location/);
   await gateway.admin.createUser('alerts');
   // A tick every 20 s; one update at a time, so the snapshots come one after another.
-  project = await gateway.admin.addProject('alerts', page(), { locations: ['london'], runs: 1, schedule: '*/20 * * * * *' });
-  const env = (adminEnv = { MONGODB_URI: inject('mongoUri'), MONGODB_DB: gateway.store.dbName, PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' });
+  project = await gateway.admin.addProject('alerts', page(), {
+    locations: ['london'],
+    runs: 1,
+    schedule: '*/20 * * * * *',
+  });
+  const env = (adminEnv = {
+    MONGODB_URI: inject('mongoUri'),
+    MONGODB_DB: gateway.store.dbName,
+    PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
+  });
   const out = text();
   const err = text();
-  expect(await adminMain(['set-budgets', 'alerts', page(), '--budget', 'tbt=2000'], env, out.stream, err.stream), err.read()).toBe(0);
-  expect(await adminMain(['add-webhook', 'alerts', `http://127.0.0.1:${receiverPort}/perfwatch`, '--project', page()], env, out.stream, err.stream), err.read()).toBe(0);
+  expect(
+    await adminMain(['set-budgets', 'alerts', page(), '--budget', 'tbt=2000'], env, out.stream, err.stream),
+    err.read(),
+  ).toBe(0);
+  expect(
+    await adminMain(
+      ['add-webhook', 'alerts', `http://127.0.0.1:${receiverPort}/perfwatch`, '--project', page()],
+      env,
+      out.stream,
+      err.stream,
+    ),
+    err.read(),
+  ).toBe(0);
   // The signing secret is the last word of add-webhook's output.
   secret = out.read().trim().split(/\s+/).at(-1)!;
   expect(secret).toMatch(/^pwhs_/);
@@ -117,15 +154,24 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
   }
 }
 
-const mobileChecks = (snapshot: Awaited<ReturnType<typeof snapshots>>[number]) => snapshot.results.find((r) => r.device === 'mobile')!.checks!;
-const desktopChecks = (snapshot: Awaited<ReturnType<typeof snapshots>>[number]) => snapshot.results.find((r) => r.device === 'desktop')!.checks!;
+const mobileChecks = (snapshot: Awaited<ReturnType<typeof snapshots>>[number]) =>
+  snapshot.results.find((r) => r.device === 'mobile')!.checks!;
+const desktopChecks = (snapshot: Awaited<ReturnType<typeof snapshots>>[number]) =>
+  snapshot.results.find((r) => r.device === 'desktop')!.checks!;
 
 describe('alerts from budgets, through signed webhooks', () => {
   it('announces a confirmed failure once, stays quiet while it fails, and announces the recovery, to a receiver that was down for 30 s', async () => {
     // 1. The first scheduled snapshot misses the budget on mobile: measured once more, confirmed, announced.
     const first = await until('the first snapshot', async () => (await snapshots())[0], 240_000);
     const failed = mobileChecks(first)[0]!;
-    expect(failed).toMatchObject({ key: 'tbt', kind: 'budget', pass: false, state: 'failing', event: 'budget.failed', confirmation: { pass: false } });
+    expect(failed).toMatchObject({
+      key: 'tbt',
+      kind: 'budget',
+      pass: false,
+      state: 'failing',
+      event: 'budget.failed',
+      confirmation: { pass: false },
+    });
     expect(failed.actual).toBeGreaterThan(2_000);
     expect(failed.confirmation!.actual).toBeGreaterThan(2_000);
     expect(desktopChecks(first)[0]).toMatchObject({ key: 'tbt', pass: true, state: 'passing' });
@@ -149,7 +195,9 @@ describe('alerts from budgets, through signed webhooks', () => {
     ]);
     // /v1/audit shows the same checks beside the seed's fields.
     const { token } = await gateway.admin.createToken('alerts');
-    const audit = await fetch(`${gateway.url}/v1/audit?url=${encodeURIComponent(page())}&date=${firstDate}`, { headers: { Authorization: token } });
+    const audit = await fetch(`${gateway.url}/v1/audit?url=${encodeURIComponent(page())}&date=${firstDate}`, {
+      headers: { Authorization: token },
+    });
     expect(auditResultSchema.parse(await audit.json()).mobile!.london!.checks).toEqual([failed]);
 
     // 2. The next snapshot fails too: no confirmation run, no event, nothing sent.
@@ -165,15 +213,32 @@ describe('alerts from budgets, through signed webhooks', () => {
     //    checked against it passes and announces the recovery, delivered once the receiver is back.
     await stopReceiver();
     const down = Date.now();
-    const relaxed = await fetch(`${gateway.url}/v1/budgets`, { method: 'POST', headers: { Authorization: token, 'Content-Type': 'application/json' }, body: JSON.stringify({ url: page(), budgets: { tbt: 60_000 } }) });
+    const relaxed = await fetch(`${gateway.url}/v1/budgets`, {
+      method: 'POST',
+      headers: { Authorization: token, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ url: page(), budgets: { tbt: 60_000 } }),
+    });
     expect(relaxed.status).toBe(200);
-    const recovered = await until('a snapshot that recovers', async () => (await snapshots()).find((s) => mobileChecks(s)[0]!.event === 'budget.recovered'), 300_000);
+    const recovered = await until(
+      'a snapshot that recovers',
+      async () => (await snapshots()).find((s) => mobileChecks(s)[0]!.event === 'budget.recovered'),
+      300_000,
+    );
     expect(mobileChecks(recovered)[0]).toMatchObject({ key: 'tbt', limit: 60_000, pass: true, state: 'passing' });
     // Every snapshot between the first and the recovery announced nothing.
     const all = await snapshots();
-    expect(all.slice(1, all.indexOf(all.find((s) => s.date.getTime() === recovered.date.getTime())!)).flatMap((s) => s.results.flatMap((r) => r.checks!.filter((c) => c.event)))).toEqual([]);
+    expect(
+      all
+        .slice(1, all.indexOf(all.find((s) => s.date.getTime() === recovered.date.getTime())!))
+        .flatMap((s) => s.results.flatMap((r) => r.checks!.filter((c) => c.event))),
+    ).toEqual([]);
     const hook = (await gateway.store.listWebhooks(project.userId))[0]!;
-    const pending = await until('an attempt at the recovery delivery', async () => (await gateway.store.listDeliveries(hook.id, 10)).find((d) => d.event === 'budget.recovered' && d.attempts > 0), 15_000);
+    const pending = await until(
+      'an attempt at the recovery delivery',
+      async () =>
+        (await gateway.store.listDeliveries(hook.id, 10)).find((d) => d.event === 'budget.recovered' && d.attempts > 0),
+      15_000,
+    );
     expect(pending.status).toBe('pending');
     await sleep(Math.max(0, 30_000 - (Date.now() - down)));
     expect(received).toHaveLength(1);
@@ -185,19 +250,34 @@ describe('alerts from budgets, through signed webhooks', () => {
     expect(late.at - back).toBeLessThan(10_000);
     expect(verifyWebhookSignature(secret, late.body, late.signature)).toBe(true);
     const recoveredDate = recovered.date.toISOString().slice(0, 19);
-    expect(payloads()[1]).toMatchObject({ event: 'budget.recovered', device: 'mobile', location: 'london', snapshotDate: recoveredDate, checks: [mobileChecks(recovered)[0]] });
+    expect(payloads()[1]).toMatchObject({
+      event: 'budget.recovered',
+      device: 'mobile',
+      location: 'london',
+      snapshotDate: recoveredDate,
+      checks: [mobileChecks(recovered)[0]],
+    });
     // Recorded once the receiver's answer is in, a moment after the receiver has the body.
-    const deliveries = await until('the recovery recorded delivered', async () => {
-      const listed = await gateway.store.listDeliveries(hook.id, 10);
-      return listed[0]?.status === 'delivered' ? listed : undefined;
-    }, 10_000);
-    expect(deliveries.map((d) => [d.event, d.status])).toEqual([['budget.recovered', 'delivered'], ['budget.failed', 'delivered']]);
+    const deliveries = await until(
+      'the recovery recorded delivered',
+      async () => {
+        const listed = await gateway.store.listDeliveries(hook.id, 10);
+        return listed[0]?.status === 'delivered' ? listed : undefined;
+      },
+      10_000,
+    );
+    expect(deliveries.map((d) => [d.event, d.status])).toEqual([
+      ['budget.recovered', 'delivered'],
+      ['budget.failed', 'delivered'],
+    ]);
     expect(deliveries[0]!.attempts).toBeGreaterThan(1);
     expect(deliveries[0]!.id).toBe(late.delivery);
     // What an operator sees: both deliveries, the late one with its failed attempts counted.
     const listing = text();
     expect(await adminMain(['webhook-deliveries', 'alerts'], adminEnv, listing.stream, text().stream)).toBe(0);
-    expect(listing.read()).toMatch(new RegExp(`budget\\.recovered +delivered +attempts=${deliveries[0]!.attempts} .*id=${late.delivery}`));
+    expect(listing.read()).toMatch(
+      new RegExp(`budget\\.recovered +delivered +attempts=${deliveries[0]!.attempts} .*id=${late.delivery}`),
+    );
     expect(listing.read()).toMatch(/budget\.failed +delivered +attempts=1 /);
   }, 900_000);
 });

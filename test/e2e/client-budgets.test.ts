@@ -34,13 +34,27 @@ beforeAll(async () => {
   expect(created.code, created.output).toBe(0);
   token = JSON.parse(created.output.trim().split('\n').at(-1)!).token;
   for (const url of [good(), heavy()]) {
-    const added = await runPerfwatch(['admin', 'add-project', 'ci', url, '--locations', 'frankfurt', '--runs', '1'], db);
+    const added = await runPerfwatch(
+      ['admin', 'add-project', 'ci', url, '--locations', 'frankfurt', '--runs', '1'],
+      db,
+    );
     expect(added.code, added.output).toBe(0);
   }
   const port = await freePort();
   server = `http://127.0.0.1:${port}`;
-  gateway = spawnPerfwatch(['gateway'], { ...db, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1', SHUTDOWN_READINESS_DELAY_MS: '0' });
-  agent = spawnPerfwatch(['agent'], { NATS_URL: nats.url, PERFWATCH_LOCATION: 'frankfurt', PERFWATCH_AGENT_ID: 'cli-frankfurt', PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' });
+  gateway = spawnPerfwatch(['gateway'], {
+    ...db,
+    NATS_URL: nats.url,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    SHUTDOWN_READINESS_DELAY_MS: '0',
+  });
+  agent = spawnPerfwatch(['agent'], {
+    NATS_URL: nats.url,
+    PERFWATCH_LOCATION: 'frankfurt',
+    PERFWATCH_AGENT_ID: 'cli-frankfurt',
+    PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
+  });
   await gateway.waitFor(/gateway listening/);
   await agent.waitFor(/agent serving location/);
 }, 90_000);
@@ -61,7 +75,11 @@ describe('perfwatch update --ci with budgets', () => {
     const run = await cli(['update', good(), '--ci', '--device', 'mobile', ...BUDGETS, '--junit', junit]);
     expect(run.code, run.output).toBe(0);
     expect(run.output).toMatch(/budgets: passed/);
-    expect(run.output).toMatch(new RegExp(`mobile\\s*│\\s*frankfurt\\s*│\\s*budget tbt\\s*│\\s*TBT \\d+ ms, budget at most ${TBT_BUDGET_MS} ms\\s*│\\s*pass`));
+    expect(run.output).toMatch(
+      new RegExp(
+        `mobile\\s*│\\s*frankfurt\\s*│\\s*budget tbt\\s*│\\s*TBT \\d+ ms, budget at most ${TBT_BUDGET_MS} ms\\s*│\\s*pass`,
+      ),
+    );
     // Progress went to stderr, a line per state, as a CI log shows it.
     expect(run.output).toMatch(/update [0-9a-f-]{36} mobile × frankfurt: (queued|running)/);
     const xml = await readFile(junit, 'utf8');
@@ -74,10 +92,14 @@ describe('perfwatch update --ci with budgets', () => {
     const run = await cli(['update', heavy(), '--ci', '--device', 'mobile', ...BUDGETS, '--junit', junit]);
     expect(run.code, run.output).toBe(1);
     expect(run.output).toMatch(/budgets: FAILED/);
-    expect(run.output).toMatch(new RegExp(`budget tbt\\s*│\\s*TBT \\d{4,} ms, budget at most ${TBT_BUDGET_MS} ms\\s*│\\s*FAIL`));
+    expect(run.output).toMatch(
+      new RegExp(`budget tbt\\s*│\\s*TBT \\d{4,} ms, budget at most ${TBT_BUDGET_MS} ms\\s*│\\s*FAIL`),
+    );
     const xml = await readFile(junit, 'utf8');
     expect(xml).toMatch(/<testsuites[^>]* failures="[12]"/);
-    expect(xml).toMatch(new RegExp(`<failure message="TBT \\d+ ms, budget at most ${TBT_BUDGET_MS} ms" type="BudgetExceeded"`));
+    expect(xml).toMatch(
+      new RegExp(`<failure message="TBT \\d+ ms, budget at most ${TBT_BUDGET_MS} ms" type="BudgetExceeded"`),
+    );
   }, 120_000);
 
   it('reads a budget file, holds a page to its previous snapshot, and answers --json', async () => {
@@ -86,7 +108,10 @@ describe('perfwatch update --ci with budgets', () => {
     await writeFile(file, JSON.stringify({ budgets: { seo: 50 }, maxRegression: { performance: 100 } }));
     const run = await cli(['update', heavy(), '--ci', '--device', 'mobile', '--budget-file', file, '--json']);
     expect(run.code, run.output).toBe(0);
-    const report = JSON.parse(run.output.trim().split('\n').at(-1)!) as { pass: boolean; cells: Array<{ checks: Array<{ key: string; kind: string; pass: boolean; limit: number }> }> };
+    const report = JSON.parse(run.output.trim().split('\n').at(-1)!) as {
+      pass: boolean;
+      cells: Array<{ checks: Array<{ key: string; kind: string; pass: boolean; limit: number }> }>;
+    };
     expect(report.pass).toBe(true);
     const checks = report.cells[0]!.checks;
     expect(checks.map((c) => `${c.kind} ${c.key}`)).toEqual(['budget seo', 'regression performance']);
@@ -100,10 +125,28 @@ describe('perfwatch update --ci with budgets', () => {
 
   it('lists the CI snapshots with perfwatch overview and reads one back with perfwatch audit', async () => {
     // From yesterday: the snapshots may have been taken just before midnight UTC.
-    const [yesterday, today] = [Date.now() - 86_400_000, Date.now()].map((t) => new Date(t).toISOString().slice(0, 10)) as [string, string];
-    const overview = await cli(['overview', '--from', yesterday, '--to', today, '--update-type', 'ci', '--section', 'lighthouse', '--json']);
+    const [yesterday, today] = [Date.now() - 86_400_000, Date.now()].map((t) =>
+      new Date(t).toISOString().slice(0, 10),
+    ) as [string, string];
+    const overview = await cli([
+      'overview',
+      '--from',
+      yesterday,
+      '--to',
+      today,
+      '--update-type',
+      'ci',
+      '--section',
+      'lighthouse',
+      '--json',
+    ]);
     expect(overview.code, overview.output).toBe(0);
-    const records = JSON.parse(overview.output.trim().split('\n').at(-1)!) as Array<{ url: string; updateType: string; kpi: string; date: string }>;
+    const records = JSON.parse(overview.output.trim().split('\n').at(-1)!) as Array<{
+      url: string;
+      updateType: string;
+      kpi: string;
+      date: string;
+    }>;
     expect(new Set(records.map((r) => r.url))).toEqual(new Set([good(), heavy()]));
     expect(records.every((r) => r.updateType === 'Ci')).toBe(true);
 
@@ -116,23 +159,44 @@ describe('perfwatch update --ci with budgets', () => {
     expect(table.code, table.output).toBe(0);
     expect(table.output).toMatch(/│ LIGHTHOUSE +│ performance +│/);
 
-    const unauthorised = await runPerfwatch(['audit', good(), '--date', date], { PERFWATCH_TOKEN: 'pw_' + 'x'.repeat(43), PERFWATCH_SERVER: server });
+    const unauthorised = await runPerfwatch(['audit', good(), '--date', date], {
+      PERFWATCH_TOKEN: 'pw_' + 'x'.repeat(43),
+      PERFWATCH_SERVER: server,
+    });
     expect(unauthorised.code).toBe(3);
     expect(unauthorised.output).toMatch(/HTTP 401 UNAUTHORIZED/);
   }, 60_000);
 
-  it('holds a CI run to the project\'s budgets on the server, shows the checks the gateway stored, and marks the deploy', async () => {
+  it("holds a CI run to the project's budgets on the server, shows the checks the gateway stored, and marks the deploy", async () => {
     const set = await runPerfwatch(['admin', 'set-budgets', 'ci', heavy(), '--budget', 'tbt=1000'], db);
     expect(set.code, set.output).toBe(0);
     expect(set.output).toContain(`budgets of ${heavy()}: tbt=1000`);
-    const run = await cli(['update', heavy(), '--ci', '--device', 'mobile', '--annotate', 'deploy 7', '--annotate-link', 'https://ci.example/builds/7']);
+    const run = await cli([
+      'update',
+      heavy(),
+      '--ci',
+      '--device',
+      'mobile',
+      '--annotate',
+      'deploy 7',
+      '--annotate-link',
+      'https://ci.example/builds/7',
+    ]);
     expect(run.code, run.output).toBe(1);
     expect(run.output).toMatch(/budgets: FAILED/);
     // The server's check, with the confirmation run it took before announcing the failure.
-    expect(run.output).toMatch(/mobile\/frankfurt FAIL budget tbt: TBT \d+ ms, budget at most 1000 ms \(confirmation run: \d+ ms, failed\); failing → budget\.failed/);
+    expect(run.output).toMatch(
+      /mobile\/frankfurt FAIL budget tbt: TBT \d+ ms, budget at most 1000 ms \(confirmation run: \d+ ms, failed\); failing → budget\.failed/,
+    );
     const date = /annotated \S+ at (\S+): deploy 7/.exec(run.output)![1]!;
-    const listed = await fetch(`${server}/v1/annotations?url=${encodeURIComponent(heavy())}`, { headers: { Authorization: token } });
-    expect(await listed.json()).toEqual({ annotations: [{ id: expect.any(String), url: heavy(), date, text: 'deploy 7', link: 'https://ci.example/builds/7' }] });
+    const listed = await fetch(`${server}/v1/annotations?url=${encodeURIComponent(heavy())}`, {
+      headers: { Authorization: token },
+    });
+    expect(await listed.json()).toEqual({
+      annotations: [
+        { id: expect.any(String), url: heavy(), date, text: 'deploy 7', link: 'https://ci.example/builds/7' },
+      ],
+    });
     const usage = await cli(['update', heavy(), '--async', '--annotate', 'x']);
     expect(usage.code).toBe(2);
     expect(usage.output).toMatch(/--annotate needs the snapshot's date/);

@@ -32,10 +32,22 @@ beforeAll(async () => {
   // A's 200 updates are accepted (the per-minute limit is not what this test is about). Nor are
   // re-tests of suspect runs: one of B's, made at random when the host stalls, would add a run
   // time to a measurement of the run order (run-verdicts tests and the dashboard test cover them).
-  const gateway = await spawnGateway({ ...db, NATS_URL: nats.url, RATE_LIMIT_UPDATES_PER_MINUTE: '1000', RATE_LIMIT_READS_PER_MINUTE: '100000', MAX_RETESTS: '0' });
+  const gateway = await spawnGateway({
+    ...db,
+    NATS_URL: nats.url,
+    RATE_LIMIT_UPDATES_PER_MINUTE: '1000',
+    RATE_LIMIT_READS_PER_MINUTE: '100000',
+    MAX_RETESTS: '0',
+  });
   processes.push(gateway.process);
   gatewayUrl = gateway.url;
-  agent = spawnPerfwatch(['agent'], { NATS_URL: nats.url, PERFWATCH_LOCATION: 'london', PERFWATCH_AGENT_ID: 'london-1', PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8', PERFWATCH_CAPACITY: '1' });
+  agent = spawnPerfwatch(['agent'], {
+    NATS_URL: nats.url,
+    PERFWATCH_LOCATION: 'london',
+    PERFWATCH_AGENT_ID: 'london-1',
+    PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
+    PERFWATCH_CAPACITY: '1',
+  });
   processes.push(agent);
   await agent.waitFor(/agent serving location/);
 }, 120_000);
@@ -47,13 +59,19 @@ afterAll(async () => {
 });
 
 async function startUpdate(user: 'a' | 'b'): Promise<string> {
-  const res = await fetch(`${gatewayUrl}/v1/update`, { method: 'POST', headers: { Authorization: tokens[user], 'Content-Type': 'application/json' }, body: JSON.stringify({ url: page(), device: 'desktop', mode: 'async' }) });
+  const res = await fetch(`${gatewayUrl}/v1/update`, {
+    method: 'POST',
+    headers: { Authorization: tokens[user], 'Content-Type': 'application/json' },
+    body: JSON.stringify({ url: page(), device: 'desktop', mode: 'async' }),
+  });
   expect(res.status, await res.clone().text()).toBe(200);
   return ((await res.json()) as { id: string }).id;
 }
 
 async function statusOf(user: 'a' | 'b', id: string): Promise<{ status: string; reason: string | null }> {
-  return (await (await fetch(`${gatewayUrl}/v1/updates/${id}`, { headers: { Authorization: tokens[user] } })).json()) as { status: string; reason: string | null };
+  return (await (
+    await fetch(`${gatewayUrl}/v1/updates/${id}`, { headers: { Authorization: tokens[user] } })
+  ).json()) as { status: string; reason: string | null };
 }
 
 /** Milliseconds from B's request to its update being done; stops looking after `giveUpMs`. */
@@ -73,7 +91,7 @@ async function timeB(giveUpMs = 90_000): Promise<number> {
 const runTimes = () => [...agent.output().matchAll(/"lighthouseMs":(\d+)/g)].map((m) => Number(m[1]));
 
 describe('fair use between users', () => {
-  it('a user with 200 updates queued delays another user\'s single update by at most one run', async () => {
+  it("a user with 200 updates queued delays another user's single update by at most one run", async () => {
     // Idle: B alone (a first run warms the agent's Chrome path, so the timed one is typical).
     await timeB();
     const idle = await timeB();
@@ -86,7 +104,14 @@ describe('fair use between users', () => {
     const loaded = await timeB();
 
     const oneRun = Math.max(...runTimes());
-    console.log(JSON.stringify({ idleMs: Math.round(idle), loadedMs: Math.round(loaded), longestRunMs: oneRun, backlog: BACKLOG }));
+    console.log(
+      JSON.stringify({
+        idleMs: Math.round(idle),
+        loadedMs: Math.round(loaded),
+        longestRunMs: oneRun,
+        backlog: BACKLOG,
+      }),
+    );
     // The run the agent was busy with, plus the time it takes to hand B's run over (an
     // announcement, an offer): one run, and two seconds of slack on this noisy machine.
     expect(loaded).toBeLessThanOrEqual(idle + oneRun + 2_000);

@@ -64,7 +64,14 @@ beforeAll(async () => {
   await admin.addProject('faults', URL_, { locations: ['london'], runs: 1 });
   await store.close();
   agentConn = await connect({ servers: nats.url });
-  agent = startAgent({ nc: agentConn, location: 'london', runner, logger: silentLogger, agentId: 'london-stub', announceIntervalMs: 1_000 });
+  agent = startAgent({
+    nc: agentConn,
+    location: 'london',
+    runner,
+    logger: silentLogger,
+    agentId: 'london-stub',
+    announceIntervalMs: 1_000,
+  });
 });
 
 beforeEach(() => {
@@ -81,7 +88,8 @@ afterAll(async () => {
 });
 
 const get = (base: string, path: string) => fetch(`${base}${path}`, { headers: { Authorization: token } });
-const update = (base: string, extra = '') => get(base, `/v1/update?url=${encodeURIComponent(URL_)}&device=mobile${extra}`);
+const update = (base: string, extra = '') =>
+  get(base, `/v1/update?url=${encodeURIComponent(URL_)}&device=mobile${extra}`);
 
 describe('gateway faults', () => {
   it('SIGTERM during a sync update: the update is finished, answered and stored before the gateway exits 0', async () => {
@@ -143,8 +151,17 @@ describe('gateway faults', () => {
     await new Promise((resolve) => setTimeout(resolve, 3_000));
 
     db = await startDb();
-    await vi.waitFor(async () => expect((await fetch(`${gateway.url}/readyz`)).status).toBe(200), { timeout: 30_000, interval: 250 });
-    await vi.waitFor(async () => expect(((await (await get(gateway.url, `/v1/updates/${id}`)).json()) as { status: string }).status).toBe('done'), { timeout: 30_000, interval: 250 });
+    await vi.waitFor(async () => expect((await fetch(`${gateway.url}/readyz`)).status).toBe(200), {
+      timeout: 30_000,
+      interval: 250,
+    });
+    await vi.waitFor(
+      async () =>
+        expect(((await (await get(gateway.url, `/v1/updates/${id}`)).json()) as { status: string }).status).toBe(
+          'done',
+        ),
+      { timeout: 30_000, interval: 250 },
+    );
     const { date } = (await (await get(gateway.url, `/v1/updates/${id}`)).json()) as { date: string };
     expect((await get(gateway.url, `/v1/audit?url=${encodeURIComponent(URL_)}&date=${date}`)).status).toBe(200);
     const again = await update(gateway.url);

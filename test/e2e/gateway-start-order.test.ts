@@ -58,14 +58,31 @@ describe('gateway start order', () => {
     expect(await unready.json()).toMatchObject({ reason: `waiting for MongoDB at 127.0.0.1:${mongoPort}` });
     expect((await fetch(`${url}/v1/projects`)).status).toBe(503);
 
-    const mongo: LocalServer = await startFerretDb({ binary: inject('ferretDbBinary'), dir: join(dir, 'ferretdb'), port: mongoPort });
+    const mongo: LocalServer = await startFerretDb({
+      binary: inject('ferretDbBinary'),
+      dir: join(dir, 'ferretdb'),
+      port: mongoPort,
+    });
     cleanups.push(() => mongo.stop());
     await gateway.waitFor(/"msg":"waiting for NATS at nats:\/\/127\.0\.0\.1:\d+"/, 60_000);
-    await vi.waitFor(async () => expect(await (await fetch(`${url}/readyz`)).json()).toMatchObject({ reason: `waiting for NATS at nats://127.0.0.1:${natsPort}` }), { timeout: 10_000 });
+    await vi.waitFor(
+      async () =>
+        expect(await (await fetch(`${url}/readyz`)).json()).toMatchObject({
+          reason: `waiting for NATS at nats://127.0.0.1:${natsPort}`,
+        }),
+      { timeout: 10_000 },
+    );
 
-    const nats: LocalServer = await startNatsServer({ binary: inject('natsServerBinary'), dir: join(dir, 'nats'), port: natsPort });
+    const nats: LocalServer = await startNatsServer({
+      binary: inject('natsServerBinary'),
+      dir: join(dir, 'nats'),
+      port: natsPort,
+    });
     cleanups.push(() => nats.stop());
-    await vi.waitFor(async () => expect((await fetch(`${url}/readyz`)).status).toBe(200), { timeout: 60_000, interval: 250 });
+    await vi.waitFor(async () => expect((await fetch(`${url}/readyz`)).status).toBe(200), {
+      timeout: 60_000,
+      interval: 250,
+    });
     expect((await fetch(`${url}/v1/projects`)).status).toBe(400);
     // Each wait was a log line, never a driver's stack.
     expect(gateway.output()).not.toMatch(/\n\s+at /);
@@ -79,13 +96,24 @@ describe('gateway start order', () => {
     cleanups.push(() => rm(dir, { recursive: true, force: true }));
     const mongo = await startFerretDb({ binary: inject('ferretDbBinary'), dir: join(dir, 'ferretdb') });
     cleanups.push(() => mongo.stop());
-    const nats = await startNatsServer({ binary: inject('natsServerBinary'), dir: join(dir, 'nats'), config: 'authorization { user: someone, password: other }\n' });
+    const nats = await startNatsServer({
+      binary: inject('natsServerBinary'),
+      dir: join(dir, 'nats'),
+      config: 'authorization { user: someone, password: other }\n',
+    });
     cleanups.push(() => nats.stop());
-    const gateway = spawnPerfwatch(['gateway'], { PORT: '0', HOST: '127.0.0.1', MONGODB_URI: mongo.url, NATS_URL: nats.url.replace('nats://', 'nats://wrong:guess@') });
+    const gateway = spawnPerfwatch(['gateway'], {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      MONGODB_URI: mongo.url,
+      NATS_URL: nats.url.replace('nats://', 'nats://wrong:guess@'),
+    });
     cleanups.push(() => gateway.stop('SIGKILL'));
     const code = gateway.child.exitCode ?? (await once(gateway.child, 'exit'))[0];
     expect(code).toBe(1);
-    expect(gateway.output()).toMatch(/perfwatch gateway: could not connect to NATS at .*the server refused these credentials/);
+    expect(gateway.output()).toMatch(
+      /perfwatch gateway: could not connect to NATS at .*the server refused these credentials/,
+    );
     expect(gateway.output()).not.toContain('guess');
   }, 60_000);
 });

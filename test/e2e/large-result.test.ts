@@ -8,14 +8,23 @@ import { isolatedNats, startTestGateway, type TestGateway } from '../support/tes
 // one with the default 1 MB max_payload (the compressed result fits whole) and one with 200 kB
 // (the agent shrinks the result to fit, keeping every score and metric, and says so).
 
-type Stack = { nats: Awaited<ReturnType<typeof isolatedNats>>; gateway: TestGateway; agent: PerfwatchProcess; token: string };
+type Stack = {
+  nats: Awaited<ReturnType<typeof isolatedNats>>;
+  gateway: TestGateway;
+  agent: PerfwatchProcess;
+  token: string;
+};
 const stacks: Stack[] = [];
 const page = () => `${inject('siteUrl')}huge.html`;
 
 async function stack(config?: string): Promise<Stack> {
   const nats = await isolatedNats(config === undefined ? {} : { config });
   const gateway = await startTestGateway({ natsUrl: nats.url, runTimeoutMs: 120_000, replyTimeoutMs: 170_000 });
-  const agent = spawnPerfwatch(['agent'], { NATS_URL: nats.url, PERFWATCH_LOCATION: 'sao_paulo', PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' });
+  const agent = spawnPerfwatch(['agent'], {
+    NATS_URL: nats.url,
+    PERFWATCH_LOCATION: 'sao_paulo',
+    PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
+  });
   const created: Stack = { nats, gateway, agent, token: (await gateway.admin.createUser('big')).token };
   stacks.push(created);
   await gateway.admin.addProject('big', page(), { locations: ['sao_paulo'], runs: 1 });
@@ -24,11 +33,20 @@ async function stack(config?: string): Promise<Stack> {
 }
 
 async function update({ gateway, token }: Stack) {
-  const res = await fetch(`${gateway.url}/v1/update?url=${encodeURIComponent(page())}&device=mobile`, { headers: { Authorization: token } });
+  const res = await fetch(`${gateway.url}/v1/update?url=${encodeURIComponent(page())}&device=mobile`, {
+    headers: { Authorization: token },
+  });
   const text = await res.text();
   expect(res.status, text.slice(0, 400)).toBe(200);
   const cell = auditResultSchema.parse(JSON.parse(text)).mobile!.sao_paulo!;
-  return { bytes: text.length, lhr: cell.lighthouse as unknown as { runWarnings: string[]; categories: Record<string, { score: number }>; audits: Record<string, { numericValue?: number; details?: { items?: unknown[] } }> } };
+  return {
+    bytes: text.length,
+    lhr: cell.lighthouse as unknown as {
+      runWarnings: string[];
+      categories: Record<string, { score: number }>;
+      audits: Record<string, { numericValue?: number; details?: { items?: unknown[] } }>;
+    },
+  };
 }
 
 afterAll(async () => {
@@ -57,7 +75,9 @@ describe('a multi-megabyte Lighthouse result', () => {
     const shrunk = await update(small);
     expect(small.agent.output()).toMatch(/result exceeds the NATS payload limit; shrinking it/);
     expect(shrunk.bytes).toBeLessThan(whole.bytes / 4);
-    expect(shrunk.lhr.runWarnings.join(' ')).toMatch(/shrunk to fit the message size limit; details dropped from: .*image-alt/);
+    expect(shrunk.lhr.runWarnings.join(' ')).toMatch(
+      /shrunk to fit the message size limit; details dropped from: .*image-alt/,
+    );
     expect(shrunk.lhr.audits['image-alt']!.details).toBeUndefined();
     expect(Object.keys(shrunk.lhr.categories).sort()).toEqual(Object.keys(whole.lhr.categories).sort());
     expect(shrunk.lhr.audits['largest-contentful-paint']!.numericValue).toBeGreaterThan(0);

@@ -33,7 +33,16 @@ const SECRETS = [DEMO_LOGIN.cookie.value, DEMO_LOGIN.bearer, DEMO_LOGIN.password
 beforeAll(async () => {
   db.MONGODB_URI = inject('mongoUri');
   dir = await mkdtemp(join(tmpdir(), 'perfwatch-auth-'));
-  site = await startDemoSite({ root: join(import.meta.dirname, '../fixtures/site'), onRequest: ({ host, path, headers }) => seen.push({ host, path, authorization: headers['authorization'] as string | undefined, cookie: headers['cookie'] as string | undefined }) });
+  site = await startDemoSite({
+    root: join(import.meta.dirname, '../fixtures/site'),
+    onRequest: ({ host, path, headers }) =>
+      seen.push({
+        host,
+        path,
+        authorization: headers['authorization'] as string | undefined,
+        cookie: headers['cookie'] as string | undefined,
+      }),
+  });
   account = `${site.url}account/`;
   nats = await isolatedNats();
   const env = { ...db, PERFWATCH_SECRETS_KEY: secretsKey };
@@ -41,11 +50,20 @@ beforeAll(async () => {
   expect(created.code, created.output).toBe(0);
   token = JSON.parse(created.output.trim().split('\n').at(-1)!).token;
   for (const [i, url] of [account, `${account}?cookie`, `${account}?header`, `${account}?script`].entries()) {
-    const added = await runPerfwatch(['admin', 'add-project', 'shop', url, '--locations', 'london', '--runs', '1'], env);
+    const added = await runPerfwatch(
+      ['admin', 'add-project', 'shop', url, '--locations', 'london', '--runs', '1'],
+      env,
+    );
     expect(added.code, `${i}: ${added.output}`).toBe(0);
   }
   gateway = await spawnGateway({ ...env, NATS_URL: nats.url, LOG_LEVEL: 'debug', MAX_RETESTS: '0' });
-  agent = spawnPerfwatch(['agent'], { NATS_URL: nats.url, PERFWATCH_LOCATION: 'london', PERFWATCH_AGENT_ID: 'london-auth', PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8,::1/128', LOG_LEVEL: 'debug' });
+  agent = spawnPerfwatch(['agent'], {
+    NATS_URL: nats.url,
+    PERFWATCH_LOCATION: 'london',
+    PERFWATCH_AGENT_ID: 'london-auth',
+    PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8,::1/128',
+    LOG_LEVEL: 'debug',
+  });
   await agent.waitFor(/agent serving location/);
 }, 120_000);
 
@@ -58,7 +76,9 @@ afterAll(async () => {
 });
 
 async function api(path: string, params: Record<string, string>): Promise<unknown> {
-  const res = await fetch(`${gateway.url}/v1/${path}?${new URLSearchParams(params)}`, { headers: { Authorization: token } });
+  const res = await fetch(`${gateway.url}/v1/${path}?${new URLSearchParams(params)}`, {
+    headers: { Authorization: token },
+  });
   const text = await res.text();
   answers.push(text);
   expect(res.status, text.slice(0, 300)).toBe(200);
@@ -79,19 +99,34 @@ describe('pages behind a login', () => {
   }, 180_000);
 
   it('with a session cookie, a bearer header or a login script measures the page itself', async () => {
-    const cookie = await admin(['set-auth', 'shop', `${account}?cookie`, '--cookie', `${DEMO_LOGIN.cookie.name}=${DEMO_LOGIN.cookie.value}`]);
+    const cookie = await admin([
+      'set-auth',
+      'shop',
+      `${account}?cookie`,
+      '--cookie',
+      `${DEMO_LOGIN.cookie.name}=${DEMO_LOGIN.cookie.value}`,
+    ]);
     expect(cookie.code, cookie.output).toBe(0);
     expect(cookie.output).toContain(`sealed: cookies ${DEMO_LOGIN.cookie.name}`);
-    const header = await admin(['set-auth', 'shop', `${account}?header`, '--header', `Authorization: Bearer ${DEMO_LOGIN.bearer}`]);
+    const header = await admin([
+      'set-auth',
+      'shop',
+      `${account}?header`,
+      '--header',
+      `Authorization: Bearer ${DEMO_LOGIN.bearer}`,
+    ]);
     expect(header.code, header.output).toBe(0);
     const script = join(dir, 'login.json');
-    await writeFile(script, JSON.stringify([
-      { action: 'goto', url: `${site.url}login.html` },
-      { action: 'fill', selector: '#user', value: DEMO_LOGIN.user },
-      { action: 'fill', selector: '#password', value: DEMO_LOGIN.password },
-      { action: 'click', selector: '#sign-in' },
-      { action: 'waitFor', selector: 'h1' },
-    ]));
+    await writeFile(
+      script,
+      JSON.stringify([
+        { action: 'goto', url: `${site.url}login.html` },
+        { action: 'fill', selector: '#user', value: DEMO_LOGIN.user },
+        { action: 'fill', selector: '#password', value: DEMO_LOGIN.password },
+        { action: 'click', selector: '#sign-in' },
+        { action: 'waitFor', selector: 'h1' },
+      ]),
+    );
     const login = await admin(['set-auth', 'shop', `${account}?script`, '--login-script', script]);
     expect(login.code, login.output).toBe(0);
     expect(login.output).toContain('a login script of 5 step(s)');
@@ -108,7 +143,9 @@ describe('pages behind a login', () => {
       expect(r.authorization).toBeUndefined();
       expect(r.cookie ?? '').not.toContain(DEMO_LOGIN.cookie.value);
     }
-    expect(seen.some((r) => r.host === `127.0.0.1:${port}` && r.authorization === `Bearer ${DEMO_LOGIN.bearer}`)).toBe(true);
+    expect(seen.some((r) => r.host === `127.0.0.1:${port}` && r.authorization === `Bearer ${DEMO_LOGIN.bearer}`)).toBe(
+      true,
+    );
   }, 300_000);
 
   it('keeps the secrets out of every log line, the database and every API answer', async () => {
@@ -123,12 +160,18 @@ describe('pages behind a login', () => {
     let dump = '';
     try {
       const database = mongo.db(db.MONGODB_DB);
-      for (const { name } of await database.listCollections().toArray()) dump += JSON.stringify(await database.collection(name).find().toArray());
+      for (const { name } of await database.listCollections().toArray())
+        dump += JSON.stringify(await database.collection(name).find().toArray());
     } finally {
       await mongo.close();
     }
     expect(dump).toContain('pwsec1.');
-    for (const [where, text] of [['gateway log', gateway.process.output()], ['agent log', agent.output()], ['database', dump], ['API answers', answers.join('\n')]] as const) {
+    for (const [where, text] of [
+      ['gateway log', gateway.process.output()],
+      ['agent log', agent.output()],
+      ['database', dump],
+      ['API answers', answers.join('\n')],
+    ] as const) {
       expect(text.length, where).toBeGreaterThan(100);
       for (const secret of SECRETS) expect(text.includes(secret), `${where} holds a secret`).toBe(false);
     }
@@ -136,19 +179,35 @@ describe('pages behind a login', () => {
 
   it('rotates the key: resealed credentials let the page in on a gateway with the new key; one with the old key alone says it cannot read them', async () => {
     const next = randomBytes(32).toString('base64');
-    const rotated = await runPerfwatch(['admin', 'rotate-secrets-key'], { ...db, PERFWATCH_SECRETS_KEY: next, PERFWATCH_SECRETS_KEY_PREVIOUS: secretsKey });
+    const rotated = await runPerfwatch(['admin', 'rotate-secrets-key'], {
+      ...db,
+      PERFWATCH_SECRETS_KEY: next,
+      PERFWATCH_SECRETS_KEY_PREVIOUS: secretsKey,
+    });
     expect(rotated.code, rotated.output).toBe(0);
     expect(rotated.output).toContain('resealed the credentials of 3 project(s)');
     // A gateway with the old key alone cannot read them now, and says so instead of measuring the login page.
-    const res = await fetch(`${gateway.url}/v1/update?${new URLSearchParams({ url: `${account}?cookie`, device: 'desktop' })}`, { headers: { Authorization: token } });
+    const res = await fetch(
+      `${gateway.url}/v1/update?${new URLSearchParams({ url: `${account}?cookie`, device: 'desktop' })}`,
+      { headers: { Authorization: token } },
+    );
     expect(res.status).toBe(503);
     expect(await res.text()).toMatch(/credentials for its login cannot be read/);
     const renewed = await spawnGateway({ ...db, NATS_URL: nats.url, PERFWATCH_SECRETS_KEY: next, MAX_RETESTS: '0' });
     try {
-      const update = await fetch(`${renewed.url}/v1/update?${new URLSearchParams({ url: `${account}?cookie`, device: 'desktop' })}`, { headers: { Authorization: token } });
+      const update = await fetch(
+        `${renewed.url}/v1/update?${new URLSearchParams({ url: `${account}?cookie`, device: 'desktop' })}`,
+        { headers: { Authorization: token } },
+      );
       const body = await update.text();
       expect(update.status, body.slice(0, 300)).toBe(200);
-      expect((auditResultSchema.parse(JSON.parse(body)).desktop!.london!.lighthouse as unknown as { finalDisplayedUrl: string }).finalDisplayedUrl).toBe(`${account}?cookie`);
+      expect(
+        (
+          auditResultSchema.parse(JSON.parse(body)).desktop!.london!.lighthouse as unknown as {
+            finalDisplayedUrl: string;
+          }
+        ).finalDisplayedUrl,
+      ).toBe(`${account}?cookie`);
     } finally {
       await renewed.process.stop();
     }

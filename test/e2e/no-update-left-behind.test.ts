@@ -21,13 +21,23 @@ const processes: PerfwatchProcess[] = [];
 const page = () => `${inject('siteUrl')}index.html`;
 
 async function startGateway(): Promise<{ process: PerfwatchProcess; url: string }> {
-  const gateway = await spawnGateway({ ...db, NATS_URL: nats.url, UPDATE_ACK_WAIT_MS: '5000', UPDATE_RETRY_DELAY_MS: '1000' });
+  const gateway = await spawnGateway({
+    ...db,
+    NATS_URL: nats.url,
+    UPDATE_ACK_WAIT_MS: '5000',
+    UPDATE_RETRY_DELAY_MS: '1000',
+  });
   processes.push(gateway.process);
   return gateway;
 }
 
 function startAgent(location: string, agentId: string): PerfwatchProcess {
-  const agent = spawnPerfwatch(['agent'], { NATS_URL: nats.url, PERFWATCH_LOCATION: location, PERFWATCH_AGENT_ID: agentId, PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' });
+  const agent = spawnPerfwatch(['agent'], {
+    NATS_URL: nats.url,
+    PERFWATCH_LOCATION: location,
+    PERFWATCH_AGENT_ID: agentId,
+    PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
+  });
   processes.push(agent);
   return agent;
 }
@@ -57,14 +67,21 @@ describe('no update left behind', () => {
 
     const ids: string[] = [];
     for (let i = 0; i < UPDATES; i++) {
-      const res = await fetch(`${first.url}/v1/update`, { method: 'POST', headers: { Authorization: token, 'Content-Type': 'application/json' }, body: JSON.stringify({ url: page(), device: 'desktop', mode: 'async' }) });
+      const res = await fetch(`${first.url}/v1/update`, {
+        method: 'POST',
+        headers: { Authorization: token, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ url: page(), device: 'desktop', mode: 'async' }),
+      });
       expect(res.status, await res.clone().text()).toBe(200);
       ids.push(((await res.json()) as { id: string }).id);
     }
 
     // Two frankfurt runs done, the third under way with its Chrome: kill the agent, then the gateway.
     await doomed.waitFor(/"msg":"run done"[\s\S]*"msg":"run done"/, 120_000);
-    await vi.waitFor(async () => expect((await chromesOf(doomed.child.pid!)).flatMap((c) => c.browsers).length).toBeGreaterThan(0), { timeout: 30_000, interval: 100 });
+    await vi.waitFor(
+      async () => expect((await chromesOf(doomed.child.pid!)).flatMap((c) => c.browsers).length).toBeGreaterThan(0),
+      { timeout: 30_000, interval: 100 },
+    );
     const doomedPid = doomed.child.pid!;
     const killedAt = Date.now();
     await doomed.stop('SIGKILL');
@@ -75,18 +92,33 @@ describe('no update left behind', () => {
     const revived = startAgent('frankfurt', 'frankfurt-2');
     await revived.waitFor(/agent serving location/);
 
-    await vi.waitFor(async () => {
-      const states = await Promise.all(ids.map(async (id) => (await (await fetch(`${second.url}/v1/updates/${id}`, { headers: { Authorization: token } })).json()) as { status: string; missing: unknown[]; reason: string | null }));
-      const unfinished = states.filter((s) => s.status !== 'done' && s.status !== 'failed');
-      expect(unfinished.length, `${unfinished.length} unfinished`).toBe(0);
-      expect(states.filter((s) => s.status === 'failed').map((s) => s.reason)).toEqual([]);
-      expect(states.map((s) => s.missing)).toEqual(ids.map(() => []));
-    }, { timeout: 480_000, interval: 2_000 });
+    await vi.waitFor(
+      async () => {
+        const states = await Promise.all(
+          ids.map(
+            async (id) =>
+              (await (await fetch(`${second.url}/v1/updates/${id}`, { headers: { Authorization: token } })).json()) as {
+                status: string;
+                missing: unknown[];
+                reason: string | null;
+              },
+          ),
+        );
+        const unfinished = states.filter((s) => s.status !== 'done' && s.status !== 'failed');
+        expect(unfinished.length, `${unfinished.length} unfinished`).toBe(0);
+        expect(states.filter((s) => s.status === 'failed').map((s) => s.reason)).toEqual([]);
+        expect(states.map((s) => s.missing)).toEqual(ids.map(() => []));
+      },
+      { timeout: 480_000, interval: 2_000 },
+    );
 
     const snapshots = await store.listSnapshots(project.id);
     expect(snapshots).toHaveLength(UPDATES);
     for (const snapshot of snapshots) {
-      expect(snapshot.available.map((a) => `${a.device}/${a.location}`).sort(), snapshot.date.toISOString()).toEqual(['desktop/frankfurt', 'desktop/tokyo']);
+      expect(snapshot.available.map((a) => `${a.device}/${a.location}`).sort(), snapshot.date.toISOString()).toEqual([
+        'desktop/frankfurt',
+        'desktop/tokyo',
+      ]);
     }
 
     // The killed agent's Chrome was reaped by its successor; the others end with their agents.

@@ -53,7 +53,11 @@ beforeAll(async () => {
   site.listen(0, '127.0.0.1');
   await once(site, 'listening');
   siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}/`;
-  stack = await agentProcessUnderTest({ PERFWATCH_LOCATION: 'london', PERFWATCH_AGENT_ID: 'lon-escape', PERFWATCH_ALLOW_TARGETS: '127.0.0.1/32' });
+  stack = await agentProcessUnderTest({
+    PERFWATCH_LOCATION: 'london',
+    PERFWATCH_AGENT_ID: 'lon-escape',
+    PERFWATCH_ALLOW_TARGETS: '127.0.0.1/32',
+  });
   await vi.waitFor(() => expect(stack.registry.agents('london')).toHaveLength(1), { timeout: 30_000 });
 }, 90_000);
 
@@ -67,7 +71,15 @@ afterAll(async () => {
 describe('a page that tries to leave the target guard', () => {
   it('reaches nothing from the agent: no WebSocket, no request, no WebRTC packet', async () => {
     const dispatcher = createNatsDispatcher({ nc: stack.nc, logger: silentLogger, registry: stack.registry });
-    const job = { jobId: 'escape-1', updateId: 'escape', url: siteUrl, device: 'desktop' as const, location: 'london' as const, runIndex: 0, timeoutMs: 120_000 };
+    const job = {
+      jobId: 'escape-1',
+      updateId: 'escape',
+      url: siteUrl,
+      device: 'desktop' as const,
+      location: 'london' as const,
+      runIndex: 0,
+      timeoutMs: 120_000,
+    };
     const outcome = await dispatcher.dispatch(job, { timeoutMs: 150_000, requestId: 'escape-1' });
     expect(outcome.ok, JSON.stringify(outcome).slice(0, 300)).toBe(true);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
@@ -75,7 +87,16 @@ describe('a page that tries to leave the target guard', () => {
   }, 180_000);
 
   it('does reach the listeners from a Chromium without the guard (the check can fail)', async () => {
-    const browser = await chromium.launch({ executablePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium', args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+    const browser = await chromium.launch({
+      executablePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium',
+      args: [
+        '--no-sandbox',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+    });
     try {
       const tab = await browser.newPage();
       await tab.goto(siteUrl);

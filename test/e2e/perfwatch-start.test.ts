@@ -63,14 +63,24 @@ describe('perfwatch start', () => {
     const base = `http://127.0.0.1:${ports.PORT}`;
     expect((await fetch(`${base}/v1/projects`, { headers: { Authorization: token } })).status).toBe(401);
     const headers = { Authorization: second };
-    const list = snapshotListSchema.parse(await (await fetch(`${base}/v1/updates?url=${encodeURIComponent(demo)}`, { headers })).json());
+    const list = snapshotListSchema.parse(
+      await (await fetch(`${base}/v1/updates?url=${encodeURIComponent(demo)}`, { headers })).json(),
+    );
     expect(list.mobile!.map((s) => s.date)).toEqual([date]);
-    const again = auditResultSchema.parse(await (await fetch(`${base}/v1/audit?url=${encodeURIComponent(demo)}&date=${date}`, { headers })).json());
+    const again = auditResultSchema.parse(
+      await (await fetch(`${base}/v1/audit?url=${encodeURIComponent(demo)}&date=${date}`, { headers })).json(),
+    );
     expect(again.mobile!.s_carolina!.lighthouse['fetchTime']).toBe(cell.lighthouse['fetchTime']);
     // The admin CLI works on the same embedded store while perfwatch start runs.
-    const added = await runPerfwatch(['admin', 'add-project', 'demo', 'https://added.example/', '--locations', 's_carolina'], {}, { cwd, bare: true });
+    const added = await runPerfwatch(
+      ['admin', 'add-project', 'demo', 'https://added.example/', '--locations', 's_carolina'],
+      {},
+      { cwd, bare: true },
+    );
     expect(added.code, added.output).toBe(0);
-    const projects = (await (await fetch(`${base}/v1/projects`, { headers })).json()) as { projects: Array<{ url: string }> };
+    const projects = (await (await fetch(`${base}/v1/projects`, { headers })).json()) as {
+      projects: Array<{ url: string }>;
+    };
     expect(projects.projects.map((p) => p.url)).toEqual([demo, `${demo}heavy.html`, 'https://added.example/']);
     // The dashboard is served too.
     expect(await (await fetch(`${base}/`)).text()).toContain('<title>perfwatch</title>');
@@ -82,7 +92,11 @@ describe('perfwatch start', () => {
     const dir = await mkdtemp(join(tmpdir(), 'perfwatch-start-real-'));
     const db = `pwstart_${randomUUID().slice(0, 8)}`;
     const ports = { PORT: String(await freePort()), PERFWATCH_DEMO_PORT: String(await freePort()) };
-    const real = spawnPerfwatch(['start'], { ...ports, NATS_URL: nats.url, MONGODB_URI: inject('mongoUri'), MONGODB_DB: db }, { cwd: dir, bare: true });
+    const real = spawnPerfwatch(
+      ['start'],
+      { ...ports, NATS_URL: nats.url, MONGODB_URI: inject('mongoUri'), MONGODB_DB: db },
+      { cwd: dir, bare: true },
+    );
     try {
       const [curlLine] = await real.waitFor(/curl -s -H "Authorization: pw_[^"]+" "[^"]+"/, 60_000);
       expect(real.output()).toContain(`bus: NATS at ${nats.url} · store: MongoDB database ${db}`);

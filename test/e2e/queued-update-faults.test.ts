@@ -29,8 +29,16 @@ const URL_ = 'https://queued.example/';
 /** The project of the stuck-update tests: its snapshots are theirs alone. */
 const STUCK_URL = 'https://stuck.example/';
 
-async function startGatewayProcess(env: Record<string, string> = {}): Promise<{ process: PerfwatchProcess; url: string }> {
-  const gateway = await spawnGateway({ ...db, NATS_URL: nats.url, UPDATE_ACK_WAIT_MS: '2000', UPDATE_RETRY_DELAY_MS: '500', ...env });
+async function startGatewayProcess(
+  env: Record<string, string> = {},
+): Promise<{ process: PerfwatchProcess; url: string }> {
+  const gateway = await spawnGateway({
+    ...db,
+    NATS_URL: nats.url,
+    UPDATE_ACK_WAIT_MS: '2000',
+    UPDATE_RETRY_DELAY_MS: '500',
+    ...env,
+  });
   gateways.push(gateway.process);
   return gateway;
 }
@@ -55,7 +63,10 @@ afterAll(async () => {
   await nats?.dispose();
 });
 
-async function status(base: string, id: string): Promise<{ status: string; attempts: number; date: string | null; reason: string | null }> {
+async function status(
+  base: string,
+  id: string,
+): Promise<{ status: string; attempts: number; date: string | null; reason: string | null }> {
   const res = await fetch(`${base}/v1/updates/${id}`, { headers: { Authorization: token } });
   return (await res.json()) as { status: string; attempts: number; date: string | null; reason: string | null };
 }
@@ -64,13 +75,27 @@ async function status(base: string, id: string): Promise<{ status: string; attem
  * The lease holder sweeps for stuck updates every 300 ms and takes one untouched for 1.5 s as
  * stuck; a killed holder's lease runs out after a second, so the next gateway sweeps at once.
  */
-const SWEEPING = { SCHEDULER_INTERVAL_MS: '300', SCHEDULER_LEASE_TTL_MS: '1000', UPDATE_SWEEP_EVERY_MS: '300', UPDATE_STUCK_AFTER_MS: '1500' };
+const SWEEPING = {
+  SCHEDULER_INTERVAL_MS: '300',
+  SCHEDULER_LEASE_TTL_MS: '1000',
+  UPDATE_SWEEP_EVERY_MS: '300',
+  UPDATE_STUCK_AFTER_MS: '1500',
+};
 
 /** An update as a gateway records it: in its user's backlog, then (`admitted`) given to the queue. */
 async function recordedUpdate(on: MongoStore, { admitted = true } = {}): Promise<{ id: string; userId: string }> {
   const project = (await on.listProjects()).find((p) => p.url === STUCK_URL)!;
   const id = randomUUID();
-  await on.createUpdate({ id, userId: project.userId, projectId: project.id, url: project.url, devices: ['mobile'], locations: project.locations, updateType: 'manual', runs: 1 });
+  await on.createUpdate({
+    id,
+    userId: project.userId,
+    projectId: project.id,
+    url: project.url,
+    devices: ['mobile'],
+    locations: project.locations,
+    updateType: 'manual',
+    runs: 1,
+  });
   if (admitted) expect((await on.admitUpdates(project.userId, 1_000)).map((u) => u.id)).toContain(id);
   return { id, userId: project.userId };
 }
@@ -78,7 +103,9 @@ async function recordedUpdate(on: MongoStore, { admitted = true } = {}): Promise
 describe('queued updates', () => {
   it('a gateway killed mid-update: another gateway finishes the update, which makes exactly one snapshot', async () => {
     const first = await startGatewayProcess();
-    const res = await fetch(`${first.url}/v1/update?url=${encodeURIComponent(URL_)}&mode=async&device=mobile`, { headers: { Authorization: token } });
+    const res = await fetch(`${first.url}/v1/update?url=${encodeURIComponent(URL_)}&mode=async&device=mobile`, {
+      headers: { Authorization: token },
+    });
     expect(res.status).toBe(200);
     const { id } = (await res.json()) as { id: string };
     // The first gateway took the job and the agent is running it.
@@ -87,7 +114,10 @@ describe('queued updates', () => {
     await first.process.stop('SIGKILL');
 
     const second = await startGatewayProcess();
-    await vi.waitFor(async () => expect((await status(second.url, id)).status).toBe('done'), { timeout: 30_000, interval: 250 });
+    await vi.waitFor(async () => expect((await status(second.url, id)).status).toBe('done'), {
+      timeout: 30_000,
+      interval: 250,
+    });
     const done = await status(second.url, id);
     expect(done.attempts).toBe(2);
     const project = (await store.listProjects()).find((p) => p.url === URL_)!;
@@ -114,7 +144,12 @@ describe('queued updates', () => {
     for (const url of projectUrls) await admin.addProject('faults', url, { locations: ['london'], runs: 1 });
     const processes: PerfwatchProcess[] = [];
     const stubAgent = (id: string) => {
-      const child = spawnNode(['test/support/stub-agent.ts'], { NATS_URL: natsUrl, PERFWATCH_LOCATION: 'london', PERFWATCH_AGENT_ID: id, STUB_DELAY_MS: '150' });
+      const child = spawnNode(['test/support/stub-agent.ts'], {
+        NATS_URL: natsUrl,
+        PERFWATCH_LOCATION: 'london',
+        PERFWATCH_AGENT_ID: id,
+        STUB_DELAY_MS: '150',
+      });
       processes.push(child);
       return child;
     };
@@ -142,7 +177,10 @@ describe('queued updates', () => {
         LOG_LEVEL: 'warn',
       });
       processes.push(child);
-      await vi.waitFor(async () => expect((await fetch(`http://127.0.0.1:${gatewayPort}/readyz`)).status).toBe(200), { timeout: 30_000, interval: 200 });
+      await vi.waitFor(async () => expect((await fetch(`http://127.0.0.1:${gatewayPort}/readyz`)).status).toBe(200), {
+        timeout: 30_000,
+        interval: 200,
+      });
       return child;
     };
     try {
@@ -156,11 +194,17 @@ describe('queued updates', () => {
       const submit = async (n: number) => {
         // A client that retries until its update is accepted: only accepted updates count.
         for (let attempt = 0; ; attempt++) {
-          if (attempt > 300) throw new Error(`update ${n} was refused for a minute; last gateway output:\n${gateways[n % 2]!.output().slice(-3000)}`);
+          if (attempt > 300)
+            throw new Error(
+              `update ${n} was refused for a minute; last gateway output:\n${gateways[n % 2]!.output().slice(-3000)}`,
+            );
           // Behind a load balancer: a retry may reach the other gateway.
           const base = `http://127.0.0.1:${ports[(n + attempt) % 2]!}`;
           try {
-            const res = await fetch(`${base}/v1/update?url=${encodeURIComponent(projectUrls[n % 20]!)}&mode=async&device=mobile`, { headers: { Authorization: faultToken }, signal: AbortSignal.timeout(10_000) });
+            const res = await fetch(
+              `${base}/v1/update?url=${encodeURIComponent(projectUrls[n % 20]!)}&mode=async&device=mobile`,
+              { headers: { Authorization: faultToken }, signal: AbortSignal.timeout(10_000) },
+            );
             if (res.status === 200) {
               accepted.push(((await res.json()) as { id: string }).id);
               return;
@@ -173,12 +217,14 @@ describe('queued updates', () => {
         }
       };
       const submitRange = async (from: number, to: number) => {
-        for (let n = from; n < to; n += 10) await Promise.all(Array.from({ length: Math.min(10, to - n) }, (_, i) => submit(n + i)));
+        for (let n = from; n < to; n += 10)
+          await Promise.all(Array.from({ length: Math.min(10, to - n) }, (_, i) => submit(n + i)));
       };
 
       // What happened when, shown if the test fails.
       const timeline: string[] = [];
-      const progress = (what: string) => timeline.push(`${new Date().toISOString()} ${what} accepted=${accepted.length} refused=${refused}`);
+      const progress = (what: string) =>
+        timeline.push(`${new Date().toISOString()} ${what} accepted=${accepted.length} refused=${refused}`);
       onTestFailed(() => console.log(timeline.join('\n')));
       await submitRange(0, 50);
       progress('first 50');
@@ -209,17 +255,27 @@ describe('queued updates', () => {
           const waiting = records.filter((u) => u?.status !== 'done');
           if (timeline.at(-1)?.startsWith('waiting')) timeline.pop();
           // Enough of each to tell why it waits: its state, deliveries, last reason and when it last changed.
-          timeline.push(`waiting for ${waiting.length}: ${JSON.stringify(waiting.slice(0, 5).map((u) => u && { id: u.id, status: u.status, attempts: u.attempts, reason: u.reason, updatedAt: u.updatedAt }))}`);
+          timeline.push(
+            `waiting for ${waiting.length}: ${JSON.stringify(waiting.slice(0, 5).map((u) => u && { id: u.id, status: u.status, attempts: u.attempts, reason: u.reason, updatedAt: u.updatedAt }))}`,
+          );
           expect(waiting.map((u) => u?.status)).toEqual([]);
         },
         { timeout: 240_000, interval: 1_000 },
       );
       // Exactly one snapshot per update: 200 in all, and each update's date is one of its project's.
-      const snapshots = (await Promise.all((await faultStore.listProjects(user.id)).map(async (p) => (await faultStore.listSnapshots(p.id)).map((s) => `${p.url} ${s.date.toISOString()}`)))).flat();
+      const snapshots = (
+        await Promise.all(
+          (await faultStore.listProjects(user.id)).map(async (p) =>
+            (await faultStore.listSnapshots(p.id)).map((s) => `${p.url} ${s.date.toISOString()}`),
+          ),
+        )
+      ).flat();
       expect(snapshots).toHaveLength(200);
       const updates = await Promise.all(accepted.map(async (id) => (await faultStore.findUpdate(user.id, id))!));
       expect(new Set(updates.map((u) => `${u.url} ${u.date!.toISOString()}`))).toEqual(new Set(snapshots));
-      console.log(`faults: 200 updates accepted (${refused} submissions refused while parts were down), all done, 200 snapshots`);
+      console.log(
+        `faults: 200 updates accepted (${refused} submissions refused while parts were down), all done, 200 snapshots`,
+      );
       gateways = [];
     } finally {
       for (const child of processes) await child.stop('SIGKILL');
@@ -236,7 +292,12 @@ describe('no update stays unfinished (a crash injected on each path)', () => {
   const stuckDb = { MONGODB_DB: `pwstuck_${randomUUID().slice(0, 8)}` };
   let stuckStore: MongoStore;
   let stuckToken: string;
-  const stuckStatus = async (base: string, id: string) => (await (await fetch(`${base}/v1/updates/${id}`, { headers: { Authorization: stuckToken } })).json()) as { status: string; date: string | null; reason: string | null };
+  const stuckStatus = async (base: string, id: string) =>
+    (await (await fetch(`${base}/v1/updates/${id}`, { headers: { Authorization: stuckToken } })).json()) as {
+      status: string;
+      date: string | null;
+      reason: string | null;
+    };
   beforeAll(async () => {
     for (const gateway of gateways) await gateway.stop('SIGKILL');
     stuckStore = new MongoStore({ uri: db.MONGODB_URI, dbName: stuckDb.MONGODB_DB });
@@ -249,11 +310,14 @@ describe('no update stays unfinished (a crash injected on each path)', () => {
   afterAll(async () => {
     await stuckStore?.close();
   });
-  it('recorded in its user\'s backlog, then the gateway died before admitting it: the lease holder admits it and it ends done', async () => {
+  it("recorded in its user's backlog, then the gateway died before admitting it: the lease holder admits it and it ends done", async () => {
     const { id } = await recordedUpdate(stuckStore, { admitted: false });
     const gateway = await startGatewayProcess({ ...stuckDb, ...SWEEPING });
     try {
-      await vi.waitFor(async () => expect((await stuckStatus(gateway.url, id)).status).toBe('done'), { timeout: 30_000, interval: 250 });
+      await vi.waitFor(async () => expect((await stuckStatus(gateway.url, id)).status).toBe('done'), {
+        timeout: 30_000,
+        interval: 250,
+      });
       expect(gateway.process.output()).toMatch(/admitted updates waiting in a user's backlog/);
     } finally {
       await gateway.process.stop('SIGKILL');
@@ -264,7 +328,10 @@ describe('no update stays unfinished (a crash injected on each path)', () => {
     const { id } = await recordedUpdate(stuckStore);
     const gateway = await startGatewayProcess({ ...stuckDb, ...SWEEPING });
     try {
-      await vi.waitFor(async () => expect((await stuckStatus(gateway.url, id)).status).toBe('done'), { timeout: 30_000, interval: 250 });
+      await vi.waitFor(async () => expect((await stuckStatus(gateway.url, id)).status).toBe('done'), {
+        timeout: 30_000,
+        interval: 250,
+      });
       expect(gateway.process.output()).toMatch(/stuck update queued again/);
     } finally {
       await gateway.process.stop('SIGKILL');
@@ -274,13 +341,18 @@ describe('no update stays unfinished (a crash injected on each path)', () => {
   it('its last allowed delivery died with its gateway: the next gateway ends it failed, saying why', async () => {
     const first = await startGatewayProcess({ ...stuckDb, ...SWEEPING, UPDATE_MAX_DELIVER: '1' });
     const before = runner.requests.length;
-    const res = await fetch(`${first.url}/v1/update?url=${encodeURIComponent(STUCK_URL)}&mode=async&device=mobile`, { headers: { Authorization: stuckToken } });
+    const res = await fetch(`${first.url}/v1/update?url=${encodeURIComponent(STUCK_URL)}&mode=async&device=mobile`, {
+      headers: { Authorization: stuckToken },
+    });
     const { id } = (await res.json()) as { id: string };
     await vi.waitFor(() => expect(runner.requests.length).toBe(before + 1), { timeout: 10_000 });
     await first.process.stop('SIGKILL');
     const second = await startGatewayProcess({ ...stuckDb, ...SWEEPING, UPDATE_MAX_DELIVER: '1' });
     try {
-      await vi.waitFor(async () => expect((await stuckStatus(second.url, id)).status).toBe('failed'), { timeout: 30_000, interval: 250 });
+      await vi.waitFor(async () => expect((await stuckStatus(second.url, id)).status).toBe('failed'), {
+        timeout: 30_000,
+        interval: 250,
+      });
       expect((await stuckStatus(second.url, id)).reason).toMatch(/1 deliveries ended without an outcome/);
     } finally {
       await second.process.stop('SIGKILL');
@@ -293,11 +365,31 @@ describe('no update stays unfinished (a crash injected on each path)', () => {
       const { id } = await recordedUpdate(stuckStore);
       const project = (await stuckStore.listProjects()).find((p) => p.url === STUCK_URL)!;
       await stuckStore.setUpdateState(id, { status: 'running' });
-      const date = await stuckStore.saveSnapshot({ project, updateId: id, date: new Date(Math.floor(Date.now() / 1000) * 1000 - 3_600_000), updateType: 'manual', results: [] });
+      const date = await stuckStore.saveSnapshot({
+        project,
+        updateId: id,
+        date: new Date(Math.floor(Date.now() / 1000) * 1000 - 3_600_000),
+        updateType: 'manual',
+        results: [],
+      });
       const before = runner.requests.length;
       // The job, still in the queue as an unacknowledged delivery leaves it.
-      await jetstream(agentConn).publish(updateSubject(id), JSON.stringify({ updateId: id, userId: project.userId, url: STUCK_URL, devices: ['mobile'], updateType: 'manual', requestId: 'unrecorded' }), { msgID: id });
-      await vi.waitFor(async () => expect((await stuckStatus(gateway.url, id)).status).toBe('done'), { timeout: 30_000, interval: 250 });
+      await jetstream(agentConn).publish(
+        updateSubject(id),
+        JSON.stringify({
+          updateId: id,
+          userId: project.userId,
+          url: STUCK_URL,
+          devices: ['mobile'],
+          updateType: 'manual',
+          requestId: 'unrecorded',
+        }),
+        { msgID: id },
+      );
+      await vi.waitFor(async () => expect((await stuckStatus(gateway.url, id)).status).toBe('done'), {
+        timeout: 30_000,
+        interval: 250,
+      });
       expect((await stuckStatus(gateway.url, id)).date).toBe(formatApiDateTime(date));
       expect(runner.requests.length).toBe(before);
     } finally {
@@ -308,10 +400,16 @@ describe('no update stays unfinished (a crash injected on each path)', () => {
   it('a location that never answers: the update ends failed at its deadline, with the reason', async () => {
     const gateway = await startGatewayProcess({ ...stuckDb, UPDATE_DEADLINE_MS: '3000', ...SWEEPING });
     try {
-      const res = await fetch(`${gateway.url}/v1/update?url=${encodeURIComponent('https://nowhere.example/')}&mode=async&device=mobile`, { headers: { Authorization: stuckToken } });
+      const res = await fetch(
+        `${gateway.url}/v1/update?url=${encodeURIComponent('https://nowhere.example/')}&mode=async&device=mobile`,
+        { headers: { Authorization: stuckToken } },
+      );
       const { id } = (await res.json()) as { id: string };
       const started = Date.now();
-      await vi.waitFor(async () => expect((await stuckStatus(gateway.url, id)).status).toBe('failed'), { timeout: 30_000, interval: 250 });
+      await vi.waitFor(async () => expect((await stuckStatus(gateway.url, id)).status).toBe('failed'), {
+        timeout: 30_000,
+        interval: 250,
+      });
       expect((await stuckStatus(gateway.url, id)).reason).toMatch(/sao_paulo/);
       expect(Date.now() - started).toBeLessThan(20_000);
     } finally {

@@ -34,12 +34,35 @@ beforeAll(async () => {
   await admin.createUser('sched');
   userId = (await store.findUserByName('sched'))!.id;
   projects = [];
-  for (const i of [1, 2, 3]) projects.push(await admin.addProject('sched', `https://sched-${i}.example/`, { locations: ['london'], runs: 1, schedule: '*/2 * * * * *' }));
+  for (const i of [1, 2, 3])
+    projects.push(
+      await admin.addProject('sched', `https://sched-${i}.example/`, {
+        locations: ['london'],
+        runs: 1,
+        schedule: '*/2 * * * * *',
+      }),
+    );
   agentConn = await connect({ servers: nats.url });
-  agent = startAgent({ nc: agentConn, location: 'london', runner: fixtureRunner({ delayMs: 10 }), logger: silentLogger, agentId: 'sched-london', capacity: 4 });
+  agent = startAgent({
+    nc: agentConn,
+    location: 'london',
+    runner: fixtureRunner({ delayMs: 10 }),
+    logger: silentLogger,
+    agentId: 'sched-london',
+    capacity: 4,
+  });
   for (let i = 0; i < 2; i++) {
     const port = await freePort();
-    const gateway = spawnPerfwatch(['gateway'], { ...db, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1', SCHEDULER_INTERVAL_MS: '250', SCHEDULER_LEASE_TTL_MS: '4500', UPDATE_ACK_WAIT_MS: '2000', SHUTDOWN_READINESS_DELAY_MS: '0' });
+    const gateway = spawnPerfwatch(['gateway'], {
+      ...db,
+      NATS_URL: nats.url,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      SCHEDULER_INTERVAL_MS: '250',
+      SCHEDULER_LEASE_TTL_MS: '4500',
+      UPDATE_ACK_WAIT_MS: '2000',
+      SHUTDOWN_READINESS_DELAY_MS: '0',
+    });
     gateways.push(gateway);
     await gateway.waitFor(/gateway listening/);
   }
@@ -64,7 +87,11 @@ async function handledTicks(project: ProjectRecord, from: number, to: number): P
 }
 
 async function scheduledIds(project: ProjectRecord): Promise<string[]> {
-  const docs = await mongo.db(db.MONGODB_DB).collection<{ _id: string }>('updates').find({ projectId: new ObjectId(project.id), updateType: 'scheduled' }, { projection: { _id: 1 } }).toArray();
+  const docs = await mongo
+    .db(db.MONGODB_DB)
+    .collection<{ _id: string }>('updates')
+    .find({ projectId: new ObjectId(project.id), updateType: 'scheduled' }, { projection: { _id: 1 } })
+    .toArray();
   return docs.map((d) => d._id);
 }
 
@@ -72,7 +99,10 @@ describe('scheduler', () => {
   it('updates each due project once per tick, and once on take-over when the lease holder dies', async () => {
     const started = Date.now();
     await new Promise((resolve) => setTimeout(resolve, 9_000));
-    const lease = await mongo.db(db.MONGODB_DB).collection<{ _id: string; holder: string }>('leases').findOne({ _id: 'scheduler' });
+    const lease = await mongo
+      .db(db.MONGODB_DB)
+      .collection<{ _id: string; holder: string }>('leases')
+      .findOne({ _id: 'scheduler' });
     const holderPid = Number(lease!.holder.split('-').at(-2));
     const holder = gateways.find((g) => g.child.pid === holderPid)!;
     expect(holder).toBeDefined();
@@ -87,10 +117,16 @@ describe('scheduler', () => {
     await holder.stop('SIGKILL');
 
     // The other gateway takes the lease once it runs out, and ticks resume.
-    await vi.waitFor(async () => {
-      const now = await mongo.db(db.MONGODB_DB).collection<{ _id: string; holder: string }>('leases').findOne({ _id: 'scheduler' });
-      expect(Number(now!.holder.split('-').at(-2))).not.toBe(holderPid);
-    }, { timeout: 15_000, interval: 250 });
+    await vi.waitFor(
+      async () => {
+        const now = await mongo
+          .db(db.MONGODB_DB)
+          .collection<{ _id: string; holder: string }>('leases')
+          .findOne({ _id: 'scheduler' });
+        expect(Number(now!.holder.split('-').at(-2))).not.toBe(holderPid);
+      },
+      { timeout: 15_000, interval: 250 },
+    );
     await new Promise((resolve) => setTimeout(resolve, 5_000));
     const end = Date.now();
 
@@ -100,29 +136,42 @@ describe('scheduler', () => {
       // A gap where the lease ran out, and the ticks missed in it were not run late, one by one.
       // (Elsewhere a pass slower than a tick, on a loaded machine, also skips to the latest tick:
       // by design, so only the gap across the kill is required.)
-      expect(ticks.slice(1).some((t, i) => ticks[i]! <= killedAt && t > killedAt && t - ticks[i]! > TICK_MS)).toBe(true);
+      expect(ticks.slice(1).some((t, i) => ticks[i]! <= killedAt && t > killedAt && t - ticks[i]! > TICK_MS)).toBe(
+        true,
+      );
       expect(gaps.every((g) => g >= TICK_MS)).toBe(true);
       expect(ticks.some((t) => t > killedAt + TICK_MS)).toBe(true);
       // No scheduled update but these ticks' (one each). The scheduler runs on meanwhile: the
       // ticks are read after the updates, so a tick handled in between is among them too.
       const ids = await scheduledIds(project);
-      const tickIds = new Set((await handledTicks(project, started - 10 * TICK_MS, Date.now() + 10 * TICK_MS)).map((t) => tickUpdateId(project.id, new Date(t))));
+      const tickIds = new Set(
+        (await handledTicks(project, started - 10 * TICK_MS, Date.now() + 10 * TICK_MS)).map((t) =>
+          tickUpdateId(project.id, new Date(t)),
+        ),
+      );
       expect(ids.filter((id) => !tickIds.has(id))).toEqual([]);
       expect(ids.length).toBeGreaterThanOrEqual(ticks.length);
     }
     // And they run to the end: every scheduled update done, one snapshot each. The scheduler
     // goes on ticking meanwhile, so this holds the ticks up to `end` and bounds the rest.
-    await vi.waitFor(async () => {
-      for (const project of projects) {
-        const ticks = await handledTicks(project, started - 10 * TICK_MS, end);
-        const updates = await Promise.all(ticks.map(async (t) => (await store.findUpdate(userId, tickUpdateId(project.id, new Date(t))))!));
-        expect(updates.filter((u) => u.status !== 'done').map((u) => u.status)).toEqual([]);
-        const snapshotDates = new Set((await store.listSnapshots(project.id)).map((s) => s.date.getTime()));
-        expect(new Set(updates.map((u) => u.date!.getTime())).size).toBe(updates.length);
-        expect(updates.filter((u) => !snapshotDates.has(u.date!.getTime()))).toEqual([]);
-        // No snapshot but a handled tick's: the ticks, read after the snapshots, include any made since.
-        expect(snapshotDates.size).toBeLessThanOrEqual((await handledTicks(project, started - 10 * TICK_MS, Date.now() + 10 * TICK_MS)).length);
-      }
-    }, { timeout: 30_000, interval: 500 });
+    await vi.waitFor(
+      async () => {
+        for (const project of projects) {
+          const ticks = await handledTicks(project, started - 10 * TICK_MS, end);
+          const updates = await Promise.all(
+            ticks.map(async (t) => (await store.findUpdate(userId, tickUpdateId(project.id, new Date(t))))!),
+          );
+          expect(updates.filter((u) => u.status !== 'done').map((u) => u.status)).toEqual([]);
+          const snapshotDates = new Set((await store.listSnapshots(project.id)).map((s) => s.date.getTime()));
+          expect(new Set(updates.map((u) => u.date!.getTime())).size).toBe(updates.length);
+          expect(updates.filter((u) => !snapshotDates.has(u.date!.getTime()))).toEqual([]);
+          // No snapshot but a handled tick's: the ticks, read after the snapshots, include any made since.
+          expect(snapshotDates.size).toBeLessThanOrEqual(
+            (await handledTicks(project, started - 10 * TICK_MS, Date.now() + 10 * TICK_MS)).length,
+          );
+        }
+      },
+      { timeout: 30_000, interval: 500 },
+    );
   }, 90_000);
 });

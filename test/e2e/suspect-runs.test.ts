@@ -18,7 +18,13 @@ const page = () => `${inject('siteUrl')}index.html`;
 beforeAll(async () => {
   nats = await isolatedNats();
   gateway = await startTestGateway({ natsUrl: nats.url, runTimeoutMs: 120_000, replyTimeoutMs: 240_000 });
-  agent = spawnPerfwatch(['agent'], { NATS_URL: nats.url, PERFWATCH_LOCATION: 'frankfurt', PERFWATCH_AGENT_ID: 'frankfurt-shared', PERFWATCH_CAPACITY: '2', PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' });
+  agent = spawnPerfwatch(['agent'], {
+    NATS_URL: nats.url,
+    PERFWATCH_LOCATION: 'frankfurt',
+    PERFWATCH_AGENT_ID: 'frankfurt-shared',
+    PERFWATCH_CAPACITY: '2',
+    PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
+  });
   await agent.waitFor(/agent serving location/);
   ({ token } = await gateway.admin.createUser('verdicts'));
   await gateway.admin.addProject('verdicts', page(), { locations: ['frankfurt'], runs: 2 });
@@ -33,19 +39,29 @@ afterAll(async () => {
 describe('a verdict on every run', () => {
   it('marks runs made beside another on one agent suspect, re-tests them alone, and takes the median over reliable runs', async () => {
     const update = async () => {
-      const res = await fetch(`${gateway.url}/v1/update?url=${encodeURIComponent(page())}&device=mobile`, { headers: { Authorization: token } });
+      const res = await fetch(`${gateway.url}/v1/update?url=${encodeURIComponent(page())}&device=mobile`, {
+        headers: { Authorization: token },
+      });
       const body = await res.json();
       expect(res.status, JSON.stringify(body).slice(0, 400)).toBe(200);
       const measured = auditResultSchema.parse(body).mobile!.frankfurt!;
-      console.log(`runs: ${measured.runs.map((r, i) => `${i + 1}: ${r.verdict} score ${r.performance} LCP ${Math.round(r.lcp ?? 0)} ms, index ${r.benchmarkIndex}/${r.baselineBenchmarkIndex}, shared with ${r.overlappingRuns}${r.reasons?.length ? ` (${r.reasons.join('; ')})` : ''}`).join(' | ')}`);
+      console.log(
+        `runs: ${measured.runs.map((r, i) => `${i + 1}: ${r.verdict} score ${r.performance} LCP ${Math.round(r.lcp ?? 0)} ms, index ${r.benchmarkIndex}/${r.baselineBenchmarkIndex}, shared with ${r.overlappingRuns}${r.reasons?.length ? ` (${r.reasons.join('; ')})` : ''}`).join(' | ')}`,
+      );
       return measured;
     };
     let cell = await update();
     // A shared host that slowed down for the whole update (every re-test too was more than 15 %
     // below the agent's calibration) doubts every run, rightly: that is the verdicts working, not
     // what this test is about. Measured once more, after the neighbour's load.
-    const slowHost = (run: (typeof cell.runs)[number]) => run.verdict === 'suspect' && run.retestOf !== undefined && (run.reasons ?? []).every((reason) => reason.includes('below the agent\'s baseline'));
-    if (!cell.runs.some((r) => r.verdict === 'reliable') && cell.runs.filter((r) => r.retestOf !== undefined).every(slowHost)) {
+    const slowHost = (run: (typeof cell.runs)[number]) =>
+      run.verdict === 'suspect' &&
+      run.retestOf !== undefined &&
+      (run.reasons ?? []).every((reason) => reason.includes("below the agent's baseline"));
+    if (
+      !cell.runs.some((r) => r.verdict === 'reliable') &&
+      cell.runs.filter((r) => r.retestOf !== undefined).every(slowHost)
+    ) {
       console.log('every re-test ran on a host slower than its calibration: measuring once more');
       cell = await update();
     }
@@ -70,15 +86,26 @@ describe('a verdict on every run', () => {
     }
     // The median over the reliable runs, and the stored result is that run's.
     const reliable = cell.runs.filter((r) => r.verdict === 'reliable');
-    expect(reliable.length, 'a re-test alone on the agent was doubted for another reason; see the log line above').toBeGreaterThan(0);
+    expect(
+      reliable.length,
+      'a re-test alone on the agent was doubted for another reason; see the log line above',
+    ).toBeGreaterThan(0);
     expect(cell.median).toBe(cell.runs.indexOf(reliable[medianRunIndex(reliable)]!) + 1);
     expect(cell.runs[cell.median - 1]!.verdict).toBe('reliable');
     const lhr = cell.lighthouse as unknown as { audits: Record<string, { numericValue: number }> };
     expect(lhr.audits['first-contentful-paint']!.numericValue).toBe(cell.runs[cell.median - 1]!.fcp);
-    expect(cell.verification).toEqual({ reliableRuns: reliable.length, suspectRuns: cell.runs.length - reliable.length, retests: retests.length, median: 'reliable' });
+    expect(cell.verification).toEqual({
+      reliableRuns: reliable.length,
+      suspectRuns: cell.runs.length - reliable.length,
+      retests: retests.length,
+      median: 'reliable',
+    });
 
     // /v1/audit serves the same verdicts from the store.
-    const stored = await fetch(`${gateway.url}/v1/audit?url=${encodeURIComponent(page())}&date=${cell.lighthouse.date}&device=mobile`, { headers: { Authorization: token } });
+    const stored = await fetch(
+      `${gateway.url}/v1/audit?url=${encodeURIComponent(page())}&date=${cell.lighthouse.date}&device=mobile`,
+      { headers: { Authorization: token } },
+    );
     const storedBody = await stored.json();
     expect(stored.status, JSON.stringify(storedBody).slice(0, 300)).toBe(200);
     expect(auditResultSchema.parse(storedBody).mobile!.frankfurt!.runs).toEqual(cell.runs);

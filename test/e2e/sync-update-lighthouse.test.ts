@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { auditResultSchema, cpuMultiplierFor, medianRunIndex, errorEnvelopeSchema, formatApiDateTime, parseApiDateTime } from '@perfwatch/common';
+import {
+  auditResultSchema,
+  cpuMultiplierFor,
+  medianRunIndex,
+  errorEnvelopeSchema,
+  formatApiDateTime,
+  parseApiDateTime,
+} from '@perfwatch/common';
 import { freePort } from '@perfwatch/gateway';
 import { runPerfwatch, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { isolatedNats } from '../support/test-services.ts';
@@ -29,8 +36,19 @@ beforeAll(async () => {
 
   const port = await freePort();
   baseUrl = `http://127.0.0.1:${port}`;
-  gateway = spawnPerfwatch(['gateway'], { ...db, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1', SHUTDOWN_READINESS_DELAY_MS: '2000' });
-  agent = spawnPerfwatch(['agent'], { NATS_URL: nats.url, PERFWATCH_LOCATION: 'london', PERFWATCH_AGENT_ID: 'e2e-london', PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' });
+  gateway = spawnPerfwatch(['gateway'], {
+    ...db,
+    NATS_URL: nats.url,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    SHUTDOWN_READINESS_DELAY_MS: '2000',
+  });
+  agent = spawnPerfwatch(['agent'], {
+    NATS_URL: nats.url,
+    PERFWATCH_LOCATION: 'london',
+    PERFWATCH_AGENT_ID: 'e2e-london',
+    PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
+  });
   await gateway.waitFor(/gateway listening/);
   await agent.waitFor(/agent serving location/);
   // The agent answers a malformed job at once: proof that it serves its subject.
@@ -48,7 +66,9 @@ afterAll(async () => {
 describe('sync update end to end', () => {
   it('audits the fixture page with Lighthouse on both devices and serves the same snapshot from /v1/audit', async () => {
     const started = Date.now();
-    const res = await fetch(`${baseUrl}/v1/update?url=${encodeURIComponent(page())}`, { headers: { Authorization: `Bearer ${token}` } });
+    const res = await fetch(`${baseUrl}/v1/update?url=${encodeURIComponent(page())}`, {
+      headers: { Authorization: `Bearer ${token}` },
+    });
     const body = await res.json();
     const elapsed = Date.now() - started;
     expect(res.status, JSON.stringify(body).slice(0, 500)).toBe(200);
@@ -56,7 +76,13 @@ describe('sync update end to end', () => {
     const result = auditResultSchema.parse(body);
     for (const device of ['mobile', 'desktop'] as const) {
       const cell = result[device]!.london!;
-      const lhr = cell.lighthouse as typeof cell.lighthouse & { lighthouseVersion: string; finalDisplayedUrl: string; configSettings: { formFactor: string }; categories: Record<string, { score: number }>; audits: Record<string, { numericValue?: number }> };
+      const lhr = cell.lighthouse as typeof cell.lighthouse & {
+        lighthouseVersion: string;
+        finalDisplayedUrl: string;
+        configSettings: { formFactor: string };
+        categories: Record<string, { score: number }>;
+        audits: Record<string, { numericValue?: number }>;
+      };
       expect(lhr.lighthouseVersion).toMatch(/^13\./);
       expect(lhr.finalDisplayedUrl).toBe(page());
       expect(lhr.configSettings.formFactor).toBe(device);
@@ -72,7 +98,9 @@ describe('sync update end to end', () => {
       expect(retests.length > 0).toBe(run!.verdict === 'suspect');
       for (const r of cell.runs) expect(r.reasons!.length > 0).toBe(r.verdict === 'suspect');
       const firstReliable = cell.runs.findIndex((r) => r.verdict === 'reliable');
-      expect(cell.median).toBe(retests.length === 0 ? 1 : firstReliable >= 0 ? firstReliable + 1 : medianRunIndex(cell.runs) + 1);
+      expect(cell.median).toBe(
+        retests.length === 0 ? 1 : firstReliable >= 0 ? firstReliable + 1 : medianRunIndex(cell.runs) + 1,
+      );
       if (retests.length > 0) console.log(`${device}: run re-tested (${run!.reasons!.join('; ')})`);
       // The conditions of the run, stored with it: the machine's speed then and the agent's
       // calibrated baseline, the CPU slowdown Lighthouse applied, how busy the agent and host were.
@@ -81,25 +109,34 @@ describe('sync update end to end', () => {
       for (const r of cell.runs) {
         expect(r.benchmarkIndex).toBeGreaterThan(0);
         expect(r.baselineBenchmarkIndex).toBeGreaterThan(0);
-        expect(r.cpuMultiplier).toBe(device === 'desktop' ? 1 : cpuMultiplierFor(r.baselineBenchmarkIndex!) ?? 1);
+        expect(r.cpuMultiplier).toBe(device === 'desktop' ? 1 : (cpuMultiplierFor(r.baselineBenchmarkIndex!) ?? 1));
         expect(r.concurrentRuns).toBe(0);
         expect(r.loadAverage).toBeGreaterThanOrEqual(0);
         expect(r.chromeVersion).toMatch(/^\d+\.\d+/);
         expect(r.lighthouseVersion).toBe(lhr.lighthouseVersion);
       }
       // The stored result is the median run's, slowed as that run says.
-      expect((lhr as unknown as { configSettings: { throttling: { cpuSlowdownMultiplier: number } } }).configSettings.throttling.cpuSlowdownMultiplier).toBe(cell.runs[cell.median - 1]!.cpuMultiplier);
+      expect(
+        (lhr as unknown as { configSettings: { throttling: { cpuSlowdownMultiplier: number } } }).configSettings
+          .throttling.cpuSlowdownMultiplier,
+      ).toBe(cell.runs[cell.median - 1]!.cpuMultiplier);
       expect(cell.locations).toEqual(['london']);
       expect(cell.defaultLocation).toBe('london');
       // Screenshots travel and are stored small: the final one and the filmstrip as WebP, each ≤ 30 kB.
-      const pictures = lhr.audits as unknown as Record<string, { details?: { data?: string; items?: Array<{ data: string; timing: number }> } }>;
+      const pictures = lhr.audits as unknown as Record<
+        string,
+        { details?: { data?: string; items?: Array<{ data: string; timing: number }> } }
+      >;
       const finalShot = pictures['final-screenshot']!.details!.data!;
       expect(finalShot).toMatch(/^data:image\/webp;base64,/);
       expect(Buffer.from(finalShot.split(',')[1]!, 'base64').length).toBeLessThanOrEqual(30 * 1024);
       const frames = pictures['screenshot-thumbnails']!.details!.items!;
       expect(frames.length).toBeGreaterThan(0);
-      for (const frame of frames) expect(Buffer.from(frame.data.split(',')[1]!, 'base64').length).toBeLessThanOrEqual(30 * 1024);
-      console.info(`${device}: final screenshot ${Buffer.from(finalShot.split(',')[1]!, 'base64').length} B, ${frames.length} frames, ${frames.reduce((n, f) => n + Buffer.from(f.data.split(',')[1]!, 'base64').length, 0)} B`);
+      for (const frame of frames)
+        expect(Buffer.from(frame.data.split(',')[1]!, 'base64').length).toBeLessThanOrEqual(30 * 1024);
+      console.info(
+        `${device}: final screenshot ${Buffer.from(finalShot.split(',')[1]!, 'base64').length} B, ${frames.length} frames, ${frames.reduce((n, f) => n + Buffer.from(f.data.split(',')[1]!, 'base64').length, 0)} B`,
+      );
     }
     const date = result.mobile!.london!.lighthouse.date;
     expect(result.desktop!.london!.lighthouse.date).toBe(date);
@@ -108,18 +145,24 @@ describe('sync update end to end', () => {
     expect(snapshotAt).toBeLessThanOrEqual(Date.now());
     console.info(`e2e sync update, 2 devices × 1 run: ${elapsed} ms`);
 
-    const audit = await fetch(`${baseUrl}/v1/audit?url=${encodeURIComponent(page())}&date=${date}`, { headers: { Authorization: token } });
+    const audit = await fetch(`${baseUrl}/v1/audit?url=${encodeURIComponent(page())}&date=${date}`, {
+      headers: { Authorization: token },
+    });
     expect(audit.status).toBe(200);
     expect(await audit.json()).toEqual(body);
 
     const later = formatApiDateTime(new Date(snapshotAt + 1000));
-    const none = await fetch(`${baseUrl}/v1/audit?url=${encodeURIComponent(page())}&date=${later}`, { headers: { Authorization: token } });
+    const none = await fetch(`${baseUrl}/v1/audit?url=${encodeURIComponent(page())}&date=${later}`, {
+      headers: { Authorization: token },
+    });
     expect(none.status).toBe(404);
   }, 180_000);
 
   it('reports a page that cannot load as 502 with the reason, and the agent keeps serving', async () => {
     const dead = 'http://127.0.0.1:9/';
-    const res = await fetch(`${baseUrl}/v1/update?url=${encodeURIComponent(dead)}&device=mobile`, { headers: { Authorization: token, 'X-Request-Id': 'e2e-trace-502' } });
+    const res = await fetch(`${baseUrl}/v1/update?url=${encodeURIComponent(dead)}&device=mobile`, {
+      headers: { Authorization: token, 'X-Request-Id': 'e2e-trace-502' },
+    });
     const body = errorEnvelopeSchema.parse(await res.json());
     expect(res.status).toBe(502);
     expect(res.headers.get('x-request-id')).toBe('e2e-trace-502');
@@ -139,7 +182,10 @@ describe('sync update end to end', () => {
     expect((await fetch(`${baseUrl}/readyz`)).status).toBe(200);
     const stopped = gateway.stop('SIGTERM');
     // During SHUTDOWN_READINESS_DELAY_MS the gateway answers, but no longer as ready.
-    await vi.waitFor(async () => expect((await fetch(`${baseUrl}/readyz`)).status).toBe(503), { timeout: 1_500, interval: 100 });
+    await vi.waitFor(async () => expect((await fetch(`${baseUrl}/readyz`)).status).toBe(503), {
+      timeout: 1_500,
+      interval: 100,
+    });
     expect((await fetch(`${baseUrl}/healthz`)).status).toBe(200);
     expect(await stopped).toBe(0);
   }, 60_000);

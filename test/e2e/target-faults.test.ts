@@ -28,23 +28,27 @@ let hasty: TestGateway;
 let token: string;
 
 function bigPage(): string {
-  const paragraph = '<p>perfwatch fills this page with five megabytes of markup to see what an agent makes of it.</p>\n';
+  const paragraph =
+    '<p>perfwatch fills this page with five megabytes of markup to see what an agent makes of it.</p>\n';
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>big</title></head><body>${paragraph.repeat(Math.ceil(BIG_BYTES / paragraph.length))}</body></html>`;
 }
 
 beforeAll(async () => {
   const big = bigPage();
-  const small = '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>slow</title></head><body><h1>At last</h1></body></html>';
+  const small =
+    '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>slow</title></head><body><h1>At last</h1></body></html>';
   site = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://site');
-    const html = (body: string) => res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': Buffer.byteLength(body) }).end(body);
+    const html = (body: string) =>
+      res
+        .writeHead(200, { 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': Buffer.byteLength(body) })
+        .end(body);
     if (url.pathname === '/slow') setTimeout(() => html(small), SLOW_MS);
     else if (url.pathname === '/hang') hanging.add(res);
     else if (url.pathname === '/loop') {
       if (url.search === '') loopStarts++;
       res.writeHead(302, { Location: `/loop?n=${Number(url.searchParams.get('n') ?? 0) + 1}` }).end();
-    }
-    else if (url.pathname === '/big') html(big);
+    } else if (url.pathname === '/big') html(big);
     else res.writeHead(404).end();
   });
   site.listen(0, '127.0.0.1');
@@ -53,9 +57,15 @@ beforeAll(async () => {
 
   stack = await agentProcessUnderTest({ PERFWATCH_LOCATION: 'sao_paulo', PERFWATCH_AGENT_ID: 'gru-faults' });
   gateway = await startTestGateway({ natsUrl: stack.natsUrl, runTimeoutMs: 120_000, replyTimeoutMs: 150_000 });
-  hasty = await startTestGateway({ natsUrl: stack.natsUrl, store: gateway.store, runTimeoutMs: SHORT_RUN_TIMEOUT_MS, replyTimeoutMs: SHORT_RUN_TIMEOUT_MS + 20_000 });
+  hasty = await startTestGateway({
+    natsUrl: stack.natsUrl,
+    store: gateway.store,
+    runTimeoutMs: SHORT_RUN_TIMEOUT_MS,
+    replyTimeoutMs: SHORT_RUN_TIMEOUT_MS + 20_000,
+  });
   ({ token } = await gateway.admin.createUser('faults'));
-  for (const path of ['/slow', '/hang', '/loop', '/big']) await gateway.admin.addProject('faults', `${siteUrl}${path}`, { locations: ['sao_paulo'], runs: 1 });
+  for (const path of ['/slow', '/hang', '/loop', '/big'])
+    await gateway.admin.addProject('faults', `${siteUrl}${path}`, { locations: ['sao_paulo'], runs: 1 });
   await vi.waitFor(() => expect(stack.registry.agents('sao_paulo')).toHaveLength(1), { timeout: 30_000 });
 }, 90_000);
 
@@ -70,7 +80,9 @@ afterAll(async () => {
 
 async function update(path: string, via = gateway): Promise<{ status: number; body: unknown; ms: number }> {
   const started = Date.now();
-  const res = await fetch(`${via.url}/v1/update?url=${encodeURIComponent(`${siteUrl}${path}`)}&device=mobile`, { headers: { Authorization: token } });
+  const res = await fetch(`${via.url}/v1/update?url=${encodeURIComponent(`${siteUrl}${path}`)}&device=mobile`, {
+    headers: { Authorization: token },
+  });
   return { status: res.status, body: await res.json(), ms: Date.now() - started };
 }
 
@@ -101,7 +113,11 @@ describe('misbehaving target pages', () => {
     const envelope = errorEnvelopeSchema.parse(body);
     expect(status).toBe(502);
     expect(envelope.status).toBe('BAD_GATEWAY');
-    expect(envelope.errors).toEqual([expect.stringMatching(/^mobile\/sao_paulo: the page redirects more than 20 times \(http:\/\/127\.0\.0\.1:\d+\/loop → .*\/loop\?n=1 → … → .*\/loop\?n=21\); Chrome showed its error page/)]);
+    expect(envelope.errors).toEqual([
+      expect.stringMatching(
+        /^mobile\/sao_paulo: the page redirects more than 20 times \(http:\/\/127\.0\.0\.1:\d+\/loop → .*\/loop\?n=1 → … → .*\/loop\?n=21\); Chrome showed its error page/,
+      ),
+    ]);
     // A page error is final: not offered again.
     expect(loopStarts).toBe(2);
     await agentStillServes();

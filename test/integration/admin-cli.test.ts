@@ -44,19 +44,46 @@ describe('perfwatch admin', () => {
     expect((await admin(env, 'create-user', 'ops-team')).code).toBe(1);
   });
 
-  it('sets a project\'s budgets, adds webhooks (the secret last), lists their deliveries, removes them', async () => {
+  it("sets a project's budgets, adds webhooks (the secret last), lists their deliveries, removes them", async () => {
     await admin(env, 'create-user', 'alerting');
     await admin(env, 'add-project', 'alerting', 'https://alerts.example/');
-    const set = await admin(env, 'set-budgets', 'alerting', 'https://alerts.example/', '--budget', 'performance=90', '--budget', 'lcp=2500', '--max-regression', 'tbt=20', '--json');
+    const set = await admin(
+      env,
+      'set-budgets',
+      'alerting',
+      'https://alerts.example/',
+      '--budget',
+      'performance=90',
+      '--budget',
+      'lcp=2500',
+      '--max-regression',
+      'tbt=20',
+      '--json',
+    );
     expect(set.code, set.err).toBe(0);
-    expect(JSON.parse(set.out)).toEqual({ url: 'https://alerts.example/', budgets: { performance: 90, lcp: 2500 }, maxRegression: { tbt: 20 } });
+    expect(JSON.parse(set.out)).toEqual({
+      url: 'https://alerts.example/',
+      budgets: { performance: 90, lcp: 2500 },
+      maxRegression: { tbt: 20 },
+    });
     const badKey = await admin(env, 'set-budgets', 'alerting', 'https://alerts.example/', '--budget', 'speed=1');
     expect(badKey.code).toBe(1);
     expect(badKey.err).toMatch(/unknown budget key "speed"/);
-    expect((await admin(env, 'set-budgets', 'alerting', 'https://other.example/')).err).toMatch(/no project at https:\/\/other\.example\//);
+    expect((await admin(env, 'set-budgets', 'alerting', 'https://other.example/')).err).toMatch(
+      /no project at https:\/\/other\.example\//,
+    );
 
     const allow = { ...env, PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' };
-    const added = await admin(allow, 'add-webhook', 'alerting', 'http://127.0.0.1:9/hooks', '--project', 'https://alerts.example/', '--format', 'slack');
+    const added = await admin(
+      allow,
+      'add-webhook',
+      'alerting',
+      'http://127.0.0.1:9/hooks',
+      '--project',
+      'https://alerts.example/',
+      '--format',
+      'slack',
+    );
     expect(added.code, added.err).toBe(0);
     const secret = added.out.trim().split(/\s+/).at(-1)!;
     expect(secret).toMatch(/^pwhs_[A-Za-z0-9_-]{43}$/);
@@ -64,10 +91,14 @@ describe('perfwatch admin', () => {
     const refused = await admin(env, 'add-webhook', 'alerting', 'http://127.0.0.1:9/hooks');
     expect(refused.code).toBe(1);
     expect(refused.err).toMatch(/not a public address/);
-    expect((await admin(allow, 'add-webhook', 'alerting', 'http://127.0.0.1:9/', '--format', 'xml')).err).toMatch(/--format is json or slack/);
+    expect((await admin(allow, 'add-webhook', 'alerting', 'http://127.0.0.1:9/', '--format', 'xml')).err).toMatch(
+      /--format is json or slack/,
+    );
 
     const listed = await admin(env, 'webhook-deliveries', 'alerting');
-    const id = /^([0-9a-f]{24}) {2}http:\/\/127\.0\.0\.1:9\/hooks {2}\[slack, https:\/\/alerts\.example\/\]$/m.exec(listed.out)?.[1];
+    const id = /^([0-9a-f]{24}) {2}http:\/\/127\.0\.0\.1:9\/hooks {2}\[slack, https:\/\/alerts\.example\/\]$/m.exec(
+      listed.out,
+    )?.[1];
     expect(id, listed.out).toBeDefined();
     expect(listed.out).toContain('no deliveries');
     expect(listed.out).not.toContain(secret);
@@ -81,21 +112,60 @@ describe('perfwatch admin', () => {
     await store.init();
     try {
       const user = await store.createUser('kpi-owner');
-      const project = await store.addProject({ userId: user.id, url: 'https://kpi.example/', domain: 'kpi.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+      const project = await store.addProject({
+        userId: user.id,
+        url: 'https://kpi.example/',
+        domain: 'kpi.example',
+        locations: ['london'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      });
       const lighthouse = loadLhr('mobile', 1);
       const date = new Date('2026-03-01T09:00:00Z');
       // As version 1 stored it: the seed's performance fields only.
-      const seedOnly = lighthouseKpis(lighthouse).map((k) => (k.kpi === 'performance' ? { ...k, data: Object.fromEntries(Object.entries(k.data as object).filter(([key]) => ['si', 'fcp', 'fmp', 'tti', 'fCPUi', 'mpFID', 'score'].includes(key))) } : k));
-      await store.saveSnapshot({ project, updateId: 'kpi-v1', date, updateType: 'scheduled', results: [newCell({ device: 'mobile', location: 'london', median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 1, kpis: [...seedOnly, { section: 'SECURITY', kpi: 'tls', data: { ok: true } }] })] });
+      const seedOnly = lighthouseKpis(lighthouse).map((k) =>
+        k.kpi === 'performance'
+          ? {
+              ...k,
+              data: Object.fromEntries(
+                Object.entries(k.data as object).filter(([key]) =>
+                  ['si', 'fcp', 'fmp', 'tti', 'fCPUi', 'mpFID', 'score'].includes(key),
+                ),
+              ),
+            }
+          : k,
+      );
+      await store.saveSnapshot({
+        project,
+        updateId: 'kpi-v1',
+        date,
+        updateType: 'scheduled',
+        results: [
+          newCell({
+            device: 'mobile',
+            location: 'london',
+            median: 1,
+            runs: [],
+            lighthouse,
+            crux: { url: null },
+            elementCount: 1,
+            kpis: [...seedOnly, { section: 'SECURITY', kpi: 'tls', data: { ok: true } }],
+          }),
+        ],
+      });
 
       const run = await admin(env, 'recompute-kpis');
       expect(run.code, run.err).toBe(0);
       expect(run.out).toMatch(/KPI records of [1-9]\d* snapshot\(s\) rebuilt to version 2/);
       const records: Array<{ section: string; kpi: string; data: unknown }> = [];
-      for (const row of await kpiRows(store, { userId: user.id, from: date, to: new Date(date.getTime() + 1_000) })) records.push(row);
+      for (const row of await kpiRows(store, { userId: user.id, from: date, to: new Date(date.getTime() + 1_000) }))
+        records.push(row);
       const performance = records.find((r) => r.kpi === 'performance')!.data as Record<string, number | null>;
       expect(performance['lcp']).toBeCloseTo(lighthouse.audits['largest-contentful-paint']!.numericValue!, 1);
-      expect(performance['fcp']).toBe((seedOnly.find((k) => k.kpi === 'performance')!.data as Record<string, number>)['fcp']);
+      expect(performance['fcp']).toBe(
+        (seedOnly.find((k) => k.kpi === 'performance')!.data as Record<string, number>)['fcp'],
+      );
       // What cannot be measured again stays as it was.
       expect(records.filter((r) => r.section === 'SECURITY').map((r) => r.data)).toEqual([{ ok: true }]);
       expect((await admin(env, 'recompute-kpis')).out).toMatch(/of 0 snapshot/);
@@ -106,10 +176,27 @@ describe('perfwatch admin', () => {
 
   it('adds projects with locations and runs, lists them as JSON, revokes tokens', async () => {
     await admin(env, 'create-user', 'web');
-    const added = await admin(env, 'add-project', 'web', 'https://Shop.Example', '--locations', 'tokyo,london', '--runs', '5');
+    const added = await admin(
+      env,
+      'add-project',
+      'web',
+      'https://Shop.Example',
+      '--locations',
+      'tokyo,london',
+      '--runs',
+      '5',
+    );
     expect(added.code).toBe(0);
     const listed = JSON.parse((await admin(env, 'list', '--json')).out);
-    expect(listed.find((u: { user: string }) => u.user === 'web').projects).toEqual([{ url: 'https://shop.example/', locations: ['tokyo', 'london'], defaultLocation: 'tokyo', runs: 5, schedule: null }]);
+    expect(listed.find((u: { user: string }) => u.user === 'web').projects).toEqual([
+      {
+        url: 'https://shop.example/',
+        locations: ['tokyo', 'london'],
+        defaultLocation: 'tokyo',
+        runs: 5,
+        schedule: null,
+      },
+    ]);
 
     const bad = await admin(env, 'add-project', 'web', 'https://b.example/', '--locations', 'mars');
     expect(bad.code).toBe(1);
@@ -122,7 +209,9 @@ describe('perfwatch admin', () => {
       expect(refused.err).toMatch(/runs is a whole number from 1 to 9/);
     }
     expect((await admin(env, 'add-project', 'web', 'https://runs.example/')).code).toBe(0);
-    const byDefault = JSON.parse((await admin(env, 'list', '--json')).out).find((u: { user: string }) => u.user === 'web').projects;
+    const byDefault = JSON.parse((await admin(env, 'list', '--json')).out).find(
+      (u: { user: string }) => u.user === 'web',
+    ).projects;
     expect(byDefault.find((p: { url: string }) => p.url === 'https://runs.example/').runs).toBe(3);
 
     // Credentials in a project URL are refused, and not repeated in the message.

@@ -3,7 +3,18 @@ import { connect } from '@nats-io/transport-node';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { gunzipSync } from 'node:zlib';
-import { decodeJob, decodeReply, digestRun, encodeAnnouncement, encodeJob, encodeReply, HEADERS, lighthouseResultSchema, receiveReply, type AuditJob } from '@perfwatch/common';
+import {
+  decodeJob,
+  decodeReply,
+  digestRun,
+  encodeAnnouncement,
+  encodeJob,
+  encodeReply,
+  HEADERS,
+  lighthouseResultSchema,
+  receiveReply,
+  type AuditJob,
+} from '@perfwatch/common';
 import { buildLocationSnapshot } from '../../gateway/src/snapshot-builder.ts';
 import { startAgent } from '@perfwatch/agent';
 import { createNatsDispatcher, startAgentRegistry } from '@perfwatch/gateway';
@@ -23,13 +34,25 @@ afterAll(async () => {
   await stack?.dispose();
 });
 
-const job = (over: Partial<AuditJob> = {}): AuditJob => ({ jobId: `j-${Math.random()}`, updateId: 'u', url: 'http://fixture.test/', device: 'mobile', location: 'tokyo', runIndex: 0, timeoutMs: 5000, ...over });
+const job = (over: Partial<AuditJob> = {}): AuditJob => ({
+  jobId: `j-${Math.random()}`,
+  updateId: 'u',
+  url: 'http://fixture.test/',
+  device: 'mobile',
+  location: 'tokyo',
+  runIndex: 0,
+  timeoutMs: 5000,
+  ...over,
+});
 
 async function request(subject: string, data: Uint8Array, requestId = 'req-1') {
   const h = natsHeaders();
   h.set(HEADERS.requestId, requestId);
   const msg = await client.request(subject, data, { timeout: 5000, headers: h });
-  return { reply: await decodeReply(msg.data, msg.headers?.get(HEADERS.contentEncoding)), requestId: msg.headers?.get(HEADERS.requestId) };
+  return {
+    reply: await decodeReply(msg.data, msg.headers?.get(HEADERS.contentEncoding)),
+    requestId: msg.headers?.get(HEADERS.requestId),
+  };
 }
 
 describe('agent', () => {
@@ -42,12 +65,16 @@ describe('agent', () => {
       const first = request('perfwatch.audit.v1.sao_paulo', encodeJob(job({ location: 'sao_paulo' })), 'req-a');
       await new Promise((r) => setTimeout(r, 50));
       expect(agent.busy).toBe(1);
-      await expect(request('perfwatch.audit.v1.sao_paulo', encodeJob(job({ location: 'sao_paulo' })), 'req-b')).rejects.toThrow(/no responders/i);
+      await expect(
+        request('perfwatch.audit.v1.sao_paulo', encodeJob(job({ location: 'sao_paulo' })), 'req-b'),
+      ).rejects.toThrow(/no responders/i);
       expect((await first).reply.ok).toBe(true);
       expect((await first).requestId).toBe('req-a');
       // A run ended: back in the queue group.
       await nc.flush();
-      expect((await request('perfwatch.audit.v1.sao_paulo', encodeJob(job({ location: 'sao_paulo' })), 'req-c')).reply.ok).toBe(true);
+      expect(
+        (await request('perfwatch.audit.v1.sao_paulo', encodeJob(job({ location: 'sao_paulo' })), 'req-c')).reply.ok,
+      ).toBe(true);
       expect(runner.requests).toHaveLength(2);
     } finally {
       await agent.stop();
@@ -55,16 +82,27 @@ describe('agent', () => {
     }
   });
 
-  it('spreads a location\'s jobs over its agents, one run at a time each, through the gateway\'s dispatcher', async () => {
+  it("spreads a location's jobs over its agents, one run at a time each, through the gateway's dispatcher", async () => {
     const conns = await Promise.all([connect({ servers: nats.url }), connect({ servers: nats.url })]);
     const runners = [fixtureRunner({ delayMs: 40 }), fixtureRunner({ delayMs: 40 })];
     const registry = await startAgentRegistry({ nc: client, logger: silentLogger });
-    const agents = conns.map((nc, i) => startAgent({ nc, location: 'tokyo', runner: runners[i]!, logger: silentLogger, agentId: `tokyo-${i}` }));
-    const dispatcher = createNatsDispatcher({ nc: client, logger: silentLogger, registry, offerAgainMs: { min: 10, max: 50 } });
+    const agents = conns.map((nc, i) =>
+      startAgent({ nc, location: 'tokyo', runner: runners[i]!, logger: silentLogger, agentId: `tokyo-${i}` }),
+    );
+    const dispatcher = createNatsDispatcher({
+      nc: client,
+      logger: silentLogger,
+      registry,
+      offerAgainMs: { min: 10, max: 50 },
+    });
     try {
       await Promise.all(conns.map((nc) => nc.flush()));
       await vi.waitFor(() => expect(registry.agents('tokyo')).toHaveLength(2));
-      const outcomes = await Promise.all(Array.from({ length: 12 }, (_, i) => dispatcher.dispatch(job({ runIndex: i % 3 }), { timeoutMs: 10_000, requestId: `req-${i}` })));
+      const outcomes = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          dispatcher.dispatch(job({ runIndex: i % 3 }), { timeoutMs: 10_000, requestId: `req-${i}` }),
+        ),
+      );
       expect(outcomes.filter((o) => !o.ok)).toEqual([]);
       const agentIds = outcomes.map((o) => (o.ok ? o.result.agentId : ''));
       expect(new Set(agentIds)).toEqual(new Set(['tokyo-0', 'tokyo-1']));
@@ -81,15 +119,39 @@ describe('agent', () => {
     const nc = await connect({ servers: nats.url });
     const runner = fixtureRunner({ delayMs: 150 });
     const registry = await startAgentRegistry({ nc: client, logger: silentLogger });
-    const agent = startAgent({ nc, location: 'los_angeles', runner, logger: silentLogger, agentId: 'la-wide', capacity: 3 });
-    const dispatcher = createNatsDispatcher({ nc: client, logger: silentLogger, registry, offerAgainMs: { min: 10, max: 50 } });
+    const agent = startAgent({
+      nc,
+      location: 'los_angeles',
+      runner,
+      logger: silentLogger,
+      agentId: 'la-wide',
+      capacity: 3,
+    });
+    const dispatcher = createNatsDispatcher({
+      nc: client,
+      logger: silentLogger,
+      registry,
+      offerAgainMs: { min: 10, max: 50 },
+    });
     try {
-      await vi.waitFor(() => expect(registry.agents('los_angeles')).toMatchObject([{ agentId: 'la-wide', capacity: 3, busy: 0 }]));
+      await vi.waitFor(() =>
+        expect(registry.agents('los_angeles')).toMatchObject([{ agentId: 'la-wide', capacity: 3, busy: 0 }]),
+      );
       const started = performance.now();
       // Sampled every few milliseconds: on a loaded machine a polling wait can miss the first wave.
       let mostWaiting = 0;
-      const sampler = setInterval(() => (mostWaiting = Math.max(mostWaiting, dispatcher.waiting?.('los_angeles') ?? 0)), 5);
-      const pending = Promise.all(Array.from({ length: 9 }, (_, i) => dispatcher.dispatch(job({ location: 'los_angeles', runIndex: i }), { timeoutMs: 10_000, requestId: `cap-${i}` })));
+      const sampler = setInterval(
+        () => (mostWaiting = Math.max(mostWaiting, dispatcher.waiting?.('los_angeles') ?? 0)),
+        5,
+      );
+      const pending = Promise.all(
+        Array.from({ length: 9 }, (_, i) =>
+          dispatcher.dispatch(job({ location: 'los_angeles', runIndex: i }), {
+            timeoutMs: 10_000,
+            requestId: `cap-${i}`,
+          }),
+        ),
+      );
       const outcomes = await pending.finally(() => clearInterval(sampler));
       // Three run, six wait: the queue depth operators see.
       expect(mostWaiting).toBe(6);
@@ -106,15 +168,18 @@ describe('agent', () => {
     }
   });
 
-  it('an offer lost on its way (the region\'s agent had just left the queue group) is offered again within seconds, not at its reply deadline', async () => {
+  it("an offer lost on its way (the region's agent had just left the queue group) is offered again within seconds, not at its reply deadline", async () => {
     // What a region's server does with a job that arrives just after its agent left the queue
     // group: nothing. The hub saw interest, so the gateway hears no "no responders" either.
     const hole = await connect({ servers: nats.url });
     const swallowed: string[] = [];
-    const sink = hole.subscribe('perfwatch.audit.v1.london', { queue: 'perfwatch-agents.london', callback: (_error, msg) => {
-      swallowed.push(decodeJob(msg.data).jobId);
-      void sink.drain();
-    } });
+    const sink = hole.subscribe('perfwatch.audit.v1.london', {
+      queue: 'perfwatch-agents.london',
+      callback: (_error, msg) => {
+        swallowed.push(decodeJob(msg.data).jobId);
+        void sink.drain();
+      },
+    });
     await hole.flush();
     const registry = await startAgentRegistry({ nc: client, logger: silentLogger });
     const nc = await connect({ servers: nats.url });
@@ -122,10 +187,26 @@ describe('agent', () => {
     let agent: ReturnType<typeof startAgent> | undefined;
     const dispatcher = createNatsDispatcher({ nc: client, logger: silentLogger, registry, takenWithinMs: 1_000 });
     try {
-      hole.publish('perfwatch.agents.v1.announce.london', encodeAnnouncement({ agentId: 'london-hole', instance: 'hole-instance-0001', location: 'london', version: '0.1.0', capacity: 1, busy: 0, running: [], state: 'ready', intervalMs: 60_000 }));
+      hole.publish(
+        'perfwatch.agents.v1.announce.london',
+        encodeAnnouncement({
+          agentId: 'london-hole',
+          instance: 'hole-instance-0001',
+          location: 'london',
+          version: '0.1.0',
+          capacity: 1,
+          busy: 0,
+          running: [],
+          state: 'ready',
+          intervalMs: 60_000,
+        }),
+      );
       await vi.waitFor(() => expect(registry.agents('london')).toHaveLength(1));
       const started = performance.now();
-      const outcome = dispatcher.dispatch(job({ location: 'london', timeoutMs: 60_000 }), { timeoutMs: 90_000, requestId: 'lost-1' });
+      const outcome = dispatcher.dispatch(job({ location: 'london', timeoutMs: 60_000 }), {
+        timeoutMs: 90_000,
+        requestId: 'lost-1',
+      });
       await vi.waitFor(() => expect(swallowed).toHaveLength(1));
       agent = startAgent({ nc, location: 'london', runner, logger: silentLogger, agentId: 'london-real' });
       const settled = await outcome;
@@ -144,14 +225,24 @@ describe('agent', () => {
     }
   });
 
-  it('answers a v1.5 job in two parts: the run\'s digest, then its result as the gzip a store keeps', async () => {
+  it("answers a v1.5 job in two parts: the run's digest, then its result as the gzip a store keeps", async () => {
     const nc = await connect({ servers: nats.url });
-    const agent = startAgent({ nc, location: 'los_angeles', runner: fixtureRunner(), logger: silentLogger, agentId: 'la-parts' });
+    const agent = startAgent({
+      nc,
+      location: 'los_angeles',
+      runner: fixtureRunner(),
+      logger: silentLogger,
+      agentId: 'la-parts',
+    });
     try {
       await nc.flush();
       const h = natsHeaders();
       h.set(HEADERS.requestId, 'parts');
-      const msg = await client.request('perfwatch.audit.v1.los_angeles', encodeJob({ ...job({ location: 'los_angeles' }), digest: true }), { timeout: 5000, headers: h });
+      const msg = await client.request(
+        'perfwatch.audit.v1.los_angeles',
+        encodeJob({ ...job({ location: 'los_angeles' }), digest: true }),
+        { timeout: 5000, headers: h },
+      );
       const parts = msg.headers?.get(HEADERS.replyParts);
       expect(parts).toMatch(/^\d+$/);
       const received = await receiveReply(msg.data, msg.headers?.get(HEADERS.contentEncoding), parts);
@@ -160,7 +251,11 @@ describe('agent', () => {
       expect(lhr.requestedUrl).toBe('http://fixture.test/');
       expect(received.result.digest).toEqual(JSON.parse(JSON.stringify(digestRun(lhr))));
       // A job without the flag (a gateway before v1.5) still gets the whole result in one part.
-      const whole = await client.request('perfwatch.audit.v1.los_angeles', encodeJob(job({ location: 'los_angeles' })), { timeout: 5000 });
+      const whole = await client.request(
+        'perfwatch.audit.v1.los_angeles',
+        encodeJob(job({ location: 'los_angeles' })),
+        { timeout: 5000 },
+      );
       expect(whole.headers?.get(HEADERS.replyParts)).toBe('');
       expect((await decodeReply(whole.data, 'gzip')).ok).toBe(true);
     } finally {
@@ -172,16 +267,34 @@ describe('agent', () => {
   it('a gateway reads an agent before v1.5, which sends the whole result, as it reads a v1.5 one', async () => {
     const old = await connect({ servers: nats.url });
     const lhr = loadLhr('desktop', 2);
-    old.subscribe('perfwatch.audit.v1.frankfurt', { queue: 'perfwatch-agents.frankfurt', callback: (_error, msg) => {
-      const asked = decodeJob(msg.data);
-      const h = natsHeaders();
-      h.set(HEADERS.contentEncoding, 'gzip');
-      void encodeReply({ ok: true, result: { jobId: asked.jobId, agentId: 'fra-old', location: 'frankfurt', device: asked.device, runIndex: asked.runIndex, startedAt: new Date().toISOString(), lighthouseMs: 5, lhr } }).then((data) => msg.respond(data, { headers: h }));
-    } });
+    old.subscribe('perfwatch.audit.v1.frankfurt', {
+      queue: 'perfwatch-agents.frankfurt',
+      callback: (_error, msg) => {
+        const asked = decodeJob(msg.data);
+        const h = natsHeaders();
+        h.set(HEADERS.contentEncoding, 'gzip');
+        void encodeReply({
+          ok: true,
+          result: {
+            jobId: asked.jobId,
+            agentId: 'fra-old',
+            location: 'frankfurt',
+            device: asked.device,
+            runIndex: asked.runIndex,
+            startedAt: new Date().toISOString(),
+            lighthouseMs: 5,
+            lhr,
+          },
+        }).then((data) => msg.respond(data, { headers: h }));
+      },
+    });
     await old.flush();
     const dispatcher = createNatsDispatcher({ nc: client, logger: silentLogger });
     try {
-      const outcome = await dispatcher.dispatch(job({ location: 'frankfurt', device: 'desktop' }), { timeoutMs: 5_000, requestId: 'old' });
+      const outcome = await dispatcher.dispatch(job({ location: 'frankfurt', device: 'desktop' }), {
+        timeoutMs: 5_000,
+        requestId: 'old',
+      });
       if (!outcome.ok) throw new Error(outcome.error.message);
       expect(outcome.result.digest).toEqual(digestRun(lhr));
       expect(await outcome.result.lighthouse.read()).toEqual(lhr);
@@ -204,7 +317,10 @@ describe('agent', () => {
       const elsewhere = await request('perfwatch.audit.v1.london', encodeJob(job({ location: 'tokyo' })));
       expect(elsewhere.reply).toMatchObject({ ok: false, error: { code: 'BAD_JOB' } });
       expect(runner.requests).toHaveLength(0);
-      const good = await request('perfwatch.audit.v1.london', encodeJob(job({ location: 'london', device: 'desktop' })));
+      const good = await request(
+        'perfwatch.audit.v1.london',
+        encodeJob(job({ location: 'london', device: 'desktop' })),
+      );
       expect(good.reply.ok).toBe(true);
       expect(good.reply.ok && good.reply.result.lhr.configSettings?.formFactor).toBe('desktop');
     } finally {
@@ -222,13 +338,21 @@ describe('agent', () => {
     await new Promise((r) => setTimeout(r, 150));
     const stopped = agent.stop();
     // Offered while the agent stops: handed back (it may still be subscribed) or no responder at all.
-    const meanwhile = await Promise.allSettled([1, 2].map((i) => request('perfwatch.audit.v1.frankfurt', encodeJob(job({ location: 'frankfurt', runIndex: i })))));
+    const meanwhile = await Promise.allSettled(
+      [1, 2].map((i) =>
+        request('perfwatch.audit.v1.frankfurt', encodeJob(job({ location: 'frankfurt', runIndex: i }))),
+      ),
+    );
     await stopped;
     expect((await first).reply.ok).toBe(true);
     await nc.drain();
     for (const outcome of meanwhile) {
       if (outcome.status === 'rejected') expect(String(outcome.reason)).toMatch(/no responders/i);
-      else expect(outcome.value.reply).toMatchObject({ ok: false, error: { code: expect.stringMatching(/^AGENT_(BUSY|SHUTTING_DOWN)$/), retryable: true } });
+      else
+        expect(outcome.value.reply).toMatchObject({
+          ok: false,
+          error: { code: expect.stringMatching(/^AGENT_(BUSY|SHUTTING_DOWN)$/), retryable: true },
+        });
     }
     expect(runner.requests).toHaveLength(1);
   });
@@ -238,12 +362,21 @@ describe('agent', () => {
     const noise = randomBytes(1_500_000).toString('base64');
     const huge = (auditId: string) => {
       const lhr = loadLhr('mobile', 1);
-      lhr.audits[auditId] = { ...(lhr.audits[auditId] ?? { id: auditId, score: null }), details: { type: 'debugdata', noise } };
+      lhr.audits[auditId] = {
+        ...(lhr.audits[auditId] ?? { id: auditId, score: null }),
+        details: { type: 'debugdata', noise },
+      };
       return lhr;
     };
     const nc = await connect({ servers: nats.url });
     let next = huge('script-treemap-data');
-    const agent = startAgent({ nc, location: 'los_angeles', runner: { run: async () => ({ lhr: next, lighthouseMs: 1 }), close: async () => {} }, logger: silentLogger, agentId: 'la-big' });
+    const agent = startAgent({
+      nc,
+      location: 'los_angeles',
+      runner: { run: async () => ({ lhr: next, lighthouseMs: 1 }), close: async () => {} },
+      logger: silentLogger,
+      agentId: 'la-big',
+    });
     try {
       await nc.flush();
       const shrunk = await request('perfwatch.audit.v1.los_angeles', encodeJob(job({ location: 'los_angeles' })));

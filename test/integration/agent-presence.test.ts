@@ -1,7 +1,15 @@
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { agentAnnounceSubject, auditResultSchema, encodeAnnouncement, encodeReply, HEADERS, PERFWATCH_VERSION, type AuditJob } from '@perfwatch/common';
+import {
+  agentAnnounceSubject,
+  auditResultSchema,
+  encodeAnnouncement,
+  encodeReply,
+  HEADERS,
+  PERFWATCH_VERSION,
+  type AuditJob,
+} from '@perfwatch/common';
 import { headers as natsHeaders } from '@nats-io/nats-core';
 import { RunFailure, startAgent, type Agent } from '@perfwatch/agent';
 import { createNatsDispatcher, startAgentRegistry } from '@perfwatch/gateway';
@@ -28,21 +36,54 @@ function gzipHeaders() {
   return h;
 }
 
-const job = (over: Partial<AuditJob> = {}): AuditJob => ({ jobId: `j-${Math.random()}`, updateId: 'u', url: 'http://fixture.test/', device: 'mobile', location: 'tokyo', runIndex: 0, timeoutMs: 5000, ...over });
+const job = (over: Partial<AuditJob> = {}): AuditJob => ({
+  jobId: `j-${Math.random()}`,
+  updateId: 'u',
+  url: 'http://fixture.test/',
+  device: 'mobile',
+  location: 'tokyo',
+  runIndex: 0,
+  timeoutMs: 5000,
+  ...over,
+});
 
 describe('agent presence', () => {
   it('finds agents that started before the gateway, follows how busy they are, and forgets one that says goodbye', async () => {
     const nc = await connect({ servers: nats.url });
     const runner = fixtureRunner({ delayMs: 300 });
-    const agent = startAgent({ nc, location: 'london', runner, logger: silentLogger, agentId: 'lon-early', capacity: 2, announceIntervalMs: 60_000 });
+    const agent = startAgent({
+      nc,
+      location: 'london',
+      runner,
+      logger: silentLogger,
+      agentId: 'lon-early',
+      capacity: 2,
+      announceIntervalMs: 60_000,
+    });
     await nc.flush();
     // Started after the agent, and the agent announces only once a minute: discovery finds it.
     const registry = await startAgentRegistry({ nc: client, logger: silentLogger });
     try {
-      await vi.waitFor(() => expect(registry.agents('london')).toEqual([{ agentId: 'lon-early', instance: expect.stringMatching(/^[A-Za-z0-9_-]{16,64}$/), location: 'london', version: PERFWATCH_VERSION, capacity: 2, busy: 0, running: [], state: 'ready', intervalMs: 60_000 }]));
+      await vi.waitFor(() =>
+        expect(registry.agents('london')).toEqual([
+          {
+            agentId: 'lon-early',
+            instance: expect.stringMatching(/^[A-Za-z0-9_-]{16,64}$/),
+            location: 'london',
+            version: PERFWATCH_VERSION,
+            capacity: 2,
+            busy: 0,
+            running: [],
+            state: 'ready',
+            intervalMs: 60_000,
+          },
+        ]),
+      );
       const dispatcher = createNatsDispatcher({ nc: client, logger: silentLogger, registry });
       const running = dispatcher.dispatch(job({ location: 'london' }), { timeoutMs: 5_000, requestId: 'busy' });
-      await vi.waitFor(() => expect(registry.agents('london')?.[0]).toMatchObject({ busy: 1, running: [expect.any(String)] }));
+      await vi.waitFor(() =>
+        expect(registry.agents('london')?.[0]).toMatchObject({ busy: 1, running: [expect.any(String)] }),
+      );
       expect((await running).ok).toBe(true);
       await vi.waitFor(() => expect(registry.agents('london')?.[0]?.busy).toBe(0));
       await agent.stop();
@@ -60,8 +101,30 @@ describe('agent presence', () => {
     const frozen = await connect({ servers: nats.url });
     frozen.subscribe('perfwatch.audit.v1.sao_paulo', { queue: 'perfwatch-agents.sao_paulo' });
     // Claiming a location on another location's subject is not believed (permissions vouch for subjects).
-    frozen.publish(agentAnnounceSubject('tokyo'), encodeAnnouncement({ agentId: 'sp-liar', location: 'sao_paulo', version: '1.0.0', capacity: 1, busy: 0, state: 'ready', intervalMs: 60_000 }));
-    frozen.publish(agentAnnounceSubject('sao_paulo'), encodeAnnouncement({ agentId: 'sp-frozen', location: 'sao_paulo', version: '1.0.0', capacity: 1, busy: 0, state: 'ready', intervalMs: 100 }));
+    frozen.publish(
+      agentAnnounceSubject('tokyo'),
+      encodeAnnouncement({
+        agentId: 'sp-liar',
+        location: 'sao_paulo',
+        version: '1.0.0',
+        capacity: 1,
+        busy: 0,
+        state: 'ready',
+        intervalMs: 60_000,
+      }),
+    );
+    frozen.publish(
+      agentAnnounceSubject('sao_paulo'),
+      encodeAnnouncement({
+        agentId: 'sp-frozen',
+        location: 'sao_paulo',
+        version: '1.0.0',
+        capacity: 1,
+        busy: 0,
+        state: 'ready',
+        intervalMs: 100,
+      }),
+    );
     await frozen.flush();
     try {
       await vi.waitFor(() => expect(registry.agents('sao_paulo')?.map((a) => a.agentId)).toEqual(['sp-frozen']));
@@ -70,7 +133,10 @@ describe('agent presence', () => {
       await vi.waitFor(() => expect(registry.agents('sao_paulo')).toEqual([]), { timeout: 2_000 });
       const dispatcher = createNatsDispatcher({ nc: client, logger: silentLogger, registry });
       const started = performance.now();
-      const outcome = await dispatcher.dispatch(job({ location: 'sao_paulo' }), { timeoutMs: 10_000, requestId: 'frozen' });
+      const outcome = await dispatcher.dispatch(job({ location: 'sao_paulo' }), {
+        timeoutMs: 10_000,
+        requestId: 'frozen',
+      });
       expect(outcome).toMatchObject({ ok: false, error: { code: 'NO_RESPONDERS' } });
       expect(performance.now() - started).toBeLessThan(1_000);
     } finally {
@@ -84,15 +150,25 @@ describe('agent presence', () => {
     const old = await connect({ servers: nats.url });
     old.subscribe('perfwatch.audit.v1.los_angeles', {
       queue: 'perfwatch-agents.los_angeles',
-      callback: (_error, msg) => void encodeReply({ ok: false, error: { code: 'PAGE_LOAD_FAILED', message: 'answered by a v1.0 agent', retryable: false } }).then((data) => msg.respond(data, { headers: gzipHeaders() })),
+      callback: (_error, msg) =>
+        void encodeReply({
+          ok: false,
+          error: { code: 'PAGE_LOAD_FAILED', message: 'answered by a v1.0 agent', retryable: false },
+        }).then((data) => msg.respond(data, { headers: gzipHeaders() })),
     });
     await old.flush();
     try {
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(registry.agents('los_angeles')).toEqual([]);
       const dispatcher = createNatsDispatcher({ nc: client, logger: silentLogger, registry });
-      const outcome = await dispatcher.dispatch(job({ location: 'los_angeles' }), { timeoutMs: 5_000, requestId: 'v1.0' });
-      expect(outcome).toMatchObject({ ok: false, error: { code: 'PAGE_LOAD_FAILED', message: 'answered by a v1.0 agent' } });
+      const outcome = await dispatcher.dispatch(job({ location: 'los_angeles' }), {
+        timeoutMs: 5_000,
+        requestId: 'v1.0',
+      });
+      expect(outcome).toMatchObject({
+        ok: false,
+        error: { code: 'PAGE_LOAD_FAILED', message: 'answered by a v1.0 agent' },
+      });
     } finally {
       await old.close();
       await registry.stop();
@@ -106,14 +182,22 @@ describe('agent presence', () => {
     const healthy = fixtureRunner({ delayMs: 20 });
     const agents: Agent[] = [
       startAgent({ nc: conns[0]!, location: 'frankfurt', runner: broken, logger: silentLogger, agentId: 'fra-broken' }),
-      startAgent({ nc: conns[1]!, location: 'frankfurt', runner: healthy, logger: silentLogger, agentId: 'fra-healthy' }),
+      startAgent({
+        nc: conns[1]!,
+        location: 'frankfurt',
+        runner: healthy,
+        logger: silentLogger,
+        agentId: 'fra-healthy',
+      }),
     ];
     try {
       await vi.waitFor(() => expect(gateway.runtime.agents.agents('frankfurt')).toHaveLength(2));
       const { token } = await gateway.admin.createUser('retry');
       await gateway.admin.addProject('retry', 'https://retry.example/', { locations: ['frankfurt'], runs: 3 });
       for (let update = 0; update < 3; update++) {
-        const res = await fetch(`${gateway.url}/v1/update?url=https://retry.example/&device=mobile`, { headers: { Authorization: token } });
+        const res = await fetch(`${gateway.url}/v1/update?url=https://retry.example/&device=mobile`, {
+          headers: { Authorization: token },
+        });
         expect(res.status).toBe(200);
         const runs = auditResultSchema.parse(await res.json()).mobile!.frankfurt!.runs;
         // Every run succeeded, whichever agent it went to first: the failed ones went to the other agent.

@@ -26,9 +26,18 @@ const template = (path: string) => path.replace(/^\/v1\/updates\/[^/]+$/, '/v1/u
 
 beforeAll(async () => {
   nats = await isolatedNats();
-  gateway = await startTestGateway({ natsUrl: nats.url, config: { PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8', PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64') } });
+  gateway = await startTestGateway({
+    natsUrl: nats.url,
+    config: { PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8', PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64') },
+  });
   agentConn = await connect({ servers: nats.url });
-  agent = startAgent({ nc: agentConn, location: 'london', runner: fixtureRunner({ delayMs: 5 }), logger: silentLogger, agentId: 'london' });
+  agent = startAgent({
+    nc: agentConn,
+    location: 'london',
+    runner: fixtureRunner({ delayMs: 5 }),
+    logger: silentLogger,
+    agentId: 'london',
+  });
   const { token } = await gateway.admin.createUser('client');
   await gateway.admin.addProject('client', SHOP, { locations: ['london'], runs: 2 });
   checker = await openApiResponseChecker(await (await fetch(`${gateway.url}/v1/openapi.json`)).json());
@@ -52,7 +61,9 @@ afterAll(async () => {
 
 describe('the typed API client', () => {
   it('calls only operations the OpenAPI document has', async () => {
-    const document = (await (await fetch(`${gateway.url}/v1/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+    const document = (await (await fetch(`${gateway.url}/v1/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, unknown>>;
+    };
     for (const path of Object.values(CLIENT_OPERATIONS)) expect(document.paths[path]?.['post'], path).toBeDefined();
     // …and covers every path the document has.
     expect(Object.keys(document.paths).sort()).toEqual(Object.values(CLIENT_OPERATIONS).sort());
@@ -74,34 +85,60 @@ describe('the typed API client', () => {
     // The sync update's snapshot (mobile) against the async one's (desktop): no cell in common.
     const compared = await client.compare({ url: SHOP, from: sync.mobile!.london!.lighthouse.date, to: done.date! });
     expect(compared.cells).toEqual([]);
-    expect(compared.unmatched).toEqual([{ device: 'mobile', location: 'london', onlyIn: 'from' }, { device: 'desktop', location: 'london', onlyIn: 'to' }]);
+    expect(compared.unmatched).toEqual([
+      { device: 'mobile', location: 'london', onlyIn: 'from' },
+      { device: 'desktop', location: 'london', onlyIn: 'to' },
+    ]);
     const day = done.date!.slice(0, 10);
     const records = await client.overview({ startDate: day, endDate: day, updateType: 'ci', sections: ['lighthouse'] });
     expect(records.length).toBeGreaterThan(0);
-    expect(records.every((r) => r.updateType === 'Ci' && r.section === 'LIGHTHOUSE' && r.device === 'mobile')).toBe(true);
-    expect(await client.projects()).toEqual([{ url: SHOP, domain: 'shop.example', locations: ['london'], defaultLocation: 'london', runs: 2, schedule: null }]);
+    expect(records.every((r) => r.updateType === 'Ci' && r.section === 'LIGHTHOUSE' && r.device === 'mobile')).toBe(
+      true,
+    );
+    expect(await client.projects()).toEqual([
+      { url: SHOP, domain: 'shop.example', locations: ['london'], defaultLocation: 'london', runs: 2, schedule: null },
+    ]);
 
-    expect(await client.budgets(SHOP, { budgets: { performance: 50 }, maxRegression: { lcp: 20 } })).toEqual({ url: SHOP, budgets: { performance: 50 }, maxRegression: { lcp: 20 } });
+    expect(await client.budgets(SHOP, { budgets: { performance: 50 }, maxRegression: { lcp: 20 } })).toEqual({
+      url: SHOP,
+      budgets: { performance: 50 },
+      maxRegression: { lcp: 20 },
+    });
     expect((await client.budgets(SHOP)).budgets).toEqual({ performance: 50 });
     const { created } = await client.webhooks({ targetUrl: 'http://127.0.0.1:9/hook', project: SHOP });
     expect(created!.secret).toMatch(/^pwhs_/);
     expect((await client.webhooks()).webhooks.map((w) => w.id)).toEqual([created!.id]);
     expect((await client.webhooks({ remove: created!.id })).webhooks).toEqual([]);
-    const marker = await client.annotate({ url: SHOP, text: 'deploy 42', date: done.date!, link: 'https://ci.example/42' });
+    const marker = await client.annotate({
+      url: SHOP,
+      text: 'deploy 42',
+      date: done.date!,
+      link: 'https://ci.example/42',
+    });
     expect(marker).toMatchObject({ url: SHOP, text: 'deploy 42', date: done.date, link: 'https://ci.example/42' });
     expect(await client.annotations(SHOP)).toEqual([marker]);
-    expect(await client.credentials(SHOP, { set: { cookies: [{ name: 'session', value: 'sekrit' }] } })).toEqual({ url: SHOP, configured: true, cookies: ['session'], headers: [], loginSteps: 0 });
+    expect(await client.credentials(SHOP, { set: { cookies: [{ name: 'session', value: 'sekrit' }] } })).toEqual({
+      url: SHOP,
+      configured: true,
+      cookies: ['session'],
+      headers: [],
+      loginSteps: 0,
+    });
     expect((await client.credentials(SHOP, { clear: true })).configured).toBe(false);
     expect(new Set(calls.map((c) => c.split(' ')[0]))).toEqual(new Set(Object.values(CLIENT_OPERATIONS)));
   });
 
   it('turns error envelopes into ApiClientError with the status and the envelope', async () => {
-    const error = await client.audit({ url: 'https://not-a-project.example/', date: '2026-01-01T00:00:00' }).catch((e: unknown) => e);
+    const error = await client
+      .audit({ url: 'https://not-a-project.example/', date: '2026-01-01T00:00:00' })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiClientError);
     expect(error).toMatchObject({ httpStatus: 404, envelope: { status: 'NOT_FOUND' } });
     const bad = await client.overview({ startDate: '2026-02-30', endDate: '2026-03-01' }).catch((e: unknown) => e);
     expect((bad as ApiClientError).message).toMatch(/^HTTP 400 BAD_REQUEST: .*startDate must be a UTC date yyyy-MM-dd/);
-    const unreachable = await createApiClient({ server: 'http://127.0.0.1:9', token: 'x' }).updates(SHOP).catch((e: unknown) => e);
+    const unreachable = await createApiClient({ server: 'http://127.0.0.1:9', token: 'x' })
+      .updates(SHOP)
+      .catch((e: unknown) => e);
     expect((unreachable as Error).message).toMatch(/^cannot reach http:\/\/127.0.0.1:9: /);
   });
 });

@@ -1,6 +1,13 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromeFlags, createLighthouseRunner, createTargetGuard, parseAllowList, startGuardProxy, type GuardProxy } from '@perfwatch/agent';
+import {
+  chromeFlags,
+  createLighthouseRunner,
+  createTargetGuard,
+  parseAllowList,
+  startGuardProxy,
+  type GuardProxy,
+} from '@perfwatch/agent';
 import { DEMO_LOGIN, startDemoSite, type DemoSite } from '@perfwatch/gateway';
 import { silentLogger } from '../support/test-services.ts';
 
@@ -16,11 +23,26 @@ let runner: ReturnType<typeof createLighthouseRunner>;
 let account: string;
 
 beforeAll(async () => {
-  site = await startDemoSite({ root: join(import.meta.dirname, '../fixtures/site'), onRequest: ({ host, path, headers }) => seen.push({ host, path, authorization: headers['authorization'] as string | undefined, cookie: headers['cookie'] as string | undefined }) });
+  site = await startDemoSite({
+    root: join(import.meta.dirname, '../fixtures/site'),
+    onRequest: ({ host, path, headers }) =>
+      seen.push({
+        host,
+        path,
+        authorization: headers['authorization'] as string | undefined,
+        cookie: headers['cookie'] as string | undefined,
+      }),
+  });
   account = `${site.url}account/`;
   const guard = createTargetGuard({ allow: parseAllowList('127.0.0.0/8,::1/128') });
   proxy = await startGuardProxy({ guard, logger: silentLogger });
-  runner = createLighthouseRunner({ chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium', chromeFlags: chromeFlags({ noSandbox: process.getuid?.() === 0 }), logger: silentLogger, runsPerBrowser: 10, guard: { guard, proxy } });
+  runner = createLighthouseRunner({
+    chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium',
+    chromeFlags: chromeFlags({ noSandbox: process.getuid?.() === 0 }),
+    logger: silentLogger,
+    runsPerBrowser: 10,
+    guard: { guard, proxy },
+  });
 });
 
 afterAll(async () => {
@@ -29,7 +51,8 @@ afterAll(async () => {
   await site?.close();
 });
 
-const run = (auth?: Parameters<typeof runner.run>[0]['auth']) => runner.run({ url: account, device: 'desktop', timeoutMs: 120_000, ...(auth ? { auth } : {}) });
+const run = (auth?: Parameters<typeof runner.run>[0]['auth']) =>
+  runner.run({ url: account, device: 'desktop', timeoutMs: 120_000, ...(auth ? { auth } : {}) });
 const port = () => new URL(site.url).port;
 
 describe('authenticated runs', () => {
@@ -80,7 +103,12 @@ describe('authenticated runs', () => {
   }, 180_000);
 
   it('names the login step that failed, never the values it was given', async () => {
-    const error = await run({ login: [{ action: 'goto', url: `${site.url}login.html` }, { action: 'fill', selector: '#no-such-field', value: 'p4ssw0rd-secret' }] }).catch((e: unknown) => e as Error);
+    const error = await run({
+      login: [
+        { action: 'goto', url: `${site.url}login.html` },
+        { action: 'fill', selector: '#no-such-field', value: 'p4ssw0rd-secret' },
+      ],
+    }).catch((e: unknown) => e as Error);
     expect(error).toMatchObject({ code: 'PAGE_LOAD_FAILED' });
     expect((error as Error).message).toMatch(/login step 2 \(fill #no-such-field\) timed out/);
     expect((error as Error).message).not.toContain('p4ssw0rd-secret');

@@ -12,19 +12,38 @@ import { natsWithClient, silentLogger } from '../support/test-services.ts';
 // The gateway's dispatcher under pressure, over a real nats-server: it keeps a bounded number
 // of offers in flight, and it does not wait out the run timeout for a reply its connection lost.
 
-const job = (n: number): AuditJob => ({ jobId: `limits-${n}`, updateId: 'limits', url: 'http://fixture.test/', device: 'mobile', location: 'frankfurt', runIndex: n, timeoutMs: 60_000 });
+const job = (n: number): AuditJob => ({
+  jobId: `limits-${n}`,
+  updateId: 'limits',
+  url: 'http://fixture.test/',
+  device: 'mobile',
+  location: 'frankfurt',
+  runIndex: n,
+  timeoutMs: 60_000,
+});
 
 describe('dispatcher limits', () => {
   it('keeps at most maxInFlight offers awaiting replies; the rest wait in the gateway and are counted as waiting', async () => {
     const { nats, client, dispose } = await natsWithClient();
     const agentConn = await connect({ servers: nats.url });
     const runner = fixtureRunner({ delayMs: 300 });
-    const agent = startAgent({ nc: agentConn, location: 'frankfurt', runner, logger: silentLogger, agentId: 'fra-wide', capacity: 10 });
+    const agent = startAgent({
+      nc: agentConn,
+      location: 'frankfurt',
+      runner,
+      logger: silentLogger,
+      agentId: 'fra-wide',
+      capacity: 10,
+    });
     const registry = await startAgentRegistry({ nc: client, logger: silentLogger });
     try {
       await vi.waitFor(() => expect(registry.agents('frankfurt')).toHaveLength(1));
       const dispatcher = createNatsDispatcher({ nc: client, logger: silentLogger, registry, maxInFlight: 3 });
-      const runs = Promise.all(Array.from({ length: 9 }, (_, n) => dispatcher.dispatch(job(n), { timeoutMs: 30_000, requestId: `limits-${n}` })));
+      const runs = Promise.all(
+        Array.from({ length: 9 }, (_, n) =>
+          dispatcher.dispatch(job(n), { timeoutMs: 30_000, requestId: `limits-${n}` }),
+        ),
+      );
       // Three go out, six wait (seen well before the first reply, 300 ms later, can come).
       await vi.waitFor(() => expect(dispatcher.waiting?.('frankfurt')).toBe(6), { timeout: 250, interval: 5 });
       await vi.waitFor(() => expect(runner.requests.length).toBeGreaterThan(0));
@@ -48,7 +67,14 @@ describe('dispatcher limits', () => {
     const options = { servers: server.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 };
     const [gatewayConn, agentConn] = await Promise.all([connect(options), connect(options)]);
     const runner = fixtureRunner({ delayMs: 1_500 });
-    const agent = startAgent({ nc: agentConn, location: 'frankfurt', runner, logger: silentLogger, agentId: 'fra-drop', announceIntervalMs: 200 });
+    const agent = startAgent({
+      nc: agentConn,
+      location: 'frankfurt',
+      runner,
+      logger: silentLogger,
+      agentId: 'fra-drop',
+      announceIntervalMs: 200,
+    });
     const registry = await startAgentRegistry({ nc: gatewayConn, logger: silentLogger });
     try {
       await vi.waitFor(() => expect(registry.agents('frankfurt')).toHaveLength(1));

@@ -31,7 +31,14 @@ beforeAll(async () => {
   await admin.addProject('embedded', URL_, { locations: ['london'], runs: 1 });
   await store.close();
   agentConn = await connect({ servers: nats.url });
-  agent = startAgent({ nc: agentConn, location: 'london', runner: fixtureRunner(), logger: silentLogger, agentId: 'london-stub', announceIntervalMs: 1_000 });
+  agent = startAgent({
+    nc: agentConn,
+    location: 'london',
+    runner: fixtureRunner(),
+    logger: silentLogger,
+    agentId: 'london-stub',
+    announceIntervalMs: 1_000,
+  });
 });
 
 afterAll(async () => {

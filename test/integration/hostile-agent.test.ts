@@ -2,7 +2,18 @@ import { gzipSync } from 'node:zlib';
 import { connect } from '@nats-io/transport-node';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { agentAnnounceSubject, auditQueueGroup, auditResultSchema, auditSubject, decodeJob, encodeAnnouncement, encodeReply, HEADERS, PERFWATCH_VERSION, type AuditJob } from '@perfwatch/common';
+import {
+  agentAnnounceSubject,
+  auditQueueGroup,
+  auditResultSchema,
+  auditSubject,
+  decodeJob,
+  encodeAnnouncement,
+  encodeReply,
+  HEADERS,
+  PERFWATCH_VERSION,
+  type AuditJob,
+} from '@perfwatch/common';
 import { startAgent, type Agent } from '@perfwatch/agent';
 import { createNatsDispatcher, MAX_AGENTS_PER_LOCATION } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
@@ -39,7 +50,13 @@ beforeAll(async () => {
   nats = await isolatedNats();
   gateway = await startTestGateway({ natsUrl: nats.url, replyTimeoutMs: 5_000 });
   honestConn = await connect({ servers: nats.url });
-  honest = startAgent({ nc: honestConn, location: 'frankfurt', runner: fixtureRunner({ delayMs: 5 }), logger: silentLogger, agentId: 'fra-honest' });
+  honest = startAgent({
+    nc: honestConn,
+    location: 'frankfurt',
+    runner: fixtureRunner({ delayMs: 5 }),
+    logger: silentLogger,
+    agentId: 'fra-honest',
+  });
   hostile = await connect({ servers: nats.url });
   hostile.subscribe(auditSubject('tokyo'), {
     queue: auditQueueGroup('tokyo'),
@@ -47,17 +64,45 @@ beforeAll(async () => {
       const job: AuditJob = decodeJob(msg.data);
       void (async () => {
         if (mode === 'bomb') return msg.respond(bomb, { headers: replyHeaders('tyo-evil') });
-        const run = { jobId: job.jobId, agentId: 'tyo-evil', location: job.location, device: job.device, runIndex: job.runIndex, startedAt: new Date().toISOString(), lighthouseMs: 1, lhr: loadLhr(job.device, 1) };
-        if (mode === 'other-job') return msg.respond(await encodeReply({ ok: true, result: { ...run, jobId: `${job.updateId}.desktop.tokyo.7`, runIndex: 7 } }), { headers: replyHeaders('tyo-evil') });
-        return msg.respond(await encodeReply({ ok: true, result: { ...run, agentId: 'x'.repeat(1_000_000) } }), { headers: replyHeaders('x'.repeat(1_000)) });
+        const run = {
+          jobId: job.jobId,
+          agentId: 'tyo-evil',
+          location: job.location,
+          device: job.device,
+          runIndex: job.runIndex,
+          startedAt: new Date().toISOString(),
+          lighthouseMs: 1,
+          lhr: loadLhr(job.device, 1),
+        };
+        if (mode === 'other-job')
+          return msg.respond(
+            await encodeReply({ ok: true, result: { ...run, jobId: `${job.updateId}.desktop.tokyo.7`, runIndex: 7 } }),
+            { headers: replyHeaders('tyo-evil') },
+          );
+        return msg.respond(await encodeReply({ ok: true, result: { ...run, agentId: 'x'.repeat(1_000_000) } }), {
+          headers: replyHeaders('x'.repeat(1_000)),
+        });
       })();
     },
   });
-  hostile.publish(agentAnnounceSubject('tokyo'), encodeAnnouncement({ agentId: 'tyo-evil', location: 'tokyo', version: PERFWATCH_VERSION, capacity: 1, busy: 0, state: 'ready', intervalMs: 60_000 }));
+  hostile.publish(
+    agentAnnounceSubject('tokyo'),
+    encodeAnnouncement({
+      agentId: 'tyo-evil',
+      location: 'tokyo',
+      version: PERFWATCH_VERSION,
+      capacity: 1,
+      busy: 0,
+      state: 'ready',
+      intervalMs: 60_000,
+    }),
+  );
   await hostile.flush();
   ({ token } = await gateway.admin.createUser('alice'));
   await gateway.admin.addProject('alice', PAGE, { locations: ['frankfurt', 'tokyo'], runs: 1 });
-  await vi.waitFor(() => expect(gateway.runtime.agents.agents('frankfurt')?.map((a) => a.agentId)).toEqual(['fra-honest']));
+  await vi.waitFor(() =>
+    expect(gateway.runtime.agents.agents('frankfurt')?.map((a) => a.agentId)).toEqual(['fra-honest']),
+  );
 });
 
 afterAll(async () => {
@@ -68,18 +113,31 @@ afterAll(async () => {
   await nats?.dispose();
 });
 
-const job = (over: Partial<AuditJob> = {}): AuditJob => ({ jobId: `u-${Math.random()}.mobile.tokyo.0`, updateId: 'u', url: PAGE, device: 'mobile', location: 'tokyo', runIndex: 0, timeoutMs: 5_000, ...over });
+const job = (over: Partial<AuditJob> = {}): AuditJob => ({
+  jobId: `u-${Math.random()}.mobile.tokyo.0`,
+  updateId: 'u',
+  url: PAGE,
+  device: 'mobile',
+  location: 'tokyo',
+  runIndex: 0,
+  timeoutMs: 5_000,
+  ...over,
+});
 
 describe('a hostile agent', () => {
-  it('a gzip bomb is refused before it inflates, naming the agent, and the gateway\'s memory stays flat', async () => {
+  it("a gzip bomb is refused before it inflates, naming the agent, and the gateway's memory stays flat", async () => {
     mode = 'bomb';
     const dispatcher = createNatsDispatcher({ nc: gateway.nc, logger: silentLogger });
     const rssBefore = process.memoryUsage().rss;
-    const outcomes = await Promise.all(Array.from({ length: 8 }, () => dispatcher.dispatch(job(), { timeoutMs: 10_000, requestId: 'bomb' })));
+    const outcomes = await Promise.all(
+      Array.from({ length: 8 }, () => dispatcher.dispatch(job(), { timeoutMs: 10_000, requestId: 'bomb' })),
+    );
     const grownMb = (process.memoryUsage().rss - rssBefore) / 2 ** 20;
     for (const outcome of outcomes) {
       expect(outcome).toMatchObject({ ok: false, agentId: 'tyo-evil', error: { code: 'BAD_REPLY' } });
-      expect(!outcome.ok && outcome.error.message).toBe('agent tyo-evil of tokyo sent a reply that was refused: the reply inflates past 16777216 bytes');
+      expect(!outcome.ok && outcome.error.message).toBe(
+        'agent tyo-evil of tokyo sent a reply that was refused: the reply inflates past 16777216 bytes',
+      );
     }
     // Eight bombs inflated in full would be 8 GiB; each stops at 16 MiB.
     expect(grownMb).toBeLessThan(400);
@@ -90,7 +148,9 @@ describe('a hostile agent', () => {
     const dispatcher = createNatsDispatcher({ nc: gateway.nc, logger: silentLogger });
     const outcome = await dispatcher.dispatch(job(), { timeoutMs: 10_000, requestId: 'other' });
     expect(outcome).toMatchObject({ ok: false, agentId: 'tyo-evil', error: { code: 'BAD_REPLY' } });
-    expect(!outcome.ok && outcome.error.message).toMatch(/agent tyo-evil of tokyo sent a reply that was refused: it answers with a run whose jobId is "u\.desktop\.tokyo\.7"/);
+    expect(!outcome.ok && outcome.error.message).toMatch(
+      /agent tyo-evil of tokyo sent a reply that was refused: it answers with a run whose jobId is "u\.desktop\.tokyo\.7"/,
+    );
   });
 
   it('oversized fields are refused, and an id that is no agent id is not repeated', async () => {
@@ -99,19 +159,69 @@ describe('a hostile agent', () => {
     const outcome = await dispatcher.dispatch(job(), { timeoutMs: 10_000, requestId: 'huge' });
     expect(outcome).toMatchObject({ ok: false, error: { code: 'BAD_REPLY' } });
     expect(outcome).not.toHaveProperty('agentId');
-    expect(!outcome.ok && outcome.error.message).toMatch(/^an agent of tokyo sent a reply that was refused: the reply does not match the v1 contract \(result\.agentId: /);
+    expect(!outcome.ok && outcome.error.message).toMatch(
+      /^an agent of tokyo sent a reply that was refused: the reply does not match the v1 contract \(result\.agentId: /,
+    );
     expect(!outcome.ok && outcome.error.message.length).toBeLessThan(500);
   });
 
   it('10,000 invented agents and a forged goodbye change nothing for the honest agents', async () => {
-    for (let i = 0; i < 10_000; i++) hostile.publish(agentAnnounceSubject('tokyo'), encodeAnnouncement({ agentId: `tyo-fake-${i}`, location: 'tokyo', version: PERFWATCH_VERSION, capacity: 1000, busy: 0, state: 'ready', intervalMs: 600_000 }));
+    for (let i = 0; i < 10_000; i++)
+      hostile.publish(
+        agentAnnounceSubject('tokyo'),
+        encodeAnnouncement({
+          agentId: `tyo-fake-${i}`,
+          location: 'tokyo',
+          version: PERFWATCH_VERSION,
+          capacity: 1000,
+          busy: 0,
+          state: 'ready',
+          intervalMs: 600_000,
+        }),
+      );
     // The honest frankfurt agent retired by an announcement on tokyo's subject, and on its own
     // subject by a process that is not it (no instance, or another one).
-    hostile.publish(agentAnnounceSubject('tokyo'), encodeAnnouncement({ agentId: 'fra-honest', location: 'tokyo', version: PERFWATCH_VERSION, capacity: 1, busy: 0, state: 'stopping', intervalMs: 5_000 }));
-    hostile.publish(agentAnnounceSubject('frankfurt'), encodeAnnouncement({ agentId: 'fra-honest', location: 'frankfurt', version: PERFWATCH_VERSION, capacity: 1, busy: 0, state: 'stopping', intervalMs: 5_000 }));
-    hostile.publish(agentAnnounceSubject('frankfurt'), encodeAnnouncement({ agentId: 'fra-honest', instance: 'forged-instance-0000', location: 'frankfurt', version: PERFWATCH_VERSION, capacity: 1, busy: 0, state: 'stopping', intervalMs: 5_000 }));
+    hostile.publish(
+      agentAnnounceSubject('tokyo'),
+      encodeAnnouncement({
+        agentId: 'fra-honest',
+        location: 'tokyo',
+        version: PERFWATCH_VERSION,
+        capacity: 1,
+        busy: 0,
+        state: 'stopping',
+        intervalMs: 5_000,
+      }),
+    );
+    hostile.publish(
+      agentAnnounceSubject('frankfurt'),
+      encodeAnnouncement({
+        agentId: 'fra-honest',
+        location: 'frankfurt',
+        version: PERFWATCH_VERSION,
+        capacity: 1,
+        busy: 0,
+        state: 'stopping',
+        intervalMs: 5_000,
+      }),
+    );
+    hostile.publish(
+      agentAnnounceSubject('frankfurt'),
+      encodeAnnouncement({
+        agentId: 'fra-honest',
+        instance: 'forged-instance-0000',
+        location: 'frankfurt',
+        version: PERFWATCH_VERSION,
+        capacity: 1,
+        busy: 0,
+        state: 'stopping',
+        intervalMs: 5_000,
+      }),
+    );
     await hostile.flush();
-    await vi.waitFor(() => expect(gateway.runtime.agents.agents('tokyo')!.length).toBe(MAX_AGENTS_PER_LOCATION), { timeout: 10_000 });
+    await vi.waitFor(() => expect(gateway.runtime.agents.agents('tokyo')!.length).toBe(MAX_AGENTS_PER_LOCATION), {
+      timeout: 10_000,
+    });
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(gateway.runtime.agents.agents('tokyo')!.length).toBe(MAX_AGENTS_PER_LOCATION);
     expect(gateway.runtime.agents.agents('frankfurt')!.map((a) => a.agentId)).toEqual(['fra-honest']);
@@ -119,7 +229,9 @@ describe('a hostile agent', () => {
 
   it('an update goes on with the honest agents: frankfurt measured, tokyo refused', async () => {
     mode = 'bomb';
-    const res = await fetch(`${gateway.url}/v1/update?url=${encodeURIComponent(PAGE)}&device=mobile`, { headers: { Authorization: token } });
+    const res = await fetch(`${gateway.url}/v1/update?url=${encodeURIComponent(PAGE)}&device=mobile`, {
+      headers: { Authorization: token },
+    });
     expect(res.status).toBe(200);
     const result = auditResultSchema.parse(await res.json());
     expect(Object.keys(result.mobile ?? {})).toEqual(['frankfurt']);

@@ -32,12 +32,17 @@ beforeAll(async () => {
   token = issued;
   // KPI records written straight to the file: far more than a socket's buffers hold as JSON.
   const db = new DatabaseSync(path);
-  const insert = db.prepare("INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES ('s', 'p', ?, ?, 'big.example', 'https://big.example/', 'mobile', 'london', 'manual', 'PERFORMANCE', ?, ?)");
+  const insert = db.prepare(
+    "INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES ('s', 'p', ?, ?, 'big.example', 'https://big.example/', 'mobile', 'london', 'manual', 'PERFORMANCE', ?, ?)",
+  );
   db.exec('BEGIN');
   const day = Date.parse('2026-05-01T00:00:00Z');
   // Owned by a snapshot: records of none are orphans, which the retention pass deletes.
-  db.prepare("INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available) VALUES ('s', 'p', ?, 'u', 'https://big.example/', 'big.example', ?, 'manual', '[]')").run(user.id, day);
-  for (let i = 0; i < RECORDS; i++) insert.run(user.id, day + i, `kpi-${i % 50}`, JSON.stringify({ value: i, unit: 'millisecond', score: 0.5 }));
+  db.prepare(
+    "INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available) VALUES ('s', 'p', ?, 'u', 'https://big.example/', 'big.example', ?, 'manual', '[]')",
+  ).run(user.id, day);
+  for (let i = 0; i < RECORDS; i++)
+    insert.run(user.id, day + i, `kpi-${i % 50}`, JSON.stringify({ value: i, unit: 'millisecond', score: 0.5 }));
   db.exec('COMMIT');
   db.close();
   const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(line) });
@@ -45,7 +50,15 @@ beforeAll(async () => {
     store,
     localAgents: [],
     logger,
-    config: gatewayConfigWith({ PORT: 0, HOST: '127.0.0.1', SHUTDOWN_READINESS_DELAY_MS: 0, HEADERS_TIMEOUT_MS: 1_000, REQUEST_TIMEOUT_MS: 2_000, OVERVIEW_STALL_MS: 1_000, AUTH_FAILURES_PER_MINUTE: 5 }),
+    config: gatewayConfigWith({
+      PORT: 0,
+      HOST: '127.0.0.1',
+      SHUTDOWN_READINESS_DELAY_MS: 0,
+      HEADERS_TIMEOUT_MS: 1_000,
+      REQUEST_TIMEOUT_MS: 2_000,
+      OVERVIEW_STALL_MS: 1_000,
+      AUTH_FAILURES_PER_MINUTE: 5,
+    }),
   });
 }, 60_000);
 
@@ -75,18 +88,26 @@ describe('slow clients', () => {
   it('408, in the envelope, to a client that trickles its headers', async () => {
     const { text, ms } = await rawExchange((socket) => {
       socket.write('GET /v1/projects HTTP/1.1\r\nHost: x\r\n');
-      const trickle = setInterval(() => (socket.writable ? socket.write('X-Slow: y\r\n') : clearInterval(trickle)), 300);
+      const trickle = setInterval(
+        () => (socket.writable ? socket.write('X-Slow: y\r\n') : clearInterval(trickle)),
+        300,
+      );
       socket.on('close', () => clearInterval(trickle));
     });
     expect(text).toMatch(/^HTTP\/1\.1 408 /);
-    expect(envelopeOf(text)).toMatchObject({ status: 'REQUEST_TIMEOUT', message: 'The request took too long to arrive.' });
+    expect(envelopeOf(text)).toMatchObject({
+      status: 'REQUEST_TIMEOUT',
+      message: 'The request took too long to arrive.',
+    });
     // The headers' limit (1 s), found by a check every second.
     expect(ms).toBeLessThan(4_000);
   });
 
   it('408 to a client that sends its headers and trickles its body', async () => {
     const { text, ms } = await rawExchange((socket) => {
-      socket.write(`POST /v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: ${token}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`);
+      socket.write(
+        `POST /v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: ${token}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`,
+      );
       const trickle = setInterval(() => (socket.writable ? socket.write(' ') : clearInterval(trickle)), 300);
       socket.on('close', () => clearInterval(trickle));
     });
@@ -96,13 +117,15 @@ describe('slow clients', () => {
     expect(ms).toBeLessThan(5_000);
   });
 
-  it('cuts off an overview reader that stops reading, and releases the store\'s statement', async () => {
+  it("cuts off an overview reader that stops reading, and releases the store's statement", async () => {
     const checkpoint = () => {
       const db = new DatabaseSync(path);
       try {
         db.exec('PRAGMA busy_timeout = 0');
         // Something in the WAL past any snapshot a reader holds, then ask for all of it back in the file.
-        db.exec("INSERT INTO meta (key, value) VALUES ('probe', '1') ON CONFLICT (key) DO UPDATE SET value = value + 1");
+        db.exec(
+          "INSERT INTO meta (key, value) VALUES ('probe', '1') ON CONFLICT (key) DO UPDATE SET value = value + 1",
+        );
         return (db.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number }).busy;
       } finally {
         db.close();
@@ -122,11 +145,16 @@ describe('slow clients', () => {
     let closed = false;
     socket.on('close', () => (closed = true));
     socket.on('error', () => undefined);
-    socket.write(`GET /v1/overview?startDate=2026-05-01&endDate=2026-05-02 HTTP/1.1\r\nHost: x\r\nAuthorization: ${token}\r\n\r\n`);
+    socket.write(
+      `GET /v1/overview?startDate=2026-05-01&endDate=2026-05-02 HTTP/1.1\r\nHost: x\r\nAuthorization: ${token}\r\n\r\n`,
+    );
     await vi.waitFor(() => expect(received).toBeGreaterThan(0), { timeout: 10_000 });
     // While the reader is stalled, its statement holds a read snapshot: the WAL cannot be emptied.
     expect(checkpoint()).toBe(1);
-    await vi.waitFor(() => expect(logs.some((l) => l.includes('overview reader stopped reading; cut off'))).toBe(true), { timeout: 10_000, interval: 100 });
+    await vi.waitFor(
+      () => expect(logs.some((l) => l.includes('overview reader stopped reading; cut off'))).toBe(true),
+      { timeout: 10_000, interval: 100 },
+    );
     // Cut off: the statement is released, the WAL empties; the client sees the connection end, never a whole array.
     await vi.waitFor(() => expect(checkpoint()).toBe(0), { timeout: 5_000, interval: 100 });
     socket.resume();
@@ -138,11 +166,20 @@ describe('slow clients', () => {
 /** GET /v1/projects with a token, from a given loopback address. */
 function projectsFrom(localAddress: string, authorization: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: runtime.http.port, path: '/v1/projects', localAddress, headers: { Authorization: authorization } }, (res) => {
-      let body = '';
-      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: runtime.http.port,
+        path: '/v1/projects',
+        localAddress,
+        headers: { Authorization: authorization },
+      },
+      (res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode!, body }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -155,7 +192,10 @@ describe('failed authentications', () => {
     for (let i = 0; i < 5; i++) expect((await projectsFrom('127.0.0.3', `pw_${'A'.repeat(43)}`)).status).toBe(401);
     const refused = await projectsFrom('127.0.0.3', token);
     expect(refused.status).toBe(429);
-    expect(errorEnvelopeSchema.parse(JSON.parse(refused.body))).toMatchObject({ status: 'TOO_MANY_REQUESTS', errors: ['limit: 5 failed authentications per minute per client address'] });
+    expect(errorEnvelopeSchema.parse(JSON.parse(refused.body))).toMatchObject({
+      status: 'TOO_MANY_REQUESTS',
+      errors: ['limit: 5 failed authentications per minute per client address'],
+    });
     expect(refused.body).not.toContain(token);
     // Another client address is not held by it.
     expect((await projectsFrom('127.0.0.4', token)).status).toBe(200);

@@ -1,7 +1,15 @@
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { chromeFlags, createLighthouseRunner, createTargetGuard, parseAllowList, startGuardProxy, type CpuCalibration, type GuardProxy } from '@perfwatch/agent';
+import {
+  chromeFlags,
+  createLighthouseRunner,
+  createTargetGuard,
+  parseAllowList,
+  startGuardProxy,
+  type CpuCalibration,
+  type GuardProxy,
+} from '@perfwatch/agent';
 import { cpuMultiplierFor } from '@perfwatch/common';
 import { silentLogger } from '../support/test-services.ts';
 
@@ -28,7 +36,14 @@ async function guardedRunner(allow: string, runsPerBrowser = 2, cpu?: CpuCalibra
   const guard = createTargetGuard({ allow: parseAllowList(allow) });
   const proxy = await startGuardProxy({ guard, logger: silentLogger });
   proxies.push(proxy);
-  return createLighthouseRunner({ chromePath, chromeFlags: flags, logger: silentLogger, runsPerBrowser, guard: { guard, proxy }, ...(cpu ? { cpu } : {}) });
+  return createLighthouseRunner({
+    chromePath,
+    chromeFlags: flags,
+    logger: silentLogger,
+    runsPerBrowser,
+    guard: { guard, proxy },
+    ...(cpu ? { cpu } : {}),
+  });
 }
 
 // The fixture site listens on 127.0.0.1 only; the guard lets this runner reach exactly that.
@@ -45,7 +60,12 @@ describe('Lighthouse runner', () => {
     const baseline = await runner.calibrate();
     expect(baseline).toBeGreaterThan(0);
     const chrome = runner.chrome!;
-    const first = await runner.run({ url: page, device: 'mobile', timeoutMs: 120_000, baselineBenchmarkIndex: baseline });
+    const first = await runner.run({
+      url: page,
+      device: 'mobile',
+      timeoutMs: 120_000,
+      baselineBenchmarkIndex: baseline,
+    });
     expect(runner.chrome!.pid).toBe(chrome.pid);
     expect(chrome).not.toBeNull();
     expect(first.lhr.finalDisplayedUrl).toBe(page);
@@ -53,9 +73,15 @@ describe('Lighthouse runner', () => {
     expect((await processesWith(chrome.userDataDir)).length).toBeGreaterThan(1);
 
     // A mobile run slows the CPU by the calculator's multiplier for the baseline it is given.
-    expect(first.conditions).toMatchObject({ baselineBenchmarkIndex: baseline, cpuMultiplier: cpuMultiplierFor(baseline) ?? 1, lighthouseVersion: first.lhr.lighthouseVersion });
+    expect(first.conditions).toMatchObject({
+      baselineBenchmarkIndex: baseline,
+      cpuMultiplier: cpuMultiplierFor(baseline) ?? 1,
+      lighthouseVersion: first.lhr.lighthouseVersion,
+    });
     expect(first.conditions!.benchmarkIndex).toBeGreaterThan(0);
-    expect((first.lhr.configSettings as { throttling: { cpuSlowdownMultiplier: number } }).throttling.cpuSlowdownMultiplier).toBe(first.conditions!.cpuMultiplier);
+    expect(
+      (first.lhr.configSettings as { throttling: { cpuSlowdownMultiplier: number } }).throttling.cpuSlowdownMultiplier,
+    ).toBe(first.conditions!.cpuMultiplier);
 
     const second = await runner.run({ url: page, device: 'desktop', timeoutMs: 120_000 });
     expect(second.lhr.configSettings?.formFactor).toBe('desktop');
@@ -76,13 +102,25 @@ describe('Lighthouse runner', () => {
   it('applies a fixed CPU multiplier as it is, and still records the benchmark index', async () => {
     const fixed = await guardedRunner('127.0.0.1/32', 1, { multiplier: 2.5 });
     try {
-      const output = await fixed.run({ url: `${inject('siteUrl')}index.html`, device: 'mobile', timeoutMs: 120_000, baselineBenchmarkIndex: 2460 });
+      const output = await fixed.run({
+        url: `${inject('siteUrl')}index.html`,
+        device: 'mobile',
+        timeoutMs: 120_000,
+        baselineBenchmarkIndex: 2460,
+      });
       expect(output.conditions!.cpuMultiplier).toBe(2.5);
-      expect((output.lhr.configSettings as { throttling: { cpuSlowdownMultiplier: number } }).throttling.cpuSlowdownMultiplier).toBe(2.5);
+      expect(
+        (output.lhr.configSettings as { throttling: { cpuSlowdownMultiplier: number } }).throttling
+          .cpuSlowdownMultiplier,
+      ).toBe(2.5);
       expect(output.conditions!.baselineBenchmarkIndex).toBe(2460);
       expect(output.conditions!.benchmarkIndex).toBeGreaterThan(0);
       // Without a baseline (no calibration could be made) a mobile run gets Lighthouse's own 4×.
-      const uncalibrated = await runner.run({ url: `${inject('siteUrl')}index.html`, device: 'mobile', timeoutMs: 120_000 });
+      const uncalibrated = await runner.run({
+        url: `${inject('siteUrl')}index.html`,
+        device: 'mobile',
+        timeoutMs: 120_000,
+      });
       expect(uncalibrated.conditions).toMatchObject({ baselineBenchmarkIndex: null, cpuMultiplier: 4 });
     } finally {
       await fixed.close();
@@ -90,14 +128,21 @@ describe('Lighthouse runner', () => {
   }, 120_000);
 
   it('gives up on a run past its timeout and retires that Chrome', async () => {
-    const error = await runner.run({ url: `${inject('siteUrl')}slow.html`, device: 'mobile', timeoutMs: 500 }).catch((e: unknown) => e);
+    const error = await runner
+      .run({ url: `${inject('siteUrl')}slow.html`, device: 'mobile', timeoutMs: 500 })
+      .catch((e: unknown) => e);
     expect(error).toMatchObject({ name: 'RunFailure', code: 'RUN_TIMEOUT', retryable: true });
     expect(runner.chrome).toBeNull();
   }, 60_000);
 
   it('refuses a loopback or private target before Chrome starts when nothing allows it', async () => {
     const strict = await guardedRunner('');
-    for (const url of [`${inject('siteUrl')}index.html`, 'http://localhost:9/', 'http://169.254.169.254/latest/meta-data/', 'http://[::1]/']) {
+    for (const url of [
+      `${inject('siteUrl')}index.html`,
+      'http://localhost:9/',
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[::1]/',
+    ]) {
       const error = await strict.run({ url, device: 'mobile', timeoutMs: 30_000 }).catch((e: unknown) => e);
       expect(error, url).toMatchObject({ name: 'RunFailure', code: 'TARGET_REFUSED', retryable: false });
     }

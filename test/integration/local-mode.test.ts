@@ -25,7 +25,18 @@ async function start(path: string, runner = fixtureRunner({ delayMs: 20 })) {
   const store = new SqliteStore({ path });
   await store.init();
   const agent = createLocalAgent({ location: 's_carolina', runner, logger: silentLogger, agentId: 'local' });
-  const runtime: GatewayRuntime = await startGateway({ localAgents: [agent], store, logger: silentLogger, config: gatewayConfigWith({ PORT: 0, HOST: '127.0.0.1', SHUTDOWN_READINESS_DELAY_MS: 0, UPDATE_WORKERS: 1, UPDATE_RETRY_DELAY_MS: 200 }) });
+  const runtime: GatewayRuntime = await startGateway({
+    localAgents: [agent],
+    store,
+    logger: silentLogger,
+    config: gatewayConfigWith({
+      PORT: 0,
+      HOST: '127.0.0.1',
+      SHUTDOWN_READINESS_DELAY_MS: 0,
+      UPDATE_WORKERS: 1,
+      UPDATE_RETRY_DELAY_MS: 200,
+    }),
+  });
   return {
     store,
     runtime,
@@ -53,7 +64,11 @@ describe('local mode: in-process bus and embedded store', () => {
       expect(sync.mobile!.s_carolina!.runs.map((r) => r.agentId)).toEqual(['local', 'local']);
       const id = await client.startUpdate({ url: SITE, device: 'desktop' });
       const done = await client.waitForUpdate(id, { pollMs: 50, timeoutMs: 10_000 });
-      expect(done).toMatchObject({ status: 'done', attempts: 1, progress: [{ device: 'desktop', location: 's_carolina', done: 2, total: 2 }] });
+      expect(done).toMatchObject({
+        status: 'done',
+        attempts: 1,
+        progress: [{ device: 'desktop', location: 's_carolina', done: 2, total: 2 }],
+      });
       expect((await client.audit({ url: SITE, date: done.date! })).desktop!.s_carolina!.median).toBeGreaterThan(0);
 
       const far = await client.update({ url: 'https://far.example/' }).catch((error: unknown) => error);
@@ -75,19 +90,23 @@ describe('local mode: in-process bus and embedded store', () => {
     const { token } = await admin.createUser('max');
     await admin.addProject('max', SITE, { locations: ['s_carolina'], runs: 1 });
     const ids = [];
-    for (let i = 0; i < 4; i += 1) ids.push(await createApiClient({ server: first.url, token }).startUpdate({ url: SITE, device: 'mobile' }));
+    for (let i = 0; i < 4; i += 1)
+      ids.push(await createApiClient({ server: first.url, token }).startUpdate({ url: SITE, device: 'mobile' }));
     // Stopped while the first update runs: it is finished, the other three stay queued.
     await first.stop();
     const left = new SqliteStore({ path });
     await left.init();
-    const states = await Promise.all(ids.map(async (id) => (await left.findUpdate((await left.findUserByName('max'))!.id, id))!.status));
+    const states = await Promise.all(
+      ids.map(async (id) => (await left.findUpdate((await left.findUserByName('max'))!.id, id))!.status),
+    );
     await left.close();
     expect(states.filter((s) => s === 'queued').length).toBeGreaterThanOrEqual(2);
 
     const second = await start(path);
     try {
       const client = createApiClient({ server: second.url, token });
-      for (const id of ids) expect(await client.waitForUpdate(id, { pollMs: 50, timeoutMs: 20_000 })).toMatchObject({ status: 'done' });
+      for (const id of ids)
+        expect(await client.waitForUpdate(id, { pollMs: 50, timeoutMs: 20_000 })).toMatchObject({ status: 'done' });
       expect((await client.updates(SITE)).mobile).toHaveLength(4);
     } finally {
       await second.stop();
@@ -103,19 +122,34 @@ describe('local mode: in-process bus and embedded store', () => {
     return { gateway, client: createApiClient({ server: gateway.url, token }) };
   }
 
-  it('delivers an update again after a failure that may pass, and fails one for good on the page\'s own error', async () => {
+  it("delivers an update again after a failure that may pass, and fails one for good on the page's own error", async () => {
     // Both tries of the run fail (the update service offers a failed run once more): the delivery fails, the next one succeeds.
     let calls = 0;
-    const flaky = await withProject('c.sqlite', fixtureRunner({ delayMs: 10, fail: () => (calls++ < 2 ? new RunFailure('INTERNAL', 'Chrome crashed', true) : null) }));
+    const flaky = await withProject(
+      'c.sqlite',
+      fixtureRunner({
+        delayMs: 10,
+        fail: () => (calls++ < 2 ? new RunFailure('INTERNAL', 'Chrome crashed', true) : null),
+      }),
+    );
     try {
-      const retried = await flaky.client.waitForUpdate(await flaky.client.startUpdate({ url: SITE, device: 'mobile' }), { pollMs: 50, timeoutMs: 10_000 });
+      const retried = await flaky.client.waitForUpdate(
+        await flaky.client.startUpdate({ url: SITE, device: 'mobile' }),
+        { pollMs: 50, timeoutMs: 10_000 },
+      );
       expect(retried).toMatchObject({ status: 'done', attempts: 2 });
     } finally {
       await flaky.gateway.stop();
     }
-    const broken = await withProject('d.sqlite', fixtureRunner({ fail: () => new RunFailure('PAGE_LOAD_FAILED', 'ERRORED_DOCUMENT_REQUEST: status 500', false) }));
+    const broken = await withProject(
+      'd.sqlite',
+      fixtureRunner({ fail: () => new RunFailure('PAGE_LOAD_FAILED', 'ERRORED_DOCUMENT_REQUEST: status 500', false) }),
+    );
     try {
-      const failed = await broken.client.waitForUpdate(await broken.client.startUpdate({ url: SITE, device: 'mobile' }), { pollMs: 50, timeoutMs: 10_000 });
+      const failed = await broken.client.waitForUpdate(
+        await broken.client.startUpdate({ url: SITE, device: 'mobile' }),
+        { pollMs: 50, timeoutMs: 10_000 },
+      );
       expect(failed).toMatchObject({ status: 'failed', attempts: 1 });
       expect(failed.reason).toMatch(/ERRORED_DOCUMENT_REQUEST/);
     } finally {

@@ -7,8 +7,24 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { agentAnnounceSubject, auditResultSchema, auditSubject, LOCATIONS, connectNats, encodeAnnouncement, encodeJob } from '@perfwatch/common';
-import { createAdmin, MongoStore, startAgentRegistry, startNatsServer, tickUpdateId, type AgentRegistry, type LocalServer } from '@perfwatch/gateway';
+import {
+  agentAnnounceSubject,
+  auditResultSchema,
+  auditSubject,
+  LOCATIONS,
+  connectNats,
+  encodeAnnouncement,
+  encodeJob,
+} from '@perfwatch/common';
+import {
+  createAdmin,
+  MongoStore,
+  startAgentRegistry,
+  startNatsServer,
+  tickUpdateId,
+  type AgentRegistry,
+  type LocalServer,
+} from '@perfwatch/gateway';
 import { spawnGateway, spawnNode, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { silentLogger } from '../support/test-services.ts';
 import { writeSelfSignedCert } from '../support/tls.ts';
@@ -44,7 +60,12 @@ const db = { MONGODB_URI: '', MONGODB_DB: `pwleaf_${randomUUID().slice(0, 8)}` }
 const page = () => `${inject('siteUrl')}index.html`;
 
 function parseEnv(text: string): Record<string, string> {
-  return Object.fromEntries(text.trim().split('\n').map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]));
+  return Object.fromEntries(
+    text
+      .trim()
+      .split('\n')
+      .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+  );
 }
 
 beforeAll(async () => {
@@ -70,7 +91,12 @@ beforeAll(async () => {
     binary: inject('natsServerBinary'),
     dir: join(dir, 'leaf'),
     configFile: join(dir, 'leaf/leafnode-region.conf'),
-    env: { PERFWATCH_AGENT_NKEY: hubEnv['PERFWATCH_AGENT_TOKYO_NKEY']!, PERFWATCH_HUB_LEAF_URL: hubLeafUrl, PERFWATCH_LEAF_SEED: leafSeed, NATS_TLS_CA_FILE: cert },
+    env: {
+      PERFWATCH_AGENT_NKEY: hubEnv['PERFWATCH_AGENT_TOKYO_NKEY']!,
+      PERFWATCH_HUB_LEAF_URL: hubLeafUrl,
+      PERFWATCH_LEAF_SEED: leafSeed,
+      NATS_TLS_CA_FILE: cert,
+    },
     jetstream: 'as-configured',
   });
   // The same region credentials in a leaf server whose operator lets every local client do anything.
@@ -85,11 +111,23 @@ beforeAll(async () => {
   // (the control that the spy is live). Not tokyo's own jobs: a plain subscriber there takes a
   // copy of every tokyo job, so a job sent while the agent is busy would find that subscriber,
   // not "no responders", and wait for its timeout: the region can stall its own location only.
-  const watched = ['_INBOX.>', '$JS.>', 'perfwatch.updates.>', 'perfwatch.agents.v1.discover', ...LOCATIONS.filter((l) => l !== 'tokyo').flatMap((l) => [auditSubject(l), agentAnnounceSubject(l)])];
-  spies = watched.map((subject) => rogue.subscribe(subject, { callback: (_error, msg) => void spied.push(msg.subject) }));
+  const watched = [
+    '_INBOX.>',
+    '$JS.>',
+    'perfwatch.updates.>',
+    'perfwatch.agents.v1.discover',
+    ...LOCATIONS.filter((l) => l !== 'tokyo').flatMap((l) => [auditSubject(l), agentAnnounceSubject(l)]),
+  ];
+  spies = watched.map((subject) =>
+    rogue.subscribe(subject, { callback: (_error, msg) => void spied.push(msg.subject) }),
+  );
   await rogue.flush();
 
-  const tlsTo = (seed: string) => ({ NATS_URL: hub.url, NATS_NKEY_SEED_FILE: join(keys, seed), NATS_TLS_CA_FILE: cert });
+  const tlsTo = (seed: string) => ({
+    NATS_URL: hub.url,
+    NATS_NKEY_SEED_FILE: join(keys, seed),
+    NATS_TLS_CA_FILE: cert,
+  });
   observer = await connectNats(tlsTo('gateway.nk'), { name: 'test-observer', maxReconnectAttempts: 0 });
   registry = await startAgentRegistry({ nc: observer, logger: silentLogger });
 
@@ -100,10 +138,22 @@ beforeAll(async () => {
   ({ token } = await admin.createUser('leaf-user'));
   await admin.addProject('leaf-user', page(), { locations: ['tokyo'], runs: 1 });
 
-  agent = spawnPerfwatch(['agent'], { NATS_URL: leaf.url, NATS_NKEY_SEED_FILE: join(keys, 'agent-tokyo.nk'), PERFWATCH_LOCATION: 'tokyo', PERFWATCH_AGENT_ID: 'tokyo-leaf', PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' });
-  gateways.push(...(await Promise.all([0, 1].map(() => spawnGateway({ ...db, ...tlsTo('gateway.nk'), SCHEDULER_INTERVAL_MS: '500' })))));
+  agent = spawnPerfwatch(['agent'], {
+    NATS_URL: leaf.url,
+    NATS_NKEY_SEED_FILE: join(keys, 'agent-tokyo.nk'),
+    PERFWATCH_LOCATION: 'tokyo',
+    PERFWATCH_AGENT_ID: 'tokyo-leaf',
+    PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
+  });
+  gateways.push(
+    ...(await Promise.all(
+      [0, 1].map(() => spawnGateway({ ...db, ...tlsTo('gateway.nk'), SCHEDULER_INTERVAL_MS: '500' })),
+    )),
+  );
   await agent.waitFor(/agent serving location/);
-  await vi.waitFor(() => expect(registry.agents('tokyo')?.map((a) => a.agentId)).toEqual(['tokyo-leaf']), { timeout: 15_000 });
+  await vi.waitFor(() => expect(registry.agents('tokyo')?.map((a) => a.agentId)).toEqual(['tokyo-leaf']), {
+    timeout: 15_000,
+  });
 }, 90_000);
 
 afterAll(async () => {
@@ -120,15 +170,25 @@ afterAll(async () => {
 const auth = () => ({ Authorization: token, 'Content-Type': 'application/json' });
 
 async function waitDone(gateway: string, id: string): Promise<void> {
-  await vi.waitFor(async () => {
-    const state = (await (await fetch(`${gateway}/v1/updates/${id}`, { headers: auth() })).json()) as { status: string; reason: string | null };
-    expect(state.status, state.reason ?? '').toBe('done');
-  }, { timeout: 120_000, interval: 500 });
+  await vi.waitFor(
+    async () => {
+      const state = (await (await fetch(`${gateway}/v1/updates/${id}`, { headers: auth() })).json()) as {
+        status: string;
+        reason: string | null;
+      };
+      expect(state.status, state.reason ?? '').toBe('done');
+    },
+    { timeout: 120_000, interval: 500 },
+  );
 }
 
 describe('hub and region leaf node from the shipped NATS configuration', () => {
   it('a sync update on one gateway is audited by the agent behind the leaf node', async () => {
-    const res = await fetch(`${gateways[0]!.url}/v1/update`, { method: 'POST', headers: auth(), body: JSON.stringify({ url: page(), device: 'desktop' }) });
+    const res = await fetch(`${gateways[0]!.url}/v1/update`, {
+      method: 'POST',
+      headers: auth(),
+      body: JSON.stringify({ url: page(), device: 'desktop' }),
+    });
     const body = await res.json();
     expect(res.status, JSON.stringify(body).slice(0, 500)).toBe(200);
     const cell = auditResultSchema.parse(body).desktop!.tokyo!;
@@ -137,43 +197,70 @@ describe('hub and region leaf node from the shipped NATS configuration', () => {
     expect((cell.lighthouse as { finalDisplayedUrl?: string }).finalDisplayedUrl).toBe(page());
   }, 150_000);
 
-  it('an async update on the other gateway goes through the hub\'s JetStream queue to done', async () => {
-    const res = await fetch(`${gateways[1]!.url}/v1/update`, { method: 'POST', headers: auth(), body: JSON.stringify({ url: page(), device: 'desktop', mode: 'async' }) });
+  it("an async update on the other gateway goes through the hub's JetStream queue to done", async () => {
+    const res = await fetch(`${gateways[1]!.url}/v1/update`, {
+      method: 'POST',
+      headers: auth(),
+      body: JSON.stringify({ url: page(), device: 'desktop', mode: 'async' }),
+    });
     expect(res.status, await res.clone().text()).toBe(200);
     await waitDone(gateways[1]!.url, ((await res.json()) as { id: string }).id);
   }, 150_000);
 
   it('a scheduled update runs to done', async () => {
     const scheduled = `${inject('siteUrl')}index.html?scheduled`;
-    const project = await createAdmin(store).addProject('leaf-user', scheduled, { locations: ['tokyo'], runs: 1, schedule: '*/2 * * * * *' });
+    const project = await createAdmin(store).addProject('leaf-user', scheduled, {
+      locations: ['tokyo'],
+      runs: 1,
+      schedule: '*/2 * * * * *',
+    });
     const user = (await store.findUserByName('leaf-user'))!;
-    const first = await vi.waitFor(async () => {
-      const tick = (await store.listScheduledProjects()).find((p) => p.id === project.id)?.scheduledThrough;
-      expect(tick, 'no tick scheduled yet').toBeTruthy();
-      return tick!;
-    }, { timeout: 30_000, interval: 500 });
+    const first = await vi.waitFor(
+      async () => {
+        const tick = (await store.listScheduledProjects()).find((p) => p.id === project.id)?.scheduledThrough;
+        expect(tick, 'no tick scheduled yet').toBeTruthy();
+        return tick!;
+      },
+      { timeout: 30_000, interval: 500 },
+    );
     await createAdmin(store).removeProject('leaf-user', scheduled);
-    await vi.waitFor(async () => {
-      const update = await store.findUpdate(user.id, tickUpdateId(project.id, first));
-      expect(update?.updateType).toBe('scheduled');
-      expect(update?.status, `${update?.reason ?? ''}\n${[...gateways.map((g) => g.process), agent].map((p) => p.output().slice(-3000)).join("\n")}`).toBe('done');
-    }, { timeout: 150_000, interval: 1_000 });
+    await vi.waitFor(
+      async () => {
+        const update = await store.findUpdate(user.id, tickUpdateId(project.id, first));
+        expect(update?.updateType).toBe('scheduled');
+        expect(
+          update?.status,
+          `${update?.reason ?? ''}\n${[...gateways.map((g) => g.process), agent].map((p) => p.output().slice(-3000)).join('\n')}`,
+        ).toBe('done');
+      },
+      { timeout: 150_000, interval: 1_000 },
+    );
   }, 180_000);
 });
 
-describe('what a region\'s credentials reach', () => {
-  it('never sees another location\'s jobs or announcements, a gateway\'s inbox, JetStream or the update queue', () => {
+describe("what a region's credentials reach", () => {
+  it("never sees another location's jobs or announcements, a gateway's inbox, JetStream or the update queue", () => {
     // Subscribed since before the gateways started: their discover requests arrived.
     expect(spied).toContain('perfwatch.agents.v1.discover');
     expect(spied.filter((subject) => subject !== 'perfwatch.agents.v1.discover')).toEqual([]);
     expect(spies.every((spy) => !spy.isClosed())).toBe(true);
   });
 
-  it('cannot take another location\'s jobs: a london job finds no responder though the region subscribes', async () => {
+  it("cannot take another location's jobs: a london job finds no responder though the region subscribes", async () => {
     const london = rogue.subscribe('perfwatch.audit.v1.london', { queue: 'perfwatch-agents.london' });
     await rogue.flush();
-    const job = encodeJob({ jobId: 'x', updateId: 'x', url: 'https://example.com/', device: 'mobile', location: 'london', runIndex: 0, timeoutMs: 1000 });
-    await expect(observer.request('perfwatch.audit.v1.london', job, { timeout: 2_000 })).rejects.toThrow(/no responders/i);
+    const job = encodeJob({
+      jobId: 'x',
+      updateId: 'x',
+      url: 'https://example.com/',
+      device: 'mobile',
+      location: 'london',
+      runIndex: 0,
+      timeoutMs: 1000,
+    });
+    await expect(observer.request('perfwatch.audit.v1.london', job, { timeout: 2_000 })).rejects.toThrow(
+      /no responders/i,
+    );
     expect(london.getProcessed()).toBe(0);
     london.unsubscribe();
   });
@@ -181,7 +268,9 @@ describe('what a region\'s credentials reach', () => {
   it('cannot call the JetStream API: deleting the update stream gets no answer and the stream stays', async () => {
     const jsm = await jetstreamManager(observer);
     expect((await jsm.streams.info('PERFWATCH_UPDATES')).config.name).toBe('PERFWATCH_UPDATES');
-    await expect(rogue.request('$JS.API.STREAM.DELETE.PERFWATCH_UPDATES', '', { timeout: 1_500 })).rejects.toThrow(/no responders|timeout/i);
+    await expect(rogue.request('$JS.API.STREAM.DELETE.PERFWATCH_UPDATES', '', { timeout: 1_500 })).rejects.toThrow(
+      /no responders|timeout/i,
+    );
     await expect(rogue.request('$JS.API.INFO', '', { timeout: 1_500 })).rejects.toThrow(/no responders|timeout/i);
     expect((await jsm.streams.info('PERFWATCH_UPDATES')).config.name).toBe('PERFWATCH_UPDATES');
   });
@@ -189,22 +278,51 @@ describe('what a region\'s credentials reach', () => {
   it('cannot announce for another location, nor queue an update', async () => {
     const jsm = await jetstreamManager(observer);
     const queueBefore = (await jsm.streams.info('PERFWATCH_UPDATES')).state.last_seq;
-    rogue.publish(agentAnnounceSubject('london'), encodeAnnouncement({ agentId: 'impostor', location: 'london', version: '1', capacity: 1, busy: 0, state: 'ready', intervalMs: 60_000 }));
+    rogue.publish(
+      agentAnnounceSubject('london'),
+      encodeAnnouncement({
+        agentId: 'impostor',
+        location: 'london',
+        version: '1',
+        capacity: 1,
+        busy: 0,
+        state: 'ready',
+        intervalMs: 60_000,
+      }),
+    );
     rogue.publish('perfwatch.updates.v1.run', '{}');
     rogue.publish('perfwatch.updates.v1.run.forged', '{}');
     // Something the hub does pass, published after: once it arrives, the forgeries would have too.
-    rogue.publish(agentAnnounceSubject('tokyo'), encodeAnnouncement({ agentId: 'rogue-tokyo', location: 'tokyo', version: '1', capacity: 1, busy: 0, state: 'ready', intervalMs: 60_000 }));
+    rogue.publish(
+      agentAnnounceSubject('tokyo'),
+      encodeAnnouncement({
+        agentId: 'rogue-tokyo',
+        location: 'tokyo',
+        version: '1',
+        capacity: 1,
+        busy: 0,
+        state: 'ready',
+        intervalMs: 60_000,
+      }),
+    );
     await rogue.flush();
-    await vi.waitFor(() => expect(registry.agents('tokyo')?.map((a) => a.agentId)).toContain('rogue-tokyo'), { timeout: 5_000 });
+    await vi.waitFor(() => expect(registry.agents('tokyo')?.map((a) => a.agentId)).toContain('rogue-tokyo'), {
+      timeout: 5_000,
+    });
     expect(registry.agents('london')).toEqual([]);
     expect((await jsm.streams.info('PERFWATCH_UPDATES')).state.last_seq).toBe(queueBefore);
   });
 
-  it('the agent credentials on the region\'s server take jobs only inside the queue group', async () => {
-    const tokyo = await connectNats({ NATS_URL: leaf.url, NATS_NKEY_SEED_FILE: join(keys, 'agent-tokyo.nk') }, { name: 'stolen-tokyo-agent', maxReconnectAttempts: 0 });
+  it("the agent credentials on the region's server take jobs only inside the queue group", async () => {
+    const tokyo = await connectNats(
+      { NATS_URL: leaf.url, NATS_NKEY_SEED_FILE: join(keys, 'agent-tokyo.nk') },
+      { name: 'stolen-tokyo-agent', maxReconnectAttempts: 0 },
+    );
     try {
       expect(String(await tokyo.subscribe('perfwatch.audit.v1.tokyo').closed)).toMatch(/permissions violation/i);
-      expect(String(await tokyo.subscribe('perfwatch.audit.v1.london', { queue: 'perfwatch-agents.london' }).closed)).toMatch(/permissions violation/i);
+      expect(
+        String(await tokyo.subscribe('perfwatch.audit.v1.london', { queue: 'perfwatch-agents.london' }).closed),
+      ).toMatch(/permissions violation/i);
     } finally {
       await tokyo.close();
     }

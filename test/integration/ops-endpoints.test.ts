@@ -24,9 +24,25 @@ beforeAll(async () => {
   agentConn = await connect({ servers: nats.url });
   let london: Agent | null = null;
   const metrics = createAgentMetrics({ nc: agentConn, location: 'london', agent: () => london });
-  london = startAgent({ nc: agentConn, location: 'london', runner: fixtureRunner({ delayMs: 20 }), logger: silentLogger, agentId: 'london-ops', capacity: 2, observer: metrics });
+  london = startAgent({
+    nc: agentConn,
+    location: 'london',
+    runner: fixtureRunner({ delayMs: 20 }),
+    logger: silentLogger,
+    agentId: 'london-ops',
+    capacity: 2,
+    observer: metrics,
+  });
   agents.push(london);
-  agents.push(startAgent({ nc: agentConn, location: 'tokyo', runner: fixtureRunner({ fail: () => new RunFailure('PAGE_LOAD_FAILED', 'NO_FCP', false) }), logger: silentLogger, agentId: 'tokyo-ops' }));
+  agents.push(
+    startAgent({
+      nc: agentConn,
+      location: 'tokyo',
+      runner: fixtureRunner({ fail: () => new RunFailure('PAGE_LOAD_FAILED', 'NO_FCP', false) }),
+      logger: silentLogger,
+      agentId: 'tokyo-ops',
+    }),
+  );
   ops = await startOpsServer({ port: 0, host: '127.0.0.1', registry: metrics.registry, ready: () => ({ ok: true }) });
   ({ token } = await gateway.admin.createUser('ops'));
   await gateway.admin.addProject('ops', SHOP, { locations: ['london', 'tokyo'], runs: 2 });
@@ -49,9 +65,13 @@ function sample(text: string, series: string): number | undefined {
 
 describe('operator endpoints', () => {
   it('gateway /metrics counts updates, dispatches, HTTP requests and agents, with bounded labels only', async () => {
-    const res = await fetch(`${gateway.url}/v1/update?url=${encodeURIComponent(SHOP)}&device=mobile`, { headers: { Authorization: token } });
+    const res = await fetch(`${gateway.url}/v1/update?url=${encodeURIComponent(SHOP)}&device=mobile`, {
+      headers: { Authorization: token },
+    });
     expect(res.status).toBe(200);
-    await fetch(`${gateway.url}/v1/audit?url=${encodeURIComponent(SHOP)}&date=2020-01-01T00:00:00`, { headers: { Authorization: token } });
+    await fetch(`${gateway.url}/v1/audit?url=${encodeURIComponent(SHOP)}&date=2020-01-01T00:00:00`, {
+      headers: { Authorization: token },
+    });
 
     const scrape = await fetch(`${gateway.url}/metrics`);
     expect(scrape.status).toBe(200);
@@ -59,10 +79,21 @@ describe('operator endpoints', () => {
     const text = await scrape.text();
     // Tokyo's agent fails every run: london measured, tokyo not.
     expect(sample(text, 'perfwatch_updates_total{mode="sync",update_type="manual",outcome="partial"}')).toBe(1);
-    expect(sample(text, 'perfwatch_dispatch_duration_seconds_count{location="london",device="mobile",outcome="ok"}')).toBe(2);
-    expect(sample(text, 'perfwatch_dispatch_duration_seconds_count{location="tokyo",device="mobile",outcome="page_load_failed"}')).toBe(2);
-    expect(sample(text, 'perfwatch_http_request_duration_seconds_count{route="/v1/update",method="GET",status="200"}')).toBe(1);
-    expect(sample(text, 'perfwatch_http_request_duration_seconds_count{route="/v1/audit",method="GET",status="404"}')).toBe(1);
+    expect(
+      sample(text, 'perfwatch_dispatch_duration_seconds_count{location="london",device="mobile",outcome="ok"}'),
+    ).toBe(2);
+    expect(
+      sample(
+        text,
+        'perfwatch_dispatch_duration_seconds_count{location="tokyo",device="mobile",outcome="page_load_failed"}',
+      ),
+    ).toBe(2);
+    expect(
+      sample(text, 'perfwatch_http_request_duration_seconds_count{route="/v1/update",method="GET",status="200"}'),
+    ).toBe(1);
+    expect(
+      sample(text, 'perfwatch_http_request_duration_seconds_count{route="/v1/audit",method="GET",status="404"}'),
+    ).toBe(1);
     expect(sample(text, 'perfwatch_agents{location="london"}')).toBe(1);
     expect(sample(text, 'perfwatch_agents{location="frankfurt"}')).toBe(0);
     expect(sample(text, 'perfwatch_agent_slots{location="london",state="capacity"}')).toBe(2);
@@ -76,7 +107,9 @@ describe('operator endpoints', () => {
 
   it('agent /metrics times runs by device and outcome, and shows capacity and busy slots', async () => {
     const text = await (await fetch(`${ops.url}/metrics`)).text();
-    expect(sample(text, 'perfwatch_lighthouse_run_duration_seconds_count{location="london",device="mobile",outcome="ok"}')).toBe(2);
+    expect(
+      sample(text, 'perfwatch_lighthouse_run_duration_seconds_count{location="london",device="mobile",outcome="ok"}'),
+    ).toBe(2);
     expect(sample(text, 'perfwatch_agent_capacity{location="london"}')).toBe(2);
     expect(sample(text, 'perfwatch_agent_busy{location="london"}')).toBe(0);
     expect(sample(text, 'perfwatch_nats_connected')).toBe(1);

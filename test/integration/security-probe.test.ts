@@ -21,12 +21,20 @@ let httpUrl: string;
 const servers: Array<{ close(cb: () => void): void }> = [];
 
 beforeAll(async () => {
-  const pems = selfsigned.generate([{ name: 'commonName', value: 'localhost' }], { days: 30, keySize: 2048, algorithm: 'sha256' });
-  const tls = createHttpsServer({ key: pems.private, cert: pems.cert, minVersion: 'TLSv1.3' }, (_req, res) => res.writeHead(200, { ...secureHeaders, 'Content-Type': 'text/html' }).end('<p>secure</p>'));
+  const pems = selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
+    days: 30,
+    keySize: 2048,
+    algorithm: 'sha256',
+  });
+  const tls = createHttpsServer({ key: pems.private, cert: pems.cert, minVersion: 'TLSv1.3' }, (_req, res) =>
+    res.writeHead(200, { ...secureHeaders, 'Content-Type': 'text/html' }).end('<p>secure</p>'),
+  );
   tls.listen(0, '127.0.0.1');
   await once(tls, 'listening');
   httpsUrl = `https://127.0.0.1:${(tls.address() as AddressInfo).port}/`;
-  const plain = createHttpServer((_req, res) => res.writeHead(200, { 'X-Frame-Options': 'SAMEORIGIN', 'Content-Type': 'text/html' }).end('<p>plain</p>'));
+  const plain = createHttpServer((_req, res) =>
+    res.writeHead(200, { 'X-Frame-Options': 'SAMEORIGIN', 'Content-Type': 'text/html' }).end('<p>plain</p>'),
+  );
   plain.listen(0, '127.0.0.1');
   await once(plain, 'listening');
   httpUrl = `http://127.0.0.1:${(plain.address() as AddressInfo).port}/`;
@@ -45,14 +53,26 @@ describe('security probe', () => {
       certDaysLeft: expect.any(Number),
       // Self-made: the chain does not verify, and that is reported rather than fatal.
       certValid: false,
-      headers: ['strict-transport-security', 'content-security-policy', 'x-frame-options', 'x-content-type-options', 'referrer-policy'],
+      headers: [
+        'strict-transport-security',
+        'content-security-policy',
+        'x-frame-options',
+        'x-content-type-options',
+        'referrer-policy',
+      ],
     });
     expect(facts.certDaysLeft).toBeGreaterThanOrEqual(28);
     expect(facts.certDaysLeft).toBeLessThanOrEqual(30);
   });
 
   it('reports plain http as such', async () => {
-    expect(await probeSecurity(httpUrl)).toEqual({ https: false, tlsProtocol: null, certDaysLeft: null, certValid: null, headers: ['x-frame-options'] });
+    expect(await probeSecurity(httpUrl)).toEqual({
+      https: false,
+      tlsProtocol: null,
+      certDaysLeft: null,
+      certValid: null,
+      headers: ['x-frame-options'],
+    });
   });
 
   it('goes nowhere the target guard refuses', async () => {

@@ -30,10 +30,35 @@ describe('SqliteStore', () => {
     const first = new SqliteStore({ path });
     await first.init();
     const user = await first.createUser('rita');
-    const project = await first.addProject({ userId: user.id, url: 'https://rita.example/', domain: 'rita.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+    const project = await first.addProject({
+      userId: user.id,
+      url: 'https://rita.example/',
+      domain: 'rita.example',
+      locations: ['london'],
+      defaultLocation: 'london',
+      runs: 1,
+      schedule: null,
+    });
     const lighthouse = loadLhr('desktop', 1);
     const date = new Date('2026-05-01T08:00:00Z');
-    await first.saveSnapshot({ project, updateId: 'r1', date, updateType: 'manual', results: [newCell({ device: 'desktop', location: 'london', median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 12, kpis: lighthouseKpis(lighthouse) })] });
+    await first.saveSnapshot({
+      project,
+      updateId: 'r1',
+      date,
+      updateType: 'manual',
+      results: [
+        newCell({
+          device: 'desktop',
+          location: 'london',
+          median: 1,
+          runs: [],
+          lighthouse,
+          crux: { url: null },
+          elementCount: 12,
+          kpis: lighthouseKpis(lighthouse),
+        }),
+      ],
+    });
     await first.close();
 
     const again = new SqliteStore({ path });
@@ -67,15 +92,51 @@ describe('SqliteStore', () => {
     const first = new SqliteStore({ path });
     await first.init();
     const user = await first.createUser('sam');
-    const project = await first.addProject({ userId: user.id, url: 'https://sam.example/', domain: 'sam.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+    const project = await first.addProject({
+      userId: user.id,
+      url: 'https://sam.example/',
+      domain: 'sam.example',
+      locations: ['london'],
+      defaultLocation: 'london',
+      runs: 1,
+      schedule: null,
+    });
     const lighthouse = loadLhr('desktop', 1);
     const date = new Date('2026-05-02T08:00:00Z');
-    await first.saveSnapshot({ project, updateId: 's1', date, updateType: 'manual', results: [newCell({ device: 'desktop', location: 'london', median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 12, kpis: lighthouseKpis(lighthouse) })] });
-    await first.createUpdate({ id: 'up1', userId: user.id, projectId: project.id, url: project.url, devices: ['desktop'], locations: ['london'], updateType: 'manual', runs: 1 });
+    await first.saveSnapshot({
+      project,
+      updateId: 's1',
+      date,
+      updateType: 'manual',
+      results: [
+        newCell({
+          device: 'desktop',
+          location: 'london',
+          median: 1,
+          runs: [],
+          lighthouse,
+          crux: { url: null },
+          elementCount: 12,
+          kpis: lighthouseKpis(lighthouse),
+        }),
+      ],
+    });
+    await first.createUpdate({
+      id: 'up1',
+      userId: user.id,
+      projectId: project.id,
+      url: project.url,
+      devices: ['desktop'],
+      locations: ['london'],
+      updateType: 'manual',
+      runs: 1,
+    });
     await first.close();
     // Back to what schema 1 wrote: the same tables without the columns of schemas 2 to 6.
     const db = new DatabaseSync(path);
-    db.exec('ALTER TABLE projects DROP COLUMN budgets; ALTER TABLE results DROP COLUMN checks; ALTER TABLE snapshots DROP COLUMN kpi_version; ALTER TABLE projects DROP COLUMN auth;');
+    db.exec(
+      'ALTER TABLE projects DROP COLUMN budgets; ALTER TABLE results DROP COLUMN checks; ALTER TABLE snapshots DROP COLUMN kpi_version; ALTER TABLE projects DROP COLUMN auth;',
+    );
     for (const table of ['snapshots', 'updates']) db.exec(`ALTER TABLE ${table} DROP COLUMN missing`);
     for (const column of ['runs', 'waiting', 'admitted_at']) db.exec(`ALTER TABLE updates DROP COLUMN ${column}`);
     db.exec("UPDATE meta SET value = '1' WHERE key = 'schema'");

@@ -26,15 +26,29 @@ beforeAll(async () => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      received.push({ body: Buffer.concat(chunks).toString('utf8'), signature: String(req.headers['x-perfwatch-signature']) });
+      received.push({
+        body: Buffer.concat(chunks).toString('utf8'),
+        signature: String(req.headers['x-perfwatch-signature']),
+      });
       res.end();
     });
   });
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   nats = await isolatedNats();
-  gateway = await startTestGateway({ natsUrl: nats.url, config: { PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8', WEBHOOK_POLL_MS: 100, PUBLIC_URL: 'https://pw.example' } });
+  gateway = await startTestGateway({
+    natsUrl: nats.url,
+    config: { PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8', WEBHOOK_POLL_MS: 100, PUBLIC_URL: 'https://pw.example' },
+  });
   agentConn = await connect({ servers: nats.url });
-  agent = startAgent({ nc: agentConn, location: 'london', runner: fixtureRunner({ fail: () => new RunFailure('PAGE_LOAD_FAILED', 'ERRORED_DOCUMENT_REQUEST: status 500', false) }), logger: silentLogger, agentId: 'london-broken' });
+  agent = startAgent({
+    nc: agentConn,
+    location: 'london',
+    runner: fixtureRunner({
+      fail: () => new RunFailure('PAGE_LOAD_FAILED', 'ERRORED_DOCUMENT_REQUEST: status 500', false),
+    }),
+    logger: silentLogger,
+    agentId: 'london-broken',
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -46,11 +60,14 @@ afterAll(async () => {
 });
 
 describe('update.failed', () => {
-  it('announces an async update that failed to its owner\'s webhook, once, signed, with the reason', async () => {
+  it("announces an async update that failed to its owner's webhook, once, signed, with the reason", async () => {
     const { token } = await gateway.admin.createUser('ops');
     await gateway.admin.addProject('ops', URL_, { locations: ['london'], runs: 1 });
     const client = createApiClient({ server: gateway.url, token });
-    const { created } = await client.webhooks({ targetUrl: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/in`, project: URL_ });
+    const { created } = await client.webhooks({
+      targetUrl: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/in`,
+      project: URL_,
+    });
     const id = await client.startUpdate({ url: URL_, device: 'mobile' });
     const status = await client.waitForUpdate(id, { pollMs: 100, timeoutMs: 30_000 });
     expect(status.status).toBe('failed');
@@ -69,7 +86,11 @@ describe('update.failed', () => {
       updateId: id,
     });
     // Recorded once the receiver's answer is in, a moment after it has the body.
-    await expect.poll(async () => (await client.webhooks()).webhooks[0]!.deliveries.map((d) => [d.event, d.status]), { timeout: 10_000 }).toEqual([['update.failed', 'delivered']]);
+    await expect
+      .poll(async () => (await client.webhooks()).webhooks[0]!.deliveries.map((d) => [d.event, d.status]), {
+        timeout: 10_000,
+      })
+      .toEqual([['update.failed', 'delivered']]);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(received).toHaveLength(1);
   });

@@ -23,7 +23,15 @@ beforeAll(async () => {
   gateway = await startTestGateway({ natsUrl: nats.url, replyTimeoutMs: 5_000 });
   agentConn = await connect({ servers: nats.url });
   for (const location of ['london', 'tokyo'] as const) {
-    agents.push(startAgent({ nc: agentConn, location, runner: runners[location], logger: silentLogger, agentId: `${location}-1` }));
+    agents.push(
+      startAgent({
+        nc: agentConn,
+        location,
+        runner: runners[location],
+        logger: silentLogger,
+        agentId: `${location}-1`,
+      }),
+    );
   }
   ({ token } = await gateway.admin.createUser('alice'));
   ({ token: otherToken } = await gateway.admin.createUser('mallory'));
@@ -40,13 +48,21 @@ afterAll(async () => {
   await nats?.dispose();
 });
 
-async function call(path: string, init: { method?: string; token?: string | null; query?: Record<string, string | string[]>; body?: unknown } = {}) {
+async function call(
+  path: string,
+  init: { method?: string; token?: string | null; query?: Record<string, string | string[]>; body?: unknown } = {},
+) {
   const url = new URL(`/v1/${path}`, gateway.url);
-  for (const [k, v] of Object.entries(init.query ?? {})) for (const value of [v].flat()) url.searchParams.append(k, value);
+  for (const [k, v] of Object.entries(init.query ?? {}))
+    for (const value of [v].flat()) url.searchParams.append(k, value);
   const headers: Record<string, string> = {};
   if (init.token !== null) headers['Authorization'] = init.token ?? token;
   if (init.body !== undefined) headers['Content-Type'] = 'application/json';
-  const res = await fetch(url, { method: init.method ?? 'GET', headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
+  const res = await fetch(url, {
+    method: init.method ?? 'GET',
+    headers,
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+  });
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
 }
@@ -77,7 +93,10 @@ describe('sync update over NATS', () => {
     expect(read.status).toBe(200);
     expect(read.body).toEqual(res.body);
 
-    const post = await call('audit', { method: 'POST', body: { url: 'https://shop.example/', date: `${date}Z`, device: 'desktop', location: ['tokyo'] } });
+    const post = await call('audit', {
+      method: 'POST',
+      body: { url: 'https://shop.example/', date: `${date}Z`, device: 'desktop', location: ['tokyo'] },
+    });
     expect(post.status).toBe(200);
     expect(Object.keys(post.body)).toEqual(['desktop']);
     expect(Object.keys(post.body.desktop)).toEqual(['tokyo']);
@@ -85,12 +104,16 @@ describe('sync update over NATS', () => {
   });
 
   it('accepts POST, a device filter and a Bearer token', async () => {
-    const res = await call('update', { method: 'POST', token: `Bearer ${token}`, body: { url: 'https://shop.example/', device: 'mobile' } });
+    const res = await call('update', {
+      method: 'POST',
+      token: `Bearer ${token}`,
+      body: { url: 'https://shop.example/', device: 'mobile' },
+    });
     expect(res.status).toBe(200);
     expect(Object.keys(res.body)).toEqual(['mobile']);
   });
 
-  it('answers 503 at once when no agent serves the project\'s locations', async () => {
+  it("answers 503 at once when no agent serves the project's locations", async () => {
     const started = Date.now();
     const res = await call('update', { query: { url: 'https://nobody-serves.example/', device: 'mobile' } });
     expect(res.status).toBe(503);
@@ -105,9 +128,11 @@ describe('sync update over NATS', () => {
     expect(res.body.desktop.london.locations).toEqual(['london']);
   });
 
-  it('reports a page that fails to load everywhere as 502 with the agent\'s reason', async () => {
+  it("reports a page that fails to load everywhere as 502 with the agent's reason", async () => {
     const nc = await connect({ servers: nats.url });
-    const failing = fixtureRunner({ fail: () => new RunFailure('PAGE_LOAD_FAILED', 'NO_FCP: the page did not paint', false) });
+    const failing = fixtureRunner({
+      fail: () => new RunFailure('PAGE_LOAD_FAILED', 'NO_FCP: the page did not paint', false),
+    });
     const agent = startAgent({ nc, location: 'los_angeles', runner: failing, logger: silentLogger, agentId: 'la-1' });
     try {
       await gateway.admin.addProject('alice', 'https://broken.example/', { locations: ['los_angeles'], runs: 2 });
@@ -129,7 +154,10 @@ describe('sync update over NATS', () => {
     try {
       const { token: t } = await quick.admin.createUser('zed');
       await quick.admin.addProject('zed', 'https://slow.example/', { locations: ['frankfurt'], runs: 1 });
-      const res = await fetch(`${quick.url}/v1/update?url=${encodeURIComponent('https://slow.example/')}&device=mobile`, { headers: { Authorization: t } });
+      const res = await fetch(
+        `${quick.url}/v1/update?url=${encodeURIComponent('https://slow.example/')}&device=mobile`,
+        { headers: { Authorization: t } },
+      );
       expect(res.status).toBe(504);
       expect(errorEnvelopeSchema.parse(await res.json()).status).toBe('GATEWAY_TIMEOUT');
     } finally {
@@ -149,19 +177,26 @@ describe('authentication and tenancy', () => {
   });
 
   it.each(['pw_' + 'A'.repeat(43), 'nonsense', '', 'Bearer '])('401 for the token %j', async (bad) => {
-    const res = await call('audit', { token: bad, query: { url: 'https://shop.example/', date: '2026-01-01T00:00:00' } });
+    const res = await call('audit', {
+      token: bad,
+      query: { url: 'https://shop.example/', date: '2026-01-01T00:00:00' },
+    });
     expect(res.status).toBe(401);
     expect(res.body.status).toBe('UNAUTHORIZED');
   });
 
   it('401 once a token is revoked', async () => {
     const { token: t, prefix } = await gateway.admin.createToken('alice');
-    expect((await call('audit', { token: t, query: { url: 'https://x.example/', date: '2026-01-01T00:00:00' } })).status).toBe(404);
+    expect(
+      (await call('audit', { token: t, query: { url: 'https://x.example/', date: '2026-01-01T00:00:00' } })).status,
+    ).toBe(404);
     await gateway.admin.revokeToken(prefix);
-    expect((await call('audit', { token: t, query: { url: 'https://x.example/', date: '2026-01-01T00:00:00' } })).status).toBe(401);
+    expect(
+      (await call('audit', { token: t, query: { url: 'https://x.example/', date: '2026-01-01T00:00:00' } })).status,
+    ).toBe(401);
   });
 
-  it('404 for another user\'s project, exactly as for one that does not exist', async () => {
+  it("404 for another user's project, exactly as for one that does not exist", async () => {
     const theirs = await call('update', { token: otherToken, query: { url: 'https://shop.example/' } });
     const nobodys = await call('update', { token: otherToken, query: { url: 'https://no-such-project.example/' } });
     expect(theirs.status).toBe(404);
@@ -185,7 +220,9 @@ describe('authentication and tenancy', () => {
   });
 
   it('400 naming each bad parameter', async () => {
-    const res = await call('audit', { query: { url: 'not a url', date: '2026-02-30T00:00:00', device: 'tablet', location: ['london', 'mars'] } });
+    const res = await call('audit', {
+      query: { url: 'not a url', date: '2026-02-30T00:00:00', device: 'tablet', location: ['london', 'mars'] },
+    });
     expect(res.status).toBe(400);
     const text = res.body.errors.join('\n');
     for (const name of ['url', 'date', 'device', 'location']) expect(text).toContain(name);
@@ -201,20 +238,28 @@ describe('authentication and tenancy', () => {
     const unknown = await call('nope');
     expect(unknown.status).toBe(404);
     expect(errorEnvelopeSchema.parse(unknown.body).status).toBe('NOT_FOUND');
-    const res = await fetch(`${gateway.url}/v1/update`, { method: 'POST', headers: { Authorization: token, 'Content-Type': 'application/json' }, body: '{"url": ' });
+    const res = await fetch(`${gateway.url}/v1/update`, {
+      method: 'POST',
+      headers: { Authorization: token, 'Content-Type': 'application/json' },
+      body: '{"url": ',
+    });
     expect(res.status).toBe(400);
     expect(errorEnvelopeSchema.parse(await res.json()).status).toBe('BAD_REQUEST');
   });
 
   it('answers async updates with 429 and Retry-After once a location has too many pending, and shows them as a metric', async () => {
-    const crowded = await startTestGateway({ natsUrl: nats.url, config: { MAX_PENDING_UPDATES_PER_LOCATION: 2, UPDATE_RETRY_DELAY_MS: 60_000 } });
+    const crowded = await startTestGateway({
+      natsUrl: nats.url,
+      config: { MAX_PENDING_UPDATES_PER_LOCATION: 2, UPDATE_RETRY_DELAY_MS: 60_000 },
+    });
     try {
       const { token: t } = await crowded.admin.createUser('crowd');
       const { token: late } = await crowded.admin.createUser('latecomer');
       // Nobody serves sao_paulo: its updates wait in the queue to be tried again.
       await crowded.admin.addProject('crowd', 'https://crowd.example/', { locations: ['sao_paulo'], runs: 1 });
       await crowded.admin.addProject('latecomer', 'https://late.example/', { locations: ['sao_paulo'], runs: 1 });
-      const ask = (url: string, token: string) => fetch(`${crowded.url}/v1/update?url=${url}&mode=async&device=mobile`, { headers: { Authorization: token } });
+      const ask = (url: string, token: string) =>
+        fetch(`${crowded.url}/v1/update?url=${url}&mode=async&device=mobile`, { headers: { Authorization: token } });
       expect((await ask('https://crowd.example/', t)).status).toBe(200);
       expect((await ask('https://crowd.example/', t)).status).toBe(200);
       // Another user meets the full location, and is not told how full, or by whom.
@@ -222,7 +267,11 @@ describe('authentication and tenancy', () => {
       expect(refused.status).toBe(429);
       expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
       const body = errorEnvelopeSchema.parse(await refused.json());
-      expect(body).toEqual({ status: 'TOO_MANY_REQUESTS', message: 'The service has as many updates waiting for sao_paulo as it takes. Try again later.', errors: [] });
+      expect(body).toEqual({
+        status: 'TOO_MANY_REQUESTS',
+        message: 'The service has as many updates waiting for sao_paulo as it takes. Try again later.',
+        errors: [],
+      });
       const metrics = await (await fetch(`${crowded.url}/metrics`)).text();
       expect(metrics).toMatch(/^perfwatch_updates_pending\{location="sao_paulo"\} 2$/m);
     } finally {
@@ -230,7 +279,7 @@ describe('authentication and tenancy', () => {
     }
   });
 
-  it('limits each user, whichever token: runs queued, and sync updates in flight across gateway replicas; 429s speak of the caller\'s own load only', async () => {
+  it("limits each user, whichever token: runs queued, and sync updates in flight across gateway replicas; 429s speak of the caller's own load only", async () => {
     const config = { MAX_QUEUED_RUNS_PER_USER: 4, MAX_SYNC_UPDATES_PER_USER: 1, UPDATE_RETRY_DELAY_MS: 60_000 };
     const one = await startTestGateway({ natsUrl: nats.url, config });
     const two = await startTestGateway({ natsUrl: nats.url, config, store: one.store });
@@ -240,7 +289,8 @@ describe('authentication and tenancy', () => {
       const { token: light } = await one.admin.createUser('light');
       await one.admin.addProject('heavy', 'https://heavy.example/', { locations: ['sao_paulo'], runs: 3 });
       await one.admin.addProject('light', 'https://light.example/', { locations: ['sao_paulo'], runs: 1 });
-      const asyncUpdate = (base: string, url: string, token: string) => fetch(`${base}/v1/update?url=${url}&mode=async&device=mobile`, { headers: { Authorization: token } });
+      const asyncUpdate = (base: string, url: string, token: string) =>
+        fetch(`${base}/v1/update?url=${url}&mode=async&device=mobile`, { headers: { Authorization: token } });
       // 3 runs queued of 4; a second update would make 6, whichever token or gateway asks.
       expect((await asyncUpdate(one.url, 'https://heavy.example/', first)).status).toBe(200);
       const over = await asyncUpdate(two.url, 'https://heavy.example/', second);
@@ -256,15 +306,26 @@ describe('authentication and tenancy', () => {
       // Sync: one in flight per user. An agent in los_angeles takes 1.5 s a run; while one sync
       // update of the user runs on one gateway, a second one on the other gateway is refused.
       const slowRunner = fixtureRunner({ delayMs: 1_500 });
-      const slowAgent = startAgent({ nc: agentConn, location: 'los_angeles', runner: slowRunner, logger: silentLogger, agentId: 'los_angeles-1' });
+      const slowAgent = startAgent({
+        nc: agentConn,
+        location: 'los_angeles',
+        runner: slowRunner,
+        logger: silentLogger,
+        agentId: 'los_angeles-1',
+      });
       try {
         await one.admin.addProject('heavy', 'https://heavy-sync.example/', { locations: ['los_angeles'], runs: 1 });
-        const syncUpdate = (base: string, token: string) => fetch(`${base}/v1/update?url=https://heavy-sync.example/&device=mobile`, { headers: { Authorization: token } });
+        const syncUpdate = (base: string, token: string) =>
+          fetch(`${base}/v1/update?url=https://heavy-sync.example/&device=mobile`, {
+            headers: { Authorization: token },
+          });
         const running = syncUpdate(one.url, first);
         await vi.waitFor(() => expect(slowRunner.requests.length).toBe(1), { timeout: 5_000, interval: 20 });
         const busy = await syncUpdate(two.url, second);
         expect(busy.status).toBe(429);
-        expect(errorEnvelopeSchema.parse(await busy.json()).errors).toEqual(['limit: 1 sync updates in flight per user']);
+        expect(errorEnvelopeSchema.parse(await busy.json()).errors).toEqual([
+          'limit: 1 sync updates in flight per user',
+        ]);
         expect((await (await running).json()) as object).toHaveProperty('mobile');
         // Once it is done, the next one goes.
         expect((await syncUpdate(two.url, second)).status).toBe(200);

@@ -13,11 +13,18 @@ type Checker = Awaited<ReturnType<typeof openApiResponseChecker>>;
 
 export function queryString(params: Params): string {
   const search = new URLSearchParams();
-  for (const [key, value] of Object.entries(params)) for (const v of value === undefined ? [] : [value].flat()) search.append(key, v);
+  for (const [key, value] of Object.entries(params))
+    for (const v of value === undefined ? [] : [value].flat()) search.append(key, v);
   return search.toString();
 }
 
-export async function send(base: string, path: string, method: 'GET' | 'POST', params: { query?: Params; body?: unknown; raw?: string; contentType?: string }, headers: Record<string, string>): Promise<Reply> {
+export async function send(
+  base: string,
+  path: string,
+  method: 'GET' | 'POST',
+  params: { query?: Params; body?: unknown; raw?: string; contentType?: string },
+  headers: Record<string, string>,
+): Promise<Reply> {
   const url = `${base}/v1/${path}${params.query ? `?${queryString(params.query)}` : ''}`;
   const init: RequestInit = { method, headers: { ...headers } };
   if (method === 'POST') {
@@ -37,7 +44,12 @@ export async function send(base: string, path: string, method: 'GET' | 'POST', p
 
 /** Checks a reply against the OpenAPI document and, for errors, the envelope. */
 export function documented(checker: Checker, path: string, method: 'GET' | 'POST', reply: Reply): Reply {
-  checker.check(path.startsWith('updates/') ? '/v1/updates/{id}' : `/v1/${path}`, method === 'GET' ? 'get' : 'post', reply.status, reply.body);
+  checker.check(
+    path.startsWith('updates/') ? '/v1/updates/{id}' : `/v1/${path}`,
+    method === 'GET' ? 'get' : 'post',
+    reply.status,
+    reply.body,
+  );
   if (reply.status >= 400) {
     const envelope = errorEnvelopeSchema.parse(reply.body);
     expect(JSON.stringify(envelope)).not.toMatch(/\bat .+\.ts:\d+/);
@@ -46,7 +58,14 @@ export function documented(checker: Checker, path: string, method: 'GET' | 'POST
 }
 
 /** The same request as GET and POST, both documented; both must answer alike. */
-export async function getAndPost(checker: Checker, base: string, path: string, get: Params, post: unknown, { token, headers = {}, same = true }: { token: string | null; headers?: Record<string, string>; same?: boolean }): Promise<[Reply, Reply]> {
+export async function getAndPost(
+  checker: Checker,
+  base: string,
+  path: string,
+  get: Params,
+  post: unknown,
+  { token, headers = {}, same = true }: { token: string | null; headers?: Record<string, string>; same?: boolean },
+): Promise<[Reply, Reply]> {
   const h = { ...(token === null ? {} : { Authorization: token }), ...headers };
   const viaGet = documented(checker, path, 'GET', await send(base, path, 'GET', { query: get }, h));
   const viaPost = documented(checker, path, 'POST', await send(base, path, 'POST', { body: post }, h));

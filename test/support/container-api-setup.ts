@@ -12,9 +12,18 @@ export const TEST_LABEL = { 'perfwatch.test': 'true' };
 /** A JetStream nats-server in a container of its own, through testcontainers. */
 export async function startNatsContainer(image: string): Promise<{ url: string; port: number; stop(): Promise<void> }> {
   const { GenericContainer, Wait } = await import('testcontainers');
-  const started = await new GenericContainer(image).withCommand(['-js']).withExposedPorts(4222).withLabels(TEST_LABEL).withWaitStrategy(Wait.forLogMessage(/Server is ready/)).start();
+  const started = await new GenericContainer(image)
+    .withCommand(['-js'])
+    .withExposedPorts(4222)
+    .withLabels(TEST_LABEL)
+    .withWaitStrategy(Wait.forLogMessage(/Server is ready/))
+    .start();
   const port = started.getMappedPort(4222);
-  return { url: `nats://${started.getHost()}:${port}`, port, stop: async () => void (await started.stop({ timeout: 2_000 })) };
+  return {
+    url: `nats://${started.getHost()}:${port}`,
+    port,
+    stop: async () => void (await started.stop({ timeout: 2_000 })),
+  };
 }
 
 /**
@@ -33,7 +42,11 @@ export async function prepareContainerApi(): Promise<() => Promise<void>> {
   process.env['TESTCONTAINERS_RYUK_DISABLED'] ??= 'true';
   const engine = await containerEngine();
   const removeTestContainers = async () => {
-    const { stdout } = await run(engine, ['ps', '-aq', ...Object.entries(TEST_LABEL).flatMap(([key, value]) => ['--filter', `label=${key}=${value}`])]);
+    const { stdout } = await run(engine, [
+      'ps',
+      '-aq',
+      ...Object.entries(TEST_LABEL).flatMap(([key, value]) => ['--filter', `label=${key}=${value}`]),
+    ]);
     const ids = stdout.split(/\s+/).filter(Boolean);
     if (ids.length) await run(engine, ['rm', '-f', ...ids]);
   };
@@ -42,9 +55,13 @@ export async function prepareContainerApi(): Promise<() => Promise<void>> {
 
   const dir = await mkdtemp(join(tmpdir(), 'perfwatch-podman-api-'));
   const socket = join(dir, 'podman.sock');
-  const service: ChildProcess = spawn('podman', ['system', 'service', '--time=0', `unix://${socket}`], { env: engineEnv(), stdio: 'ignore' });
+  const service: ChildProcess = spawn('podman', ['system', 'service', '--time=0', `unix://${socket}`], {
+    env: engineEnv(),
+    stdio: 'ignore',
+  });
   for (let waited = 0; !existsSync(socket); waited += 100) {
-    if (service.exitCode !== null || waited > 30_000) throw new Error(`podman system service did not serve ${socket} (exit ${service.exitCode})`);
+    if (service.exitCode !== null || waited > 30_000)
+      throw new Error(`podman system service did not serve ${socket} (exit ${service.exitCode})`);
     await sleep(100);
   }
   process.env['DOCKER_HOST'] = `unix://${socket}`;

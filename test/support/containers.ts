@@ -17,19 +17,46 @@ export interface Command {
 }
 
 /** Runs a command to its end; a non-zero exit throws with the command's output. */
-export function run(file: string, args: readonly string[], { env = {}, timeoutMs = 600_000, cwd = repoRoot }: { env?: Record<string, string>; timeoutMs?: number; cwd?: string } = {}): Promise<Command> {
+export function run(
+  file: string,
+  args: readonly string[],
+  {
+    env = {},
+    timeoutMs = 600_000,
+    cwd = repoRoot,
+  }: { env?: Record<string, string>; timeoutMs?: number; cwd?: string } = {},
+): Promise<Command> {
   return new Promise((resolve, reject) => {
-    execFile(file, args, { cwd, env: { ...engineEnv(), ...env }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`${file} ${args.join(' ')} failed (${error.code ?? error.signal}):\n${stderr.slice(-6000)}\n${stdout.slice(-2000)}`, { cause: error }));
-      else resolve({ stdout, stderr });
-    });
+    execFile(
+      file,
+      args,
+      { cwd, env: { ...engineEnv(), ...env }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        if (error)
+          reject(
+            new Error(
+              `${file} ${args.join(' ')} failed (${error.code ?? error.signal}):\n${stderr.slice(-6000)}\n${stdout.slice(-2000)}`,
+              { cause: error },
+            ),
+          );
+        else resolve({ stdout, stderr });
+      },
+    );
   });
 }
 
 /** Like run, its output streamed to this process's stderr (long builds show their progress). */
-export function runLoud(file: string, args: readonly string[], { env = {}, timeoutMs = 1_200_000 }: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<string> {
+export function runLoud(
+  file: string,
+  args: readonly string[],
+  { env = {}, timeoutMs = 1_200_000 }: { env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { cwd: repoRoot, env: { ...engineEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(file, args, {
+      cwd: repoRoot,
+      env: { ...engineEnv(), ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let text = '';
     const keep = (chunk: Buffer) => {
       text = (text + chunk.toString('utf8')).slice(-20_000);
@@ -62,13 +89,22 @@ export const OWN_DOCKER_API = 'PERFWATCH_TEST_DOCKER_API';
  */
 export function engineEnv(): NodeJS.ProcessEnv {
   const conf = join(repoRoot, 'scripts/podman-containers.conf');
-  const env: NodeJS.ProcessEnv = { ...process.env, ...(process.env['CONTAINERS_CONF'] || !existsSync(conf) ? {} : { CONTAINERS_CONF: conf }) };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...(process.env['CONTAINERS_CONF'] || !existsSync(conf) ? {} : { CONTAINERS_CONF: conf }),
+  };
   if (env[OWN_DOCKER_API] && env['DOCKER_HOST'] === env[OWN_DOCKER_API]) delete env['DOCKER_HOST'];
   return env;
 }
 
 /** `docker compose …` or `podman-compose …`, with the same arguments. */
-export async function compose(args: readonly string[], env: Record<string, string>, timeoutMs = 600_000): Promise<Command> {
+export async function compose(
+  args: readonly string[],
+  env: Record<string, string>,
+  timeoutMs = 600_000,
+): Promise<Command> {
   const engine = await containerEngine();
-  return engine === 'docker' ? run('docker', ['compose', ...args], { env, timeoutMs }) : run('podman-compose', args, { env, timeoutMs });
+  return engine === 'docker'
+    ? run('docker', ['compose', ...args], { env, timeoutMs })
+    : run('podman-compose', args, { env, timeoutMs });
 }

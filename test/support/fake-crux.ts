@@ -9,7 +9,11 @@ import type { AddressInfo } from 'node:net';
  * record (LCP 2140 ms, INP 163 ms, CLS 0.04 at p75: a passing assessment) for every URL and
  * origin, and 404 for hosts containing "unknown".
  */
-export async function startFakeCrux(): Promise<{ endpoint: string; requests: Array<Record<string, string>>; close(): Promise<void> }> {
+export async function startFakeCrux(): Promise<{
+  endpoint: string;
+  requests: Array<Record<string, string>>;
+  close(): Promise<void>;
+}> {
   const requests: Array<Record<string, string>> = [];
   const server = createServer(async (req, res) => {
     let text = '';
@@ -21,16 +25,27 @@ export async function startFakeCrux(): Promise<{ endpoint: string; requests: Arr
       // 25 weekly periods in the History API's shape (test/fixtures/crux/history-record.json),
       // keyed to what was asked; 404 for hosts containing "unknown", as CrUX answers unknown pages.
       if ((body['url'] ?? body['origin'] ?? '').includes('unknown')) {
-        res.writeHead(404).end(JSON.stringify({ error: { code: 404, message: 'chrome ux report data not found', status: 'NOT_FOUND' } }));
+        res
+          .writeHead(404)
+          .end(
+            JSON.stringify({ error: { code: 404, message: 'chrome ux report data not found', status: 'NOT_FOUND' } }),
+          );
         return;
       }
-      const history = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/crux/history-record.json'), 'utf8')) as { record: { key: Record<string, string> } };
-      history.record.key = { formFactor: body['formFactor'] ?? 'PHONE', ...(body['url'] ? { url: body['url'] } : { origin: body['origin'] ?? '' }) };
+      const history = JSON.parse(
+        readFileSync(join(import.meta.dirname, '../fixtures/crux/history-record.json'), 'utf8'),
+      ) as { record: { key: Record<string, string> } };
+      history.record.key = {
+        formFactor: body['formFactor'] ?? 'PHONE',
+        ...(body['url'] ? { url: body['url'] } : { origin: body['origin'] ?? '' }),
+      };
       res.end(JSON.stringify(history));
       return;
     }
     if ((body['url'] ?? body['origin'] ?? '').includes('unknown')) {
-      res.writeHead(404).end(JSON.stringify({ error: { code: 404, message: 'chrome ux report data not found', status: 'NOT_FOUND' } }));
+      res
+        .writeHead(404)
+        .end(JSON.stringify({ error: { code: 404, message: 'chrome ux report data not found', status: 'NOT_FOUND' } }));
       return;
     }
     res.end(
@@ -38,11 +53,35 @@ export async function startFakeCrux(): Promise<{ endpoint: string; requests: Arr
         record: {
           key: { formFactor: body['formFactor'], ...(body['url'] ? { url: body['url'] } : { origin: body['origin'] }) },
           metrics: {
-            largest_contentful_paint: { histogram: [{ start: 0, end: 2500, density: 0.81 }, { start: 2500, end: 4000, density: 0.12 }, { start: 4000, density: 0.07 }], percentiles: { p75: 2140 } },
-            interaction_to_next_paint: { histogram: [{ start: 0, end: 200, density: 0.86 }, { start: 200, end: 500, density: 0.1 }, { start: 500, density: 0.04 }], percentiles: { p75: 163 } },
-            cumulative_layout_shift: { histogram: [{ start: '0.00', end: '0.10', density: 0.9 }, { start: '0.10', end: '0.25', density: 0.06 }, { start: '0.25', density: 0.04 }], percentiles: { p75: '0.04' } },
+            largest_contentful_paint: {
+              histogram: [
+                { start: 0, end: 2500, density: 0.81 },
+                { start: 2500, end: 4000, density: 0.12 },
+                { start: 4000, density: 0.07 },
+              ],
+              percentiles: { p75: 2140 },
+            },
+            interaction_to_next_paint: {
+              histogram: [
+                { start: 0, end: 200, density: 0.86 },
+                { start: 200, end: 500, density: 0.1 },
+                { start: 500, density: 0.04 },
+              ],
+              percentiles: { p75: 163 },
+            },
+            cumulative_layout_shift: {
+              histogram: [
+                { start: '0.00', end: '0.10', density: 0.9 },
+                { start: '0.10', end: '0.25', density: 0.06 },
+                { start: '0.25', density: 0.04 },
+              ],
+              percentiles: { p75: '0.04' },
+            },
           },
-          collectionPeriod: { firstDate: { year: 2026, month: 10, day: 24 }, lastDate: { year: 2026, month: 11, day: 20 } },
+          collectionPeriod: {
+            firstDate: { year: 2026, month: 10, day: 24 },
+            lastDate: { year: 2026, month: 11, day: 20 },
+          },
         },
       }),
     );

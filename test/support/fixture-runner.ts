@@ -10,7 +10,17 @@ import { loadLhr } from './lhr-fixtures.ts';
  * With `conditions` it reports them as a calibrating runner would (the agent adds how busy it was);
  * `change` alters each result, told how many runs the runner has been asked for so far.
  */
-export function fixtureRunner({ delayMs = 0, fail, conditions, change }: { delayMs?: number; fail?: (request: RunRequest) => RunFailure | null; conditions?: RunOutput['conditions']; change?: (lhr: LighthouseResult, runNumber: number) => void } = {}): AuditRunner & { requests: RunRequest[]; readonly maxConcurrent: number } {
+export function fixtureRunner({
+  delayMs = 0,
+  fail,
+  conditions,
+  change,
+}: {
+  delayMs?: number;
+  fail?: (request: RunRequest) => RunFailure | null;
+  conditions?: RunOutput['conditions'];
+  change?: (lhr: LighthouseResult, runNumber: number) => void;
+} = {}): AuditRunner & { requests: RunRequest[]; readonly maxConcurrent: number } {
   const requests: RunRequest[] = [];
   let turn = 0;
   let running = 0;

@@ -48,14 +48,19 @@ export default async function setup(project: TestProject): Promise<Stop> {
     project.provide('natsUrl', process.env['NATS_URL'] ?? (await startNats(docker, dir, stops)));
     project.provide('mongoUri', process.env['MONGODB_URI'] ?? (await startMongo(docker, dir, stops)));
     project.provide('natsServerBinary', join(tools, 'nats-server'));
-    project.provide('natsContainer', docker ? { image: natsImage(), dockerHost: process.env['DOCKER_HOST'] ?? null } : null);
+    project.provide(
+      'natsContainer',
+      docker ? { image: natsImage(), dockerHost: process.env['DOCKER_HOST'] ?? null } : null,
+    );
     project.provide('ferretDbBinary', join(tools, 'ferretdb'));
     const site = await startDemoSite({ root: join(root, 'test/fixtures/site') });
     stops.push(site.close);
     project.provide('siteUrl', site.url);
   } catch (error) {
     await stopAll(stops);
-    throw new Error(`test servers could not start (run scripts/setup.sh): ${(error as Error).message}`, { cause: error });
+    throw new Error(`test servers could not start (run scripts/setup.sh): ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   return () => stopAll(stops);
 }
@@ -69,7 +74,8 @@ async function stopAll(stops: Stop[]): Promise<void> {
 async function dockerAnswers(): Promise<boolean> {
   // The machine's own Docker API only: not the podman API the containers project serves itself
   // (this module is loaded again per project, after that project may have set DOCKER_HOST).
-  const machineDockerHost = process.env['DOCKER_HOST'] === process.env[OWN_DOCKER_API] ? undefined : process.env['DOCKER_HOST'];
+  const machineDockerHost =
+    process.env['DOCKER_HOST'] === process.env[OWN_DOCKER_API] ? undefined : process.env['DOCKER_HOST'];
   if (!machineDockerHost && !existsSync('/var/run/docker.sock')) return false;
   try {
     const { getContainerRuntimeClient } = await import('testcontainers');
@@ -95,7 +101,11 @@ async function startMongo(docker: boolean, dir: string, stops: Stop[]): Promise<
   if (docker) {
     const { GenericContainer, Wait } = await import('testcontainers');
     const image = process.env['PERFWATCH_TEST_MONGO_IMAGE'] ?? 'mongo:7';
-    const container = await new GenericContainer(image).withExposedPorts(27017).withLabels(TEST_LABEL).withWaitStrategy(Wait.forListeningPorts()).start();
+    const container = await new GenericContainer(image)
+      .withExposedPorts(27017)
+      .withLabels(TEST_LABEL)
+      .withWaitStrategy(Wait.forListeningPorts())
+      .start();
     stops.push(async () => void (await container.stop()));
     return `mongodb://${container.getHost()}:${container.getMappedPort(27017)}/`;
   }

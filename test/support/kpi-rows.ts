@@ -6,6 +6,7 @@ export type ParsedKpiRow = Omit<KpiRow, 'dataJson'> & { data: unknown };
 /** Every KPI row a filter matches, out of the store's batches, with `data` parsed. */
 export async function kpiRows(store: Store, filter: OverviewFilter): Promise<ParsedKpiRow[]> {
   const rows: ParsedKpiRow[] = [];
-  for await (const batch of store.streamKpis(filter)) for (const { dataJson, ...row } of batch) rows.push({ ...row, data: JSON.parse(dataJson) });
+  for await (const batch of store.streamKpis(filter))
+    for (const { dataJson, ...row } of batch) rows.push({ ...row, data: JSON.parse(dataJson) });
   return rows;
 }

@@ -3,8 +3,15 @@ import { receivedRun, ResultBytes, type LocationSnapshot, type NewLocationSnapsh
 import { buildLocationSnapshot } from '../../gateway/src/snapshot-builder.ts';
 
 /** A cell to write, from one given with its result whole, as the update service hands it over. */
-export function newCell(cell: Omit<LocationSnapshot, 'lighthouse'> & { lighthouse: LighthouseResult }): NewLocationSnapshot {
-  return { ...cell, lighthouse: ResultBytes.fromResult(cell.lighthouse), lighthouseVersion: cell.lighthouse.lighthouseVersion, measured: cell.lighthouse };
+export function newCell(
+  cell: Omit<LocationSnapshot, 'lighthouse'> & { lighthouse: LighthouseResult },
+): NewLocationSnapshot {
+  return {
+    ...cell,
+    lighthouse: ResultBytes.fromResult(cell.lighthouse),
+    lighthouseVersion: cell.lighthouse.lighthouseVersion,
+    measured: cell.lighthouse,
+  };
 }
 
 /** A cell just built, as a read gives it back: its result whole. */
@@ -17,6 +24,19 @@ export async function readCell(cell: NewLocationSnapshot): Promise<LocationSnaps
  * A cell built by the update service from whole runs (as agents before v1.5 send them), read
  * back as a store gives it: for tests of what is shown of cells.
  */
-export async function builtCell(device: Device, location: Location, runs: ReadonlyArray<AuditRunResult & { retestOfRunIndex?: number }>): Promise<LocationSnapshot> {
-  return readCell(await buildLocationSnapshot(device, location, runs.map(({ retestOfRunIndex, ...run }) => ({ ...receivedRun(run), ...(retestOfRunIndex === undefined ? {} : { retestOfRunIndex }) }))));
+export async function builtCell(
+  device: Device,
+  location: Location,
+  runs: ReadonlyArray<AuditRunResult & { retestOfRunIndex?: number }>,
+): Promise<LocationSnapshot> {
+  return readCell(
+    await buildLocationSnapshot(
+      device,
+      location,
+      runs.map(({ retestOfRunIndex, ...run }) => ({
+        ...receivedRun(run),
+        ...(retestOfRunIndex === undefined ? {} : { retestOfRunIndex }),
+      })),
+    ),
+  );
 }

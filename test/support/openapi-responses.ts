@@ -10,8 +10,20 @@ import addFormats from 'ajv-formats';
 export async function openApiResponseChecker(document: unknown) {
   const validator = new Validator();
   const validity = await validator.validate(document as Parameters<Validator['validate']>[0]);
-  if (!validity.valid) throw new Error(`openapi.json is not valid OpenAPI: ${JSON.stringify(validity.errors).slice(0, 2000)}`);
-  const resolved = validator.resolveRefs() as { paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: object }> }; responses: Record<string, { content?: Record<string, { schema: object }> }> }>> };
+  if (!validity.valid)
+    throw new Error(`openapi.json is not valid OpenAPI: ${JSON.stringify(validity.errors).slice(0, 2000)}`);
+  const resolved = validator.resolveRefs() as {
+    paths: Record<
+      string,
+      Record<
+        string,
+        {
+          requestBody?: { content: Record<string, { schema: object }> };
+          responses: Record<string, { content?: Record<string, { schema: object }> }>;
+        }
+      >
+    >;
+  };
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   (addFormats as unknown as (a: Ajv2020) => void)(ajv);
   const compiled = new Map<string, ReturnType<Ajv2020['compile']>>();
@@ -28,7 +40,8 @@ export async function openApiResponseChecker(document: unknown) {
       if (!schema) throw new Error(`${key} documents no JSON body`);
       let validate = compiled.get(key);
       if (!validate) compiled.set(key, (validate = ajv.compile(schema)));
-      if (!validate(body)) throw new Error(`${key} does not match its documented schema: ${ajv.errorsText(validate.errors)}`);
+      if (!validate(body))
+        throw new Error(`${key} does not match its documented schema: ${ajv.errorsText(validate.errors)}`);
       seen.add(key);
       return key;
     },
@@ -39,11 +52,16 @@ export async function openApiResponseChecker(document: unknown) {
       if (!schema) throw new Error(`${key} documents no JSON request body`);
       let validate = compiled.get(key);
       if (!validate) compiled.set(key, (validate = ajv.compile(schema)));
-      if (!validate(body)) throw new Error(`${key} does not match its documented schema: ${ajv.errorsText(validate.errors)}`);
+      if (!validate(body))
+        throw new Error(`${key} does not match its documented schema: ${ajv.errorsText(validate.errors)}`);
     },
     seen,
     documented(): string[] {
-      return Object.entries(resolved.paths).flatMap(([path, item]) => Object.entries(item).flatMap(([method, op]) => Object.keys(op.responses).map((status) => `${method} ${path} ${status}`)));
+      return Object.entries(resolved.paths).flatMap(([path, item]) =>
+        Object.entries(item).flatMap(([method, op]) =>
+          Object.keys(op.responses).map((status) => `${method} ${path} ${status}`),
+        ),
+      );
     },
   };
 }

@@ -15,8 +15,16 @@ export interface PerfwatchProcess {
 }
 
 /** Runs `perfwatch …` as its own process, the way an operator would. */
-export function spawnPerfwatch(args: string[], env: Record<string, string>, options: SpawnOptions = {}): PerfwatchProcess {
-  return spawnNode([bin, ...args], { ...(options.bare ? {} : { LOG_LEVEL: 'info', PERFWATCH_OPS_PORT: '0' }), ...env }, options);
+export function spawnPerfwatch(
+  args: string[],
+  env: Record<string, string>,
+  options: SpawnOptions = {},
+): PerfwatchProcess {
+  return spawnNode(
+    [bin, ...args],
+    { ...(options.bare ? {} : { LOG_LEVEL: 'info', PERFWATCH_OPS_PORT: '0' }), ...env },
+    options,
+  );
 }
 
 export interface SpawnOptions {
@@ -27,8 +35,14 @@ export interface SpawnOptions {
 }
 
 /** Runs a script of this repository (paths from its root) on this Node, watched like perfwatch. */
-export function spawnNode(args: string[], env: Record<string, string>, { cwd = join(dirname(bin), '..'), bare = false }: SpawnOptions = {}): PerfwatchProcess {
-  const base = bare ? { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/root' } : process.env;
+export function spawnNode(
+  args: string[],
+  env: Record<string, string>,
+  { cwd = join(dirname(bin), '..'), bare = false }: SpawnOptions = {},
+): PerfwatchProcess {
+  const base = bare
+    ? { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/root' }
+    : process.env;
   const child = spawn(process.execPath, args, { cwd, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   const listeners = new Set<() => void>();
@@ -55,7 +69,9 @@ export function spawnNode(args: string[], env: Record<string, string>, { cwd = j
         };
         const timer = setTimeout(() => {
           listeners.delete(check);
-          reject(new Error(`perfwatch ${args[0]}: no ${pattern} within ${timeoutMs} ms; output:\n${text.slice(-4000)}`));
+          reject(
+            new Error(`perfwatch ${args[0]}: no ${pattern} within ${timeoutMs} ms; output:\n${text.slice(-4000)}`),
+          );
         }, timeoutMs);
         listeners.add(check);
         void exited.then(() => {
@@ -85,7 +101,12 @@ export function spawnNode(args: string[], env: Record<string, string>, { cwd = j
  */
 export async function spawnGateway(env: Record<string, string>): Promise<{ process: PerfwatchProcess; url: string }> {
   const port = await freePort();
-  const process = spawnPerfwatch(['gateway'], { PORT: String(port), HOST: '127.0.0.1', SHUTDOWN_READINESS_DELAY_MS: '0', ...env });
+  const process = spawnPerfwatch(['gateway'], {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    SHUTDOWN_READINESS_DELAY_MS: '0',
+    ...env,
+  });
   await process.waitFor(/gateway listening/).catch(async (error: unknown) => {
     await process.stop('SIGKILL');
     throw error;
@@ -94,7 +115,11 @@ export async function spawnGateway(env: Record<string, string>): Promise<{ proce
 }
 
 /** Runs a short `perfwatch …` command to its end. */
-export async function runPerfwatch(args: string[], env: Record<string, string>, options: SpawnOptions = {}): Promise<{ code: number | null; output: string }> {
+export async function runPerfwatch(
+  args: string[],
+  env: Record<string, string>,
+  options: SpawnOptions = {},
+): Promise<{ code: number | null; output: string }> {
   const proc = spawnPerfwatch(args, env, options);
   const code = await new Promise<number | null>((resolve) => proc.child.once('exit', resolve));
   return { code, output: proc.output() };

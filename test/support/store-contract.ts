@@ -7,7 +7,16 @@ import { kpiRows } from './kpi-rows.ts';
 
 function result(device: Device, location: Location) {
   const lighthouse = loadLhr(device, 1);
-  return newCell({ device, location, median: 1, runs: [], lighthouse, crux: { url: null }, elementCount: 454, kpis: lighthouseKpis(lighthouse) });
+  return newCell({
+    device,
+    location,
+    median: 1,
+    runs: [],
+    lighthouse,
+    crux: { url: null },
+    elementCount: 454,
+    kpis: lighthouseKpis(lighthouse),
+  });
 }
 
 /**
@@ -20,7 +29,11 @@ export function describeStoreContract(name: string, store: () => Store): void {
       const user = await store().createUser('alice');
       await expect(store().createUser('alice')).rejects.toThrow(/exists/);
       await store().addToken({ prefix: 'abcdEFGH', userId: user.id, digest: 'a'.repeat(64) });
-      expect(await store().findToken('abcdEFGH')).toMatchObject({ userId: user.id, digest: 'a'.repeat(64), revokedAt: null });
+      expect(await store().findToken('abcdEFGH')).toMatchObject({
+        userId: user.id,
+        digest: 'a'.repeat(64),
+        revokedAt: null,
+      });
       expect(await store().revokeToken('abcdEFGH')).toBe(true);
       expect(await store().revokeToken('abcdEFGH')).toBe(false);
       expect((await store().findToken('abcdEFGH'))!.revokedAt).toBeInstanceOf(Date);
@@ -30,7 +43,15 @@ export function describeStoreContract(name: string, store: () => Store): void {
     it('scopes projects to their user', async () => {
       const bob = await store().createUser('bob');
       const carol = await store().createUser('carol');
-      const project = await store().addProject({ userId: bob.id, url: 'https://shop.example/', domain: 'shop.example', locations: ['london', 'tokyo'], defaultLocation: 'london', runs: 3, schedule: null });
+      const project = await store().addProject({
+        userId: bob.id,
+        url: 'https://shop.example/',
+        domain: 'shop.example',
+        locations: ['london', 'tokyo'],
+        defaultLocation: 'london',
+        runs: 3,
+        schedule: null,
+      });
       await expect(store().addProject({ ...project, userId: bob.id })).rejects.toThrow(/exists/);
       expect((await store().findProject(bob.id, 'https://shop.example/'))!.id).toBe(project.id);
       expect(await store().findProject(carol.id, 'https://shop.example/')).toBeNull();
@@ -41,10 +62,27 @@ export function describeStoreContract(name: string, store: () => Store): void {
 
     it('stores a snapshot and reads it back at exactly its second, filtered by device and location', async () => {
       const user = await store().createUser('dave');
-      const project = await store().addProject({ userId: user.id, url: 'https://dave.example/', domain: 'dave.example', locations: ['london', 'tokyo'], defaultLocation: 'london', runs: 1, schedule: null });
+      const project = await store().addProject({
+        userId: user.id,
+        url: 'https://dave.example/',
+        domain: 'dave.example',
+        locations: ['london', 'tokyo'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      });
       const date = new Date('2026-04-01T12:00:00Z');
-      const missing = [{ device: 'desktop' as const, location: 'tokyo' as const, reason: 'NO_RESPONDERS: no agent serves tokyo' }];
-      const stored = await store().saveSnapshot({ project, updateId: 'u1', date, updateType: 'manual', results: [result('mobile', 'london'), result('mobile', 'tokyo'), result('desktop', 'london')], missing });
+      const missing = [
+        { device: 'desktop' as const, location: 'tokyo' as const, reason: 'NO_RESPONDERS: no agent serves tokyo' },
+      ];
+      const stored = await store().saveSnapshot({
+        project,
+        updateId: 'u1',
+        date,
+        updateType: 'manual',
+        results: [result('mobile', 'london'), result('mobile', 'tokyo'), result('desktop', 'london')],
+        missing,
+      });
       expect(stored).toEqual(date);
 
       const all = await store().findSnapshot(project.id, date);
@@ -65,10 +103,30 @@ export function describeStoreContract(name: string, store: () => Store): void {
 
     it('moves a second snapshot in the same second to the next free second', async () => {
       const user = await store().createUser('erin');
-      const project = await store().addProject({ userId: user.id, url: 'https://erin.example/', domain: 'erin.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+      const project = await store().addProject({
+        userId: user.id,
+        url: 'https://erin.example/',
+        domain: 'erin.example',
+        locations: ['london'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      });
       const date = new Date('2026-04-01T12:00:00Z');
-      const first = await store().saveSnapshot({ project, updateId: 'a', date, updateType: 'manual', results: [result('mobile', 'london')] });
-      const second = await store().saveSnapshot({ project, updateId: 'b', date, updateType: 'manual', results: [result('mobile', 'london')] });
+      const first = await store().saveSnapshot({
+        project,
+        updateId: 'a',
+        date,
+        updateType: 'manual',
+        results: [result('mobile', 'london')],
+      });
+      const second = await store().saveSnapshot({
+        project,
+        updateId: 'b',
+        date,
+        updateType: 'manual',
+        results: [result('mobile', 'london')],
+      });
       expect(second.getTime() - first.getTime()).toBe(1000);
       expect((await store().findSnapshot(project.id, first))!.updateId).toBe('a');
       expect((await store().findSnapshot(project.id, second))!.updateId).toBe('b');
@@ -76,21 +134,58 @@ export function describeStoreContract(name: string, store: () => Store): void {
 
     it('writes one snapshot per update: a repeated save returns the first; a write cut short is replaced, its KPI records with it', async () => {
       const user = await store().createUser('fay');
-      const project = await store().addProject({ userId: user.id, url: 'https://fay.example/', domain: 'fay.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+      const project = await store().addProject({
+        userId: user.id,
+        url: 'https://fay.example/',
+        domain: 'fay.example',
+        locations: ['london'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      });
       const date = new Date('2026-04-02T08:00:00Z');
-      const first = await store().saveSnapshot({ project, updateId: 'redelivered', date, updateType: 'scheduled', results: [result('mobile', 'london')] });
+      const first = await store().saveSnapshot({
+        project,
+        updateId: 'redelivered',
+        date,
+        updateType: 'scheduled',
+        results: [result('mobile', 'london')],
+      });
       // The same update delivered again, a minute later: nothing new is written.
-      const again = await store().saveSnapshot({ project, updateId: 'redelivered', date: new Date(date.getTime() + 60_000), updateType: 'scheduled', results: [result('mobile', 'london')] });
+      const again = await store().saveSnapshot({
+        project,
+        updateId: 'redelivered',
+        date: new Date(date.getTime() + 60_000),
+        updateType: 'scheduled',
+        results: [result('mobile', 'london')],
+      });
       expect(again).toEqual(first);
       expect(await store().listSnapshots(project.id)).toHaveLength(1);
     });
 
-    it('keeps an update\'s state: queued, running (counting attempts), done with its date; pending counts per location', async () => {
+    it("keeps an update's state: queued, running (counting attempts), done with its date; pending counts per location", async () => {
       const user = await store().createUser('gus');
-      const project = await store().addProject({ userId: user.id, url: 'https://gus.example/', domain: 'gus.example', locations: ['london', 'tokyo'], defaultLocation: 'london', runs: 1, schedule: null });
+      const project = await store().addProject({
+        userId: user.id,
+        url: 'https://gus.example/',
+        domain: 'gus.example',
+        locations: ['london', 'tokyo'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      });
       const id = '6f1c2d4e-8a7b-4c3d-9e0f-1a2b3c4d5e6f';
       const before = await store().countPendingUpdates('tokyo');
-      await store().createUpdate({ id, userId: user.id, projectId: project.id, url: project.url, devices: ['mobile'], locations: project.locations, updateType: 'manual', runs: 1 });
+      await store().createUpdate({
+        id,
+        userId: user.id,
+        projectId: project.id,
+        url: project.url,
+        devices: ['mobile'],
+        locations: project.locations,
+        updateType: 'manual',
+        runs: 1,
+      });
       // Waiting in its user's backlog: not yet counted against the location.
       expect(await store().countPendingUpdates('tokyo')).toBe(before);
       await store().admitUpdates(user.id, 10);
@@ -100,9 +195,19 @@ export function describeStoreContract(name: string, store: () => Store): void {
       await store().setUpdateState(id, { status: 'running' });
       expect((await store().findUpdate(user.id, id))!.missing).toEqual([]);
       const date = new Date('2026-04-03T10:00:00Z');
-      const missing = [{ device: 'mobile' as const, location: 'tokyo' as const, reason: 'TIMEOUT: no reply from tokyo' }];
+      const missing = [
+        { device: 'mobile' as const, location: 'tokyo' as const, reason: 'TIMEOUT: no reply from tokyo' },
+      ];
       await store().setUpdateState(id, { status: 'done', date, missing });
-      expect(await store().findUpdate(user.id, id)).toMatchObject({ id, status: 'done', date, attempts: 2, devices: ['mobile'], locations: ['london', 'tokyo'], missing });
+      expect(await store().findUpdate(user.id, id)).toMatchObject({
+        id,
+        status: 'done',
+        date,
+        attempts: 2,
+        devices: ['mobile'],
+        locations: ['london', 'tokyo'],
+        missing,
+      });
       expect(await store().countPendingUpdates('tokyo')).toBe(before);
       // A late word from an earlier delivery does not undo `done`.
       await store().setUpdateState(id, { status: 'queued', reason: 'lost its connection' });
@@ -110,11 +215,24 @@ export function describeStoreContract(name: string, store: () => Store): void {
       expect(await store().findUpdate(user.id, id)).toMatchObject({ status: 'done', date });
       // `failed` gives way only to `done`: a late delivery's `queued` or `running` leaves it failed.
       const lost = '7f1c2d4e-8a7b-4c3d-9e0f-1a2b3c4d5e6f';
-      await store().createUpdate({ id: lost, userId: user.id, projectId: project.id, url: project.url, devices: ['mobile'], locations: project.locations, updateType: 'manual', runs: 1 });
+      await store().createUpdate({
+        id: lost,
+        userId: user.id,
+        projectId: project.id,
+        url: project.url,
+        devices: ['mobile'],
+        locations: project.locations,
+        updateType: 'manual',
+        runs: 1,
+      });
       await store().setUpdateState(lost, { status: 'failed', reason: 'delivered 50 times' });
       await store().setUpdateState(lost, { status: 'queued', reason: 'a late delivery' });
       await store().setUpdateState(lost, { status: 'running' });
-      expect(await store().findUpdate(user.id, lost)).toMatchObject({ status: 'failed', reason: 'delivered 50 times', attempts: 0 });
+      expect(await store().findUpdate(user.id, lost)).toMatchObject({
+        status: 'failed',
+        reason: 'delivered 50 times',
+        attempts: 0,
+      });
       await store().setUpdateState(lost, { status: 'done', date });
       expect(await store().findUpdate(user.id, lost)).toMatchObject({ status: 'done', date });
       // Another user does not see it.
@@ -122,18 +240,72 @@ export function describeStoreContract(name: string, store: () => Store): void {
       expect(await store().findUpdate(other.id, id)).toBeNull();
     });
 
-    it('streams a user\'s KPI records in date, url, device, location, section, kpi order, filtered', async () => {
+    it("streams a user's KPI records in date, url, device, location, section, kpi order, filtered", async () => {
       const user = await store().createUser('frank');
       const other = await store().createUser('grace');
-      const a = await store().addProject({ userId: user.id, url: 'https://b.example/', domain: 'b.example', locations: ['london', 'tokyo'], defaultLocation: 'london', runs: 1, schedule: null });
-      const b = await store().addProject({ userId: user.id, url: 'https://a.example/', domain: 'a.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
-      const theirs = await store().addProject({ userId: other.id, url: 'https://a.example/', domain: 'a.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+      const a = await store().addProject({
+        userId: user.id,
+        url: 'https://b.example/',
+        domain: 'b.example',
+        locations: ['london', 'tokyo'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      });
+      const b = await store().addProject({
+        userId: user.id,
+        url: 'https://a.example/',
+        domain: 'a.example',
+        locations: ['london'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      });
+      const theirs = await store().addProject({
+        userId: other.id,
+        url: 'https://a.example/',
+        domain: 'a.example',
+        locations: ['london'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      });
       const day = (d: number, h = 12) => new Date(Date.UTC(2026, 5, d, h));
-      await store().saveSnapshot({ project: a, updateId: '1', date: day(2), updateType: 'manual', results: [result('mobile', 'tokyo'), result('desktop', 'london')] });
-      await store().saveSnapshot({ project: b, updateId: '2', date: day(2), updateType: 'ci', results: [result('mobile', 'london')] });
-      await store().saveSnapshot({ project: b, updateId: '3', date: day(1), updateType: 'scheduled', results: [result('mobile', 'london')] });
-      await store().saveSnapshot({ project: b, updateId: '4', date: day(5), updateType: 'manual', results: [result('mobile', 'london')] });
-      await store().saveSnapshot({ project: theirs, updateId: '5', date: day(2), updateType: 'manual', results: [result('mobile', 'london')] });
+      await store().saveSnapshot({
+        project: a,
+        updateId: '1',
+        date: day(2),
+        updateType: 'manual',
+        results: [result('mobile', 'tokyo'), result('desktop', 'london')],
+      });
+      await store().saveSnapshot({
+        project: b,
+        updateId: '2',
+        date: day(2),
+        updateType: 'ci',
+        results: [result('mobile', 'london')],
+      });
+      await store().saveSnapshot({
+        project: b,
+        updateId: '3',
+        date: day(1),
+        updateType: 'scheduled',
+        results: [result('mobile', 'london')],
+      });
+      await store().saveSnapshot({
+        project: b,
+        updateId: '4',
+        date: day(5),
+        updateType: 'manual',
+        results: [result('mobile', 'london')],
+      });
+      await store().saveSnapshot({
+        project: theirs,
+        updateId: '5',
+        date: day(2),
+        updateType: 'manual',
+        results: [result('mobile', 'london')],
+      });
 
       const rows = [];
       for (const row of await kpiRows(store(), { userId: user.id, from: day(1, 0), to: day(3, 0) })) rows.push(row);
@@ -145,10 +317,19 @@ export function describeStoreContract(name: string, store: () => Store): void {
       expect(rows.every((r) => r.domain !== undefined && r.date < day(3, 0))).toBe(true);
 
       const ci = [];
-      for (const row of await kpiRows(store(), { userId: user.id, from: day(1, 0), to: day(6, 0), domain: 'a.example', updateType: 'ci', sections: ['LIGHTHOUSE'] })) ci.push(row);
+      for (const row of await kpiRows(store(), {
+        userId: user.id,
+        from: day(1, 0),
+        to: day(6, 0),
+        domain: 'a.example',
+        updateType: 'ci',
+        sections: ['LIGHTHOUSE'],
+      }))
+        ci.push(row);
       expect(ci).toHaveLength(perCell);
       const none = [];
-      for (const row of await kpiRows(store(), { userId: user.id, from: day(1, 0), to: day(6, 0), sections: ['CRUX'] })) none.push(row);
+      for (const row of await kpiRows(store(), { userId: user.id, from: day(1, 0), to: day(6, 0), sections: ['CRUX'] }))
+        none.push(row);
       expect(none).toHaveLength(0);
 
       expect((await store().listSnapshots(b.id)).map((s) => s.date.getUTCDate())).toEqual([1, 2, 5]);
@@ -163,9 +344,24 @@ export function describeStoreContract(name: string, store: () => Store): void {
 
     it('deletes snapshots before a date with their results and KPI records, oldest first, at most `limit`', async () => {
       const user = await store().createUser('olga');
-      const project = await store().addProject({ userId: user.id, url: 'https://olga.example/', domain: 'olga.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+      const project = await store().addProject({
+        userId: user.id,
+        url: 'https://olga.example/',
+        domain: 'olga.example',
+        locations: ['london'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      });
       const at = (d: number) => new Date(Date.UTC(2025, 0, d));
-      for (const d of [1, 2, 3]) await store().saveSnapshot({ project, updateId: `olga-${d}`, date: at(d), updateType: 'scheduled', results: [result('mobile', 'london')] });
+      for (const d of [1, 2, 3])
+        await store().saveSnapshot({
+          project,
+          updateId: `olga-${d}`,
+          date: at(d),
+          updateType: 'scheduled',
+          results: [result('mobile', 'london')],
+        });
       expect(await store().deleteSnapshotsBefore(at(3), 1)).toBe(1);
       expect(await store().deleteSnapshotsBefore(at(3), 10)).toBe(1);
       expect((await store().listSnapshots(project.id)).map((s) => s.date)).toEqual([at(3)]);
@@ -182,9 +378,28 @@ export function describeStoreContract(name: string, store: () => Store): void {
       expect(await store().acquireLease('contract-lease', 'b', 60_000)).toBe(true);
 
       const user = await store().createUser('pat');
-      const project = await store().addProject({ userId: user.id, url: 'https://pat.example/', domain: 'pat.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: '*/5 * * * *' });
-      await store().addProject({ userId: user.id, url: 'https://unscheduled.example/', domain: 'unscheduled.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
-      const scheduled = () => store().listScheduledProjects().then((all) => all.filter((p) => p.userId === user.id));
+      const project = await store().addProject({
+        userId: user.id,
+        url: 'https://pat.example/',
+        domain: 'pat.example',
+        locations: ['london'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: '*/5 * * * *',
+      });
+      await store().addProject({
+        userId: user.id,
+        url: 'https://unscheduled.example/',
+        domain: 'unscheduled.example',
+        locations: ['london'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      });
+      const scheduled = () =>
+        store()
+          .listScheduledProjects()
+          .then((all) => all.filter((p) => p.userId === user.id));
       expect((await scheduled()).map((p) => [p.url, p.scheduledThrough])).toEqual([['https://pat.example/', null]]);
       await store().markScheduled(project.id, new Date('2026-01-01T00:10:00Z'));
       await store().markScheduled(project.id, new Date('2026-01-01T00:05:00Z'));
@@ -193,33 +408,91 @@ export function describeStoreContract(name: string, store: () => Store): void {
 
     it('lists the updates still queued or running, oldest first, for a queue to take up again', async () => {
       const user = await store().createUser('quinn');
-      const project = await store().addProject({ userId: user.id, url: 'https://quinn.example/', domain: 'quinn.example', locations: ['tokyo'], defaultLocation: 'tokyo', runs: 1, schedule: null });
+      const project = await store().addProject({
+        userId: user.id,
+        url: 'https://quinn.example/',
+        domain: 'quinn.example',
+        locations: ['tokyo'],
+        defaultLocation: 'tokyo',
+        runs: 1,
+        schedule: null,
+      });
       const ids = ['a', 'b', 'c'].map((c) => `${c.repeat(8)}-0000-4000-8000-000000000000`);
       for (const id of ids) {
-        await store().createUpdate({ id, userId: user.id, projectId: project.id, url: project.url, devices: ['mobile'], locations: ['tokyo'], updateType: 'manual', runs: 1 });
+        await store().createUpdate({
+          id,
+          userId: user.id,
+          projectId: project.id,
+          url: project.url,
+          devices: ['mobile'],
+          locations: ['tokyo'],
+          updateType: 'manual',
+          runs: 1,
+        });
         await new Promise((resolve) => setTimeout(resolve, 2));
       }
       await store().setUpdateState(ids[1]!, { status: 'running' });
       await store().setUpdateProgress(ids[1]!, [{ device: 'mobile', location: 'tokyo', done: 1, total: 3 }]);
       await store().setUpdateState(ids[2]!, { status: 'done', date: new Date() });
       const unfinished = (await store().listUnfinishedUpdates()).filter((u) => u.userId === user.id);
-      expect(unfinished.map((u) => [u.id, u.status])).toEqual([[ids[0], 'queued'], [ids[1], 'running']]);
-      expect(unfinished.map((u) => u.progress)).toEqual([[], [{ device: 'mobile', location: 'tokyo', done: 1, total: 3 }]]);
+      expect(unfinished.map((u) => [u.id, u.status])).toEqual([
+        [ids[0], 'queued'],
+        [ids[1], 'running'],
+      ]);
+      expect(unfinished.map((u) => u.progress)).toEqual([
+        [],
+        [{ device: 'mobile', location: 'tokyo', done: 1, total: 3 }],
+      ]);
       // Progress stops with `done`.
       await store().setUpdateProgress(ids[2]!, [{ device: 'mobile', location: 'tokyo', done: 0, total: 3 }]);
       expect((await store().findUpdate(user.id, ids[2]!))!.progress).toEqual([]);
     });
 
-    it('keeps each user\'s backlog: what it weighs, and admits its oldest updates while the user has room', async () => {
+    it("keeps each user's backlog: what it weighs, and admits its oldest updates while the user has room", async () => {
       const busy = await store().createUser('backlog-busy');
       const calm = await store().createUser('backlog-calm');
-      const project = await store().addProject({ userId: busy.id, url: 'https://busy.example/', domain: 'busy.example', locations: ['tokyo', 'london'], defaultLocation: 'tokyo', runs: 3, schedule: null });
-      const theirs = await store().addProject({ userId: calm.id, url: 'https://calm.example/', domain: 'calm.example', locations: ['tokyo'], defaultLocation: 'tokyo', runs: 1, schedule: null });
+      const project = await store().addProject({
+        userId: busy.id,
+        url: 'https://busy.example/',
+        domain: 'busy.example',
+        locations: ['tokyo', 'london'],
+        defaultLocation: 'tokyo',
+        runs: 3,
+        schedule: null,
+      });
+      const theirs = await store().addProject({
+        userId: calm.id,
+        url: 'https://calm.example/',
+        domain: 'calm.example',
+        locations: ['tokyo'],
+        defaultLocation: 'tokyo',
+        runs: 1,
+        schedule: null,
+      });
       // Ids in the reverse of their arrival, created within a millisecond or two: the backlog keeps arrival order.
       const ids = Array.from({ length: 4 }, (_, i) => `${String(9 - i).repeat(8)}-1111-4000-8000-000000000000`);
-      for (const id of ids) await store().createUpdate({ id, userId: busy.id, projectId: project.id, url: project.url, devices: ['mobile', 'desktop'], locations: project.locations, updateType: 'manual', runs: 3 });
+      for (const id of ids)
+        await store().createUpdate({
+          id,
+          userId: busy.id,
+          projectId: project.id,
+          url: project.url,
+          devices: ['mobile', 'desktop'],
+          locations: project.locations,
+          updateType: 'manual',
+          runs: 3,
+        });
       const calmId = '55555555-1111-4000-8000-000000000000';
-      await store().createUpdate({ id: calmId, userId: calm.id, projectId: theirs.id, url: theirs.url, devices: ['mobile'], locations: ['tokyo'], updateType: 'manual', runs: 1 });
+      await store().createUpdate({
+        id: calmId,
+        userId: calm.id,
+        projectId: theirs.id,
+        url: theirs.url,
+        devices: ['mobile'],
+        locations: ['tokyo'],
+        updateType: 'manual',
+        runs: 1,
+      });
       // 4 updates × 2 devices × 2 locations × 3 runs; the other user's backlog is its own.
       expect(await store().userBacklog(busy.id)).toEqual({ updates: 4, runs: 48 });
       expect(await store().userBacklog(calm.id)).toEqual({ updates: 1, runs: 1 });
@@ -236,7 +509,19 @@ export function describeStoreContract(name: string, store: () => Store): void {
       expect(await store().userBacklog(busy.id)).toEqual({ updates: 3, runs: 36 });
       // The other user's room is its own.
       expect((await store().admitUpdates(calm.id, 2)).map((u) => u.id)).toEqual([calmId]);
-      expect(new Map((await store().listUnfinishedUpdates()).filter((u) => u.userId === busy.id).map((u) => [u.id, u.admittedAt !== null]))).toEqual(new Map([[ids[1], true], [ids[2], true], [ids[3], false]]));
+      expect(
+        new Map(
+          (await store().listUnfinishedUpdates())
+            .filter((u) => u.userId === busy.id)
+            .map((u) => [u.id, u.admittedAt !== null]),
+        ),
+      ).toEqual(
+        new Map([
+          [ids[1], true],
+          [ids[2], true],
+          [ids[3], false],
+        ]),
+      );
     });
 
     it('keeps notes by key, the last value written', async () => {
@@ -246,7 +531,7 @@ export function describeStoreContract(name: string, store: () => Store): void {
       expect(await store().readNote('contract-note')).toBe('second');
     });
 
-    it('hands out a user\'s slots up to the limit, frees released and expired ones, and keeps users apart', async () => {
+    it("hands out a user's slots up to the limit, frees released and expired ones, and keeps users apart", async () => {
       const user = await store().createUser('slots-a');
       const other = await store().createUser('slots-b');
       const a = await store().claimSlot('sync-update', user.id, 2, 60_000);
@@ -266,17 +551,43 @@ export function describeStoreContract(name: string, store: () => Store): void {
       expect(await store().claimSlot('sync-update', user.id, 2, 60_000)).not.toBeNull();
     });
 
-    it('keeps a project\'s budgets, and the checks stored with each result of a snapshot', async () => {
+    it("keeps a project's budgets, and the checks stored with each result of a snapshot", async () => {
       const user = await store().createUser('budget-owner');
-      const project = await store().addProject({ userId: user.id, url: 'https://budgets.example/', domain: 'budgets.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+      const project = await store().addProject({
+        userId: user.id,
+        url: 'https://budgets.example/',
+        domain: 'budgets.example',
+        locations: ['london'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      });
       expect(project.budgets).toEqual({ budgets: {}, maxRegression: {} });
       const budgets = { budgets: { performance: 90, lcp: 2500 }, maxRegression: { 'best-practices': 5 } };
       await store().setProjectBudgets(project.id, budgets);
       const found = (await store().findProject(user.id, project.url))!;
       expect(found.budgets).toEqual(budgets);
-      const checks = [{ key: 'performance' as const, kind: 'budget' as const, actual: 72, limit: 90, pass: false, message: 'performance score 72, budget at least 90', state: 'failing' as const, confirmation: { actual: 70, pass: false }, event: 'budget.failed' as const }];
+      const checks = [
+        {
+          key: 'performance' as const,
+          kind: 'budget' as const,
+          actual: 72,
+          limit: 90,
+          pass: false,
+          message: 'performance score 72, budget at least 90',
+          state: 'failing' as const,
+          confirmation: { actual: 70, pass: false },
+          event: 'budget.failed' as const,
+        },
+      ];
       const date = new Date('2026-06-01T10:00:00Z');
-      await store().saveSnapshot({ project: found, updateId: 'budget-checks-1', date, updateType: 'scheduled', results: [{ ...result('desktop', 'london'), checks }, result('mobile', 'london')] });
+      await store().saveSnapshot({
+        project: found,
+        updateId: 'budget-checks-1',
+        date,
+        updateType: 'scheduled',
+        results: [{ ...result('desktop', 'london'), checks }, result('mobile', 'london')],
+      });
       const snapshot = (await store().findSnapshot(project.id, date))!;
       expect(snapshot.results.find((r) => r.device === 'desktop')!.checks).toEqual(checks);
       expect(snapshot.results.find((r) => r.device === 'mobile')!.checks).toBeUndefined();
@@ -285,29 +596,63 @@ export function describeStoreContract(name: string, store: () => Store): void {
     it('keeps webhooks per user and an outbox of deliveries: stored once per id, claimed under a lease, recorded, listed newest first', async () => {
       const user = await store().createUser('hook-owner');
       const other = await store().createUser('hook-other');
-      const hook = await store().addWebhook({ userId: user.id, targetUrl: 'https://hooks.example/a', projectUrl: null, format: 'json', secret: 'pwhs_secret' });
-      await store().addWebhook({ userId: other.id, targetUrl: 'https://hooks.example/b', projectUrl: 'https://shop.example/', format: 'slack', secret: 'pwhs_other' });
-      expect((await store().listWebhooks(user.id)).map((h) => [h.id, h.targetUrl, h.secret, h.projectUrl])).toEqual([[hook.id, 'https://hooks.example/a', 'pwhs_secret', null]]);
+      const hook = await store().addWebhook({
+        userId: user.id,
+        targetUrl: 'https://hooks.example/a',
+        projectUrl: null,
+        format: 'json',
+        secret: 'pwhs_secret',
+      });
+      await store().addWebhook({
+        userId: other.id,
+        targetUrl: 'https://hooks.example/b',
+        projectUrl: 'https://shop.example/',
+        format: 'slack',
+        secret: 'pwhs_other',
+      });
+      expect((await store().listWebhooks(user.id)).map((h) => [h.id, h.targetUrl, h.secret, h.projectUrl])).toEqual([
+        [hook.id, 'https://hooks.example/a', 'pwhs_secret', null],
+      ]);
 
       const t0 = new Date('2026-06-01T10:00:00Z');
-      const first = { id: 'd1', webhookId: hook.id, userId: user.id, event: 'budget.failed', body: '{"a":1}', createdAt: t0 };
-      await store().enqueueDeliveries([first, { ...first, id: 'd2', event: 'budget.recovered', body: '{"b":2}', createdAt: new Date(t0.getTime() + 1000) }]);
+      const first = {
+        id: 'd1',
+        webhookId: hook.id,
+        userId: user.id,
+        event: 'budget.failed',
+        body: '{"a":1}',
+        createdAt: t0,
+      };
+      await store().enqueueDeliveries([
+        first,
+        { ...first, id: 'd2', event: 'budget.recovered', body: '{"b":2}', createdAt: new Date(t0.getTime() + 1000) },
+      ]);
       // The same event announced again: still one delivery, its state untouched.
       await store().enqueueDeliveries([{ ...first, body: '{"changed":true}' }]);
 
       const claimed = await store().claimDeliveries(new Date(t0.getTime() + 5_000), 10, 60_000);
-      expect(claimed.map((d) => [d.id, d.body, d.status, d.attempts]).sort()).toEqual([['d1', '{"a":1}', 'pending', 0], ['d2', '{"b":2}', 'pending', 0]]);
+      expect(claimed.map((d) => [d.id, d.body, d.status, d.attempts]).sort()).toEqual([
+        ['d1', '{"a":1}', 'pending', 0],
+        ['d2', '{"b":2}', 'pending', 0],
+      ]);
       // Claimed: nobody else takes them until the lease runs out.
       expect(await store().claimDeliveries(new Date(t0.getTime() + 6_000), 10, 60_000)).toEqual([]);
 
-      await store().recordDeliveryAttempt('d1', { status: 'pending', error: 'HTTP 503', nextAttemptAt: new Date(t0.getTime() + 10_000) });
+      await store().recordDeliveryAttempt('d1', {
+        status: 'pending',
+        error: 'HTTP 503',
+        nextAttemptAt: new Date(t0.getTime() + 10_000),
+      });
       await store().recordDeliveryAttempt('d2', { status: 'delivered', at: new Date(t0.getTime() + 7_000) });
       const again = await store().claimDeliveries(new Date(t0.getTime() + 10_000), 10, 60_000);
       expect(again.map((d) => [d.id, d.attempts, d.lastError])).toEqual([['d1', 1, 'HTTP 503']]);
       await store().recordDeliveryAttempt('d1', { status: 'failed', error: 'gave up' });
 
       const listed = await store().listDeliveries(hook.id, 10);
-      expect(listed.map((d) => [d.id, d.status, d.attempts, d.lastError])).toEqual([['d2', 'delivered', 1, null], ['d1', 'failed', 2, 'gave up']]);
+      expect(listed.map((d) => [d.id, d.status, d.attempts, d.lastError])).toEqual([
+        ['d2', 'delivered', 1, null],
+        ['d1', 'failed', 2, 'gave up'],
+      ]);
       expect(listed[0]!.deliveredAt).toEqual(new Date(t0.getTime() + 7_000));
       expect(await store().claimDeliveries(new Date(t0.getTime() + 3_600_000), 10, 60_000)).toEqual([]);
 
@@ -318,50 +663,142 @@ export function describeStoreContract(name: string, store: () => Store): void {
       expect(await store().listDeliveries(hook.id, 10)).toEqual([]);
     });
 
-    it('keeps a project\'s annotations by date, in a range, and removes them with the project', async () => {
+    it("keeps a project's annotations by date, in a range, and removes them with the project", async () => {
       const user = await store().createUser('annotator');
-      const project = await store().addProject({ userId: user.id, url: 'https://notes.example/', domain: 'notes.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+      const project = await store().addProject({
+        userId: user.id,
+        url: 'https://notes.example/',
+        domain: 'notes.example',
+        locations: ['london'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      });
       const at = (h: number) => new Date(Date.UTC(2026, 5, 1, h));
-      await store().addAnnotation({ projectId: project.id, date: at(12), text: 'deploy 2', link: 'https://git.example/pr/2' });
+      await store().addAnnotation({
+        projectId: project.id,
+        date: at(12),
+        text: 'deploy 2',
+        link: 'https://git.example/pr/2',
+      });
       await store().addAnnotation({ projectId: project.id, date: at(9), text: 'deploy 1', link: null });
-      expect((await store().listAnnotations(project.id)).map((a) => [a.text, a.date, a.link])).toEqual([['deploy 1', at(9), null], ['deploy 2', at(12), 'https://git.example/pr/2']]);
-      expect((await store().listAnnotations(project.id, { from: at(10), to: at(13) })).map((a) => a.text)).toEqual(['deploy 2']);
+      expect((await store().listAnnotations(project.id)).map((a) => [a.text, a.date, a.link])).toEqual([
+        ['deploy 1', at(9), null],
+        ['deploy 2', at(12), 'https://git.example/pr/2'],
+      ]);
+      expect((await store().listAnnotations(project.id, { from: at(10), to: at(13) })).map((a) => a.text)).toEqual([
+        'deploy 2',
+      ]);
       expect(await store().removeProject(user.id, project.url)).toBe(true);
       expect(await store().listAnnotations(project.id)).toEqual([]);
     });
 
     it('finds snapshots whose KPI records are of an older version and replaces their records section by section', async () => {
       const user = await store().createUser('kpi-versions');
-      const project = await store().addProject({ userId: user.id, url: 'https://kpis.example/', domain: 'kpis.example', locations: ['london'], defaultLocation: 'london', runs: 1, schedule: null });
+      const project = await store().addProject({
+        userId: user.id,
+        url: 'https://kpis.example/',
+        domain: 'kpis.example',
+        locations: ['london'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      });
       const old = new Date('2026-04-01T10:00:00Z');
       const current = new Date('2026-04-01T11:00:00Z');
-      const legacy = [{ section: 'LIGHTHOUSE' as const, kpi: 'performance', data: { score: 50 } }, { section: 'SECURITY' as const, kpi: 'headers', data: { hsts: true } }];
-      await store().saveSnapshot({ project, updateId: 'kpi-old', date: old, updateType: 'manual', results: [{ ...result('mobile', 'london'), kpis: legacy }] });
-      await store().saveSnapshot({ project, updateId: 'kpi-new', date: current, updateType: 'manual', results: [result('mobile', 'london')], kpiVersion: 2 });
-      const mine = async () => (await store().listSnapshotsBelowKpiVersion(2, 1_000)).filter((s) => s.projectId === project.id);
+      const legacy = [
+        { section: 'LIGHTHOUSE' as const, kpi: 'performance', data: { score: 50 } },
+        { section: 'SECURITY' as const, kpi: 'headers', data: { hsts: true } },
+      ];
+      await store().saveSnapshot({
+        project,
+        updateId: 'kpi-old',
+        date: old,
+        updateType: 'manual',
+        results: [{ ...result('mobile', 'london'), kpis: legacy }],
+      });
+      await store().saveSnapshot({
+        project,
+        updateId: 'kpi-new',
+        date: current,
+        updateType: 'manual',
+        results: [result('mobile', 'london')],
+        kpiVersion: 2,
+      });
+      const mine = async () =>
+        (await store().listSnapshotsBelowKpiVersion(2, 1_000)).filter((s) => s.projectId === project.id);
       expect(await mine()).toEqual([{ projectId: project.id, date: old }]);
 
-      await store().replaceSnapshotKpis(project.id, old, ['LIGHTHOUSE'], [{ device: 'mobile', location: 'london', kpis: [{ section: 'LIGHTHOUSE', kpi: 'performance', data: { score: 50, lcp: 2100 } }] }], 2);
+      await store().replaceSnapshotKpis(
+        project.id,
+        old,
+        ['LIGHTHOUSE'],
+        [
+          {
+            device: 'mobile',
+            location: 'london',
+            kpis: [{ section: 'LIGHTHOUSE', kpi: 'performance', data: { score: 50, lcp: 2100 } }],
+          },
+        ],
+        2,
+      );
       // And again: a replacement repeated leaves the same records.
-      await store().replaceSnapshotKpis(project.id, old, ['LIGHTHOUSE'], [{ device: 'mobile', location: 'london', kpis: [{ section: 'LIGHTHOUSE', kpi: 'performance', data: { score: 50, lcp: 2100 } }] }], 2);
+      await store().replaceSnapshotKpis(
+        project.id,
+        old,
+        ['LIGHTHOUSE'],
+        [
+          {
+            device: 'mobile',
+            location: 'london',
+            kpis: [{ section: 'LIGHTHOUSE', kpi: 'performance', data: { score: 50, lcp: 2100 } }],
+          },
+        ],
+        2,
+      );
       expect(await mine()).toEqual([]);
       const rows = [];
-      for (const row of await kpiRows(store(), { userId: user.id, from: old, to: new Date(old.getTime() + 1_000) })) rows.push([row.section, row.kpi, row.data, row.updateType, row.url]);
-      expect(rows).toEqual([['LIGHTHOUSE', 'performance', { score: 50, lcp: 2100 }, 'manual', project.url], ['SECURITY', 'headers', { hsts: true }, 'manual', project.url]]);
+      for (const row of await kpiRows(store(), { userId: user.id, from: old, to: new Date(old.getTime() + 1_000) }))
+        rows.push([row.section, row.kpi, row.data, row.updateType, row.url]);
+      expect(rows).toEqual([
+        ['LIGHTHOUSE', 'performance', { score: 50, lcp: 2100 }, 'manual', project.url],
+        ['SECURITY', 'headers', { hsts: true }, 'manual', project.url],
+      ]);
     });
 
-    it('keeps a project\'s field-data history beside its snapshots: replaced whole, kept by the orphan sweep, removed with the project', async () => {
+    it("keeps a project's field-data history beside its snapshots: replaced whole, kept by the orphan sweep, removed with the project", async () => {
       const user = await store().createUser('field-history');
-      const project = await store().addProject({ userId: user.id, url: 'https://history.example/', domain: 'history.example', locations: ['tokyo'], defaultLocation: 'tokyo', runs: 1, schedule: null });
-      const week = (day: number, lcp: string) => ({ date: new Date(Date.UTC(2026, 9, day)), device: 'mobile' as const, kpis: [{ section: 'CRUX' as const, kpi: 'url_lcp_p75', data: lcp }] });
+      const project = await store().addProject({
+        userId: user.id,
+        url: 'https://history.example/',
+        domain: 'history.example',
+        locations: ['tokyo'],
+        defaultLocation: 'tokyo',
+        runs: 1,
+        schedule: null,
+      });
+      const week = (day: number, lcp: string) => ({
+        date: new Date(Date.UTC(2026, 9, day)),
+        device: 'mobile' as const,
+        kpis: [{ section: 'CRUX' as const, kpi: 'url_lcp_p75', data: lcp }],
+      });
       await store().saveFieldHistory(project, [week(4, '2900'), week(11, '2800')]);
       await store().saveFieldHistory(project, [week(4, '2700'), week(11, '2600'), week(18, '2500')]);
       const read = async () => {
         const rows: Array<[string, string, unknown, string]> = [];
-        for (const r of await kpiRows(store(), { userId: user.id, from: new Date(Date.UTC(2026, 0, 1)), to: new Date(Date.UTC(2027, 0, 1)) })) rows.push([r.date.toISOString().slice(0, 10), r.kpi, r.data, r.location]);
+        for (const r of await kpiRows(store(), {
+          userId: user.id,
+          from: new Date(Date.UTC(2026, 0, 1)),
+          to: new Date(Date.UTC(2027, 0, 1)),
+        }))
+          rows.push([r.date.toISOString().slice(0, 10), r.kpi, r.data, r.location]);
         return rows;
       };
-      expect(await read()).toEqual([['2026-10-04', 'url_lcp_p75', '2700', 'tokyo'], ['2026-10-11', 'url_lcp_p75', '2600', 'tokyo'], ['2026-10-18', 'url_lcp_p75', '2500', 'tokyo']]);
+      expect(await read()).toEqual([
+        ['2026-10-04', 'url_lcp_p75', '2700', 'tokyo'],
+        ['2026-10-11', 'url_lcp_p75', '2600', 'tokyo'],
+        ['2026-10-18', 'url_lcp_p75', '2500', 'tokyo'],
+      ]);
       // No snapshot owns them, and the sweep of records of unfinished snapshots leaves them be.
       await store().deleteOrphans(new Date(Date.now() + 3_600_000));
       expect(await read()).toHaveLength(3);

@@ -19,8 +19,20 @@ const env = z
   })
   .parse(process.env);
 const logger = pino({ level: 'warn' });
-const nc = await connect({ servers: env.NATS_URL, maxReconnectAttempts: -1, reconnectTimeWait: 250, name: `stub-${env.PERFWATCH_AGENT_ID}` });
-const agent = startAgent({ nc, location: env.PERFWATCH_LOCATION, runner: fixtureRunner({ delayMs: env.STUB_DELAY_MS }), logger, agentId: env.PERFWATCH_AGENT_ID, announceIntervalMs: 1_000 });
+const nc = await connect({
+  servers: env.NATS_URL,
+  maxReconnectAttempts: -1,
+  reconnectTimeWait: 250,
+  name: `stub-${env.PERFWATCH_AGENT_ID}`,
+});
+const agent = startAgent({
+  nc,
+  location: env.PERFWATCH_LOCATION,
+  runner: fixtureRunner({ delayMs: env.STUB_DELAY_MS }),
+  logger,
+  agentId: env.PERFWATCH_AGENT_ID,
+  announceIntervalMs: 1_000,
+});
 process.stdout.write('stub agent serving\n');
 process.once('SIGTERM', () => {
   void agent

@@ -6,7 +6,11 @@ import type { Reporter, TestModule, TestRunEndReason } from 'vitest/node';
  * (A prefix such as `tests:` made one CI read the run as having executed no test.)
  */
 export default class SummaryReporter implements Reporter {
-  onTestRunEnd(testModules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<unknown>, reason: TestRunEndReason): void {
+  onTestRunEnd(
+    testModules: ReadonlyArray<TestModule>,
+    unhandledErrors: ReadonlyArray<unknown>,
+    reason: TestRunEndReason,
+  ): void {
     const counts = { passed: 0, failed: 0, skipped: 0 };
     for (const module of testModules) {
       for (const test of module.children.allTests()) {

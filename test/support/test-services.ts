@@ -7,7 +7,17 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
 import { inject } from 'vitest';
 import { startNatsContainer } from './container-api-setup.ts';
-import { createAdmin, gatewayConfigWith, MongoStore, startGateway, startNatsServer, type Admin, type GatewayConfig, type GatewayRuntime, type LocalServer } from '@perfwatch/gateway';
+import {
+  createAdmin,
+  gatewayConfigWith,
+  MongoStore,
+  startGateway,
+  startNatsServer,
+  type Admin,
+  type GatewayConfig,
+  type GatewayRuntime,
+  type LocalServer,
+} from '@perfwatch/gateway';
 
 export const silentLogger: Logger = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
 
@@ -22,16 +32,28 @@ export async function testStore(): Promise<MongoStore> {
  * A nats-server of this test file's own. Agents of one location share a subject, so suites
  * that run agents must not share a server with suites running other agents.
  */
-export async function isolatedNats({ config }: { config?: string } = {}): Promise<LocalServer & { dispose(): Promise<void> }> {
+export async function isolatedNats({ config }: { config?: string } = {}): Promise<
+  LocalServer & { dispose(): Promise<void> }
+> {
   // In the containers project, a nats-server container of its own (a config file stays a process).
   const container = inject('natsContainer');
   if (container && config === undefined) return natsContainer(container);
   const dir = await mkdtemp(join(tmpdir(), 'perfwatch-nats-'));
-  const server = await startNatsServer({ binary: inject('natsServerBinary'), dir, ...(config === undefined ? {} : { config }) });
+  const server = await startNatsServer({
+    binary: inject('natsServerBinary'),
+    dir,
+    ...(config === undefined ? {} : { config }),
+  });
   return { ...server, dispose: async () => (await server.stop(), await rm(dir, { recursive: true, force: true })) };
 }
 
-async function natsContainer({ image, dockerHost }: { image: string; dockerHost: string | null }): Promise<LocalServer & { dispose(): Promise<void> }> {
+async function natsContainer({
+  image,
+  dockerHost,
+}: {
+  image: string;
+  dockerHost: string | null;
+}): Promise<LocalServer & { dispose(): Promise<void> }> {
   if (dockerHost) process.env['DOCKER_HOST'] = dockerHost;
   process.env['TESTCONTAINERS_RYUK_DISABLED'] ??= 'true';
   const started = await startNatsContainer(image);
@@ -47,7 +69,23 @@ export interface TestGateway {
   stop(): Promise<void>;
 }
 
-export async function startTestGateway({ natsUrl, runTimeoutMs = 10_000, replyTimeoutMs = 20_000, rateLimits, cruxEndpoint, store: given, config }: { natsUrl: string; runTimeoutMs?: number; replyTimeoutMs?: number; rateLimits?: { updates: number; reads: number }; cruxEndpoint?: string; store?: MongoStore; config?: Partial<GatewayConfig> }): Promise<TestGateway> {
+export async function startTestGateway({
+  natsUrl,
+  runTimeoutMs = 10_000,
+  replyTimeoutMs = 20_000,
+  rateLimits,
+  cruxEndpoint,
+  store: given,
+  config,
+}: {
+  natsUrl: string;
+  runTimeoutMs?: number;
+  replyTimeoutMs?: number;
+  rateLimits?: { updates: number; reads: number };
+  cruxEndpoint?: string;
+  store?: MongoStore;
+  config?: Partial<GatewayConfig>;
+}): Promise<TestGateway> {
   const store = given ?? (await testStore());
   const nc = await connect({ servers: natsUrl });
   const runtime = await startGateway({
@@ -83,7 +121,11 @@ export async function startTestGateway({ natsUrl, runTimeoutMs = 10_000, replyTi
 }
 
 /** A nats-server of the test file's own and a client connection to it, disposed together. */
-export async function natsWithClient(): Promise<{ nats: Awaited<ReturnType<typeof isolatedNats>>; client: NatsConnection; dispose(): Promise<void> }> {
+export async function natsWithClient(): Promise<{
+  nats: Awaited<ReturnType<typeof isolatedNats>>;
+  client: NatsConnection;
+  dispose(): Promise<void>;
+}> {
   const nats = await isolatedNats();
   const client = await connect({ servers: nats.url });
   return {

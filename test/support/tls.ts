@@ -13,7 +13,13 @@ export async function writeSelfSignedCert(dir: string): Promise<{ cert: string; 
     algorithm: 'sha256',
     extensions: [
       { name: 'basicConstraints', cA: true },
-      { name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }, { type: 2, value: 'localhost' }] },
+      {
+        name: 'subjectAltName',
+        altNames: [
+          { type: 7, ip: '127.0.0.1' },
+          { type: 2, value: 'localhost' },
+        ],
+      },
     ],
   });
   const files = { cert: join(dir, 'server.crt'), key: join(dir, 'server.key') };

@@ -9,7 +9,17 @@ import { webhookListSchema, type WebhookList } from '../webhooks.ts';
 import { errorEnvelopeSchema, type ErrorEnvelope } from '../errors.ts';
 import type { Device, Location } from '../ids.ts';
 import type { Section } from '../lighthouse-kpis.ts';
-import { asyncAckSchema, overviewResponseSchema, projectListSchema, snapshotListSchema, updateStatusSchema, type OverviewRecord, type ProjectList, type SnapshotList, type UpdateStatusView } from '../overview.ts';
+import {
+  asyncAckSchema,
+  overviewResponseSchema,
+  projectListSchema,
+  snapshotListSchema,
+  updateStatusSchema,
+  type OverviewRecord,
+  type ProjectList,
+  type SnapshotList,
+  type UpdateStatusView,
+} from '../overview.ts';
 
 /**
  * The operations this client calls, by path and method. A test holds them against the
@@ -39,7 +49,8 @@ export interface AnnotationRequest {
   link?: string;
 }
 
-export type WebhooksRequest = Record<string, never> | { targetUrl: string; project?: string; format?: 'json' | 'slack' } | { remove: string };
+export type WebhooksRequest =
+  Record<string, never> | { targetUrl: string; project?: string; format?: 'json' | 'slack' } | { remove: string };
 
 export interface UpdateRequest {
   url: string;
@@ -107,10 +118,21 @@ export interface WaitOptions {
 
 export type ApiClient = ReturnType<typeof createApiClient>;
 
-export function createApiClient({ server, token, fetch: fetchImpl = fetch, readTimeoutMs = 60_000, updateTimeoutMs = 15 * 60_000 }: ApiClientOptions) {
+export function createApiClient({
+  server,
+  token,
+  fetch: fetchImpl = fetch,
+  readTimeoutMs = 60_000,
+  updateTimeoutMs = 15 * 60_000,
+}: ApiClientOptions) {
   const base = server.replace(/\/+$/, '');
 
-  async function call<S extends z.ZodType>(path: string, body: object, schema: S, timeoutMs: number): Promise<z.output<S>> {
+  async function call<S extends z.ZodType>(
+    path: string,
+    body: object,
+    schema: S,
+    timeoutMs: number,
+  ): Promise<z.output<S>> {
     let response: Response;
     try {
       response = await fetchImpl(`${base}${path}`, {
@@ -135,38 +157,82 @@ export function createApiClient({ server, token, fetch: fetchImpl = fetch, readT
       throw new ApiClientError(response.status, envelope.success ? envelope.data : null, text.slice(0, 200));
     }
     const parsed = schema.safeParse(json);
-    if (!parsed.success) throw new ApiClientError(response.status, null, `unexpected answer from ${path}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).slice(0, 3).join('; ')}`);
+    if (!parsed.success)
+      throw new ApiClientError(
+        response.status,
+        null,
+        `unexpected answer from ${path}: ${parsed.error.issues
+          .map((i) => `${i.path.join('.')}: ${i.message}`)
+          .slice(0, 3)
+          .join('; ')}`,
+      );
     return parsed.data;
   }
 
   const client = {
     /** A sync update: resolves with the audit result once every run is in. */
-    update: (request: UpdateRequest): Promise<AuditResult> => call(CLIENT_OPERATIONS.update, { ...request, mode: 'sync' }, auditResultSchema, updateTimeoutMs),
+    update: (request: UpdateRequest): Promise<AuditResult> =>
+      call(CLIENT_OPERATIONS.update, { ...request, mode: 'sync' }, auditResultSchema, updateTimeoutMs),
     /** An async update: resolves with its id at once. */
-    startUpdate: (request: UpdateRequest): Promise<string> => call(CLIENT_OPERATIONS.update, { ...request, mode: 'async' }, asyncAckSchema, readTimeoutMs).then((ack) => ack.id),
-    updateStatus: (id: string): Promise<UpdateStatusView> => call(CLIENT_OPERATIONS.updateStatus.replace('{id}', encodeURIComponent(id)), {}, updateStatusSchema, readTimeoutMs),
-    audit: (request: AuditRequest): Promise<AuditResult> => call(CLIENT_OPERATIONS.audit, request, auditResultSchema, readTimeoutMs),
-    compare: (request: CompareRequest): Promise<CompareResult> => call(CLIENT_OPERATIONS.compare, request, compareResultSchema, readTimeoutMs),
-    updates: (url: string): Promise<SnapshotList> => call(CLIENT_OPERATIONS.updates, { url }, snapshotListSchema, readTimeoutMs),
-    projects: (): Promise<ProjectList['projects']> => call(CLIENT_OPERATIONS.projects, {}, projectListSchema, readTimeoutMs).then((list) => list.projects),
+    startUpdate: (request: UpdateRequest): Promise<string> =>
+      call(CLIENT_OPERATIONS.update, { ...request, mode: 'async' }, asyncAckSchema, readTimeoutMs).then(
+        (ack) => ack.id,
+      ),
+    updateStatus: (id: string): Promise<UpdateStatusView> =>
+      call(
+        CLIENT_OPERATIONS.updateStatus.replace('{id}', encodeURIComponent(id)),
+        {},
+        updateStatusSchema,
+        readTimeoutMs,
+      ),
+    audit: (request: AuditRequest): Promise<AuditResult> =>
+      call(CLIENT_OPERATIONS.audit, request, auditResultSchema, readTimeoutMs),
+    compare: (request: CompareRequest): Promise<CompareResult> =>
+      call(CLIENT_OPERATIONS.compare, request, compareResultSchema, readTimeoutMs),
+    updates: (url: string): Promise<SnapshotList> =>
+      call(CLIENT_OPERATIONS.updates, { url }, snapshotListSchema, readTimeoutMs),
+    projects: (): Promise<ProjectList['projects']> =>
+      call(CLIENT_OPERATIONS.projects, {}, projectListSchema, readTimeoutMs).then((list) => list.projects),
     /** A project's budgets; with `set`, replaced first. */
-    budgets: (url: string, set?: Budgets): Promise<ProjectBudgets> => call(CLIENT_OPERATIONS.budgets, { url, ...set }, projectBudgetsSchema, readTimeoutMs),
+    budgets: (url: string, set?: Budgets): Promise<ProjectBudgets> =>
+      call(CLIENT_OPERATIONS.budgets, { url, ...set }, projectBudgetsSchema, readTimeoutMs),
     /** The caller's webhooks; with a target, one is added first (`created`, with its secret), with `remove`, one is removed. */
-    webhooks: (request: WebhooksRequest = {}): Promise<WebhookList> => call(CLIENT_OPERATIONS.webhooks, request, webhookListSchema, readTimeoutMs),
-    annotations: (url: string, range: { from?: string; to?: string } = {}): Promise<AnnotationList['annotations']> => call(CLIENT_OPERATIONS.annotations, { url, ...range }, annotationListSchema, readTimeoutMs).then((list) => list.annotations),
-    annotate: (request: AnnotationRequest): Promise<NonNullable<AnnotationList['added']>> => call(CLIENT_OPERATIONS.annotations, request, annotationListSchema, readTimeoutMs).then((list) => list.added!),
+    webhooks: (request: WebhooksRequest = {}): Promise<WebhookList> =>
+      call(CLIENT_OPERATIONS.webhooks, request, webhookListSchema, readTimeoutMs),
+    annotations: (url: string, range: { from?: string; to?: string } = {}): Promise<AnnotationList['annotations']> =>
+      call(CLIENT_OPERATIONS.annotations, { url, ...range }, annotationListSchema, readTimeoutMs).then(
+        (list) => list.annotations,
+      ),
+    annotate: (request: AnnotationRequest): Promise<NonNullable<AnnotationList['added']>> =>
+      call(CLIENT_OPERATIONS.annotations, request, annotationListSchema, readTimeoutMs).then((list) => list.added!),
     /** Whether a project has login credentials (names only); with `set`, replaced first; with `clear`, forgotten. */
-    credentials: (url: string, change: { set?: PageAuth; clear?: boolean } = {}): Promise<CredentialsView> => call(CLIENT_OPERATIONS.credentials, { url, ...(change.set ? { auth: change.set } : {}), ...(change.clear ? { clear: true } : {}) }, credentialsViewSchema, readTimeoutMs),
-    overview: ({ startDate, endDate, ...rest }: OverviewRequest): Promise<OverviewRecord[]> => call(CLIENT_OPERATIONS.overview, { dateRange: { startDate, endDate }, ...rest }, overviewResponseSchema, readTimeoutMs),
+    credentials: (url: string, change: { set?: PageAuth; clear?: boolean } = {}): Promise<CredentialsView> =>
+      call(
+        CLIENT_OPERATIONS.credentials,
+        { url, ...(change.set ? { auth: change.set } : {}), ...(change.clear ? { clear: true } : {}) },
+        credentialsViewSchema,
+        readTimeoutMs,
+      ),
+    overview: ({ startDate, endDate, ...rest }: OverviewRequest): Promise<OverviewRecord[]> =>
+      call(
+        CLIENT_OPERATIONS.overview,
+        { dateRange: { startDate, endDate }, ...rest },
+        overviewResponseSchema,
+        readTimeoutMs,
+      ),
 
     /** Polls an async update until it is done or failed. */
-    async waitForUpdate(id: string, { pollMs = 2_000, timeoutMs = updateTimeoutMs, onStatus }: WaitOptions = {}): Promise<UpdateStatusView> {
+    async waitForUpdate(
+      id: string,
+      { pollMs = 2_000, timeoutMs = updateTimeoutMs, onStatus }: WaitOptions = {},
+    ): Promise<UpdateStatusView> {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const status = await client.updateStatus(id);
         onStatus?.(status);
         if (status.status === 'done' || status.status === 'failed') return status;
-        if (Date.now() + pollMs > deadline) throw new Error(`update ${id} is still ${status.status} after ${Math.round(timeoutMs / 1000)} s`);
+        if (Date.now() + pollMs > deadline)
+          throw new Error(`update ${id} is still ${status.status} after ${Math.round(timeoutMs / 1000)} s`);
         await sleep(pollMs);
       }
     },

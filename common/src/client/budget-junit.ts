@@ -13,14 +13,30 @@ const junit = junitReport as unknown as Builder;
 export function budgetJunitXml(url: string, report: BudgetReport | { error: string }, elapsedSeconds: number): string {
   const builder = junit.newBuilder().name(`perfwatch ${url}`);
   if ('error' in report) {
-    builder.testSuite().name(`perfwatch ${url}`).testCase().className('perfwatch.update').name('update').time(elapsedSeconds).failure(report.error, 'UpdateFailed');
+    builder
+      .testSuite()
+      .name(`perfwatch ${url}`)
+      .testCase()
+      .className('perfwatch.update')
+      .name('update')
+      .time(elapsedSeconds)
+      .failure(report.error, 'UpdateFailed');
     return builder.build();
   }
   for (const cell of report.cells) {
-    const suite = builder.testSuite().name(`${url} ${cell.device}/${cell.location}`).property('url', url).property('device', cell.device).property('location', cell.location);
-    if (cell.checks.length === 0) suite.testCase().className(`perfwatch.${cell.device}.${cell.location}`).name('measured (no budgets)');
+    const suite = builder
+      .testSuite()
+      .name(`${url} ${cell.device}/${cell.location}`)
+      .property('url', url)
+      .property('device', cell.device)
+      .property('location', cell.location);
+    if (cell.checks.length === 0)
+      suite.testCase().className(`perfwatch.${cell.device}.${cell.location}`).name('measured (no budgets)');
     for (const check of cell.checks) {
-      const testCase = suite.testCase().className(`perfwatch.${cell.device}.${cell.location}`).name(`${check.kind === 'budget' ? 'budget' : 'regression'} ${check.key}`);
+      const testCase = suite
+        .testCase()
+        .className(`perfwatch.${cell.device}.${cell.location}`)
+        .name(`${check.kind === 'budget' ? 'budget' : 'regression'} ${check.key}`);
       testCase.standardOutput(check.message);
       if (!check.pass) testCase.failure(check.message, check.kind === 'budget' ? 'BudgetExceeded' : 'Regression');
     }

@@ -6,7 +6,15 @@ import { DEVICES, LOCATIONS, type Device, type Location } from '../ids.ts';
 import { SECTIONS, type Section } from '../lighthouse-kpis.ts';
 import { parseEnv } from '../env-config.ts';
 import { createApiClient, type ApiClient } from './api-client.ts';
-import { budgetFileSchema, BudgetSpecError, evaluateBudgets, hasBudgets, parseLimit, type BudgetReport, type Budgets } from '../budgets.ts';
+import {
+  budgetFileSchema,
+  BudgetSpecError,
+  evaluateBudgets,
+  hasBudgets,
+  parseLimit,
+  type BudgetReport,
+  type Budgets,
+} from '../budgets.ts';
 import { budgetJunitXml } from './budget-junit.ts';
 import { auditResultTable, budgetTable, compareTable, overviewTable } from './result-tables.ts';
 import { updateProgress, type ProgressStream } from './update-progress.ts';
@@ -57,7 +65,14 @@ const OPTIONS = {
   },
   audit: { ...common, date: { type: 'string' }, device: { type: 'string' }, location: { type: 'string' } },
   compare: { ...common, device: { type: 'string' }, location: { type: 'string' } },
-  overview: { ...common, from: { type: 'string' }, to: { type: 'string' }, domain: { type: 'string' }, section: { type: 'string', multiple: true, default: [] }, 'update-type': { type: 'string' } },
+  overview: {
+    ...common,
+    from: { type: 'string' },
+    to: { type: 'string' },
+    domain: { type: 'string' },
+    section: { type: 'string', multiple: true, default: [] },
+    'update-type': { type: 'string' },
+  },
 } satisfies Record<string, ParseArgsConfig['options']>;
 export type ClientVerb = keyof typeof OPTIONS;
 export const CLIENT_VERBS = Object.keys(OPTIONS) as ClientVerb[];
@@ -74,14 +89,25 @@ export interface CliIo {
 
 function oneOf<T extends string>(value: string | undefined, allowed: readonly T[], name: string): T | undefined {
   if (value === undefined) return undefined;
-  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`--${name} must be one of ${allowed.join(', ')}`);
+  if (!(allowed as readonly string[]).includes(value))
+    throw new UsageError(`--${name} must be one of ${allowed.join(', ')}`);
   return value as T;
 }
 
 /** `perfwatch update|audit|overview …`. Returns the exit code. */
-export async function main(verb: ClientVerb, argv: string[], env: Readonly<Record<string, string | undefined>>, io: CliIo = { out: process.stdout, err: process.stderr }): Promise<number> {
+export async function main(
+  verb: ClientVerb,
+  argv: string[],
+  env: Readonly<Record<string, string | undefined>>,
+  io: CliIo = { out: process.stdout, err: process.stderr },
+): Promise<number> {
   try {
-    const { values, positionals } = parseArgs({ args: argv, options: OPTIONS[verb], allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({
+      args: argv,
+      options: OPTIONS[verb],
+      allowPositionals: true,
+      strict: true,
+    });
     if (values.help) {
       io.out.write(`${CLIENT_USAGE}\n`);
       return EXIT.ok;
@@ -97,7 +123,12 @@ export async function main(verb: ClientVerb, argv: string[], env: Readonly<Recor
     if (verb === 'audit') return await audit(client, url, values as AuditFlags, io);
     return await update(client, url, values as UpdateFlags, io);
   } catch (error) {
-    if (error instanceof UsageError || error instanceof BudgetSpecError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') || (error as Error).name === 'ConfigError') {
+    if (
+      error instanceof UsageError ||
+      error instanceof BudgetSpecError ||
+      (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ||
+      (error as Error).name === 'ConfigError'
+    ) {
       io.err.write(`perfwatch ${verb}: ${(error as Error).message}\n${CLIENT_USAGE}\n`);
       return EXIT.usage;
     }
@@ -131,12 +162,16 @@ async function readBudgets(flags: UpdateFlags): Promise<Budgets> {
       throw new UsageError(`--budget-file ${flags['budget-file']}: ${(error as Error).message}`);
     }
     const parsed = budgetFileSchema.safeParse(raw);
-    if (!parsed.success) throw new UsageError(`--budget-file ${flags['budget-file']}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(file)'}: ${i.message}`).join('; ')}`);
+    if (!parsed.success)
+      throw new UsageError(
+        `--budget-file ${flags['budget-file']}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(file)'}: ${i.message}`).join('; ')}`,
+      );
     budgets = parsed.data;
   }
   // Flags win over the file, key by key.
   for (const text of flags.budget) budgets.budgets = { ...budgets.budgets, ...Object.fromEntries([parseLimit(text)]) };
-  for (const text of flags['max-regression']) budgets.maxRegression = { ...budgets.maxRegression, ...Object.fromEntries([parseLimit(text)]) };
+  for (const text of flags['max-regression'])
+    budgets.maxRegression = { ...budgets.maxRegression, ...Object.fromEntries([parseLimit(text)]) };
   return budgets;
 }
 
@@ -144,9 +179,12 @@ async function update(client: ApiClient, url: string, flags: UpdateFlags, io: Cl
   const device = oneOf(flags.device, DEVICES, 'device');
   const budgets = await readBudgets(flags);
   const checking = flags.ci || Object.keys(budgets.budgets).length > 0 || Object.keys(budgets.maxRegression).length > 0;
-  if (flags.async && !flags.wait && (checking || flags.junit)) throw new UsageError('budgets need the result: use --ci (or --async --wait)');
-  if (flags.async && !flags.wait && flags.annotate !== undefined) throw new UsageError('--annotate needs the snapshot\'s date: use --ci (or --async --wait)');
-  if (flags['annotate-link'] !== undefined && flags.annotate === undefined) throw new UsageError('--annotate-link goes with --annotate');
+  if (flags.async && !flags.wait && (checking || flags.junit))
+    throw new UsageError('budgets need the result: use --ci (or --async --wait)');
+  if (flags.async && !flags.wait && flags.annotate !== undefined)
+    throw new UsageError("--annotate needs the snapshot's date: use --ci (or --async --wait)");
+  if (flags['annotate-link'] !== undefined && flags.annotate === undefined)
+    throw new UsageError('--annotate-link goes with --annotate');
   const timeoutMs = flags.timeout === undefined ? 15 * 60_000 : Number(flags.timeout) * 1000;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new UsageError('--timeout is in seconds, a positive number');
   const updateType = flags.ci ? 'ci' : 'manual';
@@ -162,11 +200,14 @@ async function update(client: ApiClient, url: string, flags: UpdateFlags, io: Cl
       return EXIT.ok;
     }
     const progress = updateProgress(io.err);
-    const status = await client.waitForUpdate(id, { pollMs: io.pollMs, timeoutMs, onStatus: progress.show }).finally(progress.end);
+    const status = await client
+      .waitForUpdate(id, { pollMs: io.pollMs, timeoutMs, onStatus: progress.show })
+      .finally(progress.end);
     if (status.status === 'failed' || !status.date) {
       const reason = `update ${id} failed: ${status.reason ?? 'no reason given'}`;
       io.err.write(`${reason}\n`);
-      if (flags.junit) await writeFile(flags.junit, budgetJunitXml(url, { error: reason }, (Date.now() - started) / 1000));
+      if (flags.junit)
+        await writeFile(flags.junit, budgetJunitXml(url, { error: reason }, (Date.now() - started) / 1000));
       return EXIT.failed;
     }
     date = status.date;
@@ -176,7 +217,12 @@ async function update(client: ApiClient, url: string, flags: UpdateFlags, io: Cl
     date = Object.values(result).flatMap((cells) => Object.values(cells ?? {}))[0]?.lighthouse.date ?? '';
   }
   if (flags.annotate !== undefined) {
-    await client.annotate({ url, text: flags.annotate, date, ...(flags['annotate-link'] ? { link: flags['annotate-link'] } : {}) });
+    await client.annotate({
+      url,
+      text: flags.annotate,
+      date,
+      ...(flags['annotate-link'] ? { link: flags['annotate-link'] } : {}),
+    });
     io.err.write(`annotated ${url} at ${date}: ${flags.annotate}\n`);
   }
 
@@ -185,24 +231,56 @@ async function update(client: ApiClient, url: string, flags: UpdateFlags, io: Cl
     return EXIT.ok;
   }
   // No budget of its own: the run is held to the project's budgets, as the gateway checked them.
-  const report = hasBudgets(budgets) ? evaluateBudgets(result, budgets, Object.keys(budgets.maxRegression).length > 0 ? await previousSnapshot(client, url, date, result) : undefined) : serverChecks(result);
+  const report = hasBudgets(budgets)
+    ? evaluateBudgets(
+        result,
+        budgets,
+        Object.keys(budgets.maxRegression).length > 0 ? await previousSnapshot(client, url, date, result) : undefined,
+      )
+    : serverChecks(result);
   if (flags.junit) await writeFile(flags.junit, budgetJunitXml(url, report, (Date.now() - started) / 1000));
   if (flags.json) io.out.write(`${JSON.stringify({ url, date, pass: report.pass, cells: report.cells })}\n`);
-  else io.out.write(`${url} at ${date}\n${auditResultTable(result)}\n${budgetTable(report)}\n${report.pass ? 'budgets: passed' : 'budgets: FAILED'}\n`);
+  else
+    io.out.write(
+      `${url} at ${date}\n${auditResultTable(result)}\n${budgetTable(report)}\n${report.pass ? 'budgets: passed' : 'budgets: FAILED'}\n`,
+    );
   return report.pass ? EXIT.ok : EXIT.failed;
 }
 
 /** The checks the gateway stored with the snapshot, as a report (no cell has any: passed, with no budgets). */
 function serverChecks(result: AuditResult): BudgetReport {
-  const cells = DEVICES.flatMap((device) => LOCATIONS.flatMap((location) => {
-    const cell = result[device]?.[location];
-    return cell ? [{ device, location, checks: (cell.checks ?? []).map(({ key, kind, actual, limit, allowed, pass, message }) => ({ key, kind, actual, limit, ...(allowed === undefined ? {} : { allowed }), pass, message })) }] : [];
-  }));
+  const cells = DEVICES.flatMap((device) =>
+    LOCATIONS.flatMap((location) => {
+      const cell = result[device]?.[location];
+      return cell
+        ? [
+            {
+              device,
+              location,
+              checks: (cell.checks ?? []).map(({ key, kind, actual, limit, allowed, pass, message }) => ({
+                key,
+                kind,
+                actual,
+                limit,
+                ...(allowed === undefined ? {} : { allowed }),
+                pass,
+                message,
+              })),
+            },
+          ]
+        : [];
+    }),
+  );
   return { pass: cells.length > 0 && cells.every((cell) => cell.checks.every((check) => check.pass)), cells };
 }
 
 /** The latest snapshot before `date`, per device of `result`; undefined when there is none. */
-async function previousSnapshot(client: ApiClient, url: string, date: string, result: AuditResult): Promise<AuditResult | undefined> {
+async function previousSnapshot(
+  client: ApiClient,
+  url: string,
+  date: string,
+  result: AuditResult,
+): Promise<AuditResult | undefined> {
   const list = await client.updates(url);
   const previous: AuditResult = {};
   for (const device of DEVICES) {
@@ -223,7 +301,12 @@ interface AuditFlags {
 async function audit(client: ApiClient, url: string, flags: AuditFlags, io: CliIo): Promise<number> {
   if (!flags.date) throw new UsageError('audit needs --date yyyy-MM-ddTHH:mm:ss (perfwatch update prints it)');
   const locations = flags.location?.split(',').map((name) => oneOf(name.trim(), LOCATIONS, 'location') as Location);
-  const result = await client.audit({ url, date: flags.date, device: oneOf(flags.device, DEVICES, 'device') as Device | undefined, location: locations });
+  const result = await client.audit({
+    url,
+    date: flags.date,
+    device: oneOf(flags.device, DEVICES, 'device') as Device | undefined,
+    location: locations,
+  });
   io.out.write(flags.json ? `${JSON.stringify(result)}\n` : `${url} at ${flags.date}\n${auditResultTable(result)}\n`);
   return EXIT.ok;
 }
@@ -236,9 +319,18 @@ interface CompareFlags {
 
 async function compare(client: ApiClient, positionals: string[], flags: CompareFlags, io: CliIo): Promise<number> {
   const [url, from, to, ...extra] = positionals;
-  if (!url || !from || !to || extra.length > 0) throw new UsageError('compare takes a URL and two snapshot dates (yyyy-MM-ddTHH:mm:ss; perfwatch update prints them)');
+  if (!url || !from || !to || extra.length > 0)
+    throw new UsageError(
+      'compare takes a URL and two snapshot dates (yyyy-MM-ddTHH:mm:ss; perfwatch update prints them)',
+    );
   const locations = flags.location?.split(',').map((name) => oneOf(name.trim(), LOCATIONS, 'location') as Location);
-  const result = await client.compare({ url, from, to, device: oneOf(flags.device, DEVICES, 'device') as Device | undefined, location: locations });
+  const result = await client.compare({
+    url,
+    from,
+    to,
+    device: oneOf(flags.device, DEVICES, 'device') as Device | undefined,
+    location: locations,
+  });
   io.out.write(flags.json ? `${JSON.stringify(result)}\n` : `${compareTable(result)}\n`);
   return EXIT.ok;
 }
@@ -260,8 +352,13 @@ async function overview(client: ApiClient, flags: OverviewFlags, positionals: st
     endDate: flags.to,
     domain: flags.domain,
     updateType: oneOf(flags['update-type'], ['manual', 'scheduled', 'ci'] as const, 'update-type'),
-    sections: flags.section.length > 0 ? flags.section.map((s) => oneOf(s.toLowerCase(), SECTIONS, 'section') as Section) : undefined,
+    sections:
+      flags.section.length > 0
+        ? flags.section.map((s) => oneOf(s.toLowerCase(), SECTIONS, 'section') as Section)
+        : undefined,
   });
-  io.out.write(flags.json ? `${JSON.stringify(records)}\n` : `${overviewTable(records)}\n${records.length} record(s)\n`);
+  io.out.write(
+    flags.json ? `${JSON.stringify(records)}\n` : `${overviewTable(records)}\n${records.length} record(s)\n`,
+  );
   return EXIT.ok;
 }

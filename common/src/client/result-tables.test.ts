@@ -3,13 +3,19 @@ import { auditResultTable, compareTable } from './result-tables.ts';
 
 describe('auditResultTable', () => {
   it('gives a cell that was not measured its own row, with the reason', () => {
-    const text = auditResultTable({ missing: [{ device: 'mobile', location: 'tokyo', reason: 'NO_RESPONDERS: no agent serves tokyo' }] });
+    const text = auditResultTable({
+      missing: [{ device: 'mobile', location: 'tokyo', reason: 'NO_RESPONDERS: no agent serves tokyo' }],
+    });
     const row = text.split('\n').find((line) => line.includes('tokyo'));
     expect(row).toMatch(/mobile\s+│\s+tokyo\s+│\s+not measured: NO_RESPONDERS: no agent serves tokyo/);
   });
   it('says how many runs were suspect and re-tested, and lists each suspect run with its reasons', () => {
     const run = { fcp: 1000, lcp: 1500, si: 1200, tti: 2000, tbt: 100, cls: 0, performance: 90, agentId: 'fra-1' };
-    const shared = { ...run, verdict: 'suspect' as const, reasons: ['1 other run was in progress on agent fra-1 during this run'] };
+    const shared = {
+      ...run,
+      verdict: 'suspect' as const,
+      reasons: ['1 other run was in progress on agent fra-1 during this run'],
+    };
     const text = auditResultTable({
       mobile: {
         frankfurt: {
@@ -17,13 +23,21 @@ describe('auditResultTable', () => {
           median: 4,
           locations: ['frankfurt'],
           defaultLocation: 'frankfurt',
-          runs: [shared, shared, { ...run, verdict: 'reliable', reasons: [], retestOf: 1 }, { ...run, verdict: 'reliable', reasons: [], retestOf: 2 }],
+          runs: [
+            shared,
+            shared,
+            { ...run, verdict: 'reliable', reasons: [], retestOf: 1 },
+            { ...run, verdict: 'reliable', reasons: [], retestOf: 2 },
+          ],
           verification: { reliableRuns: 2, suspectRuns: 2, retests: 2, median: 'reliable' },
         },
       },
     });
     expect(text).toMatch(/frankfurt\s+│.*│\s+4 of 4, 2 suspect, 2 re-tests\s+│/);
-    expect(text.split('\n').slice(-2)).toEqual(['mobile/frankfurt run 1 suspect: 1 other run was in progress on agent fra-1 during this run', 'mobile/frankfurt run 2 suspect: 1 other run was in progress on agent fra-1 during this run']);
+    expect(text.split('\n').slice(-2)).toEqual([
+      'mobile/frankfurt run 1 suspect: 1 other run was in progress on agent fra-1 during this run',
+      'mobile/frankfurt run 2 suspect: 1 other run was in progress on agent fra-1 during this run',
+    ]);
   });
 });
 
@@ -33,16 +47,30 @@ describe('compareTable', () => {
       url: 'https://a.test/',
       from: '2026-11-01T10:00:00',
       to: '2026-11-02T10:00:00',
-      cells: [{
-        device: 'mobile',
-        location: 'london',
-        metrics: [
-          { metric: 'lcp', from: 1500, to: 2400, difference: 900, significance: { test: 'mann-whitney-u', p: 0.0286, beyondNoise: true, runs: { from: 4, to: 4 } } },
-          { metric: 'performance', from: 90, to: 88, difference: -2, significance: { test: 'not enough runs', runs: { from: 2, to: 4 } } },
-        ],
-        audits: [{ id: 'bf-cache', title: 'bfcache', from: 100, to: 0, difference: -100 }],
-        opportunities: [],
-      }],
+      cells: [
+        {
+          device: 'mobile',
+          location: 'london',
+          metrics: [
+            {
+              metric: 'lcp',
+              from: 1500,
+              to: 2400,
+              difference: 900,
+              significance: { test: 'mann-whitney-u', p: 0.0286, beyondNoise: true, runs: { from: 4, to: 4 } },
+            },
+            {
+              metric: 'performance',
+              from: 90,
+              to: 88,
+              difference: -2,
+              significance: { test: 'not enough runs', runs: { from: 2, to: 4 } },
+            },
+          ],
+          audits: [{ id: 'bf-cache', title: 'bfcache', from: 100, to: 0, difference: -100 }],
+          opportunities: [],
+        },
+      ],
       unmatched: [{ device: 'desktop', location: 'tokyo', onlyIn: 'to' }],
     });
     expect(text).toMatch(/lcp\s+│\s+1500 ms\s+│\s+2400 ms\s+│\s+\+900 ms\s+│\s+YES \(p = 0\.029, 4 and 4 runs\)/);

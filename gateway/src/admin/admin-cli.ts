@@ -2,7 +2,15 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { z } from 'zod';
 import { createTargetGuard, parseAllowList } from '@perfwatch/agent';
 import { readFile } from 'node:fs/promises';
-import { BudgetSpecError, LIGHTHOUSE_KPI_VERSION, LOCATIONS, parseEnv, parseLimit, type Location, type PageAuth } from '@perfwatch/common';
+import {
+  BudgetSpecError,
+  LIGHTHOUSE_KPI_VERSION,
+  LOCATIONS,
+  parseEnv,
+  parseLimit,
+  type Location,
+  type PageAuth,
+} from '@perfwatch/common';
 import { describeAuth } from '../project-auth.ts';
 import { createSecretBox, SecretKeyError } from '../secret-box.ts';
 import { storeEnvFields, storeFromEnv } from '../store/open-store.ts';
@@ -38,10 +46,18 @@ environment: MONGODB_URI, MONGODB_DB; PERFWATCH_ALLOW_TARGETS (private webhook t
              PERFWATCH_SECRETS_KEY, PERFWATCH_SECRETS_KEY_PREVIOUS (the gateway's, for credentials); without MONGODB_URI, the embedded store of perfwatch start
              (PERFWATCH_DATA_DIR/perfwatch.sqlite, default ./data)`;
 
-const adminEnvSchema = z.object({ ...storeEnvFields, PERFWATCH_ALLOW_TARGETS: z.string().default(''), PERFWATCH_SECRETS_KEY: z.string().min(1).optional(), PERFWATCH_SECRETS_KEY_PREVIOUS: z.string().min(1).optional() });
+const adminEnvSchema = z.object({
+  ...storeEnvFields,
+  PERFWATCH_ALLOW_TARGETS: z.string().default(''),
+  PERFWATCH_SECRETS_KEY: z.string().min(1).optional(),
+  PERFWATCH_SECRETS_KEY_PREVIOUS: z.string().min(1).optional(),
+});
 
 function parseLocations(text: string): Location[] {
-  const names = text.split(',').map((s) => s.trim()).filter(Boolean);
+  const names = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const bad = names.filter((n) => !(LOCATIONS as readonly string[]).includes(n));
   if (bad.length > 0) throw new AdminError(`unknown location(s) ${bad.join(', ')}; known: ${LOCATIONS.join(', ')}`);
   return names as Location[];
@@ -77,85 +93,159 @@ interface CommandContext {
 
 /** Each command: how many arguments it takes, and what it does with them. */
 const COMMANDS: Record<string, { args: number; run(context: CommandContext): Promise<void> }> = {
-  'create-user': { args: 1, run: async ({ admin, args, values, out }) => {
-    const { user, token, prefix } = await admin.createUser(args[0]!);
-    out.write(values.json ? `${JSON.stringify({ user: user.name, token, prefix })}\n` : `user ${user.name} created\ntoken (shown once, keep it secret): ${token}\n`);
-  } },
-  'create-token': { args: 1, run: async ({ admin, args, values, out }) => {
-    const { user, token, prefix } = await admin.createToken(args[0]!);
-    out.write(values.json ? `${JSON.stringify({ user: user.name, token, prefix })}\n` : `token for ${user.name} (shown once, keep it secret): ${token}\n`);
-  } },
-  'revoke-token': { args: 1, run: async ({ admin, args, out }) => {
-    await admin.revokeToken(args[0]!);
-    out.write(`token ${args[0]} revoked\n`);
-  } },
-  'add-project': { args: 2, run: async ({ admin, args, values, out }) => {
-    const project = await admin.addProject(args[0]!, args[1]!, {
-      locations: values.locations ? parseLocations(values.locations) : undefined,
-      defaultLocation: values['default-location'] ? parseLocations(values['default-location'])[0] : undefined,
-      runs: values.runs === undefined ? undefined : Number(values.runs),
-      schedule: values.schedule ?? null,
-    });
-    out.write(values.json ? `${JSON.stringify(project)}\n` : `project ${project.url} added for ${args[0]}: locations ${project.locations.join(', ')}, ${project.runs} run(s)\n`);
-  } },
-  'remove-project': { args: 2, run: async ({ admin, args, out }) => {
-    await admin.removeProject(args[0]!, args[1]!);
-    out.write(`project ${args[1]} of ${args[0]} removed with its snapshots\n`);
-  } },
-  'set-budgets': { args: 2, run: async ({ admin, args, values, out }) => {
-    const limits = (texts: string[]) => Object.fromEntries(texts.map((text) => parseLimit(text)));
-    const project = await admin.setBudgets(args[0]!, args[1]!, { budgets: limits(values.budget), maxRegression: limits(values['max-regression']) });
-    const shown = [...Object.entries(project.budgets.budgets).map(([k, v]) => `${k}=${v}`), ...Object.entries(project.budgets.maxRegression).map(([k, v]) => `regression ${k}=${v}`)];
-    out.write(values.json ? `${JSON.stringify({ url: project.url, ...project.budgets })}\n` : `budgets of ${project.url}: ${shown.length > 0 ? shown.join(', ') : 'none'}\n`);
-  } },
-  'add-webhook': { args: 2, run: async ({ admin, args, values, out }) => {
-    const format = values.format ?? 'json';
-    if (format !== 'json' && format !== 'slack') throw new AdminError(`--format is json or slack, not ${format}`);
-    const hook = await admin.addWebhook(args[0]!, args[1]!, { ...(values.project ? { project: values.project } : {}), format });
-    // The secret last, alone after the final space: scripts take the last word.
-    out.write(`webhook ${hook.id} of ${args[0]} posts ${hook.projectUrl ? `${hook.projectUrl}'s` : 'all projects\''} events (${format}) to ${hook.targetUrl}\nsigning secret (shown once, keep it secret): ${hook.secret}\n`);
-  } },
-  'remove-webhook': { args: 2, run: async ({ admin, args, out }) => {
-    await admin.removeWebhook(args[0]!, args[1]!);
-    out.write(`webhook ${args[1]} of ${args[0]} removed\n`);
-  } },
-  'webhook-deliveries': { args: 1, run: async ({ admin, args, values, out }) => {
-    const hooks = await admin.webhooks(args[0]!);
-    if (values.json) return void out.write(`${JSON.stringify(hooks)}\n`);
-    if (hooks.length === 0) out.write(`${args[0]} has no webhooks\n`);
-    for (const hook of hooks) {
-      out.write(`${hook.id}  ${hook.targetUrl}  [${hook.format}${hook.project ? `, ${hook.project}` : ''}]\n`);
-      if (hook.deliveries.length === 0) out.write('  no deliveries\n');
-      for (const d of hook.deliveries) out.write(`  ${d.createdAt}  ${d.event.padEnd(16)} ${d.status.padEnd(9)} attempts=${d.attempts}${d.nextAttemptAt ? ` next=${d.nextAttemptAt}` : ''}${d.lastError ? `  last error: ${d.lastError}` : ''}  id=${d.id}\n`);
-    }
-  } },
-  'set-auth': { args: 2, run: async ({ admin, args, values, out }) => {
-    const auth = await authOf(values);
-    const project = await admin.setAuth(args[0]!, args[1]!, auth);
-    out.write(`credentials of ${project.url} stored, sealed: ${describeAuth(auth)}\n`);
-  } },
-  'clear-auth': { args: 2, run: async ({ admin, args, out }) => {
-    await admin.clearAuth(args[0]!, args[1]!);
-    out.write(`credentials of ${args[1]} forgotten\n`);
-  } },
-  'rotate-secrets-key': { args: 0, run: async ({ admin, out }) => {
-    const { resealed, current } = await admin.rotateSecretsKey();
-    out.write(`resealed the credentials of ${resealed} project(s); ${current} already under the current key\n`);
-  } },
-  'recompute-kpis': { args: 0, run: async ({ store, out }) => {
-    const count = await recomputeKpis(store);
-    out.write(`KPI records of ${count} snapshot(s) rebuilt to version ${LIGHTHOUSE_KPI_VERSION}\n`);
-  } },
-  list: { args: 0, run: async ({ admin, values, out }) => {
-    const listing = await admin.list();
-    if (values.json) {
-      return void out.write(`${JSON.stringify(listing.map(({ user, projects }) => ({ user: user.name, projects: projects.map(({ url, locations, defaultLocation, runs, schedule }) => ({ url, locations, defaultLocation, runs, schedule })) })))}\n`);
-    }
-    for (const { user, projects } of listing) {
-      out.write(`${user.name}\n`);
-      for (const p of projects) out.write(`  ${p.url}  [${p.locations.join(', ')}] runs=${p.runs}\n`);
-    }
-  } },
+  'create-user': {
+    args: 1,
+    run: async ({ admin, args, values, out }) => {
+      const { user, token, prefix } = await admin.createUser(args[0]!);
+      out.write(
+        values.json
+          ? `${JSON.stringify({ user: user.name, token, prefix })}\n`
+          : `user ${user.name} created\ntoken (shown once, keep it secret): ${token}\n`,
+      );
+    },
+  },
+  'create-token': {
+    args: 1,
+    run: async ({ admin, args, values, out }) => {
+      const { user, token, prefix } = await admin.createToken(args[0]!);
+      out.write(
+        values.json
+          ? `${JSON.stringify({ user: user.name, token, prefix })}\n`
+          : `token for ${user.name} (shown once, keep it secret): ${token}\n`,
+      );
+    },
+  },
+  'revoke-token': {
+    args: 1,
+    run: async ({ admin, args, out }) => {
+      await admin.revokeToken(args[0]!);
+      out.write(`token ${args[0]} revoked\n`);
+    },
+  },
+  'add-project': {
+    args: 2,
+    run: async ({ admin, args, values, out }) => {
+      const project = await admin.addProject(args[0]!, args[1]!, {
+        locations: values.locations ? parseLocations(values.locations) : undefined,
+        defaultLocation: values['default-location'] ? parseLocations(values['default-location'])[0] : undefined,
+        runs: values.runs === undefined ? undefined : Number(values.runs),
+        schedule: values.schedule ?? null,
+      });
+      out.write(
+        values.json
+          ? `${JSON.stringify(project)}\n`
+          : `project ${project.url} added for ${args[0]}: locations ${project.locations.join(', ')}, ${project.runs} run(s)\n`,
+      );
+    },
+  },
+  'remove-project': {
+    args: 2,
+    run: async ({ admin, args, out }) => {
+      await admin.removeProject(args[0]!, args[1]!);
+      out.write(`project ${args[1]} of ${args[0]} removed with its snapshots\n`);
+    },
+  },
+  'set-budgets': {
+    args: 2,
+    run: async ({ admin, args, values, out }) => {
+      const limits = (texts: string[]) => Object.fromEntries(texts.map((text) => parseLimit(text)));
+      const project = await admin.setBudgets(args[0]!, args[1]!, {
+        budgets: limits(values.budget),
+        maxRegression: limits(values['max-regression']),
+      });
+      const shown = [
+        ...Object.entries(project.budgets.budgets).map(([k, v]) => `${k}=${v}`),
+        ...Object.entries(project.budgets.maxRegression).map(([k, v]) => `regression ${k}=${v}`),
+      ];
+      out.write(
+        values.json
+          ? `${JSON.stringify({ url: project.url, ...project.budgets })}\n`
+          : `budgets of ${project.url}: ${shown.length > 0 ? shown.join(', ') : 'none'}\n`,
+      );
+    },
+  },
+  'add-webhook': {
+    args: 2,
+    run: async ({ admin, args, values, out }) => {
+      const format = values.format ?? 'json';
+      if (format !== 'json' && format !== 'slack') throw new AdminError(`--format is json or slack, not ${format}`);
+      const hook = await admin.addWebhook(args[0]!, args[1]!, {
+        ...(values.project ? { project: values.project } : {}),
+        format,
+      });
+      // The secret last, alone after the final space: scripts take the last word.
+      out.write(
+        `webhook ${hook.id} of ${args[0]} posts ${hook.projectUrl ? `${hook.projectUrl}'s` : "all projects'"} events (${format}) to ${hook.targetUrl}\nsigning secret (shown once, keep it secret): ${hook.secret}\n`,
+      );
+    },
+  },
+  'remove-webhook': {
+    args: 2,
+    run: async ({ admin, args, out }) => {
+      await admin.removeWebhook(args[0]!, args[1]!);
+      out.write(`webhook ${args[1]} of ${args[0]} removed\n`);
+    },
+  },
+  'webhook-deliveries': {
+    args: 1,
+    run: async ({ admin, args, values, out }) => {
+      const hooks = await admin.webhooks(args[0]!);
+      if (values.json) return void out.write(`${JSON.stringify(hooks)}\n`);
+      if (hooks.length === 0) out.write(`${args[0]} has no webhooks\n`);
+      for (const hook of hooks) {
+        out.write(`${hook.id}  ${hook.targetUrl}  [${hook.format}${hook.project ? `, ${hook.project}` : ''}]\n`);
+        if (hook.deliveries.length === 0) out.write('  no deliveries\n');
+        for (const d of hook.deliveries)
+          out.write(
+            `  ${d.createdAt}  ${d.event.padEnd(16)} ${d.status.padEnd(9)} attempts=${d.attempts}${d.nextAttemptAt ? ` next=${d.nextAttemptAt}` : ''}${d.lastError ? `  last error: ${d.lastError}` : ''}  id=${d.id}\n`,
+          );
+      }
+    },
+  },
+  'set-auth': {
+    args: 2,
+    run: async ({ admin, args, values, out }) => {
+      const auth = await authOf(values);
+      const project = await admin.setAuth(args[0]!, args[1]!, auth);
+      out.write(`credentials of ${project.url} stored, sealed: ${describeAuth(auth)}\n`);
+    },
+  },
+  'clear-auth': {
+    args: 2,
+    run: async ({ admin, args, out }) => {
+      await admin.clearAuth(args[0]!, args[1]!);
+      out.write(`credentials of ${args[1]} forgotten\n`);
+    },
+  },
+  'rotate-secrets-key': {
+    args: 0,
+    run: async ({ admin, out }) => {
+      const { resealed, current } = await admin.rotateSecretsKey();
+      out.write(`resealed the credentials of ${resealed} project(s); ${current} already under the current key\n`);
+    },
+  },
+  'recompute-kpis': {
+    args: 0,
+    run: async ({ store, out }) => {
+      const count = await recomputeKpis(store);
+      out.write(`KPI records of ${count} snapshot(s) rebuilt to version ${LIGHTHOUSE_KPI_VERSION}\n`);
+    },
+  },
+  list: {
+    args: 0,
+    run: async ({ admin, values, out }) => {
+      const listing = await admin.list();
+      if (values.json) {
+        return void out.write(
+          `${JSON.stringify(listing.map(({ user, projects }) => ({ user: user.name, projects: projects.map(({ url, locations, defaultLocation, runs, schedule }) => ({ url, locations, defaultLocation, runs, schedule })) })))}\n`,
+        );
+      }
+      for (const { user, projects } of listing) {
+        out.write(`${user.name}\n`);
+        for (const p of projects) out.write(`  ${p.url}  [${p.locations.join(', ')}] runs=${p.runs}\n`);
+      }
+    },
+  },
 };
 
 async function readJson(file: string, what: string): Promise<unknown> {
@@ -168,23 +258,46 @@ async function readJson(file: string, what: string): Promise<unknown> {
 
 /** The credentials `set-auth` was given: a file's, then the cookies, headers and login script named on the command line. */
 async function authOf(values: Values): Promise<PageAuth> {
-  const fromFile = values['auth-file'] ? ((await readJson(values['auth-file'], '--auth-file')) as { cookies?: unknown[]; headers?: Record<string, unknown>; login?: unknown[] }) : {};
-  const cookies = [...(fromFile.cookies ?? []), ...values.cookie.map((text) => {
-    const at = text.indexOf('=');
-    if (at < 1) throw new AdminError('--cookie is NAME=VALUE');
-    return { name: text.slice(0, at), value: text.slice(at + 1) };
-  })];
-  const headers = { ...(fromFile.headers ?? {}), ...Object.fromEntries(values.header.map((text) => {
-    const at = text.indexOf(':');
-    if (at < 1) throw new AdminError("--header is 'Name: value'");
-    return [text.slice(0, at).trim(), text.slice(at + 1).trim()];
-  })) };
+  const fromFile = values['auth-file']
+    ? ((await readJson(values['auth-file'], '--auth-file')) as {
+        cookies?: unknown[];
+        headers?: Record<string, unknown>;
+        login?: unknown[];
+      })
+    : {};
+  const cookies = [
+    ...(fromFile.cookies ?? []),
+    ...values.cookie.map((text) => {
+      const at = text.indexOf('=');
+      if (at < 1) throw new AdminError('--cookie is NAME=VALUE');
+      return { name: text.slice(0, at), value: text.slice(at + 1) };
+    }),
+  ];
+  const headers = {
+    ...(fromFile.headers ?? {}),
+    ...Object.fromEntries(
+      values.header.map((text) => {
+        const at = text.indexOf(':');
+        if (at < 1) throw new AdminError("--header is 'Name: value'");
+        return [text.slice(0, at).trim(), text.slice(at + 1).trim()];
+      }),
+    ),
+  };
   const login = values['login-script'] ? await readJson(values['login-script'], '--login-script') : fromFile.login;
-  return { ...(cookies.length > 0 ? { cookies } : {}), ...(Object.keys(headers).length > 0 ? { headers } : {}), ...(login !== undefined ? { login } : {}) } as PageAuth;
+  return {
+    ...(cookies.length > 0 ? { cookies } : {}),
+    ...(Object.keys(headers).length > 0 ? { headers } : {}),
+    ...(login !== undefined ? { login } : {}),
+  } as PageAuth;
 }
 
 /** `perfwatch admin …`. Returns the exit code; writes results to `out`, problems to `err`. */
-export async function main(argv: string[], env: Readonly<Record<string, string | undefined>>, out: NodeJS.WritableStream = process.stdout, err: NodeJS.WritableStream = process.stderr): Promise<number> {
+export async function main(
+  argv: string[],
+  env: Readonly<Record<string, string | undefined>>,
+  out: NodeJS.WritableStream = process.stdout,
+  err: NodeJS.WritableStream = process.stderr,
+): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
@@ -208,7 +321,10 @@ export async function main(argv: string[], env: Readonly<Record<string, string |
   const { store } = storeFromEnv(config);
   try {
     await store.init();
-    const admin = createAdmin(store, { targetGuard: createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) }), secrets: createSecretBox({ key: config.PERFWATCH_SECRETS_KEY, previous: config.PERFWATCH_SECRETS_KEY_PREVIOUS }) });
+    const admin = createAdmin(store, {
+      targetGuard: createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) }),
+      secrets: createSecretBox({ key: config.PERFWATCH_SECRETS_KEY, previous: config.PERFWATCH_SECRETS_KEY_PREVIOUS }),
+    });
     if (args.length !== command.args) throw new AdminError(`${name} takes ${command.args} argument(s)\n${USAGE}`);
     await command.run({ admin, store, args, values: parsed.values, out });
     return 0;

@@ -23,7 +23,13 @@ export interface ProjectOptions {
 }
 
 /** The admin operations behind `perfwatch admin …`; also used by `perfwatch start` and tests. */
-export function createAdmin(store: Store, { targetGuard = createTargetGuard(), secrets = createSecretBox({}) }: { targetGuard?: TargetGuard; secrets?: SecretBox } = {}) {
+export function createAdmin(
+  store: Store,
+  {
+    targetGuard = createTargetGuard(),
+    secrets = createSecretBox({}),
+  }: { targetGuard?: TargetGuard; secrets?: SecretBox } = {},
+) {
   async function userNamed(name: string): Promise<UserRecord> {
     const user = await store.findUserByName(name);
     if (!user) throw new AdminError(`no user named ${JSON.stringify(name)}`);
@@ -55,11 +61,13 @@ export function createAdmin(store: Store, { targetGuard = createTargetGuard(), s
 
   return {
     async createUser(name: string): Promise<{ user: UserRecord; token: string; prefix: string }> {
-      if (!/^[A-Za-z0-9._@-]{1,100}$/.test(name)) throw new AdminError('a user name has 1–100 letters, digits or . _ @ -');
+      if (!/^[A-Za-z0-9._@-]{1,100}$/.test(name))
+        throw new AdminError('a user name has 1–100 letters, digits or . _ @ -');
       try {
         await store.createUser(name);
       } catch (error) {
-        if (error instanceof DuplicateError) throw new AdminError(`user ${JSON.stringify(name)} exists; use create-token for another token`);
+        if (error instanceof DuplicateError)
+          throw new AdminError(`user ${JSON.stringify(name)} exists; use create-token for another token`);
         throw error;
       }
       return createToken(name);
@@ -68,7 +76,8 @@ export function createAdmin(store: Store, { targetGuard = createTargetGuard(), s
     createToken,
 
     async revokeToken(prefix: string): Promise<void> {
-      if (!(await store.revokeToken(prefix))) throw new AdminError(`no live token with prefix ${JSON.stringify(prefix)}`);
+      if (!(await store.revokeToken(prefix)))
+        throw new AdminError(`no live token with prefix ${JSON.stringify(prefix)}`);
     },
 
     async addProject(name: string, url: string, options: ProjectOptions = {}): Promise<ProjectRecord> {
@@ -77,10 +86,17 @@ export function createAdmin(store: Store, { targetGuard = createTargetGuard(), s
       if (!normalized) throw new AdminError(`not an absolute http(s) URL: ${url}`);
       // Stored, listed and logged with the project: a password there would leak everywhere.
       const parsed = new URL(normalized);
-      if (parsed.username || parsed.password) throw new AdminError(`a project URL must not carry credentials (user:password@): ${parsed.protocol}//${parsed.host}${parsed.pathname}`);
-      const locations = options.locations && options.locations.length > 0 ? [...new Set(options.locations)] : [options.defaultLocation ?? LOCATIONS[0]];
+      if (parsed.username || parsed.password)
+        throw new AdminError(
+          `a project URL must not carry credentials (user:password@): ${parsed.protocol}//${parsed.host}${parsed.pathname}`,
+        );
+      const locations =
+        options.locations && options.locations.length > 0
+          ? [...new Set(options.locations)]
+          : [options.defaultLocation ?? LOCATIONS[0]];
       const defaultLocation = options.defaultLocation ?? locations[0]!;
-      if (!locations.includes(defaultLocation)) throw new AdminError(`the default location ${defaultLocation} is not among the project's locations`);
+      if (!locations.includes(defaultLocation))
+        throw new AdminError(`the default location ${defaultLocation} is not among the project's locations`);
       if (options.schedule) {
         try {
           CronExpressionParser.parse(options.schedule, { tz: 'UTC' });
@@ -91,7 +107,15 @@ export function createAdmin(store: Store, { targetGuard = createTargetGuard(), s
       const runs = options.runs ?? 3;
       if (!Number.isInteger(runs) || runs < 1 || runs > 9) throw new AdminError('runs is a whole number from 1 to 9');
       try {
-        return await store.addProject({ userId: user.id, url: normalized, domain: new URL(normalized).hostname, locations, defaultLocation, runs, schedule: options.schedule ?? null });
+        return await store.addProject({
+          userId: user.id,
+          url: normalized,
+          domain: new URL(normalized).hostname,
+          locations,
+          defaultLocation,
+          runs,
+          schedule: options.schedule ?? null,
+        });
       } catch (error) {
         if (error instanceof DuplicateError) throw new AdminError(`${name} already has a project at ${normalized}`);
         throw error;
@@ -101,7 +125,8 @@ export function createAdmin(store: Store, { targetGuard = createTargetGuard(), s
     async removeProject(name: string, url: string): Promise<void> {
       const user = await userNamed(name);
       const normalized = normalizeProjectUrl(url) ?? url;
-      if (!(await store.removeProject(user.id, normalized))) throw new AdminError(`${name} has no project at ${normalized}`);
+      if (!(await store.removeProject(user.id, normalized)))
+        throw new AdminError(`${name} has no project at ${normalized}`);
     },
 
     /** Replaces the budgets of a user's project. */
@@ -112,11 +137,20 @@ export function createAdmin(store: Store, { targetGuard = createTargetGuard(), s
     },
 
     /** Adds a webhook of a user; the record carries its secret, to be shown once. */
-    async addWebhook(name: string, targetUrl: string, { project, format = 'json' }: { project?: string; format?: 'json' | 'slack' } = {}) {
+    async addWebhook(
+      name: string,
+      targetUrl: string,
+      { project, format = 'json' }: { project?: string; format?: 'json' | 'slack' } = {},
+    ) {
       const user = await userNamed(name);
       const scoped = project === undefined ? null : await projectOf(name, project);
       try {
-        return await addWebhook(store, targetGuard, { userId: user.id, targetUrl, projectUrl: scoped?.url ?? null, format });
+        return await addWebhook(store, targetGuard, {
+          userId: user.id,
+          targetUrl,
+          projectUrl: scoped?.url ?? null,
+          format,
+        });
       } catch (error) {
         if (error instanceof WebhookRefused) throw new AdminError(error.message);
         throw error;
@@ -137,9 +171,15 @@ export function createAdmin(store: Store, { targetGuard = createTargetGuard(), s
     async setAuth(name: string, url: string, auth: PageAuth): Promise<ProjectRecord> {
       const project = await projectOf(name, url);
       const parsed = pageAuthSchema.safeParse(auth);
-      if (!parsed.success) throw new AdminError(parsed.error.issues.map((i) => `${i.path.join('.') || 'credentials'}: ${i.message}`).join('; '));
+      if (!parsed.success)
+        throw new AdminError(
+          parsed.error.issues.map((i) => `${i.path.join('.') || 'credentials'}: ${i.message}`).join('; '),
+        );
       // Headers and cookies go to the project's origin only; a login script may start anywhere the guard allows.
-      if (!secrets.ready) throw new AdminError('no PERFWATCH_SECRETS_KEY: set the key the gateway uses (openssl rand -base64 32) to store credentials');
+      if (!secrets.ready)
+        throw new AdminError(
+          'no PERFWATCH_SECRETS_KEY: set the key the gateway uses (openssl rand -base64 32) to store credentials',
+        );
       const sealed = sealProjectAuth(secrets, project.id, parsed.data);
       await store.setProjectAuth(project.id, sealed);
       return { ...project, auth: sealed };

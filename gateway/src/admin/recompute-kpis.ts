@@ -10,14 +10,21 @@ export const RECOMPUTED_SECTIONS = ['LIGHTHOUSE', 'PAGE_SOURCE', 'SAVINGS'] as c
  * SECURITY (the agent's probe of the live page) and CRUX (field data of that day) cannot be
  * measured again afterwards and stay as they were.
  */
-export async function recomputeKpis(store: Store, { batch = 50, onSnapshot }: { batch?: number; onSnapshot?: (done: number) => void } = {}): Promise<number> {
+export async function recomputeKpis(
+  store: Store,
+  { batch = 50, onSnapshot }: { batch?: number; onSnapshot?: (done: number) => void } = {},
+): Promise<number> {
   let done = 0;
   for (;;) {
     const stale = await store.listSnapshotsBelowKpiVersion(LIGHTHOUSE_KPI_VERSION, batch);
     if (stale.length === 0) return done;
     for (const { projectId, date } of stale) {
       const snapshot = await store.findSnapshot(projectId, date);
-      const results = (snapshot?.results ?? []).map((r) => ({ device: r.device, location: r.location, kpis: [...lighthouseKpis(r.lighthouse), ...pageSourceKpis(r.lighthouse), ...savingsKpis(r.lighthouse)] }));
+      const results = (snapshot?.results ?? []).map((r) => ({
+        device: r.device,
+        location: r.location,
+        kpis: [...lighthouseKpis(r.lighthouse), ...pageSourceKpis(r.lighthouse), ...savingsKpis(r.lighthouse)],
+      }));
       await store.replaceSnapshotKpis(projectId, date, RECOMPUTED_SECTIONS, results, LIGHTHOUSE_KPI_VERSION);
       done += 1;
       onSnapshot?.(done);

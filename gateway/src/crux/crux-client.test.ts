@@ -10,9 +10,30 @@ const recorded = (key: Record<string, string>) => ({
   record: {
     key,
     metrics: {
-      largest_contentful_paint: { histogram: [{ start: 0, end: 2500, density: 0.81 }, { start: 2500, end: 4000, density: 0.12 }, { start: 4000, density: 0.07 }], percentiles: { p75: 2140 } },
-      interaction_to_next_paint: { histogram: [{ start: 0, end: 200, density: 0.86 }, { start: 200, end: 500, density: 0.1 }, { start: 500, density: 0.04 }], percentiles: { p75: 163 } },
-      cumulative_layout_shift: { histogram: [{ start: '0.00', end: '0.10', density: 0.9 }, { start: '0.10', end: '0.25', density: 0.06 }, { start: '0.25', density: 0.04 }], percentiles: { p75: '0.04' } },
+      largest_contentful_paint: {
+        histogram: [
+          { start: 0, end: 2500, density: 0.81 },
+          { start: 2500, end: 4000, density: 0.12 },
+          { start: 4000, density: 0.07 },
+        ],
+        percentiles: { p75: 2140 },
+      },
+      interaction_to_next_paint: {
+        histogram: [
+          { start: 0, end: 200, density: 0.86 },
+          { start: 200, end: 500, density: 0.1 },
+          { start: 500, density: 0.04 },
+        ],
+        percentiles: { p75: 163 },
+      },
+      cumulative_layout_shift: {
+        histogram: [
+          { start: '0.00', end: '0.10', density: 0.9 },
+          { start: '0.10', end: '0.25', density: 0.06 },
+          { start: '0.25', density: 0.04 },
+        ],
+        percentiles: { p75: '0.04' },
+      },
     },
     collectionPeriod: { firstDate: { year: 2026, month: 10, day: 24 }, lastDate: { year: 2026, month: 11, day: 20 } },
   },
@@ -38,12 +59,20 @@ beforeAll(async () => {
     if (url.pathname !== '/v1/records:queryRecord' || req.method !== 'POST') return void res.writeHead(400).end('{}');
     if (throttleNext > 0) {
       throttleNext--;
-      return void res.writeHead(429).end(JSON.stringify({ error: { code: 429, message: 'Quota exceeded', status: 'RESOURCE_EXHAUSTED' } }));
+      return void res
+        .writeHead(429)
+        .end(JSON.stringify({ error: { code: 429, message: 'Quota exceeded', status: 'RESOURCE_EXHAUSTED' } }));
     }
     if ((b['url'] ?? b['origin'] ?? '').includes('unknown')) {
-      return void res.writeHead(404).end(JSON.stringify({ error: { code: 404, message: 'chrome ux report data not found', status: 'NOT_FOUND' } }));
+      return void res
+        .writeHead(404)
+        .end(JSON.stringify({ error: { code: 404, message: 'chrome ux report data not found', status: 'NOT_FOUND' } }));
     }
-    res.end(JSON.stringify(recorded({ formFactor: b['formFactor']!, ...(b['url'] ? { url: b['url'] } : { origin: b['origin']! }) })));
+    res.end(
+      JSON.stringify(
+        recorded({ formFactor: b['formFactor']!, ...(b['url'] ? { url: b['url'] } : { origin: b['origin']! }) }),
+      ),
+    );
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -54,7 +83,7 @@ afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 const logger = pino({ level: 'silent' });
 
 describe('CrUX client', () => {
-  it('asks for the page and its origin with the device\'s form factor and the key', async () => {
+  it("asks for the page and its origin with the device's form factor and the key", async () => {
     const client = createCruxClient({ endpoint, apiKey: 'k-123', logger });
     requests.length = 0;
     const data = await client.fieldData('https://shop.example/cart?x=1', 'desktop');

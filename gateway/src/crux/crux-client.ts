@@ -33,25 +33,41 @@ class RetryableCruxError extends Error {}
  * A client of the CrUX API's `records:queryRecord`. 404 means CrUX has no data (null); 429 and
  * 5xx are retried with backoff; answers are cached per UTC day, since CrUX updates daily.
  */
-export function createCruxClient({ endpoint, apiKey, logger, retries = 3, minRetryMs = 500, timeoutMs = 10_000, now = () => new Date() }: CruxClientOptions): CruxClient {
+export function createCruxClient({
+  endpoint,
+  apiKey,
+  logger,
+  retries = 3,
+  minRetryMs = 500,
+  timeoutMs = 10_000,
+  now = () => new Date(),
+}: CruxClientOptions): CruxClient {
   const cache = new Map<string, Promise<CruxRecord | null>>();
   let cacheDay = '';
 
   async function query(body: { url?: string; origin?: string; formFactor: string }): Promise<CruxRecord | null> {
     return pRetry(
       async () => {
-        const res = await fetch(`${endpoint.replace(/\/$/, '')}/v1/records:queryRecord?key=${encodeURIComponent(apiKey)}`, {
-          method: 'POST',
-          headers: { 'Content-Type': 'application/json' },
-          body: JSON.stringify(body),
-          signal: AbortSignal.timeout(timeoutMs),
-        });
+        const res = await fetch(
+          `${endpoint.replace(/\/$/, '')}/v1/records:queryRecord?key=${encodeURIComponent(apiKey)}`,
+          {
+            method: 'POST',
+            headers: { 'Content-Type': 'application/json' },
+            body: JSON.stringify(body),
+            signal: AbortSignal.timeout(timeoutMs),
+          },
+        );
         if (res.status === 404) return null;
         if (res.status === 429 || res.status >= 500) throw new RetryableCruxError(`CrUX API answered ${res.status}`);
         if (!res.ok) throw new AbortError(`CrUX API answered ${res.status}`);
         return responseSchema.parse(await res.json()).record;
       },
-      { retries, minTimeout: minRetryMs, factor: 2, shouldRetry: ({ error }) => error instanceof RetryableCruxError || error.name === 'TimeoutError' },
+      {
+        retries,
+        minTimeout: minRetryMs,
+        factor: 2,
+        shouldRetry: ({ error }) => error instanceof RetryableCruxError || error.name === 'TimeoutError',
+      },
     );
   }
 
@@ -76,8 +92,12 @@ export function createCruxClient({ endpoint, apiKey, logger, retries = 3, minRet
   return {
     async fieldData(url, device) {
       // Both answers are awaited, failed or not, so no request outlives the call.
-      const [page, origin] = await Promise.allSettled([cached('url', url, device), cached('origin', new URL(url).origin, device)]);
-      if (page.status === 'fulfilled' && origin.status === 'fulfilled') return { url: page.value, origin: origin.value };
+      const [page, origin] = await Promise.allSettled([
+        cached('url', url, device),
+        cached('origin', new URL(url).origin, device),
+      ]);
+      if (page.status === 'fulfilled' && origin.status === 'fulfilled')
+        return { url: page.value, origin: origin.value };
       const error = (page.status === 'rejected' ? page.reason : (origin as PromiseRejectedResult).reason) as Error;
       // The API key never reaches the log: it is only in the request URL, never in the error.
       logger.warn({ err: { message: error.message }, device }, 'CrUX field data unavailable');

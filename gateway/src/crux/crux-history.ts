@@ -8,10 +8,19 @@ export interface FieldWeek {
   p75: Record<keyof typeof FIELD_METRICS, string>;
 }
 
-const dateSchema = z.object({ year: z.number().int(), month: z.number().int().min(1).max(12), day: z.number().int().min(1).max(31) });
+const dateSchema = z.object({
+  year: z.number().int(),
+  month: z.number().int().min(1).max(12),
+  day: z.number().int().min(1).max(31),
+});
 const historySchema = z.looseObject({
   record: z.looseObject({
-    metrics: z.record(z.string(), z.looseObject({ percentilesTimeseries: z.looseObject({ p75s: z.array(z.union([z.number(), z.string(), z.null()])) }).optional() })),
+    metrics: z.record(
+      z.string(),
+      z.looseObject({
+        percentilesTimeseries: z.looseObject({ p75s: z.array(z.union([z.number(), z.string(), z.null()])) }).optional(),
+      }),
+    ),
     collectionPeriods: z.array(z.looseObject({ lastDate: dateSchema })),
   }),
 });
@@ -23,19 +32,45 @@ class RetryableHistoryError extends Error {}
  * or an origin's field data, read into p75 values per period. 404 is no data; 429 and 5xx are
  * tried again with backoff.
  */
-export function createCruxHistoryClient({ endpoint, apiKey, retries = 3, minRetryMs = 500, timeoutMs = 15_000 }: { endpoint: string; apiKey: string; retries?: number; minRetryMs?: number; timeoutMs?: number }) {
+export function createCruxHistoryClient({
+  endpoint,
+  apiKey,
+  retries = 3,
+  minRetryMs = 500,
+  timeoutMs = 15_000,
+}: {
+  endpoint: string;
+  apiKey: string;
+  retries?: number;
+  minRetryMs?: number;
+  timeoutMs?: number;
+}) {
   return {
     async history(target: { url: string } | { origin: string }, device: Device): Promise<FieldWeek[]> {
       const body = { ...target, formFactor: cruxFormFactor(device), metrics: Object.values(FIELD_METRICS) };
       const parsed = await pRetry(
         async () => {
-          const res = await fetch(`${endpoint.replace(/\/$/, '')}/v1/records:queryHistoryRecord?key=${encodeURIComponent(apiKey)}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+          const res = await fetch(
+            `${endpoint.replace(/\/$/, '')}/v1/records:queryHistoryRecord?key=${encodeURIComponent(apiKey)}`,
+            {
+              method: 'POST',
+              headers: { 'Content-Type': 'application/json' },
+              body: JSON.stringify(body),
+              signal: AbortSignal.timeout(timeoutMs),
+            },
+          );
           if (res.status === 404) return null;
-          if (res.status === 429 || res.status >= 500) throw new RetryableHistoryError(`CrUX History API answered ${res.status}`);
+          if (res.status === 429 || res.status >= 500)
+            throw new RetryableHistoryError(`CrUX History API answered ${res.status}`);
           if (!res.ok) throw new AbortError(`CrUX History API answered ${res.status}`);
           return historySchema.parse(await res.json());
         },
-        { retries, minTimeout: minRetryMs, factor: 2, shouldRetry: ({ error }) => error instanceof RetryableHistoryError || error.name === 'TimeoutError' },
+        {
+          retries,
+          minTimeout: minRetryMs,
+          factor: 2,
+          shouldRetry: ({ error }) => error instanceof RetryableHistoryError || error.name === 'TimeoutError',
+        },
       );
       if (!parsed) return [];
       const { metrics, collectionPeriods } = parsed.record;

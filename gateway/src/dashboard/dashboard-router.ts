@@ -13,7 +13,10 @@ export function dashboardRouter(): Router {
   const reportRenderer = createRequire(import.meta.url).resolve('lighthouse/dist/report/bundle.esm.js');
   const headers = (res: express.Response) => {
     // Scripts only from here; styles inline too, because Lighthouse's renderer sets them.
-    res.set('Content-Security-Policy', "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'");
+    res.set(
+      'Content-Security-Policy',
+      "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    );
     res.set('X-Content-Type-Options', 'nosniff');
     res.set('Referrer-Policy', 'no-referrer');
   };

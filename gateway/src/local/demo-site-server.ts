@@ -9,13 +9,30 @@ export interface DemoSite {
 }
 
 /** The demo's login: a page behind it, and what lets a visitor in (perfwatch admin set-auth tries them). */
-export const DEMO_LOGIN = { user: 'demo', password: 'correct horse battery staple', cookie: { name: 'pw_demo_session', value: 'signed-in-7f3a' }, bearer: 'demo-bearer-5c1d' } as const;
+export const DEMO_LOGIN = {
+  user: 'demo',
+  password: 'correct horse battery staple',
+  cookie: { name: 'pw_demo_session', value: 'signed-in-7f3a' },
+  bearer: 'demo-bearer-5c1d',
+} as const;
 
 /**
  * Serves a static site on loopback: the fixture site of the tests, and the demo site of
  * `perfwatch start`. `/slow.html` is held back `slowMs` to stand for a slow origin.
  */
-export async function startDemoSite({ root, slowMs = 1500, host = '127.0.0.1', port = 0, onRequest }: { root: string; slowMs?: number; host?: string; port?: number; onRequest?: (request: { host: string; path: string; headers: Record<string, string | string[] | undefined> }) => void }): Promise<DemoSite> {
+export async function startDemoSite({
+  root,
+  slowMs = 1500,
+  host = '127.0.0.1',
+  port = 0,
+  onRequest,
+}: {
+  root: string;
+  slowMs?: number;
+  host?: string;
+  port?: number;
+  onRequest?: (request: { host: string; path: string; headers: Record<string, string | string[] | undefined> }) => void;
+}): Promise<DemoSite> {
   const app = express();
   app.disable('x-powered-by');
   if (onRequest) {
@@ -27,14 +44,21 @@ export async function startDemoSite({ root, slowMs = 1500, host = '127.0.0.1', p
   // A page behind a login: the session cookie the login sets, or a bearer token, lets a visitor
   // in; anyone else is sent to the login page. Its picture comes from another origin (localhost
   // for 127.0.0.1), where credentials must never go.
-  const signedIn = (req: express.Request) => (req.headers.cookie ?? '').split(/;\s*/).includes(`${DEMO_LOGIN.cookie.name}=${DEMO_LOGIN.cookie.value}`) || req.headers.authorization === `Bearer ${DEMO_LOGIN.bearer}`;
+  const signedIn = (req: express.Request) =>
+    (req.headers.cookie ?? '').split(/;\s*/).includes(`${DEMO_LOGIN.cookie.name}=${DEMO_LOGIN.cookie.value}`) ||
+    req.headers.authorization === `Bearer ${DEMO_LOGIN.bearer}`;
   app.get('/account/', (req, res) => {
     if (!signedIn(req)) {
       res.redirect(302, '/login.html');
       return;
     }
     const elsewhere = `http://localhost:${(req.socket.localPort ?? 0).toString()}`;
-    res.type('html').set('Cache-Control', 'no-store').send(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="description" content="A page only signed-in visitors see."><title>Your account — fixture</title><link rel="stylesheet" href="/assets/site.css"></head><body><main><h1>Your account</h1><p>Signed in. Orders, invoices and settings would be here.</p><img src="${elsewhere}/assets/pixel.svg" alt="" width="8" height="8"></main></body></html>`);
+    res
+      .type('html')
+      .set('Cache-Control', 'no-store')
+      .send(
+        `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="description" content="A page only signed-in visitors see."><title>Your account — fixture</title><link rel="stylesheet" href="/assets/site.css"></head><body><main><h1>Your account</h1><p>Signed in. Orders, invoices and settings would be here.</p><img src="${elsewhere}/assets/pixel.svg" alt="" width="8" height="8"></main></body></html>`,
+      );
   });
   app.post('/login', express.urlencoded({ extended: false, limit: '4kb' }), (req, res) => {
     const body = req.body as Record<string, string | undefined>;
@@ -42,7 +66,9 @@ export async function startDemoSite({ root, slowMs = 1500, host = '127.0.0.1', p
       res.status(401).type('html').send('<!doctype html><title>Wrong password</title><p>Wrong user or password.</p>');
       return;
     }
-    res.cookie(DEMO_LOGIN.cookie.name, DEMO_LOGIN.cookie.value, { httpOnly: true, sameSite: 'lax', path: '/' }).redirect(303, '/account/');
+    res
+      .cookie(DEMO_LOGIN.cookie.name, DEMO_LOGIN.cookie.value, { httpOnly: true, sameSite: 'lax', path: '/' })
+      .redirect(303, '/account/');
   });
   app.get('/slow.html', (_req, _res, next) => {
     setTimeout(next, slowMs);

@@ -35,7 +35,8 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
 async function waitForPort(port: number, child: ChildProcess, name: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`${name} exited with code ${child.exitCode} before it listened; see its log`);
+    if (child.exitCode !== null)
+      throw new Error(`${name} exited with code ${child.exitCode} before it listened; see its log`);
     const open = await new Promise<boolean>((resolve) => {
       const socket = connect({ port, host: '127.0.0.1' });
       socket.once('connect', () => {
@@ -50,14 +51,24 @@ async function waitForPort(port: number, child: ChildProcess, name: string, time
   throw new Error(`${name} did not listen on port ${port} within ${timeoutMs} ms`);
 }
 
-async function startProcess(name: string, binary: string, args: string[], port: number, logFile: string, url: string, env?: NodeJS.ProcessEnv): Promise<LocalServer> {
+async function startProcess(
+  name: string,
+  binary: string,
+  args: string[],
+  port: number,
+  logFile: string,
+  url: string,
+  env?: NodeJS.ProcessEnv,
+): Promise<LocalServer> {
   const log = createWriteStream(logFile, { flags: 'a' });
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'], ...(env ? { env } : {}) });
   child.stdout!.pipe(log);
   child.stderr!.pipe(log);
   const spawned = new Promise<void>((resolve, reject) => {
     child.once('spawn', resolve);
-    child.once('error', (error) => reject(new Error(`${name} could not start (${binary}): ${error.message}. Run scripts/setup.sh to build it.`)));
+    child.once('error', (error) =>
+      reject(new Error(`${name} could not start (${binary}): ${error.message}. Run scripts/setup.sh to build it.`)),
+    );
   });
   await spawned;
   try {
@@ -104,7 +115,15 @@ export interface NatsServerOptions {
   jetstream?: 'own-store' | 'as-configured';
 }
 
-export async function startNatsServer({ binary, dir, port, config, configFile, env, jetstream = 'own-store' }: NatsServerOptions): Promise<LocalServer> {
+export async function startNatsServer({
+  binary,
+  dir,
+  port,
+  config,
+  configFile,
+  env,
+  jetstream = 'own-store',
+}: NatsServerOptions): Promise<LocalServer> {
   const bound = port ?? (await freePort());
   await mkdir(dir, { recursive: true });
   let file = configFile;
@@ -113,16 +132,40 @@ export async function startNatsServer({ binary, dir, port, config, configFile, e
     await writeFile(file, config);
   }
   // Command-line flags win over the file: the address, port, name and store stay ours.
-  const args = [...(file ? ['-c', file] : []), '-a', '127.0.0.1', '-p', String(bound), '-n', `perfwatch-local-${bound}`];
+  const args = [
+    ...(file ? ['-c', file] : []),
+    '-a',
+    '127.0.0.1',
+    '-p',
+    String(bound),
+    '-n',
+    `perfwatch-local-${bound}`,
+  ];
   if (jetstream === 'own-store') {
     const storeDir = join(dir, 'jetstream');
     await mkdir(storeDir, { recursive: true });
     args.push('-js', '-sd', storeDir);
   }
-  return startProcess('nats-server', binary, args, bound, join(dir, 'nats-server.log'), `nats://127.0.0.1:${bound}`, env);
+  return startProcess(
+    'nats-server',
+    binary,
+    args,
+    bound,
+    join(dir, 'nats-server.log'),
+    `nats://127.0.0.1:${bound}`,
+    env,
+  );
 }
 
-export async function startFerretDb({ binary, dir, port }: { binary: string; dir: string; port?: number }): Promise<LocalServer> {
+export async function startFerretDb({
+  binary,
+  dir,
+  port,
+}: {
+  binary: string;
+  dir: string;
+  port?: number;
+}): Promise<LocalServer> {
   const bound = port ?? (await freePort());
   const dataDir = join(dir, 'sqlite');
   const stateDir = join(dir, 'state');

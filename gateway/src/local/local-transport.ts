@@ -10,7 +10,13 @@ import { replyOutcome, type Dispatcher, type RunOutcome } from '../run-outcome.t
  * gateway sees exactly what it would over NATS; a location with no local agent answers like
  * one without responders (503 for an update that has nothing else).
  */
-export function createLocalDispatcher({ agents, logger }: { agents: readonly LocalAgent[]; logger: Logger }): Dispatcher {
+export function createLocalDispatcher({
+  agents,
+  logger,
+}: {
+  agents: readonly LocalAgent[];
+  logger: Logger;
+}): Dispatcher {
   const byLocation = new Map(agents.map((agent) => [agent.location, agent]));
   return {
     async dispatch(job, { timeoutMs, requestId }): Promise<RunOutcome> {
@@ -20,7 +26,11 @@ export function createLocalDispatcher({ agents, logger }: { agents: readonly Loc
       const timedOut = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), timeoutMs)));
       try {
         const reply = await Promise.race([agent.run(decodeJob(encodeJob(job)), requestId).then(encodeReply), timedOut]);
-        if (reply === null) return { ok: false, error: { code: 'TIMEOUT', message: `no reply from ${job.location} within ${timeoutMs} ms` } };
+        if (reply === null)
+          return {
+            ok: false,
+            error: { code: 'TIMEOUT', message: `no reply from ${job.location} within ${timeoutMs} ms` },
+          };
         return replyOutcome(await decodeReply(reply, 'gzip'));
       } catch (error) {
         logger.error({ err: error, jobId: job.jobId, requestId }, 'local dispatch failed');
@@ -35,7 +45,16 @@ export function createLocalDispatcher({ agents, logger }: { agents: readonly Loc
 
 /** The registry of in-process agents: they are there as long as the process is. */
 export function createLocalRegistry(agents: readonly LocalAgent[]): AgentRegistry {
-  const all = () => agents.map((agent) => ({ agentId: agent.agentId, location: agent.location, version: PERFWATCH_VERSION, capacity: agent.capacity, busy: agent.busy, state: 'ready' as const, intervalMs: 600_000 }));
+  const all = () =>
+    agents.map((agent) => ({
+      agentId: agent.agentId,
+      location: agent.location,
+      version: PERFWATCH_VERSION,
+      capacity: agent.capacity,
+      busy: agent.busy,
+      state: 'ready' as const,
+      intervalMs: 600_000,
+    }));
   return {
     agents: (location) => all().filter((a) => a.location === location),
     all,

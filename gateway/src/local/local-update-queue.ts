@@ -1,5 +1,12 @@
 import pLimit from 'p-limit';
-import { queuedUpdateOf, queuedUpdateSchema, runQueuedUpdate, type QueuedUpdate, type QueuedUpdateDeps, type UpdateQueue } from '../update-queue.ts';
+import {
+  queuedUpdateOf,
+  queuedUpdateSchema,
+  runQueuedUpdate,
+  type QueuedUpdate,
+  type QueuedUpdateDeps,
+  type UpdateQueue,
+} from '../update-queue.ts';
 
 export interface LocalUpdateQueueOptions extends QueuedUpdateDeps {
   /** Updates run at once. */
@@ -52,7 +59,8 @@ export async function startLocalUpdateQueue(options: LocalUpdateQueueOptions): P
     pending.add(update.id);
     submit(queuedUpdateOf(update, 'resumed'), update.attempts + 1);
   }
-  if (left.length > 0) logger.info({ updates: left.length }, 'taking up the updates the last run left queued or running');
+  if (left.length > 0)
+    logger.info({ updates: left.length }, 'taking up the updates the last run left queued or running');
 
   return {
     async enqueue(job) {

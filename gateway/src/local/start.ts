@@ -4,7 +4,16 @@ import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { createLogger, logLevelSchema, parseEnv } from '@perfwatch/common';
-import { createLocalAgent, createRunnerPool, createTargetGuard, exitOnUnhandledRejection, parseAllowList, probeSecurity, runsPerBrowserSchema, startAgent } from '@perfwatch/agent';
+import {
+  createLocalAgent,
+  createRunnerPool,
+  createTargetGuard,
+  exitOnUnhandledRejection,
+  parseAllowList,
+  probeSecurity,
+  runsPerBrowserSchema,
+  startAgent,
+} from '@perfwatch/agent';
 import { createAdmin } from '../admin/admin.ts';
 import { gatewayConfigWith } from '../config.ts';
 import { startGateway } from '../gateway-runtime.ts';
@@ -47,9 +56,25 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   await store.init();
   const nc = config.NATS_URL ? await connect({ servers: config.NATS_URL, name: 'perfwatch-start' }) : undefined;
   const site = await startDemoSite({ root: join(repoRoot, 'test/fixtures/site'), port: config.PERFWATCH_DEMO_PORT });
-  const runner = createRunnerPool({ size: 1, worker: { chromePath: config.CHROME_PATH, noSandbox: process.getuid?.() === 0, runsPerBrowser: config.PERFWATCH_RUNS_PER_BROWSER, allowTargets: config.PERFWATCH_ALLOW_TARGETS, logLevel: config.LOG_LEVEL }, logger });
+  const runner = createRunnerPool({
+    size: 1,
+    worker: {
+      chromePath: config.CHROME_PATH,
+      noSandbox: process.getuid?.() === 0,
+      runsPerBrowser: config.PERFWATCH_RUNS_PER_BROWSER,
+      allowTargets: config.PERFWATCH_ALLOW_TARGETS,
+      logLevel: config.LOG_LEVEL,
+    },
+    logger,
+  });
   const guard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
-  const agentDeps = { location: LOCATION, runner, logger, agentId: 'local', probeSecurity: (url: string) => probeSecurity(url, { guard }) } as const;
+  const agentDeps = {
+    location: LOCATION,
+    runner,
+    logger,
+    agentId: 'local',
+    probeSecurity: (url: string) => probeSecurity(url, { guard }),
+  } as const;
   const localAgent = nc ? undefined : createLocalAgent(agentDeps);
   const agent = localAgent ?? startAgent({ ...agentDeps, nc: nc! });
   const gatewayConfig = gatewayConfigWith({
@@ -61,7 +86,12 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     PERFWATCH_ALLOW_TARGETS: config.PERFWATCH_ALLOW_TARGETS,
     ...(config.CRUX_API_KEY ? { CRUX_API_KEY: config.CRUX_API_KEY } : {}),
   });
-  const gateway = await startGateway({ ...(localAgent ? { localAgents: [localAgent] } : { nc: nc! }), store, logger, config: gatewayConfig });
+  const gateway = await startGateway({
+    ...(localAgent ? { localAgents: [localAgent] } : { nc: nc! }),
+    store,
+    logger,
+    config: gatewayConfig,
+  });
 
   const admin = createAdmin(store);
   const demoUser = 'demo';
@@ -115,11 +145,21 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
  * not pile up live tokens nobody holds any more. Tokens made with `perfwatch admin` are left
  * alone.
  */
-async function mintStartToken({ admin, store, user }: { admin: ReturnType<typeof createAdmin>; store: Store; user: string }): Promise<string> {
+async function mintStartToken({
+  admin,
+  store,
+  user,
+}: {
+  admin: ReturnType<typeof createAdmin>;
+  store: Store;
+  user: string;
+}): Promise<string> {
   const note = `start-token-prefix:${user}`;
   const last = await store.readNote(note);
   if (last) await store.revokeToken(last);
-  const { token, prefix } = (await store.findUserByName(user)) ? await admin.createToken(user) : await admin.createUser(user);
+  const { token, prefix } = (await store.findUserByName(user))
+    ? await admin.createToken(user)
+    : await admin.createUser(user);
   await store.writeNote(note, prefix);
   return token;
 }

@@ -16,7 +16,14 @@ export function auditRoute({ store, stallMs = 30_000 }: { store: Store; stallMs?
     const project = await callerProject(store, req, params.url);
     const filter = { device: params.device, locations: params.location };
     const snapshot = await store.findSnapshot(project.id, params.date, filter);
-    if (!snapshot) throw new ApiError('NOT_FOUND', 'No snapshot at that date.', [`date: the project has no snapshot at ${formatApiDateTime(params.date)}`]);
-    await writeJsonPieces(res, auditResultPieces(snapshot, project, (cell) => cell.lighthouseJson, filter), stallMs);
+    if (!snapshot)
+      throw new ApiError('NOT_FOUND', 'No snapshot at that date.', [
+        `date: the project has no snapshot at ${formatApiDateTime(params.date)}`,
+      ]);
+    await writeJsonPieces(
+      res,
+      auditResultPieces(snapshot, project, (cell) => cell.lighthouseJson, filter),
+      stallMs,
+    );
   };
 }

@@ -11,9 +11,17 @@ export function compareRoute({ store }: { store: Store }) {
     const params = parseRequest(req, { query: compareQuerySchema, body: compareBodySchema });
     const project = await callerProject(store, req, params.url);
     const filter = { device: params.device, locations: params.location };
-    const [from, to] = await Promise.all([store.findSnapshot(project.id, params.from, filter), store.findSnapshot(project.id, params.to, filter)]);
-    const absent = [[from, 'from', params.from], [to, 'to', params.to]] as const;
-    const errors = absent.filter(([snapshot]) => !snapshot).map(([, name, date]) => `${name}: the project has no snapshot at ${formatApiDateTime(date)}`);
+    const [from, to] = await Promise.all([
+      store.findSnapshot(project.id, params.from, filter),
+      store.findSnapshot(project.id, params.to, filter),
+    ]);
+    const absent = [
+      [from, 'from', params.from],
+      [to, 'to', params.to],
+    ] as const;
+    const errors = absent
+      .filter(([snapshot]) => !snapshot)
+      .map(([, name, date]) => `${name}: the project has no snapshot at ${formatApiDateTime(date)}`);
     if (errors.length > 0) throw new ApiError('NOT_FOUND', 'No snapshot at that date.', errors);
     res.json(compareSnapshots(project.url, from!, to!));
   };

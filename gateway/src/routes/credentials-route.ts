@@ -29,7 +29,10 @@ export function credentialsRoute({ store, secrets }: { store: Store; secrets: Se
       return;
     }
     if (params.set) {
-      if (!secrets.ready) throw new ApiError('SERVICE_UNAVAILABLE', 'This gateway cannot keep credentials.', ['the gateway has no PERFWATCH_SECRETS_KEY']);
+      if (!secrets.ready)
+        throw new ApiError('SERVICE_UNAVAILABLE', 'This gateway cannot keep credentials.', [
+          'the gateway has no PERFWATCH_SECRETS_KEY',
+        ]);
       await store.setProjectAuth(project.id, sealProjectAuth(secrets, project.id, params.set));
       res.json(view(project.url, params.set));
       return;

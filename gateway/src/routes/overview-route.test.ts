@@ -18,9 +18,22 @@ const row = (over: Partial<KpiRow>): KpiRow => ({
 
 describe('overviewRecordJson', () => {
   it('writes the same text as JSON.stringify of the record, for object and string data', () => {
-    for (const r of [row({}), row({ section: 'CRUX', kpi: 'url_lcp_p75', dataJson: JSON.stringify('2300'), updateType: 'scheduled' })]) {
+    for (const r of [
+      row({}),
+      row({ section: 'CRUX', kpi: 'url_lcp_p75', dataJson: JSON.stringify('2300'), updateType: 'scheduled' }),
+    ]) {
       const text = overviewRecordJson(r);
-      const record = { date: '2026-03-04T05:06:07', domain: r.domain, url: r.url, device: r.device, location: r.location, updateType: r.updateType === 'ci' ? 'Ci' : 'Scheduled', section: r.section, kpi: r.kpi, data: JSON.parse(r.dataJson) as unknown };
+      const record = {
+        date: '2026-03-04T05:06:07',
+        domain: r.domain,
+        url: r.url,
+        device: r.device,
+        location: r.location,
+        updateType: r.updateType === 'ci' ? 'Ci' : 'Scheduled',
+        section: r.section,
+        kpi: r.kpi,
+        data: JSON.parse(r.dataJson) as unknown,
+      };
       expect(text).toBe(JSON.stringify(record));
       expect(overviewRecordSchema.parse(JSON.parse(text))).toEqual(record);
     }

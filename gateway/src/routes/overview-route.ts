@@ -67,7 +67,9 @@ export function overviewRoute({ store, logger, stallMs = 30_000 }: { store: Stor
     }
     res.status(200);
     const written = await writeJsonPieces(res, arrayText(), stallMs);
-    if (written.end === 'stalled') logger.warn({ requestId: req.requestId, records: count, stallMs }, 'overview reader stopped reading; cut off');
-    if (written.end === 'failed') logger.error({ err: written.error, requestId: req.requestId, records: count }, 'overview stream failed');
+    if (written.end === 'stalled')
+      logger.warn({ requestId: req.requestId, records: count, stallMs }, 'overview reader stopped reading; cut off');
+    if (written.end === 'failed')
+      logger.error({ err: written.error, requestId: req.requestId, records: count }, 'overview stream failed');
   };
 }

@@ -10,7 +10,14 @@ export function projectsRoute({ store }: { store: Store }) {
     const projects = req.caller ? await store.listProjects(req.caller.userId) : [];
     const list: ProjectList = {
       projects: projects
-        .map(({ url, domain, locations, defaultLocation, runs, schedule }) => ({ url, domain, locations, defaultLocation, runs, schedule }))
+        .map(({ url, domain, locations, defaultLocation, runs, schedule }) => ({
+          url,
+          domain,
+          locations,
+          defaultLocation,
+          runs,
+          schedule,
+        }))
         .sort((a, b) => (a.url < b.url ? -1 : a.url > b.url ? 1 : 0)),
     };
     res.json(list);

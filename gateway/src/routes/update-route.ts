@@ -19,22 +19,56 @@ export interface SyncUpdateLimit {
  * `GET|POST /v1/update`: runs an update of one of the caller's projects. `stallMs`: a client
  * that reads nothing of its answer for this long is cut off.
  */
-export function updateRoute({ store, updates, startAsync, syncUpdates, stallMs = 30_000 }: { store: Store; updates: UpdateService; startAsync: StartAsync; syncUpdates?: SyncUpdateLimit; stallMs?: number }) {
+export function updateRoute({
+  store,
+  updates,
+  startAsync,
+  syncUpdates,
+  stallMs = 30_000,
+}: {
+  store: Store;
+  updates: UpdateService;
+  startAsync: StartAsync;
+  syncUpdates?: SyncUpdateLimit;
+  stallMs?: number;
+}) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, { query: updateQuerySchema, body: updateBodySchema });
     const project = await callerProject(store, req, params.url);
-    const request = { project, devices: params.device ? [params.device] : DEVICES, updateType: params.updateType, requestId: req.requestId };
+    const request = {
+      project,
+      devices: params.device ? [params.device] : DEVICES,
+      updateType: params.updateType,
+      requestId: req.requestId,
+    };
     if (params.mode === 'async') {
       res.json({ ok: 1, id: await startAsync(request) });
       return;
     }
-    const slot = syncUpdates ? await store.claimSlot('sync-update', project.userId, syncUpdates.perUser, syncUpdates.ttlMs) : undefined;
+    const slot = syncUpdates
+      ? await store.claimSlot('sync-update', project.userId, syncUpdates.perUser, syncUpdates.ttlMs)
+      : undefined;
     if (slot === null) {
-      throw new ApiError('TOO_MANY_REQUESTS', 'You have as many sync updates running as one user may. Wait for one to finish, or use mode=async.', [`limit: ${syncUpdates!.perUser} sync updates in flight per user`], { headers: { 'Retry-After': '30' } });
+      throw new ApiError(
+        'TOO_MANY_REQUESTS',
+        'You have as many sync updates running as one user may. Wait for one to finish, or use mode=async.',
+        [`limit: ${syncUpdates!.perUser} sync updates in flight per user`],
+        { headers: { 'Retry-After': '30' } },
+      );
     }
-    const outcome = await updates.run(request).finally(() => (slot ? store.releaseSlot(slot).catch(() => undefined) : undefined));
+    const outcome = await updates
+      .run(request)
+      .finally(() => (slot ? store.releaseSlot(slot).catch(() => undefined) : undefined));
     // Written piece by piece, one cell's result inflated at a time: a thousand updates
     // answering at once do not each hold their megabytes of answer.
-    await writeJsonPieces(res, auditResultPieces({ date: outcome.date, available: outcome.results, results: outcome.results, missing: outcome.missing }, project, (cell) => cell.lighthouse.json()), stallMs);
+    await writeJsonPieces(
+      res,
+      auditResultPieces(
+        { date: outcome.date, available: outcome.results, results: outcome.results, missing: outcome.missing },
+        project,
+        (cell) => cell.lighthouse.json(),
+      ),
+      stallMs,
+    );
   };
 }

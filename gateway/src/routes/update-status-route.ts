@@ -1,6 +1,11 @@
 import type { Request, Response } from 'express';
 import { ApiError, formatApiDateTime, type UpdateStatusView } from '@perfwatch/common';
-import { parseRequest, updateIdParamsSchema, updateStatusBodySchema, updateStatusQuerySchema } from '../request-params.ts';
+import {
+  parseRequest,
+  updateIdParamsSchema,
+  updateStatusBodySchema,
+  updateStatusQuerySchema,
+} from '../request-params.ts';
 import type { Store } from '../store/store.ts';
 
 /**
@@ -11,9 +16,15 @@ export function updateStatusRoute({ store }: { store: Store }) {
   return async (req: Request, res: Response): Promise<void> => {
     parseRequest(req, { query: updateStatusQuerySchema, body: updateStatusBodySchema });
     const params = updateIdParamsSchema.safeParse(req.params);
-    if (!params.success) throw new ApiError('BAD_REQUEST', 'The request has invalid parameters.', params.error.issues.map((issue) => issue.message));
+    if (!params.success)
+      throw new ApiError(
+        'BAD_REQUEST',
+        'The request has invalid parameters.',
+        params.error.issues.map((issue) => issue.message),
+      );
     const update = req.caller ? await store.findUpdate(req.caller.userId, params.data.id) : null;
-    if (!update) throw new ApiError('NOT_FOUND', 'Update not found.', [`id: no update of yours has the id ${params.data.id}`]);
+    if (!update)
+      throw new ApiError('NOT_FOUND', 'Update not found.', [`id: no update of yours has the id ${params.data.id}`]);
     const view: UpdateStatusView = {
       id: update.id,
       url: update.url,

@@ -11,7 +11,11 @@ import { callerProject } from './caller-project.ts';
  */
 export function updatesRoute({ store }: { store: Store }) {
   return async (req: Request, res: Response): Promise<void> => {
-    const { url, limit = MAX_UPDATES_PAGE, before } = parseRequest(req, { query: updatesQuerySchema, body: updatesBodySchema });
+    const {
+      url,
+      limit = MAX_UPDATES_PAGE,
+      before,
+    } = parseRequest(req, { query: updatesQuerySchema, body: updatesBodySchema });
     const project = await callerProject(store, req, url);
     const list: SnapshotList = { url: project.url };
     // One more than the page: whether older snapshots remain.
@@ -20,7 +24,12 @@ export function updatesRoute({ store }: { store: Store }) {
     for (const snapshot of page) {
       for (const device of ['mobile', 'desktop'] as const) {
         const locations = snapshot.available.filter((a) => a.device === device).map((a) => a.location);
-        if (locations.length > 0) (list[device] ??= []).push({ date: formatApiDateTime(snapshot.date), updateType: snapshot.updateType, locations });
+        if (locations.length > 0)
+          (list[device] ??= []).push({
+            date: formatApiDateTime(snapshot.date),
+            updateType: snapshot.updateType,
+            locations,
+          });
       }
     }
     if (found.length > limit) list.next = formatApiDateTime(page[0]!.date);

@@ -18,17 +18,26 @@ export function webhooksRoute({ store, guard }: { store: Store; guard: TargetGua
     if (params.action === 'add') {
       const project = params.project === null ? null : await callerProject(store, req, params.project);
       try {
-        const hook = await addWebhook(store, guard, { userId, targetUrl: params.targetUrl, projectUrl: project?.url ?? null, format: params.format });
+        const hook = await addWebhook(store, guard, {
+          userId,
+          targetUrl: params.targetUrl,
+          projectUrl: project?.url ?? null,
+          format: params.format,
+        });
         answer.created = { ...webhookView(hook, []), secret: hook.secret };
       } catch (error) {
-        if (error instanceof WebhookRefused) throw new ApiError('BAD_REQUEST', 'The webhook target is refused.', [`targetUrl: ${error.message}`]);
+        if (error instanceof WebhookRefused)
+          throw new ApiError('BAD_REQUEST', 'The webhook target is refused.', [`targetUrl: ${error.message}`]);
         throw error;
       }
     } else if (params.action === 'remove') {
-      if (!(await store.removeWebhook(userId, params.id))) throw new ApiError('NOT_FOUND', 'Webhook not found.', [`remove: no webhook of yours has the id ${params.id}`]);
+      if (!(await store.removeWebhook(userId, params.id)))
+        throw new ApiError('NOT_FOUND', 'Webhook not found.', [`remove: no webhook of yours has the id ${params.id}`]);
       answer.removed = params.id;
     }
     // Never cached: a secret may be in it.
-    res.set('Cache-Control', 'no-store').json({ webhooks: await listWebhookViews(store, userId), ...answer } satisfies WebhookList);
+    res
+      .set('Cache-Control', 'no-store')
+      .json({ webhooks: await listWebhookViews(store, userId), ...answer } satisfies WebhookList);
   };
 }

@@ -9,12 +9,14 @@ import { writeJsonPieces, type PiecesEnd } from './written.ts';
 function pieces(count: number): Array<string | Uint8Array> {
   // Text with a character of two bytes: a length in characters would be short.
   const out: Array<string | Uint8Array> = ['{"name":"café","cells":['];
-  for (let i = 0; i < count; i++) out.push(Buffer.from(JSON.stringify({ i, text: `é${'x'.repeat(50_000)}` })), i + 1 < count ? ',' : '');
+  for (let i = 0; i < count; i++)
+    out.push(Buffer.from(JSON.stringify({ i, text: `é${'x'.repeat(50_000)}` })), i + 1 < count ? ',' : '');
   out.push(']}');
   return out;
 }
 
-const whole = (list: Array<string | Uint8Array>) => Buffer.concat(list.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
+const whole = (list: Array<string | Uint8Array>) =>
+  Buffer.concat(list.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
 
 describe('writeJsonPieces', () => {
   const ends: PiecesEnd[] = [];
@@ -25,9 +27,15 @@ describe('writeJsonPieces', () => {
     const app = express();
     app.get('/answer/:count', async (req, res) => {
       const list = pieces(Number(req.params.count));
-      ends.push(await writeJsonPieces(res, (async function* () {
-        yield* list;
-      })(), 500));
+      ends.push(
+        await writeJsonPieces(
+          res,
+          (async function* () {
+            yield* list;
+          })(),
+          500,
+        ),
+      );
     });
     const server = app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
@@ -36,7 +44,8 @@ describe('writeJsonPieces', () => {
   });
   afterAll(() => close());
 
-  const get = (path: string) => new Promise<IncomingMessage>((resolve, reject) => request(`${base}${path}`, resolve).on('error', reject).end());
+  const get = (path: string) =>
+    new Promise<IncomingMessage>((resolve, reject) => request(`${base}${path}`, resolve).on('error', reject).end());
 
   it('writes an answer of many megabytes whole to a client that reads slowly, waiting as it reads', async () => {
     const res = await get('/answer/80');

@@ -39,7 +39,8 @@ const GATHER_SIZE = 64 * 1024;
 export type PiecesEnd = { end: 'written' | 'stalled' | 'gone' } | { end: 'failed'; error: unknown };
 
 const sizeOf = (piece: string | Uint8Array) => (typeof piece === 'string' ? piece.length : piece.byteLength);
-const byteLength = (piece: string | Uint8Array) => (typeof piece === 'string' ? Buffer.byteLength(piece) : piece.byteLength);
+const byteLength = (piece: string | Uint8Array) =>
+  typeof piece === 'string' ? Buffer.byteLength(piece) : piece.byteLength;
 
 /**
  * Writes a JSON answer piece by piece as `pieces` yields them (text, or bytes already in
@@ -49,7 +50,11 @@ const byteLength = (piece: string | Uint8Array) => (typeof piece === 'string' ? 
  * truncated answer for a whole one; so is a client that reads nothing for `stallMs`. Stopping
  * early returns `pieces`, so whatever it reads from is released.
  */
-export async function writeJsonPieces(res: Response, pieces: AsyncIterable<string | Uint8Array>, stallMs: number): Promise<PiecesEnd> {
+export async function writeJsonPieces(
+  res: Response,
+  pieces: AsyncIterable<string | Uint8Array>,
+  stallMs: number,
+): Promise<PiecesEnd> {
   res.type('application/json');
   let gathered: Array<string | Uint8Array> = [];
   let size = 0;
@@ -66,7 +71,11 @@ export async function writeJsonPieces(res: Response, pieces: AsyncIterable<strin
       gathered = [];
       size = 0;
     }
-    if (!res.headersSent) res.setHeader('Content-Length', gathered.reduce((sum, piece) => sum + byteLength(piece), 0));
+    if (!res.headersSent)
+      res.setHeader(
+        'Content-Length',
+        gathered.reduce((sum, piece) => sum + byteLength(piece), 0),
+      );
     for (const piece of gathered) res.write(piece);
     res.end();
     return { end: 'written' };

@@ -1,11 +1,66 @@
-import { Binary, MongoClient, MongoNetworkError, MongoServerError, MongoServerSelectionError, ObjectId, type Collection, type Db } from 'mongodb';
+import {
+  Binary,
+  MongoClient,
+  MongoNetworkError,
+  MongoServerError,
+  MongoServerSelectionError,
+  ObjectId,
+  type Collection,
+  type Db,
+} from 'mongodb';
 import pLimit, { type LimitFunction } from 'p-limit';
 import pRetry from 'p-retry';
 import { z } from 'zod';
-import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
+import {
+  budgetFileSchema,
+  cellCheckSchema,
+  cruxPairSchema,
+  DEVICES,
+  LOCATIONS,
+  UPDATE_TYPES,
+  missingCellSchema,
+  runSummarySchema,
+  updateProgressSchema,
+  type Budgets,
+  type Device,
+  type KpiRecord,
+  type Location,
+} from '@perfwatch/common';
 import { readStoredResult } from '../result-bytes.ts';
-import { ConcurrentWrite, DELIVERY_STATUSES, DuplicateError, fieldHistoryId, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, KPI_BATCH, kpiBatches, type KpiRow, type NewUpdate, type UpdateRecord, type UpdateProgress, type MissingCell, type UpdateState, type OverviewFilter, type SnapshotSummary, type SnapshotPage, type NewProject, type NewSnapshot, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type Store, type TokenRecord, type UserRecord } from './store.ts';
-
+import {
+  ConcurrentWrite,
+  DELIVERY_STATUSES,
+  DuplicateError,
+  fieldHistoryId,
+  UPDATE_STATUSES,
+  WEBHOOK_FORMATS,
+  type AnnotationRecord,
+  type DeliveryAttempt,
+  type DeliveryRecord,
+  type NewAnnotation,
+  type NewDelivery,
+  type NewWebhook,
+  type WebhookRecord,
+  KPI_BATCH,
+  kpiBatches,
+  type KpiRow,
+  type NewUpdate,
+  type UpdateRecord,
+  type UpdateProgress,
+  type MissingCell,
+  type UpdateState,
+  type OverviewFilter,
+  type SnapshotSummary,
+  type SnapshotPage,
+  type NewProject,
+  type NewSnapshot,
+  type ProjectRecord,
+  type SnapshotFilter,
+  type SnapshotRecord,
+  type Store,
+  type TokenRecord,
+  type UserRecord,
+} from './store.ts';
 
 const DUPLICATE_KEY = 11000;
 /** MongoDB aborts one of two writes to the same document with this code; the write may simply be tried again. */
@@ -18,30 +73,65 @@ const objectId = z.instanceof(ObjectId).transform((id) => id.toHexString());
 // Documents read back are parsed like any other input: a document written by an older or
 // newer version, or by hand, fails loudly here instead of deep inside a handler.
 const userDoc = z.object({ _id: objectId, name: z.string(), createdAt: z.date() });
-const tokenDoc = z.object({ prefix: z.string(), userId: objectId, digest: z.string(), createdAt: z.date(), revokedAt: z.date().nullable() });
-const projectDoc = z.object({
-  _id: objectId,
+const tokenDoc = z.object({
+  prefix: z.string(),
   userId: objectId,
-  url: z.string(),
-  domain: z.string(),
-  locations: z.array(z.enum(LOCATIONS)).min(1),
-  defaultLocation: z.enum(LOCATIONS),
-  runs: z.number().int().positive(),
-  schedule: z.string().nullable(),
-  // Absent on projects stored before budgets were.
-  budgets: budgetFileSchema.default({ budgets: {}, maxRegression: {} }),
-  auth: z.string().nullable().default(null),
+  digest: z.string(),
   createdAt: z.date(),
-}).transform(({ _id, ...rest }): ProjectRecord => ({ id: _id, ...rest }));
+  revokedAt: z.date().nullable(),
+});
+const projectDoc = z
+  .object({
+    _id: objectId,
+    userId: objectId,
+    url: z.string(),
+    domain: z.string(),
+    locations: z.array(z.enum(LOCATIONS)).min(1),
+    defaultLocation: z.enum(LOCATIONS),
+    runs: z.number().int().positive(),
+    schedule: z.string().nullable(),
+    // Absent on projects stored before budgets were.
+    budgets: budgetFileSchema.default({ budgets: {}, maxRegression: {} }),
+    auth: z.string().nullable().default(null),
+    createdAt: z.date(),
+  })
+  .transform(({ _id, ...rest }): ProjectRecord => ({ id: _id, ...rest }));
 const webhookDoc = z
-  .object({ _id: objectId, userId: objectId, targetUrl: z.string(), projectUrl: z.string().nullable(), format: z.enum(WEBHOOK_FORMATS), secret: z.string(), createdAt: z.date() })
+  .object({
+    _id: objectId,
+    userId: objectId,
+    targetUrl: z.string(),
+    projectUrl: z.string().nullable(),
+    format: z.enum(WEBHOOK_FORMATS),
+    secret: z.string(),
+    createdAt: z.date(),
+  })
   .transform(({ _id, ...rest }): WebhookRecord => ({ id: _id, ...rest }));
 // Nulls written through an upsert may come back absent (FerretDB drops them): absent is null.
 const deliveryDoc = z
-  .object({ _id: z.string(), webhookId: objectId, userId: objectId, event: z.string(), body: z.string(), status: z.enum(DELIVERY_STATUSES), attempts: z.number().int(), nextAttemptAt: z.date(), lastError: z.string().nullable().default(null), createdAt: z.date(), deliveredAt: z.date().nullable().default(null) })
+  .object({
+    _id: z.string(),
+    webhookId: objectId,
+    userId: objectId,
+    event: z.string(),
+    body: z.string(),
+    status: z.enum(DELIVERY_STATUSES),
+    attempts: z.number().int(),
+    nextAttemptAt: z.date(),
+    lastError: z.string().nullable().default(null),
+    createdAt: z.date(),
+    deliveredAt: z.date().nullable().default(null),
+  })
   .transform(({ _id, ...rest }): DeliveryRecord => ({ id: _id, ...rest }));
 const annotationDoc = z
-  .object({ _id: objectId, projectId: objectId, date: z.date(), text: z.string(), link: z.string().nullable(), createdAt: z.date() })
+  .object({
+    _id: objectId,
+    projectId: objectId,
+    date: z.date(),
+    text: z.string(),
+    link: z.string().nullable(),
+    createdAt: z.date(),
+  })
   .transform(({ _id, ...rest }): AnnotationRecord => ({ id: _id, ...rest }));
 const availableEntry = z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS) });
 const snapshotDoc = z.object({
@@ -155,7 +245,11 @@ export interface MongoStoreOptions {
 export function isTransientStoreError(error: unknown): boolean {
   if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) return true;
   if (!(error instanceof MongoServerError)) return false;
-  return error.hasErrorLabel('RetryableWriteError') || error.code === WRITE_CONFLICT || /SQLITE_BUSY|database is locked/.test(error.message);
+  return (
+    error.hasErrorLabel('RetryableWriteError') ||
+    error.code === WRITE_CONFLICT ||
+    /SQLITE_BUSY|database is locked/.test(error.message)
+  );
 }
 
 /**
@@ -209,7 +303,6 @@ export class MongoStore implements Store {
     this.#deliveries = this.#db.collection<DeliveryDocument>('deliveries');
     this.#annotations = this.#db.collection('annotations');
   }
-
 
   async init(): Promise<void> {
     await this.#client.connect();
@@ -270,7 +363,13 @@ export class MongoStore implements Store {
 
   async addToken({ prefix, userId, digest }: Omit<TokenRecord, 'createdAt' | 'revokedAt'>): Promise<void> {
     try {
-      await this.#tokens.insertOne({ prefix, userId: new ObjectId(userId), digest, createdAt: new Date(), revokedAt: null });
+      await this.#tokens.insertOne({
+        prefix,
+        userId: new ObjectId(userId),
+        digest,
+        createdAt: new Date(),
+        revokedAt: null,
+      });
     } catch (error) {
       throw duplicateOr(error, `token prefix ${prefix} exists`);
     }
@@ -287,7 +386,14 @@ export class MongoStore implements Store {
   }
 
   async addProject(project: NewProject): Promise<ProjectRecord> {
-    const doc = { _id: new ObjectId(), ...project, budgets: project.budgets ?? { budgets: {}, maxRegression: {} }, auth: project.auth ?? null, userId: new ObjectId(project.userId), createdAt: new Date() };
+    const doc = {
+      _id: new ObjectId(),
+      ...project,
+      budgets: project.budgets ?? { budgets: {}, maxRegression: {} },
+      auth: project.auth ?? null,
+      userId: new ObjectId(project.userId),
+      createdAt: new Date(),
+    };
     try {
       await this.#projects.insertOne(doc);
     } catch (error) {
@@ -302,7 +408,10 @@ export class MongoStore implements Store {
   }
 
   async listProjects(userId?: string): Promise<ProjectRecord[]> {
-    const docs = await this.#projects.find(userId ? { userId: new ObjectId(userId) } : {}).sort({ url: 1 }).toArray();
+    const docs = await this.#projects
+      .find(userId ? { userId: new ObjectId(userId) } : {})
+      .sort({ url: 1 })
+      .toArray();
     return docs.map((doc) => projectDoc.parse(doc));
   }
 
@@ -333,7 +442,10 @@ export class MongoStore implements Store {
   }
 
   async listWebhooks(userId: string): Promise<WebhookRecord[]> {
-    const docs = await this.#webhooks.find({ userId: new ObjectId(userId) }).sort({ createdAt: 1, _id: 1 }).toArray();
+    const docs = await this.#webhooks
+      .find({ userId: new ObjectId(userId) })
+      .sort({ createdAt: 1, _id: 1 })
+      .toArray();
     return docs.map((doc) => webhookDoc.parse(doc));
   }
 
@@ -350,7 +462,20 @@ export class MongoStore implements Store {
     for (const d of deliveries) {
       await this.#deliveries.updateOne(
         { _id: d.id },
-        { $setOnInsert: { webhookId: new ObjectId(d.webhookId), userId: new ObjectId(d.userId), event: d.event, body: d.body, status: 'pending', attempts: 0, nextAttemptAt: d.createdAt, lastError: null, createdAt: d.createdAt, deliveredAt: null } },
+        {
+          $setOnInsert: {
+            webhookId: new ObjectId(d.webhookId),
+            userId: new ObjectId(d.userId),
+            event: d.event,
+            body: d.body,
+            status: 'pending',
+            attempts: 0,
+            nextAttemptAt: d.createdAt,
+            lastError: null,
+            createdAt: d.createdAt,
+            deliveredAt: null,
+          },
+        },
         { upsert: true },
       );
     }
@@ -361,7 +486,11 @@ export class MongoStore implements Store {
     // two gateways never take the same delivery in the same lease.
     const claimed: DeliveryRecord[] = [];
     while (claimed.length < limit) {
-      const doc = await this.#deliveries.findOneAndUpdate({ status: 'pending', nextAttemptAt: { $lte: now } }, { $set: { nextAttemptAt: new Date(now.getTime() + leaseMs) } }, { sort: { nextAttemptAt: 1 }, returnDocument: 'after' });
+      const doc = await this.#deliveries.findOneAndUpdate(
+        { status: 'pending', nextAttemptAt: { $lte: now } },
+        { $set: { nextAttemptAt: new Date(now.getTime() + leaseMs) } },
+        { sort: { nextAttemptAt: 1 }, returnDocument: 'after' },
+      );
       if (!doc) break;
       claimed.push(deliveryDoc.parse(doc));
     }
@@ -369,17 +498,31 @@ export class MongoStore implements Store {
   }
 
   async recordDeliveryAttempt(id: string, attempt: DeliveryAttempt): Promise<void> {
-    const set = attempt.status === 'delivered' ? { status: 'delivered', deliveredAt: attempt.at, lastError: null } : attempt.status === 'pending' ? { nextAttemptAt: attempt.nextAttemptAt, lastError: attempt.error } : { status: 'failed', lastError: attempt.error };
+    const set =
+      attempt.status === 'delivered'
+        ? { status: 'delivered', deliveredAt: attempt.at, lastError: null }
+        : attempt.status === 'pending'
+          ? { nextAttemptAt: attempt.nextAttemptAt, lastError: attempt.error }
+          : { status: 'failed', lastError: attempt.error };
     await this.#deliveries.updateOne({ _id: id }, { $set: set, $inc: { attempts: 1 } });
   }
 
   async listDeliveries(webhookId: string, limit: number): Promise<DeliveryRecord[]> {
-    const docs = await this.#deliveries.find({ webhookId: new ObjectId(webhookId) }).sort({ createdAt: -1, _id: -1 }).limit(limit).toArray();
+    const docs = await this.#deliveries
+      .find({ webhookId: new ObjectId(webhookId) })
+      .sort({ createdAt: -1, _id: -1 })
+      .limit(limit)
+      .toArray();
     return docs.map((doc) => deliveryDoc.parse(doc));
   }
 
   async addAnnotation(annotation: NewAnnotation): Promise<AnnotationRecord> {
-    const doc = { _id: new ObjectId(), ...annotation, projectId: new ObjectId(annotation.projectId), createdAt: new Date() };
+    const doc = {
+      _id: new ObjectId(),
+      ...annotation,
+      projectId: new ObjectId(annotation.projectId),
+      createdAt: new Date(),
+    };
     await this.#annotations.insertOne(doc);
     return annotationDoc.parse(doc);
   }
@@ -388,7 +531,10 @@ export class MongoStore implements Store {
     const date: Record<string, Date> = {};
     if (range.from) date['$gte'] = range.from;
     if (range.to) date['$lt'] = range.to;
-    const docs = await this.#annotations.find({ projectId: new ObjectId(projectId), ...(range.from || range.to ? { date } : {}) }).sort({ date: 1, createdAt: 1 }).toArray();
+    const docs = await this.#annotations
+      .find({ projectId: new ObjectId(projectId), ...(range.from || range.to ? { date } : {}) })
+      .sort({ date: 1, createdAt: 1 })
+      .toArray();
     return docs.map((doc) => annotationDoc.parse(doc));
   }
 
@@ -405,19 +551,19 @@ export class MongoStore implements Store {
     this.#lastCreatedAt = now.getTime();
     try {
       await this.#updates.insertOne({
-      _id: update.id,
-      userId: new ObjectId(update.userId),
-      projectId: new ObjectId(update.projectId),
-      url: update.url,
-      devices: [...update.devices],
-      locations: [...update.locations],
-      updateType: update.updateType,
-      status: 'queued',
-      attempts: 0,
-      runs: update.runs,
-      waiting: true,
-      createdAt: now,
-      updatedAt: now,
+        _id: update.id,
+        userId: new ObjectId(update.userId),
+        projectId: new ObjectId(update.projectId),
+        url: update.url,
+        devices: [...update.devices],
+        locations: [...update.locations],
+        updateType: update.updateType,
+        status: 'queued',
+        attempts: 0,
+        runs: update.runs,
+        waiting: true,
+        createdAt: now,
+        updatedAt: now,
       });
     } catch (error) {
       throw duplicateOr(error, `update ${update.id} exists`);
@@ -434,12 +580,21 @@ export class MongoStore implements Store {
     // `done` is final: a late word from an earlier delivery (one that lost its connection while a
     // redelivery finished the update) must not turn it back into queued, running or failed; and
     // `failed` gives way to `done` only (see Store.setUpdateState).
-    const filter = state.status === 'done' ? { _id: id } : { _id: id, status: { $nin: state.status === 'failed' ? ['done'] : ['done', 'failed'] } };
-    await this.#updates.updateOne(filter, { $set: set, ...(state.status === 'running' ? { $inc: { attempts: 1 } } : {}) });
+    const filter =
+      state.status === 'done'
+        ? { _id: id }
+        : { _id: id, status: { $nin: state.status === 'failed' ? ['done'] : ['done', 'failed'] } };
+    await this.#updates.updateOne(filter, {
+      $set: set,
+      ...(state.status === 'running' ? { $inc: { attempts: 1 } } : {}),
+    });
   }
 
   async setUpdateProgress(id: string, progress: readonly UpdateProgress[]): Promise<void> {
-    await this.#updates.updateOne({ _id: id, status: { $ne: 'done' } }, { $set: { progress: progress.map((p) => ({ ...p })), updatedAt: new Date() } });
+    await this.#updates.updateOne(
+      { _id: id, status: { $ne: 'done' } },
+      { $set: { progress: progress.map((p) => ({ ...p })), updatedAt: new Date() } },
+    );
   }
 
   async findUpdate(userId: string, id: string): Promise<UpdateRecord | null> {
@@ -448,32 +603,59 @@ export class MongoStore implements Store {
   }
 
   async countPendingUpdates(location: Location): Promise<number> {
-    return this.#updates.countDocuments({ status: { $in: ['queued', 'running'] }, waiting: { $ne: true }, locations: location });
+    return this.#updates.countDocuments({
+      status: { $in: ['queued', 'running'] },
+      waiting: { $ne: true },
+      locations: location,
+    });
   }
 
   async listUnfinishedUpdates(): Promise<UpdateRecord[]> {
-    const docs = await this.#updates.find({ status: { $in: ['queued', 'running'] } }).sort({ createdAt: 1 }).toArray();
+    const docs = await this.#updates
+      .find({ status: { $in: ['queued', 'running'] } })
+      .sort({ createdAt: 1 })
+      .toArray();
     return docs.map((doc) => toUpdate(updateDoc.parse(doc)));
   }
 
   async userBacklog(userId: string): Promise<{ updates: number; runs: number }> {
     // Bounded by the per-user limits themselves: summed here rather than with $group, which
     // not every MongoDB-wire server implements alike.
-    const docs = await this.#updates.find({ userId: new ObjectId(userId), status: { $in: ['queued', 'running'] } }, { projection: { devices: 1, locations: 1, runs: 1 } }).toArray();
-    return { updates: docs.length, runs: docs.reduce((sum, d) => sum + d.devices.length * d.locations.length * (d.runs ?? 1), 0) };
+    const docs = await this.#updates
+      .find(
+        { userId: new ObjectId(userId), status: { $in: ['queued', 'running'] } },
+        { projection: { devices: 1, locations: 1, runs: 1 } },
+      )
+      .toArray();
+    return {
+      updates: docs.length,
+      runs: docs.reduce((sum, d) => sum + d.devices.length * d.locations.length * (d.runs ?? 1), 0),
+    };
   }
 
   async admitUpdates(userId: string, limit: number): Promise<UpdateRecord[]> {
     const user = new ObjectId(userId);
-    const active = await this.#updates.countDocuments({ userId: user, status: { $in: ['queued', 'running'] }, waiting: { $ne: true } });
+    const active = await this.#updates.countDocuments({
+      userId: user,
+      status: { $in: ['queued', 'running'] },
+      waiting: { $ne: true },
+    });
     if (active >= limit) return [];
-    const next = await this.#updates.find({ userId: user, status: 'queued', waiting: true }).sort({ createdAt: 1, _id: 1 }).limit(limit - active).toArray();
+    const next = await this.#updates
+      .find({ userId: user, status: 'queued', waiting: true })
+      .sort({ createdAt: 1, _id: 1 })
+      .limit(limit - active)
+      .toArray();
     const admitted: UpdateRecord[] = [];
     for (const doc of next) {
       const now = new Date();
       // Conditional: of two gateways admitting at once, each update goes to one of them.
-      const { modifiedCount } = await this.#updates.updateOne({ _id: doc._id, waiting: true }, { $set: { waiting: false, admittedAt: now, updatedAt: now } });
-      if (modifiedCount === 1) admitted.push(toUpdate(updateDoc.parse({ ...doc, waiting: false, admittedAt: now, updatedAt: now })));
+      const { modifiedCount } = await this.#updates.updateOne(
+        { _id: doc._id, waiting: true },
+        { $set: { waiting: false, admittedAt: now, updatedAt: now } },
+      );
+      if (modifiedCount === 1)
+        admitted.push(toUpdate(updateDoc.parse({ ...doc, waiting: false, admittedAt: now, updatedAt: now })));
     }
     return admitted;
   }
@@ -509,7 +691,11 @@ export class MongoStore implements Store {
     try {
       // Matches a lease that is ours or has run out; otherwise the upsert's insert meets the
       // existing _id and fails: someone else holds it.
-      await this.#leases.updateOne({ _id: name, $or: [{ holder }, { expiresAt: { $lt: now } }] }, { $set: { holder, expiresAt: new Date(now.getTime() + ttlMs) } }, { upsert: true });
+      await this.#leases.updateOne(
+        { _id: name, $or: [{ holder }, { expiresAt: { $lt: now } }] },
+        { $set: { holder, expiresAt: new Date(now.getTime() + ttlMs) } },
+        { upsert: true },
+      );
       return true;
     } catch (error) {
       if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) return false;
@@ -519,38 +705,90 @@ export class MongoStore implements Store {
 
   async listScheduledProjects(): Promise<Array<ProjectRecord & { scheduledThrough: Date | null }>> {
     const docs = await this.#projects.find({ schedule: { $type: 'string' } }).toArray();
-    return docs.map((doc) => ({ ...projectDoc.parse(doc), scheduledThrough: z.date().nullable().catch(null).parse(doc['scheduledThrough'] ?? null) }));
+    return docs.map((doc) => ({
+      ...projectDoc.parse(doc),
+      scheduledThrough: z
+        .date()
+        .nullable()
+        .catch(null)
+        .parse(doc['scheduledThrough'] ?? null),
+    }));
   }
 
   async markScheduled(projectId: string, tick: Date): Promise<void> {
-    await this.#projects.updateOne({ _id: new ObjectId(projectId), $or: [{ scheduledThrough: { $exists: false } }, { scheduledThrough: null }, { scheduledThrough: { $lt: tick } }] }, { $set: { scheduledThrough: tick } });
+    await this.#projects.updateOne(
+      {
+        _id: new ObjectId(projectId),
+        $or: [
+          { scheduledThrough: { $exists: false } },
+          { scheduledThrough: null },
+          { scheduledThrough: { $lt: tick } },
+        ],
+      },
+      { $set: { scheduledThrough: tick } },
+    );
   }
 
   async deleteSnapshotsBefore(before: Date, limit: number): Promise<number> {
-    const old = await this.#snapshots.find({ date: { $lt: before } }, { projection: { _id: 1 } }).limit(limit).toArray();
+    const old = await this.#snapshots
+      .find({ date: { $lt: before } }, { projection: { _id: 1 } })
+      .limit(limit)
+      .toArray();
     // KPI records and results first: a deletion cut short leaves a snapshot to find next time.
     for (const { _id } of old) await this.#discardSnapshot(_id as ObjectId);
     return old.length;
   }
 
   async listSnapshots(projectId: string, page?: SnapshotPage): Promise<SnapshotSummary[]> {
-    const filter = { projectId: new ObjectId(projectId), status: 'complete', ...(page?.before ? { date: { $lt: page.before } } : {}) };
-    const found = this.#snapshots.find(filter, { projection: { date: 1, updateType: 1, available: 1, _id: 1, projectId: 1, updateId: 1, url: 1 } });
-    const docs = page ? (await found.sort({ date: -1 }).limit(page.limit).toArray()).reverse() : await found.sort({ date: 1 }).toArray();
+    const filter = {
+      projectId: new ObjectId(projectId),
+      status: 'complete',
+      ...(page?.before ? { date: { $lt: page.before } } : {}),
+    };
+    const found = this.#snapshots.find(filter, {
+      projection: { date: 1, updateType: 1, available: 1, _id: 1, projectId: 1, updateId: 1, url: 1 },
+    });
+    const docs = page
+      ? (await found.sort({ date: -1 }).limit(page.limit).toArray()).reverse()
+      : await found.sort({ date: 1 }).toArray();
     return docs.map((doc) => {
       const { date, updateType, available } = snapshotDoc.parse(doc);
       return { date, updateType, available };
     });
   }
 
-  async *streamKpis({ userId, from, to, domain, updateType, sections }: OverviewFilter): AsyncIterable<readonly KpiRow[]> {
+  async *streamKpis({
+    userId,
+    from,
+    to,
+    domain,
+    updateType,
+    sections,
+  }: OverviewFilter): AsyncIterable<readonly KpiRow[]> {
     // Records still pending belong to a snapshot being written, or to one that never completed.
-    const query: Record<string, unknown> = { userId: new ObjectId(userId), date: { $gte: from, $lt: to }, pending: { $ne: true } };
+    const query: Record<string, unknown> = {
+      userId: new ObjectId(userId),
+      date: { $gte: from, $lt: to },
+      pending: { $ne: true },
+    };
     if (domain) query['domain'] = domain;
     if (updateType) query['updateType'] = updateType;
     if (sections && sections.length > 0) query['section'] = { $in: sections };
     const cursor = this.#kpis
-      .find(query, { projection: { _id: 0, date: 1, domain: 1, url: 1, device: 1, location: 1, updateType: 1, section: 1, kpi: 1, data: 1 } })
+      .find(query, {
+        projection: {
+          _id: 0,
+          date: 1,
+          domain: 1,
+          url: 1,
+          device: 1,
+          location: 1,
+          updateType: 1,
+          section: 1,
+          kpi: 1,
+          data: 1,
+        },
+      })
       .sort({ date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1 })
       .batchSize(KPI_BATCH);
     try {
@@ -574,10 +812,26 @@ export class MongoStore implements Store {
    * losing them. Safe to repeat because a save is idempotent per update.
    */
   async saveSnapshot(snapshot: NewSnapshot): Promise<Date> {
-    return this.#saves(() => pRetry(() => this.#saveSnapshotOnce(snapshot), { retries: this.#saveRetries, minTimeout: 250, maxTimeout: 4_000, factor: 2, shouldRetry: ({ error }) => isTransientStoreError(error) }));
+    return this.#saves(() =>
+      pRetry(() => this.#saveSnapshotOnce(snapshot), {
+        retries: this.#saveRetries,
+        minTimeout: 250,
+        maxTimeout: 4_000,
+        factor: 2,
+        shouldRetry: ({ error }) => isTransientStoreError(error),
+      }),
+    );
   }
 
-  async #saveSnapshotOnce({ project, updateId, date, updateType, results, missing, kpiVersion = 1 }: NewSnapshot): Promise<Date> {
+  async #saveSnapshotOnce({
+    project,
+    updateId,
+    date,
+    updateType,
+    results,
+    missing,
+    kpiVersion = 1,
+  }: NewSnapshot): Promise<Date> {
     // Idempotent per update: a redelivered job finds the snapshot its first delivery wrote, or
     // takes over what an earlier writer left `writing` and writes it again. Never two snapshots
     // for one update, and never a record of a snapshot that is not complete in the overview:
@@ -597,12 +851,28 @@ export class MongoStore implements Store {
     for (let shift = 0; ; shift++) {
       stored = new Date(date.getTime() + shift * 1000);
       try {
-        await this.#snapshots.insertOne({ _id: snapshotId, projectId, userId, updateId, url: project.url, domain: project.domain, date: stored, updateType, available, missing: (missing ?? []).map((m) => ({ ...m })), kpiVersion, status: 'writing', createdAt: new Date() });
+        await this.#snapshots.insertOne({
+          _id: snapshotId,
+          projectId,
+          userId,
+          updateId,
+          url: project.url,
+          domain: project.domain,
+          date: stored,
+          updateType,
+          available,
+          missing: (missing ?? []).map((m) => ({ ...m })),
+          kpiVersion,
+          status: 'writing',
+          createdAt: new Date(),
+        });
         break;
       } catch (error) {
-        if (!(error instanceof MongoServerError && error.code === DUPLICATE_KEY) || shift >= MAX_DATE_SHIFT_SECONDS) throw error;
+        if (!(error instanceof MongoServerError && error.code === DUPLICATE_KEY) || shift >= MAX_DATE_SHIFT_SECONDS)
+          throw error;
         // The unique key on updateId: another delivery of this update is writing right now.
-        if (await this.#snapshots.findOne({ updateId }, { projection: { _id: 1 } })) throw new ConcurrentWrite(updateId);
+        if (await this.#snapshots.findOne({ updateId }, { projection: { _id: 1 } }))
+          throw new ConcurrentWrite(updateId);
       }
     }
     const resultDocs = await Promise.all(
@@ -625,12 +895,29 @@ export class MongoStore implements Store {
     );
     if (resultDocs.length > 0) await this.#results.insertMany(resultDocs, { ordered: false });
     const kpiDocs = results.flatMap((r) =>
-      r.kpis.map((k) => ({ snapshotId, projectId, userId, date: stored, domain: project.domain, url: project.url, device: r.device, location: r.location, updateType, section: k.section, kpi: k.kpi, data: k.data, pending: true })),
+      r.kpis.map((k) => ({
+        snapshotId,
+        projectId,
+        userId,
+        date: stored,
+        domain: project.domain,
+        url: project.url,
+        device: r.device,
+        location: r.location,
+        updateType,
+        section: k.section,
+        kpi: k.kpi,
+        data: k.data,
+        pending: true,
+      })),
     );
     if (kpiDocs.length > 0) await this.#kpis.insertMany(kpiDocs, { ordered: false });
     // The fence: completing needs this writer's document still `writing`. A redelivery that took
     // over removed it; this writer then removes what it wrote and steps back.
-    const completed = await this.#snapshots.updateOne({ _id: snapshotId, status: 'writing' }, { $set: { status: 'complete' } });
+    const completed = await this.#snapshots.updateOne(
+      { _id: snapshotId, status: 'writing' },
+      { $set: { status: 'complete' } },
+    );
     if (completed.matchedCount === 0) {
       await this.#discardSnapshot(snapshotId);
       throw new ConcurrentWrite(updateId);
@@ -664,14 +951,30 @@ export class MongoStore implements Store {
     return null;
   }
 
-  async listSnapshotsBelowKpiVersion(version: number, limit: number): Promise<Array<{ projectId: string; date: Date }>> {
+  async listSnapshotsBelowKpiVersion(
+    version: number,
+    limit: number,
+  ): Promise<Array<{ projectId: string; date: Date }>> {
     // Snapshots stored before versions were have none: the seed's, 1.
-    const below = version > 1 ? { $or: [{ kpiVersion: { $lt: version } }, { kpiVersion: { $exists: false } }] } : { kpiVersion: { $lt: version } };
-    const docs = await this.#snapshots.find({ status: 'complete', ...below }, { projection: { projectId: 1, date: 1 } }).sort({ date: 1 }).limit(limit).toArray();
+    const below =
+      version > 1
+        ? { $or: [{ kpiVersion: { $lt: version } }, { kpiVersion: { $exists: false } }] }
+        : { kpiVersion: { $lt: version } };
+    const docs = await this.#snapshots
+      .find({ status: 'complete', ...below }, { projection: { projectId: 1, date: 1 } })
+      .sort({ date: 1 })
+      .limit(limit)
+      .toArray();
     return docs.map((doc) => ({ projectId: String(doc['projectId']), date: z.date().parse(doc['date']) }));
   }
 
-  async replaceSnapshotKpis(projectId: string, date: Date, sections: readonly string[], results: ReadonlyArray<{ device: Device; location: Location; kpis: readonly KpiRecord[] }>, version: number): Promise<void> {
+  async replaceSnapshotKpis(
+    projectId: string,
+    date: Date,
+    sections: readonly string[],
+    results: ReadonlyArray<{ device: Device; location: Location; kpis: readonly KpiRecord[] }>,
+    version: number,
+  ): Promise<void> {
     const raw = await this.#snapshots.findOne({ projectId: new ObjectId(projectId), date, status: 'complete' });
     if (!raw) return;
     const snapshot = snapshotDoc.parse(raw);
@@ -681,17 +984,51 @@ export class MongoStore implements Store {
     // out, then the new ones are shown and the version recorded. Cut short anywhere, a second
     // run starts by clearing what the first left pending, and does it all again.
     await this.#kpis.deleteMany({ ...inSections, pending: true });
-    const docs = results.flatMap((r) => r.kpis.map((k) => ({ snapshotId, projectId: new ObjectId(projectId), userId: raw['userId'], date: snapshot.date, domain: raw['domain'], url: snapshot.url, device: r.device, location: r.location, updateType: snapshot.updateType, section: k.section, kpi: k.kpi, data: k.data, pending: true })));
+    const docs = results.flatMap((r) =>
+      r.kpis.map((k) => ({
+        snapshotId,
+        projectId: new ObjectId(projectId),
+        userId: raw['userId'],
+        date: snapshot.date,
+        domain: raw['domain'],
+        url: snapshot.url,
+        device: r.device,
+        location: r.location,
+        updateType: snapshot.updateType,
+        section: k.section,
+        kpi: k.kpi,
+        data: k.data,
+        pending: true,
+      })),
+    );
     if (docs.length > 0) await this.#kpis.insertMany(docs, { ordered: false });
     await this.#kpis.deleteMany({ ...inSections, pending: { $ne: true } });
     await this.#kpis.updateMany({ snapshotId, pending: true }, { $unset: { pending: '' } });
     await this.#snapshots.updateOne({ _id: snapshotId }, { $set: { kpiVersion: version } });
   }
 
-  async saveFieldHistory(project: ProjectRecord, rows: ReadonlyArray<{ date: Date; device: Device; kpis: readonly KpiRecord[] }>): Promise<void> {
+  async saveFieldHistory(
+    project: ProjectRecord,
+    rows: ReadonlyArray<{ date: Date; device: Device; kpis: readonly KpiRecord[] }>,
+  ): Promise<void> {
     const snapshotId = fieldHistoryId(project.id);
     await this.#kpis.deleteMany({ snapshotId });
-    const docs = rows.flatMap((row) => row.kpis.map((k) => ({ snapshotId, projectId: new ObjectId(project.id), userId: new ObjectId(project.userId), date: row.date, domain: project.domain, url: project.url, device: row.device, location: project.defaultLocation, updateType: 'scheduled', section: k.section, kpi: k.kpi, data: k.data })));
+    const docs = rows.flatMap((row) =>
+      row.kpis.map((k) => ({
+        snapshotId,
+        projectId: new ObjectId(project.id),
+        userId: new ObjectId(project.userId),
+        date: row.date,
+        domain: project.domain,
+        url: project.url,
+        device: row.device,
+        location: project.defaultLocation,
+        updateType: 'scheduled',
+        section: k.section,
+        kpi: k.kpi,
+        data: k.data,
+      })),
+    );
     if (docs.length > 0) await this.#kpis.insertMany(docs, { ordered: false });
   }
 
@@ -704,10 +1041,17 @@ export class MongoStore implements Store {
       const ids = (await collection.distinct('snapshotId', old)) as ObjectId[];
       for (let i = 0; i < ids.length; i += 500) {
         const chunk = ids.slice(i, i + 500);
-        const complete = new Set((await this.#snapshots.find({ _id: { $in: chunk }, status: 'complete' }, { projection: { _id: 1 } }).toArray()).map((d) => String(d._id)));
+        const complete = new Set(
+          (
+            await this.#snapshots
+              .find({ _id: { $in: chunk }, status: 'complete' }, { projection: { _id: 1 } })
+              .toArray()
+          ).map((d) => String(d._id)),
+        );
         // Field-data history hangs on a string id of its project, never on a snapshot.
         const orphaned = chunk.filter((id) => id instanceof ObjectId && !complete.has(String(id)));
-        if (orphaned.length > 0) deleted += (await collection.deleteMany({ snapshotId: { $in: orphaned }, ...old })).deletedCount;
+        if (orphaned.length > 0)
+          deleted += (await collection.deleteMany({ snapshotId: { $in: orphaned }, ...old })).deletedCount;
       }
     }
     return deleted;
@@ -734,13 +1078,29 @@ export class MongoStore implements Store {
       const r = resultDoc.parse(doc);
       return { ...r, ...readStoredResult(r.lighthouse.buffer), kpis: [] };
     });
-    return { id: snapshot._id, projectId: snapshot.projectId, updateId: snapshot.updateId, url: snapshot.url, date: snapshot.date, updateType: snapshot.updateType, available: snapshot.available, missing: snapshot.missing, results };
+    return {
+      id: snapshot._id,
+      projectId: snapshot.projectId,
+      updateId: snapshot.updateId,
+      url: snapshot.url,
+      date: snapshot.date,
+      updateType: snapshot.updateType,
+      available: snapshot.available,
+      missing: snapshot.missing,
+      results,
+    };
   }
 }
 
 function toUpdate({ _id, date, reason, waiting, admittedAt, ...rest }: z.infer<typeof updateDoc>): UpdateRecord {
   // An update of an earlier version, which had no backlog, was admitted when it was created.
-  return { id: _id, date: date ?? null, reason: reason ?? null, admittedAt: waiting ? null : (admittedAt ?? rest.createdAt), ...rest };
+  return {
+    id: _id,
+    date: date ?? null,
+    reason: reason ?? null,
+    admittedAt: waiting ? null : (admittedAt ?? rest.createdAt),
+    ...rest,
+  };
 }
 
 function toUser(doc: z.infer<typeof userDoc>): UserRecord {

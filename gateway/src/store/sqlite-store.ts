@@ -3,10 +3,54 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { z } from 'zod';
-import { budgetFileSchema, cellCheckSchema, cruxPairSchema, DEVICES, LOCATIONS, UPDATE_TYPES, missingCellSchema, runSummarySchema, updateProgressSchema, type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
+import {
+  budgetFileSchema,
+  cellCheckSchema,
+  cruxPairSchema,
+  DEVICES,
+  LOCATIONS,
+  UPDATE_TYPES,
+  missingCellSchema,
+  runSummarySchema,
+  updateProgressSchema,
+  type Budgets,
+  type Device,
+  type KpiRecord,
+  type Location,
+} from '@perfwatch/common';
 import { readStoredResult } from '../result-bytes.ts';
-import { DELIVERY_STATUSES, DuplicateError, fieldHistoryId, UPDATE_STATUSES, WEBHOOK_FORMATS, type AnnotationRecord, type DeliveryAttempt, type DeliveryRecord, type NewAnnotation, type NewDelivery, type NewWebhook, type WebhookRecord, kpiBatches, type KpiRow, type MissingCell, type NewProject, type NewSnapshot, type NewUpdate, type OverviewFilter, type ProjectRecord, type SnapshotFilter, type SnapshotRecord, type SnapshotSummary, type SnapshotPage, type Store, type TokenRecord, type UpdateRecord, type UpdateProgress, type UpdateState, type UserRecord } from './store.ts';
-
+import {
+  DELIVERY_STATUSES,
+  DuplicateError,
+  fieldHistoryId,
+  UPDATE_STATUSES,
+  WEBHOOK_FORMATS,
+  type AnnotationRecord,
+  type DeliveryAttempt,
+  type DeliveryRecord,
+  type NewAnnotation,
+  type NewDelivery,
+  type NewWebhook,
+  type WebhookRecord,
+  kpiBatches,
+  type KpiRow,
+  type MissingCell,
+  type NewProject,
+  type NewSnapshot,
+  type NewUpdate,
+  type OverviewFilter,
+  type ProjectRecord,
+  type SnapshotFilter,
+  type SnapshotRecord,
+  type SnapshotSummary,
+  type SnapshotPage,
+  type Store,
+  type TokenRecord,
+  type UpdateRecord,
+  type UpdateProgress,
+  type UpdateState,
+  type UserRecord,
+} from './store.ts';
 
 /** How many later seconds a snapshot may move to when its project already has one at that second. */
 const MAX_DATE_SHIFT_SECONDS = 60;
@@ -69,10 +113,27 @@ CREATE INDEX IF NOT EXISTS annotations_by_project ON annotations (project_id, da
 
 // Rows read back are parsed like any other input: a file written by another version, or
 // edited by hand, fails loudly here instead of deep inside a handler.
-const ms = z.number().int().transform((value) => new Date(value));
-const json = <T extends z.ZodType>(schema: T) => z.string().transform((text) => JSON.parse(text) as unknown).pipe(schema);
-const userRow = z.object({ id: z.string(), name: z.string(), created_at: ms }).transform((r): UserRecord => ({ id: r.id, name: r.name, createdAt: r.created_at }));
-const tokenRow = z.object({ prefix: z.string(), user_id: z.string(), digest: z.string(), created_at: ms, revoked_at: ms.nullable() }).transform((r): TokenRecord => ({ prefix: r.prefix, userId: r.user_id, digest: r.digest, createdAt: r.created_at, revokedAt: r.revoked_at }));
+const ms = z
+  .number()
+  .int()
+  .transform((value) => new Date(value));
+const json = <T extends z.ZodType>(schema: T) =>
+  z
+    .string()
+    .transform((text) => JSON.parse(text) as unknown)
+    .pipe(schema);
+const userRow = z
+  .object({ id: z.string(), name: z.string(), created_at: ms })
+  .transform((r): UserRecord => ({ id: r.id, name: r.name, createdAt: r.created_at }));
+const tokenRow = z
+  .object({ prefix: z.string(), user_id: z.string(), digest: z.string(), created_at: ms, revoked_at: ms.nullable() })
+  .transform((r): TokenRecord => ({
+    prefix: r.prefix,
+    userId: r.user_id,
+    digest: r.digest,
+    createdAt: r.created_at,
+    revokedAt: r.revoked_at,
+  }));
 const projectRow = z
   .object({
     id: z.string(),
@@ -89,12 +150,33 @@ const projectRow = z
     auth: z.string().nullable(),
   })
   .transform((r) => ({
-    project: { id: r.id, userId: r.user_id, url: r.url, domain: r.domain, locations: r.locations, defaultLocation: r.default_location, runs: r.runs, schedule: r.schedule, budgets: r.budgets, auth: r.auth, createdAt: r.created_at } satisfies ProjectRecord,
+    project: {
+      id: r.id,
+      userId: r.user_id,
+      url: r.url,
+      domain: r.domain,
+      locations: r.locations,
+      defaultLocation: r.default_location,
+      runs: r.runs,
+      schedule: r.schedule,
+      budgets: r.budgets,
+      auth: r.auth,
+      createdAt: r.created_at,
+    } satisfies ProjectRecord,
     scheduledThrough: r.scheduled_through,
   }));
 const available = json(z.array(z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS) })));
 const missing = json(z.array(missingCellSchema));
-const snapshotRow = z.object({ id: z.string(), project_id: z.string(), update_id: z.string(), url: z.string(), date: ms, update_type: z.enum(UPDATE_TYPES), available, missing });
+const snapshotRow = z.object({
+  id: z.string(),
+  project_id: z.string(),
+  update_id: z.string(),
+  url: z.string(),
+  date: ms,
+  update_type: z.enum(UPDATE_TYPES),
+  available,
+  missing,
+});
 const resultRow = z.object({
   device: z.enum(DEVICES),
   location: z.enum(LOCATIONS),
@@ -106,19 +188,93 @@ const resultRow = z.object({
   checks: json(z.array(cellCheckSchema)).nullable(),
 });
 const webhookRow = z
-  .object({ id: z.string(), user_id: z.string(), target_url: z.string(), project_url: z.string().nullable(), format: z.enum(WEBHOOK_FORMATS), secret: z.string(), created_at: ms })
-  .transform((r): WebhookRecord => ({ id: r.id, userId: r.user_id, targetUrl: r.target_url, projectUrl: r.project_url, format: r.format, secret: r.secret, createdAt: r.created_at }));
+  .object({
+    id: z.string(),
+    user_id: z.string(),
+    target_url: z.string(),
+    project_url: z.string().nullable(),
+    format: z.enum(WEBHOOK_FORMATS),
+    secret: z.string(),
+    created_at: ms,
+  })
+  .transform((r): WebhookRecord => ({
+    id: r.id,
+    userId: r.user_id,
+    targetUrl: r.target_url,
+    projectUrl: r.project_url,
+    format: r.format,
+    secret: r.secret,
+    createdAt: r.created_at,
+  }));
 const deliveryRow = z
-  .object({ id: z.string(), webhook_id: z.string(), user_id: z.string(), event: z.string(), body: z.string(), status: z.enum(DELIVERY_STATUSES), attempts: z.number().int(), next_attempt_at: ms, last_error: z.string().nullable(), created_at: ms, delivered_at: ms.nullable() })
-  .transform((r): DeliveryRecord => ({ id: r.id, webhookId: r.webhook_id, userId: r.user_id, event: r.event, body: r.body, status: r.status, attempts: r.attempts, nextAttemptAt: r.next_attempt_at, lastError: r.last_error, createdAt: r.created_at, deliveredAt: r.delivered_at }));
+  .object({
+    id: z.string(),
+    webhook_id: z.string(),
+    user_id: z.string(),
+    event: z.string(),
+    body: z.string(),
+    status: z.enum(DELIVERY_STATUSES),
+    attempts: z.number().int(),
+    next_attempt_at: ms,
+    last_error: z.string().nullable(),
+    created_at: ms,
+    delivered_at: ms.nullable(),
+  })
+  .transform((r): DeliveryRecord => ({
+    id: r.id,
+    webhookId: r.webhook_id,
+    userId: r.user_id,
+    event: r.event,
+    body: r.body,
+    status: r.status,
+    attempts: r.attempts,
+    nextAttemptAt: r.next_attempt_at,
+    lastError: r.last_error,
+    createdAt: r.created_at,
+    deliveredAt: r.delivered_at,
+  }));
 const annotationRow = z
-  .object({ id: z.string(), project_id: z.string(), date: ms, text: z.string(), link: z.string().nullable(), created_at: ms })
-  .transform((r): AnnotationRecord => ({ id: r.id, projectId: r.project_id, date: r.date, text: r.text, link: r.link, createdAt: r.created_at }));
+  .object({
+    id: z.string(),
+    project_id: z.string(),
+    date: ms,
+    text: z.string(),
+    link: z.string().nullable(),
+    created_at: ms,
+  })
+  .transform((r): AnnotationRecord => ({
+    id: r.id,
+    projectId: r.project_id,
+    date: r.date,
+    text: r.text,
+    link: r.link,
+    createdAt: r.created_at,
+  }));
 // `data` was written by JSON.stringify of an object or a string; it is checked to be one of
 // those by its first character and passed on as text (see KpiRow.dataJson).
 const kpiRow = z
-  .object({ date: ms, domain: z.string(), url: z.string(), device: z.enum(DEVICES), location: z.enum(LOCATIONS), update_type: z.enum(UPDATE_TYPES), section: z.string(), kpi: z.string(), data: z.string().regex(/^[{"]/) })
-  .transform((r): KpiRow => ({ date: r.date, domain: r.domain, url: r.url, device: r.device, location: r.location, updateType: r.update_type, section: r.section, kpi: r.kpi, dataJson: r.data }));
+  .object({
+    date: ms,
+    domain: z.string(),
+    url: z.string(),
+    device: z.enum(DEVICES),
+    location: z.enum(LOCATIONS),
+    update_type: z.enum(UPDATE_TYPES),
+    section: z.string(),
+    kpi: z.string(),
+    data: z.string().regex(/^[{"]/),
+  })
+  .transform((r): KpiRow => ({
+    date: r.date,
+    domain: r.domain,
+    url: r.url,
+    device: r.device,
+    location: r.location,
+    updateType: r.update_type,
+    section: r.section,
+    kpi: r.kpi,
+    dataJson: r.data,
+  }));
 const updateRow = z
   .object({
     id: z.string(),
@@ -141,13 +297,35 @@ const updateRow = z
     admitted_at: ms.nullable(),
   })
   // An update of schema 2, which had no backlog, was admitted when it was created.
-  .transform((r): UpdateRecord => ({ id: r.id, userId: r.user_id, projectId: r.project_id, url: r.url, devices: r.devices, locations: r.locations, updateType: r.update_type, status: r.status, date: r.date, reason: r.reason, attempts: r.attempts, runs: r.runs, admittedAt: r.waiting ? null : (r.admitted_at ?? r.created_at), progress: r.progress, missing: r.missing, createdAt: r.created_at, updatedAt: r.updated_at }));
+  .transform((r): UpdateRecord => ({
+    id: r.id,
+    userId: r.user_id,
+    projectId: r.project_id,
+    url: r.url,
+    devices: r.devices,
+    locations: r.locations,
+    updateType: r.update_type,
+    status: r.status,
+    date: r.date,
+    reason: r.reason,
+    attempts: r.attempts,
+    runs: r.runs,
+    admittedAt: r.waiting ? null : (r.admitted_at ?? r.created_at),
+    progress: r.progress,
+    missing: r.missing,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  }));
 
 /** Ids shaped like the MongoDB store's (24 hex digits), so both stores hand out the same kind. */
 const newId = () => randomBytes(12).toString('hex');
 
 function isUniqueViolation(error: unknown): boolean {
-  return (error as { errcode?: number }).errcode === 2067 || (error as { errcode?: number }).errcode === 1555 || /UNIQUE constraint failed/.test((error as Error).message);
+  return (
+    (error as { errcode?: number }).errcode === 2067 ||
+    (error as { errcode?: number }).errcode === 1555 ||
+    /UNIQUE constraint failed/.test((error as Error).message)
+  );
 }
 
 /**
@@ -219,27 +397,37 @@ export class SqliteStore implements Store {
     // WAL: readers never wait for the writer; a crash loses at most the last transaction.
     db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;');
     // Token digests, projects and results: readable by this user only (the WAL files too).
-    if (this.#path !== ':memory:') for (const file of [this.#path, `${this.#path}-wal`, `${this.#path}-shm`]) if (existsSync(file)) chmodSync(file, 0o600);
+    if (this.#path !== ':memory:')
+      for (const file of [this.#path, `${this.#path}-wal`, `${this.#path}-shm`])
+        if (existsSync(file)) chmodSync(file, 0o600);
     db.exec(SCHEMA);
     const version = db.prepare("SELECT value FROM meta WHERE key = 'schema'").get() as { value: string } | undefined;
     if (version && Number(version.value) > SCHEMA_VERSION) {
       db.close();
-      throw new Error(`${this.#path} was written by a newer perfwatch (schema ${version.value}; this one knows ${SCHEMA_VERSION})`);
+      throw new Error(
+        `${this.#path} was written by a newer perfwatch (schema ${version.value}; this one knows ${SCHEMA_VERSION})`,
+      );
     }
     // Schema 2: the cells an update could not measure, on snapshots and updates.
     if (version && Number(version.value) < 2) {
-      for (const table of ['snapshots', 'updates']) db.exec(`ALTER TABLE ${table} ADD COLUMN missing TEXT NOT NULL DEFAULT '[]'`);
+      for (const table of ['snapshots', 'updates'])
+        db.exec(`ALTER TABLE ${table} ADD COLUMN missing TEXT NOT NULL DEFAULT '[]'`);
     }
     // Schema 3: each user's backlog of updates, and what they weigh.
     if (version && Number(version.value) < 3) {
-      db.exec('ALTER TABLE updates ADD COLUMN runs INTEGER NOT NULL DEFAULT 1; ALTER TABLE updates ADD COLUMN waiting INTEGER NOT NULL DEFAULT 0; ALTER TABLE updates ADD COLUMN admitted_at INTEGER;');
+      db.exec(
+        'ALTER TABLE updates ADD COLUMN runs INTEGER NOT NULL DEFAULT 1; ALTER TABLE updates ADD COLUMN waiting INTEGER NOT NULL DEFAULT 0; ALTER TABLE updates ADD COLUMN admitted_at INTEGER;',
+      );
     }
     // Schema 4: budgets on projects, their checks on results.
     if (version && Number(version.value) < 4) {
-      db.exec(`ALTER TABLE projects ADD COLUMN budgets TEXT NOT NULL DEFAULT '${NO_BUDGETS}'; ALTER TABLE results ADD COLUMN checks TEXT;`);
+      db.exec(
+        `ALTER TABLE projects ADD COLUMN budgets TEXT NOT NULL DEFAULT '${NO_BUDGETS}'; ALTER TABLE results ADD COLUMN checks TEXT;`,
+      );
     }
     // Schema 5: the version of each snapshot's KPI records.
-    if (version && Number(version.value) < 5) db.exec('ALTER TABLE snapshots ADD COLUMN kpi_version INTEGER NOT NULL DEFAULT 1');
+    if (version && Number(version.value) < 5)
+      db.exec('ALTER TABLE snapshots ADD COLUMN kpi_version INTEGER NOT NULL DEFAULT 1');
     // Schema 6: a project's sealed credentials.
     if (version && Number(version.value) < 6) db.exec('ALTER TABLE projects ADD COLUMN auth TEXT');
     db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)").run(String(SCHEMA_VERSION));
@@ -277,7 +465,13 @@ export class SqliteStore implements Store {
 
   async addToken({ prefix, userId, digest }: Omit<TokenRecord, 'createdAt' | 'revokedAt'>): Promise<void> {
     try {
-      this.#run('INSERT INTO tokens (prefix, user_id, digest, created_at) VALUES (?, ?, ?, ?)', prefix, userId, digest, Date.now());
+      this.#run(
+        'INSERT INTO tokens (prefix, user_id, digest, created_at) VALUES (?, ?, ?, ?)',
+        prefix,
+        userId,
+        digest,
+        Date.now(),
+      );
     } catch (error) {
       throw isUniqueViolation(error) ? new DuplicateError(`token prefix ${prefix} exists`) : error;
     }
@@ -289,15 +483,37 @@ export class SqliteStore implements Store {
   }
 
   async revokeToken(prefix: string): Promise<boolean> {
-    return Number(this.#run('UPDATE tokens SET revoked_at = ? WHERE prefix = ? AND revoked_at IS NULL', Date.now(), prefix).changes) === 1;
+    return (
+      Number(
+        this.#run('UPDATE tokens SET revoked_at = ? WHERE prefix = ? AND revoked_at IS NULL', Date.now(), prefix)
+          .changes,
+      ) === 1
+    );
   }
 
   async addProject(project: NewProject): Promise<ProjectRecord> {
-    const record: ProjectRecord = { ...project, locations: [...project.locations], budgets: project.budgets ?? { budgets: {}, maxRegression: {} }, auth: project.auth ?? null, id: newId(), createdAt: new Date() };
+    const record: ProjectRecord = {
+      ...project,
+      locations: [...project.locations],
+      budgets: project.budgets ?? { budgets: {}, maxRegression: {} },
+      auth: project.auth ?? null,
+      id: newId(),
+      createdAt: new Date(),
+    };
     try {
       this.#run(
         'INSERT INTO projects (id, user_id, url, domain, locations, default_location, runs, schedule, created_at, budgets, auth) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        record.id, record.userId, record.url, record.domain, JSON.stringify(record.locations), record.defaultLocation, record.runs, record.schedule, record.createdAt.getTime(), JSON.stringify(record.budgets), record.auth,
+        record.id,
+        record.userId,
+        record.url,
+        record.domain,
+        JSON.stringify(record.locations),
+        record.defaultLocation,
+        record.runs,
+        record.schedule,
+        record.createdAt.getTime(),
+        JSON.stringify(record.budgets),
+        record.auth,
       );
     } catch (error) {
       throw isUniqueViolation(error) ? new DuplicateError(`project ${project.url} exists for this user`) : error;
@@ -311,7 +527,9 @@ export class SqliteStore implements Store {
   }
 
   async listProjects(userId?: string): Promise<ProjectRecord[]> {
-    const rows = userId ? this.#all('SELECT * FROM projects WHERE user_id = ? ORDER BY url', userId) : this.#all('SELECT * FROM projects ORDER BY url');
+    const rows = userId
+      ? this.#all('SELECT * FROM projects WHERE user_id = ? ORDER BY url', userId)
+      : this.#all('SELECT * FROM projects ORDER BY url');
     return rows.map((row) => projectRow.parse(row).project);
   }
 
@@ -338,12 +556,23 @@ export class SqliteStore implements Store {
 
   async addWebhook(webhook: NewWebhook): Promise<WebhookRecord> {
     const record: WebhookRecord = { ...webhook, id: newId(), createdAt: new Date() };
-    this.#run('INSERT INTO webhooks (id, user_id, target_url, project_url, format, secret, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)', record.id, record.userId, record.targetUrl, record.projectUrl, record.format, record.secret, record.createdAt.getTime());
+    this.#run(
+      'INSERT INTO webhooks (id, user_id, target_url, project_url, format, secret, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      record.id,
+      record.userId,
+      record.targetUrl,
+      record.projectUrl,
+      record.format,
+      record.secret,
+      record.createdAt.getTime(),
+    );
     return record;
   }
 
   async listWebhooks(userId: string): Promise<WebhookRecord[]> {
-    return this.#all('SELECT * FROM webhooks WHERE user_id = ? ORDER BY created_at, id', userId).map((row) => webhookRow.parse(row));
+    return this.#all('SELECT * FROM webhooks WHERE user_id = ? ORDER BY created_at, id', userId).map((row) =>
+      webhookRow.parse(row),
+    );
   }
 
   async removeWebhook(userId: string, id: string): Promise<boolean> {
@@ -355,90 +584,239 @@ export class SqliteStore implements Store {
   }
 
   async enqueueDeliveries(deliveries: readonly NewDelivery[]): Promise<void> {
-    const insert = this.#prepared("INSERT INTO deliveries (id, webhook_id, user_id, event, body, status, attempts, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT (id) DO NOTHING");
+    const insert = this.#prepared(
+      "INSERT INTO deliveries (id, webhook_id, user_id, event, body, status, attempts, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT (id) DO NOTHING",
+    );
     this.#transaction(() => {
-      for (const d of deliveries) insert.run(d.id, d.webhookId, d.userId, d.event, d.body, d.createdAt.getTime(), d.createdAt.getTime());
+      for (const d of deliveries)
+        insert.run(d.id, d.webhookId, d.userId, d.event, d.body, d.createdAt.getTime(), d.createdAt.getTime());
     });
   }
 
   async claimDeliveries(now: Date, limit: number, leaseMs: number): Promise<DeliveryRecord[]> {
     return this.#all(
       "UPDATE deliveries SET next_attempt_at = ? WHERE id IN (SELECT id FROM deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?) RETURNING *",
-      now.getTime() + leaseMs, now.getTime(), limit,
+      now.getTime() + leaseMs,
+      now.getTime(),
+      limit,
     ).map((row) => deliveryRow.parse(row));
   }
 
   async recordDeliveryAttempt(id: string, attempt: DeliveryAttempt): Promise<void> {
-    if (attempt.status === 'delivered') this.#run("UPDATE deliveries SET status = 'delivered', attempts = attempts + 1, delivered_at = ?, last_error = NULL WHERE id = ?", attempt.at.getTime(), id);
-    else if (attempt.status === 'pending') this.#run('UPDATE deliveries SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ?', attempt.nextAttemptAt.getTime(), attempt.error, id);
-    else this.#run("UPDATE deliveries SET status = 'failed', attempts = attempts + 1, last_error = ? WHERE id = ?", attempt.error, id);
+    if (attempt.status === 'delivered')
+      this.#run(
+        "UPDATE deliveries SET status = 'delivered', attempts = attempts + 1, delivered_at = ?, last_error = NULL WHERE id = ?",
+        attempt.at.getTime(),
+        id,
+      );
+    else if (attempt.status === 'pending')
+      this.#run(
+        'UPDATE deliveries SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ?',
+        attempt.nextAttemptAt.getTime(),
+        attempt.error,
+        id,
+      );
+    else
+      this.#run(
+        "UPDATE deliveries SET status = 'failed', attempts = attempts + 1, last_error = ? WHERE id = ?",
+        attempt.error,
+        id,
+      );
   }
 
   async listDeliveries(webhookId: string, limit: number): Promise<DeliveryRecord[]> {
-    return this.#all('SELECT * FROM deliveries WHERE webhook_id = ? ORDER BY created_at DESC, id DESC LIMIT ?', webhookId, limit).map((row) => deliveryRow.parse(row));
+    return this.#all(
+      'SELECT * FROM deliveries WHERE webhook_id = ? ORDER BY created_at DESC, id DESC LIMIT ?',
+      webhookId,
+      limit,
+    ).map((row) => deliveryRow.parse(row));
   }
 
   async addAnnotation(annotation: NewAnnotation): Promise<AnnotationRecord> {
     const record: AnnotationRecord = { ...annotation, id: newId(), createdAt: new Date() };
-    this.#run('INSERT INTO annotations (id, project_id, date, text, link, created_at) VALUES (?, ?, ?, ?, ?, ?)', record.id, record.projectId, record.date.getTime(), record.text, record.link, record.createdAt.getTime());
+    this.#run(
+      'INSERT INTO annotations (id, project_id, date, text, link, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+      record.id,
+      record.projectId,
+      record.date.getTime(),
+      record.text,
+      record.link,
+      record.createdAt.getTime(),
+    );
     return record;
   }
 
   async listAnnotations(projectId: string, range: { from?: Date; to?: Date } = {}): Promise<AnnotationRecord[]> {
-    return this.#all('SELECT * FROM annotations WHERE project_id = ? AND date >= ? AND date < ? ORDER BY date, created_at', projectId, range.from?.getTime() ?? 0, range.to?.getTime() ?? Number.MAX_SAFE_INTEGER).map((row) => annotationRow.parse(row));
+    return this.#all(
+      'SELECT * FROM annotations WHERE project_id = ? AND date >= ? AND date < ? ORDER BY date, created_at',
+      projectId,
+      range.from?.getTime() ?? 0,
+      range.to?.getTime() ?? Number.MAX_SAFE_INTEGER,
+    ).map((row) => annotationRow.parse(row));
   }
 
-  async saveSnapshot({ project, updateId, date, updateType, results, missing, kpiVersion = 1 }: NewSnapshot): Promise<Date> {
+  async saveSnapshot({
+    project,
+    updateId,
+    date,
+    updateType,
+    results,
+    missing,
+    kpiVersion = 1,
+  }: NewSnapshot): Promise<Date> {
     // Compressed before the transaction: the write itself then takes milliseconds.
     const compressed = await Promise.all(results.map((r) => r.lighthouse.gzip()));
     return this.#transaction(() => {
       // Idempotent per update: a second save of the same update returns the first one's date.
-      const earlier = this.#get('SELECT date FROM snapshots WHERE update_id = ?', updateId) as { date: number } | undefined;
+      const earlier = this.#get('SELECT date FROM snapshots WHERE update_id = ?', updateId) as
+        { date: number } | undefined;
       if (earlier) return new Date(earlier.date);
       let stored = date;
       for (let shift = 0; ; shift++) {
         stored = new Date(date.getTime() + shift * 1000);
-        if (!this.#get('SELECT 1 FROM snapshots WHERE project_id = ? AND date = ?', project.id, stored.getTime())) break;
-        if (shift >= MAX_DATE_SHIFT_SECONDS) throw new Error(`project ${project.url} has a snapshot in each of the ${MAX_DATE_SHIFT_SECONDS} seconds after ${date.toISOString()}`);
+        if (!this.#get('SELECT 1 FROM snapshots WHERE project_id = ? AND date = ?', project.id, stored.getTime()))
+          break;
+        if (shift >= MAX_DATE_SHIFT_SECONDS)
+          throw new Error(
+            `project ${project.url} has a snapshot in each of the ${MAX_DATE_SHIFT_SECONDS} seconds after ${date.toISOString()}`,
+          );
       }
       const snapshotId = newId();
       this.#run(
         'INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available, missing, kpi_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        snapshotId, project.id, project.userId, updateId, project.url, project.domain, stored.getTime(), updateType, JSON.stringify(results.map(({ device, location }) => ({ device, location }))), JSON.stringify(missing ?? []), kpiVersion,
+        snapshotId,
+        project.id,
+        project.userId,
+        updateId,
+        project.url,
+        project.domain,
+        stored.getTime(),
+        updateType,
+        JSON.stringify(results.map(({ device, location }) => ({ device, location }))),
+        JSON.stringify(missing ?? []),
+        kpiVersion,
       );
-      const insertResult = this.#prepared('INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse, checks) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
-      const insertKpi = this.#prepared('INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+      const insertResult = this.#prepared(
+        'INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse, checks) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      );
+      const insertKpi = this.#prepared(
+        'INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      );
       results.forEach((r, seq) => {
-        insertResult.run(snapshotId, seq, r.device, r.location, r.median, JSON.stringify(r.runs), r.elementCount, JSON.stringify(r.crux), compressed[seq]!, r.checks ? JSON.stringify(r.checks) : null);
-        for (const k of r.kpis) insertKpi.run(snapshotId, project.id, project.userId, stored.getTime(), project.domain, project.url, r.device, r.location, updateType, k.section, k.kpi, JSON.stringify(k.data));
+        insertResult.run(
+          snapshotId,
+          seq,
+          r.device,
+          r.location,
+          r.median,
+          JSON.stringify(r.runs),
+          r.elementCount,
+          JSON.stringify(r.crux),
+          compressed[seq]!,
+          r.checks ? JSON.stringify(r.checks) : null,
+        );
+        for (const k of r.kpis)
+          insertKpi.run(
+            snapshotId,
+            project.id,
+            project.userId,
+            stored.getTime(),
+            project.domain,
+            project.url,
+            r.device,
+            r.location,
+            updateType,
+            k.section,
+            k.kpi,
+            JSON.stringify(k.data),
+          );
       });
       return stored;
     });
   }
 
-  async listSnapshotsBelowKpiVersion(version: number, limit: number): Promise<Array<{ projectId: string; date: Date }>> {
-    return (this.#all('SELECT project_id, date FROM snapshots WHERE kpi_version < ? ORDER BY date LIMIT ?', version, limit) as Array<{ project_id: string; date: number }>).map((r) => ({ projectId: r.project_id, date: new Date(r.date) }));
+  async listSnapshotsBelowKpiVersion(
+    version: number,
+    limit: number,
+  ): Promise<Array<{ projectId: string; date: Date }>> {
+    return (
+      this.#all(
+        'SELECT project_id, date FROM snapshots WHERE kpi_version < ? ORDER BY date LIMIT ?',
+        version,
+        limit,
+      ) as Array<{ project_id: string; date: number }>
+    ).map((r) => ({ projectId: r.project_id, date: new Date(r.date) }));
   }
 
-  async replaceSnapshotKpis(projectId: string, date: Date, sections: readonly string[], results: ReadonlyArray<{ device: Device; location: Location; kpis: readonly KpiRecord[] }>, version: number): Promise<void> {
+  async replaceSnapshotKpis(
+    projectId: string,
+    date: Date,
+    sections: readonly string[],
+    results: ReadonlyArray<{ device: Device; location: Location; kpis: readonly KpiRecord[] }>,
+    version: number,
+  ): Promise<void> {
     this.#transaction(() => {
-      const snapshot = this.#get('SELECT * FROM snapshots WHERE project_id = ? AND date = ?', projectId, date.getTime());
+      const snapshot = this.#get(
+        'SELECT * FROM snapshots WHERE project_id = ? AND date = ?',
+        projectId,
+        date.getTime(),
+      );
       if (!snapshot) return;
       const row = snapshotRow.parse(snapshot);
       const { user_id: userId, domain } = snapshot as { user_id: string; domain: string };
-      this.#run(`DELETE FROM kpis WHERE snapshot_id = ? AND section IN (${sections.map(() => '?').join(', ')})`, row.id, ...sections);
-      const insert = this.#prepared('INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
-      for (const r of results) for (const k of r.kpis) insert.run(row.id, projectId, userId, row.date.getTime(), domain, row.url, r.device, r.location, row.update_type, k.section, k.kpi, JSON.stringify(k.data));
+      this.#run(
+        `DELETE FROM kpis WHERE snapshot_id = ? AND section IN (${sections.map(() => '?').join(', ')})`,
+        row.id,
+        ...sections,
+      );
+      const insert = this.#prepared(
+        'INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      );
+      for (const r of results)
+        for (const k of r.kpis)
+          insert.run(
+            row.id,
+            projectId,
+            userId,
+            row.date.getTime(),
+            domain,
+            row.url,
+            r.device,
+            r.location,
+            row.update_type,
+            k.section,
+            k.kpi,
+            JSON.stringify(k.data),
+          );
       this.#run('UPDATE snapshots SET kpi_version = ? WHERE id = ?', version, row.id);
     });
   }
 
-  async saveFieldHistory(project: ProjectRecord, rows: ReadonlyArray<{ date: Date; device: Device; kpis: readonly KpiRecord[] }>): Promise<void> {
+  async saveFieldHistory(
+    project: ProjectRecord,
+    rows: ReadonlyArray<{ date: Date; device: Device; kpis: readonly KpiRecord[] }>,
+  ): Promise<void> {
     const id = fieldHistoryId(project.id);
     this.#transaction(() => {
       this.#run('DELETE FROM kpis WHERE snapshot_id = ?', id);
-      const insert = this.#prepared("INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'scheduled', ?, ?, ?)");
-      for (const row of rows) for (const k of row.kpis) insert.run(id, project.id, project.userId, row.date.getTime(), project.domain, project.url, row.device, project.defaultLocation, k.section, k.kpi, JSON.stringify(k.data));
+      const insert = this.#prepared(
+        "INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'scheduled', ?, ?, ?)",
+      );
+      for (const row of rows)
+        for (const k of row.kpis)
+          insert.run(
+            id,
+            project.id,
+            project.userId,
+            row.date.getTime(),
+            project.domain,
+            project.url,
+            row.device,
+            project.defaultLocation,
+            k.section,
+            k.kpi,
+            JSON.stringify(k.data),
+          );
     });
   }
 
@@ -446,7 +824,9 @@ export class SqliteStore implements Store {
     // A snapshot and its records are written in one transaction: orphans come only from a file
     // edited by hand or an interrupted deletion of an earlier version.
     return this.#transaction(() => {
-      const kpis = this.#run("DELETE FROM kpis WHERE snapshot_id NOT IN (SELECT id FROM snapshots) AND snapshot_id NOT LIKE 'history:%'");
+      const kpis = this.#run(
+        "DELETE FROM kpis WHERE snapshot_id NOT IN (SELECT id FROM snapshots) AND snapshot_id NOT LIKE 'history:%'",
+      );
       const results = this.#run('DELETE FROM results WHERE snapshot_id NOT IN (SELECT id FROM snapshots)');
       return Number(kpis.changes) + Number(results.changes);
     });
@@ -464,8 +844,14 @@ export class SqliteStore implements Store {
     const raw = this.#get('SELECT * FROM snapshots WHERE project_id = ? AND date = ?', projectId, date.getTime());
     if (!raw) return null;
     const snapshot = snapshotRow.parse(raw);
-    const rows = this.#all('SELECT * FROM results WHERE snapshot_id = ? ORDER BY seq', snapshot.id).map((row) => resultRow.parse(row));
-    const wanted = rows.filter((r) => (!filter.device || r.device === filter.device) && (!filter.locations?.length || filter.locations.includes(r.location)));
+    const rows = this.#all('SELECT * FROM results WHERE snapshot_id = ? ORDER BY seq', snapshot.id).map((row) =>
+      resultRow.parse(row),
+    );
+    const wanted = rows.filter(
+      (r) =>
+        (!filter.device || r.device === filter.device) &&
+        (!filter.locations?.length || filter.locations.includes(r.location)),
+    );
     const results = wanted.map((r) => ({
       device: r.device,
       location: r.location,
@@ -477,12 +863,27 @@ export class SqliteStore implements Store {
       kpis: [],
       ...(r.checks ? { checks: r.checks } : {}),
     }));
-    return { id: snapshot.id, projectId: snapshot.project_id, updateId: snapshot.update_id, url: snapshot.url, date: snapshot.date, updateType: snapshot.update_type, available: snapshot.available, missing: snapshot.missing, results };
+    return {
+      id: snapshot.id,
+      projectId: snapshot.project_id,
+      updateId: snapshot.update_id,
+      url: snapshot.url,
+      date: snapshot.date,
+      updateType: snapshot.update_type,
+      available: snapshot.available,
+      missing: snapshot.missing,
+      results,
+    };
   }
 
   async listSnapshots(projectId: string, page?: SnapshotPage): Promise<SnapshotSummary[]> {
     const rows = page
-      ? this.#all('SELECT * FROM snapshots WHERE project_id = ? AND date < ? ORDER BY date DESC LIMIT ?', projectId, page.before?.getTime() ?? Number.MAX_SAFE_INTEGER, page.limit).reverse()
+      ? this.#all(
+          'SELECT * FROM snapshots WHERE project_id = ? AND date < ? ORDER BY date DESC LIMIT ?',
+          projectId,
+          page.before?.getTime() ?? Number.MAX_SAFE_INTEGER,
+          page.limit,
+        ).reverse()
       : this.#all('SELECT * FROM snapshots WHERE project_id = ? ORDER BY date', projectId);
     return rows.map((row) => {
       const { date, update_type, available } = snapshotRow.parse(row);
@@ -490,7 +891,14 @@ export class SqliteStore implements Store {
     });
   }
 
-  async *streamKpis({ userId, from, to, domain, updateType, sections }: OverviewFilter): AsyncIterable<readonly KpiRow[]> {
+  async *streamKpis({
+    userId,
+    from,
+    to,
+    domain,
+    updateType,
+    sections,
+  }: OverviewFilter): AsyncIterable<readonly KpiRow[]> {
     const where = ['user_id = ?', 'date >= ?', 'date < ?'];
     const params: SQLInputValue[] = [userId, from.getTime(), to.getTime()];
     const add = (clause: string, ...values: SQLInputValue[]) => {
@@ -500,13 +908,19 @@ export class SqliteStore implements Store {
     if (domain) add('domain = ?', domain);
     if (updateType) add('update_type = ?', updateType);
     if (sections && sections.length > 0) add(`section IN (${sections.map(() => '?').join(', ')})`, ...sections);
-    const rows = this.#conn.prepare(`SELECT date, domain, url, device, location, update_type, section, kpi, data FROM kpis WHERE ${where.join(' AND ')} ORDER BY date, url, device, location, section, kpi`).iterate(...params);
+    const rows = this.#conn
+      .prepare(
+        `SELECT date, domain, url, device, location, update_type, section, kpi, data FROM kpis WHERE ${where.join(' AND ')} ORDER BY date, url, device, location, section, kpi`,
+      )
+      .iterate(...params);
     // Batch by batch from the statement: memory stays flat however many records match.
     yield* kpiBatches(rows, (row) => kpiRow.parse(row));
   }
 
   async deleteSnapshotsBefore(before: Date, limit: number): Promise<number> {
-    const old = this.#all('SELECT id FROM snapshots WHERE date < ? LIMIT ?', before.getTime(), limit) as Array<{ id: string }>;
+    const old = this.#all('SELECT id FROM snapshots WHERE date < ? LIMIT ?', before.getTime(), limit) as Array<{
+      id: string;
+    }>;
     for (const { id } of old) {
       this.#transaction(() => {
         this.#run('DELETE FROM kpis WHERE snapshot_id = ?', id);
@@ -522,7 +936,16 @@ export class SqliteStore implements Store {
     try {
       this.#run(
         "INSERT INTO updates (id, user_id, project_id, url, devices, locations, update_type, status, attempts, runs, waiting, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, 1, ?, ?)",
-        update.id, update.userId, update.projectId, update.url, JSON.stringify(update.devices), JSON.stringify(update.locations), update.updateType, update.runs, now, now,
+        update.id,
+        update.userId,
+        update.projectId,
+        update.url,
+        JSON.stringify(update.devices),
+        JSON.stringify(update.locations),
+        update.updateType,
+        update.runs,
+        now,
+        now,
       );
     } catch (error) {
       throw isUniqueViolation(error) ? new DuplicateError(`update ${update.id} exists`) : error;
@@ -542,12 +965,22 @@ export class SqliteStore implements Store {
     }
     if (state.status === 'running') sets.push('attempts = attempts + 1');
     // `done` is final: a late word from an earlier delivery must not undo it.
-    const unless = state.status === 'done' ? '' : state.status === 'failed' ? " AND status <> 'done'" : " AND status NOT IN ('done', 'failed')";
+    const unless =
+      state.status === 'done'
+        ? ''
+        : state.status === 'failed'
+          ? " AND status <> 'done'"
+          : " AND status NOT IN ('done', 'failed')";
     this.#run(`UPDATE updates SET ${sets.join(', ')} WHERE id = ?${unless}`, ...params, id);
   }
 
   async setUpdateProgress(id: string, progress: readonly UpdateProgress[]): Promise<void> {
-    this.#run("UPDATE updates SET progress = ?, updated_at = ? WHERE id = ? AND status <> 'done'", JSON.stringify(progress), Date.now(), id);
+    this.#run(
+      "UPDATE updates SET progress = ?, updated_at = ? WHERE id = ? AND status <> 'done'",
+      JSON.stringify(progress),
+      Date.now(),
+      id,
+    );
   }
 
   async findUpdate(userId: string, id: string): Promise<UpdateRecord | null> {
@@ -556,40 +989,63 @@ export class SqliteStore implements Store {
   }
 
   async countPendingUpdates(location: Location): Promise<number> {
-    const row = this.#get("SELECT count(*) AS n FROM updates WHERE status IN ('queued', 'running') AND waiting = 0 AND EXISTS (SELECT 1 FROM json_each(updates.locations) WHERE value = ?)", location) as { n: number };
+    const row = this.#get(
+      "SELECT count(*) AS n FROM updates WHERE status IN ('queued', 'running') AND waiting = 0 AND EXISTS (SELECT 1 FROM json_each(updates.locations) WHERE value = ?)",
+      location,
+    ) as { n: number };
     return row.n;
   }
 
   async listUnfinishedUpdates(): Promise<UpdateRecord[]> {
-    return this.#all("SELECT * FROM updates WHERE status IN ('queued', 'running') ORDER BY created_at").map((row) => updateRow.parse(row));
+    return this.#all("SELECT * FROM updates WHERE status IN ('queued', 'running') ORDER BY created_at").map((row) =>
+      updateRow.parse(row),
+    );
   }
 
   async userBacklog(userId: string): Promise<{ updates: number; runs: number }> {
-    const row = this.#get("SELECT count(*) AS updates, coalesce(sum(json_array_length(devices) * json_array_length(locations) * runs), 0) AS runs FROM updates WHERE user_id = ? AND status IN ('queued', 'running')", userId) as { updates: number; runs: number };
+    const row = this.#get(
+      "SELECT count(*) AS updates, coalesce(sum(json_array_length(devices) * json_array_length(locations) * runs), 0) AS runs FROM updates WHERE user_id = ? AND status IN ('queued', 'running')",
+      userId,
+    ) as { updates: number; runs: number };
     return { updates: row.updates, runs: row.runs };
   }
 
   async admitUpdates(userId: string, limit: number): Promise<UpdateRecord[]> {
     // One statement: this process is the file's only writer, and SQLite runs it whole.
     const now = Date.now();
-    return this.#all(
-      `UPDATE updates SET waiting = 0, admitted_at = ?, updated_at = ? WHERE id IN (
+    return (
+      this.#all(
+        `UPDATE updates SET waiting = 0, admitted_at = ?, updated_at = ? WHERE id IN (
          SELECT id FROM updates WHERE user_id = ? AND status = 'queued' AND waiting = 1 ORDER BY created_at, rowid
          LIMIT max(0, ? - (SELECT count(*) FROM updates WHERE user_id = ? AND status IN ('queued', 'running') AND waiting = 0)))
        RETURNING rowid AS seq, *`,
-      now, now, userId, limit, userId,
-    )
-      // RETURNING's order is SQLite's to choose: back to the backlog's (arrival) order.
-      .map((row) => ({ seq: (row as { seq: number }).seq, update: updateRow.parse(row) }))
-      .sort((a, b) => a.update.createdAt.getTime() - b.update.createdAt.getTime() || a.seq - b.seq)
-      .map((r) => r.update);
+        now,
+        now,
+        userId,
+        limit,
+        userId,
+      )
+        // RETURNING's order is SQLite's to choose: back to the backlog's (arrival) order.
+        .map((row) => ({ seq: (row as { seq: number }).seq, update: updateRow.parse(row) }))
+        .sort((a, b) => a.update.createdAt.getTime() - b.update.createdAt.getTime() || a.seq - b.seq)
+        .map((r) => r.update)
+    );
   }
 
   async claimSlot(kind: string, userId: string, limit: number, ttlMs: number): Promise<string | null> {
     const now = Date.now();
     this.#run('DELETE FROM slots WHERE expires_at < ?', now);
     const id = newId();
-    const taken = this.#run('INSERT INTO slots (id, kind, user_id, expires_at) SELECT ?, ?, ?, ? WHERE (SELECT count(*) FROM slots WHERE kind = ? AND user_id = ?) < ?', id, kind, userId, now + ttlMs, kind, userId, limit).changes;
+    const taken = this.#run(
+      'INSERT INTO slots (id, kind, user_id, expires_at) SELECT ?, ?, ?, ? WHERE (SELECT count(*) FROM slots WHERE kind = ? AND user_id = ?) < ?',
+      id,
+      kind,
+      userId,
+      now + ttlMs,
+      kind,
+      userId,
+      limit,
+    ).changes;
     return Number(taken) === 1 ? id : null;
   }
 
@@ -603,12 +1059,22 @@ export class SqliteStore implements Store {
   }
 
   async writeNote(key: string, value: string): Promise<void> {
-    this.#run('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value', `note:${key}`, value);
+    this.#run(
+      'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+      `note:${key}`,
+      value,
+    );
   }
 
   async acquireLease(name: string, holder: string, ttlMs: number): Promise<boolean> {
     const now = Date.now();
-    const changed = this.#run('INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at WHERE leases.holder = excluded.holder OR leases.expires_at < ?', name, holder, now + ttlMs, now).changes;
+    const changed = this.#run(
+      'INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at WHERE leases.holder = excluded.holder OR leases.expires_at < ?',
+      name,
+      holder,
+      now + ttlMs,
+      now,
+    ).changes;
     return Number(changed) === 1;
   }
 
@@ -620,6 +1086,11 @@ export class SqliteStore implements Store {
   }
 
   async markScheduled(projectId: string, tick: Date): Promise<void> {
-    this.#run('UPDATE projects SET scheduled_through = ? WHERE id = ? AND (scheduled_through IS NULL OR scheduled_through < ?)', tick.getTime(), projectId, tick.getTime());
+    this.#run(
+      'UPDATE projects SET scheduled_through = ? WHERE id = ? AND (scheduled_through IS NULL OR scheduled_through < ?)',
+      tick.getTime(),
+      projectId,
+      tick.getTime(),
+    );
   }
 }

@@ -1,4 +1,16 @@
-import type { Budgets, CellCheck, CruxRecord, Device, KpiRecord, LighthouseResult, Location, MissingCell, RunSummary, UpdateProgress, UpdateType } from '@perfwatch/common';
+import type {
+  Budgets,
+  CellCheck,
+  CruxRecord,
+  Device,
+  KpiRecord,
+  LighthouseResult,
+  Location,
+  MissingCell,
+  RunSummary,
+  UpdateProgress,
+  UpdateType,
+} from '@perfwatch/common';
 import type { ResultBytes } from '../result-bytes.ts';
 
 /** What the KPI records of a project's field-data history hang on instead of a snapshot. */
@@ -37,7 +49,10 @@ export interface ProjectRecord {
   createdAt: Date;
 }
 
-export type NewProject = Omit<ProjectRecord, 'id' | 'createdAt' | 'budgets' | 'auth'> & { budgets?: Budgets; auth?: string | null };
+export type NewProject = Omit<ProjectRecord, 'id' | 'createdAt' | 'budgets' | 'auth'> & {
+  budgets?: Budgets;
+  auth?: string | null;
+};
 
 export interface CruxPair {
   url: CruxRecord | null;
@@ -122,7 +137,11 @@ export const KPI_BATCH = 500;
  * batch also goes out early when `now()` says so (what a cursor holds is used up). A source
  * read synchronously (the embedded store's statement) is read without an await per row.
  */
-export async function* kpiBatches<S>(source: Iterable<S> | AsyncIterable<S>, read: (row: S) => KpiRow, now: () => boolean = () => false): AsyncGenerator<readonly KpiRow[]> {
+export async function* kpiBatches<S>(
+  source: Iterable<S> | AsyncIterable<S>,
+  read: (row: S) => KpiRow,
+  now: () => boolean = () => false,
+): AsyncGenerator<readonly KpiRow[]> {
   let batch: KpiRow[] = [];
   const full = (row: S) => {
     batch.push(read(row));
@@ -240,7 +259,6 @@ export interface NewUpdate {
   /** Runs per (device, location): with the cells, what the update weighs in its user's limits. */
   runs: number;
 }
-
 
 /** A state change of an update; `reason` may also note why a `queued` update waits again. */
 export type UpdateState =
@@ -395,12 +413,21 @@ export interface Store {
    * Replaces a snapshot's KPI records of `sections` with those given per result, and records
    * them as of `version`. Safe to repeat: a replacement cut short is done again whole.
    */
-  replaceSnapshotKpis(projectId: string, date: Date, sections: readonly string[], results: ReadonlyArray<{ device: Device; location: Location; kpis: readonly KpiRecord[] }>, version: number): Promise<void>;
+  replaceSnapshotKpis(
+    projectId: string,
+    date: Date,
+    sections: readonly string[],
+    results: ReadonlyArray<{ device: Device; location: Location; kpis: readonly KpiRecord[] }>,
+    version: number,
+  ): Promise<void>;
   /**
    * Replaces a project's field-data history (the CrUX History API's weeks before it was added):
    * KPI records of no snapshot, dated at each period's end, under the project's default location.
    */
-  saveFieldHistory(project: ProjectRecord, rows: ReadonlyArray<{ date: Date; device: Device; kpis: readonly KpiRecord[] }>): Promise<void>;
+  saveFieldHistory(
+    project: ProjectRecord,
+    rows: ReadonlyArray<{ date: Date; device: Device; kpis: readonly KpiRecord[] }>,
+  ): Promise<void>;
   /** Deletes snapshots older than `before` with their results and KPI records; returns how many. */
   deleteSnapshotsBefore(before: Date, limit: number): Promise<number>;
   findSnapshot(projectId: string, date: Date, filter?: SnapshotFilter): Promise<SnapshotRecord | null>;

@@ -25,7 +25,8 @@ const METRICS = [
 const RANGES = [7, 30, 90, 365];
 
 const link = (route, params) => `#/${route}?${new URLSearchParams(params)}`;
-const categoryScore = (lhr, id) => (typeof lhr.categories?.[id]?.score === 'number' ? Math.round(lhr.categories[id].score * 100) : null);
+const categoryScore = (lhr, id) =>
+  typeof lhr.categories?.[id]?.score === 'number' ? Math.round(lhr.categories[id].score * 100) : null;
 const auditValue = (lhr, id) => lhr.audits?.[id]?.numericValue ?? null;
 const day = (offset = 0) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
 
@@ -50,12 +51,28 @@ function failure(error) {
 // ---- sign in ------------------------------------------------------------------------------
 
 function signInView(message) {
-  const input = h('input', { id: 'token', name: 'token', type: 'password', autocomplete: 'off', required: true, placeholder: 'pw_…', spellcheck: 'false' });
+  const input = h('input', {
+    id: 'token',
+    name: 'token',
+    type: 'password',
+    autocomplete: 'off',
+    required: true,
+    placeholder: 'pw_…',
+    spellcheck: 'false',
+  });
   const form = h(
     'form',
     { id: 'sign-in', class: 'card narrow' },
     h('h1', {}, 'Sign in'),
-    h('p', {}, 'Paste an API token (from ', h('code', {}, 'perfwatch admin create-token'), ' or printed by ', h('code', {}, 'npm start'), '). It stays in this browser tab.'),
+    h(
+      'p',
+      {},
+      'Paste an API token (from ',
+      h('code', {}, 'perfwatch admin create-token'),
+      ' or printed by ',
+      h('code', {}, 'npm start'),
+      '). It stays in this browser tab.',
+    ),
     h('label', { for: 'token' }, 'API token'),
     input,
     h('button', { type: 'submit' }, 'Sign in'),
@@ -67,7 +84,11 @@ function signInView(message) {
     try {
       await api('projects', {}, token);
     } catch (error) {
-      signInView(error instanceof ApiError && (error.status === 401 || error.status === 400) ? 'That token is not valid.' : error.message);
+      signInView(
+        error instanceof ApiError && (error.status === 401 || error.status === 400)
+          ? 'That token is not valid.'
+          : error.message,
+      );
       return;
     }
     session.signIn(token);
@@ -84,12 +105,25 @@ async function projectsView() {
   const list = h('ul', { class: 'projects' });
   for (const project of projects) {
     list.append(
-      h('li', { class: 'card' },
+      h(
+        'li',
+        { class: 'card' },
         h('a', { href: link('project', { url: project.url }), class: 'project-link' }, project.url),
-        h('p', { class: 'meta' }, `${project.locations.join(', ')} · ${project.runs} run${project.runs === 1 ? '' : 's'} per update${project.schedule ? ` · schedule ${project.schedule} (UTC)` : ''}`)),
+        h(
+          'p',
+          { class: 'meta' },
+          `${project.locations.join(', ')} · ${project.runs} run${project.runs === 1 ? '' : 's'} per update${project.schedule ? ` · schedule ${project.schedule} (UTC)` : ''}`,
+        ),
+      ),
     );
   }
-  show('Projects', h('h1', {}, 'Projects'), projects.length > 0 ? list : h('p', {}, 'No projects yet: add one with ', h('code', {}, 'perfwatch admin add-project'), '.'));
+  show(
+    'Projects',
+    h('h1', {}, 'Projects'),
+    projects.length > 0
+      ? list
+      : h('p', {}, 'No projects yet: add one with ', h('code', {}, 'perfwatch admin add-project'), '.'),
+  );
 }
 
 // ---- one project --------------------------------------------------------------------------
@@ -101,23 +135,43 @@ async function latestResults(url, dates) {
     const latest = dates[device]?.at(-1);
     if (!latest) continue;
     const result = await api('audit', { url, date: latest.date, device });
-    for (const [location, cell] of Object.entries(result[device] ?? {})) cells.push({ device, location, date: latest.date, cell });
+    for (const [location, cell] of Object.entries(result[device] ?? {}))
+      cells.push({ device, location, date: latest.date, cell });
   }
   return cells;
 }
 
 function latestTable(url, cells) {
-  const table = h('table', { class: 'latest' },
-    h('thead', {}, h('tr', {}, h('th', {}, 'Device'), h('th', {}, 'Location'), ...CATEGORIES.map(([, label]) => h('th', {}, label)), ...METRICS.slice(0, 4).map(([, label]) => h('th', {}, label)), h('th', {}, 'Snapshot (UTC)'))));
+  const table = h(
+    'table',
+    { class: 'latest' },
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        h('th', {}, 'Device'),
+        h('th', {}, 'Location'),
+        ...CATEGORIES.map(([, label]) => h('th', {}, label)),
+        ...METRICS.slice(0, 4).map(([, label]) => h('th', {}, label)),
+        h('th', {}, 'Snapshot (UTC)'),
+      ),
+    ),
+  );
   const body = h('tbody');
   for (const { device, location, date, cell } of cells) {
     const lhr = cell.lighthouse;
     body.append(
-      h('tr', { 'data-device': device, 'data-location': location },
-        h('td', {}, device), h('td', {}, location),
+      h(
+        'tr',
+        { 'data-device': device, 'data-location': location },
+        h('td', {}, device),
+        h('td', {}, location),
         ...CATEGORIES.map(([id, label]) => h('td', { 'data-category': id }, scoreBadge(categoryScore(lhr, id), label))),
         ...METRICS.slice(0, 4).map(([id, , format]) => h('td', { 'data-metric': id }, format(auditValue(lhr, id)))),
-        h('td', {}, h('a', { href: link('snapshot', { url, date }) }, date))),
+        h('td', {}, h('a', { href: link('snapshot', { url, date }) }, date)),
+      ),
     );
   }
   table.append(body);
@@ -156,19 +210,95 @@ function trends(url, records, annotations = []) {
     return [...lines].map(([name, points]) => ({ name, points, field: true }));
   };
   const score = (v) => String(Math.round(v));
-  const charts = h('div', { class: 'charts' },
-    trendChart({ kpi: 'performance', title: 'Performance score', format: score, max: 100, series: series('performance', (d) => d.score), annotations }),
+  const charts = h(
+    'div',
+    { class: 'charts' },
+    trendChart({
+      kpi: 'performance',
+      title: 'Performance score',
+      format: score,
+      max: 100,
+      series: series('performance', (d) => d.score),
+      annotations,
+    }),
     // The lab Core Web Vitals (KPI version 2), with web.dev's good / needs improvement / poor bands.
-    trendChart({ kpi: 'lcp', title: 'Largest Contentful Paint', format: formatMs, series: [...series('performance', (d) => d.lcp), ...field('lcp')], annotations, bands: { good: 2500, poor: 4000 } }),
-    trendChart({ kpi: 'tbt', title: 'Total Blocking Time', format: formatMs, series: series('performance', (d) => d.tbt), annotations, bands: { good: 200, poor: 600 } }),
-    trendChart({ kpi: 'cls', title: 'Cumulative Layout Shift', format: (v) => v.toFixed(2), series: [...series('performance', (d) => d.cls), ...field('cls')], annotations, bands: { good: 0.1, poor: 0.25 } }),
-    trendChart({ kpi: 'fcp', title: 'First Contentful Paint', format: formatMs, series: [...series('performance', (d) => d.fcp), ...field('fcp')], annotations }),
-    trendChart({ kpi: 'inp', title: 'Interaction to Next Paint (field p75)', format: formatMs, series: field('inp'), annotations, bands: { good: 200, poor: 500 } }),
-    trendChart({ kpi: 'si', title: 'Speed Index', format: formatMs, series: series('performance', (d) => d.si), annotations }),
-    trendChart({ kpi: 'tti', title: 'Time to Interactive', format: formatMs, series: series('performance', (d) => d.tti), annotations }),
-    trendChart({ kpi: 'accessibility', title: 'Accessibility score', format: score, max: 100, series: series('accessibility', (d) => d.score), annotations }),
-    trendChart({ kpi: 'best_practices', title: 'Best practices score', format: score, max: 100, series: series('best_practices', (d) => d.score), annotations }),
-    trendChart({ kpi: 'seo', title: 'SEO score', format: score, max: 100, series: series('seo', (d) => d.score), annotations }),
+    trendChart({
+      kpi: 'lcp',
+      title: 'Largest Contentful Paint',
+      format: formatMs,
+      series: [...series('performance', (d) => d.lcp), ...field('lcp')],
+      annotations,
+      bands: { good: 2500, poor: 4000 },
+    }),
+    trendChart({
+      kpi: 'tbt',
+      title: 'Total Blocking Time',
+      format: formatMs,
+      series: series('performance', (d) => d.tbt),
+      annotations,
+      bands: { good: 200, poor: 600 },
+    }),
+    trendChart({
+      kpi: 'cls',
+      title: 'Cumulative Layout Shift',
+      format: (v) => v.toFixed(2),
+      series: [...series('performance', (d) => d.cls), ...field('cls')],
+      annotations,
+      bands: { good: 0.1, poor: 0.25 },
+    }),
+    trendChart({
+      kpi: 'fcp',
+      title: 'First Contentful Paint',
+      format: formatMs,
+      series: [...series('performance', (d) => d.fcp), ...field('fcp')],
+      annotations,
+    }),
+    trendChart({
+      kpi: 'inp',
+      title: 'Interaction to Next Paint (field p75)',
+      format: formatMs,
+      series: field('inp'),
+      annotations,
+      bands: { good: 200, poor: 500 },
+    }),
+    trendChart({
+      kpi: 'si',
+      title: 'Speed Index',
+      format: formatMs,
+      series: series('performance', (d) => d.si),
+      annotations,
+    }),
+    trendChart({
+      kpi: 'tti',
+      title: 'Time to Interactive',
+      format: formatMs,
+      series: series('performance', (d) => d.tti),
+      annotations,
+    }),
+    trendChart({
+      kpi: 'accessibility',
+      title: 'Accessibility score',
+      format: score,
+      max: 100,
+      series: series('accessibility', (d) => d.score),
+      annotations,
+    }),
+    trendChart({
+      kpi: 'best_practices',
+      title: 'Best practices score',
+      format: score,
+      max: 100,
+      series: series('best_practices', (d) => d.score),
+      annotations,
+    }),
+    trendChart({
+      kpi: 'seo',
+      title: 'SEO score',
+      format: score,
+      max: 100,
+      series: series('seo', (d) => d.score),
+      annotations,
+    }),
   );
   // The assessments (PASSED / FAILED / NO_DATA) of each snapshot; the p75 records are plotted above.
   const crux = mine.filter((r) => r.section === 'CRUX' && (r.kpi === 'url' || r.kpi === 'origin'));
@@ -187,15 +317,76 @@ function trends(url, records, annotations = []) {
     }
     return statusStrip({ kpi: `crux-${kpi}`, title, series: [...lines].map(([name, points]) => ({ name, points })) });
   };
-  const cruxPlots = byRow.size === 0 ? null : h('div', { class: 'charts' }, strip('url', 'CrUX: page passes Core Web Vitals'), strip('origin', 'CrUX: origin passes Core Web Vitals'));
-  const badge = (value) => h('span', { class: `cwv cwv-${String(value ?? 'NO_DATA').toLowerCase()}` }, value ?? 'NO_DATA');
-  const cruxTable = byRow.size === 0
-    ? h('p', { class: 'empty' }, 'No CrUX records in this range (the gateway asks CrUX only with CRUX_API_KEY set).')
-    : h('table', { class: 'crux' },
-      h('thead', {}, h('tr', {}, h('th', {}, 'Snapshot (UTC)'), h('th', {}, 'Device/location'), h('th', {}, 'Page (Core Web Vitals)'), h('th', {}, 'Origin'))),
-      h('tbody', {}, [...byRow.values()].reverse().map((row) => h('tr', { 'data-date': row.date }, h('td', {}, row.date), h('td', {}, row.where), h('td', { 'data-kpi': 'url' }, badge(row.url)), h('td', { 'data-kpi': 'origin' }, badge(row.origin))))));
-  const markers = annotations.length === 0 ? null : h('ul', { class: 'annotations' }, annotations.map((a) => h('li', { 'data-date': a.date }, h('span', { class: 'annotation-date' }, `${a.date} UTC`), ' · ', a.link ? h('a', { href: a.link, rel: 'noopener noreferrer' }, a.text) : a.text)));
-  return [charts, markers ? h('h3', {}, 'Deploy markers') : null, markers, h('h3', {}, 'CrUX field data'), cruxPlots, cruxTable];
+  const cruxPlots =
+    byRow.size === 0
+      ? null
+      : h(
+          'div',
+          { class: 'charts' },
+          strip('url', 'CrUX: page passes Core Web Vitals'),
+          strip('origin', 'CrUX: origin passes Core Web Vitals'),
+        );
+  const badge = (value) =>
+    h('span', { class: `cwv cwv-${String(value ?? 'NO_DATA').toLowerCase()}` }, value ?? 'NO_DATA');
+  const cruxTable =
+    byRow.size === 0
+      ? h('p', { class: 'empty' }, 'No CrUX records in this range (the gateway asks CrUX only with CRUX_API_KEY set).')
+      : h(
+          'table',
+          { class: 'crux' },
+          h(
+            'thead',
+            {},
+            h(
+              'tr',
+              {},
+              h('th', {}, 'Snapshot (UTC)'),
+              h('th', {}, 'Device/location'),
+              h('th', {}, 'Page (Core Web Vitals)'),
+              h('th', {}, 'Origin'),
+            ),
+          ),
+          h(
+            'tbody',
+            {},
+            [...byRow.values()]
+              .reverse()
+              .map((row) =>
+                h(
+                  'tr',
+                  { 'data-date': row.date },
+                  h('td', {}, row.date),
+                  h('td', {}, row.where),
+                  h('td', { 'data-kpi': 'url' }, badge(row.url)),
+                  h('td', { 'data-kpi': 'origin' }, badge(row.origin)),
+                ),
+              ),
+          ),
+        );
+  const markers =
+    annotations.length === 0
+      ? null
+      : h(
+          'ul',
+          { class: 'annotations' },
+          annotations.map((a) =>
+            h(
+              'li',
+              { 'data-date': a.date },
+              h('span', { class: 'annotation-date' }, `${a.date} UTC`),
+              ' · ',
+              a.link ? h('a', { href: a.link, rel: 'noopener noreferrer' }, a.text) : a.text,
+            ),
+          ),
+        );
+  return [
+    charts,
+    markers ? h('h3', {}, 'Deploy markers') : null,
+    markers,
+    h('h3', {}, 'CrUX field data'),
+    cruxPlots,
+    cruxTable,
+  ];
 }
 
 async function projectView(params) {
@@ -207,57 +398,147 @@ async function projectView(params) {
   const dates = await api('updates', { url });
   const [cells, records, { annotations }, budgets] = await Promise.all([
     latestResults(url, dates),
-    api('overview', { dateRange: { startDate: day(1 - days), endDate: day() }, domain: project.domain, sections: ['lighthouse', 'crux'] }),
+    api('overview', {
+      dateRange: { startDate: day(1 - days), endDate: day() },
+      domain: project.domain,
+      sections: ['lighthouse', 'crux'],
+    }),
     api('annotations', { url, from: `${day(1 - days)}T00:00:00`, to: `${day(1)}T00:00:00` }),
     api('budgets', { url }),
   ]);
-  const range = h('nav', { class: 'range', 'aria-label': 'Trend range' }, 'Trends over ', RANGES.map((n) => (n === days ? h('strong', {}, `${n} days`) : h('a', { href: link('project', { url, days: n }) }, `${n} days`))));
-  const snapshots = [...(dates.mobile ?? []).map((d) => ({ ...d, device: 'mobile' })), ...(dates.desktop ?? []).map((d) => ({ ...d, device: 'desktop' }))].sort((a, b) => (a.date < b.date ? 1 : -1));
+  const range = h(
+    'nav',
+    { class: 'range', 'aria-label': 'Trend range' },
+    'Trends over ',
+    RANGES.map((n) =>
+      n === days ? h('strong', {}, `${n} days`) : h('a', { href: link('project', { url, days: n }) }, `${n} days`),
+    ),
+  );
+  const snapshots = [
+    ...(dates.mobile ?? []).map((d) => ({ ...d, device: 'mobile' })),
+    ...(dates.desktop ?? []).map((d) => ({ ...d, device: 'desktop' })),
+  ].sort((a, b) => (a.date < b.date ? 1 : -1));
   const uniqueDates = [...new Map(snapshots.map((d) => [d.date, d])).values()];
-  show(url,
+  show(
+    url,
     h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Projects'), ' / '),
     h('h1', { class: 'url' }, url),
-    h('p', { class: 'meta' }, `${project.locations.join(', ')} · default ${project.defaultLocation} · ${project.runs} run${project.runs === 1 ? '' : 's'} per update`),
+    h(
+      'p',
+      { class: 'meta' },
+      `${project.locations.join(', ')} · default ${project.defaultLocation} · ${project.runs} run${project.runs === 1 ? '' : 's'} per update`,
+    ),
     budgetLine(budgets),
-    h('section', { id: 'latest' }, h('h2', {}, 'Latest'), cells.length > 0 ? latestTable(url, cells) : h('p', { class: 'empty' }, 'No snapshot yet. Run an update: ', h('code', {}, `perfwatch update ${url}`))),
+    h(
+      'section',
+      { id: 'latest' },
+      h('h2', {}, 'Latest'),
+      cells.length > 0
+        ? latestTable(url, cells)
+        : h('p', { class: 'empty' }, 'No snapshot yet. Run an update: ', h('code', {}, `perfwatch update ${url}`)),
+    ),
     h('section', { id: 'trends' }, h('h2', {}, 'Trends'), range, ...trends(url, records, annotations)),
-    h('section', { id: 'snapshots' }, h('h2', {}, 'Snapshots'),
+    h(
+      'section',
+      { id: 'snapshots' },
+      h('h2', {}, 'Snapshots'),
       uniqueDates.length >= 2 ? comparePicker(url, uniqueDates) : null,
-      h('ul', { class: 'snapshots' }, uniqueDates.map((d) => h('li', {}, h('a', { href: link('snapshot', { url, date: d.date }) }, d.date), ` · ${d.updateType}`)))),
+      h(
+        'ul',
+        { class: 'snapshots' },
+        uniqueDates.map((d) =>
+          h('li', {}, h('a', { href: link('snapshot', { url, date: d.date }) }, d.date), ` · ${d.updateType}`),
+        ),
+      ),
+    ),
   );
 }
 
-const BUDGET_LABELS = { performance: 'performance ≥', accessibility: 'accessibility ≥', 'best-practices': 'best practices ≥', seo: 'SEO ≥', lcp: 'LCP ≤', fcp: 'FCP ≤', tbt: 'TBT ≤', cls: 'CLS ≤', si: 'Speed Index ≤', tti: 'TTI ≤', ttfb: 'server response ≤', bytes: 'total bytes ≤' };
-const budgetValue = (key, value) => (['performance', 'accessibility', 'best-practices', 'seo', 'cls'].includes(key) ? String(value) : key === 'bytes' ? `${value} B` : `${value} ms`);
+const BUDGET_LABELS = {
+  performance: 'performance ≥',
+  accessibility: 'accessibility ≥',
+  'best-practices': 'best practices ≥',
+  seo: 'SEO ≥',
+  lcp: 'LCP ≤',
+  fcp: 'FCP ≤',
+  tbt: 'TBT ≤',
+  cls: 'CLS ≤',
+  si: 'Speed Index ≤',
+  tti: 'TTI ≤',
+  ttfb: 'server response ≤',
+  bytes: 'total bytes ≤',
+};
+const budgetValue = (key, value) =>
+  ['performance', 'accessibility', 'best-practices', 'seo', 'cls'].includes(key)
+    ? String(value)
+    : key === 'bytes'
+      ? `${value} B`
+      : `${value} ms`;
 
 /** What every snapshot of the project is checked against (perfwatch admin set-budgets, /v1/budgets). */
 function budgetLine({ budgets, maxRegression }) {
   const parts = [
     ...Object.entries(budgets).map(([key, value]) => `${BUDGET_LABELS[key] ?? key} ${budgetValue(key, value)}`),
-    ...Object.entries(maxRegression).map(([key, value]) => `${key} regresses at most ${value}${['performance', 'accessibility', 'best-practices', 'seo'].includes(key) ? ' points' : ' %'}`),
+    ...Object.entries(maxRegression).map(
+      ([key, value]) =>
+        `${key} regresses at most ${value}${['performance', 'accessibility', 'best-practices', 'seo'].includes(key) ? ' points' : ' %'}`,
+    ),
   ];
-  return h('p', { class: 'meta budgets', id: 'budgets' }, parts.length > 0 ? `Budgets: ${parts.join(' · ')}` : 'No budgets: set them with perfwatch admin set-budgets or /v1/budgets.');
+  return h(
+    'p',
+    { class: 'meta budgets', id: 'budgets' },
+    parts.length > 0
+      ? `Budgets: ${parts.join(' · ')}`
+      : 'No budgets: set them with perfwatch admin set-budgets or /v1/budgets.',
+  );
 }
 
 /** A cell's budget checks as the gateway stored them: each with its state, and the event it announced. */
 function checksList(cell) {
   if (!cell.checks?.length) return null;
-  return h('ul', { class: 'checks' }, cell.checks.map((c) => {
-    const confirmation = c.confirmation === undefined ? '' : c.confirmation === null ? ' · the confirmation run failed' : ` · confirmation run ${c.confirmation.pass ? 'passed' : 'failed'}`;
-    const event = c.event ? ` · ${c.event === 'budget.failed' ? 'alert sent' : 'recovery sent'}` : '';
-    return h('li', { class: c.pass ? 'check-pass' : 'check-fail', 'data-check': `${c.kind}:${c.key}`, 'data-state': c.state }, `${c.pass ? '✓' : '✗'} ${c.message}${confirmation}${event}`);
-  }));
+  return h(
+    'ul',
+    { class: 'checks' },
+    cell.checks.map((c) => {
+      const confirmation =
+        c.confirmation === undefined
+          ? ''
+          : c.confirmation === null
+            ? ' · the confirmation run failed'
+            : ` · confirmation run ${c.confirmation.pass ? 'passed' : 'failed'}`;
+      const event = c.event ? ` · ${c.event === 'budget.failed' ? 'alert sent' : 'recovery sent'}` : '';
+      return h(
+        'li',
+        { class: c.pass ? 'check-pass' : 'check-fail', 'data-check': `${c.kind}:${c.key}`, 'data-state': c.state },
+        `${c.pass ? '✓' : '✗'} ${c.message}${confirmation}${event}`,
+      );
+    }),
+  );
 }
 
 /** Two snapshot dates to compare, the older one first by default. */
 function comparePicker(url, dates) {
-  const options = (selected) => dates.map((d) => h('option', { value: d.date, selected: d.date === selected }, `${d.date} · ${d.updateType}`));
+  const options = (selected) =>
+    dates.map((d) => h('option', { value: d.date, selected: d.date === selected }, `${d.date} · ${d.updateType}`));
   const from = h('select', { id: 'compare-from', 'aria-label': 'First snapshot' }, options(dates[1].date));
   const to = h('select', { id: 'compare-to', 'aria-label': 'Second snapshot' }, options(dates[0].date));
-  return h('form', { id: 'compare', class: 'compare-picker', onsubmit: (event) => {
-    event.preventDefault();
-    location.hash = link('compare', { url, from: from.value, to: to.value });
-  } }, 'Compare ', from, ' with ', to, ' ', h('button', { type: 'submit' }, 'Compare'));
+  return h(
+    'form',
+    {
+      id: 'compare',
+      class: 'compare-picker',
+      onsubmit: (event) => {
+        event.preventDefault();
+        location.hash = link('compare', { url, from: from.value, to: to.value });
+      },
+    },
+    'Compare ',
+    from,
+    ' with ',
+    to,
+    ' ',
+    h('button', { type: 'submit' }, 'Compare'),
+  );
 }
 
 // ---- two snapshots side by side -------------------------------------------------------------
@@ -270,7 +551,8 @@ function compareValue(metric, value, signed = false) {
 }
 
 function noiseText(significance) {
-  if (significance.test === 'not enough runs') return `not enough runs (${significance.runs.from} and ${significance.runs.to}; 3 a side)`;
+  if (significance.test === 'not enough runs')
+    return `not enough runs (${significance.runs.from} and ${significance.runs.to}; 3 a side)`;
   return `${significance.beyondNoise ? 'yes' : 'no'} (p = ${significance.p.toFixed(3)})`;
 }
 
@@ -278,46 +560,165 @@ async function compareView(params) {
   const [url, from, to] = ['url', 'from', 'to'].map((name) => params.get(name));
   const result = await api('compare', { url, from, to });
   const cards = result.cells.map((cell) =>
-    h('article', { class: 'card cell', 'data-device': cell.device, 'data-location': cell.location },
+    h(
+      'article',
+      { class: 'card cell', 'data-device': cell.device, 'data-location': cell.location },
       h('h2', {}, `${cell.device} · ${cell.location}`),
-      h('div', { class: 'runs-box' }, h('table', { class: 'compare' },
-        h('thead', {}, h('tr', {}, h('th', {}, 'Metric'), h('th', { title: from }, 'First'), h('th', { title: to }, 'Second'), h('th', {}, 'Difference'), h('th', {}, 'Beyond noise?'))),
-        h('tbody', {}, cell.metrics.map((m) =>
-          h('tr', { 'data-metric': m.metric, class: m.significance.beyondNoise ? 'beyond-noise' : '' },
-            h('td', {}, m.metric), h('td', { 'data-side': 'from' }, compareValue(m.metric, m.from)), h('td', { 'data-side': 'to' }, compareValue(m.metric, m.to)),
-            h('td', { 'data-side': 'difference' }, compareValue(m.metric, m.difference, true)), h('td', { 'data-side': 'noise' }, noiseText(m.significance))))))),
+      h(
+        'div',
+        { class: 'runs-box' },
+        h(
+          'table',
+          { class: 'compare' },
+          h(
+            'thead',
+            {},
+            h(
+              'tr',
+              {},
+              h('th', {}, 'Metric'),
+              h('th', { title: from }, 'First'),
+              h('th', { title: to }, 'Second'),
+              h('th', {}, 'Difference'),
+              h('th', {}, 'Beyond noise?'),
+            ),
+          ),
+          h(
+            'tbody',
+            {},
+            cell.metrics.map((m) =>
+              h(
+                'tr',
+                { 'data-metric': m.metric, class: m.significance.beyondNoise ? 'beyond-noise' : '' },
+                h('td', {}, m.metric),
+                h('td', { 'data-side': 'from' }, compareValue(m.metric, m.from)),
+                h('td', { 'data-side': 'to' }, compareValue(m.metric, m.to)),
+                h('td', { 'data-side': 'difference' }, compareValue(m.metric, m.difference, true)),
+                h('td', { 'data-side': 'noise' }, noiseText(m.significance)),
+              ),
+            ),
+          ),
+        ),
+      ),
       cell.audits.length > 0 ? h('h3', {}, 'Audits that changed most') : null,
-      cell.audits.length > 0 ? h('ul', { class: 'changed-audits' }, cell.audits.map((a) => h('li', { 'data-audit': a.id }, `${a.title}: ${a.from ?? '—'} → ${a.to ?? '—'}`))) : null,
+      cell.audits.length > 0
+        ? h(
+            'ul',
+            { class: 'changed-audits' },
+            cell.audits.map((a) => h('li', { 'data-audit': a.id }, `${a.title}: ${a.from ?? '—'} → ${a.to ?? '—'}`)),
+          )
+        : null,
       cell.opportunities.length > 0 ? h('h3', {}, 'Opportunities that changed most') : null,
-      cell.opportunities.length > 0 ? h('ul', { class: 'changed-opportunities' }, cell.opportunities.map((o) => h('li', { 'data-audit': o.id }, `${o.title}: ${o.fromMs} ms → ${o.toMs} ms to save`))) : null));
-  for (const u of result.unmatched) cards.push(h('article', { class: 'card cell missing', 'data-device': u.device, 'data-location': u.location }, h('h2', {}, `${u.device} · ${u.location}`), h('p', {}, `Only in the ${u.onlyIn === 'from' ? 'first' : 'second'} snapshot.`)));
-  show(`${url}: ${from} → ${to}`,
-    h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Projects'), ' / ', h('a', { href: link('project', { url }) }, url), ' / '),
+      cell.opportunities.length > 0
+        ? h(
+            'ul',
+            { class: 'changed-opportunities' },
+            cell.opportunities.map((o) =>
+              h('li', { 'data-audit': o.id }, `${o.title}: ${o.fromMs} ms → ${o.toMs} ms to save`),
+            ),
+          )
+        : null,
+    ),
+  );
+  for (const u of result.unmatched)
+    cards.push(
+      h(
+        'article',
+        { class: 'card cell missing', 'data-device': u.device, 'data-location': u.location },
+        h('h2', {}, `${u.device} · ${u.location}`),
+        h('p', {}, `Only in the ${u.onlyIn === 'from' ? 'first' : 'second'} snapshot.`),
+      ),
+    );
+  show(
+    `${url}: ${from} → ${to}`,
+    h(
+      'p',
+      { class: 'crumbs' },
+      h('a', { href: '#/' }, 'Projects'),
+      ' / ',
+      h('a', { href: link('project', { url }) }, url),
+      ' / ',
+    ),
     h('h1', {}, `${from} → ${to} UTC`),
     h('p', { class: 'meta' }, `First: ${from} · second: ${to}`),
-    h('p', { class: 'meta' }, 'Median runs side by side. A difference is beyond run-to-run noise when a Mann-Whitney U test on both snapshots\' reliable runs gives p < 0.05 (three runs a side at least; four to ever reach it).'),
-    h('div', { class: 'cells' }, cards));
+    h(
+      'p',
+      { class: 'meta' },
+      "Median runs side by side. A difference is beyond run-to-run noise when a Mann-Whitney U test on both snapshots' reliable runs gives p < 0.05 (three runs a side at least; four to ever reach it).",
+    ),
+    h('div', { class: 'cells' }, cards),
+  );
 }
 
 // ---- one snapshot -------------------------------------------------------------------------
 
 function runsTable(cell) {
-  const verdict = (run) => (run.verdict === 'suspect'
-    ? h('span', { class: 'verdict verdict-suspect', title: (run.reasons ?? []).join('\n') }, 'suspect')
-    : run.verdict ? h('span', { class: 'verdict verdict-reliable' }, run.verdict) : null);
+  const verdict = (run) =>
+    run.verdict === 'suspect'
+      ? h('span', { class: 'verdict verdict-suspect', title: (run.reasons ?? []).join('\n') }, 'suspect')
+      : run.verdict
+        ? h('span', { class: 'verdict verdict-reliable' }, run.verdict)
+        : null;
   // The verdict sits beside the run's number, where a narrow card (the table scrolls) still shows it.
-  return h('div', { class: 'runs-box' }, h('table', { class: 'runs' },
-    h('thead', {}, h('tr', {}, h('th', {}, 'Run'), h('th', {}, 'Performance'), h('th', {}, 'FCP'), h('th', {}, 'LCP'), h('th', {}, 'TBT'), h('th', {}, 'CLS'), h('th', {}, 'Agent'))),
-    h('tbody', {}, cell.runs.flatMap((run, index) => {
-      const median = index + 1 === cell.median;
-      const notes = [run.retestOf ? `re-test of ${run.retestOf}` : null, median ? 'median' : null].filter(Boolean).join(', ');
-      const row = h('tr', { class: [median ? 'median' : '', run.verdict === 'suspect' ? 'suspect' : ''].join(' ').trim(), 'data-verdict': run.verdict ?? '' },
-        h('td', { class: 'run' }, h('span', { class: 'run-number' }, `${index + 1}${notes ? ` (${notes})` : ''}`), ' ', verdict(run)),
-        h('td', {}, scoreBadge(run.performance, 'performance')), h('td', {}, formatMs(run.fcp)), h('td', {}, formatMs(run.lcp)), h('td', {}, formatMs(run.tbt)), h('td', {}, run.cls?.toFixed(3) ?? '—'), h('td', {}, run.agentId ?? '—'));
-      // Why a run is doubted, under it: a tooltip alone is lost on touch screens and to screen readers.
-      const why = run.verdict === 'suspect' && run.reasons?.length ? [h('tr', { class: 'suspect-reasons' }, h('td', { colspan: '7' }, run.reasons.join(' · ')))] : [];
-      return [row, ...why];
-    }))));
+  return h(
+    'div',
+    { class: 'runs-box' },
+    h(
+      'table',
+      { class: 'runs' },
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          h('th', {}, 'Run'),
+          h('th', {}, 'Performance'),
+          h('th', {}, 'FCP'),
+          h('th', {}, 'LCP'),
+          h('th', {}, 'TBT'),
+          h('th', {}, 'CLS'),
+          h('th', {}, 'Agent'),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        cell.runs.flatMap((run, index) => {
+          const median = index + 1 === cell.median;
+          const notes = [run.retestOf ? `re-test of ${run.retestOf}` : null, median ? 'median' : null]
+            .filter(Boolean)
+            .join(', ');
+          const row = h(
+            'tr',
+            {
+              class: [median ? 'median' : '', run.verdict === 'suspect' ? 'suspect' : ''].join(' ').trim(),
+              'data-verdict': run.verdict ?? '',
+            },
+            h(
+              'td',
+              { class: 'run' },
+              h('span', { class: 'run-number' }, `${index + 1}${notes ? ` (${notes})` : ''}`),
+              ' ',
+              verdict(run),
+            ),
+            h('td', {}, scoreBadge(run.performance, 'performance')),
+            h('td', {}, formatMs(run.fcp)),
+            h('td', {}, formatMs(run.lcp)),
+            h('td', {}, formatMs(run.tbt)),
+            h('td', {}, run.cls?.toFixed(3) ?? '—'),
+            h('td', {}, run.agentId ?? '—'),
+          );
+          // Why a run is doubted, under it: a tooltip alone is lost on touch screens and to screen readers.
+          const why =
+            run.verdict === 'suspect' && run.reasons?.length
+              ? [h('tr', { class: 'suspect-reasons' }, h('td', { colspan: '7' }, run.reasons.join(' · ')))]
+              : [];
+          return [row, ...why];
+        }),
+      ),
+    ),
+  );
 }
 
 /** The page as it loaded: the median run's filmstrip and its final screenshot, when the result has them. */
@@ -325,10 +726,23 @@ function filmstrip(lhr) {
   const frames = lhr.audits?.['screenshot-thumbnails']?.details?.items ?? [];
   const final = lhr.audits?.['final-screenshot']?.details?.data;
   if (frames.length === 0 && !final) return null;
-  return h('div', { class: 'filmstrip-box' },
-    h('ol', { class: 'filmstrip', 'aria-label': 'How the page loaded' }, frames.map((frame) =>
-      h('li', { 'data-timing': String(frame.timing) }, h('img', { src: frame.data, alt: `The page at ${Math.round(frame.timing)} ms` }), h('span', {}, formatMs(frame.timing))))),
-    final ? h('img', { class: 'final-screenshot', src: final, alt: 'The page once loaded' }) : null);
+  return h(
+    'div',
+    { class: 'filmstrip-box' },
+    h(
+      'ol',
+      { class: 'filmstrip', 'aria-label': 'How the page loaded' },
+      frames.map((frame) =>
+        h(
+          'li',
+          { 'data-timing': String(frame.timing) },
+          h('img', { src: frame.data, alt: `The page at ${Math.round(frame.timing)} ms` }),
+          h('span', {}, formatMs(frame.timing)),
+        ),
+      ),
+    ),
+    final ? h('img', { class: 'final-screenshot', src: final, alt: 'The page once loaded' }) : null,
+  );
 }
 
 /** One line on how far the cell's numbers are to be trusted; nothing for snapshots from before verdicts. */
@@ -336,8 +750,13 @@ function verificationLine(cell) {
   const v = cell.verification;
   if (!v) return null;
   const text = `${v.reliableRuns} reliable, ${v.suspectRuns} suspect run${v.suspectRuns === 1 ? '' : 's'}${v.retests ? `, ${v.retests} re-test${v.retests === 1 ? '' : 's'}` : ''}`;
-  return h('p', { class: `verification${v.median === 'suspect' ? ' verification-suspect' : ''}` },
-    v.median === 'suspect' ? `${text} · no run was reliable: the median is suspect` : `${text} · median over reliable runs`);
+  return h(
+    'p',
+    { class: `verification${v.median === 'suspect' ? ' verification-suspect' : ''}` },
+    v.median === 'suspect'
+      ? `${text} · no run was reliable: the median is suspect`
+      : `${text} · median over reliable runs`,
+  );
 }
 
 async function snapshotView(params) {
@@ -349,51 +768,116 @@ async function snapshotView(params) {
     for (const [location, cell] of Object.entries(result[device] ?? {})) {
       const lhr = cell.lighthouse;
       cards.push(
-        h('article', { class: 'card cell', 'data-device': device, 'data-location': location },
+        h(
+          'article',
+          { class: 'card cell', 'data-device': device, 'data-location': location },
           h('h2', {}, `${device} · ${location}`),
-          h('div', { class: 'gauges' }, CATEGORIES.map(([id, label]) => h('div', { class: 'gauge', 'data-category': id }, scoreBadge(categoryScore(lhr, id), label), h('span', {}, label)))),
-          h('dl', { class: 'metrics' }, METRICS.flatMap(([id, label, format]) => [h('dt', {}, label), h('dd', { 'data-metric': id }, format(auditValue(lhr, id)))])),
-          h('p', { class: 'meta' }, `Lighthouse ${lhr.lighthouseVersion ?? '?'} · ${lhr.elementCount ?? '?'} elements · CrUX page: ${lhr.crux?.url ? 'data' : 'no data'}`),
+          h(
+            'div',
+            { class: 'gauges' },
+            CATEGORIES.map(([id, label]) =>
+              h(
+                'div',
+                { class: 'gauge', 'data-category': id },
+                scoreBadge(categoryScore(lhr, id), label),
+                h('span', {}, label),
+              ),
+            ),
+          ),
+          h(
+            'dl',
+            { class: 'metrics' },
+            METRICS.flatMap(([id, label, format]) => [
+              h('dt', {}, label),
+              h('dd', { 'data-metric': id }, format(auditValue(lhr, id))),
+            ]),
+          ),
+          h(
+            'p',
+            { class: 'meta' },
+            `Lighthouse ${lhr.lighthouseVersion ?? '?'} · ${lhr.elementCount ?? '?'} elements · CrUX page: ${lhr.crux?.url ? 'data' : 'no data'}`,
+          ),
           checksList(cell),
           filmstrip(lhr),
           runsTable(cell),
           verificationLine(cell),
-          h('p', {}, h('a', { class: 'button', href: link('report', { url, date, device, location }) }, 'Full Lighthouse report'))),
+          h(
+            'p',
+            {},
+            h(
+              'a',
+              { class: 'button', href: link('report', { url, date, device, location }) },
+              'Full Lighthouse report',
+            ),
+          ),
+        ),
       );
     }
   }
   // Cells the update could not measure before its deadline: said, not silently left out.
   for (const { device, location, reason } of result.missing ?? []) {
     cards.push(
-      h('article', { class: 'card cell missing', 'data-device': device, 'data-location': location },
+      h(
+        'article',
+        { class: 'card cell missing', 'data-device': device, 'data-location': location },
         h('h2', {}, `${device} · ${location}`),
-        h('p', { class: 'missing-reason' }, `Not measured: ${reason}`)),
+        h('p', { class: 'missing-reason' }, `Not measured: ${reason}`),
+      ),
     );
   }
-  show(`${url} at ${date}`,
-    h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Projects'), ' / ', h('a', { href: link('project', { url }) }, url), ' / '),
+  show(
+    `${url} at ${date}`,
+    h(
+      'p',
+      { class: 'crumbs' },
+      h('a', { href: '#/' }, 'Projects'),
+      ' / ',
+      h('a', { href: link('project', { url }) }, url),
+      ' / ',
+    ),
     h('h1', {}, `Snapshot ${date} UTC`),
-    h('div', { class: 'cells' }, cards));
+    h('div', { class: 'cells' }, cards),
+  );
 }
 
 // ---- the full Lighthouse report -----------------------------------------------------------
 
 async function reportView(params) {
   const [url, date, device, location] = ['url', 'date', 'device', 'location'].map((name) => params.get(name));
-  const [result, renderer] = await Promise.all([api('audit', { url, date, device, location: [location] }), import('/dashboard/vendor/lighthouse-report.js')]);
+  const [result, renderer] = await Promise.all([
+    api('audit', { url, date, device, location: [location] }),
+    import('/dashboard/vendor/lighthouse-report.js'),
+  ]);
   const lhr = result[device]?.[location]?.lighthouse;
   if (!lhr) throw new Error(`No ${device}/${location} result in the snapshot of ${date}.`);
   const container = h('div', { class: 'lighthouse-report' });
-  show(`Lighthouse report of ${url}`,
-    h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Projects'), ' / ', h('a', { href: link('project', { url }) }, url), ' / ', h('a', { href: link('snapshot', { url, date }) }, date), ' / '),
-    container);
+  show(
+    `Lighthouse report of ${url}`,
+    h(
+      'p',
+      { class: 'crumbs' },
+      h('a', { href: '#/' }, 'Projects'),
+      ' / ',
+      h('a', { href: link('project', { url }) }, url),
+      ' / ',
+      h('a', { href: link('snapshot', { url, date }) }, date),
+      ' / ',
+    ),
+    container,
+  );
   // Stored results leave out Lighthouse's i18n table and screenshots; the renderer falls back to English and shows no filmstrip.
   container.append(renderer.renderReport(lhr, { disableFireworks: true, disableDarkMode: true, omitTopbar: false }));
 }
 
 // ---- routing ------------------------------------------------------------------------------
 
-const ROUTES = { '': projectsView, project: projectView, snapshot: snapshotView, compare: compareView, report: reportView };
+const ROUTES = {
+  '': projectsView,
+  project: projectView,
+  snapshot: snapshotView,
+  compare: compareView,
+  report: reportView,
+};
 
 async function route() {
   signOutButton.hidden = !session.token();

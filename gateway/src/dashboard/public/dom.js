@@ -5,7 +5,12 @@
 export function h(tag, attributes = {}, ...children) {
   const element = document.createElement(tag);
   setAttributes(element, attributes);
-  element.append(...children.flat().filter((child) => child !== null && child !== undefined && child !== false).map((child) => (child instanceof Node ? child : String(child))));
+  element.append(
+    ...children
+      .flat()
+      .filter((child) => child !== null && child !== undefined && child !== false)
+      .map((child) => (child instanceof Node ? child : String(child))),
+  );
   return element;
 }
 
@@ -15,7 +20,12 @@ const SVG = 'http://www.w3.org/2000/svg';
 export function s(tag, attributes = {}, ...children) {
   const element = document.createElementNS(SVG, tag);
   setAttributes(element, attributes);
-  element.append(...children.flat().filter((child) => child !== null && child !== undefined).map((child) => (child instanceof Node ? child : String(child))));
+  element.append(
+    ...children
+      .flat()
+      .filter((child) => child !== null && child !== undefined)
+      .map((child) => (child instanceof Node ? child : String(child))),
+  );
   return element;
 }
 

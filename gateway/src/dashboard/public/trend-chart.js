@@ -32,7 +32,11 @@ function timeAxis(points, left, right) {
   const times = points.map((p) => time(p.date));
   let [t0, t1] = [Math.min(...times), Math.max(...times)];
   if (t0 === t1) [t0, t1] = [t0 - 43_200_000, t1 + 43_200_000];
-  return { first: Math.min(...times), last: Math.max(...times), x: (date) => left + ((time(date) - t0) / (t1 - t0)) * (right - left) };
+  return {
+    first: Math.min(...times),
+    last: Math.max(...times),
+    x: (date) => left + ((time(date) - t0) / (t1 - t0)) * (right - left),
+  };
 }
 
 /**
@@ -53,9 +57,24 @@ export function trendChart({ kpi, title, format, max, series, annotations = [], 
 
   const svg = s('svg', { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: 'img', 'aria-label': title });
   if (bands) {
-    const band = (from, to, name) => s('rect', { x: MARGIN.left, width: WIDTH - MARGIN.left - MARGIN.right, y: y(to), height: Math.max(0, y(from) - y(to)), class: `band band-${name}`, 'data-band': name },
-      s('title', {}, `${name.replace('-', ' ')}: ${format(from)}–${format(to)}`));
-    svg.append(band(0, bands.good, 'good'), band(bands.good, bands.poor, 'needs-improvement'), band(bands.poor, yMax, 'poor'));
+    const band = (from, to, name) =>
+      s(
+        'rect',
+        {
+          x: MARGIN.left,
+          width: WIDTH - MARGIN.left - MARGIN.right,
+          y: y(to),
+          height: Math.max(0, y(from) - y(to)),
+          class: `band band-${name}`,
+          'data-band': name,
+        },
+        s('title', {}, `${name.replace('-', ' ')}: ${format(from)}–${format(to)}`),
+      );
+    svg.append(
+      band(0, bands.good, 'good'),
+      band(bands.good, bands.poor, 'needs-improvement'),
+      band(bands.poor, yMax, 'poor'),
+    );
   }
   for (const fraction of [0, 0.5, 1]) {
     const value = yMax * fraction;
@@ -64,25 +83,55 @@ export function trendChart({ kpi, title, format, max, series, annotations = [], 
   }
   const dayLabel = (t) => new Date(t).toISOString().slice(5, 16).replace('T', ' ');
   svg.append(s('text', { x: MARGIN.left, y: HEIGHT - 8, class: 'tick' }, dayLabel(first)));
-  svg.append(s('text', { x: WIDTH - MARGIN.right, y: HEIGHT - 8, 'text-anchor': 'end', class: 'tick' }, dayLabel(last)));
+  svg.append(
+    s('text', { x: WIDTH - MARGIN.right, y: HEIGHT - 8, 'text-anchor': 'end', class: 'tick' }, dayLabel(last)),
+  );
 
   // Deploy markers: a dashed vertical line each, its text on hover, under the data.
   for (const marker of annotations) {
     const at = x(marker.date);
     svg.append(
-      s('line', { x1: at, x2: at, y1: MARGIN.top, y2: HEIGHT - MARGIN.bottom, class: 'annotation', 'data-date': marker.date, 'data-text': marker.text },
-        s('title', {}, `${marker.date} UTC · ${marker.text}`)),
+      s(
+        'line',
+        {
+          x1: at,
+          x2: at,
+          y1: MARGIN.top,
+          y2: HEIGHT - MARGIN.bottom,
+          class: 'annotation',
+          'data-date': marker.date,
+          'data-text': marker.text,
+        },
+        s('title', {}, `${marker.date} UTC · ${marker.text}`),
+      ),
     );
   }
   const legend = h('ul', { class: 'legend' });
   series.forEach((line, index) => {
     const color = COLORS[index % COLORS.length];
     const sorted = [...line.points].sort((a, b) => time(a.date) - time(b.date));
-    svg.append(s('polyline', { points: sorted.map((p) => `${x(p.date)},${y(p.value)}`).join(' '), stroke: color, class: line.field ? 'line field' : 'line' }));
+    svg.append(
+      s('polyline', {
+        points: sorted.map((p) => `${x(p.date)},${y(p.value)}`).join(' '),
+        stroke: color,
+        class: line.field ? 'line field' : 'line',
+      }),
+    );
     for (const point of sorted) {
       svg.append(
-        s('circle', { cx: x(point.date), cy: y(point.value), r: 3.5, fill: color, 'data-series': line.name, 'data-date': point.date, 'data-value': point.value },
-          s('title', {}, `${line.name} · ${point.date} UTC · ${format(point.value)}`)),
+        s(
+          'circle',
+          {
+            cx: x(point.date),
+            cy: y(point.value),
+            r: 3.5,
+            fill: color,
+            'data-series': line.name,
+            'data-date': point.date,
+            'data-value': point.value,
+          },
+          s('title', {}, `${line.name} · ${point.date} UTC · ${format(point.value)}`),
+        ),
       );
     }
     legend.append(h('li', {}, h('span', { class: 'swatch', style: `background:${color}` }), line.name));
@@ -112,14 +161,38 @@ export function statusStrip({ kpi, title, series }) {
     svg.append(s('line', { x1: left, x2: WIDTH - MARGIN.right, y1: y, y2: y, class: 'grid' }));
     for (const point of line.points) {
       svg.append(
-        s('rect', { x: x(point.date) - 4, y: y - 7, width: 8, height: 14, rx: 2, fill: STATUS_COLORS[point.value] ?? STATUS_COLORS.NO_DATA, 'data-series': line.name, 'data-date': point.date, 'data-value': point.value },
-          s('title', {}, `${line.name} · ${point.date} UTC · ${point.value}`)),
+        s(
+          'rect',
+          {
+            x: x(point.date) - 4,
+            y: y - 7,
+            width: 8,
+            height: 14,
+            rx: 2,
+            fill: STATUS_COLORS[point.value] ?? STATUS_COLORS.NO_DATA,
+            'data-series': line.name,
+            'data-date': point.date,
+            'data-value': point.value,
+          },
+          s('title', {}, `${line.name} · ${point.date} UTC · ${point.value}`),
+        ),
       );
     }
   });
   const dayLabel = (t) => new Date(t).toISOString().slice(5, 16).replace('T', ' ');
   svg.append(s('text', { x: left, y: height - 8, class: 'tick' }, dayLabel(first)));
-  svg.append(s('text', { x: WIDTH - MARGIN.right, y: height - 8, 'text-anchor': 'end', class: 'tick' }, dayLabel(last)));
-  figure.append(svg, h('ul', { class: 'legend' }, Object.entries(STATUS_COLORS).map(([value, color]) => h('li', {}, h('span', { class: 'swatch', style: `background:${color}` }), value))));
+  svg.append(
+    s('text', { x: WIDTH - MARGIN.right, y: height - 8, 'text-anchor': 'end', class: 'tick' }, dayLabel(last)),
+  );
+  figure.append(
+    svg,
+    h(
+      'ul',
+      { class: 'legend' },
+      Object.entries(STATUS_COLORS).map(([value, color]) =>
+        h('li', {}, h('span', { class: 'swatch', style: `background:${color}` }), value),
+      ),
+    ),
+  );
   return figure;
 }
