@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import { promisify, stripVTControlCharacters } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { auditResultSchema, snapshotListSchema } from '@perfwatch/common';
@@ -40,6 +40,8 @@ describe('perfwatch start', () => {
     const [curlLine] = await proc.waitFor(/curl -s -H "Authorization: pw_[^"]+" "[^"]+"/, 60_000);
     const token = /Authorization: (pw_[^"]+)"/.exec(curlLine)![1]!;
     expect(proc.output()).toMatch(/bus: in-process · store: .*\/data\/perfwatch\.sqlite/);
+    // Not on a terminal: its logs are JSON lines, for a collector.
+    expect(proc.output()).toMatch(/^\{"level":30,.*"msg":"gateway listening"/m);
     expect(existsSync(join(cwd, 'data', 'perfwatch.sqlite'))).toBe(true);
 
     const { status, body } = await curl(curlLine);
@@ -86,6 +88,26 @@ describe('perfwatch start', () => {
     expect(await (await fetch(`${base}/`)).text()).toContain('<title>perfwatch</title>');
     expect(await proc.stop('SIGTERM')).toBe(0);
   }, 240_000);
+
+  it('on a terminal: readable log lines, no JSON, and a clean stop', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'perfwatch-start-tty-'));
+    const ports = { PORT: String(await freePort()), PERFWATCH_DEMO_PORT: String(await freePort()) };
+    const onTty = spawnPerfwatch(['start'], ports, { cwd: dir, bare: true, tty: true });
+    try {
+      await onTty.waitFor(/curl -s -H "Authorization: pw_[^"]+"/, 60_000);
+      // Colours and all: a time, the level, the message, its fields on lines of their own.
+      const text = stripVTControlCharacters(onTty.output());
+      expect(text).toMatch(/^\[\d\d:\d\d:\d\d\] INFO: gateway listening\r?$/m);
+      expect(text).toMatch(/^ {4}url: "http:\/\/127\.0\.0\.1:\d+"\r?$/m);
+      expect(text).not.toMatch(/"level":/);
+      expect(onTty.output()).toContain('\u001b[');
+      expect(await onTty.stop('SIGTERM')).toBe(0);
+      expect(stripVTControlCharacters(onTty.output())).toMatch(/INFO: shutting down/);
+    } finally {
+      await onTty.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it('with NATS_URL and MONGODB_URI: the same start on a real nats-server and MongoDB-wire server', async () => {
     const nats = await isolatedNats();

@@ -32,18 +32,29 @@ export interface SpawnOptions {
   cwd?: string;
   /** Nothing of this process's environment but PATH and HOME: a machine with no configuration. */
   bare?: boolean;
+  /**
+   * On a terminal: run under util-linux's `script`, which gives the program a pseudo-terminal
+   * for its stdout and stderr, as someone typing the command in a shell would.
+   */
+  tty?: boolean;
 }
+
+/** A word for `sh -c`, as it is. */
+const shellWord = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
 
 /** Runs a script of this repository (paths from its root) on this Node, watched like perfwatch. */
 export function spawnNode(
   args: string[],
   env: Record<string, string>,
-  { cwd = join(dirname(bin), '..'), bare = false }: SpawnOptions = {},
+  { cwd = join(dirname(bin), '..'), bare = false, tty = false }: SpawnOptions = {},
 ): PerfwatchProcess {
   const base = bare
     ? { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/root' }
     : process.env;
-  const child = spawn(process.execPath, args, { cwd, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [command, argv] = tty
+    ? ['script', ['-qfec', [process.execPath, ...args].map(shellWord).join(' '), '/dev/null']]
+    : [process.execPath, args];
+  const child = spawn(command, argv, { cwd, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   const listeners = new Set<() => void>();
   const onData = (chunk: Buffer) => {

@@ -2,6 +2,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
+import pretty from 'pino-pretty';
 import { z } from 'zod';
 import { createLogger, logLevelSchema, parseEnv } from '@perfwatch/common';
 import {
@@ -37,6 +38,11 @@ const startEnvSchema = z.object({
   PERFWATCH_ALLOW_TARGETS: z.string().default('127.0.0.0/8,::1/128'),
   CRUX_API_KEY: z.string().min(1).optional(),
   LOG_LEVEL: logLevelSchema,
+  /**
+   * `auto`: readable lines when stderr is a terminal (someone watching `npm start`), JSON lines
+   * otherwise (a file, a pipe, a log collector); `json` or `pretty` to choose.
+   */
+  LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
 });
 
 const LOCATION = 's_carolina';
@@ -49,7 +55,17 @@ const LOCATION = 's_carolina';
  */
 export async function main(env: Readonly<Record<string, string | undefined>>): Promise<void> {
   const config = parseEnv(startEnvSchema, env);
-  const logger = createLogger({ name: 'perfwatch', level: config.LOG_LEVEL, destination: pino.destination(2) });
+  const readable = config.LOG_FORMAT === 'pretty' || (config.LOG_FORMAT === 'auto' && process.stderr.isTTY === true);
+  const destination = readable
+    ? pretty({
+        destination: 2,
+        sync: true,
+        colorize: process.stderr.isTTY === true,
+        translateTime: 'SYS:HH:MM:ss',
+        ignore: 'pid,hostname,name',
+      })
+    : pino.destination(2);
+  const logger = createLogger({ name: 'perfwatch', level: config.LOG_LEVEL, destination });
   exitOnUnhandledRejection(logger);
   // The embedded store makes its directory when it opens; with MONGODB_URI nothing goes there.
   const { store, where: storeWhere } = storeFromEnv(config);
