@@ -1,4 +1,4 @@
-import { connectNats, createLogger, startOpsServer } from '@perfwatch/common';
+import { connectNats, createLogger, createShutdown, shutdownOnSignals, startOpsServer } from '@perfwatch/common';
 import { startAgent, type Agent } from './agent.ts';
 import { createAgentMetrics } from './metrics.ts';
 import { loadAgentConfig } from './config.ts';
@@ -59,26 +59,19 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   });
   const serving = agent;
 
-  let shuttingDown = false;
-  const shutdown = async (signal: string) => {
-    if (shuttingDown) return;
-    shuttingDown = true;
-    logger.info({ signal }, 'shutting down');
-    const deadline = setTimeout(() => {
-      logger.error('shutdown deadline passed; exiting');
-      void runner.close().finally(() => process.exit(1));
-    }, config.SHUTDOWN_TIMEOUT_MS);
-    deadline.unref();
-    // Order: say goodbye, stop taking work and finish the current runs, drain NATS, kill our
-    // Chromes, flush.
-    await serving.stop();
-    await nc.drain();
-    await runner.close();
-    await ops.close();
-    clearTimeout(deadline);
-    logger.flush();
-  };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
+  // Say goodbye, stop taking work and finish the current runs, drain NATS, kill our Chromes. Past
+  // the deadline our Chromes are killed all the same.
+  const shutdown = createShutdown({
+    logger,
+    deadlineMs: config.SHUTDOWN_TIMEOUT_MS,
+    steps: [
+      { name: 'agent', run: () => serving.stop() },
+      { name: 'NATS', run: () => nc.drain() },
+      { name: 'Chromes', run: () => runner.close() },
+      { name: 'ops server', run: () => ops.close() },
+    ],
+    onDeadline: () => void runner.close().finally(() => process.exit(1)),
+  });
+  shutdownOnSignals(shutdown);
   await nc.closed();
 }

@@ -3,6 +3,7 @@ export * from './dates.ts';
 export * from './errors.ts';
 export * from './env-config.ts';
 export * from './logger.ts';
+export * from './shutdown.ts';
 export * from './lighthouse-result.ts';
 export * from './run-metrics.ts';
 export * from './median-run.ts';

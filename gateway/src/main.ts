@@ -1,4 +1,11 @@
-import { connectNats, createLogger, natsServersForLog, StartupError } from '@perfwatch/common';
+import {
+  connectNats,
+  createLogger,
+  createShutdown,
+  natsServersForLog,
+  shutdownOnSignals,
+  StartupError,
+} from '@perfwatch/common';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { loadGatewayConfig } from './config.ts';
 import { GATEWAY_NATS_OPTIONS } from './nats-offer.ts';
@@ -21,23 +28,21 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   let gateway: GatewayRuntime | undefined = undefined;
 
   let shuttingDown = false;
-  const shutdown = async (signal: string) => {
-    if (shuttingDown) return;
+  const shutdown = createShutdown({
+    logger,
+    deadlineMs: config.SHUTDOWN_TIMEOUT_MS,
+    steps: [
+      { name: 'stop waiting for dependencies', run: () => aborted.abort() },
+      { name: 'starting server', run: () => starting.close() },
+      { name: 'gateway', run: () => gateway?.stop() },
+      { name: 'NATS', run: () => (nc && !nc.isClosed() ? nc.drain() : undefined) },
+      { name: 'store', run: () => store?.close() },
+    ],
+  });
+  shutdownOnSignals((reason) => {
     shuttingDown = true;
-    logger.info({ signal }, 'shutting down');
-    setTimeout(() => {
-      logger.error('shutdown deadline passed; exiting');
-      process.exit(1);
-    }, config.SHUTDOWN_TIMEOUT_MS).unref();
-    aborted.abort();
-    await starting.close();
-    await gateway?.stop();
-    if (nc && !nc.isClosed()) await nc.drain();
-    await store?.close();
-    logger.flush();
-  };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
+    return shutdown(reason);
+  });
 
   const wait = { logger, signal: aborted.signal, isFinal: isSettingsError };
   try {

@@ -4,7 +4,7 @@ import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import pretty from 'pino-pretty';
 import { z } from 'zod';
-import { createLogger, logLevelSchema, parseEnv } from '@perfwatch/common';
+import { createLogger, createShutdown, logLevelSchema, parseEnv, shutdownOnSignals } from '@perfwatch/common';
 import {
   createLocalAgent,
   createRunnerPool,
@@ -38,6 +38,8 @@ const startEnvSchema = z.object({
   PERFWATCH_ALLOW_TARGETS: z.string().default('127.0.0.0/8,::1/128'),
   CRUX_API_KEY: z.string().min(1).optional(),
   LOG_LEVEL: logLevelSchema,
+  /** How long a stop may take (finishing a run in progress included) before the process exits anyway. */
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
   /**
    * `auto`: readable lines when stderr is a terminal (someone watching `npm start`), JSON lines
    * otherwise (a file, a pipe, a log collector); `json` or `pretty` to choose.
@@ -135,23 +137,24 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     ].join('\n'),
   );
 
-  const { promise: stopped, resolve: done } = Promise.withResolvers<void>();
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    await gateway.stop();
-    await agent.stop();
-    await nc?.drain();
-    await runner.close();
-    await store.close();
-    await site.close();
-    logger.flush();
-    done();
-  };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
+  const stopped = new Promise<void>((resolve) =>
+    shutdownOnSignals(
+      createShutdown({
+        logger,
+        deadlineMs: config.SHUTDOWN_TIMEOUT_MS,
+        steps: [
+          { name: 'gateway', run: () => gateway.stop() },
+          { name: 'agent', run: () => agent.stop() },
+          { name: 'NATS', run: () => nc?.drain() },
+          { name: 'Chromes', run: () => runner.close() },
+          { name: 'store', run: () => store.close() },
+          { name: 'demo site', run: () => site.close() },
+          { name: 'done', run: resolve },
+        ],
+        onDeadline: () => void runner.close().finally(() => process.exit(1)),
+      }),
+    ),
+  );
   await stopped;
 }
 
