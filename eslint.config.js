@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.tools/', 'data/', '**/dist/', 'test/fixtures/'] },
+  { ignores: ['node_modules/', '.tools/', 'data/', '**/dist/', 'test/fixtures/', 'gateway/src/local/demo-site/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

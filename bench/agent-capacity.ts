@@ -9,12 +9,10 @@
  */
 import { readFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
-import { join } from 'node:path';
 import { pino } from 'pino';
 import { createRunnerPool } from '@perfwatch/agent';
 import { startDemoSite } from '@perfwatch/gateway';
 import { chromesOf } from '../test/support/chrome-processes.ts';
-import { root } from './local-stack.ts';
 
 export interface CapacityPhase {
   runs: number;
@@ -96,7 +94,7 @@ async function phase(url: string, runs: number, runsPerBrowser: number, cores: n
 
 export async function measureAgentCapacity(runsPerPhase = 6): Promise<CapacityFigures> {
   const cores = cpus().length;
-  const site = await startDemoSite({ root: join(root, 'test/fixtures/site') });
+  const site = await startDemoSite();
   try {
     const url = `${site.url}index.html`;
     // A short warm-up so neither phase pays for first imports and disk caches.

@@ -27,7 +27,8 @@ import {
   type RunDigest,
 } from '@perfwatch/common';
 import { encodeReplyBytes, startAgent, type AuditRunner, type ReplyEncoder } from '@perfwatch/agent';
-import { createAdmin, freePort, MongoStore, SqliteStore, startNatsServer } from '@perfwatch/gateway';
+import { createAdmin, MongoStore, SqliteStore } from '@perfwatch/gateway';
+import { freePort, startNatsServer } from '../test/support/local-servers.ts';
 import { loadLeanLhr } from '../test/support/lhr-fixtures.ts';
 import { root } from './local-stack.ts';
 import { askAll } from './update-clients.ts';

@@ -16,11 +16,10 @@ import {
   gatewayConfigWith,
   MongoStore,
   startDemoSite,
-  startFerretDb,
   startGateway,
-  startNatsServer,
   type Admin,
 } from '@perfwatch/gateway';
+import { startFerretDb, startNatsServer } from '../test/support/local-servers.ts';
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const tools = join(root, '.tools/bin');
@@ -49,7 +48,7 @@ export async function startLocalStack(agents: StackAgent[]): Promise<LocalStack>
   const dir = await mkdtemp(join(tmpdir(), 'perfwatch-stack-'));
   const nats = await startNatsServer({ binary: join(tools, 'nats-server'), dir: join(dir, 'nats') });
   const db = await startFerretDb({ binary: join(tools, 'ferretdb'), dir: join(dir, 'db') });
-  const site = await startDemoSite({ root: join(root, 'test/fixtures/site') });
+  const site = await startDemoSite();
   const store = new MongoStore({ uri: db.url, dbName: 'stack' });
   await store.init();
   const nc = await connect({ servers: nats.url });

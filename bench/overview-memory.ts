@@ -16,7 +16,8 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MongoClient, ObjectId } from 'mongodb';
-import { createAdmin, freePort, MongoStore, SqliteStore, startFerretDb, startNatsServer } from '@perfwatch/gateway';
+import { createAdmin, MongoStore, SqliteStore } from '@perfwatch/gateway';
+import { freePort, startFerretDb, startNatsServer } from '../test/support/local-servers.ts';
 import { root } from './local-stack.ts';
 
 const tools = join(root, '.tools/bin');

@@ -29,16 +29,8 @@ import autocannon from 'autocannon';
 import { MongoClient, ObjectId, type Document } from 'mongodb';
 import { formatApiDateTime } from '@perfwatch/common';
 import { DatabaseSync } from 'node:sqlite';
-import {
-  createAdmin,
-  freePort,
-  MongoStore,
-  receivedRun,
-  SqliteStore,
-  startFerretDb,
-  startNatsServer,
-  type ProjectRecord,
-} from '@perfwatch/gateway';
+import { createAdmin, MongoStore, receivedRun, SqliteStore, type ProjectRecord } from '@perfwatch/gateway';
+import { freePort, startFerretDb, startNatsServer } from '../test/support/local-servers.ts';
 import { buildLocationSnapshot } from '../gateway/src/snapshot-builder.ts';
 import { loadLeanLhr } from '../test/support/lhr-fixtures.ts';
 import { root } from './local-stack.ts';

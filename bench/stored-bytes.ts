@@ -78,7 +78,7 @@ const pictureBytes = (lhr: LighthouseResult): number => {
 };
 
 export async function measureStoredBytes(): Promise<StoredBytes[]> {
-  const site = await startDemoSite({ root: join(root, 'test/fixtures/site') });
+  const site = await startDemoSite();
   const dir = await mkdtemp(join(tmpdir(), 'perfwatch-bytes-'));
   const flags = chromeFlags({ noSandbox: process.getuid?.() === 0 });
   const figures: StoredBytes[] = [];

@@ -13,7 +13,7 @@ import { startDemoSite } from '@perfwatch/gateway';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const out = join(root, 'test/fixtures/lhr');
 const logger = createLogger({ name: 'capture' });
-const site = await startDemoSite({ root: join(root, 'test/fixtures/site') });
+const site = await startDemoSite();
 const runner = createLighthouseRunner({
   chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium',
   chromeFlags: chromeFlags({ noSandbox: process.getuid?.() === 0 }),

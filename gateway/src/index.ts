@@ -19,7 +19,6 @@ export type {
 export { issueToken, tokenDigest } from './tokens.ts';
 export { createAdmin, type Admin } from './admin/admin.ts';
 export { DEMO_LOGIN, startDemoSite, type DemoSite } from './local/demo-site-server.ts';
-export { startNatsServer, startFerretDb, freePort, type LocalServer } from './local/local-servers.ts';
 export { MAX_AGENTS_PER_LOCATION, startAgentRegistry, type AgentRegistry } from './agent-registry.ts';
 export { startScheduler, tickUpdateId, type Scheduler } from './scheduler.ts';
 export { UPDATE_STREAM, UPDATE_SUBJECT, updateSubject } from './update-queue.ts';

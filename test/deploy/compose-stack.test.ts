@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { auditResultSchema, overviewResponseSchema, updateStatusSchema, type AuditResult } from '@perfwatch/common';
-import { freePort } from '@perfwatch/gateway';
+import { freePort } from '../support/local-servers.ts';
 import { errorsOf, getAndPost, send } from '../support/api-requests.ts';
 import { compose, containerEngine, run, runLoud, STANDIN } from '../support/containers.ts';
 import { openApiResponseChecker } from '../support/openapi-responses.ts';

@@ -8,7 +8,8 @@ import {
   webhookPayloadSchema,
   type WebhookPayload,
 } from '@perfwatch/common';
-import { freePort, type ProjectRecord } from '@perfwatch/gateway';
+import { type ProjectRecord } from '@perfwatch/gateway';
+import { freePort } from '../support/local-servers.ts';
 import { main as adminMain } from '../../gateway/src/admin/admin-cli.ts';
 import { spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { isolatedNats, startTestGateway, type TestGateway } from '../support/test-services.ts';

@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it, vi } from 'vitest';
-import { freePort, startFerretDb, startNatsServer, type LocalServer } from '@perfwatch/gateway';
+import { freePort, startFerretDb, startNatsServer, type LocalServer } from '../support/local-servers.ts';
 import { spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 
 // A gateway started before its database and NATS (a cold `docker compose up`, a rescheduled

@@ -34,7 +34,6 @@ beforeAll(async () => {
   db.MONGODB_URI = inject('mongoUri');
   dir = await mkdtemp(join(tmpdir(), 'perfwatch-auth-'));
   site = await startDemoSite({
-    root: join(import.meta.dirname, '../fixtures/site'),
     onRequest: ({ host, path, headers }) =>
       seen.push({
         host,

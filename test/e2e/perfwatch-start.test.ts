@@ -7,7 +7,7 @@ import { promisify, stripVTControlCharacters } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { auditResultSchema, snapshotListSchema } from '@perfwatch/common';
-import { freePort } from '@perfwatch/gateway';
+import { freePort } from '../support/local-servers.ts';
 import { runPerfwatch, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { isolatedNats } from '../support/test-services.ts';
 

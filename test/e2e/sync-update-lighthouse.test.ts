@@ -9,7 +9,7 @@ import {
   formatApiDateTime,
   parseApiDateTime,
 } from '@perfwatch/common';
-import { freePort } from '@perfwatch/gateway';
+import { freePort } from '../support/local-servers.ts';
 import { runPerfwatch, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { isolatedNats } from '../support/test-services.ts';
 

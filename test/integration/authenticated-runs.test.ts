@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   chromeFlags,
@@ -24,7 +23,6 @@ let account: string;
 
 beforeAll(async () => {
   site = await startDemoSite({
-    root: join(import.meta.dirname, '../fixtures/site'),
     onRequest: ({ host, path, headers }) =>
       seen.push({
         host,

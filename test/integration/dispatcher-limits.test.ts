@@ -5,7 +5,8 @@ import { connect } from '@nats-io/transport-node';
 import { describe, expect, inject, it, vi } from 'vitest';
 import type { AuditJob } from '@perfwatch/common';
 import { startAgent } from '@perfwatch/agent';
-import { createNatsDispatcher, freePort, startAgentRegistry, startNatsServer } from '@perfwatch/gateway';
+import { createNatsDispatcher, startAgentRegistry } from '@perfwatch/gateway';
+import { freePort, startNatsServer } from '../support/local-servers.ts';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { natsWithClient, silentLogger } from '../support/test-services.ts';
 

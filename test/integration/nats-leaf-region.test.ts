@@ -16,15 +16,8 @@ import {
   encodeAnnouncement,
   encodeJob,
 } from '@perfwatch/common';
-import {
-  createAdmin,
-  MongoStore,
-  startAgentRegistry,
-  startNatsServer,
-  tickUpdateId,
-  type AgentRegistry,
-  type LocalServer,
-} from '@perfwatch/gateway';
+import { createAdmin, MongoStore, startAgentRegistry, tickUpdateId, type AgentRegistry } from '@perfwatch/gateway';
+import { startNatsServer, type LocalServer } from '../support/local-servers.ts';
 import { spawnGateway, spawnNode, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { silentLogger } from '../support/test-services.ts';
 import { writeSelfSignedCert } from '../support/tls.ts';

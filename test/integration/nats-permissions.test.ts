@@ -18,10 +18,9 @@ import {
   gatewayConfigWith,
   startAgentRegistry,
   startGateway,
-  startNatsServer,
   type AgentRegistry,
-  type LocalServer,
 } from '@perfwatch/gateway';
+import { startNatsServer, type LocalServer } from '../support/local-servers.ts';
 import { inject } from 'vitest';
 import { runPerfwatch, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { silentLogger, testStore } from '../support/test-services.ts';

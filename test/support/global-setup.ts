@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
-import { startDemoSite, startFerretDb, startNatsServer } from '@perfwatch/gateway';
+import { startDemoSite } from '@perfwatch/gateway';
+import { startFerretDb, startNatsServer } from './local-servers.ts';
 import { prepareContainerApi, startNatsContainer, TEST_LABEL } from './container-api-setup.ts';
 import { OWN_DOCKER_API } from './containers.ts';
 
@@ -53,7 +54,7 @@ export default async function setup(project: TestProject): Promise<Stop> {
       docker ? { image: natsImage(), dockerHost: process.env['DOCKER_HOST'] ?? null } : null,
     );
     project.provide('ferretDbBinary', join(tools, 'ferretdb'));
-    const site = await startDemoSite({ root: join(root, 'test/fixtures/site') });
+    const site = await startDemoSite();
     stops.push(site.close);
     project.provide('siteUrl', site.url);
   } catch (error) {

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '@perfwatch/gateway';
+import { freePort } from './local-servers.ts';
 
 const bin = join(dirname(fileURLToPath(import.meta.url)), '../../bin/perfwatch.js');
 

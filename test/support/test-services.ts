@@ -12,12 +12,11 @@ import {
   gatewayConfigWith,
   MongoStore,
   startGateway,
-  startNatsServer,
   type Admin,
   type GatewayConfig,
   type GatewayRuntime,
-  type LocalServer,
 } from '@perfwatch/gateway';
+import { startNatsServer, type LocalServer } from './local-servers.ts';
 
 export const silentLogger: Logger = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
 

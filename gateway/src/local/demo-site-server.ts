@@ -1,6 +1,10 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import express from 'express';
+
+/** The demo site's pages: what `perfwatch start` offers to audit, and the tests' fixture site. */
+export const DEMO_SITE_ROOT = join(import.meta.dirname, 'demo-site');
 
 export interface DemoSite {
   /** Base URL, ending in `/`. */
@@ -17,22 +21,22 @@ export const DEMO_LOGIN = {
 } as const;
 
 /**
- * Serves a static site on loopback: the fixture site of the tests, and the demo site of
- * `perfwatch start`. `/slow.html` is held back `slowMs` to stand for a slow origin.
+ * Serves the demo site (or another static site) on loopback: the fixture site of the tests, and
+ * what `perfwatch start` offers to audit. `/slow.html` is held back `slowMs` to stand for a slow origin.
  */
 export async function startDemoSite({
-  root,
+  root = DEMO_SITE_ROOT,
   slowMs = 1500,
   host = '127.0.0.1',
   port = 0,
   onRequest,
 }: {
-  root: string;
+  root?: string;
   slowMs?: number;
   host?: string;
   port?: number;
   onRequest?: (request: { host: string; path: string; headers: Record<string, string | string[] | undefined> }) => void;
-}): Promise<DemoSite> {
+} = {}): Promise<DemoSite> {
   const app = express();
   app.disable('x-powered-by');
   if (onRequest) {

@@ -1,5 +1,3 @@
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import pretty from 'pino-pretty';
@@ -21,8 +19,6 @@ import { startGateway } from '../gateway-runtime.ts';
 import { storeEnvFields, storeFromEnv } from '../store/open-store.ts';
 import type { Store } from '../store/store.ts';
 import { startDemoSite } from './demo-site-server.ts';
-
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
 const startEnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -73,7 +69,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   const { store, where: storeWhere } = storeFromEnv(config);
   await store.init();
   const nc = config.NATS_URL ? await connect({ servers: config.NATS_URL, name: 'perfwatch-start' }) : undefined;
-  const site = await startDemoSite({ root: join(repoRoot, 'test/fixtures/site'), port: config.PERFWATCH_DEMO_PORT });
+  const site = await startDemoSite({ port: config.PERFWATCH_DEMO_PORT });
   const runner = createRunnerPool({
     size: 1,
     worker: {

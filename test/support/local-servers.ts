@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 /**
  * Starts the real servers perfwatch needs on loopback, from the binaries that
  * `scripts/setup.sh` builds: a JetStream-enabled nats-server and FerretDB (a
- * MongoDB-wire server with an SQLite backend). Used by the test harness and `perfwatch start`.
+ * MongoDB-wire server with an SQLite backend). Used by the test harness and the benchmarks.
  * Each server is stopped by its own pid, never by name.
  */
 
