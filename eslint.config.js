@@ -27,7 +27,7 @@ export default tseslint.config(
   },
   {
     // process.env is read in one place per program: its main.ts (and the CLI entry, which hands it on).
-    files: ['common/src/**/*.ts', 'gateway/src/**/*.ts', 'agent/src/**/*.ts'],
+    files: ['common/src/**/*.ts', 'client/src/**/*.ts', 'gateway/src/**/*.ts', 'agent/src/**/*.ts'],
     ignores: ['**/*.test.ts'],
     rules: {
       'no-restricted-properties': [

@@ -13,7 +13,7 @@ const src = (path: string) => fileURLToPath(new URL(`./${path}`, import.meta.url
 // Packages resolve to their sources, so no test needs a build.
 const alias = [
   { find: /^@perfwatch\/common$/, replacement: src('common/src/index.ts') },
-  { find: /^@perfwatch\/common\/client$/, replacement: src('common/src/client/index.ts') },
+  { find: /^@perfwatch\/client$/, replacement: src('client/src/index.ts') },
   { find: /^@perfwatch\/gateway$/, replacement: src('gateway/src/index.ts') },
   { find: /^@perfwatch\/agent$/, replacement: src('agent/src/index.ts') },
 ];
@@ -29,7 +29,7 @@ export default defineConfig({
         resolve: { alias },
         test: {
           name: 'unit',
-          include: ['{common,gateway,agent}/src/**/*.test.ts'],
+          include: ['{common,client,gateway,agent}/src/**/*.test.ts'],
           environment: 'node',
           sequence: { groupOrder: 0 },
         },

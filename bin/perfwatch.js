@@ -37,10 +37,10 @@ const programs = {
   gateway: () => import('../gateway/src/main.ts'),
   agent: () => import('../agent/src/main.ts'),
   admin: () => import('../gateway/src/admin/admin-cli.ts'),
-  update: () => import('../common/src/client/client-cli.ts'),
-  audit: () => import('../common/src/client/client-cli.ts'),
-  compare: () => import('../common/src/client/client-cli.ts'),
-  overview: () => import('../common/src/client/client-cli.ts'),
+  update: () => import('../client/src/client-cli.ts'),
+  audit: () => import('../client/src/client-cli.ts'),
+  compare: () => import('../client/src/client-cli.ts'),
+  overview: () => import('../client/src/client-cli.ts'),
 };
 const clientVerbs = new Set(['update', 'audit', 'compare', 'overview']);
 

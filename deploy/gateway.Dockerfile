@@ -6,6 +6,7 @@ FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY common/package.json common/
+COPY client/package.json client/
 COPY gateway/package.json gateway/
 COPY agent/package.json agent/
 # Production dependencies only; the gateway imports the agent package's types and nothing that
@@ -17,6 +18,7 @@ RUN --mount=type=secret,id=build_ca,required=false \
     if [ -s /run/secrets/build_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/build_ca; fi \
  && npm ci --omit=dev --no-audit --no-fund --ignore-scripts
 COPY common/src common/src
+COPY client/src client/src
 COPY gateway/src gateway/src
 COPY agent/src agent/src
 COPY bin bin

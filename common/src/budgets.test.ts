@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AuditResult } from './audit-result.ts';
 import { budgetFileSchema, BudgetSpecError, evaluateBudgets, parseLimit } from './budgets.ts';
-import { budgetJunitXml } from './client/budget-junit.ts';
 
 function cell(performance: number, lcp: number, tbt: number) {
   return {
@@ -76,26 +75,5 @@ describe('evaluateBudgets', () => {
 
   it('fails an empty result: nothing measured is not a pass', () => {
     expect(evaluateBudgets({}, budgets).pass).toBe(false);
-  });
-});
-
-describe('budgetJunitXml', () => {
-  it('writes a suite per cell and a failure per missed check, escaped', () => {
-    const xml = budgetJunitXml(
-      'https://shop.example/?a=1&b=<2>',
-      evaluateBudgets(result(89, 1000, 0), budgetFileSchema.parse({ budgets: { performance: 90, lcp: 2500 } })),
-      12.5,
-    );
-    expect(xml).toMatch(
-      /<testsuites name="perfwatch https:\/\/shop.example\/\?a=1&amp;b=&lt;2>" tests="4" failures="1"/,
-    );
-    expect(xml).toContain('<failure message="performance score 89, budget at least 90" type="BudgetExceeded"/>');
-    expect(xml.match(/<testsuite /g)).toHaveLength(2);
-  });
-
-  it('reports a failed update as one failing case', () => {
-    const xml = budgetJunitXml('https://shop.example/', { error: 'update 1 failed: no agent' }, 3);
-    expect(xml).toMatch(/tests="1" failures="1"/);
-    expect(xml).toContain('type="UpdateFailed"');
   });
 });

@@ -6,7 +6,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type Agent } from '@perfwatch/agent';
-import { createApiClient, type ApiClient } from '@perfwatch/common/client';
+import { createApiClient, type ApiClient } from '@perfwatch/client';
 import { startFakeCrux } from '../support/fake-crux.ts';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';

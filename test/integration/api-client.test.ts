@@ -3,7 +3,7 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type Agent } from '@perfwatch/agent';
-import { ApiClientError, CLIENT_OPERATIONS, createApiClient, type ApiClient } from '@perfwatch/common/client';
+import { ApiClientError, CLIENT_OPERATIONS, createApiClient, type ApiClient } from '@perfwatch/client';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { openApiResponseChecker } from '../support/openapi-responses.ts';
 import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';

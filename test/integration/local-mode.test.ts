@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalAgent, RunFailure } from '@perfwatch/agent';
-import { createApiClient } from '@perfwatch/common/client';
+import { createApiClient } from '@perfwatch/client';
 import { createAdmin, gatewayConfigWith, SqliteStore, startGateway, type GatewayRuntime } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { silentLogger } from '../support/test-services.ts';

@@ -5,7 +5,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunFailure, startAgent, type Agent } from '@perfwatch/agent';
 import { verifyWebhookSignature, webhookPayloadSchema } from '@perfwatch/common';
-import { createApiClient } from '@perfwatch/common/client';
+import { createApiClient } from '@perfwatch/client';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';
 

@@ -1,5 +1,5 @@
 import junitReport, { type Builder } from 'junit-report-builder';
-import type { BudgetReport } from '../budgets.ts';
+import type { BudgetReport } from '@perfwatch/common';
 
 // The package is CommonJS with types that declare an ES default export: under Node's ESM the
 // default import is the builder itself.

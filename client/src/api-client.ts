@@ -1,15 +1,25 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
-import { auditResultSchema, type AuditResult } from '../audit-result.ts';
-import { annotationListSchema, type AnnotationList } from '../annotations.ts';
-import { credentialsViewSchema, type CredentialsView, type PageAuth } from '../page-auth.ts';
-import { projectBudgetsSchema, type Budgets, type ProjectBudgets } from '../budgets.ts';
-import { compareResultSchema, type CompareResult } from '../compare-result.ts';
-import { webhookListSchema, type WebhookList } from '../webhooks.ts';
-import { errorEnvelopeSchema, type ErrorEnvelope } from '../errors.ts';
-import type { Device, Location } from '../ids.ts';
-import type { Section } from '../lighthouse-kpis.ts';
 import {
+  auditResultSchema,
+  type AuditResult,
+  annotationListSchema,
+  type AnnotationList,
+  credentialsViewSchema,
+  type CredentialsView,
+  type PageAuth,
+  projectBudgetsSchema,
+  type Budgets,
+  type ProjectBudgets,
+  compareResultSchema,
+  type CompareResult,
+  webhookListSchema,
+  type WebhookList,
+  errorEnvelopeSchema,
+  type ErrorEnvelope,
+  type Device,
+  type Location,
+  type Section,
   asyncAckSchema,
   overviewResponseSchema,
   projectListSchema,
@@ -19,7 +29,7 @@ import {
   type ProjectList,
   type SnapshotList,
   type UpdateStatusView,
-} from '../overview.ts';
+} from '@perfwatch/common';
 
 /**
  * The operations this client calls, by path and method. A test holds them against the

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { UpdateStatusView } from '../overview.ts';
+import type { UpdateStatusView } from '@perfwatch/common';
 import { updateProgress } from './update-progress.ts';
 
 const status = (state: UpdateStatusView['status'], done: number[]): UpdateStatusView => ({

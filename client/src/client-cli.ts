@@ -1,12 +1,15 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { z } from 'zod';
-import type { AuditResult } from '../audit-result.ts';
-import { DEVICES, LOCATIONS, type Device, type Location } from '../ids.ts';
-import { SECTIONS, type Section } from '../lighthouse-kpis.ts';
-import { parseEnv } from '../env-config.ts';
-import { createApiClient, type ApiClient } from './api-client.ts';
 import {
+  type AuditResult,
+  DEVICES,
+  LOCATIONS,
+  type Device,
+  type Location,
+  SECTIONS,
+  type Section,
+  parseEnv,
   budgetFileSchema,
   BudgetSpecError,
   evaluateBudgets,
@@ -14,7 +17,8 @@ import {
   parseLimit,
   type BudgetReport,
   type Budgets,
-} from '../budgets.ts';
+} from '@perfwatch/common';
+import { createApiClient, type ApiClient } from './api-client.ts';
 import { budgetJunitXml } from './budget-junit.ts';
 import { auditResultTable, budgetTable, compareTable, overviewTable } from './result-tables.ts';
 import { updateProgress, type ProgressStream } from './update-progress.ts';

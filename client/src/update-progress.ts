@@ -1,4 +1,4 @@
-import type { UpdateStatusView } from '../overview.ts';
+import type { UpdateStatusView } from '@perfwatch/common';
 
 export interface ProgressStream {
   write(text: string): unknown;

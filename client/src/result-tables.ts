@@ -1,9 +1,15 @@
 import Table from 'cli-table3';
-import type { AuditResult } from '../audit-result.ts';
-import type { CompareResult } from '../compare-result.ts';
-import { DEVICES, LOCATIONS } from '../ids.ts';
-import type { OverviewRecord } from '../overview.ts';
-import { formatValue, measure, type BudgetKey, type BudgetReport } from '../budgets.ts';
+import {
+  type AuditResult,
+  type CompareResult,
+  DEVICES,
+  LOCATIONS,
+  type OverviewRecord,
+  formatValue,
+  measure,
+  type BudgetKey,
+  type BudgetReport,
+} from '@perfwatch/common';
 
 // Tables go to terminals and CI logs alike: no colours, and no rule between rows.
 const plain = { style: { head: [], border: [] }, chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' } };
