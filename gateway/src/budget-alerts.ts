@@ -8,8 +8,11 @@ import {
   type Device,
   type LighthouseResult,
   type Location,
+  digestSkeleton,
 } from '@perfwatch/common';
-import type { ProjectRecord, Store } from './store/store.ts';
+import type { Logger } from 'pino';
+import type { RunOutcome } from './run-outcome.ts';
+import type { NewLocationSnapshot, ProjectRecord, Store } from './store/store.ts';
 
 /**
  * Alerts without noise (the README, "Budgets, alerts and webhooks"). Every check of a (project, device, location) has a
@@ -97,3 +100,38 @@ export async function readPriorCells(
 }
 
 export const cellKey = (device: Device, location: Location): string => `${device}/${location}`;
+
+/**
+ * Sets each result's `checks`: the project's budgets against its result, the previous
+ * snapshot's states, and for a failure of a passing check one confirmation run of the cell
+ * (budget-alerts.ts has the rule).
+ */
+export async function checkBudgets(
+  store: Store,
+  project: ProjectRecord,
+  results: NewLocationSnapshot[],
+  confirm: (device: Device, location: Location) => Promise<RunOutcome>,
+  log: Logger,
+): Promise<void> {
+  const prior = await readPriorCells(store, project, results);
+  await Promise.all(
+    results.map(async (result) => {
+      const before = prior.get(cellKey(result.device, result.location));
+      const checks = checksOf(result.measured, project.budgets, before);
+      let confirmation: ReturnType<typeof checksOf> | null | undefined;
+      if (needsConfirmation(checks, before)) {
+        log.info(
+          {
+            device: result.device,
+            location: result.location,
+            failing: checks.filter((c) => !c.pass).map((c) => c.message),
+          },
+          'a budget failed; measuring once more to confirm',
+        );
+        const outcome = await confirm(result.device, result.location);
+        confirmation = outcome.ok ? checksOf(digestSkeleton(outcome.result.digest), project.budgets, before) : null;
+      }
+      result.checks = settleChecks(checks, before, confirmation);
+    }),
+  );
+}

@@ -4,7 +4,7 @@ import Queue from 'yocto-queue';
 import type { AgentRegistry } from './agent-registry.ts';
 import { FairWaitingRoom, type Ticket } from './fair-waiting-room.ts';
 import type { AuditJob, Location } from '@perfwatch/common';
-import { createNatsOfferer, DEFAULT_TAKEN_WITHIN_MS } from './nats-offer.ts';
+import { createNatsOfferer, DEFAULT_TAKEN_WITHIN_MS, type NatsOfferer } from './nats-offer.ts';
 import { RUN_FAILURES } from './run-failures.ts';
 import type { DispatchOptions, Dispatcher, RunOutcome } from './run-outcome.ts';
 
@@ -53,6 +53,21 @@ class PendingRun {
   }
 }
 
+export interface NatsDispatcherOptions {
+  nc: NatsConnection;
+  logger: Logger;
+  registry?: AgentRegistry;
+  offerAgainMs?: { min: number; max: number };
+  /**
+   * Offers awaiting a reply at once. Replies the gateway has not read yet queue in nats-server,
+   * which cuts a client past its max_pending (64 MB) as a slow consumer, losing every reply in
+   * flight: bounding the offers bounds that queue. Runs beyond it wait in the gateway, in the
+   * order they asked for a slot.
+   */
+  maxInFlight?: number;
+  takenWithinMs?: number;
+}
+
 /**
  * Sends each audit job as a NATS request on its location's subject (nats-offer.ts) until an
  * agent takes it, and resolves with its outcome. Never rejects: every way a run can fail is a
@@ -66,74 +81,94 @@ class PendingRun {
  * hence the steps here. A run is a record moved between steps by callbacks, never a suspended
  * function: see PendingRun.
  */
-export function createNatsDispatcher({
-  nc,
-  logger,
-  registry,
-  offerAgainMs = { min: 100, max: 1_000 },
-  maxInFlight = DEFAULT_MAX_RUNS_IN_FLIGHT,
-  takenWithinMs = DEFAULT_TAKEN_WITHIN_MS,
-}: {
-  nc: NatsConnection;
-  logger: Logger;
-  registry?: AgentRegistry;
-  offerAgainMs?: { min: number; max: number };
-  /**
-   * Offers awaiting a reply at once. Replies the gateway has not read yet queue in nats-server,
-   * which cuts a client past its max_pending (64 MB) as a slow consumer, losing every reply in
-   * flight: bounding the offers bounds that queue. Runs beyond it wait in the gateway, in the
-   * order they asked for a slot.
-   */
-  maxInFlight?: number;
-  takenWithinMs?: number;
-}): Dispatcher {
-  const { offer } = createNatsOfferer({ nc, logger, registry, takenWithinMs });
-  const waitingBy = new Map<Location, number>();
-  const rooms = new Map<Location, FairWaitingRoom>();
-  const roomOf = (location: Location) =>
-    rooms.get(location) ?? rooms.set(location, new FairWaitingRoom()).get(location)!;
-  registry?.onRoom((location, places) => rooms.get(location)?.wake(places));
+export function createNatsDispatcher(options: NatsDispatcherOptions): Dispatcher {
+  const dispatcher = new NatsDispatcher(options);
+  return {
+    dispatch: (job, dispatchOptions) => dispatcher.dispatch(job, dispatchOptions),
+    waiting: (location) => dispatcher.waiting(location),
+    roomIn: (location, ms) => dispatcher.roomIn(location, ms),
+  };
+}
+
+const jitter = (ms: number) => ms * (0.5 + Math.random());
+
+const timedOut = (run: PendingRun): RunOutcome => ({
+  ok: false,
+  error: {
+    code: 'TIMEOUT',
+    message: `every agent of ${run.job.location} stayed busy for ${run.options.timeoutMs} ms`,
+  },
+});
+
+class NatsDispatcher {
+  readonly #offer: NatsOfferer['offer'];
+  readonly #registry: AgentRegistry | undefined;
+  readonly #offerAgainMs: { min: number; max: number };
+  readonly #maxInFlight: number;
+  readonly #waitingBy = new Map<Location, number>();
+  readonly #rooms = new Map<Location, FairWaitingRoom>();
   /** Runs ready to offer, waiting for one of the maxInFlight slots. */
-  const forSlot = new Queue<PendingRun>();
-  let offering = 0;
+  readonly #forSlot = new Queue<PendingRun>();
+  #offering = 0;
 
-  const jitter = (ms: number) => ms * (0.5 + Math.random());
-
-  function waits(run: PendingRun, on: boolean): void {
-    if (on === run.waits) return;
-    run.waits = on;
-    waitingBy.set(run.job.location, (waitingBy.get(run.job.location) ?? 0) + (on ? 1 : -1));
+  constructor({
+    nc,
+    logger,
+    registry,
+    offerAgainMs = { min: 100, max: 1_000 },
+    maxInFlight = DEFAULT_MAX_RUNS_IN_FLIGHT,
+    takenWithinMs = DEFAULT_TAKEN_WITHIN_MS,
+  }: NatsDispatcherOptions) {
+    this.#offer = createNatsOfferer({ nc, logger, registry, takenWithinMs }).offer;
+    this.#registry = registry;
+    this.#offerAgainMs = offerAgainMs;
+    this.#maxInFlight = maxInFlight;
+    registry?.onRoom((location, places) => this.#rooms.get(location)?.wake(places));
   }
 
-  function settle(run: PendingRun, outcome: RunOutcome): void {
-    waits(run, false);
+  dispatch(job: AuditJob, options: DispatchOptions): Promise<RunOutcome> {
+    const room =
+      this.#rooms.get(job.location) ?? this.#rooms.set(job.location, new FairWaitingRoom()).get(job.location)!;
+    return new Promise((resolve) =>
+      this.#tryOffer(new PendingRun(job, options, room, resolve, this.#offerAgainMs.min)),
+    );
+  }
+
+  waiting(location: Location): number {
+    return this.#waitingBy.get(location) ?? 0;
+  }
+
+  roomIn(location: Location, ms: number): Promise<void> {
+    return this.#registry ? this.#registry.roomIn(location, ms) : new Promise((resolve) => setTimeout(resolve, ms));
+  }
+
+  #waits(run: PendingRun, on: boolean): void {
+    if (on === run.waits) return;
+    run.waits = on;
+    this.#waitingBy.set(run.job.location, (this.#waitingBy.get(run.job.location) ?? 0) + (on ? 1 : -1));
+  }
+
+  #settle(run: PendingRun, outcome: RunOutcome): void {
+    this.#waits(run, false);
     run.room.leave(run.ticket);
     run.resolve(outcome);
   }
 
-  const timedOut = (run: PendingRun): RunOutcome => ({
-    ok: false,
-    error: {
-      code: 'TIMEOUT',
-      message: `every agent of ${run.job.location} stayed busy for ${run.options.timeoutMs} ms`,
-    },
-  });
-
   /** Then tries again: when an agent announces a place and the run's turn has come, or after the delay. */
-  function waitForRoom(run: PendingRun, delay: number, woken: 'room' | 'timer'): void {
-    waits(run, true);
+  #waitForRoom(run: PendingRun, delay: number, woken: 'room' | 'timer'): void {
+    this.#waits(run, true);
     const again = () => {
-      run.backoff = Math.min(offerAgainMs.max, run.backoff * 1.5);
-      tryOffer(run);
+      run.backoff = Math.min(this.#offerAgainMs.max, run.backoff * 1.5);
+      this.#tryOffer(run);
     };
     if (woken === 'room') run.room.wait(run.ticket, delay, again);
     else setTimeout(again, delay);
   }
 
   /** The run's next step: it fails, waits behind better-ranked runs, or asks for a slot to offer. */
-  function tryOffer(run: PendingRun): void {
-    if (registry?.silent(run.job.location)) {
-      return settle(run, {
+  #tryOffer(run: PendingRun): void {
+    if (this.#registry?.silent(run.job.location)) {
+      return this.#settle(run, {
         ok: false,
         error: { code: 'NO_RESPONDERS', message: `the agents of ${run.job.location} stopped announcing themselves` },
       });
@@ -142,25 +177,25 @@ export function createNatsDispatcher({
     // best-ranked waiter's own timer is what offers again when no announcement comes.
     if (run.room.behind(run.ticket)) {
       const left = run.deadline - Date.now();
-      if (left <= 0) return settle(run, timedOut(run));
-      return waitForRoom(run, Math.min(left, jitter(run.backoff)), 'room');
+      if (left <= 0) return this.#settle(run, timedOut(run));
+      return this.#waitForRoom(run, Math.min(left, jitter(run.backoff)), 'room');
     }
     // Waiting for an offer slot is waiting for room too.
-    waits(run, true);
-    if (offering < maxInFlight) startOffer(run);
-    else forSlot.enqueue(run);
+    this.#waits(run, true);
+    if (this.#offering < this.#maxInFlight) this.#startOffer(run);
+    else this.#forSlot.enqueue(run);
   }
 
-  function startOffer(run: PendingRun): void {
-    offering++;
-    waits(run, false);
+  #startOffer(run: PendingRun): void {
+    this.#offering++;
+    this.#waits(run, false);
     const { job, options } = run;
-    const agents = registry?.agents(job.location);
+    const agents = this.#registry?.agents(job.location);
     const avoid = options.avoidAgent;
     const exclude = avoid !== undefined && agents?.some((a) => a.agentId !== avoid) ? [avoid] : undefined;
     const timeoutMs = Math.max(1, Math.min(run.deadline - Date.now(), job.timeoutMs + REPLY_GRACE_MS));
     // An offer never rejects; should it all the same, the slot is given back and the run ends.
-    const sent = offer(exclude ? { ...job, excludeAgents: exclude } : job, {
+    const sent = this.#offer(exclude ? { ...job, excludeAgents: exclude } : job, {
       timeoutMs,
       requestId: options.requestId,
     }).catch((error: unknown): RunOutcome => ({
@@ -168,32 +203,24 @@ export function createNatsDispatcher({
       error: { code: 'INTERNAL', message: `dispatch failed: ${(error as Error).message}` },
     }));
     void sent.then((outcome) => {
-      offering--;
-      const next = forSlot.dequeue();
-      if (next) startOffer(next);
-      offered(run, outcome);
+      this.#offering--;
+      const next = this.#forSlot.dequeue();
+      if (next) this.#startOffer(next);
+      this.#offered(run, outcome);
     });
   }
 
-  function offered(run: PendingRun, outcome: RunOutcome): void {
-    if (outcome.ok) return settle(run, outcome);
-    const allBusy = outcome.error.code === 'NO_RESPONDERS' && (registry?.agents(run.job.location)?.length ?? 0) > 0;
-    if (!RUN_FAILURES[outcome.error.code].offerAgain && !allBusy) return settle(run, outcome);
+  #offered(run: PendingRun, outcome: RunOutcome): void {
+    if (outcome.ok) return this.#settle(run, outcome);
+    const allBusy =
+      outcome.error.code === 'NO_RESPONDERS' && (this.#registry?.agents(run.job.location)?.length ?? 0) > 0;
+    if (!RUN_FAILURES[outcome.error.code].offerAgain && !allBusy) return this.#settle(run, outcome);
     const left = run.deadline - Date.now();
-    if (left <= 0) return settle(run, timedOut(run));
-    waitForRoom(run, Math.min(left, jitter(run.backoff)), outcome.error.code === 'AGENT_EXCLUDED' ? 'timer' : 'room');
-  }
-
-  function dispatch(job: AuditJob, options: DispatchOptions): Promise<RunOutcome> {
-    return new Promise((resolve) =>
-      tryOffer(new PendingRun(job, options, roomOf(job.location), resolve, offerAgainMs.min)),
+    if (left <= 0) return this.#settle(run, timedOut(run));
+    this.#waitForRoom(
+      run,
+      Math.min(left, jitter(run.backoff)),
+      outcome.error.code === 'AGENT_EXCLUDED' ? 'timer' : 'room',
     );
   }
-
-  return {
-    dispatch,
-    waiting: (location) => waitingBy.get(location) ?? 0,
-    roomIn: (location, ms) =>
-      registry ? registry.roomIn(location, ms) : new Promise((resolve) => setTimeout(resolve, ms)),
-  };
 }

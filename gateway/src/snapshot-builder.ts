@@ -13,6 +13,7 @@ import {
 } from '@perfwatch/common';
 import type { FieldData } from './crux/crux-client.ts';
 import { BadResultBytes } from './result-bytes.ts';
+import type { RunOutcome } from './run-outcome.ts';
 import { judgeRuns, representativeRunIndex, type MeasuredRun } from './run-verdicts.ts';
 import type { NewLocationSnapshot } from './store/store.ts';
 
@@ -104,4 +105,35 @@ export function withFieldData(entry: NewLocationSnapshot, fieldData: FieldData |
     crux: { url: fieldData.url, ...(fieldData.origin ? { origin: fieldData.origin } : {}) },
     kpis: [...entry.kpis, ...cruxKpis(fieldData.url, fieldData.origin)],
   };
+}
+
+/** A successful run as verdicts and the snapshot take it: its result, and which run it re-tests. */
+export function measured(outcome: Extract<RunOutcome, { ok: true }> & { retestOfRunIndex?: number }): MeasuredRun {
+  return outcome.retestOfRunIndex === undefined
+    ? outcome.result
+    : { ...outcome.result, retestOfRunIndex: outcome.retestOfRunIndex };
+}
+
+/** A cell's snapshot entry from its runs, or why it has none; and its failed runs. */
+export async function cellFromRuns(
+  device: Device,
+  location: Location,
+  runs: ReadonlyArray<RunOutcome & { retestOfRunIndex?: number }>,
+): Promise<{ cell?: NewLocationSnapshot; reason?: string; failures: Array<Extract<RunOutcome, { ok: false }>> }> {
+  const successes: MeasuredRun[] = [];
+  const failures: Array<Extract<RunOutcome, { ok: false }>> = [];
+  for (const outcome of runs) {
+    if (outcome.ok) successes.push(measured(outcome));
+    else failures.push(outcome);
+  }
+  const reasonOf = (failure: Extract<RunOutcome, { ok: false }>) =>
+    `${failure.error.code}: ${failure.error.message}`.slice(0, 2_000);
+  if (successes.length === 0) return { reason: reasonOf(failures.at(-1)!), failures };
+  try {
+    return { cell: await buildLocationSnapshot(device, location, successes), failures };
+  } catch (error) {
+    if (!(error instanceof NoUsableResult)) throw error;
+    const unusable = { ok: false as const, error: { code: 'BAD_REPLY' as const, message: error.message } };
+    return { reason: reasonOf(unusable), failures: [...failures, unusable] };
+  }
 }

@@ -6,7 +6,8 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ApiError, DEVICES, UPDATE_TYPES } from '@perfwatch/common';
 import type { Store, UpdateProgress, UpdateRecord } from './store/store.ts';
-import { NoResultError, UpdateInterrupted, type UpdateService } from './update-service.ts';
+import { UpdateInterrupted } from './run-measurer.ts';
+import { NoResultError, type UpdateService } from './update-service.ts';
 import type { WebhookOutbox } from './webhook-outbox.ts';
 import type { UpdateAdmission } from './update-admission.ts';
 

@@ -5,7 +5,8 @@ import { loadLhr } from '../../test/support/lhr-fixtures.ts';
 import { receivedRun, replyOutcome, type Dispatcher, type RunOutcome } from './run-outcome.ts';
 import type { NewSnapshot, ProjectRecord, Store } from './store/store.ts';
 import type { CruxClient, FieldData } from './crux/crux-client.ts';
-import { createUpdateService, NoResultError, UpdateInterrupted } from './update-service.ts';
+import { UpdateInterrupted } from './run-measurer.ts';
+import { createUpdateService, NoResultError } from './update-service.ts';
 
 const project: ProjectRecord = {
   id: 'p1',

@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import {
-  digestSkeleton,
   hasBudgets,
   LIGHTHOUSE_KPI_VERSION,
   truncateToSecond,
@@ -13,20 +11,17 @@ import {
   type MissingCell,
   type UpdateType,
 } from '@perfwatch/common';
-import type { DispatchOptions, Dispatcher, RunOutcome } from './run-outcome.ts';
+import type { Dispatcher, RunOutcome } from './run-outcome.ts';
 import { RUN_FAILURES, type RunFailureCode } from './run-failures.ts';
-import type { CruxClient } from './crux/crux-client.ts';
+import { createRunMeasurer, type AwayBackoff, type MeasureRun, type RunOptions } from './run-measurer.ts';
+import type { CruxClient, FieldData } from './crux/crux-client.ts';
 import type { UpdateMode, UpdateObserver } from './metrics.ts';
-import { cellKey, checksOf, needsConfirmation, readPriorCells, settleChecks } from './budget-alerts.ts';
+import { checkBudgets } from './budget-alerts.ts';
 import { openProjectAuth } from './project-auth.ts';
 import { SecretKeyError, type SecretBox } from './secret-box.ts';
-import { nextRetest, VERDICT_RULES, type MeasuredRun } from './run-verdicts.ts';
-import { buildLocationSnapshot, NoUsableResult, withFieldData } from './snapshot-builder.ts';
+import { nextRetest, VERDICT_RULES } from './run-verdicts.ts';
+import { cellFromRuns, measured, withFieldData } from './snapshot-builder.ts';
 import type { NewLocationSnapshot, ProjectRecord, Store, UpdateProgress } from './store/store.ts';
-
-/** Waits between offers to a location that is away: an agent restarting takes seconds. */
-const AWAY_BACKOFF_MS = { first: 1_000, max: 10_000 };
-export type AwayBackoff = typeof AWAY_BACKOFF_MS;
 
 export interface UpdateRequest {
   project: ProjectRecord;
@@ -41,42 +36,6 @@ export interface UpdateRequest {
   /** Aborted when the gateway stops: a run waiting to offer again ends the update as UpdateInterrupted. */
   signal?: AbortSignal;
 }
-
-/**
- * `wait`, cut short by `signal`. The listener goes with the wait: the signal is the queue's and
- * lives as long as the gateway, so one left per wait would pile up.
- */
-async function untilAborted(wait: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
-  if (!signal) return wait;
-  let onAbort = () => {};
-  const aborted = new Promise<void>((resolve) => {
-    onAbort = resolve;
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  try {
-    await Promise.race([wait, aborted]);
-  } finally {
-    signal.removeEventListener('abort', onAbort);
-  }
-}
-
-/** The gateway stopped while the update waited for a location to come back: deliver it again later. */
-export class UpdateInterrupted extends Error {
-  constructor() {
-    super('the gateway stopped while the update waited for a location; it will be delivered again');
-    this.name = 'UpdateInterrupted';
-  }
-}
-
-/** A successful run as verdicts and the snapshot take it: its result, and which run it re-tests. */
-function measured(outcome: Extract<RunOutcome, { ok: true }> & { retestOfRunIndex?: number }): MeasuredRun {
-  return outcome.retestOfRunIndex === undefined
-    ? outcome.result
-    : { ...outcome.result, retestOfRunIndex: outcome.retestOfRunIndex };
-}
-
-/** What a run of an update is offered with. */
-type RunOptions = Pick<UpdateRequest, 'requestId' | 'deadline' | 'signal'> & { user: string; avoidAgent?: string };
 
 /** Told how many runs of each (device, location) have finished, as they finish. */
 export type ProgressListener = (progress: UpdateProgress[]) => void;
@@ -120,39 +79,46 @@ export interface UpdateServiceDeps {
   awayBackoffMs?: AwayBackoff;
 }
 
+/** What the service's functions share: its dependencies, with their defaults, and how a run is measured. */
+interface ServiceParts {
+  store: Store;
+  logger: Logger;
+  runTimeoutMs: number;
+  maxRetests: number;
+  now: () => Date;
+  crux: CruxClient | undefined;
+  observer: UpdateObserver | undefined;
+  onSnapshot: SnapshotListener | undefined;
+  secrets: SecretBox | undefined;
+  measureRun: MeasureRun;
+}
+
 /**
  * One update: `runs` jobs per (device, location), all sent at once so a location with several
  * agents measures in parallel; the representative run per (device, location); one snapshot
  * date shared by all of them.
  */
-export function createUpdateService({
-  dispatcher,
-  store,
-  logger,
-  runTimeoutMs,
-  replyTimeoutMs,
-  maxRetests = VERDICT_RULES.maxRetests,
-  crux,
-  observer,
-  onSnapshot,
-  secrets,
-  now = () => new Date(),
-  awayBackoffMs = AWAY_BACKOFF_MS,
-}: UpdateServiceDeps) {
-  /** A chain, not an async function: thousands of runs wait here at once (nats-dispatcher.ts). */
-  function dispatch(job: AuditJob, options: DispatchOptions): Promise<RunOutcome> {
-    if (!observer) return dispatcher.dispatch(job, options);
-    const started = performance.now();
-    return dispatcher.dispatch(job, options).then((outcome) => {
-      observer.runDispatched(
-        job.location,
-        job.device,
-        outcome.ok ? 'ok' : outcome.error.code,
-        (performance.now() - started) / 1000,
-      );
-      return outcome;
-    });
-  }
+export function createUpdateService(deps: UpdateServiceDeps) {
+  const { dispatcher, replyTimeoutMs, observer, awayBackoffMs } = deps;
+  const now = deps.now ?? (() => new Date());
+  const parts: ServiceParts = {
+    store: deps.store,
+    logger: deps.logger,
+    runTimeoutMs: deps.runTimeoutMs,
+    maxRetests: deps.maxRetests ?? VERDICT_RULES.maxRetests,
+    now,
+    crux: deps.crux,
+    observer,
+    onSnapshot: deps.onSnapshot,
+    secrets: deps.secrets,
+    measureRun: createRunMeasurer({
+      dispatcher,
+      replyTimeoutMs,
+      now,
+      ...(observer ? { observer } : {}),
+      ...(awayBackoffMs ? { awayBackoffMs } : {}),
+    }),
+  };
 
   async function run(
     request: UpdateRequest,
@@ -161,7 +127,7 @@ export function createUpdateService({
     onProgress?: ProgressListener,
   ): Promise<UpdateOutcome> {
     try {
-      const outcome = await measure(request, updateId, onProgress);
+      const outcome = await measure(parts, request, updateId, onProgress);
       observer?.updateDone(mode, request.updateType, outcome.complete ? 'complete' : 'partial');
       return outcome;
     } catch (error) {
@@ -170,294 +136,205 @@ export function createUpdateService({
     }
   }
 
-  /**
-   * One run: retried once when the agent failed in a way that may pass next time (on another
-   * agent of the location when there is one), and offered again while its location is away
-   * and the update's deadline has not passed (RUN_FAILURES says which failure is which). Its
-   * first offer is a chain: most runs end there, and only the others become a loop.
-   */
-  function measureRun(job: AuditJob, options: RunOptions, log: Logger): Promise<RunOutcome> {
-    return dispatch(job, offerOptions(options, options.avoidAgent)).then((outcome) =>
-      outcome.ok || (!RUN_FAILURES[outcome.error.code].retryOnce && !awayUntil(outcome, options.deadline))
-        ? outcome
-        : measureRunOnward(job, options, log, outcome),
-    );
-  }
-
-  /** Whether a failed run's location is away and the update's deadline lets it wait for it. */
-  function awayUntil(outcome: RunOutcome, deadline: Date | undefined): outcome is Extract<RunOutcome, { ok: false }> {
-    return !outcome.ok && deadline !== undefined && RUN_FAILURES[outcome.error.code].locationAway;
-  }
-
-  /**
-   * Each offer waits as long as a sync update's would; the deadline bounds only the re-offers
-   * (an update taken up late, after a backlog, still gets its first offers).
-   */
-  function offerOptions({ requestId, user }: RunOptions, avoid: string | undefined): DispatchOptions {
-    return { timeoutMs: replyTimeoutMs, requestId, user, ...(avoid ? { avoidAgent: avoid } : {}) };
-  }
-
-  async function measureRunOnward(
-    job: AuditJob,
-    options: RunOptions,
-    log: Logger,
-    first: RunOutcome,
-  ): Promise<RunOutcome> {
-    const { deadline, signal } = options;
-    let outcome = first;
-    let jobId = job.jobId;
-    let retried = false;
-    let offers = 0;
-    let backoff = awayBackoffMs.first;
-    for (;;) {
-      if (!outcome.ok && !retried && RUN_FAILURES[outcome.error.code].retryOnce) {
-        retried = true;
-        log.info(
-          {
-            device: job.device,
-            location: job.location,
-            runIndex: job.runIndex,
-            code: outcome.error.code,
-            failedOn: outcome.agentId,
-          },
-          'retrying a failed run once',
-        );
-        outcome = await dispatch({ ...job, jobId: `${jobId}.retry` }, offerOptions(options, outcome.agentId));
-      }
-      if (!deadline || !awayUntil(outcome, deadline)) return outcome;
-      const left = deadline.getTime() - now().getTime();
-      if (left <= 0) return outcome;
-      if (signal?.aborted) throw new UpdateInterrupted();
-      offers += 1;
-      log.info(
-        { device: job.device, location: job.location, runIndex: job.runIndex, code: outcome.error.code, offers },
-        'location away; offering the run again',
-      );
-      // An agent of the location announcing room (a restarted one says so at once) ends the wait early.
-      const wait = Math.min(left, backoff * (0.5 + Math.random()));
-      await untilAborted(dispatcher.roomIn ? dispatcher.roomIn(job.location, wait) : sleep(wait), signal);
-      if (signal?.aborted) throw new UpdateInterrupted();
-      backoff = Math.min(awayBackoffMs.max, backoff * 2);
-      jobId = `${job.jobId}.again${offers}`;
-      outcome = await dispatch({ ...job, jobId }, offerOptions(options, options.avoidAgent));
-    }
-  }
-
-  async function measure(
-    { project, devices, updateType, requestId, deadline, signal }: UpdateRequest,
-    updateId: string,
-    onProgress?: ProgressListener,
-  ): Promise<UpdateOutcome & { complete: boolean }> {
-    const log = logger.child({ updateId, requestId });
-    const auth = credentialsOf(project);
-    const cells = devices.flatMap((device) => project.locations.map((location) => ({ device, location })));
-    const progress = cells.map(({ device, location }) => ({ device, location, done: 0, total: project.runs }));
-    const reportProgress = () => onProgress?.(progress.map((p) => ({ ...p })));
-    reportProgress();
-    const started = performance.now();
-    // Field data is per page and device, not per location or run: asked once, alongside the runs.
-    const fieldData = Promise.all(
-      devices.map(async (device) => [device, crux ? await crux.fieldData(project.url, device) : null] as const),
-    ).then((entries) => new Map(entries));
-    const options = {
-      requestId,
-      user: project.userId,
-      ...(deadline ? { deadline } : {}),
-      ...(signal ? { signal } : {}),
-    };
-    const outcomes = await Promise.all(
-      cells.map(async ({ device, location }, cell) => {
-        const job = (runIndex: number): AuditJob => ({
-          jobId: `${updateId}.${device}.${location}.${runIndex}`,
-          updateId,
-          url: project.url,
-          device,
-          location,
-          runIndex,
-          timeoutMs: runTimeoutMs,
-          ...(auth ? { auth } : {}),
-        });
-        const counted = (outcome: Promise<RunOutcome>) =>
-          outcome.finally(() => {
-            progress[cell]!.done += 1;
-            reportProgress();
-          });
-        const runs: Array<RunOutcome & { retestOfRunIndex?: number }> = await Promise.all(
-          Array.from({ length: project.runs }, (_, runIndex) => counted(measureRun(job(runIndex), options, log))),
-        );
-        // Suspect runs are measured again, one at a time so a re-test does not share the agent
-        // with another of this cell's, and on another agent of the location when there is one.
-        for (let retest = 0; retest < maxRetests; retest++) {
-          const suspect = nextRetest(runs.flatMap((r) => (r.ok ? [measured(r)] : [])));
-          if (!suspect) break;
-          progress[cell]!.total += 1;
-          reportProgress();
-          const runIndex = project.runs + retest;
-          log.info(
-            { device, location, runIndex: suspect.runIndex, retestRunIndex: runIndex, agentId: suspect.agentId },
-            'measuring a suspect run again',
-          );
-          runs.push({
-            ...(await counted(measureRun(job(runIndex), { ...options, avoidAgent: suspect.agentId }, log))),
-            retestOfRunIndex: suspect.runIndex,
-          });
-        }
-        // The cell is built as soon as its runs are in: the other runs' results are let go then,
-        // not held until the update's last cell is done.
-        return { device, location, ...(await cellOf(device, location, runs)) };
-      }),
-    );
-
-    const fieldDataByDevice = await fieldData;
-    const results: NewLocationSnapshot[] = [];
-    const missing: MissingCell[] = [];
-    const failures = outcomes.flatMap(({ device, location, failures: failed }) =>
-      failed.map((outcome) => ({ device, location, outcome })),
-    );
-    for (const { device, location, cell, reason } of outcomes) {
-      if (cell) results.push(withFieldData(cell, fieldDataByDevice.get(device) ?? null));
-      else missing.push({ device, location, reason: reason! });
-    }
-    for (const f of failures)
-      log.warn(
-        { device: f.device, location: f.location, code: f.outcome.error.code, reason: f.outcome.error.message },
-        'run failed',
-      );
-
-    if (results.length === 0)
-      throw noResultError(failures.map((f) => ({ device: f.device, location: f.location, ...f.outcome.error })));
-
-    // Checked before it is stored, so the checks (and the events they announce) are stored with it.
-    if (hasBudgets(project.budgets))
-      await checkBudgets(
-        project,
-        results,
-        (device, location) => {
-          const cell = cells.findIndex((c) => c.device === device && c.location === location);
-          progress[cell]!.total += 1;
-          reportProgress();
-          const job: AuditJob = {
-            jobId: `${updateId}.${device}.${location}.confirm`,
-            updateId,
-            url: project.url,
-            device,
-            location,
-            runIndex: project.runs + maxRetests,
-            timeoutMs: runTimeoutMs,
-            ...(auth ? { auth } : {}),
-          };
-          return measureRun(job, options, log).finally(() => {
-            progress[cell]!.done += 1;
-            reportProgress();
-          });
-        },
-        log,
-      );
-
-    const date = await store.saveSnapshot({
-      project,
-      updateId,
-      date: truncateToSecond(now()),
-      updateType,
-      results,
-      missing,
-      kpiVersion: LIGHTHOUSE_KPI_VERSION,
-    });
-    if (onSnapshot)
-      await onSnapshot({ project, updateId, date, results }).catch((error: unknown) =>
-        log.error({ err: error }, "could not announce the snapshot's budget events"),
-      );
-    for (const r of results)
-      for (const judged of r.runs) observer?.runJudged(r.location, r.device, judged.verdict ?? 'reliable');
-    log.info(
-      {
-        cells: cells.length,
-        stored: results.length,
-        missing: missing.length,
-        failedRuns: failures.length,
-        ms: Math.round(performance.now() - started),
-      },
-      'update done',
-    );
-    return { updateId, date, results, missing, complete: missing.length === 0 };
-  }
-
-  /** A cell's snapshot entry from its runs, or why it has none; and its failed runs. */
-  async function cellOf(
-    device: Device,
-    location: Location,
-    runs: ReadonlyArray<RunOutcome & { retestOfRunIndex?: number }>,
-  ): Promise<{ cell?: NewLocationSnapshot; reason?: string; failures: Array<Extract<RunOutcome, { ok: false }>> }> {
-    const successes: MeasuredRun[] = [];
-    const failures: Array<Extract<RunOutcome, { ok: false }>> = [];
-    for (const outcome of runs) {
-      if (outcome.ok) successes.push(measured(outcome));
-      else failures.push(outcome);
-    }
-    const reasonOf = (failure: Extract<RunOutcome, { ok: false }>) =>
-      `${failure.error.code}: ${failure.error.message}`.slice(0, 2_000);
-    if (successes.length === 0) return { reason: reasonOf(failures.at(-1)!), failures };
-    try {
-      return { cell: await buildLocationSnapshot(device, location, successes), failures };
-    } catch (error) {
-      if (!(error instanceof NoUsableResult)) throw error;
-      const unusable = { ok: false as const, error: { code: 'BAD_REPLY' as const, message: error.message } };
-      return { reason: reasonOf(unusable), failures: [...failures, unusable] };
-    }
-  }
-
-  /**
-   * Sets each result's `checks`: the project's budgets against its result, the previous
-   * snapshot's states, and for a failure of a passing check one confirmation run of the cell
-   * (budget-alerts.ts has the rule).
-   */
-  async function checkBudgets(
-    project: ProjectRecord,
-    results: NewLocationSnapshot[],
-    confirm: (device: Device, location: Location) => Promise<RunOutcome>,
-    log: Logger,
-  ): Promise<void> {
-    const prior = await readPriorCells(store, project, results);
-    await Promise.all(
-      results.map(async (result) => {
-        const before = prior.get(cellKey(result.device, result.location));
-        const checks = checksOf(result.measured, project.budgets, before);
-        let confirmation: ReturnType<typeof checksOf> | null | undefined;
-        if (needsConfirmation(checks, before)) {
-          log.info(
-            {
-              device: result.device,
-              location: result.location,
-              failing: checks.filter((c) => !c.pass).map((c) => c.message),
-            },
-            'a budget failed; measuring once more to confirm',
-          );
-          const outcome = await confirm(result.device, result.location);
-          confirmation = outcome.ok ? checksOf(digestSkeleton(outcome.result.digest), project.budgets, before) : null;
-        }
-        result.checks = settleChecks(checks, before, confirmation);
-      }),
-    );
-  }
-
-  /** The credentials the project's page needs, opened for this update only. */
-  function credentialsOf(project: ProjectRecord): PageAuth | undefined {
-    if (!project.auth) return undefined;
-    try {
-      if (!secrets) throw new SecretKeyError('this gateway has no PERFWATCH_SECRETS_KEY');
-      return openProjectAuth(secrets, project);
-    } catch (error) {
-      // Measuring without them would store the login page as if it were the page.
-      throw new NoResultError(
-        'CREDENTIALS_UNREADABLE',
-        "The project's credentials for its login cannot be read by this gateway.",
-        [(error as Error).message],
-        true,
-      );
-    }
-  }
-
   return { run };
+}
+
+/** An update under way: its cells, its log, and its runs, each counted in its progress as it ends. */
+interface UpdateInProgress {
+  readonly updateId: string;
+  readonly project: ProjectRecord;
+  readonly log: Logger;
+  readonly cells: ReadonlyArray<{ device: Device; location: Location }>;
+  readonly started: number;
+  /** Measures a run of the cell: one of its first runs, a re-test, or the confirmation of a budget. */
+  measure(cell: number, runIndex: number | 'confirm', avoidAgent?: string): Promise<RunOutcome>;
+  /** The cell gets one run more than the project's (a re-test or a confirmation). */
+  addRun(cell: number): void;
+}
+
+function startUpdate(
+  parts: ServiceParts,
+  { project, devices, requestId, deadline, signal }: UpdateRequest,
+  updateId: string,
+  onProgress: ProgressListener | undefined,
+): UpdateInProgress {
+  const log = parts.logger.child({ updateId, requestId });
+  const auth = credentialsOf(parts.secrets, project);
+  const cells = devices.flatMap((device) => project.locations.map((location) => ({ device, location })));
+  const progress = cells.map(({ device, location }) => ({ device, location, done: 0, total: project.runs }));
+  const report = () => onProgress?.(progress.map((p) => ({ ...p })));
+  report();
+  const options: RunOptions = {
+    requestId,
+    user: project.userId,
+    ...(deadline ? { deadline } : {}),
+    ...(signal ? { signal } : {}),
+  };
+  return {
+    updateId,
+    project,
+    log,
+    cells,
+    started: performance.now(),
+    addRun(cell) {
+      progress[cell]!.total += 1;
+      report();
+    },
+    measure(cell, runIndex, avoidAgent) {
+      const { device, location } = cells[cell]!;
+      const job: AuditJob = {
+        jobId: `${updateId}.${device}.${location}.${runIndex}`,
+        updateId,
+        url: project.url,
+        device,
+        location,
+        runIndex: runIndex === 'confirm' ? project.runs + parts.maxRetests : runIndex,
+        timeoutMs: parts.runTimeoutMs,
+        ...(auth ? { auth } : {}),
+      };
+      return parts.measureRun(job, avoidAgent ? { ...options, avoidAgent } : options, log).finally(() => {
+        progress[cell]!.done += 1;
+        report();
+      });
+    },
+  };
+}
+
+async function measure(
+  parts: ServiceParts,
+  request: UpdateRequest,
+  updateId: string,
+  onProgress?: ProgressListener,
+): Promise<UpdateOutcome & { complete: boolean }> {
+  const update = startUpdate(parts, request, updateId, onProgress);
+  const { project, log } = update;
+  // Field data is per page and device, not per location or run: asked once, alongside the runs.
+  const fieldData = Promise.all(
+    request.devices.map(
+      async (device) => [device, parts.crux ? await parts.crux.fieldData(project.url, device) : null] as const,
+    ),
+  ).then((entries) => new Map(entries));
+  const outcomes = await Promise.all(update.cells.map((_, cell) => measureCell(update, cell, parts.maxRetests)));
+  const { results, missing, failures } = gatherCells(outcomes, await fieldData, log);
+  if (results.length === 0)
+    throw noResultError(failures.map((f) => ({ device: f.device, location: f.location, ...f.outcome.error })));
+  // Checked before it is stored, so the checks (and the events they announce) are stored with it.
+  if (hasBudgets(project.budgets))
+    await checkBudgets(
+      parts.store,
+      project,
+      results,
+      (device, location) => {
+        const cell = update.cells.findIndex((c) => c.device === device && c.location === location);
+        update.addRun(cell);
+        return update.measure(cell, 'confirm');
+      },
+      log,
+    );
+  const date = await storeSnapshot(parts, update, request.updateType, results, missing, failures.length);
+  return { updateId, date, results, missing, complete: missing.length === 0 };
+}
+
+/**
+ * A cell's runs, then its suspect runs measured again, one at a time so a re-test does not share
+ * the agent with another of this cell's, and on another agent of the location when there is
+ * one. The cell is built as soon as its runs are in: the other runs' results are let go then,
+ * not held until the update's last cell is done.
+ */
+async function measureCell(update: UpdateInProgress, cell: number, maxRetests: number) {
+  const { device, location } = update.cells[cell]!;
+  const runs: Array<RunOutcome & { retestOfRunIndex?: number }> = await Promise.all(
+    Array.from({ length: update.project.runs }, (_, runIndex) => update.measure(cell, runIndex)),
+  );
+  for (let retest = 0; retest < maxRetests; retest++) {
+    const suspect = nextRetest(runs.flatMap((r) => (r.ok ? [measured(r)] : [])));
+    if (!suspect) break;
+    update.addRun(cell);
+    const runIndex = update.project.runs + retest;
+    update.log.info(
+      { device, location, runIndex: suspect.runIndex, retestRunIndex: runIndex, agentId: suspect.agentId },
+      'measuring a suspect run again',
+    );
+    runs.push({ ...(await update.measure(cell, runIndex, suspect.agentId)), retestOfRunIndex: suspect.runIndex });
+  }
+  return { device, location, ...(await cellFromRuns(device, location, runs)) };
+}
+
+/** The cells with a result (and their field data), the cells without one, and the failed runs (logged). */
+function gatherCells(
+  outcomes: ReadonlyArray<Awaited<ReturnType<typeof measureCell>>>,
+  fieldData: ReadonlyMap<Device, FieldData | null>,
+  log: Logger,
+) {
+  const results: NewLocationSnapshot[] = [];
+  const missing: MissingCell[] = [];
+  const failures = outcomes.flatMap(({ device, location, failures: failed }) =>
+    failed.map((outcome) => ({ device, location, outcome })),
+  );
+  for (const { device, location, cell, reason } of outcomes) {
+    if (cell) results.push(withFieldData(cell, fieldData.get(device) ?? null));
+    else missing.push({ device, location, reason: reason! });
+  }
+  for (const f of failures)
+    log.warn(
+      { device: f.device, location: f.location, code: f.outcome.error.code, reason: f.outcome.error.message },
+      'run failed',
+    );
+  return { results, missing, failures };
+}
+
+/** Stores the snapshot under one date, announces it, and counts its runs' verdicts. */
+async function storeSnapshot(
+  { store, now, onSnapshot, observer }: ServiceParts,
+  { project, updateId, log, cells, started }: UpdateInProgress,
+  updateType: UpdateType,
+  results: NewLocationSnapshot[],
+  missing: MissingCell[],
+  failedRuns: number,
+): Promise<Date> {
+  const date = await store.saveSnapshot({
+    project,
+    updateId,
+    date: truncateToSecond(now()),
+    updateType,
+    results,
+    missing,
+    kpiVersion: LIGHTHOUSE_KPI_VERSION,
+  });
+  if (onSnapshot)
+    await onSnapshot({ project, updateId, date, results }).catch((error: unknown) =>
+      log.error({ err: error }, "could not announce the snapshot's budget events"),
+    );
+  for (const r of results)
+    for (const judged of r.runs) observer?.runJudged(r.location, r.device, judged.verdict ?? 'reliable');
+  log.info(
+    {
+      cells: cells.length,
+      stored: results.length,
+      missing: missing.length,
+      failedRuns,
+      ms: Math.round(performance.now() - started),
+    },
+    'update done',
+  );
+  return date;
+}
+
+/** The credentials the project's page needs, opened for this update only. */
+function credentialsOf(secrets: SecretBox | undefined, project: ProjectRecord): PageAuth | undefined {
+  if (!project.auth) return undefined;
+  try {
+    if (!secrets) throw new SecretKeyError('this gateway has no PERFWATCH_SECRETS_KEY');
+    return openProjectAuth(secrets, project);
+  } catch (error) {
+    // Measuring without them would store the login page as if it were the page.
+    throw new NoResultError(
+      'CREDENTIALS_UNREADABLE',
+      "The project's credentials for its login cannot be read by this gateway.",
+      [(error as Error).message],
+      true,
+    );
+  }
 }
 
 export type UpdateService = ReturnType<typeof createUpdateService>;
