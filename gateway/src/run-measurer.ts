@@ -61,101 +61,93 @@ export interface RunMeasurerDeps {
 /** Measures one run of an update to its outcome: the dispatch, the one retry, the re-offers. */
 export type MeasureRun = (job: AuditJob, options: RunOptions, log: Logger) => Promise<RunOutcome>;
 
-/** The MeasureRun of these dependencies. */
+/** The dependencies with their defaults, as the functions below take them. */
+type MeasurerParts = Required<Omit<RunMeasurerDeps, 'observer'>> & Pick<RunMeasurerDeps, 'observer'>;
+
+/**
+ * One run: retried once when the agent failed in a way that may pass next time (on another
+ * agent of the location when there is one), and offered again while its location is away and
+ * the update's deadline has not passed (RUN_FAILURES says which failure is which). Its first
+ * offer is a chain, not an async function: thousands of runs wait there at once
+ * (nats-dispatcher.ts), most runs end there, and only the others become a loop.
+ */
 export function createRunMeasurer({
-  dispatcher,
-  replyTimeoutMs,
-  observer,
   now = () => new Date(),
   awayBackoffMs = AWAY_BACKOFF_MS,
+  ...deps
 }: RunMeasurerDeps): MeasureRun {
-  /** A chain, not an async function: thousands of runs wait here at once (nats-dispatcher.ts). */
-  function dispatch(job: AuditJob, options: DispatchOptions): Promise<RunOutcome> {
-    if (!observer) return dispatcher.dispatch(job, options);
-    const started = performance.now();
-    return dispatcher.dispatch(job, options).then((outcome) => {
-      observer.runDispatched(
-        job.location,
-        job.device,
-        outcome.ok ? 'ok' : outcome.error.code,
-        (performance.now() - started) / 1000,
-      );
-      return outcome;
-    });
-  }
-
-  /**
-   * One run: retried once when the agent failed in a way that may pass next time (on another
-   * agent of the location when there is one), and offered again while its location is away
-   * and the update's deadline has not passed (RUN_FAILURES says which failure is which). Its
-   * first offer is a chain: most runs end there, and only the others become a loop.
-   */
-  function measureRun(job: AuditJob, options: RunOptions, log: Logger): Promise<RunOutcome> {
-    return dispatch(job, offerOptions(options, options.avoidAgent)).then((outcome) =>
+  const parts: MeasurerParts = { ...deps, now, awayBackoffMs };
+  return (job, options, log) =>
+    dispatch(parts, job, offerOptions(parts, options, options.avoidAgent)).then((outcome) =>
       outcome.ok || (!RUN_FAILURES[outcome.error.code].retryOnce && !awayUntil(outcome, options.deadline))
         ? outcome
-        : measureRunOnward(job, options, log, outcome),
+        : measureRunOnward(parts, job, options, log, outcome),
     );
-  }
+}
 
-  /** Whether a failed run's location is away and the update's deadline lets it wait for it. */
-  function awayUntil(outcome: RunOutcome, deadline: Date | undefined): outcome is Extract<RunOutcome, { ok: false }> {
-    return !outcome.ok && deadline !== undefined && RUN_FAILURES[outcome.error.code].locationAway;
-  }
+/** One offer, told to the observer (metrics). */
+function dispatch({ dispatcher, observer }: MeasurerParts, job: AuditJob, options: DispatchOptions) {
+  if (!observer) return dispatcher.dispatch(job, options);
+  const started = performance.now();
+  return dispatcher.dispatch(job, options).then((outcome) => {
+    const code = outcome.ok ? 'ok' : outcome.error.code;
+    observer.runDispatched(job.location, job.device, code, (performance.now() - started) / 1000);
+    return outcome;
+  });
+}
 
-  /**
-   * Each offer waits as long as a sync update's would; the deadline bounds only the re-offers
-   * (an update taken up late, after a backlog, still gets its first offers).
-   */
-  function offerOptions({ requestId, user }: RunOptions, avoid: string | undefined): DispatchOptions {
-    return { timeoutMs: replyTimeoutMs, requestId, user, ...(avoid ? { avoidAgent: avoid } : {}) };
-  }
+/** Whether a failed run's location is away and the update's deadline lets it wait for it. */
+function awayUntil(outcome: RunOutcome, deadline: Date | undefined): outcome is Extract<RunOutcome, { ok: false }> {
+  return !outcome.ok && deadline !== undefined && RUN_FAILURES[outcome.error.code].locationAway;
+}
 
-  async function measureRunOnward(
-    job: AuditJob,
-    options: RunOptions,
-    log: Logger,
-    first: RunOutcome,
-  ): Promise<RunOutcome> {
-    const { deadline, signal } = options;
-    let outcome = first;
-    let jobId = job.jobId;
-    let retried = false;
-    let offers = 0;
-    let backoff = awayBackoffMs.first;
-    for (;;) {
-      if (!outcome.ok && !retried && RUN_FAILURES[outcome.error.code].retryOnce) {
-        retried = true;
-        log.info(
-          {
-            device: job.device,
-            location: job.location,
-            runIndex: job.runIndex,
-            code: outcome.error.code,
-            failedOn: outcome.agentId,
-          },
-          'retrying a failed run once',
-        );
-        outcome = await dispatch({ ...job, jobId: `${jobId}.retry` }, offerOptions(options, outcome.agentId));
-      }
-      if (!deadline || !awayUntil(outcome, deadline)) return outcome;
-      const left = deadline.getTime() - now().getTime();
-      if (left <= 0) return outcome;
-      if (signal?.aborted) throw new UpdateInterrupted();
-      offers += 1;
-      log.info(
-        { device: job.device, location: job.location, runIndex: job.runIndex, code: outcome.error.code, offers },
-        'location away; offering the run again',
+/**
+ * Each offer waits as long as a sync update's would; the deadline bounds only the re-offers
+ * (an update taken up late, after a backlog, still gets its first offers).
+ */
+function offerOptions(
+  { replyTimeoutMs }: MeasurerParts,
+  { requestId, user }: RunOptions,
+  avoid: string | undefined,
+): DispatchOptions {
+  return { timeoutMs: replyTimeoutMs, requestId, user, ...(avoid ? { avoidAgent: avoid } : {}) };
+}
+
+/** The retry and the re-offers of a run whose first offer failed. */
+async function measureRunOnward(
+  parts: MeasurerParts,
+  job: AuditJob,
+  options: RunOptions,
+  log: Logger,
+  first: RunOutcome,
+): Promise<RunOutcome> {
+  const { deadline, signal } = options;
+  const facts = { device: job.device, location: job.location, runIndex: job.runIndex };
+  let outcome = first;
+  let jobId = job.jobId;
+  let retried = false;
+  let backoff = parts.awayBackoffMs.first;
+  for (let offers = 1; ; offers++) {
+    if (!outcome.ok && !retried && RUN_FAILURES[outcome.error.code].retryOnce) {
+      retried = true;
+      log.info({ ...facts, code: outcome.error.code, failedOn: outcome.agentId }, 'retrying a failed run once');
+      outcome = await dispatch(
+        parts,
+        { ...job, jobId: `${jobId}.retry` },
+        offerOptions(parts, options, outcome.agentId),
       );
-      // An agent of the location announcing room (a restarted one says so at once) ends the wait early.
-      const wait = Math.min(left, backoff * (0.5 + Math.random()));
-      await untilAborted(dispatcher.roomIn ? dispatcher.roomIn(job.location, wait) : sleep(wait), signal);
-      if (signal?.aborted) throw new UpdateInterrupted();
-      backoff = Math.min(awayBackoffMs.max, backoff * 2);
-      jobId = `${job.jobId}.again${offers}`;
-      outcome = await dispatch({ ...job, jobId }, offerOptions(options, options.avoidAgent));
     }
+    if (!deadline || !awayUntil(outcome, deadline)) return outcome;
+    const left = deadline.getTime() - parts.now().getTime();
+    if (left <= 0) return outcome;
+    if (signal?.aborted) throw new UpdateInterrupted();
+    log.info({ ...facts, code: outcome.error.code, offers }, 'location away; offering the run again');
+    // An agent of the location announcing room (a restarted one says so at once) ends the wait early.
+    const wait = Math.min(left, backoff * (0.5 + Math.random()));
+    await untilAborted(parts.dispatcher.roomIn ? parts.dispatcher.roomIn(job.location, wait) : sleep(wait), signal);
+    if (signal?.aborted) throw new UpdateInterrupted();
+    backoff = Math.min(parts.awayBackoffMs.max, backoff * 2);
+    jobId = `${job.jobId}.again${offers}`;
+    outcome = await dispatch(parts, { ...job, jobId }, offerOptions(parts, options, options.avoidAgent));
   }
-
-  return measureRun;
 }

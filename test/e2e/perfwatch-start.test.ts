@@ -40,8 +40,9 @@ describe('perfwatch start', () => {
     const [curlLine] = await proc.waitFor(/curl -s -H "Authorization: pw_[^"]+" "[^"]+"/, 60_000);
     const token = /Authorization: (pw_[^"]+)"/.exec(curlLine)![1]!;
     expect(proc.output()).toMatch(/bus: in-process · store: .*\/data\/perfwatch\.sqlite/);
-    // Not on a terminal: its logs are JSON lines, for a collector.
-    expect(proc.output()).toMatch(/^\{"level":30,.*"msg":"gateway listening"/m);
+    // Not on a terminal: its logs are JSON lines, for a collector. (Waited for: stderr and stdout
+    // are pipes of their own, and the banner on stdout may come first.)
+    await proc.waitFor(/^\{"level":30,.*"msg":"gateway listening"/m, 10_000);
     expect(existsSync(join(cwd, 'data', 'perfwatch.sqlite'))).toBe(true);
 
     const { status, body } = await curl(curlLine);
@@ -89,7 +90,7 @@ describe('perfwatch start', () => {
     expect(await proc.stop('SIGTERM')).toBe(0);
   }, 240_000);
 
-  it('on a terminal: readable log lines, no JSON, and a clean stop', async () => {
+  it('on a terminal: readable log lines, no JSON, and a clean stop on Ctrl-C', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'perfwatch-start-tty-'));
     const ports = { PORT: String(await freePort()), PERFWATCH_DEMO_PORT: String(await freePort()) };
     const onTty = spawnPerfwatch(['start'], ports, { cwd: dir, bare: true, tty: true });
@@ -101,8 +102,8 @@ describe('perfwatch start', () => {
       expect(text).toMatch(/^ {4}url: "http:\/\/127\.0\.0\.1:\d+"\r?$/m);
       expect(text).not.toMatch(/"level":/);
       expect(onTty.output()).toContain('\u001b[');
-      expect(await onTty.stop('SIGTERM')).toBe(0);
-      expect(stripVTControlCharacters(onTty.output())).toMatch(/INFO: shutting down/);
+      expect(await onTty.stop('SIGINT')).toBe(0);
+      expect(stripVTControlCharacters(onTty.output())).toMatch(/INFO: shutting down\r?\n {4}reason: "SIGINT"/);
     } finally {
       await onTty.stop();
       await rm(dir, { recursive: true, force: true });

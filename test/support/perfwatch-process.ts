@@ -34,7 +34,8 @@ export interface SpawnOptions {
   bare?: boolean;
   /**
    * On a terminal: run under util-linux's `script`, which gives the program a pseudo-terminal
-   * for its stdout and stderr, as someone typing the command in a shell would.
+   * for its stdout and stderr, as someone typing the command in a shell would. `stop` then types
+   * Ctrl-C, whatever the signal asked for: the terminal sends SIGINT.
    */
   tty?: boolean;
 }
@@ -52,9 +53,14 @@ export function spawnNode(
     ? { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/root' }
     : process.env;
   const [command, argv] = tty
-    ? ['script', ['-qfec', [process.execPath, ...args].map(shellWord).join(' '), '/dev/null']]
+    ? // exec: the program alone in the terminal's foreground, so Ctrl-C reaches it and no shell.
+      ['script', ['-qfec', `exec ${[process.execPath, ...args].map(shellWord).join(' ')}`, '/dev/null']]
     : [process.execPath, args];
-  const child = spawn(command, argv, { cwd, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, argv, {
+    cwd,
+    env: { ...base, ...env },
+    stdio: [tty ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+  });
   let text = '';
   const listeners = new Set<() => void>();
   const onData = (chunk: Buffer) => {
@@ -97,7 +103,8 @@ export function spawnNode(
     },
     async stop(signal = 'SIGTERM', timeoutMs = 30_000) {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
-      child.kill(signal);
+      if (tty && signal !== 'SIGKILL') child.stdin!.write('\u0003');
+      else child.kill(signal);
       const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
       const code = await exited;
       clearTimeout(timer);
