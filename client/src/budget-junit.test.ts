@@ -1,33 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { budgetFileSchema, evaluateBudgets, type AuditResult } from '@perfwatch/common';
+import { budgetFileSchema, evaluateBudgets } from '@perfwatch/common';
 import { budgetJunitXml } from './budget-junit.ts';
-
-function cell(performance: number, lcp: number, tbt: number) {
-  return {
-    lighthouse: {
-      crux: { url: null },
-      date: '2026-11-22T10:00:00',
-      elementCount: 10,
-      categories: { performance: { score: performance / 100 }, seo: { score: 1 } },
-      audits: { 'largest-contentful-paint': { numericValue: lcp }, 'total-blocking-time': { numericValue: tbt } },
-    },
-    median: 1,
-    locations: ['london' as const],
-    defaultLocation: 'london' as const,
-    runs: [],
-  };
-}
-
-const result = (performance: number, lcp: number, tbt: number): AuditResult => ({
-  mobile: { london: cell(performance, lcp, tbt) },
-  desktop: { london: cell(99, 800, 0) },
-});
+import { budgetedResult } from '../../test/support/budget-results.ts';
 
 describe('budgetJunitXml', () => {
   it('writes a suite per cell and a failure per missed check, escaped', () => {
     const xml = budgetJunitXml(
       'https://shop.example/?a=1&b=<2>',
-      evaluateBudgets(result(89, 1000, 0), budgetFileSchema.parse({ budgets: { performance: 90, lcp: 2500 } })),
+      evaluateBudgets(budgetedResult(89, 1000, 0), budgetFileSchema.parse({ budgets: { performance: 90, lcp: 2500 } })),
       12.5,
     );
     expect(xml).toMatch(

@@ -120,39 +120,30 @@ function budgetCheck(key: BudgetKey, actual: number | null, limit: number): Budg
 
 function regressionCheck(key: BudgetKey, actual: number | null, previous: number, allowed: number): BudgetCheck {
   const spec = BUDGET_KEYS[key];
-  if (actual === null)
-    return {
-      key,
-      actual,
-      kind: 'regression',
-      limit: previous,
-      allowed,
-      pass: false,
-      message: `${spec.label} not measured (previous ${formatValue(key, previous)})`,
-    };
-  if (spec.kind === 'score') {
-    const drop = previous - actual;
-    return {
-      key,
-      actual,
-      kind: 'regression',
-      limit: previous,
-      allowed,
-      pass: drop <= allowed,
-      message: `${spec.label} ${actual}, previous ${previous} (${drop > 0 ? `-${drop}` : `+${-drop}`} points, at most -${allowed} allowed)`,
-    };
-  }
-  const change = previous === 0 ? (actual === 0 ? 0 : Infinity) : ((actual - previous) / previous) * 100;
-  const shown = Number.isFinite(change) ? `${change >= 0 ? '+' : ''}${change.toFixed(1)} %` : 'from 0';
-  return {
+  const check = (pass: boolean, message: string): BudgetCheck => ({
     key,
     actual,
     kind: 'regression',
     limit: previous,
     allowed,
-    pass: change <= allowed,
-    message: `${spec.label} ${formatValue(key, actual)}, previous ${formatValue(key, previous)} (${shown}, at most +${allowed} % allowed)`,
-  };
+    pass,
+    message,
+  });
+  if (actual === null) return check(false, `${spec.label} not measured (previous ${formatValue(key, previous)})`);
+  if (spec.kind === 'score') {
+    const drop = previous - actual;
+    const points = drop > 0 ? `-${drop}` : `+${-drop}`;
+    return check(
+      drop <= allowed,
+      `${spec.label} ${actual}, previous ${previous} (${points} points, at most -${allowed} allowed)`,
+    );
+  }
+  const change = previous === 0 ? (actual === 0 ? 0 : Infinity) : ((actual - previous) / previous) * 100;
+  const shown = Number.isFinite(change) ? `${change >= 0 ? '+' : ''}${change.toFixed(1)} %` : 'from 0';
+  return check(
+    change <= allowed,
+    `${spec.label} ${formatValue(key, actual)}, previous ${formatValue(key, previous)} (${shown}, at most +${allowed} % allowed)`,
+  );
 }
 
 /**

@@ -31,28 +31,25 @@ export const overviewResponseSchema = z.array(overviewRecordSchema).meta({
   description: 'KPI records ordered by date, url, device, location, section, kpi (ascending).',
 });
 
+/**
+ * A device's snapshots: each date, its update type and the locations it has. A schema per use,
+ * so the OpenAPI document describes each device's list in place, as it did before.
+ */
+const snapshotDatesSchema = () =>
+  z.array(
+    z.object({
+      date: z.string().regex(API_DATE_TIME_PATTERN),
+      updateType: z.enum(UPDATE_TYPES),
+      locations: z.array(z.enum(LOCATIONS)),
+    }),
+  );
+
 /** `/v1/updates`: per device, the snapshot dates with the locations each has, ascending. */
 export const snapshotListSchema = z
   .object({
     url: z.string(),
-    mobile: z
-      .array(
-        z.object({
-          date: z.string().regex(API_DATE_TIME_PATTERN),
-          updateType: z.enum(UPDATE_TYPES),
-          locations: z.array(z.enum(LOCATIONS)),
-        }),
-      )
-      .optional(),
-    desktop: z
-      .array(
-        z.object({
-          date: z.string().regex(API_DATE_TIME_PATTERN),
-          updateType: z.enum(UPDATE_TYPES),
-          locations: z.array(z.enum(LOCATIONS)),
-        }),
-      )
-      .optional(),
+    mobile: snapshotDatesSchema().optional(),
+    desktop: snapshotDatesSchema().optional(),
     next: z.string().regex(API_DATE_TIME_PATTERN).optional().meta({
       description:
         'Older snapshots exist: pass this as `before` for the page before this one. Absent on the oldest page.',

