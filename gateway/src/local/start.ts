@@ -117,22 +117,8 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     if (!existing.has(url)) await admin.addProject(demoUser, url, { locations: [LOCATION], runs: 1 });
   }
 
-  const base = gateway.http.url;
-  process.stdout.write(
-    [
-      '',
-      `perfwatch is running at ${base}  (dashboard: ${base}/)`,
-      `  bus: ${nc ? `NATS at ${config.NATS_URL}` : 'in-process'} · store: ${storeWhere}`,
-      `demo site: ${demoUrl}`,
-      `token for user "${demoUser}" (shown once; the last start's is revoked): ${token}`,
-      'run a real Lighthouse audit of the demo site (about 10-20 s):',
-      `  curl -s -H "Authorization: ${token}" "${base}/v1/update?url=${encodeURIComponent(demoUrl)}&device=mobile"`,
-      'or with the CLI:',
-      `  PERFWATCH_TOKEN=${token} npm run perfwatch -- update ${demoUrl} --device mobile`,
-      '',
-    ].join('\n'),
-  );
-
+  // Listening for signals before the banner: once it shows, Ctrl-C stops everything in order
+  // (on a loaded machine the banner could reach a terminal before the next line ran).
   const stopped = new Promise<void>((resolve) =>
     shutdownOnSignals(
       createShutdown({
@@ -151,6 +137,22 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
       }),
     ),
   );
+  const base = gateway.http.url;
+  process.stdout.write(
+    [
+      '',
+      `perfwatch is running at ${base}  (dashboard: ${base}/)`,
+      `  bus: ${nc ? `NATS at ${config.NATS_URL}` : 'in-process'} · store: ${storeWhere}`,
+      `demo site: ${demoUrl}`,
+      `token for user "${demoUser}" (shown once; the last start's is revoked): ${token}`,
+      'run a real Lighthouse audit of the demo site (about 10-20 s):',
+      `  curl -s -H "Authorization: ${token}" "${base}/v1/update?url=${encodeURIComponent(demoUrl)}&device=mobile"`,
+      'or with the CLI:',
+      `  PERFWATCH_TOKEN=${token} npm run perfwatch -- update ${demoUrl} --device mobile`,
+      '',
+    ].join('\n'),
+  );
+
   await stopped;
 }
 
