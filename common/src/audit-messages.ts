@@ -1,11 +1,12 @@
 import { promisify } from 'node:util';
-import { gunzip, gunzipSync, gzip } from 'node:zlib';
+import { gunzip, gzip } from 'node:zlib';
 import { z } from 'zod';
 import { pageAuthSchema } from './page-auth.ts';
 import { DEVICES, LOCATIONS, type Location } from './ids.ts';
 import { lighthouseResultSchema } from './lighthouse-result.ts';
 import { digestRun, runDigestSchema, type RunDigest } from './run-digest.ts';
 import { securityFactsSchema } from './security-kpis.ts';
+import { gunzipSized, gzipClaimedLength } from './gzip-sized.ts';
 
 /**
  * The NATS contract between gateway and agents, version 1. Changes within v1 are additive
@@ -227,8 +228,7 @@ function checkedResultPart(part: Uint8Array, maxBytes: number): Buffer {
   if (part.byteLength < 18 || part[0] !== 0x1f || part[1] !== 0x8b || part[2] !== 0x08)
     throw new ReplyRefused("the reply's result is not gzip");
   if (part.byteLength > maxBytes) throw new ReplyRefused(`the reply's result is over ${maxBytes} bytes`);
-  const inflated = Buffer.from(part.buffer, part.byteOffset + part.byteLength - 4, 4).readUInt32LE(0);
-  if (inflated > maxBytes) throw new ReplyRefused(`the reply's result inflates past ${maxBytes} bytes`);
+  if (gzipClaimedLength(part) > maxBytes) throw new ReplyRefused(`the reply's result inflates past ${maxBytes} bytes`);
   // A copy: the message's buffer may be a view of a larger read. Copied with set (a memcpy):
   // Buffer.from copies a Uint8Array that is not a Buffer element by element.
   const copy = Buffer.allocUnsafeSlow(part.byteLength);
@@ -251,10 +251,7 @@ async function inflated(data: Uint8Array, maxBytes: number): Promise<Buffer> {
 function inflatedDigest(data: Uint8Array, maxBytes: number): Buffer {
   if (data.byteLength > maxBytes) throw new ReplyRefused(`the reply's digest is over ${maxBytes} bytes`);
   try {
-    // One output buffer of the size the trailer claims (bounded), not zlib's 16 kB chunks.
-    const claimed =
-      data.byteLength >= 18 ? Buffer.from(data.buffer, data.byteOffset + data.byteLength - 4, 4).readUInt32LE(0) : 0;
-    return gunzipSync(data, { maxOutputLength: maxBytes, chunkSize: Math.max(64, Math.min(claimed + 1, maxBytes)) });
+    return gunzipSized(data, { maxOutput: maxBytes, maxChunk: maxBytes });
   } catch (error) {
     throw inflateRefusal(error, maxBytes);
   }

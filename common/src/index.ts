@@ -2,6 +2,7 @@ export * from './ids.ts';
 export * from './dates.ts';
 export * from './errors.ts';
 export * from './env-config.ts';
+export * from './gzip-sized.ts';
 export * from './logger.ts';
 export * from './shutdown.ts';
 export * from './lighthouse-result.ts';

@@ -1,11 +1,16 @@
 import { isUtf8 } from 'node:buffer';
 import { availableParallelism } from 'node:os';
 import { promisify } from 'node:util';
-import { gunzipSync, gzip } from 'node:zlib';
+import { gzip } from 'node:zlib';
 import { LRUCache } from 'lru-cache';
 import pLimit from 'p-limit';
 import { isOneJsonObject } from './json-object-text.ts';
-import { lighthouseResultSchema, MAX_REPLY_INFLATED_BYTES, type LighthouseResult } from '@perfwatch/common';
+import {
+  gunzipSized,
+  lighthouseResultSchema,
+  MAX_REPLY_INFLATED_BYTES,
+  type LighthouseResult,
+} from '@perfwatch/common';
 
 const gzipAsync = promisify(gzip);
 
@@ -51,12 +56,8 @@ export class BadResultBytes extends Error {
  */
 export function inflateResult(gzipped: Buffer): Buffer {
   if (gzipped.byteLength < 18) throw new BadResultBytes('the result is not gzip');
-  const claimed = gzipped.readUInt32LE(gzipped.byteLength - 4);
   try {
-    return gunzipSync(gzipped, {
-      chunkSize: Math.max(64, Math.min(claimed + 1, MAX_SIZED_OUTPUT)),
-      maxOutputLength: MAX_REPLY_INFLATED_BYTES,
-    });
+    return gunzipSized(gzipped, { maxOutput: MAX_REPLY_INFLATED_BYTES, maxChunk: MAX_SIZED_OUTPUT });
   } catch (error) {
     throw new BadResultBytes(`the result does not inflate: ${(error as Error).message}`, { cause: error });
   }
