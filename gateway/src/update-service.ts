@@ -80,18 +80,14 @@ export interface UpdateServiceDeps {
 }
 
 /** What the service's functions share: its dependencies, with their defaults, and how a run is measured. */
-interface ServiceParts {
-  store: Store;
-  logger: Logger;
-  runTimeoutMs: number;
+type ServiceParts = Omit<
+  UpdateServiceDeps,
+  'dispatcher' | 'replyTimeoutMs' | 'awayBackoffMs' | 'maxRetests' | 'now'
+> & {
   maxRetests: number;
   now: () => Date;
-  crux: CruxClient | undefined;
-  observer: UpdateObserver | undefined;
-  onSnapshot: SnapshotListener | undefined;
-  secrets: SecretBox | undefined;
   measureRun: MeasureRun;
-}
+};
 
 /**
  * One update: `runs` jobs per (device, location), all sent at once so a location with several
@@ -99,26 +95,14 @@ interface ServiceParts {
  * date shared by all of them.
  */
 export function createUpdateService(deps: UpdateServiceDeps) {
-  const { dispatcher, replyTimeoutMs, observer, awayBackoffMs } = deps;
   const now = deps.now ?? (() => new Date());
   const parts: ServiceParts = {
-    store: deps.store,
-    logger: deps.logger,
-    runTimeoutMs: deps.runTimeoutMs,
+    ...deps,
     maxRetests: deps.maxRetests ?? VERDICT_RULES.maxRetests,
     now,
-    crux: deps.crux,
-    observer,
-    onSnapshot: deps.onSnapshot,
-    secrets: deps.secrets,
-    measureRun: createRunMeasurer({
-      dispatcher,
-      replyTimeoutMs,
-      now,
-      ...(observer ? { observer } : {}),
-      ...(awayBackoffMs ? { awayBackoffMs } : {}),
-    }),
+    measureRun: createRunMeasurer({ ...deps, now }),
   };
+  const { observer } = deps;
 
   async function run(
     request: UpdateRequest,
