@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer, connect } from 'node:net';
 import { join } from 'node:path';
@@ -20,15 +20,37 @@ export interface LocalServer {
   stop(): Promise<void>;
 }
 
+/**
+ * A port no one listens on, for a server this process is about to start. Taken below the
+ * kernel's ephemeral range: a port from `listen(0)` is one the kernel may hand to the next
+ * outgoing connection in the moment before the server binds it (a CI run lost a gateway to
+ * EADDRINUSE that way), while ports below the range are only ever taken by asking for them.
+ */
 export async function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
+  const [low, high] = belowEphemeral();
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low));
+    if (await canListen(port, host)) return port;
+  }
+  throw new Error(`no free port between ${low} and ${high} on ${host} in 100 tries`);
+}
+
+/** From 20000 up to the start of the ephemeral range (32768 by Linux's default). */
+function belowEphemeral(): [number, number] {
+  try {
+    const start = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    if (Number.isInteger(start) && start > 21_000) return [20_000, start];
+  } catch {
+    // Not Linux: the same default.
+  }
+  return [20_000, 32_768];
+}
+
+function canListen(port: number, host: string): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, host, () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, host, () => server.close(() => resolve(true)));
   });
 }
 
