@@ -71,16 +71,17 @@ function replayedReplies(): { prepare(lhr: LighthouseResult): void; whole: Reply
     prepare(lhr) {
       prepared.set(key(lhr), { gzip: gzipSync(JSON.stringify(lhr)), digest: digestRun(lhr) });
     },
-    async whole(body, inParts, digest) {
+    async whole(body, shape, digest) {
       const reply = of(body);
-      if (!reply) return encodeReplyBytes(body, inParts, digest);
+      if (!reply) return encodeReplyBytes(body, shape, digest);
       const head = JSON.stringify({ ok: true, result: { ...reply.run, lhr: null } }).slice(0, -'null}}'.length);
       return { data: Buffer.concat([gzipSync(head), reply.gzip, gzipSync('}}')]), parts: null };
     },
-    async parts(body, inParts, digest) {
+    async parts(body, shape, digest) {
       const reply = of(body);
-      if (!reply || !inParts) return encodeReplyBytes(body, inParts, digest);
-      const head = gzipSync(JSON.stringify({ ok: true, result: { ...reply.run, digest: reply.digest } }));
+      if (!reply || shape === 'whole') return encodeReplyBytes(body, shape, digest);
+      const json = Buffer.from(JSON.stringify({ ok: true, result: { ...reply.run, digest: reply.digest } }));
+      const head = shape === 'parts, plain digest' ? json : gzipSync(json);
       return { data: Buffer.concat([head, reply.gzip]), parts: head.byteLength };
     },
   };

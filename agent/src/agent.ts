@@ -52,17 +52,28 @@ export interface AgentDeps {
   encodeReply?: ReplyEncoder;
 }
 
-/** A reply's bytes, in two parts (`parts`, the first one's length) when `inParts` and the reply is a result. */
+/**
+ * How the job asked to be answered: the whole reply gzipped (before v1.5), in two parts with
+ * the digest gzipped (v1.5), or with the digest as plain JSON (v1.6).
+ */
+export type ReplyShape = 'whole' | 'parts' | 'parts, plain digest';
+
+export function replyShapeOf(job: AuditJob): ReplyShape {
+  if (job.digest !== true) return 'whole';
+  return job.plainDigest === true ? 'parts, plain digest' : 'parts';
+}
+
+/** A reply's bytes, in two parts (`parts`, the first one's length) when the shape asks and the reply is a result. */
 export type ReplyEncoder = (
   body: AuditReply,
-  inParts: boolean,
+  shape: ReplyShape,
   digest?: RunDigest,
 ) => Promise<{ data: Uint8Array; parts: number | null }>;
 
-/** The reply's bytes: in two parts when the gateway reads digests (v1.5), else whole. */
-export const encodeReplyBytes: ReplyEncoder = async (body, inParts, digest) => {
-  if (!inParts || !body.ok) return { data: await encodeReply(body), parts: null };
-  return encodeReplyParts(body, digest);
+/** The reply's bytes, as the job asked for them. */
+export const encodeReplyBytes: ReplyEncoder = async (body, shape, digest) => {
+  if (shape === 'whole' || !body.ok) return { data: await encodeReply(body), parts: null };
+  return encodeReplyParts(body, digest, { plainDigest: shape === 'parts, plain digest' });
 };
 
 export interface Agent {
@@ -178,16 +189,16 @@ export function startAgent({
   }
 
   async function handle(msg: Msg, job: AuditJob, requestId: string | undefined): Promise<void> {
-    await reply(msg, await execute(job, requestId), job.digest === true);
+    await reply(msg, await execute(job, requestId), replyShapeOf(job));
   }
 
-  async function reply(msg: Msg, body: AuditReply, inParts = false): Promise<void> {
+  async function reply(msg: Msg, body: AuditReply, shape: ReplyShape = 'whole'): Promise<void> {
     const h = natsHeaders();
     h.set(HEADERS.contentEncoding, 'gzip');
     h.set(HEADERS.agentId, agentId);
     const requestId = msg.headers?.get(HEADERS.requestId);
     if (requestId) h.set(HEADERS.requestId, requestId);
-    let { data, parts } = await encoded(body, inParts);
+    let { data, parts } = await encoded(body, shape);
     // Headers and protocol framing share the payload limit; keep a margin for them.
     const maxPayload = (nc.info?.max_payload ?? 1024 * 1024) - 4096;
     if (data.byteLength > maxPayload && body.ok) {
@@ -195,7 +206,7 @@ export function startAgent({
       // The digest stays the whole result's: only what is kept of it shrinks.
       ({ data, parts } = await encoded(
         { ok: true, result: { ...body.result, lhr: shrinkLighthouseResult(body.result.lhr) } },
-        inParts,
+        shape,
         digestRun(body.result.lhr),
       ));
     }
@@ -213,7 +224,10 @@ export function startAgent({
         },
       });
     }
-    if (parts !== null) h.set(HEADERS.replyParts, String(parts));
+    if (parts !== null) {
+      h.set(HEADERS.replyParts, String(parts));
+      if (shape === 'parts, plain digest') h.set(HEADERS.digestEncoding, 'identity');
+    }
     if (!msg.respond(data, { headers: h })) log.warn('job had no reply subject; result dropped by the sender');
   }
 

@@ -1,4 +1,11 @@
-export { encodeReplyBytes, startAgent, type Agent, type AgentDeps, type ReplyEncoder } from './agent.ts';
+export {
+  encodeReplyBytes,
+  startAgent,
+  type ReplyShape,
+  type Agent,
+  type AgentDeps,
+  type ReplyEncoder,
+} from './agent.ts';
 export {
   createLighthouseRunner,
   type AuditRunner,

@@ -34,6 +34,11 @@ export const HEADERS = {
    * the run's digest); the rest is the gzip of the Lighthouse result's JSON.
    */
   replyParts: 'Perfwatch-Reply-Parts',
+  /**
+   * Added in v1.6 on two-part replies: `identity` when the first part is the reply's JSON as it
+   * is (the job asked with `plainDigest`); absent, it is gzip, as in v1.5.
+   */
+  digestEncoding: 'Perfwatch-Digest-Encoding',
 } as const;
 
 /**
@@ -83,6 +88,13 @@ export const auditJobSchema = z.object({
    * result as sent. Agents of earlier versions send the whole result, which it digests itself.
    */
   digest: z.literal(true).optional(),
+  /**
+   * Added in v1.6, beside `digest`: send the first part as plain JSON. A digest is a few
+   * kilobytes, and inflating one cost a gateway more than the bytes it saved on the wire
+   * (bench/results.md, dispatch at scale). Agents of v1.5 ignore it and send it gzipped, which
+   * the Perfwatch-Digest-Encoding header tells apart.
+   */
+  plainDigest: z.literal(true).optional(),
 });
 export type AuditJob = z.infer<typeof auditJobSchema>;
 
@@ -203,17 +215,19 @@ export async function encodeReply(reply: AuditReply): Promise<Uint8Array> {
 }
 
 /**
- * A successful run's reply in two parts (v1.5): the gzip of the reply with the run's digest in
- * place of its result, then the gzip of the result's JSON. `parts` is the first part's length,
- * sent in the Perfwatch-Reply-Parts header.
+ * A successful run's reply in two parts (v1.5): the reply with the run's digest in place of its
+ * result (its gzip, or as it is when `plainDigest`, v1.6), then the gzip of the result's JSON.
+ * `parts` is the first part's length, sent in the Perfwatch-Reply-Parts header.
  */
 export async function encodeReplyParts(
   reply: Extract<AuditReply, { ok: true }>,
   digest: RunDigest = digestRun(reply.result.lhr),
+  { plainDigest = false }: { plainDigest?: boolean } = {},
 ): Promise<{ data: Buffer; parts: number }> {
   const { lhr, ...run } = reply.result;
+  const headJson = Buffer.from(JSON.stringify({ ok: true, result: { ...run, digest } }));
   const [head, result] = await Promise.all([
-    gzipAsync(Buffer.from(JSON.stringify({ ok: true, result: { ...run, digest } }))),
+    plainDigest ? headJson : gzipAsync(headJson),
     gzipAsync(Buffer.from(JSON.stringify(lhr))),
   ]);
   return { data: Buffer.concat([head, result]), parts: head.byteLength };
@@ -248,8 +262,10 @@ async function inflated(data: Uint8Array, maxBytes: number): Promise<Buffer> {
  * A digest part, inflated on this thread: a few kilobytes (and never past the digest bound), for
  * which the thread pool's round trip costs more than inflating.
  */
-function inflatedDigest(data: Uint8Array, maxBytes: number): Buffer {
+function inflatedDigest(data: Uint8Array, maxBytes: number, encoding: string | undefined): Buffer {
   if (data.byteLength > maxBytes) throw new ReplyRefused(`the reply's digest is over ${maxBytes} bytes`);
+  if (encoding === 'identity') return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  if (encoding !== undefined) throw new ReplyRefused("the reply's digest is in an encoding of no v1 version");
   try {
     return gunzipSized(data, { maxOutput: maxBytes, maxChunk: maxBytes });
   } catch (error) {
@@ -282,6 +298,16 @@ function parsedAs<T>(raw: Buffer, schema: z.ZodType<T>): T {
   return parsed.data;
 }
 
+/** A reply's headers that say how its bytes are laid out. */
+export interface ReplyLayout {
+  /** Content-Encoding. */
+  contentEncoding?: string | undefined;
+  /** Perfwatch-Reply-Parts (v1.5). */
+  parts?: string | undefined;
+  /** Perfwatch-Digest-Encoding (v1.6). */
+  digestEncoding?: string | undefined;
+}
+
 /**
  * Reads a reply as a gateway does: a two-part one (`parts`, the Perfwatch-Reply-Parts header)
  * by its digest alone, any other inflating at most MAX_REPLY_INFLATED_BYTES; anything else is
@@ -289,8 +315,7 @@ function parsedAs<T>(raw: Buffer, schema: z.ZodType<T>): T {
  */
 export async function receiveReply(
   data: Uint8Array,
-  contentEncoding: string | undefined,
-  parts: string | undefined,
+  { contentEncoding, parts, digestEncoding }: ReplyLayout,
   { maxBytes = MAX_REPLY_INFLATED_BYTES }: { maxBytes?: number } = {},
 ): Promise<ReceivedReply> {
   if (parts === undefined) return decodeReply(data, contentEncoding, { maxBytes });
@@ -298,7 +323,7 @@ export async function receiveReply(
   if (contentEncoding !== 'gzip' || !(split > 0 && split < data.byteLength))
     throw new ReplyRefused("the reply's parts do not add up");
   const reply = parsedAs(
-    inflatedDigest(data.subarray(0, split), Math.min(maxBytes, MAX_REPLY_DIGEST_BYTES)),
+    inflatedDigest(data.subarray(0, split), Math.min(maxBytes, MAX_REPLY_DIGEST_BYTES), digestEncoding),
     digestedReplySchema,
   );
   if (!reply.ok) throw new ReplyRefused('a failure comes in one part');

@@ -53,6 +53,11 @@ describe('run digests', () => {
         kpis: [{ section: 'LIGHTHOUSE', kpi: 'x', data: { deep: { nested: 1 } } }],
       }).success,
     ).toBe(false);
+    const withField = (value: unknown) =>
+      runDigestSchema.safeParse({ ...digest, kpis: [{ section: 'LIGHTHOUSE', kpi: 'x', data: { field: value } }] })
+        .success;
+    expect([1.5, null, true, 'x'.repeat(500)].map(withField)).toEqual([true, true, true, true]);
+    expect(['x'.repeat(501), [1], undefined].map(withField)).toEqual([false, false, false]);
     expect(digestKpis({ ...digest, kpiVersion: LIGHTHOUSE_KPI_VERSION + 1 })).toBeNull();
   });
 });
@@ -75,7 +80,7 @@ describe('two-part replies (v1.5)', () => {
 
   it('carry the digest first and the result as the gzip a store keeps, read without inflating it', async () => {
     const { data, parts } = await encodeReplyParts(reply);
-    const received = await receiveReply(data, 'gzip', String(parts));
+    const received = await receiveReply(data, { contentEncoding: 'gzip', parts: String(parts) });
     if (!received.ok || !('lighthouseGzip' in received)) throw new Error('not a two-part reply');
     const { lhr: _lhr, ...run } = reply.result;
     expect(received.result).toEqual({ ...run, digest: JSON.parse(JSON.stringify(digestRun(lhr))) });
@@ -84,10 +89,37 @@ describe('two-part replies (v1.5)', () => {
     expect(parts).toBeLessThan(data.byteLength / 5);
   });
 
+  it('carry the digest as plain JSON when the job asks (v1.6), said by the Perfwatch-Digest-Encoding header', async () => {
+    const { data, parts } = await encodeReplyParts(reply, undefined, { plainDigest: true });
+    const head = data.subarray(0, parts);
+    expect(JSON.parse(head.toString('utf8')).result.digest).toEqual(JSON.parse(JSON.stringify(digestRun(lhr))));
+    const layout = { contentEncoding: 'gzip', parts: String(parts) };
+    const received = await receiveReply(data, { ...layout, digestEncoding: 'identity' });
+    if (!received.ok || !('lighthouseGzip' in received)) throw new Error('not a two-part reply');
+    expect(JSON.parse(gunzipSync(received.lighthouseGzip).toString('utf8'))).toEqual(lhr);
+    const refusal = (digestEncoding: string | undefined, bytes = data) =>
+      receiveReply(bytes, { ...layout, digestEncoding }).then(
+        () => 'read',
+        (error: unknown) => (error instanceof ReplyRefused ? error.message : 'thrown'),
+      );
+    // Plain bytes said to be gzip, an encoding no version has, and plain bytes past the bound.
+    expect(await refusal(undefined)).toMatch(/not gzip/);
+    expect(await refusal('br')).toMatch(/encoding of no v1 version/);
+    const huge = Buffer.concat([Buffer.alloc(300 * 1024, 0x20), head]);
+    const tail = data.subarray(parts);
+    expect(
+      await receiveReply(Buffer.concat([huge, tail]), {
+        contentEncoding: 'gzip',
+        parts: String(huge.byteLength),
+        digestEncoding: 'identity',
+      }).catch((error: Error) => error.message),
+    ).toMatch(/digest is over/);
+  });
+
   it('are refused by name when their parts do not hold together', async () => {
     const { data, parts } = await encodeReplyParts(reply);
     const refused = (bytes: Uint8Array, header: string) =>
-      receiveReply(bytes, 'gzip', header).then(
+      receiveReply(bytes, { contentEncoding: 'gzip', parts: header }).then(
         () => null,
         (error: unknown) => error,
       );

@@ -141,11 +141,15 @@ async function request(
   let onDisconnect = () => {};
   const ended = new AbortController();
   // This gateway reads two-part replies: the run's digest, and its result kept as sent.
-  const request = link.inbox.request(auditSubject(job.location), encodeJob({ ...job, digest: true }), {
-    headers,
-    timeoutMs,
-    signal: ended.signal,
-  });
+  const request = link.inbox.request(
+    auditSubject(job.location),
+    encodeJob({ ...job, digest: true, plainDigest: true }),
+    {
+      headers,
+      timeoutMs,
+      signal: ended.signal,
+    },
+  );
   const lost = new Promise<{ lost: true }>((resolve) => {
     onDisconnect = () => resolve({ lost: true });
     link.events.once('disconnect', onDisconnect);
@@ -213,11 +217,11 @@ async function readReply(reply: Msg, job: AuditJob, requestId: string, logger: L
   };
   let decoded: ReceivedReply;
   try {
-    decoded = await receiveReply(
-      reply.data,
-      reply.headers?.get(HEADERS.contentEncoding) || undefined,
-      reply.headers?.get(HEADERS.replyParts) || undefined,
-    );
+    decoded = await receiveReply(reply.data, {
+      contentEncoding: reply.headers?.get(HEADERS.contentEncoding) || undefined,
+      parts: reply.headers?.get(HEADERS.replyParts) || undefined,
+      digestEncoding: reply.headers?.get(HEADERS.digestEncoding) || undefined,
+    });
   } catch (error) {
     // Every way decodeReply refuses a reply is a ReplyRefused; anything else still becomes an
     // outcome, since an offer never throws.

@@ -32,6 +32,7 @@ describe('NATS contract v1', () => {
       'audit-job-retry.json',
       'audit-job-with-auth.json',
       'audit-job-with-digest.json',
+      'audit-job-with-plain-digest.json',
       'audit-job.json',
       'audit-reply-digest.json',
       'audit-reply-error-minimal.json',
@@ -43,14 +44,17 @@ describe('NATS contract v1', () => {
     ]);
   });
 
-  it.each(['audit-job.json', 'audit-job-retry.json', 'audit-job-with-auth.json', 'audit-job-with-digest.json'])(
-    'decodes the golden job %s, and encodes it back unchanged',
-    (name) => {
-      const job = auditJobSchema.parse(golden(name));
-      expect(job).toEqual(golden(name));
-      expect(decodeJob(encodeJob(job))).toEqual(job);
-    },
-  );
+  it.each([
+    'audit-job.json',
+    'audit-job-retry.json',
+    'audit-job-with-auth.json',
+    'audit-job-with-digest.json',
+    'audit-job-with-plain-digest.json',
+  ])('decodes the golden job %s, and encodes it back unchanged', (name) => {
+    const job = auditJobSchema.parse(golden(name));
+    expect(job).toEqual(golden(name));
+    expect(decodeJob(encodeJob(job))).toEqual(job);
+  });
 
   it("decodes the v1.2 announcement with the agent's instance, and a v1.1 one without it", () => {
     const announcement = agentAnnouncementSchema.parse(golden('agent-announcement-with-instance.json'));
@@ -78,10 +82,25 @@ describe('NATS contract v1', () => {
     const reply = digestedReplySchema.parse(golden('audit-reply-digest.json'));
     expect(reply).toEqual(golden('audit-reply-digest.json'));
     const head = gzipSync(JSON.stringify(golden('audit-reply-digest.json')));
-    const received = await receiveReply(Buffer.concat([head, gzipSync('{}')]), 'gzip', String(head.byteLength));
+    const received = await receiveReply(Buffer.concat([head, gzipSync('{}')]), {
+      contentEncoding: 'gzip',
+      parts: String(head.byteLength),
+    });
     expect(received.ok && 'lighthouseGzip' in received && received.result.digest.kpis.length).toBeGreaterThan(5);
     // A v1.0 job asks for no digest: the flag is optional for good.
     expect(auditJobSchema.parse(golden('audit-job.json')).digest).toBeUndefined();
+  });
+
+  it('reads the plain first part of a v1.6 two-part reply as it reads the gzipped one of v1.5', async () => {
+    const head = Buffer.from(JSON.stringify(golden('audit-reply-digest.json')));
+    const received = await receiveReply(Buffer.concat([head, gzipSync('{}')]), {
+      contentEncoding: 'gzip',
+      parts: String(head.byteLength),
+      digestEncoding: 'identity',
+    });
+    expect(received).toEqual({ ...(golden('audit-reply-digest.json') as object), lighthouseGzip: expect.any(Buffer) });
+    // A v1.5 job asks for the gzipped digest: the flag is optional for good.
+    expect(auditJobSchema.parse(golden('audit-job-with-digest.json')).plainDigest).toBeUndefined();
   });
 
   it('decodes the golden agent announcement, and encodes it back unchanged', () => {

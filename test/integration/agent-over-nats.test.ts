@@ -225,7 +225,7 @@ describe('agent', () => {
     }
   });
 
-  it("answers a v1.5 job in two parts: the run's digest, then its result as the gzip a store keeps", async () => {
+  it("answers a v1.6 job in two parts: the run's digest as plain JSON, then its result as the gzip a store keeps", async () => {
     const nc = await connect({ servers: nats.url });
     const agent = startAgent({
       nc,
@@ -240,16 +240,35 @@ describe('agent', () => {
       h.set(HEADERS.requestId, 'parts');
       const msg = await client.request(
         'perfwatch.audit.v1.los_angeles',
-        encodeJob({ ...job({ location: 'los_angeles' }), digest: true }),
+        encodeJob({ ...job({ location: 'los_angeles' }), digest: true, plainDigest: true }),
         { timeout: 5000, headers: h },
       );
       const parts = msg.headers?.get(HEADERS.replyParts);
       expect(parts).toMatch(/^\d+$/);
-      const received = await receiveReply(msg.data, msg.headers?.get(HEADERS.contentEncoding), parts);
+      expect(msg.headers?.get(HEADERS.digestEncoding)).toBe('identity');
+      expect(JSON.parse(Buffer.from(msg.data.subarray(0, Number(parts))).toString('utf8')).ok).toBe(true);
+      const layout = (m: typeof msg) => ({
+        contentEncoding: m.headers?.get(HEADERS.contentEncoding) || undefined,
+        parts: m.headers?.get(HEADERS.replyParts) || undefined,
+        digestEncoding: m.headers?.get(HEADERS.digestEncoding) || undefined,
+      });
+      const received = await receiveReply(msg.data, layout(msg));
       if (!received.ok || !('lighthouseGzip' in received)) throw new Error('not a two-part reply');
       const lhr = lighthouseResultSchema.parse(JSON.parse(gunzipSync(received.lighthouseGzip).toString('utf8')));
       expect(lhr.requestedUrl).toBe('http://fixture.test/');
       expect(received.result.digest).toEqual(JSON.parse(JSON.stringify(digestRun(lhr))));
+      // A v1.5 job (a gateway before v1.6) gets the digest gzipped, and no encoding header.
+      const gzipped = await client.request(
+        'perfwatch.audit.v1.los_angeles',
+        encodeJob({ ...job({ location: 'los_angeles' }), digest: true }),
+        { timeout: 5000 },
+      );
+      expect(gzipped.headers?.get(HEADERS.digestEncoding)).toBe('');
+      expect([...gzipped.data.subarray(0, 2)]).toEqual([0x1f, 0x8b]);
+      const fromV15 = await receiveReply(gzipped.data, layout(gzipped));
+      expect(fromV15.ok && 'lighthouseGzip' in fromV15 && fromV15.result.digest.kpis.length).toBe(
+        received.result.digest.kpis.length,
+      );
       // A job without the flag (a gateway before v1.5) still gets the whole result in one part.
       const whole = await client.request(
         'perfwatch.audit.v1.los_angeles',

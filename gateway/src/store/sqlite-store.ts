@@ -57,6 +57,70 @@ const MAX_DATE_SHIFT_SECONDS = 60;
 const SCHEMA_VERSION = 6;
 /** Prepared statements kept per store: far more than the SQL texts it runs. */
 const MAX_CACHED_STATEMENTS = 200;
+
+const KPI_COLUMNS = [
+  'snapshot_id',
+  'project_id',
+  'user_id',
+  'date',
+  'domain',
+  'url',
+  'device',
+  'location',
+  'update_type',
+  'section',
+  'kpi',
+  'data',
+] as const;
+/**
+ * KPI rows per INSERT: a snapshot's records (about 50 per cell) go in a few statements rather
+ * than one each, which was most of the embedded store's share of a snapshot's write at 1,000
+ * updates (bench/results.md). 64 rows of 12 values stay far within SQLite's 32,766 parameters.
+ */
+const KPI_ROWS_PER_INSERT = 64;
+const kpiInserts = new Map<number, string>();
+
+function insertKpisSql(rows: number): string {
+  let sql = kpiInserts.get(rows);
+  if (sql === undefined) {
+    const row = `(${KPI_COLUMNS.map(() => '?').join(', ')})`;
+    sql = `INSERT INTO kpis (${KPI_COLUMNS.join(', ')}) VALUES ${Array.from({ length: rows }, () => row).join(', ')}`;
+    kpiInserts.set(rows, sql);
+  }
+  return sql;
+}
+
+/** Where a KPI record belongs: the snapshot, its project and cell, denormalised for the overview. */
+interface KpiPlace {
+  snapshotId: string;
+  projectId: string;
+  userId: string;
+  date: number;
+  domain: string;
+  url: string;
+  device: Device;
+  location: Location;
+  updateType: string;
+}
+
+/** One KPI row's values, in KPI_COLUMNS' order. */
+function kpiRowValues(place: KpiPlace, k: KpiRecord): SQLInputValue[] {
+  const { snapshotId, projectId, userId, date, domain, url, device, location, updateType } = place;
+  return [
+    snapshotId,
+    projectId,
+    userId,
+    date,
+    domain,
+    url,
+    device,
+    location,
+    updateType,
+    k.section,
+    k.kpi,
+    JSON.stringify(k.data),
+  ];
+}
 const NO_BUDGETS = '{"budgets":{},"maxRegression":{}}';
 
 /**
@@ -373,6 +437,15 @@ export class SqliteStore implements Store {
 
   #run(sql: string, ...params: SQLInputValue[]): { changes: number | bigint } {
     return this.#prepared(sql).run(...params);
+  }
+
+  /** KPI rows (kpiRowValues, one after the other), KPI_ROWS_PER_INSERT to a statement. */
+  #insertKpis(values: readonly SQLInputValue[]): void {
+    const step = KPI_COLUMNS.length * KPI_ROWS_PER_INSERT;
+    for (let at = 0; at < values.length; at += step) {
+      const chunk = values.slice(at, at + step);
+      this.#run(insertKpisSql(chunk.length / KPI_COLUMNS.length), ...chunk);
+    }
   }
 
   #transaction<T>(work: () => T): T {
@@ -699,9 +772,7 @@ export class SqliteStore implements Store {
       const insertResult = this.#prepared(
         'INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse, checks) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       );
-      const insertKpi = this.#prepared(
-        'INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      );
+      const kpis: SQLInputValue[] = [];
       results.forEach((r, seq) => {
         insertResult.run(
           snapshotId,
@@ -715,22 +786,20 @@ export class SqliteStore implements Store {
           compressed[seq]!,
           r.checks ? JSON.stringify(r.checks) : null,
         );
-        for (const k of r.kpis)
-          insertKpi.run(
-            snapshotId,
-            project.id,
-            project.userId,
-            stored.getTime(),
-            project.domain,
-            project.url,
-            r.device,
-            r.location,
-            updateType,
-            k.section,
-            k.kpi,
-            JSON.stringify(k.data),
-          );
+        const place = {
+          snapshotId,
+          projectId: project.id,
+          userId: project.userId,
+          date: stored.getTime(),
+          domain: project.domain,
+          url: project.url,
+          device: r.device,
+          location: r.location,
+          updateType,
+        };
+        for (const k of r.kpis) kpis.push(...kpiRowValues(place, k));
       });
+      this.#insertKpis(kpis);
       return stored;
     });
   }
@@ -769,25 +838,22 @@ export class SqliteStore implements Store {
         row.id,
         ...sections,
       );
-      const insert = this.#prepared(
-        'INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      );
-      for (const r of results)
-        for (const k of r.kpis)
-          insert.run(
-            row.id,
-            projectId,
-            userId,
-            row.date.getTime(),
-            domain,
-            row.url,
-            r.device,
-            r.location,
-            row.update_type,
-            k.section,
-            k.kpi,
-            JSON.stringify(k.data),
-          );
+      const kpis: SQLInputValue[] = [];
+      for (const r of results) {
+        const place = {
+          snapshotId: row.id,
+          projectId,
+          userId,
+          date: row.date.getTime(),
+          domain,
+          url: row.url,
+          device: r.device,
+          location: r.location,
+          updateType: row.update_type,
+        };
+        for (const k of r.kpis) kpis.push(...kpiRowValues(place, k));
+      }
+      this.#insertKpis(kpis);
       this.#run('UPDATE snapshots SET kpi_version = ? WHERE id = ?', version, row.id);
     });
   }
@@ -799,24 +865,22 @@ export class SqliteStore implements Store {
     const id = fieldHistoryId(project.id);
     this.#transaction(() => {
       this.#run('DELETE FROM kpis WHERE snapshot_id = ?', id);
-      const insert = this.#prepared(
-        "INSERT INTO kpis (snapshot_id, project_id, user_id, date, domain, url, device, location, update_type, section, kpi, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'scheduled', ?, ?, ?)",
-      );
-      for (const row of rows)
-        for (const k of row.kpis)
-          insert.run(
-            id,
-            project.id,
-            project.userId,
-            row.date.getTime(),
-            project.domain,
-            project.url,
-            row.device,
-            project.defaultLocation,
-            k.section,
-            k.kpi,
-            JSON.stringify(k.data),
-          );
+      const kpis: SQLInputValue[] = [];
+      for (const row of rows) {
+        const place = {
+          snapshotId: id,
+          projectId: project.id,
+          userId: project.userId,
+          date: row.date.getTime(),
+          domain: project.domain,
+          url: project.url,
+          device: row.device,
+          location: project.defaultLocation,
+          updateType: 'scheduled' as const,
+        };
+        for (const k of row.kpis) kpis.push(...kpiRowValues(place, k));
+      }
+      this.#insertKpis(kpis);
     });
   }
 
