@@ -58,6 +58,16 @@ describe('run digests', () => {
         .success;
     expect([1.5, null, true, 'x'.repeat(500)].map(withField)).toEqual([true, true, true, true]);
     expect(['x'.repeat(501), [1], undefined].map(withField)).toEqual([false, false, false]);
+    const withData = (data: unknown) =>
+      runDigestSchema.safeParse({ ...digest, kpis: [{ section: 'LIGHTHOUSE', kpi: 'x', data }] }).success;
+    const fields = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`f${i}`, i]));
+    expect([fields(64), fields(65), { ['n'.repeat(65)]: 1 }, [1, 2], null].map(withData)).toEqual([
+      true,
+      false,
+      false,
+      false,
+      false,
+    ]);
     expect(digestKpis({ ...digest, kpiVersion: LIGHTHOUSE_KPI_VERSION + 1 })).toBeNull();
   });
 });

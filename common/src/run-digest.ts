@@ -23,18 +23,31 @@ export const DIGEST_AUDITS = [
 
 const finite = z.number().refine(Number.isFinite, 'a finite number');
 
+type KpiValue = number | null | boolean | string;
+
+/** A KPI record has at most this many fields. */
+const MAX_KPI_FIELDS = 64;
+
 /**
- * A KPI record's field: one check, not a union of four, which builds the failed options'
- * issues for every string and null it reads (most of the digest's check at 1,000 updates).
+ * A KPI record's fields, checked in one pass: a zod schema for each name and each value (a union
+ * of four) built parse states for every one of a digest's few hundred fields, which made the
+ * digests' check the largest part of reading a reply at 1,000 updates.
  */
-const kpiValue = z.custom<number | null | boolean | string>(
-  (v) =>
-    v === null ||
-    typeof v === 'boolean' ||
-    (typeof v === 'number' && Number.isFinite(v)) ||
-    (typeof v === 'string' && v.length <= 500),
-  'a finite number, null, a boolean or a string of at most 500 characters',
-);
+function isKpiData(data: unknown): data is Record<string, KpiValue> {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return false;
+  const names = Object.keys(data);
+  if (names.length > MAX_KPI_FIELDS) return false;
+  for (const name of names) {
+    const v = (data as Record<string, unknown>)[name];
+    const valid =
+      v === null ||
+      typeof v === 'boolean' ||
+      (typeof v === 'number' && Number.isFinite(v)) ||
+      (typeof v === 'string' && v.length <= 500);
+    if (!valid || name.length > 64) return false;
+  }
+  return true;
+}
 
 /**
  * The run as the gateway reads it, beside its result: a skeleton of the Lighthouse result
@@ -72,7 +85,10 @@ export const runDigestSchema = z.object({
           ],
         ),
         kpi: z.string().min(1).max(64),
-        data: z.record(z.string().max(64), kpiValue).refine((d) => Object.keys(d).length <= 64, 'at most 64 fields'),
+        data: z.custom<Record<string, KpiValue>>(
+          isKpiData,
+          `at most ${MAX_KPI_FIELDS} fields of names up to 64 characters, each a finite number, null, a boolean or a string of at most 500 characters`,
+        ),
       }),
     )
     .max(32),
