@@ -1,6 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { BadResultBytes, inflateResult, ResultBytes } from './result-bytes.ts';
+import { loadLhr } from '../../test/support/lhr-fixtures.ts';
+import { BadResultBytes, inflateResult, ResultBytes, withStoredResult } from './result-bytes.ts';
 
 const gz = (text: string) => gzipSync(Buffer.from(text));
 
@@ -32,5 +33,26 @@ describe('ResultBytes', () => {
     const honest = gz(text);
     expect(inflateResult(honest).toString('utf8')).toBe(text);
     expect(() => inflateResult(Buffer.from('not gzip at all, not at all'))).toThrow(/not gzip|does not inflate/);
+  });
+});
+
+describe('withStoredResult', () => {
+  it('gives the stored JSON at once, and reads the result against the schema only when asked', () => {
+    const lhr = loadLhr('mobile', 1);
+    const cell = withStoredResult({ device: 'mobile' }, gz(JSON.stringify(lhr)));
+    expect(JSON.parse(cell.lighthouseJson.toString('utf8'))).toEqual(lhr);
+    expect(cell.lighthouse.finalDisplayedUrl).toBe(lhr.finalDisplayedUrl);
+    expect(cell.device).toBe('mobile');
+    // One JSON object that is no Lighthouse result: written as it is, refused when read.
+    const odd = withStoredResult({}, gz('{"not":"a result"}'));
+    expect(odd.lighthouseJson.toString('utf8')).toBe('{"not":"a result"}');
+    expect(() => odd.lighthouse).toThrow();
+  });
+
+  it('refuses a stored result that is not one JSON object, and writes one in another encoding as its text', () => {
+    for (const text of ['{"a":1}{"b":2}', '[1]', '{"a":'])
+      expect(() => withStoredResult({}, gz(text)), text).toThrow(BadResultBytes);
+    const latin1 = Buffer.from([...Buffer.from('{"a":"'), 0xe9, ...Buffer.from('"}')]);
+    expect(withStoredResult({}, gzipSync(latin1)).lighthouseJson.toString('utf8')).toBe('{"a":"\ufffd"}');
   });
 });

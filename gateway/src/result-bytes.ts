@@ -64,17 +64,28 @@ export function inflateResult(gzipped: Buffer): Buffer {
 }
 
 /**
- * A stored result read back: checked against the v1 schema, with its JSON as stored, in UTF-8,
- * for answers to write as it is. A result stored before results were checked as UTF-8 may hold
- * bytes that are not: it is written as its decoded text then.
+ * A stored cell with its result read back: the result's JSON as stored, in UTF-8 and seen to be
+ * one JSON object, for answers to write as it is; and the result itself, read against the v1
+ * schema only when something reads `lighthouse` (a comparison, the budgets, a recomputation).
+ * /v1/audit writes the bytes alone, and parsing every result to drop it was most of the cost of
+ * a read (bench/results.md, read path). A result stored before results were checked as UTF-8
+ * may hold bytes that are not: it is written as its decoded text then.
  */
-export function readStoredResult(gzipped: Uint8Array): { lighthouse: LighthouseResult; lighthouseJson: Buffer } {
-  const bytes = inflateResult(Buffer.from(gzipped.buffer, gzipped.byteOffset, gzipped.byteLength));
-  const text = bytes.toString('utf8');
-  return {
-    lighthouse: lighthouseResultSchema.parse(JSON.parse(text)),
-    lighthouseJson: isUtf8(bytes) ? bytes : Buffer.from(text),
-  };
+export function withStoredResult<C extends object>(
+  cell: C,
+  gzipped: Uint8Array,
+): C & { readonly lighthouse: LighthouseResult; readonly lighthouseJson: Buffer } {
+  const inflated = inflateResult(Buffer.from(gzipped.buffer, gzipped.byteOffset, gzipped.byteLength));
+  const json = isUtf8(inflated) ? inflated : Buffer.from(inflated.toString('utf8'));
+  if (!isOneJsonObject(json)) throw new BadResultBytes('the stored result is not one JSON object');
+  let lighthouse: LighthouseResult | undefined;
+  return Object.defineProperties(cell, {
+    lighthouseJson: { value: json, enumerable: true },
+    lighthouse: {
+      get: () => (lighthouse ??= lighthouseResultSchema.parse(JSON.parse(json.toString('utf8')))),
+      enumerable: true,
+    },
+  }) as C & { readonly lighthouse: LighthouseResult; readonly lighthouseJson: Buffer };
 }
 
 /**

@@ -26,7 +26,7 @@ import {
   type KpiRecord,
   type Location,
 } from '@perfwatch/common';
-import { readStoredResult } from '../result-bytes.ts';
+import { withStoredResult } from '../result-bytes.ts';
 import {
   ConcurrentWrite,
   DELIVERY_STATUSES,
@@ -1075,8 +1075,8 @@ export class MongoStore implements Store {
     if (filter.locations && filter.locations.length > 0) query['location'] = { $in: filter.locations };
     const docs = await this.#results.find(query).toArray();
     const results = docs.map((doc) => {
-      const r = resultDoc.parse(doc);
-      return { ...r, ...readStoredResult(r.lighthouse.buffer), kpis: [] };
+      const { lighthouse, ...r } = resultDoc.parse(doc);
+      return withStoredResult({ ...r, kpis: [] }, lighthouse.buffer);
     });
     return {
       id: snapshot._id,

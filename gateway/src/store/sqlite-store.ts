@@ -18,7 +18,7 @@ import {
   type KpiRecord,
   type Location,
 } from '@perfwatch/common';
-import { readStoredResult } from '../result-bytes.ts';
+import { withStoredResult } from '../result-bytes.ts';
 import {
   DELIVERY_STATUSES,
   DuplicateError,
@@ -916,17 +916,21 @@ export class SqliteStore implements Store {
         (!filter.device || r.device === filter.device) &&
         (!filter.locations?.length || filter.locations.includes(r.location)),
     );
-    const results = wanted.map((r) => ({
-      device: r.device,
-      location: r.location,
-      median: r.median,
-      runs: r.runs,
-      elementCount: r.element_count,
-      crux: r.crux,
-      ...readStoredResult(r.lighthouse),
-      kpis: [],
-      ...(r.checks ? { checks: r.checks } : {}),
-    }));
+    const results = wanted.map((r) =>
+      withStoredResult(
+        {
+          device: r.device,
+          location: r.location,
+          median: r.median,
+          runs: r.runs,
+          elementCount: r.element_count,
+          crux: r.crux,
+          kpis: [],
+          ...(r.checks ? { checks: r.checks } : {}),
+        },
+        r.lighthouse,
+      ),
+    );
     return {
       id: snapshot.id,
       projectId: snapshot.project_id,
