@@ -4,6 +4,7 @@ import type { Store } from '@perfwatch/gateway';
 import { loadLhr } from './lhr-fixtures.ts';
 import { newCell } from './new-cells.ts';
 import { kpiRows } from './kpi-rows.ts';
+import { MAX_DATE_SHIFT_SECONDS, NoFreeSnapshotDate } from '../../gateway/src/store/snapshot-dates.ts';
 
 function result(device: Device, location: Location) {
   const lighthouse = loadLhr(device, 1);
@@ -130,6 +131,13 @@ export function describeStoreContract(name: string, store: () => Store): void {
       expect(second.getTime() - first.getTime()).toBe(1000);
       expect((await store().findSnapshot(project.id, first))!.updateId).toBe('a');
       expect((await store().findSnapshot(project.id, second))!.updateId).toBe('b');
+      // Every second of the next minute taken: the next one is refused by name, nothing written.
+      for (let n = 2; n <= MAX_DATE_SHIFT_SECONDS; n++)
+        await store().saveSnapshot({ project, updateId: `u${n}`, date, updateType: 'manual', results: [] });
+      await expect(
+        store().saveSnapshot({ project, updateId: 'late', date, updateType: 'manual', results: [] }),
+      ).rejects.toThrow(NoFreeSnapshotDate);
+      expect(await store().findSnapshotOfUpdate('late')).toBeNull();
     });
 
     it('writes one snapshot per update: a repeated save returns the first; a write cut short is replaced, its KPI records with it', async () => {

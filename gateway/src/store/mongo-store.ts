@@ -27,6 +27,7 @@ import {
   type Location,
 } from '@perfwatch/common';
 import { withStoredResult } from '../result-bytes.ts';
+import { NoFreeSnapshotDate, snapshotDates } from './snapshot-dates.ts';
 import {
   ConcurrentWrite,
   DELIVERY_STATUSES,
@@ -65,8 +66,6 @@ import {
 const DUPLICATE_KEY = 11000;
 /** MongoDB aborts one of two writes to the same document with this code; the write may simply be tried again. */
 const WRITE_CONFLICT = 112;
-/** How many later seconds a snapshot may move to when its project already has one at that second. */
-const MAX_DATE_SHIFT_SECONDS = 60;
 
 const objectId = z.instanceof(ObjectId).transform((id) => id.toHexString());
 
@@ -847,9 +846,8 @@ export class MongoStore implements Store {
     const projectId = new ObjectId(project.id);
     const userId = new ObjectId(project.userId);
     const available = results.map(({ device, location }) => ({ device, location }));
-    let stored = date;
-    for (let shift = 0; ; shift++) {
-      stored = new Date(date.getTime() + shift * 1000);
+    let stored: Date | undefined;
+    for (const candidate of snapshotDates(date)) {
       try {
         await this.#snapshots.insertOne({
           _id: snapshotId,
@@ -858,7 +856,7 @@ export class MongoStore implements Store {
           updateId,
           url: project.url,
           domain: project.domain,
-          date: stored,
+          date: candidate,
           updateType,
           available,
           missing: (missing ?? []).map((m) => ({ ...m })),
@@ -866,15 +864,16 @@ export class MongoStore implements Store {
           status: 'writing',
           createdAt: new Date(),
         });
+        stored = candidate;
         break;
       } catch (error) {
-        if (!(error instanceof MongoServerError && error.code === DUPLICATE_KEY) || shift >= MAX_DATE_SHIFT_SECONDS)
-          throw error;
+        if (!(error instanceof MongoServerError && error.code === DUPLICATE_KEY)) throw error;
         // The unique key on updateId: another delivery of this update is writing right now.
         if (await this.#snapshots.findOne({ updateId }, { projection: { _id: 1 } }))
           throw new ConcurrentWrite(updateId);
       }
     }
+    if (!stored) throw new NoFreeSnapshotDate(project.url, date);
     const resultDocs = await Promise.all(
       results.map(async (r) => ({
         snapshotId,

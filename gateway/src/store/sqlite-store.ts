@@ -19,6 +19,7 @@ import {
   type Location,
 } from '@perfwatch/common';
 import { withStoredResult } from '../result-bytes.ts';
+import { NoFreeSnapshotDate, snapshotDates } from './snapshot-dates.ts';
 import {
   DELIVERY_STATUSES,
   DuplicateError,
@@ -52,8 +53,6 @@ import {
   type UserRecord,
 } from './store.ts';
 
-/** How many later seconds a snapshot may move to when its project already has one at that second. */
-const MAX_DATE_SHIFT_SECONDS = 60;
 const SCHEMA_VERSION = 6;
 /** Prepared statements kept per store: far more than the SQL texts it runs. */
 const MAX_CACHED_STATEMENTS = 200;
@@ -744,16 +743,7 @@ export class SqliteStore implements Store {
       const earlier = this.#get('SELECT date FROM snapshots WHERE update_id = ?', updateId) as
         { date: number } | undefined;
       if (earlier) return new Date(earlier.date);
-      let stored = date;
-      for (let shift = 0; ; shift++) {
-        stored = new Date(date.getTime() + shift * 1000);
-        if (!this.#get('SELECT 1 FROM snapshots WHERE project_id = ? AND date = ?', project.id, stored.getTime()))
-          break;
-        if (shift >= MAX_DATE_SHIFT_SECONDS)
-          throw new Error(
-            `project ${project.url} has a snapshot in each of the ${MAX_DATE_SHIFT_SECONDS} seconds after ${date.toISOString()}`,
-          );
-      }
+      const stored = this.#freeDate(project, date);
       const snapshotId = newId();
       this.#run(
         'INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available, missing, kpi_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
@@ -773,6 +763,15 @@ export class SqliteStore implements Store {
         'INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse, checks) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       );
       const kpis: SQLInputValue[] = [];
+      const snapshot = {
+        snapshotId,
+        projectId: project.id,
+        userId: project.userId,
+        date: stored.getTime(),
+        domain: project.domain,
+        url: project.url,
+        updateType,
+      };
       results.forEach((r, seq) => {
         insertResult.run(
           snapshotId,
@@ -786,22 +785,20 @@ export class SqliteStore implements Store {
           compressed[seq]!,
           r.checks ? JSON.stringify(r.checks) : null,
         );
-        const place = {
-          snapshotId,
-          projectId: project.id,
-          userId: project.userId,
-          date: stored.getTime(),
-          domain: project.domain,
-          url: project.url,
-          device: r.device,
-          location: r.location,
-          updateType,
-        };
+        const place = { ...snapshot, device: r.device, location: r.location };
         for (const k of r.kpis) kpis.push(...kpiRowValues(place, k));
       });
       this.#insertKpis(kpis);
       return stored;
     });
+  }
+
+  /** The first of the snapshot's dates (snapshotDates) its project has no snapshot at. */
+  #freeDate(project: ProjectRecord, date: Date): Date {
+    for (const candidate of snapshotDates(date))
+      if (!this.#get('SELECT 1 FROM snapshots WHERE project_id = ? AND date = ?', project.id, candidate.getTime()))
+        return candidate;
+    throw new NoFreeSnapshotDate(project.url, date);
   }
 
   async listSnapshotsBelowKpiVersion(
