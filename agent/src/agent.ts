@@ -92,143 +92,216 @@ export interface Agent {
  * with the location's other agents, runs up to `capacity` of them at once, replies with each
  * result, and announces itself so gateways know the location is served and how busy it is.
  */
-export function startAgent({
-  nc,
-  location,
-  runner,
-  logger,
-  agentId,
-  capacity = 1,
-  announceIntervalMs = 5_000,
-  keepScreenshots = false,
-  probeSecurity,
-  observer,
-  calibrateEveryRuns,
-  encodeReply: encoded = encodeReplyBytes,
-}: AgentDeps): Agent {
-  const log = logger.child({ location, agentId });
+export function startAgent(deps: AgentDeps): Agent {
+  const agent = new NatsAgent(deps);
+  agent.start();
+  return agent;
+}
+
+/** Why a well-formed job is handed back rather than run here, or null to run it. */
+function handBackReason(
+  job: AuditJob,
+  { stopping, busy, capacity, agentId }: { stopping: boolean; busy: number; capacity: number; agentId: string },
+): { code: string; message: string } | null {
+  if (stopping) return { code: 'AGENT_SHUTTING_DOWN', message: 'agent is shutting down' };
+  if (busy >= capacity)
+    return { code: 'AGENT_BUSY', message: `agent ${agentId} is running ${busy} audits, its capacity` };
+  if (job.excludeAgents?.includes(agentId))
+    return { code: 'AGENT_EXCLUDED', message: `job ${job.jobId} asks for another agent than ${agentId}` };
+  return null;
+}
+
+class NatsAgent implements Agent {
+  readonly location: Location;
+  readonly capacity: number;
+  readonly #deps: AgentDeps;
+  readonly #log: Logger;
+  readonly #encoded: ReplyEncoder;
+  readonly #announceIntervalMs: number;
   // Binds this process to its agent id at the gateways (agent-presence.ts): only the process
   // that knows it can update or retire the id.
-  const instance = randomBytes(18).toString('base64url');
-  const execute = createJobExecutor({
-    location,
-    runner,
-    logger: log,
-    agentId,
-    keepScreenshots,
-    probeSecurity,
-    observer,
-    ...(calibrateEveryRuns ? { calibrateEveryRuns } : {}),
-  });
-  const subject = auditSubject(location);
-  let stopping = false;
-  let busy = 0;
-  const running = new Set<Promise<void>>();
+  readonly #instance = randomBytes(18).toString('base64url');
+  readonly #execute: ReturnType<typeof createJobExecutor>;
+  readonly #subject: string;
+  #stopping = false;
+  #busy = 0;
+  readonly #running = new Set<Promise<void>>();
   // Announced, so a gateway knows its offer arrived (agent-presence.ts, `running`).
-  const runningJobs = new Set<string>();
-  let jobs: Subscription | null = null;
-  let leaving: Promise<void> = Promise.resolve();
+  readonly #runningJobs = new Set<string>();
+  #jobs: Subscription | null = null;
+  #leaving: Promise<void> = Promise.resolve();
+  #announcing = false;
+  #discover: Subscription | undefined;
+  #heartbeat: NodeJS.Timeout | undefined;
+
+  constructor(deps: AgentDeps) {
+    const { location, runner, logger, agentId, keepScreenshots = false, probeSecurity, observer } = deps;
+    this.#deps = deps;
+    this.location = location;
+    this.capacity = deps.capacity ?? 1;
+    this.#announceIntervalMs = deps.announceIntervalMs ?? 5_000;
+    this.#encoded = deps.encodeReply ?? encodeReplyBytes;
+    this.#log = logger.child({ location, agentId });
+    this.#subject = auditSubject(location);
+    this.#execute = createJobExecutor({
+      location,
+      runner,
+      logger: this.#log,
+      agentId,
+      keepScreenshots,
+      probeSecurity,
+      observer,
+      ...(deps.calibrateEveryRuns ? { calibrateEveryRuns: deps.calibrateEveryRuns } : {}),
+    });
+  }
+
+  get busy(): number {
+    return this.#busy;
+  }
+
+  get accepting(): boolean {
+    return !this.#stopping;
+  }
+
+  start(): void {
+    const { nc } = this.#deps;
+    this.#discover = nc.subscribe(AGENT_DISCOVER_SUBJECT, { callback: () => this.#announce() });
+    this.#heartbeat = setInterval(() => this.#announce(), this.#announceIntervalMs);
+    this.#heartbeat.unref();
+    this.#listen();
+    this.#announce();
+    this.#log.info({ subject: this.#subject, capacity: this.capacity }, 'agent serving location');
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    clearInterval(this.#heartbeat);
+    this.#announce();
+    this.#leaveQueueGroup();
+    await this.#leaving;
+    while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
+    if (!this.#deps.nc.isClosed()) await this.#discover?.drain().catch(() => undefined);
+    this.#log.info('agent stopped');
+  }
 
   // At capacity the agent leaves the queue group (drain: jobs already on their way are still
   // answered), so NATS gives new jobs to agents that can start them, and a gateway that finds
   // no responder while agents are announced knows they are busy, not gone. A job that slips
   // in anyway is handed back at once (AGENT_BUSY) rather than queued behind a run here.
-  function listen(): void {
-    if (jobs || stopping || busy >= capacity || nc.isClosed() || nc.isDraining()) return;
-    jobs = nc.subscribe(subject, { queue: auditQueueGroup(location), callback: (_error, msg) => accept(msg) });
+  #listen(): void {
+    const { nc, location } = this.#deps;
+    if (this.#jobs || this.#stopping || this.#busy >= this.capacity || nc.isClosed() || nc.isDraining()) return;
+    this.#jobs = nc.subscribe(this.#subject, {
+      queue: auditQueueGroup(location),
+      callback: (_error, msg) => this.#accept(msg),
+    });
   }
 
-  function leaveQueueGroup(): void {
-    const sub = jobs;
-    jobs = null;
+  #leaveQueueGroup(): void {
+    const sub = this.#jobs;
+    this.#jobs = null;
     if (sub)
-      leaving = leaving
+      this.#leaving = this.#leaving
         .then(() => sub.drain())
-        .catch((error: unknown) => log.warn({ err: error }, 'could not leave the queue group cleanly'));
+        .catch((error: unknown) => this.#log.warn({ err: error }, 'could not leave the queue group cleanly'));
   }
 
-  function accept(msg: Msg): void {
+  #accept(msg: Msg): void {
+    const { agentId } = this.#deps;
     const requestId = msg.headers?.get(HEADERS.requestId) || undefined;
     let job: AuditJob;
     try {
       job = decodeJob(msg.data);
     } catch (error) {
-      log.warn({ requestId, err: error }, 'rejected a malformed job');
-      void reply(msg, {
+      this.#log.warn({ requestId, err: error }, 'rejected a malformed job');
+      void this.#reply(msg, {
         ok: false,
         agentId,
         error: { code: 'BAD_JOB', message: `malformed job: ${(error as Error).message}`, retryable: false },
       });
       return;
     }
-    const handBack = stopping
-      ? { code: 'AGENT_SHUTTING_DOWN', message: 'agent is shutting down' }
-      : busy >= capacity
-        ? { code: 'AGENT_BUSY', message: `agent ${agentId} is running ${busy} audits, its capacity` }
-        : job.excludeAgents?.includes(agentId)
-          ? { code: 'AGENT_EXCLUDED', message: `job ${job.jobId} asks for another agent than ${agentId}` }
-          : null;
+    const handBack = handBackReason(job, {
+      stopping: this.#stopping,
+      busy: this.#busy,
+      capacity: this.capacity,
+      agentId,
+    });
     if (handBack) {
-      void reply(msg, { ok: false, jobId: job.jobId, agentId, error: { ...handBack, retryable: true } });
+      void this.#reply(msg, { ok: false, jobId: job.jobId, agentId, error: { ...handBack, retryable: true } });
       return;
     }
-    busy++;
-    runningJobs.add(job.jobId);
-    if (busy >= capacity) leaveQueueGroup();
-    announceSoon();
-    const done = handle(msg, job, requestId)
-      .catch((error: unknown) => log.error({ err: error, jobId: job.jobId }, 'could not reply to a job'))
+    this.#run(msg, job, requestId);
+  }
+
+  #run(msg: Msg, job: AuditJob, requestId: string | undefined): void {
+    this.#busy++;
+    this.#runningJobs.add(job.jobId);
+    if (this.#busy >= this.capacity) this.#leaveQueueGroup();
+    this.#announceSoon();
+    const done = this.#handle(msg, job, requestId)
+      .catch((error: unknown) => this.#log.error({ err: error, jobId: job.jobId }, 'could not reply to a job'))
       .finally(() => {
-        running.delete(done);
-        runningJobs.delete(job.jobId);
-        busy--;
-        listen();
-        announceSoon();
+        this.#running.delete(done);
+        this.#runningJobs.delete(job.jobId);
+        this.#busy--;
+        this.#listen();
+        this.#announceSoon();
       });
-    running.add(done);
+    this.#running.add(done);
   }
 
-  async function handle(msg: Msg, job: AuditJob, requestId: string | undefined): Promise<void> {
-    await reply(msg, await execute(job, requestId), replyShapeOf(job));
+  async #handle(msg: Msg, job: AuditJob, requestId: string | undefined): Promise<void> {
+    await this.#reply(msg, await this.#execute(job, requestId), replyShapeOf(job));
   }
 
-  async function reply(msg: Msg, body: AuditReply, shape: ReplyShape = 'whole'): Promise<void> {
+  async #reply(msg: Msg, body: AuditReply, shape: ReplyShape = 'whole'): Promise<void> {
+    const { nc, agentId } = this.#deps;
+    // Headers and protocol framing share the payload limit; keep a margin for them.
+    const maxPayload = (nc.info?.max_payload ?? 1024 * 1024) - 4096;
+    const { data, parts } = await this.#fitted(body, shape, maxPayload);
     const h = natsHeaders();
     h.set(HEADERS.contentEncoding, 'gzip');
     h.set(HEADERS.agentId, agentId);
     const requestId = msg.headers?.get(HEADERS.requestId);
     if (requestId) h.set(HEADERS.requestId, requestId);
-    let { data, parts } = await encoded(body, shape);
-    // Headers and protocol framing share the payload limit; keep a margin for them.
-    const maxPayload = (nc.info?.max_payload ?? 1024 * 1024) - 4096;
+    if (parts !== null) {
+      h.set(HEADERS.replyParts, String(parts));
+      if (shape === 'parts, plain digest') h.set(HEADERS.digestEncoding, 'identity');
+    }
+    if (!msg.respond(data, { headers: h })) this.#log.warn('job had no reply subject; result dropped by the sender');
+  }
+
+  /** The reply's bytes within `maxPayload`: as they are, with the result shrunk, or RESULT_TOO_LARGE. */
+  async #fitted(
+    body: AuditReply,
+    shape: ReplyShape,
+    maxPayload: number,
+  ): Promise<{ data: Uint8Array; parts: number | null }> {
+    let { data, parts } = await this.#encoded(body, shape);
     if (data.byteLength > maxPayload && body.ok) {
-      log.warn({ bytes: data.byteLength, maxPayload }, 'result exceeds the NATS payload limit; shrinking it');
+      this.#log.warn({ bytes: data.byteLength, maxPayload }, 'result exceeds the NATS payload limit; shrinking it');
       // The digest stays the whole result's: only what is kept of it shrinks.
-      ({ data, parts } = await encoded(
+      ({ data, parts } = await this.#encoded(
         { ok: true, result: { ...body.result, lhr: shrinkLighthouseResult(body.result.lhr) } },
         shape,
         digestRun(body.result.lhr),
       ));
     }
-    if (data.byteLength > maxPayload) {
-      parts = null;
-      log.error({ bytes: data.byteLength, maxPayload }, 'result exceeds the NATS payload limit');
-      data = await encodeReply({
-        ok: false,
-        ...(body.ok ? { jobId: body.result.jobId } : {}),
-        agentId,
-        error: {
-          code: 'RESULT_TOO_LARGE',
-          message: `compressed result is ${data.byteLength} bytes; the NATS server allows ${maxPayload}`,
-          retryable: false,
-        },
-      });
-    }
-    if (parts !== null) {
-      h.set(HEADERS.replyParts, String(parts));
-      if (shape === 'parts, plain digest') h.set(HEADERS.digestEncoding, 'identity');
-    }
-    if (!msg.respond(data, { headers: h })) log.warn('job had no reply subject; result dropped by the sender');
+    if (data.byteLength <= maxPayload) return { data, parts };
+    this.#log.error({ bytes: data.byteLength, maxPayload }, 'result exceeds the NATS payload limit');
+    const refusal = await encodeReply({
+      ok: false,
+      ...(body.ok ? { jobId: body.result.jobId } : {}),
+      agentId: this.#deps.agentId,
+      error: {
+        code: 'RESULT_TOO_LARGE',
+        message: `compressed result is ${data.byteLength} bytes; the NATS server allows ${maxPayload}`,
+        retryable: false,
+      },
+    });
+    return { data: refusal, parts: null };
   }
 
   /**
@@ -236,65 +309,36 @@ export function startAgent({
    * next: an agent of capacity 25 taking a burst of jobs said so once per job, and gateways read
    * every announcement (bench/results.md, dispatch at scale).
    */
-  let announcing = false;
-  function announceSoon(): void {
-    if (announcing) return;
-    announcing = true;
+  #announceSoon(): void {
+    if (this.#announcing) return;
+    this.#announcing = true;
     setImmediate(() => {
-      announcing = false;
-      announce();
+      this.#announcing = false;
+      this.#announce();
     });
   }
 
-  function announce(): void {
+  #announce(): void {
+    const { nc, location, agentId } = this.#deps;
     if (nc.isClosed()) return;
     try {
       nc.publish(
         agentAnnounceSubject(location),
         encodeAnnouncement({
           agentId,
-          instance,
+          instance: this.#instance,
           location,
           version: PERFWATCH_VERSION,
-          capacity,
-          busy,
-          running: [...runningJobs].reverse().slice(0, MAX_ANNOUNCED_RUNNING),
-          state: stopping ? 'stopping' : 'ready',
-          intervalMs: announceIntervalMs,
+          capacity: this.capacity,
+          busy: this.#busy,
+          running: [...this.#runningJobs].reverse().slice(0, MAX_ANNOUNCED_RUNNING),
+          state: this.#stopping ? 'stopping' : 'ready',
+          intervalMs: this.#announceIntervalMs,
         }),
       );
     } catch (error) {
       // A connection that is draining refuses publishes; the gateway's expiry covers this.
-      log.debug({ err: error }, 'could not announce');
+      this.#log.debug({ err: error }, 'could not announce');
     }
   }
-
-  const discover = nc.subscribe(AGENT_DISCOVER_SUBJECT, { callback: () => announce() });
-  const heartbeat = setInterval(announce, announceIntervalMs);
-  heartbeat.unref();
-  listen();
-  announce();
-  log.info({ subject, capacity }, 'agent serving location');
-
-  return {
-    location,
-    capacity,
-    get busy() {
-      return busy;
-    },
-    get accepting() {
-      return !stopping;
-    },
-    async stop() {
-      if (stopping) return;
-      stopping = true;
-      clearInterval(heartbeat);
-      announce();
-      leaveQueueGroup();
-      await leaving;
-      while (running.size > 0) await Promise.allSettled([...running]);
-      if (!nc.isClosed()) await discover.drain().catch(() => undefined);
-      log.info('agent stopped');
-    },
-  };
 }

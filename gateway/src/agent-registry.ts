@@ -1,4 +1,4 @@
-import type { NatsConnection, Subscription } from '@nats-io/nats-core';
+import type { Msg, NatsConnection, Subscription } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import {
   AGENT_ANNOUNCE_PREFIX,
@@ -66,125 +66,173 @@ export async function startAgentRegistry({
   settleMs?: number;
   now?: () => number;
 }): Promise<AgentRegistry> {
-  const known = new Map<string, { announcement: AgentAnnouncement; seenAt: number }>();
-  const ignored = { count: 0, loggedAt: 0 };
-  const ignore = (reason: string, detail: Record<string, unknown>) => {
-    ignored.count++;
-    if (now() - ignored.loggedAt < IGNORED_LOG_EVERY_MS) return;
-    logger.warn({ ...detail, reason, ignoredSinceLastLog: ignored.count }, 'ignored an agent announcement');
-    ignored.loggedAt = now();
-    ignored.count = 0;
-  };
-  const silentLocations = new Set<Location>();
-  const waiting = new Set<{ location: Location; wake: () => void }>();
-  const roomListeners: Array<(location: Location, places: number) => void> = [];
-  // Offers waiting to hear that an agent took them, by job id.
-  const takeWaiters = new Map<string, { location: Location; resolve: (taken: boolean) => void }>();
-  let settled = false;
-
-  const sub: Subscription = nc.subscribe(`${AGENT_ANNOUNCE_PREFIX}.*`, {
-    callback: (_error, msg) => {
-      let announcement: AgentAnnouncement;
-      try {
-        announcement = decodeAnnouncement(msg.data);
-      } catch (error) {
-        logger.warn(
-          { err: { message: (error as Error).message } },
-          'ignored an announcement that does not match the v1 contract',
-        );
-        return;
-      }
-      // The subject is what NATS permissions vouch for; a body claiming another location is not believed.
-      if (msg.subject !== `${AGENT_ANNOUNCE_PREFIX}.${announcement.location}`) {
-        logger.warn(
-          { subject: msg.subject, agentId: announcement.agentId },
-          'ignored an announcement for another location than its subject',
-        );
-        return;
-      }
-      const before = known.get(announcement.agentId);
-      const beforeLive = before !== undefined && isLive(before);
-      // An id belongs to the process that announced it first (its `instance`), until that
-      // process leaves or goes silent: another agent can neither take it over nor retire it.
-      if (
-        beforeLive &&
-        (before.announcement.location !== announcement.location ||
-          (before.announcement.instance !== undefined && before.announcement.instance !== announcement.instance))
-      ) {
-        ignore('the agent id belongs to another live agent', {
-          agentId: announcement.agentId,
-          location: announcement.location,
-        });
-        return;
-      }
-      if (announcement.state === 'stopping') {
-        if (known.delete(announcement.agentId))
-          logger.info({ agentId: announcement.agentId, location: announcement.location }, 'agent left');
-      } else {
-        if (!beforeLive && liveIn(announcement.location) >= MAX_AGENTS_PER_LOCATION) {
-          ignore(`the location already has ${MAX_AGENTS_PER_LOCATION} live agents`, {
-            agentId: announcement.agentId,
-            location: announcement.location,
-          });
-          return;
-        }
-        if (!beforeLive)
-          logger.info(
-            {
-              agentId: announcement.agentId,
-              location: announcement.location,
-              version: announcement.version,
-              capacity: announcement.capacity,
-            },
-            'agent joined',
-          );
-        known.set(announcement.agentId, { announcement, seenAt: now() });
-        silentLocations.delete(announcement.location);
-      }
-      for (const jobId of announcement.running ?? []) {
-        const waiter = takeWaiters.get(jobId);
-        if (waiter?.location === announcement.location) waiter.resolve(true);
-      }
-      if (announcement.state === 'ready' && announcement.busy < announcement.capacity) {
-        // As many waiters as the agent has free slots, oldest first: waking every waiter of
-        // the location sends them all at one slot, and all but one find no responder again.
-        let room = announcement.capacity - announcement.busy;
-        for (const listener of roomListeners) listener(announcement.location, room);
-        for (const w of waiting) {
-          if (room === 0) break;
-          if (w.location !== announcement.location) continue;
-          w.wake();
-          room--;
-        }
-      }
-    },
-  });
+  const registry = new NatsAgentRegistry(nc, logger, now);
+  registry.listen();
   nc.publish(AGENT_DISCOVER_SUBJECT);
   // Agents answer the discovery call at once; after a round trip and a short wait for the
   // ones far away, an empty location is really empty.
   await nc.flush();
-  const settle = setTimeout(() => {
-    settled = true;
-  }, settleMs);
-  settle.unref();
+  registry.settleAfter(settleMs);
+  return registry;
+}
 
-  function isLive({ announcement, seenAt }: { announcement: AgentAnnouncement; seenAt: number }): boolean {
-    return now() - seenAt <= announcement.intervalMs * MISSED_ANNOUNCEMENTS;
+interface KnownAgent {
+  announcement: AgentAnnouncement;
+  seenAt: number;
+}
+
+/** An offer waiting to hear that an agent of its location took its job. */
+interface TakeWaiter {
+  location: Location;
+  resolve: (taken: boolean) => void;
+}
+
+class NatsAgentRegistry implements AgentRegistry {
+  readonly #known = new Map<string, KnownAgent>();
+  readonly #ignored = { count: 0, loggedAt: 0 };
+  readonly #silentLocations = new Set<Location>();
+  readonly #waiting = new Set<{ location: Location; wake: () => void }>();
+  readonly #roomListeners: Array<(location: Location, places: number) => void> = [];
+  /** By job id. */
+  readonly #takeWaiters = new Map<string, TakeWaiter>();
+  #settled = false;
+  #settle: NodeJS.Timeout | undefined;
+  #sub: Subscription | undefined;
+
+  readonly #nc: NatsConnection;
+  readonly #logger: Logger;
+  readonly #now: () => number;
+
+  constructor(nc: NatsConnection, logger: Logger, now: () => number) {
+    this.#nc = nc;
+    this.#logger = logger;
+    this.#now = now;
   }
 
-  function liveIn(location: Location): number {
-    return all().filter((a) => a.location === location).length;
+  listen(): void {
+    this.#sub = this.#nc.subscribe(`${AGENT_ANNOUNCE_PREFIX}.*`, {
+      callback: (_error, msg) => this.#heard(msg),
+    });
   }
 
-  function all(): AgentAnnouncement[] {
+  settleAfter(ms: number): void {
+    this.#settle = setTimeout(() => {
+      this.#settled = true;
+    }, ms);
+    this.#settle.unref();
+  }
+
+  #heard(msg: Msg): void {
+    const announcement = this.#believed(msg);
+    if (!announcement) return;
+    if (announcement.state === 'stopping') {
+      if (this.#known.delete(announcement.agentId))
+        this.#logger.info({ agentId: announcement.agentId, location: announcement.location }, 'agent left');
+    } else if (!this.#recorded(announcement)) {
+      return;
+    }
+    for (const jobId of announcement.running ?? []) {
+      const waiter = this.#takeWaiters.get(jobId);
+      if (waiter?.location === announcement.location) waiter.resolve(true);
+    }
+    if (announcement.state === 'ready' && announcement.busy < announcement.capacity) this.#roomAt(announcement);
+  }
+
+  /**
+   * The announcement, when it matches the contract, its subject (what NATS permissions vouch
+   * for: a body claiming another location is not believed) and its id's owner: an id belongs to
+   * the process that announced it first (its `instance`) until that process leaves or goes
+   * silent, so another agent can neither take it over nor retire it.
+   */
+  #believed(msg: Msg): AgentAnnouncement | null {
+    let announcement: AgentAnnouncement;
+    try {
+      announcement = decodeAnnouncement(msg.data);
+    } catch (error) {
+      this.#logger.warn(
+        { err: { message: (error as Error).message } },
+        'ignored an announcement that does not match the v1 contract',
+      );
+      return null;
+    }
+    const { agentId, location, instance } = announcement;
+    if (msg.subject !== `${AGENT_ANNOUNCE_PREFIX}.${location}`) {
+      this.#logger.warn(
+        { subject: msg.subject, agentId },
+        'ignored an announcement for another location than its subject',
+      );
+      return null;
+    }
+    const before = this.#known.get(agentId);
+    if (
+      before &&
+      this.#isLive(before) &&
+      (before.announcement.location !== location ||
+        (before.announcement.instance !== undefined && before.announcement.instance !== instance))
+    ) {
+      this.#ignore('the agent id belongs to another live agent', { agentId, location });
+      return null;
+    }
+    return announcement;
+  }
+
+  /** Records a live agent's announcement; false when its location is full and it is new there. */
+  #recorded(announcement: AgentAnnouncement): boolean {
+    const { agentId, location, version, capacity } = announcement;
+    const before = this.#known.get(agentId);
+    const wasLive = before !== undefined && this.#isLive(before);
+    if (!wasLive) {
+      if (this.#liveIn(location) >= MAX_AGENTS_PER_LOCATION) {
+        this.#ignore(`the location already has ${MAX_AGENTS_PER_LOCATION} live agents`, { agentId, location });
+        return false;
+      }
+      this.#logger.info({ agentId, location, version, capacity }, 'agent joined');
+    }
+    this.#known.set(agentId, { announcement, seenAt: this.#now() });
+    this.#silentLocations.delete(location);
+    return true;
+  }
+
+  /**
+   * As many waiters as the agent has free slots, oldest first: waking every waiter of the
+   * location sends them all at one slot, and all but one find no responder again.
+   */
+  #roomAt({ location, capacity, busy }: AgentAnnouncement): void {
+    let room = capacity - busy;
+    for (const listener of this.#roomListeners) listener(location, room);
+    for (const w of this.#waiting) {
+      if (room === 0) break;
+      if (w.location !== location) continue;
+      w.wake();
+      room--;
+    }
+  }
+
+  #ignore(reason: string, detail: Record<string, unknown>): void {
+    this.#ignored.count++;
+    if (this.#now() - this.#ignored.loggedAt < IGNORED_LOG_EVERY_MS) return;
+    this.#logger.warn({ ...detail, reason, ignoredSinceLastLog: this.#ignored.count }, 'ignored an agent announcement');
+    this.#ignored.loggedAt = this.#now();
+    this.#ignored.count = 0;
+  }
+
+  #isLive({ announcement, seenAt }: KnownAgent): boolean {
+    return this.#now() - seenAt <= announcement.intervalMs * MISSED_ANNOUNCEMENTS;
+  }
+
+  #liveIn(location: Location): number {
+    return this.all().filter((a) => a.location === location).length;
+  }
+
+  all(): AgentAnnouncement[] {
     const live: AgentAnnouncement[] = [];
-    for (const [agentId, entry] of known) {
-      if (isLive(entry)) live.push(entry.announcement);
+    for (const [agentId, entry] of this.#known) {
+      if (this.#isLive(entry)) live.push(entry.announcement);
       else {
-        known.delete(agentId);
-        silentLocations.add(entry.announcement.location);
-        logger.warn(
-          { agentId, location: entry.announcement.location, silentMs: now() - entry.seenAt },
+        this.#known.delete(agentId);
+        this.#silentLocations.add(entry.announcement.location);
+        this.#logger.warn(
+          { agentId, location: entry.announcement.location, silentMs: this.#now() - entry.seenAt },
           'agent went silent; counted as gone',
         );
       }
@@ -192,67 +240,70 @@ export async function startAgentRegistry({
     return live;
   }
 
-  return {
-    agents(location) {
-      const live = all().filter((a) => a.location === location);
-      return live.length > 0 || settled ? live : undefined;
-    },
-    all,
-    silent(location) {
-      return all().every((a) => a.location !== location) && silentLocations.has(location);
-    },
-    confirmsTakes(location) {
-      const live = all().filter((a) => a.location === location);
-      return live.length > 0 && live.every((a) => a.running !== undefined);
-    },
-    taken(location, jobId, ms, signal) {
-      if (all().some((a) => a.location === location && a.running?.includes(jobId))) return Promise.resolve(true);
-      return new Promise((resolve) => {
-        let settled = false;
-        const settle = (taken: boolean) => {
-          if (settled) return;
-          settled = true;
+  agents(location: Location): AgentAnnouncement[] | undefined {
+    const live = this.all().filter((a) => a.location === location);
+    return live.length > 0 || this.#settled ? live : undefined;
+  }
+
+  silent(location: Location): boolean {
+    return this.all().every((a) => a.location !== location) && this.#silentLocations.has(location);
+  }
+
+  confirmsTakes(location: Location): boolean {
+    const live = this.all().filter((a) => a.location === location);
+    return live.length > 0 && live.every((a) => a.running !== undefined);
+  }
+
+  taken(location: Location, jobId: string, ms: number, signal: AbortSignal): Promise<boolean> {
+    if (this.all().some((a) => a.location === location && a.running?.includes(jobId))) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      let settled = false;
+      const settle = (taken: boolean) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        if (this.#takeWaiters.get(jobId)?.resolve === settle) this.#takeWaiters.delete(jobId);
+        resolve(taken);
+      };
+      const onAbort = () => settle(true);
+      // A gateway whose event loop was held up runs this timer before reading what arrived
+      // meanwhile: a round trip to the server first reads every announcement it had sent.
+      const timer = setTimeout(() => {
+        void this.#nc
+          .flush()
+          .catch(() => undefined)
+          .then(() => settle(false));
+      }, ms);
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#takeWaiters.set(jobId, { location, resolve: settle });
+      if (signal.aborted) settle(true);
+    });
+  }
+
+  roomIn(location: Location, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const entry = {
+        location,
+        wake: () => {
           clearTimeout(timer);
-          signal.removeEventListener('abort', onAbort);
-          if (takeWaiters.get(jobId)?.resolve === settle) takeWaiters.delete(jobId);
-          resolve(taken);
-        };
-        const onAbort = () => settle(true);
-        // A gateway whose event loop was held up runs this timer before reading what arrived
-        // meanwhile: a round trip to the server first reads every announcement it had sent.
-        const timer = setTimeout(() => {
-          void nc
-            .flush()
-            .catch(() => undefined)
-            .then(() => settle(false));
-        }, ms);
-        signal.addEventListener('abort', onAbort, { once: true });
-        takeWaiters.set(jobId, { location, resolve: settle });
-        if (signal.aborted) settle(true);
-      });
-    },
-    roomIn(location, ms) {
-      return new Promise((resolve) => {
-        const entry = {
-          location,
-          wake: () => {
-            clearTimeout(timer);
-            waiting.delete(entry);
-            resolve();
-          },
-        };
-        const timer = setTimeout(entry.wake, ms);
-        waiting.add(entry);
-      });
-    },
-    onRoom(listener) {
-      roomListeners.push(listener);
-    },
-    async stop() {
-      clearTimeout(settle);
-      for (const w of waiting) w.wake();
-      for (const w of [...takeWaiters.values()]) w.resolve(true);
-      if (!nc.isClosed()) await sub.drain().catch(() => undefined);
-    },
-  };
+          this.#waiting.delete(entry);
+          resolve();
+        },
+      };
+      const timer = setTimeout(entry.wake, ms);
+      this.#waiting.add(entry);
+    });
+  }
+
+  onRoom(listener: (location: Location, places: number) => void): void {
+    this.#roomListeners.push(listener);
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.#settle);
+    for (const w of this.#waiting) w.wake();
+    for (const w of [...this.#takeWaiters.values()]) w.resolve(true);
+    if (this.#sub && !this.#nc.isClosed()) await this.#sub.drain().catch(() => undefined);
+  }
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler, type Router } from 'express';
 import type { Logger } from 'pino';
 import { createTargetGuard, type TargetGuard } from '@perfwatch/agent';
 import { pinoHttp } from 'pino-http';
@@ -60,50 +60,14 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
 const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** Builds the gateway's HTTP app from its dependencies. Never listens: see createServer. */
-export function createApp({
-  store,
-  updates,
-  logger,
-  metrics,
-  startAsync,
-  readiness = async () => ({ ok: true }),
-  bodyLimit = '100kb',
-  rateLimits = { updates: 60, reads: 600 },
-  syncUpdates,
-  overviewStallMs,
-  authFailuresPerMinute = 30,
-  trustProxy,
-  opsElsewhere = false,
-  targetGuard = createTargetGuard(),
-  secrets = createSecretBox({}),
-}: AppDeps): Express {
+export function createApp(deps: AppDeps): Express {
+  const { logger, metrics, opsElsewhere = false, readiness = async () => ({ ok: true }) } = deps;
   const app = express();
   app.disable('x-powered-by');
-  if (trustProxy !== undefined) app.set('trust proxy', trustProxy);
+  if (deps.trustProxy !== undefined) app.set('trust proxy', deps.trustProxy);
   app.set('query parser', 'simple');
-
-  app.use((req, res, next) => {
-    const given = req.get('x-request-id');
-    req.requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
-    res.set('X-Request-Id', req.requestId);
-    next();
-  });
-  app.use(
-    pinoHttp({
-      logger,
-      genReqId: (req) => (req as express.Request).requestId,
-      // Probes and scrapes every few seconds would drown the log.
-      autoLogging: { ignore: (req) => OPS_PATHS.has(req.url?.split('?')[0] ?? '') },
-      customLogLevel: (_req, res, error) =>
-        error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
-      // The URL is the caller's input: kept whole, under its own key; headers are left out
-      // (the logger's redaction covers Authorization should a serializer add them back).
-      serializers: {
-        req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-      },
-    }),
-  );
+  app.use(requestIds);
+  app.use(requestLog(logger));
   if (metrics) app.use(metrics.httpMiddleware);
 
   app.get('/healthz', (_req, res) => {
@@ -120,13 +84,58 @@ export function createApp({
       res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
     });
   }
-
   const openapi = createOpenApiDocument();
   app.get('/v1/openapi.json', (_req, res) => {
     res.json(openapi);
   });
   app.use('/v1/docs', apiDocsRouter());
+  app.use('/v1', apiRouter(deps));
+  app.use(dashboardRouter());
+  app.use(notFoundRoute);
+  app.use(errorHandler(logger));
+  return app;
+}
 
+/** Every request's id: the caller's X-Request-Id when it is one, a new one otherwise; echoed. */
+const requestIds: RequestHandler = (req, res, next) => {
+  const given = req.get('x-request-id');
+  req.requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
+  res.set('X-Request-Id', req.requestId);
+  next();
+};
+
+/** One log line per request, with its id, method, URL and status; never its headers. */
+function requestLog(logger: Logger): RequestHandler {
+  return pinoHttp({
+    logger,
+    genReqId: (req) => (req as express.Request).requestId,
+    // Probes and scrapes every few seconds would drown the log.
+    autoLogging: { ignore: (req) => OPS_PATHS.has(req.url?.split('?')[0] ?? '') },
+    customLogLevel: (_req, res, error) =>
+      error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
+    // The URL is the caller's input: kept whole, under its own key; headers are left out
+    // (the logger's redaction covers Authorization should a serializer add them back).
+    serializers: {
+      req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
+      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+    },
+  });
+}
+
+/** The API under /v1: every route behind the method, content and token checks, then its user's rate limit. */
+function apiRouter({
+  store,
+  updates,
+  logger,
+  startAsync,
+  bodyLimit = '100kb',
+  rateLimits = { updates: 60, reads: 600 },
+  syncUpdates,
+  overviewStallMs,
+  authFailuresPerMinute = 30,
+  targetGuard = createTargetGuard(),
+  secrets = createSecretBox({}),
+}: AppDeps): Router {
   const v1 = express.Router();
   v1.use((req, res, next) => {
     res.locals[ROUTE_BASE] = req.baseUrl;
@@ -159,10 +168,5 @@ export function createApp({
   v1.all('/webhooks', ...before, readLimit, webhooksRoute({ store, guard: targetGuard }));
   v1.all('/annotations', ...before, readLimit, annotationsRoute({ store }));
   v1.all('/credentials', ...before, readLimit, credentialsRoute({ store, secrets }));
-  app.use('/v1', v1);
-  app.use(dashboardRouter());
-
-  app.use(notFoundRoute);
-  app.use(errorHandler(logger));
-  return app;
+  return v1;
 }

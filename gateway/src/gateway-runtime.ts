@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
-import { createTargetGuard, parseAllowList, type LocalAgent } from '@perfwatch/agent';
+import { createTargetGuard, parseAllowList, type LocalAgent, type TargetGuard } from '@perfwatch/agent';
 import { startOpsServer, type OpsServer } from '@perfwatch/common';
 import { startAgentRegistry, type AgentRegistry } from './agent-registry.ts';
 import { createCruxClient } from './crux/crux-client.ts';
@@ -11,14 +11,15 @@ import { createCruxHistoryClient } from './crux/crux-history.ts';
 import { startFieldHistory } from './field-history.ts';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.ts';
 import { createNatsDispatcher } from './nats-dispatcher.ts';
+import type { Dispatcher } from './run-outcome.ts';
 import { createServer, type GatewayServer } from './server.ts';
 import type { Store } from './store/store.ts';
-import { createUpdateService } from './update-service.ts';
+import { createUpdateService, type UpdateService } from './update-service.ts';
 import { startUpdateQueue, type UpdateQueue } from './update-queue.ts';
-import { createUpdateAdmission } from './update-admission.ts';
+import { createUpdateAdmission, type UpdateAdmission } from './update-admission.ts';
 import { startScheduler } from './scheduler.ts';
-import { createWebhookOutbox } from './webhook-outbox.ts';
-import { createSecretBox } from './secret-box.ts';
+import { createWebhookOutbox, type WebhookOutbox } from './webhook-outbox.ts';
+import { createSecretBox, type SecretBox } from './secret-box.ts';
 import { startWebhookSender } from './webhook-sender.ts';
 import { createAsyncUpdates } from './async-updates.ts';
 import type { GatewayConfig } from './config.ts';
@@ -61,6 +62,65 @@ export async function startGateway({
     queueDepth: (location) => dispatcher.waiting?.(location) ?? 0,
     pendingUpdates: (location) => store.countPendingUpdates(location),
   });
+  const { outbox, targetGuard, secrets, updates } = updateParts({ store, logger, config, dispatcher, metrics });
+  const { queue, admission } = await startQueue({ store, logger, config, nc, updates, outbox });
+  const background = startBackgroundWork({ store, logger, config, queue, admission, outbox, targetGuard, metrics });
+  let stopping = false;
+  const readiness = readinessCheck(nc, store, () => stopping);
+  const { http, ops } = await serve({
+    store,
+    logger,
+    config,
+    metrics,
+    readiness,
+    targetGuard,
+    secrets,
+    updates,
+    startAsync: createAsyncUpdates({
+      store,
+      admission,
+      limits: {
+        queuedRunsPerUser: config.MAX_QUEUED_RUNS_PER_USER,
+        pendingPerLocation: config.MAX_PENDING_UPDATES_PER_LOCATION,
+      },
+    }),
+  });
+  return {
+    http,
+    ...(ops ? { ops } : {}),
+    agents,
+    metrics,
+    async stop() {
+      // Not ready first: traffic moves to other replicas while this one still serves.
+      stopping = true;
+      if (config.SHUTDOWN_READINESS_DELAY_MS > 0) await sleep(config.SHUTDOWN_READINESS_DELAY_MS);
+      await http.close();
+      await background.scheduler.stop();
+      // Queued updates this gateway took are finished and acknowledged, not dropped.
+      await queue.stop();
+      await background.webhooks.stop();
+      await background.fieldHistory?.stop();
+      await agents.stop();
+      // Last: /metrics and /readyz answer (not ready) while the rest stops.
+      await ops?.close();
+    },
+  };
+}
+
+interface Wiring {
+  store: Store;
+  logger: Logger;
+  config: GatewayConfig;
+}
+
+/** The update service and what it and the API share: webhook outbox, address rules, secrets. */
+function updateParts({
+  store,
+  logger,
+  config,
+  dispatcher,
+  metrics,
+}: Wiring & { dispatcher: Dispatcher; metrics: GatewayMetrics }) {
   const crux = config.CRUX_API_KEY
     ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger })
     : undefined;
@@ -86,6 +146,22 @@ export async function startGateway({
     observer: metrics,
     onSnapshot: (snapshot) => outbox.snapshotStored(snapshot).then(() => undefined),
   });
+  return { outbox, targetGuard, secrets, updates };
+}
+
+/** The update queue (JetStream, or in the process) and the admission of each user's next update into it. */
+async function startQueue({
+  store,
+  logger,
+  config,
+  nc,
+  updates,
+  outbox,
+}: Wiring & {
+  nc: NatsConnection | undefined;
+  updates: UpdateService;
+  outbox: WebhookOutbox;
+}): Promise<{ queue: UpdateQueue; admission: UpdateAdmission }> {
   // The queue admits a user's next update as one ends; admission queues it: each needs the other.
   const started: { queue?: UpdateQueue } = {};
   const admission = createUpdateAdmission({
@@ -108,6 +184,26 @@ export async function startGateway({
   const queue = (started.queue = nc
     ? await startUpdateQueue({ ...queueOptions, nc, ackWaitMs: config.UPDATE_ACK_WAIT_MS })
     : await startLocalUpdateQueue(queueOptions));
+  return { queue, admission };
+}
+
+/** What runs on its own: the scheduler (and its sweeps), webhook deliveries, field history. */
+function startBackgroundWork({
+  store,
+  logger,
+  config,
+  queue,
+  admission,
+  outbox,
+  targetGuard,
+  metrics,
+}: Wiring & {
+  queue: UpdateQueue;
+  admission: UpdateAdmission;
+  outbox: WebhookOutbox;
+  targetGuard: TargetGuard;
+  metrics: GatewayMetrics;
+}) {
   const scheduler = startScheduler({
     store,
     queue,
@@ -147,20 +243,15 @@ export async function startGateway({
         history: createCruxHistoryClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY }),
       })
     : undefined;
-  const startAsync = createAsyncUpdates({
-    store,
-    admission,
-    limits: {
-      queuedRunsPerUser: config.MAX_QUEUED_RUNS_PER_USER,
-      pendingPerLocation: config.MAX_PENDING_UPDATES_PER_LOCATION,
-    },
-  });
-  let stopping = false;
-  const readiness = async () => {
-    if (stopping) return { ok: false, reason: 'shutting down' };
+  return { scheduler, webhooks, fieldHistory };
+}
+
+/** Ready while not stopping and both NATS and the database answer a round trip, each within 2 s. */
+function readinessCheck(nc: NatsConnection | undefined, store: Store, stopping: () => boolean) {
+  return async (): Promise<{ ok: boolean; reason?: string }> => {
+    if (stopping()) return { ok: false, reason: 'shutting down' };
     if (nc && (nc.isClosed() || nc.isDraining())) return { ok: false, reason: 'NATS connection closed' };
     try {
-      // A round trip to the NATS server and one to the database, each bounded.
       if (nc) await withTimeout(nc.flush(), 2_000, 'NATS did not answer');
       await withTimeout(store.ping(), 2_000, 'the database did not answer');
       return { ok: true };
@@ -168,6 +259,24 @@ export async function startGateway({
       return { ok: false, reason: (error as Error).message };
     }
   };
+}
+
+/** The ops port (with OPS_PORT set) and the API's HTTP server, listening. */
+async function serve({
+  store,
+  logger,
+  config,
+  metrics,
+  readiness,
+  ...parts
+}: Wiring & {
+  metrics: GatewayMetrics;
+  readiness: ReturnType<typeof readinessCheck>;
+  targetGuard: TargetGuard;
+  secrets: SecretBox;
+  updates: UpdateService;
+  startAsync: ReturnType<typeof createAsyncUpdates>;
+}): Promise<{ http: GatewayServer; ops: OpsServer | undefined }> {
   const ops =
     config.OPS_PORT === undefined
       ? undefined
@@ -179,15 +288,12 @@ export async function startGateway({
         });
   if (ops) logger.info({ url: ops.url }, 'ops port listening (/metrics, /readyz, /healthz)');
   const http = await createServer({
+    ...parts,
     opsElsewhere: ops !== undefined,
     store,
-    updates,
     logger,
     metrics,
-    startAsync,
     readiness,
-    targetGuard,
-    secrets,
     bodyLimit: config.BODY_LIMIT,
     rateLimits: { updates: config.RATE_LIMIT_UPDATES_PER_MINUTE, reads: config.RATE_LIMIT_READS_PER_MINUTE },
     syncUpdates: { perUser: config.MAX_SYNC_UPDATES_PER_USER, ttlMs: 2 * config.SYNC_UPDATE_TIMEOUT_MS + 60_000 },
@@ -202,26 +308,7 @@ export async function startGateway({
     host: config.HOST,
   });
   logger.info({ url: http.url }, 'gateway listening');
-  return {
-    http,
-    ...(ops ? { ops } : {}),
-    agents,
-    metrics,
-    async stop() {
-      // Not ready first: traffic moves to other replicas while this one still serves.
-      stopping = true;
-      if (config.SHUTDOWN_READINESS_DELAY_MS > 0) await sleep(config.SHUTDOWN_READINESS_DELAY_MS);
-      await http.close();
-      await scheduler.stop();
-      // Queued updates this gateway took are finished and acknowledged, not dropped.
-      await queue.stop();
-      await webhooks.stop();
-      await fieldHistory?.stop();
-      await agents.stop();
-      // Last: /metrics and /readyz answer (not ready) while the rest stops.
-      await ops?.close();
-    },
-  };
+  return { http, ops };
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {

@@ -35,6 +35,33 @@ export interface GatewayMetrics extends UpdateObserver {
   webhookAttempt(outcome: 'delivered' | 'retry' | 'failed'): void;
 }
 
+/** A gauge read when scraped: `collect` sets its values. */
+type GaugeOf = <L extends string>(
+  name: string,
+  help: string,
+  labelNames: readonly L[],
+  collect: (set: (labels: Record<L, string>, value: number) => void) => void | Promise<void>,
+) => Gauge<L>;
+
+/** Counters, histograms and scraped gauges registered in `registry`. */
+function metricsIn(registry: Registry) {
+  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+    new Counter({ name, help, labelNames, registers: [registry] });
+  const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]) =>
+    new Histogram({ name, help, labelNames, buckets, registers: [registry] });
+  const gauge: GaugeOf = (name, help, labelNames, collect) =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      collect() {
+        return collect((labels, value) => this.set(labels, value));
+      },
+    });
+  return { counter, histogram, gauge };
+}
+
 /**
  * The gateway's Prometheus metrics, in a registry of this gateway's own (two gateways in one
  * process, as in tests, do not share counters). Labels are bounded sets: route templates,
@@ -53,28 +80,36 @@ export function createGatewayMetrics({
   pendingUpdates: (location: Location) => Promise<number>;
 }): GatewayMetrics {
   const registry = createMetricsRegistry();
+  const { counter, histogram, gauge } = metricsIn(registry);
+  const { httpDuration, updates, dispatch, runs, webhookAttempts } = eventMetrics(counter, histogram);
+  agentGauges(gauge, agents);
+  queueGauges(gauge, queueDepth, pendingUpdates);
+  // Without NATS (perfwatch start's in-process bus) there is no connection to report.
+  if (nc) registerNatsConnected(registry, nc);
 
-  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
-    new Counter({ name, help, labelNames, registers: [registry] });
-  const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]) =>
-    new Histogram({ name, help, labelNames, buckets, registers: [registry] });
-  /** A gauge read when scraped: `collect` sets its values. */
-  const gauge = <L extends string>(
-    name: string,
-    help: string,
-    labelNames: readonly L[],
-    collect: (set: (labels: Record<L, string>, value: number) => void) => void | Promise<void>,
-  ) =>
-    new Gauge({
-      name,
-      help,
-      labelNames,
-      registers: [registry],
-      collect() {
-        return collect((labels, value) => this.set(labels, value));
-      },
-    });
+  return {
+    registry,
+    httpMiddleware: httpTiming(httpDuration),
+    updateDone(mode, updateType, outcome) {
+      updates.inc({ mode, update_type: updateType, outcome });
+    },
+    runDispatched(location, device, outcome, seconds) {
+      dispatch.observe({ location, device, outcome: outcome.toLowerCase() }, seconds);
+    },
+    runJudged(location, device, verdict) {
+      runs.inc({ location, device, verdict });
+    },
+    webhookAttempt(outcome) {
+      webhookAttempts.inc({ outcome });
+    },
+  };
+}
 
+/** What the gateway counts and times as it works: requests, updates, runs and webhook deliveries. */
+function eventMetrics(
+  counter: ReturnType<typeof metricsIn>['counter'],
+  histogram: ReturnType<typeof metricsIn>['histogram'],
+) {
   // Reads take milliseconds; a sync update takes tens of seconds to minutes.
   const httpDuration = histogram(
     'perfwatch_http_request_duration_seconds',
@@ -103,6 +138,11 @@ export function createGatewayMetrics({
     'Webhook delivery attempts by outcome: delivered, retry (the receiver failed; tried again later), failed (given up after WEBHOOK_GIVE_UP_AFTER_MS).',
     ['outcome'],
   );
+  return { httpDuration, updates, dispatch, runs, webhookAttempts };
+}
+
+/** Live agents and their run slots per location, from their announcements. */
+function agentGauges(gauge: GaugeOf, agents: AgentRegistry): void {
   gauge('perfwatch_agents', 'Live agents per location, from their announcements.', ['location'], (set) => {
     const live = agents.all();
     for (const location of LOCATIONS) set({ location }, live.filter((a) => a.location === location).length);
@@ -126,6 +166,14 @@ export function createGatewayMetrics({
       }
     },
   );
+}
+
+/** Runs waiting in this gateway, and updates pending in the database, per location. */
+function queueGauges(
+  gauge: GaugeOf,
+  queueDepth: (location: Location) => number,
+  pendingUpdates: (location: Location) => Promise<number>,
+): void {
   gauge(
     'perfwatch_queue_depth',
     'Runs waiting for an agent of the location with room, in this gateway.',
@@ -145,33 +193,19 @@ export function createGatewayMetrics({
       for (const [location, count] of counts) set({ location }, count);
     },
   );
-  // Without NATS (perfwatch start's in-process bus) there is no connection to report.
-  if (nc) registerNatsConnected(registry, nc);
+}
 
-  return {
-    registry,
-    httpMiddleware(req, res, next) {
-      const end = httpDuration.startTimer();
-      res.once('finish', () => {
-        // The matched route's template; requests no route matched share one label value. A
-        // router's mount path is gone from req.baseUrl once an error left it: see ROUTE_BASE.
-        const base = typeof res.locals[ROUTE_BASE] === 'string' ? res.locals[ROUTE_BASE] : req.baseUrl;
-        const route = req.route ? `${base}${String(req.route.path)}` : 'unmatched';
-        end({ route, method: req.method, status: String(res.statusCode) });
-      });
-      next();
-    },
-    updateDone(mode, updateType, outcome) {
-      updates.inc({ mode, update_type: updateType, outcome });
-    },
-    runDispatched(location, device, outcome, seconds) {
-      dispatch.observe({ location, device, outcome: outcome.toLowerCase() }, seconds);
-    },
-    runJudged(location, device, verdict) {
-      runs.inc({ location, device, verdict });
-    },
-    webhookAttempt(outcome) {
-      webhookAttempts.inc({ outcome });
-    },
+/** Times every HTTP request by its route template (never the URL: it carries user input). */
+function httpTiming(httpDuration: Histogram<'route' | 'method' | 'status'>): RequestHandler {
+  return (req, res, next) => {
+    const end = httpDuration.startTimer();
+    res.once('finish', () => {
+      // The matched route's template; requests no route matched share one label value. A
+      // router's mount path is gone from req.baseUrl once an error left it: see ROUTE_BASE.
+      const base = typeof res.locals[ROUTE_BASE] === 'string' ? res.locals[ROUTE_BASE] : req.baseUrl;
+      const route = req.route ? `${base}${String(req.route.path)}` : 'unmatched';
+      end({ route, method: req.method, status: String(res.statusCode) });
+    });
+    next();
   };
 }

@@ -47,20 +47,9 @@ const ORPHAN_AGE_MS = 3_600_000;
  * A tick's update id is derived from the project and the tick, so a tick enqueued twice (a
  * holder that died between enqueueing and recording it) is stored and run once.
  */
-export function startScheduler({
-  store,
-  queue,
-  admission,
-  logger,
-  holder,
-  intervalMs,
-  leaseTtlMs,
-  retentionDays,
-  retentionEveryMs,
-  stuckUpdates,
-  outbox,
-  now = () => new Date(),
-}: SchedulerOptions): Scheduler {
+export function startScheduler(options: SchedulerOptions): Scheduler {
+  const { store, logger, holder, intervalMs, leaseTtlMs, retentionEveryMs, stuckUpdates } = options;
+  const now = options.now ?? (() => new Date());
   let stopping = false;
   const wake = new AbortController();
   let leader = false;
@@ -73,65 +62,26 @@ export function startScheduler({
     if (leader !== wasLeader) logger.info({ holder }, leader ? 'took the scheduler lease' : 'lost the scheduler lease');
     if (!leader) return;
     const at = now();
-    for (const project of await store.listScheduledProjects()) {
-      const tick = latestTick(project, at);
-      if (!tick || (project.scheduledThrough && tick <= project.scheduledThrough) || tick < project.createdAt) continue;
-      await enqueueTick(project, tick);
-      await store.markScheduled(project.id, tick);
-    }
+    await enqueueDueTicks(options, at);
     if (at.getTime() - lastRetention >= retentionEveryMs) {
       lastRetention = at.getTime();
-      const before = new Date(at.getTime() - retentionDays * 86_400_000);
-      let deleted = 0;
-      for (
-        let batch = await store.deleteSnapshotsBefore(before, 500);
-        batch > 0;
-        batch = await store.deleteSnapshotsBefore(before, 500)
-      )
-        deleted += batch;
-      if (deleted > 0) logger.info({ deleted, before }, 'deleted snapshots past retention');
-      // Records no complete snapshot owns, an hour old: no writer still at work owns them.
-      const orphans = await store.deleteOrphans(new Date(at.getTime() - ORPHAN_AGE_MS));
-      if (orphans > 0) logger.warn({ orphans }, 'deleted records of snapshots that never completed');
+      await applyRetention(options, at);
     }
     if (at.getTime() - lastSweep >= stuckUpdates.everyMs) {
       lastSweep = at.getTime();
+      const { queue, admission, outbox } = options;
+      const { deadlineMs, graceMs } = stuckUpdates;
       await sweepStuckUpdates({
         store,
         queue,
         admission,
         logger,
-        deadlineMs: stuckUpdates.deadlineMs,
-        graceMs: stuckUpdates.graceMs,
+        deadlineMs,
+        graceMs,
         ...(outbox ? { outbox } : {}),
         now,
       });
     }
-  }
-
-  async function enqueueTick(project: ProjectRecord, tick: Date): Promise<void> {
-    const updateId = tickUpdateId(project.id, tick);
-    try {
-      await admission.submit(
-        {
-          id: updateId,
-          userId: project.userId,
-          projectId: project.id,
-          url: project.url,
-          devices: DEVICES,
-          locations: project.locations,
-          updateType: 'scheduled',
-          runs: project.runs,
-        },
-        `schedule-${tick.toISOString()}`,
-      );
-    } catch (error) {
-      // Recorded by a holder that died before it marked the tick: it is in the user's backlog
-      // or the queue already; an admission it missed is made now (or by the sweep).
-      if (!(error instanceof DuplicateError)) throw error;
-      await admission.admitNext(project.userId);
-    }
-    logger.info({ updateId, tick, target: { url: project.url } }, 'scheduled update accepted');
   }
 
   const loop = (async () => {
@@ -154,6 +104,57 @@ export function startScheduler({
       await loop;
     },
   };
+}
+
+/** Per project with a schedule, the latest tick due and not yet handled, enqueued and marked. */
+async function enqueueDueTicks({ store, admission, logger }: SchedulerOptions, at: Date): Promise<void> {
+  for (const project of await store.listScheduledProjects()) {
+    const tick = latestTick(project, at);
+    if (!tick || (project.scheduledThrough && tick <= project.scheduledThrough) || tick < project.createdAt) continue;
+    await enqueueTick(admission, logger, project, tick);
+    await store.markScheduled(project.id, tick);
+  }
+}
+
+async function enqueueTick(admission: UpdateAdmission, logger: Logger, project: ProjectRecord, tick: Date) {
+  const updateId = tickUpdateId(project.id, tick);
+  try {
+    await admission.submit(
+      {
+        id: updateId,
+        userId: project.userId,
+        projectId: project.id,
+        url: project.url,
+        devices: DEVICES,
+        locations: project.locations,
+        updateType: 'scheduled',
+        runs: project.runs,
+      },
+      `schedule-${tick.toISOString()}`,
+    );
+  } catch (error) {
+    // Recorded by a holder that died before it marked the tick: it is in the user's backlog
+    // or the queue already; an admission it missed is made now (or by the sweep).
+    if (!(error instanceof DuplicateError)) throw error;
+    await admission.admitNext(project.userId);
+  }
+  logger.info({ updateId, tick, target: { url: project.url } }, 'scheduled update accepted');
+}
+
+/** Deletes snapshots past retention, in batches, and the records no complete snapshot owns. */
+async function applyRetention({ store, logger, retentionDays }: SchedulerOptions, at: Date): Promise<void> {
+  const before = new Date(at.getTime() - retentionDays * 86_400_000);
+  let deleted = 0;
+  for (
+    let batch = await store.deleteSnapshotsBefore(before, 500);
+    batch > 0;
+    batch = await store.deleteSnapshotsBefore(before, 500)
+  )
+    deleted += batch;
+  if (deleted > 0) logger.info({ deleted, before }, 'deleted snapshots past retention');
+  // Records no complete snapshot owns, an hour old: no writer still at work owns them.
+  const orphans = await store.deleteOrphans(new Date(at.getTime() - ORPHAN_AGE_MS));
+  if (orphans > 0) logger.warn({ orphans }, 'deleted records of snapshots that never completed');
 }
 
 /** The latest tick of the project's schedule at or before `at`, or null. */

@@ -3,113 +3,120 @@ import type { Logger } from 'pino';
 import { formatApiDateTime, type CellCheck, type WebhookEvent, type WebhookPayload } from '@perfwatch/common';
 import type { LocationSnapshot, NewDelivery, ProjectRecord, Store, WebhookRecord } from './store/store.ts';
 
+interface OutboxDeps {
+  store: Store;
+  /** Where users reach the dashboard: the links in each event. */
+  publicUrl: string;
+  logger: Logger;
+  now: () => Date;
+}
+
+/** A stored snapshot, as its budget events need it. */
+interface StoredSnapshot {
+  project: ProjectRecord;
+  updateId: string;
+  date: Date;
+  results: readonly Pick<LocationSnapshot, 'device' | 'location' | 'checks'>[];
+}
+
+/** An update that ended without a snapshot. */
+interface FailedUpdate {
+  userId: string;
+  url: string;
+  updateId: string;
+  reason: string;
+}
+
+/** An event and where it came from (update, cell, event): what its delivery ids are made of. */
+type OutboxEvent = { origin: string; payload: WebhookPayload };
+
 /**
  * Puts a project's events in the outbox, one delivery per webhook that wants them. A delivery's
  * id comes from the webhook and where the event came from (update, cell, event), so announcing
  * the same event again (a redelivered update that finds its snapshot stored) stores nothing new.
  */
 export function createWebhookOutbox({
-  store,
-  publicUrl,
-  logger,
   now = () => new Date(),
-}: {
-  store: Store;
-  publicUrl: string;
-  logger: Logger;
-  now?: () => Date;
-}) {
-  const dashboard = (route: string, params: Record<string, string>) =>
-    `${publicUrl.replace(/\/+$/, '')}/#/${route}?${new URLSearchParams(params)}`;
-
-  async function enqueue(
-    userId: string,
-    projectUrl: string,
-    events: ReadonlyArray<{ origin: string; payload: WebhookPayload }>,
-  ): Promise<number> {
-    if (events.length === 0) return 0;
-    const hooks = (await store.listWebhooks(userId)).filter(
-      (hook) => hook.projectUrl === null || hook.projectUrl === projectUrl,
-    );
-    const createdAt = now();
-    const deliveries: NewDelivery[] = hooks.flatMap((hook) =>
-      events.map(({ origin, payload }) => ({
-        id: deliveryId(hook, origin),
-        webhookId: hook.id,
-        userId,
-        event: payload.event,
-        body: bodyFor(hook, payload),
-        createdAt,
-      })),
-    );
-    await store.enqueueDeliveries(deliveries);
-    if (deliveries.length > 0)
-      logger.info(
-        { project: projectUrl, deliveries: deliveries.length, events: events.map((e) => e.payload.event) },
-        'webhook deliveries queued',
-      );
-    return deliveries.length;
-  }
-
+  ...given
+}: Omit<OutboxDeps, 'now'> & { now?: () => Date }) {
+  const deps: OutboxDeps = { ...given, now };
   return {
     /** The budget events of a stored snapshot: one per cell and event, with the checks that changed. */
-    async snapshotStored({
-      project,
-      updateId,
-      date,
-      results,
-    }: {
-      project: ProjectRecord;
-      updateId: string;
-      date: Date;
-      results: readonly Pick<LocationSnapshot, 'device' | 'location' | 'checks'>[];
-    }): Promise<number> {
-      const snapshotDate = formatApiDateTime(date);
-      const events = results.flatMap(({ device, location, checks = [] }) =>
-        (['budget.failed', 'budget.recovered'] as const).flatMap((event) => {
-          const changed = checks.filter((c: CellCheck) => c.event === event);
-          if (changed.length === 0) return [];
-          const payload: WebhookPayload = {
-            event,
-            project: project.url,
-            device,
-            location,
-            snapshotDate,
-            checks: changed,
-            dashboardUrl: dashboard('snapshot', { url: project.url, date: snapshotDate }),
-          };
-          return [{ origin: `${updateId}|${device}|${location}|${event}`, payload }];
-        }),
-      );
-      return enqueue(project.userId, project.url, events);
-    },
-
+    snapshotStored: (snapshot: StoredSnapshot): Promise<number> =>
+      enqueue(deps, snapshot.project.userId, snapshot.project.url, budgetEvents(deps.publicUrl, snapshot)),
     /** An update that ended without a snapshot. */
-    async updateFailed({
-      userId,
-      url,
-      updateId,
-      reason,
-    }: {
-      userId: string;
-      url: string;
-      updateId: string;
-      reason: string;
-    }): Promise<number> {
-      const payload: WebhookPayload = {
-        event: 'update.failed',
-        project: url,
-        device: null,
-        location: null,
-        snapshotDate: null,
-        checks: [],
-        dashboardUrl: dashboard('project', { url }),
-        reason,
-        updateId,
-      };
-      return enqueue(userId, url, [{ origin: `${updateId}|update.failed`, payload }]);
-    },
+    updateFailed: (update: FailedUpdate): Promise<number> =>
+      enqueue(deps, update.userId, update.url, [failureEvent(deps.publicUrl, update)]),
   };
+}
+
+function dashboardLink(publicUrl: string, route: string, params: Record<string, string>): string {
+  return `${publicUrl.replace(/\/+$/, '')}/#/${route}?${new URLSearchParams(params)}`;
+}
+
+function budgetEvents(publicUrl: string, { project, updateId, date, results }: StoredSnapshot): OutboxEvent[] {
+  const snapshotDate = formatApiDateTime(date);
+  return results.flatMap(({ device, location, checks = [] }) =>
+    (['budget.failed', 'budget.recovered'] as const).flatMap((event) => {
+      const changed = checks.filter((c: CellCheck) => c.event === event);
+      if (changed.length === 0) return [];
+      const payload: WebhookPayload = {
+        event,
+        project: project.url,
+        device,
+        location,
+        snapshotDate,
+        checks: changed,
+        dashboardUrl: dashboardLink(publicUrl, 'snapshot', { url: project.url, date: snapshotDate }),
+      };
+      return [{ origin: `${updateId}|${device}|${location}|${event}`, payload }];
+    }),
+  );
+}
+
+function failureEvent(publicUrl: string, { url, updateId, reason }: FailedUpdate): OutboxEvent {
+  const payload: WebhookPayload = {
+    event: 'update.failed',
+    project: url,
+    device: null,
+    location: null,
+    snapshotDate: null,
+    checks: [],
+    dashboardUrl: dashboardLink(publicUrl, 'project', { url }),
+    reason,
+    updateId,
+  };
+  return { origin: `${updateId}|update.failed`, payload };
+}
+
+async function enqueue(
+  { store, logger, now }: OutboxDeps,
+  userId: string,
+  projectUrl: string,
+  events: readonly OutboxEvent[],
+): Promise<number> {
+  if (events.length === 0) return 0;
+  const hooks = (await store.listWebhooks(userId)).filter(
+    (hook) => hook.projectUrl === null || hook.projectUrl === projectUrl,
+  );
+  const createdAt = now();
+  const deliveries: NewDelivery[] = hooks.flatMap((hook) =>
+    events.map(({ origin, payload }) => ({
+      id: deliveryId(hook, origin),
+      webhookId: hook.id,
+      userId,
+      event: payload.event,
+      body: bodyFor(hook, payload),
+      createdAt,
+    })),
+  );
+  await store.enqueueDeliveries(deliveries);
+  if (deliveries.length > 0)
+    logger.info(
+      { project: projectUrl, deliveries: deliveries.length, events: events.map((e) => e.payload.event) },
+      'webhook deliveries queued',
+    );
+  return deliveries.length;
 }
 
 export type WebhookOutbox = ReturnType<typeof createWebhookOutbox>;

@@ -261,7 +261,10 @@ describe('queued updates', () => {
           );
           expect(waiting.map((u) => u?.status)).toEqual([]);
         },
-        { timeout: 240_000, interval: 1_000 },
+        // Six of the user's updates run at once (MAX_ACTIVE_UPDATES_PER_USER), each bound by
+        // FerretDB's writes: alone this phase takes about 100 s; beside the rest of the suite a
+        // run needed more than 240 s (the two last updates had just started), so it gets 450 s.
+        { timeout: 450_000, interval: 1_000 },
       );
       // Exactly one snapshot per update: 200 in all, and each update's date is one of its project's.
       const snapshots = (

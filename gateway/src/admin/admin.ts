@@ -29,28 +29,91 @@ export function createAdmin(
     targetGuard = createTargetGuard(),
     secrets = createSecretBox({}),
   }: { targetGuard?: TargetGuard; secrets?: SecretBox } = {},
-) {
-  async function userNamed(name: string): Promise<UserRecord> {
-    const user = await store.findUserByName(name);
+): Admin {
+  return new Admin(store, targetGuard, secrets);
+}
+
+/** A project's settings as given, checked and completed with their defaults. */
+function projectSettings(url: string, options: ProjectOptions) {
+  const normalized = normalizeProjectUrl(url);
+  if (!normalized) throw new AdminError(`not an absolute http(s) URL: ${url}`);
+  // Stored, listed and logged with the project: a password there would leak everywhere.
+  const parsed = new URL(normalized);
+  if (parsed.username || parsed.password)
+    throw new AdminError(
+      `a project URL must not carry credentials (user:password@): ${parsed.protocol}//${parsed.host}${parsed.pathname}`,
+    );
+  const locations =
+    options.locations && options.locations.length > 0
+      ? [...new Set(options.locations)]
+      : [options.defaultLocation ?? LOCATIONS[0]];
+  const defaultLocation = options.defaultLocation ?? locations[0]!;
+  if (!locations.includes(defaultLocation))
+    throw new AdminError(`the default location ${defaultLocation} is not among the project's locations`);
+  if (options.schedule) {
+    try {
+      CronExpressionParser.parse(options.schedule, { tz: 'UTC' });
+    } catch (error) {
+      throw new AdminError(`not a cron expression: ${options.schedule} (${(error as Error).message})`);
+    }
+  }
+  const runs = options.runs ?? 3;
+  if (!Number.isInteger(runs) || runs < 1 || runs > 9) throw new AdminError('runs is a whole number from 1 to 9');
+  return {
+    url: normalized,
+    domain: parsed.hostname,
+    locations,
+    defaultLocation,
+    runs,
+    schedule: options.schedule ?? null,
+  };
+}
+
+export class Admin {
+  readonly #store: Store;
+  readonly #targetGuard: TargetGuard;
+  readonly #secrets: SecretBox;
+
+  constructor(store: Store, targetGuard: TargetGuard, secrets: SecretBox) {
+    this.#store = store;
+    this.#targetGuard = targetGuard;
+    this.#secrets = secrets;
+  }
+
+  async #userNamed(name: string): Promise<UserRecord> {
+    const user = await this.#store.findUserByName(name);
     if (!user) throw new AdminError(`no user named ${JSON.stringify(name)}`);
     return user;
   }
 
-  async function projectOf(name: string, url: string): Promise<ProjectRecord> {
-    const user = await userNamed(name);
+  async #projectOf(name: string, url: string): Promise<ProjectRecord> {
+    const user = await this.#userNamed(name);
     const normalized = normalizeProjectUrl(url) ?? url;
-    const project = await store.findProject(user.id, normalized);
+    const project = await this.#store.findProject(user.id, normalized);
     if (!project) throw new AdminError(`${name} has no project at ${normalized}`);
     return project;
   }
 
+  async createUser(name: string): Promise<{ user: UserRecord; token: string; prefix: string }> {
+    if (!/^[A-Za-z0-9._@-]{1,100}$/.test(name))
+      throw new AdminError('a user name has 1–100 letters, digits or . _ @ -');
+    try {
+      await this.#store.createUser(name);
+    } catch (error) {
+      if (error instanceof DuplicateError)
+        throw new AdminError(`user ${JSON.stringify(name)} exists; use create-token for another token`);
+      throw error;
+    }
+    return this.createToken(name);
+  }
+
   /** Issues a token for a user. The token itself is returned once and never stored. */
-  async function createToken(name: string): Promise<{ user: UserRecord; token: string; prefix: string }> {
-    const user = await userNamed(name);
+  async createToken(name: string): Promise<{ user: UserRecord; token: string; prefix: string }> {
+    const user = await this.#userNamed(name);
     for (;;) {
       const issued = issueToken();
       try {
-        await store.addToken({ prefix: issued.prefix, userId: user.id, digest: issued.digest });
+        await this.#store.addToken({ prefix: issued.prefix, userId: user.id, digest: issued.digest });
         return { user, token: issued.token, prefix: issued.prefix };
       } catch (error) {
         // Two tokens sharing a 48-bit prefix: vanishingly rare, and simply drawn again.
@@ -59,168 +122,119 @@ export function createAdmin(
     }
   }
 
-  return {
-    async createUser(name: string): Promise<{ user: UserRecord; token: string; prefix: string }> {
-      if (!/^[A-Za-z0-9._@-]{1,100}$/.test(name))
-        throw new AdminError('a user name has 1–100 letters, digits or . _ @ -');
+  async revokeToken(prefix: string): Promise<void> {
+    if (!(await this.#store.revokeToken(prefix)))
+      throw new AdminError(`no live token with prefix ${JSON.stringify(prefix)}`);
+  }
+
+  async addProject(name: string, url: string, options: ProjectOptions = {}): Promise<ProjectRecord> {
+    const user = await this.#userNamed(name);
+    const settings = projectSettings(url, options);
+    try {
+      return await this.#store.addProject({ userId: user.id, ...settings });
+    } catch (error) {
+      if (error instanceof DuplicateError) throw new AdminError(`${name} already has a project at ${settings.url}`);
+      throw error;
+    }
+  }
+
+  async removeProject(name: string, url: string): Promise<void> {
+    const user = await this.#userNamed(name);
+    const normalized = normalizeProjectUrl(url) ?? url;
+    if (!(await this.#store.removeProject(user.id, normalized)))
+      throw new AdminError(`${name} has no project at ${normalized}`);
+  }
+
+  /** Replaces the budgets of a user's project. */
+  async setBudgets(name: string, url: string, budgets: Budgets): Promise<ProjectRecord> {
+    const project = await this.#projectOf(name, url);
+    await this.#store.setProjectBudgets(project.id, budgets);
+    return { ...project, budgets };
+  }
+
+  /** Adds a webhook of a user; the record carries its secret, to be shown once. */
+  async addWebhook(
+    name: string,
+    targetUrl: string,
+    { project, format = 'json' }: { project?: string; format?: 'json' | 'slack' } = {},
+  ) {
+    const user = await this.#userNamed(name);
+    const scoped = project === undefined ? null : await this.#projectOf(name, project);
+    try {
+      return await addWebhook(this.#store, this.#targetGuard, {
+        userId: user.id,
+        targetUrl,
+        projectUrl: scoped?.url ?? null,
+        format,
+      });
+    } catch (error) {
+      if (error instanceof WebhookRefused) throw new AdminError(error.message);
+      throw error;
+    }
+  }
+
+  async removeWebhook(name: string, id: string): Promise<void> {
+    const user = await this.#userNamed(name);
+    if (!(await this.#store.removeWebhook(user.id, id))) throw new AdminError(`${name} has no webhook ${id}`);
+  }
+
+  /** A user's webhooks with their newest deliveries. */
+  async webhooks(name: string): Promise<Webhook[]> {
+    return listWebhookViews(this.#store, (await this.#userNamed(name)).id);
+  }
+
+  /** Seals and stores a project's credentials for its login (cookies, headers, a login script). */
+  async setAuth(name: string, url: string, auth: PageAuth): Promise<ProjectRecord> {
+    const project = await this.#projectOf(name, url);
+    const parsed = pageAuthSchema.safeParse(auth);
+    if (!parsed.success)
+      throw new AdminError(
+        parsed.error.issues.map((i) => `${i.path.join('.') || 'credentials'}: ${i.message}`).join('; '),
+      );
+    // Headers and cookies go to the project's origin only; a login script may start anywhere the guard allows.
+    if (!this.#secrets.ready)
+      throw new AdminError(
+        'no PERFWATCH_SECRETS_KEY: set the key the gateway uses (openssl rand -base64 32) to store credentials',
+      );
+    const sealed = sealProjectAuth(this.#secrets, project.id, parsed.data);
+    await this.#store.setProjectAuth(project.id, sealed);
+    return { ...project, auth: sealed };
+  }
+
+  async clearAuth(name: string, url: string): Promise<void> {
+    await this.#store.setProjectAuth((await this.#projectOf(name, url)).id, null);
+  }
+
+  /**
+   * Reseals every project's credentials under PERFWATCH_SECRETS_KEY, opening them with it or
+   * PERFWATCH_SECRETS_KEY_PREVIOUS; returns how many were resealed. Run after setting the new
+   * key (and the old one as previous) on the gateways; then the previous key can go.
+   */
+  async rotateSecretsKey(): Promise<{ resealed: number; current: number }> {
+    const secrets = this.#secrets;
+    if (!secrets.ready) throw new AdminError('no PERFWATCH_SECRETS_KEY to reseal under');
+    let resealed = 0;
+    let current = 0;
+    for (const project of await this.#store.listProjects()) {
+      if (!project.auth) continue;
+      if (secrets.isCurrent(project.auth)) {
+        current += 1;
+        continue;
+      }
+      let auth: PageAuth;
       try {
-        await store.createUser(name);
+        auth = openProjectAuth(secrets, project)!;
       } catch (error) {
-        if (error instanceof DuplicateError)
-          throw new AdminError(`user ${JSON.stringify(name)} exists; use create-token for another token`);
-        throw error;
+        throw new AdminError(`cannot open the credentials of ${project.url}: ${(error as Error).message}`);
       }
-      return createToken(name);
-    },
+      await this.#store.setProjectAuth(project.id, sealProjectAuth(secrets, project.id, auth));
+      resealed += 1;
+    }
+    return { resealed, current };
+  }
 
-    createToken,
-
-    async revokeToken(prefix: string): Promise<void> {
-      if (!(await store.revokeToken(prefix)))
-        throw new AdminError(`no live token with prefix ${JSON.stringify(prefix)}`);
-    },
-
-    async addProject(name: string, url: string, options: ProjectOptions = {}): Promise<ProjectRecord> {
-      const user = await userNamed(name);
-      const normalized = normalizeProjectUrl(url);
-      if (!normalized) throw new AdminError(`not an absolute http(s) URL: ${url}`);
-      // Stored, listed and logged with the project: a password there would leak everywhere.
-      const parsed = new URL(normalized);
-      if (parsed.username || parsed.password)
-        throw new AdminError(
-          `a project URL must not carry credentials (user:password@): ${parsed.protocol}//${parsed.host}${parsed.pathname}`,
-        );
-      const locations =
-        options.locations && options.locations.length > 0
-          ? [...new Set(options.locations)]
-          : [options.defaultLocation ?? LOCATIONS[0]];
-      const defaultLocation = options.defaultLocation ?? locations[0]!;
-      if (!locations.includes(defaultLocation))
-        throw new AdminError(`the default location ${defaultLocation} is not among the project's locations`);
-      if (options.schedule) {
-        try {
-          CronExpressionParser.parse(options.schedule, { tz: 'UTC' });
-        } catch (error) {
-          throw new AdminError(`not a cron expression: ${options.schedule} (${(error as Error).message})`);
-        }
-      }
-      const runs = options.runs ?? 3;
-      if (!Number.isInteger(runs) || runs < 1 || runs > 9) throw new AdminError('runs is a whole number from 1 to 9');
-      try {
-        return await store.addProject({
-          userId: user.id,
-          url: normalized,
-          domain: new URL(normalized).hostname,
-          locations,
-          defaultLocation,
-          runs,
-          schedule: options.schedule ?? null,
-        });
-      } catch (error) {
-        if (error instanceof DuplicateError) throw new AdminError(`${name} already has a project at ${normalized}`);
-        throw error;
-      }
-    },
-
-    async removeProject(name: string, url: string): Promise<void> {
-      const user = await userNamed(name);
-      const normalized = normalizeProjectUrl(url) ?? url;
-      if (!(await store.removeProject(user.id, normalized)))
-        throw new AdminError(`${name} has no project at ${normalized}`);
-    },
-
-    /** Replaces the budgets of a user's project. */
-    async setBudgets(name: string, url: string, budgets: Budgets): Promise<ProjectRecord> {
-      const project = await projectOf(name, url);
-      await store.setProjectBudgets(project.id, budgets);
-      return { ...project, budgets };
-    },
-
-    /** Adds a webhook of a user; the record carries its secret, to be shown once. */
-    async addWebhook(
-      name: string,
-      targetUrl: string,
-      { project, format = 'json' }: { project?: string; format?: 'json' | 'slack' } = {},
-    ) {
-      const user = await userNamed(name);
-      const scoped = project === undefined ? null : await projectOf(name, project);
-      try {
-        return await addWebhook(store, targetGuard, {
-          userId: user.id,
-          targetUrl,
-          projectUrl: scoped?.url ?? null,
-          format,
-        });
-      } catch (error) {
-        if (error instanceof WebhookRefused) throw new AdminError(error.message);
-        throw error;
-      }
-    },
-
-    async removeWebhook(name: string, id: string): Promise<void> {
-      const user = await userNamed(name);
-      if (!(await store.removeWebhook(user.id, id))) throw new AdminError(`${name} has no webhook ${id}`);
-    },
-
-    /** A user's webhooks with their newest deliveries. */
-    async webhooks(name: string): Promise<Webhook[]> {
-      return listWebhookViews(store, (await userNamed(name)).id);
-    },
-
-    /** Seals and stores a project's credentials for its login (cookies, headers, a login script). */
-    async setAuth(name: string, url: string, auth: PageAuth): Promise<ProjectRecord> {
-      const project = await projectOf(name, url);
-      const parsed = pageAuthSchema.safeParse(auth);
-      if (!parsed.success)
-        throw new AdminError(
-          parsed.error.issues.map((i) => `${i.path.join('.') || 'credentials'}: ${i.message}`).join('; '),
-        );
-      // Headers and cookies go to the project's origin only; a login script may start anywhere the guard allows.
-      if (!secrets.ready)
-        throw new AdminError(
-          'no PERFWATCH_SECRETS_KEY: set the key the gateway uses (openssl rand -base64 32) to store credentials',
-        );
-      const sealed = sealProjectAuth(secrets, project.id, parsed.data);
-      await store.setProjectAuth(project.id, sealed);
-      return { ...project, auth: sealed };
-    },
-
-    async clearAuth(name: string, url: string): Promise<void> {
-      await store.setProjectAuth((await projectOf(name, url)).id, null);
-    },
-
-    /**
-     * Reseals every project's credentials under PERFWATCH_SECRETS_KEY, opening them with it or
-     * PERFWATCH_SECRETS_KEY_PREVIOUS; returns how many were resealed. Run after setting the new
-     * key (and the old one as previous) on the gateways; then the previous key can go.
-     */
-    async rotateSecretsKey(): Promise<{ resealed: number; current: number }> {
-      if (!secrets.ready) throw new AdminError('no PERFWATCH_SECRETS_KEY to reseal under');
-      let resealed = 0;
-      let current = 0;
-      for (const project of await store.listProjects()) {
-        if (!project.auth) continue;
-        if (secrets.isCurrent(project.auth)) {
-          current += 1;
-          continue;
-        }
-        let auth: PageAuth | undefined;
-        try {
-          auth = openProjectAuth(secrets, project);
-        } catch (error) {
-          throw new AdminError(`cannot open the credentials of ${project.url}: ${(error as Error).message}`);
-        }
-        await store.setProjectAuth(project.id, sealProjectAuth(secrets, project.id, auth!));
-        resealed += 1;
-      }
-      return { resealed, current };
-    },
-
-    async list(): Promise<Array<{ user: UserRecord; projects: ProjectRecord[] }>> {
-      const users = await store.listUsers();
-      return Promise.all(users.map(async (user) => ({ user, projects: await store.listProjects(user.id) })));
-    },
-  };
+  async list(): Promise<Array<{ user: UserRecord; projects: ProjectRecord[] }>> {
+    const users = await this.#store.listUsers();
+    return Promise.all(users.map(async (user) => ({ user, projects: await this.#store.listProjects(user.id) })));
+  }
 }
-
-export type Admin = ReturnType<typeof createAdmin>;

@@ -822,15 +822,8 @@ export class MongoStore implements Store {
     );
   }
 
-  async #saveSnapshotOnce({
-    project,
-    updateId,
-    date,
-    updateType,
-    results,
-    missing,
-    kpiVersion = 1,
-  }: NewSnapshot): Promise<Date> {
+  async #saveSnapshotOnce(snapshot: NewSnapshot): Promise<Date> {
+    const { updateId } = snapshot;
     // Idempotent per update: a redelivered job finds the snapshot its first delivery wrote, or
     // takes over what an earlier writer left `writing` and writes it again. Never two snapshots
     // for one update, and never a record of a snapshot that is not complete in the overview:
@@ -843,16 +836,37 @@ export class MongoStore implements Store {
       if (taken) return taken;
     }
     const snapshotId = new ObjectId();
-    const projectId = new ObjectId(project.id);
-    const userId = new ObjectId(project.userId);
+    const stored = await this.#insertWriting(snapshotId, snapshot);
+    await this.#insertCells(snapshotId, stored, snapshot);
+    // The fence: completing needs this writer's document still `writing`. A redelivery that took
+    // over removed it; this writer then removes what it wrote and steps back.
+    const completed = await this.#snapshots.updateOne(
+      { _id: snapshotId, status: 'writing' },
+      { $set: { status: 'complete' } },
+    );
+    if (completed.matchedCount === 0) {
+      await this.#discardSnapshot(snapshotId);
+      throw new ConcurrentWrite(updateId);
+    }
+    return this.#released(snapshotId, stored);
+  }
+
+  /**
+   * The snapshot's document, `writing`, at the first of its dates (snapshotDates) its project
+   * has no snapshot at; the date it took. ConcurrentWrite when another delivery of the update
+   * is writing it right now (the unique key on updateId).
+   */
+  async #insertWriting(
+    snapshotId: ObjectId,
+    { project, updateId, date, updateType, results, missing, kpiVersion = 1 }: NewSnapshot,
+  ): Promise<Date> {
     const available = results.map(({ device, location }) => ({ device, location }));
-    let stored: Date | undefined;
     for (const candidate of snapshotDates(date)) {
       try {
         await this.#snapshots.insertOne({
           _id: snapshotId,
-          projectId,
-          userId,
+          projectId: new ObjectId(project.id),
+          userId: new ObjectId(project.userId),
           updateId,
           url: project.url,
           domain: project.domain,
@@ -864,16 +878,24 @@ export class MongoStore implements Store {
           status: 'writing',
           createdAt: new Date(),
         });
-        stored = candidate;
-        break;
+        return candidate;
       } catch (error) {
         if (!(error instanceof MongoServerError && error.code === DUPLICATE_KEY)) throw error;
-        // The unique key on updateId: another delivery of this update is writing right now.
         if (await this.#snapshots.findOne({ updateId }, { projection: { _id: 1 } }))
           throw new ConcurrentWrite(updateId);
       }
     }
-    if (!stored) throw new NoFreeSnapshotDate(project.url, date);
+    throw new NoFreeSnapshotDate(project.url, date);
+  }
+
+  /** The snapshot's results and its KPI records, the records `pending` until the snapshot is complete. */
+  async #insertCells(
+    snapshotId: ObjectId,
+    stored: Date,
+    { project, updateType, results }: Pick<NewSnapshot, 'project' | 'updateType' | 'results'>,
+  ): Promise<void> {
+    const projectId = new ObjectId(project.id);
+    const userId = new ObjectId(project.userId);
     const resultDocs = await Promise.all(
       results.map(async (r) => ({
         snapshotId,
@@ -911,17 +933,6 @@ export class MongoStore implements Store {
       })),
     );
     if (kpiDocs.length > 0) await this.#kpis.insertMany(kpiDocs, { ordered: false });
-    // The fence: completing needs this writer's document still `writing`. A redelivery that took
-    // over removed it; this writer then removes what it wrote and steps back.
-    const completed = await this.#snapshots.updateOne(
-      { _id: snapshotId, status: 'writing' },
-      { $set: { status: 'complete' } },
-    );
-    if (completed.matchedCount === 0) {
-      await this.#discardSnapshot(snapshotId);
-      throw new ConcurrentWrite(updateId);
-    }
-    return this.#released(snapshotId, stored);
   }
 
   /** Shows a complete snapshot's KPI records in the overview (again, after a writer died between the two steps). */

@@ -759,38 +759,50 @@ export class SqliteStore implements Store {
         JSON.stringify(missing ?? []),
         kpiVersion,
       );
-      const insertResult = this.#prepared(
-        'INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse, checks) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      );
-      const kpis: SQLInputValue[] = [];
-      const snapshot = {
-        snapshotId,
-        projectId: project.id,
-        userId: project.userId,
-        date: stored.getTime(),
-        domain: project.domain,
-        url: project.url,
-        updateType,
-      };
-      results.forEach((r, seq) => {
-        insertResult.run(
+      this.#insertCells(
+        {
           snapshotId,
-          seq,
-          r.device,
-          r.location,
-          r.median,
-          JSON.stringify(r.runs),
-          r.elementCount,
-          JSON.stringify(r.crux),
-          compressed[seq]!,
-          r.checks ? JSON.stringify(r.checks) : null,
-        );
-        const place = { ...snapshot, device: r.device, location: r.location };
-        for (const k of r.kpis) kpis.push(...kpiRowValues(place, k));
-      });
-      this.#insertKpis(kpis);
+          projectId: project.id,
+          userId: project.userId,
+          date: stored.getTime(),
+          domain: project.domain,
+          url: project.url,
+          updateType,
+        },
+        results,
+        compressed,
+      );
       return stored;
     });
+  }
+
+  /** A snapshot's results (their results compressed as `compressed`, in order) and their KPI records. */
+  #insertCells(
+    snapshot: Omit<KpiPlace, 'device' | 'location'>,
+    results: NewSnapshot['results'],
+    compressed: readonly Buffer[],
+  ): void {
+    const insertResult = this.#prepared(
+      'INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse, checks) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    const kpis: SQLInputValue[] = [];
+    results.forEach((r, seq) => {
+      insertResult.run(
+        snapshot.snapshotId,
+        seq,
+        r.device,
+        r.location,
+        r.median,
+        JSON.stringify(r.runs),
+        r.elementCount,
+        JSON.stringify(r.crux),
+        compressed[seq]!,
+        r.checks ? JSON.stringify(r.checks) : null,
+      );
+      const place = { ...snapshot, device: r.device, location: r.location };
+      for (const k of r.kpis) kpis.push(...kpiRowValues(place, k));
+    });
+    this.#insertKpis(kpis);
   }
 
   /** The first of the snapshot's dates (snapshotDates) its project has no snapshot at. */
