@@ -155,7 +155,8 @@ const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise
         ...stores.map(row),
         '',
         '"direct" is the same query read straight from the store in the bench process (node:sqlite; or the MongoDB driver decoding each document): the bound of what the server can stream. Records reach the client as JSON over HTTP. FerretDB v1 uses no index for these queries and scans its whole collection for each read, so there each level\'s records are added just before it is read, and the million-record level is left out by default (`BENCH_OVERVIEW_FERRETDB_RECORDS=1000000` runs it, about 15 minutes); `BENCH_MONGODB_URI` is not used here.' +
-          rssGrowth(first!),
+          rssGrowth(first!) +
+          " Where the embedded server's growth between 10,000 and 100,000 records is (measured 2026-11-25 with `node bench/overview-memory.ts embedded`, peak RSS at 10k / 100k / 1M records): not V8's heap, since with the young generation at 1 MB it is 166 / 186 / 186 MB, and with the old generation also capped at 24 MB instead of 96 it is 142 / 170 / 171 MB; it is native memory outside the heap that reaches its size once and stays there, held in glibc's per-thread malloc arenas: with `MALLOC_ARENA_MAX=1` it is 159 / 175 / 175 MB, a ratio of 1.10. Not set in the images: one malloc arena would serialise the allocations of the thread pool's zlib work.",
         '',
       ];
     },
