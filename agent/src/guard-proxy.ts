@@ -36,7 +36,37 @@ export async function startGuardProxy({ guard, logger }: { guard: TargetGuard; l
     return true;
   };
 
-  const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+  const server = createServer(forwardHttp(guard, refuse));
+  server.on('connect', tunnel(guard, refuse, sockets));
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    takeRefusals() {
+      const taken = refusals;
+      refusals = [];
+      return taken;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Says whether a host was refused by the guard (logged), rather than unresolvable. */
+type Refuse = (host: string, error: unknown) => boolean;
+
+/** Plain HTTP: the request forwarded to the address the guard checked. */
+function forwardHttp(guard: TargetGuard, refuse: Refuse) {
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     let target: URL;
     try {
       target = new URL(req.url ?? '');
@@ -75,9 +105,12 @@ export async function startGuardProxy({ guard, logger }: { guard: TargetGuard; l
       res.end(`upstream failed: ${error.message}`);
     });
     req.pipe(upstream);
-  });
+  };
+}
 
-  server.on('connect', async (req: IncomingMessage, client: Socket, head: Buffer) => {
+/** CONNECT (HTTPS, end to end): a tunnel to the address the guard checked. */
+function tunnel(guard: TargetGuard, refuse: Refuse, sockets: Set<Socket>) {
+  return async (req: IncomingMessage, client: Socket, head: Buffer): Promise<void> => {
     sockets.add(client);
     client.once('close', () => sockets.delete(client));
     client.on('error', () => client.destroy());
@@ -99,26 +132,5 @@ export async function startGuardProxy({ guard, logger }: { guard: TargetGuard; l
       const refused = refuse(host, error);
       client.end(`HTTP/1.1 ${refused ? '403 Forbidden' : '502 Bad Gateway'}\r\n\r\n`);
     }
-  });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
-
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    takeRefusals() {
-      const taken = refusals;
-      refusals = [];
-      return taken;
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
   };
 }

@@ -4,6 +4,7 @@ import {
   trimLighthouseResult,
   type AuditJob,
   type AuditReply,
+  type LighthouseResult,
   type Location,
   type SecurityFacts,
 } from '@perfwatch/common';
@@ -51,18 +52,15 @@ export function createJobExecutor({
     ? createCpuBaseline({ everyRuns: calibrateEveryRuns, measure: () => runner.calibrate!(), logger })
     : null;
   return async (job, requestId) => {
-    if (job.location !== location) {
-      return {
-        ok: false,
-        jobId: job.jobId,
+    if (job.location !== location)
+      return failureReply(
+        job,
         agentId,
-        error: { code: 'BAD_JOB', message: `job for ${job.location} sent to ${location}`, retryable: false },
-      };
-    }
+        new RunFailure('BAD_JOB', `job for ${job.location} sent to ${location}`, false),
+      );
     const jobLog = logger.child({ requestId, jobId: job.jobId, device: job.device, runIndex: job.runIndex });
     const baselineBenchmarkIndex = baseline ? await baseline.beforeRun(() => inProgress.size === 0) : undefined;
     const startedAt = new Date();
-    const started = performance.now();
     const loadAverage = Math.round(loadavg()[0]! * 100) / 100;
     const concurrentRuns = inProgress.size;
     const thisRun = { overlapping: concurrentRuns };
@@ -70,50 +68,17 @@ export function createJobExecutor({
     inProgress.add(thisRun);
     let benchmarkIndex: number | null = null;
     try {
-      const { lhr, lighthouseMs, conditions } = await runner
-        .run({
-          url: job.url,
-          device: job.device,
-          timeoutMs: job.timeoutMs,
-          ...(job.auth ? { auth: job.auth } : {}),
-          ...(baselineBenchmarkIndex !== undefined ? { baselineBenchmarkIndex } : {}),
-        })
-        .then(
-          (output) => (observer?.runDone(job.device, 'ok', (performance.now() - started) / 1000), output),
-          (error: unknown) => {
-            observer?.runDone(
-              job.device,
-              error instanceof RunFailure ? error.code : 'INTERNAL',
-              (performance.now() - started) / 1000,
-            );
-            throw error;
-          },
-        );
+      const { lhr, lighthouseMs, conditions } = await observedRun(runner, job, observer, baselineBenchmarkIndex);
       benchmarkIndex = conditions?.benchmarkIndex ?? null;
       jobLog.info({ lighthouseMs: Math.round(lighthouseMs), target: { url: job.url } }, 'run done');
-      const security = probeSecurity
-        ? await probeSecurity(lhr.finalDisplayedUrl).catch((error: unknown) => {
-            jobLog.warn(
-              { err: { message: (error as Error).message }, target: { url: lhr.finalDisplayedUrl } },
-              'security probe failed; no SECURITY facts for this run',
-            );
-            return undefined;
-          })
-        : undefined;
+      const security = probeSecurity ? await securityOf(probeSecurity, lhr.finalDisplayedUrl, jobLog) : undefined;
       return {
         ok: true,
         result: {
-          jobId: job.jobId,
-          agentId,
-          location,
-          device: job.device,
-          runIndex: job.runIndex,
+          ...jobFields(job, agentId),
           startedAt: startedAt.toISOString(),
           lighthouseMs,
-          // Screenshots as Lighthouse took them only when asked; otherwise small ones (screenshot-compactor.ts).
-          lhr: keepScreenshots
-            ? trimLighthouseResult(lhr, { keepScreenshots })
-            : await compactScreenshots(trimLighthouseResult(lhr, { keepScreenshots: true })),
+          lhr: await keptResult(lhr, keepScreenshots),
           ...(security ? { security } : {}),
           ...(conditions
             ? { conditions: { ...conditions, concurrentRuns, overlappingRuns: thisRun.overlapping, loadAverage } }
@@ -121,15 +86,70 @@ export function createJobExecutor({
         },
       };
     } catch (error) {
-      const failure =
-        error instanceof RunFailure
-          ? error
-          : new RunFailure('INTERNAL', (error as Error).message, true, { cause: error });
-      jobLog.warn({ code: failure.code, err: error, target: { url: job.url } }, 'run failed');
-      return { ok: false, jobId: job.jobId, agentId, error: failure.toFailure() };
+      return failureReply(job, agentId, error, jobLog);
     } finally {
       inProgress.delete(thisRun);
       baseline?.runDone({ benchmarkIndex, alone: thisRun.overlapping === 0 });
     }
   };
+}
+
+/** The job's Lighthouse run, told to the observer however it ends. */
+async function observedRun(
+  runner: AuditRunner,
+  job: AuditJob,
+  observer: RunObserver | undefined,
+  baselineBenchmarkIndex: number | null | undefined,
+): ReturnType<AuditRunner['run']> {
+  const started = performance.now();
+  const seconds = () => (performance.now() - started) / 1000;
+  try {
+    const output = await runner.run({
+      url: job.url,
+      device: job.device,
+      timeoutMs: job.timeoutMs,
+      ...(job.auth ? { auth: job.auth } : {}),
+      ...(baselineBenchmarkIndex !== undefined ? { baselineBenchmarkIndex } : {}),
+    });
+    observer?.runDone(job.device, 'ok', seconds());
+    return output;
+  } catch (error) {
+    observer?.runDone(job.device, error instanceof RunFailure ? error.code : 'INTERNAL', seconds());
+    throw error;
+  }
+}
+
+/** The page's security facts, or none when the probe fails (the run stands without them). */
+function securityOf(
+  probe: (url: string) => Promise<SecurityFacts>,
+  url: string,
+  log: Logger,
+): Promise<SecurityFacts | undefined> {
+  return probe(url).catch((error: unknown) => {
+    log.warn(
+      { err: { message: (error as Error).message }, target: { url } },
+      'security probe failed; no SECURITY facts for this run',
+    );
+    return undefined;
+  });
+}
+
+/** The result as sent: screenshots as Lighthouse took them only when asked; otherwise small ones (screenshot-compactor.ts). */
+async function keptResult(lhr: LighthouseResult, keepScreenshots: boolean): Promise<LighthouseResult> {
+  return keepScreenshots
+    ? trimLighthouseResult(lhr, { keepScreenshots })
+    : compactScreenshots(trimLighthouseResult(lhr, { keepScreenshots: true }));
+}
+
+/** A run that failed, as the v1 reply; anything but a RunFailure is INTERNAL (retryable). */
+function failureReply(job: AuditJob, agentId: string, error: unknown, log?: Logger): AuditReply {
+  const failure =
+    error instanceof RunFailure ? error : new RunFailure('INTERNAL', (error as Error).message, true, { cause: error });
+  log?.warn({ code: failure.code, err: error, target: { url: job.url } }, 'run failed');
+  return { ok: false, jobId: job.jobId, agentId, error: failure.toFailure() };
+}
+
+/** What binds a run to its job (replyMismatch at the gateway reads these back). */
+function jobFields({ jobId, location, device, runIndex }: AuditJob, agentId: string) {
+  return { jobId, agentId, location, device, runIndex };
 }

@@ -1,4 +1,13 @@
-import { connectNats, createLogger, createShutdown, shutdownOnSignals, startOpsServer } from '@perfwatch/common';
+import type { NatsConnection } from '@nats-io/nats-core';
+import type { Logger } from 'pino';
+import {
+  connectNats,
+  createLogger,
+  createShutdown,
+  shutdownOnSignals,
+  startOpsServer,
+  type Readiness,
+} from '@perfwatch/common';
 import { startAgent, type Agent } from './agent.ts';
 import { createAgentMetrics } from './metrics.ts';
 import { loadAgentConfig } from './config.ts';
@@ -15,20 +24,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   await reapOrphanedChromes(logger);
   exitOnUnhandledRejection(logger);
   const nc = await connectNats(config, { name: `perfwatch-agent-${config.agentId}` });
-  const runnerOptions = {
-    chromePath: config.CHROME_PATH,
-    noSandbox: config.noSandbox,
-    runsPerBrowser: config.PERFWATCH_RUNS_PER_BROWSER,
-    allowTargets: config.PERFWATCH_ALLOW_TARGETS,
-    cpu: { multiplier: config.PERFWATCH_CPU_MULTIPLIER },
-  };
-  // Lighthouse runs in worker threads even at capacity 1: its trace processing holds a thread
-  // for seconds on a loaded machine, and this one must keep answering NATS and announcing.
-  const runner = createRunnerPool({
-    size: config.PERFWATCH_CAPACITY,
-    worker: { ...runnerOptions, logLevel: config.LOG_LEVEL },
-    logger,
-  });
+  const runner = runnerFor(config, logger);
   const guard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
   let agent: Agent | null = null;
   const metrics = createAgentMetrics({ nc, location: config.PERFWATCH_LOCATION, agent: () => agent });
@@ -36,12 +32,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     port: config.PERFWATCH_OPS_PORT,
     host: config.PERFWATCH_OPS_HOST,
     registry: metrics.registry,
-    ready: () => {
-      if (!agent) return { ok: false, reason: 'starting' };
-      if (!agent.accepting) return { ok: false, reason: 'shutting down' };
-      if (nc.isClosed() || nc.isDraining()) return { ok: false, reason: 'NATS connection closed' };
-      return { ok: true };
-    },
+    ready: () => readiness(agent, nc),
   });
   logger.info({ url: ops.url }, 'ops server listening (/metrics, /healthz, /readyz)');
   agent = startAgent({
@@ -74,4 +65,31 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   });
   shutdownOnSignals(shutdown);
   await nc.closed();
+}
+
+/**
+ * Lighthouse in worker threads even at capacity 1: its trace processing holds a thread for
+ * seconds on a loaded machine, and this one must keep answering NATS and announcing.
+ */
+function runnerFor(config: ReturnType<typeof loadAgentConfig>, logger: Logger) {
+  return createRunnerPool({
+    size: config.PERFWATCH_CAPACITY,
+    worker: {
+      chromePath: config.CHROME_PATH,
+      noSandbox: config.noSandbox,
+      runsPerBrowser: config.PERFWATCH_RUNS_PER_BROWSER,
+      allowTargets: config.PERFWATCH_ALLOW_TARGETS,
+      cpu: { multiplier: config.PERFWATCH_CPU_MULTIPLIER },
+      logLevel: config.LOG_LEVEL,
+    },
+    logger,
+  });
+}
+
+/** Ready once serving, until it stops taking work or loses NATS. */
+function readiness(agent: Agent | null, nc: NatsConnection): Readiness {
+  if (!agent) return { ok: false, reason: 'starting' };
+  if (!agent.accepting) return { ok: false, reason: 'shutting down' };
+  if (nc.isClosed() || nc.isDraining()) return { ok: false, reason: 'NATS connection closed' };
+  return { ok: true };
 }

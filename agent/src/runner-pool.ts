@@ -41,44 +41,10 @@ export function createRunnerPool({
   let closing = false;
 
   function spawn(index: number): Slot {
-    const worker = new Worker(new URL('./runner-worker.ts', import.meta.url), {
-      workerData: { ...options, slot: index } satisfies RunnerWorkerData,
-    });
-    const slot: Slot = {
-      worker,
-      busy: false,
-      pending: null,
-      ready: new Promise((resolve, reject) => {
-        worker.once('message', () => resolve());
-        worker.once('error', reject);
-        worker.once('exit', (code) => reject(new Error(`runner thread exited with ${code} before it was ready`)));
-      }),
-    };
-    slot.ready.catch(() => undefined);
-    worker.on('message', (message: PoolResponse | { ready: true }) => {
-      if (!('id' in message) || slot.pending?.id !== message.id) return;
-      const { resolve, reject } = slot.pending;
-      slot.pending = null;
-      slot.busy = false;
-      if (message.ok) resolve(message);
-      else
-        reject(
-          new RunFailure(
-            isAuditErrorCode(message.failure.code) ? message.failure.code : 'INTERNAL',
-            message.failure.message,
-            message.failure.retryable,
-          ),
-        );
-    });
-    const lost = (why: string) => {
+    return spawnSlot(index, options, (slot, why) => {
       if (slots[index] === slot) slots[index] = null;
       if (!closing) logger.error({ slot: index, why }, 'runner thread died; it is replaced on the next run');
-      slot.pending?.reject(new RunFailure('BROWSER_FAILED', `the runner thread died: ${why}`, true));
-      slot.pending = null;
-    };
-    worker.on('error', (error) => lost(error.message));
-    worker.on('exit', (code) => lost(`exit code ${code}`));
-    return slot;
+    });
   }
 
   /** Sends one piece of work to a free thread, started on first use, and waits for its answer. */
@@ -138,4 +104,55 @@ export function createRunnerPool({
       );
     },
   };
+}
+
+/**
+ * A runner thread for slot `index`, ready once it says so. A thread that dies fails the run it
+ * had (BROWSER_FAILED, retryable); `lost` is told, to free the slot.
+ */
+function spawnSlot(
+  index: number,
+  options: Omit<RunnerWorkerData, 'slot'>,
+  lost: (slot: Slot, why: string) => void,
+): Slot {
+  const worker = new Worker(new URL('./runner-worker.ts', import.meta.url), {
+    workerData: { ...options, slot: index } satisfies RunnerWorkerData,
+  });
+  const slot: Slot = {
+    worker,
+    busy: false,
+    pending: null,
+    ready: new Promise((resolve, reject) => {
+      worker.once('message', () => resolve());
+      worker.once('error', reject);
+      worker.once('exit', (code) => reject(new Error(`runner thread exited with ${code} before it was ready`)));
+    }),
+  };
+  slot.ready.catch(() => undefined);
+  worker.on('message', (message: PoolResponse | { ready: true }) => answered(slot, message));
+  const died = (why: string) => {
+    lost(slot, why);
+    slot.pending?.reject(new RunFailure('BROWSER_FAILED', `the runner thread died: ${why}`, true));
+    slot.pending = null;
+  };
+  worker.on('error', (error) => died(error.message));
+  worker.on('exit', (code) => died(`exit code ${code}`));
+  return slot;
+}
+
+/** The thread's answer to the slot's pending work (any other message is not for it). */
+function answered(slot: Slot, message: PoolResponse | { ready: true }): void {
+  if (!('id' in message) || slot.pending?.id !== message.id) return;
+  const { resolve, reject } = slot.pending;
+  slot.pending = null;
+  slot.busy = false;
+  if (message.ok) resolve(message);
+  else
+    reject(
+      new RunFailure(
+        isAuditErrorCode(message.failure.code) ? message.failure.code : 'INTERNAL',
+        message.failure.message,
+        message.failure.retryable,
+      ),
+    );
 }

@@ -137,47 +137,9 @@ export function createApiClient({
 }: ApiClientOptions) {
   const base = server.replace(/\/+$/, '');
 
-  async function call<S extends z.ZodType>(
-    path: string,
-    body: object,
-    schema: S,
-    timeoutMs: number,
-  ): Promise<z.output<S>> {
-    let response: Response;
-    try {
-      response = await fetchImpl(`${base}${path}`, {
-        method: 'POST',
-        headers: { authorization: token, 'content-type': 'application/json', accept: 'application/json' },
-        body: JSON.stringify(body),
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-    } catch (error) {
-      const cause = (error as Error & { cause?: Error }).cause;
-      throw new Error(`cannot reach ${base}: ${cause?.message ?? (error as Error).message}`, { cause: error });
-    }
-    const text = await response.text();
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      throw new ApiClientError(response.status, null, `not JSON from ${base}${path}: ${text.slice(0, 200)}`);
-    }
-    if (!response.ok) {
-      const envelope = errorEnvelopeSchema.safeParse(json);
-      throw new ApiClientError(response.status, envelope.success ? envelope.data : null, text.slice(0, 200));
-    }
-    const parsed = schema.safeParse(json);
-    if (!parsed.success)
-      throw new ApiClientError(
-        response.status,
-        null,
-        `unexpected answer from ${path}: ${parsed.error.issues
-          .map((i) => `${i.path.join('.')}: ${i.message}`)
-          .slice(0, 3)
-          .join('; ')}`,
-      );
-    return parsed.data;
-  }
+  const connection = { base, token, fetchImpl };
+  const call = <S extends z.ZodType>(path: string, body: object, schema: S, timeoutMs: number) =>
+    postJson(connection, path, body, schema, timeoutMs);
 
   const client = {
     /** A sync update: resolves with the audit result once every run is in. */
@@ -232,20 +194,68 @@ export function createApiClient({
       ),
 
     /** Polls an async update until it is done or failed. */
-    async waitForUpdate(
-      id: string,
-      { pollMs = 2_000, timeoutMs = updateTimeoutMs, onStatus }: WaitOptions = {},
-    ): Promise<UpdateStatusView> {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const status = await client.updateStatus(id);
-        onStatus?.(status);
-        if (status.status === 'done' || status.status === 'failed') return status;
-        if (Date.now() + pollMs > deadline)
-          throw new Error(`update ${id} is still ${status.status} after ${Math.round(timeoutMs / 1000)} s`);
-        await sleep(pollMs);
-      }
-    },
+    waitForUpdate: (id: string, options: WaitOptions = {}): Promise<UpdateStatusView> =>
+      waitForUpdate(client.updateStatus, id, { timeoutMs: updateTimeoutMs, ...options }),
   };
   return client;
+}
+
+/** POSTs `body` as JSON and reads the answer against `schema`; an error envelope becomes ApiClientError. */
+async function postJson<S extends z.ZodType>(
+  { base, token, fetchImpl }: { base: string; token: string; fetchImpl: typeof fetch },
+  path: string,
+  body: object,
+  schema: S,
+  timeoutMs: number,
+): Promise<z.output<S>> {
+  let response: Response;
+  try {
+    response = await fetchImpl(`${base}${path}`, {
+      method: 'POST',
+      headers: { authorization: token, 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+  } catch (error) {
+    const cause = (error as Error & { cause?: Error }).cause;
+    throw new Error(`cannot reach ${base}: ${cause?.message ?? (error as Error).message}`, { cause: error });
+  }
+  const text = await response.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new ApiClientError(response.status, null, `not JSON from ${base}${path}: ${text.slice(0, 200)}`);
+  }
+  if (!response.ok) {
+    const envelope = errorEnvelopeSchema.safeParse(json);
+    throw new ApiClientError(response.status, envelope.success ? envelope.data : null, text.slice(0, 200));
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success)
+    throw new ApiClientError(
+      response.status,
+      null,
+      `unexpected answer from ${path}: ${parsed.error.issues
+        .map((i) => `${i.path.join('.')}: ${i.message}`)
+        .slice(0, 3)
+        .join('; ')}`,
+    );
+  return parsed.data;
+}
+
+async function waitForUpdate(
+  read: (id: string) => Promise<UpdateStatusView>,
+  id: string,
+  { pollMs = 2_000, timeoutMs, onStatus }: WaitOptions & { timeoutMs: number },
+): Promise<UpdateStatusView> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = await read(id);
+    onStatus?.(status);
+    if (status.status === 'done' || status.status === 'failed') return status;
+    if (Date.now() + pollMs > deadline)
+      throw new Error(`update ${id} is still ${status.status} after ${Math.round(timeoutMs / 1000)} s`);
+    await sleep(pollMs);
+  }
 }

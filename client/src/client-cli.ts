@@ -179,10 +179,8 @@ async function readBudgets(flags: UpdateFlags): Promise<Budgets> {
   return budgets;
 }
 
-async function update(client: ApiClient, url: string, flags: UpdateFlags, io: CliIo): Promise<number> {
-  const device = oneOf(flags.device, DEVICES, 'device');
-  const budgets = await readBudgets(flags);
-  const checking = flags.ci || Object.keys(budgets.budgets).length > 0 || Object.keys(budgets.maxRegression).length > 0;
+/** The update's flags that only go together, checked; the time to wait for its result. */
+function checkedTimeout(flags: UpdateFlags, checking: boolean): number {
   if (flags.async && !flags.wait && (checking || flags.junit))
     throw new UsageError('budgets need the result: use --ci (or --async --wait)');
   if (flags.async && !flags.wait && flags.annotate !== undefined)
@@ -191,6 +189,50 @@ async function update(client: ApiClient, url: string, flags: UpdateFlags, io: Cl
     throw new UsageError('--annotate-link goes with --annotate');
   const timeoutMs = flags.timeout === undefined ? 15 * 60_000 : Number(flags.timeout) * 1000;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new UsageError('--timeout is in seconds, a positive number');
+  return timeoutMs;
+}
+
+/** Holds the result to the budgets given (or, with none, to the project's, as stored) and says so; the exit code. */
+async function reportBudgets(
+  client: ApiClient,
+  {
+    url,
+    date,
+    result,
+    budgets,
+    started,
+  }: {
+    url: string;
+    date: string;
+    result: AuditResult;
+    budgets: Awaited<ReturnType<typeof readBudgets>>;
+    started: number;
+  },
+  flags: UpdateFlags,
+  io: CliIo,
+): Promise<number> {
+  // No budget of its own: the run is held to the project's budgets, as the gateway checked them.
+  const report = hasBudgets(budgets)
+    ? evaluateBudgets(
+        result,
+        budgets,
+        Object.keys(budgets.maxRegression).length > 0 ? await previousSnapshot(client, url, date, result) : undefined,
+      )
+    : serverChecks(result);
+  if (flags.junit) await writeFile(flags.junit, budgetJunitXml(url, report, (Date.now() - started) / 1000));
+  if (flags.json) io.out.write(`${JSON.stringify({ url, date, pass: report.pass, cells: report.cells })}\n`);
+  else
+    io.out.write(
+      `${url} at ${date}\n${auditResultTable(result)}\n${budgetTable(report)}\n${report.pass ? 'budgets: passed' : 'budgets: FAILED'}\n`,
+    );
+  return report.pass ? EXIT.ok : EXIT.failed;
+}
+
+async function update(client: ApiClient, url: string, flags: UpdateFlags, io: CliIo): Promise<number> {
+  const device = oneOf(flags.device, DEVICES, 'device');
+  const budgets = await readBudgets(flags);
+  const checking = flags.ci || Object.keys(budgets.budgets).length > 0 || Object.keys(budgets.maxRegression).length > 0;
+  const timeoutMs = checkedTimeout(flags, checking);
   const updateType = flags.ci ? 'ci' : 'manual';
   const started = Date.now();
 
@@ -234,21 +276,7 @@ async function update(client: ApiClient, url: string, flags: UpdateFlags, io: Cl
     io.out.write(flags.json ? `${JSON.stringify(result)}\n` : `${url} at ${date}\n${auditResultTable(result)}\n`);
     return EXIT.ok;
   }
-  // No budget of its own: the run is held to the project's budgets, as the gateway checked them.
-  const report = hasBudgets(budgets)
-    ? evaluateBudgets(
-        result,
-        budgets,
-        Object.keys(budgets.maxRegression).length > 0 ? await previousSnapshot(client, url, date, result) : undefined,
-      )
-    : serverChecks(result);
-  if (flags.junit) await writeFile(flags.junit, budgetJunitXml(url, report, (Date.now() - started) / 1000));
-  if (flags.json) io.out.write(`${JSON.stringify({ url, date, pass: report.pass, cells: report.cells })}\n`);
-  else
-    io.out.write(
-      `${url} at ${date}\n${auditResultTable(result)}\n${budgetTable(report)}\n${report.pass ? 'budgets: passed' : 'budgets: FAILED'}\n`,
-    );
-  return report.pass ? EXIT.ok : EXIT.failed;
+  return reportBudgets(client, { url, date, result, budgets, started }, flags, io);
 }
 
 /** The checks the gateway stored with the snapshot, as a report (no cell has any: passed, with no budgets). */

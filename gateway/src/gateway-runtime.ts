@@ -76,14 +76,7 @@ export async function startGateway({
     targetGuard,
     secrets,
     updates,
-    startAsync: createAsyncUpdates({
-      store,
-      admission,
-      limits: {
-        queuedRunsPerUser: config.MAX_QUEUED_RUNS_PER_USER,
-        pendingPerLocation: config.MAX_PENDING_UPDATES_PER_LOCATION,
-      },
-    }),
+    admission,
   });
   return {
     http,
@@ -275,7 +268,7 @@ async function serve({
   targetGuard: TargetGuard;
   secrets: SecretBox;
   updates: UpdateService;
-  startAsync: ReturnType<typeof createAsyncUpdates>;
+  admission: UpdateAdmission;
 }): Promise<{ http: GatewayServer; ops: OpsServer | undefined }> {
   const ops =
     config.OPS_PORT === undefined
@@ -287,8 +280,17 @@ async function serve({
           ready: readiness,
         });
   if (ops) logger.info({ url: ops.url }, 'ops port listening (/metrics, /readyz, /healthz)');
+  const { admission, ...shared } = parts;
   const http = await createServer({
-    ...parts,
+    ...shared,
+    startAsync: createAsyncUpdates({
+      store,
+      admission,
+      limits: {
+        queuedRunsPerUser: config.MAX_QUEUED_RUNS_PER_USER,
+        pendingPerLocation: config.MAX_PENDING_UPDATES_PER_LOCATION,
+      },
+    }),
     opsElsewhere: ops !== undefined,
     store,
     logger,

@@ -159,89 +159,106 @@ export function createOpenApiDocument(serverUrl = '/'): ReturnType<typeof create
         },
       },
     },
-    paths: {
-      '/v1/update': endpoint('Run an update of a project', updateQuerySchema, updateBodySchema, {
-        '200': json(
-          z.union([auditResultSchema, asyncAckSchema]),
-          'sync: the audit result of the devices updated; async: an acknowledgement.',
-        ),
-        '502': error('Every run failed.'),
-        '503': error("No agent serves any of the project's locations."),
-        '504': error('Every run timed out.'),
-      }),
-      '/v1/audit': endpoint('Read the snapshot of a project at a date', auditQuerySchema, auditBodySchema, {
-        '200': json(auditResultSchema, 'The snapshot, filtered by device and location.'),
-      }),
-      '/v1/compare': endpoint('Compare two snapshots of a project', compareQuerySchema, compareBodySchema, {
-        '200': json(
-          compareResultSchema,
-          "Per device and location both snapshots have: the median runs' metrics and differences, whether each is beyond run-to-run noise (a Mann-Whitney U test on the reliable runs, 3 a side at least), and the audits and opportunities that changed most.",
-        ),
-      }),
-      '/v1/overview': endpoint(
-        "KPI records of the caller's projects in a date range",
-        overviewQuerySchema,
-        overviewBodySchema,
-        { '200': json(overviewResponseSchema, 'KPI records, ordered by date, url, device, location, section, kpi.') },
-        { project: false },
-      ),
-      '/v1/projects': endpoint(
-        "The caller's projects",
-        projectsQuerySchema,
-        projectsBodySchema,
-        { '200': json(projectListSchema, "The caller's projects, ordered by URL.") },
-        { project: false, bodyRequired: false },
-      ),
-      '/v1/updates': endpoint(
-        'The snapshot dates of a project, per device, a page at a time (the newest first taken)',
-        updatesQuerySchema,
-        updatesBodySchema,
-        {
-          '200': json(
-            snapshotListSchema,
-            'Per device, the snapshot dates of the page with their locations, ascending; `next` when older ones remain.',
-          ),
-        },
-      ),
-      '/v1/budgets': endpoint(
-        "Read or replace the budgets a project's snapshots are checked against",
-        budgetsQuerySchema,
-        budgetsBodySchema,
-        {
-          '200': json(
-            projectBudgetsSchema,
-            "The project's budgets (after the replacement, when limits were given). Every snapshot stored afterwards carries `checks` per device and location.",
-          ),
-        },
-      ),
-      '/v1/webhooks': endpoint(
-        "List, add or remove the caller's webhooks",
-        webhooksQuerySchema,
-        webhooksBodySchema,
-        {
-          '200': json(
-            webhookListSchema,
-            "The caller's webhooks with their newest deliveries; `created` (with its signing secret, shown this once) after an add, `removed` after a removal.",
-          ),
-          '404': error(
-            'No project of the caller has that URL (`project`), or no webhook of the caller has that id (`remove`).',
-          ),
-        },
-        { project: false, bodyRequired: false },
-      ),
-      '/v1/annotations': endpoint(
-        "List a project's annotations (deploy markers), or add one",
-        annotationsQuerySchema,
-        annotationsBodySchema,
-        { '200': json(annotationListSchema, "The project's annotations by date; `added` after an add.") },
-      ),
-      '/v1/credentials': credentialsEndpoint(),
-      '/v1/updates/{id}': withPathId(
-        endpoint('Where an async or scheduled update is', updateStatusQuerySchema, updateStatusBodySchema, {
-          '200': json(updateStatusSchema, "The update's state; its snapshot date once done, the reason once failed."),
-          '404': error('No update of the caller has that id.'),
-        }),
-      ),
-    },
+    paths: { ...updatePaths(), ...readPaths(), ...settingsPaths() },
   });
+}
+
+/** The update endpoints: run one, list a project's snapshots, follow an async update. */
+function updatePaths() {
+  return {
+    '/v1/update': endpoint('Run an update of a project', updateQuerySchema, updateBodySchema, {
+      '200': json(
+        z.union([auditResultSchema, asyncAckSchema]),
+        'sync: the audit result of the devices updated; async: an acknowledgement.',
+      ),
+      '502': error('Every run failed.'),
+      '503': error("No agent serves any of the project's locations."),
+      '504': error('Every run timed out.'),
+    }),
+    '/v1/updates': endpoint(
+      'The snapshot dates of a project, per device, a page at a time (the newest first taken)',
+      updatesQuerySchema,
+      updatesBodySchema,
+      {
+        '200': json(
+          snapshotListSchema,
+          'Per device, the snapshot dates of the page with their locations, ascending; `next` when older ones remain.',
+        ),
+      },
+    ),
+    '/v1/updates/{id}': withPathId(
+      endpoint('Where an async or scheduled update is', updateStatusQuerySchema, updateStatusBodySchema, {
+        '200': json(updateStatusSchema, "The update's state; its snapshot date once done, the reason once failed."),
+        '404': error('No update of the caller has that id.'),
+      }),
+    ),
+  };
+}
+
+/** What the snapshots say: one snapshot, two compared, KPI records over time, the caller's projects. */
+function readPaths() {
+  return {
+    '/v1/audit': endpoint('Read the snapshot of a project at a date', auditQuerySchema, auditBodySchema, {
+      '200': json(auditResultSchema, 'The snapshot, filtered by device and location.'),
+    }),
+    '/v1/compare': endpoint('Compare two snapshots of a project', compareQuerySchema, compareBodySchema, {
+      '200': json(
+        compareResultSchema,
+        "Per device and location both snapshots have: the median runs' metrics and differences, whether each is beyond run-to-run noise (a Mann-Whitney U test on the reliable runs, 3 a side at least), and the audits and opportunities that changed most.",
+      ),
+    }),
+    '/v1/overview': endpoint(
+      "KPI records of the caller's projects in a date range",
+      overviewQuerySchema,
+      overviewBodySchema,
+      { '200': json(overviewResponseSchema, 'KPI records, ordered by date, url, device, location, section, kpi.') },
+      { project: false },
+    ),
+    '/v1/projects': endpoint(
+      "The caller's projects",
+      projectsQuerySchema,
+      projectsBodySchema,
+      { '200': json(projectListSchema, "The caller's projects, ordered by URL.") },
+      { project: false, bodyRequired: false },
+    ),
+  };
+}
+
+/** A project's settings: budgets, webhooks, annotations, login credentials. */
+function settingsPaths() {
+  return {
+    '/v1/budgets': endpoint(
+      "Read or replace the budgets a project's snapshots are checked against",
+      budgetsQuerySchema,
+      budgetsBodySchema,
+      {
+        '200': json(
+          projectBudgetsSchema,
+          "The project's budgets (after the replacement, when limits were given). Every snapshot stored afterwards carries `checks` per device and location.",
+        ),
+      },
+    ),
+    '/v1/webhooks': endpoint(
+      "List, add or remove the caller's webhooks",
+      webhooksQuerySchema,
+      webhooksBodySchema,
+      {
+        '200': json(
+          webhookListSchema,
+          "The caller's webhooks with their newest deliveries; `created` (with its signing secret, shown this once) after an add, `removed` after a removal.",
+        ),
+        '404': error(
+          'No project of the caller has that URL (`project`), or no webhook of the caller has that id (`remove`).',
+        ),
+      },
+      { project: false, bodyRequired: false },
+    ),
+    '/v1/annotations': endpoint(
+      "List a project's annotations (deploy markers), or add one",
+      annotationsQuerySchema,
+      annotationsBodySchema,
+      { '200': json(annotationListSchema, "The project's annotations by date; `added` after an add.") },
+    ),
+    '/v1/credentials': credentialsEndpoint(),
+  };
 }

@@ -43,7 +43,9 @@ export function createUpdateAdmission({
     userId: string,
     requestIds: ReadonlyMap<string, string> = new Map(),
   ): Promise<{ admitted: string[]; unqueued: Set<string> }> {
-    const turn = (turns.get(userId) ?? Promise.resolve()).then(() => admitNow(userId, requestIds));
+    const turn = (turns.get(userId) ?? Promise.resolve()).then(() =>
+      admitNow({ store, queue, logger, perUser }, userId, requestIds),
+    );
     const settled = turn.catch(() => undefined);
     turns.set(userId, settled);
     void settled.then(() => {
@@ -52,25 +54,6 @@ export function createUpdateAdmission({
     return turn;
   }
 
-  /** Admits and queues; the ids whose job could not be stored are in `unqueued`. */
-  async function admitNow(
-    userId: string,
-    requestIds: ReadonlyMap<string, string>,
-  ): Promise<{ admitted: string[]; unqueued: Set<string> }> {
-    const admitted = await store.admitUpdates(userId, perUser);
-    const unqueued = new Set<string>();
-    for (const update of admitted) {
-      const job = queuedUpdateOf(update, 'admitted');
-      try {
-        await queue().enqueue({ ...job, requestId: requestIds.get(update.id) ?? job.requestId });
-      } catch (error) {
-        // Stays admitted and unqueued: the lease holder's sweep queues it again (stuck-updates.ts).
-        logger.error({ err: error, updateId: update.id }, 'could not queue an admitted update');
-        unqueued.add(update.id);
-      }
-    }
-    return { admitted: admitted.map((u) => u.id), unqueued };
-  }
   return {
     async submit(update, requestId, { refuseUnqueued = false } = {}) {
       await store.createUpdate(update);
@@ -86,4 +69,25 @@ export function createUpdateAdmission({
       return (await admit(userId)).admitted;
     },
   };
+}
+
+/** Admits a user's next updates and queues them; the ids whose job could not be stored are in `unqueued`. */
+async function admitNow(
+  { store, queue, logger, perUser }: { store: Store; queue: () => UpdateQueue; logger: Logger; perUser: number },
+  userId: string,
+  requestIds: ReadonlyMap<string, string>,
+): Promise<{ admitted: string[]; unqueued: Set<string> }> {
+  const admitted = await store.admitUpdates(userId, perUser);
+  const unqueued = new Set<string>();
+  for (const update of admitted) {
+    const job = queuedUpdateOf(update, 'admitted');
+    try {
+      await queue().enqueue({ ...job, requestId: requestIds.get(update.id) ?? job.requestId });
+    } catch (error) {
+      // Stays admitted and unqueued: the lease holder's sweep queues it again (stuck-updates.ts).
+      logger.error({ err: error, updateId: update.id }, 'could not queue an admitted update');
+      unqueued.add(update.id);
+    }
+  }
+  return { admitted: admitted.map((u) => u.id), unqueued };
 }

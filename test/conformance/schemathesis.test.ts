@@ -67,6 +67,8 @@ describe('schemathesis', () => {
     const child = spawn(
       schemathesis,
       [
+        '--config-file',
+        join(import.meta.dirname, 'schemathesis.toml'),
         'run',
         `${gateway.url}/v1/openapi.json`,
         '--checks',

@@ -1,4 +1,4 @@
-import pRetry, { AbortError } from 'p-retry';
+import { callCrux } from './crux-call.ts';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { cruxFormFactor, cruxRecordSchema, type CruxRecord, type Device } from '@perfwatch/common';
@@ -27,44 +27,6 @@ export interface CruxClient {
 
 const responseSchema = z.looseObject({ record: cruxRecordSchema });
 
-class RetryableCruxError extends Error {}
-
-/** One `records:queryRecord` call, retried on 429, 5xx and timeouts. */
-async function queryRecord(
-  {
-    endpoint,
-    apiKey,
-    retries,
-    minRetryMs,
-    timeoutMs,
-  }: { endpoint: string; apiKey: string; retries: number; minRetryMs: number; timeoutMs: number },
-  body: { url?: string; origin?: string; formFactor: string },
-): Promise<CruxRecord | null> {
-  return pRetry(
-    async () => {
-      const res = await fetch(
-        `${endpoint.replace(/\/$/, '')}/v1/records:queryRecord?key=${encodeURIComponent(apiKey)}`,
-        {
-          method: 'POST',
-          headers: { 'Content-Type': 'application/json' },
-          body: JSON.stringify(body),
-          signal: AbortSignal.timeout(timeoutMs),
-        },
-      );
-      if (res.status === 404) return null;
-      if (res.status === 429 || res.status >= 500) throw new RetryableCruxError(`CrUX API answered ${res.status}`);
-      if (!res.ok) throw new AbortError(`CrUX API answered ${res.status}`);
-      return responseSchema.parse(await res.json()).record;
-    },
-    {
-      retries,
-      minTimeout: minRetryMs,
-      factor: 2,
-      shouldRetry: ({ error }) => error instanceof RetryableCruxError || error.name === 'TimeoutError',
-    },
-  );
-}
-
 /**
  * A client of the CrUX API's `records:queryRecord`. 404 means CrUX has no data (null); 429 and
  * 5xx are retried with backoff; answers are cached per UTC day, since CrUX updates daily.
@@ -91,7 +53,10 @@ export function createCruxClient({
     const key = `${kind} ${formFactor} ${value}`;
     let pending = cache.get(key);
     if (!pending) {
-      pending = queryRecord({ endpoint, apiKey, retries, minRetryMs, timeoutMs }, { [kind]: value, formFactor });
+      pending = callCrux(
+        { endpoint, apiKey, retries, minRetryMs, timeoutMs },
+        { api: 'CrUX API', method: 'records:queryRecord', body: { [kind]: value, formFactor }, schema: responseSchema },
+      ).then((answer) => answer?.record ?? null);
       // A failure is not cached: the next update asks again.
       pending.catch(() => cache.delete(key));
       cache.set(key, pending);

@@ -1,6 +1,6 @@
-import pRetry, { AbortError } from 'p-retry';
 import { z } from 'zod';
 import { cruxFormFactor, FIELD_METRICS, type Device } from '@perfwatch/common';
+import { callCrux } from './crux-call.ts';
 
 /** One collection period of the CrUX History API: its last day and each field metric's p75 ("NO_DATA" without one). */
 export interface FieldWeek {
@@ -25,8 +25,6 @@ const historySchema = z.looseObject({
   }),
 });
 
-class RetryableHistoryError extends Error {}
-
 /**
  * The CrUX History API's `records:queryHistoryRecord`: up to 25 weekly 28-day periods of a page's
  * or an origin's field data, read into p75 values per period. 404 is no data; 429 and 5xx are
@@ -48,29 +46,9 @@ export function createCruxHistoryClient({
   return {
     async history(target: { url: string } | { origin: string }, device: Device): Promise<FieldWeek[]> {
       const body = { ...target, formFactor: cruxFormFactor(device), metrics: Object.values(FIELD_METRICS) };
-      const parsed = await pRetry(
-        async () => {
-          const res = await fetch(
-            `${endpoint.replace(/\/$/, '')}/v1/records:queryHistoryRecord?key=${encodeURIComponent(apiKey)}`,
-            {
-              method: 'POST',
-              headers: { 'Content-Type': 'application/json' },
-              body: JSON.stringify(body),
-              signal: AbortSignal.timeout(timeoutMs),
-            },
-          );
-          if (res.status === 404) return null;
-          if (res.status === 429 || res.status >= 500)
-            throw new RetryableHistoryError(`CrUX History API answered ${res.status}`);
-          if (!res.ok) throw new AbortError(`CrUX History API answered ${res.status}`);
-          return historySchema.parse(await res.json());
-        },
-        {
-          retries,
-          minTimeout: minRetryMs,
-          factor: 2,
-          shouldRetry: ({ error }) => error instanceof RetryableHistoryError || error.name === 'TimeoutError',
-        },
+      const parsed = await callCrux(
+        { endpoint, apiKey, retries, minRetryMs, timeoutMs },
+        { api: 'CrUX History API', method: 'records:queryHistoryRecord', body, schema: historySchema },
       );
       if (!parsed) return [];
       const { metrics, collectionPeriods } = parsed.record;

@@ -45,9 +45,34 @@ export async function startDemoSite({
       next();
     });
   }
-  // A page behind a login: the session cookie the login sets, or a bearer token, lets a visitor
-  // in; anyone else is sent to the login page. Its picture comes from another origin (localhost
-  // for 127.0.0.1), where credentials must never go.
+  loginPages(app);
+  app.get('/slow.html', (_req, _res, next) => {
+    setTimeout(next, slowMs);
+  });
+  // A redirect to anywhere: lets tests follow a page that leads somewhere the agent must not go.
+  app.get('/redirect', (req, res) => {
+    res.redirect(302, String(req.query['to'] ?? '/'));
+  });
+  app.use(express.static(root, { maxAge: '1h' }));
+  const server = app.listen(port, host);
+  await once(server, 'listening');
+  const { port: bound } = server.address() as AddressInfo;
+  return {
+    url: `http://${host}:${bound}/`,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((error) => (error ? reject(error) : resolve()));
+      }),
+  };
+}
+
+/**
+ * A page behind a login: the session cookie the login sets, or a bearer token, lets a visitor
+ * in; anyone else is sent to the login page. Its picture comes from another origin (localhost
+ * for 127.0.0.1), where credentials must never go.
+ */
+function loginPages(app: express.Express): void {
   const signedIn = (req: express.Request) =>
     (req.headers.cookie ?? '').split(/;\s*/).includes(`${DEMO_LOGIN.cookie.name}=${DEMO_LOGIN.cookie.value}`) ||
     req.headers.authorization === `Bearer ${DEMO_LOGIN.bearer}`;
@@ -74,23 +99,4 @@ export async function startDemoSite({
       .cookie(DEMO_LOGIN.cookie.name, DEMO_LOGIN.cookie.value, { httpOnly: true, sameSite: 'lax', path: '/' })
       .redirect(303, '/account/');
   });
-  app.get('/slow.html', (_req, _res, next) => {
-    setTimeout(next, slowMs);
-  });
-  // A redirect to anywhere: lets tests follow a page that leads somewhere the agent must not go.
-  app.get('/redirect', (req, res) => {
-    res.redirect(302, String(req.query['to'] ?? '/'));
-  });
-  app.use(express.static(root, { maxAge: '1h' }));
-  const server = app.listen(port, host);
-  await once(server, 'listening');
-  const { port: bound } = server.address() as AddressInfo;
-  return {
-    url: `http://${host}:${bound}/`,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.closeAllConnections();
-        server.close((error) => (error ? reject(error) : resolve()));
-      }),
-  };
 }

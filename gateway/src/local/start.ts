@@ -1,5 +1,5 @@
 import { connect } from '@nats-io/transport-node';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import pretty from 'pino-pretty';
 import { z } from 'zod';
 import { createLogger, createShutdown, logLevelSchema, parseEnv, shutdownOnSignals } from '@perfwatch/common';
@@ -13,7 +13,7 @@ import {
   runsPerBrowserSchema,
   startAgent,
 } from '@perfwatch/agent';
-import { createAdmin } from '../admin/admin.ts';
+import { createAdmin, type Admin } from '../admin/admin.ts';
 import { gatewayConfigWith } from '../config.ts';
 import { startGateway } from '../gateway-runtime.ts';
 import { storeEnvFields, storeFromEnv } from '../store/open-store.ts';
@@ -53,17 +53,7 @@ const LOCATION = 's_carolina';
  */
 export async function main(env: Readonly<Record<string, string | undefined>>): Promise<void> {
   const config = parseEnv(startEnvSchema, env);
-  const readable = config.LOG_FORMAT === 'pretty' || (config.LOG_FORMAT === 'auto' && process.stderr.isTTY === true);
-  const destination = readable
-    ? pretty({
-        destination: 2,
-        sync: true,
-        colorize: process.stderr.isTTY === true,
-        translateTime: 'SYS:HH:MM:ss',
-        ignore: 'pid,hostname,name',
-      })
-    : pino.destination(2);
-  const logger = createLogger({ name: 'perfwatch', level: config.LOG_LEVEL, destination });
+  const logger = startLogger(config);
   exitOnUnhandledRejection(logger);
   // The embedded store makes its directory when it opens; with MONGODB_URI nothing goes there.
   const { store, where: storeWhere } = storeFromEnv(config);
@@ -111,11 +101,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   const demoUser = 'demo';
   const token = await mintStartToken({ admin, store, user: demoUser });
   const demoUrl = site.url;
-  // The demo site's home page, and a page that misses performance budgets (for trying --ci).
-  const existing = new Set((await store.listProjects((await store.findUserByName(demoUser))!.id)).map((p) => p.url));
-  for (const url of [demoUrl, `${demoUrl}heavy.html`]) {
-    if (!existing.has(url)) await admin.addProject(demoUser, url, { locations: [LOCATION], runs: 1 });
-  }
+  await addDemoProjects(admin, store, demoUser, demoUrl);
 
   // Listening for signals before the banner: once it shows, Ctrl-C stops everything in order
   // (on a loaded machine the banner could reach a terminal before the next line ran).
@@ -137,23 +123,72 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
       }),
     ),
   );
-  const base = gateway.http.url;
   process.stdout.write(
-    [
-      '',
-      `perfwatch is running at ${base}  (dashboard: ${base}/)`,
-      `  bus: ${nc ? `NATS at ${config.NATS_URL}` : 'in-process'} · store: ${storeWhere}`,
-      `demo site: ${demoUrl}`,
-      `token for user "${demoUser}" (shown once; the last start's is revoked): ${token}`,
-      'run a real Lighthouse audit of the demo site (about 10-20 s):',
-      `  curl -s -H "Authorization: ${token}" "${base}/v1/update?url=${encodeURIComponent(demoUrl)}&device=mobile"`,
-      'or with the CLI:',
-      `  PERFWATCH_TOKEN=${token} npm run perfwatch -- update ${demoUrl} --device mobile`,
-      '',
-    ].join('\n'),
+    banner({
+      base: gateway.http.url,
+      bus: nc ? `NATS at ${config.NATS_URL}` : 'in-process',
+      storeWhere,
+      demoUser,
+      demoUrl,
+      token,
+    }),
   );
 
   await stopped;
+}
+
+type StartConfig = z.infer<typeof startEnvSchema>;
+
+/** Readable lines on a terminal (or LOG_FORMAT=pretty), JSON lines otherwise; on stderr. */
+function startLogger(config: StartConfig): Logger {
+  const readable = config.LOG_FORMAT === 'pretty' || (config.LOG_FORMAT === 'auto' && process.stderr.isTTY === true);
+  const destination = readable
+    ? pretty({
+        destination: 2,
+        sync: true,
+        colorize: process.stderr.isTTY === true,
+        translateTime: 'SYS:HH:MM:ss',
+        ignore: 'pid,hostname,name',
+      })
+    : pino.destination(2);
+  return createLogger({ name: 'perfwatch', level: config.LOG_LEVEL, destination });
+}
+
+/** The demo site's home page, and a page that misses performance budgets (for trying --ci). */
+async function addDemoProjects(admin: Admin, store: Store, user: string, demoUrl: string): Promise<void> {
+  const existing = new Set((await store.listProjects((await store.findUserByName(user))!.id)).map((p) => p.url));
+  for (const url of [demoUrl, `${demoUrl}heavy.html`]) {
+    if (!existing.has(url)) await admin.addProject(user, url, { locations: [LOCATION], runs: 1 });
+  }
+}
+
+function banner({
+  base,
+  bus,
+  storeWhere,
+  demoUser,
+  demoUrl,
+  token,
+}: {
+  base: string;
+  bus: string;
+  storeWhere: string;
+  demoUser: string;
+  demoUrl: string;
+  token: string;
+}): string {
+  return [
+    '',
+    `perfwatch is running at ${base}  (dashboard: ${base}/)`,
+    `  bus: ${bus} · store: ${storeWhere}`,
+    `demo site: ${demoUrl}`,
+    `token for user "${demoUser}" (shown once; the last start's is revoked): ${token}`,
+    'run a real Lighthouse audit of the demo site (about 10-20 s):',
+    `  curl -s -H "Authorization: ${token}" "${base}/v1/update?url=${encodeURIComponent(demoUrl)}&device=mobile"`,
+    'or with the CLI:',
+    `  PERFWATCH_TOKEN=${token} npm run perfwatch -- update ${demoUrl} --device mobile`,
+    '',
+  ].join('\n');
 }
 
 /**
