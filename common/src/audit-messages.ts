@@ -259,10 +259,11 @@ async function inflated(data: Uint8Array, maxBytes: number): Promise<Buffer> {
 }
 
 /**
- * A digest part, inflated on this thread: a few kilobytes (and never past the digest bound), for
- * which the thread pool's round trip costs more than inflating.
+ * A digest part's JSON: as sent when it is plain (`identity`, v1.6), else inflated on this
+ * thread: a few kilobytes (and never past the digest bound), for which the thread pool's round
+ * trip costs more than inflating.
  */
-function inflatedDigest(data: Uint8Array, maxBytes: number, encoding: string | undefined): Buffer {
+function digestPartJson(data: Uint8Array, maxBytes: number, encoding: string | undefined): Buffer {
   if (data.byteLength > maxBytes) throw new ReplyRefused(`the reply's digest is over ${maxBytes} bytes`);
   if (encoding === 'identity') return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   if (encoding !== undefined) throw new ReplyRefused("the reply's digest is in an encoding of no v1 version");
@@ -323,7 +324,7 @@ export async function receiveReply(
   if (contentEncoding !== 'gzip' || !(split > 0 && split < data.byteLength))
     throw new ReplyRefused("the reply's parts do not add up");
   const reply = parsedAs(
-    inflatedDigest(data.subarray(0, split), Math.min(maxBytes, MAX_REPLY_DIGEST_BYTES), digestEncoding),
+    digestPartJson(data.subarray(0, split), Math.min(maxBytes, MAX_REPLY_DIGEST_BYTES), digestEncoding),
     digestedReplySchema,
   );
   if (!reply.ok) throw new ReplyRefused('a failure comes in one part');

@@ -123,12 +123,13 @@ class NatsAgentRegistry implements AgentRegistry {
   }
 
   #heard(msg: Msg): void {
-    const announcement = this.#believed(msg);
-    if (!announcement) return;
+    const believed = this.#believed(msg);
+    if (!believed) return;
+    const { announcement, wasLive } = believed;
     if (announcement.state === 'stopping') {
       if (this.#known.delete(announcement.agentId))
         this.#logger.info({ agentId: announcement.agentId, location: announcement.location }, 'agent left');
-    } else if (!this.#recorded(announcement)) {
+    } else if (!this.#recorded(announcement, wasLive)) {
       return;
     }
     for (const jobId of announcement.running ?? []) {
@@ -142,9 +143,10 @@ class NatsAgentRegistry implements AgentRegistry {
    * The announcement, when it matches the contract, its subject (what NATS permissions vouch
    * for: a body claiming another location is not believed) and its id's owner: an id belongs to
    * the process that announced it first (its `instance`) until that process leaves or goes
-   * silent, so another agent can neither take it over nor retire it.
+   * silent, so another agent can neither take it over nor retire it. With it, whether its id
+   * was live before it.
    */
-  #believed(msg: Msg): AgentAnnouncement | null {
+  #believed(msg: Msg): { announcement: AgentAnnouncement; wasLive: boolean } | null {
     let announcement: AgentAnnouncement;
     try {
       announcement = decodeAnnouncement(msg.data);
@@ -164,23 +166,21 @@ class NatsAgentRegistry implements AgentRegistry {
       return null;
     }
     const before = this.#known.get(agentId);
+    const wasLive = before !== undefined && this.#isLive(before);
     if (
-      before &&
-      this.#isLive(before) &&
+      wasLive &&
       (before.announcement.location !== location ||
         (before.announcement.instance !== undefined && before.announcement.instance !== instance))
     ) {
       this.#ignore('the agent id belongs to another live agent', { agentId, location });
       return null;
     }
-    return announcement;
+    return { announcement, wasLive };
   }
 
   /** Records a live agent's announcement; false when its location is full and it is new there. */
-  #recorded(announcement: AgentAnnouncement): boolean {
+  #recorded(announcement: AgentAnnouncement, wasLive: boolean): boolean {
     const { agentId, location, version, capacity } = announcement;
-    const before = this.#known.get(agentId);
-    const wasLive = before !== undefined && this.#isLive(before);
     if (!wasLive) {
       if (this.#liveIn(location) >= MAX_AGENTS_PER_LOCATION) {
         this.#ignore(`the location already has ${MAX_AGENTS_PER_LOCATION} live agents`, { agentId, location });

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import { createTargetGuard, parseAllowList, type LocalAgent, type TargetGuard } from '@perfwatch/agent';
-import { startOpsServer, type OpsServer } from '@perfwatch/common';
+import { startOpsServer, type OpsServer, type Readiness } from '@perfwatch/common';
 import { startAgentRegistry, type AgentRegistry } from './agent-registry.ts';
 import { createCruxClient } from './crux/crux-client.ts';
 import { createCruxHistoryClient } from './crux/crux-history.ts';
@@ -241,7 +241,7 @@ function startBackgroundWork({
 
 /** Ready while not stopping and both NATS and the database answer a round trip, each within 2 s. */
 function readinessCheck(nc: NatsConnection | undefined, store: Store, stopping: () => boolean) {
-  return async (): Promise<{ ok: boolean; reason?: string }> => {
+  return async (): Promise<Readiness> => {
     if (stopping()) return { ok: false, reason: 'shutting down' };
     if (nc && (nc.isClosed() || nc.isDraining())) return { ok: false, reason: 'NATS connection closed' };
     try {
@@ -261,7 +261,8 @@ async function serve({
   config,
   metrics,
   readiness,
-  ...parts
+  admission,
+  ...shared
 }: Wiring & {
   metrics: GatewayMetrics;
   readiness: ReturnType<typeof readinessCheck>;
@@ -280,7 +281,6 @@ async function serve({
           ready: readiness,
         });
   if (ops) logger.info({ url: ops.url }, 'ops port listening (/metrics, /readyz, /healthz)');
-  const { admission, ...shared } = parts;
   const http = await createServer({
     ...shared,
     startAsync: createAsyncUpdates({
