@@ -10,7 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { pino } from 'pino';
-import { createRunnerPool } from '@perfwatch/agent';
+import { benchRunnerPool } from './local-stack.ts';
 import { startDemoSite } from '@perfwatch/gateway';
 import { chromesOf } from '../test/support/chrome-processes.ts';
 
@@ -39,17 +39,7 @@ async function pssKb(pid: number): Promise<number> {
 
 async function phase(url: string, runs: number, runsPerBrowser: number, cores: number): Promise<CapacityPhase> {
   const logger = pino({ level: 'silent' });
-  const pool = createRunnerPool({
-    size: cores,
-    worker: {
-      chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium',
-      noSandbox: process.getuid?.() === 0,
-      runsPerBrowser,
-      allowTargets: '127.0.0.0/8',
-      logLevel: 'silent',
-    },
-    logger,
-  });
+  const pool = benchRunnerPool(cores, runsPerBrowser, logger);
   const peaks = new Map<string, number>();
   let sampling = true;
   const sampler = (async () => {

@@ -7,10 +7,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { connect } from '@nats-io/transport-node';
-import { pino } from 'pino';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { pino, type Logger } from 'pino';
 import type { Location } from '@perfwatch/common';
-import { createRunnerPool, startAgent, type AuditRunner } from '@perfwatch/agent';
+import { createRunnerPool, startAgent, type AuditRunner, type RunnerPool } from '@perfwatch/agent';
 import {
   createAdmin,
   gatewayConfigWith,
@@ -52,34 +52,7 @@ export async function startLocalStack(agents: StackAgent[]): Promise<LocalStack>
   const store = new MongoStore({ uri: db.url, dbName: 'stack' });
   await store.init();
   const nc = await connect({ servers: nats.url });
-  // The agents' runner as `perfwatch agent` builds it: a worker thread with its own Chrome.
-  const runners = agents.map(({ runsPerBrowser, capacity = 1 }) =>
-    createRunnerPool({
-      size: capacity,
-      worker: {
-        chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium',
-        noSandbox: process.getuid?.() === 0,
-        runsPerBrowser,
-        allowTargets: '127.0.0.0/8',
-        logLevel: 'silent',
-      },
-      logger,
-    }),
-  );
-  const started = agents.map(({ location, onRun, capacity = 1 }, i) => {
-    const runner = runners[i]!;
-    const observed: AuditRunner = {
-      run: async (request) => {
-        const output = await runner.run(request);
-        onRun?.(output);
-        return output;
-      },
-      // Calibrated as `perfwatch agent` is.
-      ...(runner.calibrate ? { calibrate: () => runner.calibrate!() } : {}),
-      close: () => runner.close(),
-    };
-    return startAgent({ nc, location, runner: observed, logger, agentId: `stack-${location}-${i}`, capacity });
-  });
+  const { runners, started } = startAgents(nc, agents, logger);
   const gateway = await startGateway({
     nc,
     store,
@@ -94,15 +67,7 @@ export async function startLocalStack(agents: StackAgent[]): Promise<LocalStack>
     siteUrl: site.url,
     token,
     admin,
-    async update(url, device = 'mobile') {
-      const startedAt = performance.now();
-      const res = await fetch(`${gateway.http.url}/v1/update?url=${encodeURIComponent(url)}&device=${device}`, {
-        headers: { Authorization: token },
-      });
-      const body: unknown = await res.json();
-      if (res.status !== 200) throw new Error(`update answered ${res.status}: ${JSON.stringify(body).slice(0, 300)}`);
-      return { ms: performance.now() - startedAt, body };
-    },
+    update: (url, device = 'mobile') => syncUpdate(gateway.http.url, token, url, device),
     async close() {
       await gateway.stop();
       for (const agent of started) await agent.stop();
@@ -115,4 +80,53 @@ export async function startLocalStack(agents: StackAgent[]): Promise<LocalStack>
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The agents' runner as `perfwatch agent` builds it: worker threads, each with its own Chrome. */
+export function benchRunnerPool(size: number, runsPerBrowser: number, logger: Logger): RunnerPool {
+  return createRunnerPool({
+    size,
+    worker: {
+      chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium',
+      noSandbox: process.getuid?.() === 0,
+      runsPerBrowser,
+      allowTargets: '127.0.0.0/8',
+      logLevel: 'silent',
+    },
+    logger,
+  });
+}
+
+function startAgents(nc: NatsConnection, agents: StackAgent[], logger: Logger) {
+  const runners = agents.map(({ runsPerBrowser, capacity = 1 }) => benchRunnerPool(capacity, runsPerBrowser, logger));
+  const started = agents.map(({ location, onRun, capacity = 1 }, i) => {
+    const runner = runners[i]!;
+    const observed: AuditRunner = {
+      run: async (request) => {
+        const output = await runner.run(request);
+        onRun?.(output);
+        return output;
+      },
+      // Calibrated as `perfwatch agent` is.
+      ...(runner.calibrate ? { calibrate: () => runner.calibrate!() } : {}),
+      close: () => runner.close(),
+    };
+    return startAgent({ nc, location, runner: observed, logger, agentId: `stack-${location}-${i}`, capacity });
+  });
+  return { runners, started };
+}
+
+async function syncUpdate(
+  gatewayUrl: string,
+  token: string,
+  url: string,
+  device: 'mobile' | 'desktop',
+): Promise<{ ms: number; body: unknown }> {
+  const startedAt = performance.now();
+  const res = await fetch(`${gatewayUrl}/v1/update?url=${encodeURIComponent(url)}&device=${device}`, {
+    headers: { Authorization: token },
+  });
+  const body: unknown = await res.json();
+  if (res.status !== 200) throw new Error(`update answered ${res.status}: ${JSON.stringify(body).slice(0, 300)}`);
+  return { ms: performance.now() - startedAt, body };
 }

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MongoClient, ObjectId } from 'mongodb';
-import { createAdmin, MongoStore, SqliteStore } from '@perfwatch/gateway';
+import { createAdmin, KPI_ORDER, KPI_PROJECTION, MongoStore, SqliteStore } from '@perfwatch/gateway';
 import { freePort, startFerretDb, startNatsServer } from '../test/support/local-servers.ts';
 import { root } from './local-stack.ts';
 
@@ -229,21 +229,10 @@ async function serveMongoWire(dir: string): Promise<Served> {
         .find(
           { userId, date: { $gte: from, $lt: to }, pending: { $ne: true } },
           {
-            projection: {
-              _id: 0,
-              date: 1,
-              domain: 1,
-              url: 1,
-              device: 1,
-              location: 1,
-              updateType: 1,
-              section: 1,
-              kpi: 1,
-              data: 1,
-            },
+            projection: KPI_PROJECTION,
           },
         )
-        .sort({ date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1 })
+        .sort(KPI_ORDER)
         .batchSize(500);
       let count = 0;
       for await (const _doc of cursor) count++;

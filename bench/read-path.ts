@@ -29,7 +29,15 @@ import autocannon from 'autocannon';
 import { MongoClient, ObjectId, type Document } from 'mongodb';
 import { formatApiDateTime } from '@perfwatch/common';
 import { DatabaseSync } from 'node:sqlite';
-import { createAdmin, MongoStore, receivedRun, SqliteStore, type ProjectRecord } from '@perfwatch/gateway';
+import {
+  createAdmin,
+  KPI_ORDER,
+  KPI_PROJECTION,
+  MongoStore,
+  receivedRun,
+  SqliteStore,
+  type ProjectRecord,
+} from '@perfwatch/gateway';
 import { freePort, startFerretDb, startNatsServer } from '../test/support/local-servers.ts';
 import { buildLocationSnapshot } from '../gateway/src/snapshot-builder.ts';
 import { loadLeanLhr } from '../test/support/lhr-fixtures.ts';
@@ -336,20 +344,9 @@ async function seedMongoWire(dir: string, snapshots: number): Promise<Seeded & {
     async rawOverview(day, domain) {
       await kpisC
         .find(overviewQuery(day, domain), {
-          projection: {
-            _id: 0,
-            date: 1,
-            domain: 1,
-            url: 1,
-            device: 1,
-            location: 1,
-            updateType: 1,
-            section: 1,
-            kpi: 1,
-            data: 1,
-          },
+          projection: KPI_PROJECTION,
         })
-        .sort({ date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1 })
+        .sort(KPI_ORDER)
         .toArray();
     },
     env: { MONGODB_URI: db.url, MONGODB_DB: dbName },

@@ -27,7 +27,7 @@ export { startGuardProxy, type GuardProxy } from './guard-proxy.ts';
 export { probeSecurity } from './security-probe.ts';
 export { exitOnUnhandledRejection, isBrowserTeardownError } from './browser-teardown-errors.ts';
 export { startGuardedRunner, type GuardedRunnerOptions } from './guarded-runner.ts';
-export { createRunnerPool } from './runner-pool.ts';
+export { createRunnerPool, type RunnerPool } from './runner-pool.ts';
 export { createAgentMetrics, type AgentMetrics, type RunObserver } from './metrics.ts';
 export { createLocalAgent, type LocalAgent } from './local-agent.ts';
 export { runsPerBrowserSchema } from './config.ts';

@@ -27,32 +27,63 @@ interface Slot {
  * per-process state. A thread that dies fails its run (BROWSER_FAILED, retryable) and is
  * replaced on the next run. Runs beyond `size` at once are refused; the agent never asks.
  */
-export function createRunnerPool({
-  size,
-  worker: options,
-  logger,
-}: {
+export function createRunnerPool(options: {
   size: number;
   worker: Omit<RunnerWorkerData, 'slot'>;
   logger: Logger;
-}): AuditRunner {
-  const slots: Array<Slot | null> = Array.from({ length: size }, () => null);
-  let nextId = 0;
-  let closing = false;
+}): RunnerPool {
+  return new RunnerPool(options);
+}
 
-  function spawn(index: number): Slot {
-    return spawnSlot(index, options, (slot, why) => {
-      if (slots[index] === slot) slots[index] = null;
-      if (!closing) logger.error({ slot: index, why }, 'runner thread died; it is replaced on the next run');
+export class RunnerPool implements AuditRunner {
+  readonly #size: number;
+  readonly #options: Omit<RunnerWorkerData, 'slot'>;
+  readonly #logger: Logger;
+  readonly #slots: Array<Slot | null>;
+  #nextId = 0;
+  #closing = false;
+
+  constructor({ size, worker, logger }: { size: number; worker: Omit<RunnerWorkerData, 'slot'>; logger: Logger }) {
+    this.#size = size;
+    this.#options = worker;
+    this.#logger = logger;
+    this.#slots = Array.from({ length: size }, () => null);
+  }
+
+  readonly run = async (request: RunRequest): Promise<RunOutput> => {
+    const response = await this.#inFreeSlot((id) => ({ type: 'run', id, request }));
+    if (!('output' in response))
+      throw new RunFailure('INTERNAL', 'the runner thread answered a run with a calibration', true);
+    return response.output;
+  };
+
+  readonly calibrate = async (): Promise<number> => {
+    const response = await this.#inFreeSlot((id) => ({ type: 'calibrate', id }));
+    if (!('benchmarkIndex' in response))
+      throw new RunFailure('INTERNAL', 'the runner thread answered a calibration with a run', true);
+    return response.benchmarkIndex;
+  };
+
+  readonly close = async (): Promise<void> => {
+    this.#closing = true;
+    await Promise.all(this.#slots.map((slot) => slot && closeSlot(slot)));
+  };
+
+  #spawn(index: number): Slot {
+    return spawnSlot(index, this.#options, (slot, why) => {
+      if (this.#slots[index] === slot) this.#slots[index] = null;
+      if (!this.#closing)
+        this.#logger.error({ slot: index, why }, 'runner thread died; it is replaced on the next run');
     });
   }
 
   /** Sends one piece of work to a free thread, started on first use, and waits for its answer. */
-  async function inFreeSlot(message: (id: number) => PoolRequest): Promise<Extract<PoolResponse, { ok: true }>> {
-    if (closing) throw new RunFailure('AGENT_SHUTTING_DOWN', 'the runner pool is closing', true);
+  async #inFreeSlot(message: (id: number) => PoolRequest): Promise<Extract<PoolResponse, { ok: true }>> {
+    if (this.#closing) throw new RunFailure('AGENT_SHUTTING_DOWN', 'the runner pool is closing', true);
+    const slots = this.#slots;
     const index = slots.findIndex((slot) => slot === null || !slot.busy);
-    if (index < 0) throw new RunFailure('INTERNAL', `all ${size} runners are busy`, true);
-    const slot = slots[index] ?? (slots[index] = spawn(index));
+    if (index < 0) throw new RunFailure('INTERNAL', `all ${this.#size} runners are busy`, true);
+    const slot = slots[index] ?? (slots[index] = this.#spawn(index));
     slot.busy = true;
     try {
       await slot.ready;
@@ -64,46 +95,22 @@ export function createRunnerPool({
     }
     if (slots[index] !== slot)
       throw new RunFailure('BROWSER_FAILED', 'the runner thread died before the run started', true);
-    const id = nextId++;
+    const id = this.#nextId++;
     const result = new Promise<Extract<PoolResponse, { ok: true }>>((resolve, reject) => {
       slot.pending = { id, resolve, reject };
     });
     slot.worker.postMessage(message(id));
     return result;
   }
+}
 
-  async function run(request: RunRequest): Promise<RunOutput> {
-    const response = await inFreeSlot((id) => ({ type: 'run', id, request }));
-    if (!('output' in response))
-      throw new RunFailure('INTERNAL', 'the runner thread answered a run with a calibration', true);
-    return response.output;
-  }
-
-  async function calibrate(): Promise<number> {
-    const response = await inFreeSlot((id) => ({ type: 'calibrate', id }));
-    if (!('benchmarkIndex' in response))
-      throw new RunFailure('INTERNAL', 'the runner thread answered a calibration with a run', true);
-    return response.benchmarkIndex;
-  }
-
-  return {
-    run,
-    calibrate,
-    async close() {
-      closing = true;
-      await Promise.all(
-        slots.map(async (slot) => {
-          if (!slot) return;
-          const exited = once(slot.worker, 'exit');
-          slot.worker.postMessage({ type: 'close' } satisfies PoolRequest);
-          // The thread kills its Chrome and ends; one that hangs is terminated.
-          const deadline = setTimeout(() => void slot.worker.terminate(), 15_000);
-          await exited;
-          clearTimeout(deadline);
-        }),
-      );
-    },
-  };
+/** Asks a thread to kill its Chrome and end; one that hangs is terminated after 15 s. */
+async function closeSlot(slot: Slot): Promise<void> {
+  const exited = once(slot.worker, 'exit');
+  slot.worker.postMessage({ type: 'close' } satisfies PoolRequest);
+  const deadline = setTimeout(() => void slot.worker.terminate(), 15_000);
+  await exited;
+  clearTimeout(deadline);
 }
 
 /**

@@ -39,6 +39,14 @@ type CellView = {
   checks?: SnapshotRecord['results'][number]['checks'];
 };
 
+/** What an audit result is made of: a snapshot's date, its cells and the cells it lacks. */
+interface SnapshotCells<R> {
+  date: Date;
+  available: SnapshotRecord['available'];
+  results: readonly R[];
+  missing?: SnapshotRecord['missing'];
+}
+
 /**
  * The audit result as JSON in pieces, to be written as they come: each cell's Lighthouse
  * result is written as its JSON in UTF-8 (`jsonOf`: of an update just made, the bytes its gzip
@@ -49,12 +57,7 @@ type CellView = {
  * after them, so they win.
  */
 export async function* auditResultPieces<R extends CellView>(
-  snapshot: {
-    date: Date;
-    available: SnapshotRecord['available'];
-    results: readonly R[];
-    missing?: SnapshotRecord['missing'];
-  },
+  snapshot: SnapshotCells<R>,
   project: Pick<ProjectRecord, 'defaultLocation'>,
   jsonOf: (cell: R) => Uint8Array | Promise<Uint8Array>,
   filter: SnapshotFilter = {},
@@ -86,12 +89,7 @@ export async function* auditResultPieces<R extends CellView>(
 }
 
 function auditResultOf<R extends CellView>(
-  snapshot: {
-    date: Date;
-    available: SnapshotRecord['available'];
-    results: readonly R[];
-    missing?: SnapshotRecord['missing'];
-  },
+  snapshot: SnapshotCells<R>,
   project: Pick<ProjectRecord, 'defaultLocation'>,
   filter: SnapshotFilter,
   lighthouse: (r: R, additions: LighthouseAdditions) => unknown,

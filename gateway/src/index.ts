@@ -6,7 +6,7 @@ export { createNatsDispatcher } from './nats-dispatcher.ts';
 export { receivedRun, type Dispatcher, type ReceivedRun, type RunOutcome } from './run-outcome.ts';
 export { ResultBytes } from './result-bytes.ts';
 export { createUpdateService, type UpdateService } from './update-service.ts';
-export { MongoStore } from './store/mongo-store.ts';
+export { KPI_ORDER, KPI_PROJECTION, MongoStore } from './store/mongo-store.ts';
 export { SqliteStore } from './store/sqlite-store.ts';
 export type {
   Store,

@@ -69,18 +69,8 @@ export function startScheduler(options: SchedulerOptions): Scheduler {
     }
     if (at.getTime() - lastSweep >= stuckUpdates.everyMs) {
       lastSweep = at.getTime();
-      const { queue, admission, outbox } = options;
-      const { deadlineMs, graceMs } = stuckUpdates;
-      await sweepStuckUpdates({
-        store,
-        queue,
-        admission,
-        logger,
-        deadlineMs,
-        graceMs,
-        ...(outbox ? { outbox } : {}),
-        now,
-      });
+      // The sweep reads the same store, queue, admission and outbox as the scheduler.
+      await sweepStuckUpdates({ ...options, ...stuckUpdates, now });
     }
   }
 

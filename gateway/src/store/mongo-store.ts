@@ -63,6 +63,21 @@ import {
   type UserRecord,
 } from './store.ts';
 
+/** The fields of a KPI document the overview reads, and the order it reads them in (its index's). */
+export const KPI_PROJECTION = {
+  _id: 0,
+  date: 1,
+  domain: 1,
+  url: 1,
+  device: 1,
+  location: 1,
+  updateType: 1,
+  section: 1,
+  kpi: 1,
+  data: 1,
+} as const;
+export const KPI_ORDER = { date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1 } as const;
+
 const DUPLICATE_KEY = 11000;
 /** MongoDB aborts one of two writes to the same document with this code; the write may simply be tried again. */
 const WRITE_CONFLICT = 112;
@@ -773,23 +788,7 @@ export class MongoStore implements Store {
     if (domain) query['domain'] = domain;
     if (updateType) query['updateType'] = updateType;
     if (sections && sections.length > 0) query['section'] = { $in: sections };
-    const cursor = this.#kpis
-      .find(query, {
-        projection: {
-          _id: 0,
-          date: 1,
-          domain: 1,
-          url: 1,
-          device: 1,
-          location: 1,
-          updateType: 1,
-          section: 1,
-          kpi: 1,
-          data: 1,
-        },
-      })
-      .sort({ date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1 })
-      .batchSize(KPI_BATCH);
+    const cursor = this.#kpis.find(query, { projection: KPI_PROJECTION }).sort(KPI_ORDER).batchSize(KPI_BATCH);
     try {
       // What the driver already holds goes out in one batch; the next read may wait on the server.
       yield* kpiBatches(

@@ -48,6 +48,48 @@ function failure(error) {
   show('Error', h('p', { class: 'error', role: 'alert' }, error.message));
 }
 
+/** A table: a heading row, then `rows`. A heading is its text, or `[text, attributes]`. */
+function dataTable(attributes, headings, rows) {
+  return h(
+    'table',
+    attributes,
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        headings.map((heading) => (Array.isArray(heading) ? h('th', heading[1], heading[0]) : h('th', {}, heading))),
+      ),
+    ),
+    h('tbody', {}, rows),
+  );
+}
+
+/** Where a page sits: Projects, then the project (`url`) and `more` links, each followed by a slash. */
+function crumbs(url, ...more) {
+  const trail = [
+    h('a', { href: '#/' }, 'Projects'),
+    url ? h('a', { href: link('project', { url }) }, url) : null,
+    ...more,
+  ];
+  return h(
+    'p',
+    { class: 'crumbs' },
+    trail.filter(Boolean).flatMap((a) => [a, ' / ']),
+  );
+}
+
+/** A card of one device and location; `kind` 'missing' for a cell without a result. */
+function cellCard(device, location, kind, ...content) {
+  return h(
+    'article',
+    { class: kind ? `card cell ${kind}` : 'card cell', 'data-device': device, 'data-location': location },
+    h('h2', {}, `${device} · ${location}`),
+    ...content,
+  );
+}
+
 // ---- sign in ------------------------------------------------------------------------------
 
 function signInView(message) {
@@ -142,28 +184,18 @@ async function latestResults(url, dates) {
 }
 
 function latestTable(url, cells) {
-  const table = h(
-    'table',
+  return dataTable(
     { class: 'latest' },
-    h(
-      'thead',
-      {},
-      h(
-        'tr',
-        {},
-        h('th', {}, 'Device'),
-        h('th', {}, 'Location'),
-        ...CATEGORIES.map(([, label]) => h('th', {}, label)),
-        ...METRICS.slice(0, 4).map(([, label]) => h('th', {}, label)),
-        h('th', {}, 'Snapshot (UTC)'),
-      ),
-    ),
-  );
-  const body = h('tbody');
-  for (const { device, location, date, cell } of cells) {
-    const lhr = cell.lighthouse;
-    body.append(
-      h(
+    [
+      'Device',
+      'Location',
+      ...CATEGORIES.map(([, label]) => label),
+      ...METRICS.slice(0, 4).map(([, label]) => label),
+      'Snapshot (UTC)',
+    ],
+    cells.map(({ device, location, date, cell }) => {
+      const lhr = cell.lighthouse;
+      return h(
         'tr',
         { 'data-device': device, 'data-location': location },
         h('td', {}, device),
@@ -171,257 +203,180 @@ function latestTable(url, cells) {
         ...CATEGORIES.map(([id, label]) => h('td', { 'data-category': id }, scoreBadge(categoryScore(lhr, id), label))),
         ...METRICS.slice(0, 4).map(([id, , format]) => h('td', { 'data-metric': id }, format(auditValue(lhr, id)))),
         h('td', {}, h('a', { href: link('snapshot', { url, date }) }, date)),
-      ),
-    );
-  }
-  table.append(body);
-  return table;
+      );
+    }),
+  );
 }
+
+/** Points `{ name, date, value }` as chart series: a line per name, in the points' order. */
+function seriesOf(points, extra = {}) {
+  const byName = new Map();
+  for (const { name, date, value } of points) {
+    if (!byName.has(name)) byName.set(name, []);
+    byName.get(name).push({ date, value });
+  }
+  return [...byName].map(([name, linePoints]) => ({ name, points: linePoints, ...extra }));
+}
+
+/** A Lighthouse KPI's values (`pick` of its record's data) over time: a line per device/location. */
+function labSeries(records, kpi, pick) {
+  return seriesOf(
+    records
+      .filter((r) => r.section === 'LIGHTHOUSE' && r.kpi === kpi)
+      .map((r) => ({ name: `${r.device}/${r.location}`, date: r.date, value: pick(r.data) }))
+      .filter((point) => typeof point.value === 'number'),
+  );
+}
+
+/**
+ * Field data (CrUX's p75 of real users over 28 days) is per page and device, not per location:
+ * one line per device beside the lab lines, from the records of KPI version 2.
+ */
+function fieldSeries(records, metric) {
+  const seen = new Set();
+  const points = [];
+  for (const r of records) {
+    if (r.section !== 'CRUX' || r.kpi !== `url_${metric}_p75`) continue;
+    const value = Number(r.data);
+    const key = `${r.device} ${r.date}`;
+    if (r.data === 'NO_DATA' || !Number.isFinite(value) || seen.has(key)) continue;
+    seen.add(key);
+    points.push({ name: `field p75 · ${r.device}`, date: r.date, value });
+  }
+  return seriesOf(points, { field: true });
+}
+
+const score = (v) => String(Math.round(v));
+/**
+ * The trend charts in their order: `lab` names the Lighthouse record and its field, `field` the
+ * CrUX metric plotted beside it. The lab Core Web Vitals (KPI version 2) carry web.dev's
+ * good / needs improvement / poor bands.
+ */
+const TREND_CHARTS = [
+  { kpi: 'performance', title: 'Performance score', format: score, max: 100, lab: ['performance', 'score'] },
+  {
+    kpi: 'lcp',
+    title: 'Largest Contentful Paint',
+    lab: ['performance', 'lcp'],
+    field: 'lcp',
+    bands: { good: 2500, poor: 4000 },
+  },
+  { kpi: 'tbt', title: 'Total Blocking Time', lab: ['performance', 'tbt'], bands: { good: 200, poor: 600 } },
+  {
+    kpi: 'cls',
+    title: 'Cumulative Layout Shift',
+    format: (v) => v.toFixed(2),
+    lab: ['performance', 'cls'],
+    field: 'cls',
+    bands: { good: 0.1, poor: 0.25 },
+  },
+  { kpi: 'fcp', title: 'First Contentful Paint', lab: ['performance', 'fcp'], field: 'fcp' },
+  { kpi: 'inp', title: 'Interaction to Next Paint (field p75)', field: 'inp', bands: { good: 200, poor: 500 } },
+  { kpi: 'si', title: 'Speed Index', lab: ['performance', 'si'] },
+  { kpi: 'tti', title: 'Time to Interactive', lab: ['performance', 'tti'] },
+  { kpi: 'accessibility', title: 'Accessibility score', format: score, max: 100, lab: ['accessibility', 'score'] },
+  { kpi: 'best_practices', title: 'Best practices score', format: score, max: 100, lab: ['best_practices', 'score'] },
+  { kpi: 'seo', title: 'SEO score', format: score, max: 100, lab: ['seo', 'score'] },
+];
 
 /** One chart per Lighthouse KPI, a line per device/location; CrUX assessments as a table. */
 function trends(url, records, annotations = []) {
   const mine = records.filter((r) => r.url === url);
-  const series = (kpi, pick) => {
-    const lines = new Map();
-    for (const r of mine) {
-      if (r.section !== 'LIGHTHOUSE' || r.kpi !== kpi) continue;
-      const value = pick(r.data);
-      if (typeof value !== 'number') continue;
-      const name = `${r.device}/${r.location}`;
-      if (!lines.has(name)) lines.set(name, []);
-      lines.get(name).push({ date: r.date, value });
-    }
-    return [...lines].map(([name, points]) => ({ name, points }));
-  };
-  // Field data (CrUX's p75 of real users over 28 days) is per page and device, not per location:
-  // one line per device beside the lab lines, from the records of KPI version 2.
-  const field = (metric) => {
-    const lines = new Map();
-    const seen = new Set();
-    for (const r of mine) {
-      if (r.section !== 'CRUX' || r.kpi !== `url_${metric}_p75`) continue;
-      const value = Number(r.data);
-      if (r.data === 'NO_DATA' || !Number.isFinite(value) || seen.has(`${r.device} ${r.date}`)) continue;
-      seen.add(`${r.device} ${r.date}`);
-      const name = `field p75 · ${r.device}`;
-      if (!lines.has(name)) lines.set(name, []);
-      lines.get(name).push({ date: r.date, value });
-    }
-    return [...lines].map(([name, points]) => ({ name, points, field: true }));
-  };
-  const score = (v) => String(Math.round(v));
-  const charts = h(
-    'div',
-    { class: 'charts' },
+  const charts = TREND_CHARTS.map(({ lab, field, format = formatMs, ...chart }) =>
     trendChart({
-      kpi: 'performance',
-      title: 'Performance score',
-      format: score,
-      max: 100,
-      series: series('performance', (d) => d.score),
-      annotations,
-    }),
-    // The lab Core Web Vitals (KPI version 2), with web.dev's good / needs improvement / poor bands.
-    trendChart({
-      kpi: 'lcp',
-      title: 'Largest Contentful Paint',
-      format: formatMs,
-      series: [...series('performance', (d) => d.lcp), ...field('lcp')],
-      annotations,
-      bands: { good: 2500, poor: 4000 },
-    }),
-    trendChart({
-      kpi: 'tbt',
-      title: 'Total Blocking Time',
-      format: formatMs,
-      series: series('performance', (d) => d.tbt),
-      annotations,
-      bands: { good: 200, poor: 600 },
-    }),
-    trendChart({
-      kpi: 'cls',
-      title: 'Cumulative Layout Shift',
-      format: (v) => v.toFixed(2),
-      series: [...series('performance', (d) => d.cls), ...field('cls')],
-      annotations,
-      bands: { good: 0.1, poor: 0.25 },
-    }),
-    trendChart({
-      kpi: 'fcp',
-      title: 'First Contentful Paint',
-      format: formatMs,
-      series: [...series('performance', (d) => d.fcp), ...field('fcp')],
-      annotations,
-    }),
-    trendChart({
-      kpi: 'inp',
-      title: 'Interaction to Next Paint (field p75)',
-      format: formatMs,
-      series: field('inp'),
-      annotations,
-      bands: { good: 200, poor: 500 },
-    }),
-    trendChart({
-      kpi: 'si',
-      title: 'Speed Index',
-      format: formatMs,
-      series: series('performance', (d) => d.si),
-      annotations,
-    }),
-    trendChart({
-      kpi: 'tti',
-      title: 'Time to Interactive',
-      format: formatMs,
-      series: series('performance', (d) => d.tti),
-      annotations,
-    }),
-    trendChart({
-      kpi: 'accessibility',
-      title: 'Accessibility score',
-      format: score,
-      max: 100,
-      series: series('accessibility', (d) => d.score),
-      annotations,
-    }),
-    trendChart({
-      kpi: 'best_practices',
-      title: 'Best practices score',
-      format: score,
-      max: 100,
-      series: series('best_practices', (d) => d.score),
-      annotations,
-    }),
-    trendChart({
-      kpi: 'seo',
-      title: 'SEO score',
-      format: score,
-      max: 100,
-      series: series('seo', (d) => d.score),
+      ...chart,
+      format,
+      series: [
+        ...(lab ? labSeries(mine, lab[0], (data) => data[lab[1]]) : []),
+        ...(field ? fieldSeries(mine, field) : []),
+      ],
       annotations,
     }),
   );
-  // The assessments (PASSED / FAILED / NO_DATA) of each snapshot; the p75 records are plotted above.
-  const crux = mine.filter((r) => r.section === 'CRUX' && (r.kpi === 'url' || r.kpi === 'origin'));
+  const markers = annotations.length === 0 ? null : annotationList(annotations);
+  return [
+    h('div', { class: 'charts' }, charts),
+    markers ? h('h3', {}, 'Deploy markers') : null,
+    markers,
+    h('h3', {}, 'CrUX field data'),
+    ...cruxSection(mine),
+  ];
+}
+
+/** The assessments (PASSED / FAILED / NO_DATA) of each snapshot; the p75 records are plotted with the lab lines. */
+function cruxSection(records) {
+  const crux = records.filter((r) => r.section === 'CRUX' && (r.kpi === 'url' || r.kpi === 'origin'));
+  if (crux.length === 0)
+    return [
+      h('p', { class: 'empty' }, 'No CrUX records in this range (the gateway asks CrUX only with CRUX_API_KEY set).'),
+    ];
   const byRow = new Map();
   for (const r of crux) {
     const key = `${r.date} ${r.device}/${r.location}`;
     byRow.set(key, { ...(byRow.get(key) ?? { date: r.date, where: `${r.device}/${r.location}` }), [r.kpi]: r.data });
   }
-  const strip = (kpi, title) => {
-    const lines = new Map();
-    for (const r of crux) {
-      if (r.kpi !== kpi) continue;
-      const name = `${r.device}/${r.location}`;
-      if (!lines.has(name)) lines.set(name, []);
-      lines.get(name).push({ date: r.date, value: String(r.data) });
-    }
-    return statusStrip({ kpi: `crux-${kpi}`, title, series: [...lines].map(([name, points]) => ({ name, points })) });
-  };
-  const cruxPlots =
-    byRow.size === 0
-      ? null
-      : h(
-          'div',
-          { class: 'charts' },
-          strip('url', 'CrUX: page passes Core Web Vitals'),
-          strip('origin', 'CrUX: origin passes Core Web Vitals'),
-        );
+  const strip = (kpi, title) =>
+    statusStrip({
+      kpi: `crux-${kpi}`,
+      title,
+      series: seriesOf(
+        crux
+          .filter((r) => r.kpi === kpi)
+          .map((r) => ({ name: `${r.device}/${r.location}`, date: r.date, value: String(r.data) })),
+      ),
+    });
   const badge = (value) =>
     h('span', { class: `cwv cwv-${String(value ?? 'NO_DATA').toLowerCase()}` }, value ?? 'NO_DATA');
-  const cruxTable =
-    byRow.size === 0
-      ? h('p', { class: 'empty' }, 'No CrUX records in this range (the gateway asks CrUX only with CRUX_API_KEY set).')
-      : h(
-          'table',
-          { class: 'crux' },
-          h(
-            'thead',
-            {},
-            h(
-              'tr',
-              {},
-              h('th', {}, 'Snapshot (UTC)'),
-              h('th', {}, 'Device/location'),
-              h('th', {}, 'Page (Core Web Vitals)'),
-              h('th', {}, 'Origin'),
-            ),
-          ),
-          h(
-            'tbody',
-            {},
-            [...byRow.values()]
-              .reverse()
-              .map((row) =>
-                h(
-                  'tr',
-                  { 'data-date': row.date },
-                  h('td', {}, row.date),
-                  h('td', {}, row.where),
-                  h('td', { 'data-kpi': 'url' }, badge(row.url)),
-                  h('td', { 'data-kpi': 'origin' }, badge(row.origin)),
-                ),
-              ),
-          ),
-        );
-  const markers =
-    annotations.length === 0
-      ? null
-      : h(
-          'ul',
-          { class: 'annotations' },
-          annotations.map((a) =>
-            h(
-              'li',
-              { 'data-date': a.date },
-              h('span', { class: 'annotation-date' }, `${a.date} UTC`),
-              ' · ',
-              a.link ? h('a', { href: a.link, rel: 'noopener noreferrer' }, a.text) : a.text,
-            ),
-          ),
-        );
   return [
-    charts,
-    markers ? h('h3', {}, 'Deploy markers') : null,
-    markers,
-    h('h3', {}, 'CrUX field data'),
-    cruxPlots,
-    cruxTable,
+    h(
+      'div',
+      { class: 'charts' },
+      strip('url', 'CrUX: page passes Core Web Vitals'),
+      strip('origin', 'CrUX: origin passes Core Web Vitals'),
+    ),
+    dataTable(
+      { class: 'crux' },
+      ['Snapshot (UTC)', 'Device/location', 'Page (Core Web Vitals)', 'Origin'],
+      [...byRow.values()]
+        .reverse()
+        .map((row) =>
+          h(
+            'tr',
+            { 'data-date': row.date },
+            h('td', {}, row.date),
+            h('td', {}, row.where),
+            h('td', { 'data-kpi': 'url' }, badge(row.url)),
+            h('td', { 'data-kpi': 'origin' }, badge(row.origin)),
+          ),
+        ),
+    ),
   ];
+}
+
+/** The deploy markers in the range, with their links. */
+function annotationList(annotations) {
+  return h(
+    'ul',
+    { class: 'annotations' },
+    annotations.map((a) =>
+      h(
+        'li',
+        { 'data-date': a.date },
+        h('span', { class: 'annotation-date' }, `${a.date} UTC`),
+        ' · ',
+        a.link ? h('a', { href: a.link, rel: 'noopener noreferrer' }, a.text) : a.text,
+      ),
+    ),
+  );
 }
 
 async function projectView(params) {
   const url = params.get('url');
   const days = Number(params.get('days') ?? 30);
-  const { projects } = await api('projects');
-  const project = projects.find((p) => p.url === url);
-  if (!project) throw new Error(`No project of yours has the URL ${url}.`);
-  const dates = await api('updates', { url });
-  const [cells, records, { annotations }, budgets] = await Promise.all([
-    latestResults(url, dates),
-    api('overview', {
-      dateRange: { startDate: day(1 - days), endDate: day() },
-      domain: project.domain,
-      sections: ['lighthouse', 'crux'],
-    }),
-    api('annotations', { url, from: `${day(1 - days)}T00:00:00`, to: `${day(1)}T00:00:00` }),
-    api('budgets', { url }),
-  ]);
-  const range = h(
-    'nav',
-    { class: 'range', 'aria-label': 'Trend range' },
-    'Trends over ',
-    RANGES.map((n) =>
-      n === days ? h('strong', {}, `${n} days`) : h('a', { href: link('project', { url, days: n }) }, `${n} days`),
-    ),
-  );
-  const snapshots = [
-    ...(dates.mobile ?? []).map((d) => ({ ...d, device: 'mobile' })),
-    ...(dates.desktop ?? []).map((d) => ({ ...d, device: 'desktop' })),
-  ].sort((a, b) => (a.date < b.date ? 1 : -1));
-  const uniqueDates = [...new Map(snapshots.map((d) => [d.date, d])).values()];
+  const { project, dates, cells, records, annotations, budgets } = await projectData(url, days);
   show(
     url,
-    h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Projects'), ' / '),
+    crumbs(),
     h('h1', { class: 'url' }, url),
     h(
       'p',
@@ -437,18 +392,58 @@ async function projectView(params) {
         ? latestTable(url, cells)
         : h('p', { class: 'empty' }, 'No snapshot yet. Run an update: ', h('code', {}, `perfwatch update ${url}`)),
     ),
-    h('section', { id: 'trends' }, h('h2', {}, 'Trends'), range, ...trends(url, records, annotations)),
+    h('section', { id: 'trends' }, h('h2', {}, 'Trends'), rangeNav(url, days), ...trends(url, records, annotations)),
+    snapshotsSection(url, dates),
+  );
+}
+
+/** What a project's page shows: the project, its snapshots' dates, the latest results, `days` of records, markers and budgets. */
+async function projectData(url, days) {
+  const { projects } = await api('projects');
+  const project = projects.find((p) => p.url === url);
+  if (!project) throw new Error(`No project of yours has the URL ${url}.`);
+  const dates = await api('updates', { url });
+  const [cells, records, { annotations }, budgets] = await Promise.all([
+    latestResults(url, dates),
+    api('overview', {
+      dateRange: { startDate: day(1 - days), endDate: day() },
+      domain: project.domain,
+      sections: ['lighthouse', 'crux'],
+    }),
+    api('annotations', { url, from: `${day(1 - days)}T00:00:00`, to: `${day(1)}T00:00:00` }),
+    api('budgets', { url }),
+  ]);
+  return { project, dates, cells, records, annotations, budgets };
+}
+
+function rangeNav(url, days) {
+  return h(
+    'nav',
+    { class: 'range', 'aria-label': 'Trend range' },
+    'Trends over ',
+    RANGES.map((n) =>
+      n === days ? h('strong', {}, `${n} days`) : h('a', { href: link('project', { url, days: n }) }, `${n} days`),
+    ),
+  );
+}
+
+/** The project's snapshots, newest first, one line per date whatever its devices. */
+function snapshotsSection(url, dates) {
+  const snapshots = [
+    ...(dates.mobile ?? []).map((d) => ({ ...d, device: 'mobile' })),
+    ...(dates.desktop ?? []).map((d) => ({ ...d, device: 'desktop' })),
+  ].sort((a, b) => (a.date < b.date ? 1 : -1));
+  const uniqueDates = [...new Map(snapshots.map((d) => [d.date, d])).values()];
+  return h(
+    'section',
+    { id: 'snapshots' },
+    h('h2', {}, 'Snapshots'),
+    uniqueDates.length >= 2 ? comparePicker(url, uniqueDates) : null,
     h(
-      'section',
-      { id: 'snapshots' },
-      h('h2', {}, 'Snapshots'),
-      uniqueDates.length >= 2 ? comparePicker(url, uniqueDates) : null,
-      h(
-        'ul',
-        { class: 'snapshots' },
-        uniqueDates.map((d) =>
-          h('li', {}, h('a', { href: link('snapshot', { url, date: d.date }) }, d.date), ` · ${d.updateType}`),
-        ),
+      'ul',
+      { class: 'snapshots' },
+      uniqueDates.map((d) =>
+        h('li', {}, h('a', { href: link('snapshot', { url, date: d.date }) }, d.date), ` · ${d.updateType}`),
       ),
     ),
   );
@@ -559,86 +554,20 @@ function noiseText(significance) {
 async function compareView(params) {
   const [url, from, to] = ['url', 'from', 'to'].map((name) => params.get(name));
   const result = await api('compare', { url, from, to });
-  const cards = result.cells.map((cell) =>
-    h(
-      'article',
-      { class: 'card cell', 'data-device': cell.device, 'data-location': cell.location },
-      h('h2', {}, `${cell.device} · ${cell.location}`),
-      h(
-        'div',
-        { class: 'runs-box' },
-        h(
-          'table',
-          { class: 'compare' },
-          h(
-            'thead',
-            {},
-            h(
-              'tr',
-              {},
-              h('th', {}, 'Metric'),
-              h('th', { title: from }, 'First'),
-              h('th', { title: to }, 'Second'),
-              h('th', {}, 'Difference'),
-              h('th', {}, 'Beyond noise?'),
-            ),
-          ),
-          h(
-            'tbody',
-            {},
-            cell.metrics.map((m) =>
-              h(
-                'tr',
-                { 'data-metric': m.metric, class: m.significance.beyondNoise ? 'beyond-noise' : '' },
-                h('td', {}, m.metric),
-                h('td', { 'data-side': 'from' }, compareValue(m.metric, m.from)),
-                h('td', { 'data-side': 'to' }, compareValue(m.metric, m.to)),
-                h('td', { 'data-side': 'difference' }, compareValue(m.metric, m.difference, true)),
-                h('td', { 'data-side': 'noise' }, noiseText(m.significance)),
-              ),
-            ),
-          ),
-        ),
-      ),
-      cell.audits.length > 0 ? h('h3', {}, 'Audits that changed most') : null,
-      cell.audits.length > 0
-        ? h(
-            'ul',
-            { class: 'changed-audits' },
-            cell.audits.map((a) => h('li', { 'data-audit': a.id }, `${a.title}: ${a.from ?? '—'} → ${a.to ?? '—'}`)),
-          )
-        : null,
-      cell.opportunities.length > 0 ? h('h3', {}, 'Opportunities that changed most') : null,
-      cell.opportunities.length > 0
-        ? h(
-            'ul',
-            { class: 'changed-opportunities' },
-            cell.opportunities.map((o) =>
-              h('li', { 'data-audit': o.id }, `${o.title}: ${o.fromMs} ms → ${o.toMs} ms to save`),
-            ),
-          )
-        : null,
-    ),
-  );
-  for (const u of result.unmatched)
-    cards.push(
-      h(
-        'article',
-        { class: 'card cell missing', 'data-device': u.device, 'data-location': u.location },
-        h('h2', {}, `${u.device} · ${u.location}`),
+  const cards = [
+    ...result.cells.map((cell) => compareCard(cell, from, to)),
+    ...result.unmatched.map((u) =>
+      cellCard(
+        u.device,
+        u.location,
+        'missing',
         h('p', {}, `Only in the ${u.onlyIn === 'from' ? 'first' : 'second'} snapshot.`),
       ),
-    );
+    ),
+  ];
   show(
     `${url}: ${from} → ${to}`,
-    h(
-      'p',
-      { class: 'crumbs' },
-      h('a', { href: '#/' }, 'Projects'),
-      ' / ',
-      h('a', { href: link('project', { url }) }, url),
-      ' / ',
-    ),
+    crumbs(url),
     h('h1', {}, `${from} → ${to} UTC`),
     h('p', { class: 'meta' }, `First: ${from} · second: ${to}`),
     h(
@@ -650,75 +579,108 @@ async function compareView(params) {
   );
 }
 
+/** A cell of both snapshots: its medians' metrics side by side, and what changed most. */
+function compareCard(cell, from, to) {
+  return cellCard(
+    cell.device,
+    cell.location,
+    '',
+    h(
+      'div',
+      { class: 'runs-box' },
+      dataTable(
+        { class: 'compare' },
+        ['Metric', ['First', { title: from }], ['Second', { title: to }], 'Difference', 'Beyond noise?'],
+        cell.metrics.map((m) =>
+          h(
+            'tr',
+            { 'data-metric': m.metric, class: m.significance.beyondNoise ? 'beyond-noise' : '' },
+            h('td', {}, m.metric),
+            h('td', { 'data-side': 'from' }, compareValue(m.metric, m.from)),
+            h('td', { 'data-side': 'to' }, compareValue(m.metric, m.to)),
+            h('td', { 'data-side': 'difference' }, compareValue(m.metric, m.difference, true)),
+            h('td', { 'data-side': 'noise' }, noiseText(m.significance)),
+          ),
+        ),
+      ),
+    ),
+    changedList(
+      'Audits that changed most',
+      'changed-audits',
+      cell.audits,
+      (a) => `${a.title}: ${a.from ?? '—'} → ${a.to ?? '—'}`,
+    ),
+    changedList(
+      'Opportunities that changed most',
+      'changed-opportunities',
+      cell.opportunities,
+      (o) => `${o.title}: ${o.fromMs} ms → ${o.toMs} ms to save`,
+    ),
+  );
+}
+
+/** A heading and a list of the audits in `items`, each line `text` of it; nothing when there are none. */
+function changedList(title, className, items, text) {
+  if (items.length === 0) return null;
+  return [
+    h('h3', {}, title),
+    h(
+      'ul',
+      { class: className },
+      items.map((item) => h('li', { 'data-audit': item.id }, text(item))),
+    ),
+  ];
+}
+
 // ---- one snapshot -------------------------------------------------------------------------
 
+function verdictBadge(run) {
+  if (run.verdict === 'suspect')
+    return h('span', { class: 'verdict verdict-suspect', title: (run.reasons ?? []).join('\n') }, 'suspect');
+  return run.verdict ? h('span', { class: 'verdict verdict-reliable' }, run.verdict) : null;
+}
+
 function runsTable(cell) {
-  const verdict = (run) =>
-    run.verdict === 'suspect'
-      ? h('span', { class: 'verdict verdict-suspect', title: (run.reasons ?? []).join('\n') }, 'suspect')
-      : run.verdict
-        ? h('span', { class: 'verdict verdict-reliable' }, run.verdict)
-        : null;
-  // The verdict sits beside the run's number, where a narrow card (the table scrolls) still shows it.
   return h(
     'div',
     { class: 'runs-box' },
-    h(
-      'table',
+    dataTable(
       { class: 'runs' },
-      h(
-        'thead',
-        {},
-        h(
-          'tr',
-          {},
-          h('th', {}, 'Run'),
-          h('th', {}, 'Performance'),
-          h('th', {}, 'FCP'),
-          h('th', {}, 'LCP'),
-          h('th', {}, 'TBT'),
-          h('th', {}, 'CLS'),
-          h('th', {}, 'Agent'),
-        ),
-      ),
-      h(
-        'tbody',
-        {},
-        cell.runs.flatMap((run, index) => {
-          const median = index + 1 === cell.median;
-          const notes = [run.retestOf ? `re-test of ${run.retestOf}` : null, median ? 'median' : null]
-            .filter(Boolean)
-            .join(', ');
-          const row = h(
-            'tr',
-            {
-              class: [median ? 'median' : '', run.verdict === 'suspect' ? 'suspect' : ''].join(' ').trim(),
-              'data-verdict': run.verdict ?? '',
-            },
-            h(
-              'td',
-              { class: 'run' },
-              h('span', { class: 'run-number' }, `${index + 1}${notes ? ` (${notes})` : ''}`),
-              ' ',
-              verdict(run),
-            ),
-            h('td', {}, scoreBadge(run.performance, 'performance')),
-            h('td', {}, formatMs(run.fcp)),
-            h('td', {}, formatMs(run.lcp)),
-            h('td', {}, formatMs(run.tbt)),
-            h('td', {}, run.cls?.toFixed(3) ?? '—'),
-            h('td', {}, run.agentId ?? '—'),
-          );
-          // Why a run is doubted, under it: a tooltip alone is lost on touch screens and to screen readers.
-          const why =
-            run.verdict === 'suspect' && run.reasons?.length
-              ? [h('tr', { class: 'suspect-reasons' }, h('td', { colspan: '7' }, run.reasons.join(' · ')))]
-              : [];
-          return [row, ...why];
-        }),
-      ),
+      ['Run', 'Performance', 'FCP', 'LCP', 'TBT', 'CLS', 'Agent'],
+      cell.runs.flatMap((run, index) => runRows(run, index, index + 1 === cell.median)),
     ),
   );
+}
+
+/** A run's row, and under it why the run is doubted, if it is. */
+function runRows(run, index, median) {
+  const notes = [run.retestOf ? `re-test of ${run.retestOf}` : null, median ? 'median' : null]
+    .filter(Boolean)
+    .join(', ');
+  // The verdict sits beside the run's number, where a narrow card (the table scrolls) still shows it.
+  const row = h(
+    'tr',
+    {
+      class: [median ? 'median' : '', run.verdict === 'suspect' ? 'suspect' : ''].join(' ').trim(),
+      'data-verdict': run.verdict ?? '',
+    },
+    h(
+      'td',
+      { class: 'run' },
+      h('span', { class: 'run-number' }, `${index + 1}${notes ? ` (${notes})` : ''}`),
+      ' ',
+      verdictBadge(run),
+    ),
+    h('td', {}, scoreBadge(run.performance, 'performance')),
+    h('td', {}, formatMs(run.fcp)),
+    h('td', {}, formatMs(run.lcp)),
+    h('td', {}, formatMs(run.tbt)),
+    h('td', {}, run.cls?.toFixed(3) ?? '—'),
+    h('td', {}, run.agentId ?? '—'),
+  );
+  // Why a run is doubted, under it: a tooltip alone is lost on touch screens and to screen readers.
+  if (run.verdict !== 'suspect' || !run.reasons?.length) return [row];
+  return [row, h('tr', { class: 'suspect-reasons' }, h('td', { colspan: '7' }, run.reasons.join(' · ')))];
 }
 
 /** The page as it loaded: the median run's filmstrip and its final screenshot, when the result has them. */
@@ -763,80 +725,56 @@ async function snapshotView(params) {
   const url = params.get('url');
   const date = params.get('date');
   const result = await api('audit', { url, date });
-  const cards = [];
-  for (const device of ['mobile', 'desktop']) {
-    for (const [location, cell] of Object.entries(result[device] ?? {})) {
-      const lhr = cell.lighthouse;
-      cards.push(
-        h(
-          'article',
-          { class: 'card cell', 'data-device': device, 'data-location': location },
-          h('h2', {}, `${device} · ${location}`),
-          h(
-            'div',
-            { class: 'gauges' },
-            CATEGORIES.map(([id, label]) =>
-              h(
-                'div',
-                { class: 'gauge', 'data-category': id },
-                scoreBadge(categoryScore(lhr, id), label),
-                h('span', {}, label),
-              ),
-            ),
-          ),
-          h(
-            'dl',
-            { class: 'metrics' },
-            METRICS.flatMap(([id, label, format]) => [
-              h('dt', {}, label),
-              h('dd', { 'data-metric': id }, format(auditValue(lhr, id))),
-            ]),
-          ),
-          h(
-            'p',
-            { class: 'meta' },
-            `Lighthouse ${lhr.lighthouseVersion ?? '?'} · ${lhr.elementCount ?? '?'} elements · CrUX page: ${lhr.crux?.url ? 'data' : 'no data'}`,
-          ),
-          checksList(cell),
-          filmstrip(lhr),
-          runsTable(cell),
-          verificationLine(cell),
-          h(
-            'p',
-            {},
-            h(
-              'a',
-              { class: 'button', href: link('report', { url, date, device, location }) },
-              'Full Lighthouse report',
-            ),
-          ),
-        ),
-      );
-    }
-  }
+  const cards = ['mobile', 'desktop'].flatMap((device) =>
+    Object.entries(result[device] ?? {}).map(([location, cell]) => snapshotCard(url, date, device, location, cell)),
+  );
   // Cells the update could not measure before its deadline: said, not silently left out.
-  for (const { device, location, reason } of result.missing ?? []) {
-    cards.push(
-      h(
-        'article',
-        { class: 'card cell missing', 'data-device': device, 'data-location': location },
-        h('h2', {}, `${device} · ${location}`),
-        h('p', { class: 'missing-reason' }, `Not measured: ${reason}`),
+  for (const { device, location, reason } of result.missing ?? [])
+    cards.push(cellCard(device, location, 'missing', h('p', { class: 'missing-reason' }, `Not measured: ${reason}`)));
+  show(`${url} at ${date}`, crumbs(url), h('h1', {}, `Snapshot ${date} UTC`), h('div', { class: 'cells' }, cards));
+}
+
+/** A cell of the snapshot: its median run's scores and metrics, checks, filmstrip and runs. */
+function snapshotCard(url, date, device, location, cell) {
+  const lhr = cell.lighthouse;
+  return cellCard(
+    device,
+    location,
+    '',
+    h(
+      'div',
+      { class: 'gauges' },
+      CATEGORIES.map(([id, label]) =>
+        h(
+          'div',
+          { class: 'gauge', 'data-category': id },
+          scoreBadge(categoryScore(lhr, id), label),
+          h('span', {}, label),
+        ),
       ),
-    );
-  }
-  show(
-    `${url} at ${date}`,
+    ),
+    h(
+      'dl',
+      { class: 'metrics' },
+      METRICS.flatMap(([id, label, format]) => [
+        h('dt', {}, label),
+        h('dd', { 'data-metric': id }, format(auditValue(lhr, id))),
+      ]),
+    ),
     h(
       'p',
-      { class: 'crumbs' },
-      h('a', { href: '#/' }, 'Projects'),
-      ' / ',
-      h('a', { href: link('project', { url }) }, url),
-      ' / ',
+      { class: 'meta' },
+      `Lighthouse ${lhr.lighthouseVersion ?? '?'} · ${lhr.elementCount ?? '?'} elements · CrUX page: ${lhr.crux?.url ? 'data' : 'no data'}`,
     ),
-    h('h1', {}, `Snapshot ${date} UTC`),
-    h('div', { class: 'cells' }, cards),
+    checksList(cell),
+    filmstrip(lhr),
+    runsTable(cell),
+    verificationLine(cell),
+    h(
+      'p',
+      {},
+      h('a', { class: 'button', href: link('report', { url, date, device, location }) }, 'Full Lighthouse report'),
+    ),
   );
 }
 
@@ -851,20 +789,7 @@ async function reportView(params) {
   const lhr = result[device]?.[location]?.lighthouse;
   if (!lhr) throw new Error(`No ${device}/${location} result in the snapshot of ${date}.`);
   const container = h('div', { class: 'lighthouse-report' });
-  show(
-    `Lighthouse report of ${url}`,
-    h(
-      'p',
-      { class: 'crumbs' },
-      h('a', { href: '#/' }, 'Projects'),
-      ' / ',
-      h('a', { href: link('project', { url }) }, url),
-      ' / ',
-      h('a', { href: link('snapshot', { url, date }) }, date),
-      ' / ',
-    ),
-    container,
-  );
+  show(`Lighthouse report of ${url}`, crumbs(url, h('a', { href: link('snapshot', { url, date }) }, date)), container);
   // Stored results leave out Lighthouse's i18n table and screenshots; the renderer falls back to English and shows no filmstrip.
   container.append(renderer.renderReport(lhr, { disableFireworks: true, disableDarkMode: true, omitTopbar: false }));
 }

@@ -56,88 +56,96 @@ export function trendChart({ kpi, title, format, max, series, annotations = [], 
   const y = (value) => MARGIN.top + innerH - (Math.min(value, yMax) / yMax) * innerH;
 
   const svg = s('svg', { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: 'img', 'aria-label': title });
-  if (bands) {
-    const band = (from, to, name) =>
-      s(
-        'rect',
-        {
-          x: MARGIN.left,
-          width: WIDTH - MARGIN.left - MARGIN.right,
-          y: y(to),
-          height: Math.max(0, y(from) - y(to)),
-          class: `band band-${name}`,
-          'data-band': name,
-        },
-        s('title', {}, `${name.replace('-', ' ')}: ${format(from)}–${format(to)}`),
-      );
-    svg.append(
-      band(0, bands.good, 'good'),
-      band(bands.good, bands.poor, 'needs-improvement'),
-      band(bands.poor, yMax, 'poor'),
-    );
-  }
+  if (bands) svg.append(...bandRects(bands, yMax, y, format));
   for (const fraction of [0, 0.5, 1]) {
     const value = yMax * fraction;
     svg.append(s('line', { x1: MARGIN.left, x2: WIDTH - MARGIN.right, y1: y(value), y2: y(value), class: 'grid' }));
     svg.append(s('text', { x: MARGIN.left - 6, y: y(value) + 4, 'text-anchor': 'end', class: 'tick' }, format(value)));
   }
-  const dayLabel = (t) => new Date(t).toISOString().slice(5, 16).replace('T', ' ');
-  svg.append(s('text', { x: MARGIN.left, y: HEIGHT - 8, class: 'tick' }, dayLabel(first)));
-  svg.append(
-    s('text', { x: WIDTH - MARGIN.right, y: HEIGHT - 8, 'text-anchor': 'end', class: 'tick' }, dayLabel(last)),
-  );
-
-  // Deploy markers: a dashed vertical line each, its text on hover, under the data.
-  for (const marker of annotations) {
-    const at = x(marker.date);
-    svg.append(
-      s(
-        'line',
-        {
-          x1: at,
-          x2: at,
-          y1: MARGIN.top,
-          y2: HEIGHT - MARGIN.bottom,
-          class: 'annotation',
-          'data-date': marker.date,
-          'data-text': marker.text,
-        },
-        s('title', {}, `${marker.date} UTC · ${marker.text}`),
-      ),
-    );
-  }
+  svg.append(...timeLabels(first, last, MARGIN.left, HEIGHT));
+  svg.append(...annotations.map((marker) => annotationLine(marker, x(marker.date))));
   const legend = h('ul', { class: 'legend' });
   series.forEach((line, index) => {
     const color = COLORS[index % COLORS.length];
-    const sorted = [...line.points].sort((a, b) => time(a.date) - time(b.date));
-    svg.append(
-      s('polyline', {
-        points: sorted.map((p) => `${x(p.date)},${y(p.value)}`).join(' '),
-        stroke: color,
-        class: line.field ? 'line field' : 'line',
-      }),
-    );
-    for (const point of sorted) {
-      svg.append(
-        s(
-          'circle',
-          {
-            cx: x(point.date),
-            cy: y(point.value),
-            r: 3.5,
-            fill: color,
-            'data-series': line.name,
-            'data-date': point.date,
-            'data-value': point.value,
-          },
-          s('title', {}, `${line.name} · ${point.date} UTC · ${format(point.value)}`),
-        ),
-      );
-    }
+    svg.append(...seriesMarks(line, color, x, y, format));
     legend.append(h('li', {}, h('span', { class: 'swatch', style: `background:${color}` }), line.name));
   });
   figure.append(svg, legend);
   return figure;
+}
+
+/** Core Web Vitals' good / needs improvement / poor bands behind the lines. */
+function bandRects(bands, yMax, y, format) {
+  const band = (from, to, name) =>
+    s(
+      'rect',
+      {
+        x: MARGIN.left,
+        width: WIDTH - MARGIN.left - MARGIN.right,
+        y: y(to),
+        height: Math.max(0, y(from) - y(to)),
+        class: `band band-${name}`,
+        'data-band': name,
+      },
+      s('title', {}, `${name.replace('-', ' ')}: ${format(from)}–${format(to)}`),
+    );
+  return [
+    band(0, bands.good, 'good'),
+    band(bands.good, bands.poor, 'needs-improvement'),
+    band(bands.poor, yMax, 'poor'),
+  ];
+}
+
+/** The first and the last time under the axis. */
+function timeLabels(first, last, left, height) {
+  const dayLabel = (t) => new Date(t).toISOString().slice(5, 16).replace('T', ' ');
+  return [
+    s('text', { x: left, y: height - 8, class: 'tick' }, dayLabel(first)),
+    s('text', { x: WIDTH - MARGIN.right, y: height - 8, 'text-anchor': 'end', class: 'tick' }, dayLabel(last)),
+  ];
+}
+
+/** A deploy marker: a dashed vertical line, its text on hover, under the data. */
+function annotationLine(marker, at) {
+  return s(
+    'line',
+    {
+      x1: at,
+      x2: at,
+      y1: MARGIN.top,
+      y2: HEIGHT - MARGIN.bottom,
+      class: 'annotation',
+      'data-date': marker.date,
+      'data-text': marker.text,
+    },
+    s('title', {}, `${marker.date} UTC · ${marker.text}`),
+  );
+}
+
+/** A series' line, and a point for each value carrying it (hover, screen readers, tests). */
+function seriesMarks(line, color, x, y, format) {
+  const sorted = [...line.points].sort((a, b) => time(a.date) - time(b.date));
+  const polyline = s('polyline', {
+    points: sorted.map((p) => `${x(p.date)},${y(p.value)}`).join(' '),
+    stroke: color,
+    class: line.field ? 'line field' : 'line',
+  });
+  const circles = sorted.map((point) =>
+    s(
+      'circle',
+      {
+        cx: x(point.date),
+        cy: y(point.value),
+        r: 3.5,
+        fill: color,
+        'data-series': line.name,
+        'data-date': point.date,
+        'data-value': point.value,
+      },
+      s('title', {}, `${line.name} · ${point.date} UTC · ${format(point.value)}`),
+    ),
+  );
+  return [polyline, ...circles];
 }
 
 const STATUS_COLORS = { PASSED: '#0c7d3c', FAILED: '#c5221f', NO_DATA: '#9aa0a6' };
@@ -179,11 +187,7 @@ export function statusStrip({ kpi, title, series }) {
       );
     }
   });
-  const dayLabel = (t) => new Date(t).toISOString().slice(5, 16).replace('T', ' ');
-  svg.append(s('text', { x: left, y: height - 8, class: 'tick' }, dayLabel(first)));
-  svg.append(
-    s('text', { x: WIDTH - MARGIN.right, y: height - 8, 'text-anchor': 'end', class: 'tick' }, dayLabel(last)),
-  );
+  svg.append(...timeLabels(first, last, left, height));
   figure.append(
     svg,
     h(
