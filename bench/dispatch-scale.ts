@@ -15,7 +15,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { connect } from '@nats-io/transport-node';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { gzipSync } from 'node:zlib';
 import {
@@ -150,11 +150,40 @@ export async function measureDispatchScale(
   levels = [1, 10, 100, 1000],
   kinds: readonly ReplyKind[] = ['whole', 'parts'],
 ): Promise<ScaleLevel[]> {
-  const logger = pino({ level: 'silent' });
   const dir = await mkdtemp(join(tmpdir(), 'perfwatch-scale-'));
   const nats = await startNatsServer({ binary: join(tools, 'nats-server'), dir: join(dir, 'nats') });
-  // Every level's projects exist before the gateway starts: the embedded store's file is then
-  // the gateway's alone. A project per update: a project's snapshots take distinct seconds.
+  const { token, projects, storeEnv } = await seedProjects(levels, kinds, dir);
+  const fleet = standInFleet(projects);
+  const nc = await connect({ servers: nats.url });
+  let agents: Array<{ stop(): Promise<void> }> = [];
+  let gateway: GatewayProcess | undefined;
+  try {
+    const figures: ScaleLevel[] = [];
+    // Each level with both kinds of responder, one after the other: before and after side by side.
+    for (const [concurrent, replies] of levels.flatMap((level) => kinds.map((kind) => [level, kind] as const))) {
+      for (const agent of agents) await agent.stop();
+      await gateway?.stop();
+      gateway = await spawnGateway({ ...storeEnv, NATS_URL: nats.url });
+      agents = fleet.start(nc, replies);
+      await sleep(1_000); // the new responders' announcements reach the gateway's registry
+      const urls = projects.get(`${concurrent}/${replies}`)!;
+      figures.push(await measureLevel(gateway, token, urls, replies));
+    }
+    return figures;
+  } finally {
+    await gateway?.stop();
+    for (const agent of agents) await agent.stop();
+    await nc.drain();
+    await nats.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Every level's projects, made before the gateway starts: the embedded store's file is then
+ * the gateway's alone. A project per update: a project's snapshots take distinct seconds.
+ */
+async function seedProjects(levels: number[], kinds: readonly ReplyKind[], dir: string) {
   const dbName = `scale_${Date.now()}`;
   const store = EXTERNAL_URI
     ? new MongoStore({ uri: EXTERNAL_URI, dbName })
@@ -171,180 +200,189 @@ export async function measureDispatchScale(
       projects.set(`${level}/${kind}`, urls);
     }
   }
-  const storeEnv = EXTERNAL_URI ? { MONGODB_URI: EXTERNAL_URI, MONGODB_DB: dbName } : { PERFWATCH_DATA_DIR: dir };
   await store.close();
+  const storeEnv: Record<string, string> = EXTERNAL_URI
+    ? { MONGODB_URI: EXTERNAL_URI, MONGODB_DB: dbName }
+    : { PERFWATCH_DATA_DIR: dir };
+  return { token, projects, storeEnv };
+}
+
+/** Responders in every location answering after DELAY_MS with the lean result of each project's page. */
+function standInFleet(projects: Map<string, string[]>) {
+  const logger = pino({ level: 'silent' });
   const results = { mobile: loadLeanLhr('mobile'), desktop: loadLeanLhr('desktop') };
   const replayed = replayedReplies();
   for (const urls of projects.values())
     for (const url of urls)
       for (const device of DEVICES) replayed.prepare({ ...results[device], requestedUrl: url, finalDisplayedUrl: url });
-  const nc = await connect({ servers: nats.url });
-  let generation = 0;
-  const startResponders = (replies: ReplyKind) => {
-    generation++;
-    return LOCATIONS.flatMap((location) =>
-      Array.from({ length: RESPONDERS_PER_LOCATION }, (_, i) => {
-        const runner: AuditRunner = {
-          async run(request) {
-            await sleep(DELAY_MS);
-            return {
-              lhr: { ...results[request.device], requestedUrl: request.url, finalDisplayedUrl: request.url },
-              lighthouseMs: DELAY_MS,
-            };
-          },
-          async close() {},
-        };
-        return startAgent({
-          nc,
-          location,
-          runner,
-          logger,
-          agentId: `responder-${location}-${generation}-${i}`,
-          capacity: CAPACITY,
-          encodeReply: replies === 'whole' ? replayed.whole : replayed.parts,
-        });
-      }),
-    );
-  };
-  let agents: ReturnType<typeof startResponders> = [];
-  /** A gateway process of its own for each level and kind: no level starts with memory another one left. */
-  const startGateway = async () => {
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
-    const child = spawn(
-      process.execPath,
-      [
-        '--max-semi-space-size=16',
-        ...(process.env['BENCH_NODE_FLAGS']?.split(' ') ?? []),
-        ...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []),
-        join(root, 'bin/perfwatch.js'),
-        'gateway',
-      ],
-      {
-        env: {
-          ...process.env,
-          ...storeEnv,
-          NATS_URL: nats.url,
-          PORT: String(port),
-          HOST: '127.0.0.1',
-          LOG_LEVEL: 'warn',
-          RATE_LIMIT_UPDATES_PER_MINUTE: '1000000',
-          MAX_SYNC_UPDATES_PER_USER: '1000',
-          SHUTDOWN_READINESS_DELAY_MS: '0',
-          MAX_RUNS_IN_FLIGHT: process.env['MAX_RUNS_IN_FLIGHT'] ?? String(FLEET_CAPACITY),
-        },
-        // BENCH_GATEWAY_LOG=FILE keeps the gateway's warnings and errors.
-        stdio: [
-          'ignore',
-          process.env['BENCH_GATEWAY_LOG'] ? openSync(process.env['BENCH_GATEWAY_LOG'], 'a') : 'ignore',
-          process.env['BENCH_GATEWAY_LOG'] ? openSync(process.env['BENCH_GATEWAY_LOG'], 'a') : 'ignore',
-        ],
-      },
-    );
-    for (let i = 0; ; i++) {
-      if (i > 100) throw new Error('gateway did not become ready');
-      const ready = await fetch(`${url}/readyz`).then(
-        (r) => r.status === 200,
-        () => false,
-      );
-      if (ready) break;
-      await sleep(200);
-    }
-    return {
-      url,
-      pid: child.pid!,
-      async stop() {
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        child.kill('SIGTERM');
-        await exited;
-      },
-    };
-  };
-  let gateway: Awaited<ReturnType<typeof startGateway>> | undefined;
-  try {
-    const figures: ScaleLevel[] = [];
-    // Each level with both kinds of responder, one after the other: before and after side by side.
-    for (const [concurrent, replies] of levels.flatMap((level) => kinds.map((kind) => [level, kind] as const))) {
-      for (const agent of agents) await agent.stop();
-      await gateway?.stop();
-      gateway = await startGateway();
-      const gatewayUrl = gateway.url;
-      agents = startResponders(replies);
-      await sleep(1_000); // the new responders' announcements reach the gateway's registry
-      const urls = projects.get(`${concurrent}/${replies}`)!;
-      const runsBefore = (await scrape(gatewayUrl)).dispatched;
-      await resetPeakRss(gateway.pid);
-      const cpuBefore = await cpuMs(gateway.pid);
-      let dispatchedMs = Number.NaN;
-      let scrapes = 0;
-      let answered = false;
-      const peak = { heapMb: 0, externalMb: 0 };
-      const started = performance.now();
-      // Every run answered and merged (what is left is storing the snapshots), seen on the
-      // gateway's /metrics. A scrape costs the gateway CPU, measured below and taken off.
-      const sampler = (async () => {
-        while (!answered) {
-          await sleep(SCRAPE_EVERY_MS);
-          scrapes++;
-          const now = await scrape(gatewayUrl).catch(() => null);
-          if (!now) continue;
-          if (process.env['BENCH_TRACE'])
-            process.stdout.write(
-              `  ${((performance.now() - started) / 1000).toFixed(1)} s: heap ${now.heapMb.toFixed(0)} MB, buffers ${now.externalMb.toFixed(0)} MB, runs ${now.dispatched - runsBefore}\n`,
-            );
-          peak.heapMb = Math.max(peak.heapMb, now.heapMb);
-          peak.externalMb = Math.max(peak.externalMb, now.externalMb);
-          if (Number.isNaN(dispatchedMs) && now.dispatched - runsBefore >= concurrent * LOCATIONS.length * 2 * RUNS)
-            dispatchedMs = performance.now() - started;
-        }
-      })();
-      const answers = await askAll(
-        urls.map((url) => `${gatewayUrl}/v1/update?url=${encodeURIComponent(url)}`),
-        token,
-      );
-      const statuses = answers.map((r) => r.status);
-      const refusal = answers.find((r) => r.status !== 200);
-      if (refusal)
-        process.stdout.write(
-          `dispatch ${concurrent} concurrent: ${answers.filter((r) => r.status !== 200).length} failed, e.g. ${refusal.status} ${refusal.body.slice(0, 300)}\n`,
-        );
-      const ms = performance.now() - started;
-      answered = true;
-      await sampler;
-      if (Number.isNaN(dispatchedMs)) dispatchedMs = ms;
-      const cpuAfter = await cpuMs(gateway.pid);
-      const peakRss = await peakRssMb(gateway.pid);
-      const scrapeCpuMs = await scrapeCost(gatewayUrl, gateway.pid);
-      const runsPerLocation = concurrent * 2 * RUNS;
-      const waves = Math.ceil(runsPerLocation / (RESPONDERS_PER_LOCATION * CAPACITY));
-      const idealMs = waves * DELAY_MS;
-      const level = {
-        concurrent,
-        replies,
-        ms,
-        dispatchedMs,
-        idealMs,
-        overIdeal: ms / idealMs,
-        dispatchedOverIdeal: dispatchedMs / idealMs,
-        cpuMsPerUpdate: Math.max(0, cpuAfter - cpuBefore - scrapes * scrapeCpuMs) / concurrent,
-        peakRssMb: peakRss,
-        peakHeapMb: peak.heapMb,
-        peakExternalMb: peak.externalMb,
-        failed: statuses.filter((s) => s !== 200).length,
+  const runner: AuditRunner = {
+    async run(request) {
+      await sleep(DELAY_MS);
+      return {
+        lhr: { ...results[request.device], requestedUrl: request.url, finalDisplayedUrl: request.url },
+        lighthouseMs: DELAY_MS,
       };
-      process.stdout.write(
-        `dispatch ${concurrent} concurrent, ${replies} replies: all runs answered in ${Math.round(dispatchedMs)} ms (×${level.dispatchedOverIdeal.toFixed(2)} ideal), updates stored and answered in ${Math.round(ms)} ms (ideal ${idealMs} ms, ×${level.overIdeal.toFixed(2)}), ${level.cpuMsPerUpdate.toFixed(1)} ms CPU/update, peak RSS ${level.peakRssMb.toFixed(0)} MB (heap ${level.peakHeapMb.toFixed(0)} MB, buffers ${level.peakExternalMb.toFixed(0)} MB), ${level.failed} failed\n`,
+    },
+    async close() {},
+  };
+  let generation = 0;
+  return {
+    start(nc: NatsConnection, replies: ReplyKind) {
+      generation++;
+      return LOCATIONS.flatMap((location) =>
+        Array.from({ length: RESPONDERS_PER_LOCATION }, (_, i) =>
+          startAgent({
+            nc,
+            location,
+            runner,
+            logger,
+            agentId: `responder-${location}-${generation}-${i}`,
+            capacity: CAPACITY,
+            encodeReply: replies === 'whole' ? replayed.whole : replayed.parts,
+          }),
+        ),
       );
-      figures.push(level);
-    }
-    return figures;
-  } finally {
-    await gateway?.stop();
-    for (const agent of agents) await agent.stop();
-    await nc.drain();
-    await nats.stop();
-    await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+interface GatewayProcess {
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** A gateway process of its own for each level and kind: no level starts with memory another one left. */
+async function spawnGateway(env: Record<string, string>): Promise<GatewayProcess> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  // BENCH_GATEWAY_LOG=FILE keeps the gateway's warnings and errors.
+  const log = process.env['BENCH_GATEWAY_LOG'];
+  const child = spawn(
+    process.execPath,
+    [
+      '--max-semi-space-size=16',
+      ...(process.env['BENCH_NODE_FLAGS']?.split(' ') ?? []),
+      ...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []),
+      join(root, 'bin/perfwatch.js'),
+      'gateway',
+    ],
+    {
+      env: {
+        ...process.env,
+        ...env,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'warn',
+        RATE_LIMIT_UPDATES_PER_MINUTE: '1000000',
+        MAX_SYNC_UPDATES_PER_USER: '1000',
+        SHUTDOWN_READINESS_DELAY_MS: '0',
+        MAX_RUNS_IN_FLIGHT: process.env['MAX_RUNS_IN_FLIGHT'] ?? String(FLEET_CAPACITY),
+      },
+      stdio: ['ignore', log ? openSync(log, 'a') : 'ignore', log ? openSync(log, 'a') : 'ignore'],
+    },
+  );
+  for (let i = 0; ; i++) {
+    if (i > 100) throw new Error('gateway did not become ready');
+    const ready = await fetch(`${url}/readyz`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
+    if (ready) break;
+    await sleep(200);
   }
+  return {
+    url,
+    pid: child.pid!,
+    async stop() {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** One level: `urls.length` sync updates at once, timed, with the gateway's CPU and memory. */
+async function measureLevel(
+  gateway: GatewayProcess,
+  token: string,
+  urls: string[],
+  replies: ReplyKind,
+): Promise<ScaleLevel> {
+  const concurrent = urls.length;
+  const runsBefore = (await scrape(gateway.url)).dispatched;
+  await resetPeakRss(gateway.pid);
+  const cpuBefore = await cpuMs(gateway.pid);
+  const started = performance.now();
+  const sampler = sampleGateway(gateway.url, started, runsBefore, concurrent * LOCATIONS.length * 2 * RUNS);
+  const answers = await askAll(
+    urls.map((url) => `${gateway.url}/v1/update?url=${encodeURIComponent(url)}`),
+    token,
+  );
+  const ms = performance.now() - started;
+  const refusal = answers.find((r) => r.status !== 200);
+  if (refusal)
+    process.stdout.write(
+      `dispatch ${concurrent} concurrent: ${answers.filter((r) => r.status !== 200).length} failed, e.g. ${refusal.status} ${refusal.body.slice(0, 300)}\n`,
+    );
+  const sampled = await sampler.stop();
+  const dispatchedMs = Number.isNaN(sampled.dispatchedMs) ? ms : sampled.dispatchedMs;
+  const cpuAfter = await cpuMs(gateway.pid);
+  const scrapeCpuMs = await scrapeCost(gateway.url, gateway.pid);
+  const waves = Math.ceil((concurrent * 2 * RUNS) / (RESPONDERS_PER_LOCATION * CAPACITY));
+  const idealMs = waves * DELAY_MS;
+  const level = {
+    concurrent,
+    replies,
+    ms,
+    dispatchedMs,
+    idealMs,
+    overIdeal: ms / idealMs,
+    dispatchedOverIdeal: dispatchedMs / idealMs,
+    cpuMsPerUpdate: Math.max(0, cpuAfter - cpuBefore - sampled.scrapes * scrapeCpuMs) / concurrent,
+    peakRssMb: await peakRssMb(gateway.pid),
+    peakHeapMb: sampled.peak.heapMb,
+    peakExternalMb: sampled.peak.externalMb,
+    failed: answers.filter((r) => r.status !== 200).length,
+  };
+  process.stdout.write(
+    `dispatch ${concurrent} concurrent, ${replies} replies: all runs answered in ${Math.round(dispatchedMs)} ms (×${level.dispatchedOverIdeal.toFixed(2)} ideal), updates stored and answered in ${Math.round(ms)} ms (ideal ${idealMs} ms, ×${level.overIdeal.toFixed(2)}), ${level.cpuMsPerUpdate.toFixed(1)} ms CPU/update, peak RSS ${level.peakRssMb.toFixed(0)} MB (heap ${level.peakHeapMb.toFixed(0)} MB, buffers ${level.peakExternalMb.toFixed(0)} MB), ${level.failed} failed\n`,
+  );
+  return level;
+}
+
+/**
+ * Scrapes the gateway's /metrics every SCRAPE_EVERY_MS until stopped: its peak heap and
+ * buffers, and when every run was answered and merged (`runs` runs; what is left
+ * is storing the snapshots). A scrape costs the gateway CPU, counted to be taken off.
+ */
+function sampleGateway(url: string, started: number, runsBefore: number, runs: number) {
+  let dispatchedMs = Number.NaN;
+  let scrapes = 0;
+  let answered = false;
+  const peak = { heapMb: 0, externalMb: 0 };
+  const sampling = (async () => {
+    while (!answered) {
+      await sleep(SCRAPE_EVERY_MS);
+      scrapes++;
+      const now = await scrape(url).catch(() => null);
+      if (!now) continue;
+      if (process.env['BENCH_TRACE'])
+        process.stdout.write(
+          `  ${((performance.now() - started) / 1000).toFixed(1)} s: heap ${now.heapMb.toFixed(0)} MB, buffers ${now.externalMb.toFixed(0)} MB, runs ${now.dispatched - runsBefore}\n`,
+        );
+      peak.heapMb = Math.max(peak.heapMb, now.heapMb);
+      peak.externalMb = Math.max(peak.externalMb, now.externalMb);
+      if (Number.isNaN(dispatchedMs) && now.dispatched - runsBefore >= runs) dispatchedMs = performance.now() - started;
+    }
+  })();
+  return {
+    async stop() {
+      answered = true;
+      await sampling;
+      return { dispatchedMs, scrapes, peak };
+    },
+  };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

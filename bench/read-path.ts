@@ -26,7 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
-import { MongoClient, ObjectId, type Document } from 'mongodb';
+import { MongoClient, ObjectId, type Collection, type Document } from 'mongodb';
 import { formatApiDateTime } from '@perfwatch/common';
 import { DatabaseSync } from 'node:sqlite';
 import {
@@ -274,56 +274,13 @@ async function seedMongoWire(dir: string, snapshots: number): Promise<Seeded & {
 
   const client = new MongoClient(db.url);
   const database = client.db(dbName);
-  const [snapshotsC, resultsC, kpisC] = [
-    database.collection('snapshots'),
-    database.collection('results'),
-    database.collection('kpis'),
-  ];
-  const tplSnapshot = (await snapshotsC.findOne({ date: templateDate }))!;
-  const tplResults = await resultsC.find({ snapshotId: tplSnapshot['_id'] }).toArray();
-  const tplKpis = await kpisC.find({ snapshotId: tplSnapshot['_id'] }).toArray();
-  await Promise.all([
-    snapshotsC.deleteOne({ _id: tplSnapshot['_id'] }),
-    resultsC.deleteMany({ snapshotId: tplSnapshot['_id'] }),
-    kpisC.deleteMany({ snapshotId: tplSnapshot['_id'] }),
-  ]);
-
-  const clone = (doc: Document, fields: Document) => {
-    const copy: Document = { ...doc, _id: new ObjectId() };
-    for (const [key, value] of Object.entries(fields)) if (key in doc) copy[key] = value;
-    return copy;
+  const collections = {
+    snapshots: database.collection('snapshots'),
+    results: database.collection('results'),
+    kpis: database.collection('kpis'),
   };
-  const batch = 500;
-  for (let from = 0; from < snapshots; from += batch) {
-    const s: Document[] = [];
-    const r: Document[] = [];
-    const k: Document[] = [];
-    for (let i = from; i < Math.min(snapshots, from + batch); i++) {
-      const { project, date } = at(projects, i);
-      const snapshot = clone(tplSnapshot, {
-        projectId: new ObjectId(project.id),
-        url: project.url,
-        domain: project.domain,
-        updateId: randomUUID(),
-        date,
-      });
-      const fields = {
-        snapshotId: snapshot['_id'],
-        projectId: snapshot['projectId'],
-        url: project.url,
-        domain: project.domain,
-        date,
-      };
-      s.push(snapshot);
-      for (const doc of tplResults) r.push(clone(doc, fields));
-      for (const doc of tplKpis) k.push(clone(doc, fields));
-    }
-    await Promise.all([
-      snapshotsC.insertMany(s, { ordered: false }),
-      resultsC.insertMany(r, { ordered: false }),
-      kpisC.insertMany(k, { ordered: false }),
-    ]);
-  }
+  await cloneTemplate(collections, await takeTemplate(collections, templateDate), projects, snapshots);
+  const { snapshots: snapshotsC, results: resultsC, kpis: kpisC } = collections;
   const kpiRecords = await kpisC.countDocuments();
   const userId = new ObjectId(user);
   const overviewQuery = (day: Date, domain: string) => ({
@@ -342,12 +299,7 @@ async function seedMongoWire(dir: string, snapshots: number): Promise<Seeded & {
       await resultsC.find({ snapshotId: snapshot['_id'] }).toArray();
     },
     async rawOverview(day, domain) {
-      await kpisC
-        .find(overviewQuery(day, domain), {
-          projection: KPI_PROJECTION,
-        })
-        .sort(KPI_ORDER)
-        .toArray();
+      await kpisC.find(overviewQuery(day, domain), { projection: KPI_PROJECTION }).sort(KPI_ORDER).toArray();
     },
     env: { MONGODB_URI: db.url, MONGODB_DB: dbName },
     async close() {
@@ -356,6 +308,54 @@ async function seedMongoWire(dir: string, snapshots: number): Promise<Seeded & {
       await db.stop();
     },
   };
+}
+
+interface SnapshotCollections {
+  snapshots: Collection;
+  results: Collection;
+  kpis: Collection;
+}
+
+/** The template snapshot's documents, taken out of the database to be cloned. */
+async function takeTemplate({ snapshots, results, kpis }: SnapshotCollections, date: Date) {
+  const snapshot = (await snapshots.findOne({ date }))!;
+  const of = { snapshotId: snapshot['_id'] };
+  const template = { snapshot, results: await results.find(of).toArray(), kpis: await kpis.find(of).toArray() };
+  await Promise.all([snapshots.deleteOne({ _id: snapshot['_id'] }), results.deleteMany(of), kpis.deleteMany(of)]);
+  return template;
+}
+
+/** `count` snapshots cloned from the template through the driver, 500 at a time, spread over `projects`. */
+async function cloneTemplate(
+  collections: SnapshotCollections,
+  template: { snapshot: Document; results: Document[]; kpis: Document[] },
+  projects: ProjectRecord[],
+  count: number,
+): Promise<void> {
+  const clone = (doc: Document, fields: Document) => {
+    const copy: Document = { ...doc, _id: new ObjectId() };
+    for (const [key, value] of Object.entries(fields)) if (key in doc) copy[key] = value;
+    return copy;
+  };
+  const batch = 500;
+  for (let from = 0; from < count; from += batch) {
+    const docs = { snapshots: [] as Document[], results: [] as Document[], kpis: [] as Document[] };
+    for (let i = from; i < Math.min(count, from + batch); i++) {
+      const { project, date } = at(projects, i);
+      const { url, domain } = project;
+      const projectId = new ObjectId(project.id);
+      const snapshot = clone(template.snapshot, { projectId, url, domain, updateId: randomUUID(), date });
+      const fields = { snapshotId: snapshot['_id'], projectId, url, domain, date };
+      docs.snapshots.push(snapshot);
+      for (const doc of template.results) docs.results.push(clone(doc, fields));
+      for (const doc of template.kpis) docs.kpis.push(clone(doc, fields));
+    }
+    await Promise.all([
+      collections.snapshots.insertMany(docs.snapshots, { ordered: false }),
+      collections.results.insertMany(docs.results, { ordered: false }),
+      collections.kpis.insertMany(docs.kpis, { ordered: false }),
+    ]);
+  }
 }
 
 export type ReadStore = 'embedded' | 'mongo-wire';
@@ -368,85 +368,17 @@ export async function measureReadPath(
   const nats = await startNatsServer({ binary: join(tools, 'nats-server'), dir: join(dir, 'nats') });
   const seedStarted = performance.now();
   const seeded = await (kind === 'embedded' ? seedEmbedded : seedMongoWire)(dir, snapshots);
-  const { token, projects, kpiRecords } = seeded;
+  const { token, kpiRecords } = seeded;
   const seedSeconds = (performance.now() - seedStarted) / 1000;
   process.stdout.write(
     `read path ${kind}: seeded ${snapshots} snapshots, ${kpiRecords} KPI records in ${seedSeconds.toFixed(0)} s\n`,
   );
-
-  // The same pseudo-random picks for both sides.
-  const pick = (n: number) => at(projects, (n * 7_919) % snapshots);
-  const days = Math.floor(((snapshots / PROJECTS) * EVERY_MS) / 86_400_000);
-  const overviewDay = (n: number) => ({
-    day: new Date(FIRST + ((n * 31) % days) * 86_400_000),
-    domain: `d${n % DOMAINS}.example`,
-  });
-  const auditPath = (n: number) => {
-    const { project, date } = pick(n);
-    return `/v1/audit?url=${encodeURIComponent(project.url)}&date=${formatApiDateTime(date)}`;
-  };
-  const overviewPath = (n: number) => {
-    const { day, domain } = overviewDay(n);
-    const d = day.toISOString().slice(0, 10);
-    return `/v1/overview?startDate=${d}&endDate=${d}&domain=${domain}`;
-  };
-  const rawAudit = async (n: number) => {
-    const { project, date } = pick(n);
-    await seeded.rawAudit(project, date);
-  };
-  const rawOverview = async (n: number) => {
-    const { day, domain } = overviewDay(n);
-    await seeded.rawOverview(day, domain);
-  };
-  const { day: sampleDay, domain: sampleDomain } = overviewDay(1);
+  const loads = readLoads(seeded, snapshots);
+  const { day: sampleDay, domain: sampleDomain } = loads.overviewDay(1);
   const overviewRecordsPerRequest = await seeded.recordsOn(sampleDay, sampleDomain);
-
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const gateway = spawn(
-    process.execPath,
-    [
-      ...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []),
-      join(root, 'bin/perfwatch.js'),
-      'gateway',
-    ],
-    {
-      env: {
-        ...process.env,
-        ...seeded.env,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        NATS_URL: nats.url,
-        LOG_LEVEL: 'warn',
-        RATE_LIMIT_READS_PER_MINUTE: '100000000',
-        RETENTION_DAYS: '3650',
-      },
-      stdio: 'inherit',
-    },
-  );
+  const gateway = await spawnReadGateway({ ...seeded.env, NATS_URL: nats.url });
   try {
-    for (let i = 0; ; i++) {
-      if ((await fetch(`${url}/readyz`).catch(() => null))?.ok) break;
-      if (i > 200) throw new Error('gateway did not start');
-      await sleep(100);
-    }
-    // Warm both paths (connections, caches, JIT) before anything is counted.
-    await closedLoop(2, CONNECTIONS, rawAudit);
-    await cannon(url, token, auditPath, 2);
-    const runs = {
-      auditGateway: [] as Load[],
-      auditRaw: [] as Load[],
-      overviewGateway: [] as Load[],
-      overviewRaw: [] as Load[],
-    };
-    for (let round = 0; round < ROUNDS; round++) {
-      runs.auditRaw.push(await closedLoop(ROUND_SECONDS, CONNECTIONS, rawAudit));
-      runs.auditGateway.push(await cannon(url, token, auditPath, ROUND_SECONDS));
-      runs.overviewRaw.push(await closedLoop(ROUND_SECONDS, CONNECTIONS, rawOverview));
-      runs.overviewGateway.push(await cannon(url, token, overviewPath, ROUND_SECONDS));
-    }
-    const audit = { gateway: mean(runs.auditGateway), raw: mean(runs.auditRaw) };
-    const overview = { gateway: mean(runs.overviewGateway), raw: mean(runs.overviewRaw) };
+    const { audit, overview } = await measureRounds(gateway.url, token, loads);
     const figures = {
       store: kind,
       snapshots,
@@ -461,12 +393,102 @@ export async function measureReadPath(
     );
     return figures;
   } finally {
-    gateway.kill('SIGTERM');
-    await new Promise((resolve) => gateway.once('exit', resolve));
+    await gateway.stop();
     await seeded.close();
     await nats.stop();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** The requests of both sides, request `n` the same pseudo-random pick on each. */
+function readLoads(seeded: Seeded & { projects: ProjectRecord[] }, snapshots: number) {
+  const pick = (n: number) => at(seeded.projects, (n * 7_919) % snapshots);
+  const days = Math.floor(((snapshots / PROJECTS) * EVERY_MS) / 86_400_000);
+  const overviewDay = (n: number) => ({
+    day: new Date(FIRST + ((n * 31) % days) * 86_400_000),
+    domain: `d${n % DOMAINS}.example`,
+  });
+  return {
+    overviewDay,
+    auditPath(n: number) {
+      const { project, date } = pick(n);
+      return `/v1/audit?url=${encodeURIComponent(project.url)}&date=${formatApiDateTime(date)}`;
+    },
+    overviewPath(n: number) {
+      const { day, domain } = overviewDay(n);
+      const d = day.toISOString().slice(0, 10);
+      return `/v1/overview?startDate=${d}&endDate=${d}&domain=${domain}`;
+    },
+    async rawAudit(n: number) {
+      const { project, date } = pick(n);
+      await seeded.rawAudit(project, date);
+    },
+    async rawOverview(n: number) {
+      const { day, domain } = overviewDay(n);
+      await seeded.rawOverview(day, domain);
+    },
+  };
+}
+
+/** `perfwatch gateway` on the seeded store, ready. */
+async function spawnReadGateway(env: Record<string, string>): Promise<{ url: string; stop(): Promise<void> }> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const gateway = spawn(
+    process.execPath,
+    [
+      ...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []),
+      join(root, 'bin/perfwatch.js'),
+      'gateway',
+    ],
+    {
+      env: {
+        ...process.env,
+        ...env,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'warn',
+        RATE_LIMIT_READS_PER_MINUTE: '100000000',
+        RETENTION_DAYS: '3650',
+      },
+      stdio: 'inherit',
+    },
+  );
+  const stop = async () => {
+    gateway.kill('SIGTERM');
+    await new Promise((resolve) => gateway.once('exit', resolve));
+  };
+  for (let i = 0; ; i++) {
+    if ((await fetch(`${url}/readyz`).catch(() => null))?.ok) break;
+    if (i > 200) {
+      await stop();
+      throw new Error('gateway did not start');
+    }
+    await sleep(100);
+  }
+  return { url, stop };
+}
+
+/** ROUNDS rounds of each side in turn, after a warm-up of both (connections, caches, JIT). */
+async function measureRounds(url: string, token: string, loads: ReturnType<typeof readLoads>) {
+  await closedLoop(2, CONNECTIONS, loads.rawAudit);
+  await cannon(url, token, loads.auditPath, 2);
+  const runs = {
+    auditGateway: [] as Load[],
+    auditRaw: [] as Load[],
+    overviewGateway: [] as Load[],
+    overviewRaw: [] as Load[],
+  };
+  for (let round = 0; round < ROUNDS; round++) {
+    runs.auditRaw.push(await closedLoop(ROUND_SECONDS, CONNECTIONS, loads.rawAudit));
+    runs.auditGateway.push(await cannon(url, token, loads.auditPath, ROUND_SECONDS));
+    runs.overviewRaw.push(await closedLoop(ROUND_SECONDS, CONNECTIONS, loads.rawOverview));
+    runs.overviewGateway.push(await cannon(url, token, loads.overviewPath, ROUND_SECONDS));
+  }
+  return {
+    audit: { gateway: mean(runs.auditGateway), raw: mean(runs.auditRaw) },
+    overview: { gateway: mean(runs.overviewGateway), raw: mean(runs.overviewRaw) },
+  };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -98,70 +98,189 @@ export interface ChromeInfo {
   userDataDir: string;
 }
 
-export function createLighthouseRunner({
-  chromePath,
-  chromeFlags,
-  logger,
-  runsPerBrowser,
-  guard,
-  cpu = { multiplier: 'auto' },
-}: LighthouseRunnerOptions): AuditRunner & { readonly chrome: ChromeInfo | null; calibrate(): Promise<number> } {
-  let chrome: (chromeLauncher.LaunchedChrome & { userDataDir: string }) | null = null;
-  let runsOnChrome = 0;
-  let busy = false;
+export function createLighthouseRunner(options: LighthouseRunnerOptions): LighthouseRunner {
+  return new LighthouseRunner(options);
+}
 
-  function mobileMultiplier(baseline: number | null): number {
-    if (typeof cpu.multiplier === 'number') return cpu.multiplier;
+type OwnChrome = chromeLauncher.LaunchedChrome & { userDataDir: string };
+
+export class LighthouseRunner implements AuditRunner {
+  readonly #options: LighthouseRunnerOptions;
+  readonly #logger: Logger;
+  #chrome: OwnChrome | null = null;
+  #runsOnChrome = 0;
+  #busy = false;
+
+  constructor(options: LighthouseRunnerOptions) {
+    this.#options = options;
+    this.#logger = options.logger;
+  }
+
+  get chrome(): ChromeInfo | null {
+    const chrome = this.#chrome;
+    return chrome ? { pid: chrome.pid, port: chrome.port, userDataDir: chrome.userDataDir } : null;
+  }
+
+  readonly calibrate = async (): Promise<number> => {
+    if (this.#busy) throw new RunFailure('INTERNAL', 'runner is busy: one Lighthouse run at a time', true);
+    this.#busy = true;
+    try {
+      const browser = await this.#ensureChrome();
+      return Math.round(await measureBenchmarkIndex(browser.port));
+    } finally {
+      this.#busy = false;
+    }
+  };
+
+  readonly close = (): Promise<void> => this.#retire();
+
+  readonly run = async (request: RunRequest): Promise<RunOutput> => {
+    if (this.#busy) throw new RunFailure('INTERNAL', 'runner is busy: one Lighthouse run at a time', true);
+    await this.#guardTarget(request.url);
+    this.#busy = true;
+    const { device, baselineBenchmarkIndex = null, auth } = request;
+    const attempt: RunAttempt = { healthy: false, lighthouseRun: undefined, signedIn: undefined };
+    // Credentials get a Chrome of their own, retired after the run: no other run, of another
+    // project or user, ever shares a profile that held them.
+    if (auth) await this.#retire();
+    try {
+      const browser = await this.#ensureChrome();
+      const cpuMultiplier = device === 'desktop' ? 1 : this.#mobileMultiplier(baselineBenchmarkIndex);
+      const { result, lighthouseMs } = await this.#audit(browser, request, cpuMultiplier, attempt);
+      const lhr = lighthouseResultSchema.parse(result);
+      attempt.healthy = true;
+      await this.#refuseFailedLoad(request.url, lhr);
+      return { lhr, lighthouseMs, conditions: conditionsOf(lhr, baselineBenchmarkIndex, cpuMultiplier) };
+    } finally {
+      await this.#afterRun(attempt, Boolean(auth));
+    }
+  };
+
+  #mobileMultiplier(baseline: number | null): number {
+    const { multiplier } = this.#options.cpu ?? { multiplier: 'auto' };
+    if (typeof multiplier === 'number') return multiplier;
     if (baseline === null) return LIGHTHOUSE_MOBILE_MULTIPLIER;
     // Slower than the emulated phone: no slowdown at all is the nearest this machine comes.
     return cpuMultiplierFor(baseline) ?? 1;
   }
 
-  async function calibrate(): Promise<number> {
-    if (busy) throw new RunFailure('INTERNAL', 'runner is busy: one Lighthouse run at a time', true);
-    busy = true;
+  /** The run's URL checked before Chrome sees it; refusals left from an earlier run forgotten. */
+  async #guardTarget(url: string): Promise<void> {
+    const guard = this.#options.guard;
+    if (!guard) return;
     try {
-      const browser = await ensureChrome();
-      return Math.round(await measureBenchmarkIndex(browser.port));
-    } finally {
-      busy = false;
-    }
-  }
-
-  async function ensureChrome(): Promise<chromeLauncher.LaunchedChrome> {
-    if (chrome && chrome.process.exitCode === null && chrome.process.signalCode === null) return chrome;
-    if (chrome) {
-      logger.warn({ pid: chrome.pid }, 'Chrome exited between runs; starting another');
-      await retire();
-    }
-    const userDataDir = await mkdtemp(join(tmpdir(), PROFILE_PREFIX));
-    // Written before Chrome starts: if this process dies, the next agent knows the Chrome is an orphan.
-    await markOwner(userDataDir);
-    try {
-      // Chrome bypasses proxies for loopback unless told `<-loopback>`.
-      const proxyFlags = guard ? [`--proxy-server=${guard.proxy.url}`, '--proxy-bypass-list=<-loopback>'] : [];
-      chrome = Object.assign(
-        await chromeLauncher.launch({
-          chromePath,
-          chromeFlags: [...chromeFlags, ...proxyFlags],
-          userDataDir,
-          logLevel: 'silent',
-        }),
-        { userDataDir },
-      );
+      await guard.guard.resolve(new URL(url).hostname);
     } catch (error) {
-      await rm(userDataDir, { recursive: true, force: true });
-      throw new RunFailure('BROWSER_FAILED', `Chrome did not start: ${(error as Error).message}`, true, {
-        cause: error,
-      });
+      if (error instanceof TargetRefused)
+        throw new RunFailure(
+          error.kind === 'unresolvable' ? 'PAGE_LOAD_FAILED' : 'TARGET_REFUSED',
+          error.message,
+          false,
+        );
+      throw error;
     }
-    runsOnChrome = 0;
-    return chrome;
+    guard.proxy.takeRefusals();
   }
 
-  async function retire(): Promise<void> {
-    const old = chrome;
-    chrome = null;
+  /** Lighthouse on `browser`, signed in first when the run has credentials, given up at the run's timeout. */
+  async #audit(
+    browser: chromeLauncher.LaunchedChrome,
+    { url, device, timeoutMs, auth }: RunRequest,
+    cpuMultiplier: number,
+    attempt: RunAttempt,
+  ): Promise<{ result: unknown; lighthouseMs: number }> {
+    // Loaded on first use: Lighthouse takes about a second to import.
+    const { default: lighthouse, desktopConfig } = await import('lighthouse');
+    const started = performance.now();
+    const deadline = runDeadline(timeoutMs);
+    const flags = {
+      port: browser.port,
+      output: 'json' as const,
+      logLevel: 'error' as const,
+      // The full-page screenshot costs about 1.5 s a run and is never stored.
+      disableFullPageScreenshot: true,
+      // Merged into the config's throttling: desktop's is 1 already, mobile's follows the calibration.
+      ...(device === 'desktop' ? {} : { throttling: { cpuSlowdownMultiplier: cpuMultiplier } }),
+    };
+    try {
+      attempt.signedIn = auth
+        ? await Promise.race([openAuthenticatedPage(browser.port, url, auth), deadline.expired])
+        : undefined;
+      // With a signed-in tab Lighthouse audits in it, its cookies and header rules in place.
+      const audit = lighthouse(url, flags, device === 'desktop' ? desktopConfig : undefined, attempt.signedIn?.page);
+      attempt.lighthouseRun = audit;
+      const runnerResult = await Promise.race([audit, deadline.expired]);
+      if (!runnerResult) throw new RunFailure('LIGHTHOUSE_FAILED', 'Lighthouse returned no result', true);
+      return { result: runnerResult.lhr, lighthouseMs: performance.now() - started };
+    } catch (error) {
+      if (error instanceof RunFailure) throw error;
+      throw new RunFailure('LIGHTHOUSE_FAILED', (error as Error).message, true, { cause: error });
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  /**
+   * A page that did not load is reported, not stored as if it had been measured: as refused
+   * when the guard turned away where it led, with the redirect loop when Chrome showed one.
+   */
+  async #refuseFailedLoad(url: string, lhr: LighthouseResult): Promise<void> {
+    const guard = this.#options.guard;
+    const refused = [...new Set(guard?.proxy.takeRefusals() ?? [])];
+    if (lhr.runtimeError && refused.length > 0) {
+      throw new RunFailure(
+        'TARGET_REFUSED',
+        `the page led to ${refused.join(', ')}, which the agent may not reach (${lhr.runtimeError.code})`,
+        false,
+      );
+    }
+    if (refused.length > 0) this.#logger.warn({ target: { url, refused } }, 'subresources refused by the target guard');
+    if (!lhr.runtimeError) return;
+    const loop =
+      lhr.runtimeError.code === 'CHROME_INTERSTITIAL_ERROR'
+        ? await findRedirectLoop(url, { guard: guard?.guard })
+        : null;
+    throw new RunFailure(
+      'PAGE_LOAD_FAILED',
+      loop
+        ? `${loop}; Chrome showed its error page (${lhr.runtimeError.code})`
+        : `${lhr.runtimeError.code}: ${lhr.runtimeError.message}`,
+      false,
+    );
+  }
+
+  async #afterRun({ healthy, lighthouseRun, signedIn }: RunAttempt, hadCredentials: boolean): Promise<void> {
+    await signedIn?.dispose();
+    this.#runsOnChrome++;
+    const { runsPerBrowser } = this.#options;
+    // A Chrome that timed out or failed mid-run may hold a hung tab: it is not trusted again.
+    if (!healthy || hadCredentials || runsPerBrowser === 0 || this.#runsOnChrome >= runsPerBrowser)
+      await this.#retire();
+    // A run given up on keeps going until its Chrome is gone: let it end before the next
+    // run starts, since two Lighthouse runs cannot overlap in one process.
+    if (!healthy && lighthouseRun)
+      await Promise.race([
+        lighthouseRun.catch(() => undefined),
+        new Promise((resolve) => setTimeout(resolve, 10_000).unref()),
+      ]);
+    this.#busy = false;
+  }
+
+  async #ensureChrome(): Promise<chromeLauncher.LaunchedChrome> {
+    const current = this.#chrome;
+    if (current && current.process.exitCode === null && current.process.signalCode === null) return current;
+    if (current) {
+      this.#logger.warn({ pid: current.pid }, 'Chrome exited between runs; starting another');
+      await this.#retire();
+    }
+    this.#chrome = await launchOwnChrome(this.#options);
+    this.#runsOnChrome = 0;
+    return this.#chrome;
+  }
+
+  async #retire(): Promise<void> {
+    const old = this.#chrome;
+    this.#chrome = null;
     if (!old) return;
     // chrome-launcher's kill() signals and returns: wait for the browser to be gone, so a
     // replacement never runs beside it (an agent keeps at most `capacity` Chromes).
@@ -170,131 +289,71 @@ export function createLighthouseRunner({
     try {
       await old.kill();
       if ((await Promise.race([exited.then(() => true), sleep(15_000).then(() => false)])) === false)
-        logger.warn({ pid: old.pid }, 'Chrome has not exited 15 s after it was killed');
+        this.#logger.warn({ pid: old.pid }, 'Chrome has not exited 15 s after it was killed');
     } catch (error) {
-      logger.warn({ err: error, pid: old.pid }, 'could not kill Chrome');
+      this.#logger.warn({ err: error, pid: old.pid }, 'could not kill Chrome');
     }
     await rm(old.userDataDir, { recursive: true, force: true });
   }
+}
 
-  async function run({ url, device, timeoutMs, baselineBenchmarkIndex = null, auth }: RunRequest): Promise<RunOutput> {
-    if (busy) throw new RunFailure('INTERNAL', 'runner is busy: one Lighthouse run at a time', true);
-    if (guard) {
-      try {
-        await guard.guard.resolve(new URL(url).hostname);
-      } catch (error) {
-        if (error instanceof TargetRefused)
-          throw new RunFailure(
-            error.kind === 'unresolvable' ? 'PAGE_LOAD_FAILED' : 'TARGET_REFUSED',
-            error.message,
-            false,
-          );
-        throw error;
-      }
-      guard.proxy.takeRefusals();
-    }
-    busy = true;
-    let healthy = false;
-    let timer: NodeJS.Timeout | undefined;
-    let lighthouseRun: Promise<unknown> | undefined;
-    let signedIn: AuthenticatedPage | undefined;
-    // Credentials get a Chrome of their own, retired after the run: no other run, of another
-    // project or user, ever shares a profile that held them.
-    if (auth) await retire();
-    try {
-      const browser = await ensureChrome();
-      const cpuMultiplier = device === 'desktop' ? 1 : mobileMultiplier(baselineBenchmarkIndex);
-      // Loaded on first use: Lighthouse takes about a second to import.
-      const { default: lighthouse, desktopConfig } = await import('lighthouse');
-      const started = performance.now();
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new RunFailure('RUN_TIMEOUT', `the run took longer than ${timeoutMs} ms`, true)),
-          timeoutMs,
-        );
-      });
-      const flags = {
-        port: browser.port,
-        output: 'json' as const,
-        logLevel: 'error' as const,
-        // The full-page screenshot costs about 1.5 s a run and is never stored.
-        disableFullPageScreenshot: true,
-        // Merged into the config's throttling: desktop's is 1 already, mobile's follows the calibration.
-        ...(device === 'desktop' ? {} : { throttling: { cpuSlowdownMultiplier: cpuMultiplier } }),
-      };
-      let runnerResult;
-      try {
-        signedIn = auth ? await Promise.race([openAuthenticatedPage(browser.port, url, auth), timeout]) : undefined;
-        // With a signed-in tab Lighthouse audits in it, its cookies and header rules in place.
-        const audit = lighthouse(url, flags, device === 'desktop' ? desktopConfig : undefined, signedIn?.page);
-        lighthouseRun = audit;
-        runnerResult = await Promise.race([audit, timeout]);
-      } catch (error) {
-        if (error instanceof RunFailure) throw error;
-        throw new RunFailure('LIGHTHOUSE_FAILED', (error as Error).message, true, { cause: error });
-      }
-      const lighthouseMs = performance.now() - started;
-      if (!runnerResult) throw new RunFailure('LIGHTHOUSE_FAILED', 'Lighthouse returned no result', true);
-      const lhr = lighthouseResultSchema.parse(runnerResult.lhr);
-      healthy = true;
-      const refused = guard?.proxy.takeRefusals() ?? [];
-      if (lhr.runtimeError && refused.length > 0) {
-        throw new RunFailure(
-          'TARGET_REFUSED',
-          `the page led to ${[...new Set(refused)].join(', ')}, which the agent may not reach (${lhr.runtimeError.code})`,
-          false,
-        );
-      }
-      if (refused.length > 0)
-        logger.warn({ target: { url, refused: [...new Set(refused)] } }, 'subresources refused by the target guard');
-      if (lhr.runtimeError) {
-        // A page that did not load is reported, not stored as if it had been measured.
-        const loop =
-          lhr.runtimeError.code === 'CHROME_INTERSTITIAL_ERROR'
-            ? await findRedirectLoop(url, { guard: guard?.guard })
-            : null;
-        throw new RunFailure(
-          'PAGE_LOAD_FAILED',
-          loop
-            ? `${loop}; Chrome showed its error page (${lhr.runtimeError.code})`
-            : `${lhr.runtimeError.code}: ${lhr.runtimeError.message}`,
-          false,
-        );
-      }
-      const environment = (lhr['environment'] ?? {}) as { benchmarkIndex?: unknown; hostUserAgent?: unknown };
-      const conditions = {
-        benchmarkIndex: typeof environment.benchmarkIndex === 'number' ? Math.round(environment.benchmarkIndex) : null,
-        baselineBenchmarkIndex,
-        cpuMultiplier,
-        chromeVersion:
-          /(?:HeadlessChrome|Chrome|Chromium)\/([\d.]+)/.exec(String(environment.hostUserAgent ?? ''))?.[1] ??
-          'unknown',
-        lighthouseVersion: lhr.lighthouseVersion,
-      };
-      return { lhr, lighthouseMs, conditions };
-    } finally {
-      clearTimeout(timer);
-      await signedIn?.dispose();
-      runsOnChrome++;
-      // A Chrome that timed out or failed mid-run may hold a hung tab: it is not trusted again.
-      if (!healthy || auth || runsPerBrowser === 0 || runsOnChrome >= runsPerBrowser) await retire();
-      // A run given up on keeps going until its Chrome is gone: let it end before the next
-      // run starts, since two Lighthouse runs cannot overlap in one process.
-      if (!healthy && lighthouseRun)
-        await Promise.race([
-          lighthouseRun.catch(() => undefined),
-          new Promise((resolve) => setTimeout(resolve, 10_000).unref()),
-        ]);
-      busy = false;
-    }
+/** What a run leaves for its clean-up: whether Chrome is still trusted, the audit, the signed-in tab. */
+interface RunAttempt {
+  healthy: boolean;
+  lighthouseRun: Promise<unknown> | undefined;
+  signedIn: AuthenticatedPage | undefined;
+}
+
+/** A Chrome in a profile directory of its own, reaching pages through the guard proxy when there is one. */
+async function launchOwnChrome({
+  chromePath,
+  chromeFlags,
+  guard,
+}: Pick<LighthouseRunnerOptions, 'chromePath' | 'chromeFlags' | 'guard'>): Promise<OwnChrome> {
+  const userDataDir = await mkdtemp(join(tmpdir(), PROFILE_PREFIX));
+  // Written before Chrome starts: if this process dies, the next agent knows the Chrome is an orphan.
+  await markOwner(userDataDir);
+  try {
+    // Chrome bypasses proxies for loopback unless told `<-loopback>`.
+    const proxyFlags = guard ? [`--proxy-server=${guard.proxy.url}`, '--proxy-bypass-list=<-loopback>'] : [];
+    const launched = await chromeLauncher.launch({
+      chromePath,
+      chromeFlags: [...chromeFlags, ...proxyFlags],
+      userDataDir,
+      logLevel: 'silent',
+    });
+    return Object.assign(launched, { userDataDir });
+  } catch (error) {
+    await rm(userDataDir, { recursive: true, force: true });
+    throw new RunFailure('BROWSER_FAILED', `Chrome did not start: ${(error as Error).message}`, true, { cause: error });
   }
+}
 
+/** A promise that fails with RUN_TIMEOUT after `timeoutMs`, and its clearing. */
+function runDeadline(timeoutMs: number): { expired: Promise<never>; clear(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new RunFailure('RUN_TIMEOUT', `the run took longer than ${timeoutMs} ms`, true)),
+      timeoutMs,
+    );
+  });
+  return { expired, clear: () => clearTimeout(timer) };
+}
+
+/** The run's conditions as Lighthouse saw them: the machine's benchmark index, Chrome's and Lighthouse's versions. */
+function conditionsOf(
+  lhr: LighthouseResult,
+  baselineBenchmarkIndex: number | null,
+  cpuMultiplier: number,
+): NonNullable<RunOutput['conditions']> {
+  const environment = (lhr['environment'] ?? {}) as { benchmarkIndex?: unknown; hostUserAgent?: unknown };
   return {
-    run,
-    calibrate,
-    close: retire,
-    get chrome() {
-      return chrome ? { pid: chrome.pid, port: chrome.port, userDataDir: chrome.userDataDir } : null;
-    },
+    benchmarkIndex: typeof environment.benchmarkIndex === 'number' ? Math.round(environment.benchmarkIndex) : null,
+    baselineBenchmarkIndex,
+    cpuMultiplier,
+    chromeVersion:
+      /(?:HeadlessChrome|Chrome|Chromium)\/([\d.]+)/.exec(String(environment.hostUserAgent ?? ''))?.[1] ?? 'unknown',
+    lighthouseVersion: lhr.lighthouseVersion,
   };
 }

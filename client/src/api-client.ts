@@ -126,78 +126,100 @@ export interface WaitOptions {
   onStatus?: (status: UpdateStatusView) => void;
 }
 
-export type ApiClient = ReturnType<typeof createApiClient>;
+export function createApiClient(options: ApiClientOptions): ApiClient {
+  return new ApiClient(options);
+}
 
-export function createApiClient({
-  server,
-  token,
-  fetch: fetchImpl = fetch,
-  readTimeoutMs = 60_000,
-  updateTimeoutMs = 15 * 60_000,
-}: ApiClientOptions) {
-  const base = server.replace(/\/+$/, '');
+/** The perfwatch HTTP API, one method per operation, every answer read against its schema. */
+export class ApiClient {
+  readonly #connection: { base: string; token: string; fetchImpl: typeof fetch };
+  readonly #readTimeoutMs: number;
+  readonly #updateTimeoutMs: number;
 
-  const connection = { base, token, fetchImpl };
-  const call = <S extends z.ZodType>(path: string, body: object, schema: S, timeoutMs: number) =>
-    postJson(connection, path, body, schema, timeoutMs);
+  constructor({
+    server,
+    token,
+    fetch: fetchImpl = fetch,
+    readTimeoutMs = 60_000,
+    updateTimeoutMs = 15 * 60_000,
+  }: ApiClientOptions) {
+    this.#connection = { base: server.replace(/\/+$/, ''), token, fetchImpl };
+    this.#readTimeoutMs = readTimeoutMs;
+    this.#updateTimeoutMs = updateTimeoutMs;
+  }
 
-  const client = {
-    /** A sync update: resolves with the audit result once every run is in. */
-    update: (request: UpdateRequest): Promise<AuditResult> =>
-      call(CLIENT_OPERATIONS.update, { ...request, mode: 'sync' }, auditResultSchema, updateTimeoutMs),
-    /** An async update: resolves with its id at once. */
-    startUpdate: (request: UpdateRequest): Promise<string> =>
-      call(CLIENT_OPERATIONS.update, { ...request, mode: 'async' }, asyncAckSchema, readTimeoutMs).then(
-        (ack) => ack.id,
-      ),
-    updateStatus: (id: string): Promise<UpdateStatusView> =>
-      call(
-        CLIENT_OPERATIONS.updateStatus.replace('{id}', encodeURIComponent(id)),
-        {},
-        updateStatusSchema,
-        readTimeoutMs,
-      ),
-    audit: (request: AuditRequest): Promise<AuditResult> =>
-      call(CLIENT_OPERATIONS.audit, request, auditResultSchema, readTimeoutMs),
-    compare: (request: CompareRequest): Promise<CompareResult> =>
-      call(CLIENT_OPERATIONS.compare, request, compareResultSchema, readTimeoutMs),
-    updates: (url: string): Promise<SnapshotList> =>
-      call(CLIENT_OPERATIONS.updates, { url }, snapshotListSchema, readTimeoutMs),
-    projects: (): Promise<ProjectList['projects']> =>
-      call(CLIENT_OPERATIONS.projects, {}, projectListSchema, readTimeoutMs).then((list) => list.projects),
-    /** A project's budgets; with `set`, replaced first. */
-    budgets: (url: string, set?: Budgets): Promise<ProjectBudgets> =>
-      call(CLIENT_OPERATIONS.budgets, { url, ...set }, projectBudgetsSchema, readTimeoutMs),
-    /** The caller's webhooks; with a target, one is added first (`created`, with its secret), with `remove`, one is removed. */
-    webhooks: (request: WebhooksRequest = {}): Promise<WebhookList> =>
-      call(CLIENT_OPERATIONS.webhooks, request, webhookListSchema, readTimeoutMs),
-    annotations: (url: string, range: { from?: string; to?: string } = {}): Promise<AnnotationList['annotations']> =>
-      call(CLIENT_OPERATIONS.annotations, { url, ...range }, annotationListSchema, readTimeoutMs).then(
-        (list) => list.annotations,
-      ),
-    annotate: (request: AnnotationRequest): Promise<NonNullable<AnnotationList['added']>> =>
-      call(CLIENT_OPERATIONS.annotations, request, annotationListSchema, readTimeoutMs).then((list) => list.added!),
-    /** Whether a project has login credentials (names only); with `set`, replaced first; with `clear`, forgotten. */
-    credentials: (url: string, change: { set?: PageAuth; clear?: boolean } = {}): Promise<CredentialsView> =>
-      call(
-        CLIENT_OPERATIONS.credentials,
-        { url, ...(change.set ? { auth: change.set } : {}), ...(change.clear ? { clear: true } : {}) },
-        credentialsViewSchema,
-        readTimeoutMs,
-      ),
-    overview: ({ startDate, endDate, ...rest }: OverviewRequest): Promise<OverviewRecord[]> =>
-      call(
-        CLIENT_OPERATIONS.overview,
-        { dateRange: { startDate, endDate }, ...rest },
-        overviewResponseSchema,
-        readTimeoutMs,
-      ),
+  #read<S extends z.ZodType>(path: string, body: object, schema: S): Promise<z.output<S>> {
+    return postJson(this.#connection, path, body, schema, this.#readTimeoutMs);
+  }
 
-    /** Polls an async update until it is done or failed. */
-    waitForUpdate: (id: string, options: WaitOptions = {}): Promise<UpdateStatusView> =>
-      waitForUpdate(client.updateStatus, id, { timeoutMs: updateTimeoutMs, ...options }),
-  };
-  return client;
+  /** A sync update: resolves with the audit result once every run is in. */
+  update(request: UpdateRequest): Promise<AuditResult> {
+    const body = { ...request, mode: 'sync' };
+    return postJson(this.#connection, CLIENT_OPERATIONS.update, body, auditResultSchema, this.#updateTimeoutMs);
+  }
+
+  /** An async update: resolves with its id at once. */
+  async startUpdate(request: UpdateRequest): Promise<string> {
+    return (await this.#read(CLIENT_OPERATIONS.update, { ...request, mode: 'async' }, asyncAckSchema)).id;
+  }
+
+  updateStatus(id: string): Promise<UpdateStatusView> {
+    const path = CLIENT_OPERATIONS.updateStatus.replace('{id}', encodeURIComponent(id));
+    return this.#read(path, {}, updateStatusSchema);
+  }
+
+  audit(request: AuditRequest): Promise<AuditResult> {
+    return this.#read(CLIENT_OPERATIONS.audit, request, auditResultSchema);
+  }
+
+  compare(request: CompareRequest): Promise<CompareResult> {
+    return this.#read(CLIENT_OPERATIONS.compare, request, compareResultSchema);
+  }
+
+  updates(url: string): Promise<SnapshotList> {
+    return this.#read(CLIENT_OPERATIONS.updates, { url }, snapshotListSchema);
+  }
+
+  async projects(): Promise<ProjectList['projects']> {
+    return (await this.#read(CLIENT_OPERATIONS.projects, {}, projectListSchema)).projects;
+  }
+
+  /** A project's budgets; with `set`, replaced first. */
+  budgets(url: string, set?: Budgets): Promise<ProjectBudgets> {
+    return this.#read(CLIENT_OPERATIONS.budgets, { url, ...set }, projectBudgetsSchema);
+  }
+
+  /** The caller's webhooks; with a target, one is added first (`created`, with its secret), with `remove`, one is removed. */
+  webhooks(request: WebhooksRequest = {}): Promise<WebhookList> {
+    return this.#read(CLIENT_OPERATIONS.webhooks, request, webhookListSchema);
+  }
+
+  async annotations(url: string, range: { from?: string; to?: string } = {}): Promise<AnnotationList['annotations']> {
+    return (await this.#read(CLIENT_OPERATIONS.annotations, { url, ...range }, annotationListSchema)).annotations;
+  }
+
+  async annotate(request: AnnotationRequest): Promise<NonNullable<AnnotationList['added']>> {
+    return (await this.#read(CLIENT_OPERATIONS.annotations, request, annotationListSchema)).added!;
+  }
+
+  /** Whether a project has login credentials (names only); with `set`, replaced first; with `clear`, forgotten. */
+  credentials(url: string, change: { set?: PageAuth; clear?: boolean } = {}): Promise<CredentialsView> {
+    const body = { url, ...(change.set ? { auth: change.set } : {}), ...(change.clear ? { clear: true } : {}) };
+    return this.#read(CLIENT_OPERATIONS.credentials, body, credentialsViewSchema);
+  }
+
+  overview({ startDate, endDate, ...rest }: OverviewRequest): Promise<OverviewRecord[]> {
+    const body = { dateRange: { startDate, endDate }, ...rest };
+    return this.#read(CLIENT_OPERATIONS.overview, body, overviewResponseSchema);
+  }
+
+  /** Polls an async update until it is done or failed. */
+  waitForUpdate(id: string, options: WaitOptions = {}): Promise<UpdateStatusView> {
+    return waitForUpdate((updateId) => this.updateStatus(updateId), id, {
+      timeoutMs: this.#updateTimeoutMs,
+      ...options,
+    });
+  }
 }
 
 /** POSTs `body` as JSON and reads the answer against `schema`; an error envelope becomes ApiClientError. */

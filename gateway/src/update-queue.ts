@@ -1,7 +1,17 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { nanos } from '@nats-io/nats-core';
-import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JsMsg } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  jetstream,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+  type Consumer,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+} from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ApiError, DEVICES, UPDATE_TYPES } from '@perfwatch/common';
@@ -129,70 +139,28 @@ export async function runQueuedUpdate(
 const PROJECT_REMOVED = 'project removed';
 
 async function deliver(
-  { store, updates, logger, deadlineMs, outbox }: QueuedUpdateDeps,
+  deps: QueuedUpdateDeps,
   job: QueuedUpdate,
   delivery: number,
   maxDeliver: number,
   signal?: AbortSignal,
 ): Promise<QueuedEnding> {
+  const { store, updates, logger, deadlineMs } = deps;
   const log = logger.child({ updateId: job.updateId, requestId: job.requestId, delivery });
-  // Progress is for people watching: one write at a time carrying the latest counts (runs that
-  // end together make one write), never beside a state change (an SQLite-backed server takes
-  // one writer at a time), and a failed write fails nothing.
-  let latest: UpdateProgress[] | null = null;
-  let written = Promise.resolve();
-  let writing = false;
-  const recordProgress = (progress: UpdateProgress[]) => {
-    latest = progress;
-    if (writing) return;
-    writing = true;
-    written = (async () => {
-      while (latest) {
-        const next = latest;
-        latest = null;
-        await store
-          .setUpdateProgress(job.updateId, next)
-          .catch((error: unknown) => log.debug({ err: error }, 'could not record progress'));
-      }
-      writing = false;
-    })();
-  };
+  const progress = progressWriter(store, job.updateId, log);
   // Until the update's deadline is known, no failure is final for lack of time.
   let deadlineAt = Number.POSITIVE_INFINITY;
   try {
     // An earlier delivery may have stored the snapshot and lost its ending (the database went
     // away, the gateway died before the ack): record it, measure nothing again.
     const stored = await store.findSnapshotOfUpdate(job.updateId);
-    if (stored) {
-      await store.setUpdateState(job.updateId, { status: 'done', date: stored.date, missing: stored.missing });
-      log.info({ date: stored.date }, 'queued update was already stored; recorded it done');
-      // Its writer may have died before it announced the snapshot's events: announced again
-      // (the outbox keeps one delivery per event), from the checks stored with it.
-      const project = outbox ? await store.findProject(job.userId, job.url) : null;
-      const snapshot = project ? await store.findSnapshot(project.id, stored.date) : null;
-      if (project && snapshot)
-        await outbox!
-          .snapshotStored({ project, updateId: job.updateId, date: stored.date, results: snapshot.results })
-          .catch((error: unknown) => log.error({ err: error }, "could not announce the snapshot's budget events"));
-      return { kind: 'done' };
-    }
+    if (stored) return await recordStored(deps, job, stored.date, stored.missing, log);
     const before = await store.findUpdate(job.userId, job.updateId);
-    if (before?.status === 'done' || before?.status === 'failed') {
-      // A second job of an update that has ended (queued again while its first delivery finished).
-      return before.status === 'done' ? { kind: 'done' } : { kind: 'final', reason: before.reason ?? 'failed' };
-    }
-    if (delivery > maxDeliver) {
-      // Earlier deliveries ended without an outcome (their gateways stopped or died mid-way):
-      // an update that takes its gateway down each time must not go round for ever.
-      const reason = `its ${delivery - 1} deliveries ended without an outcome (the gateways running it stopped)`;
-      await store.setUpdateState(job.updateId, { status: 'failed', reason });
-      log.warn({ reason }, 'queued update failed');
-      return { kind: 'final', reason };
-    }
+    const ended = await endedBefore(store, job.updateId, before, delivery, maxDeliver, log);
+    if (ended) return ended;
     await store.setUpdateState(job.updateId, { status: 'running' });
     // From its admission: the time an update waited in its user's backlog is not its own to lose.
     deadlineAt = (before?.admittedAt ?? before?.createdAt ?? new Date()).getTime() + deadlineMs;
-    const deadline = new Date(deadlineAt);
     const project = await store.findProject(job.userId, job.url);
     if (!project) {
       await store.setUpdateState(job.updateId, {
@@ -201,50 +169,131 @@ async function deliver(
       });
       return { kind: 'final', reason: PROJECT_REMOVED };
     }
+    const { devices, updateType, requestId } = job;
     const outcome = await updates
       .run(
-        {
-          project,
-          devices: job.devices,
-          updateType: job.updateType,
-          requestId: job.requestId,
-          deadline,
-          ...(signal ? { signal } : {}),
-        },
+        { project, devices, updateType, requestId, deadline: new Date(deadlineAt), ...(signal ? { signal } : {}) },
         job.updateId,
         'async',
-        recordProgress,
+        progress.record,
       )
-      .finally(() => written);
+      .finally(() => progress.written());
     await store.setUpdateState(job.updateId, { status: 'done', date: outcome.date, missing: outcome.missing });
     log.info({ date: outcome.date, missing: outcome.missing.length }, 'queued update done');
     return { kind: 'done' };
   } catch (error) {
-    const reason =
-      error instanceof NoResultError
-        ? [error.message, ...error.reasons].join(' ')
-        : error instanceof ApiError
-          ? [error.message, ...error.errors].join(' ')
-          : (error as Error).message;
     // Every run failing for the page's own reasons (it did not load, a refused target) would
     // fail again: no point retrying. Lost agents, timeouts, a NATS or database blink may pass.
     // Interrupted by this gateway's stop: not the update's fault, and not counted against it.
     const final =
       !(error instanceof UpdateInterrupted) &&
       ((error instanceof NoResultError && error.repeats) || delivery >= maxDeliver || Date.now() >= deadlineAt);
-    try {
-      if (final) {
-        await store.setUpdateState(job.updateId, { status: 'failed', reason });
-        log.warn({ reason }, 'queued update failed');
-        return { kind: 'final', reason };
+    return recordFailure(store, job.updateId, failureReason(error), final, log);
+  }
+}
+
+/**
+ * Progress is for people watching: one write at a time carrying the latest counts (runs that
+ * end together make one write), never beside a state change (an SQLite-backed server takes
+ * one writer at a time), and a failed write fails nothing.
+ */
+function progressWriter(
+  store: Store,
+  updateId: string,
+  log: Logger,
+): { record(progress: UpdateProgress[]): void; written(): Promise<void> } {
+  let latest: UpdateProgress[] | null = null;
+  let written = Promise.resolve();
+  let writing = false;
+  const record = (progress: UpdateProgress[]) => {
+    latest = progress;
+    if (writing) return;
+    writing = true;
+    written = (async () => {
+      while (latest) {
+        const next = latest;
+        latest = null;
+        await store
+          .setUpdateProgress(updateId, next)
+          .catch((error: unknown) => log.debug({ err: error }, 'could not record progress'));
       }
-      await store.setUpdateState(job.updateId, { status: 'queued', reason });
-      log.warn({ reason }, 'queued update will be tried again');
-      return { kind: 'retry', reason };
-    } catch (stateError) {
-      log.error({ err: stateError }, 'could not record the update state; the job will be delivered again');
-      return { kind: 'unrecorded' };
+      writing = false;
+    })();
+  };
+  return { record, written: () => written };
+}
+
+/**
+ * An update whose snapshot an earlier delivery stored, recorded done. Its writer may have died
+ * before it announced the snapshot's events: announced again (the outbox keeps one delivery
+ * per event), from the checks stored with it.
+ */
+async function recordStored(
+  { store, outbox }: QueuedUpdateDeps,
+  job: QueuedUpdate,
+  date: Date,
+  missing: UpdateRecord['missing'],
+  log: Logger,
+): Promise<QueuedEnding> {
+  await store.setUpdateState(job.updateId, { status: 'done', date, missing });
+  log.info({ date }, 'queued update was already stored; recorded it done');
+  const project = outbox ? await store.findProject(job.userId, job.url) : null;
+  const snapshot = project ? await store.findSnapshot(project.id, date) : null;
+  if (project && snapshot)
+    await outbox!
+      .snapshotStored({ project, updateId: job.updateId, date, results: snapshot.results })
+      .catch((error: unknown) => log.error({ err: error }, "could not announce the snapshot's budget events"));
+  return { kind: 'done' };
+}
+
+/** How an update that is not to run again ended, or null when this delivery runs it. */
+async function endedBefore(
+  store: Store,
+  updateId: string,
+  before: UpdateRecord | null,
+  delivery: number,
+  maxDeliver: number,
+  log: Logger,
+): Promise<QueuedEnding | null> {
+  if (before?.status === 'done' || before?.status === 'failed') {
+    // A second job of an update that has ended (queued again while its first delivery finished).
+    return before.status === 'done' ? { kind: 'done' } : { kind: 'final', reason: before.reason ?? 'failed' };
+  }
+  if (delivery <= maxDeliver) return null;
+  // Earlier deliveries ended without an outcome (their gateways stopped or died mid-way):
+  // an update that takes its gateway down each time must not go round for ever.
+  const reason = `its ${delivery - 1} deliveries ended without an outcome (the gateways running it stopped)`;
+  await store.setUpdateState(updateId, { status: 'failed', reason });
+  log.warn({ reason }, 'queued update failed');
+  return { kind: 'final', reason };
+}
+
+function failureReason(error: unknown): string {
+  if (error instanceof NoResultError) return [error.message, ...error.reasons].join(' ');
+  if (error instanceof ApiError) return [error.message, ...error.errors].join(' ');
+  return (error as Error).message;
+}
+
+/** A failed delivery recorded: failed for good, or queued again; unrecorded when the store is away. */
+async function recordFailure(
+  store: Store,
+  updateId: string,
+  reason: string,
+  final: boolean,
+  log: Logger,
+): Promise<QueuedEnding> {
+  try {
+    if (final) {
+      await store.setUpdateState(updateId, { status: 'failed', reason });
+      log.warn({ reason }, 'queued update failed');
+      return { kind: 'final', reason };
     }
+    await store.setUpdateState(updateId, { status: 'queued', reason });
+    log.warn({ reason }, 'queued update will be tried again');
+    return { kind: 'retry', reason };
+  } catch (stateError) {
+    log.error({ err: stateError }, 'could not record the update state; the job will be delivered again');
+    return { kind: 'unrecorded' };
   }
 }
 
@@ -271,50 +320,113 @@ const FETCH_RETRY_MS = 1_000;
  * idempotent write (one snapshot per update id) makes the second delivery harmless.
  */
 export async function startUpdateQueue(options: UpdateQueueOptions): Promise<UpdateQueue> {
-  const { nc, logger, workers, ackWaitMs, maxDeliver, retryDelayMs } = options;
-  const jsm = await jetstreamManager(nc);
-  const streamConfig = {
+  const jsm = await jetstreamManager(options.nc);
+  await ensureStream(jsm);
+  await ensureConsumer(jsm, options.ackWaitMs);
+  const js = jetstream(options.nc);
+  return new JetStreamUpdateQueue(options, jsm, js, await js.consumers.get(UPDATE_STREAM, DURABLE));
+}
+
+/** The work-queue stream, created, or brought to this version's subjects and duplicate window. */
+async function ensureStream(jsm: JetStreamManager): Promise<void> {
+  const subjects = [UPDATE_SUBJECT, updateSubject('*')];
+  const duplicate_window = nanos(DUPLICATE_WINDOW_MS);
+  const config = {
     name: UPDATE_STREAM,
-    subjects: [UPDATE_SUBJECT, updateSubject('*')],
+    subjects,
     retention: RetentionPolicy.Workqueue,
     storage: StorageType.File,
-    duplicate_window: nanos(DUPLICATE_WINDOW_MS),
+    duplicate_window,
   };
-  await jsm.streams.add(streamConfig).catch(async (error: unknown) => {
+  await jsm.streams.add(config).catch(async (error: unknown) => {
     if (!/already in use|stream name already/i.test((error as Error).message)) throw error;
-    await jsm.streams.update(UPDATE_STREAM, {
-      subjects: streamConfig.subjects,
-      duplicate_window: streamConfig.duplicate_window,
-    });
+    await jsm.streams.update(UPDATE_STREAM, { subjects, duplicate_window });
   });
-  // No delivery limit in JetStream (-1): a job whose last allowed delivery died with its gateway
-  // would stay in the stream, never delivered again, its update unfinished. runQueuedUpdate
-  // counts deliveries instead and ends such an update failed, with the reason.
-  const consumerConfig = {
-    durable_name: DURABLE,
-    ack_policy: AckPolicy.Explicit,
-    ack_wait: nanos(ackWaitMs),
-    max_deliver: -1,
-    max_ack_pending: MAX_ACK_PENDING,
-  };
-  await jsm.consumers.add(UPDATE_STREAM, consumerConfig).catch(async (error: unknown) => {
-    if (!/already in use|exists/i.test((error as Error).message)) throw error;
-    await jsm.consumers.update(UPDATE_STREAM, DURABLE, {
-      ack_wait: consumerConfig.ack_wait,
-      max_deliver: consumerConfig.max_deliver,
-      max_ack_pending: consumerConfig.max_ack_pending,
-    });
-  });
-  const js = jetstream(nc);
-  const consumer = await js.consumers.get(UPDATE_STREAM, DURABLE);
+}
 
-  let stopping = false;
-  let fetching: { stop(): void } | null = null;
-  const running = new Set<Promise<void>>();
+/**
+ * The gateways' durable pull consumer. No delivery limit in JetStream (-1): a job whose last
+ * allowed delivery died with its gateway would stay in the stream, never delivered again, its
+ * update unfinished. runQueuedUpdate counts deliveries instead and ends such an update failed,
+ * with the reason.
+ */
+async function ensureConsumer(jsm: JetStreamManager, ackWaitMs: number): Promise<void> {
+  const limits = { ack_wait: nanos(ackWaitMs), max_deliver: -1, max_ack_pending: MAX_ACK_PENDING };
+  await jsm.consumers
+    .add(UPDATE_STREAM, { durable_name: DURABLE, ack_policy: AckPolicy.Explicit, ...limits })
+    .catch(async (error: unknown) => {
+      if (!/already in use|exists/i.test((error as Error).message)) throw error;
+      await jsm.consumers.update(UPDATE_STREAM, DURABLE, limits);
+    });
+}
+
+class JetStreamUpdateQueue implements UpdateQueue {
+  readonly #options: UpdateQueueOptions;
+  readonly #jsm: JetStreamManager;
+  readonly #js: JetStreamClient;
+  #stopping = false;
+  #fetching: { stop(): void } | null = null;
+  readonly #running = new Set<Promise<void>>();
   // Stopping ends the waits for absent locations; runs already with an agent finish.
-  const halt = new AbortController();
+  readonly #halt = new AbortController();
+  readonly #loop: Promise<void>;
 
-  async function handle(msg: JsMsg): Promise<void> {
+  constructor(options: UpdateQueueOptions, jsm: JetStreamManager, js: JetStreamClient, consumer: Consumer) {
+    this.#options = options;
+    this.#jsm = jsm;
+    this.#js = js;
+    this.#loop = this.#take(consumer);
+  }
+
+  async enqueue(job: QueuedUpdate, { again = false }: { again?: boolean } = {}): Promise<void> {
+    // Queued again, the job must not be taken for a duplicate of its first publish.
+    await this.#js.publish(updateSubject(job.updateId), JSON.stringify(queuedUpdateSchema.parse(job)), {
+      msgID: again ? `${job.updateId}.again.${Date.now()}` : job.updateId,
+    });
+  }
+
+  async holds(updateId: string): Promise<boolean> {
+    // null: no message on the update's subject (acknowledged, terminated, or never queued).
+    return (await this.#jsm.streams.getMessage(UPDATE_STREAM, { last_by_subj: updateSubject(updateId) })) !== null;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    this.#halt.abort();
+    this.#fetching?.stop();
+    await this.#loop;
+    while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
+  }
+
+  /** Asks for exactly as many jobs as there are free workers, until stopped. */
+  async #take(consumer: Consumer): Promise<void> {
+    const running = this.#running;
+    while (!this.#stopping) {
+      const free = this.#options.workers - running.size;
+      if (free <= 0) {
+        await Promise.race(running);
+        continue;
+      }
+      try {
+        const batch = await consumer.fetch({ max_messages: free, expires: FETCH_EXPIRES_MS });
+        this.#fetching = batch;
+        for await (const msg of batch) {
+          const job = this.#handle(msg).finally(() => running.delete(job));
+          running.add(job);
+        }
+      } catch (error) {
+        if (this.#stopping) break;
+        this.#options.logger.warn(
+          { err: { message: (error as Error).message } },
+          'could not fetch queued updates; retrying',
+        );
+        await sleep(FETCH_RETRY_MS);
+      }
+    }
+  }
+
+  async #handle(msg: JsMsg): Promise<void> {
+    const { logger, ackWaitMs, maxDeliver, retryDelayMs } = this.#options;
     let job: QueuedUpdate;
     try {
       job = queuedUpdateSchema.parse(msg.json());
@@ -328,56 +440,15 @@ export async function startUpdateQueue(options: UpdateQueueOptions): Promise<Upd
       () => msg.working(),
       Math.max(MIN_WORKING_EVERY_MS, Math.floor(ackWaitMs / WORKING_PER_ACK_WAIT)),
     );
+    const halt = this.#halt.signal;
     try {
-      const ending = await runQueuedUpdate(options, job, msg.info.deliveryCount, maxDeliver, halt.signal);
+      const ending = await runQueuedUpdate(this.#options, job, msg.info.deliveryCount, maxDeliver, halt);
       if (ending.kind === 'done') msg.ack();
       else if (ending.kind === 'final') msg.term(ending.reason.slice(0, MAX_TERM_REASON_CHARS));
-      else if (ending.kind === 'retry') msg.nak(halt.signal.aborted ? 0 : retryDelayMs);
+      else if (ending.kind === 'retry') msg.nak(halt.aborted ? 0 : retryDelayMs);
       // 'unrecorded': left unacknowledged; JetStream delivers it again after ackWaitMs.
     } finally {
       clearInterval(alive);
     }
   }
-
-  const loop = (async () => {
-    while (!stopping) {
-      const free = workers - running.size;
-      if (free <= 0) {
-        await Promise.race(running);
-        continue;
-      }
-      try {
-        const batch = await consumer.fetch({ max_messages: free, expires: FETCH_EXPIRES_MS });
-        fetching = batch;
-        for await (const msg of batch) {
-          const job = handle(msg).finally(() => running.delete(job));
-          running.add(job);
-        }
-      } catch (error) {
-        if (stopping) break;
-        logger.warn({ err: { message: (error as Error).message } }, 'could not fetch queued updates; retrying');
-        await sleep(FETCH_RETRY_MS);
-      }
-    }
-  })();
-
-  return {
-    async enqueue(job, { again = false } = {}) {
-      // Queued again, the job must not be taken for a duplicate of its first publish.
-      await js.publish(updateSubject(job.updateId), JSON.stringify(queuedUpdateSchema.parse(job)), {
-        msgID: again ? `${job.updateId}.again.${Date.now()}` : job.updateId,
-      });
-    },
-    async holds(updateId) {
-      // null: no message on the update's subject (acknowledged, terminated, or never queued).
-      return (await jsm.streams.getMessage(UPDATE_STREAM, { last_by_subj: updateSubject(updateId) })) !== null;
-    },
-    async stop() {
-      stopping = true;
-      halt.abort();
-      fetching?.stop();
-      await loop;
-      while (running.size > 0) await Promise.allSettled([...running]);
-    },
-  };
 }

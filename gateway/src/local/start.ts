@@ -1,4 +1,4 @@
-import { connect } from '@nats-io/transport-node';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino, type Logger } from 'pino';
 import pretty from 'pino-pretty';
 import { z } from 'zod';
@@ -60,41 +60,12 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   await store.init();
   const nc = config.NATS_URL ? await connect({ servers: config.NATS_URL, name: 'perfwatch-start' }) : undefined;
   const site = await startDemoSite({ port: config.PERFWATCH_DEMO_PORT });
-  const runner = createRunnerPool({
-    size: 1,
-    worker: {
-      chromePath: config.CHROME_PATH,
-      noSandbox: process.getuid?.() === 0,
-      runsPerBrowser: config.PERFWATCH_RUNS_PER_BROWSER,
-      allowTargets: config.PERFWATCH_ALLOW_TARGETS,
-      logLevel: config.LOG_LEVEL,
-    },
-    logger,
-  });
-  const guard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
-  const agentDeps = {
-    location: LOCATION,
-    runner,
-    logger,
-    agentId: 'local',
-    probeSecurity: (url: string) => probeSecurity(url, { guard }),
-  } as const;
-  const localAgent = nc ? undefined : createLocalAgent(agentDeps);
-  const agent = localAgent ?? startAgent({ ...agentDeps, nc: nc! });
-  const gatewayConfig = gatewayConfigWith({
-    PORT: config.PORT,
-    HOST: config.HOST,
-    // One process on one machine: no load balancer to wait for on stop.
-    SHUTDOWN_READINESS_DELAY_MS: 0,
-    // One machine: its webhook receivers may be on it too, as its audited pages may.
-    PERFWATCH_ALLOW_TARGETS: config.PERFWATCH_ALLOW_TARGETS,
-    ...(config.CRUX_API_KEY ? { CRUX_API_KEY: config.CRUX_API_KEY } : {}),
-  });
+  const { runner, agent, localAgent } = startOneAgent(config, logger, nc);
   const gateway = await startGateway({
     ...(localAgent ? { localAgents: [localAgent] } : { nc: nc! }),
     store,
     logger,
-    config: gatewayConfig,
+    config: localGatewayConfig(config),
   });
 
   const admin = createAdmin(store);
@@ -138,6 +109,44 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
 }
 
 type StartConfig = z.infer<typeof startEnvSchema>;
+
+/** The agent of location s_carolina: on the in-process bus, or on NATS_URL's NATS when set. */
+function startOneAgent(config: StartConfig, logger: Logger, nc: NatsConnection | undefined) {
+  const runner = createRunnerPool({
+    size: 1,
+    worker: {
+      chromePath: config.CHROME_PATH,
+      noSandbox: process.getuid?.() === 0,
+      runsPerBrowser: config.PERFWATCH_RUNS_PER_BROWSER,
+      allowTargets: config.PERFWATCH_ALLOW_TARGETS,
+      logLevel: config.LOG_LEVEL,
+    },
+    logger,
+  });
+  const guard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
+  const agentDeps = {
+    location: LOCATION,
+    runner,
+    logger,
+    agentId: 'local',
+    probeSecurity: (url: string) => probeSecurity(url, { guard }),
+  } as const;
+  const localAgent = nc ? undefined : createLocalAgent(agentDeps);
+  const agent = localAgent ?? startAgent({ ...agentDeps, nc: nc! });
+  return { runner, agent, localAgent };
+}
+
+function localGatewayConfig(config: StartConfig) {
+  return gatewayConfigWith({
+    PORT: config.PORT,
+    HOST: config.HOST,
+    // One process on one machine: no load balancer to wait for on stop.
+    SHUTDOWN_READINESS_DELAY_MS: 0,
+    // One machine: its webhook receivers may be on it too, as its audited pages may.
+    PERFWATCH_ALLOW_TARGETS: config.PERFWATCH_ALLOW_TARGETS,
+    ...(config.CRUX_API_KEY ? { CRUX_API_KEY: config.CRUX_API_KEY } : {}),
+  });
+}
 
 /** Readable lines on a terminal (or LOG_FORMAT=pretty), JSON lines otherwise; on stderr. */
 function startLogger(config: StartConfig): Logger {
