@@ -326,7 +326,8 @@ async function measureLevel(
       `dispatch ${concurrent} concurrent: ${answers.filter((r) => r.status !== 200).length} failed, e.g. ${refusal.status} ${refusal.body.slice(0, 300)}\n`,
     );
   const sampled = await sampler.stop();
-  const dispatchedMs = Number.isNaN(sampled.dispatchedMs) ? ms : sampled.dispatchedMs;
+  // Seen by a scrape after the answers (a small level ends between two): the answers bound it.
+  const dispatchedMs = Number.isNaN(sampled.dispatchedMs) ? ms : Math.min(sampled.dispatchedMs, ms);
   const cpuAfter = await cpuMs(gateway.pid);
   const scrapeCpuMs = await scrapeCost(gateway.url, gateway.pid);
   const waves = Math.ceil((concurrent * 2 * RUNS) / (RESPONDERS_PER_LOCATION * CAPACITY));
