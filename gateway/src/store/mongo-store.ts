@@ -12,29 +12,21 @@ import pLimit, { type LimitFunction } from 'p-limit';
 import pRetry from 'p-retry';
 import { z } from 'zod';
 import {
-  budgetFileSchema,
-  cellCheckSchema,
-  cruxPairSchema,
   DEVICES,
   LOCATIONS,
   UPDATE_TYPES,
-  missingCellSchema,
-  runSummarySchema,
-  updateProgressSchema,
   type Budgets,
   type Device,
   type KpiRecord,
   type Location,
 } from '@perfwatch/common';
 import { withStoredResult } from '../result-bytes.ts';
+import { recordSchemas } from './record-schemas.ts';
 import { NoFreeSnapshotDate, snapshotDates } from './snapshot-dates.ts';
 import {
   ConcurrentWrite,
-  DELIVERY_STATUSES,
   DuplicateError,
   fieldHistoryId,
-  UPDATE_STATUSES,
-  WEBHOOK_FORMATS,
   type AnnotationRecord,
   type DeliveryAttempt,
   type DeliveryRecord,
@@ -83,81 +75,27 @@ const DUPLICATE_KEY = 11000;
 const WRITE_CONFLICT = 112;
 
 const objectId = z.instanceof(ObjectId).transform((id) => id.toHexString());
-
-// Documents read back are parsed like any other input: a document written by an older or
-// newer version, or by hand, fails loudly here instead of deep inside a handler.
-const userDoc = z.object({ _id: objectId, name: z.string(), createdAt: z.date() });
-const tokenDoc = z.object({
-  prefix: z.string(),
-  userId: objectId,
-  digest: z.string(),
-  createdAt: z.date(),
-  revokedAt: z.date().nullable(),
+// Arrays and objects are the document's own: read as they are.
+const records = recordSchemas({
+  id: objectId,
+  time: z.date(),
+  structured: <T extends z.ZodType>(schema: T) => schema as z.ZodType<z.output<T>>,
 });
-const projectDoc = z
-  .object({
-    _id: objectId,
-    userId: objectId,
-    url: z.string(),
-    domain: z.string(),
-    locations: z.array(z.enum(LOCATIONS)).min(1),
-    defaultLocation: z.enum(LOCATIONS),
-    runs: z.number().int().positive(),
-    schedule: z.string().nullable(),
-    // Absent on projects stored before budgets were.
-    budgets: budgetFileSchema.default({ budgets: {}, maxRegression: {} }),
-    auth: z.string().nullable().default(null),
-    createdAt: z.date(),
-  })
-  .transform(({ _id, ...rest }): ProjectRecord => ({ id: _id, ...rest }));
-const webhookDoc = z
-  .object({
-    _id: objectId,
-    userId: objectId,
-    targetUrl: z.string(),
-    projectUrl: z.string().nullable(),
-    format: z.enum(WEBHOOK_FORMATS),
-    secret: z.string(),
-    createdAt: z.date(),
-  })
-  .transform(({ _id, ...rest }): WebhookRecord => ({ id: _id, ...rest }));
-// Nulls written through an upsert may come back absent (FerretDB drops them): absent is null.
-const deliveryDoc = z
-  .object({
-    _id: z.string(),
-    webhookId: objectId,
-    userId: objectId,
-    event: z.string(),
-    body: z.string(),
-    status: z.enum(DELIVERY_STATUSES),
-    attempts: z.number().int(),
-    nextAttemptAt: z.date(),
-    lastError: z.string().nullable().default(null),
-    createdAt: z.date(),
-    deliveredAt: z.date().nullable().default(null),
-  })
-  .transform(({ _id, ...rest }): DeliveryRecord => ({ id: _id, ...rest }));
-const annotationDoc = z
-  .object({
-    _id: objectId,
-    projectId: objectId,
-    date: z.date(),
-    text: z.string(),
-    link: z.string().nullable(),
-    createdAt: z.date(),
-  })
-  .transform(({ _id, ...rest }): AnnotationRecord => ({ id: _id, ...rest }));
-const availableEntry = z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS) });
-const snapshotDoc = z.object({
-  _id: objectId,
-  projectId: objectId,
-  updateId: z.string(),
-  url: z.string(),
-  date: z.date(),
-  updateType: z.enum(UPDATE_TYPES),
-  available: z.array(availableEntry),
-  missing: z.array(missingCellSchema).default([]),
-});
+/** A document read as its record: its `_id` is the record's id. */
+const asRecord = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((doc) => {
+    const { _id, ...rest } = doc as Record<string, unknown>;
+    return { ...rest, id: _id };
+  }, schema);
+const userDoc = asRecord(records.user);
+const tokenDoc = records.token;
+const projectDoc = asRecord(records.project);
+const webhookDoc = asRecord(records.webhook);
+const deliveryDoc = asRecord(records.delivery);
+const annotationDoc = asRecord(records.annotation);
+const snapshotDoc = asRecord(records.snapshot);
+const updateDoc = asRecord(records.update);
+const resultDoc = records.result.extend({ lighthouse: z.instanceof(Binary) });
 /** What the updates collection holds; read back through updateDoc. */
 interface UpdateDocument {
   _id: string;
@@ -196,26 +134,6 @@ interface DeliveryDocument {
   deliveredAt: Date | null;
 }
 const snapshotStateDoc = z.object({ status: z.enum(['writing', 'complete']), date: z.date() });
-const updateDoc = z.object({
-  _id: z.string(),
-  userId: objectId,
-  projectId: objectId,
-  url: z.string(),
-  devices: z.array(z.enum(DEVICES)),
-  locations: z.array(z.enum(LOCATIONS)),
-  updateType: z.enum(UPDATE_TYPES),
-  status: z.enum(UPDATE_STATUSES),
-  date: z.date().optional(),
-  reason: z.string().optional(),
-  attempts: z.number().int(),
-  runs: z.number().int().positive().default(1),
-  waiting: z.boolean().default(false),
-  admittedAt: z.date().optional(),
-  progress: z.array(updateProgressSchema).default([]),
-  missing: z.array(missingCellSchema).default([]),
-  createdAt: z.date(),
-  updatedAt: z.date(),
-});
 const kpiDoc = z.object({
   date: z.date(),
   domain: z.string(),
@@ -226,16 +144,6 @@ const kpiDoc = z.object({
   section: z.string(),
   kpi: z.string(),
   data: z.union([z.record(z.string(), z.unknown()), z.string()]),
-});
-const resultDoc = z.object({
-  device: z.enum(DEVICES),
-  location: z.enum(LOCATIONS),
-  median: z.number().int().positive(),
-  runs: z.array(runSummarySchema),
-  elementCount: z.number().nullable(),
-  crux: cruxPairSchema,
-  lighthouse: z.instanceof(Binary),
-  checks: z.array(cellCheckSchema).optional(),
 });
 
 export interface MongoStoreOptions {
@@ -362,17 +270,17 @@ export class MongoStore implements Store {
     } catch (error) {
       throw duplicateOr(error, `user ${JSON.stringify(name)} exists`);
     }
-    return toUser(userDoc.parse(doc));
+    return userDoc.parse(doc);
   }
 
   async findUserByName(name: string): Promise<UserRecord | null> {
     const doc = await this.#users.findOne({ name });
-    return doc ? toUser(userDoc.parse(doc)) : null;
+    return doc ? userDoc.parse(doc) : null;
   }
 
   async listUsers(): Promise<UserRecord[]> {
     const docs = await this.#users.find({}).sort({ name: 1 }).toArray();
-    return docs.map((doc) => toUser(userDoc.parse(doc)));
+    return docs.map((doc) => userDoc.parse(doc));
   }
 
   async addToken({ prefix, userId, digest }: Omit<TokenRecord, 'createdAt' | 'revokedAt'>): Promise<void> {
@@ -613,7 +521,7 @@ export class MongoStore implements Store {
 
   async findUpdate(userId: string, id: string): Promise<UpdateRecord | null> {
     const doc = await this.#updates.findOne({ _id: id, userId: new ObjectId(userId) });
-    return doc ? toUpdate(updateDoc.parse(doc)) : null;
+    return doc ? updateDoc.parse(doc) : null;
   }
 
   async countPendingUpdates(location: Location): Promise<number> {
@@ -629,7 +537,7 @@ export class MongoStore implements Store {
       .find({ status: { $in: ['queued', 'running'] } })
       .sort({ createdAt: 1 })
       .toArray();
-    return docs.map((doc) => toUpdate(updateDoc.parse(doc)));
+    return docs.map((doc) => updateDoc.parse(doc));
   }
 
   async userBacklog(userId: string): Promise<{ updates: number; runs: number }> {
@@ -669,7 +577,7 @@ export class MongoStore implements Store {
         { $set: { waiting: false, admittedAt: now, updatedAt: now } },
       );
       if (modifiedCount === 1)
-        admitted.push(toUpdate(updateDoc.parse({ ...doc, waiting: false, admittedAt: now, updatedAt: now })));
+        admitted.push(updateDoc.parse({ ...doc, waiting: false, admittedAt: now, updatedAt: now }));
     }
     return admitted;
   }
@@ -1084,11 +992,11 @@ export class MongoStore implements Store {
     if (filter.locations && filter.locations.length > 0) query['location'] = { $in: filter.locations };
     const docs = await this.#results.find(query).toArray();
     const results = docs.map((doc) => {
-      const { lighthouse, ...r } = resultDoc.parse(doc);
-      return withStoredResult({ ...r, kpis: [] }, lighthouse.buffer);
+      const { lighthouse, checks, ...r } = resultDoc.parse(doc);
+      return withStoredResult({ ...r, ...(checks ? { checks } : {}), kpis: [] }, lighthouse.buffer);
     });
     return {
-      id: snapshot._id,
+      id: snapshot.id,
       projectId: snapshot.projectId,
       updateId: snapshot.updateId,
       url: snapshot.url,
@@ -1099,21 +1007,6 @@ export class MongoStore implements Store {
       results,
     };
   }
-}
-
-function toUpdate({ _id, date, reason, waiting, admittedAt, ...rest }: z.infer<typeof updateDoc>): UpdateRecord {
-  // An update of an earlier version, which had no backlog, was admitted when it was created.
-  return {
-    id: _id,
-    date: date ?? null,
-    reason: reason ?? null,
-    admittedAt: waiting ? null : (admittedAt ?? rest.createdAt),
-    ...rest,
-  };
-}
-
-function toUser(doc: z.infer<typeof userDoc>): UserRecord {
-  return { id: doc._id, name: doc.name, createdAt: doc.createdAt };
 }
 
 function duplicateOr(error: unknown, message: string): unknown {

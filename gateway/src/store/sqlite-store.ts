@@ -4,28 +4,20 @@ import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { z } from 'zod';
 import {
-  budgetFileSchema,
-  cellCheckSchema,
-  cruxPairSchema,
   DEVICES,
   LOCATIONS,
   UPDATE_TYPES,
-  missingCellSchema,
-  runSummarySchema,
-  updateProgressSchema,
   type Budgets,
   type Device,
   type KpiRecord,
   type Location,
 } from '@perfwatch/common';
 import { withStoredResult } from '../result-bytes.ts';
+import { recordSchemas } from './record-schemas.ts';
 import { NoFreeSnapshotDate, snapshotDates } from './snapshot-dates.ts';
 import {
-  DELIVERY_STATUSES,
   DuplicateError,
   fieldHistoryId,
-  UPDATE_STATUSES,
-  WEBHOOK_FORMATS,
   type AnnotationRecord,
   type DeliveryAttempt,
   type DeliveryRecord,
@@ -185,134 +177,23 @@ const json = <T extends z.ZodType>(schema: T) =>
     .string()
     .transform((text) => JSON.parse(text) as unknown)
     .pipe(schema);
-const userRow = z
-  .object({ id: z.string(), name: z.string(), created_at: ms })
-  .transform((r): UserRecord => ({ id: r.id, name: r.name, createdAt: r.created_at }));
-const tokenRow = z
-  .object({ prefix: z.string(), user_id: z.string(), digest: z.string(), created_at: ms, revoked_at: ms.nullable() })
-  .transform((r): TokenRecord => ({
-    prefix: r.prefix,
-    userId: r.user_id,
-    digest: r.digest,
-    createdAt: r.created_at,
-    revokedAt: r.revoked_at,
-  }));
-const projectRow = z
-  .object({
-    id: z.string(),
-    user_id: z.string(),
-    url: z.string(),
-    domain: z.string(),
-    locations: json(z.array(z.enum(LOCATIONS)).min(1)),
-    default_location: z.enum(LOCATIONS),
-    runs: z.number().int().positive(),
-    schedule: z.string().nullable(),
-    created_at: ms,
-    scheduled_through: ms.nullable(),
-    budgets: json(budgetFileSchema),
-    auth: z.string().nullable(),
-  })
-  .transform((r) => ({
-    project: {
-      id: r.id,
-      userId: r.user_id,
-      url: r.url,
-      domain: r.domain,
-      locations: r.locations,
-      defaultLocation: r.default_location,
-      runs: r.runs,
-      schedule: r.schedule,
-      budgets: r.budgets,
-      auth: r.auth,
-      createdAt: r.created_at,
-    } satisfies ProjectRecord,
-    scheduledThrough: r.scheduled_through,
-  }));
-const available = json(z.array(z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS) })));
-const missing = json(z.array(missingCellSchema));
-const snapshotRow = z.object({
-  id: z.string(),
-  project_id: z.string(),
-  update_id: z.string(),
-  url: z.string(),
-  date: ms,
-  update_type: z.enum(UPDATE_TYPES),
-  available,
-  missing,
-});
-const resultRow = z.object({
-  device: z.enum(DEVICES),
-  location: z.enum(LOCATIONS),
-  median: z.number().int().positive(),
-  runs: json(z.array(runSummarySchema)),
-  element_count: z.number().int().nullable(),
-  crux: json(cruxPairSchema),
-  lighthouse: z.instanceof(Uint8Array),
-  checks: json(z.array(cellCheckSchema)).nullable(),
-});
-const webhookRow = z
-  .object({
-    id: z.string(),
-    user_id: z.string(),
-    target_url: z.string(),
-    project_url: z.string().nullable(),
-    format: z.enum(WEBHOOK_FORMATS),
-    secret: z.string(),
-    created_at: ms,
-  })
-  .transform((r): WebhookRecord => ({
-    id: r.id,
-    userId: r.user_id,
-    targetUrl: r.target_url,
-    projectUrl: r.project_url,
-    format: r.format,
-    secret: r.secret,
-    createdAt: r.created_at,
-  }));
-const deliveryRow = z
-  .object({
-    id: z.string(),
-    webhook_id: z.string(),
-    user_id: z.string(),
-    event: z.string(),
-    body: z.string(),
-    status: z.enum(DELIVERY_STATUSES),
-    attempts: z.number().int(),
-    next_attempt_at: ms,
-    last_error: z.string().nullable(),
-    created_at: ms,
-    delivered_at: ms.nullable(),
-  })
-  .transform((r): DeliveryRecord => ({
-    id: r.id,
-    webhookId: r.webhook_id,
-    userId: r.user_id,
-    event: r.event,
-    body: r.body,
-    status: r.status,
-    attempts: r.attempts,
-    nextAttemptAt: r.next_attempt_at,
-    lastError: r.last_error,
-    createdAt: r.created_at,
-    deliveredAt: r.delivered_at,
-  }));
-const annotationRow = z
-  .object({
-    id: z.string(),
-    project_id: z.string(),
-    date: ms,
-    text: z.string(),
-    link: z.string().nullable(),
-    created_at: ms,
-  })
-  .transform((r): AnnotationRecord => ({
-    id: r.id,
-    projectId: r.project_id,
-    date: r.date,
-    text: r.text,
-    link: r.link,
-    createdAt: r.created_at,
-  }));
+const records = recordSchemas({ id: z.string(), time: ms, structured: json });
+const camelCase = (column: string) => column.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
+/** A row read as its record: its snake_case columns are the record's camelCase fields. */
+const asRecord = <T extends z.ZodType>(schema: T) =>
+  z.preprocess(
+    (row) => Object.fromEntries(Object.entries(row as Record<string, unknown>).map(([k, v]) => [camelCase(k), v])),
+    schema,
+  );
+const userRow = asRecord(records.user);
+const tokenRow = asRecord(records.token);
+const projectRow = asRecord(records.project);
+const scheduledProjectRow = asRecord(records.project.extend({ scheduledThrough: ms.nullable() }));
+const webhookRow = asRecord(records.webhook);
+const deliveryRow = asRecord(records.delivery);
+const annotationRow = asRecord(records.annotation);
+const snapshotRow = asRecord(records.snapshot);
+const resultRow = asRecord(records.result.extend({ lighthouse: z.instanceof(Uint8Array) }));
 // `data` was written by JSON.stringify of an object or a string; it is checked to be one of
 // those by its first character and passed on as text (see KpiRow.dataJson).
 const kpiRow = z
@@ -338,47 +219,7 @@ const kpiRow = z
     kpi: r.kpi,
     dataJson: r.data,
   }));
-const updateRow = z
-  .object({
-    id: z.string(),
-    user_id: z.string(),
-    project_id: z.string(),
-    url: z.string(),
-    devices: json(z.array(z.enum(DEVICES))),
-    locations: json(z.array(z.enum(LOCATIONS))),
-    update_type: z.enum(UPDATE_TYPES),
-    status: z.enum(UPDATE_STATUSES),
-    date: ms.nullable(),
-    reason: z.string().nullable(),
-    attempts: z.number().int(),
-    progress: json(z.array(updateProgressSchema)),
-    missing,
-    created_at: ms,
-    updated_at: ms,
-    runs: z.number().int().positive(),
-    waiting: z.number().int(),
-    admitted_at: ms.nullable(),
-  })
-  // An update of schema 2, which had no backlog, was admitted when it was created.
-  .transform((r): UpdateRecord => ({
-    id: r.id,
-    userId: r.user_id,
-    projectId: r.project_id,
-    url: r.url,
-    devices: r.devices,
-    locations: r.locations,
-    updateType: r.update_type,
-    status: r.status,
-    date: r.date,
-    reason: r.reason,
-    attempts: r.attempts,
-    runs: r.runs,
-    admittedAt: r.waiting ? null : (r.admitted_at ?? r.created_at),
-    progress: r.progress,
-    missing: r.missing,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-  }));
+const updateRow = asRecord(records.update);
 
 /** Ids shaped like the MongoDB store's (24 hex digits), so both stores hand out the same kind. */
 const newId = () => randomBytes(12).toString('hex');
@@ -595,14 +436,14 @@ export class SqliteStore implements Store {
 
   async findProject(userId: string, url: string): Promise<ProjectRecord | null> {
     const row = this.#get('SELECT * FROM projects WHERE user_id = ? AND url = ?', userId, url);
-    return row ? projectRow.parse(row).project : null;
+    return row ? projectRow.parse(row) : null;
   }
 
   async listProjects(userId?: string): Promise<ProjectRecord[]> {
     const rows = userId
       ? this.#all('SELECT * FROM projects WHERE user_id = ? ORDER BY url', userId)
       : this.#all('SELECT * FROM projects ORDER BY url');
-    return rows.map((row) => projectRow.parse(row).project);
+    return rows.map((row) => projectRow.parse(row));
   }
 
   async removeProject(userId: string, url: string): Promise<boolean> {
@@ -858,7 +699,7 @@ export class SqliteStore implements Store {
           url: row.url,
           device: r.device,
           location: r.location,
-          updateType: row.update_type,
+          updateType: row.updateType,
         };
         for (const k of r.kpis) kpis.push(...kpiRowValues(place, k));
       }
@@ -932,7 +773,7 @@ export class SqliteStore implements Store {
           location: r.location,
           median: r.median,
           runs: r.runs,
-          elementCount: r.element_count,
+          elementCount: r.elementCount,
           crux: r.crux,
           kpis: [],
           ...(r.checks ? { checks: r.checks } : {}),
@@ -942,11 +783,11 @@ export class SqliteStore implements Store {
     );
     return {
       id: snapshot.id,
-      projectId: snapshot.project_id,
-      updateId: snapshot.update_id,
+      projectId: snapshot.projectId,
+      updateId: snapshot.updateId,
       url: snapshot.url,
       date: snapshot.date,
-      updateType: snapshot.update_type,
+      updateType: snapshot.updateType,
       available: snapshot.available,
       missing: snapshot.missing,
       results,
@@ -963,8 +804,8 @@ export class SqliteStore implements Store {
         ).reverse()
       : this.#all('SELECT * FROM snapshots WHERE project_id = ? ORDER BY date', projectId);
     return rows.map((row) => {
-      const { date, update_type, available } = snapshotRow.parse(row);
-      return { date, updateType: update_type, available };
+      const { date, updateType, available } = snapshotRow.parse(row);
+      return { date, updateType, available };
     });
   }
 
@@ -1157,7 +998,7 @@ export class SqliteStore implements Store {
 
   async listScheduledProjects(): Promise<Array<ProjectRecord & { scheduledThrough: Date | null }>> {
     return this.#all('SELECT * FROM projects WHERE schedule IS NOT NULL').map((row) => {
-      const { project, scheduledThrough } = projectRow.parse(row);
+      const { scheduledThrough, ...project } = scheduledProjectRow.parse(row);
       return { ...project, scheduledThrough };
     });
   }

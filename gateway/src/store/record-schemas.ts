@@ -1,0 +1,149 @@
+import { z } from 'zod';
+import {
+  budgetFileSchema,
+  cellCheckSchema,
+  cruxPairSchema,
+  DEVICES,
+  LOCATIONS,
+  UPDATE_TYPES,
+  missingCellSchema,
+  runSummarySchema,
+  updateProgressSchema,
+} from '@perfwatch/common';
+import {
+  DELIVERY_STATUSES,
+  UPDATE_STATUSES,
+  WEBHOOK_FORMATS,
+  type AnnotationRecord,
+  type DeliveryRecord,
+  type ProjectRecord,
+  type TokenRecord,
+  type UpdateRecord,
+  type UserRecord,
+  type WebhookRecord,
+} from './store.ts';
+
+/**
+ * How a backend keeps what is not a plain string or number: an id (an ObjectId in MongoDB,
+ * text in SQLite), a time (a date, or milliseconds) and a structured field (a document's own
+ * array or object, or JSON text in a column).
+ */
+export interface StoredForms {
+  id: z.ZodType<string>;
+  time: z.ZodType<Date>;
+  structured: <T extends z.ZodType>(schema: T) => z.ZodType<z.output<T>>;
+}
+
+/**
+ * The records both stores read back, written once: each backend gives its stored forms and
+ * names its fields as the records do (`_id` and snake_case columns renamed before parsing).
+ * What is read back is parsed like any other input: a document or row written by another
+ * version, or by hand, fails loudly here instead of deep inside a handler. Defaults stand for
+ * fields that records of earlier versions lack, and for nulls a MongoDB-wire server may drop.
+ */
+export function recordSchemas({ id, time, structured }: StoredForms) {
+  const user = z.object({ id, name: z.string(), createdAt: time }) satisfies z.ZodType<UserRecord>;
+  const token = z.object({
+    prefix: z.string(),
+    userId: id,
+    digest: z.string(),
+    createdAt: time,
+    revokedAt: time.nullable(),
+  }) satisfies z.ZodType<TokenRecord>;
+  const project = z.object({
+    id,
+    userId: id,
+    url: z.string(),
+    domain: z.string(),
+    locations: structured(z.array(z.enum(LOCATIONS)).min(1)),
+    defaultLocation: z.enum(LOCATIONS),
+    runs: z.number().int().positive(),
+    schedule: z.string().nullable(),
+    // Absent on projects stored before budgets were.
+    budgets: structured(budgetFileSchema).default({ budgets: {}, maxRegression: {} }),
+    auth: z.string().nullable().default(null),
+    createdAt: time,
+  }) satisfies z.ZodType<ProjectRecord>;
+  const webhook = z.object({
+    id,
+    userId: id,
+    targetUrl: z.string(),
+    projectUrl: z.string().nullable(),
+    format: z.enum(WEBHOOK_FORMATS),
+    secret: z.string(),
+    createdAt: time,
+  }) satisfies z.ZodType<WebhookRecord>;
+  const delivery = z.object({
+    // The delivery's own key, not a generated id: its webhook and event.
+    id: z.string(),
+    webhookId: id,
+    userId: id,
+    event: z.string(),
+    body: z.string(),
+    status: z.enum(DELIVERY_STATUSES),
+    attempts: z.number().int(),
+    nextAttemptAt: time,
+    lastError: z.string().nullable().default(null),
+    createdAt: time,
+    deliveredAt: time.nullable().default(null),
+  }) satisfies z.ZodType<DeliveryRecord>;
+  const annotation = z.object({
+    id,
+    projectId: id,
+    date: time,
+    text: z.string(),
+    link: z.string().nullable(),
+    createdAt: time,
+  }) satisfies z.ZodType<AnnotationRecord>;
+  const snapshot = z.object({
+    id,
+    projectId: id,
+    updateId: z.string(),
+    url: z.string(),
+    date: time,
+    updateType: z.enum(UPDATE_TYPES),
+    available: structured(z.array(z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS) }))),
+    missing: structured(z.array(missingCellSchema)).default([]),
+  });
+  /** A cell of a snapshot, without its Lighthouse result's bytes (each backend reads those its own way). */
+  const result = z.object({
+    device: z.enum(DEVICES),
+    location: z.enum(LOCATIONS),
+    median: z.number().int().positive(),
+    runs: structured(z.array(runSummarySchema)),
+    elementCount: z.number().int().nullable(),
+    crux: structured(cruxPairSchema),
+    checks: structured(z.array(cellCheckSchema)).nullish(),
+  });
+  const update = z
+    .object({
+      id: z.string(),
+      userId: id,
+      projectId: id,
+      url: z.string(),
+      devices: structured(z.array(z.enum(DEVICES))),
+      locations: structured(z.array(z.enum(LOCATIONS))),
+      updateType: z.enum(UPDATE_TYPES),
+      status: z.enum(UPDATE_STATUSES),
+      date: time.nullish(),
+      reason: z.string().nullish(),
+      attempts: z.number().int(),
+      // Absent on updates of earlier versions: one run per cell.
+      runs: z.number().int().positive().default(1),
+      // A flag or SQLite's 0 / 1; absent on updates of earlier versions (admitted).
+      waiting: z.union([z.boolean(), z.number().int()]).default(false),
+      admittedAt: time.nullish(),
+      progress: structured(z.array(updateProgressSchema)).default([]),
+      missing: structured(z.array(missingCellSchema)).default([]),
+      createdAt: time,
+      updatedAt: time,
+    })
+    // An update of an earlier version, which had no backlog, was admitted when it was created.
+    .transform(({ date, reason, waiting, admittedAt, ...rest }): UpdateRecord => ({
+      ...rest,
+      date: date ?? null,
+      reason: reason ?? null,
+      admittedAt: waiting ? null : (admittedAt ?? rest.createdAt),
+    }));
+  return { user, token, project, webhook, delivery, annotation, snapshot, result, update };
+}
