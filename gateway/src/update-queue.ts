@@ -116,7 +116,7 @@ export async function runQueuedUpdate(
   maxDeliver: number,
   signal?: AbortSignal,
 ): Promise<QueuedEnding> {
-  const ending = await deliver(deps, job, delivery, maxDeliver, signal);
+  const ending = await deliver(deps, job, { delivery, maxDeliver, ...(signal ? { signal } : {}) });
   if (ending.kind === 'final' && ending.reason !== PROJECT_REMOVED) {
     // Announced on every final ending: the delivery id is the update's, so a repeat stores nothing new.
     await deps.outbox
@@ -141,9 +141,7 @@ const PROJECT_REMOVED = 'project removed';
 async function deliver(
   deps: QueuedUpdateDeps,
   job: QueuedUpdate,
-  delivery: number,
-  maxDeliver: number,
-  signal?: AbortSignal,
+  { delivery, maxDeliver, signal }: { delivery: number; maxDeliver: number; signal?: AbortSignal },
 ): Promise<QueuedEnding> {
   const { store, updates, logger, deadlineMs } = deps;
   const log = logger.child({ updateId: job.updateId, requestId: job.requestId, delivery });

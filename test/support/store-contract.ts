@@ -738,31 +738,33 @@ export function describeStoreContract(name: string, store: () => Store): void {
       expect(await mine()).toEqual([{ projectId: project.id, date: old }]);
 
       await store().replaceSnapshotKpis(
-        project.id,
-        old,
-        ['LIGHTHOUSE'],
-        [
-          {
-            device: 'mobile',
-            location: 'london',
-            kpis: [{ section: 'LIGHTHOUSE', kpi: 'performance', data: { score: 50, lcp: 2100 } }],
-          },
-        ],
-        2,
+        { projectId: project.id, date: old },
+        {
+          sections: ['LIGHTHOUSE'],
+          results: [
+            {
+              device: 'mobile',
+              location: 'london',
+              kpis: [{ section: 'LIGHTHOUSE', kpi: 'performance', data: { score: 50, lcp: 2100 } }],
+            },
+          ],
+          version: 2,
+        },
       );
       // And again: a replacement repeated leaves the same records.
       await store().replaceSnapshotKpis(
-        project.id,
-        old,
-        ['LIGHTHOUSE'],
-        [
-          {
-            device: 'mobile',
-            location: 'london',
-            kpis: [{ section: 'LIGHTHOUSE', kpi: 'performance', data: { score: 50, lcp: 2100 } }],
-          },
-        ],
-        2,
+        { projectId: project.id, date: old },
+        {
+          sections: ['LIGHTHOUSE'],
+          results: [
+            {
+              device: 'mobile',
+              location: 'london',
+              kpis: [{ section: 'LIGHTHOUSE', kpi: 'performance', data: { score: 50, lcp: 2100 } }],
+            },
+          ],
+          version: 2,
+        },
       );
       expect(await mine()).toEqual([]);
       const rows = [];

@@ -25,7 +25,10 @@ export async function recomputeKpis(
         location: r.location,
         kpis: [...lighthouseKpis(r.lighthouse), ...pageSourceKpis(r.lighthouse), ...savingsKpis(r.lighthouse)],
       }));
-      await store.replaceSnapshotKpis(projectId, date, RECOMPUTED_SECTIONS, results, LIGHTHOUSE_KPI_VERSION);
+      await store.replaceSnapshotKpis(
+        { projectId, date },
+        { sections: RECOMPUTED_SECTIONS, results, version: LIGHTHOUSE_KPI_VERSION },
+      );
       done += 1;
       onSnapshot?.(done);
     }

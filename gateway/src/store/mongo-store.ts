@@ -11,49 +11,12 @@ import {
 import pLimit, { type LimitFunction } from 'p-limit';
 import pRetry from 'p-retry';
 import { z } from 'zod';
-import {
-  DEVICES,
-  LOCATIONS,
-  UPDATE_TYPES,
-  type Budgets,
-  type Device,
-  type KpiRecord,
-  type Location,
-} from '@perfwatch/common';
-import { withStoredResult } from '../result-bytes.ts';
-import { recordSchemas } from './record-schemas.ts';
+import { type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
+import { recordSchemas, storedCell } from './record-schemas.ts';
 import { NoFreeSnapshotDate, snapshotDates } from './snapshot-dates.ts';
-import {
-  ConcurrentWrite,
-  DuplicateError,
-  fieldHistoryId,
-  type AnnotationRecord,
-  type DeliveryAttempt,
-  type DeliveryRecord,
-  type NewAnnotation,
-  type NewDelivery,
-  type NewWebhook,
-  type WebhookRecord,
-  KPI_BATCH,
-  kpiBatches,
-  type KpiRow,
-  type NewUpdate,
-  type UpdateRecord,
-  type UpdateProgress,
-  type MissingCell,
-  type UpdateState,
-  type OverviewFilter,
-  type SnapshotSummary,
-  type SnapshotPage,
-  type NewProject,
-  type NewSnapshot,
-  type ProjectRecord,
-  type SnapshotFilter,
-  type SnapshotRecord,
-  type Store,
-  type TokenRecord,
-  type UserRecord,
-} from './store.ts';
+import { ConcurrentWrite, DuplicateError, fieldHistoryId, KPI_BATCH, kpiBatches } from './store.ts';
+// The store contract's types, by their module's name: both stores implement the same one.
+import type * as contract from './store.ts';
 
 /** The fields of a KPI document the overview reads, and the order it reads them in (its index's). */
 export const KPI_PROJECTION = {
@@ -95,6 +58,7 @@ const deliveryDoc = asRecord(records.delivery);
 const annotationDoc = asRecord(records.annotation);
 const snapshotDoc = asRecord(records.snapshot);
 const updateDoc = asRecord(records.update);
+const summaryDoc = records.snapshot.pick({ date: true, updateType: true, available: true });
 const resultDoc = records.result.extend({ lighthouse: z.instanceof(Binary) });
 /** What the updates collection holds; read back through updateDoc. */
 interface UpdateDocument {
@@ -114,8 +78,8 @@ interface UpdateDocument {
   /** True while the update waits in its user's backlog; absent on updates of earlier versions (admitted). */
   waiting?: boolean;
   admittedAt?: Date;
-  progress?: UpdateProgress[];
-  missing?: MissingCell[];
+  progress?: contract.UpdateProgress[];
+  missing?: contract.MissingCell[];
   createdAt: Date;
   updatedAt: Date;
 }
@@ -134,17 +98,7 @@ interface DeliveryDocument {
   deliveredAt: Date | null;
 }
 const snapshotStateDoc = z.object({ status: z.enum(['writing', 'complete']), date: z.date() });
-const kpiDoc = z.object({
-  date: z.date(),
-  domain: z.string(),
-  url: z.string(),
-  device: z.enum(DEVICES),
-  location: z.enum(LOCATIONS),
-  updateType: z.enum(UPDATE_TYPES),
-  section: z.string(),
-  kpi: z.string(),
-  data: z.union([z.record(z.string(), z.unknown()), z.string()]),
-});
+const kpiDoc = records.kpi.extend({ data: z.union([z.record(z.string(), z.unknown()), z.string()]) });
 
 export interface MongoStoreOptions {
   uri: string;
@@ -179,7 +133,7 @@ export function isTransientStoreError(error: unknown): boolean {
  * (FerretDB in tests): a snapshot is written as `writing`, its results and KPI records next,
  * and only then marked `complete`; reads see complete snapshots only.
  */
-export class MongoStore implements Store {
+export class MongoStore implements contract.Store {
   readonly #client: MongoClient;
   readonly #db: Db;
   readonly #users: Collection;
@@ -263,7 +217,7 @@ export class MongoStore implements Store {
     await this.#db.command({ ping: 1 });
   }
 
-  async createUser(name: string): Promise<UserRecord> {
+  async createUser(name: string): Promise<contract.UserRecord> {
     const doc = { _id: new ObjectId(), name, createdAt: new Date() };
     try {
       await this.#users.insertOne(doc);
@@ -273,17 +227,17 @@ export class MongoStore implements Store {
     return userDoc.parse(doc);
   }
 
-  async findUserByName(name: string): Promise<UserRecord | null> {
+  async findUserByName(name: string): Promise<contract.UserRecord | null> {
     const doc = await this.#users.findOne({ name });
     return doc ? userDoc.parse(doc) : null;
   }
 
-  async listUsers(): Promise<UserRecord[]> {
+  async listUsers(): Promise<contract.UserRecord[]> {
     const docs = await this.#users.find({}).sort({ name: 1 }).toArray();
     return docs.map((doc) => userDoc.parse(doc));
   }
 
-  async addToken({ prefix, userId, digest }: Omit<TokenRecord, 'createdAt' | 'revokedAt'>): Promise<void> {
+  async addToken({ prefix, userId, digest }: Omit<contract.TokenRecord, 'createdAt' | 'revokedAt'>): Promise<void> {
     try {
       await this.#tokens.insertOne({
         prefix,
@@ -297,7 +251,7 @@ export class MongoStore implements Store {
     }
   }
 
-  async findToken(prefix: string): Promise<TokenRecord | null> {
+  async findToken(prefix: string): Promise<contract.TokenRecord | null> {
     const doc = await this.#tokens.findOne({ prefix });
     return doc ? tokenDoc.parse(doc) : null;
   }
@@ -307,7 +261,7 @@ export class MongoStore implements Store {
     return result.modifiedCount === 1;
   }
 
-  async addProject(project: NewProject): Promise<ProjectRecord> {
+  async addProject(project: contract.NewProject): Promise<contract.ProjectRecord> {
     const doc = {
       _id: new ObjectId(),
       ...project,
@@ -324,12 +278,12 @@ export class MongoStore implements Store {
     return projectDoc.parse(doc);
   }
 
-  async findProject(userId: string, url: string): Promise<ProjectRecord | null> {
+  async findProject(userId: string, url: string): Promise<contract.ProjectRecord | null> {
     const doc = await this.#projects.findOne({ userId: new ObjectId(userId), url });
     return doc ? projectDoc.parse(doc) : null;
   }
 
-  async listProjects(userId?: string): Promise<ProjectRecord[]> {
+  async listProjects(userId?: string): Promise<contract.ProjectRecord[]> {
     const docs = await this.#projects
       .find(userId ? { userId: new ObjectId(userId) } : {})
       .sort({ url: 1 })
@@ -357,13 +311,13 @@ export class MongoStore implements Store {
     await this.#projects.updateOne({ _id: new ObjectId(projectId) }, { $set: { auth: sealed } });
   }
 
-  async addWebhook(webhook: NewWebhook): Promise<WebhookRecord> {
+  async addWebhook(webhook: contract.NewWebhook): Promise<contract.WebhookRecord> {
     const doc = { _id: new ObjectId(), ...webhook, userId: new ObjectId(webhook.userId), createdAt: new Date() };
     await this.#webhooks.insertOne(doc);
     return webhookDoc.parse(doc);
   }
 
-  async listWebhooks(userId: string): Promise<WebhookRecord[]> {
+  async listWebhooks(userId: string): Promise<contract.WebhookRecord[]> {
     const docs = await this.#webhooks
       .find({ userId: new ObjectId(userId) })
       .sort({ createdAt: 1, _id: 1 })
@@ -379,7 +333,7 @@ export class MongoStore implements Store {
     return true;
   }
 
-  async enqueueDeliveries(deliveries: readonly NewDelivery[]): Promise<void> {
+  async enqueueDeliveries(deliveries: readonly contract.NewDelivery[]): Promise<void> {
     // An upsert that only ever inserts: a delivery already in the outbox keeps its state.
     for (const d of deliveries) {
       await this.#deliveries.updateOne(
@@ -403,10 +357,10 @@ export class MongoStore implements Store {
     }
   }
 
-  async claimDeliveries(now: Date, limit: number, leaseMs: number): Promise<DeliveryRecord[]> {
+  async claimDeliveries(now: Date, limit: number, leaseMs: number): Promise<contract.DeliveryRecord[]> {
     // One at a time with findOneAndUpdate: each claim is atomic on any MongoDB-wire server, so
     // two gateways never take the same delivery in the same lease.
-    const claimed: DeliveryRecord[] = [];
+    const claimed: contract.DeliveryRecord[] = [];
     while (claimed.length < limit) {
       const doc = await this.#deliveries.findOneAndUpdate(
         { status: 'pending', nextAttemptAt: { $lte: now } },
@@ -419,7 +373,7 @@ export class MongoStore implements Store {
     return claimed;
   }
 
-  async recordDeliveryAttempt(id: string, attempt: DeliveryAttempt): Promise<void> {
+  async recordDeliveryAttempt(id: string, attempt: contract.DeliveryAttempt): Promise<void> {
     const set =
       attempt.status === 'delivered'
         ? { status: 'delivered', deliveredAt: attempt.at, lastError: null }
@@ -429,7 +383,7 @@ export class MongoStore implements Store {
     await this.#deliveries.updateOne({ _id: id }, { $set: set, $inc: { attempts: 1 } });
   }
 
-  async listDeliveries(webhookId: string, limit: number): Promise<DeliveryRecord[]> {
+  async listDeliveries(webhookId: string, limit: number): Promise<contract.DeliveryRecord[]> {
     const docs = await this.#deliveries
       .find({ webhookId: new ObjectId(webhookId) })
       .sort({ createdAt: -1, _id: -1 })
@@ -438,7 +392,7 @@ export class MongoStore implements Store {
     return docs.map((doc) => deliveryDoc.parse(doc));
   }
 
-  async addAnnotation(annotation: NewAnnotation): Promise<AnnotationRecord> {
+  async addAnnotation(annotation: contract.NewAnnotation): Promise<contract.AnnotationRecord> {
     const doc = {
       _id: new ObjectId(),
       ...annotation,
@@ -449,7 +403,10 @@ export class MongoStore implements Store {
     return annotationDoc.parse(doc);
   }
 
-  async listAnnotations(projectId: string, range: { from?: Date; to?: Date } = {}): Promise<AnnotationRecord[]> {
+  async listAnnotations(
+    projectId: string,
+    range: { from?: Date; to?: Date } = {},
+  ): Promise<contract.AnnotationRecord[]> {
     const date: Record<string, Date> = {};
     if (range.from) date['$gte'] = range.from;
     if (range.to) date['$lt'] = range.to;
@@ -466,7 +423,7 @@ export class MongoStore implements Store {
     await this.#snapshots.deleteOne({ _id: snapshotId });
   }
 
-  async createUpdate(update: NewUpdate): Promise<void> {
+  async createUpdate(update: contract.NewUpdate): Promise<void> {
     // Strictly increasing per gateway, so a user's backlog (ordered by creation) keeps the order
     // its updates arrived in even when several arrive in one millisecond.
     const now = new Date(Math.max(Date.now(), this.#lastCreatedAt + 1));
@@ -492,7 +449,7 @@ export class MongoStore implements Store {
     }
   }
 
-  async setUpdateState(id: string, state: UpdateState): Promise<void> {
+  async setUpdateState(id: string, state: contract.UpdateState): Promise<void> {
     const set: Partial<UpdateDocument> = { status: state.status, updatedAt: new Date() };
     if (state.status === 'done') {
       set.date = state.date;
@@ -501,7 +458,7 @@ export class MongoStore implements Store {
     if (state.reason !== undefined) set.reason = state.reason;
     // `done` is final: a late word from an earlier delivery (one that lost its connection while a
     // redelivery finished the update) must not turn it back into queued, running or failed; and
-    // `failed` gives way to `done` only (see Store.setUpdateState).
+    // `failed` gives way to `done` only (see Store.setUpdateState in store.ts).
     const filter =
       state.status === 'done'
         ? { _id: id }
@@ -512,14 +469,14 @@ export class MongoStore implements Store {
     });
   }
 
-  async setUpdateProgress(id: string, progress: readonly UpdateProgress[]): Promise<void> {
+  async setUpdateProgress(id: string, progress: readonly contract.UpdateProgress[]): Promise<void> {
     await this.#updates.updateOne(
       { _id: id, status: { $ne: 'done' } },
       { $set: { progress: progress.map((p) => ({ ...p })), updatedAt: new Date() } },
     );
   }
 
-  async findUpdate(userId: string, id: string): Promise<UpdateRecord | null> {
+  async findUpdate(userId: string, id: string): Promise<contract.UpdateRecord | null> {
     const doc = await this.#updates.findOne({ _id: id, userId: new ObjectId(userId) });
     return doc ? updateDoc.parse(doc) : null;
   }
@@ -532,7 +489,7 @@ export class MongoStore implements Store {
     });
   }
 
-  async listUnfinishedUpdates(): Promise<UpdateRecord[]> {
+  async listUnfinishedUpdates(): Promise<contract.UpdateRecord[]> {
     const docs = await this.#updates
       .find({ status: { $in: ['queued', 'running'] } })
       .sort({ createdAt: 1 })
@@ -555,7 +512,7 @@ export class MongoStore implements Store {
     };
   }
 
-  async admitUpdates(userId: string, limit: number): Promise<UpdateRecord[]> {
+  async admitUpdates(userId: string, limit: number): Promise<contract.UpdateRecord[]> {
     const user = new ObjectId(userId);
     const active = await this.#updates.countDocuments({
       userId: user,
@@ -568,7 +525,7 @@ export class MongoStore implements Store {
       .sort({ createdAt: 1, _id: 1 })
       .limit(limit - active)
       .toArray();
-    const admitted: UpdateRecord[] = [];
+    const admitted: contract.UpdateRecord[] = [];
     for (const doc of next) {
       const now = new Date();
       // Conditional: of two gateways admitting at once, each update goes to one of them.
@@ -625,7 +582,7 @@ export class MongoStore implements Store {
     }
   }
 
-  async listScheduledProjects(): Promise<Array<ProjectRecord & { scheduledThrough: Date | null }>> {
+  async listScheduledProjects(): Promise<Array<contract.ProjectRecord & { scheduledThrough: Date | null }>> {
     const docs = await this.#projects.find({ schedule: { $type: 'string' } }).toArray();
     return docs.map((doc) => ({
       ...projectDoc.parse(doc),
@@ -661,7 +618,7 @@ export class MongoStore implements Store {
     return old.length;
   }
 
-  async listSnapshots(projectId: string, page?: SnapshotPage): Promise<SnapshotSummary[]> {
+  async listSnapshots(projectId: string, page?: contract.SnapshotPage): Promise<contract.SnapshotSummary[]> {
     const filter = {
       projectId: new ObjectId(projectId),
       status: 'complete',
@@ -673,20 +630,11 @@ export class MongoStore implements Store {
     const docs = page
       ? (await found.sort({ date: -1 }).limit(page.limit).toArray()).reverse()
       : await found.sort({ date: 1 }).toArray();
-    return docs.map((doc) => {
-      const { date, updateType, available } = snapshotDoc.parse(doc);
-      return { date, updateType, available };
-    });
+    return docs.map((doc) => summaryDoc.parse(doc));
   }
 
-  async *streamKpis({
-    userId,
-    from,
-    to,
-    domain,
-    updateType,
-    sections,
-  }: OverviewFilter): AsyncIterable<readonly KpiRow[]> {
+  async *streamKpis(filter: contract.OverviewFilter): AsyncIterable<readonly contract.KpiRow[]> {
+    const { userId, from, to, domain, updateType, sections } = filter;
     // Records still pending belong to a snapshot being written, or to one that never completed.
     const query: Record<string, unknown> = {
       userId: new ObjectId(userId),
@@ -717,7 +665,7 @@ export class MongoStore implements Store {
    * seconds (a restart, a failover) or busy with other writers is waited for rather than
    * losing them. Safe to repeat because a save is idempotent per update.
    */
-  async saveSnapshot(snapshot: NewSnapshot): Promise<Date> {
+  async saveSnapshot(snapshot: contract.NewSnapshot): Promise<Date> {
     return this.#saves(() =>
       pRetry(() => this.#saveSnapshotOnce(snapshot), {
         retries: this.#saveRetries,
@@ -729,7 +677,7 @@ export class MongoStore implements Store {
     );
   }
 
-  async #saveSnapshotOnce(snapshot: NewSnapshot): Promise<Date> {
+  async #saveSnapshotOnce(snapshot: contract.NewSnapshot): Promise<Date> {
     const { updateId } = snapshot;
     // Idempotent per update: a redelivered job finds the snapshot its first delivery wrote, or
     // takes over what an earlier writer left `writing` and writes it again. Never two snapshots
@@ -765,7 +713,7 @@ export class MongoStore implements Store {
    */
   async #insertWriting(
     snapshotId: ObjectId,
-    { project, updateId, date, updateType, results, missing, kpiVersion = 1 }: NewSnapshot,
+    { project, updateId, date, updateType, results, missing, kpiVersion = 1 }: contract.NewSnapshot,
   ): Promise<Date> {
     const available = results.map(({ device, location }) => ({ device, location }));
     for (const candidate of snapshotDates(date)) {
@@ -799,7 +747,7 @@ export class MongoStore implements Store {
   async #insertCells(
     snapshotId: ObjectId,
     stored: Date,
-    { project, updateType, results }: Pick<NewSnapshot, 'project' | 'updateType' | 'results'>,
+    { project, updateType, results }: Pick<contract.NewSnapshot, 'project' | 'updateType' | 'results'>,
   ): Promise<void> {
     const projectId = new ObjectId(project.id);
     const userId = new ObjectId(project.userId);
@@ -886,11 +834,8 @@ export class MongoStore implements Store {
   }
 
   async replaceSnapshotKpis(
-    projectId: string,
-    date: Date,
-    sections: readonly string[],
-    results: ReadonlyArray<{ device: Device; location: Location; kpis: readonly KpiRecord[] }>,
-    version: number,
+    { projectId, date }: { projectId: string; date: Date },
+    { sections, results, version }: contract.KpiReplacement,
   ): Promise<void> {
     const raw = await this.#snapshots.findOne({ projectId: new ObjectId(projectId), date, status: 'complete' });
     if (!raw) return;
@@ -925,7 +870,7 @@ export class MongoStore implements Store {
   }
 
   async saveFieldHistory(
-    project: ProjectRecord,
+    project: contract.ProjectRecord,
     rows: ReadonlyArray<{ date: Date; device: Device; kpis: readonly KpiRecord[] }>,
   ): Promise<void> {
     const snapshotId = fieldHistoryId(project.id);
@@ -974,7 +919,7 @@ export class MongoStore implements Store {
     return deleted;
   }
 
-  async findSnapshotOfUpdate(updateId: string): Promise<{ date: Date; missing: MissingCell[] } | null> {
+  async findSnapshotOfUpdate(updateId: string): Promise<{ date: Date; missing: contract.MissingCell[] } | null> {
     const raw = await this.#snapshots.findOne({ updateId, status: 'complete' });
     if (!raw) return null;
     const { date, missing } = snapshotDoc.parse(raw);
@@ -983,7 +928,11 @@ export class MongoStore implements Store {
     return { date, missing };
   }
 
-  async findSnapshot(projectId: string, date: Date, filter: SnapshotFilter = {}): Promise<SnapshotRecord | null> {
+  async findSnapshot(
+    projectId: string,
+    date: Date,
+    filter: contract.SnapshotFilter = {},
+  ): Promise<contract.SnapshotRecord | null> {
     const raw = await this.#snapshots.findOne({ projectId: new ObjectId(projectId), date, status: 'complete' });
     if (!raw) return null;
     const snapshot = snapshotDoc.parse(raw);
@@ -992,20 +941,10 @@ export class MongoStore implements Store {
     if (filter.locations && filter.locations.length > 0) query['location'] = { $in: filter.locations };
     const docs = await this.#results.find(query).toArray();
     const results = docs.map((doc) => {
-      const { lighthouse, checks, ...r } = resultDoc.parse(doc);
-      return withStoredResult({ ...r, ...(checks ? { checks } : {}), kpis: [] }, lighthouse.buffer);
+      const { lighthouse, ...r } = resultDoc.parse(doc);
+      return storedCell(r, lighthouse.buffer);
     });
-    return {
-      id: snapshot.id,
-      projectId: snapshot.projectId,
-      updateId: snapshot.updateId,
-      url: snapshot.url,
-      date: snapshot.date,
-      updateType: snapshot.updateType,
-      available: snapshot.available,
-      missing: snapshot.missing,
-      results,
-    };
+    return { ...snapshot, results };
   }
 }
 

@@ -17,11 +17,13 @@ import {
   type AnnotationRecord,
   type DeliveryRecord,
   type ProjectRecord,
+  type SnapshotRecord,
   type TokenRecord,
   type UpdateRecord,
   type UserRecord,
   type WebhookRecord,
 } from './store.ts';
+import { withStoredResult } from '../result-bytes.ts';
 
 /**
  * How a backend keeps what is not a plain string or number: an id (an ObjectId in MongoDB,
@@ -145,5 +147,24 @@ export function recordSchemas({ id, time, structured }: StoredForms) {
       reason: reason ?? null,
       admittedAt: waiting ? null : (admittedAt ?? rest.createdAt),
     }));
-  return { user, token, project, webhook, delivery, annotation, snapshot, result, update };
+  /** A KPI record's place and name; each backend adds its data as it keeps it. */
+  const kpi = z.object({
+    date: time,
+    domain: z.string(),
+    url: z.string(),
+    device: z.enum(DEVICES),
+    location: z.enum(LOCATIONS),
+    updateType: z.enum(UPDATE_TYPES),
+    section: z.string(),
+    kpi: z.string(),
+  });
+  return { user, token, project, webhook, delivery, annotation, snapshot, result, update, kpi };
+}
+
+/** A stored cell as a store hands it out: its Lighthouse result read from `bytes` only when asked for. */
+export function storedCell(
+  { checks, ...cell }: z.output<ReturnType<typeof recordSchemas>['result']>,
+  bytes: Uint8Array,
+): SnapshotRecord['results'][number] {
+  return withStoredResult({ ...cell, ...(checks ? { checks } : {}), kpis: [] }, bytes);
 }

@@ -3,47 +3,12 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { z } from 'zod';
-import {
-  DEVICES,
-  LOCATIONS,
-  UPDATE_TYPES,
-  type Budgets,
-  type Device,
-  type KpiRecord,
-  type Location,
-} from '@perfwatch/common';
-import { withStoredResult } from '../result-bytes.ts';
-import { recordSchemas } from './record-schemas.ts';
+import { type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
+import { recordSchemas, storedCell } from './record-schemas.ts';
 import { NoFreeSnapshotDate, snapshotDates } from './snapshot-dates.ts';
-import {
-  DuplicateError,
-  fieldHistoryId,
-  type AnnotationRecord,
-  type DeliveryAttempt,
-  type DeliveryRecord,
-  type NewAnnotation,
-  type NewDelivery,
-  type NewWebhook,
-  type WebhookRecord,
-  kpiBatches,
-  type KpiRow,
-  type MissingCell,
-  type NewProject,
-  type NewSnapshot,
-  type NewUpdate,
-  type OverviewFilter,
-  type ProjectRecord,
-  type SnapshotFilter,
-  type SnapshotRecord,
-  type SnapshotSummary,
-  type SnapshotPage,
-  type Store,
-  type TokenRecord,
-  type UpdateRecord,
-  type UpdateProgress,
-  type UpdateState,
-  type UserRecord,
-} from './store.ts';
+import { DuplicateError, fieldHistoryId, kpiBatches } from './store.ts';
+// The store contract's types, by their module's name: both stores implement the same one.
+import type * as contract from './store.ts';
 
 const SCHEMA_VERSION = 6;
 /** Prepared statements kept per store: far more than the SQL texts it runs. */
@@ -193,32 +158,12 @@ const webhookRow = asRecord(records.webhook);
 const deliveryRow = asRecord(records.delivery);
 const annotationRow = asRecord(records.annotation);
 const snapshotRow = asRecord(records.snapshot);
+const summaryRow = asRecord(records.snapshot.pick({ date: true, updateType: true, available: true }));
 const resultRow = asRecord(records.result.extend({ lighthouse: z.instanceof(Uint8Array) }));
 // `data` was written by JSON.stringify of an object or a string; it is checked to be one of
-// those by its first character and passed on as text (see KpiRow.dataJson).
-const kpiRow = z
-  .object({
-    date: ms,
-    domain: z.string(),
-    url: z.string(),
-    device: z.enum(DEVICES),
-    location: z.enum(LOCATIONS),
-    update_type: z.enum(UPDATE_TYPES),
-    section: z.string(),
-    kpi: z.string(),
-    data: z.string().regex(/^[{"]/),
-  })
-  .transform((r): KpiRow => ({
-    date: r.date,
-    domain: r.domain,
-    url: r.url,
-    device: r.device,
-    location: r.location,
-    updateType: r.update_type,
-    section: r.section,
-    kpi: r.kpi,
-    dataJson: r.data,
-  }));
+// those by its first character and passed on as text (see KpiRow.dataJson in store.ts).
+const kpiRow = records.kpi.extend({ dataJson: z.string().regex(/^[{"]/) }) satisfies z.ZodType<contract.KpiRow>;
+
 const updateRow = asRecord(records.update);
 
 /** Ids shaped like the MongoDB store's (24 hex digits), so both stores hand out the same kind. */
@@ -238,7 +183,7 @@ function isUniqueViolation(error: unknown): boolean {
  * One process owns the file; a snapshot is written in one transaction, so a crash mid-write
  * leaves nothing half-written.
  */
-export class SqliteStore implements Store {
+export class SqliteStore implements contract.Store {
   readonly #path: string;
   #db: DatabaseSync | null = null;
   readonly #statements = new Map<string, StatementSync>();
@@ -357,7 +302,7 @@ export class SqliteStore implements Store {
     this.#get('SELECT 1');
   }
 
-  async createUser(name: string): Promise<UserRecord> {
+  async createUser(name: string): Promise<contract.UserRecord> {
     const user = { id: newId(), name, createdAt: new Date() };
     try {
       this.#run('INSERT INTO users (id, name, created_at) VALUES (?, ?, ?)', user.id, name, user.createdAt.getTime());
@@ -367,16 +312,16 @@ export class SqliteStore implements Store {
     return user;
   }
 
-  async findUserByName(name: string): Promise<UserRecord | null> {
+  async findUserByName(name: string): Promise<contract.UserRecord | null> {
     const row = this.#get('SELECT * FROM users WHERE name = ?', name);
     return row ? userRow.parse(row) : null;
   }
 
-  async listUsers(): Promise<UserRecord[]> {
+  async listUsers(): Promise<contract.UserRecord[]> {
     return this.#all('SELECT * FROM users ORDER BY name').map((row) => userRow.parse(row));
   }
 
-  async addToken({ prefix, userId, digest }: Omit<TokenRecord, 'createdAt' | 'revokedAt'>): Promise<void> {
+  async addToken({ prefix, userId, digest }: Omit<contract.TokenRecord, 'createdAt' | 'revokedAt'>): Promise<void> {
     try {
       this.#run(
         'INSERT INTO tokens (prefix, user_id, digest, created_at) VALUES (?, ?, ?, ?)',
@@ -390,7 +335,7 @@ export class SqliteStore implements Store {
     }
   }
 
-  async findToken(prefix: string): Promise<TokenRecord | null> {
+  async findToken(prefix: string): Promise<contract.TokenRecord | null> {
     const row = this.#get('SELECT * FROM tokens WHERE prefix = ?', prefix);
     return row ? tokenRow.parse(row) : null;
   }
@@ -404,8 +349,8 @@ export class SqliteStore implements Store {
     );
   }
 
-  async addProject(project: NewProject): Promise<ProjectRecord> {
-    const record: ProjectRecord = {
+  async addProject(project: contract.NewProject): Promise<contract.ProjectRecord> {
+    const record: contract.ProjectRecord = {
       ...project,
       locations: [...project.locations],
       budgets: project.budgets ?? { budgets: {}, maxRegression: {} },
@@ -434,12 +379,12 @@ export class SqliteStore implements Store {
     return record;
   }
 
-  async findProject(userId: string, url: string): Promise<ProjectRecord | null> {
+  async findProject(userId: string, url: string): Promise<contract.ProjectRecord | null> {
     const row = this.#get('SELECT * FROM projects WHERE user_id = ? AND url = ?', userId, url);
     return row ? projectRow.parse(row) : null;
   }
 
-  async listProjects(userId?: string): Promise<ProjectRecord[]> {
+  async listProjects(userId?: string): Promise<contract.ProjectRecord[]> {
     const rows = userId
       ? this.#all('SELECT * FROM projects WHERE user_id = ? ORDER BY url', userId)
       : this.#all('SELECT * FROM projects ORDER BY url');
@@ -467,8 +412,8 @@ export class SqliteStore implements Store {
     this.#run('UPDATE projects SET auth = ? WHERE id = ?', sealed, projectId);
   }
 
-  async addWebhook(webhook: NewWebhook): Promise<WebhookRecord> {
-    const record: WebhookRecord = { ...webhook, id: newId(), createdAt: new Date() };
+  async addWebhook(webhook: contract.NewWebhook): Promise<contract.WebhookRecord> {
+    const record: contract.WebhookRecord = { ...webhook, id: newId(), createdAt: new Date() };
     this.#run(
       'INSERT INTO webhooks (id, user_id, target_url, project_url, format, secret, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
       record.id,
@@ -482,7 +427,7 @@ export class SqliteStore implements Store {
     return record;
   }
 
-  async listWebhooks(userId: string): Promise<WebhookRecord[]> {
+  async listWebhooks(userId: string): Promise<contract.WebhookRecord[]> {
     return this.#all('SELECT * FROM webhooks WHERE user_id = ? ORDER BY created_at, id', userId).map((row) =>
       webhookRow.parse(row),
     );
@@ -496,7 +441,7 @@ export class SqliteStore implements Store {
     });
   }
 
-  async enqueueDeliveries(deliveries: readonly NewDelivery[]): Promise<void> {
+  async enqueueDeliveries(deliveries: readonly contract.NewDelivery[]): Promise<void> {
     const insert = this.#prepared(
       "INSERT INTO deliveries (id, webhook_id, user_id, event, body, status, attempts, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT (id) DO NOTHING",
     );
@@ -506,7 +451,7 @@ export class SqliteStore implements Store {
     });
   }
 
-  async claimDeliveries(now: Date, limit: number, leaseMs: number): Promise<DeliveryRecord[]> {
+  async claimDeliveries(now: Date, limit: number, leaseMs: number): Promise<contract.DeliveryRecord[]> {
     return this.#all(
       "UPDATE deliveries SET next_attempt_at = ? WHERE id IN (SELECT id FROM deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?) RETURNING *",
       now.getTime() + leaseMs,
@@ -515,7 +460,7 @@ export class SqliteStore implements Store {
     ).map((row) => deliveryRow.parse(row));
   }
 
-  async recordDeliveryAttempt(id: string, attempt: DeliveryAttempt): Promise<void> {
+  async recordDeliveryAttempt(id: string, attempt: contract.DeliveryAttempt): Promise<void> {
     if (attempt.status === 'delivered')
       this.#run(
         "UPDATE deliveries SET status = 'delivered', attempts = attempts + 1, delivered_at = ?, last_error = NULL WHERE id = ?",
@@ -537,7 +482,7 @@ export class SqliteStore implements Store {
       );
   }
 
-  async listDeliveries(webhookId: string, limit: number): Promise<DeliveryRecord[]> {
+  async listDeliveries(webhookId: string, limit: number): Promise<contract.DeliveryRecord[]> {
     return this.#all(
       'SELECT * FROM deliveries WHERE webhook_id = ? ORDER BY created_at DESC, id DESC LIMIT ?',
       webhookId,
@@ -545,8 +490,8 @@ export class SqliteStore implements Store {
     ).map((row) => deliveryRow.parse(row));
   }
 
-  async addAnnotation(annotation: NewAnnotation): Promise<AnnotationRecord> {
-    const record: AnnotationRecord = { ...annotation, id: newId(), createdAt: new Date() };
+  async addAnnotation(annotation: contract.NewAnnotation): Promise<contract.AnnotationRecord> {
+    const record: contract.AnnotationRecord = { ...annotation, id: newId(), createdAt: new Date() };
     this.#run(
       'INSERT INTO annotations (id, project_id, date, text, link, created_at) VALUES (?, ?, ?, ?, ?, ?)',
       record.id,
@@ -559,7 +504,10 @@ export class SqliteStore implements Store {
     return record;
   }
 
-  async listAnnotations(projectId: string, range: { from?: Date; to?: Date } = {}): Promise<AnnotationRecord[]> {
+  async listAnnotations(
+    projectId: string,
+    range: { from?: Date; to?: Date } = {},
+  ): Promise<contract.AnnotationRecord[]> {
     return this.#all(
       'SELECT * FROM annotations WHERE project_id = ? AND date >= ? AND date < ? ORDER BY date, created_at',
       projectId,
@@ -576,7 +524,7 @@ export class SqliteStore implements Store {
     results,
     missing,
     kpiVersion = 1,
-  }: NewSnapshot): Promise<Date> {
+  }: contract.NewSnapshot): Promise<Date> {
     // Compressed before the transaction: the write itself then takes milliseconds.
     const compressed = await Promise.all(results.map((r) => r.lighthouse.gzip()));
     return this.#transaction(() => {
@@ -620,7 +568,7 @@ export class SqliteStore implements Store {
   /** A snapshot's results (their results compressed as `compressed`, in order) and their KPI records. */
   #insertCells(
     snapshot: Omit<KpiPlace, 'device' | 'location'>,
-    results: NewSnapshot['results'],
+    results: contract.NewSnapshot['results'],
     compressed: readonly Buffer[],
   ): void {
     const insertResult = this.#prepared(
@@ -647,7 +595,7 @@ export class SqliteStore implements Store {
   }
 
   /** The first of the snapshot's dates (snapshotDates) its project has no snapshot at. */
-  #freeDate(project: ProjectRecord, date: Date): Date {
+  #freeDate(project: contract.ProjectRecord, date: Date): Date {
     for (const candidate of snapshotDates(date))
       if (!this.#get('SELECT 1 FROM snapshots WHERE project_id = ? AND date = ?', project.id, candidate.getTime()))
         return candidate;
@@ -668,11 +616,8 @@ export class SqliteStore implements Store {
   }
 
   async replaceSnapshotKpis(
-    projectId: string,
-    date: Date,
-    sections: readonly string[],
-    results: ReadonlyArray<{ device: Device; location: Location; kpis: readonly KpiRecord[] }>,
-    version: number,
+    { projectId, date }: { projectId: string; date: Date },
+    { sections, results, version }: contract.KpiReplacement,
   ): Promise<void> {
     this.#transaction(() => {
       const snapshot = this.#get(
@@ -709,7 +654,7 @@ export class SqliteStore implements Store {
   }
 
   async saveFieldHistory(
-    project: ProjectRecord,
+    project: contract.ProjectRecord,
     rows: ReadonlyArray<{ date: Date; device: Device; kpis: readonly KpiRecord[] }>,
   ): Promise<void> {
     const id = fieldHistoryId(project.id);
@@ -746,15 +691,11 @@ export class SqliteStore implements Store {
     });
   }
 
-  async findSnapshotOfUpdate(updateId: string): Promise<{ date: Date; missing: MissingCell[] } | null> {
-    // A snapshot row exists only once its transaction committed: it is complete.
-    const raw = this.#get('SELECT * FROM snapshots WHERE update_id = ?', updateId);
-    if (!raw) return null;
-    const { date, missing } = snapshotRow.parse(raw);
-    return { date, missing };
-  }
-
-  async findSnapshot(projectId: string, date: Date, filter: SnapshotFilter = {}): Promise<SnapshotRecord | null> {
+  async findSnapshot(
+    projectId: string,
+    date: Date,
+    filter: contract.SnapshotFilter = {},
+  ): Promise<contract.SnapshotRecord | null> {
     const raw = this.#get('SELECT * FROM snapshots WHERE project_id = ? AND date = ?', projectId, date.getTime());
     if (!raw) return null;
     const snapshot = snapshotRow.parse(raw);
@@ -766,35 +707,19 @@ export class SqliteStore implements Store {
         (!filter.device || r.device === filter.device) &&
         (!filter.locations?.length || filter.locations.includes(r.location)),
     );
-    const results = wanted.map((r) =>
-      withStoredResult(
-        {
-          device: r.device,
-          location: r.location,
-          median: r.median,
-          runs: r.runs,
-          elementCount: r.elementCount,
-          crux: r.crux,
-          kpis: [],
-          ...(r.checks ? { checks: r.checks } : {}),
-        },
-        r.lighthouse,
-      ),
-    );
-    return {
-      id: snapshot.id,
-      projectId: snapshot.projectId,
-      updateId: snapshot.updateId,
-      url: snapshot.url,
-      date: snapshot.date,
-      updateType: snapshot.updateType,
-      available: snapshot.available,
-      missing: snapshot.missing,
-      results,
-    };
+    const results = wanted.map(({ lighthouse, ...r }) => storedCell(r, lighthouse));
+    return { ...snapshot, results };
   }
 
-  async listSnapshots(projectId: string, page?: SnapshotPage): Promise<SnapshotSummary[]> {
+  async findSnapshotOfUpdate(updateId: string): Promise<{ date: Date; missing: contract.MissingCell[] } | null> {
+    // A snapshot row exists only once its transaction committed: it is complete.
+    const raw = this.#get('SELECT * FROM snapshots WHERE update_id = ?', updateId);
+    if (!raw) return null;
+    const { date, missing } = snapshotRow.parse(raw);
+    return { date, missing };
+  }
+
+  async listSnapshots(projectId: string, page?: contract.SnapshotPage): Promise<contract.SnapshotSummary[]> {
     const rows = page
       ? this.#all(
           'SELECT * FROM snapshots WHERE project_id = ? AND date < ? ORDER BY date DESC LIMIT ?',
@@ -803,20 +728,11 @@ export class SqliteStore implements Store {
           page.limit,
         ).reverse()
       : this.#all('SELECT * FROM snapshots WHERE project_id = ? ORDER BY date', projectId);
-    return rows.map((row) => {
-      const { date, updateType, available } = snapshotRow.parse(row);
-      return { date, updateType, available };
-    });
+    return rows.map((row) => summaryRow.parse(row));
   }
 
-  async *streamKpis({
-    userId,
-    from,
-    to,
-    domain,
-    updateType,
-    sections,
-  }: OverviewFilter): AsyncIterable<readonly KpiRow[]> {
+  async *streamKpis(filter: contract.OverviewFilter): AsyncIterable<readonly contract.KpiRow[]> {
+    const { userId, from, to, domain, updateType, sections } = filter;
     const where = ['user_id = ?', 'date >= ?', 'date < ?'];
     const params: SQLInputValue[] = [userId, from.getTime(), to.getTime()];
     const add = (clause: string, ...values: SQLInputValue[]) => {
@@ -828,7 +744,7 @@ export class SqliteStore implements Store {
     if (sections && sections.length > 0) add(`section IN (${sections.map(() => '?').join(', ')})`, ...sections);
     const rows = this.#conn
       .prepare(
-        `SELECT date, domain, url, device, location, update_type, section, kpi, data FROM kpis WHERE ${where.join(' AND ')} ORDER BY date, url, device, location, section, kpi`,
+        `SELECT date, domain, url, device, location, update_type AS updateType, section, kpi, data AS dataJson FROM kpis WHERE ${where.join(' AND ')} ORDER BY date, url, device, location, section, kpi`,
       )
       .iterate(...params);
     // Batch by batch from the statement: memory stays flat however many records match.
@@ -849,7 +765,7 @@ export class SqliteStore implements Store {
     return old.length;
   }
 
-  async createUpdate(update: NewUpdate): Promise<void> {
+  async createUpdate(update: contract.NewUpdate): Promise<void> {
     const now = Date.now();
     try {
       this.#run(
@@ -870,7 +786,7 @@ export class SqliteStore implements Store {
     }
   }
 
-  async setUpdateState(id: string, state: UpdateState): Promise<void> {
+  async setUpdateState(id: string, state: contract.UpdateState): Promise<void> {
     const sets = ['status = ?', 'updated_at = ?'];
     const params: SQLInputValue[] = [state.status, Date.now()];
     if (state.status === 'done') {
@@ -892,7 +808,7 @@ export class SqliteStore implements Store {
     this.#run(`UPDATE updates SET ${sets.join(', ')} WHERE id = ?${unless}`, ...params, id);
   }
 
-  async setUpdateProgress(id: string, progress: readonly UpdateProgress[]): Promise<void> {
+  async setUpdateProgress(id: string, progress: readonly contract.UpdateProgress[]): Promise<void> {
     this.#run(
       "UPDATE updates SET progress = ?, updated_at = ? WHERE id = ? AND status <> 'done'",
       JSON.stringify(progress),
@@ -901,7 +817,7 @@ export class SqliteStore implements Store {
     );
   }
 
-  async findUpdate(userId: string, id: string): Promise<UpdateRecord | null> {
+  async findUpdate(userId: string, id: string): Promise<contract.UpdateRecord | null> {
     const row = this.#get('SELECT * FROM updates WHERE id = ? AND user_id = ?', id, userId);
     return row ? updateRow.parse(row) : null;
   }
@@ -914,7 +830,7 @@ export class SqliteStore implements Store {
     return row.n;
   }
 
-  async listUnfinishedUpdates(): Promise<UpdateRecord[]> {
+  async listUnfinishedUpdates(): Promise<contract.UpdateRecord[]> {
     return this.#all("SELECT * FROM updates WHERE status IN ('queued', 'running') ORDER BY created_at").map((row) =>
       updateRow.parse(row),
     );
@@ -928,7 +844,7 @@ export class SqliteStore implements Store {
     return { updates: row.updates, runs: row.runs };
   }
 
-  async admitUpdates(userId: string, limit: number): Promise<UpdateRecord[]> {
+  async admitUpdates(userId: string, limit: number): Promise<contract.UpdateRecord[]> {
     // One statement: this process is the file's only writer, and SQLite runs it whole.
     const now = Date.now();
     return (
@@ -996,7 +912,7 @@ export class SqliteStore implements Store {
     return Number(changed) === 1;
   }
 
-  async listScheduledProjects(): Promise<Array<ProjectRecord & { scheduledThrough: Date | null }>> {
+  async listScheduledProjects(): Promise<Array<contract.ProjectRecord & { scheduledThrough: Date | null }>> {
     return this.#all('SELECT * FROM projects WHERE schedule IS NOT NULL').map((row) => {
       const { scheduledThrough, ...project } = scheduledProjectRow.parse(row);
       return { ...project, scheduledThrough };

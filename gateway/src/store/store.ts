@@ -295,6 +295,13 @@ export interface UpdateRecord {
   updatedAt: Date;
 }
 
+/** A snapshot's KPI records of `sections`, computed again per cell, as of KPI `version`. */
+export interface KpiReplacement {
+  sections: readonly string[];
+  results: ReadonlyArray<{ device: Device; location: Location; kpis: readonly KpiRecord[] }>;
+  version: number;
+}
+
 /** Another delivery of the same update is writing its snapshot now; this one should retry later. */
 export class ConcurrentWrite extends Error {
   constructor(updateId: string) {
@@ -413,13 +420,7 @@ export interface Store {
    * Replaces a snapshot's KPI records of `sections` with those given per result, and records
    * them as of `version`. Safe to repeat: a replacement cut short is done again whole.
    */
-  replaceSnapshotKpis(
-    projectId: string,
-    date: Date,
-    sections: readonly string[],
-    results: ReadonlyArray<{ device: Device; location: Location; kpis: readonly KpiRecord[] }>,
-    version: number,
-  ): Promise<void>;
+  replaceSnapshotKpis(snapshot: { projectId: string; date: Date }, replacement: KpiReplacement): Promise<void>;
   /**
    * Replaces a project's field-data history (the CrUX History API's weeks before it was added):
    * KPI records of no snapshot, dated at each period's end, under the project's default location.
