@@ -8,7 +8,6 @@
  * (~40 kB), so what is measured is dispatch, merge and persistence, not result size.
  *   node bench/dispatch-scale.ts [levels=1,10,100] [kinds=whole,parts]
  */
-import { spawn } from 'node:child_process';
 import { openSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -28,9 +27,9 @@ import {
 } from '@perfwatch/common';
 import { encodeReplyBytes, startAgent, type AuditRunner, type ReplyEncoder } from '@perfwatch/agent';
 import { createAdmin, MongoStore, SqliteStore } from '@perfwatch/gateway';
-import { freePort, startNatsServer } from '../test/support/local-servers.ts';
+import { startNatsServer } from '../test/support/local-servers.ts';
 import { loadLeanLhr } from '../test/support/lhr-fixtures.ts';
-import { root } from './local-stack.ts';
+import { root, spawnGateway, type GatewayProcess } from './local-stack.ts';
 import { askAll } from './update-clients.ts';
 
 const DELAY_MS = 200;
@@ -163,7 +162,7 @@ export async function measureDispatchScale(
     for (const [concurrent, replies] of levels.flatMap((level) => kinds.map((kind) => [level, kind] as const))) {
       for (const agent of agents) await agent.stop();
       await gateway?.stop();
-      gateway = await spawnGateway({ ...storeEnv, NATS_URL: nats.url });
+      gateway = await spawnLevelGateway({ ...storeEnv, NATS_URL: nats.url });
       agents = fleet.start(nc, replies);
       await sleep(1_000); // the new responders' announcements reach the gateway's registry
       const urls = projects.get(`${concurrent}/${replies}`)!;
@@ -246,60 +245,23 @@ function standInFleet(projects: Map<string, string[]>) {
   };
 }
 
-interface GatewayProcess {
-  url: string;
-  pid: number;
-  stop(): Promise<void>;
-}
-
 /** A gateway process of its own for each level and kind: no level starts with memory another one left. */
-async function spawnGateway(env: Record<string, string>): Promise<GatewayProcess> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
+function spawnLevelGateway(env: Record<string, string>): Promise<GatewayProcess> {
   // BENCH_GATEWAY_LOG=FILE keeps the gateway's warnings and errors.
   const log = process.env['BENCH_GATEWAY_LOG'];
-  const child = spawn(
-    process.execPath,
-    [
-      '--max-semi-space-size=16',
-      ...(process.env['BENCH_NODE_FLAGS']?.split(' ') ?? []),
-      ...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []),
-      join(root, 'bin/perfwatch.js'),
-      'gateway',
-    ],
+  return spawnGateway(
     {
-      env: {
-        ...process.env,
-        ...env,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'warn',
-        RATE_LIMIT_UPDATES_PER_MINUTE: '1000000',
-        MAX_SYNC_UPDATES_PER_USER: '1000',
-        SHUTDOWN_READINESS_DELAY_MS: '0',
-        MAX_RUNS_IN_FLIGHT: process.env['MAX_RUNS_IN_FLIGHT'] ?? String(FLEET_CAPACITY),
-      },
+      ...env,
+      RATE_LIMIT_UPDATES_PER_MINUTE: '1000000',
+      MAX_SYNC_UPDATES_PER_USER: '1000',
+      SHUTDOWN_READINESS_DELAY_MS: '0',
+      MAX_RUNS_IN_FLIGHT: process.env['MAX_RUNS_IN_FLIGHT'] ?? String(FLEET_CAPACITY),
+    },
+    {
+      nodeFlags: ['--max-semi-space-size=16', ...(process.env['BENCH_NODE_FLAGS']?.split(' ') ?? [])],
       stdio: ['ignore', log ? openSync(log, 'a') : 'ignore', log ? openSync(log, 'a') : 'ignore'],
     },
   );
-  for (let i = 0; ; i++) {
-    if (i > 100) throw new Error('gateway did not become ready');
-    const ready = await fetch(`${url}/readyz`).then(
-      (r) => r.status === 200,
-      () => false,
-    );
-    if (ready) break;
-    await sleep(200);
-  }
-  return {
-    url,
-    pid: child.pid!,
-    async stop() {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
 }
 
 /** One level: `urls.length` sync updates at once, timed, with the gateway's CPU and memory. */

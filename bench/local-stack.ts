@@ -3,9 +3,11 @@
  * and FerretDB from .tools/bin, the fixture site, a gateway, and in-process agents running real
  * Lighthouse behind the target guard (loopback allowed), as in production.
  */
+import { spawn, type StdioOptions } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino, type Logger } from 'pino';
@@ -19,7 +21,7 @@ import {
   startGateway,
   type Admin,
 } from '@perfwatch/gateway';
-import { startFerretDb, startNatsServer } from '../test/support/local-servers.ts';
+import { freePort, startFerretDb, startNatsServer } from '../test/support/local-servers.ts';
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const tools = join(root, '.tools/bin');
@@ -129,4 +131,48 @@ async function syncUpdate(
   const body: unknown = await res.json();
   if (res.status !== 200) throw new Error(`update answered ${res.status}: ${JSON.stringify(body).slice(0, 300)}`);
   return { ms: performance.now() - startedAt, body };
+}
+
+export interface GatewayProcess {
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * `perfwatch gateway` as a process of its own on a free port, ready: `env` on top of this
+ * process's (LOG_LEVEL warn). BENCH_CPU_PROF=DIR writes its CPU profile there.
+ */
+export async function spawnGateway(
+  env: Record<string, string>,
+  { nodeFlags = [], stdio = 'inherit' }: { nodeFlags?: string[]; stdio?: StdioOptions } = {},
+): Promise<GatewayProcess> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const profile = process.env['BENCH_CPU_PROF'];
+  const child = spawn(
+    process.execPath,
+    [
+      ...nodeFlags,
+      ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []),
+      join(root, 'bin/perfwatch.js'),
+      'gateway',
+    ],
+    { env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio },
+  );
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  for (let i = 0; ; i++) {
+    if ((await fetch(`${url}/readyz`).catch(() => null))?.ok) break;
+    if (i > 200) {
+      await stop();
+      throw new Error('gateway did not become ready');
+    }
+    await sleep(100);
+  }
+  return { url, pid: child.pid!, stop };
 }

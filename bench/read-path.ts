@@ -19,12 +19,10 @@
  * (32 kB gzip) for 100,000 snapshots would be 3 GB to seed on a bench machine.
  */
 import { randomUUID } from 'node:crypto';
-import { spawn } from 'node:child_process';
 import { get as httpGet } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { MongoClient, ObjectId, type Collection, type Document } from 'mongodb';
 import { formatApiDateTime } from '@perfwatch/common';
@@ -38,10 +36,10 @@ import {
   SqliteStore,
   type ProjectRecord,
 } from '@perfwatch/gateway';
-import { freePort, startFerretDb, startNatsServer } from '../test/support/local-servers.ts';
+import { startFerretDb, startNatsServer } from '../test/support/local-servers.ts';
 import { buildLocationSnapshot } from '../gateway/src/snapshot-builder.ts';
 import { loadLeanLhr } from '../test/support/lhr-fixtures.ts';
-import { root } from './local-stack.ts';
+import { root, spawnGateway } from './local-stack.ts';
 
 const tools = join(root, '.tools/bin');
 const PROJECTS = 100;
@@ -376,7 +374,12 @@ export async function measureReadPath(
   const loads = readLoads(seeded, snapshots);
   const { day: sampleDay, domain: sampleDomain } = loads.overviewDay(1);
   const overviewRecordsPerRequest = await seeded.recordsOn(sampleDay, sampleDomain);
-  const gateway = await spawnReadGateway({ ...seeded.env, NATS_URL: nats.url });
+  const gateway = await spawnGateway({
+    ...seeded.env,
+    NATS_URL: nats.url,
+    RATE_LIMIT_READS_PER_MINUTE: '100000000',
+    RETENTION_DAYS: '3650',
+  });
   try {
     const { audit, overview } = await measureRounds(gateway.url, token, loads);
     const figures = {
@@ -428,45 +431,6 @@ function readLoads(seeded: Seeded & { projects: ProjectRecord[] }, snapshots: nu
       await seeded.rawOverview(day, domain);
     },
   };
-}
-
-/** `perfwatch gateway` on the seeded store, ready. */
-async function spawnReadGateway(env: Record<string, string>): Promise<{ url: string; stop(): Promise<void> }> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const gateway = spawn(
-    process.execPath,
-    [
-      ...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []),
-      join(root, 'bin/perfwatch.js'),
-      'gateway',
-    ],
-    {
-      env: {
-        ...process.env,
-        ...env,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'warn',
-        RATE_LIMIT_READS_PER_MINUTE: '100000000',
-        RETENTION_DAYS: '3650',
-      },
-      stdio: 'inherit',
-    },
-  );
-  const stop = async () => {
-    gateway.kill('SIGTERM');
-    await new Promise((resolve) => gateway.once('exit', resolve));
-  };
-  for (let i = 0; ; i++) {
-    if ((await fetch(`${url}/readyz`).catch(() => null))?.ok) break;
-    if (i > 200) {
-      await stop();
-      throw new Error('gateway did not start');
-    }
-    await sleep(100);
-  }
-  return { url, stop };
 }
 
 /** ROUNDS rounds of each side in turn, after a warm-up of both (connections, caches, JIT). */

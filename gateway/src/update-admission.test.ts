@@ -29,19 +29,12 @@ async function setUp({ failEnqueue = false } = {}) {
     stop: async () => undefined,
   };
   const admission = createUpdateAdmission({ store, queue: () => queue, logger: pino({ level: 'silent' }), perUser: 2 });
+  // One mobile run in London of the user's project, each update its own id.
+  const update = { userId: user.id, projectId: project.id, url: project.url, updateType: 'manual', runs: 1 } as const;
   const submit = async (options?: { refuseUnqueued?: boolean }) => {
     const id = randomUUID();
     await admission.submit(
-      {
-        id,
-        userId: user.id,
-        projectId: project.id,
-        url: project.url,
-        devices: ['mobile'],
-        locations: ['london'],
-        updateType: 'manual',
-        runs: 1,
-      },
+      { ...update, id, devices: ['mobile'], locations: ['london'] },
       `req-${id.slice(0, 4)}`,
       options,
     );

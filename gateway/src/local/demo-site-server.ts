@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { readdir, readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import express from 'express';
@@ -49,6 +50,12 @@ export async function startDemoSite({
   app.get('/slow.html', (_req, _res, next) => {
     setTimeout(next, slowMs);
   });
+  const pages = await pagesIn(root);
+  app.get(/\.html$|\/$/, (req, res, next) => {
+    const page = pages.get(req.path);
+    if (page === undefined) return next();
+    res.type('html').set('Cache-Control', 'public, max-age=3600').send(page);
+  });
   // A redirect to anywhere: lets tests follow a page that leads somewhere the agent must not go.
   app.get('/redirect', (req, res) => {
     res.redirect(302, String(req.query['to'] ?? '/'));
@@ -65,6 +72,44 @@ export async function startDemoSite({
         server.close((error) => (error ? reject(error) : resolve()));
       }),
   };
+}
+
+/**
+ * The demo pages are kept as what differs between them: their head's own lines (title,
+ * description, stylesheet) and their body. Each is served in one layout with what every page
+ * needs (doctype, language, charset, viewport). A whole document (it starts with a doctype) is
+ * served as it is.
+ */
+export function inLayout(page: string): string {
+  if (/^\s*<!doctype/i.test(page)) return page;
+  const body = page.indexOf('<body');
+  if (body < 0) throw new Error('a demo page has no <body>');
+  const head = page
+    .slice(0, body)
+    .trim()
+    .split('\n')
+    .map((line) => `  ${line.trim()}\n`)
+    .join('');
+  return `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+${head}</head>
+${page.slice(body).trimEnd()}
+</html>
+`;
+}
+
+/** The site's pages by path, in their layout; `/` is index.html. */
+async function pagesIn(root: string): Promise<Map<string, string>> {
+  const pages = new Map<string, string>();
+  for (const name of await readdir(root)) {
+    if (name.endsWith('.html')) pages.set(`/${name}`, inLayout(await readFile(join(root, name), 'utf8')));
+  }
+  const index = pages.get('/index.html');
+  if (index !== undefined) pages.set('/', index);
+  return pages;
 }
 
 /**
@@ -86,7 +131,10 @@ function loginPages(app: express.Express): void {
       .type('html')
       .set('Cache-Control', 'no-store')
       .send(
-        `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="description" content="A page only signed-in visitors see."><title>Your account — fixture</title><link rel="stylesheet" href="/assets/site.css"></head><body><main><h1>Your account</h1><p>Signed in. Orders, invoices and settings would be here.</p><img src="${elsewhere}/assets/pixel.svg" alt="" width="8" height="8"></main></body></html>`,
+        inLayout(`<meta name="description" content="A page only signed-in visitors see.">
+<title>Your account — fixture</title>
+<link rel="stylesheet" href="/assets/site.css">
+<body><main><h1>Your account</h1><p>Signed in. Orders, invoices and settings would be here.</p><img src="${elsewhere}/assets/pixel.svg" alt="" width="8" height="8"></main></body>`),
       );
   });
   app.post('/login', express.urlencoded({ extended: false, limit: '4kb' }), (req, res) => {
