@@ -15,7 +15,7 @@ import { describeAuth } from '../project-auth.ts';
 import { createSecretBox, SecretKeyError } from '../secret-box.ts';
 import { storeEnvFields, storeFromEnv } from '../store/open-store.ts';
 import type { Store } from '../store/store.ts';
-import { AdminError, createAdmin } from './admin.ts';
+import { AdminError, createAdmin, type Admin } from './admin.ts';
 import { recomputeKpis } from './recompute-kpis.ts';
 
 const USAGE = `usage: perfwatch admin <command>
@@ -91,30 +91,30 @@ interface CommandContext {
   out: NodeJS.WritableStream;
 }
 
+/** A command that mints a token for the user it names and prints it, once (or its JSON). */
+function printsToken(
+  mint: (admin: Admin, user: string) => Promise<{ user: { name: string }; token: string; prefix: string }>,
+  said: (user: string, token: string) => string,
+): { args: number; run(context: CommandContext): Promise<void> } {
+  return {
+    args: 1,
+    run: async ({ admin, args, values, out }) => {
+      const { user, token, prefix } = await mint(admin, args[0]!);
+      out.write(values.json ? `${JSON.stringify({ user: user.name, token, prefix })}\n` : said(user.name, token));
+    },
+  };
+}
+
 /** Each command: how many arguments it takes, and what it does with them. */
 const COMMANDS: Record<string, { args: number; run(context: CommandContext): Promise<void> }> = {
-  'create-user': {
-    args: 1,
-    run: async ({ admin, args, values, out }) => {
-      const { user, token, prefix } = await admin.createUser(args[0]!);
-      out.write(
-        values.json
-          ? `${JSON.stringify({ user: user.name, token, prefix })}\n`
-          : `user ${user.name} created\ntoken (shown once, keep it secret): ${token}\n`,
-      );
-    },
-  },
-  'create-token': {
-    args: 1,
-    run: async ({ admin, args, values, out }) => {
-      const { user, token, prefix } = await admin.createToken(args[0]!);
-      out.write(
-        values.json
-          ? `${JSON.stringify({ user: user.name, token, prefix })}\n`
-          : `token for ${user.name} (shown once, keep it secret): ${token}\n`,
-      );
-    },
-  },
+  'create-user': printsToken(
+    (admin, name) => admin.createUser(name),
+    (user, token) => `user ${user} created\ntoken (shown once, keep it secret): ${token}\n`,
+  ),
+  'create-token': printsToken(
+    (admin, name) => admin.createToken(name),
+    (user, token) => `token for ${user} (shown once, keep it secret): ${token}\n`,
+  ),
   'revoke-token': {
     args: 1,
     run: async ({ admin, args, out }) => {
