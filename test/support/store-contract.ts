@@ -737,35 +737,20 @@ export function describeStoreContract(name: string, store: () => Store): void {
         (await store().listSnapshotsBelowKpiVersion(2, 1_000)).filter((s) => s.projectId === project.id);
       expect(await mine()).toEqual([{ projectId: project.id, date: old }]);
 
-      await store().replaceSnapshotKpis(
-        { projectId: project.id, date: old },
-        {
-          sections: ['LIGHTHOUSE'],
-          results: [
-            {
-              device: 'mobile',
-              location: 'london',
-              kpis: [{ section: 'LIGHTHOUSE', kpi: 'performance', data: { score: 50, lcp: 2100 } }],
-            },
-          ],
-          version: 2,
-        },
-      );
+      const replacement = {
+        sections: ['LIGHTHOUSE'],
+        results: [
+          {
+            device: 'mobile',
+            location: 'london',
+            kpis: [{ section: 'LIGHTHOUSE', kpi: 'performance', data: { score: 50, lcp: 2100 } }],
+          },
+        ],
+        version: 2,
+      } as const;
+      await store().replaceSnapshotKpis({ projectId: project.id, date: old }, replacement);
       // And again: a replacement repeated leaves the same records.
-      await store().replaceSnapshotKpis(
-        { projectId: project.id, date: old },
-        {
-          sections: ['LIGHTHOUSE'],
-          results: [
-            {
-              device: 'mobile',
-              location: 'london',
-              kpis: [{ section: 'LIGHTHOUSE', kpi: 'performance', data: { score: 50, lcp: 2100 } }],
-            },
-          ],
-          version: 2,
-        },
-      );
+      await store().replaceSnapshotKpis({ projectId: project.id, date: old }, replacement);
       expect(await mine()).toEqual([]);
       const rows = [];
       for (const row of await kpiRows(store(), { userId: user.id, from: old, to: new Date(old.getTime() + 1_000) }))
