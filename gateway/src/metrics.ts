@@ -45,10 +45,10 @@ type GaugeOf = <L extends string>(
 
 /** Counters, histograms and scraped gauges registered in `registry`. */
 function metricsIn(registry: Registry) {
-  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
-    new Counter({ name, help, labelNames, registers: [registry] });
-  const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]) =>
-    new Histogram({ name, help, labelNames, buckets, registers: [registry] });
+  const counter = <L extends string>(name: keyof typeof HELP, labelNames: readonly L[]) =>
+    new Counter({ name, help: HELP[name], labelNames, registers: [registry] });
+  const histogram = <L extends string>(name: keyof typeof HELP, labelNames: readonly L[], buckets: number[]) =>
+    new Histogram({ name, help: HELP[name], labelNames, buckets, registers: [registry] });
   const gauge: GaugeOf = (name, help, labelNames, collect) =>
     new Gauge({
       name,
@@ -105,40 +105,33 @@ export function createGatewayMetrics({
   };
 }
 
+/** What /metrics says of each metric the gateway counts or times. */
+const HELP = {
+  perfwatch_http_request_duration_seconds: 'HTTP requests by route template, method and status.',
+  perfwatch_updates_total: 'Updates by mode, update type and outcome (complete, partial, failed).',
+  perfwatch_dispatch_duration_seconds:
+    'From sending a run to an agent until its reply (or failure), by location, device and outcome.',
+  perfwatch_runs_total:
+    'Successful runs kept in snapshots by location, device and verdict (reliable, suspect); suspect runs are measured again, and a rising share of them says an agent is overloaded or its host busy.',
+  perfwatch_webhook_attempts_total:
+    'Webhook delivery attempts by outcome: delivered, retry (the receiver failed; tried again later), failed (given up after WEBHOOK_GIVE_UP_AFTER_MS).',
+} as const;
+/** Reads take milliseconds; a sync update takes tens of seconds to minutes. */
+const HTTP_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+/** A run takes from about a second (a small page on a warm Chrome) to the run timeout. */
+const RUN_SECONDS = [0.5, 1, 2.5, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600];
+
 /** What the gateway counts and times as it works: requests, updates, runs and webhook deliveries. */
 function eventMetrics(
   counter: ReturnType<typeof metricsIn>['counter'],
   histogram: ReturnType<typeof metricsIn>['histogram'],
 ) {
-  // Reads take milliseconds; a sync update takes tens of seconds to minutes.
-  const httpDuration = histogram(
-    'perfwatch_http_request_duration_seconds',
-    'HTTP requests by route template, method and status.',
-    ['route', 'method', 'status'],
-    [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
-  );
-  const updates = counter(
-    'perfwatch_updates_total',
-    'Updates by mode, update type and outcome (complete, partial, failed).',
-    ['mode', 'update_type', 'outcome'],
-  );
-  const dispatch = histogram(
-    'perfwatch_dispatch_duration_seconds',
-    'From sending a run to an agent until its reply (or failure), by location, device and outcome.',
-    ['location', 'device', 'outcome'],
-    [0.5, 1, 2.5, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600],
-  );
-  const runs = counter(
-    'perfwatch_runs_total',
-    'Successful runs kept in snapshots by location, device and verdict (reliable, suspect); suspect runs are measured again, and a rising share of them says an agent is overloaded or its host busy.',
-    ['location', 'device', 'verdict'],
-  );
-  const webhookAttempts = counter(
-    'perfwatch_webhook_attempts_total',
-    'Webhook delivery attempts by outcome: delivered, retry (the receiver failed; tried again later), failed (given up after WEBHOOK_GIVE_UP_AFTER_MS).',
-    ['outcome'],
-  );
-  return { httpDuration, updates, dispatch, runs, webhookAttempts };
+  const http = histogram('perfwatch_http_request_duration_seconds', ['route', 'method', 'status'], HTTP_SECONDS);
+  const updates = counter('perfwatch_updates_total', ['mode', 'update_type', 'outcome']);
+  const dispatch = histogram('perfwatch_dispatch_duration_seconds', ['location', 'device', 'outcome'], RUN_SECONDS);
+  const runs = counter('perfwatch_runs_total', ['location', 'device', 'verdict']);
+  const webhookAttempts = counter('perfwatch_webhook_attempts_total', ['outcome']);
+  return { httpDuration: http, updates, dispatch, runs, webhookAttempts };
 }
 
 /** Live agents and their run slots per location, from their announcements. */

@@ -412,18 +412,19 @@ export class SqliteStore implements contract.Store {
     this.#run('UPDATE projects SET auth = ? WHERE id = ?', sealed, projectId);
   }
 
+  /** A record written as a row: its fields in their snake_case columns, its times as milliseconds. */
+  #insertRecord(table: 'webhooks' | 'annotations', record: object): void {
+    const entries = Object.entries(record);
+    const columns = entries.map(([field]) => field.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`));
+    this.#run(
+      `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
+      ...entries.map(([, value]) => (value instanceof Date ? value.getTime() : value) as SQLInputValue),
+    );
+  }
+
   async addWebhook(webhook: contract.NewWebhook): Promise<contract.WebhookRecord> {
     const record: contract.WebhookRecord = { ...webhook, id: newId(), createdAt: new Date() };
-    this.#run(
-      'INSERT INTO webhooks (id, user_id, target_url, project_url, format, secret, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-      record.id,
-      record.userId,
-      record.targetUrl,
-      record.projectUrl,
-      record.format,
-      record.secret,
-      record.createdAt.getTime(),
-    );
+    this.#insertRecord('webhooks', record);
     return record;
   }
 
@@ -492,15 +493,7 @@ export class SqliteStore implements contract.Store {
 
   async addAnnotation(annotation: contract.NewAnnotation): Promise<contract.AnnotationRecord> {
     const record: contract.AnnotationRecord = { ...annotation, id: newId(), createdAt: new Date() };
-    this.#run(
-      'INSERT INTO annotations (id, project_id, date, text, link, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-      record.id,
-      record.projectId,
-      record.date.getTime(),
-      record.text,
-      record.link,
-      record.createdAt.getTime(),
-    );
+    this.#insertRecord('annotations', record);
     return record;
   }
 
