@@ -29,12 +29,8 @@ import {
 export const MAX_OVERVIEW_DAYS = 400;
 
 export function normalizeProjectUrl(text: string): string | null {
-  try {
-    const url = new URL(text);
-    return url.protocol === 'http:' || url.protocol === 'https:' ? url.href : null;
-  } catch {
-    return null;
-  }
+  const url = URL.parse(text);
+  return url?.protocol === 'http:' || url?.protocol === 'https:' ? url.href : null;
 }
 
 const once = (name: string) => ({
@@ -64,9 +60,11 @@ const projectUrl = parsedString(
   'url must be an absolute http(s) URL',
 ).meta({ description: 'The project URL (URL-encoded in a query string).', example: 'https://shop.example/' });
 
-const device = z
-  .enum(DEVICES, { error: `device must be one of ${DEVICES.join(', ')}` })
-  .meta({ description: 'Device class; omitted: all.' });
+/** One of `values`; anything else is refused by naming them. */
+const oneOf = <const V extends readonly [string, ...string[]]>(name: string, values: V) =>
+  z.enum(values, { error: `${name} must be one of ${values.join(', ')}` });
+
+const device = oneOf('device', DEVICES).meta({ description: 'Device class; omitted: all.' });
 
 /** One value, the parameter repeated (GET), or a JSON array (POST). */
 function oneOrMany<T extends z.ZodType>(item: T, name: string) {
@@ -81,11 +79,11 @@ function oneOrMany<T extends z.ZodType>(item: T, name: string) {
   );
 }
 
-const location = z.enum(LOCATIONS, { error: `location must be one of ${LOCATIONS.join(', ')}` });
+const location = oneOf('location', LOCATIONS);
 const locations = oneOrMany(location, 'location').meta({
   description: 'Location filter; repeat the parameter in GET, a JSON array in POST.',
 });
-const section = z.enum(SECTIONS, { error: `section must be one of ${SECTIONS.join(', ')}` });
+const section = oneOf('section', SECTIONS);
 const sections = oneOrMany(section, 'sections').meta({
   description: 'Section filter; repeat `section` (or `sections`) in GET, a JSON array in POST.',
 });
@@ -104,12 +102,7 @@ const dateOnly = (name: string) =>
 
 /** A bare host name, or a URL whose host is taken. */
 function hostOf(text: string): string | null {
-  try {
-    const host = new URL(/^https?:\/\//i.test(text) ? text : `http://${text}`).hostname;
-    return host.length > 0 ? host : null;
-  } catch {
-    return null;
-  }
+  return URL.parse(/^https?:\/\//i.test(text) ? text : `http://${text}`)?.hostname || null;
 }
 
 const domain = parsedString(
@@ -118,9 +111,7 @@ const domain = parsedString(
   'domain must be a host name such as shop.example',
 ).meta({ description: 'Domain filter.', example: 'shop.example' });
 
-export const updateTypeFilter = z.enum(['manual', 'scheduled', 'ci'], {
-  error: 'updateType must be one of manual, scheduled, ci',
-});
+export const updateTypeFilter = oneOf('updateType', ['manual', 'scheduled', 'ci']);
 
 // ---- /v1/update -------------------------------------------------------------------------
 
