@@ -44,7 +44,9 @@ export interface StoredForms {
  * fields that records of earlier versions lack, and for nulls a MongoDB-wire server may drop.
  */
 export function recordSchemas({ id, time, structured }: StoredForms) {
-  const user = z.object({ id, name: z.string(), createdAt: time }) satisfies z.ZodType<UserRecord>;
+  /** What every record with an id of its own has. */
+  const stored = { id, createdAt: time };
+  const user = z.object({ ...stored, name: z.string() }) satisfies z.ZodType<UserRecord>;
   const token = z.object({
     prefix: z.string(),
     userId: id,
@@ -53,7 +55,7 @@ export function recordSchemas({ id, time, structured }: StoredForms) {
     revokedAt: time.nullable(),
   }) satisfies z.ZodType<TokenRecord>;
   const project = z.object({
-    id,
+    ...stored,
     userId: id,
     url: z.string(),
     domain: z.string(),
@@ -64,16 +66,14 @@ export function recordSchemas({ id, time, structured }: StoredForms) {
     // Absent on projects stored before budgets were.
     budgets: structured(budgetFileSchema).default({ budgets: {}, maxRegression: {} }),
     auth: z.string().nullable().default(null),
-    createdAt: time,
   }) satisfies z.ZodType<ProjectRecord>;
   const webhook = z.object({
-    id,
+    ...stored,
     userId: id,
     targetUrl: z.string(),
     projectUrl: z.string().nullable(),
     format: z.enum(WEBHOOK_FORMATS),
     secret: z.string(),
-    createdAt: time,
   }) satisfies z.ZodType<WebhookRecord>;
   const delivery = z.object({
     // The delivery's own key, not a generated id: its webhook and event.
@@ -90,12 +90,11 @@ export function recordSchemas({ id, time, structured }: StoredForms) {
     deliveredAt: time.nullable().default(null),
   }) satisfies z.ZodType<DeliveryRecord>;
   const annotation = z.object({
-    id,
+    ...stored,
     projectId: id,
     date: time,
     text: z.string(),
     link: z.string().nullable(),
-    createdAt: time,
   }) satisfies z.ZodType<AnnotationRecord>;
   const snapshot = z.object({
     id,
