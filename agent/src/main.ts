@@ -52,17 +52,19 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
 
   // Say goodbye, stop taking work and finish the current runs, drain NATS, kill our Chromes. Past
   // the deadline our Chromes are killed all the same.
-  const shutdown = createShutdown({
-    logger,
-    deadlineMs: config.SHUTDOWN_TIMEOUT_MS,
-    steps: [
+  const shutdown = createShutdown(
+    {
+      logger,
+      deadlineMs: config.SHUTDOWN_TIMEOUT_MS,
+      onDeadline: () => void runner.close().finally(() => process.exit(1)),
+    },
+    [
       { name: 'agent', run: () => serving.stop() },
       { name: 'NATS', run: () => nc.drain() },
       { name: 'Chromes', run: () => runner.close() },
       { name: 'ops server', run: () => ops.close() },
     ],
-    onDeadline: () => void runner.close().finally(() => process.exit(1)),
-  });
+  );
   shutdownOnSignals(shutdown);
   await nc.closed();
 }

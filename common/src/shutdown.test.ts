@@ -14,11 +14,11 @@ describe('createShutdown', () => {
     const { logger, lines } = logged();
     const order: string[] = [];
     const step = (name: string, ms: number) => ({ name, run: () => sleep(ms).then(() => order.push(name)) });
-    const shutdown = createShutdown({
-      logger,
-      deadlineMs: 5_000,
-      steps: [step('http', 20), step('nats', 5), step('store', 1)],
-    });
+    const shutdown = createShutdown({ logger, deadlineMs: 5_000 }, [
+      step('http', 20),
+      step('nats', 5),
+      step('store', 1),
+    ]);
     const first = shutdown('SIGTERM');
     const second = shutdown('SIGINT');
     expect(second).toBe(first);
@@ -30,14 +30,10 @@ describe('createShutdown', () => {
   it('goes on past a step that fails, and says which', async () => {
     const { logger, lines } = logged();
     const order: string[] = [];
-    const shutdown = createShutdown({
-      logger,
-      deadlineMs: 5_000,
-      steps: [
-        { name: 'agent', run: () => Promise.reject(new Error('already stopped')) },
-        { name: 'nats', run: () => order.push('nats') },
-      ],
-    });
+    const shutdown = createShutdown({ logger, deadlineMs: 5_000 }, [
+      { name: 'agent', run: () => Promise.reject(new Error('already stopped')) },
+      { name: 'nats', run: () => order.push('nats') },
+    ]);
     await shutdown('SIGTERM');
     expect(order).toEqual(['nats']);
     expect(lines).toContainEqual(
@@ -48,15 +44,10 @@ describe('createShutdown', () => {
   it('ends at its deadline, naming the step still running', async () => {
     const { logger, lines } = logged();
     const ended: string[] = [];
-    const shutdown = createShutdown({
-      logger,
-      deadlineMs: 30,
-      steps: [
-        { name: 'quick', run: () => undefined },
-        { name: 'stuck', run: () => new Promise(() => {}) },
-      ],
-      onDeadline: (pending) => ended.push(pending),
-    });
+    const shutdown = createShutdown({ logger, deadlineMs: 30, onDeadline: (pending) => ended.push(pending) }, [
+      { name: 'quick', run: () => undefined },
+      { name: 'stuck', run: () => new Promise(() => {}) },
+    ]);
     void shutdown('SIGTERM');
     await sleep(80);
     expect(ended).toEqual(['stuck']);

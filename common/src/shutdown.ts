@@ -10,7 +10,6 @@ export interface ShutdownOptions {
   logger: Logger;
   /** Past this, the program exits with code 1, whatever is still closing. */
   deadlineMs: number;
-  steps: readonly ShutdownStep[];
   /** What ends a shutdown past its deadline; exits with code 1 unless given (tests give it). */
   onDeadline?: (pending: string) => void;
 }
@@ -22,12 +21,10 @@ export interface ShutdownOptions {
  * the database open because an earlier step failed loses more. The first call starts it; any
  * later one (a second signal) gets the same promise.
  */
-export function createShutdown({
-  logger,
-  deadlineMs,
-  steps,
-  onDeadline,
-}: ShutdownOptions): (reason: string) => Promise<void> {
+export function createShutdown(
+  { logger, deadlineMs, onDeadline }: ShutdownOptions,
+  steps: readonly ShutdownStep[],
+): (reason: string) => Promise<void> {
   let started: Promise<void> | undefined;
   return (reason) => (started ??= run(reason));
 

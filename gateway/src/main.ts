@@ -28,17 +28,13 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   let gateway: GatewayRuntime | undefined = undefined;
 
   let shuttingDown = false;
-  const shutdown = createShutdown({
-    logger,
-    deadlineMs: config.SHUTDOWN_TIMEOUT_MS,
-    steps: [
-      { name: 'stop waiting for dependencies', run: () => aborted.abort() },
-      { name: 'starting server', run: () => starting.close() },
-      { name: 'gateway', run: () => gateway?.stop() },
-      { name: 'NATS', run: () => (nc && !nc.isClosed() ? nc.drain() : undefined) },
-      { name: 'store', run: () => store?.close() },
-    ],
-  });
+  const shutdown = createShutdown({ logger, deadlineMs: config.SHUTDOWN_TIMEOUT_MS }, [
+    { name: 'stop waiting for dependencies', run: () => aborted.abort() },
+    { name: 'starting server', run: () => starting.close() },
+    { name: 'gateway', run: () => gateway?.stop() },
+    { name: 'NATS', run: () => (nc && !nc.isClosed() ? nc.drain() : undefined) },
+    { name: 'store', run: () => store?.close() },
+  ]);
   shutdownOnSignals((reason) => {
     shuttingDown = true;
     return shutdown(reason);

@@ -78,10 +78,13 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   // (on a loaded machine the banner could reach a terminal before the next line ran).
   const stopped = new Promise<void>((resolve) =>
     shutdownOnSignals(
-      createShutdown({
-        logger,
-        deadlineMs: config.SHUTDOWN_TIMEOUT_MS,
-        steps: [
+      createShutdown(
+        {
+          logger,
+          deadlineMs: config.SHUTDOWN_TIMEOUT_MS,
+          onDeadline: () => void runner.close().finally(() => process.exit(1)),
+        },
+        [
           { name: 'gateway', run: () => gateway.stop() },
           { name: 'agent', run: () => agent.stop() },
           { name: 'NATS', run: () => nc?.drain() },
@@ -90,8 +93,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
           { name: 'demo site', run: () => site.close() },
           { name: 'done', run: resolve },
         ],
-        onDeadline: () => void runner.close().finally(() => process.exit(1)),
-      }),
+      ),
     ),
   );
   process.stdout.write(
