@@ -43,9 +43,23 @@ export interface StoredForms {
  * version, or by hand, fails loudly here instead of deep inside a handler. Defaults stand for
  * fields that records of earlier versions lack, and for nulls a MongoDB-wire server may drop.
  */
-export function recordSchemas({ id, time, structured }: StoredForms) {
-  /** What every record with an id of its own has. */
-  const stored = { id, createdAt: time };
+export function recordSchemas(forms: StoredForms) {
+  return {
+    ...accountRecords(forms),
+    ...webhookRecords(forms),
+    ...snapshotRecords(forms),
+    update: updateRecord(forms),
+    kpi: kpiRecord(forms),
+  };
+}
+
+/** What every record with an id of its own has. */
+const ownId = ({ id, time }: StoredForms) => ({ id, createdAt: time });
+
+/** Users, their tokens and their projects. */
+function accountRecords(forms: StoredForms) {
+  const { id, time, structured } = forms;
+  const stored = ownId(forms);
   const user = z.object({ ...stored, name: z.string() }) satisfies z.ZodType<UserRecord>;
   const token = z.object({
     prefix: z.string(),
@@ -67,6 +81,13 @@ export function recordSchemas({ id, time, structured }: StoredForms) {
     budgets: structured(budgetFileSchema).default({ budgets: {}, maxRegression: {} }),
     auth: z.string().nullable().default(null),
   }) satisfies z.ZodType<ProjectRecord>;
+  return { user, token, project };
+}
+
+/** Webhooks, their deliveries, and the deploy markers (annotations) on a project. */
+function webhookRecords(forms: StoredForms) {
+  const { id, time } = forms;
+  const stored = ownId(forms);
   const webhook = z.object({
     ...stored,
     userId: id,
@@ -96,6 +117,11 @@ export function recordSchemas({ id, time, structured }: StoredForms) {
     text: z.string(),
     link: z.string().nullable(),
   }) satisfies z.ZodType<AnnotationRecord>;
+  return { webhook, delivery, annotation };
+}
+
+/** A snapshot, and each of its cells without its Lighthouse result's bytes (each backend reads those its own way). */
+function snapshotRecords({ id, time, structured }: StoredForms) {
   const snapshot = z.object({
     id,
     projectId: id,
@@ -106,7 +132,6 @@ export function recordSchemas({ id, time, structured }: StoredForms) {
     available: structured(z.array(z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS) }))),
     missing: structured(z.array(missingCellSchema)).default([]),
   });
-  /** A cell of a snapshot, without its Lighthouse result's bytes (each backend reads those its own way). */
   const result = z.object({
     device: z.enum(DEVICES),
     location: z.enum(LOCATIONS),
@@ -116,38 +141,47 @@ export function recordSchemas({ id, time, structured }: StoredForms) {
     crux: structured(cruxPairSchema),
     checks: structured(z.array(cellCheckSchema)).nullish(),
   });
-  const update = z
-    .object({
-      id: z.string(),
-      userId: id,
-      projectId: id,
-      url: z.string(),
-      devices: structured(z.array(z.enum(DEVICES))),
-      locations: structured(z.array(z.enum(LOCATIONS))),
-      updateType: z.enum(UPDATE_TYPES),
-      status: z.enum(UPDATE_STATUSES),
-      date: time.nullish(),
-      reason: z.string().nullish(),
-      attempts: z.number().int(),
-      // Absent on updates of earlier versions: one run per cell.
-      runs: z.number().int().positive().default(1),
-      // A flag or SQLite's 0 / 1; absent on updates of earlier versions (admitted).
-      waiting: z.union([z.boolean(), z.number().int()]).default(false),
-      admittedAt: time.nullish(),
-      progress: structured(z.array(updateProgressSchema)).default([]),
-      missing: structured(z.array(missingCellSchema)).default([]),
-      createdAt: time,
-      updatedAt: time,
-    })
-    // An update of an earlier version, which had no backlog, was admitted when it was created.
-    .transform(({ date, reason, waiting, admittedAt, ...rest }): UpdateRecord => ({
-      ...rest,
-      date: date ?? null,
-      reason: reason ?? null,
-      admittedAt: waiting ? null : (admittedAt ?? rest.createdAt),
-    }));
-  /** A KPI record's place and name; each backend adds its data as it keeps it. */
-  const kpi = z.object({
+  return { snapshot, result };
+}
+
+function updateRecord({ id, time, structured }: StoredForms) {
+  return (
+    z
+      .object({
+        id: z.string(),
+        userId: id,
+        projectId: id,
+        url: z.string(),
+        devices: structured(z.array(z.enum(DEVICES))),
+        locations: structured(z.array(z.enum(LOCATIONS))),
+        updateType: z.enum(UPDATE_TYPES),
+        status: z.enum(UPDATE_STATUSES),
+        date: time.nullish(),
+        reason: z.string().nullish(),
+        attempts: z.number().int(),
+        // Absent on updates of earlier versions: one run per cell.
+        runs: z.number().int().positive().default(1),
+        // A flag or SQLite's 0 / 1; absent on updates of earlier versions (admitted).
+        waiting: z.union([z.boolean(), z.number().int()]).default(false),
+        admittedAt: time.nullish(),
+        progress: structured(z.array(updateProgressSchema)).default([]),
+        missing: structured(z.array(missingCellSchema)).default([]),
+        createdAt: time,
+        updatedAt: time,
+      })
+      // An update of an earlier version, which had no backlog, was admitted when it was created.
+      .transform(({ date, reason, waiting, admittedAt, ...rest }): UpdateRecord => ({
+        ...rest,
+        date: date ?? null,
+        reason: reason ?? null,
+        admittedAt: waiting ? null : (admittedAt ?? rest.createdAt),
+      }))
+  );
+}
+
+/** A KPI record's place and name; each backend adds its data as it keeps it. */
+function kpiRecord({ time }: StoredForms) {
+  return z.object({
     date: time,
     domain: z.string(),
     url: z.string(),
@@ -157,7 +191,6 @@ export function recordSchemas({ id, time, structured }: StoredForms) {
     section: z.string(),
     kpi: z.string(),
   });
-  return { user, token, project, webhook, delivery, annotation, snapshot, result, update, kpi };
 }
 
 /** A stored cell as a store hands it out: its Lighthouse result read from `bytes` only when asked for. */
