@@ -196,8 +196,8 @@ export class MongoStore implements contract.Store {
       this.#updates.createIndex({ userId: 1, status: 1, createdAt: 1 }),
       this.#slots.createIndex({ kind: 1, userId: 1 }),
       this.#results.createIndex({ snapshotId: 1, device: 1, location: 1 }),
-      // /v1/overview reads a user's KPI records by date range, in this order.
-      this.#kpis.createIndex({ userId: 1, date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1 }),
+      // /v1/overview reads a user's KPI records by date range, in KPI_ORDER (same keys, same index name as before).
+      this.#kpis.createIndex({ userId: 1, ...KPI_ORDER }),
       this.#kpis.createIndex({ snapshotId: 1 }),
       // Retention deletes by age.
       this.#snapshots.createIndex({ date: 1 }),
