@@ -36,7 +36,6 @@ export function createRunnerPool(options: {
 }
 
 export class RunnerPool implements AuditRunner {
-  readonly #size: number;
   readonly #options: Omit<RunnerWorkerData, 'slot'>;
   readonly #logger: Logger;
   readonly #slots: Array<Slot | null>;
@@ -44,7 +43,6 @@ export class RunnerPool implements AuditRunner {
   #closing = false;
 
   constructor({ size, worker, logger }: { size: number; worker: Omit<RunnerWorkerData, 'slot'>; logger: Logger }) {
-    this.#size = size;
     this.#options = worker;
     this.#logger = logger;
     this.#slots = Array.from({ length: size }, () => null);
@@ -82,7 +80,7 @@ export class RunnerPool implements AuditRunner {
     if (this.#closing) throw new RunFailure('AGENT_SHUTTING_DOWN', 'the runner pool is closing', true);
     const slots = this.#slots;
     const index = slots.findIndex((slot) => slot === null || !slot.busy);
-    if (index < 0) throw new RunFailure('INTERNAL', `all ${this.#size} runners are busy`, true);
+    if (index < 0) throw new RunFailure('INTERNAL', `all ${slots.length} runners are busy`, true);
     const slot = slots[index] ?? (slots[index] = this.#spawn(index));
     slot.busy = true;
     try {
