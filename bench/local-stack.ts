@@ -166,13 +166,20 @@ export async function spawnGateway(
     child.kill('SIGTERM');
     await exited;
   };
-  for (let i = 0; ; i++) {
-    if ((await fetch(`${url}/readyz`).catch(() => null))?.ok) break;
-    if (i > 200) {
-      await stop();
-      throw new Error('gateway did not become ready');
-    }
-    await sleep(100);
+  try {
+    await waitReady(url, 200);
+  } catch (error) {
+    await stop();
+    throw error;
   }
   return { url, pid: child.pid!, stop };
+}
+
+/** Waits until `url`'s /readyz answers ok, asking every 100 ms, `tries` times at most. */
+export async function waitReady(url: string, tries: number): Promise<void> {
+  for (let i = 0; ; i++) {
+    if ((await fetch(`${url}/readyz`).catch(() => null))?.ok) return;
+    if (i > tries) throw new Error(`${url} did not become ready`);
+    await sleep(100);
+  }
 }

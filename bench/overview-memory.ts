@@ -14,11 +14,10 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { MongoClient, ObjectId } from 'mongodb';
 import { createAdmin, KPI_ORDER, KPI_PROJECTION, MongoStore, SqliteStore } from '@perfwatch/gateway';
 import { freePort, startFerretDb, startNatsServer } from '../test/support/local-servers.ts';
-import { root } from './local-stack.ts';
+import { root, waitReady } from './local-stack.ts';
 
 const tools = join(root, '.tools/bin');
 const HEAP_CAP_MB = Number(process.env['BENCH_HEAP_CAP_MB'] ?? 96);
@@ -117,14 +116,6 @@ interface Served {
   /** Adds a level's records, before it is read, where the store was not seeded with them all at once. */
   add(set: RecordSet): Promise<void>;
   stop(): Promise<void>;
-}
-
-async function waitReady(url: string): Promise<void> {
-  for (let i = 0; ; i++) {
-    if ((await fetch(`${url}/readyz`).catch(() => null))?.ok) return;
-    if (i > 300) throw new Error('server did not start');
-    await sleep(100);
-  }
 }
 
 /** V8's heap bounds for the server: its old generation capped, its young one a fixed size (see SEMI_SPACE_MB). */
@@ -268,7 +259,7 @@ export async function measureOverview(store: OverviewStore, large = 1_000_000): 
   ];
   const served = store === 'embedded' ? await serveEmbedded(dir, sets) : await serveMongoWire(dir);
   try {
-    await waitReady(served.url);
+    await waitReady(served.url, 300);
     const baselineRssMb = await peakRssMb(served.server.pid!);
     const levels: OverviewLevel[] = [];
     for (const set of sets) {
