@@ -202,10 +202,13 @@ describe('hub and region leaf node from the shipped NATS configuration', () => {
 
   it('a scheduled update runs to done', async () => {
     const scheduled = `${inject('siteUrl')}index.html?scheduled`;
+    // Once a minute, a few seconds from now: one tick to watch, and no second one before the
+    // project is removed (a tick every few seconds would queue runs behind this one).
+    const second = (new Date().getUTCSeconds() + 4) % 60;
     const project = await createAdmin(store).addProject('leaf-user', scheduled, {
       locations: ['tokyo'],
       runs: 1,
-      schedule: '*/2 * * * * *',
+      schedule: `${second} * * * * *`,
     });
     const user = (await store.findUserByName('leaf-user'))!;
     const first = await vi.waitFor(
@@ -216,18 +219,22 @@ describe('hub and region leaf node from the shipped NATS configuration', () => {
       },
       { timeout: 30_000, interval: 500 },
     );
-    await createAdmin(store).removeProject('leaf-user', scheduled);
-    await vi.waitFor(
-      async () => {
-        const update = await store.findUpdate(user.id, tickUpdateId(project.id, first));
-        expect(update?.updateType).toBe('scheduled');
-        expect(
-          update?.status,
-          `${update?.reason ?? ''}\n${[...gateways.map((g) => g.process), agent].map((p) => p.output().slice(-3000)).join('\n')}`,
-        ).toBe('done');
-      },
-      { timeout: 150_000, interval: 1_000 },
-    );
+    // Removed only once its update has ended: an update whose project is gone fails by design.
+    try {
+      await vi.waitFor(
+        async () => {
+          const update = await store.findUpdate(user.id, tickUpdateId(project.id, first));
+          expect(update?.updateType).toBe('scheduled');
+          expect(
+            update?.status,
+            `${update?.reason ?? ''}\n${[...gateways.map((g) => g.process), agent].map((p) => p.output().slice(-3000)).join('\n')}`,
+          ).toBe('done');
+        },
+        { timeout: 150_000, interval: 1_000 },
+      );
+    } finally {
+      await createAdmin(store).removeProject('leaf-user', scheduled);
+    }
   }, 180_000);
 });
 
