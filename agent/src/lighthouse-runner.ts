@@ -86,11 +86,7 @@ export interface LighthouseRunnerOptions {
   cpu?: CpuCalibration;
 }
 
-/**
- * Lighthouse in this process, one run at a time (Lighthouse cannot run twice at once in one
- * process). Only the Chrome this runner launched is ever killed: by its own pid, after
- * `runsPerBrowser` runs, after a run that failed or timed out, and on close.
- */
+/** The Chrome a runner has up: its process, its DevTools port, its profile. */
 export interface ChromeInfo {
   pid: number;
   port: number;
@@ -104,6 +100,11 @@ export function createLighthouseRunner(options: LighthouseRunnerOptions): Lighth
 
 type OwnChrome = chromeLauncher.LaunchedChrome & { userDataDir: string };
 
+/**
+ * Lighthouse in this process, one run at a time (Lighthouse cannot run twice at once in one
+ * process). Only the Chrome this runner launched is ever killed: by its own pid, after
+ * `runsPerBrowser` runs, after a run that failed or timed out, and on close.
+ */
 export class LighthouseRunner implements AuditRunner {
   readonly #options: LighthouseRunnerOptions;
   readonly #logger: Logger;
@@ -116,14 +117,14 @@ export class LighthouseRunner implements AuditRunner {
     this.#logger = options.logger;
   }
 
+  /** Null between Chromes (none launched yet, or the last one retired). */
   get chrome(): ChromeInfo | null {
     const chrome = this.#chrome;
     return chrome ? { pid: chrome.pid, port: chrome.port, userDataDir: chrome.userDataDir } : null;
   }
 
   readonly calibrate = async (): Promise<number> => {
-    if (this.#busy) throw new RunFailure('INTERNAL', 'runner is busy: one Lighthouse run at a time', true);
-    this.#busy = true;
+    this.#claim();
     try {
       const browser = await this.#ensureChrome();
       return Math.round(await measureBenchmarkIndex(browser.port));
@@ -135,9 +136,9 @@ export class LighthouseRunner implements AuditRunner {
   readonly close = (): Promise<void> => this.#retire();
 
   readonly run = async (request: RunRequest): Promise<RunOutput> => {
-    if (this.#busy) throw new RunFailure('INTERNAL', 'runner is busy: one Lighthouse run at a time', true);
+    if (this.#busy) throw busyFailure();
     await this.#guardTarget(request.url);
-    this.#busy = true;
+    this.#claim();
     const { device, baselineBenchmarkIndex = null, auth } = request;
     const attempt: RunAttempt = { healthy: false, lighthouseRun: undefined, signedIn: undefined };
     // Credentials get a Chrome of their own, retired after the run: no other run, of another
@@ -155,6 +156,12 @@ export class LighthouseRunner implements AuditRunner {
       await this.#afterRun(attempt, Boolean(auth));
     }
   };
+
+  /** The runner taken for one piece of work; `#afterRun` (or calibrate's end) gives it back. */
+  #claim(): void {
+    if (this.#busy) throw busyFailure();
+    this.#busy = true;
+  }
 
   #mobileMultiplier(baseline: number | null): number {
     const { multiplier } = this.#options.cpu ?? { multiplier: 'auto' };
@@ -268,7 +275,7 @@ export class LighthouseRunner implements AuditRunner {
 
   async #ensureChrome(): Promise<chromeLauncher.LaunchedChrome> {
     const current = this.#chrome;
-    if (current && current.process.exitCode === null && current.process.signalCode === null) return current;
+    if (current && !hasExited(current)) return current;
     if (current) {
       this.#logger.warn({ pid: current.pid }, 'Chrome exited between runs; starting another');
       await this.#retire();
@@ -284,8 +291,7 @@ export class LighthouseRunner implements AuditRunner {
     if (!old) return;
     // chrome-launcher's kill() signals and returns: wait for the browser to be gone, so a
     // replacement never runs beside it (an agent keeps at most `capacity` Chromes).
-    const exited =
-      old.process.exitCode !== null || old.process.signalCode !== null ? Promise.resolve() : once(old.process, 'exit');
+    const exited = hasExited(old) ? Promise.resolve() : once(old.process, 'exit');
     try {
       await old.kill();
       if ((await Promise.race([exited.then(() => true), sleep(15_000).then(() => false)])) === false)
@@ -296,6 +302,12 @@ export class LighthouseRunner implements AuditRunner {
     await rm(old.userDataDir, { recursive: true, force: true });
   }
 }
+
+/** Lighthouse cannot run twice at once in one process. */
+const busyFailure = () => new RunFailure('INTERNAL', 'runner is busy: one Lighthouse run at a time', true);
+
+const hasExited = (chrome: chromeLauncher.LaunchedChrome) =>
+  chrome.process.exitCode !== null || chrome.process.signalCode !== null;
 
 /** What a run leaves for its clean-up: whether Chrome is still trusted, the audit, the signed-in tab. */
 interface RunAttempt {

@@ -10,6 +10,15 @@ import {
   type RunnerWorkerData,
 } from './runner-pool-messages.ts';
 
+/** What each runner thread is started with; the pool adds its slot. */
+type WorkerOptions = Omit<RunnerWorkerData, 'slot'>;
+
+export interface RunnerPoolOptions {
+  size: number;
+  worker: WorkerOptions;
+  logger: Logger;
+}
+
 interface Slot {
   worker: Worker;
   ready: Promise<void>;
@@ -27,22 +36,18 @@ interface Slot {
  * per-process state. A thread that dies fails its run (BROWSER_FAILED, retryable) and is
  * replaced on the next run. Runs beyond `size` at once are refused; the agent never asks.
  */
-export function createRunnerPool(options: {
-  size: number;
-  worker: Omit<RunnerWorkerData, 'slot'>;
-  logger: Logger;
-}): RunnerPool {
+export function createRunnerPool(options: RunnerPoolOptions): RunnerPool {
   return new RunnerPool(options);
 }
 
 export class RunnerPool implements AuditRunner {
-  readonly #options: Omit<RunnerWorkerData, 'slot'>;
+  readonly #options: WorkerOptions;
   readonly #logger: Logger;
   readonly #slots: Array<Slot | null>;
   #nextId = 0;
   #closing = false;
 
-  constructor({ size, worker, logger }: { size: number; worker: Omit<RunnerWorkerData, 'slot'>; logger: Logger }) {
+  constructor({ size, worker, logger }: RunnerPoolOptions) {
     this.#options = worker;
     this.#logger = logger;
     this.#slots = Array.from({ length: size }, () => null);
@@ -115,11 +120,7 @@ async function closeSlot(slot: Slot): Promise<void> {
  * A runner thread for slot `index`, ready once it says so. A thread that dies fails the run it
  * had (BROWSER_FAILED, retryable); `lost` is told, to free the slot.
  */
-function spawnSlot(
-  index: number,
-  options: Omit<RunnerWorkerData, 'slot'>,
-  lost: (slot: Slot, why: string) => void,
-): Slot {
+function spawnSlot(index: number, options: WorkerOptions, lost: (slot: Slot, why: string) => void): Slot {
   const worker = new Worker(new URL('./runner-worker.ts', import.meta.url), {
     workerData: { ...options, slot: index } satisfies RunnerWorkerData,
   });
