@@ -90,10 +90,7 @@ export type QueuedEnding =
   /** The outcome could not be recorded (the database is away): deliver it again. */
   | { kind: 'unrecorded' };
 
-/**
- * One delivery of a queued update, whatever queue carried it (JetStream, or the in-process
- * queue of `perfwatch start`): marks it running, runs it, records how it ended.
- */
+/** What a delivery of a queued update works with. */
 export interface QueuedUpdateDeps {
   store: Store;
   updates: UpdateService;
@@ -109,6 +106,10 @@ export interface QueuedUpdateDeps {
   outbox?: Pick<WebhookOutbox, 'snapshotStored' | 'updateFailed'>;
 }
 
+/**
+ * One delivery of a queued update, whatever queue carried it (JetStream, or the in-process
+ * queue of `perfwatch start`): marks it running, runs it, records how it ended.
+ */
 export async function runQueuedUpdate(
   deps: QueuedUpdateDeps,
   job: QueuedUpdate,
