@@ -132,7 +132,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
 
 /** The perfwatch HTTP API, one method per operation, every answer read against its schema. */
 export class ApiClient {
-  readonly #connection: { base: string; token: string; fetchImpl: typeof fetch };
+  readonly #connection: Connection;
   readonly #readTimeoutMs: number;
   readonly #updateTimeoutMs: number;
 
@@ -222,9 +222,16 @@ export class ApiClient {
   }
 }
 
+/** Where the client's requests go, and as whom. */
+interface Connection {
+  base: string;
+  token: string;
+  fetchImpl: typeof fetch;
+}
+
 /** POSTs `body` as JSON and reads the answer against `schema`; an error envelope becomes ApiClientError. */
 async function postJson<S extends z.ZodType>(
-  { base, token, fetchImpl }: { base: string; token: string; fetchImpl: typeof fetch },
+  { base, token, fetchImpl }: Connection,
   path: string,
   body: object,
   schema: S,

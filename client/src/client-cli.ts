@@ -205,7 +205,7 @@ async function reportBudgets(
     url: string;
     date: string;
     result: AuditResult;
-    budgets: Awaited<ReturnType<typeof readBudgets>>;
+    budgets: Budgets;
     started: number;
   },
   flags: UpdateFlags,
@@ -231,7 +231,7 @@ async function reportBudgets(
 async function update(client: ApiClient, url: string, flags: UpdateFlags, io: CliIo): Promise<number> {
   const device = oneOf(flags.device, DEVICES, 'device');
   const budgets = await readBudgets(flags);
-  const checking = flags.ci || Object.keys(budgets.budgets).length > 0 || Object.keys(budgets.maxRegression).length > 0;
+  const checking = flags.ci || hasBudgets(budgets);
   const timeoutMs = checkedTimeout(flags, checking);
   const updateType = flags.ci ? 'ci' : 'manual';
   const started = Date.now();
