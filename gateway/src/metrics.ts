@@ -126,12 +126,16 @@ function eventMetrics(
   counter: ReturnType<typeof metricsIn>['counter'],
   histogram: ReturnType<typeof metricsIn>['histogram'],
 ) {
-  const http = histogram('perfwatch_http_request_duration_seconds', ['route', 'method', 'status'], HTTP_SECONDS);
+  const httpDuration = histogram(
+    'perfwatch_http_request_duration_seconds',
+    ['route', 'method', 'status'],
+    HTTP_SECONDS,
+  );
   const updates = counter('perfwatch_updates_total', ['mode', 'update_type', 'outcome']);
   const dispatch = histogram('perfwatch_dispatch_duration_seconds', ['location', 'device', 'outcome'], RUN_SECONDS);
   const runs = counter('perfwatch_runs_total', ['location', 'device', 'verdict']);
   const webhookAttempts = counter('perfwatch_webhook_attempts_total', ['outcome']);
-  return { httpDuration: http, updates, dispatch, runs, webhookAttempts };
+  return { httpDuration, updates, dispatch, runs, webhookAttempts };
 }
 
 /** Live agents and their run slots per location, from their announcements. */

@@ -144,6 +144,7 @@ const json = <T extends z.ZodType>(schema: T) =>
     .pipe(schema);
 const records = recordSchemas({ id: z.string(), time: ms, structured: json });
 const camelCase = (column: string) => column.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
+const snakeCase = (field: string) => field.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
 /** A row read as its record: its snake_case columns are the record's camelCase fields. */
 const asRecord = <T extends z.ZodType>(schema: T) =>
   z.preprocess(
@@ -415,7 +416,7 @@ export class SqliteStore implements contract.Store {
   /** A record written as a row: its fields in their snake_case columns, its times as milliseconds. */
   #insertRecord(table: 'webhooks' | 'annotations', record: object): void {
     const entries = Object.entries(record);
-    const columns = entries.map(([field]) => field.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`));
+    const columns = entries.map(([field]) => snakeCase(field));
     this.#run(
       `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
       ...entries.map(([, value]) => (value instanceof Date ? value.getTime() : value) as SQLInputValue),

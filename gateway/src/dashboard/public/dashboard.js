@@ -538,7 +538,7 @@ function comparePicker(url, dates) {
 
 // ---- two snapshots side by side -------------------------------------------------------------
 
-const COMPARE_FORMAT = { performance: (v) => String(Math.round(v)), cls: (v) => v.toFixed(3) };
+const COMPARE_FORMAT = { performance: score, cls: (v) => v.toFixed(3) };
 function compareValue(metric, value, signed = false) {
   if (value === null || value === undefined) return '—';
   const text = (COMPARE_FORMAT[metric] ?? ((v) => `${Math.round(v)} ms`))(value);
