@@ -9,7 +9,6 @@
  *   node bench/dispatch-scale.ts [levels=1,10,100] [kinds=whole,parts]
  */
 import { openSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,7 +28,8 @@ import { encodeReplyBytes, startAgent, type AuditRunner, type ReplyEncoder } fro
 import { createAdmin, MongoStore, SqliteStore } from '@perfwatch/gateway';
 import { startNatsServer } from '../test/support/local-servers.ts';
 import { loadLeanLhr } from '../test/support/lhr-fixtures.ts';
-import { root, spawnGateway, type GatewayProcess } from './local-stack.ts';
+import { root, spawnServer, type ServerProcess } from './local-stack.ts';
+import { cpuMs, peakRssMb, resetPeakRss } from './process-stats.ts';
 import { askAll } from './update-clients.ts';
 
 const DELAY_MS = 200;
@@ -128,23 +128,6 @@ async function scrape(url: string): Promise<{ dispatched: number; heapMb: number
   };
 }
 
-/** The process's CPU time so far (user + system), from /proc: reading it costs the gateway nothing. */
-async function cpuMs(pid: number): Promise<number> {
-  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
-  // utime and stime, fields 14 and 15 of stat(5), in clock ticks of 10 ms.
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
-/** The process's peak RSS since the last resetPeakRss. */
-async function peakRssMb(pid: number): Promise<number> {
-  return Number(/VmHWM:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
-}
-
-/** Resets VmHWM to the current RSS (proc(5), clear_refs "5"), so each level reports its own peak. */
-async function resetPeakRss(pid: number): Promise<void> {
-  await writeFile(`/proc/${pid}/clear_refs`, '5');
-}
-
 export async function measureDispatchScale(
   levels = [1, 10, 100, 1000],
   kinds: readonly ReplyKind[] = ['whole', 'parts'],
@@ -155,7 +138,7 @@ export async function measureDispatchScale(
   const fleet = standInFleet(projects);
   const nc = await connect({ servers: nats.url });
   let agents: Array<{ stop(): Promise<void> }> = [];
-  let gateway: GatewayProcess | undefined;
+  let gateway: ServerProcess | undefined;
   try {
     const figures: ScaleLevel[] = [];
     // Each level with both kinds of responder, one after the other: before and after side by side.
@@ -246,10 +229,11 @@ function standInFleet(projects: Map<string, string[]>) {
 }
 
 /** A gateway process of its own for each level and kind: no level starts with memory another one left. */
-function spawnLevelGateway(env: Record<string, string>): Promise<GatewayProcess> {
+function spawnLevelGateway(env: Record<string, string>): Promise<ServerProcess> {
   // BENCH_GATEWAY_LOG=FILE keeps the gateway's warnings and errors.
   const log = process.env['BENCH_GATEWAY_LOG'];
-  return spawnGateway(
+  return spawnServer(
+    'gateway',
     {
       ...env,
       RATE_LIMIT_UPDATES_PER_MINUTE: '1000000',
@@ -266,7 +250,7 @@ function spawnLevelGateway(env: Record<string, string>): Promise<GatewayProcess>
 
 /** One level: `urls.length` sync updates at once, timed, with the gateway's CPU and memory. */
 async function measureLevel(
-  gateway: GatewayProcess,
+  gateway: ServerProcess,
   token: string,
   urls: string[],
   replies: ReplyKind,

@@ -133,20 +133,25 @@ async function syncUpdate(
   return { ms: performance.now() - startedAt, body };
 }
 
-export interface GatewayProcess {
+export interface ServerProcess {
   url: string;
   pid: number;
   stop(): Promise<void>;
 }
 
 /**
- * `perfwatch gateway` as a process of its own on a free port, ready: `env` on top of this
- * process's (LOG_LEVEL warn). BENCH_CPU_PROF=DIR writes its CPU profile there.
+ * `perfwatch gateway` (or `perfwatch start`) as a process of its own on a free port, ready:
+ * `env` on top of this process's (LOG_LEVEL warn). BENCH_CPU_PROF=DIR writes its CPU profile there.
  */
-export async function spawnGateway(
+export async function spawnServer(
+  command: 'gateway' | 'start',
   env: Record<string, string>,
-  { nodeFlags = [], stdio = 'inherit' }: { nodeFlags?: string[]; stdio?: StdioOptions } = {},
-): Promise<GatewayProcess> {
+  {
+    nodeFlags = [],
+    stdio = 'inherit',
+    readyTries = 200,
+  }: { nodeFlags?: string[]; stdio?: StdioOptions; readyTries?: number } = {},
+): Promise<ServerProcess> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const profile = process.env['BENCH_CPU_PROF'];
@@ -156,7 +161,7 @@ export async function spawnGateway(
       ...nodeFlags,
       ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []),
       join(root, 'bin/perfwatch.js'),
-      'gateway',
+      command,
     ],
     { env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio },
   );
@@ -167,7 +172,7 @@ export async function spawnGateway(
     await exited;
   };
   try {
-    await waitReady(url, 200);
+    await waitReady(url, readyTries);
   } catch (error) {
     await stop();
     throw error;
@@ -176,7 +181,7 @@ export async function spawnGateway(
 }
 
 /** Waits until `url`'s /readyz answers ok, asking every 100 ms, `tries` times at most. */
-export async function waitReady(url: string, tries: number): Promise<void> {
+async function waitReady(url: string, tries: number): Promise<void> {
   for (let i = 0; ; i++) {
     if ((await fetch(`${url}/readyz`).catch(() => null))?.ok) return;
     if (i > tries) throw new Error(`${url} did not become ready`);

@@ -9,15 +9,15 @@
  *   node bench/overview-memory.ts [embedded|mongo-wire] [large=1000000]
  */
 import { randomUUID } from 'node:crypto';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { MongoClient, ObjectId } from 'mongodb';
 import { createAdmin, KPI_ORDER, KPI_PROJECTION, MongoStore, SqliteStore } from '@perfwatch/gateway';
-import { freePort, startFerretDb, startNatsServer } from '../test/support/local-servers.ts';
-import { root, waitReady } from './local-stack.ts';
+import { startFerretDb, startNatsServer } from '../test/support/local-servers.ts';
+import { root, spawnServer, type ServerProcess } from './local-stack.ts';
+import { peakRssMb } from './process-stats.ts';
 
 const tools = join(root, '.tools/bin');
 const HEAP_CAP_MB = Number(process.env['BENCH_HEAP_CAP_MB'] ?? 96);
@@ -43,11 +43,6 @@ export interface OverviewFigures {
   heapCapMb: number;
   baselineRssMb: number;
   levels: OverviewLevel[];
-}
-
-async function peakRssMb(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) / 1024;
 }
 
 /** Reads a streamed JSON array to its end, counting records without holding them. */
@@ -108,9 +103,8 @@ function record(n: number, firstDay: number, days: number) {
 
 /** A store seeded with `levels` record sets on consecutive day ranges, served by a process of its own. */
 interface Served {
-  url: string;
   token: string;
-  server: ChildProcess;
+  server: ServerProcess;
   /** Reads the records of [from, to) straight from the store; resolves to their count. */
   direct(from: Date, to: Date): Promise<number>;
   /** Adds a level's records, before it is read, where the store was not seeded with them all at once. */
@@ -124,7 +118,8 @@ const V8_FLAGS = [
   `--min-semi-space-size=${SEMI_SPACE_MB}`,
   `--max-semi-space-size=${SEMI_SPACE_MB}`,
 ];
-const serverEnv = (port: number) => ({ ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' });
+/** How long the server may take to become ready: tries 100 ms apart (30 s). */
+const READY_TRIES = 300;
 
 type RecordSet = { count: number; firstDay: number; days: number };
 
@@ -165,16 +160,18 @@ async function serveEmbedded(dir: string, levels: RecordSet[]): Promise<Served> 
     }
   }
   db.exec('COMMIT');
-  const port = await freePort();
-  const server = spawn(process.execPath, [...V8_FLAGS, join(root, 'bin/perfwatch.js'), 'start'], {
-    env: { ...serverEnv(port), PERFWATCH_DATA_DIR: dir, PERFWATCH_DEMO_PORT: '0' },
-    stdio: ['ignore', 'ignore', 'inherit'],
+  const server = await spawnServer(
+    'start',
+    { PERFWATCH_DATA_DIR: dir, PERFWATCH_DEMO_PORT: '0' },
+    { nodeFlags: V8_FLAGS, stdio: ['ignore', 'ignore', 'inherit'], readyTries: READY_TRIES },
+  ).catch((error: unknown) => {
+    db.close();
+    throw error;
   });
   const query = db.prepare(
     'SELECT date, domain, url, device, location, update_type, section, kpi, data FROM kpis WHERE user_id = ? AND date >= ? AND date < ? ORDER BY date, url, device, location, section, kpi',
   );
   return {
-    url: `http://127.0.0.1:${port}`,
     token,
     server,
     async direct(from, to) {
@@ -205,13 +202,20 @@ async function serveMongoWire(dir: string): Promise<Served> {
   const client = new MongoClient(ferret.url);
   const kpis = client.db(dbName).collection('kpis');
   const userId = new ObjectId(user.id);
-  const port = await freePort();
-  const server = spawn(process.execPath, [...V8_FLAGS, join(root, 'bin/perfwatch.js'), 'gateway'], {
-    env: { ...serverEnv(port), NATS_URL: nats.url, MONGODB_URI: ferret.url, MONGODB_DB: dbName },
-    stdio: 'inherit',
+  const stopServers = async () => {
+    await client.close();
+    await nats.stop();
+    await ferret.stop();
+  };
+  const server = await spawnServer(
+    'gateway',
+    { NATS_URL: nats.url, MONGODB_URI: ferret.url, MONGODB_DB: dbName },
+    { nodeFlags: V8_FLAGS, readyTries: READY_TRIES },
+  ).catch(async (error: unknown) => {
+    await stopServers();
+    throw error;
   });
   return {
-    url: `http://127.0.0.1:${port}`,
     token,
     server,
     async direct(from, to) {
@@ -240,11 +244,7 @@ async function serveMongoWire(dir: string): Promise<Served> {
         await kpis.insertMany(docs, { ordered: false });
       }
     },
-    async stop() {
-      await client.close();
-      await nats.stop();
-      await ferret.stop();
-    },
+    stop: stopServers,
   };
 }
 
@@ -259,8 +259,7 @@ export async function measureOverview(store: OverviewStore, large = 1_000_000): 
   ];
   const served = store === 'embedded' ? await serveEmbedded(dir, sets) : await serveMongoWire(dir);
   try {
-    await waitReady(served.url, 300);
-    const baselineRssMb = await peakRssMb(served.server.pid!);
+    const baselineRssMb = await peakRssMb(served.server.pid);
     const levels: OverviewLevel[] = [];
     for (const set of sets) {
       const { count, firstDay, days } = set;
@@ -269,11 +268,11 @@ export async function measureOverview(store: OverviewStore, large = 1_000_000): 
       const last = new Date((FIRST_DAY + firstDay + days - 1) * DAY_MS);
       const day = (d: Date) => d.toISOString().slice(0, 10);
       const started = performance.now();
-      const read = await drainOverview(served.url, served.token, day(from), day(last));
+      const read = await drainOverview(served.server.url, served.token, day(from), day(last));
       const seconds = (performance.now() - started) / 1000;
       if (read.records !== count)
         throw new Error(`overview of ${store} returned ${read.records} records, expected ${count}`);
-      const peakRss = await peakRssMb(served.server.pid!);
+      const peakRss = await peakRssMb(served.server.pid);
       const directStarted = performance.now();
       const directCount = await served.direct(from, new Date(last.getTime() + DAY_MS));
       const directSeconds = (performance.now() - directStarted) / 1000;
@@ -294,8 +293,7 @@ export async function measureOverview(store: OverviewStore, large = 1_000_000): 
     }
     return { store, heapCapMb: HEAP_CAP_MB, baselineRssMb, levels };
   } finally {
-    served.server.kill('SIGTERM');
-    await new Promise((resolve) => served.server.once('exit', resolve));
+    await served.server.stop();
     await served.stop();
     await rm(dir, { recursive: true, force: true });
   }

@@ -39,7 +39,7 @@ import {
 import { startFerretDb, startNatsServer } from '../test/support/local-servers.ts';
 import { buildLocationSnapshot } from '../gateway/src/snapshot-builder.ts';
 import { loadLeanLhr } from '../test/support/lhr-fixtures.ts';
-import { root, spawnGateway } from './local-stack.ts';
+import { root, spawnServer } from './local-stack.ts';
 
 const tools = join(root, '.tools/bin');
 const PROJECTS = 100;
@@ -374,7 +374,7 @@ export async function measureReadPath(
   const loads = readLoads(seeded, snapshots);
   const { day: sampleDay, domain: sampleDomain } = loads.overviewDay(1);
   const overviewRecordsPerRequest = await seeded.recordsOn(sampleDay, sampleDomain);
-  const gateway = await spawnGateway({
+  const gateway = await spawnServer('gateway', {
     ...seeded.env,
     NATS_URL: nats.url,
     RATE_LIMIT_READS_PER_MINUTE: '100000000',
