@@ -123,13 +123,8 @@ const READY_TRIES = 300;
 
 type RecordSet = { count: number; firstDay: number; days: number };
 
-async function serveEmbedded(dir: string, levels: RecordSet[]): Promise<Served> {
-  const path = join(dir, 'perfwatch.sqlite');
-  const store = new SqliteStore({ path });
-  await store.init();
-  const { user, token } = await createAdmin(store).createUser('bench');
-  await store.close();
-  const db = new DatabaseSync(path);
+/** Every level's records written straight into the file, in one transaction. */
+function seedRows(db: DatabaseSync, userId: string, levels: RecordSet[]): void {
   // Each 20 records hang on a snapshot of their own: the gateway deletes records of none.
   const snapshot = db.prepare(
     "INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available) VALUES (?, ?, ?, ?, 'https://shop.example/', 'shop.example', ?, 'scheduled', '[]')",
@@ -142,11 +137,11 @@ async function serveEmbedded(dir: string, levels: RecordSet[]): Promise<Served> 
     for (let n = 0; n < count; n++) {
       const r = record(n, firstDay, days);
       const id = `s${firstDay}-${Math.floor(n / 20)}`;
-      if (n % 20 === 0) snapshot.run(id, id, user.id, id, r.date.getTime());
+      if (n % 20 === 0) snapshot.run(id, id, userId, id, r.date.getTime());
       insert.run(
         id,
         'p',
-        user.id,
+        userId,
         r.date.getTime(),
         r.domain,
         r.url,
@@ -160,6 +155,16 @@ async function serveEmbedded(dir: string, levels: RecordSet[]): Promise<Served> 
     }
   }
   db.exec('COMMIT');
+}
+
+async function serveEmbedded(dir: string, levels: RecordSet[]): Promise<Served> {
+  const path = join(dir, 'perfwatch.sqlite');
+  const store = new SqliteStore({ path });
+  await store.init();
+  const { user, token } = await createAdmin(store).createUser('bench');
+  await store.close();
+  const db = new DatabaseSync(path);
+  seedRows(db, user.id, levels);
   const server = await spawnServer(
     'start',
     { PERFWATCH_DATA_DIR: dir, PERFWATCH_DEMO_PORT: '0' },
