@@ -15,6 +15,7 @@ import { measureReadPath, type Load, type ReadPathFigures } from './read-path.ts
 import { measureAgentCapacity, type CapacityPhase } from './agent-capacity.ts';
 import { measureRepeatability, repeatabilitySection } from './repeatability.ts';
 import { measureStoredBytes, storedBytesSection } from './stored-bytes.ts';
+import { measureVerdicts, verdictsSection } from './verdicts.ts';
 
 /** Where the embedded server's peak RSS grew, level by level: what the flatness goal reads. */
 const rssGrowth = (f: OverviewFigures) =>
@@ -71,6 +72,11 @@ const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise
         await measureRepeatability(Number(process.env['BENCH_REPEAT_UPDATES'] ?? 10)),
         new Date().toISOString(),
       ),
+  },
+  {
+    name: 'verdicts',
+    headings: ['## Run verdicts'],
+    measure: async () => verdictsSection(await measureVerdicts(Number(process.env['BENCH_VERDICT_RUNS'] ?? 30))),
   },
   {
     name: 'stored-bytes',

@@ -61,6 +61,13 @@ if [ "$purpose" = test ] && { [ ! -x /usr/bin/prometheus ] || [ ! -x /usr/bin/pr
   apt_install prometheus || die "could not install Debian's prometheus: run 'sudo apt-get install prometheus' and try again"
 fi
 
+# stress-ng, for the benches and scripts that take a core away to show a slower machine
+# (bench/verdicts.ts, scripts/test-under-load.sh).
+if [ "$purpose" != start ] && ! command -v stress-ng >/dev/null 2>&1; then
+  say "installing Debian's stress-ng (a competing load for the verdict bench and test-under-load)"
+  apt_install stress-ng || die "could not install Debian's stress-ng: run 'sudo apt-get install stress-ng' and try again"
+fi
+
 # Containers, for the tests that build and run the shipped images and compose file: podman
 # (runc, CNI with DNS between containers, podman-compose) unless a Docker engine answers, and
 # mmdebstrap for the stand-in base images (scripts/standin-images.sh).

@@ -1,26 +1,38 @@
 import type { Logger } from 'pino';
-import { BENCHMARK_DRIFT_LIMIT } from '@perfwatch/common';
+import { benchmarkDriftLimit, indexCentreAndSpread } from '@perfwatch/common';
+
+/** The agent's baseline: the centre of its readings of the index, and their robust relative spread. */
+export interface Baseline {
+  index: number;
+  spread: number;
+}
 
 export interface CpuBaseline {
   /**
    * Before a run: waits for a measurement under way, and makes one when it is due (none yet, or
    * `everyRuns` runs since the last) and nothing runs on the agent. The baseline to run with.
    */
-  beforeRun(agentIdle: () => boolean): Promise<number | null>;
+  beforeRun(agentIdle: () => boolean): Promise<Baseline | null>;
   /**
    * A run ended (whatever its outcome): one more towards the next measurement. A run made alone
-   * that found the machine more than BENCHMARK_DRIFT_LIMIT faster than the baseline says the
-   * baseline was measured while something else loaded the host: it is measured again next.
+   * whose index lies within the drift limit is one more reading of the baseline. One that found
+   * the machine faster than the limit says the readings were taken while something else loaded
+   * the host: they are measured again, afresh, before the next run.
    */
   runDone(run?: { benchmarkIndex: number | null; alone: boolean }): void;
-  readonly value: number | null;
+  readonly value: Baseline | null;
 }
 
+/** Readings kept: five calibrations' worth, or fewer calibrations and the lone runs between them. */
+const WINDOW = 25;
+
 /**
- * The agent's benchmark index, the one baseline every run of the agent is compared with. It is
- * measured only while the agent runs nothing, and runs wait for a measurement under way: an
- * index measured beside a Lighthouse run (two runner threads calibrating at once, say) reads the
- * machine as slower than it is, and would make every later run look fast and suspect.
+ * The agent's benchmark index, the one baseline every run of the agent is compared with: the
+ * median of a rolling window of readings taken as Lighthouse takes a run's own (cpu-benchmark.ts),
+ * both at idle calibrations and by the runs made alone, with their spread (median absolute
+ * deviation), so the gateway allows each machine the drift it shows with nothing wrong.
+ * Calibrations are made only while the agent runs nothing, and runs wait for one under way: an
+ * index measured beside a Lighthouse run reads the machine as slower than it is.
  */
 export function createCpuBaseline({
   everyRuns,
@@ -28,53 +40,65 @@ export function createCpuBaseline({
   logger,
 }: {
   everyRuns: number;
-  measure: () => Promise<number>;
+  measure: () => Promise<number[]>;
   logger: Logger;
 }): CpuBaseline {
-  let value: number | null = null;
+  let readings: number[] = [];
+  let value: Baseline | null = null;
   let runsSince = 0;
+  let stale = false;
   let measuring: Promise<void> | null = null;
+
+  const add = (more: readonly number[]) => {
+    readings = [...readings, ...more].slice(-WINDOW);
+    const stats = indexCentreAndSpread(readings);
+    value = stats && { index: Math.round(stats.centre), spread: Math.round(stats.spread * 1000) / 1000 };
+  };
+  const calibrate = () =>
+    measure()
+      .then(
+        (samples) => {
+          if (samples.length === 0) throw new Error('the calibration took no reading');
+          if (stale) readings = [];
+          stale = false;
+          add(samples);
+          runsSince = 0;
+          logger.info({ benchmarkIndex: value!.index, spread: value!.spread, samples }, 'CPU calibrated');
+        },
+        (error: unknown) =>
+          logger.warn(
+            { err: { message: (error as Error).message } },
+            value === null
+              ? 'could not measure the benchmark index; runs go without a baseline until a measurement succeeds'
+              : 'could not measure the benchmark index; keeping the last one',
+          ),
+      )
+      .finally(() => {
+        measuring = null;
+      });
 
   return {
     async beforeRun(agentIdle) {
       while (measuring) await measuring;
       if ((value === null || runsSince >= everyRuns) && agentIdle()) {
-        measuring = measure()
-          .then(
-            (index) => {
-              value = Math.round(index);
-              runsSince = 0;
-              logger.info({ benchmarkIndex: value }, 'CPU calibrated');
-            },
-            (error: unknown) =>
-              logger.warn(
-                { err: { message: (error as Error).message } },
-                value === null
-                  ? 'could not measure the benchmark index; runs go without a baseline until a measurement succeeds'
-                  : 'could not measure the benchmark index; keeping the last one',
-              ),
-          )
-          .finally(() => {
-            measuring = null;
-          });
+        measuring = calibrate();
         await measuring;
       }
       return value;
     },
     runDone(run) {
       runsSince++;
-      if (
-        value !== null &&
-        run?.alone &&
-        run.benchmarkIndex !== null &&
-        run.benchmarkIndex > value * (1 + BENCHMARK_DRIFT_LIMIT)
-      ) {
+      if (value === null || !run?.alone || run.benchmarkIndex === null) return;
+      const drift = run.benchmarkIndex / value.index - 1;
+      const limit = benchmarkDriftLimit(value.spread);
+      if (drift > limit) {
         logger.info(
-          { benchmarkIndex: run.benchmarkIndex, baseline: value },
+          { benchmarkIndex: run.benchmarkIndex, baseline: value.index },
           'a run alone found the machine faster than its baseline; measuring again before the next run',
         );
+        stale = true;
         runsSince = everyRuns;
-      }
+      } else if (drift >= -limit) add([run.benchmarkIndex]);
     },
     get value() {
       return value;

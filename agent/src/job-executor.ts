@@ -59,7 +59,8 @@ export function createJobExecutor({
         new RunFailure('BAD_JOB', `job for ${job.location} sent to ${location}`, false),
       );
     const jobLog = logger.child({ requestId, jobId: job.jobId, device: job.device, runIndex: job.runIndex });
-    const baselineBenchmarkIndex = baseline ? await baseline.beforeRun(() => inProgress.size === 0) : undefined;
+    const calibration = baseline ? await baseline.beforeRun(() => inProgress.size === 0) : undefined;
+    const baselineBenchmarkIndex = calibration === undefined ? undefined : (calibration?.index ?? null);
     const startedAt = new Date();
     const loadAverage = Math.round(loadavg()[0]! * 100) / 100;
     const concurrentRuns = inProgress.size;
@@ -81,7 +82,15 @@ export function createJobExecutor({
           lhr: await keptResult(lhr, keepScreenshots),
           ...(security ? { security } : {}),
           ...(conditions
-            ? { conditions: { ...conditions, concurrentRuns, overlappingRuns: thisRun.overlapping, loadAverage } }
+            ? {
+                conditions: {
+                  ...conditions,
+                  ...(calibration ? { benchmarkSpread: calibration.spread } : {}),
+                  concurrentRuns,
+                  overlappingRuns: thisRun.overlapping,
+                  loadAverage,
+                },
+              }
             : {}),
         },
       };

@@ -14,9 +14,10 @@ import {
   type RunConditions,
 } from '@perfwatch/common';
 import { openAuthenticatedPage, type AuthenticatedPage } from './authenticated-page.ts';
-import { measureBenchmarkIndex } from './cpu-benchmark.ts';
+import { sampleBenchmarkIndex } from './cpu-benchmark.ts';
 import type { GuardProxy } from './guard-proxy.ts';
 import { markOwner, PROFILE_PREFIX } from './orphan-chrome.ts';
+import { watchOtherCpu } from './other-cpu-share.ts';
 import { findRedirectLoop } from './redirect-probe.ts';
 import { RunFailure } from './run-failure.ts';
 import { TargetRefused, type TargetGuard } from './target-guard.ts';
@@ -61,10 +62,10 @@ const LIGHTHOUSE_MOBILE_MULTIPLIER = 4;
 export interface AuditRunner {
   run(request: RunRequest): Promise<RunOutput>;
   /**
-   * Measures the machine's benchmark index in this runner's Chrome, outside any run; absent
-   * from runners that do not calibrate (test doubles).
+   * Readings of the machine's benchmark index in this runner's Chrome, outside any run (taken
+   * as Lighthouse takes a run's own); absent from runners that do not calibrate (test doubles).
    */
-  calibrate?(): Promise<number>;
+  calibrate?(): Promise<number[]>;
   close(): Promise<void>;
 }
 
@@ -123,11 +124,11 @@ export class LighthouseRunner implements AuditRunner {
     return chrome ? { pid: chrome.pid, port: chrome.port, userDataDir: chrome.userDataDir } : null;
   }
 
-  readonly calibrate = async (): Promise<number> => {
+  readonly calibrate = async (): Promise<number[]> => {
     this.#claim();
     try {
       const browser = await this.#ensureChrome();
-      return Math.round(await measureBenchmarkIndex(browser.port));
+      return await sampleBenchmarkIndex(browser.port);
     } finally {
       this.#busy = false;
     }
@@ -147,11 +148,15 @@ export class LighthouseRunner implements AuditRunner {
     try {
       const browser = await this.#ensureChrome();
       const cpuMultiplier = device === 'desktop' ? 1 : this.#mobileMultiplier(baselineBenchmarkIndex);
-      const { result, lighthouseMs } = await this.#audit(browser, request, cpuMultiplier, attempt);
+      const { result, lighthouseMs, otherCpuShare } = await this.#audit(browser, request, cpuMultiplier, attempt);
       const lhr = lighthouseResultSchema.parse(result);
       attempt.healthy = true;
       await this.#refuseFailedLoad(request.url, lhr);
-      return { lhr, lighthouseMs, conditions: conditionsOf(lhr, baselineBenchmarkIndex, cpuMultiplier) };
+      return {
+        lhr,
+        lighthouseMs,
+        conditions: { ...conditionsOf(lhr, baselineBenchmarkIndex, cpuMultiplier), otherCpuShare },
+      };
     } finally {
       await this.#afterRun(attempt, Boolean(auth));
     }
@@ -195,7 +200,7 @@ export class LighthouseRunner implements AuditRunner {
     { url, device, timeoutMs, auth }: RunRequest,
     cpuMultiplier: number,
     attempt: RunAttempt,
-  ): Promise<{ result: unknown; lighthouseMs: number }> {
+  ): Promise<{ result: unknown; lighthouseMs: number; otherCpuShare: number | null }> {
     // Loaded on first use: Lighthouse takes about a second to import.
     const { default: lighthouse, desktopConfig } = await import('lighthouse');
     const started = performance.now();
@@ -214,11 +219,13 @@ export class LighthouseRunner implements AuditRunner {
         ? await Promise.race([openAuthenticatedPage(browser.port, url, auth), deadline.expired])
         : undefined;
       // With a signed-in tab Lighthouse audits in it, its cookies and header rules in place.
+      const neighbours = await watchOtherCpu(browser.pid);
       const audit = lighthouse(url, flags, device === 'desktop' ? desktopConfig : undefined, attempt.signedIn?.page);
       attempt.lighthouseRun = audit;
       const runnerResult = await Promise.race([audit, deadline.expired]);
       if (!runnerResult) throw new RunFailure('LIGHTHOUSE_FAILED', 'Lighthouse returned no result', true);
-      return { result: runnerResult.lhr, lighthouseMs: performance.now() - started };
+      const lighthouseMs = performance.now() - started;
+      return { result: runnerResult.lhr, lighthouseMs, otherCpuShare: await neighbours.stop() };
     } catch (error) {
       if (error instanceof RunFailure) throw error;
       throw new RunFailure('LIGHTHOUSE_FAILED', (error as Error).message, true, { cause: error });

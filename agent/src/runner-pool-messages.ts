@@ -33,7 +33,7 @@ export type PoolRequest = z.infer<typeof poolRequestSchema>;
 
 export type PoolResponse =
   | { id: number; ok: true; output: RunOutput }
-  | { id: number; ok: true; benchmarkIndex: number }
+  | { id: number; ok: true; benchmarkIndexes: number[] }
   | { id: number; ok: false; failure: AuditFailure };
 
 export function isAuditErrorCode(code: string): code is AuditErrorCode {

@@ -60,11 +60,11 @@ export class RunnerPool implements AuditRunner {
     return response.output;
   };
 
-  readonly calibrate = async (): Promise<number> => {
+  readonly calibrate = async (): Promise<number[]> => {
     const response = await this.#inFreeSlot((id) => ({ type: 'calibrate', id }));
-    if (!('benchmarkIndex' in response))
+    if (!('benchmarkIndexes' in response))
       throw new RunFailure('INTERNAL', 'the runner thread answered a calibration with a run', true);
-    return response.benchmarkIndex;
+    return response.benchmarkIndexes;
   };
 
   readonly close = async (): Promise<void> => {

@@ -27,7 +27,7 @@ port.on('message', (raw: unknown) => {
   }
   const work: Promise<PoolResponse> =
     message.type === 'calibrate'
-      ? runner.calibrate!().then((benchmarkIndex) => ({ id: message.id, ok: true, benchmarkIndex }))
+      ? runner.calibrate!().then((benchmarkIndexes) => ({ id: message.id, ok: true, benchmarkIndexes }))
       : runner.run(message.request).then((output) => ({ id: message.id, ok: true, output }));
   work.then(
     (response) => port.postMessage(response),

@@ -141,6 +141,18 @@ export const runConditionsSchema = z.object({
   benchmarkIndex: z.number().nonnegative().max(1_000_000).nullable(),
   /** The agent's calibrated benchmark index when the run started: the baseline a run is compared with. */
   baselineBenchmarkIndex: z.number().nonnegative().max(1_000_000).nullable(),
+  /**
+   * Added in v1.7: how far (a fraction) this agent's own lone readings of the index spread around
+   * its baseline, as the drift the agent's machine shows with nothing wrong; absent from earlier
+   * agents (the gateway then allows BENCHMARK_DRIFT_LIMIT).
+   */
+  benchmarkSpread: z.number().nonnegative().max(1).optional(),
+  /**
+   * Added in v1.7: the share (0–1) of the host's CPU time, while the run lasted, that went to
+   * anything but the run itself (its Chrome and Lighthouse): the neighbours it competed with. Null
+   * where the agent cannot read it (no /proc); absent from earlier agents.
+   */
+  otherCpuShare: z.number().min(0).max(1).nullable().optional(),
   /** The CPU slowdown applied (1 for desktop runs). */
   cpuMultiplier: z.number().positive().max(100),
   /** Other runs in progress on the agent when this one started. */

@@ -37,6 +37,12 @@ export const locationResultSchema = z.object({
       retests: z.number().int().nonnegative(),
       /** The verdict on the median run: suspect only when no run was reliable. */
       median: runVerdictSchema,
+      /**
+       * Said once when every run was doubted for its agent's host alone (and so not measured
+       * again into the same condition): what the host showed, e.g. "agent london-1 read the
+       * machine 23 % slower than its baseline on every run". Absent otherwise.
+       */
+      host: z.string().max(300).optional(),
     })
     .optional(),
   /** perfwatch's addition: the project's budget checks on this cell; absent when it had no budgets. */

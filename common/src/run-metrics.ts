@@ -27,6 +27,8 @@ export const runSummarySchema = runMetricsSchema.extend({
   agentId: z.string().optional(),
   benchmarkIndex: z.number().nullable().optional(),
   baselineBenchmarkIndex: z.number().nullable().optional(),
+  benchmarkSpread: z.number().optional(),
+  otherCpuShare: z.number().nullable().optional(),
   cpuMultiplier: z.number().optional(),
   concurrentRuns: z.number().int().optional(),
   overlappingRuns: z.number().int().optional(),
@@ -39,6 +41,11 @@ export const runSummarySchema = runMetricsSchema.extend({
    */
   verdict: runVerdictSchema.optional(),
   reasons: z.array(z.string().max(300)).max(20).optional(),
+  /**
+   * On a suspect run: every reason is about its agent's host (the benchmark index off its
+   * baseline, the CPU taken by other processes), none about the run; such runs are not re-tested.
+   */
+  hostOnly: z.literal(true).optional(),
   /** On a re-test: the 1-based number of the suspect run it measured again. */
   retestOf: z.number().int().positive().optional(),
 });

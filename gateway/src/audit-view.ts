@@ -1,5 +1,6 @@
 import {
   formatApiDateTime,
+  median,
   type AuditResult,
   type Device,
   type Location,
@@ -15,14 +16,37 @@ function verification(
 ): Pick<LocationResult, 'verification'> {
   if (!runs.some((run) => run.verdict)) return {};
   const suspectRuns = runs.filter((run) => run.verdict === 'suspect').length;
+  const host = hostCondition(runs);
   return {
     verification: {
       reliableRuns: runs.length - suspectRuns,
       suspectRuns,
       retests: runs.filter((run) => run.retestOf !== undefined).length,
       median: runs[median - 1]?.verdict ?? 'reliable',
+      ...(host ? { host } : {}),
     },
   };
+}
+
+/**
+ * When every run was doubted for its agent's host alone: what the host showed, said once for
+ * the cell (the median of the runs' readings), rather than by re-testing into it.
+ */
+function hostCondition(runs: SnapshotRecord['results'][number]['runs']): string | undefined {
+  if (runs.length === 0 || !runs.every((run) => run.hostOnly)) return undefined;
+  const agents = [...new Set(runs.map((run) => run.agentId ?? 'unknown'))].join(', ');
+  const said: string[] = [];
+  const drifts = runs.flatMap((r) =>
+    r.benchmarkIndex != null && r.baselineBenchmarkIndex ? [r.benchmarkIndex / r.baselineBenchmarkIndex - 1] : [],
+  );
+  const drift = drifts.length > 0 ? median(drifts) : 0;
+  if (Math.abs(drift) >= 0.005)
+    said.push(
+      `read the machine ${Math.round(Math.abs(drift) * 100)} % ${drift < 0 ? 'slower' : 'faster'} than its baseline`,
+    );
+  const shares = runs.flatMap((r) => (r.otherCpuShare != null ? [r.otherCpuShare] : []));
+  if (shares.length > 0) said.push(`gave ${Math.round(median(shares) * 100)} % of its CPU to other processes`);
+  return `on every run, agent ${agents} ${said.join(' and ')} (median of the runs); not measured again on the same host`;
 }
 
 /** What the audit result adds to a cell's Lighthouse result. */

@@ -87,16 +87,46 @@ describe('judgeRuns', () => {
     expect(verdicts[0]).toEqual({
       verdict: 'suspect',
       reasons: ["benchmark index 2000 is 19 % below the agent's baseline 2460"],
+      hostOnly: true,
     });
     expect(verdicts[1]).toEqual({
       verdict: 'suspect',
       reasons: ["benchmark index 2900 is 18 % above the agent's baseline 2460"],
+      hostOnly: true,
     });
     expect(verdicts[2]!.verdict).toBe('reliable'); // 13 % off
+    // An agent whose own lone readings spread by 8 % (a robust standard deviation) is allowed
+    // three of them: 24 %, so 19 % below is no doubt there; 30 % below still is. No spread is
+    // ever allowed more than 40 %.
+    const spread = (benchmarkIndex: number, benchmarkSpread: number) =>
+      judgeRuns([run(1, { conditions: { benchmarkIndex, baselineBenchmarkIndex: 2460, benchmarkSpread } })])[0]!
+        .verdict;
+    expect(spread(2000, 0.08)).toBe('reliable');
+    expect(spread(1720, 0.08)).toBe('suspect');
+    expect(spread(1400, 0.5)).toBe('suspect');
     // Without a baseline (the agent could not calibrate) there is nothing to compare with.
     expect(judgeRuns([run(1, { conditions: { benchmarkIndex: 500, baselineBenchmarkIndex: null } })])[0]!.verdict).toBe(
       'reliable',
     );
+  });
+
+  it('doubts a run whose host gave more than a quarter of its CPU to other processes', () => {
+    const [busy, calm, unknown] = judgeRuns([
+      run(1, { conditions: { otherCpuShare: 0.55 } }),
+      run(2, { conditions: { otherCpuShare: 0.04 } }),
+      run(3, { conditions: { otherCpuShare: null } }),
+    ]);
+    expect(busy).toEqual({
+      verdict: 'suspect',
+      reasons: ["other processes took 55 % of the host's CPU during this run"],
+      hostOnly: true,
+    });
+    expect(calm!.verdict).toBe('reliable');
+    expect(unknown!.verdict).toBe('reliable');
+    // A run doubted for the host and for itself is not the host's alone.
+    const [both] = judgeRuns([run(1, { conditions: { otherCpuShare: 0.55, concurrentRuns: 1, overlappingRuns: 1 } })]);
+    expect(both!.hostOnly).toBeUndefined();
+    expect(both!.reasons).toHaveLength(2);
   });
 
   it("doubts a run Lighthouse warned about, but not for a redirect or perfwatch's own note", () => {
@@ -194,5 +224,21 @@ describe('nextRetest', () => {
     const runs = [run(1, shared), run(2), run(3), run(1, { runIndex: 3, retestOfRunIndex: 0, ...shared })];
     expect(nextRetest(runs)?.runIndex).toBe(0);
     expect(nextRetest([run(1), run(2), run(3)])).toBeNull();
+  });
+
+  it("re-tests no run doubted only for its agent's host, nor a run whose re-test met such a host", () => {
+    const slowHost = { conditions: { benchmarkIndex: 1100, baselineBenchmarkIndex: 1619 } };
+    const busyHost = { conditions: { otherCpuShare: 0.6 } };
+    expect(nextRetest([run(1, slowHost), run(2, busyHost), run(3, slowHost)])).toBeNull();
+    const retestOnBusyHost = [
+      run(1, shared),
+      run(2),
+      run(3),
+      run(1, { runIndex: 3, retestOfRunIndex: 0, ...busyHost }),
+    ];
+    expect(nextRetest(retestOnBusyHost)).toBeNull();
+    // A run shared with another is still measured again, whatever else its host showed.
+    const sharedOnBusyHost = { conditions: { ...shared.conditions, otherCpuShare: 0.6 } };
+    expect(nextRetest([run(1, sharedOnBusyHost), run(2)])?.runIndex).toBe(0);
   });
 });

@@ -1,5 +1,5 @@
 import {
-  BENCHMARK_DRIFT_LIMIT,
+  benchmarkDriftLimit,
   digestSkeleton,
   extractRunMetrics,
   median,
@@ -20,8 +20,18 @@ export type JudgedRun = Pick<DigestedRunResult, 'agentId' | 'conditions' | 'dige
  * stand apart from the other runs of its device and location.
  */
 export const VERDICT_RULES = {
-  /** Lighthouse's benchmark index of the run this far (a fraction) from the agent's baseline. */
-  benchmarkDrift: BENCHMARK_DRIFT_LIMIT,
+  /**
+   * Lighthouse's benchmark index of the run farther (a fraction) from the agent's baseline than
+   * `benchmarkDriftLimit` allows: 15 %, or three robust standard deviations of the agent's own
+   * lone readings when they spread wider (at most 40 %).
+   */
+  benchmarkDrift: benchmarkDriftLimit,
+  /**
+   * Anything but the run itself took more than this share of its host's CPU while it lasted (a
+   * neighbour on one core of two takes about half; an idle host gives a run's neighbours a few
+   * percent).
+   */
+  otherCpuShare: 0.25,
   /** Outliers are looked for among at least this many runs of one device and location that nothing else is doubted about. */
   outlierMinRuns: 3,
   /** A performance score more than this many points from the median score of the runs. */
@@ -36,6 +46,12 @@ export const VERDICT_RULES = {
 export interface Verdict {
   verdict: RunVerdict;
   reasons: string[];
+  /**
+   * On a suspect run: every reason is about its agent's host (its index off the baseline, its CPU
+   * taken by others), none about the run itself. Such a run is not measured again: a re-test on
+   * the same host would meet the same condition.
+   */
+  hostOnly?: true;
 }
 
 /**
@@ -51,18 +67,30 @@ function percent(fraction: number): string {
   return `${Math.round(Math.abs(fraction) * 100)} %`;
 }
 
-/** What in the run itself (its conditions, Lighthouse's warnings) makes it doubtful. */
-function ownReasons(run: JudgedRun): string[] {
+const bounded = (reason: string) =>
+  reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS - 1)}…` : reason;
+
+/** What about the run's agent's host makes it doubtful: the machine's speed, its neighbours. */
+function hostReasons(run: JudgedRun): string[] {
   const reasons: string[] = [];
   const c = run.conditions;
   if (c?.benchmarkIndex != null && c.baselineBenchmarkIndex) {
     const drift = c.benchmarkIndex / c.baselineBenchmarkIndex - 1;
-    if (Math.abs(drift) > VERDICT_RULES.benchmarkDrift) {
+    if (Math.abs(drift) > VERDICT_RULES.benchmarkDrift(c.benchmarkSpread)) {
       reasons.push(
         `benchmark index ${c.benchmarkIndex} is ${percent(drift)} ${drift < 0 ? 'below' : 'above'} the agent's baseline ${c.baselineBenchmarkIndex}`,
       );
     }
   }
+  if (c?.otherCpuShare != null && c.otherCpuShare > VERDICT_RULES.otherCpuShare)
+    reasons.push(`other processes took ${percent(c.otherCpuShare)} of the host's CPU during this run`);
+  return reasons.map(bounded);
+}
+
+/** What in the run itself (other runs beside it, Lighthouse's warnings) makes it doubtful. */
+function runReasons(run: JudgedRun): string[] {
+  const reasons: string[] = [];
+  const c = run.conditions;
   const others = Math.max(c?.concurrentRuns ?? 0, c?.overlappingRuns ?? 0);
   if (others > 0)
     reasons.push(
@@ -70,9 +98,7 @@ function ownReasons(run: JudgedRun): string[] {
     );
   const warnings = run.digest.lhr.runWarnings.filter((w) => !NOT_ABOUT_THE_RUN.some((re) => re.test(w)));
   for (const warning of warnings.slice(0, MAX_WARNINGS)) reasons.push(`Lighthouse warned: ${warning}`);
-  return reasons.map((reason) =>
-    reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS - 1)}…` : reason,
-  );
+  return reasons.map(bounded);
 }
 
 /** Why each run's numbers stand apart from the others' (empty when they do not). */
@@ -111,11 +137,16 @@ function outlierReasons(metrics: readonly RunMetrics[]): string[][] {
  * would otherwise drag the median its re-test is compared with.
  */
 export function judgeRuns(runs: readonly JudgedRun[]): Verdict[] {
-  const own = runs.map(ownReasons);
-  const clean = runs.flatMap((run, i) => (own[i]!.length === 0 ? [i] : []));
+  const host = runs.map(hostReasons);
+  const own = runs.map(runReasons);
+  const clean = runs.flatMap((run, i) => (host[i]!.length + own[i]!.length === 0 ? [i] : []));
   const outliers = outlierReasons(clean.map((i) => extractRunMetrics(digestSkeleton(runs[i]!.digest))));
   clean.forEach((runIndex, k) => own[runIndex]!.push(...outliers[k]!));
-  return own.map((reasons) => ({ verdict: reasons.length > 0 ? 'suspect' : 'reliable', reasons }));
+  return runs.map((_, i) => {
+    const reasons = [...host[i]!, ...own[i]!];
+    if (reasons.length === 0) return { verdict: 'reliable', reasons };
+    return { verdict: 'suspect', reasons, ...(own[i]!.length === 0 ? { hostOnly: true as const } : {}) };
+  });
 }
 
 /**
@@ -135,18 +166,26 @@ export type MeasuredRun = ReceivedRun & { retestOfRunIndex?: number };
 
 /**
  * The run to measure again next, or null: the first suspect first-round run that no reliable
- * re-test stands in for yet. `runs` are in run order, re-tests after the first round.
+ * re-test stands in for yet, unless it was doubted only for its agent's host (Verdict.hostOnly),
+ * or its last re-test was. `runs` are in run order, re-tests after the first round.
  */
 export function nextRetest(runs: readonly MeasuredRun[]): MeasuredRun | null {
   const verdicts = judgeRuns(runs);
-  const reliableStandIns = new Set(
+  // Runs a re-test already stands in for, or whose re-test met a condition of the host.
+  const settled = new Set(
     runs
-      .filter((run, i) => run.retestOfRunIndex !== undefined && verdicts[i]!.verdict === 'reliable')
+      .filter(
+        (run, i) =>
+          run.retestOfRunIndex !== undefined && (verdicts[i]!.verdict === 'reliable' || verdicts[i]!.hostOnly),
+      )
       .map((run) => run.retestOfRunIndex),
   );
   const index = runs.findIndex(
     (run, i) =>
-      run.retestOfRunIndex === undefined && verdicts[i]!.verdict === 'suspect' && !reliableStandIns.has(run.runIndex),
+      run.retestOfRunIndex === undefined &&
+      verdicts[i]!.verdict === 'suspect' &&
+      !verdicts[i]!.hostOnly &&
+      !settled.has(run.runIndex),
   );
   return index === -1 ? null : runs[index]!;
 }
