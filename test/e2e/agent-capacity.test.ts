@@ -7,10 +7,13 @@ import { chromesOf, describeProcesses, processesUsing } from '../support/chrome-
 import type { PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { silentLogger } from '../support/test-services.ts';
 
-// One agent process with capacity 2 and real Chromium: 50 Lighthouse runs, never more than two
-// Chromes at once, each replaced after 10 runs, and not one Chrome process left after SIGTERM.
+// One agent process with capacity 2 and real Chromium: 20 Lighthouse runs, never more than two
+// Chromes at once, each replaced after 4 runs, and not one Chrome process left after SIGTERM.
+// Sized to prove that: each slot replaces its Chrome at least twice while the other slot runs
+// (five Chromes in all), with desktop and mobile runs mixed; more runs add time, not evidence.
 
-const RUNS = 50;
+const RUNS = 20;
+const RUNS_PER_BROWSER = 4;
 let stack: AgentUnderTest;
 let nc: NatsConnection;
 let registry: AgentRegistry;
@@ -21,7 +24,7 @@ beforeAll(async () => {
     PERFWATCH_LOCATION: 'tokyo',
     PERFWATCH_AGENT_ID: 'tokyo-wide',
     PERFWATCH_CAPACITY: '2',
-    PERFWATCH_RUNS_PER_BROWSER: '10',
+    PERFWATCH_RUNS_PER_BROWSER: String(RUNS_PER_BROWSER),
     LOG_LEVEL: 'warn',
   });
   ({ nc, registry, agent } = stack);
@@ -88,9 +91,9 @@ describe('agent capacity', () => {
         ),
       ),
     ).toEqual(new Set(['mobile', 'desktop']));
-    // Two at a time, never more; 10 runs per Chrome: at least 5 Chromes over the 50 runs.
+    // Two at a time, never more; 4 runs per Chrome: at least 5 Chromes over the 20 runs.
     expect(mostBrowsers, excess.slice(0, 3).join('\n')).toBe(2);
-    expect(dirs.size).toBeGreaterThanOrEqual(RUNS / 10);
+    expect(dirs.size).toBeGreaterThanOrEqual(RUNS / RUNS_PER_BROWSER);
     // Retired Chromes are gone while the agent runs on: only the two warm ones are left.
     const live = await chromesOf(pid);
     expect(live.length).toBeLessThanOrEqual(2);

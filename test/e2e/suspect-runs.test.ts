@@ -50,21 +50,7 @@ describe('a verdict on every run', () => {
       );
       return measured;
     };
-    let cell = await update();
-    // A shared host that slowed down for the whole update (every re-test too was more than 15 %
-    // below the agent's calibration) doubts every run, rightly: that is the verdicts working, not
-    // what this test is about. Measured once more, after the neighbour's load.
-    const slowHost = (run: (typeof cell.runs)[number]) =>
-      run.verdict === 'suspect' &&
-      run.retestOf !== undefined &&
-      (run.reasons ?? []).every((reason) => reason.includes("below the agent's baseline"));
-    if (
-      !cell.runs.some((r) => r.verdict === 'reliable') &&
-      cell.runs.filter((r) => r.retestOf !== undefined).every(slowHost)
-    ) {
-      console.log('every re-test ran on a host slower than its calibration: measuring once more');
-      cell = await update();
-    }
+    const cell = await update();
 
     // The first round: two runs at once on one agent, each counted by the agent as shared, suspect for it.
     const [first, second, ...retests] = cell.runs;
@@ -75,7 +61,9 @@ describe('a verdict on every run', () => {
       expect(run.verdict).toBe('suspect');
       expect(run.reasons).toContain('1 other run was in progress on agent frankfurt-shared during this run');
     }
-    // Re-tested one at a time: alone on the agent; two of them at most.
+    // Re-tested one at a time: alone on the agent; two of them at most. A re-test is never
+    // doubted for sharing the agent: it may be doubted for its host (a neighbour on the machine,
+    // as under scripts/test-under-load.sh), which ends that run's re-tests.
     expect(retests.length).toBeGreaterThanOrEqual(1);
     expect(retests.length).toBeLessThanOrEqual(2);
     for (const retest of retests) {
@@ -83,22 +71,20 @@ describe('a verdict on every run', () => {
       expect(retest.concurrentRuns).toBe(0);
       expect(retest.overlappingRuns).toBe(0);
       expect(retest.reasons!.some((reason) => reason.includes('other run'))).toBe(false);
+      expect(retest.verdict === 'reliable' || retest.hostOnly === true, retest.reasons!.join('; ')).toBe(true);
     }
-    // The median over the reliable runs, and the stored result is that run's.
+    // The median over the reliable runs when there are any, and the stored result is that run's.
     const reliable = cell.runs.filter((r) => r.verdict === 'reliable');
-    expect(
-      reliable.length,
-      'a re-test alone on the agent was doubted for another reason; see the log line above',
-    ).toBeGreaterThan(0);
-    expect(cell.median).toBe(cell.runs.indexOf(reliable[medianRunIndex(reliable)]!) + 1);
-    expect(cell.runs[cell.median - 1]!.verdict).toBe('reliable');
+    const pool = reliable.length > 0 ? reliable : cell.runs;
+    expect(cell.median).toBe(cell.runs.indexOf(pool[medianRunIndex(pool)]!) + 1);
+    expect(cell.runs[cell.median - 1]!.verdict).toBe(reliable.length > 0 ? 'reliable' : 'suspect');
     const lhr = cell.lighthouse as unknown as { audits: Record<string, { numericValue: number }> };
     expect(lhr.audits['first-contentful-paint']!.numericValue).toBe(cell.runs[cell.median - 1]!.fcp);
     expect(cell.verification).toEqual({
       reliableRuns: reliable.length,
       suspectRuns: cell.runs.length - reliable.length,
       retests: retests.length,
-      median: 'reliable',
+      median: reliable.length > 0 ? 'reliable' : 'suspect',
     });
 
     // /v1/audit serves the same verdicts from the store.
