@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cpuMultiplierFor } from './cpu-calibration.ts';
+import { benchmarkDriftLimit, cpuMultiplierFor, indexCentreAndSpread } from './cpu-calibration.ts';
 
 describe('cpuMultiplierFor', () => {
   it("follows the calculator's anchor points across its three ranges", () => {
@@ -29,5 +29,25 @@ describe('cpuMultiplierFor', () => {
     expect(cpuMultiplierFor(149)).toBeNull();
     expect(cpuMultiplierFor(0)).toBeNull();
     expect(cpuMultiplierFor(Number.NaN)).toBeNull();
+  });
+});
+
+describe("the drift a run's benchmark index is allowed", () => {
+  it('is 15 %, or three of the agent’s own spreads when they are wider, never over 40 %', () => {
+    expect(benchmarkDriftLimit(undefined)).toBe(0.15);
+    expect(benchmarkDriftLimit(0.02)).toBe(0.15);
+    expect(benchmarkDriftLimit(0.08)).toBeCloseTo(0.24);
+    expect(benchmarkDriftLimit(0.3)).toBe(0.4);
+    expect(benchmarkDriftLimit(Number.NaN)).toBe(0.15);
+  });
+
+  it('reads the centre and spread of readings robustly: one odd reading moves neither far', () => {
+    expect(indexCentreAndSpread([])).toBeNull();
+    const steady = indexCentreAndSpread([3600, 3650, 3550, 3700, 3500])!;
+    expect(steady.centre).toBe(3600);
+    expect(steady.spread).toBeCloseTo((1.4826 * 50) / 3600, 6);
+    const withOutlier = indexCentreAndSpread([3600, 3650, 3550, 3700, 922])!;
+    expect(withOutlier.centre).toBe(3600);
+    expect(withOutlier.spread).toBeCloseTo((1.4826 * 50) / 3600, 6);
   });
 });

@@ -138,6 +138,54 @@ describe('the audit result', () => {
         .london,
     ).not.toHaveProperty('verification');
   });
+
+  it('says once, for the cell, when every run was doubted for its host alone', async () => {
+    const slowAndCrowded = {
+      benchmarkIndex: 1100,
+      baselineBenchmarkIndex: 1600,
+      otherCpuShare: 0.5,
+      cpuMultiplier: 3,
+      concurrentRuns: 0,
+      loadAverage: 1.2,
+      chromeVersion: '142',
+      lighthouseVersion: '13',
+    };
+    const runs = [1, 2].map((n, runIndex) => ({
+      jobId: `j${n}`,
+      agentId: 'london-1',
+      location: 'london' as const,
+      device: 'mobile' as const,
+      runIndex,
+      startedAt: '',
+      lighthouseMs: 1,
+      lhr: loadLhr('mobile', n as 1 | 2),
+      conditions: { ...slowAndCrowded, benchmarkIndex: 1100 + runIndex * 100 },
+    }));
+    const hostBound = await builtCell('mobile', 'london', runs);
+    const cell = (
+      await auditResult({ date, available: [hostBound], results: [hostBound] }, { defaultLocation: 'london' })
+    ).mobile!.london!;
+    expect(cell.runs.map((r) => [r.verdict, r.hostOnly])).toEqual([
+      ['suspect', true],
+      ['suspect', true],
+    ]);
+    // The median of the runs' drift: 1,100 and 1,200 against 1,600 are 31 % and 25 % slower.
+    expect(cell.verification).toEqual({
+      reliableRuns: 0,
+      suspectRuns: 2,
+      retests: 0,
+      median: 'suspect',
+      host: 'on every run, agent london-1 read the machine 28 % slower than its baseline and gave 50 % of its CPU to other processes (median of the runs); not measured again on the same host',
+    });
+    // One run doubted for itself too: nothing is said for the cell.
+    const mixed = await builtCell('mobile', 'london', [
+      runs[0]!,
+      { ...runs[1]!, conditions: { ...runs[1]!.conditions, concurrentRuns: 1 } },
+    ]);
+    const mixedCell = (await auditResult({ date, available: [mixed], results: [mixed] }, { defaultLocation: 'london' }))
+      .mobile!.london!;
+    expect(mixedCell.verification).not.toHaveProperty('host');
+  });
 });
 
 const auditResultJson = (
