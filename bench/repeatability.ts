@@ -139,7 +139,7 @@ async function measureSpreads(capacity: number, updates: number): Promise<Spread
   }
 }
 
-async function measureAgreement(rounds: number): Promise<Agreement[]> {
+export async function measureAgreement(rounds: number): Promise<Agreement[]> {
   const stack = await startLocalStack([{ location: 'london', runsPerBrowser: 50 }]);
   const dir = await mkdtemp(join(tmpdir(), 'perfwatch-cli-'));
   const flags = chromeFlags({ noSandbox: process.getuid?.() === 0 });
