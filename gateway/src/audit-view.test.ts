@@ -36,6 +36,16 @@ const desktopTokyo = await builtCell('desktop', 'tokyo', [
   },
 ]);
 const date = new Date('2026-01-02T03:04:05Z');
+/** A run's conditions as a calm agent reports them. */
+const conditions = {
+  benchmarkIndex: 2400,
+  baselineBenchmarkIndex: 2460,
+  cpuMultiplier: 8,
+  concurrentRuns: 0,
+  loadAverage: 0.2,
+  chromeVersion: '142',
+  lighthouseVersion: '13',
+};
 
 /** The answer's pieces as a client reads them: their bytes together, decoded as UTF-8. */
 async function text(pieces: AsyncIterable<string | Uint8Array>): Promise<string> {
@@ -101,15 +111,6 @@ describe('the audit result', () => {
     );
   });
   it("says how far the runs are to be trusted: reliable and suspect runs, re-tests, the median's verdict", async () => {
-    const conditions = {
-      benchmarkIndex: 2400,
-      baselineBenchmarkIndex: 2460,
-      cpuMultiplier: 8,
-      concurrentRuns: 0,
-      loadAverage: 0.2,
-      chromeVersion: '142',
-      lighthouseVersion: '13',
-    };
     const runs = [1, 2, 3].map((n, runIndex) => ({
       jobId: `j${n}`,
       agentId: 'a',
@@ -140,16 +141,7 @@ describe('the audit result', () => {
   });
 
   it('says once, for the cell, when every run was doubted for its host alone', async () => {
-    const slowAndCrowded = {
-      benchmarkIndex: 1100,
-      baselineBenchmarkIndex: 1600,
-      otherCpuShare: 0.5,
-      cpuMultiplier: 3,
-      concurrentRuns: 0,
-      loadAverage: 1.2,
-      chromeVersion: '142',
-      lighthouseVersion: '13',
-    };
+    const slowAndCrowded = { ...conditions, benchmarkIndex: 1100, baselineBenchmarkIndex: 1600, otherCpuShare: 0.5 };
     const runs = [1, 2].map((n, runIndex) => ({
       jobId: `j${n}`,
       agentId: 'london-1',
