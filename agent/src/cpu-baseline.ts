@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { benchmarkDriftLimit, indexCentreAndSpread } from '@perfwatch/common';
+import { driftBeyondLimit, indexCentreAndSpread } from '@perfwatch/common';
 
 /** The agent's baseline: the centre of its readings of the index, and their robust relative spread. */
 export interface Baseline {
@@ -89,16 +89,15 @@ export function createCpuBaseline({
     runDone(run) {
       runsSince++;
       if (value === null || !run?.alone || run.benchmarkIndex === null) return;
-      const drift = run.benchmarkIndex / value.index - 1;
-      const limit = benchmarkDriftLimit(value.spread);
-      if (drift > limit) {
+      const drift = driftBeyondLimit(run.benchmarkIndex, value.index, value.spread);
+      if (drift > 0) {
         logger.info(
           { benchmarkIndex: run.benchmarkIndex, baseline: value.index },
           'a run alone found the machine faster than its baseline; measuring again before the next run',
         );
         stale = true;
         runsSince = everyRuns;
-      } else if (drift >= -limit) add([run.benchmarkIndex]);
+      } else if (drift === 0) add([run.benchmarkIndex]);
     },
     get value() {
       return value;

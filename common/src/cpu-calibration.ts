@@ -38,6 +38,16 @@ export function benchmarkDriftLimit(spread: number | undefined): number {
 }
 
 /**
+ * How far (a signed fraction) a reading of the index lies from the baseline when it lies beyond
+ * the drift limit for the baseline's `spread`; 0 within it. The gateway doubts such a run; the
+ * agent takes a lone run within it as one more reading of its baseline.
+ */
+export function driftBeyondLimit(index: number, baseline: number, spread: number | undefined): number {
+  const drift = index / baseline - 1;
+  return Math.abs(drift) > benchmarkDriftLimit(spread) ? drift : 0;
+}
+
+/**
  * The median and the robust relative spread (1.4826 × the median absolute deviation, divided by
  * the median: a standard deviation's worth for normal noise, unmoved by a few outliers) of
  * readings of the benchmark index. Null for no readings.

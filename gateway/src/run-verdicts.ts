@@ -1,6 +1,7 @@
 import {
   benchmarkDriftLimit,
   digestSkeleton,
+  driftBeyondLimit,
   extractRunMetrics,
   median,
   medianRunIndex,
@@ -75,8 +76,8 @@ function hostReasons(run: JudgedRun): string[] {
   const reasons: string[] = [];
   const c = run.conditions;
   if (c?.benchmarkIndex != null && c.baselineBenchmarkIndex) {
-    const drift = c.benchmarkIndex / c.baselineBenchmarkIndex - 1;
-    if (Math.abs(drift) > VERDICT_RULES.benchmarkDrift(c.benchmarkSpread)) {
+    const drift = driftBeyondLimit(c.benchmarkIndex, c.baselineBenchmarkIndex, c.benchmarkSpread);
+    if (drift !== 0) {
       reasons.push(
         `benchmark index ${c.benchmarkIndex} is ${percent(drift)} ${drift < 0 ? 'below' : 'above'} the agent's baseline ${c.baselineBenchmarkIndex}`,
       );
