@@ -7,7 +7,7 @@ import { receivedRun } from './run-outcome.ts';
 import { ResultBytes } from './result-bytes.ts';
 import type { LocationSnapshot, NewLocationSnapshot, SnapshotFilter } from './store/store.ts';
 import { buildLocationSnapshot, NoUsableResult } from './snapshot-builder.ts';
-import { builtCell, readCell } from '../../test/support/new-cells.ts';
+import { builtCell, CALM_CONDITIONS as conditions, readCell } from '../../test/support/new-cells.ts';
 
 const mobileLondon = await builtCell(
   'mobile',
@@ -36,16 +36,6 @@ const desktopTokyo = await builtCell('desktop', 'tokyo', [
   },
 ]);
 const date = new Date('2026-01-02T03:04:05Z');
-/** A run's conditions as a calm agent reports them. */
-const conditions = {
-  benchmarkIndex: 2400,
-  baselineBenchmarkIndex: 2460,
-  cpuMultiplier: 8,
-  concurrentRuns: 0,
-  loadAverage: 0.2,
-  chromeVersion: '142',
-  lighthouseVersion: '13',
-};
 
 /** The answer's pieces as a client reads them: their bytes together, decoded as UTF-8. */
 async function text(pieces: AsyncIterable<string | Uint8Array>): Promise<string> {

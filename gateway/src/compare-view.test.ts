@@ -1,18 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { compareResultSchema, type Device, type Location, type RunConditions } from '@perfwatch/common';
+import { compareResultSchema, type Device, type Location } from '@perfwatch/common';
 import { loadLhr } from '../../test/support/lhr-fixtures.ts';
 import { compareSnapshots } from './compare-view.ts';
-import { builtCell } from '../../test/support/new-cells.ts';
-
-const calm: RunConditions = {
-  benchmarkIndex: 2400,
-  baselineBenchmarkIndex: 2460,
-  cpuMultiplier: 8,
-  concurrentRuns: 0,
-  loadAverage: 0.2,
-  chromeVersion: '142',
-  lighthouseVersion: '13',
-};
+import { builtCell, CALM_CONDITIONS as calm } from '../../test/support/new-cells.ts';
 
 /** A cell of real mobile runs of the fixture site, each run's LCP shifted by `lcpShift` ms. */
 function cell(

@@ -2,6 +2,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { AuditJob, Location } from '@perfwatch/common';
 import { loadLhr } from '../../test/support/lhr-fixtures.ts';
+import { CALM_CONDITIONS } from '../../test/support/new-cells.ts';
 import { receivedRun, replyOutcome, type Dispatcher, type RunOutcome } from './run-outcome.ts';
 import type { NewSnapshot, ProjectRecord, Store } from './store/store.ts';
 import type { CruxClient, FieldData } from './crux/crux-client.ts';
@@ -335,16 +336,7 @@ describe('update service', () => {
   });
 
   it('measures suspect runs again, at most twice per device and location, on another agent, and takes the median over reliable runs', async () => {
-    const conditions = {
-      benchmarkIndex: 2400,
-      baselineBenchmarkIndex: 2460,
-      cpuMultiplier: 8,
-      concurrentRuns: 0,
-      overlappingRuns: 0,
-      loadAverage: 0.2,
-      chromeVersion: '142',
-      lighthouseVersion: '13',
-    };
+    const conditions = { ...CALM_CONDITIONS, overlappingRuns: 0 };
     const options: Array<{ jobId: string; avoidAgent?: string }> = [];
     // The first round's three runs shared agent a1; re-tests go to a2, alone, except in tokyo, where every run is shared.
     const dispatcher: Dispatcher = {

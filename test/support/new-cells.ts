@@ -1,6 +1,17 @@
-import type { AuditRunResult, Device, LighthouseResult, Location } from '@perfwatch/common';
+import type { AuditRunResult, Device, LighthouseResult, Location, RunConditions } from '@perfwatch/common';
 import { receivedRun, ResultBytes, type LocationSnapshot, type NewLocationSnapshot } from '@perfwatch/gateway';
 import { buildLocationSnapshot } from '../../gateway/src/snapshot-builder.ts';
+
+/** A run's conditions as a calm agent reports them: alone, as fast as its baseline. */
+export const CALM_CONDITIONS: RunConditions = {
+  benchmarkIndex: 2400,
+  baselineBenchmarkIndex: 2460,
+  cpuMultiplier: 8,
+  concurrentRuns: 0,
+  loadAverage: 0.2,
+  chromeVersion: '142',
+  lighthouseVersion: '13',
+};
 
 /** A cell to write, from one given with its result whole, as the update service hands it over. */
 export function newCell(
