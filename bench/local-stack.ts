@@ -136,6 +136,8 @@ async function syncUpdate(
 export interface ServerProcess {
   url: string;
   pid: number;
+  /** The process's standard output, when `stdio` piped it (perfwatch start prints its token there). */
+  stdout: NodeJS.ReadableStream | null;
   stop(): Promise<void>;
 }
 
@@ -177,7 +179,7 @@ export async function spawnServer(
     await stop();
     throw error;
   }
-  return { url, pid: child.pid!, stop };
+  return { url, pid: child.pid!, stdout: child.stdout, stop };
 }
 
 /** Waits until `url`'s /readyz answers ok, asking every 100 ms, `tries` times at most. */

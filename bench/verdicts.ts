@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { auditResultSchema, type RunSummary } from '@perfwatch/common';
 import { freePort } from '../test/support/local-servers.ts';
-import { root, startLocalStack } from './local-stack.ts';
+import { spawnServer, startLocalStack } from './local-stack.ts';
 
 export interface VerdictTally {
   setup: 'perfwatch start' | 'two agents, two locations';
@@ -95,32 +95,25 @@ export function startCompetingLoad(): { stop(): Promise<void> } {
 /** `perfwatch start` in a process of its own, on free ports and a data directory of its own; its printed token read back. */
 async function startPerfwatchStart(): Promise<{ update: Update; page: string; stop(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'perfwatch-verdicts-'));
-  const [port, demoPort] = [await freePort(), await freePort()];
-  const child = spawn(process.execPath, [join(root, 'bin/perfwatch.js'), 'start'], {
-    env: {
-      ...process.env,
-      LOG_LEVEL: 'warn',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      PERFWATCH_DEMO_PORT: String(demoPort),
-      PERFWATCH_DATA_DIR: dir,
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const demoPort = await freePort();
+  const server = await spawnServer(
+    'start',
+    { PERFWATCH_DEMO_PORT: String(demoPort), PERFWATCH_DATA_DIR: dir },
+    { stdio: ['ignore', 'pipe', 'inherit'], readyTries: 600 },
+  );
+  // The banner, token included, is printed once the server is up; the pipe kept it.
   let out = '';
-  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  server.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
   let token: string | undefined;
-  for (let i = 0; i < 600 && !token; i++) {
+  for (let i = 0; i < 100 && !token; i++) {
     token = /token for user "demo"[^:]*: (pw_\S+)/.exec(out)?.[1];
-    if (child.exitCode !== null) throw new Error(`perfwatch start exited: ${out}`);
     await sleep(100);
   }
   if (!token) throw new Error(`perfwatch start printed no token: ${out}`);
-  const gateway = `http://127.0.0.1:${port}`;
   return {
     page: `http://127.0.0.1:${demoPort}/`,
     update: async (url) => {
-      const res = await fetch(`${gateway}/v1/update?url=${encodeURIComponent(url)}&device=mobile`, {
+      const res = await fetch(`${server.url}/v1/update?url=${encodeURIComponent(url)}&device=mobile`, {
         headers: { Authorization: token },
       });
       const body: unknown = await res.json();
@@ -128,9 +121,7 @@ async function startPerfwatchStart(): Promise<{ update: Update; page: string; st
       return body;
     },
     async stop() {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
+      await server.stop();
       await rm(dir, { recursive: true, force: true });
     },
   };
