@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { AuditResult } from './audit-result.ts';
 import { DEVICES, LOCATIONS, type Device, type Location } from './ids.ts';
+import { withoutPrototypeKeys } from './own-keys.ts';
 
 /**
  * What a budget can bound. Category scores (0–100) are floors; metrics are ceilings in the
@@ -22,16 +23,40 @@ export const BUDGET_KEYS = {
 } as const;
 export type BudgetKey = keyof typeof BUDGET_KEYS;
 const budgetKeyNames = Object.keys(BUDGET_KEYS) as [BudgetKey, ...BudgetKey[]];
+const budgetKeySet: ReadonlySet<string> = new Set(budgetKeyNames);
+/** Whether `key` is a budget key of perfwatch's own (never one a plain object inherits). */
+export const isBudgetKey = (key: string): key is BudgetKey => budgetKeySet.has(key);
+export const budgetKeyList = budgetKeyNames.join(', ');
 
-const limitsSchema = z.partialRecord(z.enum(budgetKeyNames), z.number().nonnegative());
+/**
+ * Limits by key (`budgets`, `maxRegression`): what a caller sends and what a store reads back,
+ * one schema, so nothing is stored that cannot be read again.
+ */
+export const limitsSchema = (name: string) =>
+  withoutPrototypeKeys(
+    z
+      .record(
+        z.string(),
+        z.number({ error: `${name}: each limit is a number` }).nonnegative(`${name}: a limit is not negative`),
+      )
+      .superRefine((limits, ctx) => {
+        for (const [key, value] of Object.entries(limits)) {
+          if (!isBudgetKey(key))
+            ctx.addIssue({ code: 'custom', message: `${name}: unknown budget key "${key}"; known: ${budgetKeyList}` });
+          else if (BUDGET_KEYS[key].kind === 'score' && value > 100)
+            ctx.addIssue({ code: 'custom', message: `${name}: ${key} is a score from 0 to 100, not ${value}` });
+        }
+      }) as unknown as z.ZodType<Partial<Record<BudgetKey, number>>>,
+    name,
+  );
 
 /**
  * A budget file: limits per key and, optionally, the largest allowed regression against the
  * previous snapshot (score points for scores, percent for metrics).
  */
 export const budgetFileSchema = z.strictObject({
-  budgets: limitsSchema.default({}),
-  maxRegression: limitsSchema.default({}),
+  budgets: limitsSchema('budgets').default({}),
+  maxRegression: limitsSchema('maxRegression').default({}),
 });
 export type Budgets = z.output<typeof budgetFileSchema>;
 
@@ -47,12 +72,11 @@ export function parseLimit(text: string): [BudgetKey, number] {
   const match = /^([a-z-]+)=(\d+(?:\.\d+)?)$/.exec(text.trim());
   if (!match) throw new BudgetSpecError(`"${text}" is not KEY=NUMBER (e.g. performance=90, lcp=2500)`);
   const key = match[1]!;
-  if (!(key in BUDGET_KEYS))
-    throw new BudgetSpecError(`unknown budget key "${key}"; known: ${budgetKeyNames.join(', ')}`);
+  if (!isBudgetKey(key)) throw new BudgetSpecError(`unknown budget key "${key}"; known: ${budgetKeyList}`);
   const value = Number(match[2]);
-  if (BUDGET_KEYS[key as BudgetKey].kind === 'score' && value > 100)
+  if (BUDGET_KEYS[key].kind === 'score' && value > 100)
     throw new BudgetSpecError(`${key} is a score from 0 to 100, not ${value}`);
-  return [key as BudgetKey, value];
+  return [key, value];
 }
 
 export const budgetCheckSchema = z.object({
@@ -225,6 +249,6 @@ export type CellCheck = z.infer<typeof cellCheckSchema>;
 
 /** `/v1/budgets`' answer: what a project's snapshots are checked against. */
 export const projectBudgetsSchema = z
-  .object({ url: z.string(), budgets: limitsSchema, maxRegression: limitsSchema })
+  .object({ url: z.string(), budgets: limitsSchema('budgets'), maxRegression: limitsSchema('maxRegression') })
   .meta({ id: 'ProjectBudgets' });
 export type ProjectBudgets = z.infer<typeof projectBudgetsSchema>;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Device } from './ids.ts';
+import { withoutPrototypeKeys } from './own-keys.ts';
 
 /**
  * Chrome UX Report field data. A record is what the CrUX API's `records:queryRecord` returns
@@ -21,7 +22,7 @@ export const cruxMetricSchema = z.looseObject({
 
 export const cruxRecordSchema = z.looseObject({
   key: z.looseObject({ formFactor: z.string().optional(), url: z.string().optional(), origin: z.string().optional() }),
-  metrics: z.record(z.string(), cruxMetricSchema),
+  metrics: withoutPrototypeKeys(z.record(z.string(), cruxMetricSchema), 'metrics'),
   collectionPeriod: z.unknown().optional(),
 });
 export type CruxRecord = z.infer<typeof cruxRecordSchema>;

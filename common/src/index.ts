@@ -23,6 +23,7 @@ export * from './ops-server.ts';
 export * from './cpu-calibration.ts';
 export * from './mann-whitney.ts';
 export * from './compare-result.ts';
+export * from './own-keys.ts';
 export * from './budgets.ts';
 export * from './webhooks.ts';
 export * from './annotations.ts';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { withoutPrototypeKeys } from './own-keys.ts';
 
 /**
  * The parts of a Lighthouse result (LHR) that perfwatch reads. Everything else is kept as
@@ -27,8 +28,8 @@ export const lighthouseResultSchema = z.looseObject({
   requestedUrl: z.string().optional(),
   finalDisplayedUrl: z.string(),
   configSettings: z.looseObject({ formFactor: z.enum(['mobile', 'desktop']).optional() }).optional(),
-  audits: z.record(z.string(), lhrAuditSchema),
-  categories: z.record(z.string(), lhrCategorySchema),
+  audits: withoutPrototypeKeys(z.record(z.string(), lhrAuditSchema), 'audits'),
+  categories: withoutPrototypeKeys(z.record(z.string(), lhrCategorySchema), 'categories'),
   runtimeError: z.looseObject({ code: z.string(), message: z.string() }).optional(),
 });
 export type LighthouseResult = z.infer<typeof lighthouseResultSchema>;

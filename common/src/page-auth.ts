@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { withoutPrototypeKeys } from './own-keys.ts';
 
 /**
  * How an agent gets past a page's login (v1.3 of the job, optional): cookies and request
@@ -17,22 +18,25 @@ export type LoginStep = z.infer<typeof loginStepSchema>;
 
 /** Headers the browser owns: a login may not set them (cookies go in `cookies`). */
 const BROWSER_HEADERS = new Set(['host', 'content-length', 'connection', 'cookie', 'transfer-encoding']);
-const headersSchema = z
-  .record(
-    z.string(),
-    z
-      .string()
-      .max(8_192)
-      .regex(/^[^\r\n]*$/, 'a header value has no line break'),
-  )
-  .superRefine((headers, ctx) => {
-    for (const name of Object.keys(headers)) {
-      if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/.test(name))
-        ctx.addIssue({ code: 'custom', message: `header name ${JSON.stringify(name.slice(0, 100))} is not a token` });
-      else if (BROWSER_HEADERS.has(name.toLowerCase()))
-        ctx.addIssue({ code: 'custom', message: `${name} is the browser's to set (cookies go in cookies)` });
-    }
-  });
+const headersSchema = withoutPrototypeKeys(
+  z
+    .record(
+      z.string(),
+      z
+        .string()
+        .max(8_192)
+        .regex(/^[^\r\n]*$/, 'a header value has no line break'),
+    )
+    .superRefine((headers, ctx) => {
+      for (const name of Object.keys(headers)) {
+        if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/.test(name))
+          ctx.addIssue({ code: 'custom', message: `header name ${JSON.stringify(name.slice(0, 100))} is not a token` });
+        else if (BROWSER_HEADERS.has(name.toLowerCase()))
+          ctx.addIssue({ code: 'custom', message: `${name} is the browser's to set (cookies go in cookies)` });
+      }
+    }),
+  'headers',
+);
 
 export const pageAuthSchema = z
   .strictObject({

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { BUDGET_KEYS } from './budgets.ts';
+import { PROTOTYPE_NAMES, withoutPrototypeKeys } from './own-keys.ts';
 import { LIGHTHOUSE_KPI_VERSION, lighthouseKpis, SECTIONS, type KpiRecord } from './lighthouse-kpis.ts';
 import type { LighthouseResult } from './lighthouse-result.ts';
 import { pageSourceKpis, savingsKpis } from './page-kpis.ts';
@@ -44,7 +45,7 @@ function isKpiData(data: unknown): data is Record<string, KpiValue> {
       typeof v === 'boolean' ||
       (typeof v === 'number' && Number.isFinite(v)) ||
       (typeof v === 'string' && v.length <= 500);
-    if (!valid || name.length > 64) return false;
+    if (!valid || name.length > 64 || PROTOTYPE_NAMES.has(name)) return false;
   }
   return true;
 }
@@ -62,15 +63,21 @@ export const runDigestSchema = z.object({
     fetchTime: z.string().max(64),
     finalDisplayedUrl: z.string().max(8_192),
     runWarnings: z.array(z.string().max(2_000)).max(20),
-    categories: z
-      .record(z.string().max(64), z.object({ id: z.string().max(64), score: finite.nullable() }))
-      .refine((c) => Object.keys(c).length <= 16, 'at most 16 categories'),
-    audits: z
-      .record(
-        z.string().max(64),
-        z.object({ id: z.string().max(64), score: finite.nullable().optional(), numericValue: finite.optional() }),
-      )
-      .refine((a) => Object.keys(a).length <= DIGEST_AUDITS.length, `at most ${DIGEST_AUDITS.length} audits`),
+    categories: withoutPrototypeKeys(
+      z
+        .record(z.string().max(64), z.object({ id: z.string().max(64), score: finite.nullable() }))
+        .refine((c) => Object.keys(c).length <= 16, 'at most 16 categories'),
+      'categories',
+    ),
+    audits: withoutPrototypeKeys(
+      z
+        .record(
+          z.string().max(64),
+          z.object({ id: z.string().max(64), score: finite.nullable().optional(), numericValue: finite.optional() }),
+        )
+        .refine((a) => Object.keys(a).length <= DIGEST_AUDITS.length, `at most ${DIGEST_AUDITS.length} audits`),
+      'audits',
+    ),
   }),
   elementCount: z.number().int().nonnegative().max(100_000_000).nullable(),
   /** LIGHTHOUSE_KPI_VERSION the records were taken with: a gateway of another takes them itself. */

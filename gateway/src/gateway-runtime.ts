@@ -62,6 +62,10 @@ export async function startGateway({
     queueDepth: (location) => dispatcher.waiting?.(location) ?? 0,
     pendingUpdates: (location) => store.countPendingUpdates(location),
   });
+  const unsubscribe = store.unreadable.onSkipped((record) => {
+    logger.warn({ record }, 'skipped a stored record that cannot be read');
+    metrics.recordSkipped(record.kind);
+  });
   const { outbox, targetGuard, secrets, updates } = updateParts({ store, logger, config, dispatcher, metrics });
   const { queue, admission } = await startQueue({ store, logger, config, nc, updates, outbox });
   const background = startBackgroundWork({ store, logger, config, queue, admission, outbox, targetGuard, metrics });
@@ -94,6 +98,7 @@ export async function startGateway({
       await background.webhooks.stop();
       await background.fieldHistory?.stop();
       await agents.stop();
+      unsubscribe();
       // Last: /metrics and /readyz answer (not ready) while the rest stops.
       await ops?.close();
     },

@@ -33,6 +33,8 @@ export interface GatewayMetrics extends UpdateObserver {
   /** Times every HTTP request by route template (never the URL: it carries user input). */
   httpMiddleware: RequestHandler;
   webhookAttempt(outcome: 'delivered' | 'retry' | 'failed'): void;
+  /** A stored record a list read skipped because it could not be parsed, by its kind. */
+  recordSkipped(kind: string): void;
 }
 
 /** A gauge read when scraped: `collect` sets its values. */
@@ -81,7 +83,7 @@ export function createGatewayMetrics({
 }): GatewayMetrics {
   const registry = createMetricsRegistry();
   const { counter, histogram, gauge } = metricsIn(registry);
-  const { httpDuration, updates, dispatch, runs, webhookAttempts } = eventMetrics(counter, histogram);
+  const { httpDuration, updates, dispatch, runs, webhookAttempts, skippedRecords } = eventMetrics(counter, histogram);
   agentGauges(gauge, agents);
   queueGauges(gauge, queueDepth, pendingUpdates);
   // Without NATS (perfwatch start's in-process bus) there is no connection to report.
@@ -102,6 +104,9 @@ export function createGatewayMetrics({
     webhookAttempt(outcome) {
       webhookAttempts.inc({ outcome });
     },
+    recordSkipped(kind) {
+      skippedRecords.inc({ kind });
+    },
   };
 }
 
@@ -115,6 +120,8 @@ const HELP = {
     'Successful runs kept in snapshots by location, device and verdict (reliable, suspect); suspect runs are measured again, and a rising share of them says an agent is overloaded or its host busy.',
   perfwatch_webhook_attempts_total:
     'Webhook delivery attempts by outcome: delivered, retry (the receiver failed; tried again later), failed (given up after WEBHOOK_GIVE_UP_AFTER_MS).',
+  perfwatch_store_records_skipped_total:
+    "Stored records a list read skipped because they could not be parsed (written by another version or by hand), by kind; each is logged with its id. Any rise wants a look: the record's owner misses it.",
 } as const;
 /** Reads take milliseconds; a sync update takes tens of seconds to minutes. */
 const HTTP_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
@@ -135,7 +142,8 @@ function eventMetrics(
   const dispatch = histogram('perfwatch_dispatch_duration_seconds', ['location', 'device', 'outcome'], RUN_SECONDS);
   const runs = counter('perfwatch_runs_total', ['location', 'device', 'verdict']);
   const webhookAttempts = counter('perfwatch_webhook_attempts_total', ['outcome']);
-  return { httpDuration, updates, dispatch, runs, webhookAttempts };
+  const skippedRecords = counter('perfwatch_store_records_skipped_total', ['kind']);
+  return { httpDuration, updates, dispatch, runs, webhookAttempts, skippedRecords };
 }
 
 /** Live agents and their run slots per location, from their announcements. */

@@ -2,8 +2,9 @@ import type { Request } from 'express';
 import { z } from 'zod';
 import {
   ApiError,
-  BUDGET_KEYS,
+  budgetKeyList,
   BudgetSpecError,
+  limitsSchema,
   DEVICES,
   pageAuthSchema,
   parseLimit,
@@ -177,23 +178,6 @@ function limitsFromQuery(name: string) {
   });
 }
 
-const budgetKeyList = Object.keys(BUDGET_KEYS).join(', ');
-const limitsObject = (name: string) =>
-  z
-    .record(
-      z.string(),
-      z.number({ error: `${name}: each limit is a number` }).nonnegative(`${name}: a limit is not negative`),
-    )
-    .superRefine((limits, ctx) => {
-      for (const [key, value] of Object.entries(limits)) {
-        if (!(key in BUDGET_KEYS))
-          ctx.addIssue({ code: 'custom', message: `${name}: unknown budget key "${key}"; known: ${budgetKeyList}` });
-        else if (BUDGET_KEYS[key as keyof typeof BUDGET_KEYS].kind === 'score' && value > 100)
-          ctx.addIssue({ code: 'custom', message: `${name}: ${key} is a score from 0 to 100, not ${value}` });
-      }
-    })
-    .transform((limits) => limits as Budgets['budgets']);
-
 export interface BudgetsParams {
   url: string;
   /** Present: the project's budgets are replaced by these. */
@@ -230,12 +214,12 @@ export const budgetsQuerySchema = z
 export const budgetsBodySchema = z
   .strictObject({
     url: projectUrl,
-    budgets: limitsObject('budgets')
+    budgets: limitsSchema('budgets')
       .optional()
       .meta({
         description: `Limits by key (${budgetKeyList}): score floors 0–100, metric ceilings in ms, bytes, or unitless for cls. Given (or maxRegression given): the project's budgets are replaced.`,
       }),
-    maxRegression: limitsObject('maxRegression').optional().meta({
+    maxRegression: limitsSchema('maxRegression').optional().meta({
       description: 'Allowed regressions against the previous snapshot, by key: score points, or percent for metrics.',
     }),
   })

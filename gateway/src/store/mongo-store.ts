@@ -13,6 +13,7 @@ import pRetry from 'p-retry';
 import { z } from 'zod';
 import { type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
 import { recordSchemas, storedCell } from './record-schemas.ts';
+import { UnreadableRecords } from './unreadable-records.ts';
 import { NoFreeSnapshotDate, snapshotDates } from './snapshot-dates.ts';
 import { ConcurrentWrite, DuplicateError, fieldHistoryId, KPI_BATCH, kpiBatches } from './store.ts';
 // The store contract's types, by their module's name: both stores implement the same one.
@@ -65,6 +66,10 @@ interface UpdateDocument {
   _id: string;
   userId: ObjectId;
   projectId: ObjectId;
+// A scheduler's mark that cannot be read is no mark: the project is simply due.
+const scheduledProjectDoc = projectDoc.and(
+  z.object({ scheduledThrough: z.date().nullable().catch(null).default(null) }),
+);
   url: string;
   devices: string[];
   locations: string[];
@@ -175,6 +180,7 @@ export class MongoStore implements contract.Store {
     this.#leases = this.#db.collection<{ _id: string; holder: string; expiresAt: Date }>('leases');
     this.#slots = this.#db.collection<{ _id: string; kind: string; userId: string; expiresAt: Date }>('slots');
     this.#notes = this.#db.collection<{ _id: string; value: string }>('notes');
+  readonly unreadable = new UnreadableRecords();
     this.#webhooks = this.#db.collection('webhooks');
     this.#deliveries = this.#db.collection<DeliveryDocument>('deliveries');
     this.#annotations = this.#db.collection('annotations');
@@ -234,7 +240,7 @@ export class MongoStore implements contract.Store {
 
   async listUsers(): Promise<contract.UserRecord[]> {
     const docs = await this.#users.find({}).sort({ name: 1 }).toArray();
-    return docs.map((doc) => userDoc.parse(doc));
+    return this.unreadable.parseEach('user', userDoc, docs);
   }
 
   async addToken({ prefix, userId, digest }: Omit<contract.TokenRecord, 'createdAt' | 'revokedAt'>): Promise<void> {
@@ -288,7 +294,7 @@ export class MongoStore implements contract.Store {
       .find(userId ? { userId: new ObjectId(userId) } : {})
       .sort({ url: 1 })
       .toArray();
-    return docs.map((doc) => projectDoc.parse(doc));
+    return this.unreadable.parseEach('project', projectDoc, docs);
   }
 
   async removeProject(userId: string, url: string): Promise<boolean> {
@@ -322,7 +328,7 @@ export class MongoStore implements contract.Store {
       .find({ userId: new ObjectId(userId) })
       .sort({ createdAt: 1, _id: 1 })
       .toArray();
-    return docs.map((doc) => webhookDoc.parse(doc));
+    return this.unreadable.parseEach('webhook', webhookDoc, docs);
   }
 
   async removeWebhook(userId: string, id: string): Promise<boolean> {
@@ -389,7 +395,15 @@ export class MongoStore implements contract.Store {
       .sort({ createdAt: -1, _id: -1 })
       .limit(limit)
       .toArray();
-    return docs.map((doc) => deliveryDoc.parse(doc));
+    return this.unreadable.parseEach('delivery', deliveryDoc, docs);
+  }
+
+  async deleteDeliveriesBefore(before: Date): Promise<number> {
+    const { deletedCount } = await this.#deliveries.deleteMany({
+      status: { $ne: 'pending' },
+      createdAt: { $lt: before },
+    });
+    return deletedCount;
   }
 
   async addAnnotation(annotation: contract.NewAnnotation): Promise<contract.AnnotationRecord> {
@@ -414,7 +428,7 @@ export class MongoStore implements contract.Store {
       .find({ projectId: new ObjectId(projectId), ...(range.from || range.to ? { date } : {}) })
       .sort({ date: 1, createdAt: 1 })
       .toArray();
-    return docs.map((doc) => annotationDoc.parse(doc));
+    return this.unreadable.parseEach('annotation', annotationDoc, docs);
   }
 
   async #discardSnapshot(snapshotId: ObjectId): Promise<void> {
@@ -494,7 +508,7 @@ export class MongoStore implements contract.Store {
       .find({ status: { $in: ['queued', 'running'] } })
       .sort({ createdAt: 1 })
       .toArray();
-    return docs.map((doc) => updateDoc.parse(doc));
+    return this.unreadable.parseEach('update', updateDoc, docs);
   }
 
   async userBacklog(userId: string): Promise<{ updates: number; runs: number }> {
@@ -584,14 +598,7 @@ export class MongoStore implements contract.Store {
 
   async listScheduledProjects(): Promise<Array<contract.ProjectRecord & { scheduledThrough: Date | null }>> {
     const docs = await this.#projects.find({ schedule: { $type: 'string' } }).toArray();
-    return docs.map((doc) => ({
-      ...projectDoc.parse(doc),
-      scheduledThrough: z
-        .date()
-        .nullable()
-        .catch(null)
-        .parse(doc['scheduledThrough'] ?? null),
-    }));
+    return this.unreadable.parseEach('project', scheduledProjectDoc, docs);
   }
 
   async markScheduled(projectId: string, tick: Date): Promise<void> {
@@ -630,7 +637,7 @@ export class MongoStore implements contract.Store {
     const docs = page
       ? (await found.sort({ date: -1 }).limit(page.limit).toArray()).reverse()
       : await found.sort({ date: 1 }).toArray();
-    return docs.map((doc) => summaryDoc.parse(doc));
+    return this.unreadable.parseEach('snapshot', summaryDoc, docs);
   }
 
   async *streamKpis(filter: contract.OverviewFilter): AsyncIterable<readonly contract.KpiRow[]> {

@@ -5,6 +5,7 @@ import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlit
 import { z } from 'zod';
 import { type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
 import { recordSchemas, storedCell } from './record-schemas.ts';
+import { UnreadableRecords } from './unreadable-records.ts';
 import { NoFreeSnapshotDate, snapshotDates } from './snapshot-dates.ts';
 import { DuplicateError, fieldHistoryId, kpiBatches } from './store.ts';
 // The store contract's types, by their module's name: both stores implement the same one.
@@ -198,6 +199,7 @@ export class SqliteStore implements contract.Store {
     return this.#db;
   }
 
+  readonly unreadable = new UnreadableRecords();
   /**
    * The statement for `sql`, prepared once: preparing parses the SQL, which cost more than many
    * of the reads and writes themselves. Only for statements run to their end at once; an
@@ -319,7 +321,7 @@ export class SqliteStore implements contract.Store {
   }
 
   async listUsers(): Promise<contract.UserRecord[]> {
-    return this.#all('SELECT * FROM users ORDER BY name').map((row) => userRow.parse(row));
+    return this.unreadable.parseEach('user', userRow, this.#all('SELECT * FROM users ORDER BY name'));
   }
 
   async addToken({ prefix, userId, digest }: Omit<contract.TokenRecord, 'createdAt' | 'revokedAt'>): Promise<void> {
@@ -389,7 +391,7 @@ export class SqliteStore implements contract.Store {
     const rows = userId
       ? this.#all('SELECT * FROM projects WHERE user_id = ? ORDER BY url', userId)
       : this.#all('SELECT * FROM projects ORDER BY url');
-    return rows.map((row) => projectRow.parse(row));
+    return this.unreadable.parseEach('project', projectRow, rows);
   }
 
   async removeProject(userId: string, url: string): Promise<boolean> {
@@ -430,8 +432,10 @@ export class SqliteStore implements contract.Store {
   }
 
   async listWebhooks(userId: string): Promise<contract.WebhookRecord[]> {
-    return this.#all('SELECT * FROM webhooks WHERE user_id = ? ORDER BY created_at, id', userId).map((row) =>
-      webhookRow.parse(row),
+    return this.unreadable.parseEach(
+      'webhook',
+      webhookRow,
+      this.#all('SELECT * FROM webhooks WHERE user_id = ? ORDER BY created_at, id', userId),
     );
   }
 
@@ -485,11 +489,21 @@ export class SqliteStore implements contract.Store {
   }
 
   async listDeliveries(webhookId: string, limit: number): Promise<contract.DeliveryRecord[]> {
-    return this.#all(
-      'SELECT * FROM deliveries WHERE webhook_id = ? ORDER BY created_at DESC, id DESC LIMIT ?',
-      webhookId,
-      limit,
-    ).map((row) => deliveryRow.parse(row));
+    return this.unreadable.parseEach(
+      'delivery',
+      deliveryRow,
+      this.#all(
+        'SELECT * FROM deliveries WHERE webhook_id = ? ORDER BY created_at DESC, id DESC LIMIT ?',
+        webhookId,
+        limit,
+      ),
+    );
+  }
+
+  async deleteDeliveriesBefore(before: Date): Promise<number> {
+    return Number(
+      this.#run("DELETE FROM deliveries WHERE status != 'pending' AND created_at < ?", before.getTime()).changes,
+    );
   }
 
   async addAnnotation(annotation: contract.NewAnnotation): Promise<contract.AnnotationRecord> {
@@ -507,7 +521,8 @@ export class SqliteStore implements contract.Store {
       projectId,
       range.from?.getTime() ?? 0,
       range.to?.getTime() ?? Number.MAX_SAFE_INTEGER,
-    ).map((row) => annotationRow.parse(row));
+    );
+    return this.unreadable.parseEach('annotation', annotationRow, rows);
   }
 
   async saveSnapshot({
@@ -722,7 +737,7 @@ export class SqliteStore implements contract.Store {
           page.limit,
         ).reverse()
       : this.#all('SELECT * FROM snapshots WHERE project_id = ? ORDER BY date', projectId);
-    return rows.map((row) => summaryRow.parse(row));
+    return this.unreadable.parseEach('snapshot', summaryRow, rows);
   }
 
   async *streamKpis(filter: contract.OverviewFilter): AsyncIterable<readonly contract.KpiRow[]> {
@@ -825,9 +840,8 @@ export class SqliteStore implements contract.Store {
   }
 
   async listUnfinishedUpdates(): Promise<contract.UpdateRecord[]> {
-    return this.#all("SELECT * FROM updates WHERE status IN ('queued', 'running') ORDER BY created_at").map((row) =>
-      updateRow.parse(row),
-    );
+    const rows = this.#all("SELECT * FROM updates WHERE status IN ('queued', 'running') ORDER BY created_at");
+    return this.unreadable.parseEach('update', updateRow, rows);
   }
 
   async userBacklog(userId: string): Promise<{ updates: number; runs: number }> {
@@ -907,10 +921,9 @@ export class SqliteStore implements contract.Store {
   }
 
   async listScheduledProjects(): Promise<Array<contract.ProjectRecord & { scheduledThrough: Date | null }>> {
-    return this.#all('SELECT * FROM projects WHERE schedule IS NOT NULL').map((row) => {
-      const { scheduledThrough, ...project } = scheduledProjectRow.parse(row);
-      return { ...project, scheduledThrough };
-    });
+    return this.unreadable
+      .parseEach('project', scheduledProjectRow, this.#all('SELECT * FROM projects WHERE schedule IS NOT NULL'))
+      .map(({ scheduledThrough, ...project }) => ({ ...project, scheduledThrough }));
   }
 
   async markScheduled(projectId: string, tick: Date): Promise<void> {

@@ -12,6 +12,7 @@ import type {
   UpdateType,
 } from '@perfwatch/common';
 import type { ResultBytes } from '../result-bytes.ts';
+import type { UnreadableRecords } from './unreadable-records.ts';
 
 /** What the KPI records of a project's field-data history hang on instead of a snapshot. */
 export const fieldHistoryId = (projectId: string): string => `history:${projectId}`;
@@ -351,6 +352,8 @@ export interface Store {
   removeWebhook(userId: string, id: string): Promise<boolean>;
   /** Puts deliveries in the outbox, due now; one already there (same id) is left as it is. */
   enqueueDeliveries(deliveries: readonly NewDelivery[]): Promise<void>;
+  /** Records the list reads skipped because they could not be parsed (see unreadable-records.ts). */
+  readonly unreadable: UnreadableRecords;
   /**
    * Takes up to `limit` pending deliveries due by `now`, each held (not due) until now + leaseMs
    * so another sender, on this gateway or another, does not post it meanwhile.
