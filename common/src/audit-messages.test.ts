@@ -7,7 +7,9 @@ import {
   decodeReply,
   encodeJob,
   encodeReply,
+  encodeReplyParts,
   MAX_REPLY_INFLATED_BYTES,
+  receiveReply,
   ReplyRefused,
   replyMismatch,
   type AuditJob,
@@ -106,6 +108,56 @@ describe('v1 audit messages', () => {
       'gzip',
     );
     expect(!long.ok && long.error.message.length).toBe(2_001);
+  });
+
+  it('refuses a run over a bound of what is stored of it: its security facts, and what its digest keeps', async () => {
+    const run = {
+      jobId: 'j',
+      agentId: 'a',
+      location: 'london',
+      device: 'mobile',
+      runIndex: 0,
+      startedAt: new Date().toISOString(),
+      lighthouseMs: 1,
+      lhr: loadLhr('mobile', 1),
+    } as const;
+    const security = { https: true, tlsProtocol: 'TLSv1.3', certDaysLeft: 61, certValid: true, headers: [] };
+    const whole = (result: Record<string, unknown>) =>
+      encodeReply({ ok: true, result: { ...run, ...result } } as AuditReply).then((data) => decodeReply(data, 'gzip'));
+    await expect(whole({ security })).resolves.toMatchObject({ ok: true });
+    const over = [
+      [{ security: { ...security, tlsProtocol: 'T'.repeat(15 * 1024 * 1024) } }, 'result.security.tlsProtocol'],
+      [{ security: { ...security, headers: ['x'.repeat(65)] } }, 'result.security.headers.0'],
+      [
+        { security: { ...security, headers: Array.from({ length: 33 }, () => 'x-frame-options') } },
+        'result.security.headers',
+      ],
+      [{ security: { ...security, certDaysLeft: 1e12 } }, 'result.security.certDaysLeft'],
+      [{ lhr: { ...run.lhr, lighthouseVersion: 'v'.repeat(101) } }, 'result.lhr.lighthouseVersion'],
+      [
+        { lhr: { ...run.lhr, finalDisplayedUrl: `https://a.test/${'p'.repeat(8_192)}` } },
+        'result.lhr.finalDisplayedUrl',
+      ],
+      [{ lhr: { ...run.lhr, runWarnings: ['w'.repeat(2_001)] } }, 'result.lhr.runWarnings.0'],
+      // A category's id becomes the name of a KPI record.
+      [
+        { lhr: { ...run.lhr, categories: { ...run.lhr.categories, ['c'.repeat(65)]: { id: 'c', score: 1 } } } },
+        'kpis.6.kpi',
+      ],
+    ] as const;
+    for (const [result, path] of over) {
+      const refused = whole(result);
+      await expect(refused, path).rejects.toThrow(ReplyRefused);
+      await expect(refused, path).rejects.toThrow(path);
+    }
+    // The digest of a two-part reply carries the security facts, held to the same bounds.
+    const digested = await encodeReplyParts(
+      { ok: true, result: { ...run, security: { ...security, tlsProtocol: 'T'.repeat(100_000) } } },
+      undefined,
+      { plainDigest: true },
+    );
+    const layout = { contentEncoding: 'gzip', parts: String(digested.parts), digestEncoding: 'identity' };
+    await expect(receiveReply(digested.data, layout)).rejects.toThrow(/result\.security\.tlsProtocol/);
   });
 
   it('binds a reply to the job it answers', () => {

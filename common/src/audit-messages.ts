@@ -166,6 +166,26 @@ export const runConditionsSchema = z.object({
 });
 export type RunConditions = z.infer<typeof runConditionsSchema>;
 
+/**
+ * A whole Lighthouse result in a reply (agents before v1.5; and any agent may send one): held
+ * to the digest's bounds (run-digest.ts), since what a gateway keeps of it beside the result's
+ * bytes is its digest, taken here. A result whose version, URL, warnings, categories or the KPI
+ * records they make are over those bounds is refused as a v1.5 agent's digest would be: a
+ * 16 MiB category id must not become a KPI name, nor a version string a snapshot's field.
+ */
+const replyLighthouseResultSchema = lighthouseResultSchema.superRefine((lhr, ctx) => {
+  const digest = runDigestSchema.safeParse(digestRun(lhr));
+  if (digest.success) return;
+  for (const issue of digest.error.issues.slice(0, 3)) {
+    const [head, ...rest] = issue.path;
+    ctx.addIssue(
+      head === 'lhr'
+        ? { code: 'custom', path: rest, message: issue.message }
+        : { code: 'custom', message: `its ${issue.path.join('.')}: ${issue.message}` },
+    );
+  }
+});
+
 export const auditRunResultSchema = z.object({
   jobId: z.string().min(1).max(200),
   agentId: agentIdSchema,
@@ -175,7 +195,7 @@ export const auditRunResultSchema = z.object({
   startedAt: z.iso.datetime(),
   /** Wall time of the Lighthouse run itself, inside the agent. */
   lighthouseMs: z.number().nonnegative().max(86_400_000),
-  lhr: lighthouseResultSchema,
+  lhr: replyLighthouseResultSchema,
   /** Added in v1.1: the page's transport and security headers, when the agent could look. */
   security: securityFactsSchema.optional(),
   /** Added in v1.2: the conditions the run was made in; agents of earlier versions send none. */

@@ -11,17 +11,35 @@ export const SECURITY_HEADERS = [
   'permissions-policy',
 ] as const;
 
+/**
+ * Bounds of what an agent says of a page's transport. Agents are run by other operators, and
+ * `tlsProtocol` is stored in the SECURITY KPI record as sent: what Node names a protocol
+ * (`TLSv1.3`, 7 characters) with a wide margin; a certificate's days within year 9999, the
+ * last an X.509 date can name; the graded headers are six names of at most 25 characters.
+ */
+export const SECURITY_FACT_BOUNDS = {
+  tlsProtocolChars: 64,
+  certDaysLeft: 3_000_000,
+  headers: 32,
+  headerNameChars: 64,
+} as const;
+
 /** What an agent observed of a page's transport and headers, sent beside its Lighthouse result. */
 export const securityFactsSchema = z.object({
   https: z.boolean(),
   /** e.g. `TLSv1.3`; null over plain http. */
-  tlsProtocol: z.string().nullable(),
+  tlsProtocol: z.string().max(SECURITY_FACT_BOUNDS.tlsProtocolChars).nullable(),
   /** Whole days until the certificate expires (negative once expired); null over plain http. */
-  certDaysLeft: z.number().int().nullable(),
+  certDaysLeft: z
+    .number()
+    .int()
+    .min(-SECURITY_FACT_BOUNDS.certDaysLeft)
+    .max(SECURITY_FACT_BOUNDS.certDaysLeft)
+    .nullable(),
   /** Whether the certificate chain verified against the agent's trust store. */
   certValid: z.boolean().nullable(),
   /** Lower-cased names of the graded headers the final response carried. */
-  headers: z.array(z.string()),
+  headers: z.array(z.string().max(SECURITY_FACT_BOUNDS.headerNameChars)).max(SECURITY_FACT_BOUNDS.headers),
 });
 export type SecurityFacts = z.infer<typeof securityFactsSchema>;
 

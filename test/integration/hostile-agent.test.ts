@@ -11,8 +11,11 @@ import {
   encodeAnnouncement,
   encodeReply,
   HEADERS,
+  MAX_REPLY_INFLATED_BYTES,
+  overviewResponseSchema,
   PERFWATCH_VERSION,
   type AuditJob,
+  type AuditRunResult,
 } from '@perfwatch/common';
 import { startAgent, type Agent } from '@perfwatch/agent';
 import { createNatsDispatcher, MAX_AGENTS_PER_LOCATION } from '@perfwatch/gateway';
@@ -21,11 +24,13 @@ import { loadLhr } from '../support/lhr-fixtures.ts';
 import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';
 
 // Agents are run by other operators: a hostile one, on a real nats-server, answers tokyo's jobs
-// with a gzip bomb, another job's run and oversized fields, and announces 10,000 invented
-// agents and the retirement of an honest one. The gateway stays up with bounded memory, the
-// run fails with a reason naming the agent, and the update goes on with frankfurt's honest agent.
+// with a gzip bomb, another job's run, oversized fields and a security string as large as a
+// reply can carry, and announces 10,000 invented agents and the retirement of an honest one.
+// The gateway stays up with bounded memory, the run fails with a reason naming the agent (stored
+// with the snapshot), nothing of the refused reply is stored, and the update goes on with
+// frankfurt's honest agent.
 
-type Mode = 'bomb' | 'other-job' | 'huge-agent-id';
+type Mode = 'bomb' | 'other-job' | 'huge-agent-id' | 'huge-security';
 let nats: Awaited<ReturnType<typeof isolatedNats>>;
 let gateway: TestGateway;
 let honestConn: NatsConnection;
@@ -38,6 +43,25 @@ const PAGE = 'https://shop.example/';
 // About 1 MB of gzip that inflates to 1 GiB (members of 16 MiB of spaces each).
 const member = gzipSync(Buffer.alloc(16 * 1024 * 1024, 0x20), { level: 9 });
 const bomb = Buffer.concat(Array.from({ length: 64 }, () => member));
+
+/**
+ * A whole reply (as agents before v1.5 send, and any agent may) whose TLS protocol fills all a
+ * reply may inflate to, 16 MiB, but for the rest of the reply: a result the schema takes, and
+ * fields that all fit their bounds.
+ */
+async function hugeSecurityReply(run: AuditRunResult): Promise<Uint8Array> {
+  const lhr = {
+    lighthouseVersion: '13.5.0',
+    fetchTime: run.startedAt,
+    finalDisplayedUrl: PAGE,
+    audits: {},
+    categories: {},
+  };
+  const security = { https: true, tlsProtocol: '', certDaysLeft: 61, certValid: true, headers: [] };
+  const rest = JSON.stringify({ ok: true, result: { ...run, lhr, security } }).length;
+  security.tlsProtocol = 'T'.repeat(MAX_REPLY_INFLATED_BYTES - rest);
+  return encodeReply({ ok: true, result: { ...run, lhr, security } });
+}
 
 function replyHeaders(agentId: string) {
   const h = natsHeaders();
@@ -74,6 +98,8 @@ beforeAll(async () => {
           lighthouseMs: 1,
           lhr: loadLhr(job.device, 1),
         };
+        if (mode === 'huge-security')
+          return msg.respond(await hugeSecurityReply(run), { headers: replyHeaders('tyo-evil') });
         if (mode === 'other-job')
           return msg.respond(
             await encodeReply({ ok: true, result: { ...run, jobId: `${job.updateId}.desktop.tokyo.7`, runIndex: 7 } }),
@@ -236,5 +262,37 @@ describe('a hostile agent', () => {
     const result = auditResultSchema.parse(await res.json());
     expect(Object.keys(result.mobile ?? {})).toEqual(['frankfurt']);
     expect((await fetch(`${gateway.url}/readyz`)).status).toBe(200);
+  });
+
+  it('a reply with a 16 MiB security string is refused: the run records why, and nothing of it is stored', async () => {
+    mode = 'huge-security';
+    const get = (path: string) => fetch(`${gateway.url}${path}`, { headers: { Authorization: token } });
+    const res = await get(`/v1/update?url=${encodeURIComponent(PAGE)}&device=mobile`);
+    expect(res.status).toBe(200);
+    const result = auditResultSchema.parse(await res.json());
+    expect(Object.keys(result.mobile ?? {})).toEqual(['frankfurt']);
+    const missing = [
+      {
+        device: 'mobile',
+        location: 'tokyo',
+        reason:
+          'BAD_REPLY: agent tyo-evil of tokyo sent a reply that was refused: the reply does not match the v1 contract (result.security.tlsProtocol: Too big: expected string to have <=64 characters)',
+      },
+    ];
+    expect(result.missing).toEqual(missing);
+
+    // The snapshot as stored: why tokyo is missing, and no record of tokyo's run.
+    const date = result.mobile!.frankfurt!.lighthouse.date;
+    const stored = auditResultSchema.parse(
+      await (await get(`/v1/audit?url=${encodeURIComponent(PAGE)}&date=${date}`)).json(),
+    );
+    expect(stored.missing).toEqual(missing);
+    const day = date.slice(0, 10);
+    const overview = await get(`/v1/overview?startDate=${day}&endDate=${day}`);
+    const text = await overview.text();
+    const records = overviewResponseSchema.parse(JSON.parse(text));
+    expect(records.filter((r) => r.date === date).map((r) => r.location)).toContain('frankfurt');
+    expect(records.filter((r) => r.location === 'tokyo')).toEqual([]);
+    expect(text.length).toBeLessThan(1024 * 1024);
   });
 });
