@@ -138,6 +138,12 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
   WEBHOOK_POLL_MS: z.coerce.number().int().min(50).max(60_000).default(1_000),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /**
+   * Tests only: the gateway SIGKILLs itself at this point of storing a snapshot with budget
+   * events (`snapshot-saved`: before its outbox write; `alerts-queued`: after it, before the
+   * snapshot is recorded announced), to prove that a gateway dying there loses no alert.
+   */
+  PERFWATCH_TEST_KILL_AT: z.enum(['snapshot-saved', 'alerts-queued']).optional(),
+  /**
    * On SIGTERM, /readyz answers 503 at once and the gateway keeps serving this long before it
    * stops accepting, so load balancers (Kubernetes endpoints) stop sending it traffic first.
    */

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/nats-core';
@@ -18,7 +19,7 @@ import { createUpdateService, type UpdateService } from './update-service.ts';
 import { startUpdateQueue, type UpdateQueue } from './update-queue.ts';
 import { createUpdateAdmission, type UpdateAdmission } from './update-admission.ts';
 import { startScheduler } from './scheduler.ts';
-import { createWebhookOutbox, type WebhookOutbox } from './webhook-outbox.ts';
+import { countAnnouncements, createWebhookOutbox, type TestKillPoint, type WebhookOutbox } from './webhook-outbox.ts';
 import { createSecretBox, type SecretBox } from './secret-box.ts';
 import { startWebhookSender } from './webhook-sender.ts';
 import { createAsyncUpdates } from './async-updates.ts';
@@ -122,10 +123,13 @@ function updateParts({
   const crux = config.CRUX_API_KEY
     ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger })
     : undefined;
+  const testKill = testKillAt(config, logger);
   const outbox = createWebhookOutbox({
     store,
     logger,
     publicUrl: config.PUBLIC_URL ?? `http://localhost:${config.PORT}`,
+    onAnnouncement: countAnnouncements(metrics.registry),
+    ...(testKill ? { testKill } : {}),
   });
   const targetGuard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
   const secrets = createSecretBox({
@@ -143,8 +147,24 @@ function updateParts({
     crux,
     observer: metrics,
     onSnapshot: (snapshot) => outbox.snapshotStored(snapshot).then(() => undefined),
+    ...(testKill ? { testKill } : {}),
   });
   return { outbox, targetGuard, secrets, updates };
+}
+
+/** PERFWATCH_TEST_KILL_AT's fault: the process dies at once at that point, as a SIGKILL from outside would kill it. */
+function testKillAt({ PERFWATCH_TEST_KILL_AT: at }: GatewayConfig, logger: Logger) {
+  if (!at) return undefined;
+  logger.warn({ at }, 'PERFWATCH_TEST_KILL_AT is set: this gateway kills itself there (tests only)');
+  return (point: TestKillPoint) => {
+    if (point !== at) return;
+    // Straight to stderr: a line pino writes asynchronously would die with the process.
+    writeSync(
+      2,
+      `${JSON.stringify({ level: 40, time: Date.now(), at, msg: 'PERFWATCH_TEST_KILL_AT reached: SIGKILL' })}\n`,
+    );
+    process.kill(process.pid, 'SIGKILL');
+  };
 }
 
 /** The update queue (JetStream, or in the process) and the admission of each user's next update into it. */

@@ -25,8 +25,8 @@ export interface SchedulerOptions {
   retentionEveryMs: number;
   /** Unfinished updates nothing will finish are looked for this often (see stuck-updates.ts). */
   stuckUpdates: { everyMs: number; graceMs: number; deadlineMs: number };
-  /** Announces the updates the sweep fails. */
-  outbox?: Pick<WebhookOutbox, 'updateFailed'>;
+  /** Announces the updates the sweep fails, and stored snapshots whose budget events were not announced. */
+  outbox?: Pick<WebhookOutbox, 'updateFailed' | 'snapshotStored'>;
   now?: () => Date;
 }
 

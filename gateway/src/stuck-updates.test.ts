@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { Store, UpdateRecord, UpdateState } from './store/store.ts';
+import type { ProjectRecord, Store, UnannouncedSnapshot, UpdateRecord, UpdateState } from './store/store.ts';
 import type { QueuedUpdate, UpdateQueue } from './update-queue.ts';
 import { sweepStuckUpdates } from './stuck-updates.ts';
 
@@ -38,14 +38,35 @@ function update(
   };
 }
 
-function sweepOver(updates: UpdateRecord[], held: string[]) {
+const PROJECT = { id: 'p', userId: 'u', url: 'https://a.example/' } as ProjectRecord;
+
+function sweepOver(
+  updates: UpdateRecord[],
+  held: string[],
+  {
+    owed = [],
+    outboxFails = false,
+  }: {
+    /** Stored snapshots still marked unannounced, with when they were stored. */
+    owed?: UnannouncedSnapshot[];
+    outboxFails?: boolean;
+  } = {},
+) {
   const states = new Map<string, UpdateState>();
   const queued: Array<{ job: QueuedUpdate; again: boolean }> = [];
   const stored = new Map([['stored', { date: new Date('2026-06-01T11:00:00Z'), missing: [] }]]);
+  const askedBefore: Date[] = [];
   const store = {
     listUnfinishedUpdates: async () => updates,
     findSnapshotOfUpdate: async (id: string) => stored.get(id) ?? null,
     setUpdateState: async (id: string, state: UpdateState) => void states.set(id, state),
+    listUnannouncedSnapshots: async (storedBefore: Date) => (
+      askedBefore.push(storedBefore),
+      owed.filter((s) => s.storedAt <= storedBefore)
+    ),
+    findProject: async (userId: string, url: string) =>
+      userId === PROJECT.userId && url === PROJECT.url ? PROJECT : null,
+    findSnapshot: async (_projectId: string, date: Date) => ({ date, results: [{ device: 'mobile', checks: [] }] }),
   } as unknown as Store;
   const queue: UpdateQueue = {
     enqueue: async (job, options) => void queued.push({ job, again: options?.again ?? false }),
@@ -65,10 +86,16 @@ function sweepOver(updates: UpdateRecord[], held: string[]) {
   };
   const announced: string[] = [];
   const outbox = {
-    updateFailed: async ({ updateId, reason }: { updateId: string; reason: string }) => (
-      announced.push(`${updateId}: ${reason}`),
-      1
-    ),
+    updateFailed: async ({ updateId, reason }: { updateId: string; reason: string }) => {
+      if (outboxFails) throw new Error('the database went away');
+      announced.push(`${updateId}: ${reason}`);
+      return 1;
+    },
+    snapshotStored: async ({ updateId, date }: { updateId: string; date: Date }, late?: { storedAt: Date }) => {
+      if (outboxFails) throw new Error('the database went away');
+      announced.push(`${updateId} of ${date.toISOString()}, webhooks of ${late?.storedAt.toISOString()}`);
+      return 1;
+    },
   };
   const report = sweepStuckUpdates({
     store,
@@ -80,7 +107,7 @@ function sweepOver(updates: UpdateRecord[], held: string[]) {
     outbox,
     now: () => NOW,
   });
-  return { report, states, queued, admittedFor, announced };
+  return { report, states, queued, admittedFor, announced, askedBefore };
 }
 
 describe('sweepStuckUpdates', () => {
@@ -89,7 +116,7 @@ describe('sweepStuckUpdates', () => {
       [update('stored', { created: 60, touched: 50, status: 'running' })],
       [],
     );
-    expect(await report).toEqual({ recorded: ['stored'], queuedAgain: [], failed: [], admitted: [] });
+    expect(await report).toEqual({ recorded: ['stored'], queuedAgain: [], failed: [], admitted: [], announced: [] });
     expect(states.get('stored')).toEqual({ status: 'done', date: new Date('2026-06-01T11:00:00Z'), missing: [] });
     expect(queued).toEqual([]);
   });
@@ -103,7 +130,7 @@ describe('sweepStuckUpdates', () => {
       ],
       ['waiting'],
     );
-    expect(await report).toEqual({ recorded: [], queuedAgain: ['lost'], failed: [], admitted: [] });
+    expect(await report).toEqual({ recorded: [], queuedAgain: ['lost'], failed: [], admitted: [], announced: [] });
     expect(queued).toEqual([
       {
         job: {
@@ -128,7 +155,13 @@ describe('sweepStuckUpdates', () => {
       ],
       ['late-held'],
     );
-    expect(await report).toEqual({ recorded: [], queuedAgain: [], failed: ['late-held', 'late-lost'], admitted: [] });
+    expect(await report).toEqual({
+      recorded: [],
+      queuedAgain: [],
+      failed: ['late-held', 'late-lost'],
+      admitted: [],
+      announced: [],
+    });
     // Each announced to its user's webhooks, with the same reason.
     expect(announced).toEqual([
       `late-held: ${(states.get('late-held') as { reason: string }).reason}`,
@@ -154,11 +187,46 @@ describe('sweepStuckUpdates', () => {
       ],
       [],
     );
-    expect(await report).toEqual({ recorded: [], queuedAgain: [], failed: [], admitted: ['a1', 'b1'] });
+    expect(await report).toEqual({ recorded: [], queuedAgain: [], failed: [], admitted: ['a1', 'b1'], announced: [] });
     expect(admittedFor).toEqual(['a', 'b']);
     // a2 has waited 90 minutes, three times the deadline: it is not failed, its deadline has not begun.
     expect(states.size).toBe(0);
     expect(queued).toEqual([]);
+  });
+
+  it('leaves an update whose failure could not be announced unfinished, for the next sweep to announce and fail', async () => {
+    const { report, states, announced } = sweepOver([update('late-lost', { created: 40, touched: 40 })], [], {
+      outboxFails: true,
+    });
+    expect(await report).toEqual({ recorded: [], queuedAgain: [], failed: [], admitted: [], announced: [] });
+    expect(states.size).toBe(0);
+    expect(announced).toEqual([]);
+  });
+
+  it('announces the budget events of stored snapshots still marked unannounced once past the grace, to the webhooks of their time', async () => {
+    const owed = (updateId: string, minutes: number): UnannouncedSnapshot => ({
+      projectId: PROJECT.id,
+      userId: PROJECT.userId,
+      url: PROJECT.url,
+      updateId,
+      date: minutesAgo(minutes + 1),
+      storedAt: minutesAgo(minutes),
+    });
+    const { report, announced, askedBefore } = sweepOver([], [], {
+      owed: [owed('sync-killed', 5), owed('being-written', 1)],
+    });
+    expect(await report).toEqual({
+      recorded: [],
+      queuedAgain: [],
+      failed: [],
+      admitted: [],
+      announced: ['sync-killed'],
+    });
+    // The grace: a live gateway may be between its save and its outbox write.
+    expect(askedBefore).toEqual([minutesAgo(2)]);
+    expect(announced).toEqual([
+      `sync-killed of ${minutesAgo(6).toISOString()}, webhooks of ${minutesAgo(5).toISOString()}`,
+    ]);
   });
 
   it('counts the deadline from the admission, not from the creation', async () => {
@@ -166,6 +234,6 @@ describe('sweepStuckUpdates', () => {
       [update('late-admitted', { created: 60, touched: 10, admitted: 10 })],
       ['late-admitted'],
     );
-    expect(await report).toEqual({ recorded: [], queuedAgain: [], failed: [], admitted: [] });
+    expect(await report).toEqual({ recorded: [], queuedAgain: [], failed: [], admitted: [], announced: [] });
   });
 });

@@ -17,10 +17,13 @@ export interface StuckUpdateSweepOptions {
    * before its job is queued, so a younger one may be between the two.
    */
   graceMs: number;
-  /** Announces the updates it fails (update.failed). */
-  outbox?: Pick<WebhookOutbox, 'updateFailed'>;
+  /** Announces the updates it fails (update.failed), and stored snapshots whose budget events were not announced. */
+  outbox?: Pick<WebhookOutbox, 'updateFailed' | 'snapshotStored'>;
   now?: () => Date;
 }
+
+/** Stored snapshots whose events the sweep puts in the outbox per pass; more wait for the next. */
+const ANNOUNCEMENTS_PER_SWEEP = 100;
 
 export interface SweepReport {
   /** Stored, but recorded as unfinished: recorded done now. */
@@ -29,6 +32,8 @@ export interface SweepReport {
   failed: string[];
   /** Waiting in their users' backlogs, and admitted now (an admission lost with a gateway). */
   admitted: string[];
+  /** Updates whose stored snapshot's budget events were not in the outbox: put there now. */
+  announced: string[];
 }
 
 /**
@@ -39,7 +44,8 @@ export interface SweepReport {
  * is failed with the reason. A delivery that does finish later still records it done: `done`
  * overrides `failed`. Updates waiting in their user's backlog are the user's to wait for, not
  * stuck: their users are given the places they have room for (the gateway that ended their
- * last update may have died before it admitted the next).
+ * last update may have died before it admitted the next). Last, stored snapshots whose budget
+ * events never reached the outbox are announced (announceOwedSnapshots).
  */
 export async function sweepStuckUpdates({
   store,
@@ -51,7 +57,7 @@ export async function sweepStuckUpdates({
   outbox,
   now = () => new Date(),
 }: StuckUpdateSweepOptions): Promise<SweepReport> {
-  const report: SweepReport = { recorded: [], queuedAgain: [], failed: [], admitted: [] };
+  const report: SweepReport = { recorded: [], queuedAgain: [], failed: [], admitted: [], announced: [] };
   const at = now().getTime();
   const unfinished = await store.listUnfinishedUpdates();
   for (const userId of new Set(unfinished.filter((u) => u.admittedAt === null).map((u) => u.userId))) {
@@ -79,13 +85,23 @@ export async function sweepStuckUpdates({
       const reason = held
         ? 'not finished by its deadline; the queue was too far behind, or its delivery hung'
         : 'its job was lost before it could run, and its deadline has passed';
+      // Announced before it is recorded failed: an announcement that fails leaves the update
+      // unfinished for the next sweep, which announces it again under the same delivery ids.
+      const announced = await outbox
+        ?.updateFailed({ userId: update.userId, url: update.url, updateId: update.id, reason })
+        .then(
+          () => true,
+          (error: unknown) => {
+            logger.error(
+              { err: error, updateId: update.id },
+              'could not announce a failed update; the next sweep will',
+            );
+            return false;
+          },
+        );
+      if (announced === false) continue;
       await store.setUpdateState(update.id, { status: 'failed', reason });
       logger.warn({ updateId: update.id, status: update.status, reason }, 'stuck update failed');
-      await outbox
-        ?.updateFailed({ userId: update.userId, url: update.url, updateId: update.id, reason })
-        .catch((error: unknown) =>
-          logger.error({ err: error, updateId: update.id }, 'could not announce a failed update'),
-        );
       report.failed.push(update.id);
       continue;
     }
@@ -96,5 +112,45 @@ export async function sweepStuckUpdates({
     );
     report.queuedAgain.push(update.id);
   }
+  if (outbox) report.announced = await announceOwedSnapshots(store, outbox, logger, new Date(at - graceMs));
   return report;
+}
+
+/**
+ * Puts in the outbox the budget events of snapshots stored before `storedBefore` and still
+ * marked unannounced: their writer died between the save and its outbox write (a sync update
+ * has no queue to deliver it again), or that write failed. The delivery ids are the events'
+ * own, so a snapshot whose events did reach the outbox (its writer died before recording it)
+ * is sent nothing twice.
+ */
+async function announceOwedSnapshots(
+  store: Store,
+  outbox: Pick<WebhookOutbox, 'snapshotStored'>,
+  logger: Logger,
+  storedBefore: Date,
+): Promise<string[]> {
+  const announced: string[] = [];
+  for (const owed of await store.listUnannouncedSnapshots(storedBefore, ANNOUNCEMENTS_PER_SWEEP)) {
+    try {
+      const project = await store.findProject(owed.userId, owed.url);
+      const snapshot = project?.id === owed.projectId ? await store.findSnapshot(project.id, owed.date) : null;
+      if (!project || !snapshot) {
+        // Removed since (with its project, or by retention): nothing is left to announce.
+        await store.markSnapshotAnnounced(owed.updateId);
+        continue;
+      }
+      const deliveries = await outbox.snapshotStored(
+        { project, updateId: owed.updateId, date: owed.date, results: snapshot.results },
+        { storedAt: owed.storedAt },
+      );
+      logger.warn(
+        { updateId: owed.updateId, date: owed.date, deliveries },
+        "a stored snapshot's budget events were not in the outbox; put them there",
+      );
+      announced.push(owed.updateId);
+    } catch (error) {
+      logger.error({ err: error, updateId: owed.updateId }, "could not announce a stored snapshot's budget events");
+    }
+  }
+  return announced;
 }

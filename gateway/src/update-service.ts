@@ -70,8 +70,13 @@ export interface UpdateServiceDeps {
   crux?: CruxClient;
   /** Told of every dispatch and every finished update (metrics). */
   observer?: UpdateObserver;
-  /** Told of every snapshot stored, once stored; its failure is logged, never the update's. */
+  /**
+   * Told of every snapshot stored, once stored; its failure is logged, never the update's: a
+   * snapshot with budget events is stored marked unannounced, and the sweep announces it.
+   */
   onSnapshot?: SnapshotListener;
+  /** Tests only: called once the snapshot is stored, before it is announced (PERFWATCH_TEST_KILL_AT). */
+  testKill?: (point: 'snapshot-saved') => void;
   /** Opens projects' sealed credentials (pages behind a login); absent: a project with some cannot be updated. */
   secrets?: SecretBox;
   now?: () => Date;
@@ -269,7 +274,7 @@ function gatherCells(
 
 /** Stores the snapshot under one date, announces it, and counts its runs' verdicts. */
 async function storeSnapshot(
-  { store, now, onSnapshot, observer }: ServiceParts,
+  { store, now, onSnapshot, observer, testKill }: ServiceParts,
   { project, updateId, log, cells, started }: UpdateInProgress,
   updateType: UpdateType,
   results: NewLocationSnapshot[],
@@ -285,9 +290,10 @@ async function storeSnapshot(
     missing,
     kpiVersion: LIGHTHOUSE_KPI_VERSION,
   });
+  testKill?.('snapshot-saved');
   if (onSnapshot)
     await onSnapshot({ project, updateId, date, results }).catch((error: unknown) =>
-      log.error({ err: error }, "could not announce the snapshot's budget events"),
+      log.error({ err: error }, "could not put the snapshot's budget events in the outbox; the sweep will"),
     );
   for (const r of results)
     for (const judged of r.runs) observer?.runJudged(r.location, r.device, judged.verdict ?? 'reliable');

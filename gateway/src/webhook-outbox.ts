@@ -1,7 +1,29 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
+import { Counter, type Registry } from 'prom-client';
 import { formatApiDateTime, type CellCheck, type WebhookEvent, type WebhookPayload } from '@perfwatch/common';
 import type { LocationSnapshot, NewDelivery, ProjectRecord, Store, WebhookRecord } from './store/store.ts';
+
+/**
+ * How a stored snapshot's budget events reached the outbox: `queued` right after the save,
+ * `deferred` when that write failed (the snapshot stays marked for the sweep), `swept` by the
+ * sweep for a snapshot whose writer died or failed before its outbox write.
+ */
+export type AlertAnnouncement = 'queued' | 'deferred' | 'swept';
+
+/** Counts announcements in `registry` as `perfwatch_alert_announcements_total{outcome}`. */
+export function countAnnouncements(registry: Registry): (outcome: AlertAnnouncement) => void {
+  const counter = new Counter({
+    name: 'perfwatch_alert_announcements_total',
+    help: "Stored snapshots' budget events put in the webhook outbox, by outcome: queued (right after the save), deferred (that write failed; the snapshot stays marked for the sweep), swept (put there by the sweep after a gateway died or failed before its outbox write).",
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  return (outcome) => counter.inc({ outcome });
+}
+
+/** Test-only points where a gateway may be made to die (PERFWATCH_TEST_KILL_AT). */
+export type TestKillPoint = 'snapshot-saved' | 'alerts-queued';
 
 interface OutboxDeps {
   store: Store;
@@ -9,6 +31,10 @@ interface OutboxDeps {
   publicUrl: string;
   logger: Logger;
   now: () => Date;
+  /** Told of each stored snapshot's announcement (a metric). */
+  onAnnouncement?: (outcome: AlertAnnouncement) => void;
+  /** Tests only: called at points where a gateway's death must lose nothing. */
+  testKill?: (point: TestKillPoint) => void;
 }
 
 /** A stored snapshot, as its budget events need it. */
@@ -17,6 +43,11 @@ interface StoredSnapshot {
   updateId: string;
   date: Date;
   results: readonly Pick<LocationSnapshot, 'device' | 'location' | 'checks'>[];
+}
+
+/** Announcing a snapshot again, by the sweep: only webhooks that existed when it was stored are sent its events. */
+interface LateAnnouncement {
+  storedAt: Date;
 }
 
 /** An update that ended without a snapshot. */
@@ -33,7 +64,8 @@ type OutboxEvent = { origin: string; payload: WebhookPayload };
 /**
  * Puts a project's events in the outbox, one delivery per webhook that wants them. A delivery's
  * id comes from the webhook and where the event came from (update, cell, event), so announcing
- * the same event again (a redelivered update that finds its snapshot stored) stores nothing new.
+ * the same event again (a redelivered update that finds its snapshot stored, the sweep after a
+ * writer that died between its outbox write and recording it) stores nothing new.
  */
 export function createWebhookOutbox({
   now = () => new Date(),
@@ -41,13 +73,32 @@ export function createWebhookOutbox({
 }: Omit<OutboxDeps, 'now'> & { now?: () => Date }) {
   const deps: OutboxDeps = { ...given, now };
   return {
-    /** The budget events of a stored snapshot: one per cell and event, with the checks that changed. */
-    snapshotStored: (snapshot: StoredSnapshot): Promise<number> =>
-      enqueue(deps, snapshot.project.userId, snapshot.project.url, budgetEvents(deps.publicUrl, snapshot)),
+    /**
+     * The budget events of a stored snapshot: one per cell and event, with the checks that
+     * changed. Once they are in the outbox the snapshot is recorded announced; until then its
+     * save's mark keeps it in the sweep's sight, so a failure here loses nothing.
+     */
+    snapshotStored: (snapshot: StoredSnapshot, late?: LateAnnouncement): Promise<number> =>
+      announceSnapshot(deps, snapshot, late),
     /** An update that ended without a snapshot. */
     updateFailed: (update: FailedUpdate): Promise<number> =>
       enqueue(deps, update.userId, update.url, [failureEvent(deps.publicUrl, update)]),
   };
+}
+
+async function announceSnapshot(deps: OutboxDeps, snapshot: StoredSnapshot, late?: LateAnnouncement) {
+  const events = budgetEvents(deps.publicUrl, snapshot);
+  if (events.length === 0) return 0;
+  try {
+    const queued = await enqueue(deps, snapshot.project.userId, snapshot.project.url, events, late?.storedAt);
+    deps.testKill?.('alerts-queued');
+    await deps.store.markSnapshotAnnounced(snapshot.updateId);
+    deps.onAnnouncement?.(late ? 'swept' : 'queued');
+    return queued;
+  } catch (error) {
+    deps.onAnnouncement?.('deferred');
+    throw error;
+  }
 }
 
 function dashboardLink(publicUrl: string, route: string, params: Record<string, string>): string {
@@ -94,10 +145,11 @@ async function enqueue(
   userId: string,
   projectUrl: string,
   events: readonly OutboxEvent[],
+  storedAt?: Date,
 ): Promise<number> {
   if (events.length === 0) return 0;
   const hooks = (await store.listWebhooks(userId)).filter(
-    (hook) => hook.projectUrl === null || hook.projectUrl === projectUrl,
+    (hook) => (hook.projectUrl === null || hook.projectUrl === projectUrl) && (!storedAt || hook.createdAt <= storedAt),
   );
   const createdAt = now();
   const deliveries: NewDelivery[] = hooks.flatMap((hook) =>

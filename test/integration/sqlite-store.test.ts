@@ -132,11 +132,12 @@ describe('SqliteStore', () => {
       runs: 1,
     });
     await first.close();
-    // Back to what schema 1 wrote: the same tables without the columns of schemas 2 to 6.
+    // Back to what schema 1 wrote: the same tables without the columns of schemas 2 to 7.
     const db = new DatabaseSync(path);
     db.exec(
       'ALTER TABLE projects DROP COLUMN budgets; ALTER TABLE results DROP COLUMN checks; ALTER TABLE snapshots DROP COLUMN kpi_version; ALTER TABLE projects DROP COLUMN auth;',
     );
+    db.exec('DROP INDEX snapshots_alerts_pending; ALTER TABLE snapshots DROP COLUMN alerts_pending_since;');
     for (const table of ['snapshots', 'updates']) db.exec(`ALTER TABLE ${table} DROP COLUMN missing`);
     for (const column of ['runs', 'waiting', 'admitted_at']) db.exec(`ALTER TABLE updates DROP COLUMN ${column}`);
     db.exec("UPDATE meta SET value = '1' WHERE key = 'schema'");
@@ -156,6 +157,8 @@ describe('SqliteStore', () => {
       expect((await again.findSnapshot(project.id, date))!.results[0]!.checks).toBeUndefined();
       // Before schema 5: its KPI records are the seed's, version 1.
       expect(await again.listSnapshotsBelowKpiVersion(2, 10)).toEqual([{ projectId: project.id, date }]);
+      // Before schema 7: its snapshots owe no announcement.
+      expect(await again.listUnannouncedSnapshots(new Date(Date.now() + 86_400_000), 10)).toEqual([]);
       const missing = [{ device: 'desktop' as const, location: 'london' as const, reason: 'TIMEOUT: no reply' }];
       await again.setUpdateState('up1', { status: 'done', date, missing });
       expect((await again.findUpdate(user.id, 'up1'))!.missing).toEqual(missing);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { lighthouseKpis, type Device, type Location } from '@perfwatch/common';
+import { lighthouseKpis, type CellCheck, type Device, type Location } from '@perfwatch/common';
 import type { Store } from '@perfwatch/gateway';
 import { loadLhr } from './lhr-fixtures.ts';
 import { newCell } from './new-cells.ts';
@@ -607,6 +607,64 @@ export function describeStoreContract(name: string, store: () => Store): void {
       const snapshot = (await store().findSnapshot(project.id, date))!;
       expect(snapshot.results.find((r) => r.device === 'desktop')!.checks).toEqual(checks);
       expect(snapshot.results.find((r) => r.device === 'mobile')!.checks).toBeUndefined();
+    });
+
+    it('marks a snapshot with budget events unannounced in the write that stores it, until its events are recorded in the outbox', async () => {
+      const user = await store().createUser('owed-alerts');
+      const project = await store().addProject({
+        userId: user.id,
+        url: 'https://owed.example/',
+        domain: 'owed.example',
+        locations: ['london'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      });
+      const check = {
+        key: 'lcp' as const,
+        kind: 'budget' as const,
+        actual: 3180,
+        limit: 2500,
+        pass: false,
+        message: 'LCP 3180 ms, budget at most 2500 ms',
+        state: 'failing' as const,
+      };
+      const save = (updateId: string, minute: number, checks?: CellCheck[]) =>
+        store().saveSnapshot({
+          project,
+          updateId,
+          date: new Date(`2026-06-02T10:0${minute}:00Z`),
+          updateType: 'manual',
+          results: [{ ...result('mobile', 'london'), ...(checks ? { checks } : {}) }],
+        });
+      const before = new Date();
+      const failed = await save('owed-failed', 1, [{ ...check, event: 'budget.failed' }]);
+      const after = new Date();
+      // Failing still, announced before: no event, nothing owed; nor by a snapshot without budgets.
+      await save('owed-quiet', 2, [check]);
+      await save('owed-none', 3);
+      const mine = async (storedBefore: Date) =>
+        (await store().listUnannouncedSnapshots(storedBefore, 1_000)).filter((s) => s.userId === user.id);
+      const owed = await mine(new Date(after.getTime() + 60_000));
+      expect(owed).toEqual([
+        {
+          projectId: project.id,
+          userId: user.id,
+          url: project.url,
+          updateId: 'owed-failed',
+          date: failed,
+          storedAt: expect.any(Date),
+        },
+      ]);
+      expect(owed[0]!.storedAt.getTime()).toBeGreaterThanOrEqual(before.getTime());
+      expect(owed[0]!.storedAt.getTime()).toBeLessThanOrEqual(after.getTime());
+      // Stored after the time asked for (a live writer may be between its save and its outbox write).
+      expect(await mine(new Date(before.getTime() - 1))).toEqual([]);
+      await store().markSnapshotAnnounced('owed-failed');
+      expect(await mine(new Date(after.getTime() + 60_000))).toEqual([]);
+      // The update's job delivered again finds its snapshot stored: nothing is owed again.
+      expect(await save('owed-failed', 1, [{ ...check, event: 'budget.failed' }])).toEqual(failed);
+      expect(await mine(new Date(Date.now() + 60_000))).toEqual([]);
     });
 
     it('keeps webhooks per user and an outbox of deliveries: stored once per id, claimed under a lease, recorded, listed newest first', async () => {

@@ -15,7 +15,7 @@ import { type Budgets, type Device, type KpiRecord, type Location } from '@perfw
 import { recordSchemas, storedCell } from './record-schemas.ts';
 import { UnreadableRecords } from './unreadable-records.ts';
 import { NoFreeSnapshotDate, snapshotDates } from './snapshot-dates.ts';
-import { ConcurrentWrite, DuplicateError, fieldHistoryId, KPI_BATCH, kpiBatches } from './store.ts';
+import { announcesEvents, ConcurrentWrite, DuplicateError, fieldHistoryId, KPI_BATCH, kpiBatches } from './store.ts';
 // The store contract's types, by their module's name: both stores implement the same one.
 import type * as contract from './store.ts';
 
@@ -58,6 +58,10 @@ const webhookDoc = asRecord(records.webhook);
 const deliveryDoc = asRecord(records.delivery);
 const annotationDoc = asRecord(records.annotation);
 const snapshotDoc = asRecord(records.snapshot);
+// A scheduler's mark that cannot be read is no mark: the project is simply due.
+const scheduledProjectDoc = projectDoc.and(
+  z.object({ scheduledThrough: z.date().nullable().catch(null).default(null) }),
+);
 const updateDoc = asRecord(records.update);
 const summaryDoc = records.snapshot.pick({ date: true, updateType: true, available: true });
 const resultDoc = records.result.extend({ lighthouse: z.instanceof(Binary) });
@@ -66,10 +70,6 @@ interface UpdateDocument {
   _id: string;
   userId: ObjectId;
   projectId: ObjectId;
-// A scheduler's mark that cannot be read is no mark: the project is simply due.
-const scheduledProjectDoc = projectDoc.and(
-  z.object({ scheduledThrough: z.date().nullable().catch(null).default(null) }),
-);
   url: string;
   devices: string[];
   locations: string[];
@@ -103,6 +103,19 @@ interface DeliveryDocument {
   deliveredAt: Date | null;
 }
 const snapshotStateDoc = z.object({ status: z.enum(['writing', 'complete']), date: z.date() });
+const unannouncedDoc = z
+  .object({
+    projectId: objectId,
+    userId: objectId,
+    url: z.string(),
+    updateId: z.string(),
+    date: z.date(),
+    alertsPendingSince: z.date(),
+  })
+  .transform(({ alertsPendingSince, ...rest }): contract.UnannouncedSnapshot => ({
+    ...rest,
+    storedAt: alertsPendingSince,
+  }));
 const kpiDoc = records.kpi.extend({ data: z.union([z.record(z.string(), z.unknown()), z.string()]) });
 
 export interface MongoStoreOptions {
@@ -159,6 +172,7 @@ export class MongoStore implements contract.Store {
 
   /** The database this store uses (tests and tools read it directly). */
   readonly dbName: string;
+  readonly unreadable = new UnreadableRecords();
 
   readonly #saveRetries: number;
   #lastCreatedAt = 0;
@@ -180,7 +194,6 @@ export class MongoStore implements contract.Store {
     this.#leases = this.#db.collection<{ _id: string; holder: string; expiresAt: Date }>('leases');
     this.#slots = this.#db.collection<{ _id: string; kind: string; userId: string; expiresAt: Date }>('slots');
     this.#notes = this.#db.collection<{ _id: string; value: string }>('notes');
-  readonly unreadable = new UnreadableRecords();
     this.#webhooks = this.#db.collection('webhooks');
     this.#deliveries = this.#db.collection<DeliveryDocument>('deliveries');
     this.#annotations = this.#db.collection('annotations');
@@ -207,6 +220,8 @@ export class MongoStore implements contract.Store {
       this.#kpis.createIndex({ snapshotId: 1 }),
       // Retention deletes by age.
       this.#snapshots.createIndex({ date: 1 }),
+      // The sweep for snapshots whose budget events did not reach the outbox.
+      this.#snapshots.createIndex({ alertsPendingSince: 1 }),
       this.#webhooks.createIndex({ userId: 1, createdAt: 1 }),
       // The sender's due deliveries, and a webhook's newest.
       this.#deliveries.createIndex({ status: 1, nextAttemptAt: 1 }),
@@ -701,10 +716,13 @@ export class MongoStore implements contract.Store {
     const stored = await this.#insertWriting(snapshotId, snapshot);
     await this.#insertCells(snapshotId, stored, snapshot);
     // The fence: completing needs this writer's document still `writing`. A redelivery that took
-    // over removed it; this writer then removes what it wrote and steps back.
+    // over removed it; this writer then removes what it wrote and steps back. No transactions
+    // here (FerretDB v1): the snapshot's events are owed in the same one-document write that
+    // completes it, and the outbox write that follows settles them (listUnannouncedSnapshots).
+    const owed = announcesEvents(snapshot.results) ? { alertsPendingSince: new Date() } : {};
     const completed = await this.#snapshots.updateOne(
       { _id: snapshotId, status: 'writing' },
-      { $set: { status: 'complete' } },
+      { $set: { status: 'complete', ...owed } },
     );
     if (completed.matchedCount === 0) {
       await this.#discardSnapshot(snapshotId);
@@ -924,6 +942,22 @@ export class MongoStore implements contract.Store {
       }
     }
     return deleted;
+  }
+
+  async listUnannouncedSnapshots(storedBefore: Date, limit: number): Promise<contract.UnannouncedSnapshot[]> {
+    const docs = await this.#snapshots
+      .find(
+        { status: 'complete', alertsPendingSince: { $lte: storedBefore } },
+        { projection: { projectId: 1, userId: 1, url: 1, updateId: 1, date: 1, alertsPendingSince: 1 } },
+      )
+      .sort({ alertsPendingSince: 1 })
+      .limit(limit)
+      .toArray();
+    return docs.map((doc) => unannouncedDoc.parse(doc));
+  }
+
+  async markSnapshotAnnounced(updateId: string): Promise<void> {
+    await this.#snapshots.updateOne({ updateId }, { $unset: { alertsPendingSince: '' } });
   }
 
   async findSnapshotOfUpdate(updateId: string): Promise<{ date: Date; missing: contract.MissingCell[] } | null> {

@@ -7,11 +7,11 @@ import { type Budgets, type Device, type KpiRecord, type Location } from '@perfw
 import { recordSchemas, storedCell } from './record-schemas.ts';
 import { UnreadableRecords } from './unreadable-records.ts';
 import { NoFreeSnapshotDate, snapshotDates } from './snapshot-dates.ts';
-import { DuplicateError, fieldHistoryId, kpiBatches } from './store.ts';
+import { announcesEvents, DuplicateError, fieldHistoryId, kpiBatches } from './store.ts';
 // The store contract's types, by their module's name: both stores implement the same one.
 import type * as contract from './store.ts';
 
-const SCHEMA_VERSION = 6;
+const SCHEMA_VERSION = 7;
 /** Prepared statements kept per store: far more than the SQL texts it runs. */
 const MAX_CACHED_STATEMENTS = 200;
 
@@ -96,7 +96,7 @@ CREATE TABLE IF NOT EXISTS projects (
 CREATE TABLE IF NOT EXISTS snapshots (
   id TEXT PRIMARY KEY, project_id TEXT NOT NULL, user_id TEXT NOT NULL, update_id TEXT NOT NULL UNIQUE, url TEXT NOT NULL,
   domain TEXT NOT NULL, date INTEGER NOT NULL, update_type TEXT NOT NULL, available TEXT NOT NULL,
-  missing TEXT NOT NULL DEFAULT '[]', kpi_version INTEGER NOT NULL DEFAULT 1,
+  missing TEXT NOT NULL DEFAULT '[]', kpi_version INTEGER NOT NULL DEFAULT 1, alerts_pending_since INTEGER,
   UNIQUE (project_id, date));
 CREATE INDEX IF NOT EXISTS snapshots_by_date ON snapshots (date);
 CREATE TABLE IF NOT EXISTS results (
@@ -167,6 +167,19 @@ const resultRow = asRecord(records.result.extend({ lighthouse: z.instanceof(Uint
 const kpiRow = records.kpi.extend({ dataJson: z.string().regex(/^[{"]/) }) satisfies z.ZodType<contract.KpiRow>;
 
 const updateRow = asRecord(records.update);
+const unannouncedRow = asRecord(
+  z.object({
+    projectId: z.string(),
+    userId: z.string(),
+    url: z.string(),
+    updateId: z.string(),
+    date: ms,
+    alertsPendingSince: ms,
+  }),
+).transform(({ alertsPendingSince, ...rest }): contract.UnannouncedSnapshot => ({
+  ...rest,
+  storedAt: alertsPendingSince,
+}));
 
 /** Ids shaped like the MongoDB store's (24 hex digits), so both stores hand out the same kind. */
 const newId = () => randomBytes(12).toString('hex');
@@ -291,6 +304,11 @@ export class SqliteStore implements contract.Store {
       db.exec('ALTER TABLE snapshots ADD COLUMN kpi_version INTEGER NOT NULL DEFAULT 1');
     // Schema 6: a project's sealed credentials.
     if (version && Number(version.value) < 6) db.exec('ALTER TABLE projects ADD COLUMN auth TEXT');
+    // Schema 7: snapshots whose budget events are not yet in the outbox (its index needs the column first).
+    if (version && Number(version.value) < 7) db.exec('ALTER TABLE snapshots ADD COLUMN alerts_pending_since INTEGER');
+    db.exec(
+      'CREATE INDEX IF NOT EXISTS snapshots_alerts_pending ON snapshots (alerts_pending_since) WHERE alerts_pending_since IS NOT NULL',
+    );
     db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)").run(String(SCHEMA_VERSION));
     this.#db = db;
   }
@@ -516,7 +534,7 @@ export class SqliteStore implements contract.Store {
     projectId: string,
     range: { from?: Date; to?: Date } = {},
   ): Promise<contract.AnnotationRecord[]> {
-    return this.#all(
+    const rows = this.#all(
       'SELECT * FROM annotations WHERE project_id = ? AND date >= ? AND date < ? ORDER BY date, created_at',
       projectId,
       range.from?.getTime() ?? 0,
@@ -544,7 +562,7 @@ export class SqliteStore implements contract.Store {
       const stored = this.#freeDate(project, date);
       const snapshotId = newId();
       this.#run(
-        'INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available, missing, kpi_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available, missing, kpi_version, alerts_pending_since) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
         snapshotId,
         project.id,
         project.userId,
@@ -556,6 +574,8 @@ export class SqliteStore implements contract.Store {
         JSON.stringify(results.map(({ device, location }) => ({ device, location }))),
         JSON.stringify(missing ?? []),
         kpiVersion,
+        // Its budget events are owed in the same transaction; the outbox write that follows settles them.
+        announcesEvents(results) ? Date.now() : null,
       );
       this.#insertCells(
         {
@@ -718,6 +738,18 @@ export class SqliteStore implements contract.Store {
     );
     const results = wanted.map(({ lighthouse, ...r }) => storedCell(r, lighthouse));
     return { ...snapshot, results };
+  }
+
+  async listUnannouncedSnapshots(storedBefore: Date, limit: number): Promise<contract.UnannouncedSnapshot[]> {
+    return this.#all(
+      'SELECT project_id, user_id, url, update_id, date, alerts_pending_since FROM snapshots WHERE alerts_pending_since <= ? ORDER BY alerts_pending_since LIMIT ?',
+      storedBefore.getTime(),
+      limit,
+    ).map((row) => unannouncedRow.parse(row));
+  }
+
+  async markSnapshotAnnounced(updateId: string): Promise<void> {
+    this.#run('UPDATE snapshots SET alerts_pending_since = NULL WHERE update_id = ?', updateId);
   }
 
   async findSnapshotOfUpdate(updateId: string): Promise<{ date: Date; missing: contract.MissingCell[] } | null> {

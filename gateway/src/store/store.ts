@@ -99,6 +99,21 @@ export interface NewSnapshot {
   kpiVersion?: number;
 }
 
+/** Whether a snapshot's cells announce budget events: its save then marks it unannounced until they are in the outbox. */
+export const announcesEvents = (results: ReadonlyArray<Pick<LocationSnapshot, 'checks'>>): boolean =>
+  results.some((r) => r.checks?.some((c) => c.event !== undefined) ?? false);
+
+/** A complete snapshot whose budget events are not yet in the outbox (see listUnannouncedSnapshots). */
+export interface UnannouncedSnapshot {
+  projectId: string;
+  userId: string;
+  url: string;
+  updateId: string;
+  date: Date;
+  /** When it was stored: only webhooks that existed then are sent its events. */
+  storedAt: Date;
+}
+
 export interface SnapshotRecord {
   id: string;
   projectId: string;
@@ -372,6 +387,14 @@ export interface Store {
    * second call returns the first snapshot's date (or replaces a write that was cut short).
    */
   saveSnapshot(snapshot: NewSnapshot): Promise<Date>;
+  /**
+   * Snapshots stored before `storedBefore` whose budget events (announcesEvents) are not yet
+   * recorded in the outbox, oldest first, at most `limit`. Marked so by their save, in the same
+   * write that completes them, so a writer that dies before its outbox write leaves them here.
+   */
+  listUnannouncedSnapshots(storedBefore: Date, limit: number): Promise<UnannouncedSnapshot[]>;
+  /** Records that the update's snapshot has its budget events in the outbox. */
+  markSnapshotAnnounced(updateId: string): Promise<void>;
 
   createUpdate(update: NewUpdate): Promise<void>;
   /**
