@@ -27,7 +27,7 @@ import { writeSelfSignedCert } from '../support/tls.ts';
 
 // Replies later than NATS's default window (2 minutes), through the shipped hub
 // (deploy/nats/nats-server.conf) and region (leafnode-region.conf) configurations with their
-// roles, as nats-credentials writes their keys, the gateway's settings at their defaults:
+// roles, as nats-credentials writes their keys, the gateway's timeouts at their defaults:
 //  - a run that takes longer than 2 minutes on agents directly on the hub (s_carolina) and
 //    behind a region's leaf node (london) is a 200 of a sync update, its result stored;
 //  - a run that outlasts its deadline (real Chromium on a page that never answers, behind
