@@ -52,7 +52,19 @@ describe('target guard', () => {
         names[host] ?? Promise.reject(Object.assign(new Error('not found'), { code: 'ENOTFOUND' })),
     });
     expect(await guard.resolve('public.example')).toEqual({ address: '93.184.216.34', family: 4 });
-    await expect(guard.resolve('sneaky.example')).rejects.toThrow(/10\.0\.0\.7 is not a public address/);
+    // The refusal reaches users: it names no address they did not give (the error keeps them for the log).
+    const sneaky = (await guard.resolve('sneaky.example').then(
+      () => expect.unreachable('sneaky.example was let through'),
+      (error: unknown) => error,
+    )) as TargetRefused;
+    expect(sneaky.message).toMatch(/sneaky\.example: it resolves to an address that is not a public address/);
+    expect(sneaky.message).not.toContain('10.0.0.7');
+    expect(sneaky.addresses).toEqual(['10.0.0.7']);
+    await expect(guard.resolve('10.0.0.7')).rejects.toThrow(/10\.0\.0\.7 is not a public address/);
+    const failing = createTargetGuard({
+      resolveHost: () => Promise.reject(new Error('getaddrinfo EAI_AGAIN via dns1.corp.internal')),
+    });
+    await expect(failing.resolve('x.example')).rejects.toThrow(/does not resolve \(lookup failed\)$/);
     await expect(guard.resolve('metadata.example')).rejects.toBeInstanceOf(TargetRefused);
     await expect(guard.resolve('nowhere.example')).rejects.toThrow(/does not resolve \(ENOTFOUND\)/);
     await expect(guard.resolve('[::1]')).rejects.toBeInstanceOf(TargetRefused);

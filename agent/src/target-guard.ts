@@ -16,11 +16,23 @@ export class TargetRefused extends Error {
    * requests to Google hit on a closed network): not a refusal to blame a page's failure on.
    */
   readonly kind: 'forbidden' | 'unresolvable';
-  constructor(host: string, reason: string, kind: 'forbidden' | 'unresolvable' = 'forbidden') {
+  /**
+   * The addresses refused, for the operator's log only: the message, which reaches users,
+   * names an address only when the user gave it, so a name cannot be used to map the
+   * agent's internal network through its refusals.
+   */
+  readonly addresses: readonly string[];
+  constructor(
+    host: string,
+    reason: string,
+    kind: 'forbidden' | 'unresolvable' = 'forbidden',
+    addresses: readonly string[] = [],
+  ) {
     super(`refused to reach ${host}: ${reason}`);
     this.name = 'TargetRefused';
     this.host = host;
     this.kind = kind;
+    this.addresses = addresses;
   }
 }
 
@@ -77,9 +89,10 @@ export function createTargetGuard({
         try {
           addresses = await resolveHost(bare);
         } catch (error) {
+          // The code only (ENOTFOUND): a resolver's message can name internal servers.
           throw new TargetRefused(
             host,
-            `it does not resolve (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+            `it does not resolve (${(error as NodeJS.ErrnoException).code ?? 'lookup failed'})`,
             'unresolvable',
           );
         }
@@ -91,7 +104,11 @@ export function createTargetGuard({
       if (blocked.length > 0)
         throw new TargetRefused(
           host,
-          `${blocked.map((a) => a.address).join(', ')} is not a public address (allow it with PERFWATCH_ALLOW_TARGETS)`,
+          ipaddr.isValid(bare)
+            ? `${bare} is not a public address (allow it with PERFWATCH_ALLOW_TARGETS)`
+            : 'it resolves to an address that is not a public address (allow it with PERFWATCH_ALLOW_TARGETS)',
+          'forbidden',
+          blocked.map((a) => a.address),
         );
       const chosen = addresses[0]!;
       return { address: chosen.address, family: chosen.family === 6 ? 6 : 4 };

@@ -37,6 +37,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
 const NO_RESULT_STATUS = {
   NO_AGENT: 'SERVICE_UNAVAILABLE',
   CREDENTIALS_UNREADABLE: 'SERVICE_UNAVAILABLE',
+  CREDENTIALS_NOT_TRUSTED: 'BAD_REQUEST',
   TIMED_OUT: 'GATEWAY_TIMEOUT',
   FAILED: 'BAD_GATEWAY',
 } as const satisfies Record<NoResultKind, ErrorStatus>;

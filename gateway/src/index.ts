@@ -18,6 +18,7 @@ export type {
 } from './store/store.ts';
 export { issueToken, tokenDigest } from './tokens.ts';
 export { createAdmin, type Admin } from './admin/admin.ts';
+export { createSecretBox } from './secret-box.ts';
 export { DEMO_LOGIN, startDemoSite, type DemoSite } from './local/demo-site-server.ts';
 export { MAX_AGENTS_PER_LOCATION, startAgentRegistry, type AgentRegistry } from './agent-registry.ts';
 export { startScheduler, tickUpdateId, type Scheduler } from './scheduler.ts';

@@ -74,15 +74,22 @@ function endpoint(
   query: z.ZodType,
   body: z.ZodType,
   responses: Record<string, unknown>,
-  { project = true, bodyRequired = true } = {},
+  { project = true, bodyRequired = true, changesByPost = false } = {},
 ) {
   const base = {
     summary,
     security: [{ token: [] }],
     responses: { ...readErrors, ...(project ? projectErrors : {}), ...responses },
   };
+  // An endpoint that changes something does it by POST alone: its GET reads.
+  const getResponses = changesByPost
+    ? {
+        ...base.responses,
+        '405': error('A parameter that changes something came in a GET: send it by POST (`Allow: POST`).'),
+      }
+    : base.responses;
   return {
-    get: { ...base, requestParams: { query: inputOf(query) } },
+    get: { ...base, responses: getResponses, requestParams: { query: inputOf(query) } },
     post: {
       ...base,
       responses: { ...base.responses, ...bodyErrors },
@@ -112,6 +119,7 @@ function credentialsEndpoint() {
         'Whether the project has credentials, with the cookie and header names and the number of login steps; never a value.',
       ),
     },
+    { changesByPost: true },
   );
   return {
     get: operations.get,
@@ -237,6 +245,7 @@ function settingsPaths() {
           "The project's budgets (after the replacement, when limits were given). Every snapshot stored afterwards carries `checks` per device and location.",
         ),
       },
+      { changesByPost: true },
     ),
     '/v1/webhooks': endpoint(
       "List, add or remove the caller's webhooks",
@@ -258,6 +267,7 @@ function settingsPaths() {
       annotationsQuerySchema,
       annotationsBodySchema,
       { '200': json(annotationListSchema, "The project's annotations by date; `added` after an add.") },
+      { changesByPost: true },
     ),
     '/v1/credentials': credentialsEndpoint(),
   };

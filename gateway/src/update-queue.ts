@@ -187,6 +187,7 @@ async function deliver(
     const final =
       !(error instanceof UpdateInterrupted) &&
       ((error instanceof NoResultError && error.repeats) || delivery >= maxDeliver || Date.now() >= deadlineAt);
+    if (!isExplained(error)) log.warn({ err: error }, 'queued update met an unexpected error');
     return recordFailure(store, job.updateId, failureReason(error), final, log);
   }
 }
@@ -267,10 +268,19 @@ async function endedBefore(
   return { kind: 'final', reason };
 }
 
+const isExplained = (error: unknown): error is NoResultError | ApiError | UpdateInterrupted =>
+  error instanceof NoResultError || error instanceof ApiError || error instanceof UpdateInterrupted;
+
+/**
+ * What the update's owner reads of its failure (`/v1/updates/{id}`). Errors of our own say
+ * what happened; anything else — a database driver's or NATS client's message, which can name
+ * internal hosts — stays in the gateway's log, and the owner is told only that much.
+ */
 function failureReason(error: unknown): string {
   if (error instanceof NoResultError) return [error.message, ...error.reasons].join(' ');
   if (error instanceof ApiError) return [error.message, ...error.errors].join(' ');
-  return (error as Error).message;
+  if (error instanceof UpdateInterrupted) return error.message;
+  return 'the gateway met an internal error (its log has the details)';
 }
 
 /** A failed delivery recorded: failed for good, or queued again; unrecorded when the store is away. */

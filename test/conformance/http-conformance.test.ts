@@ -61,6 +61,8 @@ beforeAll(async () => {
       UPDATE_DEADLINE_MS: 1_000,
       PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
       PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64'),
+      // broken.example's location: its credentials may be kept.
+      PERFWATCH_TRUSTED_LOCATIONS: ['los_angeles'],
     },
   });
   agentConn = await connect({ servers: nats.url });
@@ -121,6 +123,18 @@ afterAll(async () => {
 });
 
 const documented = (path: string, method: 'GET' | 'POST', reply: Reply) => documentedBy(checker, path, method, reply);
+
+/** A POST of `body` as alice (or `token`), documented. */
+const post = async (path: string, body: unknown, token = alice) =>
+  documented(path, 'POST', await send(gateway.url, path, 'POST', { body }, { Authorization: token }));
+
+/** A GET carrying a parameter that changes something: 405 with `Allow: POST`, and nothing changed. */
+async function refusedByGet(path: string, query: Params): Promise<void> {
+  const reply = documented(path, 'GET', await send(gateway.url, path, 'GET', { query }, { Authorization: alice }));
+  expect(reply.status, JSON.stringify(query)).toBe(405);
+  expect(reply.headers.get('allow')).toBe('POST');
+  expect(errorsOf(reply)).toMatch(/POST only/);
+}
 
 /** The same request as GET (query) and POST (body); both must answer alike. */
 const both = (
@@ -621,14 +635,17 @@ describe('/v1/updates/{id}', () => {
 });
 
 describe('/v1/budgets, /v1/webhooks and /v1/annotations', () => {
-  it("/v1/budgets reads and replaces a project's budgets, GET and POST alike; the next snapshot carries its checks", async () => {
+  it("/v1/budgets reads a project's budgets by GET or POST and replaces them by POST only; the next snapshot carries its checks", async () => {
     const [none] = await both('budgets', { url: SHOP }, { url: SHOP });
     expect(projectBudgetsSchema.parse(none.body)).toEqual({ url: SHOP, budgets: {}, maxRegression: {} });
-    const [set] = await both(
-      'budgets',
-      { url: SHOP, budget: ['performance=10', 'lcp=999999'], maxRegression: 'seo=100' },
-      { url: SHOP, budgets: { performance: 10, lcp: 999_999 }, maxRegression: { seo: 100 } },
-    );
+    await refusedByGet('budgets', { url: SHOP, budget: ['performance=10', 'lcp=999999'], maxRegression: 'seo=100' });
+    await refusedByGet('budgets', { url: SHOP, maxRegression: 'seo=100' });
+    expect((await both('budgets', { url: SHOP }, { url: SHOP }))[0].body).toEqual(none.body);
+    const set = await post('budgets', {
+      url: SHOP,
+      budgets: { performance: 10, lcp: 999_999 },
+      maxRegression: { seo: 100 },
+    });
     expect(set.body).toEqual({ url: SHOP, budgets: { performance: 10, lcp: 999_999 }, maxRegression: { seo: 100 } });
     expect((await both('budgets', { url: SHOP }, { url: SHOP }))[0].body).toEqual(set.body);
 
@@ -651,21 +668,19 @@ describe('/v1/budgets, /v1/webhooks and /v1/annotations', () => {
     );
     expect(auditResultSchema.parse(audit.body).mobile!.london!.checks).toEqual(checks);
 
-    // An empty value (GET) or empty objects (POST): no budgets at all.
-    const [cleared] = await both('budgets', { url: SHOP, budget: '' }, { url: SHOP, budgets: {}, maxRegression: {} });
+    // Empty objects: no budgets at all.
+    const cleared = await post('budgets', { url: SHOP, budgets: {}, maxRegression: {} });
     expect(cleared.body).toEqual({ url: SHOP, budgets: {}, maxRegression: {} });
-    const cases: Array<[Params, unknown, RegExp]> = [
-      [{ url: SHOP, budget: 'speed=1' }, { url: SHOP, budgets: { speed: 1 } }, /unknown budget key "speed"/],
-      [{ url: SHOP, budget: 'performance=101' }, { url: SHOP, budgets: { performance: 101 } }, /score from 0 to 100/],
-      [{ url: SHOP, budget: 'lcp' }, { url: SHOP, budgets: { lcp: 'fast' } }, /KEY=NUMBER|a number/],
-      [{ budget: 'lcp=1' }, { budgets: { lcp: 1 } }, /url is required/],
+    const cases: Array<[unknown, RegExp]> = [
+      [{ url: SHOP, budgets: { speed: 1 } }, /unknown budget key "speed"/],
+      [{ url: SHOP, budgets: { performance: 101 } }, /score from 0 to 100/],
+      [{ url: SHOP, budgets: { lcp: 'fast' } }, /a number/],
+      [{ budgets: { lcp: 1 } }, /url is required/],
     ];
-    for (const [get, post, pattern] of cases) {
-      const [getReply, postReply] = await both('budgets', get, post, { same: false });
-      for (const reply of [getReply, postReply]) {
-        expect(reply.status, JSON.stringify(get)).toBe(400);
-        expect(errorsOf(reply)).toMatch(pattern);
-      }
+    for (const [body, pattern] of cases) {
+      const reply = await post('budgets', body);
+      expect(reply.status, JSON.stringify(body)).toBe(400);
+      expect(errorsOf(reply)).toMatch(pattern);
     }
   });
 
@@ -720,14 +735,16 @@ describe('/v1/budgets, /v1/webhooks and /v1/annotations', () => {
     }
   });
 
-  it('/v1/annotations adds deploy markers and lists them by date, in a range', async () => {
+  it('/v1/annotations adds deploy markers by POST and lists them by date, in a range', async () => {
     const url = 'https://half.example/';
-    const [first, second] = await both(
-      'annotations',
-      { url, text: 'release 1.2', date: '2026-03-01T10:00:00', link: 'https://git.example/releases/1.2' },
-      { url, text: 'release 1.1', date: '2026-02-01T10:00:00' },
-      { same: false },
-    );
+    await refusedByGet('annotations', { url, text: 'by a crawler' });
+    const first = await post('annotations', {
+      url,
+      text: 'release 1.2',
+      date: '2026-03-01T10:00:00',
+      link: 'https://git.example/releases/1.2',
+    });
+    const second = await post('annotations', { url, text: 'release 1.1', date: '2026-02-01T10:00:00' });
     expect(annotationListSchema.parse(first.body).added).toMatchObject({
       url,
       date: '2026-03-01T10:00:00',
@@ -745,7 +762,7 @@ describe('/v1/budgets, /v1/webhooks and /v1/annotations', () => {
     );
     expect(annotationListSchema.parse(ranged.body).annotations.map((a) => a.text)).toEqual(['release 1.2']);
     // Without a date: now.
-    const [now] = await both('annotations', { url, text: 'hotfix' }, { url, text: 'hotfix' }, { same: false });
+    const now = await post('annotations', { url, text: 'hotfix' });
     expect(Math.abs(Date.parse(`${annotationListSchema.parse(now.body).added!.date}Z`) - Date.now())).toBeLessThan(
       60_000,
     );
@@ -758,12 +775,45 @@ describe('/v1/budgets, /v1/webhooks and /v1/annotations', () => {
       [{ text: 'x' }, /url is required/],
     ];
     for (const [params, pattern] of cases) {
-      const [getReply, postReply] = await both('annotations', params, params, { same: false });
-      for (const reply of [getReply, postReply]) {
-        expect(reply.status, JSON.stringify(params)).toBe(400);
-        expect(errorsOf(reply)).toMatch(pattern);
-      }
+      const reply = await post('annotations', params);
+      expect(reply.status, JSON.stringify(params)).toBe(400);
+      expect(errorsOf(reply)).toMatch(pattern);
     }
+    expect(
+      annotationListSchema.parse((await both('annotations', { url }, { url }))[0].body).annotations.map((a) => a.text),
+    ).not.toContain('by a crawler');
+
+    // Pages of the newest `limit`, going back by `next`; a removal by POST.
+    const [page] = await both('annotations', { url, limit: '2' }, { url, limit: 2 });
+    const newest = annotationListSchema.parse(page.body);
+    expect(newest.annotations.map((a) => a.text)).toEqual(['release 1.2', 'hotfix']);
+    const [older] = await both(
+      'annotations',
+      { url, limit: '2', to: newest.next! },
+      { url, limit: 2, to: newest.next },
+    );
+    expect(annotationListSchema.parse(older.body)).toMatchObject({ annotations: [{ text: 'release 1.1' }] });
+    expect(annotationListSchema.parse(older.body).next).toBeUndefined();
+    const oldest = annotationListSchema.parse(second.body).annotations[0]!;
+    await refusedByGet('annotations', { url, remove: oldest.id });
+    const removed = annotationListSchema.parse((await post('annotations', { url, remove: oldest.id })).body);
+    expect(removed.removed).toBe(oldest.id);
+    expect(removed.annotations.map((a) => a.id)).not.toContain(oldest.id);
+    expect((await post('annotations', { url, remove: oldest.id })).status).toBe(404);
+
+    // As many as a project may have: the next add is refused, nothing stored.
+    const project = (await gateway.store.findProject((await gateway.store.findUserByName('alice'))!.id, url))!;
+    for (let n = await gateway.store.countAnnotations(project.id); n < 1_000; n++)
+      await gateway.store.addAnnotation({
+        projectId: project.id,
+        date: new Date(Date.UTC(2020, 0, 1, 0, 0, n)),
+        text: 'old',
+        link: null,
+      });
+    const full = await post('annotations', { url, text: 'one too many' });
+    expect(full.status).toBe(400);
+    expect(errorsOf(full)).toMatch(/at most 1000 annotations per project/);
+    expect(await gateway.store.countAnnotations(project.id)).toBe(1_000);
   });
 });
 
@@ -815,45 +865,27 @@ describe('/v1/credentials', () => {
     const [theirs] = await both('credentials', { url }, { url }, { token: bob });
     expect(theirs.status).toBe(404);
 
-    const cases: Array<[Params, unknown, RegExp]> = [
-      // Secrets never in a URL: GET has no `auth`.
-      [
-        { url, auth: 'x' },
-        { url, auth: { cookies: [{ name: 'bad name', value: 'v' }] } },
-        /unknown parameter\(s\): auth|a cookie name is a token/,
-      ],
-      [{ url, clear: 'maybe' }, { url, auth: {} }, /clear must be true or false|give cookies, headers or login steps/],
-      [
-        { url, clear: 'yes' },
-        { url, auth: { headers: { Host: 'evil.example' } } },
-        /clear must be true or false|the browser's to set/,
-      ],
-      [
-        { url, clear: 'no' },
-        { url, auth: { login: [{ action: 'goto', url: 'javascript:alert(1)' }] } },
-        /clear must be true or false|login/,
-      ],
-      [
-        { clear: 'true' },
-        { url, clear: true, auth: { cookies: [{ name: 'a', value: 'b' }] } },
-        /url is required|do not go together/,
-      ],
+    // Secrets never in a URL, and no change by GET.
+    await refusedByGet('credentials', { url, auth: 'x' });
+    await refusedByGet('credentials', { url, clear: 'true' });
+    expect((await both('credentials', { url }, { url }))[0].body).toEqual(set.body);
+    const cases: Array<[unknown, RegExp]> = [
+      [{ url, auth: { cookies: [{ name: 'bad name', value: 'v' }] } }, /a cookie name is a token/],
+      [{ url, auth: {} }, /give cookies, headers or login steps/],
+      [{ url, auth: { headers: { Host: 'evil.example' } } }, /the browser's to set/],
+      [{ url, auth: { login: [{ action: 'goto', url: 'javascript:alert(1)' }] } }, /login/],
+      [{ url, clear: 'yes' }, /clear must be true or false/],
+      [{ url, clear: true, auth: { cookies: [{ name: 'a', value: 'b' }] } }, /do not go together/],
+      [{ clear: true }, /url is required/],
     ];
-    for (const [get, post, pattern] of cases) {
-      const [getReply, postReply] = await both('credentials', get, post, { same: false });
-      for (const reply of [getReply, postReply]) {
-        expect(reply.status, JSON.stringify(reply.body)).toBe(400);
-        expect(errorsOf(reply)).toMatch(pattern);
-      }
+    for (const [body, pattern] of cases) {
+      const reply = await post('credentials', body);
+      expect(reply.status, JSON.stringify(reply.body)).toBe(400);
+      expect(errorsOf(reply)).toMatch(pattern);
     }
-    const [cleared, clearedToo] = await both(
-      'credentials',
-      { url, clear: 'true' },
-      { url, clear: true },
-      { same: false },
-    );
+    const cleared = await post('credentials', { url, clear: true });
     expect(cleared.body).toEqual({ url, configured: false, cookies: [], headers: [], loginSteps: 0 });
-    expect(clearedToo.body).toEqual(cleared.body);
+    expect((await both('credentials', { url }, { url }))[0].body).toEqual(cleared.body);
 
     // A gateway without PERFWATCH_SECRETS_KEY cannot keep them, and says so.
     const keyless = await startTestGateway({ natsUrl: nats.url, store: gateway.store });

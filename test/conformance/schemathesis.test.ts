@@ -27,7 +27,7 @@ beforeAll(async () => {
     natsUrl: nats.url,
     replyTimeoutMs: 2_000,
     rateLimits: { updates: 1_000_000, reads: 1_000_000 },
-    config: { PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64') },
+    config: { PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64'), PERFWATCH_TRUSTED_LOCATIONS: ['london'] },
   });
   ({ token } = await gateway.admin.createUser('schemathesis'));
   await gateway.admin.addProject('schemathesis', 'https://schemathesis.example/', { locations: ['london'], runs: 1 });

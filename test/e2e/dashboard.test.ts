@@ -271,6 +271,14 @@ describe('dashboard', () => {
     expect(shown.length).toBeGreaterThan(0);
     expect(new Set(shown)).toEqual(new Set([String(Math.round(lhr.categories['performance']!.score * 100))]));
     expect(await page.textContent('.lighthouse-report .lh-topbar__url')).toBe(lhr.finalDisplayedUrl);
+    // Nothing that sends the result to a third party: no Viewer, no Gist, no Google-hosted treemap.
+    expect(await page.$$('.lighthouse-report [data-action="save-json"]')).not.toHaveLength(0);
+    expect(
+      await page.$$('.lighthouse-report [data-action="open-viewer"], .lighthouse-report [data-action="save-gist"]'),
+    ).toHaveLength(0);
+    expect(
+      await page.$$('.lighthouse-report .lh-report-icon--treemap, .lighthouse-report .lh-button--treemap'),
+    ).toHaveLength(0);
     await screenshot('report');
     expect(problems).toEqual([]);
   });

@@ -55,7 +55,14 @@ beforeAll(async () => {
     );
     expect(added.code, `${i}: ${added.output}`).toBe(0);
   }
-  gateway = await spawnGateway({ ...env, NATS_URL: nats.url, LOG_LEVEL: 'debug', MAX_RETESTS: '0' });
+  // The london agent is this test's own: its operator is trusted with the credentials.
+  gateway = await spawnGateway({
+    ...env,
+    NATS_URL: nats.url,
+    LOG_LEVEL: 'debug',
+    MAX_RETESTS: '0',
+    PERFWATCH_TRUSTED_LOCATIONS: 'london',
+  });
   agent = spawnPerfwatch(['agent'], {
     NATS_URL: nats.url,
     PERFWATCH_LOCATION: 'london',
@@ -192,7 +199,13 @@ describe('pages behind a login', () => {
     );
     expect(res.status).toBe(503);
     expect(await res.text()).toMatch(/credentials for its login cannot be read/);
-    const renewed = await spawnGateway({ ...db, NATS_URL: nats.url, PERFWATCH_SECRETS_KEY: next, MAX_RETESTS: '0' });
+    const renewed = await spawnGateway({
+      ...db,
+      NATS_URL: nats.url,
+      PERFWATCH_SECRETS_KEY: next,
+      MAX_RETESTS: '0',
+      PERFWATCH_TRUSTED_LOCATIONS: 'london',
+    });
     try {
       const update = await fetch(
         `${renewed.url}/v1/update?${new URLSearchParams({ url: `${account}?cookie`, device: 'desktop' })}`,

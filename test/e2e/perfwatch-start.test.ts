@@ -114,10 +114,26 @@ describe('perfwatch start', () => {
     const nats = await isolatedNats();
     const dir = await mkdtemp(join(tmpdir(), 'perfwatch-start-real-'));
     const db = `pwstart_${randomUUID().slice(0, 8)}`;
+    const env = { NATS_URL: nats.url, MONGODB_URI: inject('mongoUri'), MONGODB_DB: db };
+    // On a NATS others can publish to, its agent is any agent: no loopback unless allowed.
+    const guarded = spawnPerfwatch(
+      ['start'],
+      { ...env, PORT: String(await freePort()), PERFWATCH_DEMO_PORT: String(await freePort()) },
+      { cwd: dir, bare: true },
+    );
+    try {
+      const [curlLine] = await guarded.waitFor(/curl -s -H "Authorization: pw_[^"]+" "[^"]+"/, 60_000);
+      const { status, body } = await curl(curlLine);
+      expect(status).toBe(502);
+      expect(JSON.stringify(body)).toMatch(/not a public address/);
+      expect(await guarded.stop('SIGTERM')).toBe(0);
+    } finally {
+      await guarded.stop();
+    }
     const ports = { PORT: String(await freePort()), PERFWATCH_DEMO_PORT: String(await freePort()) };
     const real = spawnPerfwatch(
       ['start'],
-      { ...ports, NATS_URL: nats.url, MONGODB_URI: inject('mongoUri'), MONGODB_DB: db },
+      { ...ports, ...env, PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' },
       { cwd: dir, bare: true },
     );
     try {

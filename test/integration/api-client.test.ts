@@ -28,7 +28,11 @@ beforeAll(async () => {
   nats = await isolatedNats();
   gateway = await startTestGateway({
     natsUrl: nats.url,
-    config: { PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8', PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64') },
+    config: {
+      PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
+      PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64'),
+      PERFWATCH_TRUSTED_LOCATIONS: ['london'],
+    },
   });
   agentConn = await connect({ servers: nats.url });
   agent = startAgent({

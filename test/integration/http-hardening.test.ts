@@ -201,3 +201,18 @@ describe('failed authentications', () => {
     expect((await projectsFrom('127.0.0.4', token)).status).toBe(200);
   });
 });
+
+describe('the request log', () => {
+  it('keeps no token a client put in a URL, by name or by shape', async () => {
+    const before = logs.length;
+    const res = await fetch(
+      `http://127.0.0.1:${runtime.http.port}/v1/projects?token=${encodeURIComponent(token)}&note=${encodeURIComponent(token)}`,
+      { headers: { Authorization: token } },
+    );
+    expect(res.status).toBe(400);
+    const lines = logs.slice(before).join('\n');
+    expect(lines).toContain('/v1/projects?token=[redacted]');
+    expect(lines).not.toContain(token);
+    expect(lines).not.toContain(token.slice(3, 20));
+  });
+});

@@ -1,8 +1,16 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
 import pretty from 'pino-pretty';
 import { z } from 'zod';
-import { createLogger, createShutdown, logLevelSchema, parseEnv, shutdownOnSignals } from '@perfwatch/common';
+import {
+  connectNats,
+  createLogger,
+  createShutdown,
+  logLevelSchema,
+  natsEnvSchema,
+  parseEnv,
+  shutdownOnSignals,
+} from '@perfwatch/common';
 import {
   createLocalAgent,
   createRunnerPool,
@@ -24,14 +32,27 @@ const startEnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
   PERFWATCH_DEMO_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
-  /** Set: agents and gateway talk over this NATS (JetStream) instead of the in-process bus. */
+  /**
+   * Set: agents and gateway talk over this NATS (JetStream) instead of the in-process bus, with
+   * the same credentials and TLS settings as `perfwatch gateway` (NATS_CREDS_FILE or
+   * NATS_NKEY_SEED_FILE, NATS_TLS_*); the agent connects as a user of its own when
+   * PERFWATCH_AGENT_NATS_CREDS_FILE or PERFWATCH_AGENT_NATS_NKEY_SEED_FILE is set (the shipped hub
+   * gives gateways and agents different users), else as the gateway does.
+   */
   NATS_URL: z.string().min(1).optional(),
+  ...natsEnvSchema.omit({ NATS_URL: true }).shape,
+  PERFWATCH_AGENT_NATS_CREDS_FILE: z.string().min(1).optional(),
+  PERFWATCH_AGENT_NATS_NKEY_SEED_FILE: z.string().min(1).optional(),
   /** MONGODB_URI set: the store is this MongoDB instead of the embedded file under PERFWATCH_DATA_DIR. */
   ...storeEnvFields,
   CHROME_PATH: z.string().min(1).default('/usr/bin/chromium'),
   PERFWATCH_RUNS_PER_BROWSER: runsPerBrowserSchema,
-  /** Local mode audits the local demo site, so loopback is allowed here unless set otherwise. */
-  PERFWATCH_ALLOW_TARGETS: z.string().default('127.0.0.0/8,::1/128'),
+  /**
+   * Alone, `perfwatch start` audits its local demo site, so loopback is allowed unless set
+   * otherwise. With NATS_URL its agent takes jobs from whoever can publish on that NATS, so
+   * there, as for any agent, only public addresses unless set.
+   */
+  PERFWATCH_ALLOW_TARGETS: z.string().optional(),
   CRUX_API_KEY: z.string().min(1).optional(),
   LOG_LEVEL: logLevelSchema,
   /** How long a stop may take (finishing a run in progress included) before the process exits anyway. */
@@ -52,15 +73,33 @@ const LOCATION = 's_carolina';
  * printed with a ready-to-paste curl line (the previous start's token revoked). NATS_URL and MONGODB_URI switch to the real parts.
  */
 export async function main(env: Readonly<Record<string, string | undefined>>): Promise<void> {
-  const config = parseEnv(startEnvSchema, env);
+  const parsed = parseEnv(startEnvSchema, env);
+  const config = {
+    ...parsed,
+    PERFWATCH_ALLOW_TARGETS: parsed.PERFWATCH_ALLOW_TARGETS ?? (parsed.NATS_URL ? '' : '127.0.0.0/8,::1/128'),
+  };
   const logger = startLogger(config);
   exitOnUnhandledRejection(logger);
   // The embedded store makes its directory when it opens; with MONGODB_URI nothing goes there.
   const { store, where: storeWhere } = storeFromEnv(config);
   await store.init();
-  const nc = config.NATS_URL ? await connect({ servers: config.NATS_URL, name: 'perfwatch-start' }) : undefined;
+  const nc = config.NATS_URL
+    ? await connectNats({ ...config, NATS_URL: config.NATS_URL }, { name: 'perfwatch-start' })
+    : undefined;
+  const agentNc =
+    config.NATS_URL && (config.PERFWATCH_AGENT_NATS_CREDS_FILE || config.PERFWATCH_AGENT_NATS_NKEY_SEED_FILE)
+      ? await connectNats(
+          {
+            ...config,
+            NATS_URL: config.NATS_URL,
+            NATS_CREDS_FILE: config.PERFWATCH_AGENT_NATS_CREDS_FILE,
+            NATS_NKEY_SEED_FILE: config.PERFWATCH_AGENT_NATS_NKEY_SEED_FILE,
+          },
+          { name: 'perfwatch-start-agent' },
+        )
+      : nc;
   const site = await startDemoSite({ port: config.PERFWATCH_DEMO_PORT });
-  const { runner, agent, localAgent } = startOneAgent(config, logger, nc);
+  const { runner, agent, localAgent } = startOneAgent(config, logger, agentNc);
   const gateway = await startGateway({
     ...(localAgent ? { localAgents: [localAgent] } : { nc: nc! }),
     store,
@@ -87,7 +126,13 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
         [
           { name: 'gateway', run: () => gateway.stop() },
           { name: 'agent', run: () => agent.stop() },
-          { name: 'NATS', run: () => nc?.drain() },
+          {
+            name: 'NATS',
+            run: async () => {
+              if (agentNc !== nc) await agentNc?.drain();
+              await nc?.drain();
+            },
+          },
           { name: 'Chromes', run: () => runner.close() },
           { name: 'store', run: () => store.close() },
           { name: 'demo site', run: () => site.close() },
@@ -110,7 +155,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   await stopped;
 }
 
-type StartConfig = z.infer<typeof startEnvSchema>;
+type StartConfig = z.infer<typeof startEnvSchema> & { PERFWATCH_ALLOW_TARGETS: string };
 
 /** The agent of location s_carolina: on the in-process bus, or on NATS_URL's NATS when set. */
 function startOneAgent(config: StartConfig, logger: Logger, nc: NatsConnection | undefined) {

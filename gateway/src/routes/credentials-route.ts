@@ -1,8 +1,9 @@
 import type { Request, Response } from 'express';
 import { ApiError, type CredentialsView, type PageAuth } from '@perfwatch/common';
 import { openProjectAuth, sealProjectAuth } from '../project-auth.ts';
-import { credentialsBodySchema, credentialsQuerySchema, parseRequest } from '../request-params.ts';
+import { CREDENTIALS_WRITES, credentialsBodySchema, credentialsQuerySchema, parseRequest } from '../request-params.ts';
 import type { SecretBox } from '../secret-box.ts';
+import { untrustedLocations, untrustedReasons, type CredentialTrust } from '../credential-trust.ts';
 import type { Store } from '../store/store.ts';
 import { callerProject } from './caller-project.ts';
 
@@ -18,9 +19,21 @@ const view = (url: string, auth: PageAuth | undefined): CredentialsView => ({
  * `GET|POST /v1/credentials`: whether a project has credentials for its login, by name only;
  * POST with `auth` replaces them (sealed with PERFWATCH_SECRETS_KEY), `clear` forgets them.
  */
-export function credentialsRoute({ store, secrets }: { store: Store; secrets: SecretBox }) {
+export function credentialsRoute({
+  store,
+  secrets,
+  credentialTrust,
+}: {
+  store: Store;
+  secrets: SecretBox;
+  credentialTrust: CredentialTrust;
+}) {
   return async (req: Request, res: Response): Promise<void> => {
-    const params = parseRequest(req, { query: credentialsQuerySchema, body: credentialsBodySchema });
+    const params = parseRequest(req, {
+      query: credentialsQuerySchema,
+      body: credentialsBodySchema,
+      writes: CREDENTIALS_WRITES,
+    });
     const project = await callerProject(store, req, params.url);
     res.set('Cache-Control', 'no-store');
     if (params.clear) {
@@ -33,7 +46,15 @@ export function credentialsRoute({ store, secrets }: { store: Store; secrets: Se
         throw new ApiError('SERVICE_UNAVAILABLE', 'This gateway cannot keep credentials.', [
           'the gateway has no PERFWATCH_SECRETS_KEY',
         ]);
-      await store.setProjectAuth(project.id, sealProjectAuth(secrets, project.id, params.set));
+      // Kept only where they can be used: every location of the project may be sent them.
+      const untrusted = untrustedLocations(credentialTrust, { auth: 'to be set', locations: project.locations });
+      if (untrusted.length > 0)
+        throw new ApiError(
+          'BAD_REQUEST',
+          `Credentials cannot be kept for this project: they would go to ${untrusted.join(', ')}, whose agents this gateway does not trust with them.`,
+          untrustedReasons(credentialTrust, untrusted),
+        );
+      await store.setProjectAuth(project.id, sealProjectAuth(secrets, project, params.set));
       res.json(view(project.url, params.set));
       return;
     }

@@ -3,7 +3,8 @@ import { ApiError, DEVICES } from '@perfwatch/common';
 import { auditResultPieces } from '../audit-view.ts';
 import { parseRequest, updateBodySchema, updateQuerySchema } from '../request-params.ts';
 import type { Store } from '../store/store.ts';
-import type { UpdateService } from '../update-service.ts';
+import { refuseUntrustedCredentials, type UpdateService } from '../update-service.ts';
+import type { CredentialTrust } from '../credential-trust.ts';
 import type { StartAsync } from '../async-updates.ts';
 import { callerProject } from './caller-project.ts';
 import { writeJsonPieces } from './written.ts';
@@ -24,17 +25,21 @@ export function updateRoute({
   updates,
   startAsync,
   syncUpdates,
+  credentialTrust,
   stallMs = 30_000,
 }: {
   store: Store;
   updates: UpdateService;
   startAsync: StartAsync;
+  credentialTrust: CredentialTrust;
   syncUpdates?: SyncUpdateLimit;
   stallMs?: number;
 }) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, { query: updateQuerySchema, body: updateBodySchema });
     const project = await callerProject(store, req, params.url);
+    // Refused before anything is queued: an async update would otherwise fail later, unseen.
+    refuseUntrustedCredentials(credentialTrust, project);
     const request = {
       project,
       devices: params.device ? [params.device] : DEVICES,

@@ -791,7 +791,21 @@ async function reportView(params) {
   const container = h('div', { class: 'lighthouse-report' });
   show(`Lighthouse report of ${url}`, crumbs(url, h('a', { href: link('snapshot', { url, date }) }, date)), container);
   // Stored results leave out Lighthouse's i18n table and screenshots; the renderer falls back to English and shows no filmstrip.
-  container.append(renderer.renderReport(lhr, { disableFireworks: true, disableDarkMode: true, omitTopbar: false }));
+  container.append(
+    renderer.renderReport(offline(lhr), { disableFireworks: true, disableDarkMode: true, omitTopbar: false }),
+  );
+  // "Open in Viewer" and "Save as Gist" would post the result (of a page behind a login, maybe)
+  // to googlechrome.github.io and GitHub: a self-hosted report keeps it here.
+  for (const action of container.querySelectorAll('[data-action="open-viewer"], [data-action="save-gist"]'))
+    action.remove();
+}
+
+/** The result without what makes the renderer offer to open it on Google's treemap site (it sends the data along). */
+function offline(lhr) {
+  const treemap = lhr.audits['script-treemap-data'];
+  if (!treemap) return lhr;
+  // The audit stays (categories refer to it); its details are what the button would send.
+  return { ...lhr, audits: { ...lhr.audits, 'script-treemap-data': { ...treemap, details: undefined } } };
 }
 
 // ---- routing ------------------------------------------------------------------------------
