@@ -118,14 +118,6 @@ export async function runQueuedUpdate(
   signal?: AbortSignal,
 ): Promise<QueuedEnding> {
   const ending = await deliver(deps, job, { delivery, maxDeliver, ...(signal ? { signal } : {}) });
-  if (ending.kind === 'final' && ending.reason !== PROJECT_REMOVED) {
-    // Announced on every final ending: the delivery id is the update's, so a repeat stores nothing new.
-    await deps.outbox
-      ?.updateFailed({ userId: job.userId, url: job.url, updateId: job.updateId, reason: ending.reason })
-      .catch((error: unknown) =>
-        deps.logger.error({ err: error, updateId: job.updateId }, 'could not announce a failed update'),
-      );
-  }
   if (ending.kind === 'done' || ending.kind === 'final') {
     // A lost admission is found again by the lease holder's sweep.
     await deps.admission
@@ -155,7 +147,7 @@ async function deliver(
     const stored = await store.findSnapshotOfUpdate(job.updateId);
     if (stored) return await recordStored(deps, job, stored.date, stored.missing, log);
     const before = await store.findUpdate(job.userId, job.updateId);
-    const ended = await endedBefore(store, job.updateId, before, delivery, maxDeliver, log);
+    const ended = await endedBefore(deps, job, before, delivery, maxDeliver, log);
     if (ended) return ended;
     await store.setUpdateState(job.updateId, { status: 'running' });
     // From its admission: the time an update waited in its user's backlog is not its own to lose.
@@ -188,7 +180,7 @@ async function deliver(
       !(error instanceof UpdateInterrupted) &&
       ((error instanceof NoResultError && error.repeats) || delivery >= maxDeliver || Date.now() >= deadlineAt);
     if (!isExplained(error)) log.warn({ err: error }, 'queued update met an unexpected error');
-    return recordFailure(store, job.updateId, failureReason(error), final, log);
+    return recordFailure(deps, job, failureReason(error), final, log);
   }
 }
 
@@ -248,8 +240,8 @@ async function recordStored(
 
 /** How an update that is not to run again ended, or null when this delivery runs it. */
 async function endedBefore(
-  store: Store,
-  updateId: string,
+  deps: QueuedUpdateDeps,
+  job: QueuedUpdate,
   before: UpdateRecord | null,
   delivery: number,
   maxDeliver: number,
@@ -263,9 +255,26 @@ async function endedBefore(
   // Earlier deliveries ended without an outcome (their gateways stopped or died mid-way):
   // an update that takes its gateway down each time must not go round for ever.
   const reason = `its ${delivery - 1} deliveries ended without an outcome (the gateways running it stopped)`;
-  await store.setUpdateState(updateId, { status: 'failed', reason });
-  log.warn({ reason }, 'queued update failed');
+  await failAnnounced(deps, job, reason, log);
   return { kind: 'final', reason };
+}
+
+/**
+ * An update failed for good: its `update.failed` event goes into the outbox first, and only
+ * then is the update recorded failed. Should the outbox write fail, the update is left
+ * unfinished: the stuck-update sweep fails it later, announcing it the same way (the event's
+ * delivery id is the update's, so announcing twice stores it once). Recorded failed first, an
+ * outbox that failed would have lost the alert for good.
+ */
+async function failAnnounced(deps: QueuedUpdateDeps, job: QueuedUpdate, reason: string, log: Logger): Promise<void> {
+  try {
+    await deps.outbox?.updateFailed({ userId: job.userId, url: job.url, updateId: job.updateId, reason });
+  } catch (error) {
+    log.error({ err: error, reason }, 'could not announce a failed update; the stuck-update sweep will');
+    return;
+  }
+  await deps.store.setUpdateState(job.updateId, { status: 'failed', reason });
+  log.warn({ reason }, 'queued update failed');
 }
 
 const isExplained = (error: unknown): error is NoResultError | ApiError | UpdateInterrupted =>
@@ -285,19 +294,18 @@ function failureReason(error: unknown): string {
 
 /** A failed delivery recorded: failed for good, or queued again; unrecorded when the store is away. */
 async function recordFailure(
-  store: Store,
-  updateId: string,
+  deps: QueuedUpdateDeps,
+  job: QueuedUpdate,
   reason: string,
   final: boolean,
   log: Logger,
 ): Promise<QueuedEnding> {
   try {
     if (final) {
-      await store.setUpdateState(updateId, { status: 'failed', reason });
-      log.warn({ reason }, 'queued update failed');
+      await failAnnounced(deps, job, reason, log);
       return { kind: 'final', reason };
     }
-    await store.setUpdateState(updateId, { status: 'queued', reason });
+    await deps.store.setUpdateState(job.updateId, { status: 'queued', reason });
     log.warn({ reason }, 'queued update will be tried again');
     return { kind: 'retry', reason };
   } catch (stateError) {
