@@ -99,6 +99,27 @@ async function screenshot(name: string): Promise<void> {
   expect((await stat(path)).size).toBeGreaterThan(10_000);
 }
 
+describe('the API reference', () => {
+  it('renders every operation in a browser under its Content-Security-Policy, with nothing sniffed', async () => {
+    const docs = await browser.newPage();
+    const violations: string[] = [];
+    docs.on('pageerror', (error) => violations.push(`pageerror: ${error.message}`));
+    docs.on('console', (message) => {
+      if (message.type() === 'error') violations.push(`console: ${message.text()}`);
+    });
+    try {
+      const response = await docs.goto(`${gateway.url}/v1/docs/`);
+      expect(response!.headers()['content-security-policy']).toMatch(/script-src 'self';.*frame-ancestors 'none'/);
+      expect(response!.headers()['x-content-type-options']).toBe('nosniff');
+      await docs.waitForSelector('.opblock', { timeout: 20_000 });
+      expect(await docs.$$eval('.opblock-summary-path', (paths) => paths.length)).toBeGreaterThan(10);
+      expect(violations).toEqual([]);
+    } finally {
+      await docs.close();
+    }
+  });
+});
+
 describe('dashboard', () => {
   it("refuses a bad token and signs in with a good one, listing the user's projects", async () => {
     const response = await page.goto(`${gateway.url}/`);
