@@ -31,17 +31,52 @@ export const webhookPayloadSchema = z
   .meta({ id: 'WebhookPayload' });
 export type WebhookPayload = z.infer<typeof webhookPayloadSchema>;
 
-/** `sha256=<hex HMAC-SHA256 of the raw body>`: the value of X-Perfwatch-Signature. */
-export function signWebhookBody(secret: string, body: string | Buffer): string {
-  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+/**
+ * How far a delivery's signed time may be from the receiver's clock, in seconds, before
+ * verifyWebhookSignature refuses it (Stripe's tolerance): a body captured on the way cannot be
+ * replayed later than this. Each attempt is signed when it is sent, so a retry is never stale.
+ */
+export const SIGNATURE_TOLERANCE_SECONDS = 300;
+
+/**
+ * The value of X-Perfwatch-Signature: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`,
+ * as Stripe signs: the time is signed with the body, so neither can be changed alone.
+ */
+export function signWebhookBody(secret: string, body: string | Buffer, unixSeconds: number): string {
+  return `t=${unixSeconds},v1=${signatureOf(secret, unixSeconds, body)}`;
 }
 
-/** What a receiver does with a delivery: recompute the signature over the raw body, compare in constant time. */
-export function verifyWebhookSignature(secret: string, body: string | Buffer, header: string | undefined): boolean {
+function signatureOf(secret: string, unixSeconds: number, body: string | Buffer): string {
+  return createHmac('sha256', secret).update(`${unixSeconds}.`).update(body).digest('hex');
+}
+
+/**
+ * What a receiver does with a delivery: read `t` and every `v1` from the header, refuse a `t`
+ * further than `toleranceSeconds` from now, recompute the HMAC over `t.body` and compare in
+ * constant time. More than one `v1` may come (a secret being replaced); one match is enough.
+ */
+export function verifyWebhookSignature(
+  secret: string,
+  body: string | Buffer,
+  header: string | undefined,
+  {
+    toleranceSeconds = SIGNATURE_TOLERANCE_SECONDS,
+    now = Date.now(),
+  }: { toleranceSeconds?: number; now?: number } = {},
+): boolean {
   if (!header) return false;
-  const expected = Buffer.from(signWebhookBody(secret, body));
-  const given = Buffer.from(header);
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  const parts = header.split(',').map((part) => part.trim().split('='));
+  const stamps = parts.filter(([key, value]) => key === 't' && /^\d{1,12}$/.test(value ?? ''));
+  if (stamps.length !== 1) return false;
+  const unixSeconds = Number(stamps[0]![1]);
+  if (Math.abs(now / 1000 - unixSeconds) > toleranceSeconds) return false;
+  const expected = Buffer.from(signatureOf(secret, unixSeconds, body));
+  return parts
+    .filter(([key]) => key === 'v1')
+    .some(([, value]) => {
+      const given = Buffer.from(value ?? '');
+      return given.length === expected.length && timingSafeEqual(given, expected);
+    });
 }
 
 export const deliverySchema = z
@@ -72,10 +107,14 @@ export const webhookSchema = z
   .meta({ id: 'Webhook' });
 export type Webhook = z.infer<typeof webhookSchema>;
 
-/** `/v1/webhooks`' answer: the caller's webhooks; `created` with its secret (shown this once) after an add. */
+/**
+ * `/v1/webhooks`' answer: a page of the caller's webhooks, oldest first; `created` with its secret
+ * (shown this once) after an add; `next`, when more follow, the `after` that asks for them.
+ */
 export const webhookListSchema = z
   .object({
     webhooks: z.array(webhookSchema),
+    next: z.string().optional(),
     created: webhookSchema.extend({ secret: z.string() }).optional(),
     removed: z.string().optional(),
   })

@@ -25,8 +25,17 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
    */
   PERFWATCH_DATA_DIR: z.string().min(1).optional(),
   LOG_LEVEL: logLevelSchema,
-  /** Time an agent may spend on one Lighthouse run (DESIGN.md: 120 s). */
-  RUN_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
+  /**
+   * Time an agent may spend on one Lighthouse run (DESIGN.md: 120 s). At most 270 s: the shipped
+   * NATS files let a job be answered for 5 minutes (deploy/nats), and the gateway waits this
+   * plus 30 s for the reply; past that, replies would be dropped unseen.
+   */
+  RUN_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .max(270_000, 'at most 270000 (the shipped NATS reply window is 5 minutes; raise it in deploy/nats first)')
+    .default(120_000),
   /**
    * Extra runs an update may make per device and location to measure suspect runs again
    * (run-verdicts.ts); 0 keeps suspect runs as they are, marked.

@@ -1,6 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { z } from 'zod';
-import { createTargetGuard, parseAllowList } from '@perfwatch/agent';
 import { readFile } from 'node:fs/promises';
 import {
   BudgetSpecError,
@@ -11,12 +10,14 @@ import {
   type Location,
   type PageAuth,
 } from '@perfwatch/common';
+import { gatewayEnvSchema } from '../config.ts';
 import { describeAuth } from '../project-auth.ts';
 import { createSecretBox, SecretKeyError } from '../secret-box.ts';
 import { storeEnvFields, storeFromEnv } from '../store/open-store.ts';
 import type { Store } from '../store/store.ts';
 import { AdminError, createAdmin, type Admin } from './admin.ts';
 import { recomputeKpis } from './recompute-kpis.ts';
+import { createWebhookTargets } from '../webhook-targets.ts';
 
 const USAGE = `usage: perfwatch admin <command>
   create-user NAME                 create a user and print its first API token (shown once)
@@ -38,12 +39,13 @@ const USAGE = `usage: perfwatch admin <command>
                                    cookies and headers go to the project's origin only (a file keeps them
                                    out of the shell's history: {"cookies":[…],"headers":{…},"login":[…]})
   clear-auth NAME URL              forget a project's credentials
-  rotate-secrets-key               reseal every project's credentials under PERFWATCH_SECRETS_KEY
+  rotate-secrets-key               reseal every project's credentials and webhook secrets under PERFWATCH_SECRETS_KEY
                                    (the old key in PERFWATCH_SECRETS_KEY_PREVIOUS)
   recompute-kpis                   rebuild the KPI records of snapshots stored by an older version
                                    from their kept Lighthouse results (LIGHTHOUSE, PAGE_SOURCE, SAVINGS)
-environment: MONGODB_URI, MONGODB_DB; PERFWATCH_ALLOW_TARGETS (private webhook targets allowed);
-             PERFWATCH_SECRETS_KEY, PERFWATCH_SECRETS_KEY_PREVIOUS (the gateway's, for credentials); without MONGODB_URI, the embedded store of perfwatch start
+environment: MONGODB_URI, MONGODB_DB; PERFWATCH_ALLOW_TARGETS (private and plain-http webhook targets allowed);
+             WEBHOOK_MAX_PER_USER (the gateway's); PERFWATCH_SECRETS_KEY, PERFWATCH_SECRETS_KEY_PREVIOUS (the gateway's,
+             for credentials and webhook secrets); without MONGODB_URI, the embedded store of perfwatch start
              (PERFWATCH_DATA_DIR/perfwatch.sqlite, default ./data)`;
 
 const adminEnvSchema = z.object({
@@ -51,6 +53,7 @@ const adminEnvSchema = z.object({
   PERFWATCH_ALLOW_TARGETS: z.string().default(''),
   PERFWATCH_SECRETS_KEY: z.string().min(1).optional(),
   PERFWATCH_SECRETS_KEY_PREVIOUS: z.string().min(1).optional(),
+  WEBHOOK_MAX_PER_USER: gatewayEnvSchema.shape.WEBHOOK_MAX_PER_USER,
 });
 
 function parseLocations(text: string): Location[] {
@@ -220,8 +223,10 @@ const COMMANDS: Record<string, { args: number; run(context: CommandContext): Pro
   'rotate-secrets-key': {
     args: 0,
     run: async ({ admin, out }) => {
-      const { resealed, current } = await admin.rotateSecretsKey();
-      out.write(`resealed the credentials of ${resealed} project(s); ${current} already under the current key\n`);
+      const { resealed, current, webhookSecrets } = await admin.rotateSecretsKey();
+      out.write(
+        `resealed the credentials of ${resealed} project(s); ${current} already under the current key; sealed ${webhookSecrets} webhook secret(s)\n`,
+      );
     },
   },
   'recompute-kpis': {
@@ -322,8 +327,9 @@ export async function main(
   try {
     await store.init();
     const admin = createAdmin(store, {
-      targetGuard: createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) }),
+      targetGuard: createWebhookTargets(config.PERFWATCH_ALLOW_TARGETS),
       secrets: createSecretBox({ key: config.PERFWATCH_SECRETS_KEY, previous: config.PERFWATCH_SECRETS_KEY_PREVIOUS }),
+      maxWebhooksPerUser: config.WEBHOOK_MAX_PER_USER,
     });
     if (args.length !== command.args) throw new AdminError(`${name} takes ${command.args} argument(s)\n${USAGE}`);
     await command.run({ admin, store, args, values: parsed.values, out });

@@ -1,12 +1,19 @@
 import { CronExpressionParser } from 'cron-parser';
-import { createTargetGuard, type TargetGuard } from '@perfwatch/agent';
 import { LOCATIONS, pageAuthSchema, type Budgets, type Location, type PageAuth, type Webhook } from '@perfwatch/common';
 import { openProjectAuth, sealProjectAuth } from '../project-auth.ts';
 import { createSecretBox, type SecretBox } from '../secret-box.ts';
 import { normalizeProjectUrl } from '../request-params.ts';
-import { DuplicateError, type ProjectRecord, type Store, type UserRecord } from '../store/store.ts';
+import {
+  DuplicateError,
+  WebhookLimitReached,
+  type ProjectRecord,
+  type Store,
+  type UserRecord,
+} from '../store/store.ts';
 import { issueToken } from '../tokens.ts';
-import { addWebhook, listWebhookViews, WebhookRefused } from '../webhook-registry.ts';
+import { addWebhook, DEFAULT_MAX_WEBHOOKS_PER_USER, listWebhookViews, WebhookRefused } from '../webhook-registry.ts';
+import { openWebhookSecret, storedWebhookSecret, webhookSecretIsCurrent } from '../webhook-secrets.ts';
+import { createWebhookTargets, type WebhookTargets } from '../webhook-targets.ts';
 
 export class AdminError extends Error {
   constructor(message: string) {
@@ -26,11 +33,12 @@ export interface ProjectOptions {
 export function createAdmin(
   store: Store,
   {
-    targetGuard = createTargetGuard(),
+    targetGuard = createWebhookTargets(),
     secrets = createSecretBox({}),
-  }: { targetGuard?: TargetGuard; secrets?: SecretBox } = {},
+    maxWebhooksPerUser = DEFAULT_MAX_WEBHOOKS_PER_USER,
+  }: { targetGuard?: WebhookTargets; secrets?: SecretBox; maxWebhooksPerUser?: number } = {},
 ): Admin {
-  return new Admin(store, targetGuard, secrets);
+  return new Admin(store, targetGuard, secrets, maxWebhooksPerUser);
 }
 
 /** A project's settings as given, checked and completed with their defaults. */
@@ -71,13 +79,15 @@ function projectSettings(url: string, options: ProjectOptions) {
 
 export class Admin {
   readonly #store: Store;
-  readonly #targetGuard: TargetGuard;
+  readonly #targetGuard: WebhookTargets;
   readonly #secrets: SecretBox;
+  readonly #maxWebhooksPerUser: number;
 
-  constructor(store: Store, targetGuard: TargetGuard, secrets: SecretBox) {
+  constructor(store: Store, targetGuard: WebhookTargets, secrets: SecretBox, maxWebhooksPerUser: number) {
     this.#store = store;
     this.#targetGuard = targetGuard;
     this.#secrets = secrets;
+    this.#maxWebhooksPerUser = maxWebhooksPerUser;
   }
 
   async #userNamed(name: string): Promise<UserRecord> {
@@ -161,14 +171,15 @@ export class Admin {
     const user = await this.#userNamed(name);
     const scoped = project === undefined ? null : await this.#projectOf(name, project);
     try {
-      return await addWebhook(this.#store, this.#targetGuard, {
+      const rules = { targets: this.#targetGuard, secrets: this.#secrets, maxPerUser: this.#maxWebhooksPerUser };
+      return await addWebhook(this.#store, rules, {
         userId: user.id,
         targetUrl,
         projectUrl: scoped?.url ?? null,
         format,
       });
     } catch (error) {
-      if (error instanceof WebhookRefused) throw new AdminError(error.message);
+      if (error instanceof WebhookRefused || error instanceof WebhookLimitReached) throw new AdminError(error.message);
       throw error;
     }
   }
@@ -208,9 +219,10 @@ export class Admin {
   /**
    * Reseals every project's credentials under PERFWATCH_SECRETS_KEY, opening them with it or
    * PERFWATCH_SECRETS_KEY_PREVIOUS; returns how many were resealed. Run after setting the new
-   * key (and the old one as previous) on the gateways; then the previous key can go.
+   * key (and the old one as previous) on the gateways; then the previous key can go. Webhook
+   * secrets are sealed under it too, those stored unsealed (before sealing, or without a key) included.
    */
-  async rotateSecretsKey(): Promise<{ resealed: number; current: number }> {
+  async rotateSecretsKey(): Promise<{ resealed: number; current: number; webhookSecrets: number }> {
     const secrets = this.#secrets;
     if (!secrets.ready) throw new AdminError('no PERFWATCH_SECRETS_KEY to reseal under');
     let resealed = 0;
@@ -230,7 +242,25 @@ export class Admin {
       await this.#store.setProjectAuth(project.id, sealProjectAuth(secrets, project.id, auth));
       resealed += 1;
     }
-    return { resealed, current };
+    return { resealed, current, webhookSecrets: await this.#sealWebhookSecrets() };
+  }
+
+  /** Seals every webhook secret not sealed under the current key; how many it sealed. */
+  async #sealWebhookSecrets(): Promise<number> {
+    let sealed = 0;
+    for (const user of await this.#store.listUsers())
+      for (const hook of await this.#store.listWebhooks(user.id)) {
+        if (webhookSecretIsCurrent(this.#secrets, hook.secret)) continue;
+        let secret: string;
+        try {
+          secret = openWebhookSecret(this.#secrets, hook);
+        } catch (error) {
+          throw new AdminError(`cannot open the secret of webhook ${hook.id}: ${(error as Error).message}`);
+        }
+        await this.#store.setWebhookSecret(hook.id, storedWebhookSecret(this.#secrets, user.id, secret));
+        sealed += 1;
+      }
+    return sealed;
   }
 
   async list(): Promise<Array<{ user: UserRecord; projects: ProjectRecord[] }>> {

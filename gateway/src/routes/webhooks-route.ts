@@ -1,16 +1,23 @@
 import type { Request, Response } from 'express';
-import type { TargetGuard } from '@perfwatch/agent';
 import { ApiError, type WebhookList } from '@perfwatch/common';
-import { parseRequest, webhooksBodySchema, webhooksQuerySchema } from '../request-params.ts';
-import type { Store } from '../store/store.ts';
-import { addWebhook, listWebhookViews, webhookView, WebhookRefused } from '../webhook-registry.ts';
+import { parseRequest, WEBHOOK_PAGE, webhooksBodySchema, webhooksQuerySchema } from '../request-params.ts';
+import { WebhookLimitReached, type Store } from '../store/store.ts';
+import {
+  addWebhook,
+  listWebhookPage,
+  UnknownCursor,
+  webhookView,
+  WebhookRefused,
+  type WebhookRules,
+} from '../webhook-registry.ts';
 import { callerProject } from './caller-project.ts';
 
 /**
- * `GET|POST /v1/webhooks`: the caller's webhooks with their newest deliveries; with `targetUrl`
- * one is added first (its secret in `created`, this once), with `remove` one is removed.
+ * `GET|POST /v1/webhooks`: a page of the caller's webhooks with their newest deliveries; with
+ * `targetUrl` one is added first (its secret in `created`, this once), with `remove` one is
+ * removed. The webhook errors become the API's here, and nowhere else.
  */
-export function webhooksRoute({ store, guard }: { store: Store; guard: TargetGuard }) {
+export function webhooksRoute({ store, rules }: { store: Store; rules: WebhookRules }) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, { query: webhooksQuerySchema, body: webhooksBodySchema });
     const userId = req.caller!.userId;
@@ -18,7 +25,7 @@ export function webhooksRoute({ store, guard }: { store: Store; guard: TargetGua
     if (params.action === 'add') {
       const project = params.project === null ? null : await callerProject(store, req, params.project);
       try {
-        const hook = await addWebhook(store, guard, {
+        const hook = await addWebhook(store, rules, {
           userId,
           targetUrl: params.targetUrl,
           projectUrl: project?.url ?? null,
@@ -28,6 +35,10 @@ export function webhooksRoute({ store, guard }: { store: Store; guard: TargetGua
       } catch (error) {
         if (error instanceof WebhookRefused)
           throw new ApiError('BAD_REQUEST', 'The webhook target is refused.', [`targetUrl: ${error.message}`]);
+        if (error instanceof WebhookLimitReached)
+          throw new ApiError('BAD_REQUEST', 'Too many webhooks.', [
+            `targetUrl: ${error.message} (the gateway's WEBHOOK_MAX_PER_USER is ${error.limit})`,
+          ]);
         throw error;
       }
     } else if (params.action === 'remove') {
@@ -35,9 +46,15 @@ export function webhooksRoute({ store, guard }: { store: Store; guard: TargetGua
         throw new ApiError('NOT_FOUND', 'Webhook not found.', [`remove: no webhook of yours has the id ${params.id}`]);
       answer.removed = params.id;
     }
+    let page: Awaited<ReturnType<typeof listWebhookPage>>;
+    try {
+      page = await listWebhookPage(store, userId, { ...params.page, limit: params.page.limit ?? WEBHOOK_PAGE.default });
+    } catch (error) {
+      if (error instanceof UnknownCursor)
+        throw new ApiError('BAD_REQUEST', 'Unknown page.', [`after: ${error.message}`]);
+      throw error;
+    }
     // Never cached: a secret may be in it.
-    res
-      .set('Cache-Control', 'no-store')
-      .json({ webhooks: await listWebhookViews(store, userId), ...answer } satisfies WebhookList);
+    res.set('Cache-Control', 'no-store').json({ ...page, ...answer } satisfies WebhookList);
   };
 }
