@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type RequestHandler, type Router } from 'express';
 import type { Logger } from 'pino';
-import { createTargetGuard, type TargetGuard } from '@perfwatch/agent';
 import { pinoHttp } from 'pino-http';
 import { readinessAnswer, type Readiness } from '@perfwatch/common';
 import { apiDocsRouter } from './api-docs.ts';
@@ -25,6 +24,8 @@ import { updateStatusRoute } from './routes/update-status-route.ts';
 import type { Store } from './store/store.ts';
 import type { UpdateService } from './update-service.ts';
 import type { StartAsync } from './async-updates.ts';
+import { DEFAULT_MAX_WEBHOOKS_PER_USER } from './webhook-registry.ts';
+import { createWebhookTargets, type WebhookTargets } from './webhook-targets.ts';
 import { ROUTE_BASE, type GatewayMetrics } from './metrics.ts';
 
 export interface AppDeps {
@@ -50,8 +51,10 @@ export interface AppDeps {
   authFailuresPerMinute?: number;
   /** Express's `trust proxy`: how X-Forwarded-For names the client (TRUST_PROXY); absent: the socket's address. */
   trustProxy?: boolean | number | string;
-  /** The address rules webhook targets pass (PERFWATCH_ALLOW_TARGETS); absent: public addresses only. */
-  targetGuard?: TargetGuard;
+  /** The address rules webhook targets pass (PERFWATCH_ALLOW_TARGETS); absent: public https only. */
+  targetGuard?: WebhookTargets;
+  /** Webhooks one user may have (WEBHOOK_MAX_PER_USER); absent: its default. */
+  maxWebhooksPerUser?: number;
   /** Seals projects' login credentials (PERFWATCH_SECRETS_KEY); absent: none can be set. */
   secrets?: SecretBox;
 }
@@ -133,7 +136,8 @@ function apiRouter({
   syncUpdates,
   overviewStallMs,
   authFailuresPerMinute = 30,
-  targetGuard = createTargetGuard(),
+  targetGuard = createWebhookTargets(),
+  maxWebhooksPerUser = DEFAULT_MAX_WEBHOOKS_PER_USER,
   secrets = createSecretBox({}),
 }: AppDeps): Router {
   const v1 = express.Router();
@@ -165,7 +169,12 @@ function apiRouter({
   );
   v1.all('/projects', ...before, readLimit, projectsRoute({ store }));
   v1.all('/budgets', ...before, readLimit, budgetsRoute({ store }));
-  v1.all('/webhooks', ...before, readLimit, webhooksRoute({ store, guard: targetGuard }));
+  v1.all(
+    '/webhooks',
+    ...before,
+    readLimit,
+    webhooksRoute({ store, rules: { targets: targetGuard, secrets, maxPerUser: maxWebhooksPerUser } }),
+  );
   v1.all('/annotations', ...before, readLimit, annotationsRoute({ store }));
   v1.all('/credentials', ...before, readLimit, credentialsRoute({ store, secrets }));
   return v1;

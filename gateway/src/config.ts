@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { logLevelSchema, natsEnvSchema, parseEnv } from '@perfwatch/common';
 import { DEFAULT_MAX_RUNS_IN_FLIGHT } from './nats-dispatcher.ts';
+import { DEFAULT_MAX_WEBHOOKS_PER_USER } from './webhook-registry.ts';
+import { SENDER_DEFAULTS } from './webhook-sender.ts';
 
 export const gatewayEnvSchema = natsEnvSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -145,6 +147,18 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
     .default(86_400_000),
   /** How often the outbox is looked at for due deliveries. */
   WEBHOOK_POLL_MS: z.coerce.number().int().min(50).max(60_000).default(1_000),
+  /**
+   * The most one webhook POST may take, all of it (resolving, connecting, sending, the whole
+   * answer); a delivery's claim lasts twice this, so no other replica takes one still in flight.
+   */
+  WEBHOOK_DEADLINE_MS: z.coerce.number().int().min(1_000).max(60_000).default(SENDER_DEFAULTS.deadlineMs),
+  /** Webhook deliveries one gateway posts at once, all users together, and of one user. */
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(SENDER_DEFAULTS.concurrency),
+  WEBHOOK_IN_FLIGHT_PER_USER: z.coerce.number().int().min(1).max(1_000).default(SENDER_DEFAULTS.perUser),
+  /** Webhooks one user may have; adding past it is refused (400). */
+  WEBHOOK_MAX_PER_USER: z.coerce.number().int().min(1).max(1_000).default(DEFAULT_MAX_WEBHOOKS_PER_USER),
+  /** Delivered and failed webhook deliveries older than this are deleted (every RETENTION_EVERY_MS). */
+  WEBHOOK_DELIVERY_RETENTION_DAYS: z.coerce.number().min(1).max(3_650).default(30),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /**
    * Tests only: the gateway SIGKILLs itself at this point of storing a snapshot with budget

@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
-import { createTargetGuard, parseAllowList, type LocalAgent, type TargetGuard } from '@perfwatch/agent';
+import type { LocalAgent } from '@perfwatch/agent';
 import { startOpsServer, type OpsServer, type Readiness } from '@perfwatch/common';
 import { startAgentRegistry, type AgentRegistry } from './agent-registry.ts';
 import { createCruxClient } from './crux/crux-client.ts';
@@ -22,6 +22,7 @@ import { startScheduler } from './scheduler.ts';
 import { countAnnouncements, createWebhookOutbox, type TestKillPoint, type WebhookOutbox } from './webhook-outbox.ts';
 import { createSecretBox, type SecretBox } from './secret-box.ts';
 import { startWebhookSender } from './webhook-sender.ts';
+import { createWebhookTargets, type WebhookTargets } from './webhook-targets.ts';
 import { createAsyncUpdates } from './async-updates.ts';
 import type { GatewayConfig } from './config.ts';
 import { createLocalDispatcher, createLocalRegistry } from './local/local-transport.ts';
@@ -69,7 +70,17 @@ export async function startGateway({
   });
   const { outbox, targetGuard, secrets, updates } = updateParts({ store, logger, config, dispatcher, metrics });
   const { queue, admission } = await startQueue({ store, logger, config, nc, updates, outbox });
-  const background = startBackgroundWork({ store, logger, config, queue, admission, outbox, targetGuard, metrics });
+  const background = startBackgroundWork({
+    store,
+    logger,
+    config,
+    queue,
+    admission,
+    outbox,
+    targetGuard,
+    secrets,
+    metrics,
+  });
   let stopping = false;
   const readiness = readinessCheck(nc, store, () => stopping);
   const { http, ops } = await serve({
@@ -131,7 +142,7 @@ function updateParts({
     onAnnouncement: countAnnouncements(metrics.registry),
     ...(testKill ? { testKill } : {}),
   });
-  const targetGuard = createTargetGuard({ allow: parseAllowList(config.PERFWATCH_ALLOW_TARGETS) });
+  const targetGuard = createWebhookTargets(config.PERFWATCH_ALLOW_TARGETS);
   const secrets = createSecretBox({
     key: config.PERFWATCH_SECRETS_KEY,
     previous: config.PERFWATCH_SECRETS_KEY_PREVIOUS,
@@ -214,12 +225,14 @@ function startBackgroundWork({
   admission,
   outbox,
   targetGuard,
+  secrets,
   metrics,
 }: Wiring & {
   queue: UpdateQueue;
   admission: UpdateAdmission;
   outbox: WebhookOutbox;
-  targetGuard: TargetGuard;
+  targetGuard: WebhookTargets;
+  secrets: SecretBox;
   metrics: GatewayMetrics;
 }) {
   const scheduler = startScheduler({
@@ -242,8 +255,14 @@ function startBackgroundWork({
   const webhooks = startWebhookSender({
     store,
     logger,
-    guard: targetGuard,
+    targets: targetGuard,
+    secrets,
     pollMs: config.WEBHOOK_POLL_MS,
+    deadlineMs: config.WEBHOOK_DEADLINE_MS,
+    concurrency: config.WEBHOOK_CONCURRENCY,
+    perUser: config.WEBHOOK_IN_FLIGHT_PER_USER,
+    retentionMs: config.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000,
+    pruneEveryMs: config.RETENTION_EVERY_MS,
     retry: {
       firstMs: config.WEBHOOK_RETRY_FIRST_MS,
       maxMs: config.WEBHOOK_RETRY_MAX_MS,
@@ -291,7 +310,7 @@ async function serve({
 }: Wiring & {
   metrics: GatewayMetrics;
   readiness: ReturnType<typeof readinessCheck>;
-  targetGuard: TargetGuard;
+  targetGuard: WebhookTargets;
   secrets: SecretBox;
   updates: UpdateService;
   admission: UpdateAdmission;
@@ -326,6 +345,7 @@ async function serve({
     syncUpdates: { perUser: config.MAX_SYNC_UPDATES_PER_USER, ttlMs: 2 * config.SYNC_UPDATE_TIMEOUT_MS + 60_000 },
     overviewStallMs: config.OVERVIEW_STALL_MS,
     authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE,
+    maxWebhooksPerUser: config.WEBHOOK_MAX_PER_USER,
     ...(config.TRUST_PROXY !== undefined ? { trustProxy: config.TRUST_PROXY } : {}),
     timeouts: {
       headersMs: Math.min(config.HEADERS_TIMEOUT_MS, config.REQUEST_TIMEOUT_MS),

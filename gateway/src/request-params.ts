@@ -227,15 +227,22 @@ export const budgetsBodySchema = z
 
 // ---- /v1/webhooks -----------------------------------------------------------------------
 
-export type WebhooksParams =
+/** What to do, and which page of the caller's webhooks the answer lists. */
+export type WebhooksParams = (
   | { action: 'list' }
   | { action: 'add'; targetUrl: string; project: string | null; format: 'json' | 'slack' }
-  | { action: 'remove'; id: string };
+  | { action: 'remove'; id: string }
+) & { page: { after?: string; limit?: number } };
+
+const webhookId = /^[0-9a-f]{24}$/;
+/** Webhooks a page of `/v1/webhooks` lists by default, and at most. */
+export const WEBHOOK_PAGE = { default: 20, max: 100 } as const;
+const pageLimit = `limit must be a whole number from 1 to ${WEBHOOK_PAGE.max}`;
 
 const webhookFields = {
   targetUrl: z.string(once('targetUrl')).min(1).max(2048, 'targetUrl is longer than 2048 characters').optional().meta({
     description:
-      "Adds a webhook posting to this http(s) URL (a public address, unless the gateway's PERFWATCH_ALLOW_TARGETS allows it).",
+      "Adds a webhook posting to this https URL (a public address, unless the gateway's PERFWATCH_ALLOW_TARGETS allows it; plain http only to addresses it lists). Refused past the gateway's WEBHOOK_MAX_PER_USER.",
   }),
   project: projectUrl
     .optional()
@@ -245,9 +252,23 @@ const webhookFields = {
   }),
   remove: z
     .string(once('remove'))
-    .regex(/^[0-9a-f]{24}$/, 'remove must be a webhook id as listed')
+    .regex(webhookId, 'remove must be a webhook id as listed')
     .optional()
     .meta({ description: 'Removes the webhook with this id, with its deliveries.' }),
+  after: z
+    .string(once('after'))
+    .regex(webhookId, 'after must be a webhook id, as `next` gave it')
+    .optional()
+    .meta({ description: 'Lists the webhooks after this one: the `next` of the page before.' }),
+  limit: z.coerce
+    .number({ error: pageLimit })
+    .int(pageLimit)
+    .min(1, pageLimit)
+    .max(WEBHOOK_PAGE.max, pageLimit)
+    .optional()
+    .meta({
+      description: `Webhooks in the page, oldest first; ${WEBHOOK_PAGE.default} by default, ${WEBHOOK_PAGE.max} at most.`,
+    }),
 };
 
 function webhookAction(
@@ -256,25 +277,30 @@ function webhookAction(
     project,
     format,
     remove,
+    after,
+    limit,
   }: {
     targetUrl?: string | undefined;
     project?: string | undefined;
     format?: 'json' | 'slack' | undefined;
     remove?: string | undefined;
+    after?: string | undefined;
+    limit?: number | undefined;
   },
   ctx: z.RefinementCtx,
 ): WebhooksParams {
+  const page = { ...(after !== undefined ? { after } : {}), ...(limit !== undefined ? { limit } : {}) };
   if (remove !== undefined) {
     if (targetUrl !== undefined || project !== undefined || format !== undefined)
       ctx.addIssue({ code: 'custom', message: 'remove takes no other parameter' });
-    return { action: 'remove', id: remove };
+    return { action: 'remove', id: remove, page };
   }
   if (targetUrl === undefined) {
     if (project !== undefined || format !== undefined)
       ctx.addIssue({ code: 'custom', message: 'project and format go with targetUrl' });
-    return { action: 'list' };
+    return { action: 'list', page };
   }
-  return { action: 'add', targetUrl, project: project ?? null, format: format ?? 'json' };
+  return { action: 'add', targetUrl, project: project ?? null, format: format ?? 'json', page };
 }
 export const webhooksQuerySchema = z.strictObject(webhookFields).transform(webhookAction);
 export const webhooksBodySchema = z.strictObject(webhookFields).transform(webhookAction);

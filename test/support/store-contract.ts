@@ -5,6 +5,7 @@ import { loadLhr } from './lhr-fixtures.ts';
 import { newCell } from './new-cells.ts';
 import { kpiRows } from './kpi-rows.ts';
 import { MAX_DATE_SHIFT_SECONDS, NoFreeSnapshotDate } from '../../gateway/src/store/snapshot-dates.ts';
+import { WebhookLimitReached } from '../../gateway/src/store/store.ts';
 
 function result(device: Device, location: Location) {
   const lighthouse = loadLhr(device, 1);
@@ -735,6 +736,67 @@ export function describeStoreContract(name: string, store: () => Store): void {
       expect(await store().removeWebhook(user.id, hook.id)).toBe(true);
       expect(await store().listWebhooks(user.id)).toEqual([]);
       expect(await store().listDeliveries(hook.id, 10)).toEqual([]);
+    });
+
+    it("bounds a user's webhooks (racing adds included), finds one by id, leaves busy users' deliveries unclaimed, prunes finished ones", async () => {
+      const user = await store().createUser('hook-bounded');
+      const other = await store().createUser('hook-bounded-other');
+      const hook = (userId: string, n: number) => ({
+        userId,
+        targetUrl: `https://hooks.example/${n}`,
+        projectUrl: null,
+        format: 'json' as const,
+        secret: `pwhs_${n}`,
+      });
+      // Ten adds at once under a limit of 3: never more than 3 stored, the rest refused (the
+      // MongoDB store may refuse all ten, each seeing the others' inserts before their removal).
+      const adds = await Promise.allSettled(
+        Array.from({ length: 10 }, (_, n) => store().addWebhook(hook(user.id, n), 3)),
+      );
+      const kept = adds.filter((a) => a.status === 'fulfilled');
+      expect(kept.length).toBeLessThanOrEqual(3);
+      for (const refused of adds.filter((a) => a.status === 'rejected'))
+        expect(refused.reason).toBeInstanceOf(WebhookLimitReached);
+      expect(await store().listWebhooks(user.id)).toHaveLength(kept.length);
+      while ((await store().listWebhooks(user.id)).length < 3) await store().addWebhook(hook(user.id, 10), 3);
+      await expect(store().addWebhook(hook(user.id, 11), 3)).rejects.toBeInstanceOf(WebhookLimitReached);
+      const hooks = await store().listWebhooks(user.id);
+      expect(hooks).toHaveLength(3);
+      const otherHook = await store().addWebhook(hook(other.id, 12), 3);
+
+      const found = await store().findWebhook(hooks[0]!.id);
+      expect(found).toEqual(hooks[0]);
+      expect(await store().findWebhook('0123456789abcdef01234567')).toBeNull();
+      await store().setWebhookSecret(hooks[0]!.id, 'pwsec1.sealed');
+      expect((await store().findWebhook(hooks[0]!.id))!.secret).toBe('pwsec1.sealed');
+
+      const t0 = new Date('2026-07-01T10:00:00Z');
+      const delivery = (id: string, webhookId: string, userId: string, ageMs: number) => ({
+        id,
+        webhookId,
+        userId,
+        event: 'update.failed',
+        body: '{}',
+        createdAt: new Date(t0.getTime() - ageMs),
+      });
+      await store().enqueueDeliveries([
+        delivery('bounded-a1', hooks[0]!.id, user.id, 3_000),
+        delivery('bounded-a2', hooks[0]!.id, user.id, 2_000),
+        delivery('bounded-b1', otherHook.id, other.id, 1_000),
+      ]);
+      // The user with enough in flight is skipped, however early its deliveries are due.
+      const claimed = await store().claimDeliveries(t0, 10, 60_000, [user.id]);
+      expect(claimed.map((d) => d.id)).toEqual(['bounded-b1']);
+      expect((await store().claimDeliveries(t0, 1, 60_000, [])).map((d) => d.id)).toEqual(['bounded-a1']);
+
+      // Finished deliveries older than the cut are pruned; pending ones stay, however old.
+      await store().recordDeliveryAttempt('bounded-a1', { status: 'delivered', at: t0 });
+      await store().recordDeliveryAttempt('bounded-b1', { status: 'failed', error: 'HTTP 410' });
+      expect(await store().deleteDeliveriesBefore(new Date(t0.getTime() - 1_500))).toBe(1);
+      expect((await store().listDeliveries(hooks[0]!.id, 10)).map((d) => d.id)).toEqual(['bounded-a2']);
+      expect((await store().listDeliveries(otherHook.id, 10)).map((d) => d.id)).toEqual(['bounded-b1']);
+      expect(await store().deleteDeliveriesBefore(t0)).toBe(1);
+      expect(await store().listDeliveries(otherHook.id, 10)).toEqual([]);
     });
 
     it("keeps a project's annotations by date, in a range, and removes them with the project", async () => {

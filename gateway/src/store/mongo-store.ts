@@ -15,7 +15,15 @@ import { type Budgets, type Device, type KpiRecord, type Location } from '@perfw
 import { recordSchemas, storedCell } from './record-schemas.ts';
 import { UnreadableRecords } from './unreadable-records.ts';
 import { NoFreeSnapshotDate, snapshotDates } from './snapshot-dates.ts';
-import { announcesEvents, ConcurrentWrite, DuplicateError, fieldHistoryId, KPI_BATCH, kpiBatches } from './store.ts';
+import {
+  announcesEvents,
+  ConcurrentWrite,
+  DuplicateError,
+  fieldHistoryId,
+  KPI_BATCH,
+  kpiBatches,
+  WebhookLimitReached,
+} from './store.ts';
 // The store contract's types, by their module's name: both stores implement the same one.
 import type * as contract from './store.ts';
 
@@ -226,6 +234,8 @@ export class MongoStore implements contract.Store {
       // The sender's due deliveries, and a webhook's newest.
       this.#deliveries.createIndex({ status: 1, nextAttemptAt: 1 }),
       this.#deliveries.createIndex({ webhookId: 1, createdAt: -1 }),
+      // Finished deliveries are pruned by age.
+      this.#deliveries.createIndex({ createdAt: 1 }),
       this.#annotations.createIndex({ projectId: 1, date: 1 }),
     ]);
   }
@@ -332,10 +342,35 @@ export class MongoStore implements contract.Store {
     await this.#projects.updateOne({ _id: new ObjectId(projectId) }, { $set: { auth: sealed } });
   }
 
-  async addWebhook(webhook: contract.NewWebhook): Promise<contract.WebhookRecord> {
+  async replaceProjectAuth(projectId: string, expected: string, sealed: string): Promise<boolean> {
+    const result = await this.#projects.updateOne(
+      { _id: new ObjectId(projectId), auth: expected },
+      { $set: { auth: sealed } },
+    );
+    return result.matchedCount === 1;
+  }
+
+  async addWebhook(webhook: contract.NewWebhook, maxPerUser = Infinity): Promise<contract.WebhookRecord> {
     const doc = { _id: new ObjectId(), ...webhook, userId: new ObjectId(webhook.userId), createdAt: new Date() };
     await this.#webhooks.insertOne(doc);
+    // Counted after the insert, so two adds at once both see each other (no transaction needed
+    // on any MongoDB-wire server): past the limit, this one is taken back.
+    if (Number.isFinite(maxPerUser) && (await this.#webhooks.countDocuments({ userId: doc.userId })) > maxPerUser) {
+      await this.#webhooks.deleteOne({ _id: doc._id });
+      await this.#deliveries.deleteMany({ webhookId: doc._id });
+      throw new WebhookLimitReached(maxPerUser);
+    }
     return webhookDoc.parse(doc);
+  }
+
+  async findWebhook(id: string): Promise<contract.WebhookRecord | null> {
+    if (!ObjectId.isValid(id)) return null;
+    const doc = await this.#webhooks.findOne({ _id: new ObjectId(id) });
+    return doc ? webhookDoc.parse(doc) : null;
+  }
+
+  async setWebhookSecret(id: string, secret: string): Promise<void> {
+    await this.#webhooks.updateOne({ _id: new ObjectId(id) }, { $set: { secret } });
   }
 
   async listWebhooks(userId: string): Promise<contract.WebhookRecord[]> {
@@ -378,13 +413,19 @@ export class MongoStore implements contract.Store {
     }
   }
 
-  async claimDeliveries(now: Date, limit: number, leaseMs: number): Promise<contract.DeliveryRecord[]> {
+  async claimDeliveries(
+    now: Date,
+    limit: number,
+    leaseMs: number,
+    exceptUsers: readonly string[] = [],
+  ): Promise<contract.DeliveryRecord[]> {
     // One at a time with findOneAndUpdate: each claim is atomic on any MongoDB-wire server, so
     // two gateways never take the same delivery in the same lease.
     const claimed: contract.DeliveryRecord[] = [];
+    const others = exceptUsers.length > 0 ? { userId: { $nin: exceptUsers.map((id) => new ObjectId(id)) } } : {};
     while (claimed.length < limit) {
       const doc = await this.#deliveries.findOneAndUpdate(
-        { status: 'pending', nextAttemptAt: { $lte: now } },
+        { status: 'pending', nextAttemptAt: { $lte: now }, ...others },
         { $set: { nextAttemptAt: new Date(now.getTime() + leaseMs) } },
         { sort: { nextAttemptAt: 1 }, returnDocument: 'after' },
       );

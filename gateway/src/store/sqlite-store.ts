@@ -7,7 +7,7 @@ import { type Budgets, type Device, type KpiRecord, type Location } from '@perfw
 import { recordSchemas, storedCell } from './record-schemas.ts';
 import { UnreadableRecords } from './unreadable-records.ts';
 import { NoFreeSnapshotDate, snapshotDates } from './snapshot-dates.ts';
-import { announcesEvents, DuplicateError, fieldHistoryId, kpiBatches } from './store.ts';
+import { announcesEvents, DuplicateError, fieldHistoryId, kpiBatches, WebhookLimitReached } from './store.ts';
 // The store contract's types, by their module's name: both stores implement the same one.
 import type * as contract from './store.ts';
 
@@ -443,10 +443,26 @@ export class SqliteStore implements contract.Store {
     );
   }
 
-  async addWebhook(webhook: contract.NewWebhook): Promise<contract.WebhookRecord> {
+  async addWebhook(webhook: contract.NewWebhook, maxPerUser = Infinity): Promise<contract.WebhookRecord> {
     const record: contract.WebhookRecord = { ...webhook, id: newId(), createdAt: new Date() };
-    this.#insertRecord('webhooks', record);
+    // Counted and written in one transaction: the file has one writer at a time.
+    this.#transaction(() => {
+      const { held } = this.#get('SELECT COUNT(*) AS held FROM webhooks WHERE user_id = ?', webhook.userId) as {
+        held: number;
+      };
+      if (held >= maxPerUser) throw new WebhookLimitReached(maxPerUser);
+      this.#insertRecord('webhooks', record);
+    });
     return record;
+  }
+
+  async findWebhook(id: string): Promise<contract.WebhookRecord | null> {
+    const row = this.#get('SELECT * FROM webhooks WHERE id = ?', id);
+    return row ? webhookRow.parse(row) : null;
+  }
+
+  async setWebhookSecret(id: string, secret: string): Promise<void> {
+    this.#run('UPDATE webhooks SET secret = ? WHERE id = ?', secret, id);
   }
 
   async listWebhooks(userId: string): Promise<contract.WebhookRecord[]> {
@@ -475,11 +491,18 @@ export class SqliteStore implements contract.Store {
     });
   }
 
-  async claimDeliveries(now: Date, limit: number, leaseMs: number): Promise<contract.DeliveryRecord[]> {
+  async claimDeliveries(
+    now: Date,
+    limit: number,
+    leaseMs: number,
+    exceptUsers: readonly string[] = [],
+  ): Promise<contract.DeliveryRecord[]> {
+    // The users left out as one JSON array: one statement text whatever their number.
     return this.#all(
-      "UPDATE deliveries SET next_attempt_at = ? WHERE id IN (SELECT id FROM deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?) RETURNING *",
+      "UPDATE deliveries SET next_attempt_at = ? WHERE id IN (SELECT id FROM deliveries WHERE status = 'pending' AND next_attempt_at <= ? AND user_id NOT IN (SELECT value FROM json_each(?)) ORDER BY next_attempt_at LIMIT ?) RETURNING *",
       now.getTime() + leaseMs,
       now.getTime(),
+      JSON.stringify(exceptUsers),
       limit,
     ).map((row) => deliveryRow.parse(row));
   }

@@ -214,7 +214,11 @@ export interface WebhookRecord {
   /** Only this project's events; null: every project of the user. */
   projectUrl: string | null;
   format: WebhookFormat;
-  /** The HMAC key: kept as it is, since signing needs it (unlike API tokens, stored as digests). */
+  /**
+   * The HMAC key, which signing needs (it cannot be a digest as API tokens are): sealed under
+   * PERFWATCH_SECRETS_KEY (`pwsec1.…`, webhook-secrets.ts), or as it is (`pwhs_…`) when stored
+   * without a key or before secrets were sealed. Both forms are read.
+   */
   secret: string;
   createdAt: Date;
 }
@@ -333,6 +337,16 @@ export class DuplicateError extends Error {
   }
 }
 
+/** Raised when a user already has as many webhooks as one may have. */
+export class WebhookLimitReached extends Error {
+  readonly limit: number;
+  constructor(limit: number) {
+    super(`you have ${limit} webhooks, as many as one user may have; remove one first`);
+    this.name = 'WebhookLimitReached';
+    this.limit = limit;
+  }
+}
+
 /**
  * Persistence of users, tokens, projects and snapshots. One contract so the MongoDB store and
  * an embedded store pass the same suite.
@@ -360,7 +374,15 @@ export interface Store {
   /** Replaces a project's sealed credentials (null: none). */
   setProjectAuth(projectId: string, sealed: string | null): Promise<void>;
 
-  addWebhook(webhook: NewWebhook): Promise<WebhookRecord>;
+  /**
+   * Adds a webhook; WebhookLimitReached when its user would have more than `maxPerUser`. Never
+   * more, however many adds race (one of them may be refused although the other is then removed).
+   */
+  addWebhook(webhook: NewWebhook, maxPerUser?: number): Promise<WebhookRecord>;
+  /** One webhook by its id, or null: what a delivery attempt reads (not the user's whole list). */
+  findWebhook(id: string): Promise<WebhookRecord | null>;
+  /** Replaces the stored form of a webhook's secret (sealed again under a new key). */
+  setWebhookSecret(id: string, secret: string): Promise<void>;
   /** A user's webhooks, oldest first. */
   listWebhooks(userId: string): Promise<WebhookRecord[]>;
   /** Removes a webhook of the user with its deliveries; false when the user has none with that id. */
@@ -370,13 +392,21 @@ export interface Store {
   /** Records the list reads skipped because they could not be parsed (see unreadable-records.ts). */
   readonly unreadable: UnreadableRecords;
   /**
-   * Takes up to `limit` pending deliveries due by `now`, each held (not due) until now + leaseMs
-   * so another sender, on this gateway or another, does not post it meanwhile.
+   * Takes up to `limit` pending deliveries due by `now`, earliest due first, each held (not due)
+   * until now + leaseMs so another sender, on this gateway or another, does not post it
+   * meanwhile; none of the users in `exceptUsers` (those with enough in flight already).
    */
-  claimDeliveries(now: Date, limit: number, leaseMs: number): Promise<DeliveryRecord[]>;
+  claimDeliveries(
+    now: Date,
+    limit: number,
+    leaseMs: number,
+    exceptUsers?: readonly string[],
+  ): Promise<DeliveryRecord[]>;
   recordDeliveryAttempt(id: string, attempt: DeliveryAttempt): Promise<void>;
   /** A webhook's newest deliveries, newest first. */
   listDeliveries(webhookId: string, limit: number): Promise<DeliveryRecord[]>;
+  /** Deletes delivered and failed deliveries created before `before` (pending ones stay); how many. */
+  deleteDeliveriesBefore(before: Date): Promise<number>;
 
   addAnnotation(annotation: NewAnnotation): Promise<AnnotationRecord>;
   /** A project's annotations in [from, to), by date. */
