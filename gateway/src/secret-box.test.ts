@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createSecretBox } from './secret-box.ts';
+import { createSecretBox, SecretKeyError } from './secret-box.ts';
 
 const key = () => randomBytes(32).toString('base64');
 
@@ -32,6 +32,23 @@ describe('secret box', () => {
     expect(() => createSecretBox({ key: newKey }).open(sealedOld, 'p')).toThrow(
       /neither PERFWATCH_SECRETS_KEY nor PERFWATCH_SECRETS_KEY_PREVIOUS/,
     );
+  });
+
+  it('refuses a value whose tag is shorter than 16 bytes, though the tag is right for its key and owner', () => {
+    const raw = randomBytes(32);
+    const box = createSecretBox({ key: raw.toString('base64') });
+    const [prefix, keyId] = box.seal('x', 'p').split('.');
+    // A 4-byte tag over an empty secret: what a forger without the key finds in 2^32 tries.
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', raw, iv, { authTagLength: 4 });
+    cipher.setAAD(Buffer.from('p'));
+    const body = Buffer.concat([cipher.update(''), cipher.final(), cipher.getAuthTag()]);
+    const short = [prefix, keyId, iv.toString('base64url'), body.toString('base64url')].join('.');
+    expect(() => box.open(short, 'p')).toThrow(/not a sealed secret/);
+    // A whole value cut short by a byte fails too, whatever its length.
+    const sealed = box.seal('a longer secret', 'p').split('.');
+    const cut = Buffer.from(sealed[3]!, 'base64url').subarray(0, -1).toString('base64url');
+    expect(() => box.open([...sealed.slice(0, 3), cut].join('.'), 'p')).toThrow(SecretKeyError);
   });
 
   it('refuses to work without a key, and a key that is not 32 bytes', () => {

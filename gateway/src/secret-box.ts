@@ -3,13 +3,16 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
 /**
  * Secrets at rest (a project's cookies, headers and login steps): AES-256-GCM under a key the
  * gateway and `perfwatch admin` read from PERFWATCH_SECRETS_KEY (32 random bytes, base64), with
- * a fresh 96-bit IV per seal and the owner's id as associated data, so a sealed value copied to
- * another project does not open. A sealed value names its key (the first 8 hex digits of the
+ * a fresh 96-bit IV per seal, a full 128-bit tag, and its owner as associated data (a project's
+ * id and URL, project-auth.ts), so a sealed value copied to another project, or left on a
+ * project whose URL was changed, does not open. A sealed value names its key (the first 8 hex digits of the
  * key's SHA-256), so values sealed under the previous key still open during a rotation
  * (PERFWATCH_SECRETS_KEY_PREVIOUS) until `perfwatch admin rotate-secrets-key` reseals them.
  * node:crypto does this whole; no library would add anything but a dependency.
  */
 const PREFIX = 'pwsec1';
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
 
 export class SecretKeyError extends Error {
   constructor(message: string) {
@@ -56,8 +59,8 @@ export function createSecretBox({
     ready: current !== null,
     seal(plaintext, owner) {
       if (!current) throw missing();
-      const iv = randomBytes(12);
-      const cipher = createCipheriv('aes-256-gcm', current.bytes, iv);
+      const iv = randomBytes(IV_BYTES);
+      const cipher = createCipheriv('aes-256-gcm', current.bytes, iv, { authTagLength: TAG_BYTES });
       cipher.setAAD(Buffer.from(owner));
       const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final(), cipher.getAuthTag()]);
       return [PREFIX, current.id, iv.toString('base64url'), body.toString('base64url')].join('.');
@@ -73,11 +76,17 @@ export function createSecretBox({
             )
           : missing();
       const data = Buffer.from(body, 'base64url');
-      const decipher = createDecipheriv('aes-256-gcm', key.bytes, Buffer.from(iv, 'base64url'));
+      const nonce = Buffer.from(iv, 'base64url');
+      // A tag shorter than the 16 bytes every seal writes would take fewer guesses to forge:
+      // anything shorter is not a sealed value, and the decipher is told the length it checks.
+      if (nonce.length !== IV_BYTES || data.length < TAG_BYTES) throw new SecretKeyError('not a sealed secret');
+      const decipher = createDecipheriv('aes-256-gcm', key.bytes, nonce, { authTagLength: TAG_BYTES });
       decipher.setAAD(Buffer.from(owner));
-      decipher.setAuthTag(data.subarray(data.length - 16));
+      decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
       try {
-        return Buffer.concat([decipher.update(data.subarray(0, data.length - 16)), decipher.final()]).toString('utf8');
+        return Buffer.concat([decipher.update(data.subarray(0, data.length - TAG_BYTES)), decipher.final()]).toString(
+          'utf8',
+        );
       } catch {
         throw new SecretKeyError('a sealed secret failed its integrity check (altered, or sealed for another project)');
       }

@@ -1,8 +1,10 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { main } from '../../gateway/src/admin/admin-cli.ts';
+import { openProjectAuth } from '../../gateway/src/project-auth.ts';
+import { createSecretBox } from '../../gateway/src/secret-box.ts';
 import { MongoStore } from '@perfwatch/gateway';
 import { lighthouseKpis } from '@perfwatch/common';
 import { loadLhr } from '../support/lhr-fixtures.ts';
@@ -238,6 +240,99 @@ describe('perfwatch admin', () => {
     expect((await admin(env, 'remove-project', 'sched', 'https://c.example/')).code).toBe(1);
     const after = JSON.parse((await admin(env, 'list', '--json')).out);
     expect(after.find((u: { user: string }) => u.user === 'sched').projects).toEqual([]);
+  });
+
+  it('issues tokens that expire (a duration or a date) and lists each with its expiry; refuses an expiry it cannot read', async () => {
+    const before = Date.now();
+    const created = await admin(env, 'create-user', 'expiring', '--expires', '30d', '--json');
+    const after = Date.now();
+    expect(created.code, created.err).toBe(0);
+    const first = JSON.parse(created.out) as { prefix: string; expiresAt: string };
+    // Thirty days from the moment it was issued, which lies between these two readings.
+    expect(Date.parse(first.expiresAt)).toBeGreaterThanOrEqual(before + 30 * 86_400_000);
+    expect(Date.parse(first.expiresAt)).toBeLessThanOrEqual(after + 30 * 86_400_000);
+    const dated = await admin(env, 'create-token', 'expiring', '--expires', '2099-01-31');
+    expect(dated.code, dated.err).toBe(0);
+    expect(dated.out).toMatch(
+      /^token for expiring \(shown once, keep it secret\): pw_\S+\nexpires 2099-01-31T00:00:00\.000Z\n$/,
+    );
+    const forever = await admin(env, 'create-token', 'expiring');
+    expect(forever.out).toMatch(/\nno expiry\n$/);
+
+    const listed = await admin(env, 'list');
+    const block = listed.out.split(/\n(?=\S)/).find((b) => b.startsWith('expiring\n'))!;
+    expect(block).toContain(`token ${first.prefix}  created `);
+    expect(block).toContain(`expires ${first.expiresAt}`);
+    expect(block).toContain('expires 2099-01-31T00:00:00.000Z');
+    expect(block).toContain('no expiry');
+    const json = JSON.parse((await admin(env, 'list', '--json')).out) as Array<{
+      user: string;
+      tokens: Array<{ prefix: string; expiresAt: string | null; expired: boolean; revokedAt: string | null }>;
+    }>;
+    const tokens = json.find((u) => u.user === 'expiring')!.tokens;
+    expect(tokens.map((t) => [t.expiresAt === null, t.expired, t.revokedAt])).toEqual([
+      [false, false, null],
+      [false, false, null],
+      [true, false, null],
+    ]);
+    expect(JSON.stringify(json)).not.toMatch(/digest|pw_/);
+
+    for (const [given, said] of [
+      ['30', /give a unit/],
+      ['6M', /M reads as minutes/],
+      ['next week', /not a duration/],
+      ['2001-01-01', /not in the future/],
+    ] as const) {
+      const refused = await admin(env, 'create-token', 'expiring', '--expires', given);
+      expect(refused.code, given).toBe(1);
+      expect(refused.err).toMatch(said);
+      expect(refused.out).toBe('');
+    }
+  });
+
+  it('rotate-secrets-key goes on past credentials it cannot open, names them, and exits 1', async () => {
+    const aKey = () => randomBytes(32).toString('base64');
+    const [oldKey, newKey, strayKey] = [aKey(), aKey(), aKey()];
+    const keyed = (key: string, previous?: string) => ({
+      ...env,
+      PERFWATCH_SECRETS_KEY: key,
+      ...(previous ? { PERFWATCH_SECRETS_KEY_PREVIOUS: previous } : {}),
+    });
+    await admin(env, 'create-user', 'rotor');
+    // Listed by URL: the one it cannot open comes first, so the others are reached only past it.
+    const urls = ['https://a-stray.example/', 'https://b-one.example/', 'https://c-two.example/'];
+    for (const url of urls) expect((await admin(env, 'add-project', 'rotor', url)).code).toBe(0);
+    const setAuth = (key: string, url: string) => admin(keyed(key), 'set-auth', 'rotor', url, '--cookie', 'sid=s3cr3t');
+    expect((await setAuth(strayKey, urls[0]!)).code).toBe(0);
+    for (const url of urls.slice(1)) expect((await setAuth(oldKey, url)).code).toBe(0);
+
+    const rotated = await admin(keyed(newKey, oldKey), 'rotate-secrets-key');
+    expect(rotated.code).toBe(1);
+    expect(rotated.out).toMatch(/^resealed the credentials of 2 project\(s\); 0 already under the current key/);
+    expect(rotated.out).toMatch(
+      /could not reseal the credentials of https:\/\/a-stray\.example\/ \(user rotor\): sealed under key [0-9a-f]{8}, which is neither/,
+    );
+    expect(rotated.err).toMatch(/1 project\(s\) kept credentials it could not open/);
+    expect(rotated.out + rotated.err).not.toContain('s3cr3t');
+
+    const store = new MongoStore({ uri: env.MONGODB_URI, dbName: env.MONGODB_DB });
+    await store.init();
+    try {
+      const user = (await store.findUserByName('rotor'))!;
+      const renewed = createSecretBox({ key: newKey });
+      for (const url of urls.slice(1)) {
+        const project = (await store.findProject(user.id, url))!;
+        expect(openProjectAuth(renewed, project), url).toEqual({ cookies: [{ name: 'sid', value: 's3cr3t' }] });
+      }
+      const stray = (await store.findProject(user.id, urls[0]!))!;
+      expect(openProjectAuth(createSecretBox({ key: strayKey }), stray)).toBeDefined();
+    } finally {
+      await store.close();
+    }
+    // Run again with the new key alone: the two are current, the stray one still named.
+    const again = await admin(keyed(newKey), 'rotate-secrets-key');
+    expect(again.code).toBe(1);
+    expect(again.out).toMatch(/resealed the credentials of 0 project\(s\); 2 already under the current key/);
   });
 
   it('explains its usage on a wrong call', async () => {

@@ -92,6 +92,7 @@ describe('SqliteStore', () => {
     const first = new SqliteStore({ path });
     await first.init();
     const user = await first.createUser('sam');
+    await first.addToken({ prefix: 'samtoken', userId: user.id, digest: 'e'.repeat(64) });
     const project = await first.addProject({
       userId: user.id,
       url: 'https://sam.example/',
@@ -140,6 +141,7 @@ describe('SqliteStore', () => {
     db.exec('DROP INDEX snapshots_alerts_pending; ALTER TABLE snapshots DROP COLUMN alerts_pending_since;');
     for (const table of ['snapshots', 'updates']) db.exec(`ALTER TABLE ${table} DROP COLUMN missing`);
     for (const column of ['runs', 'waiting', 'admitted_at']) db.exec(`ALTER TABLE updates DROP COLUMN ${column}`);
+    db.exec('ALTER TABLE tokens DROP COLUMN expires_at');
     db.exec("UPDATE meta SET value = '1' WHERE key = 'schema'");
     db.close();
 
@@ -157,6 +159,11 @@ describe('SqliteStore', () => {
       expect((await again.findSnapshot(project.id, date))!.results[0]!.checks).toBeUndefined();
       // Before schema 5: its KPI records are the seed's, version 1.
       expect(await again.listSnapshotsBelowKpiVersion(2, 10)).toEqual([{ projectId: project.id, date }]);
+      // Before schema 8: its tokens never expire, and new ones may.
+      expect((await again.findToken('samtoken'))!.expiresAt).toBeNull();
+      const expiresAt = new Date('2030-01-01T00:00:00Z');
+      await again.addToken({ prefix: 'samlater', userId: user.id, digest: 'f'.repeat(64), expiresAt });
+      expect((await again.findToken('samlater'))!.expiresAt).toEqual(expiresAt);
       // Before schema 7: its snapshots owe no announcement.
       expect(await again.listUnannouncedSnapshots(new Date(Date.now() + 86_400_000), 10)).toEqual([]);
       const missing = [{ device: 'desktop' as const, location: 'london' as const, reason: 'TIMEOUT: no reply' }];

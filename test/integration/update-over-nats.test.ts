@@ -196,6 +196,26 @@ describe('authentication and tenancy', () => {
     ).toBe(401);
   });
 
+  it('401 saying the token expired once its expiry has come, without echoing the token', async () => {
+    const query = { url: 'https://x.example/', date: '2026-01-01T00:00:00' };
+    const later = await gateway.admin.createToken('alice', { expiresAt: new Date(Date.now() + 86_400_000) });
+    expect((await call('audit', { token: later.token, query })).status).toBe(404);
+    const expiresAt = new Date(Date.now() - 1_000);
+    const { token: expired } = await gateway.admin.createToken('alice', { expiresAt });
+    const res = await call('audit', { token: expired, query });
+    expect(res.status).toBe(401);
+    const envelope = errorEnvelopeSchema.parse(res.body);
+    expect(envelope.status).toBe('UNAUTHORIZED');
+    expect(envelope.message).toBe('The API token has expired.');
+    expect(envelope.errors.join(' ')).toContain(`expired at ${expiresAt.toISOString()}`);
+    expect(JSON.stringify(res.body)).not.toContain(expired.slice(3, 20));
+    // The same prefix with a wrong secret is not told anything about the token it names.
+    const guessed = `${expired.slice(0, 11)}${expired.slice(11).replace(/./g, 'A')}`;
+    expect(errorEnvelopeSchema.parse((await call('audit', { token: guessed, query })).body).message).toBe(
+      'The API token is not valid.',
+    );
+  });
+
   it("404 for another user's project, exactly as for one that does not exist", async () => {
     const theirs = await call('update', { token: otherToken, query: { url: 'https://shop.example/' } });
     const nobodys = await call('update', { token: otherToken, query: { url: 'https://no-such-project.example/' } });

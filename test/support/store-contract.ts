@@ -42,6 +42,46 @@ export function describeStoreContract(name: string, store: () => Store): void {
       expect(await store().findToken('zzzzzzzz')).toBeNull();
     });
 
+    it("keeps a token's expiry beside its digest (none: it never expires) and lists a user's tokens", async () => {
+      const user = await store().createUser('expiring');
+      const other = await store().createUser('not-expiring');
+      const expiresAt = new Date('2031-05-06T07:08:09.123Z');
+      await store().addToken({ prefix: 'expires1', userId: user.id, digest: 'b'.repeat(64), expiresAt });
+      await store().addToken({ prefix: 'forever1', userId: user.id, digest: 'c'.repeat(64) });
+      await store().addToken({ prefix: 'others01', userId: other.id, digest: 'd'.repeat(64), expiresAt: null });
+      expect((await store().findToken('expires1'))!.expiresAt).toEqual(expiresAt);
+      expect((await store().findToken('forever1'))!.expiresAt).toBeNull();
+      await store().revokeToken('forever1');
+      const listed = await store().listTokens(user.id);
+      expect(listed.map((t) => [t.prefix, t.expiresAt, t.revokedAt !== null])).toEqual([
+        ['expires1', expiresAt, false],
+        ['forever1', null, true],
+      ]);
+      expect((await store().listTokens(other.id)).map((t) => t.prefix)).toEqual(['others01']);
+    });
+
+    it("replaces a project's credentials only while they are what the caller read", async () => {
+      const user = await store().createUser('resealing');
+      const project = await store().addProject({
+        userId: user.id,
+        url: 'https://reseal.example/',
+        domain: 'reseal.example',
+        locations: ['london'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      });
+      await store().setProjectAuth(project.id, 'pwsec1.old');
+      expect(await store().replaceProjectAuth(project.id, 'pwsec1.old', 'pwsec1.resealed')).toBe(true);
+      // Another write came between this caller's read and its write: that write stands.
+      await store().setProjectAuth(project.id, 'pwsec1.set-meanwhile');
+      expect(await store().replaceProjectAuth(project.id, 'pwsec1.resealed', 'pwsec1.stale')).toBe(false);
+      expect((await store().findProject(user.id, project.url))!.auth).toBe('pwsec1.set-meanwhile');
+      await store().setProjectAuth(project.id, null);
+      expect(await store().replaceProjectAuth(project.id, 'pwsec1.set-meanwhile', 'pwsec1.stale')).toBe(false);
+      expect((await store().findProject(user.id, project.url))!.auth).toBeNull();
+    });
+
     it('scopes projects to their user', async () => {
       const bob = await store().createUser('bob');
       const carol = await store().createUser('carol');

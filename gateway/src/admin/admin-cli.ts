@@ -15,13 +15,18 @@ import { describeAuth } from '../project-auth.ts';
 import { createSecretBox, SecretKeyError } from '../secret-box.ts';
 import { storeEnvFields, storeFromEnv } from '../store/open-store.ts';
 import type { Store } from '../store/store.ts';
-import { AdminError, createAdmin, type Admin } from './admin.ts';
+import { AdminError, createAdmin, type Admin, type IssuedTokenView, type TokenOptions } from './admin.ts';
 import { recomputeKpis } from './recompute-kpis.ts';
 import { createWebhookTargets } from '../webhook-targets.ts';
+import { hasExpired, tokenExpiry, TokenExpiryError } from '../tokens.ts';
 
 const USAGE = `usage: perfwatch admin <command>
-  create-user NAME                 create a user and print its first API token (shown once)
-  create-token NAME                print a new API token for NAME (shown once)
+  create-user NAME [--expires WHEN]
+                                   create a user and print its first API token (shown once)
+  create-token NAME [--expires WHEN]
+                                   print a new API token for NAME (shown once); --expires: a duration
+                                   (90d, 12h, 2w, 1y) or a date (2027-01-31: that day's start, UTC), after
+                                   which the token is refused (without it: until revoked)
   revoke-token PREFIX              revoke the token whose prefix (first 8 characters after pw_) is PREFIX
   add-project NAME URL [--locations a,b] [--default-location a] [--runs N] [--schedule CRON]
   remove-project NAME URL          remove a project with all its snapshots
@@ -33,14 +38,15 @@ const USAGE = `usage: perfwatch admin <command>
                                    signing secret (shown once) as the last word
   remove-webhook NAME ID           remove a webhook with its deliveries
   webhook-deliveries NAME          NAME's webhooks and their newest deliveries, with their status
-  list [--json]                    users and their projects
+  list [--json]                    users, their projects and their tokens (prefix, expiry, revoked)
   set-auth NAME URL [--auth-file FILE] [--cookie NAME=VALUE]... [--header 'Name: value']... [--login-script FILE]
                                    credentials for a page behind a login, sealed with PERFWATCH_SECRETS_KEY;
                                    cookies and headers go to the project's origin only (a file keeps them
                                    out of the shell's history: {"cookies":[…],"headers":{…},"login":[…]})
   clear-auth NAME URL              forget a project's credentials
   rotate-secrets-key               reseal every project's credentials and webhook secrets under PERFWATCH_SECRETS_KEY
-                                   (the old key in PERFWATCH_SECRETS_KEY_PREVIOUS)
+                                   (the old key in PERFWATCH_SECRETS_KEY_PREVIOUS); goes on past credentials
+                                   it cannot open, names them, and exits 1
   recompute-kpis                   rebuild the KPI records of snapshots stored by an older version
                                    from their kept Lighthouse results (LIGHTHOUSE, PAGE_SOURCE, SAVINGS)
 environment: MONGODB_URI, MONGODB_DB; PERFWATCH_ALLOW_TARGETS (private and plain-http webhook targets allowed);
@@ -79,6 +85,7 @@ const OPTIONS = {
   cookie: { type: 'string', multiple: true, default: [] },
   header: { type: 'string', multiple: true, default: [] },
   'login-script': { type: 'string' },
+  expires: { type: 'string' },
   json: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 } satisfies ParseArgsConfig['options'];
@@ -94,16 +101,34 @@ interface CommandContext {
   out: NodeJS.WritableStream;
 }
 
-/** A command that mints a token for the user it names and prints it, once (or its JSON). */
+/** The expiry `--expires` gives a token issued now (none: it never expires). */
+function expiryOf(values: Values): TokenOptions {
+  if (values.expires === undefined) return {};
+  try {
+    return { expiresAt: tokenExpiry(values.expires, new Date()) };
+  } catch (error) {
+    if (error instanceof TokenExpiryError) throw new AdminError(error.message);
+    throw error;
+  }
+}
+
+/** When a token stops being accepted, as shown beside it. */
+const expiryText = (expiresAt: Date | null): string => (expiresAt ? `expires ${expiresAt.toISOString()}` : 'no expiry');
+
+/** A command that mints a token for the user it names and prints it, once (or its JSON), with its expiry. */
 function printsToken(
-  mint: (admin: Admin, user: string) => Promise<{ user: { name: string }; token: string; prefix: string }>,
+  mint: (admin: Admin, user: string, options: TokenOptions) => Promise<IssuedTokenView>,
   said: (user: string, token: string) => string,
 ): { args: number; run(context: CommandContext): Promise<void> } {
   return {
     args: 1,
     run: async ({ admin, args, values, out }) => {
-      const { user, token, prefix } = await mint(admin, args[0]!);
-      out.write(values.json ? `${JSON.stringify({ user: user.name, token, prefix })}\n` : said(user.name, token));
+      const { user, token, prefix, expiresAt } = await mint(admin, args[0]!, expiryOf(values));
+      out.write(
+        values.json
+          ? `${JSON.stringify({ user: user.name, token, prefix, expiresAt: expiresAt?.toISOString() ?? null })}\n`
+          : `${said(user.name, token)}${expiryText(expiresAt)}\n`,
+      );
     },
   };
 }
@@ -111,11 +136,11 @@ function printsToken(
 /** Each command: how many arguments it takes, and what it does with them. */
 const COMMANDS: Record<string, { args: number; run(context: CommandContext): Promise<void> }> = {
   'create-user': printsToken(
-    (admin, name) => admin.createUser(name),
+    (admin, name, options) => admin.createUser(name, options),
     (user, token) => `user ${user} created\ntoken (shown once, keep it secret): ${token}\n`,
   ),
   'create-token': printsToken(
-    (admin, name) => admin.createToken(name),
+    (admin, name, options) => admin.createToken(name, options),
     (user, token) => `token for ${user} (shown once, keep it secret): ${token}\n`,
   ),
   'revoke-token': {
@@ -223,9 +248,15 @@ const COMMANDS: Record<string, { args: number; run(context: CommandContext): Pro
   'rotate-secrets-key': {
     args: 0,
     run: async ({ admin, out }) => {
-      const { resealed, current, webhookSecrets } = await admin.rotateSecretsKey();
+      const { resealed, current, unreadable, webhookSecrets } = await admin.rotateSecretsKey();
       out.write(
         `resealed the credentials of ${resealed} project(s); ${current} already under the current key; sealed ${webhookSecrets} webhook secret(s)\n`,
+      );
+      if (unreadable.length === 0) return;
+      for (const { user, url, reason } of unreadable)
+        out.write(`could not reseal the credentials of ${url} (user ${user}): ${reason}\n`);
+      throw new AdminError(
+        `${unreadable.length} project(s) kept credentials it could not open (listed above): set them again with set-auth, or give the key they were sealed under as PERFWATCH_SECRETS_KEY_PREVIOUS`,
       );
     },
   },
@@ -240,14 +271,41 @@ const COMMANDS: Record<string, { args: number; run(context: CommandContext): Pro
     args: 0,
     run: async ({ admin, values, out }) => {
       const listing = await admin.list();
+      const now = new Date();
       if (values.json) {
         return void out.write(
-          `${JSON.stringify(listing.map(({ user, projects }) => ({ user: user.name, projects: projects.map(({ url, locations, defaultLocation, runs, schedule }) => ({ url, locations, defaultLocation, runs, schedule })) })))}\n`,
+          `${JSON.stringify(
+            listing.map(({ user, projects, tokens }) => ({
+              user: user.name,
+              projects: projects.map(({ url, locations, defaultLocation, runs, schedule }) => ({
+                url,
+                locations,
+                defaultLocation,
+                runs,
+                schedule,
+              })),
+              tokens: tokens.map(({ prefix, createdAt, expiresAt, revokedAt }) => ({
+                prefix,
+                createdAt: createdAt.toISOString(),
+                expiresAt: expiresAt?.toISOString() ?? null,
+                revokedAt: revokedAt?.toISOString() ?? null,
+                expired: hasExpired({ expiresAt }, now),
+              })),
+            })),
+          )}\n`,
         );
       }
-      for (const { user, projects } of listing) {
+      for (const { user, projects, tokens } of listing) {
         out.write(`${user.name}\n`);
         for (const p of projects) out.write(`  ${p.url}  [${p.locations.join(', ')}] runs=${p.runs}\n`);
+        for (const t of tokens) {
+          const state = t.revokedAt
+            ? `revoked ${t.revokedAt.toISOString()}`
+            : hasExpired(t, now)
+              ? `expired ${t.expiresAt!.toISOString()}`
+              : expiryText(t.expiresAt);
+          out.write(`  token ${t.prefix}  created ${t.createdAt.toISOString()}  ${state}\n`);
+        }
       }
     },
   },

@@ -1,13 +1,14 @@
 import { CronExpressionParser } from 'cron-parser';
 import { LOCATIONS, pageAuthSchema, type Budgets, type Location, type PageAuth, type Webhook } from '@perfwatch/common';
-import { openProjectAuth, sealProjectAuth } from '../project-auth.ts';
-import { createSecretBox, type SecretBox } from '../secret-box.ts';
+import { readProjectAuth, sealProjectAuth } from '../project-auth.ts';
+import { createSecretBox, SecretKeyError, type SecretBox } from '../secret-box.ts';
 import { normalizeProjectUrl } from '../request-params.ts';
 import {
   DuplicateError,
   WebhookLimitReached,
   type ProjectRecord,
   type Store,
+  type TokenRecord,
   type UserRecord,
 } from '../store/store.ts';
 import { issueToken } from '../tokens.ts';
@@ -15,11 +16,27 @@ import { addWebhook, DEFAULT_MAX_WEBHOOKS_PER_USER, listWebhookViews, WebhookRef
 import { openWebhookSecret, storedWebhookSecret, webhookSecretIsCurrent } from '../webhook-secrets.ts';
 import { createWebhookTargets, type WebhookTargets } from '../webhook-targets.ts';
 
+/** Writes rotate-secrets-key lets come between its read and its write of one project before it gives up on it. */
+const MAX_RESEAL_ATTEMPTS = 5;
+
 export class AdminError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'AdminError';
   }
+}
+
+/** How a token is issued: when it stops being accepted (null or absent: never). */
+export interface TokenOptions {
+  expiresAt?: Date | null;
+}
+
+/** A token just issued: shown once, with its user and expiry. */
+export interface IssuedTokenView {
+  user: UserRecord;
+  token: string;
+  prefix: string;
+  expiresAt: Date | null;
 }
 
 export interface ProjectOptions {
@@ -104,7 +121,7 @@ export class Admin {
     return project;
   }
 
-  async createUser(name: string): Promise<{ user: UserRecord; token: string; prefix: string }> {
+  async createUser(name: string, options: TokenOptions = {}): Promise<IssuedTokenView> {
     if (!/^[A-Za-z0-9._@-]{1,100}$/.test(name))
       throw new AdminError('a user name has 1–100 letters, digits or . _ @ -');
     try {
@@ -114,17 +131,17 @@ export class Admin {
         throw new AdminError(`user ${JSON.stringify(name)} exists; use create-token for another token`);
       throw error;
     }
-    return this.createToken(name);
+    return this.createToken(name, options);
   }
 
   /** Issues a token for a user. The token itself is returned once and never stored. */
-  async createToken(name: string): Promise<{ user: UserRecord; token: string; prefix: string }> {
+  async createToken(name: string, { expiresAt = null }: TokenOptions = {}): Promise<IssuedTokenView> {
     const user = await this.#userNamed(name);
     for (;;) {
       const issued = issueToken();
       try {
-        await this.#store.addToken({ prefix: issued.prefix, userId: user.id, digest: issued.digest });
-        return { user, token: issued.token, prefix: issued.prefix };
+        await this.#store.addToken({ prefix: issued.prefix, userId: user.id, digest: issued.digest, expiresAt });
+        return { user, token: issued.token, prefix: issued.prefix, expiresAt };
       } catch (error) {
         // Two tokens sharing a 48-bit prefix: vanishingly rare, and simply drawn again.
         if (!(error instanceof DuplicateError)) throw error;
@@ -207,7 +224,7 @@ export class Admin {
       throw new AdminError(
         'no PERFWATCH_SECRETS_KEY: set the key the gateway uses (openssl rand -base64 32) to store credentials',
       );
-    const sealed = sealProjectAuth(this.#secrets, project.id, parsed.data);
+    const sealed = sealProjectAuth(this.#secrets, project, parsed.data);
     await this.#store.setProjectAuth(project.id, sealed);
     return { ...project, auth: sealed };
   }
@@ -218,31 +235,56 @@ export class Admin {
 
   /**
    * Reseals every project's credentials under PERFWATCH_SECRETS_KEY, opening them with it or
-   * PERFWATCH_SECRETS_KEY_PREVIOUS; returns how many were resealed. Run after setting the new
-   * key (and the old one as previous) on the gateways; then the previous key can go. Webhook
-   * secrets are sealed under it too, those stored unsealed (before sealing, or without a key) included.
+   * PERFWATCH_SECRETS_KEY_PREVIOUS, and those sealed before they were bound to the project's URL;
+   * returns how many were resealed, and the projects whose credentials it could not open (it
+   * goes on past them; the CLI then fails). Run after setting the new key (and the old one as
+   * previous) on the gateways; then the previous key can go. Webhook secrets are sealed under it
+   * too, those stored unsealed (before sealing, or without a key) included.
    */
-  async rotateSecretsKey(): Promise<{ resealed: number; current: number; webhookSecrets: number }> {
+  async rotateSecretsKey(): Promise<{
+    resealed: number;
+    current: number;
+    unreadable: Array<{ user: string; url: string; reason: string }>;
+    webhookSecrets: number;
+  }> {
     const secrets = this.#secrets;
     if (!secrets.ready) throw new AdminError('no PERFWATCH_SECRETS_KEY to reseal under');
+    const names = new Map((await this.#store.listUsers()).map((u) => [u.id, u.name]));
     let resealed = 0;
     let current = 0;
+    const unreadable: Array<{ user: string; url: string; reason: string }> = [];
     for (const project of await this.#store.listProjects()) {
-      if (!project.auth) continue;
-      if (secrets.isCurrent(project.auth)) {
-        current += 1;
-        continue;
-      }
-      let auth: PageAuth;
       try {
-        auth = openProjectAuth(secrets, project)!;
+        const outcome = await this.#resealProject(project);
+        if (outcome === 'resealed') resealed += 1;
+        else if (outcome === 'current') current += 1;
       } catch (error) {
-        throw new AdminError(`cannot open the credentials of ${project.url}: ${(error as Error).message}`);
+        if (!(error instanceof SecretKeyError || error instanceof AdminError)) throw error;
+        unreadable.push({ user: names.get(project.userId) ?? project.userId, url: project.url, reason: error.message });
       }
-      await this.#store.setProjectAuth(project.id, sealProjectAuth(secrets, project.id, auth));
-      resealed += 1;
     }
-    return { resealed, current, webhookSecrets: await this.#sealWebhookSecrets() };
+    return { resealed, current, unreadable, webhookSecrets: await this.#sealWebhookSecrets() };
+  }
+
+  /**
+   * Reseals one project's credentials unless they are current, writing only over the value it
+   * read: a set-auth, clear-auth or another rotation that wrote meanwhile is not undone, and
+   * what it wrote is looked at again. SecretKeyError when they cannot be opened; AdminError when
+   * they kept changing under it.
+   */
+  async #resealProject(listed: ProjectRecord): Promise<'resealed' | 'current' | 'none'> {
+    const secrets = this.#secrets;
+    let project: ProjectRecord | null = listed;
+    for (let attempt = 0; project?.auth; attempt++) {
+      const read = readProjectAuth(secrets, project)!;
+      if (read.urlBound && secrets.isCurrent(project.auth)) return 'current';
+      const sealed = sealProjectAuth(secrets, project, read.auth);
+      if (await this.#store.replaceProjectAuth(project.id, project.auth, sealed)) return 'resealed';
+      if (attempt >= MAX_RESEAL_ATTEMPTS)
+        throw new AdminError(`its credentials changed ${attempt + 1} times while being resealed; run it again`);
+      project = await this.#store.findProject(project.userId, project.url);
+    }
+    return 'none';
   }
 
   /** Seals every webhook secret not sealed under the current key; how many it sealed. */
@@ -263,8 +305,17 @@ export class Admin {
     return sealed;
   }
 
-  async list(): Promise<Array<{ user: UserRecord; projects: ProjectRecord[] }>> {
+  /** Users with their projects and their tokens (the digests left out), revoked ones included. */
+  async list(): Promise<
+    Array<{ user: UserRecord; projects: ProjectRecord[]; tokens: Array<Omit<TokenRecord, 'digest'>> }>
+  > {
     const users = await this.#store.listUsers();
-    return Promise.all(users.map(async (user) => ({ user, projects: await this.#store.listProjects(user.id) })));
+    return Promise.all(
+      users.map(async (user) => ({
+        user,
+        projects: await this.#store.listProjects(user.id),
+        tokens: (await this.#store.listTokens(user.id)).map(({ digest: _digest, ...token }) => token),
+      })),
+    );
   }
 }

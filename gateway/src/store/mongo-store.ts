@@ -268,7 +268,7 @@ export class MongoStore implements contract.Store {
     return this.unreadable.parseEach('user', userDoc, docs);
   }
 
-  async addToken({ prefix, userId, digest }: Omit<contract.TokenRecord, 'createdAt' | 'revokedAt'>): Promise<void> {
+  async addToken({ prefix, userId, digest, expiresAt }: contract.NewToken): Promise<void> {
     try {
       await this.#tokens.insertOne({
         prefix,
@@ -276,6 +276,7 @@ export class MongoStore implements contract.Store {
         digest,
         createdAt: new Date(),
         revokedAt: null,
+        expiresAt: expiresAt ?? null,
       });
     } catch (error) {
       throw duplicateOr(error, `token prefix ${prefix} exists`);
@@ -285,6 +286,14 @@ export class MongoStore implements contract.Store {
   async findToken(prefix: string): Promise<contract.TokenRecord | null> {
     const doc = await this.#tokens.findOne({ prefix });
     return doc ? tokenDoc.parse(doc) : null;
+  }
+
+  async listTokens(userId: string): Promise<contract.TokenRecord[]> {
+    const docs = await this.#tokens
+      .find({ userId: new ObjectId(userId) })
+      .sort({ createdAt: 1, prefix: 1 })
+      .toArray();
+    return this.unreadable.parseEach('token', tokenDoc, docs);
   }
 
   async revokeToken(prefix: string): Promise<boolean> {
@@ -340,6 +349,14 @@ export class MongoStore implements contract.Store {
 
   async setProjectAuth(projectId: string, sealed: string | null): Promise<void> {
     await this.#projects.updateOne({ _id: new ObjectId(projectId) }, { $set: { auth: sealed } });
+  }
+
+  async replaceProjectAuth(projectId: string, expected: string, sealed: string): Promise<boolean> {
+    const result = await this.#projects.updateOne(
+      { _id: new ObjectId(projectId), auth: expected },
+      { $set: { auth: sealed } },
+    );
+    return result.matchedCount === 1;
   }
 
   async replaceProjectAuth(projectId: string, expected: string, sealed: string): Promise<boolean> {

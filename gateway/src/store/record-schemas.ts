@@ -67,6 +67,8 @@ function accountRecords(forms: StoredForms) {
     digest: z.string(),
     createdAt: time,
     revokedAt: time.nullable(),
+    // Absent on tokens issued before tokens could expire: they never do.
+    expiresAt: time.nullable().default(null),
   }) satisfies z.ZodType<TokenRecord>;
   const project = z.object({
     ...stored,

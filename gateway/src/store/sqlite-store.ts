@@ -11,7 +11,7 @@ import { announcesEvents, DuplicateError, fieldHistoryId, kpiBatches, WebhookLim
 // The store contract's types, by their module's name: both stores implement the same one.
 import type * as contract from './store.ts';
 
-const SCHEMA_VERSION = 7;
+const SCHEMA_VERSION = 8;
 /** Prepared statements kept per store: far more than the SQL texts it runs. */
 const MAX_CACHED_STATEMENTS = 200;
 
@@ -87,7 +87,7 @@ const NO_BUDGETS = '{"budgets":{},"maxRegression":{}}';
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS users (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS tokens (prefix TEXT PRIMARY KEY, user_id TEXT NOT NULL, digest TEXT NOT NULL, created_at INTEGER NOT NULL, revoked_at INTEGER);
+CREATE TABLE IF NOT EXISTS tokens (prefix TEXT PRIMARY KEY, user_id TEXT NOT NULL, digest TEXT NOT NULL, created_at INTEGER NOT NULL, revoked_at INTEGER, expires_at INTEGER);
 CREATE TABLE IF NOT EXISTS projects (
   id TEXT PRIMARY KEY, user_id TEXT NOT NULL, url TEXT NOT NULL, domain TEXT NOT NULL, locations TEXT NOT NULL,
   default_location TEXT NOT NULL, runs INTEGER NOT NULL, schedule TEXT, created_at INTEGER NOT NULL, scheduled_through INTEGER,
@@ -309,6 +309,10 @@ export class SqliteStore implements contract.Store {
     db.exec(
       'CREATE INDEX IF NOT EXISTS snapshots_alerts_pending ON snapshots (alerts_pending_since) WHERE alerts_pending_since IS NOT NULL',
     );
+    // Schema 8: when a token expires. Added where the column is missing rather than by the version
+    // number, so a file is mended whichever migrations ran before it.
+    if (!db.prepare('SELECT 1 FROM pragma_table_info(?) WHERE name = ?').get('tokens', 'expires_at'))
+      db.exec('ALTER TABLE tokens ADD COLUMN expires_at INTEGER');
     db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)").run(String(SCHEMA_VERSION));
     this.#db = db;
   }
@@ -342,14 +346,15 @@ export class SqliteStore implements contract.Store {
     return this.unreadable.parseEach('user', userRow, this.#all('SELECT * FROM users ORDER BY name'));
   }
 
-  async addToken({ prefix, userId, digest }: Omit<contract.TokenRecord, 'createdAt' | 'revokedAt'>): Promise<void> {
+  async addToken({ prefix, userId, digest, expiresAt }: contract.NewToken): Promise<void> {
     try {
       this.#run(
-        'INSERT INTO tokens (prefix, user_id, digest, created_at) VALUES (?, ?, ?, ?)',
+        'INSERT INTO tokens (prefix, user_id, digest, created_at, expires_at) VALUES (?, ?, ?, ?, ?)',
         prefix,
         userId,
         digest,
         Date.now(),
+        expiresAt?.getTime() ?? null,
       );
     } catch (error) {
       throw isUniqueViolation(error) ? new DuplicateError(`token prefix ${prefix} exists`) : error;
@@ -359,6 +364,14 @@ export class SqliteStore implements contract.Store {
   async findToken(prefix: string): Promise<contract.TokenRecord | null> {
     const row = this.#get('SELECT * FROM tokens WHERE prefix = ?', prefix);
     return row ? tokenRow.parse(row) : null;
+  }
+
+  async listTokens(userId: string): Promise<contract.TokenRecord[]> {
+    return this.unreadable.parseEach(
+      'token',
+      tokenRow,
+      this.#all('SELECT * FROM tokens WHERE user_id = ? ORDER BY created_at, prefix', userId),
+    );
   }
 
   async revokeToken(prefix: string): Promise<boolean> {
@@ -431,6 +444,14 @@ export class SqliteStore implements contract.Store {
 
   async setProjectAuth(projectId: string, sealed: string | null): Promise<void> {
     this.#run('UPDATE projects SET auth = ? WHERE id = ?', sealed, projectId);
+  }
+
+  async replaceProjectAuth(projectId: string, expected: string, sealed: string): Promise<boolean> {
+    return (
+      Number(
+        this.#run('UPDATE projects SET auth = ? WHERE id = ? AND auth = ?', sealed, projectId, expected).changes,
+      ) === 1
+    );
   }
 
   /** A record written as a row: its fields in their snake_case columns, its times as milliseconds. */

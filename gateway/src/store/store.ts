@@ -32,7 +32,12 @@ export interface TokenRecord {
   digest: string;
   createdAt: Date;
   revokedAt: Date | null;
+  /** When it stops being accepted; null: never (and tokens issued before expiry existed). */
+  expiresAt: Date | null;
 }
+
+/** A token as issued: the store adds when, and that it is not revoked. */
+export type NewToken = Omit<TokenRecord, 'createdAt' | 'revokedAt' | 'expiresAt'> & { expiresAt?: Date | null };
 
 export interface ProjectRecord {
   id: string;
@@ -360,8 +365,10 @@ export interface Store {
   findUserByName(name: string): Promise<UserRecord | null>;
   listUsers(): Promise<UserRecord[]>;
 
-  addToken(token: Omit<TokenRecord, 'createdAt' | 'revokedAt'>): Promise<void>;
+  addToken(token: NewToken): Promise<void>;
   findToken(prefix: string): Promise<TokenRecord | null>;
+  /** A user's tokens, revoked ones included, oldest first. */
+  listTokens(userId: string): Promise<TokenRecord[]>;
   revokeToken(prefix: string): Promise<boolean>;
 
   addProject(project: NewProject): Promise<ProjectRecord>;
@@ -373,6 +380,11 @@ export interface Store {
   setProjectBudgets(projectId: string, budgets: Budgets): Promise<void>;
   /** Replaces a project's sealed credentials (null: none). */
   setProjectAuth(projectId: string, sealed: string | null): Promise<void>;
+  /**
+   * Replaces a project's sealed credentials only while they are still `expected` (what the caller
+   * read); false when another write came first, which then stands.
+   */
+  replaceProjectAuth(projectId: string, expected: string, sealed: string): Promise<boolean>;
 
   /**
    * Adds a webhook; WebhookLimitReached when its user would have more than `maxPerUser`. Never
