@@ -17,7 +17,7 @@ import {
   encodeJob,
 } from '@perfwatch/common';
 import { createAdmin, MongoStore, startAgentRegistry, tickUpdateId, type AgentRegistry } from '@perfwatch/gateway';
-import { startNatsServer, type LocalServer } from '../support/local-servers.ts';
+import { freePort, startNatsServer, type LocalServer } from '../support/local-servers.ts';
 import { spawnGateway, spawnNode, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { silentLogger } from '../support/test-services.ts';
 import { writeSelfSignedCert } from '../support/tls.ts';
@@ -327,4 +327,32 @@ describe("what a region's credentials reach", () => {
       await tokyo.close();
     }
   });
+
+  it('perfwatch start joins the shipped hub like any gateway and agent: each its own user, over TLS', async () => {
+    const ports = { PORT: String(await freePort()), PERFWATCH_DEMO_PORT: String(await freePort()) };
+    const start = spawnPerfwatch(['start'], {
+      ...ports,
+      NATS_URL: hub.url,
+      NATS_NKEY_SEED_FILE: join(keys, 'gateway.nk'),
+      PERFWATCH_AGENT_NATS_NKEY_SEED_FILE: join(keys, 'agent-s_carolina.nk'),
+      NATS_TLS_CA_FILE: cert,
+      MONGODB_URI: db.MONGODB_URI,
+      MONGODB_DB: `${db.MONGODB_DB}_start`,
+      // Its demo site is on loopback, which an agent on a shared NATS may not reach unless told.
+      PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
+    });
+    try {
+      const [line] = await start.waitFor(/curl -s -H "Authorization: (pw_[^"]+)" "([^"]+)"/, 60_000);
+      const [, startToken, url] = /Authorization: (pw_[^"]+)" "([^"]+)"/.exec(line)!;
+      await vi.waitFor(() => expect(registry.agents('s_carolina')?.map((a) => a.agentId)).toContain('local'), {
+        timeout: 15_000,
+      });
+      const res = await fetch(url!, { headers: { Authorization: startToken! } });
+      const body = await res.json();
+      expect(res.status, JSON.stringify(body).slice(0, 500)).toBe(200);
+      expect(auditResultSchema.parse(body).mobile!.s_carolina!.runs[0]!.agentId).toBe('local');
+    } finally {
+      expect(await start.stop('SIGTERM')).toBe(0);
+    }
+  }, 180_000);
 });
