@@ -359,14 +359,6 @@ export class MongoStore implements contract.Store {
     return result.matchedCount === 1;
   }
 
-  async replaceProjectAuth(projectId: string, expected: string, sealed: string): Promise<boolean> {
-    const result = await this.#projects.updateOne(
-      { _id: new ObjectId(projectId), auth: expected },
-      { $set: { auth: sealed } },
-    );
-    return result.matchedCount === 1;
-  }
-
   async addWebhook(webhook: contract.NewWebhook, maxPerUser = Infinity): Promise<contract.WebhookRecord> {
     const doc = { _id: new ObjectId(), ...webhook, userId: new ObjectId(webhook.userId), createdAt: new Date() };
     await this.#webhooks.insertOne(doc);
