@@ -74,7 +74,19 @@ function endpoint(
   query: z.ZodType,
   body: z.ZodType,
   responses: Record<string, unknown>,
-  { project = true, bodyRequired = true, changesByPost = false } = {},
+  {
+    project = true,
+    bodyRequired = true,
+    changesByPost = false,
+    postOnly = {},
+  }: {
+    project?: boolean;
+    bodyRequired?: boolean;
+    /** What changes something is POST only: the GET form answers 405 to a change. */
+    changesByPost?: boolean;
+    /** Responses only a change can have, so only POST. */
+    postOnly?: Record<string, unknown>;
+  } = {},
 ) {
   const base = {
     summary,
@@ -92,7 +104,7 @@ function endpoint(
     get: { ...base, responses: getResponses, requestParams: { query: inputOf(query) } },
     post: {
       ...base,
-      responses: { ...base.responses, ...bodyErrors },
+      responses: { ...base.responses, ...bodyErrors, ...postOnly },
       requestBody: { required: bodyRequired, content: { 'application/json': { schema: body } } },
     },
   };
@@ -256,11 +268,17 @@ function settingsPaths() {
           webhookListSchema,
           "The caller's webhooks with their newest deliveries; `created` (with its signing secret, shown this once) after an add, `removed` after a removal.",
         ),
-        '404': error(
-          'No project of the caller has that URL (`project`), or no webhook of the caller has that id (`remove`).',
-        ),
       },
-      { project: false, bodyRequired: false },
+      {
+        project: false,
+        bodyRequired: false,
+        changesByPost: true,
+        postOnly: {
+          '404': error(
+            'No project of the caller has that URL (`project`), or no webhook of the caller has that id (`remove`).',
+          ),
+        },
+      },
     ),
     '/v1/annotations': endpoint(
       "List a project's annotations (deploy markers), or add one",

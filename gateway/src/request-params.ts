@@ -3,11 +3,9 @@ import { z } from 'zod';
 import {
   ApiError,
   budgetKeyList,
-  BudgetSpecError,
   limitsSchema,
   DEVICES,
   pageAuthSchema,
-  parseLimit,
   type Budgets,
   type PageAuth,
   LOCATIONS,
@@ -160,24 +158,6 @@ export const compareBodySchema = z.strictObject(compareFields);
 
 // ---- /v1/budgets ------------------------------------------------------------------------
 
-/** GET: `budget=performance=90` (repeated); an empty value stands for no limit at all. */
-function limitsFromQuery(name: string) {
-  return oneOrMany(z.string(), name).transform((entries, ctx) => {
-    const limits: Budgets['budgets'] = {};
-    for (const entry of entries.filter((e) => e.trim() !== '')) {
-      try {
-        const [key, value] = parseLimit(entry);
-        limits[key] = value;
-      } catch (error) {
-        if (!(error instanceof BudgetSpecError)) throw error;
-        ctx.addIssue({ code: 'custom', message: `${name}: ${error.message}` });
-        return z.NEVER;
-      }
-    }
-    return limits;
-  });
-}
-
 export interface BudgetsParams {
   url: string;
   /** Present: the project's budgets are replaced by these. */
@@ -197,20 +177,10 @@ const replaced = ({
     ? { url }
     : { url, set: { budgets: budgets ?? {}, maxRegression: maxRegression ?? {} } };
 
-export const budgetsQuerySchema = z
-  .strictObject({
-    url: projectUrl,
-    budget: limitsFromQuery('budget')
-      .optional()
-      .meta({
-        description: `A budget KEY=N to set (repeat it); given, or maxRegression given, the project's budgets are replaced. Keys: ${budgetKeyList}. An empty value sets none.`,
-      }),
-    maxRegression: limitsFromQuery('maxRegression').optional().meta({
-      description:
-        'An allowed regression KEY=N against the previous snapshot (score points, or percent for metrics); repeat it.',
-    }),
-  })
-  .transform(({ url, budget, maxRegression }) => replaced({ url, budgets: budget, maxRegression }));
+/** GET reads a project's budgets; they change by POST only. */
+export const budgetsQuerySchema = z.strictObject({ url: projectUrl }).transform(({ url }): BudgetsParams => ({ url }));
+/** Parameters that change budgets: refused in a GET (parseRequest's `writes`). */
+export const BUDGETS_WRITES = ['budget', 'budgets', 'maxRegression'] as const;
 export const budgetsBodySchema = z
   .strictObject({
     url: projectUrl,
@@ -302,12 +272,19 @@ function webhookAction(
   }
   return { action: 'add', targetUrl, project: project ?? null, format: format ?? 'json', page };
 }
-export const webhooksQuerySchema = z.strictObject(webhookFields).transform(webhookAction);
+/** GET lists; a webhook is added or removed by POST only. */
+export const webhooksQuerySchema = z
+  .strictObject({ after: webhookFields.after, limit: webhookFields.limit })
+  .transform(webhookAction);
+export const WEBHOOKS_WRITES = ['targetUrl', 'project', 'format', 'remove'] as const;
 export const webhooksBodySchema = z.strictObject(webhookFields).transform(webhookAction);
 
 // ---- /v1/annotations --------------------------------------------------------------------
 
 export const MAX_ANNOTATION_TEXT = 500;
+/** Annotations one project may have, and a listing's page at most (and by default). */
+export const MAX_ANNOTATIONS_PER_PROJECT = 1_000;
+const annotationId = /^[A-Za-z0-9_-]{1,64}$/;
 const annotationFields = {
   url: projectUrl,
   text: z
@@ -329,14 +306,32 @@ const annotationFields = {
     .optional()
     .meta({ description: 'With text: a URL to go with it (a release, a pull request).' }),
   from: dateTime('from').optional().meta({ description: 'Listing: only annotations at or after this date-time.' }),
-  to: dateTime('to').optional().meta({ description: 'Listing: only annotations before this date-time.' }),
+  to: dateTime('to')
+    .optional()
+    .meta({ description: 'Listing: only annotations before this date-time (the `next` of the page after this one).' }),
+  limit: z.coerce
+    .number({ error: `limit must be a whole number from 1 to ${MAX_ANNOTATIONS_PER_PROJECT}` })
+    .int(`limit must be a whole number from 1 to ${MAX_ANNOTATIONS_PER_PROJECT}`)
+    .min(1, `limit must be a whole number from 1 to ${MAX_ANNOTATIONS_PER_PROJECT}`)
+    .max(MAX_ANNOTATIONS_PER_PROJECT, `limit must be a whole number from 1 to ${MAX_ANNOTATIONS_PER_PROJECT}`)
+    .optional()
+    .meta({
+      description: `Listing: the newest this many annotations in the range (${MAX_ANNOTATIONS_PER_PROJECT} at most and by default); \`next\` says where the older ones go on.`,
+    }),
+  remove: z
+    .string(once('remove'))
+    .regex(annotationId, 'remove must be an annotation id')
+    .optional()
+    .meta({ description: 'POST: removes the annotation of this id.' }),
 };
 
 export type AnnotationsParams = {
   url: string;
   add: { text: string; date?: Date | undefined; link?: string | undefined } | null;
+  remove: string | null;
   from?: Date | undefined;
   to?: Date | undefined;
+  limit: number;
 };
 
 function annotationAction(
@@ -347,6 +342,8 @@ function annotationAction(
     link,
     from,
     to,
+    limit,
+    remove,
   }: {
     url: string;
     text?: string | undefined;
@@ -354,28 +351,45 @@ function annotationAction(
     link?: string | undefined;
     from?: Date | undefined;
     to?: Date | undefined;
+    limit?: number | undefined;
+    remove?: string | undefined;
   },
   ctx: z.RefinementCtx,
 ): AnnotationsParams {
   if (text === undefined && (date !== undefined || link !== undefined))
     ctx.addIssue({ code: 'custom', message: 'date and link go with text' });
-  return { url, add: text === undefined ? null : { text, date, link }, from, to };
+  if (remove !== undefined && text !== undefined)
+    ctx.addIssue({ code: 'custom', message: 'remove and text do not go together' });
+  return {
+    url,
+    add: text === undefined ? null : { text, date, link },
+    remove: remove ?? null,
+    from,
+    to,
+    limit: limit ?? MAX_ANNOTATIONS_PER_PROJECT,
+  };
 }
-export const annotationsQuerySchema = z.strictObject(annotationFields).transform(annotationAction);
+/** GET lists; an annotation is added by POST only. */
+export const annotationsQuerySchema = z
+  .strictObject({
+    url: annotationFields.url,
+    from: annotationFields.from,
+    to: annotationFields.to,
+    limit: annotationFields.limit,
+  })
+  .transform(annotationAction);
+export const ANNOTATIONS_WRITES = ['text', 'date', 'link', 'remove'] as const;
 export const annotationsBodySchema = z.strictObject(annotationFields).transform(annotationAction);
 
 // ---- /v1/credentials ---------------------------------------------------------------------
 
 export type CredentialsParams = { url: string; set?: PageAuth; clear: boolean };
 
-const clearFlag = z.enum(['true', 'false'], { error: 'clear must be true or false' }).transform((v) => v === 'true');
-/** GET reads (or clears): secrets never travel in a URL, where access logs and proxies keep them. */
+/** GET reads; credentials change by POST only (and secrets never travel in a URL, where access logs and proxies keep them). */
 export const credentialsQuerySchema = z
-  .strictObject({
-    url: projectUrl,
-    clear: clearFlag.optional().meta({ description: "true: forget the project's credentials." }),
-  })
-  .transform(({ url, clear }): CredentialsParams => ({ url, clear: clear ?? false }));
+  .strictObject({ url: projectUrl })
+  .transform(({ url }): CredentialsParams => ({ url, clear: false }));
+export const CREDENTIALS_WRITES = ['auth', 'clear'] as const;
 export const credentialsBodySchema = z
   .strictObject({
     url: projectUrl,
@@ -494,8 +508,9 @@ export const overviewBodySchema = z
 /** Parses a request with the schema of its method; every problem becomes one line of a 400. */
 export function parseRequest<Q extends z.ZodType, B extends z.ZodType>(
   req: Request,
-  schemas: { query: Q; body: B },
+  schemas: { query: Q; body: B; writes?: readonly string[] },
 ): z.output<Q> | z.output<B> {
+  if (req.method !== 'POST') refuseWritesByGet(req, schemas.writes ?? []);
   if (req.method === 'POST') {
     // No body at all is an empty object (POST /v1/projects needs none); a JSON `null` is not.
     const body: unknown = req.body === undefined ? {} : req.body;
@@ -504,6 +519,24 @@ export function parseRequest<Q extends z.ZodType, B extends z.ZodType>(
     return check(schemas.body, body);
   }
   return check(schemas.query, req.query);
+}
+
+/**
+ * A GET reads. One that would change something (a budget, a webhook, an annotation,
+ * credentials) is refused with 405 and `Allow: POST`, before anything is looked at: a link
+ * followed by a crawler, a prefetching browser or a chat preview must never change state, and
+ * a URL is what access logs and proxies keep.
+ */
+function refuseWritesByGet(req: Request, writes: readonly string[]): void {
+  const query = req.query as Record<string, unknown>;
+  const given = writes.filter((name) => Object.hasOwn(query, name));
+  if (given.length === 0) return;
+  throw new ApiError(
+    'METHOD_NOT_ALLOWED',
+    'This request changes something: send it as POST with a JSON body. GET only reads.',
+    [`${given.join(', ')}: POST only`],
+    { headers: { Allow: 'POST' } },
+  );
 }
 
 function check<S extends z.ZodType>(schema: S, raw: unknown): z.output<S> {

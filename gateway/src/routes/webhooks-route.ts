@@ -1,6 +1,12 @@
 import type { Request, Response } from 'express';
 import { ApiError, type WebhookList } from '@perfwatch/common';
-import { parseRequest, WEBHOOK_PAGE, webhooksBodySchema, webhooksQuerySchema } from '../request-params.ts';
+import {
+  parseRequest,
+  WEBHOOK_PAGE,
+  WEBHOOKS_WRITES,
+  webhooksBodySchema,
+  webhooksQuerySchema,
+} from '../request-params.ts';
 import { WebhookLimitReached, type Store } from '../store/store.ts';
 import {
   addWebhook,
@@ -19,7 +25,7 @@ import { callerProject } from './caller-project.ts';
  */
 export function webhooksRoute({ store, rules }: { store: Store; rules: WebhookRules }) {
   return async (req: Request, res: Response): Promise<void> => {
-    const params = parseRequest(req, { query: webhooksQuerySchema, body: webhooksBodySchema });
+    const params = parseRequest(req, { query: webhooksQuerySchema, body: webhooksBodySchema, writes: WEBHOOKS_WRITES });
     const userId = req.caller!.userId;
     const answer: Omit<WebhookList, 'webhooks'> = {};
     if (params.action === 'add') {
