@@ -17,3 +17,8 @@ export async function peakRssMb(pid: number): Promise<number> {
 export async function resetPeakRss(pid: number): Promise<void> {
   await writeFile(`/proc/${pid}/clear_refs`, '5');
 }
+
+/** The process's resident memory now (VmRSS). */
+export async function rssMb(pid: number): Promise<number> {
+  return Number(/VmRSS:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+}

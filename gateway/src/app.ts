@@ -6,6 +6,7 @@ import { readinessAnswer, type Readiness } from '@perfwatch/common';
 import { apiDocsRouter } from './api-docs.ts';
 import { authenticate } from './auth.ts';
 import { dashboardRouter } from './dashboard/dashboard-router.ts';
+import { DEFAULT_HEAVY_READS, heavyReadLimit } from './heavy-reads.ts';
 import { errorHandler, notFoundRoute, onlyGetAndPost } from './http-errors.ts';
 import { createOpenApiDocument } from './openapi.ts';
 import { acceptsJson, failedAuthGuard, jsonBodyOnly, perUserLimit } from './request-guards.ts';
@@ -47,6 +48,8 @@ export interface AppDeps {
   syncUpdates?: SyncUpdateLimit;
   /** An overview reader that reads nothing for this long is cut off (OVERVIEW_STALL_MS). */
   overviewStallMs?: number;
+  /** Reads of stored results (/v1/audit, /v1/compare) at once (MAX_HEAVY_READS); absent: heavy-reads.ts's default. */
+  maxHeavyReads?: number;
   /** Failed authentications per client address and minute before 429 (AUTH_FAILURES_PER_MINUTE). */
   authFailuresPerMinute?: number;
   /** Express's `trust proxy`: how X-Forwarded-For names the client (TRUST_PROXY); absent: the socket's address. */
@@ -135,6 +138,7 @@ function apiRouter({
   rateLimits = { updates: 60, reads: 600 },
   syncUpdates,
   overviewStallMs,
+  maxHeavyReads = DEFAULT_HEAVY_READS,
   authFailuresPerMinute = 30,
   targetGuard = createWebhookTargets(),
   maxWebhooksPerUser = DEFAULT_MAX_WEBHOOKS_PER_USER,
@@ -157,8 +161,10 @@ function apiRouter({
     updateLimit,
     updateRoute({ store, updates, startAsync, ...(syncUpdates ? { syncUpdates } : {}) }),
   );
-  v1.all('/audit', ...before, readLimit, auditRoute({ store }));
-  v1.all('/compare', ...before, readLimit, compareRoute({ store }));
+  // One set of places for both: together they are what holds stored results in memory.
+  const reads = heavyReadLimit({ atOnce: maxHeavyReads });
+  v1.all('/audit', ...before, readLimit, auditRoute({ store, reads }));
+  v1.all('/compare', ...before, readLimit, compareRoute({ store, reads }));
   v1.all('/updates', ...before, readLimit, updatesRoute({ store }));
   v1.all('/updates/:id', ...before, readLimit, updateStatusRoute({ store }));
   v1.all(

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { auditResultSchema, type AuditResult } from '@perfwatch/common';
 import { loadLhr } from '../../test/support/lhr-fixtures.ts';
+import { setImmediate } from 'node:timers/promises';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { gzipSync } from 'node:zlib';
 import { auditResultPieces } from './audit-view.ts';
 import { receivedRun } from './run-outcome.ts';
@@ -269,5 +272,37 @@ describe('auditResultPieces', () => {
         runs(() => gzipSync(Buffer.concat([Buffer.from('{"a":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]))),
       ),
     ).rejects.toThrow(/not a JSON object in UTF-8/);
+  });
+
+  it("holds one cell's result at a time: the one written is let go before the next is read", async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const cells = (['london', 'tokyo', 'frankfurt'] as const).map((location) => ({
+      device: 'mobile' as const,
+      location,
+      crux: { url: null },
+      elementCount: null,
+      median: 1,
+      runs: [],
+    }));
+    const snapshot = { date, available: cells, results: cells };
+    let written: WeakRef<ArrayBufferLike> | undefined;
+    const heldWhenRead: boolean[] = [];
+    const pieces = auditResultPieces(snapshot, { defaultLocation: 'london' }, async () => {
+      // A turn of the event loop first: a WeakRef keeps its target until the current job ends.
+      await setImmediate();
+      gc();
+      heldWhenRead.push(written?.deref() !== undefined);
+      // Its own memory (not the pool small buffers share), which any view of it holds.
+      const result = Buffer.alloc(64 * 1024, 0x20);
+      result.write('{"lighthouseVersion":"13"}');
+      written = new WeakRef(result.buffer);
+      return result;
+    });
+    // Read as writeJsonPieces reads: each piece written and dropped.
+    let count = 0;
+    for await (const _piece of pieces) count++;
+    expect(count).toBeGreaterThan(3);
+    expect(heldWhenRead).toEqual([false, false, false]);
   });
 });

@@ -104,12 +104,25 @@ export async function* auditResultPieces<R extends CellView>(
   let at = 0;
   for (const { quoted, found, cell, additions } of placed) {
     yield json.slice(at, found);
-    const { body, empty } = openObject(await jsonOf(cell));
-    yield body;
-    yield `${empty ? '' : ','}${JSON.stringify(additions).slice(1)}`;
+    yield* cellPieces(jsonOf, cell, additions);
     at = found + quoted.length;
   }
   yield json.slice(at);
+}
+
+/**
+ * A cell's result continued with the audit result's additions. A generator of its own, whose
+ * frame ends with the cell: held in the caller's, the result's bytes stayed reachable while the
+ * next cell's were read, and an answer held two results at once instead of one.
+ */
+async function* cellPieces<R>(
+  jsonOf: (cell: R) => Uint8Array | Promise<Uint8Array>,
+  cell: R,
+  additions: LighthouseAdditions,
+): AsyncGenerator<string | Uint8Array> {
+  const { body, empty } = openObject(await jsonOf(cell));
+  yield body;
+  yield `${empty ? '' : ','}${JSON.stringify(additions).slice(1)}`;
 }
 
 function auditResultOf<R extends CellView>(

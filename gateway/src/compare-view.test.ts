@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { compareResultSchema, type Device, type Location } from '@perfwatch/common';
+import { compareResultSchema, type CompareResult, type Device, type Location } from '@perfwatch/common';
 import { loadLhr } from '../../test/support/lhr-fixtures.ts';
 import { compareSnapshots } from './compare-view.ts';
+import { auditsOfResult } from './result-audits.ts';
 import { builtCell, CALM_CONDITIONS as calm } from '../../test/support/new-cells.ts';
 
 /** A cell of real mobile runs of the fixture site, each run's LCP shifted by `lcpShift` ms. */
@@ -43,18 +44,16 @@ function cell(
   );
 }
 const at = (iso: string, ...results: Array<Awaited<ReturnType<typeof cell>>>) => ({ date: new Date(iso), results });
-const metric = (result: ReturnType<typeof compareSnapshots>, name: string) =>
-  result.cells[0]!.metrics.find((m) => m.metric === name)!;
+/** Compared as the route compares, each cell's audits read from its result. */
+const compared = (url: string, from: ReturnType<typeof at>, to: ReturnType<typeof at>) =>
+  compareSnapshots(url, from, to, (cell) => auditsOfResult(cell.lighthouse));
+const metric = (result: CompareResult, name: string) => result.cells[0]!.metrics.find((m) => m.metric === name)!;
 
 describe('compareSnapshots', () => {
   it("gives both median runs' values and their difference, in the documented shape", async () => {
     const from = await cell(3);
     const to = await cell(3, { lcpShift: 900 });
-    const result = compareSnapshots(
-      'https://a.test/',
-      at('2026-11-01T10:00:00Z', from),
-      at('2026-11-02T10:00:00Z', to),
-    );
+    const result = await compared('https://a.test/', at('2026-11-01T10:00:00Z', from), at('2026-11-02T10:00:00Z', to));
     expect(compareResultSchema.parse(result)).toEqual(result);
     expect(result).toMatchObject({
       url: 'https://a.test/',
@@ -69,7 +68,7 @@ describe('compareSnapshots', () => {
   });
 
   it('tests the runs with the U test: three runs a side never reach 5 %, four can', async () => {
-    const three = compareSnapshots(
+    const three = await compared(
       'u',
       at('2026-11-01T10:00:00Z', await cell(3)),
       at('2026-11-02T10:00:00Z', await cell(3, { lcpShift: 900 })),
@@ -81,7 +80,7 @@ describe('compareSnapshots', () => {
       beyondNoise: false,
       runs: { from: 3, to: 3 },
     });
-    const four = compareSnapshots(
+    const four = await compared(
       'u',
       at('2026-11-01T10:00:00Z', await cell(4)),
       at('2026-11-02T10:00:00Z', await cell(4, { lcpShift: 900 })),
@@ -95,13 +94,13 @@ describe('compareSnapshots', () => {
   });
 
   it('says "not enough runs" below three reliable runs a side; suspect runs do not count', async () => {
-    const one = compareSnapshots(
+    const one = await compared(
       'u',
       at('2026-11-01T10:00:00Z', await cell(1)),
       at('2026-11-02T10:00:00Z', await cell(3)),
     );
     expect(metric(one, 'performance').significance).toEqual({ test: 'not enough runs', runs: { from: 1, to: 3 } });
-    const shared = compareSnapshots(
+    const shared = await compared(
       'u',
       at('2026-11-01T10:00:00Z', await cell(4, { shared: [0, 1] })),
       at('2026-11-02T10:00:00Z', await cell(4)),
@@ -117,7 +116,7 @@ describe('compareSnapshots', () => {
         lhr.audits['unused-javascript']!.metricSavings = { LCP: 1200, FCP: 900 };
       },
     });
-    const result = compareSnapshots('u', at('2026-11-01T10:00:00Z', await cell(3)), at('2026-11-02T10:00:00Z', to));
+    const result = await compared('u', at('2026-11-01T10:00:00Z', await cell(3)), at('2026-11-02T10:00:00Z', to));
     const audits = result.cells[0]!.audits;
     expect(audits.map((a) => a.id)).toContain('bf-cache');
     expect(audits[0]!.difference).toBeLessThan(0);
@@ -128,7 +127,7 @@ describe('compareSnapshots', () => {
   });
 
   it('names the cells only one snapshot has', async () => {
-    const result = compareSnapshots(
+    const result = await compared(
       'u',
       at('2026-11-01T10:00:00Z', await cell(1), await cell(1, { location: 'tokyo' })),
       at('2026-11-02T10:00:00Z', await cell(1), await cell(1, { device: 'desktop' })),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { logLevelSchema, natsEnvSchema, parseEnv } from '@perfwatch/common';
 import { DEFAULT_MAX_RUNS_IN_FLIGHT } from './nats-dispatcher.ts';
+import { DEFAULT_HEAVY_READS } from './heavy-reads.ts';
 import { DEFAULT_MAX_WEBHOOKS_PER_USER } from './webhook-registry.ts';
 import { SENDER_DEFAULTS } from './webhook-sender.ts';
 
@@ -71,6 +72,12 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
   REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
   /** An overview reader that reads nothing for this long is cut off and its cursor released. */
   OVERVIEW_STALL_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  /**
+   * Reads of stored results (/v1/audit, /v1/compare) one gateway runs at once; more wait a few
+   * seconds, then get 503. Each may hold 32 MiB: the default, 4, is what the 512 MiB container
+   * limit leaves them (heavy-reads.ts); raise it with the limit.
+   */
+  MAX_HEAVY_READS: z.coerce.number().int().min(1).max(1_000).default(DEFAULT_HEAVY_READS),
   BODY_LIMIT: z
     .string()
     .regex(/^\d+(b|kb|mb)$/, 'must look like 100kb')

@@ -344,6 +344,7 @@ async function serve({
     rateLimits: { updates: config.RATE_LIMIT_UPDATES_PER_MINUTE, reads: config.RATE_LIMIT_READS_PER_MINUTE },
     syncUpdates: { perUser: config.MAX_SYNC_UPDATES_PER_USER, ttlMs: 2 * config.SYNC_UPDATE_TIMEOUT_MS + 60_000 },
     overviewStallMs: config.OVERVIEW_STALL_MS,
+    maxHeavyReads: config.MAX_HEAVY_READS,
     authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE,
     maxWebhooksPerUser: config.WEBHOOK_MAX_PER_USER,
     ...(config.TRUST_PROXY !== undefined ? { trustProxy: config.TRUST_PROXY } : {}),

@@ -64,25 +64,47 @@ export function inflateResult(gzipped: Buffer): Buffer {
 }
 
 /**
- * A stored cell with its result read back: the result's JSON as stored, in UTF-8 and seen to be
- * one JSON object, for answers to write as it is; and the result itself, read against the v1
- * schema only when something reads `lighthouse` (a comparison, the budgets, a recomputation).
- * /v1/audit writes the bytes alone, and parsing every result to drop it was most of the cost of
- * a read (bench/results.md, read path). A result stored before results were checked as UTF-8
- * may hold bytes that are not: it is written as its decoded text then.
+ * A stored result's JSON, inflated into one buffer of the size its trailer gives (zlib checked
+ * that trailer when the result was checked on receipt; one that lied still costs one buffer of
+ * MAX_REPLY_INFLATED_BYTES at most), in UTF-8 and seen to be one JSON object, for answers to
+ * write as it is. Not inflateResult's 4 MiB chunks: a 16 MiB result would be four chunks and
+ * their 16 MiB concatenation at once. The bound is one byte past the largest result, since zlib
+ * allocates another chunk when one is filled exactly. A result stored before results were
+ * checked as UTF-8 may hold bytes that are not: it is its decoded text then.
+ */
+export function storedResultJson(gzipped: Uint8Array): Buffer {
+  const bytes = Buffer.from(gzipped.buffer, gzipped.byteOffset, gzipped.byteLength);
+  if (bytes.byteLength < 18) throw new BadResultBytes('the stored result is not gzip');
+  let inflated: Buffer;
+  try {
+    inflated = gunzipSized(bytes, { maxOutput: MAX_REPLY_INFLATED_BYTES, maxChunk: MAX_REPLY_INFLATED_BYTES + 1 });
+  } catch (error) {
+    throw new BadResultBytes(`the stored result does not inflate: ${(error as Error).message}`, { cause: error });
+  }
+  const json = isUtf8(inflated) ? inflated : Buffer.from(inflated.toString('utf8'));
+  if (!isOneJsonObject(json)) throw new BadResultBytes('the stored result is not one JSON object');
+  return json;
+}
+
+/**
+ * A stored cell with its result read back when asked, not before: its JSON as stored
+ * (storedResultJson), for answers to write as it is; and the result itself, read against the
+ * v1 schema only when something reads `lighthouse` (the budgets, a recomputation). /v1/audit
+ * writes the bytes alone, and parsing every result to drop it was most of the cost of a read
+ * (bench/results.md, read path). Each is kept once read; a reader of many cells that must not
+ * hold them all reads them through the store's findSnapshotCells instead.
  */
 export function withStoredResult<C extends object>(
   cell: C,
   gzipped: Uint8Array,
 ): C & { readonly lighthouse: LighthouseResult; readonly lighthouseJson: Buffer } {
-  const inflated = inflateResult(Buffer.from(gzipped.buffer, gzipped.byteOffset, gzipped.byteLength));
-  const json = isUtf8(inflated) ? inflated : Buffer.from(inflated.toString('utf8'));
-  if (!isOneJsonObject(json)) throw new BadResultBytes('the stored result is not one JSON object');
+  let json: Buffer | undefined;
   let lighthouse: LighthouseResult | undefined;
+  const jsonOnce = () => (json ??= storedResultJson(gzipped));
   return Object.defineProperties(cell, {
-    lighthouseJson: { value: json, enumerable: true },
+    lighthouseJson: { get: jsonOnce, enumerable: true },
     lighthouse: {
-      get: () => (lighthouse ??= lighthouseResultSchema.parse(JSON.parse(json.toString('utf8')))),
+      get: () => (lighthouse ??= lighthouseResultSchema.parse(JSON.parse(jsonOnce().toString('utf8')))),
       enumerable: true,
     },
   }) as C & { readonly lighthouse: LighthouseResult; readonly lighthouseJson: Buffer };

@@ -143,6 +143,41 @@ export function describeStoreContract(name: string, store: () => Store): void {
       expect(await store().findSnapshot(project.id, new Date(date.getTime() + 1000))).toBeNull();
     });
 
+    it("reads a snapshot's cells without their results, each result fetched from the database when asked", async () => {
+      const user = await store().createUser('dora');
+      const project = await store().addProject({
+        userId: user.id,
+        url: 'https://dora.example/',
+        domain: 'dora.example',
+        locations: ['london', 'tokyo'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      });
+      const date = new Date('2026-04-02T12:00:00Z');
+      const results = [result('mobile', 'london'), result('mobile', 'tokyo'), result('desktop', 'london')];
+      await store().saveSnapshot({ project, updateId: 'dora-1', date, updateType: 'manual', results });
+
+      const whole = (await store().findSnapshot(project.id, date))!;
+      const cells = (await store().findSnapshotCells(project.id, date))!;
+      const { results: wholeResults, ...snapshot } = whole;
+      expect({ ...cells, results: [] }).toEqual({ ...snapshot, results: [] });
+      expect(cells.results).toHaveLength(3);
+      for (const [i, cell] of cells.results.entries()) {
+        const { resultJson: _read, ...shown } = cell;
+        const { lighthouse: _lhr, lighthouseJson, kpis: _kpis, ...expected } = wholeResults[i]!;
+        expect(shown).toEqual(expected);
+        expect((await cell.resultJson()).equals(lighthouseJson)).toBe(true);
+      }
+      const filtered = await store().findSnapshotCells(project.id, date, { device: 'mobile', locations: ['tokyo'] });
+      expect(filtered!.results.map((r) => `${r.device}/${r.location}`)).toEqual(['mobile/tokyo']);
+      expect(await store().findSnapshotCells(project.id, new Date(date.getTime() + 1000))).toBeNull();
+
+      // Read when asked, not when found: a result deleted in between is not there to read.
+      await store().removeProject(user.id, project.url);
+      await expect(filtered!.results[0]!.resultJson()).rejects.toThrow(/no longer stored/);
+    });
+
     it('moves a second snapshot in the same second to the next free second', async () => {
       const user = await store().createUser('erin');
       const project = await store().addProject({

@@ -1,19 +1,25 @@
 import type { Request, Response } from 'express';
 import { ApiError, formatApiDateTime } from '@perfwatch/common';
 import { compareSnapshots } from '../compare-view.ts';
+import { whileConnected, type HeavyReads } from '../heavy-reads.ts';
 import { compareBodySchema, compareQuerySchema, parseRequest } from '../request-params.ts';
+import { auditsOfJson } from '../result-audits.ts';
 import type { Store } from '../store/store.ts';
 import { callerProject } from './caller-project.ts';
 
-/** `GET|POST /v1/compare`: two snapshots of a project side by side (compare-view.ts). */
-export function compareRoute({ store }: { store: Store }) {
+/**
+ * `GET|POST /v1/compare`: two snapshots of a project side by side (compare-view.ts). Their cells
+ * are found first; their results are read in one of the gateway's places for heavy reads
+ * (heavy-reads.ts), one at a time, each reduced to its audits' summaries as its bytes are read.
+ */
+export function compareRoute({ store, reads }: { store: Store; reads: HeavyReads }) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, { query: compareQuerySchema, body: compareBodySchema });
     const project = await callerProject(store, req, params.url);
     const filter = { device: params.device, locations: params.location };
     const [from, to] = await Promise.all([
-      store.findSnapshot(project.id, params.from, filter),
-      store.findSnapshot(project.id, params.to, filter),
+      store.findSnapshotCells(project.id, params.from, filter),
+      store.findSnapshotCells(project.id, params.to, filter),
     ]);
     const absent = [
       [from, 'from', params.from],
@@ -23,6 +29,10 @@ export function compareRoute({ store }: { store: Store }) {
       .filter(([snapshot]) => !snapshot)
       .map(([, name, date]) => `${name}: the project has no snapshot at ${formatApiDateTime(date)}`);
     if (errors.length > 0) throw new ApiError('NOT_FOUND', 'No snapshot at that date.', errors);
-    res.json(compareSnapshots(project.url, from!, to!));
+    const compared = await reads.run(
+      () => compareSnapshots(project.url, from!, to!, async (cell) => auditsOfJson(await cell.resultJson())),
+      whileConnected(res),
+    );
+    res.json(compared);
   };
 }

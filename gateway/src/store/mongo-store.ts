@@ -12,7 +12,7 @@ import pLimit, { type LimitFunction } from 'p-limit';
 import pRetry from 'p-retry';
 import { z } from 'zod';
 import { type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
-import { recordSchemas, storedCell } from './record-schemas.ts';
+import { cellReadLater, recordSchemas, storedCell } from './record-schemas.ts';
 import { UnreadableRecords } from './unreadable-records.ts';
 import { NoFreeSnapshotDate, snapshotDates } from './snapshot-dates.ts';
 import {
@@ -1027,16 +1027,40 @@ export class MongoStore implements contract.Store {
     const raw = await this.#snapshots.findOne({ projectId: new ObjectId(projectId), date, status: 'complete' });
     if (!raw) return null;
     const snapshot = snapshotDoc.parse(raw);
-    const query: Record<string, unknown> = { snapshotId: raw._id };
-    if (filter.device) query['device'] = filter.device;
-    if (filter.locations && filter.locations.length > 0) query['location'] = { $in: filter.locations };
-    const docs = await this.#results.find(query).toArray();
+    const docs = await this.#results.find(resultsOf(raw._id, filter)).toArray();
     const results = docs.map((doc) => {
       const { lighthouse, ...r } = resultDoc.parse(doc);
       return storedCell(r, lighthouse.buffer);
     });
     return { ...snapshot, results };
   }
+
+  async findSnapshotCells(
+    projectId: string,
+    date: Date,
+    filter: contract.SnapshotFilter = {},
+  ): Promise<contract.SnapshotCells | null> {
+    const raw = await this.#snapshots.findOne({ projectId: new ObjectId(projectId), date, status: 'complete' });
+    if (!raw) return null;
+    const docs = await this.#results.find(resultsOf(raw._id, filter), { projection: { lighthouse: 0 } }).toArray();
+    const results = docs.map((doc) =>
+      cellReadLater(records.result.parse(doc), async () => {
+        const stored = await this.#results.findOne({ _id: doc._id }, { projection: { lighthouse: 1 } });
+        // Deleted since (retention, a removed project): the reader's answer cannot be whole.
+        if (!stored) throw new Error('the result is no longer stored');
+        return resultDoc.shape.lighthouse.parse(stored['lighthouse']).buffer;
+      }),
+    );
+    return { ...snapshotDoc.parse(raw), results };
+  }
+}
+
+/** The query of a snapshot's results, as a read filters them. */
+function resultsOf(snapshotId: unknown, filter: contract.SnapshotFilter): Record<string, unknown> {
+  const query: Record<string, unknown> = { snapshotId };
+  if (filter.device) query['device'] = filter.device;
+  if (filter.locations && filter.locations.length > 0) query['location'] = { $in: filter.locations };
+  return query;
 }
 
 function duplicateOr(error: unknown, message: string): unknown {

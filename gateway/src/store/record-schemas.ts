@@ -18,12 +18,13 @@ import {
   type DeliveryRecord,
   type ProjectRecord,
   type SnapshotRecord,
+  type StoredCell,
   type TokenRecord,
   type UpdateRecord,
   type UserRecord,
   type WebhookRecord,
 } from './store.ts';
-import { withStoredResult } from '../result-bytes.ts';
+import { storedResultJson, withStoredResult } from '../result-bytes.ts';
 
 /**
  * How a backend keeps what is not a plain string or number: an id (an ObjectId in MongoDB,
@@ -193,6 +194,17 @@ function kpiRecord({ time }: StoredForms) {
     section: z.string(),
     kpi: z.string(),
   });
+}
+
+/**
+ * A stored cell whose result stays in the database: `fetchGzip` reads its bytes when the cell's
+ * result is asked for, and nothing keeps them (findSnapshotCells).
+ */
+export function cellReadLater(
+  { checks, ...cell }: z.output<ReturnType<typeof recordSchemas>['result']>,
+  fetchGzip: () => Promise<Uint8Array>,
+): StoredCell {
+  return { ...cell, ...(checks ? { checks } : {}), resultJson: async () => storedResultJson(await fetchGzip()) };
 }
 
 /** A stored cell as a store hands it out: its Lighthouse result read from `bytes` only when asked for. */

@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { z } from 'zod';
 import { type Budgets, type Device, type KpiRecord, type Location } from '@perfwatch/common';
-import { recordSchemas, storedCell } from './record-schemas.ts';
+import { cellReadLater, recordSchemas, storedCell } from './record-schemas.ts';
 import { UnreadableRecords } from './unreadable-records.ts';
 import { NoFreeSnapshotDate, snapshotDates } from './snapshot-dates.ts';
 import { announcesEvents, DuplicateError, fieldHistoryId, kpiBatches, WebhookLimitReached } from './store.ts';
@@ -161,7 +161,16 @@ const deliveryRow = asRecord(records.delivery);
 const annotationRow = asRecord(records.annotation);
 const snapshotRow = asRecord(records.snapshot);
 const summaryRow = asRecord(records.snapshot.pick({ date: true, updateType: true, available: true }));
-const resultRow = asRecord(records.result.extend({ lighthouse: z.instanceof(Uint8Array) }));
+const resultBytes = z.instanceof(Uint8Array);
+const resultRow = asRecord(records.result.extend({ lighthouse: resultBytes }));
+/** A result's row without its bytes, and its place among the snapshot's. */
+const cellRow = asRecord(records.result.extend({ seq: z.number().int() }));
+const RESULT_COLUMNS_BUT_BYTES = 'seq, device, location, median, runs, element_count, crux, checks';
+/** The cells a read asks for. */
+const filtered =
+  ({ device, locations }: contract.SnapshotFilter) =>
+  (r: { device: Device; location: Location }): boolean =>
+    (!device || r.device === device) && (!locations?.length || locations.includes(r.location));
 // `data` was written by JSON.stringify of an object or a string; it is checked to be one of
 // those by its first character and passed on as text (see KpiRow.dataJson in store.ts).
 const kpiRow = records.kpi.extend({ dataJson: z.string().regex(/^[{"]/) }) satisfies z.ZodType<contract.KpiRow>;
@@ -775,12 +784,30 @@ export class SqliteStore implements contract.Store {
     const rows = this.#all('SELECT * FROM results WHERE snapshot_id = ? ORDER BY seq', snapshot.id).map((row) =>
       resultRow.parse(row),
     );
-    const wanted = rows.filter(
-      (r) =>
-        (!filter.device || r.device === filter.device) &&
-        (!filter.locations?.length || filter.locations.includes(r.location)),
+    const results = rows.filter(filtered(filter)).map(({ lighthouse, ...r }) => storedCell(r, lighthouse));
+    return { ...snapshot, results };
+  }
+
+  async findSnapshotCells(
+    projectId: string,
+    date: Date,
+    filter: contract.SnapshotFilter = {},
+  ): Promise<contract.SnapshotCells | null> {
+    const raw = this.#get('SELECT * FROM snapshots WHERE project_id = ? AND date = ?', projectId, date.getTime());
+    if (!raw) return null;
+    const snapshot = snapshotRow.parse(raw);
+    const rows = this.#all(
+      `SELECT ${RESULT_COLUMNS_BUT_BYTES} FROM results WHERE snapshot_id = ? ORDER BY seq`,
+      snapshot.id,
+    ).map((row) => cellRow.parse(row));
+    const results = rows.filter(filtered(filter)).map(({ seq, ...r }) =>
+      cellReadLater(r, async () => {
+        const stored = this.#get('SELECT lighthouse FROM results WHERE snapshot_id = ? AND seq = ?', snapshot.id, seq);
+        // Deleted since (retention, a removed project): the reader's answer cannot be whole.
+        if (!stored) throw new Error('the result is no longer stored');
+        return resultBytes.parse((stored as { lighthouse: unknown }).lighthouse);
+      }),
     );
-    const results = wanted.map(({ lighthouse, ...r }) => storedCell(r, lighthouse));
     return { ...snapshot, results };
   }
 

@@ -134,6 +134,19 @@ export interface SnapshotRecord {
   missing: MissingCell[];
 }
 
+/** A stored cell whose result stays in the database until it is read. */
+export interface StoredCell extends Omit<LocationSnapshot, 'lighthouse' | 'kpis'> {
+  /**
+   * The result's JSON as stored (UTF-8, one JSON object: result-bytes.ts storedResultJson),
+   * fetched and inflated at each call, and kept by nothing here.
+   */
+  resultJson(): Promise<Buffer>;
+}
+
+export interface SnapshotCells extends Omit<SnapshotRecord, 'results'> {
+  results: StoredCell[];
+}
+
 export interface SnapshotFilter {
   device?: Device;
   locations?: Location[];
@@ -500,6 +513,12 @@ export interface Store {
   /** Deletes snapshots older than `before` with their results and KPI records; returns how many. */
   deleteSnapshotsBefore(before: Date, limit: number): Promise<number>;
   findSnapshot(projectId: string, date: Date, filter?: SnapshotFilter): Promise<SnapshotRecord | null>;
+  /**
+   * A snapshot with its cells but not their results: each cell reads its result from the
+   * database when asked (`resultJson`), so a reader of many cells (/v1/audit, /v1/compare) holds
+   * one result at a time, not all of them.
+   */
+  findSnapshotCells(projectId: string, date: Date, filter?: SnapshotFilter): Promise<SnapshotCells | null>;
   /**
    * Deletes results and KPI records of snapshots that are not complete, written before
    * `olderThan` (no live writer owns them then); returns how many.
