@@ -15,6 +15,7 @@ import { measureReadPath, type Load, type ReadPathFigures } from './read-path.ts
 import { measureAgentCapacity, type CapacityPhase } from './agent-capacity.ts';
 import { measureRepeatability, repeatabilitySection } from './repeatability.ts';
 import { measureStoredBytes, storedBytesSection } from './stored-bytes.ts';
+import { durabilitySection, measureDurability } from './sqlite-durability.ts';
 import { measureVerdicts, verdictsSection } from './verdicts.ts';
 
 /** Where the embedded server's peak RSS grew, level by level: what the flatness goal reads. */
@@ -82,6 +83,11 @@ const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise
     name: 'stored-bytes',
     headings: ['## Stored bytes per run'],
     measure: async () => storedBytesSection(await measureStoredBytes()),
+  },
+  {
+    name: 'durability',
+    headings: ['## SQLite durability'],
+    measure: async () => durabilitySection(await measureDurability()),
   },
   {
     name: 'scale',
@@ -182,10 +188,9 @@ const kept = (heading: string) => {
   const start = previous.indexOf(`\n${heading}`);
   if (start < 0) return [];
   const next = previous.indexOf('\n## ', start + 1);
-  return previous
-    .slice(start + 1, next < 0 ? undefined : next + 1)
-    .split('\n')
-    .slice(0, -1);
+  // The last section ends at the file's end, which may have no newline: its last line is kept too.
+  const text = next < 0 ? `${previous.slice(start + 1).replace(/\n$/, '')}\n` : previous.slice(start + 1, next + 1);
+  return text.split('\n').slice(0, -1);
 };
 const date = new Date().toISOString();
 const body: string[] = [];

@@ -61,6 +61,13 @@ if [ "$purpose" = test ] && { [ ! -x /usr/bin/prometheus ] || [ ! -x /usr/bin/pr
   apt_install prometheus || die "could not install Debian's prometheus: run 'sudo apt-get install prometheus' and try again"
 fi
 
+# strace, for the test that watches the embedded store sync its WAL at every commit
+# (test/integration/sqlite-durability.test.ts).
+if [ "$purpose" = test ] && ! command -v strace >/dev/null 2>&1; then
+  say "installing Debian's strace (the embedded store's durability test watches its syncs)"
+  apt_install strace || die "could not install Debian's strace: run 'sudo apt-get install strace' and try again"
+fi
+
 # stress-ng, for the benches and scripts that take a core away to show a slower machine
 # (bench/verdicts.ts, scripts/test-under-load.sh).
 if [ "$purpose" != start ] && ! command -v stress-ng >/dev/null 2>&1; then

@@ -6,6 +6,7 @@ import { errorEnvelopeSchema } from '@perfwatch/common';
 import { errorHandler } from './http-errors.ts';
 import { NoResultError, type NoResultKind } from './update-service.ts';
 import { UpdateRefused, type RefusalKind } from './update-refused.ts';
+import { StoreFull } from './store/store.ts';
 
 /** What a client is answered when a route throws `error`. */
 async function answerTo(error: Error): Promise<{ status: number; retryAfter: string | null; body: unknown }> {
@@ -61,4 +62,16 @@ describe('errorHandler', () => {
       });
     },
   );
+
+  it('answers a write the store had no room for with 503, saying nothing was saved and not where the store is', async () => {
+    const answer = await answerTo(new StoreFull('/srv/perfwatch/data/perfwatch.sqlite'));
+    expect(answer).toMatchObject({
+      status: 503,
+      body: {
+        status: 'SERVICE_UNAVAILABLE',
+        message: 'The service has no room left to store this: nothing was saved.',
+      },
+    });
+    expect(JSON.stringify(answer.body)).not.toContain('/srv/perfwatch');
+  });
 });

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { ApiError, type ErrorStatus } from '@perfwatch/common';
 import { NoResultError, type NoResultKind } from './update-service.ts';
 import { UpdateRefused, type RefusalKind } from './update-refused.ts';
+import { StoreFull } from './store/store.ts';
 
 const SUPPORTED_METHODS = ['GET', 'POST'] as const;
 
@@ -26,7 +27,8 @@ export function notFoundRoute(req: Request): never {
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
     const apiError = toApiError(error);
-    if (apiError.status === 'INTERNAL_SERVER_ERROR') {
+    // A full store is the operator's to fix: logged as loudly as a failure of ours.
+    if (apiError.status === 'INTERNAL_SERVER_ERROR' || error instanceof StoreFull) {
       logger.error({ err: error, requestId: req.requestId, route: req.path }, 'request failed');
     }
     res.status(apiError.httpStatus).set(apiError.headers).json(apiError.toEnvelope());
@@ -61,6 +63,10 @@ function toApiError(error: unknown): ApiError {
       retryAfterS === null ? {} : { headers: { 'Retry-After': String(retryAfterS) } },
     );
   }
+  if (error instanceof StoreFull)
+    return new ApiError('SERVICE_UNAVAILABLE', 'The service has no room left to store this: nothing was saved.', [
+      'store: full (the disk holding its data has no space left); try again once its operator has made room',
+    ]);
   const status = (error as { status?: unknown; type?: unknown } | null)?.status;
   const type = (error as { type?: unknown } | null)?.type;
   if (status === 400 && type === 'entity.parse.failed')

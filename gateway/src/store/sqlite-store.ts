@@ -7,7 +7,14 @@ import { type Budgets, type Device, type KpiRecord, type Location } from '@perfw
 import { cellReadLater, recordSchemas, storedCell } from './record-schemas.ts';
 import { UnreadableRecords } from './unreadable-records.ts';
 import { NoFreeSnapshotDate, snapshotDates } from './snapshot-dates.ts';
-import { announcesEvents, DuplicateError, fieldHistoryId, kpiBatches, WebhookLimitReached } from './store.ts';
+import {
+  announcesEvents,
+  DuplicateError,
+  fieldHistoryId,
+  kpiBatches,
+  StoreFull,
+  WebhookLimitReached,
+} from './store.ts';
 // The store contract's types, by their module's name: both stores implement the same one.
 import type * as contract from './store.ts';
 
@@ -193,6 +200,15 @@ const unannouncedRow = asRecord(
 /** Ids shaped like the MongoDB store's (24 hex digits), so both stores hand out the same kind. */
 const newId = () => randomBytes(12).toString('hex');
 
+/** SQLite's primary result code for a full database or disk (SQLITE_FULL). */
+const SQLITE_FULL = 13;
+
+/** A failed write's error as the store's: a full disk is StoreFull; anything else is as it was. */
+function storeError(error: unknown, path: string): unknown {
+  const code = (error as { errcode?: unknown } | null)?.errcode;
+  return typeof code === 'number' && (code & 0xff) === SQLITE_FULL ? new StoreFull(path, { cause: error }) : error;
+}
+
 function isUniqueViolation(error: unknown): boolean {
   return (
     (error as { errcode?: number }).errcode === 2067 ||
@@ -209,11 +225,17 @@ function isUniqueViolation(error: unknown): boolean {
  */
 export class SqliteStore implements contract.Store {
   readonly #path: string;
+  readonly #synchronous: 'FULL' | 'NORMAL';
   #db: DatabaseSync | null = null;
   readonly #statements = new Map<string, StatementSync>();
 
-  constructor({ path }: { path: string }) {
+  /**
+   * `synchronous: 'normal'` gives up durability (see init) and is there for one reason: for
+   * bench/sqlite-durability.ts to measure what it costs. Nothing else sets it.
+   */
+  constructor({ path, synchronous = 'full' }: { path: string; synchronous?: 'full' | 'normal' }) {
     this.#path = path;
+    this.#synchronous = synchronous === 'full' ? 'FULL' : 'NORMAL';
   }
 
   get #conn(): DatabaseSync {
@@ -246,7 +268,11 @@ export class SqliteStore implements contract.Store {
   }
 
   #run(sql: string, ...params: SQLInputValue[]): { changes: number | bigint } {
-    return this.#prepared(sql).run(...params);
+    try {
+      return this.#prepared(sql).run(...params);
+    } catch (error) {
+      throw storeError(error, this.#path);
+    }
   }
 
   /** KPI rows (kpiRowValues, one after the other), KPI_ROWS_PER_INSERT to a statement. */
@@ -265,8 +291,10 @@ export class SqliteStore implements contract.Store {
       this.#conn.exec('COMMIT');
       return result;
     } catch (error) {
-      this.#conn.exec('ROLLBACK');
-      throw error;
+      // On a full disk (and other I/O errors) SQLite has already rolled the transaction back:
+      // a ROLLBACK then throws "no transaction is active", which hid why the write failed.
+      if (this.#conn.isTransaction) this.#conn.exec('ROLLBACK');
+      throw storeError(error, this.#path);
     }
   }
 
@@ -277,8 +305,11 @@ export class SqliteStore implements contract.Store {
       if (!existsSync(this.#path)) closeSync(openSync(this.#path, 'a', 0o600));
     }
     const db = new DatabaseSync(this.#path);
-    // WAL: readers never wait for the writer; a crash loses at most the last transaction.
-    db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;');
+    // WAL: readers never wait for the writer. synchronous = FULL: a commit returns once the WAL
+    // is on the disk, so a write the API acknowledged (an update accepted, a token revoked, a
+    // snapshot stored) outlives a power loss; NORMAL could lose the last ones. What it costs a
+    // snapshot's save is measured in bench/results.md (SQLite durability).
+    db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${this.#synchronous}; PRAGMA busy_timeout = 5000;`);
     // Token digests, projects and results: readable by this user only (the WAL files too).
     if (this.#path !== ':memory:')
       for (const file of [this.#path, `${this.#path}-wal`, `${this.#path}-shm`])

@@ -340,6 +340,17 @@ export interface KpiReplacement {
   version: number;
 }
 
+/**
+ * The store had no room for a write (the embedded store's disk or database is full): nothing of
+ * it was kept, and the same write may succeed once there is room again.
+ */
+export class StoreFull extends Error {
+  constructor(where: string, options?: { cause?: unknown }) {
+    super(`the store at ${where} is full: the write was not kept`, options);
+    this.name = 'StoreFull';
+  }
+}
+
 /** Another delivery of the same update is writing its snapshot now; this one should retry later. */
 export class ConcurrentWrite extends Error {
   constructor(updateId: string) {
