@@ -1,12 +1,13 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { LOCATIONS } from '@perfwatch/common';
 import { loadGatewayConfig } from '@perfwatch/gateway';
+import { loadAgentConfig } from '../../agent/src/config.ts';
 
 // Every kustomize overlay under deploy/k8s builds with a real kustomize, and every object it
 // renders validates against the Kubernetes (and Prometheus Operator) JSON schemas shipped in
@@ -75,6 +76,94 @@ describe('Kubernetes manifests', () => {
           },
         ]);
       }
+    },
+  );
+
+  it.each(overlayNames)(
+    'overlay %s: probes and the Prometheus Operator reach the ops port, which no Service carries and only monitoring reaches',
+    async (name) => {
+      const objects = await build(join(overlays, name));
+      const { ops, pub } = portsOf(name, objects.find((o) => o.kind === 'ConfigMap')!.data!);
+      const pod = (
+        objects.find((o) => o.kind === 'Deployment') as K8sObject & { spec: { template: { spec: PodSpec } } }
+      ).spec.template.spec;
+      const container = pod.containers[0]!;
+      const number = (port: string | number) =>
+        typeof port === 'number' ? port : container.ports.find((p) => p.name === port)?.containerPort;
+      expect(container.ports.map((p) => p.containerPort)).toContain(ops);
+      if (pub !== undefined) expect(container.ports.map((p) => p.containerPort)).toContain(pub);
+      const probes = [container.readinessProbe, container.livenessProbe, container.startupProbe].filter(Boolean);
+      expect(probes.length).toBeGreaterThan(0);
+      for (const probe of probes) expect(number(probe!.httpGet.port), JSON.stringify(probe)).toBe(ops);
+
+      const services = objects.filter((o) => o.kind === 'Service') as Array<
+        K8sObject & { spec: { ports: Array<{ name?: string; port: number; targetPort?: string | number }> } }
+      >;
+      for (const service of services)
+        for (const port of service.spec.ports)
+          expect(number(port.targetPort ?? port.port), service.metadata.name).not.toBe(ops);
+      // A PodMonitor names a container port; a ServiceMonitor a Service's port, which targets one.
+      const monitors = objects.filter((o) => o.kind === 'PodMonitor' || o.kind === 'ServiceMonitor') as Array<
+        K8sObject & { spec: { podMetricsEndpoints?: Array<{ port: string }>; endpoints?: Array<{ port: string }> } }
+      >;
+      expect(monitors).toHaveLength(1);
+      const scraped = monitors.flatMap((monitor) =>
+        monitor.kind === 'PodMonitor'
+          ? monitor.spec.podMetricsEndpoints!.map((endpoint) => number(endpoint.port))
+          : monitor.spec.endpoints!.map((endpoint) => {
+              const port = services.flatMap((service) => service.spec.ports).find((p) => p.name === endpoint.port);
+              return port && number(port.targetPort ?? port.port);
+            }),
+      );
+      expect(scraped.length).toBeGreaterThan(0);
+      for (const port of scraped) expect(port).toBe(ops);
+
+      const policy = objects.find((o) => o.kind === 'NetworkPolicy') as K8sObject & {
+        spec: { ingress: Array<{ from?: unknown[]; ports?: Array<{ port: number }> }> };
+      };
+      const toOps = policy.spec.ingress.filter((rule) => !rule.ports || rule.ports.some((p) => p.port === ops));
+      expect(toOps).toEqual([
+        {
+          from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }],
+          ports: [{ port: ops, protocol: 'TCP' }],
+        },
+      ]);
+    },
+  );
+
+  it("deploy/prometheus/prometheus.yml scrapes each job's ops port only", () => {
+    const config = parse(readFileSync(join(root, 'deploy/prometheus/prometheus.yml'), 'utf8')) as {
+      scrape_configs: Array<{ job_name: string; relabel_configs: Array<Record<string, unknown>> }>;
+    };
+    expect(config.scrape_configs.map((job) => job.job_name).sort()).toEqual(['perfwatch-agent', 'perfwatch-gateway']);
+    for (const job of config.scrape_configs)
+      expect(
+        job.relabel_configs.filter((rule) =>
+          (rule['source_labels'] as string[]).includes('__meta_kubernetes_pod_container_port_name'),
+        ),
+        job.job_name,
+      ).toEqual([{ source_labels: ['__meta_kubernetes_pod_container_port_name'], regex: 'ops', action: 'keep' }]);
+  });
+
+  it.each(overlayNames)(
+    'overlay %s runs as non-root with no capabilities, no privilege escalation, a seccomp profile and a read-only root',
+    async (name) => {
+      const pod = (
+        (await build(join(overlays, name))).find((o) => o.kind === 'Deployment') as K8sObject & {
+          spec: { template: { spec: PodSpec } };
+        }
+      ).spec.template.spec;
+      expect(pod.securityContext.runAsNonRoot).toBe(true);
+      expect(pod.securityContext.seccompProfile).toMatchObject({
+        type: expect.stringMatching(/^(RuntimeDefault|Localhost)$/),
+      });
+      expect(pod.automountServiceAccountToken).toBe(false);
+      for (const container of [...pod.containers, ...(pod.initContainers ?? [])])
+        expect(container.securityContext, container.name).toEqual({
+          allowPrivilegeEscalation: false,
+          readOnlyRootFilesystem: true,
+          capabilities: { drop: ['ALL'] },
+        });
     },
   );
 
@@ -157,15 +246,40 @@ describe('Kubernetes manifests', () => {
   );
 });
 
+/**
+ * The port a program serves /metrics and /readyz on (ops) and its public one (the gateway's
+ * PORT), as the program reads them from its ConfigMap: the gateway's OPS_PORT, the agent's
+ * PERFWATCH_OPS_PORT (the image sets the same 9464 as the agent's default).
+ */
+function portsOf(overlay: string, config: Record<string, string>): { ops: number; pub?: number } {
+  if (overlay !== 'gateway') return { ops: loadAgentConfig(config, false).PERFWATCH_OPS_PORT };
+  const gateway = loadGatewayConfig(config);
+  if (gateway.OPS_PORT === undefined) throw new Error('the gateway ConfigMap sets no OPS_PORT: /metrics is public');
+  expect(gateway.OPS_PORT).not.toBe(gateway.PORT);
+  return { ops: gateway.OPS_PORT, pub: gateway.PORT };
+}
+
+interface Probe {
+  httpGet: { path: string; port: string | number };
+}
+
+interface Container {
+  name: string;
+  envFrom: Array<{ configMapRef: { name: string } }>;
+  resources: { requests: unknown; limits: unknown };
+  volumeMounts: unknown[];
+  securityContext: unknown;
+  ports: Array<{ name?: string; containerPort: number }>;
+  readinessProbe: Probe;
+  livenessProbe?: Probe;
+  startupProbe?: Probe;
+}
+
 interface PodSpec {
   terminationGracePeriodSeconds: number;
+  automountServiceAccountToken?: boolean;
   securityContext: { runAsNonRoot: boolean; seccompProfile: unknown };
   volumes: Array<{ name: string; emptyDir?: Record<string, unknown> }>;
-  containers: Array<{
-    envFrom: Array<{ configMapRef: { name: string } }>;
-    resources: { requests: unknown; limits: unknown };
-    volumeMounts: unknown[];
-    securityContext: unknown;
-    readinessProbe: { httpGet: { path: string } };
-  }>;
+  containers: Container[];
+  initContainers?: Container[];
 }
