@@ -215,17 +215,29 @@ function updatePaths() {
   };
 }
 
+/** Reads of stored results wait for one of the gateway's places for them (heavy-reads.ts). */
+const heavyReadRefused = {
+  '503': {
+    ...error(
+      'Every place this gateway has for reads of stored results (/v1/audit, /v1/compare) stayed taken while the read waited; see Retry-After.',
+    ),
+    headers: z.object({ 'Retry-After': z.string().meta({ description: 'Seconds to wait.' }) }),
+  },
+};
+
 /** What the snapshots say: one snapshot, two compared, KPI records over time, the caller's projects. */
 function readPaths() {
   return {
     '/v1/audit': endpoint('Read the snapshot of a project at a date', auditQuerySchema, auditBodySchema, {
       '200': json(auditResultSchema, 'The snapshot, filtered by device and location.'),
+      ...heavyReadRefused,
     }),
     '/v1/compare': endpoint('Compare two snapshots of a project', compareQuerySchema, compareBodySchema, {
       '200': json(
         compareResultSchema,
         "Per device and location both snapshots have: the median runs' metrics and differences, whether each is beyond run-to-run noise (a Mann-Whitney U test on the reliable runs, 3 a side at least), and the audits and opportunities that changed most.",
       ),
+      ...heavyReadRefused,
     }),
     '/v1/overview': endpoint(
       "KPI records of the caller's projects in a date range",

@@ -1134,6 +1134,87 @@ describe('authentication, tenancy and the error table', () => {
     }
   });
 
+  it('503 with Retry-After when the places for reads of stored results stay taken', { timeout: 120_000 }, async () => {
+    const real = await testStore();
+    const { token } = await (await import('@perfwatch/gateway')).createAdmin(real).createUser('crowded');
+    await (await import('@perfwatch/gateway')).createAdmin(real).addProject('crowded', SHOP, { locations: ['london'] });
+    // A snapshot whose result is read only when the test lets it: its read holds the one place.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let taken = () => {};
+    const placeTaken = new Promise<void>((resolve) => (taken = resolve));
+    const date = new Date(`${DAY}T00:00:00Z`);
+    const slow = new Proxy(real, {
+      get(target, property, receiver) {
+        if (property === 'findSnapshotCells')
+          return async () => ({
+            id: 's',
+            projectId: 'p',
+            updateId: 'u',
+            url: SHOP,
+            date,
+            updateType: 'manual',
+            available: [{ device: 'mobile', location: 'london' }],
+            missing: [],
+            results: [
+              {
+                device: 'mobile',
+                location: 'london',
+                median: 1,
+                runs: [],
+                crux: { url: null },
+                elementCount: null,
+                resultJson: async () => {
+                  taken();
+                  await held;
+                  return Buffer.from('{"audits":{}}');
+                },
+              },
+            ],
+          });
+        const value = Reflect.get(target, property, receiver) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    }) as MongoStore;
+    const startAsync = () => Promise.reject(new Error('this test asks for no async update'));
+    const server: GatewayServer = await createServer({
+      store: slow,
+      updates: createUpdateService({
+        dispatcher: createNatsDispatcher({ nc: agentConn, logger: silentLogger }),
+        store: slow,
+        logger: silentLogger,
+        runTimeoutMs: 1000,
+        replyTimeoutMs: 1000,
+      }),
+      startAsync,
+      logger: silentLogger,
+      port: 0,
+      host: '127.0.0.1',
+      maxHeavyReads: 1,
+    });
+    try {
+      const audit = { url: SHOP, date: `${DAY}T00:00:00` };
+      const compare = { url: SHOP, from: audit.date, to: audit.date };
+      const first = send(server.url, 'audit', 'GET', { query: audit }, { Authorization: token });
+      await placeTaken;
+      const refused = await Promise.all([
+        both('audit', audit, audit, { token, base: server.url }),
+        both('compare', compare, compare, { token, base: server.url }),
+      ]);
+      for (const reply of refused.flat()) {
+        expect(reply.status).toBe(503);
+        expect(Number(reply.headers.get('retry-after'))).toBeGreaterThan(0);
+        expect(errorEnvelopeSchema.parse(reply.body).errors.join()).toMatch(/at most 1 reads of stored results/);
+      }
+      release();
+      expect((await first).status).toBe(200);
+    } finally {
+      release();
+      await server.close();
+      await real.close();
+    }
+  });
+
   it('500 asks to try again and leaks nothing when the database fails', async () => {
     const real = await testStore();
     const { token } = await (await import('@perfwatch/gateway')).createAdmin(real).createUser('unlucky');
