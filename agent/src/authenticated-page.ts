@@ -58,13 +58,49 @@ function isNavigationRace(error: unknown): boolean {
   );
 }
 
-async function runStep(page: Page, step: LoginStep): Promise<void> {
+/** A `fill` that found the page on another origin than the one it is meant for: it typed nothing. */
+class ElsewhereError extends Error {
+  readonly at: string;
+  readonly meant: string;
+  constructor(at: string, meant: string) {
+    super(`the page is at ${at}, not ${meant}`);
+    this.name = 'ElsewhereError';
+    this.at = at;
+    this.meant = meant;
+  }
+}
+
+/** The origin of the document the main frame holds now, as the browser reported its last navigation. */
+const originNow = (page: Page): string => new URL(page.url()).origin;
+
+/**
+ * Types a step's value into its field, only while the page is of the origin it is meant for.
+ * The field is found first and the origin checked after, on the page that holds it; the value
+ * then goes to that field alone: should the page navigate meanwhile, the field is gone and the
+ * step fails, where a fresh look-up would find the same selector on the next page (another
+ * origin's copy of the form, say). Checked again once typed, so the steps stop there.
+ */
+async function fillOnItsOrigin(page: Page, step: Extract<LoginStep, { action: 'fill' }>, meant: string): Promise<void> {
+  const deadline = Date.now() + STEP_TIMEOUT_MS;
+  const left = () => Math.max(1, deadline - Date.now());
+  const field = await page.locator(step.selector).setTimeout(left()).waitHandle();
+  try {
+    if (originNow(page) !== meant) throw new ElsewhereError(originNow(page), meant);
+    await field.asLocator().setTimeout(left()).fill(step.value);
+    if (originNow(page) !== meant) throw new ElsewhereError(originNow(page), meant);
+  } finally {
+    await field.dispose().catch(() => undefined);
+  }
+}
+
+/** `expected`: the origin a fill without its own is meant for (the last goto's, else the project's). */
+async function runStep(page: Page, step: LoginStep, expected: string): Promise<void> {
   switch (step.action) {
     case 'goto':
       await page.goto(step.url, { waitUntil: 'load', timeout: STEP_TIMEOUT_MS });
       return;
     case 'fill':
-      await page.locator(step.selector).setTimeout(STEP_TIMEOUT_MS).fill(step.value);
+      await fillOnItsOrigin(page, step, step.origin ? new URL(step.origin).origin : expected);
       return;
     case 'click': {
       const navigation = settleNavigation(page);
@@ -130,13 +166,23 @@ export async function openAuthenticatedPage(port: number, url: string, auth: Pag
       );
       await session.send('Fetch.enable', { patterns: [{ urlPattern: `${origin}/*`, requestStage: 'Request' }] });
     }
+    // What a fill types into: the page its step names, else the last goto's, else the project's.
+    let expected = origin;
     for (const [index, step] of (auth.login ?? []).entries()) {
       try {
-        await runStep(page, step);
+        await runStep(page, step, expected);
       } catch (error) {
+        // A value meant for one site must never reach another (a login page that redirects away).
+        if (error instanceof ElsewhereError)
+          throw new RunFailure(
+            'LOGIN_ORIGIN_MISMATCH',
+            `${describe(step, index)} refused: ${error.message}, the origin it is meant for (give the step its origin if the sign-in is there)`,
+            false,
+          );
         const reason = (error as Error).name === 'TimeoutError' ? 'timed out' : 'failed';
         throw new RunFailure('PAGE_LOAD_FAILED', `${describe(step, index)} ${reason}`, false);
       }
+      if (step.action === 'goto') expected = new URL(step.url).origin;
     }
     return {
       page,

@@ -103,6 +103,8 @@ export const AUDIT_ERROR_CODES = [
   'PAGE_LOAD_FAILED',
   /** The URL, a redirect of it, or its address is not one the agent may reach. */
   'TARGET_REFUSED',
+  /** A login step's `fill` found the page on another origin than the step is meant for, and typed nothing. */
+  'LOGIN_ORIGIN_MISMATCH',
   'LIGHTHOUSE_FAILED',
   'BROWSER_FAILED',
   'RUN_TIMEOUT',

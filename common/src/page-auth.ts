@@ -8,9 +8,28 @@ import { withoutPrototypeKeys } from './own-keys.ts';
  * travels, never logged by either side.
  */
 const selector = z.string().min(1).max(500);
+/** An http(s) origin: scheme, host and port, no path (a trailing slash is allowed). */
+const origin = z
+  .url({ protocol: /^https?$/ })
+  .regex(/^https?:\/\/[^/?#@\s]+\/?$/, 'an origin is scheme://host[:port], without a path, query or fragment')
+  .refine(
+    (text) => URL.canParse(text) && new URL(text).origin === text.replace(/\/$/, ''),
+    'an origin is scheme://host[:port], without a path, query or fragment',
+  )
+  .meta({ description: 'The origin (scheme://host[:port]) of the page this step may type into.' });
 export const loginStepSchema = z.discriminatedUnion('action', [
   z.strictObject({ action: z.literal('goto'), url: z.url({ protocol: /^https?$/ }) }),
-  z.strictObject({ action: z.literal('fill'), selector, value: z.string().max(2_000) }),
+  z.strictObject({
+    action: z.literal('fill'),
+    selector,
+    value: z.string().max(2_000),
+    /**
+     * The origin of the page the value may be typed into (a sign-in on another origin, reached
+     * by a redirect or a click); absent: the last goto's, else the project's. An agent types
+     * nothing into a page of any other origin (added with agents that check it).
+     */
+    origin: origin.optional(),
+  }),
   z.strictObject({ action: z.literal('click'), selector }),
   z.strictObject({ action: z.literal('waitFor'), selector }),
 ]);

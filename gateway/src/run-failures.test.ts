@@ -7,7 +7,13 @@ describe('run failures', () => {
   it('has a policy for every code an agent or the transport reports, and only for those', () => {
     expect(Object.keys(RUN_FAILURES).sort()).toEqual([...AUDIT_ERROR_CODES, ...TRANSPORT_FAILURE_CODES].sort());
     // A failure of the page's own is never tried again in any way.
-    for (const code of ['PAGE_LOAD_FAILED', 'TARGET_REFUSED', 'BAD_JOB', 'RESULT_TOO_LARGE'] as const) {
+    for (const code of [
+      'PAGE_LOAD_FAILED',
+      'TARGET_REFUSED',
+      'LOGIN_ORIGIN_MISMATCH',
+      'BAD_JOB',
+      'RESULT_TOO_LARGE',
+    ] as const) {
       expect(RUN_FAILURES[code]).toEqual({ offerAgain: false, retryOnce: false, locationAway: false, repeats: true });
     }
   });

@@ -32,6 +32,7 @@ describe('NATS contract v1', () => {
       'audit-job-retry.json',
       'audit-job-with-auth.json',
       'audit-job-with-digest.json',
+      'audit-job-with-login-origin.json',
       'audit-job-with-plain-digest.json',
       'audit-job.json',
       'audit-reply-digest.json',
@@ -50,10 +51,23 @@ describe('NATS contract v1', () => {
     'audit-job-with-auth.json',
     'audit-job-with-digest.json',
     'audit-job-with-plain-digest.json',
+    'audit-job-with-login-origin.json',
   ])('decodes the golden job %s, and encodes it back unchanged', (name) => {
     const job = auditJobSchema.parse(golden(name));
     expect(job).toEqual(golden(name));
     expect(decodeJob(encodeJob(job))).toEqual(job);
+  });
+
+  it('takes the origin a login step types into as an origin only: no path, no other scheme', () => {
+    const job = golden('audit-job-with-login-origin.json') as { auth: { login: Array<Record<string, unknown>> } };
+    const withOrigin = (origin: string) => ({
+      ...job,
+      auth: { login: [{ action: 'fill', selector: '#password', value: 'x', origin }] },
+    });
+    expect(auditJobSchema.safeParse(withOrigin('https://sso.example/')).success).toBe(true);
+    expect(auditJobSchema.safeParse(withOrigin('http://localhost:8081')).success).toBe(true);
+    for (const bad of ['https://sso.example/login', 'https://sso.example/?next=1', 'ftp://sso.example', 'sso.example'])
+      expect(auditJobSchema.safeParse(withOrigin(bad)).success, bad).toBe(false);
   });
 
   it("decodes the v1.2 announcement with the agent's instance, and a v1.1 one without it", () => {

