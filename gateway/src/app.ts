@@ -27,6 +27,8 @@ import type { UpdateService } from './update-service.ts';
 import type { StartAsync } from './async-updates.ts';
 import { DEFAULT_MAX_WEBHOOKS_PER_USER } from './webhook-registry.ts';
 import { createWebhookTargets, type WebhookTargets } from './webhook-targets.ts';
+import { credentialTrust as credentialTrustOf, type CredentialTrust } from './credential-trust.ts';
+import { loggedUrl } from './logged-url.ts';
 import { ROUTE_BASE, type GatewayMetrics } from './metrics.ts';
 
 export interface AppDeps {
@@ -60,6 +62,8 @@ export interface AppDeps {
   maxWebhooksPerUser?: number;
   /** Seals projects' login credentials (PERFWATCH_SECRETS_KEY); absent: none can be set. */
   secrets?: SecretBox;
+  /** The locations credentials may go to (PERFWATCH_TRUSTED_LOCATIONS); absent: none. */
+  credentialTrust?: CredentialTrust;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
@@ -119,10 +123,14 @@ function requestLog(logger: Logger): RequestHandler {
     autoLogging: { ignore: (req) => OPS_PATHS.has(req.url?.split('?')[0] ?? '') },
     customLogLevel: (_req, res, error) =>
       error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
-    // The URL is the caller's input: kept whole, under its own key; headers are left out
+    // The URL is the caller's input: kept under its own key, secret-shaped values dropped; headers are left out
     // (the logger's redaction covers Authorization should a serializer add them back).
     serializers: {
-      req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
+      req: (req: { id: string; method: string; url: string }) => ({
+        id: req.id,
+        method: req.method,
+        url: loggedUrl(req.url),
+      }),
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
     },
   });
@@ -143,6 +151,7 @@ function apiRouter({
   targetGuard = createWebhookTargets(),
   maxWebhooksPerUser = DEFAULT_MAX_WEBHOOKS_PER_USER,
   secrets = createSecretBox({}),
+  credentialTrust = credentialTrustOf([]),
 }: AppDeps): Router {
   const v1 = express.Router();
   v1.use((req, res, next) => {
@@ -159,7 +168,7 @@ function apiRouter({
     '/update',
     ...before,
     updateLimit,
-    updateRoute({ store, updates, startAsync, ...(syncUpdates ? { syncUpdates } : {}) }),
+    updateRoute({ store, updates, startAsync, credentialTrust, ...(syncUpdates ? { syncUpdates } : {}) }),
   );
   // One set of places for both: together they are what holds stored results in memory.
   const reads = heavyReadLimit({ atOnce: maxHeavyReads });
@@ -182,6 +191,6 @@ function apiRouter({
     webhooksRoute({ store, rules: { targets: targetGuard, secrets, maxPerUser: maxWebhooksPerUser } }),
   );
   v1.all('/annotations', ...before, readLimit, annotationsRoute({ store }));
-  v1.all('/credentials', ...before, readLimit, credentialsRoute({ store, secrets }));
+  v1.all('/credentials', ...before, readLimit, credentialsRoute({ store, secrets, credentialTrust }));
   return v1;
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { logLevelSchema, natsEnvSchema, parseEnv } from '@perfwatch/common';
+import { LOCATIONS, logLevelSchema, natsEnvSchema, parseEnv, type Location } from '@perfwatch/common';
 import { DEFAULT_MAX_RUNS_IN_FLIGHT } from './nats-dispatcher.ts';
 import { DEFAULT_HEAVY_READS } from './heavy-reads.ts';
 import { DEFAULT_MAX_WEBHOOKS_PER_USER } from './webhook-registry.ts';
@@ -136,6 +136,28 @@ export const gatewayEnvSchema = natsEnvSchema.extend({
    */
   PERFWATCH_SECRETS_KEY: z.string().min(1).optional(),
   PERFWATCH_SECRETS_KEY_PREVIOUS: z.string().min(1).optional(),
+  /**
+   * Locations whose agents may be sent a project's credentials, comma-separated
+   * (`london,frankfurt`): a job carries them opened to whoever runs the location's agents
+   * (credential-trust.ts). The agents `perfwatch start` runs in its own process are trusted
+   * always. Default: none.
+   */
+  PERFWATCH_TRUSTED_LOCATIONS: z
+    .string()
+    .default('')
+    .transform((text, ctx): Location[] => {
+      const names = text
+        .split(',')
+        .map((name) => name.trim())
+        .filter((name) => name !== '');
+      const unknown = names.filter((name) => !(LOCATIONS as readonly string[]).includes(name));
+      if (unknown.length > 0)
+        ctx.addIssue({
+          code: 'custom',
+          message: `unknown locations ${unknown.join(', ')}; known: ${LOCATIONS.join(', ')}`,
+        });
+      return [...new Set(names)] as Location[];
+    }),
   /** Where users reach this gateway's dashboard: the links in webhook deliveries. Unset: http://localhost:PORT. */
   PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
   /**

@@ -20,6 +20,7 @@ import { startUpdateQueue, type UpdateQueue } from './update-queue.ts';
 import { createUpdateAdmission, type UpdateAdmission } from './update-admission.ts';
 import { startScheduler } from './scheduler.ts';
 import { countAnnouncements, createWebhookOutbox, type TestKillPoint, type WebhookOutbox } from './webhook-outbox.ts';
+import { credentialTrust, type CredentialTrust } from './credential-trust.ts';
 import { createSecretBox, type SecretBox } from './secret-box.ts';
 import { startWebhookSender } from './webhook-sender.ts';
 import { createWebhookTargets, type WebhookTargets } from './webhook-targets.ts';
@@ -64,11 +65,22 @@ export async function startGateway({
     queueDepth: (location) => dispatcher.waiting?.(location) ?? 0,
     pendingUpdates: (location) => store.countPendingUpdates(location),
   });
+  const trust = credentialTrust(
+    config.PERFWATCH_TRUSTED_LOCATIONS,
+    transport.localAgents?.map((agent) => agent.location),
+  );
   const unsubscribe = store.unreadable.onSkipped((record) => {
     logger.warn({ record }, 'skipped a stored record that cannot be read');
     metrics.recordSkipped(record.kind);
   });
-  const { outbox, targetGuard, secrets, updates } = updateParts({ store, logger, config, dispatcher, metrics });
+  const { outbox, targetGuard, secrets, updates } = updateParts({
+    store,
+    logger,
+    config,
+    dispatcher,
+    metrics,
+    credentialTrust: trust,
+  });
   const { queue, admission } = await startQueue({ store, logger, config, nc, updates, outbox });
   const background = startBackgroundWork({
     store,
@@ -91,6 +103,7 @@ export async function startGateway({
     readiness,
     targetGuard,
     secrets,
+    credentialTrust: trust,
     updates,
     admission,
   });
@@ -130,7 +143,8 @@ function updateParts({
   config,
   dispatcher,
   metrics,
-}: Wiring & { dispatcher: Dispatcher; metrics: GatewayMetrics }) {
+  credentialTrust,
+}: Wiring & { dispatcher: Dispatcher; metrics: GatewayMetrics; credentialTrust: CredentialTrust }) {
   const crux = config.CRUX_API_KEY
     ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger })
     : undefined;
@@ -149,6 +163,7 @@ function updateParts({
   });
   const updates = createUpdateService({
     secrets,
+    credentialTrust,
     dispatcher,
     store,
     logger,
@@ -288,13 +303,18 @@ function readinessCheck(nc: NatsConnection | undefined, store: Store, stopping: 
   return async (): Promise<Readiness> => {
     if (stopping()) return { ok: false, reason: 'shutting down' };
     if (nc && (nc.isClosed() || nc.isDraining())) return { ok: false, reason: 'NATS connection closed' };
+    // The reason names the part, never a driver's message: /readyz may be on the public port.
     try {
       if (nc) await withTimeout(nc.flush(), 2_000, 'NATS did not answer');
-      await withTimeout(store.ping(), 2_000, 'the database did not answer');
-      return { ok: true };
-    } catch (error) {
-      return { ok: false, reason: (error as Error).message };
+    } catch {
+      return { ok: false, reason: 'NATS did not answer' };
     }
+    try {
+      await withTimeout(store.ping(), 2_000, 'the database did not answer');
+    } catch {
+      return { ok: false, reason: 'the database did not answer' };
+    }
+    return { ok: true };
   };
 }
 
@@ -312,6 +332,7 @@ async function serve({
   readiness: ReturnType<typeof readinessCheck>;
   targetGuard: WebhookTargets;
   secrets: SecretBox;
+  credentialTrust: CredentialTrust;
   updates: UpdateService;
   admission: UpdateAdmission;
 }): Promise<{ http: GatewayServer; ops: OpsServer | undefined }> {

@@ -142,6 +142,11 @@ async function applyRetention({ store, logger, retentionDays }: SchedulerOptions
   )
     deleted += batch;
   if (deleted > 0) logger.info({ deleted, before }, 'deleted snapshots past retention');
+  // What else would grow without bound, kept as long as the snapshots it goes with.
+  const annotations = await store.deleteAnnotationsBefore(before);
+  const updates = await store.deleteFinishedUpdatesBefore(before);
+  if (annotations + updates > 0)
+    logger.info({ annotations, updates, before }, 'deleted annotations and finished update records past retention');
   // Records no complete snapshot owns, an hour old: no writer still at work owns them.
   const orphans = await store.deleteOrphans(new Date(at.getTime() - ORPHAN_AGE_MS));
   if (orphans > 0) logger.warn({ orphans }, 'deleted records of snapshots that never completed');

@@ -18,6 +18,7 @@ import type { CruxClient, FieldData } from './crux/crux-client.ts';
 import type { UpdateMode, UpdateObserver } from './metrics.ts';
 import { checkBudgets } from './budget-alerts.ts';
 import { openProjectAuth } from './project-auth.ts';
+import { untrustedLocations, untrustedReasons, type CredentialTrust } from './credential-trust.ts';
 import { SecretKeyError, type SecretBox } from './secret-box.ts';
 import { nextRetest, VERDICT_RULES } from './run-verdicts.ts';
 import { cellFromRuns, measured, withFieldData } from './snapshot-builder.ts';
@@ -79,6 +80,8 @@ export interface UpdateServiceDeps {
   testKill?: (point: 'snapshot-saved') => void;
   /** Opens projects' sealed credentials (pages behind a login); absent: a project with some cannot be updated. */
   secrets?: SecretBox;
+  /** The locations credentials may go to; absent: none (a project with credentials cannot be updated). */
+  credentialTrust?: CredentialTrust;
   now?: () => Date;
   /** Waits between offers to a location that is away (tests shorten them). */
   awayBackoffMs?: AwayBackoff;
@@ -148,7 +151,7 @@ function startUpdate(
   onProgress: ProgressListener | undefined,
 ): UpdateInProgress {
   const log = parts.logger.child({ updateId, requestId });
-  const auth = credentialsOf(parts.secrets, project);
+  const auth = credentialsOf(parts, project);
   const cells = devices.flatMap((device) => project.locations.map((location) => ({ device, location })));
   const progress = cells.map(({ device, location }) => ({ device, location, done: 0, total: project.runs }));
   const report = () => onProgress?.(progress.map((p) => ({ ...p })));
@@ -310,9 +313,28 @@ async function storeSnapshot(
   return date;
 }
 
-/** The credentials the project's page needs, opened for this update only. */
-function credentialsOf(secrets: SecretBox | undefined, project: ProjectRecord): PageAuth | undefined {
+/**
+ * A credentialed project whose locations are not all trusted with its credentials: what an
+ * update of it is refused with (before it is queued, and again before any job goes out).
+ */
+export function refuseUntrustedCredentials(trust: CredentialTrust | undefined, project: ProjectRecord): void {
+  const untrusted = untrustedLocations(trust ?? { trusted: new Set() }, project);
+  if (untrusted.length === 0) return;
+  throw new NoResultError(
+    'CREDENTIALS_NOT_TRUSTED',
+    `This project has credentials for its login, and they may not go to ${untrusted.join(', ')}: agents there are run by operators this gateway does not trust with them.`,
+    untrustedReasons(trust ?? { trusted: new Set() }, untrusted),
+    true,
+  );
+}
+
+/** The credentials the project's page needs, opened for this update only, if every location may have them. */
+function credentialsOf(
+  { secrets, credentialTrust }: Pick<ServiceParts, 'secrets' | 'credentialTrust'>,
+  project: ProjectRecord,
+): PageAuth | undefined {
   if (!project.auth) return undefined;
+  refuseUntrustedCredentials(credentialTrust, project);
   try {
     if (!secrets) throw new SecretKeyError('this gateway has no PERFWATCH_SECRETS_KEY');
     return openProjectAuth(secrets, project);
@@ -335,7 +357,7 @@ export type UpdateService = ReturnType<typeof createUpdateService>;
  * failed otherwise (the page did not load, Lighthouse failed), or the project's credentials
  * cannot be read here. http-errors.ts says what each is to a caller.
  */
-export type NoResultKind = 'NO_AGENT' | 'TIMED_OUT' | 'FAILED' | 'CREDENTIALS_UNREADABLE';
+export type NoResultKind = 'NO_AGENT' | 'TIMED_OUT' | 'FAILED' | 'CREDENTIALS_UNREADABLE' | 'CREDENTIALS_NOT_TRUSTED';
 
 /** An update that produced nothing; `repeats` when trying it again would fail the same way. */
 export class NoResultError extends Error {

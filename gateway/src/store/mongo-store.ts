@@ -484,16 +484,45 @@ export class MongoStore implements contract.Store {
 
   async listAnnotations(
     projectId: string,
-    range: { from?: Date; to?: Date } = {},
+    range: { from?: Date; to?: Date; limit?: number } = {},
   ): Promise<contract.AnnotationRecord[]> {
     const date: Record<string, Date> = {};
     if (range.from) date['$gte'] = range.from;
     if (range.to) date['$lt'] = range.to;
-    const docs = await this.#annotations
-      .find({ projectId: new ObjectId(projectId), ...(range.from || range.to ? { date } : {}) })
-      .sort({ date: 1, createdAt: 1 })
-      .toArray();
+    const found = this.#annotations.find({
+      projectId: new ObjectId(projectId),
+      ...(range.from || range.to ? { date } : {}),
+    });
+    const docs =
+      range.limit === undefined
+        ? await found.sort({ date: 1, createdAt: 1 }).toArray()
+        : (await found.sort({ date: -1, createdAt: -1 }).limit(range.limit).toArray()).reverse();
     return this.unreadable.parseEach('annotation', annotationDoc, docs);
+  }
+
+  async countAnnotations(projectId: string): Promise<number> {
+    return this.#annotations.countDocuments({ projectId: new ObjectId(projectId) });
+  }
+
+  async removeAnnotation(projectId: string, id: string): Promise<boolean> {
+    if (!ObjectId.isValid(id)) return false;
+    const { deletedCount } = await this.#annotations.deleteOne({
+      _id: new ObjectId(id),
+      projectId: new ObjectId(projectId),
+    });
+    return deletedCount === 1;
+  }
+
+  async deleteAnnotationsBefore(before: Date): Promise<number> {
+    return (await this.#annotations.deleteMany({ date: { $lt: before } })).deletedCount;
+  }
+
+  async deleteFinishedUpdatesBefore(before: Date): Promise<number> {
+    const { deletedCount } = await this.#updates.deleteMany({
+      status: { $in: ['done', 'failed'] },
+      updatedAt: { $lt: before },
+    });
+    return deletedCount;
   }
 
   async #discardSnapshot(snapshotId: ObjectId): Promise<void> {

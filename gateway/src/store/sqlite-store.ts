@@ -224,6 +224,7 @@ function isUniqueViolation(error: unknown): boolean {
  * leaves nothing half-written.
  */
 export class SqliteStore implements contract.Store {
+  readonly unreadable = new UnreadableRecords();
   readonly #path: string;
   readonly #synchronous: 'FULL' | 'NORMAL';
   #db: DatabaseSync | null = null;
@@ -243,7 +244,6 @@ export class SqliteStore implements contract.Store {
     return this.#db;
   }
 
-  readonly unreadable = new UnreadableRecords();
   /**
    * The statement for `sql`, prepared once: preparing parses the SQL, which cost more than many
    * of the reads and writes themselves. Only for statements run to their end at once; an
@@ -616,15 +616,39 @@ export class SqliteStore implements contract.Store {
 
   async listAnnotations(
     projectId: string,
-    range: { from?: Date; to?: Date } = {},
+    range: { from?: Date; to?: Date; limit?: number } = {},
   ): Promise<contract.AnnotationRecord[]> {
-    const rows = this.#all(
-      'SELECT * FROM annotations WHERE project_id = ? AND date >= ? AND date < ? ORDER BY date, created_at',
-      projectId,
-      range.from?.getTime() ?? 0,
-      range.to?.getTime() ?? Number.MAX_SAFE_INTEGER,
-    );
+    const bounds = [projectId, range.from?.getTime() ?? 0, range.to?.getTime() ?? Number.MAX_SAFE_INTEGER] as const;
+    const rows =
+      range.limit === undefined
+        ? this.#all(
+            'SELECT * FROM annotations WHERE project_id = ? AND date >= ? AND date < ? ORDER BY date, created_at',
+            ...bounds,
+          )
+        : this.#all(
+            'SELECT * FROM annotations WHERE project_id = ? AND date >= ? AND date < ? ORDER BY date DESC, created_at DESC LIMIT ?',
+            ...bounds,
+            range.limit,
+          ).reverse();
     return this.unreadable.parseEach('annotation', annotationRow, rows);
+  }
+
+  async countAnnotations(projectId: string): Promise<number> {
+    return (this.#get('SELECT count(*) AS n FROM annotations WHERE project_id = ?', projectId) as { n: number }).n;
+  }
+
+  async removeAnnotation(projectId: string, id: string): Promise<boolean> {
+    return Number(this.#run('DELETE FROM annotations WHERE id = ? AND project_id = ?', id, projectId).changes) === 1;
+  }
+
+  async deleteAnnotationsBefore(before: Date): Promise<number> {
+    return Number(this.#run('DELETE FROM annotations WHERE date < ?', before.getTime()).changes);
+  }
+
+  async deleteFinishedUpdatesBefore(before: Date): Promise<number> {
+    return Number(
+      this.#run("DELETE FROM updates WHERE status IN ('done', 'failed') AND updated_at < ?", before.getTime()).changes,
+    );
   }
 
   async saveSnapshot({

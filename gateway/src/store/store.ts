@@ -381,6 +381,8 @@ export class WebhookLimitReached extends Error {
  * an embedded store pass the same suite.
  */
 export interface Store {
+  /** Records the list reads skipped because they could not be parsed (see unreadable-records.ts). */
+  readonly unreadable: UnreadableRecords;
   init(): Promise<void>;
   close(): Promise<void>;
   ping(): Promise<void>;
@@ -425,8 +427,6 @@ export interface Store {
   removeWebhook(userId: string, id: string): Promise<boolean>;
   /** Puts deliveries in the outbox, due now; one already there (same id) is left as it is. */
   enqueueDeliveries(deliveries: readonly NewDelivery[]): Promise<void>;
-  /** Records the list reads skipped because they could not be parsed (see unreadable-records.ts). */
-  readonly unreadable: UnreadableRecords;
   /**
    * Takes up to `limit` pending deliveries due by `now`, earliest due first, each held (not due)
    * until now + leaseMs so another sender, on this gateway or another, does not post it
@@ -445,8 +445,15 @@ export interface Store {
   deleteDeliveriesBefore(before: Date): Promise<number>;
 
   addAnnotation(annotation: NewAnnotation): Promise<AnnotationRecord>;
-  /** A project's annotations in [from, to), by date. */
-  listAnnotations(projectId: string, range?: { from?: Date; to?: Date }): Promise<AnnotationRecord[]>;
+  /** A project's annotations in [from, to), by date: with `limit`, the newest `limit` of them. */
+  listAnnotations(projectId: string, range?: { from?: Date; to?: Date; limit?: number }): Promise<AnnotationRecord[]>;
+  countAnnotations(projectId: string): Promise<number>;
+  /** Removes one annotation of the project; false when it has none of that id. */
+  removeAnnotation(projectId: string, id: string): Promise<boolean>;
+  /** Retention: annotations dated before `before`, of every project. */
+  deleteAnnotationsBefore(before: Date): Promise<number>;
+  /** Retention: finished (done or failed) update records last changed before `before`. */
+  deleteFinishedUpdatesBefore(before: Date): Promise<number>;
 
   /**
    * Persists a snapshot and returns the date it was stored under. Idempotent per updateId: a
