@@ -248,15 +248,17 @@ const COMMANDS: Record<string, { args: number; run(context: CommandContext): Pro
   'rotate-secrets-key': {
     args: 0,
     run: async ({ admin, out }) => {
-      const { resealed, current, unreadable, webhookSecrets } = await admin.rotateSecretsKey();
+      const { resealed, current, unreadable, webhookSecrets, unreadableWebhooks } = await admin.rotateSecretsKey();
       out.write(
         `resealed the credentials of ${resealed} project(s); ${current} already under the current key; sealed ${webhookSecrets} webhook secret(s)\n`,
       );
-      if (unreadable.length === 0) return;
+      if (unreadable.length === 0 && unreadableWebhooks.length === 0) return;
       for (const { user, url, reason } of unreadable)
         out.write(`could not reseal the credentials of ${url} (user ${user}): ${reason}\n`);
+      for (const { user, id, reason } of unreadableWebhooks)
+        out.write(`could not seal the secret of webhook ${id} (user ${user}): ${reason}\n`);
       throw new AdminError(
-        `${unreadable.length} project(s) kept credentials it could not open (listed above): set them again with set-auth, or give the key they were sealed under as PERFWATCH_SECRETS_KEY_PREVIOUS`,
+        `${unreadable.length} project(s) and ${unreadableWebhooks.length} webhook(s) kept secrets it could not open (listed above): set them again (set-auth; a webhook removed and added), or give the key they were sealed under as PERFWATCH_SECRETS_KEY_PREVIOUS`,
       );
     },
   },

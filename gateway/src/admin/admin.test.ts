@@ -81,4 +81,30 @@ describe('rotate-secrets-key', () => {
     expect(readProjectAuth(box, (await store.listProjects())[0]!)).toEqual({ auth: OLD, urlBound: true });
     expect(await createAdmin(store, { secrets: box }).rotateSecretsKey()).toMatchObject({ resealed: 0, current: 1 });
   });
+
+  it('goes on past a webhook secret it cannot open, names it, and seals the others', async () => {
+    const [lostKey, newKey] = [key(), key()];
+    const lost = createSecretBox({ key: lostKey });
+    const owner = (await createAdmin(store).createUser('hooks')).user;
+    // Sealed under a key nobody has any more, and one as an earlier version stored it (plain).
+    const unreadable = await store.addWebhook({
+      userId: owner.id,
+      targetUrl: 'https://hooks.example/lost',
+      projectUrl: null,
+      format: 'json',
+      secret: lost.seal(`pwhs_${'a'.repeat(43)}`, owner.id),
+    });
+    await store.addWebhook({
+      userId: owner.id,
+      targetUrl: 'https://hooks.example/plain',
+      projectUrl: null,
+      format: 'json',
+      secret: `pwhs_${'b'.repeat(43)}`,
+    });
+    const result = await createAdmin(store, { secrets: createSecretBox({ key: newKey }) }).rotateSecretsKey();
+    expect(result.webhookSecrets).toBe(1);
+    expect(result.unreadableWebhooks).toEqual([{ user: 'hooks', id: unreadable.id, reason: expect.any(String) }]);
+    const stored = await store.listWebhooks(owner.id);
+    expect(stored.find((h) => h.targetUrl.endsWith('/plain'))!.secret).toMatch(/^pwsec1\./);
+  });
 });

@@ -246,6 +246,7 @@ export class Admin {
     current: number;
     unreadable: Array<{ user: string; url: string; reason: string }>;
     webhookSecrets: number;
+    unreadableWebhooks: Array<{ user: string; id: string; reason: string }>;
   }> {
     const secrets = this.#secrets;
     if (!secrets.ready) throw new AdminError('no PERFWATCH_SECRETS_KEY to reseal under');
@@ -263,7 +264,8 @@ export class Admin {
         unreadable.push({ user: names.get(project.userId) ?? project.userId, url: project.url, reason: error.message });
       }
     }
-    return { resealed, current, unreadable, webhookSecrets: await this.#sealWebhookSecrets() };
+    const webhooks = await this.#sealWebhookSecrets(names);
+    return { resealed, current, unreadable, webhookSecrets: webhooks.sealed, unreadableWebhooks: webhooks.unreadable };
   }
 
   /**
@@ -287,22 +289,30 @@ export class Admin {
     return 'none';
   }
 
-  /** Seals every webhook secret not sealed under the current key; how many it sealed. */
-  async #sealWebhookSecrets(): Promise<number> {
+  /**
+   * Seals every webhook secret not sealed under the current key: how many it sealed, and the
+   * ones it could not open (named, and gone on past, as projects' credentials are). A webhook's
+   * secret never changes once made, so no write here can undo another's.
+   */
+  async #sealWebhookSecrets(
+    names: ReadonlyMap<string, string>,
+  ): Promise<{ sealed: number; unreadable: Array<{ user: string; id: string; reason: string }> }> {
     let sealed = 0;
-    for (const user of await this.#store.listUsers())
-      for (const hook of await this.#store.listWebhooks(user.id)) {
+    const unreadable: Array<{ user: string; id: string; reason: string }> = [];
+    for (const [userId, user] of names)
+      for (const hook of await this.#store.listWebhooks(userId)) {
         if (webhookSecretIsCurrent(this.#secrets, hook.secret)) continue;
         let secret: string;
         try {
           secret = openWebhookSecret(this.#secrets, hook);
         } catch (error) {
-          throw new AdminError(`cannot open the secret of webhook ${hook.id}: ${(error as Error).message}`);
+          unreadable.push({ user, id: hook.id, reason: (error as Error).message });
+          continue;
         }
-        await this.#store.setWebhookSecret(hook.id, storedWebhookSecret(this.#secrets, user.id, secret));
+        await this.#store.setWebhookSecret(hook.id, storedWebhookSecret(this.#secrets, userId, secret));
         sealed += 1;
       }
-    return sealed;
+    return { sealed, unreadable };
   }
 
   /** Users with their projects and their tokens (the digests left out), revoked ones included. */
