@@ -312,7 +312,7 @@ describe('perfwatch admin', () => {
     expect(rotated.out).toMatch(
       /could not reseal the credentials of https:\/\/a-stray\.example\/ \(user rotor\): sealed under key [0-9a-f]{8}, which is neither/,
     );
-    expect(rotated.err).toMatch(/1 project\(s\) kept credentials it could not open/);
+    expect(rotated.err).toMatch(/1 project\(s\) and 0 webhook\(s\) kept secrets it could not open/);
     expect(rotated.out + rotated.err).not.toContain('s3cr3t');
 
     const store = new MongoStore({ uri: env.MONGODB_URI, dbName: env.MONGODB_DB });
