@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { auditResultSchema, overviewResponseSchema, updateStatusSchema, type AuditResult } from '@perfwatch/common';
 import { freePort } from '../support/local-servers.ts';
@@ -29,6 +30,18 @@ const timings: Record<string, number> = {};
 
 function container(service: string): string {
   return engine === 'docker' ? `${project}-${service}-1` : `${project}_${service}_1`;
+}
+
+/**
+ * GET on a program's ops port (9464, /metrics and /readyz), from inside its own container as
+ * Prometheus and the health checks reach it: the host reaches no ops port.
+ */
+async function ops(service: string, path: string): Promise<{ status: number; body: string }> {
+  const script = `fetch('http://127.0.0.1:9464${path}').then(async (r) => console.log(JSON.stringify({ status: r.status, body: await r.text() })))`;
+  return JSON.parse((await run(engine, ['exec', container(service), 'node', '-e', script])).stdout) as {
+    status: number;
+    body: string;
+  };
 }
 
 async function admin(...args: string[]): Promise<string> {
@@ -68,7 +81,7 @@ beforeAll(async () => {
   await timed('compose up', () => compose([...files, 'up', '-d'], env));
   gateway = `http://127.0.0.1:${port}`;
   prometheus = `http://127.0.0.1:${prometheusPort}`;
-  await vi.waitFor(async () => expect((await fetch(`${gateway}/readyz`)).status).toBe(200), {
+  await vi.waitFor(async () => expect((await ops('gateway', '/readyz')).status).toBe(200), {
     timeout: 120_000,
     interval: 500,
   });
@@ -79,7 +92,7 @@ beforeAll(async () => {
   // Both agents announced: an update offered before would find a location without agents.
   await vi.waitFor(
     async () => {
-      const metrics = await (await fetch(`${gateway}/metrics`)).text();
+      const metrics = (await ops('gateway', '/metrics')).body;
       for (const location of ['frankfurt', 'tokyo'])
         expect(metrics).toMatch(new RegExp(`perfwatch_agents\\{location="${location}"\\} 1`));
     },
@@ -286,12 +299,58 @@ console.log(JSON.stringify({ own, chromes }));`;
         expect(data.activeTargets.map((target) => `${target.labels.instance} ${target.health}`).sort()).toEqual([
           'agent-frankfurt:9464 up',
           'agent-tokyo:9464 up',
-          'gateway:8080 up',
+          'gateway:9464 up',
         ]);
       },
       { timeout: 60_000, interval: 2_000 },
     );
   }, 120_000);
+
+  it('serves /metrics and /readyz on the ops port inside the stack, never on the published port', async () => {
+    for (const path of ['/metrics', '/readyz']) {
+      const published = await fetch(`${gateway}${path}`);
+      const body = await published.text();
+      expect(published.status, `${path}: ${body.slice(0, 200)}`).toBe(404);
+      expect(body).not.toMatch(/perfwatch_|process_cpu|"ready"/);
+    }
+    const metrics = await ops('gateway', '/metrics');
+    expect(metrics.status).toBe(200);
+    expect(metrics.body).toMatch(/^perfwatch_http_request_duration_seconds_count\{/m);
+    expect((await ops('gateway', '/readyz')).status).toBe(200);
+    // The API and the dashboard stay on the published port, and it is the gateway's only one.
+    expect((await send(gateway, 'projects', 'GET', {}, auth())).status).toBe(200);
+    for (const service of ['gateway', 'agent-frankfurt', 'agent-tokyo', 'nats', 'mongodb']) {
+      const published = (await run(engine, ['port', container(service)])).stdout.split('\n').filter(Boolean);
+      if (service === 'gateway') expect(published.length).toBeGreaterThan(0);
+      for (const binding of published)
+        expect(binding, service).toMatch(service === 'gateway' ? /^8080\/tcp -> / : /^$/);
+    }
+  });
+
+  it('runs every container with no capabilities, no-new-privileges and a seccomp filter', async () => {
+    for (const service of ['nats', 'mongodb', 'gateway', 'agent-frankfurt', 'agent-tokyo', 'prometheus', 'site']) {
+      // PID 1's own view: what the program and everything it starts may do.
+      const status = (await run(engine, ['exec', container(service), 'cat', '/proc/1/status'])).stdout;
+      const field = (name: string) => new RegExp(`^${name}:\\s*(\\S+)`, 'm').exec(status)?.[1];
+      for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb'])
+        expect(field(set), `${service} ${set}`).toBe('0000000000000000');
+      expect(field('NoNewPrivs'), service).toBe('1');
+      expect(field('Seccomp'), service).toBe('2');
+    }
+  });
+
+  it("publishes Prometheus on the host's loopback only", async () => {
+    const prometheusPort = new URL(prometheus).port;
+    expect((await run(engine, ['port', container('prometheus')])).stdout.trim()).toBe(
+      `9090/tcp -> 127.0.0.1:${prometheusPort}`,
+    );
+    expect((await fetch(`${prometheus}/-/ready`)).status).toBe(200);
+    // From any other address of this host, nothing answers on that port.
+    const outside = Object.values(networkInterfaces())
+      .flat()
+      .find((address) => address && address.family === 'IPv4' && !address.internal)?.address;
+    if (outside) await expect(fetch(`http://${outside}:${prometheusPort}/-/ready`)).rejects.toThrow();
+  });
 
   it('stops an idle agent container within 2 s of SIGTERM', async () => {
     const started = performance.now();
