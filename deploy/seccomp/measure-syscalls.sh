@@ -41,7 +41,13 @@ pids=()
 cleanup() {
   podman logs "$name" >"$out/agent.log" 2>&1 || true
   podman rm -f -t 0 "$name" >/dev/null 2>&1 || true
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  # Last started first: the gateway stops while NATS still answers. What has not stopped 35 s
+  # after SIGTERM (the gateway's shutdown bound is 30 s) is killed.
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    kill "${pids[i]}" 2>/dev/null || continue
+    for _ in $(seq 70); do kill -0 "${pids[i]}" 2>/dev/null || break; sleep 0.5; done
+    kill -9 "${pids[i]}" 2>/dev/null || true
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
