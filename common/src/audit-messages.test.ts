@@ -11,6 +11,7 @@ import {
   MAX_REPLY_INFLATED_BYTES,
   receiveReply,
   ReplyRefused,
+  runConditionsSchema,
   replyMismatch,
   type AuditJob,
   type AuditReply,
@@ -190,5 +191,13 @@ describe('v1 audit messages', () => {
       replyMismatch(job, { ok: false, jobId: 'other', error: { code: 'INTERNAL', message: '', retryable: true } }),
     ).toMatch(/failure of job other/);
     expect(replyMismatch(job, { ok: false, error: { code: 'BAD_JOB', message: '', retryable: false } })).toBeNull();
+  });
+});
+
+describe('a run’s conditions', () => {
+  it('take a benchmark spread past 1 (readings that disagree wildly), and refuse an absurd one', () => {
+    const conditions = { benchmarkIndex: 2400, baselineBenchmarkIndex: 2500 };
+    expect(runConditionsSchema.safeParse({ ...conditions, benchmarkSpread: 1.064 }).success).toBe(true);
+    expect(runConditionsSchema.safeParse({ ...conditions, benchmarkSpread: 1e9 }).success).toBe(false);
   });
 });
