@@ -196,7 +196,15 @@ describe('v1 audit messages', () => {
 
 describe('a run’s conditions', () => {
   it('take a benchmark spread past 1 (readings that disagree wildly), and refuse an absurd one', () => {
-    const conditions = { benchmarkIndex: 2400, baselineBenchmarkIndex: 2500 };
+    const conditions = {
+      benchmarkIndex: 2400,
+      baselineBenchmarkIndex: 2500,
+      cpuMultiplier: 4,
+      concurrentRuns: 1,
+      loadAverage: 0.5,
+      chromeVersion: '140',
+      lighthouseVersion: '13.0.0',
+    };
     expect(runConditionsSchema.safeParse({ ...conditions, benchmarkSpread: 1.064 }).success).toBe(true);
     expect(runConditionsSchema.safeParse({ ...conditions, benchmarkSpread: 1e9 }).success).toBe(false);
   });
