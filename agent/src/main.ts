@@ -4,6 +4,7 @@ import {
   connectNats,
   createLogger,
   createShutdown,
+  endNats,
   shutdownOnSignals,
   startOpsServer,
   type Readiness,
@@ -60,7 +61,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     },
     [
       { name: 'agent', run: () => serving.stop() },
-      { name: 'NATS', run: () => nc.drain() },
+      { name: 'NATS', run: () => endNats(nc) },
       { name: 'Chromes', run: () => runner.close() },
       { name: 'ops server', run: () => ops.close() },
     ],

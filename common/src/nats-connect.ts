@@ -80,3 +80,18 @@ async function readSecret(path: string, variable: string): Promise<Buffer> {
     );
   }
 }
+
+/**
+ * Ends a connection on shutdown: drained (what is in flight delivered) when the server is
+ * there, closed outright when draining fails. A connection left open after a failed drain, its
+ * server gone, goes on reconnecting for ever (maxReconnectAttempts -1), and its timers keep the
+ * process alive long after SIGTERM.
+ */
+export async function endNats(nc: NatsConnection | undefined): Promise<void> {
+  if (!nc || nc.isClosed()) return;
+  try {
+    await nc.drain();
+  } catch {
+    await nc.close();
+  }
+}

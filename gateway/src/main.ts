@@ -2,6 +2,7 @@ import {
   connectNats,
   createLogger,
   createShutdown,
+  endNats,
   natsServersForLog,
   shutdownOnSignals,
   StartupError,
@@ -32,7 +33,7 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     { name: 'stop waiting for dependencies', run: () => aborted.abort() },
     { name: 'starting server', run: () => starting.close() },
     { name: 'gateway', run: () => gateway?.stop() },
-    { name: 'NATS', run: () => (nc && !nc.isClosed() ? nc.drain() : undefined) },
+    { name: 'NATS', run: () => endNats(nc) },
     { name: 'store', run: () => store?.close() },
   ]);
   shutdownOnSignals((reason) => {

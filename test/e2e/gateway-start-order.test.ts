@@ -116,4 +116,27 @@ describe('gateway start order', () => {
     );
     expect(gateway.output()).not.toContain('guess');
   }, 60_000);
+
+  it('stops on SIGTERM when its NATS has gone away, instead of reconnecting for ever', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'perfwatch-start-order-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const nats = await startNatsServer({ binary: inject('natsServerBinary'), dir: join(dir, 'nats') });
+    cleanups.push(() => nats.stop());
+    const gateway = spawnPerfwatch(['gateway'], {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      PERFWATCH_DATA_DIR: join(dir, 'data'),
+      NATS_URL: nats.url,
+      SHUTDOWN_READINESS_DELAY_MS: '0',
+    });
+    cleanups.push(() => gateway.stop('SIGKILL'));
+    await gateway.waitFor(/gateway listening/, 60_000);
+    await nats.stop();
+    await gateway.waitFor(/NATS connection lost/, 30_000);
+    gateway.child.kill('SIGTERM');
+    // Its own shutdown deadline (SHUTDOWN_TIMEOUT_MS, 30 s) would exit 1; a clean stop exits 0.
+    // Before, the drain failed, the connection went on reconnecting, and the process never ended.
+    const code = gateway.child.exitCode ?? (await once(gateway.child, 'exit'))[0];
+    expect(code, gateway.output().slice(-2000)).toBe(0);
+  }, 120_000);
 });

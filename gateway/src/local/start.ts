@@ -6,6 +6,7 @@ import {
   connectNats,
   createLogger,
   createShutdown,
+  endNats,
   logLevelSchema,
   natsEnvSchema,
   parseEnv,
@@ -129,8 +130,8 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
           {
             name: 'NATS',
             run: async () => {
-              if (agentNc !== nc) await agentNc?.drain();
-              await nc?.drain();
+              if (agentNc !== nc) await endNats(agentNc);
+              await endNats(nc);
             },
           },
           { name: 'Chromes', run: () => runner.close() },
