@@ -57,7 +57,11 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
     {
       logger,
       deadlineMs: config.SHUTDOWN_TIMEOUT_MS,
-      onDeadline: () => void runner.close().finally(() => process.exit(1)),
+      // Chromes killed first, but never waited on for more than 5 s: the deadline is the deadline.
+      onDeadline: () =>
+        void Promise.race([runner.close(), new Promise((resolve) => setTimeout(resolve, 5_000))]).finally(() =>
+          process.exit(1),
+        ),
     },
     [
       { name: 'agent', run: () => serving.stop() },
