@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadLhr } from '../../test/support/lhr-fixtures.ts';
+import { CALM_CONDITIONS } from '../../test/support/new-cells.ts';
 import { gzipSync } from 'node:zlib';
 import {
   auditSubject,
@@ -196,16 +197,7 @@ describe('v1 audit messages', () => {
 
 describe('a run’s conditions', () => {
   it('take a benchmark spread past 1 (readings that disagree wildly), and refuse an absurd one', () => {
-    const conditions = {
-      benchmarkIndex: 2400,
-      baselineBenchmarkIndex: 2500,
-      cpuMultiplier: 4,
-      concurrentRuns: 1,
-      loadAverage: 0.5,
-      chromeVersion: '140',
-      lighthouseVersion: '13.0.0',
-    };
-    expect(runConditionsSchema.safeParse({ ...conditions, benchmarkSpread: 1.064 }).success).toBe(true);
-    expect(runConditionsSchema.safeParse({ ...conditions, benchmarkSpread: 1e9 }).success).toBe(false);
+    expect(runConditionsSchema.safeParse({ ...CALM_CONDITIONS, benchmarkSpread: 1.064 }).success).toBe(true);
+    expect(runConditionsSchema.safeParse({ ...CALM_CONDITIONS, benchmarkSpread: 1e9 }).success).toBe(false);
   });
 });
