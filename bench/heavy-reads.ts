@@ -1,23 +1,24 @@
 /**
- * The gateway's memory under heavy reads: `perfwatch gateway` (embedded store, V8's young
- * generation as its image sets it) serving two snapshots that hold, in each of their 12 cells,
- * the largest result it accepts from an agent (16 MiB of JSON, test/support/largest-results.ts).
+ * The gateway's memory under heavy reads: `perfwatch gateway` (V8's young generation as its image
+ * sets it), on the embedded store and on a MongoDB-wire server (FerretDB), serving two snapshots
+ * that hold, in each of their 12 cells, the largest result it accepts from an agent (16 MiB of
+ * JSON, test/support/largest-results.ts).
  * Measured from /proc: the RSS it holds after one small read (the baseline), and its peak
- * (VmHWM) while 1 compare runs alone, while 8 compares (24 results each) and 8 audits (12
+ * (VmHWM) while 1 compare runs alone, while 16 compares (24 results each) and 16 audits (12
  * results each, 192 MB of JSON) are asked at once, with its places for heavy reads as shipped
- * (MAX_HEAVY_READS, 4) and with one place per read (8). The bound is MAX_HEAVY_READS ×
- * HEAVY_READ_PEAK_BYTES over the baseline (gateway/src/heavy-reads.ts), and the ratio is the
- * growth over it.
- *   node bench/heavy-reads.ts [reads=8]
+ * (MAX_HEAVY_READS, 4) and with one place per read (16). The bound on the growth over the
+ * baseline is the places × HEAVY_READ_PEAK_BYTES and V8's young generation, which any load grows
+ * (gateway/src/heavy-reads.ts); the ratio is the growth over it.
+ *   node bench/heavy-reads.ts [embedded|mongo-wire] [reads=16]
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { formatApiDateTime } from '@perfwatch/common';
-import { SqliteStore } from '@perfwatch/gateway';
-import { DEFAULT_HEAVY_READS, HEAVY_READ_PEAK_BYTES } from '../gateway/src/heavy-reads.ts';
+import { MongoStore, SqliteStore, type Store } from '@perfwatch/gateway';
+import { DEFAULT_HEAVY_READS, HEAVY_READ_PEAK_BYTES, YOUNG_GENERATION_BYTES } from '../gateway/src/heavy-reads.ts';
 import { readAtOnce, seedLargestResults, type ReadEnd } from '../test/support/largest-results.ts';
-import { startNatsServer } from '../test/support/local-servers.ts';
+import { startFerretDb, startNatsServer } from '../test/support/local-servers.ts';
 import { root, spawnServer } from './local-stack.ts';
 import { peakRssMb, resetPeakRss, rssMb } from './process-stats.ts';
 
@@ -38,7 +39,10 @@ export interface HeavyReadRow {
   boundMb: number;
 }
 
+export type HeavyReadStore = 'embedded' | 'mongo-wire';
+
 export interface HeavyReadFigures {
+  store: HeavyReadStore;
   resultMb: number;
   resultGzipKb: number;
   rows: HeavyReadRow[];
@@ -46,12 +50,27 @@ export interface HeavyReadFigures {
 
 const count = (ends: ReadEnd[], status: number) => ends.filter((e) => e.status === status).length;
 
-export async function measureHeavyReads(reads = 8): Promise<HeavyReadFigures> {
+/** The store the gateway reads, and the settings that point it there. */
+async function storeFor(kind: HeavyReadStore, dir: string) {
+  if (kind === 'embedded')
+    return { store: new SqliteStore({ path: join(dir, 'perfwatch.sqlite') }), env: { PERFWATCH_DATA_DIR: dir } };
+  const ferret = await startFerretDb({ binary: join(root, '.tools/bin/ferretdb'), dir: join(dir, 'db') });
+  const env = { MONGODB_URI: ferret.url, MONGODB_DB: 'heavy' };
+  return { store: new MongoStore({ uri: ferret.url, dbName: 'heavy' }) as Store, env, stop: () => ferret.stop() };
+}
+
+export async function measureHeavyReads(
+  kind: HeavyReadStore = 'embedded',
+  reads = 4 * DEFAULT_HEAVY_READS,
+): Promise<HeavyReadFigures> {
   const dir = await mkdtemp(join(tmpdir(), 'perfwatch-heavy-reads-'));
   const nats = await startNatsServer({ binary: join(root, '.tools/bin/nats-server'), dir: join(dir, 'nats') });
+  const { store, env, stop } = await storeFor(kind, dir).catch(async (error: unknown) => {
+    await nats.stop();
+    throw error;
+  });
   try {
     const dates = [new Date('2026-11-01T10:00:00Z'), new Date('2026-11-02T10:00:00Z')];
-    const store = new SqliteStore({ path: join(dir, 'perfwatch.sqlite') });
     await store.init();
     const seeded = await seedLargestResults(store, dates);
     await store.close();
@@ -64,7 +83,7 @@ export async function measureHeavyReads(reads = 8): Promise<HeavyReadFigures> {
     for (const places of [DEFAULT_HEAVY_READS, reads]) {
       const server = await spawnServer(
         'gateway',
-        { NATS_URL: nats.url, PERFWATCH_DATA_DIR: dir, MAX_HEAVY_READS: String(places) },
+        { NATS_URL: nats.url, ...env, MAX_HEAVY_READS: String(places) },
         { nodeFlags: IMAGE_NODE_FLAGS },
       );
       try {
@@ -89,7 +108,7 @@ export async function measureHeavyReads(reads = 8): Promise<HeavyReadFigures> {
             baselineMb,
             peakMb,
             growthMb: peakMb - baselineMb,
-            boundMb: (places * HEAVY_READ_PEAK_BYTES) / MiB,
+            boundMb: (places * HEAVY_READ_PEAK_BYTES + YOUNG_GENERATION_BYTES) / MiB,
           };
           process.stdout.write(`heavy reads: ${JSON.stringify(row)}\n`);
           rows.push(row);
@@ -107,14 +126,23 @@ export async function measureHeavyReads(reads = 8): Promise<HeavyReadFigures> {
         await server.stop();
       }
     }
-    return { resultMb: seeded.result.json.byteLength / MiB, resultGzipKb: seeded.result.gzip.byteLength / 1024, rows };
+    return {
+      store: kind,
+      resultMb: seeded.result.json.byteLength / MiB,
+      resultGzipKb: seeded.result.gzip.byteLength / 1024,
+      rows,
+    };
   } finally {
+    await stop?.();
     await nats.stop();
     await rm(dir, { recursive: true, force: true });
   }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const figures = await measureHeavyReads(Number(process.argv[2] ?? 8));
+  const figures = await measureHeavyReads(
+    (process.argv[2] ?? 'embedded') as HeavyReadStore,
+    Number(process.argv[3] ?? 4 * DEFAULT_HEAVY_READS),
+  );
   console.log(JSON.stringify(figures, (_k, v: unknown) => (typeof v === 'number' ? Math.round(v * 100) / 100 : v), 2));
 }

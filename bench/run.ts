@@ -17,6 +17,7 @@ import { measureRepeatability, repeatabilitySection } from './repeatability.ts';
 import { measureStoredBytes, storedBytesSection } from './stored-bytes.ts';
 import { durabilitySection, measureDurability } from './sqlite-durability.ts';
 import { measureVerdicts, verdictsSection } from './verdicts.ts';
+import { measureHeavyReads, type HeavyReadFigures, type HeavyReadRow } from './heavy-reads.ts';
 
 /** Where the embedded server's peak RSS grew, level by level: what the flatness goal reads. */
 const rssGrowth = (f: OverviewFigures) =>
@@ -169,6 +170,26 @@ const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise
         '"direct" is the same query read straight from the store in the bench process (node:sqlite; or the MongoDB driver decoding each document): the bound of what the server can stream. Records reach the client as JSON over HTTP. FerretDB v1 uses no index for these queries and scans its whole collection for each read, so there each level\'s records are added just before it is read, and the million-record level is left out by default (`BENCH_OVERVIEW_FERRETDB_RECORDS=1000000` runs it, about 15 minutes); `BENCH_MONGODB_URI` is not used here.' +
           rssGrowth(first!) +
           " Where the embedded server's growth between 10,000 and 100,000 records is (measured 2026-11-25 with `node bench/overview-memory.ts embedded`, peak RSS at 10k / 100k / 1M records): not V8's heap, since with the young generation at 1 MB it is 166 / 186 / 186 MB, and with the old generation also capped at 24 MB instead of 96 it is 142 / 170 / 171 MB; it is native memory outside the heap that reaches its size once and stays there, held in glibc's per-thread malloc arenas: with `MALLOC_ARENA_MAX=1` it is 159 / 175 / 175 MB, a ratio of 1.10. Not set in the images: one malloc arena would serialise the allocations of the thread pool's zlib work.",
+        '',
+      ];
+    },
+  },
+  {
+    name: 'heavy-reads',
+    headings: ['## Heavy reads'],
+    async measure() {
+      const stores = [await measureHeavyReads('embedded'), await measureHeavyReads('mongo-wire')];
+      const { resultMb, resultGzipKb } = stores[0]!;
+      const row = (f: HeavyReadFigures, r: HeavyReadRow) =>
+        `| ${f.store === 'embedded' ? 'embedded (SQLite)' : 'MongoDB-wire (FerretDB v1)'} | ${r.what === 'compare, alone' ? '1 compare' : `${r.reads} ${r.what.split(' ')[0]}`} | ${r.places} | ${r.ok} / ${r.refused} | ${r.seconds.toFixed(1)} s | ${r.baselineMb.toFixed(0)} MB | ${r.peakMb.toFixed(0)} MB | ${r.growthMb.toFixed(0)} MB | ${r.boundMb.toFixed(0)} MB | ${(r.growthMb / r.boundMb).toFixed(2)} |`;
+      return [
+        `## Heavy reads (/v1/compare and /v1/audit of two snapshots holding the largest result an agent may send, ${resultMb.toFixed(1)} MiB of JSON and ${Math.round(resultGzipKb)} kB of gzip, in each of their 12 cells; goal: peak RSS under the gateway's 512 MiB limit, growth within the places × 32 MiB and V8's 48 MiB young generation)`,
+        '',
+        '| store | reads at once | places (MAX_HEAVY_READS) | answered / refused (503) | wall time | RSS after one small read | peak RSS | growth | bound: places × 32 MiB + 48 MiB | growth ÷ bound |',
+        '|---|---|---|---|---|---|---|---|---|---|',
+        ...stores.flatMap((f) => f.rows.map((r) => row(f, r))),
+        '',
+        "`perfwatch gateway` as a process of its own (V8's young generation as its image sets it, 2 × 16 MB semi-spaces), its RSS from /proc: the baseline after one compare and one audit of a single cell, the peak (VmHWM, reset before) while the reads run; the client reads every answer as it arrives. A compare reads 24 results and an audit 12, 192 MB of JSON. Places: 4 as shipped (heavy-reads.ts: 128 MiB of the 512 MiB limit for reads holding 32 MiB each), and one per read, to show what the limit holds back. Reads beyond the places wait 5 s for one, then get 503 with Retry-After. Each result is handed back as soon as a read is done with it (a compare once it has read its audits, an audit once the socket has taken it), not left for V8 to collect: before that, four audits at once held eleven 16 MiB results (+178 MB of array buffers) and grew the gateway by up to 176 MB. Before (2026-11-25, the same bench against the code before the change, embedded store): the store inflated every cell of a snapshot at once and a compare parsed each of its 24 results into objects; one compare alone peaked at 1,148–1,169 MB (+850–870 MB), 8 at once at 1,338 MB (+1,034 MB, 37 s; a second run ended with the connection reset), one audit at 451 MB (+155 MB) and 8 audits at once at 1,812 MB (+1,514 MB): past the 512 MiB limit with a single compare.",
         '',
       ];
     },

@@ -6,9 +6,12 @@ const MiB = 1024 * 1024;
  * What one read of stored results (/v1/audit, /v1/compare) holds at its peak, however many cells
  * it reads: the result it has inflated, up to MAX_REPLY_INFLATED_BYTES (16 MiB, the largest an
  * agent's reply may inflate to, so the largest stored), while it is written or summarised (the
- * store hands out one at a time); and, within a second 16 MiB, that result's compressed bytes
- * (at most NATS's max_payload, 1 MB as shipped), the previous one not yet collected and compare's
- * two summaries (1,000 audits each at most). bench/heavy-reads.ts measures it.
+ * store hands out one at a time, and each is handed back once done with: releaseResult); and,
+ * within a second 16 MiB, that result's compressed bytes (at most NATS's max_payload: 1 MB as
+ * shipped, up to 16 MiB where an operator raises it), compare's two summaries (1,000 audits each
+ * at most) and results under a megabyte left to the collector. Measured (bench/heavy-reads.ts):
+ * sixteen audits of 16 MiB results asked at once, four reading, grew the gateway by 58–99 MB;
+ * sixteen compares by at most 17 MB.
  */
 export const HEAVY_READ_PEAK_BYTES = 2 * MAX_REPLY_INFLATED_BYTES;
 

@@ -1,7 +1,7 @@
-import { gzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { loadLhr } from '../../test/support/lhr-fixtures.ts';
-import { BadResultBytes, inflateResult, ResultBytes, withStoredResult } from './result-bytes.ts';
+import { BadResultBytes, inflateResult, releaseResult, ResultBytes, withStoredResult } from './result-bytes.ts';
 
 const gz = (text: string) => gzipSync(Buffer.from(text));
 
@@ -56,5 +56,21 @@ describe('withStoredResult', () => {
     }
     const latin1 = Buffer.from([...Buffer.from('{"a":"'), 0xe9, ...Buffer.from('"}')]);
     expect(withStoredResult({}, gzipSync(latin1)).lighthouseJson.toString('utf8')).toBe('{"a":"\ufffd"}');
+  });
+});
+
+describe('releaseResult', () => {
+  it("hands back a large result's memory at once, and leaves a small one (its memory may be shared) alone", () => {
+    const large = gunzipSync(gzipSync(Buffer.alloc(2 * 1024 * 1024, 0x20)));
+    const before = process.memoryUsage().arrayBuffers;
+    releaseResult(large);
+    expect(large.byteLength).toBe(0);
+    expect(before - process.memoryUsage().arrayBuffers).toBeGreaterThanOrEqual(2 * 1024 * 1024);
+    releaseResult(large);
+    const small = Buffer.from('{"a":1}');
+    const neighbour = Buffer.from('{"b":2}');
+    releaseResult(small);
+    expect(small.toString()).toBe('{"a":1}');
+    expect(neighbour.toString()).toBe('{"b":2}');
   });
 });

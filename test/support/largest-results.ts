@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import {
   DEVICES,
@@ -84,14 +85,19 @@ export async function seedLargestResults(
   return { token, url: project.url, result };
 }
 
-/** How one read ended: its status, Retry-After, the bytes of its answer, and the answer itself when small. */
+/** How one read ended: its status, Retry-After, the bytes of its answer and their digest, and the answer itself when small. */
 export interface ReadEnd {
   status: number;
   retryAfter: string | null;
   bytes: number;
-  /** The answer, parsed, when it is under 1 MB (a compare's, an error's); an audit's is only counted. */
+  /** SHA-256 of the answer, hex: answers to the same read must be the same bytes. */
+  sha256: string;
+  /** The answer, parsed, when it is under SMALL_ANSWER (a compare's, an error's, a one-cell audit's). */
   body?: unknown;
 }
+
+/** Answers kept and parsed whole: up to one cell of these snapshots (16 MiB of result). */
+const SMALL_ANSWER = 20 * 1024 * 1024;
 
 /**
  * `paths` asked of `base` at once, each answer read to its end as it arrives (never held: an
@@ -102,13 +108,20 @@ export function readAtOnce(base: string, token: string, paths: readonly string[]
     paths.map(async (path) => {
       const res = await fetch(`${base}${path}`, { headers: { Authorization: token } });
       const head: Buffer[] = [];
+      const hash = createHash('sha256');
       let bytes = 0;
       for await (const chunk of res.body!) {
-        if (bytes < 1024 * 1024) head.push(Buffer.from(chunk));
+        if (bytes < SMALL_ANSWER) head.push(Buffer.from(chunk));
+        hash.update(chunk);
         bytes += chunk.byteLength;
       }
-      const end: ReadEnd = { status: res.status, retryAfter: res.headers.get('retry-after'), bytes };
-      return bytes < 1024 * 1024 ? { ...end, body: JSON.parse(Buffer.concat(head).toString('utf8')) as unknown } : end;
+      const end: ReadEnd = {
+        status: res.status,
+        retryAfter: res.headers.get('retry-after'),
+        bytes,
+        sha256: hash.digest('hex'),
+      };
+      return bytes < SMALL_ANSWER ? { ...end, body: JSON.parse(Buffer.concat(head).toString('utf8')) as unknown } : end;
     }),
   );
 }

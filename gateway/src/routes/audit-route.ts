@@ -3,9 +3,10 @@ import { ApiError, formatApiDateTime } from '@perfwatch/common';
 import { auditResultPieces } from '../audit-view.ts';
 import { whileConnected, type HeavyReads } from '../heavy-reads.ts';
 import { auditBodySchema, auditQuerySchema, parseRequest } from '../request-params.ts';
-import type { Store } from '../store/store.ts';
+import { releaseResult } from '../result-bytes.ts';
+import type { Store, StoredCell } from '../store/store.ts';
 import { callerProject } from './caller-project.ts';
-import { writeJsonPieces } from './written.ts';
+import { GATHER_SIZE, writeJsonPieces } from './written.ts';
 
 /**
  * `GET|POST /v1/audit`: the snapshot of a project at one second, optionally filtered. Its cells
@@ -23,14 +24,23 @@ export function auditRoute({ store, reads, stallMs = 30_000 }: { store: Store; r
       throw new ApiError('NOT_FOUND', 'No snapshot at that date.', [
         `date: the project has no snapshot at ${formatApiDateTime(params.date)}`,
       ]);
-    await reads.run(
-      () =>
-        writeJsonPieces(
-          res,
-          auditResultPieces(snapshot, project, (cell) => cell.resultJson(), filter),
-          stallMs,
-        ),
+    // Each large result is handed back once the client has it: writeJsonPieces writes a piece of
+    // GATHER_SIZE or more, and waits until the socket has taken it, before it asks for the next;
+    // so when a cell's result is asked for, the one before it is the client's. The last one is
+    // the client's once the whole answer has left ('finish'); one cut short is left to the collector.
+    let previous: Buffer | undefined;
+    const jsonOf = async (cell: StoredCell) => {
+      if (previous && previous.byteLength >= GATHER_SIZE) releaseResult(previous);
+      previous = await cell.resultJson();
+      return previous;
+    };
+    const written = await reads.run(
+      () => writeJsonPieces(res, auditResultPieces(snapshot, project, jsonOf, filter), stallMs),
       whileConnected(res),
     );
+    const last = previous;
+    if (written.end !== 'written' || !last) return;
+    if (res.writableFinished) releaseResult(last);
+    else res.once('finish', () => releaseResult(last));
   };
 }

@@ -4,6 +4,7 @@ import { compareSnapshots } from '../compare-view.ts';
 import { whileConnected, type HeavyReads } from '../heavy-reads.ts';
 import { compareBodySchema, compareQuerySchema, parseRequest } from '../request-params.ts';
 import { auditsOfJson } from '../result-audits.ts';
+import { releaseResult } from '../result-bytes.ts';
 import type { Store } from '../store/store.ts';
 import { callerProject } from './caller-project.ts';
 
@@ -30,7 +31,16 @@ export function compareRoute({ store, reads }: { store: Store; reads: HeavyReads
       .map(([, name, date]) => `${name}: the project has no snapshot at ${formatApiDateTime(date)}`);
     if (errors.length > 0) throw new ApiError('NOT_FOUND', 'No snapshot at that date.', errors);
     const compared = await reads.run(
-      () => compareSnapshots(project.url, from!, to!, async (cell) => auditsOfJson(await cell.resultJson())),
+      () =>
+        compareSnapshots(project.url, from!, to!, async (cell) => {
+          const json = await cell.resultJson();
+          try {
+            return auditsOfJson(json);
+          } finally {
+            // The summary holds copies of what it read: the bytes are no one's now.
+            releaseResult(json);
+          }
+        }),
       whileConnected(res),
     );
     res.json(compared);

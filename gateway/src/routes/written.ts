@@ -31,9 +31,11 @@ async function written(res: Response, pieces: ReadonlyArray<string | Uint8Array>
 
 /**
  * Gathered before a write (a text piece counted by its characters, bytes by their length): few
- * syscalls, and little memory per answer (a thousand sync answers may be written at once).
+ * syscalls, and little memory per answer (a thousand sync answers may be written at once). A
+ * piece this large is written at once, and the socket has taken it before the next is asked
+ * for (the audit route hands a result's memory back then).
  */
-const GATHER_SIZE = 64 * 1024;
+export const GATHER_SIZE = 64 * 1024;
 
 /** How an answer written in pieces ended: whole, cut off for a client that stopped reading, a client gone, or a piece that failed. */
 export type PiecesEnd = { end: 'written' | 'stalled' | 'gone' } | { end: 'failed'; error: unknown };
