@@ -141,6 +141,7 @@ function apiRouter({
   store,
   updates,
   logger,
+  metrics,
   startAsync,
   bodyLimit = '100kb',
   rateLimits = { updates: 60, reads: 600 },
@@ -171,7 +172,11 @@ function apiRouter({
     updateRoute({ store, updates, startAsync, credentialTrust, ...(syncUpdates ? { syncUpdates } : {}) }),
   );
   // One set of places for both: together they are what holds stored results in memory.
-  const reads = heavyReadLimit({ atOnce: maxHeavyReads });
+  const reads = heavyReadLimit({
+    atOnce: maxHeavyReads,
+    ...(metrics ? { onRefused: () => metrics.heavyReadRefused() } : {}),
+  });
+  metrics?.watchHeavyReads(reads);
   v1.all('/audit', ...before, readLimit, auditRoute({ store, reads }));
   v1.all('/compare', ...before, readLimit, compareRoute({ store, reads }));
   v1.all('/updates', ...before, readLimit, updatesRoute({ store }));

@@ -40,7 +40,8 @@ describe('heavyReadLimit', () => {
 
   it('refuses a read that waited its while, in the envelope with Retry-After, and frees the place of one that failed', async () => {
     vi.useFakeTimers();
-    const reads = heavyReadLimit({ atOnce: 1, waitMs: 5_000 });
+    let counted = 0;
+    const reads = heavyReadLimit({ atOnce: 1, waitMs: 5_000, onRefused: () => counted++ });
     const held = pending();
     const running = reads.run(held.read);
     const waiting = reads.run(async () => 'never').catch((error: unknown) => error);
@@ -50,6 +51,8 @@ describe('heavyReadLimit', () => {
     expect(refused.httpStatus).toBe(503);
     expect(refused.headers).toEqual({ 'Retry-After': String(HEAVY_READ_RETRY_AFTER_S) });
     expect(refused.toEnvelope()).toMatchObject({ status: 'SERVICE_UNAVAILABLE' });
+    // Counted once (perfwatch_heavy_reads_refused_total).
+    expect(counted).toBe(1);
     expect([reads.active, reads.waiting]).toEqual([1, 0]);
     held.end();
     await running;

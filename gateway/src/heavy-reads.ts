@@ -65,11 +65,22 @@ export function heavyReadLimit({
   atOnce = DEFAULT_HEAVY_READS,
   waitMs = HEAVY_READ_WAIT_MS,
   maxWaiting = MAX_WAITING_READS,
-}: { atOnce?: number; waitMs?: number; maxWaiting?: number } = {}): HeavyReads {
+  onRefused,
+}: {
+  atOnce?: number;
+  waitMs?: number;
+  maxWaiting?: number;
+  /** Told of every read refused for want of a place (a metric counts them). */
+  onRefused?: () => void;
+} = {}): HeavyReads {
   let active = 0;
   const queue: Array<() => void> = [];
 
-  const refused = () =>
+  const refused = (): ApiError => {
+    onRefused?.();
+    return refusal();
+  };
+  const refusal = () =>
     new ApiError(
       'SERVICE_UNAVAILABLE',
       'Too many snapshot reads at once; try again shortly.',

@@ -35,6 +35,10 @@ export interface GatewayMetrics extends UpdateObserver {
   webhookAttempt(outcome: 'delivered' | 'retry' | 'failed'): void;
   /** A stored record a list read skipped because it could not be parsed, by its kind. */
   recordSkipped(kind: string): void;
+  /** A read of stored results (/v1/audit, /v1/compare) refused with 503: no place came in time. */
+  heavyReadRefused(): void;
+  /** Reports the reads of stored results running and waiting, as scraped. */
+  watchHeavyReads(reads: { readonly active: number; readonly waiting: number }): void;
 }
 
 /** A gauge read when scraped: `collect` sets its values. */
@@ -83,7 +87,10 @@ export function createGatewayMetrics({
 }): GatewayMetrics {
   const registry = createMetricsRegistry();
   const { counter, histogram, gauge } = metricsIn(registry);
-  const { httpDuration, updates, dispatch, runs, webhookAttempts, skippedRecords } = eventMetrics(counter, histogram);
+  const { httpDuration, updates, dispatch, runs, webhookAttempts, skippedRecords, heavyReadsRefused } = eventMetrics(
+    counter,
+    histogram,
+  );
   agentGauges(gauge, agents);
   queueGauges(gauge, queueDepth, pendingUpdates);
   // Without NATS (perfwatch start's in-process bus) there is no connection to report.
@@ -107,6 +114,20 @@ export function createGatewayMetrics({
     recordSkipped(kind) {
       skippedRecords.inc({ kind });
     },
+    heavyReadRefused() {
+      heavyReadsRefused.inc();
+    },
+    watchHeavyReads(reads) {
+      gauge(
+        'perfwatch_heavy_reads',
+        'Reads of stored results (/v1/audit, /v1/compare) holding one of the MAX_HEAVY_READS places, and waiting for one.',
+        ['state'],
+        (set) => {
+          set({ state: 'active' }, reads.active);
+          set({ state: 'waiting' }, reads.waiting);
+        },
+      );
+    },
   };
 }
 
@@ -120,6 +141,8 @@ const HELP = {
     'Successful runs kept in snapshots by location, device and verdict (reliable, suspect); suspect runs are measured again, and a rising share of them says an agent is overloaded or its host busy.',
   perfwatch_webhook_attempts_total:
     'Webhook delivery attempts by outcome: delivered, retry (the receiver failed; tried again later), failed (given up after WEBHOOK_GIVE_UP_AFTER_MS).',
+  perfwatch_heavy_reads_refused_total:
+    'Reads of stored results (/v1/audit, /v1/compare) refused with 503 because no place came free within 5 s: MAX_HEAVY_READS is too small for the traffic, or some reads are slow (large results, slow clients).',
   perfwatch_store_records_skipped_total:
     "Stored records a list read skipped because they could not be parsed (written by another version or by hand), by kind; each is logged with its id. Any rise wants a look: the record's owner misses it.",
 } as const;
@@ -143,7 +166,8 @@ function eventMetrics(
   const runs = counter('perfwatch_runs_total', ['location', 'device', 'verdict']);
   const webhookAttempts = counter('perfwatch_webhook_attempts_total', ['outcome']);
   const skippedRecords = counter('perfwatch_store_records_skipped_total', ['kind']);
-  return { httpDuration, updates, dispatch, runs, webhookAttempts, skippedRecords };
+  const heavyReadsRefused = counter('perfwatch_heavy_reads_refused_total', []);
+  return { httpDuration, updates, dispatch, runs, webhookAttempts, skippedRecords, heavyReadsRefused };
 }
 
 /** Live agents and their run slots per location, from their announcements. */
