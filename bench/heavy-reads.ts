@@ -16,7 +16,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { formatApiDateTime } from '@perfwatch/common';
 import { MongoStore, SqliteStore, type Store } from '@perfwatch/gateway';
-import { DEFAULT_HEAVY_READS, HEAVY_READ_PEAK_BYTES, YOUNG_GENERATION_BYTES } from '../gateway/src/heavy-reads.ts';
+import {
+  DEFAULT_HEAVY_READS,
+  HEAVY_READ_PEAK_BYTES,
+  YOUNG_GENERATION_BYTES,
+} from '../gateway/src/snapshots/heavy-reads.ts';
 import { readAtOnce, seedLargestResults, type ReadEnd } from '../test/support/largest-results.ts';
 import { startFerretDb, startNatsServer } from '../test/support/local-servers.ts';
 import { root, spawnServer } from './local-stack.ts';

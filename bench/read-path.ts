@@ -37,7 +37,7 @@ import {
   type ProjectRecord,
 } from '@perfwatch/gateway';
 import { startFerretDb, startNatsServer } from '../test/support/local-servers.ts';
-import { buildLocationSnapshot } from '../gateway/src/snapshot-builder.ts';
+import { buildLocationSnapshot } from '../gateway/src/updates/snapshot-builder.ts';
 import { loadLeanLhr } from '../test/support/lhr-fixtures.ts';
 import { root, spawnServer } from './local-stack.ts';
 

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { receivedRun, SqliteStore } from '@perfwatch/gateway';
 import type { NewLocationSnapshot, ProjectRecord } from '../gateway/src/store/store.ts';
 import type { Device } from '@perfwatch/common';
-import { buildLocationSnapshot } from '../gateway/src/snapshot-builder.ts';
+import { buildLocationSnapshot } from '../gateway/src/updates/snapshot-builder.ts';
 import { loadLeanLhr } from '../test/support/lhr-fixtures.ts';
 
 type Mode = 'normal' | 'full';

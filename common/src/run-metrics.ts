@@ -13,7 +13,7 @@ export const runMetricsSchema = z.object({
 });
 export type RunMetrics = z.infer<typeof runMetricsSchema>;
 
-/** The gateway's verdict on a run (gateway/src/run-verdicts.ts). */
+/** The gateway's verdict on a run (gateway/src/updates/run-verdicts.ts). */
 export const runVerdictSchema = z.enum(['reliable', 'suspect']);
 export type RunVerdict = z.infer<typeof runVerdictSchema>;
 

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { LOCATIONS, logLevelSchema, natsEnvSchema, parseEnv, type Location } from '@perfwatch/common';
-import { DEFAULT_MAX_RUNS_IN_FLIGHT } from './nats-dispatcher.ts';
-import { DEFAULT_HEAVY_READS } from './heavy-reads.ts';
-import { DEFAULT_MAX_WEBHOOKS_PER_USER } from './webhook-registry.ts';
-import { SENDER_DEFAULTS } from './webhook-sender.ts';
+import { DEFAULT_MAX_RUNS_IN_FLIGHT } from './dispatch/nats/nats-dispatcher.ts';
+import { DEFAULT_HEAVY_READS } from './snapshots/heavy-reads.ts';
+import { DEFAULT_MAX_WEBHOOKS_PER_USER } from './alerts/webhook-registry.ts';
+import { SENDER_DEFAULTS } from './alerts/webhook-sender.ts';
 
 export const gatewayEnvSchema = natsEnvSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),

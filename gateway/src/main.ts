@@ -9,12 +9,12 @@ import {
 } from '@perfwatch/common';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { loadGatewayConfig } from './config.ts';
-import { GATEWAY_NATS_OPTIONS } from './nats-offer.ts';
-import { startGateway, type GatewayRuntime } from './gateway-runtime.ts';
+import { GATEWAY_NATS_OPTIONS } from './dispatch/nats/nats-offer.ts';
+import { startGateway, type GatewayRuntime } from './runtime.ts';
 import { MongoStore } from './store/mongo-store.ts';
 import { storeFromEnv } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
-import { isSettingsError, mongoHosts, startStartingServer, waitForDependency } from './wait-for-dependencies.ts';
+import { isSettingsError, mongoHosts, startStartingServer, waitForDependency } from './http/wait-for-dependencies.ts';
 
 /** `perfwatch gateway`: the only place of the gateway program that reads the environment. */
 export async function main(env: Readonly<Record<string, string | undefined>>): Promise<void> {

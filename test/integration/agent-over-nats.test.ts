@@ -15,7 +15,7 @@ import {
   receiveReply,
   type AuditJob,
 } from '@perfwatch/common';
-import { buildLocationSnapshot } from '../../gateway/src/snapshot-builder.ts';
+import { buildLocationSnapshot } from '../../gateway/src/updates/snapshot-builder.ts';
 import { startAgent } from '@perfwatch/agent';
 import { createNatsDispatcher, startAgentRegistry } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';

@@ -4,7 +4,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditResultSchema, compareResultSchema, errorEnvelopeSchema, formatApiDateTime } from '@perfwatch/common';
 import { SqliteStore } from '@perfwatch/gateway';
-import { DEFAULT_HEAVY_READS, HEAVY_READ_PEAK_BYTES, YOUNG_GENERATION_BYTES } from '../../gateway/src/heavy-reads.ts';
+import {
+  DEFAULT_HEAVY_READS,
+  HEAVY_READ_PEAK_BYTES,
+  YOUNG_GENERATION_BYTES,
+} from '../../gateway/src/snapshots/heavy-reads.ts';
 import { peakRssMb, resetPeakRss, rssMb } from '../../bench/process-stats.ts';
 import { readAtOnce, seedLargestResults, type ReadEnd } from '../support/largest-results.ts';
 import { spawnGateway, type PerfwatchProcess } from '../support/perfwatch-process.ts';

@@ -4,10 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhookSignature } from '@perfwatch/common';
 import { createSecretBox, type MongoStore, type ProjectRecord } from '@perfwatch/gateway';
-import { createWebhookOutbox } from '../../gateway/src/webhook-outbox.ts';
-import { addWebhook, type WebhookRules } from '../../gateway/src/webhook-registry.ts';
-import { startWebhookSender } from '../../gateway/src/webhook-sender.ts';
-import { createWebhookTargets } from '../../gateway/src/webhook-targets.ts';
+import { createWebhookOutbox } from '../../gateway/src/alerts/webhook-outbox.ts';
+import { addWebhook, type WebhookRules } from '../../gateway/src/alerts/webhook-registry.ts';
+import { startWebhookSender } from '../../gateway/src/alerts/webhook-sender.ts';
+import { createWebhookTargets } from '../../gateway/src/alerts/webhook-targets.ts';
 import { measuredWait } from '../support/measured-wait.ts';
 import { silentLogger, testStore } from '../support/test-services.ts';
 

@@ -1,6 +1,6 @@
 import type { AuditRunResult, Device, LighthouseResult, Location, RunConditions } from '@perfwatch/common';
 import { receivedRun, ResultBytes, type LocationSnapshot, type NewLocationSnapshot } from '@perfwatch/gateway';
-import { buildLocationSnapshot } from '../../gateway/src/snapshot-builder.ts';
+import { buildLocationSnapshot } from '../../gateway/src/updates/snapshot-builder.ts';
 
 /** A run's conditions as a calm agent reports them: alone, as fast as its baseline. */
 export const CALM_CONDITIONS: RunConditions = {

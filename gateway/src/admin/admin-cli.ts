@@ -11,14 +11,14 @@ import {
   type PageAuth,
 } from '@perfwatch/common';
 import { gatewayEnvSchema } from '../config.ts';
-import { describeAuth } from '../project-auth.ts';
-import { createSecretBox, SecretKeyError } from '../secret-box.ts';
+import { describeAuth } from '../projects/project-auth.ts';
+import { createSecretBox, SecretKeyError } from '../accounts/secret-box.ts';
 import { storeEnvFields, storeFromEnv } from '../store/open-store.ts';
 import type { Store } from '../store/store.ts';
 import { AdminError, createAdmin, type Admin, type IssuedTokenView, type TokenOptions } from './admin.ts';
 import { recomputeKpis } from './recompute-kpis.ts';
-import { createWebhookTargets } from '../webhook-targets.ts';
-import { hasExpired, tokenExpiry, TokenExpiryError } from '../tokens.ts';
+import { createWebhookTargets } from '../alerts/webhook-targets.ts';
+import { hasExpired, tokenExpiry, TokenExpiryError } from '../accounts/tokens.ts';
 
 const USAGE = `usage: perfwatch admin <command>
   create-user NAME [--expires WHEN]

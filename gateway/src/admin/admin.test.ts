@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { PageAuth } from '@perfwatch/common';
-import { readProjectAuth } from '../project-auth.ts';
-import { createSecretBox } from '../secret-box.ts';
+import { readProjectAuth } from '../projects/project-auth.ts';
+import { createSecretBox } from '../accounts/secret-box.ts';
 import { SqliteStore } from '../store/sqlite-store.ts';
 import type { Store } from '../store/store.ts';
 import { createAdmin } from './admin.ts';

@@ -1,8 +1,8 @@
 import { CronExpressionParser } from 'cron-parser';
 import { LOCATIONS, pageAuthSchema, type Budgets, type Location, type PageAuth, type Webhook } from '@perfwatch/common';
-import { readProjectAuth, sealProjectAuth } from '../project-auth.ts';
-import { createSecretBox, SecretKeyError, type SecretBox } from '../secret-box.ts';
-import { normalizeProjectUrl } from '../request-params.ts';
+import { readProjectAuth, sealProjectAuth } from '../projects/project-auth.ts';
+import { createSecretBox, SecretKeyError, type SecretBox } from '../accounts/secret-box.ts';
+import { normalizeProjectUrl } from '../http/request-params.ts';
 import {
   DuplicateError,
   WebhookLimitReached,
@@ -11,10 +11,15 @@ import {
   type TokenRecord,
   type UserRecord,
 } from '../store/store.ts';
-import { issueToken } from '../tokens.ts';
-import { addWebhook, DEFAULT_MAX_WEBHOOKS_PER_USER, listWebhookViews, WebhookRefused } from '../webhook-registry.ts';
-import { openWebhookSecret, storedWebhookSecret, webhookSecretIsCurrent } from '../webhook-secrets.ts';
-import { createWebhookTargets, type WebhookTargets } from '../webhook-targets.ts';
+import { issueToken } from '../accounts/tokens.ts';
+import {
+  addWebhook,
+  DEFAULT_MAX_WEBHOOKS_PER_USER,
+  listWebhookViews,
+  WebhookRefused,
+} from '../alerts/webhook-registry.ts';
+import { openWebhookSecret, storedWebhookSecret, webhookSecretIsCurrent } from '../alerts/webhook-secrets.ts';
+import { createWebhookTargets, type WebhookTargets } from '../alerts/webhook-targets.ts';
 
 /** Writes rotate-secrets-key lets come between its read and its write of one project before it gives up on it. */
 const MAX_RESEAL_ATTEMPTS = 5;

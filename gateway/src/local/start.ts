@@ -24,7 +24,7 @@ import {
 } from '@perfwatch/agent';
 import { createAdmin, type Admin } from '../admin/admin.ts';
 import { gatewayConfigWith } from '../config.ts';
-import { startGateway } from '../gateway-runtime.ts';
+import { startGateway } from '../runtime.ts';
 import { storeEnvFields, storeFromEnv } from '../store/open-store.ts';
 import type { Store } from '../store/store.ts';
 import { startDemoSite } from './demo-site-server.ts';

@@ -24,7 +24,7 @@ import {
   type UserRecord,
   type WebhookRecord,
 } from './store.ts';
-import { storedResultJson, withStoredResult } from '../result-bytes.ts';
+import { storedResultJson, withStoredResult } from '../snapshots/result-bytes.ts';
 
 /**
  * How a backend keeps what is not a plain string or number: an id (an ObjectId in MongoDB,

@@ -11,7 +11,7 @@ import type {
   UpdateProgress,
   UpdateType,
 } from '@perfwatch/common';
-import type { ResultBytes } from '../result-bytes.ts';
+import type { ResultBytes } from '../snapshots/result-bytes.ts';
 import type { UnreadableRecords } from './unreadable-records.ts';
 
 /** What the KPI records of a project's field-data history hang on instead of a snapshot. */

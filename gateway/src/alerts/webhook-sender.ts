@@ -1,0 +1,330 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import { DELIVERY_HEADER, SIGNATURE_HEADER, signWebhookBody, PERFWATCH_VERSION } from '@perfwatch/common';
+import { SecretKeyError, type SecretBox } from '../accounts/secret-box.ts';
+import type { DeliveryRecord, Store, WebhookRecord } from '../store/store.ts';
+import { openWebhookSecret } from './webhook-secrets.ts';
+import { approveWebhookTarget, type WebhookTargets } from './webhook-targets.ts';
+
+/**
+ * When a failed delivery is tried again: doubling from `firstMs` up to `maxMs`, until
+ * `giveUpAfterMs` after the event. The schedule lives in the outbox (each delivery's
+ * nextAttemptAt), not in a process, so a retry library's in-memory loop does not fit.
+ */
+export interface RetryPolicy {
+  firstMs: number;
+  maxMs: number;
+  giveUpAfterMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { firstMs: 5_000, maxMs: 600_000, giveUpAfterMs: 86_400_000 };
+
+export function retryDelayMs(attempts: number, policy: RetryPolicy, random = Math.random): number {
+  const base = Math.min(policy.maxMs, policy.firstMs * 2 ** Math.max(0, attempts - 1));
+  // ±20 %: deliveries that failed together (a receiver down) do not all come back at once.
+  return Math.round(base * (0.8 + 0.4 * random()));
+}
+
+export interface WebhookSenderOptions {
+  store: Store;
+  logger: Logger;
+  /** Where deliveries may go (webhook-targets.ts), applied to the address connected to. */
+  targets: WebhookTargets;
+  /** Opens the sealed secrets deliveries are signed with. */
+  secrets: SecretBox;
+  pollMs?: number;
+  /** Deliveries this gateway posts at once, all users together (WEBHOOK_CONCURRENCY). */
+  concurrency?: number;
+  /** Deliveries of one user this gateway posts at once (WEBHOOK_IN_FLIGHT_PER_USER). */
+  perUser?: number;
+  /** The most one POST may take, all of it: resolving, connecting, sending, the whole answer (WEBHOOK_DEADLINE_MS). */
+  deadlineMs?: number;
+  retry?: RetryPolicy;
+  /** Delivered and failed deliveries older than this are deleted (WEBHOOK_DELIVERY_RETENTION_DAYS). */
+  retentionMs?: number;
+  /** How often that is done (RETENTION_EVERY_MS, as for snapshots). */
+  pruneEveryMs?: number;
+  /** Told of each attempt's outcome (metrics). */
+  onAttempt?: (outcome: 'delivered' | 'retry' | 'failed') => void;
+  now?: () => Date;
+}
+
+export const SENDER_DEFAULTS = { concurrency: 16, perUser: 2, deadlineMs: 10_000 } as const;
+
+/**
+ * How long a claim holds a delivery from other senders: twice the deadline. A post starts
+ * within the first half (an attempt whose reading of its webhook took longer does not post) and
+ * is cut at the deadline, so it is over before the claim ends; what is left covers recording the
+ * outcome and clocks of replicas a few seconds apart. Claims are only taken for a free slot,
+ * so none waits in a queue of this process while its claim runs.
+ */
+export const claimLeaseMs = (deadlineMs: number): number => 2 * deadlineMs;
+
+/** How an attempt ended: a 2xx is delivered; anything else is a reason to try again. */
+type Attempt = { ok: true } | { ok: false; error: string };
+
+const RESPONSE_LIMIT = 64 * 1024;
+
+/** `work`, or the deadline's reason once it passes first. */
+function beforeDeadline<T>(work: Promise<T>, deadline: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const late = () => reject(deadline.reason as Error);
+    deadline.addEventListener('abort', late, { once: true });
+    work.then(resolve, reject).finally(() => deadline.removeEventListener('abort', late));
+  });
+}
+
+/**
+ * Posts one body, all of it (resolving the host, connecting, sending, reading the answer) within
+ * `deadlineMs`: a receiver that answers a byte at a time holds a sender no longer than that. The
+ * host is resolved through the rules and the connection made to the address they approved (no
+ * second lookup a rebinding name could answer differently); redirects are not followed, so a
+ * receiver cannot send the delivery somewhere the rules refuse.
+ */
+export async function postWebhook(
+  target: string,
+  body: string,
+  headers: Record<string, string>,
+  { targets, deadlineMs }: { targets: WebhookTargets; deadlineMs: number },
+): Promise<Attempt> {
+  const url = new URL(target);
+  const deadline = AbortSignal.timeout(deadlineMs);
+  const late: Attempt = {
+    ok: false,
+    error: `no complete answer within ${deadlineMs} ms (WEBHOOK_DEADLINE_MS); the request was cut off`,
+  };
+  // Resolved (and judged) here, whether a name or an address literal (Node skips `lookup` for those).
+  let approved: { address: string; family: 4 | 6 };
+  try {
+    approved = await beforeDeadline(approveWebhookTarget(targets, url), deadline);
+  } catch (error) {
+    return deadline.aborted ? late : { ok: false, error: (error as Error).message.slice(0, 500) };
+  }
+  const lookup: LookupFunction = (_host, options, callback) => {
+    if (options.all)
+      (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [approved]);
+    else callback(null, approved.address, approved.family);
+  };
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve) => {
+    let settled = false;
+    const settle = (attempt: Attempt) => {
+      if (!settled) resolve(attempt);
+      settled = true;
+    };
+    const req = send(
+      url,
+      {
+        method: 'POST',
+        lookup,
+        signal: deadline,
+        headers: {
+          'Content-Type': 'application/json',
+          'Content-Length': String(Buffer.byteLength(body)),
+          'User-Agent': `perfwatch-webhooks/${PERFWATCH_VERSION}`,
+          ...headers,
+        },
+      },
+      (res: IncomingMessage) => {
+        let read = 0;
+        res.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          // Enough of an answer: its status is what counts.
+          if (read > RESPONSE_LIMIT) res.destroy();
+        });
+        res.on('error', () => undefined);
+        res.on('close', () => {
+          if (!res.complete && deadline.aborted) return settle(late);
+          const status = res.statusCode ?? 0;
+          settle(status >= 200 && status < 300 ? { ok: true } : { ok: false, error: `HTTP ${status}` });
+        });
+      },
+    );
+    req.on('error', (error) => settle(deadline.aborted ? late : { ok: false, error: error.message.slice(0, 500) }));
+    req.end(body);
+  });
+}
+
+/**
+ * Sends what the outbox holds: a due delivery is claimed when a slot is free for it (so
+ * replicas do not post the same one at once, and no claim runs out while it waits here), posted
+ * with its signature, and recorded delivered, due again later, or failed for good after the
+ * retry policy's day. At most `concurrency` posts at once, and `perUser` of one user's: a user
+ * whose receivers hang, or who has thousands due, holds that many slots and no more.
+ *
+ * Slots are counted here rather than with p-limit (a dependency already): p-limit queues work
+ * given to it, and a claimed delivery must not queue, since its claim runs from the moment it
+ * is taken; called only with a slot free, it would be a counter, which this is.
+ */
+export function createWebhookSender({
+  store,
+  logger,
+  targets,
+  secrets,
+  concurrency = SENDER_DEFAULTS.concurrency,
+  perUser = SENDER_DEFAULTS.perUser,
+  deadlineMs = SENDER_DEFAULTS.deadlineMs,
+  retry = DEFAULT_RETRY,
+  onAttempt,
+  now = () => new Date(),
+}: Omit<WebhookSenderOptions, 'pollMs' | 'retentionMs' | 'pruneEveryMs'>) {
+  const leaseMs = claimLeaseMs(deadlineMs);
+  const inFlight = new Set<Promise<void>>();
+  const perUserInFlight = new Map<string, number>();
+
+  async function attempt(delivery: DeliveryRecord, claimedAt: number): Promise<void> {
+    const hook = await store.findWebhook(delivery.webhookId);
+    if (!hook) {
+      await store.recordDeliveryAttempt(delivery.id, { status: 'failed', error: 'the webhook was removed' });
+      return;
+    }
+    const log = { delivery: delivery.id, webhook: hook.id, event: delivery.event, attempt: delivery.attempts + 1 };
+    if (performance.now() - claimedAt > leaseMs - deadlineMs) {
+      // Posting now could outlast the claim; it runs out and the delivery is taken again.
+      logger.warn(log, 'webhook delivery not posted: reading its webhook took most of its claim');
+      return;
+    }
+    const outcome = await signedPost(hook, delivery);
+    if (outcome.ok) {
+      await store.recordDeliveryAttempt(delivery.id, { status: 'delivered', at: now() });
+      logger.info(log, 'webhook delivered');
+      onAttempt?.('delivered');
+      return;
+    }
+    const nextAttemptAt = new Date(now().getTime() + retryDelayMs(delivery.attempts + 1, retry));
+    if (nextAttemptAt.getTime() - delivery.createdAt.getTime() > retry.giveUpAfterMs) {
+      await store.recordDeliveryAttempt(delivery.id, { status: 'failed', error: outcome.error });
+      logger.warn({ ...log, error: outcome.error }, 'webhook delivery given up');
+      onAttempt?.('failed');
+      return;
+    }
+    await store.recordDeliveryAttempt(delivery.id, { status: 'pending', error: outcome.error, nextAttemptAt });
+    logger.info({ ...log, error: outcome.error, nextAttemptAt }, 'webhook delivery failed; will retry');
+    onAttempt?.('retry');
+  }
+
+  /** The post, signed at this moment (`t` in the signature is when it was sent, not when the event happened). */
+  async function signedPost(hook: WebhookRecord, delivery: DeliveryRecord): Promise<Attempt> {
+    let secret: string;
+    try {
+      secret = openWebhookSecret(secrets, hook);
+    } catch (error) {
+      if (!(error instanceof SecretKeyError)) throw error;
+      return { ok: false, error: `the webhook's signing secret cannot be opened: ${error.message}` };
+    }
+    const signature = signWebhookBody(secret, delivery.body, Math.floor(now().getTime() / 1000));
+    return postWebhook(
+      hook.targetUrl,
+      delivery.body,
+      { [SIGNATURE_HEADER]: signature, [DELIVERY_HEADER]: delivery.id },
+      { targets, deadlineMs },
+    );
+  }
+
+  function start(delivery: DeliveryRecord, claimedAt: number): void {
+    const user = delivery.userId;
+    perUserInFlight.set(user, (perUserInFlight.get(user) ?? 0) + 1);
+    const running: Promise<void> = attempt(delivery, claimedAt)
+      .catch((error: unknown) =>
+        logger.error({ delivery: delivery.id, err: error }, 'webhook delivery could not be recorded'),
+      )
+      .finally(() => {
+        inFlight.delete(running);
+        const left = perUserInFlight.get(user)! - 1;
+        if (left === 0) perUserInFlight.delete(user);
+        else perUserInFlight.set(user, left);
+      });
+    inFlight.add(running);
+  }
+
+  /**
+   * Claims due deliveries one at a time while a slot is free, skipping users with `perUser` in
+   * flight, and starts each at once; returns how many it started, without waiting for them.
+   */
+  async function fill(): Promise<number> {
+    let started = 0;
+    while (inFlight.size < concurrency) {
+      const busy = [...perUserInFlight].filter(([, count]) => count >= perUser).map(([user]) => user);
+      const [delivery] = await store.claimDeliveries(now(), 1, leaseMs, busy);
+      if (!delivery) break;
+      start(delivery, performance.now());
+      started += 1;
+    }
+    return started;
+  }
+
+  return {
+    fill,
+    /** Settles when a post in flight ends (a slot frees); never while none is in flight. */
+    slotFreed: (): Promise<void> => (inFlight.size > 0 ? Promise.race(inFlight) : new Promise<void>(() => {})),
+    /** Settles when every post in flight has ended and been recorded. */
+    drain: async (): Promise<void> => {
+      while (inFlight.size > 0) await Promise.all(inFlight);
+    },
+    /** One round (tests): what is due and fits, posted and recorded; how many were taken. */
+    async sendDue(): Promise<number> {
+      const started = await fill();
+      while (inFlight.size > 0) await Promise.all(inFlight);
+      return started;
+    },
+  };
+}
+
+/**
+ * The sender, beside the updates and never in their way: it fills free slots whenever the
+ * outbox is looked at (every `pollMs`) and whenever a post ends, so the next due delivery starts
+ * as soon as a slot frees, not when a whole round has ended. Also prunes old deliveries.
+ */
+export function startWebhookSender({
+  pollMs = 1_000,
+  retentionMs,
+  pruneEveryMs = 3_600_000,
+  ...options
+}: WebhookSenderOptions) {
+  const sender = createWebhookSender(options);
+  const { logger, store, now = () => new Date() } = options;
+  const stopped = new AbortController();
+  let lastPrune = -Infinity;
+  let pruning = false;
+
+  function prune(): void {
+    if (retentionMs === undefined || pruning || performance.now() - lastPrune < pruneEveryMs) return;
+    lastPrune = performance.now();
+    pruning = true;
+    const before = new Date(now().getTime() - retentionMs);
+    store
+      .deleteDeliveriesBefore(before)
+      .then((deleted) => {
+        if (deleted > 0) logger.info({ deleted, before }, 'deleted webhook deliveries past retention');
+      })
+      .catch((error: unknown) => logger.warn({ err: error }, 'webhook deliveries past retention not deleted'))
+      .finally(() => (pruning = false));
+  }
+
+  const loop = (async () => {
+    while (!stopped.signal.aborted) {
+      prune();
+      try {
+        await sender.fill();
+      } catch (error) {
+        logger.warn({ err: error }, 'webhook outbox not readable; trying again');
+      }
+      await Promise.race([
+        sleep(pollMs, undefined, { signal: stopped.signal }).catch(() => undefined),
+        sender.slotFreed(),
+      ]);
+    }
+  })();
+
+  return {
+    /** Stops taking deliveries; those in flight end (within their deadline) and are recorded. */
+    async stop(): Promise<void> {
+      stopped.abort();
+      await loop;
+      await sender.drain();
+    },
+  };
+}

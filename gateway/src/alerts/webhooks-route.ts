@@ -1,0 +1,66 @@
+import type { Request, Response } from 'express';
+import { ApiError, type WebhookList } from '@perfwatch/common';
+import {
+  parseRequest,
+  WEBHOOK_PAGE,
+  WEBHOOKS_WRITES,
+  webhooksBodySchema,
+  webhooksQuerySchema,
+} from '../http/request-params.ts';
+import { WebhookLimitReached, type Store } from '../store/store.ts';
+import {
+  addWebhook,
+  listWebhookPage,
+  UnknownCursor,
+  webhookView,
+  WebhookRefused,
+  type WebhookRules,
+} from './webhook-registry.ts';
+import { callerProject } from '../accounts/caller-project.ts';
+
+/**
+ * `GET|POST /v1/webhooks`: a page of the caller's webhooks with their newest deliveries; with
+ * `targetUrl` one is added first (its secret in `created`, this once), with `remove` one is
+ * removed. The webhook errors become the API's here, and nowhere else.
+ */
+export function webhooksRoute({ store, rules }: { store: Store; rules: WebhookRules }) {
+  return async (req: Request, res: Response): Promise<void> => {
+    const params = parseRequest(req, { query: webhooksQuerySchema, body: webhooksBodySchema, writes: WEBHOOKS_WRITES });
+    const userId = req.caller!.userId;
+    const answer: Omit<WebhookList, 'webhooks'> = {};
+    if (params.action === 'add') {
+      const project = params.project === null ? null : await callerProject(store, req, params.project);
+      try {
+        const hook = await addWebhook(store, rules, {
+          userId,
+          targetUrl: params.targetUrl,
+          projectUrl: project?.url ?? null,
+          format: params.format,
+        });
+        answer.created = { ...webhookView(hook, []), secret: hook.secret };
+      } catch (error) {
+        if (error instanceof WebhookRefused)
+          throw new ApiError('BAD_REQUEST', 'The webhook target is refused.', [`targetUrl: ${error.message}`]);
+        if (error instanceof WebhookLimitReached)
+          throw new ApiError('BAD_REQUEST', 'Too many webhooks.', [
+            `targetUrl: ${error.message} (the gateway's WEBHOOK_MAX_PER_USER is ${error.limit})`,
+          ]);
+        throw error;
+      }
+    } else if (params.action === 'remove') {
+      if (!(await store.removeWebhook(userId, params.id)))
+        throw new ApiError('NOT_FOUND', 'Webhook not found.', [`remove: no webhook of yours has the id ${params.id}`]);
+      answer.removed = params.id;
+    }
+    let page: Awaited<ReturnType<typeof listWebhookPage>>;
+    try {
+      page = await listWebhookPage(store, userId, { ...params.page, limit: params.page.limit ?? WEBHOOK_PAGE.default });
+    } catch (error) {
+      if (error instanceof UnknownCursor)
+        throw new ApiError('BAD_REQUEST', 'Unknown page.', [`after: ${error.message}`]);
+      throw error;
+    }
+    // Never cached: a secret may be in it.
+    res.set('Cache-Control', 'no-store').json({ ...page, ...answer } satisfies WebhookList);
+  };
+}

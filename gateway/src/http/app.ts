@@ -1,0 +1,201 @@
+import { randomUUID } from 'node:crypto';
+import express, { type Express, type RequestHandler, type Router } from 'express';
+import type { Logger } from 'pino';
+import { pinoHttp } from 'pino-http';
+import { readinessAnswer, type Readiness } from '@perfwatch/common';
+import { apiDocsRouter } from './api-docs.ts';
+import { authenticate } from './auth.ts';
+import { dashboardRouter } from '../dashboard/dashboard-router.ts';
+import { DEFAULT_HEAVY_READS, heavyReadLimit } from '../snapshots/heavy-reads.ts';
+import { errorHandler, notFoundRoute, onlyGetAndPost } from './http-errors.ts';
+import { createOpenApiDocument } from './openapi.ts';
+import { acceptsJson, failedAuthGuard, jsonBodyOnly, perUserLimit } from './request-guards.ts';
+import { auditRoute } from '../snapshots/audit-route.ts';
+import { createSecretBox, type SecretBox } from '../accounts/secret-box.ts';
+import { annotationsRoute } from '../snapshots/annotations-route.ts';
+import { budgetsRoute } from '../projects/budgets-route.ts';
+import { compareRoute } from '../snapshots/compare-route.ts';
+import { credentialsRoute } from '../projects/credentials-route.ts';
+import { webhooksRoute } from '../alerts/webhooks-route.ts';
+import { overviewRoute } from '../snapshots/overview-route.ts';
+import { projectsRoute } from '../projects/projects-route.ts';
+import { updateRoute, type SyncUpdateLimit } from '../updates/update-route.ts';
+import { updatesRoute } from '../snapshots/updates-route.ts';
+import { updateStatusRoute } from '../updates/update-status-route.ts';
+import type { Store } from '../store/store.ts';
+import type { UpdateService } from '../updates/update-service.ts';
+import type { StartAsync } from '../updates/async-updates.ts';
+import { DEFAULT_MAX_WEBHOOKS_PER_USER } from '../alerts/webhook-registry.ts';
+import { createWebhookTargets, type WebhookTargets } from '../alerts/webhook-targets.ts';
+import { credentialTrust as credentialTrustOf, type CredentialTrust } from '../projects/credential-trust.ts';
+import { loggedUrl } from './logged-url.ts';
+import { ROUTE_BASE, type GatewayMetrics } from './metrics.ts';
+
+export interface AppDeps {
+  store: Store;
+  updates: UpdateService;
+  logger: Logger;
+  /** Prometheus metrics; absent: no /metrics. */
+  metrics?: GatewayMetrics;
+  /** `/metrics` and `/readyz` are served on the ops port instead (OPS_PORT): not on this app. */
+  opsElsewhere?: boolean;
+  /** mode=async: the update enters its user's backlog and the durable queue (async-updates.ts). */
+  startAsync: StartAsync;
+  /** Whether this gateway should get traffic; absent: ready whenever it answers. */
+  readiness?: () => Promise<Readiness>;
+  bodyLimit?: string;
+  /** Per user (all of its tokens) and minute. */
+  rateLimits?: { updates: number; reads: number };
+  /** Sync updates in flight per user; absent: unlimited (tests of the HTTP layer). */
+  syncUpdates?: SyncUpdateLimit;
+  /** An overview reader that reads nothing for this long is cut off (OVERVIEW_STALL_MS). */
+  overviewStallMs?: number;
+  /** Reads of stored results (/v1/audit, /v1/compare) at once (MAX_HEAVY_READS); absent: heavy-reads.ts's default. */
+  maxHeavyReads?: number;
+  /** Failed authentications per client address and minute before 429 (AUTH_FAILURES_PER_MINUTE). */
+  authFailuresPerMinute?: number;
+  /** Express's `trust proxy`: how X-Forwarded-For names the client (TRUST_PROXY); absent: the socket's address. */
+  trustProxy?: boolean | number | string;
+  /** The address rules webhook targets pass (PERFWATCH_ALLOW_TARGETS); absent: public https only. */
+  targetGuard?: WebhookTargets;
+  /** Webhooks one user may have (WEBHOOK_MAX_PER_USER); absent: its default. */
+  maxWebhooksPerUser?: number;
+  /** Seals projects' login credentials (PERFWATCH_SECRETS_KEY); absent: none can be set. */
+  secrets?: SecretBox;
+  /** The locations credentials may go to (PERFWATCH_TRUSTED_LOCATIONS); absent: none. */
+  credentialTrust?: CredentialTrust;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
+const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+/** Builds the gateway's HTTP app from its dependencies. Never listens: see createServer. */
+export function createApp(deps: AppDeps): Express {
+  const { logger, metrics, opsElsewhere = false, readiness = async () => ({ ok: true }) } = deps;
+  const app = express();
+  app.disable('x-powered-by');
+  if (deps.trustProxy !== undefined) app.set('trust proxy', deps.trustProxy);
+  app.set('query parser', 'simple');
+  app.use(requestIds);
+  app.use(requestLog(logger));
+  if (metrics) app.use(metrics.httpMiddleware);
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  if (!opsElsewhere) {
+    app.get('/readyz', async (_req, res) => {
+      const answer = readinessAnswer(await readiness());
+      res.status(answer.status).json(answer.body);
+    });
+  }
+  if (metrics && !opsElsewhere) {
+    app.get('/metrics', async (_req, res) => {
+      res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+    });
+  }
+  const openapi = createOpenApiDocument();
+  app.get('/v1/openapi.json', (_req, res) => {
+    res.json(openapi);
+  });
+  app.use('/v1/docs', apiDocsRouter());
+  app.use('/v1', apiRouter(deps));
+  app.use(dashboardRouter());
+  app.use(notFoundRoute);
+  app.use(errorHandler(logger));
+  return app;
+}
+
+/** Every request's id: the caller's X-Request-Id when it is one, a new one otherwise; echoed. */
+const requestIds: RequestHandler = (req, res, next) => {
+  const given = req.get('x-request-id');
+  req.requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
+  res.set('X-Request-Id', req.requestId);
+  next();
+};
+
+/** One log line per request, with its id, method, URL and status; never its headers. */
+function requestLog(logger: Logger): RequestHandler {
+  return pinoHttp({
+    logger,
+    genReqId: (req) => (req as express.Request).requestId,
+    // Probes and scrapes every few seconds would drown the log.
+    autoLogging: { ignore: (req) => OPS_PATHS.has(req.url?.split('?')[0] ?? '') },
+    customLogLevel: (_req, res, error) =>
+      error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
+    // The URL is the caller's input: kept under its own key, secret-shaped values dropped; headers are left out
+    // (the logger's redaction covers Authorization should a serializer add them back).
+    serializers: {
+      req: (req: { id: string; method: string; url: string }) => ({
+        id: req.id,
+        method: req.method,
+        url: loggedUrl(req.url),
+      }),
+      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+    },
+  });
+}
+
+/** The API under /v1: every route behind the method, content and token checks, then its user's rate limit. */
+function apiRouter({
+  store,
+  updates,
+  logger,
+  metrics,
+  startAsync,
+  bodyLimit = '100kb',
+  rateLimits = { updates: 60, reads: 600 },
+  syncUpdates,
+  overviewStallMs,
+  maxHeavyReads = DEFAULT_HEAVY_READS,
+  authFailuresPerMinute = 30,
+  targetGuard = createWebhookTargets(),
+  maxWebhooksPerUser = DEFAULT_MAX_WEBHOOKS_PER_USER,
+  secrets = createSecretBox({}),
+  credentialTrust = credentialTrustOf([]),
+}: AppDeps): Router {
+  const v1 = express.Router();
+  v1.use((req, res, next) => {
+    res.locals[ROUTE_BASE] = req.baseUrl;
+    next();
+  });
+  const json = express.json({ limit: bodyLimit, strict: false });
+  const failedAuth = failedAuthGuard(authFailuresPerMinute);
+  const auth = authenticate(store, failedAuth.failed);
+  const before = [onlyGetAndPost, acceptsJson, jsonBodyOnly, json, failedAuth.check, auth];
+  const updateLimit = perUserLimit(rateLimits.updates, 'updates');
+  const readLimit = perUserLimit(rateLimits.reads, 'reads');
+  v1.all(
+    '/update',
+    ...before,
+    updateLimit,
+    updateRoute({ store, updates, startAsync, credentialTrust, ...(syncUpdates ? { syncUpdates } : {}) }),
+  );
+  // One set of places for both: together they are what holds stored results in memory.
+  const reads = heavyReadLimit({
+    atOnce: maxHeavyReads,
+    ...(metrics ? { onRefused: () => metrics.heavyReadRefused() } : {}),
+  });
+  metrics?.watchHeavyReads(reads);
+  v1.all('/audit', ...before, readLimit, auditRoute({ store, reads }));
+  v1.all('/compare', ...before, readLimit, compareRoute({ store, reads }));
+  v1.all('/updates', ...before, readLimit, updatesRoute({ store }));
+  v1.all('/updates/:id', ...before, readLimit, updateStatusRoute({ store }));
+  v1.all(
+    '/overview',
+    ...before,
+    readLimit,
+    overviewRoute({ store, logger, ...(overviewStallMs ? { stallMs: overviewStallMs } : {}) }),
+  );
+  v1.all('/projects', ...before, readLimit, projectsRoute({ store }));
+  v1.all('/budgets', ...before, readLimit, budgetsRoute({ store }));
+  v1.all(
+    '/webhooks',
+    ...before,
+    readLimit,
+    webhooksRoute({ store, rules: { targets: targetGuard, secrets, maxPerUser: maxWebhooksPerUser } }),
+  );
+  v1.all('/annotations', ...before, readLimit, annotationsRoute({ store }));
+  v1.all('/credentials', ...before, readLimit, credentialsRoute({ store, secrets, credentialTrust }));
+  return v1;
+}

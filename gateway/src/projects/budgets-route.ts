@@ -1,0 +1,19 @@
+import type { Request, Response } from 'express';
+import type { ProjectBudgets } from '@perfwatch/common';
+import { BUDGETS_WRITES, budgetsBodySchema, budgetsQuerySchema, parseRequest } from '../http/request-params.ts';
+import type { Store } from '../store/store.ts';
+import { callerProject } from '../accounts/caller-project.ts';
+
+/**
+ * `GET|POST /v1/budgets`: a project's budgets, read, or replaced when any limit is given. Every
+ * snapshot stored afterwards is checked against them (budget-alerts.ts).
+ */
+export function budgetsRoute({ store }: { store: Store }) {
+  return async (req: Request, res: Response): Promise<void> => {
+    const params = parseRequest(req, { query: budgetsQuerySchema, body: budgetsBodySchema, writes: BUDGETS_WRITES });
+    const project = await callerProject(store, req, params.url);
+    const budgets = params.set ?? project.budgets;
+    if (params.set) await store.setProjectBudgets(project.id, params.set);
+    res.json({ url: project.url, ...budgets } satisfies ProjectBudgets);
+  };
+}

@@ -1,0 +1,75 @@
+import type { Request, Response } from 'express';
+import { ApiError, type CredentialsView, type PageAuth } from '@perfwatch/common';
+import { openProjectAuth, sealProjectAuth } from './project-auth.ts';
+import {
+  CREDENTIALS_WRITES,
+  credentialsBodySchema,
+  credentialsQuerySchema,
+  parseRequest,
+} from '../http/request-params.ts';
+import type { SecretBox } from '../accounts/secret-box.ts';
+import { untrustedLocations, untrustedReasons, type CredentialTrust } from './credential-trust.ts';
+import type { Store } from '../store/store.ts';
+import { callerProject } from '../accounts/caller-project.ts';
+
+const view = (url: string, auth: PageAuth | undefined): CredentialsView => ({
+  url,
+  configured: auth !== undefined,
+  cookies: auth?.cookies?.map((c) => c.name) ?? [],
+  headers: Object.keys(auth?.headers ?? {}),
+  loginSteps: auth?.login?.length ?? 0,
+});
+
+/**
+ * `GET|POST /v1/credentials`: whether a project has credentials for its login, by name only;
+ * POST with `auth` replaces them (sealed with PERFWATCH_SECRETS_KEY), `clear` forgets them.
+ */
+export function credentialsRoute({
+  store,
+  secrets,
+  credentialTrust,
+}: {
+  store: Store;
+  secrets: SecretBox;
+  credentialTrust: CredentialTrust;
+}) {
+  return async (req: Request, res: Response): Promise<void> => {
+    const params = parseRequest(req, {
+      query: credentialsQuerySchema,
+      body: credentialsBodySchema,
+      writes: CREDENTIALS_WRITES,
+    });
+    const project = await callerProject(store, req, params.url);
+    res.set('Cache-Control', 'no-store');
+    if (params.clear) {
+      await store.setProjectAuth(project.id, null);
+      res.json(view(project.url, undefined));
+      return;
+    }
+    if (params.set) {
+      if (!secrets.ready)
+        throw new ApiError('SERVICE_UNAVAILABLE', 'This gateway cannot keep credentials.', [
+          'the gateway has no PERFWATCH_SECRETS_KEY',
+        ]);
+      // Kept only where they can be used: every location of the project may be sent them.
+      const untrusted = untrustedLocations(credentialTrust, { auth: 'to be set', locations: project.locations });
+      if (untrusted.length > 0)
+        throw new ApiError(
+          'BAD_REQUEST',
+          `Credentials cannot be kept for this project: they would go to ${untrusted.join(', ')}, whose agents this gateway does not trust with them.`,
+          untrustedReasons(credentialTrust, untrusted),
+        );
+      await store.setProjectAuth(project.id, sealProjectAuth(secrets, project, params.set));
+      res.json(view(project.url, params.set));
+      return;
+    }
+    let auth: PageAuth | undefined;
+    try {
+      auth = secrets.ready || !project.auth ? openProjectAuth(secrets, project) : undefined;
+    } catch {
+      auth = undefined;
+    }
+    // Sealed under a key this gateway lacks: configured, names unknown here.
+    res.json(project.auth && !auth ? { ...view(project.url, undefined), configured: true } : view(project.url, auth));
+  };
+}

@@ -1,0 +1,25 @@
+import type { Request, Response } from 'express';
+import type { ProjectList } from '@perfwatch/common';
+import { parseRequest, projectsBodySchema, projectsQuerySchema } from '../http/request-params.ts';
+import type { Store } from '../store/store.ts';
+
+/** `GET|POST /v1/projects`: the caller's projects, ordered by URL; what a dashboard or client offers to pick from. */
+export function projectsRoute({ store }: { store: Store }) {
+  return async (req: Request, res: Response): Promise<void> => {
+    parseRequest(req, { query: projectsQuerySchema, body: projectsBodySchema });
+    const projects = req.caller ? await store.listProjects(req.caller.userId) : [];
+    const list: ProjectList = {
+      projects: projects
+        .map(({ url, domain, locations, defaultLocation, runs, schedule }) => ({
+          url,
+          domain,
+          locations,
+          defaultLocation,
+          runs,
+          schedule,
+        }))
+        .sort((a, b) => (a.url < b.url ? -1 : a.url > b.url ? 1 : 0)),
+    };
+    res.json(list);
+  };
+}

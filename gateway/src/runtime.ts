@@ -1,0 +1,394 @@
+import { randomUUID } from 'node:crypto';
+import { writeSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { NatsConnection } from '@nats-io/nats-core';
+import type { Logger } from 'pino';
+import type { LocalAgent } from '@perfwatch/agent';
+import { startOpsServer, type OpsServer, type Readiness } from '@perfwatch/common';
+import { startAgentRegistry, type AgentRegistry } from './dispatch/nats/agent-registry.ts';
+import { createCruxClient } from './snapshots/crux/crux-client.ts';
+import { createCruxHistoryClient } from './snapshots/crux/crux-history.ts';
+import { startFieldHistory } from './snapshots/field-history.ts';
+import { createGatewayMetrics, type GatewayMetrics } from './http/metrics.ts';
+import { createNatsDispatcher } from './dispatch/nats/nats-dispatcher.ts';
+import type { Dispatcher } from './dispatch/run-outcome.ts';
+import { createServer, type GatewayServer } from './http/server.ts';
+import type { Store } from './store/store.ts';
+import { createUpdateService, type UpdateService } from './updates/update-service.ts';
+import { startUpdateQueue, type UpdateQueue } from './updates/update-queue.ts';
+import { createUpdateAdmission, type UpdateAdmission } from './updates/update-admission.ts';
+import { startScheduler } from './scheduling/scheduler.ts';
+import {
+  countAnnouncements,
+  createWebhookOutbox,
+  type TestKillPoint,
+  type WebhookOutbox,
+} from './alerts/webhook-outbox.ts';
+import { credentialTrust, type CredentialTrust } from './projects/credential-trust.ts';
+import { createSecretBox, type SecretBox } from './accounts/secret-box.ts';
+import { startWebhookSender } from './alerts/webhook-sender.ts';
+import { createWebhookTargets, type WebhookTargets } from './alerts/webhook-targets.ts';
+import { createAsyncUpdates } from './updates/async-updates.ts';
+import type { GatewayConfig } from './config.ts';
+import { createLocalDispatcher, createLocalRegistry } from './dispatch/local/local-transport.ts';
+import { startLocalUpdateQueue } from './dispatch/local/local-update-queue.ts';
+
+export interface GatewayRuntime {
+  http: GatewayServer;
+  /** The ops port's server, with OPS_PORT set. */
+  ops?: OpsServer;
+  agents: AgentRegistry;
+  metrics: GatewayMetrics;
+  /** Ordered: stop accepting HTTP and finish open requests, then release NATS and the store. */
+  stop(): Promise<void>;
+}
+
+/**
+ * How the gateway reaches agents: NATS (agents anywhere, JetStream for the update queue), or
+ * agents in this very process (`perfwatch start` without NATS_URL: the queue lives in the
+ * process and the store makes it durable).
+ */
+export type GatewayTransport =
+  { nc: NatsConnection; localAgents?: undefined } | { nc?: undefined; localAgents: readonly LocalAgent[] };
+
+/** Wires a gateway from connected parts; shared by `perfwatch gateway`, `perfwatch start` and the tests. */
+export async function startGateway({
+  store,
+  logger,
+  config,
+  ...transport
+}: GatewayTransport & { store: Store; logger: Logger; config: GatewayConfig }): Promise<GatewayRuntime> {
+  const nc = transport.nc;
+  const agents = nc ? await startAgentRegistry({ nc, logger }) : createLocalRegistry(transport.localAgents!);
+  const dispatcher = nc
+    ? createNatsDispatcher({ nc, logger, registry: agents, maxInFlight: config.MAX_RUNS_IN_FLIGHT })
+    : createLocalDispatcher({ agents: transport.localAgents!, logger });
+  const metrics = createGatewayMetrics({
+    nc,
+    agents,
+    queueDepth: (location) => dispatcher.waiting?.(location) ?? 0,
+    pendingUpdates: (location) => store.countPendingUpdates(location),
+  });
+  const trust = credentialTrust(
+    config.PERFWATCH_TRUSTED_LOCATIONS,
+    transport.localAgents?.map((agent) => agent.location),
+  );
+  const unsubscribe = store.unreadable.onSkipped((record) => {
+    logger.warn({ record }, 'skipped a stored record that cannot be read');
+    metrics.recordSkipped(record.kind);
+  });
+  const { outbox, targetGuard, secrets, updates } = updateParts({
+    store,
+    logger,
+    config,
+    dispatcher,
+    metrics,
+    credentialTrust: trust,
+  });
+  const { queue, admission } = await startQueue({ store, logger, config, nc, updates, outbox });
+  const background = startBackgroundWork({
+    store,
+    logger,
+    config,
+    queue,
+    admission,
+    outbox,
+    targetGuard,
+    secrets,
+    metrics,
+  });
+  let stopping = false;
+  const readiness = readinessCheck(nc, store, () => stopping);
+  const { http, ops } = await serve({
+    store,
+    logger,
+    config,
+    metrics,
+    readiness,
+    targetGuard,
+    secrets,
+    credentialTrust: trust,
+    updates,
+    admission,
+  });
+  return {
+    http,
+    ...(ops ? { ops } : {}),
+    agents,
+    metrics,
+    async stop() {
+      // Not ready first: traffic moves to other replicas while this one still serves.
+      stopping = true;
+      if (config.SHUTDOWN_READINESS_DELAY_MS > 0) await sleep(config.SHUTDOWN_READINESS_DELAY_MS);
+      await http.close();
+      await background.scheduler.stop();
+      // Queued updates this gateway took are finished and acknowledged, not dropped.
+      await queue.stop();
+      await background.webhooks.stop();
+      await background.fieldHistory?.stop();
+      await agents.stop();
+      unsubscribe();
+      // Last: /metrics and /readyz answer (not ready) while the rest stops.
+      await ops?.close();
+    },
+  };
+}
+
+interface Wiring {
+  store: Store;
+  logger: Logger;
+  config: GatewayConfig;
+}
+
+/** The update service and what it and the API share: webhook outbox, address rules, secrets. */
+function updateParts({
+  store,
+  logger,
+  config,
+  dispatcher,
+  metrics,
+  credentialTrust,
+}: Wiring & { dispatcher: Dispatcher; metrics: GatewayMetrics; credentialTrust: CredentialTrust }) {
+  const crux = config.CRUX_API_KEY
+    ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger })
+    : undefined;
+  const testKill = testKillAt(config, logger);
+  const outbox = createWebhookOutbox({
+    store,
+    logger,
+    publicUrl: config.PUBLIC_URL ?? `http://localhost:${config.PORT}`,
+    onAnnouncement: countAnnouncements(metrics.registry),
+    ...(testKill ? { testKill } : {}),
+  });
+  const targetGuard = createWebhookTargets(config.PERFWATCH_ALLOW_TARGETS);
+  const secrets = createSecretBox({
+    key: config.PERFWATCH_SECRETS_KEY,
+    previous: config.PERFWATCH_SECRETS_KEY_PREVIOUS,
+  });
+  const updates = createUpdateService({
+    secrets,
+    credentialTrust,
+    dispatcher,
+    store,
+    logger,
+    runTimeoutMs: config.RUN_TIMEOUT_MS,
+    replyTimeoutMs: config.SYNC_UPDATE_TIMEOUT_MS,
+    maxRetests: config.MAX_RETESTS,
+    crux,
+    observer: metrics,
+    onSnapshot: (snapshot) => outbox.snapshotStored(snapshot).then(() => undefined),
+    ...(testKill ? { testKill } : {}),
+  });
+  return { outbox, targetGuard, secrets, updates };
+}
+
+/** PERFWATCH_TEST_KILL_AT's fault: the process dies at once at that point, as a SIGKILL from outside would kill it. */
+function testKillAt({ PERFWATCH_TEST_KILL_AT: at }: GatewayConfig, logger: Logger) {
+  if (!at) return undefined;
+  logger.warn({ at }, 'PERFWATCH_TEST_KILL_AT is set: this gateway kills itself there (tests only)');
+  return (point: TestKillPoint) => {
+    if (point !== at) return;
+    // Straight to stderr: a line pino writes asynchronously would die with the process.
+    writeSync(
+      2,
+      `${JSON.stringify({ level: 40, time: Date.now(), at, msg: 'PERFWATCH_TEST_KILL_AT reached: SIGKILL' })}\n`,
+    );
+    process.kill(process.pid, 'SIGKILL');
+  };
+}
+
+/** The update queue (JetStream, or in the process) and the admission of each user's next update into it. */
+async function startQueue({
+  store,
+  logger,
+  config,
+  nc,
+  updates,
+  outbox,
+}: Wiring & {
+  nc: NatsConnection | undefined;
+  updates: UpdateService;
+  outbox: WebhookOutbox;
+}): Promise<{ queue: UpdateQueue; admission: UpdateAdmission }> {
+  // The queue admits a user's next update as one ends; admission queues it: each needs the other.
+  const started: { queue?: UpdateQueue } = {};
+  const admission = createUpdateAdmission({
+    store,
+    queue: () => started.queue!,
+    logger,
+    perUser: config.MAX_ACTIVE_UPDATES_PER_USER,
+  });
+  const queueOptions = {
+    store,
+    updates,
+    logger,
+    admission,
+    outbox,
+    deadlineMs: config.UPDATE_DEADLINE_MS,
+    workers: config.UPDATE_WORKERS,
+    maxDeliver: config.UPDATE_MAX_DELIVER,
+    retryDelayMs: config.UPDATE_RETRY_DELAY_MS,
+  };
+  const queue = (started.queue = nc
+    ? await startUpdateQueue({ ...queueOptions, nc, ackWaitMs: config.UPDATE_ACK_WAIT_MS })
+    : await startLocalUpdateQueue(queueOptions));
+  return { queue, admission };
+}
+
+/** What runs on its own: the scheduler (and its sweeps), webhook deliveries, field history. */
+function startBackgroundWork({
+  store,
+  logger,
+  config,
+  queue,
+  admission,
+  outbox,
+  targetGuard,
+  secrets,
+  metrics,
+}: Wiring & {
+  queue: UpdateQueue;
+  admission: UpdateAdmission;
+  outbox: WebhookOutbox;
+  targetGuard: WebhookTargets;
+  secrets: SecretBox;
+  metrics: GatewayMetrics;
+}) {
+  const scheduler = startScheduler({
+    store,
+    queue,
+    admission,
+    logger,
+    holder: `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
+    intervalMs: config.SCHEDULER_INTERVAL_MS,
+    leaseTtlMs: config.SCHEDULER_LEASE_TTL_MS,
+    retentionDays: config.RETENTION_DAYS,
+    retentionEveryMs: config.RETENTION_EVERY_MS,
+    stuckUpdates: {
+      everyMs: config.UPDATE_SWEEP_EVERY_MS,
+      graceMs: config.UPDATE_STUCK_AFTER_MS,
+      deadlineMs: config.UPDATE_DEADLINE_MS,
+    },
+    outbox,
+  });
+  const webhooks = startWebhookSender({
+    store,
+    logger,
+    targets: targetGuard,
+    secrets,
+    pollMs: config.WEBHOOK_POLL_MS,
+    deadlineMs: config.WEBHOOK_DEADLINE_MS,
+    concurrency: config.WEBHOOK_CONCURRENCY,
+    perUser: config.WEBHOOK_IN_FLIGHT_PER_USER,
+    retentionMs: config.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000,
+    pruneEveryMs: config.RETENTION_EVERY_MS,
+    retry: {
+      firstMs: config.WEBHOOK_RETRY_FIRST_MS,
+      maxMs: config.WEBHOOK_RETRY_MAX_MS,
+      giveUpAfterMs: config.WEBHOOK_GIVE_UP_AFTER_MS,
+    },
+    onAttempt: (outcome) => metrics.webhookAttempt(outcome),
+  });
+  // With a CrUX key, projects get their field data of the weeks before they were added.
+  const fieldHistory = config.CRUX_API_KEY
+    ? startFieldHistory({
+        store,
+        logger,
+        holder: `${hostname()}-${process.pid}-history`,
+        everyMs: config.FIELD_HISTORY_EVERY_MS,
+        history: createCruxHistoryClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY }),
+      })
+    : undefined;
+  return { scheduler, webhooks, fieldHistory };
+}
+
+/** Ready while not stopping and both NATS and the database answer a round trip, each within 2 s. */
+function readinessCheck(nc: NatsConnection | undefined, store: Store, stopping: () => boolean) {
+  return async (): Promise<Readiness> => {
+    if (stopping()) return { ok: false, reason: 'shutting down' };
+    if (nc && (nc.isClosed() || nc.isDraining())) return { ok: false, reason: 'NATS connection closed' };
+    // The reason names the part, never a driver's message: /readyz may be on the public port.
+    try {
+      if (nc) await withTimeout(nc.flush(), 2_000, 'NATS did not answer');
+    } catch {
+      return { ok: false, reason: 'NATS did not answer' };
+    }
+    try {
+      await withTimeout(store.ping(), 2_000, 'the database did not answer');
+    } catch {
+      return { ok: false, reason: 'the database did not answer' };
+    }
+    return { ok: true };
+  };
+}
+
+/** The ops port (with OPS_PORT set) and the API's HTTP server, listening. */
+async function serve({
+  store,
+  logger,
+  config,
+  metrics,
+  readiness,
+  admission,
+  ...shared
+}: Wiring & {
+  metrics: GatewayMetrics;
+  readiness: ReturnType<typeof readinessCheck>;
+  targetGuard: WebhookTargets;
+  secrets: SecretBox;
+  credentialTrust: CredentialTrust;
+  updates: UpdateService;
+  admission: UpdateAdmission;
+}): Promise<{ http: GatewayServer; ops: OpsServer | undefined }> {
+  const ops =
+    config.OPS_PORT === undefined
+      ? undefined
+      : await startOpsServer({
+          port: config.OPS_PORT,
+          host: config.OPS_HOST,
+          registry: metrics.registry,
+          ready: readiness,
+        });
+  if (ops) logger.info({ url: ops.url }, 'ops port listening (/metrics, /readyz, /healthz)');
+  const http = await createServer({
+    ...shared,
+    startAsync: createAsyncUpdates({
+      store,
+      admission,
+      limits: {
+        queuedRunsPerUser: config.MAX_QUEUED_RUNS_PER_USER,
+        pendingPerLocation: config.MAX_PENDING_UPDATES_PER_LOCATION,
+      },
+    }),
+    opsElsewhere: ops !== undefined,
+    store,
+    logger,
+    metrics,
+    readiness,
+    bodyLimit: config.BODY_LIMIT,
+    rateLimits: { updates: config.RATE_LIMIT_UPDATES_PER_MINUTE, reads: config.RATE_LIMIT_READS_PER_MINUTE },
+    syncUpdates: { perUser: config.MAX_SYNC_UPDATES_PER_USER, ttlMs: 2 * config.SYNC_UPDATE_TIMEOUT_MS + 60_000 },
+    overviewStallMs: config.OVERVIEW_STALL_MS,
+    maxHeavyReads: config.MAX_HEAVY_READS,
+    authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE,
+    maxWebhooksPerUser: config.WEBHOOK_MAX_PER_USER,
+    ...(config.TRUST_PROXY !== undefined ? { trustProxy: config.TRUST_PROXY } : {}),
+    timeouts: {
+      headersMs: Math.min(config.HEADERS_TIMEOUT_MS, config.REQUEST_TIMEOUT_MS),
+      requestMs: config.REQUEST_TIMEOUT_MS,
+    },
+    port: config.PORT,
+    host: config.HOST,
+  });
+  logger.info({ url: http.url }, 'gateway listening');
+  return { http, ops };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms))),
+  ]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,70 @@
+import type { Request, Response } from 'express';
+import { ApiError, formatApiDateTime, truncateToSecond, type Annotation, type AnnotationList } from '@perfwatch/common';
+import {
+  ANNOTATIONS_WRITES,
+  annotationsBodySchema,
+  annotationsQuerySchema,
+  MAX_ANNOTATIONS_PER_PROJECT,
+  parseRequest,
+} from '../http/request-params.ts';
+import type { AnnotationRecord, Store } from '../store/store.ts';
+import { callerProject } from '../accounts/caller-project.ts';
+
+const view = (url: string, a: AnnotationRecord): Annotation => ({
+  id: a.id,
+  url,
+  date: formatApiDateTime(a.date),
+  text: a.text,
+  link: a.link,
+});
+
+/**
+ * `GET|POST /v1/annotations`: a project's annotations (deploy markers), by date, the newest
+ * `limit` of the range (`next` pages back); POST with `text` adds one first (`added`), up to
+ * MAX_ANNOTATIONS_PER_PROJECT; POST with `remove` removes one (`removed`).
+ */
+export function annotationsRoute({ store, now = () => new Date() }: { store: Store; now?: () => Date }) {
+  return async (req: Request, res: Response): Promise<void> => {
+    const params = parseRequest(req, {
+      query: annotationsQuerySchema,
+      body: annotationsBodySchema,
+      writes: ANNOTATIONS_WRITES,
+    });
+    const project = await callerProject(store, req, params.url);
+    if (params.remove && !(await store.removeAnnotation(project.id, params.remove)))
+      throw new ApiError('NOT_FOUND', 'The project has no annotation of that id.', [`remove: ${params.remove}`]);
+    let added: AnnotationRecord | null = null;
+    if (params.add) {
+      // Checked, then added: two adds at once may end one over the bound, never unboundedly.
+      if ((await store.countAnnotations(project.id)) >= MAX_ANNOTATIONS_PER_PROJECT)
+        throw new ApiError('BAD_REQUEST', 'The project has as many annotations as one may have.', [
+          `text: at most ${MAX_ANNOTATIONS_PER_PROJECT} annotations per project; remove some (remove=<id>), or wait for retention`,
+        ]);
+      added = await store.addAnnotation({
+        projectId: project.id,
+        date: truncateToSecond(params.add.date ?? now()),
+        text: params.add.text,
+        link: params.add.link ?? null,
+      });
+    }
+    // One more than the page: whether older ones were left out. The page then ends short of the
+    // oldest second it reached, so that `next` (exclusive) leaves no annotation of that second out.
+    const listed = await store.listAnnotations(project.id, {
+      ...(params.from ? { from: params.from } : {}),
+      ...(params.to ? { to: params.to } : {}),
+      limit: params.limit + 1,
+    });
+    const cut = listed.length > params.limit ? listed[0]!.date : null;
+    const after = cut ? listed.filter((a) => a.date.getTime() > cut.getTime()) : listed;
+    const page = cut && after.length === 0 ? listed.slice(1) : after;
+    const next = cut
+      ? new Date((after.length === 0 ? page[0]!.date : cut).getTime() + (after.length === 0 ? 0 : 1_000))
+      : null;
+    res.json({
+      annotations: page.map((a) => view(project.url, a)),
+      ...(added ? { added: view(project.url, added) } : {}),
+      ...(params.remove ? { removed: params.remove } : {}),
+      ...(next ? { next: formatApiDateTime(next) } : {}),
+    } satisfies AnnotationList);
+  };
+}

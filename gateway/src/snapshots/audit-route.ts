@@ -1,0 +1,46 @@
+import type { Request, Response } from 'express';
+import { ApiError, formatApiDateTime } from '@perfwatch/common';
+import { auditResultPieces } from './audit-view.ts';
+import { whileConnected, type HeavyReads } from './heavy-reads.ts';
+import { auditBodySchema, auditQuerySchema, parseRequest } from '../http/request-params.ts';
+import { releaseResult } from './result-bytes.ts';
+import type { Store, StoredCell } from '../store/store.ts';
+import { callerProject } from '../accounts/caller-project.ts';
+import { GATHER_SIZE, writeJsonPieces } from '../http/written.ts';
+
+/**
+ * `GET|POST /v1/audit`: the snapshot of a project at one second, optionally filtered. Its cells
+ * are found first; the answer is written in one of the gateway's places for heavy reads
+ * (heavy-reads.ts), each result read from the store as it is written (the JSON text it is
+ * stored as, checked, never serialised again), one at a time.
+ */
+export function auditRoute({ store, reads, stallMs = 30_000 }: { store: Store; reads: HeavyReads; stallMs?: number }) {
+  return async (req: Request, res: Response): Promise<void> => {
+    const params = parseRequest(req, { query: auditQuerySchema, body: auditBodySchema });
+    const project = await callerProject(store, req, params.url);
+    const filter = { device: params.device, locations: params.location };
+    const snapshot = await store.findSnapshotCells(project.id, params.date, filter);
+    if (!snapshot)
+      throw new ApiError('NOT_FOUND', 'No snapshot at that date.', [
+        `date: the project has no snapshot at ${formatApiDateTime(params.date)}`,
+      ]);
+    // Each large result is handed back once the client has it: writeJsonPieces writes a piece of
+    // GATHER_SIZE or more, and waits until the socket has taken it, before it asks for the next;
+    // so when a cell's result is asked for, the one before it is the client's. The last one is
+    // the client's once the whole answer has left ('finish'); one cut short is left to the collector.
+    let previous: Buffer | undefined;
+    const jsonOf = async (cell: StoredCell) => {
+      if (previous && previous.byteLength >= GATHER_SIZE) releaseResult(previous);
+      previous = await cell.resultJson();
+      return previous;
+    };
+    const written = await reads.run(
+      () => writeJsonPieces(res, auditResultPieces(snapshot, project, jsonOf, filter), stallMs),
+      whileConnected(res),
+    );
+    const last = previous;
+    if (written.end !== 'written' || !last) return;
+    if (res.writableFinished) releaseResult(last);
+    else res.once('finish', () => releaseResult(last));
+  };
+}

@@ -1,0 +1,48 @@
+import type { Request, Response } from 'express';
+import { ApiError, formatApiDateTime } from '@perfwatch/common';
+import { compareSnapshots } from './compare-view.ts';
+import { whileConnected, type HeavyReads } from './heavy-reads.ts';
+import { compareBodySchema, compareQuerySchema, parseRequest } from '../http/request-params.ts';
+import { auditsOfJson } from './result-audits.ts';
+import { releaseResult } from './result-bytes.ts';
+import type { Store } from '../store/store.ts';
+import { callerProject } from '../accounts/caller-project.ts';
+
+/**
+ * `GET|POST /v1/compare`: two snapshots of a project side by side (compare-view.ts). Their cells
+ * are found first; their results are read in one of the gateway's places for heavy reads
+ * (heavy-reads.ts), one at a time, each reduced to its audits' summaries as its bytes are read.
+ */
+export function compareRoute({ store, reads }: { store: Store; reads: HeavyReads }) {
+  return async (req: Request, res: Response): Promise<void> => {
+    const params = parseRequest(req, { query: compareQuerySchema, body: compareBodySchema });
+    const project = await callerProject(store, req, params.url);
+    const filter = { device: params.device, locations: params.location };
+    const [from, to] = await Promise.all([
+      store.findSnapshotCells(project.id, params.from, filter),
+      store.findSnapshotCells(project.id, params.to, filter),
+    ]);
+    const absent = [
+      [from, 'from', params.from],
+      [to, 'to', params.to],
+    ] as const;
+    const errors = absent
+      .filter(([snapshot]) => !snapshot)
+      .map(([, name, date]) => `${name}: the project has no snapshot at ${formatApiDateTime(date)}`);
+    if (errors.length > 0) throw new ApiError('NOT_FOUND', 'No snapshot at that date.', errors);
+    const compared = await reads.run(
+      () =>
+        compareSnapshots(project.url, from!, to!, async (cell) => {
+          const json = await cell.resultJson();
+          try {
+            return auditsOfJson(json);
+          } finally {
+            // The summary holds copies of what it read: the bytes are no one's now.
+            releaseResult(json);
+          }
+        }),
+      whileConnected(res),
+    );
+    res.json(compared);
+  };
+}

@@ -1,0 +1,79 @@
+import type { Request, Response } from 'express';
+import { ApiError, DEVICES } from '@perfwatch/common';
+import { auditResultPieces } from '../snapshots/audit-view.ts';
+import { parseRequest, updateBodySchema, updateQuerySchema } from '../http/request-params.ts';
+import type { Store } from '../store/store.ts';
+import { refuseUntrustedCredentials, type UpdateService } from './update-service.ts';
+import type { CredentialTrust } from '../projects/credential-trust.ts';
+import type { StartAsync } from './async-updates.ts';
+import { callerProject } from '../accounts/caller-project.ts';
+import { writeJsonPieces } from '../http/written.ts';
+
+/** Sync updates one user may have in flight, over every gateway replica (a slot in the store). */
+export interface SyncUpdateLimit {
+  perUser: number;
+  /** A slot whose gateway died is free again after this long: longer than any sync update. */
+  ttlMs: number;
+}
+
+/**
+ * `GET|POST /v1/update`: runs an update of one of the caller's projects. `stallMs`: a client
+ * that reads nothing of its answer for this long is cut off.
+ */
+export function updateRoute({
+  store,
+  updates,
+  startAsync,
+  syncUpdates,
+  credentialTrust,
+  stallMs = 30_000,
+}: {
+  store: Store;
+  updates: UpdateService;
+  startAsync: StartAsync;
+  credentialTrust: CredentialTrust;
+  syncUpdates?: SyncUpdateLimit;
+  stallMs?: number;
+}) {
+  return async (req: Request, res: Response): Promise<void> => {
+    const params = parseRequest(req, { query: updateQuerySchema, body: updateBodySchema });
+    const project = await callerProject(store, req, params.url);
+    // Refused before anything is queued: an async update would otherwise fail later, unseen.
+    refuseUntrustedCredentials(credentialTrust, project);
+    const request = {
+      project,
+      devices: params.device ? [params.device] : DEVICES,
+      updateType: params.updateType,
+      requestId: req.requestId,
+    };
+    if (params.mode === 'async') {
+      res.json({ ok: 1, id: await startAsync(request) });
+      return;
+    }
+    const slot = syncUpdates
+      ? await store.claimSlot('sync-update', project.userId, syncUpdates.perUser, syncUpdates.ttlMs)
+      : undefined;
+    if (slot === null) {
+      throw new ApiError(
+        'TOO_MANY_REQUESTS',
+        'You have as many sync updates running as one user may. Wait for one to finish, or use mode=async.',
+        [`limit: ${syncUpdates!.perUser} sync updates in flight per user`],
+        { headers: { 'Retry-After': '30' } },
+      );
+    }
+    const outcome = await updates
+      .run(request)
+      .finally(() => (slot ? store.releaseSlot(slot).catch(() => undefined) : undefined));
+    // Written piece by piece, one cell's result inflated at a time: a thousand updates
+    // answering at once do not each hold their megabytes of answer.
+    await writeJsonPieces(
+      res,
+      auditResultPieces(
+        { date: outcome.date, available: outcome.results, results: outcome.results, missing: outcome.missing },
+        project,
+        (cell) => cell.lighthouse.json(),
+      ),
+      stallMs,
+    );
+  };
+}

@@ -1,0 +1,45 @@
+import type { Request, Response } from 'express';
+import { ApiError, formatApiDateTime, type UpdateStatusView } from '@perfwatch/common';
+import {
+  parseRequest,
+  updateIdParamsSchema,
+  updateStatusBodySchema,
+  updateStatusQuerySchema,
+} from '../http/request-params.ts';
+import type { Store } from '../store/store.ts';
+
+/**
+ * `GET|POST /v1/updates/{id}`: the state of one of the caller's async or scheduled updates.
+ * Another user's update is reported exactly like one that does not exist.
+ */
+export function updateStatusRoute({ store }: { store: Store }) {
+  return async (req: Request, res: Response): Promise<void> => {
+    parseRequest(req, { query: updateStatusQuerySchema, body: updateStatusBodySchema });
+    const params = updateIdParamsSchema.safeParse(req.params);
+    if (!params.success)
+      throw new ApiError(
+        'BAD_REQUEST',
+        'The request has invalid parameters.',
+        params.error.issues.map((issue) => issue.message),
+      );
+    const update = req.caller ? await store.findUpdate(req.caller.userId, params.data.id) : null;
+    if (!update)
+      throw new ApiError('NOT_FOUND', 'Update not found.', [`id: no update of yours has the id ${params.data.id}`]);
+    const view: UpdateStatusView = {
+      id: update.id,
+      url: update.url,
+      status: update.status,
+      updateType: update.updateType,
+      devices: update.devices,
+      locations: update.locations,
+      date: update.date ? formatApiDateTime(update.date) : null,
+      reason: update.reason,
+      attempts: update.attempts,
+      progress: update.progress,
+      missing: update.missing,
+      createdAt: update.createdAt.toISOString(),
+      updatedAt: update.updatedAt.toISOString(),
+    };
+    res.json(view);
+  };
+}
