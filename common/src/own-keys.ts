@@ -9,9 +9,6 @@ import { z } from 'zod';
  */
 export const PROTOTYPE_NAMES: ReadonlySet<string> = new Set(Object.getOwnPropertyNames(Object.prototype));
 
-/** Whether a map a caller keyed holds `key` itself (never through its prototype). */
-export const ownKey = (map: object, key: string): boolean => Object.hasOwn(map, key);
-
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 

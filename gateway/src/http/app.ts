@@ -27,7 +27,7 @@ import type { UpdateService } from '../updates/update-service.ts';
 import type { StartAsync } from '../updates/async-updates.ts';
 import { DEFAULT_MAX_WEBHOOKS_PER_USER } from '../alerts/webhook-registry.ts';
 import { createWebhookTargets, type WebhookTargets } from '../alerts/webhook-targets.ts';
-import { credentialTrust as credentialTrustOf, type CredentialTrust } from '../projects/credential-trust.ts';
+import { NO_TRUST, type CredentialTrust } from '../projects/credential-trust.ts';
 import { loggedUrl } from './logged-url.ts';
 import { ROUTE_BASE, type GatewayMetrics } from './metrics.ts';
 
@@ -152,7 +152,7 @@ function apiRouter({
   targetGuard = createWebhookTargets(),
   maxWebhooksPerUser = DEFAULT_MAX_WEBHOOKS_PER_USER,
   secrets = createSecretBox({}),
-  credentialTrust = credentialTrustOf([]),
+  credentialTrust = NO_TRUST,
 }: AppDeps): Router {
   const v1 = express.Router();
   v1.use((req, res, next) => {

@@ -16,12 +16,20 @@ export function credentialTrust(configured: readonly Location[], inProcess: read
   return { trusted: new Set([...configured, ...inProcess]) };
 }
 
+/** Trusted with nothing: what a gateway given no trust has. */
+export const NO_TRUST: CredentialTrust = { trusted: new Set() };
+
+/** The locations credentials may not go to, of these. */
+export function locationsNotTrusted({ trusted }: CredentialTrust, locations: readonly Location[]): Location[] {
+  return locations.filter((location) => !trusted.has(location));
+}
+
 /** The project's locations its credentials may not go to: none when it has no credentials. */
 export function untrustedLocations(
-  { trusted }: CredentialTrust,
+  trust: CredentialTrust,
   project: Pick<ProjectRecord, 'auth' | 'locations'>,
 ): Location[] {
-  return project.auth ? project.locations.filter((location) => !trusted.has(location)) : [];
+  return project.auth ? locationsNotTrusted(trust, project.locations) : [];
 }
 
 /** Why a credentialed project cannot be measured at these locations, for the caller. */

@@ -8,7 +8,7 @@ import {
   parseRequest,
 } from '../http/request-params.ts';
 import type { SecretBox } from '../accounts/secret-box.ts';
-import { untrustedLocations, untrustedReasons, type CredentialTrust } from './credential-trust.ts';
+import { locationsNotTrusted, untrustedReasons, type CredentialTrust } from './credential-trust.ts';
 import type { Store } from '../store/store.ts';
 import { callerProject } from '../accounts/caller-project.ts';
 
@@ -52,7 +52,7 @@ export function credentialsRoute({
           'the gateway has no PERFWATCH_SECRETS_KEY',
         ]);
       // Kept only where they can be used: every location of the project may be sent them.
-      const untrusted = untrustedLocations(credentialTrust, { auth: 'to be set', locations: project.locations });
+      const untrusted = locationsNotTrusted(credentialTrust, project.locations);
       if (untrusted.length > 0)
         throw new ApiError(
           'BAD_REQUEST',

@@ -54,12 +54,18 @@ export function annotationsRoute({ store, now = () => new Date() }: { store: Sto
       ...(params.to ? { to: params.to } : {}),
       limit: params.limit + 1,
     });
-    const cut = listed.length > params.limit ? listed[0]!.date : null;
-    const after = cut ? listed.filter((a) => a.date.getTime() > cut.getTime()) : listed;
-    const page = cut && after.length === 0 ? listed.slice(1) : after;
-    const next = cut
-      ? new Date((after.length === 0 ? page[0]!.date : cut).getTime() + (after.length === 0 ? 0 : 1_000))
-      : null;
+    let page = listed;
+    let next: Date | null = null;
+    if (listed.length > params.limit) {
+      const cut = listed[0]!.date.getTime();
+      page = listed.filter((a) => a.date.getTime() > cut);
+      next = new Date(cut + 1_000);
+      // More than a page in one second: the page as it is, going on before its oldest second.
+      if (page.length === 0) {
+        page = listed.slice(1);
+        next = page[0]!.date;
+      }
+    }
     res.json({
       annotations: page.map((a) => view(project.url, a)),
       ...(added ? { added: view(project.url, added) } : {}),

@@ -78,15 +78,13 @@ export function heavyReadLimit({
 
   const refused = (): ApiError => {
     onRefused?.();
-    return refusal();
-  };
-  const refusal = () =>
-    new ApiError(
+    return new ApiError(
       'SERVICE_UNAVAILABLE',
       'Too many snapshot reads at once; try again shortly.',
       [`at most ${atOnce} reads of stored results (/v1/audit, /v1/compare) run at once on this gateway`],
       { headers: { 'Retry-After': String(HEAVY_READ_RETRY_AFTER_S) } },
     );
+  };
 
   /** Resolves holding a place; rejects when none came within the wait or the caller left. */
   function place(signal: AbortSignal | undefined): Promise<void> {

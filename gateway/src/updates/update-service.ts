@@ -18,7 +18,7 @@ import type { CruxClient, FieldData } from '../snapshots/crux/crux-client.ts';
 import type { UpdateMode, UpdateObserver } from '../http/metrics.ts';
 import { checkBudgets } from '../alerts/budget-alerts.ts';
 import { openProjectAuth } from '../projects/project-auth.ts';
-import { untrustedLocations, untrustedReasons, type CredentialTrust } from '../projects/credential-trust.ts';
+import { NO_TRUST, untrustedLocations, untrustedReasons, type CredentialTrust } from '../projects/credential-trust.ts';
 import { SecretKeyError, type SecretBox } from '../accounts/secret-box.ts';
 import { nextRetest, VERDICT_RULES } from './run-verdicts.ts';
 import { cellFromRuns, measured, withFieldData } from './snapshot-builder.ts';
@@ -317,13 +317,14 @@ async function storeSnapshot(
  * A credentialed project whose locations are not all trusted with its credentials: what an
  * update of it is refused with (before it is queued, and again before any job goes out).
  */
-export function refuseUntrustedCredentials(trust: CredentialTrust | undefined, project: ProjectRecord): void {
-  const untrusted = untrustedLocations(trust ?? { trusted: new Set() }, project);
+export function refuseUntrustedCredentials(given: CredentialTrust | undefined, project: ProjectRecord): void {
+  const trust = given ?? NO_TRUST;
+  const untrusted = untrustedLocations(trust, project);
   if (untrusted.length === 0) return;
   throw new NoResultError(
     'CREDENTIALS_NOT_TRUSTED',
     `This project has credentials for its login, and they may not go to ${untrusted.join(', ')}: agents there are run by operators this gateway does not trust with them.`,
-    untrustedReasons(trust ?? { trusted: new Set() }, untrusted),
+    untrustedReasons(trust, untrusted),
     true,
   );
 }
