@@ -246,11 +246,19 @@ describe('the stack from deploy/docker-compose.yml', () => {
     const at = new Date(Date.now() + 20_000);
     const cron = `${at.getUTCSeconds()} ${at.getUTCMinutes()} ${at.getUTCHours()} * * *`;
     await admin('add-project', 'compose-alice', SCHEDULED, '--locations', 'tokyo', '--runs', '1', '--schedule', cron);
+    // Near midnight (UTC) the snapshot may be stored on the next day: the range takes both.
     const day = at.toISOString().slice(0, 10);
+    const nextDay = new Date(at.getTime() + 86_400_000).toISOString().slice(0, 10);
     await timed('scheduled update', () =>
       vi.waitFor(
         async () => {
-          const overview = await send(gateway, 'overview', 'GET', { query: { startDate: day, endDate: day } }, auth());
+          const overview = await send(
+            gateway,
+            'overview',
+            'GET',
+            { query: { startDate: day, endDate: nextDay } },
+            auth(),
+          );
           const records = overviewResponseSchema
             .parse(overview.body)
             .filter((record) => record.url === SCHEDULED && record.kpi === 'performance');
