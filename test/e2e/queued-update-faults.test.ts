@@ -92,9 +92,11 @@ const SWEEPING = {
 };
 
 /** An update as a gateway records it: in its user's backlog, then (`admitted`) given to the queue. */
-async function recordedUpdate(on: MongoStore, { admitted = true } = {}): Promise<{ id: string; userId: string }> {
+async function recordedUpdate(
+  on: MongoStore,
+  { admitted = true, id = randomUUID() } = {},
+): Promise<{ id: string; userId: string }> {
   const project = (await on.listProjects()).find((p) => p.url === STUCK_URL)!;
-  const id = randomUUID();
   await on.createUpdate({
     id,
     userId: project.userId,
@@ -385,9 +387,10 @@ describe('no update stays unfinished (a crash injected on each path)', () => {
   it('its snapshot was stored but its ending was not recorded: the next delivery records it done and measures nothing again', async () => {
     const gateway = await startGatewayProcess({ ...stuckDb, ...SWEEPING });
     try {
-      const { id } = await recordedUpdate(stuckStore);
+      // The snapshot first: the sweep (every 300 ms) must never see this update without it, or
+      // it would queue the update again and a run would be measured before the test's delivery.
+      const id = randomUUID();
       const project = (await stuckStore.listProjects()).find((p) => p.url === STUCK_URL)!;
-      await stuckStore.setUpdateState(id, { status: 'running' });
       const date = await stuckStore.saveSnapshot({
         project,
         updateId: id,
@@ -396,6 +399,8 @@ describe('no update stays unfinished (a crash injected on each path)', () => {
         results: [],
       });
       const before = runner.requests.length;
+      await recordedUpdate(stuckStore, { id });
+      await stuckStore.setUpdateState(id, { status: 'running' });
       // The job, still in the queue as an unacknowledged delivery leaves it.
       await jetstream(agentConn).publish(
         updateSubject(id),
