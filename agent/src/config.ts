@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { agentIdSchema, LOCATIONS, logLevelSchema, natsEnvSchema, parseEnv } from '@perfwatch/common';
-import { parseAllowList } from './target-guard.ts';
+import { parseAllowList } from '@perfwatch/common';
 
 const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { TargetRefused, type TargetGuard } from './target-guard.ts';
+import { TargetRefused, type TargetGuard } from '@perfwatch/common';
 
 /**
  * A forward proxy on loopback that Chrome is told to use for everything (loopback included),

@@ -1,7 +1,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
-import type { TargetGuard } from './target-guard.ts';
+import type { TargetGuard } from '@perfwatch/common';
 
 /**
  * One GET of `url` the way a browser's first request goes, to the address the target guard

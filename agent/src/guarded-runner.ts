@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { chromeFlags } from './chrome-flags.ts';
 import { startGuardProxy, type GuardProxy } from './guard-proxy.ts';
 import { createLighthouseRunner, type AuditRunner, type CpuCalibration } from './lighthouse-runner.ts';
-import { createTargetGuard, parseAllowList, type TargetGuard } from './target-guard.ts';
+import { createTargetGuard, parseAllowList, type TargetGuard } from '@perfwatch/common';
 
 export interface GuardedRunnerOptions {
   chromePath: string;

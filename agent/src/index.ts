@@ -16,13 +16,6 @@ export {
 export { chromeFlags } from './chrome-flags.ts';
 export { RunFailure } from './run-failure.ts';
 export { compactScreenshots, MAX_PICTURE_BYTES } from './screenshot-compactor.ts';
-export {
-  createTargetGuard,
-  parseAllowList,
-  isAllowedAddress,
-  TargetRefused,
-  type TargetGuard,
-} from './target-guard.ts';
 export { startGuardProxy, type GuardProxy } from './guard-proxy.ts';
 export { probeSecurity } from './security-probe.ts';
 export { exitOnUnhandledRejection, isBrowserTeardownError } from './browser-teardown-errors.ts';

@@ -12,6 +12,8 @@ import {
   type LighthouseResult,
   type PageAuth,
   type RunConditions,
+  TargetRefused,
+  type TargetGuard,
 } from '@perfwatch/common';
 import { openAuthenticatedPage, type AuthenticatedPage } from './authenticated-page.ts';
 import { sampleBenchmarkIndex } from './cpu-benchmark.ts';
@@ -20,7 +22,6 @@ import { markOwner, PROFILE_PREFIX } from './orphan-chrome.ts';
 import { watchOtherCpu } from './other-cpu-share.ts';
 import { findRedirectLoop } from './redirect-probe.ts';
 import { RunFailure } from './run-failure.ts';
-import { TargetRefused, type TargetGuard } from './target-guard.ts';
 
 export interface RunRequest {
   url: string;

@@ -16,7 +16,7 @@ import { reapOrphanedChromes } from './orphan-chrome.ts';
 import { exitOnUnhandledRejection } from './browser-teardown-errors.ts';
 import { createRunnerPool } from './runner-pool.ts';
 import { probeSecurity } from './security-probe.ts';
-import { createTargetGuard, parseAllowList } from './target-guard.ts';
+import { createTargetGuard, parseAllowList } from '@perfwatch/common';
 
 /** `perfwatch agent`: the only place of the agent program that reads the environment. */
 export async function main(env: Readonly<Record<string, string | undefined>>): Promise<void> {

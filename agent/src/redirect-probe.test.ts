@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findRedirectLoop } from './redirect-probe.ts';
-import { createTargetGuard } from './target-guard.ts';
+import { createTargetGuard } from '@perfwatch/common';
 
 let server: Server;
 let base: string;

@@ -1,5 +1,5 @@
 import { guardedGet } from './guarded-get.ts';
-import type { TargetGuard } from './target-guard.ts';
+import type { TargetGuard } from '@perfwatch/common';
 
 /** Chrome gives up after 20 redirects (net::ERR_TOO_MANY_REDIRECTS). */
 export const MAX_REDIRECTS = 20;

@@ -1,7 +1,6 @@
 import type { TLSSocket } from 'node:tls';
-import { SECURITY_HEADERS, type SecurityFacts } from '@perfwatch/common';
+import { SECURITY_HEADERS, type SecurityFacts, type TargetGuard } from '@perfwatch/common';
 import { guardedGet } from './guarded-get.ts';
-import type { TargetGuard } from './target-guard.ts';
 
 const DAY_MS = 86_400_000;
 

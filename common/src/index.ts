@@ -29,3 +29,4 @@ export * from './webhooks.ts';
 export * from './annotations.ts';
 export * from './page-auth.ts';
 export * from './run-digest.ts';
+export * from './target-guard.ts';

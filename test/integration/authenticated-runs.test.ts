@@ -1,14 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  chromeFlags,
-  createLighthouseRunner,
-  createTargetGuard,
-  parseAllowList,
-  startGuardProxy,
-  type GuardProxy,
-} from '@perfwatch/agent';
+import { chromeFlags, createLighthouseRunner, startGuardProxy, type GuardProxy } from '@perfwatch/agent';
+import { createTargetGuard, parseAllowList } from '@perfwatch/common';
 import { DEMO_LOGIN, startDemoSite, type DemoSite } from '@perfwatch/gateway';
 import { silentLogger } from '../support/test-services.ts';
 

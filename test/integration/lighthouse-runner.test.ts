@@ -4,13 +4,11 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import {
   chromeFlags,
   createLighthouseRunner,
-  createTargetGuard,
-  parseAllowList,
   startGuardProxy,
   type CpuCalibration,
   type GuardProxy,
 } from '@perfwatch/agent';
-import { cpuMultiplierFor, median } from '@perfwatch/common';
+import { cpuMultiplierFor, createTargetGuard, median, parseAllowList } from '@perfwatch/common';
 import { silentLogger } from '../support/test-services.ts';
 
 // The agent's Lighthouse runner with real Chromium and real Lighthouse on the fixture site.

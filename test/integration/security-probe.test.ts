@@ -4,7 +4,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import selfsigned from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTargetGuard, parseAllowList } from '@perfwatch/agent';
+import { createTargetGuard, parseAllowList } from '@perfwatch/common';
 import { probeSecurity } from '../../agent/src/security-probe.ts';
 
 // The agent's look at a page's transport and headers, against a local TLS server with a

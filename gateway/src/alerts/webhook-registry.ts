@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { TargetRefused } from '@perfwatch/agent';
-import { formatApiDateTime, type Webhook } from '@perfwatch/common';
+import { formatApiDateTime, TargetRefused, type Webhook } from '@perfwatch/common';
 import type { SecretBox } from '../accounts/secret-box.ts';
 import type { DeliveryRecord, Store, WebhookFormat, WebhookRecord } from '../store/store.ts';
 import { storedWebhookSecret } from './webhook-secrets.ts';

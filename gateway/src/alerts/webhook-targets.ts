@@ -1,5 +1,5 @@
 import { BlockList, isIPv4 } from 'node:net';
-import { createTargetGuard, parseAllowList, TargetRefused, type TargetGuard } from '@perfwatch/agent';
+import { createTargetGuard, parseAllowList, TargetRefused, type TargetGuard } from '@perfwatch/common';
 
 /**
  * Where webhooks may post: the address rules of audited pages (public addresses, and those
