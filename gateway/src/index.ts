@@ -22,4 +22,4 @@ export { createSecretBox } from './accounts/secret-box.ts';
 export { DEMO_LOGIN, startDemoSite, type DemoSite } from './local/demo-site-server.ts';
 export { MAX_AGENTS_PER_LOCATION, startAgentRegistry, type AgentRegistry } from './dispatch/nats/agent-registry.ts';
 export { startScheduler, tickUpdateId, type Scheduler } from './scheduling/scheduler.ts';
-export { UPDATE_STREAM, UPDATE_SUBJECT, updateSubject } from './updates/update-queue.ts';
+export { UPDATE_STREAM, UPDATE_SUBJECT, updateSubject } from './dispatch/nats/jetstream-update-queue.ts';

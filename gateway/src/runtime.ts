@@ -4,19 +4,18 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
-import type { LocalAgent } from '@perfwatch/agent';
+import type { LocalAgent } from './dispatch/local/local-agent.ts';
 import { startOpsServer, type OpsServer, type Readiness } from '@perfwatch/common';
-import { startAgentRegistry, type AgentRegistry } from './dispatch/nats/agent-registry.ts';
+import type { AgentRegistry } from './dispatch/nats/agent-registry.ts';
 import { createCruxClient } from './snapshots/crux/crux-client.ts';
 import { createCruxHistoryClient } from './snapshots/crux/crux-history.ts';
 import { startFieldHistory } from './snapshots/field-history.ts';
 import { createGatewayMetrics, type GatewayMetrics } from './http/metrics.ts';
-import { createNatsDispatcher } from './dispatch/nats/nats-dispatcher.ts';
 import type { Dispatcher } from './dispatch/run-outcome.ts';
 import { createServer, type GatewayServer } from './http/server.ts';
 import type { Store } from './store/store.ts';
 import { createUpdateService, type UpdateService } from './updates/update-service.ts';
-import { startUpdateQueue, type UpdateQueue } from './updates/update-queue.ts';
+import type { UpdateQueue } from './updates/update-queue.ts';
 import { createUpdateAdmission, type UpdateAdmission } from './updates/update-admission.ts';
 import { startScheduler } from './scheduling/scheduler.ts';
 import {
@@ -31,8 +30,9 @@ import { startWebhookSender } from './alerts/webhook-sender.ts';
 import { createWebhookTargets, type WebhookTargets } from './alerts/webhook-targets.ts';
 import { createAsyncUpdates } from './updates/async-updates.ts';
 import type { GatewayConfig } from './config.ts';
-import { createLocalDispatcher, createLocalRegistry } from './dispatch/local/local-transport.ts';
-import { startLocalUpdateQueue } from './dispatch/local/local-update-queue.ts';
+import { createLocalTransport } from './dispatch/local/local-transport.ts';
+import { createNatsTransport } from './dispatch/nats/nats-transport.ts';
+import type { Transport } from './dispatch/transport.ts';
 
 export interface GatewayRuntime {
   http: GatewayServer;
@@ -57,23 +57,17 @@ export async function startGateway({
   store,
   logger,
   config,
-  ...transport
+  ...given
 }: GatewayTransport & { store: Store; logger: Logger; config: GatewayConfig }): Promise<GatewayRuntime> {
-  const nc = transport.nc;
-  const agents = nc ? await startAgentRegistry({ nc, logger }) : createLocalRegistry(transport.localAgents!);
-  const dispatcher = nc
-    ? createNatsDispatcher({ nc, logger, registry: agents, maxInFlight: config.MAX_RUNS_IN_FLIGHT })
-    : createLocalDispatcher({ agents: transport.localAgents!, logger });
+  const transport = await chooseTransport(given, logger, config);
+  const { registry: agents, dispatcher } = transport;
   const metrics = createGatewayMetrics({
-    nc,
+    nc: transport.nc,
     agents,
     queueDepth: (location) => dispatcher.waiting?.(location) ?? 0,
     pendingUpdates: (location) => store.countPendingUpdates(location),
   });
-  const trust = credentialTrust(
-    config.PERFWATCH_TRUSTED_LOCATIONS,
-    transport.localAgents?.map((agent) => agent.location),
-  );
+  const trust = credentialTrust(config.PERFWATCH_TRUSTED_LOCATIONS, transport.trustedLocations);
   const unsubscribe = store.unreadable.onSkipped((record) => {
     logger.warn({ record }, 'skipped a stored record that cannot be read');
     metrics.recordSkipped(record.kind);
@@ -86,7 +80,7 @@ export async function startGateway({
     metrics,
     credentialTrust: trust,
   });
-  const { queue, admission } = await startQueue({ store, logger, config, nc, updates, outbox });
+  const { queue, admission } = await startQueue({ store, logger, config, transport, updates, outbox });
   const background = startBackgroundWork({
     store,
     logger,
@@ -99,7 +93,7 @@ export async function startGateway({
     metrics,
   });
   let stopping = false;
-  const readiness = readinessCheck(nc, store, () => stopping);
+  const readiness = readinessCheck(transport, store, () => stopping);
   const { http, ops } = await serve({
     store,
     logger,
@@ -127,12 +121,19 @@ export async function startGateway({
       await queue.stop();
       await background.webhooks.stop();
       await background.fieldHistory?.stop();
-      await agents.stop();
+      await transport.close();
       unsubscribe();
       // Last: /metrics and /readyz answer (not ready) while the rest stops.
       await ops?.close();
     },
   };
+}
+
+/** The one place a transport is chosen: NATS when given a connection, else the agents handed in. */
+function chooseTransport(given: GatewayTransport, logger: Logger, config: GatewayConfig): Promise<Transport> {
+  if (!given.nc) return Promise.resolve(createLocalTransport({ agents: given.localAgents, logger }));
+  const { MAX_RUNS_IN_FLIGHT: maxInFlight, UPDATE_ACK_WAIT_MS: ackWaitMs } = config;
+  return createNatsTransport({ nc: given.nc, logger, maxInFlight, ackWaitMs });
 }
 
 interface Wiring {
@@ -198,16 +199,16 @@ function testKillAt({ PERFWATCH_TEST_KILL_AT: at }: GatewayConfig, logger: Logge
   };
 }
 
-/** The update queue (JetStream, or in the process) and the admission of each user's next update into it. */
+/** The transport's update queue and the admission of each user's next update into it. */
 async function startQueue({
   store,
   logger,
   config,
-  nc,
+  transport,
   updates,
   outbox,
 }: Wiring & {
-  nc: NatsConnection | undefined;
+  transport: Transport;
   updates: UpdateService;
   outbox: WebhookOutbox;
 }): Promise<{ queue: UpdateQueue; admission: UpdateAdmission }> {
@@ -230,9 +231,7 @@ async function startQueue({
     maxDeliver: config.UPDATE_MAX_DELIVER,
     retryDelayMs: config.UPDATE_RETRY_DELAY_MS,
   };
-  const queue = (started.queue = nc
-    ? await startUpdateQueue({ ...queueOptions, nc, ackWaitMs: config.UPDATE_ACK_WAIT_MS })
-    : await startLocalUpdateQueue(queueOptions));
+  const queue = (started.queue = await transport.startQueue(queueOptions));
   return { queue, admission };
 }
 
@@ -303,16 +302,16 @@ function startBackgroundWork({
   return { scheduler, webhooks, fieldHistory };
 }
 
-/** Ready while not stopping and both NATS and the database answer a round trip, each within 2 s. */
-function readinessCheck(nc: NatsConnection | undefined, store: Store, stopping: () => boolean) {
+/** Ready while not stopping and both the transport and the database answer a round trip, each within 2 s. */
+function readinessCheck(transport: Transport, store: Store, stopping: () => boolean) {
   return async (): Promise<Readiness> => {
     if (stopping()) return { ok: false, reason: 'shutting down' };
-    if (nc && (nc.isClosed() || nc.isDraining())) return { ok: false, reason: 'NATS connection closed' };
+    if (!transport.open()) return { ok: false, reason: `${transport.name} connection closed` };
     // The reason names the part, never a driver's message: /readyz may be on the public port.
     try {
-      if (nc) await withTimeout(nc.flush(), 2_000, 'NATS did not answer');
+      await withTimeout(transport.ping(), 2_000, `${transport.name} did not answer`);
     } catch {
-      return { ok: false, reason: 'NATS did not answer' };
+      return { ok: false, reason: `${transport.name} did not answer` };
     }
     try {
       await withTimeout(store.ping(), 2_000, 'the database did not answer');

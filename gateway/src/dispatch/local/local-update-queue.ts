@@ -1,83 +1,92 @@
-import pLimit from 'p-limit';
-import {
-  queuedUpdateOf,
-  queuedUpdateSchema,
-  runQueuedUpdate,
-  type QueuedUpdate,
-  type QueuedUpdateDeps,
-  type UpdateQueue,
-} from '../../updates/update-queue.ts';
+import Queue from 'yocto-queue';
+import { queuedUpdateOf, queuedUpdateSchema, type QueuedUpdate, type UpdateQueue } from '../../updates/update-queue.ts';
+import { dedupeId, UpdateDeliveries, type DeliveryOptions } from '../delivery-rules.ts';
 
-export interface LocalUpdateQueueOptions extends QueuedUpdateDeps {
-  /** Updates run at once. */
-  workers: number;
-  /** Deliveries before an update is marked failed. */
-  maxDeliver: number;
-  /** Wait before a failed delivery is tried again. */
-  retryDelayMs: number;
+/** A job waiting here for a worker, with the delivery it will be. */
+interface Waiting {
+  job: QueuedUpdate;
+  key: string;
+  delivery: number;
 }
 
 /**
  * The update queue of `perfwatch start` without NATS: jobs wait in this process, and the store
  * is what makes them durable. Every accepted update is recorded `queued` before it is enqueued,
  * so on start the queue takes up whatever the last process left queued or running; stopping
- * finishes the running updates and leaves the waiting ones queued for the next start.
+ * finishes the running updates and leaves the waiting ones queued for the next start. It
+ * delivers by the JetStream queue's rules (delivery-rules.ts); where JetStream would deliver a
+ * job again, a timer here does.
  */
-export async function startLocalUpdateQueue(options: LocalUpdateQueueOptions): Promise<UpdateQueue> {
-  const { store, logger, workers, maxDeliver, retryDelayMs } = options;
-  const slots = pLimit(workers);
-  const running = new Set<Promise<void>>();
+export async function startLocalUpdateQueue(options: DeliveryOptions): Promise<UpdateQueue> {
+  const { store, logger, retryDelayMs } = options;
+  const deliveries = new UpdateDeliveries(options);
+  const waiting = new Queue<Waiting>();
   const retries = new Set<NodeJS.Timeout>();
-  // Update ids waiting or running here: an update enqueued twice runs once, as JetStream's
-  // de-duplication by message id does for the NATS queue.
-  const pending = new Set<string>();
-  let stopping = false;
-  // Stopping ends the waits for absent locations: those updates stay queued for the next start.
-  const halt = new AbortController();
+  // Held jobs by their de-duplication id, and how many each update has: waiting, running, or
+  // between deliveries.
+  const held = new Set<string>();
+  const perUpdate = new Map<string, number>();
 
-  function submit(job: QueuedUpdate, delivery: number): void {
-    const task = slots(async () => {
-      if (stopping) return;
-      const ending = await runQueuedUpdate(options, job, delivery, maxDeliver, halt.signal);
-      if (ending.kind === 'retry' || ending.kind === 'unrecorded') {
-        const timer = setTimeout(() => {
-          retries.delete(timer);
-          if (!stopping) submit(job, delivery + 1);
-        }, retryDelayMs);
-        retries.add(timer);
-      } else {
-        pending.delete(job.updateId);
-      }
-    });
-    running.add(task);
-    void task.finally(() => running.delete(task));
+  function hold(job: QueuedUpdate, key: string): void {
+    held.add(key);
+    perUpdate.set(job.updateId, (perUpdate.get(job.updateId) ?? 0) + 1);
+  }
+  function release({ job, key }: Waiting): void {
+    held.delete(key);
+    const left = (perUpdate.get(job.updateId) ?? 1) - 1;
+    if (left > 0) perUpdate.set(job.updateId, left);
+    else perUpdate.delete(job.updateId);
+  }
+  function later(entry: Waiting, delayMs: number): void {
+    const timer = setTimeout(() => {
+      retries.delete(timer);
+      submit({ ...entry, delivery: entry.delivery + 1 });
+    }, delayMs);
+    retries.add(timer);
+  }
+  function submit(entry: Waiting): void {
+    if (deliveries.stopping) return;
+    waiting.enqueue(entry);
+    startWaiting();
+  }
+  function startWaiting(): void {
+    while (!deliveries.stopping && deliveries.free > 0 && waiting.size > 0) {
+      const entry = waiting.dequeue()!;
+      void deliveries.deliver(entry.job, entry.delivery).then((step) => {
+        // A stop leaves the job queued in the store, for the next start.
+        if (step.kind === 'finished') release(entry);
+        else if (!deliveries.stopping) later(entry, step.kind === 'again' ? step.delayMs : retryDelayMs);
+        startWaiting();
+      });
+    }
   }
 
   // Those still waiting in their user's backlog are admitted when the user has room.
   const left = (await store.listUnfinishedUpdates()).filter((update) => update.admittedAt !== null);
   for (const update of left) {
-    pending.add(update.id);
-    submit(queuedUpdateOf(update, 'resumed'), update.attempts + 1);
+    const job = queuedUpdateOf(update, 'resumed');
+    hold(job, job.updateId);
+    submit({ job, key: job.updateId, delivery: update.attempts + 1 });
   }
   if (left.length > 0)
     logger.info({ updates: left.length }, 'taking up the updates the last run left queued or running');
 
   return {
-    async enqueue(job) {
+    async enqueue(job, { again = false } = {}) {
       const parsed = queuedUpdateSchema.parse(job);
-      if (stopping) throw new Error('the update queue is stopping');
-      if (pending.has(parsed.updateId)) return;
-      pending.add(parsed.updateId);
-      submit(parsed, 1);
+      if (deliveries.stopping) throw new Error('the update queue is stopping');
+      const key = dedupeId(parsed.updateId, again);
+      if (held.has(key)) return;
+      hold(parsed, key);
+      submit({ job: parsed, key, delivery: 1 });
     },
     async holds(updateId) {
-      return pending.has(updateId);
+      return perUpdate.has(updateId);
     },
     async stop() {
-      stopping = true;
-      halt.abort();
+      deliveries.halt();
       for (const timer of retries) clearTimeout(timer);
-      while (running.size > 0) await Promise.allSettled([...running]);
+      await deliveries.drain();
     },
   };
 }

@@ -2,7 +2,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import Queue from 'yocto-queue';
 import type { AgentRegistry } from './agent-registry.ts';
-import { FairWaitingRoom, type Ticket } from './fair-waiting-room.ts';
+import { FairWaitingRoom, type Ticket } from '../fair-waiting-room.ts';
 import type { AuditJob, Location } from '@perfwatch/common';
 import { createNatsOfferer, DEFAULT_TAKEN_WITHIN_MS, type NatsOfferer } from './nats-offer.ts';
 import { RUN_FAILURES } from '../run-failures.ts';

@@ -7,10 +7,10 @@ import TinyQueue from 'tinyqueue';
  * has a large usage; another user's first run ranks before all of them and takes the next place
  * that frees: it waits for one run, not for the backlog. Two busy users share places evenly.
  *
- * Runs ask for a place by offering their job (agents at capacity leave the NATS queue group),
- * so the room only decides who offers when: a run arriving while better-ranked ones wait joins
- * them rather than racing them to the next place, and a place announced free goes to the best
- * ranked. Written here because it is the dispatcher's own policy; p-queue's priorities are
+ * The room only decides who asks when, whatever carries the runs: over NATS a run asks by
+ * offering its job (agents at capacity leave the queue group), in local mode by taking one of
+ * the in-process agent's places. A run arriving while better-ranked ones wait joins them rather
+ * than racing them to the next place, and a place that frees goes to the best ranked. Written here because it is the dispatcher's own policy; p-queue's priorities are
  * fixed numbers at insertion, and these change with every run a user is given.
  *
  * A user's runs rank among themselves by arrival, whatever the usage, so each user keeps its
@@ -117,7 +117,7 @@ export class FairWaitingRoom {
   /**
    * Waits for this run's turn: `then` is called once, when `wake` chooses it or after `ms`. A
    * callback, not a promise: a dispatcher holds thousands of waiting runs as data, without a
-   * suspended function each (nats-dispatcher.ts).
+   * suspended function each (nats/nats-dispatcher.ts).
    */
   wait(ticket: Ticket, ms: number, then: () => void): void {
     ticket.state = 'waiting';
