@@ -1,98 +1,42 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
 import {
+  API_ENDPOINTS,
   auditResultSchema,
-  type AuditResult,
-  annotationListSchema,
-  type AnnotationList,
-  credentialsViewSchema,
-  type CredentialsView,
-  type PageAuth,
-  projectBudgetsSchema,
-  type Budgets,
-  type ProjectBudgets,
-  compareResultSchema,
-  type CompareResult,
-  webhookListSchema,
-  type WebhookList,
-  errorEnvelopeSchema,
-  type ErrorEnvelope,
-  type Device,
-  type Location,
-  type Section,
   asyncAckSchema,
-  overviewResponseSchema,
-  projectListSchema,
-  snapshotListSchema,
-  updateStatusSchema,
-  type OverviewRecord,
-  type ProjectList,
-  type SnapshotList,
+  errorEnvelopeSchema,
+  type ApiAnswer,
+  type ApiEndpoint,
+  type ApiEndpointName,
+  type ApiRequest,
+  type AuditResult,
+  type Budgets,
+  type ErrorEnvelope,
+  type PageAuth,
   type UpdateStatusView,
 } from '@perfwatch/common';
 
 /**
- * The operations this client calls, by path and method. A test holds them against the
- * gateway's `/v1/openapi.json`, so the client cannot call a path or send a body the API
- * does not document. Every call is a POST with a JSON body: no URL-encoding surprises,
- * and arrays stay arrays.
+ * The operations this client calls, by name and path: every endpoint of the API's table
+ * (common/src/api/endpoints.ts), whose request and answer schemas give this client its types. A
+ * test holds them against the gateway's `/v1/openapi.json`. Every call is a POST with a JSON
+ * body: no URL-encoding surprises, and arrays stay arrays.
  */
-export const CLIENT_OPERATIONS = {
-  update: '/v1/update',
-  audit: '/v1/audit',
-  compare: '/v1/compare',
-  updates: '/v1/updates',
-  updateStatus: '/v1/updates/{id}',
-  overview: '/v1/overview',
-  projects: '/v1/projects',
-  budgets: '/v1/budgets',
-  webhooks: '/v1/webhooks',
-  annotations: '/v1/annotations',
-  credentials: '/v1/credentials',
-} as const;
+export const CLIENT_OPERATIONS = Object.fromEntries(
+  Object.entries(API_ENDPOINTS).map(([name, endpoint]) => [name, endpoint.path]),
+) as { [N in ApiEndpointName]: (typeof API_ENDPOINTS)[N]['path'] };
 
-export interface AnnotationRequest {
-  url: string;
-  text: string;
-  /** `yyyy-MM-ddTHH:mm:ss`, UTC; absent: now. */
-  date?: string;
-  link?: string;
-}
-
-export type WebhooksRequest =
-  Record<string, never> | { targetUrl: string; project?: string; format?: 'json' | 'slack' } | { remove: string };
-
-export interface UpdateRequest {
-  url: string;
-  device?: Device;
-  updateType?: 'manual' | 'ci';
-}
-
-export interface AuditRequest {
-  url: string;
-  /** `yyyy-MM-ddTHH:mm:ss`, UTC, as the API returns it. */
-  date: string;
-  device?: Device;
-  location?: Location[];
-}
-
-export interface CompareRequest {
-  url: string;
-  /** The two snapshot dates, `yyyy-MM-ddTHH:mm:ss`, UTC. */
-  from: string;
-  to: string;
-  device?: Device;
-  location?: Location[];
-}
-
-export interface OverviewRequest {
-  /** `yyyy-MM-dd`. */
-  startDate: string;
-  endDate: string;
-  domain?: string;
-  updateType?: 'manual' | 'scheduled' | 'ci';
-  sections?: Section[];
-}
+/** A sync or async update; the client chooses the mode by the method called. */
+export type UpdateRequest = Omit<ApiRequest<'update'>, 'mode'>;
+export type AuditRequest = ApiRequest<'audit'>;
+export type CompareRequest = ApiRequest<'compare'>;
+/** The overview's request with its date range spread: `startDate`, `endDate` (`yyyy-MM-dd`). */
+export type OverviewRequest = Omit<ApiRequest<'overview'>, 'dateRange'> & ApiRequest<'overview'>['dateRange'];
+/** Nothing: a listing; `targetUrl`: an add; `remove`: a removal (POST forms of /v1/webhooks). */
+export type WebhooksRequest = ApiRequest<'webhooks'>;
+/** An annotation to add: `date` is `yyyy-MM-ddTHH:mm:ss`, UTC, absent: now. */
+export type AnnotationRequest = Pick<ApiRequest<'annotations'>, 'url' | 'date' | 'link'> & { text: string };
+type AnnotationRange = Pick<ApiRequest<'annotations'>, 'from' | 'to'>;
 
 /** The API answered with an error envelope (or something that is not the API). */
 export class ApiClientError extends Error {
@@ -148,69 +92,77 @@ export class ApiClient {
     this.#updateTimeoutMs = updateTimeoutMs;
   }
 
-  #read<S extends z.ZodType>(path: string, body: object, schema: S): Promise<z.output<S>> {
-    return postJson(this.#connection, path, body, schema, this.#readTimeoutMs);
+  /** POSTs `body` to `endpoint` (at `path`, when it has path parameters) and reads its answer. */
+  #call<E extends ApiEndpoint>(
+    endpoint: E,
+    body: z.input<E['body']>,
+    path: string = endpoint.path,
+  ): Promise<z.output<E['answer']>> {
+    return postJson<E['answer']>(this.#connection, path, body, endpoint.answer, this.#readTimeoutMs);
   }
 
   /** A sync update: resolves with the audit result once every run is in. */
   update(request: UpdateRequest): Promise<AuditResult> {
-    const body = { ...request, mode: 'sync' };
-    return postJson(this.#connection, CLIENT_OPERATIONS.update, body, auditResultSchema, this.#updateTimeoutMs);
+    const body: ApiRequest<'update'> = { ...request, mode: 'sync' };
+    return postJson(this.#connection, API_ENDPOINTS.update.path, body, auditResultSchema, this.#updateTimeoutMs);
   }
 
   /** An async update: resolves with its id at once. */
   async startUpdate(request: UpdateRequest): Promise<string> {
-    return (await this.#read(CLIENT_OPERATIONS.update, { ...request, mode: 'async' }, asyncAckSchema)).id;
+    const body: ApiRequest<'update'> = { ...request, mode: 'async' };
+    return (await postJson(this.#connection, API_ENDPOINTS.update.path, body, asyncAckSchema, this.#readTimeoutMs)).id;
   }
 
   updateStatus(id: string): Promise<UpdateStatusView> {
-    const path = CLIENT_OPERATIONS.updateStatus.replace('{id}', encodeURIComponent(id));
-    return this.#read(path, {}, updateStatusSchema);
+    return this.#call(
+      API_ENDPOINTS.updateStatus,
+      {},
+      API_ENDPOINTS.updateStatus.path.replace('{id}', encodeURIComponent(id)),
+    );
   }
 
   audit(request: AuditRequest): Promise<AuditResult> {
-    return this.#read(CLIENT_OPERATIONS.audit, request, auditResultSchema);
+    return this.#call(API_ENDPOINTS.audit, request);
   }
 
-  compare(request: CompareRequest): Promise<CompareResult> {
-    return this.#read(CLIENT_OPERATIONS.compare, request, compareResultSchema);
+  compare(request: CompareRequest): Promise<ApiAnswer<'compare'>> {
+    return this.#call(API_ENDPOINTS.compare, request);
   }
 
-  updates(url: string): Promise<SnapshotList> {
-    return this.#read(CLIENT_OPERATIONS.updates, { url }, snapshotListSchema);
+  updates(url: string): Promise<ApiAnswer<'updates'>> {
+    return this.#call(API_ENDPOINTS.updates, { url });
   }
 
-  async projects(): Promise<ProjectList['projects']> {
-    return (await this.#read(CLIENT_OPERATIONS.projects, {}, projectListSchema)).projects;
+  async projects(): Promise<ApiAnswer<'projects'>['projects']> {
+    return (await this.#call(API_ENDPOINTS.projects, {})).projects;
   }
 
   /** A project's budgets; with `set`, replaced first. */
-  budgets(url: string, set?: Budgets): Promise<ProjectBudgets> {
-    return this.#read(CLIENT_OPERATIONS.budgets, { url, ...set }, projectBudgetsSchema);
+  budgets(url: string, set?: Budgets): Promise<ApiAnswer<'budgets'>> {
+    return this.#call(API_ENDPOINTS.budgets, { url, ...set });
   }
 
   /** The caller's webhooks; with a target, one is added first (`created`, with its secret), with `remove`, one is removed. */
-  webhooks(request: WebhooksRequest = {}): Promise<WebhookList> {
-    return this.#read(CLIENT_OPERATIONS.webhooks, request, webhookListSchema);
+  webhooks(request: WebhooksRequest = {}): Promise<ApiAnswer<'webhooks'>> {
+    return this.#call(API_ENDPOINTS.webhooks, request);
   }
 
-  async annotations(url: string, range: { from?: string; to?: string } = {}): Promise<AnnotationList['annotations']> {
-    return (await this.#read(CLIENT_OPERATIONS.annotations, { url, ...range }, annotationListSchema)).annotations;
+  async annotations(url: string, range: AnnotationRange = {}): Promise<ApiAnswer<'annotations'>['annotations']> {
+    return (await this.#call(API_ENDPOINTS.annotations, { url, ...range })).annotations;
   }
 
-  async annotate(request: AnnotationRequest): Promise<NonNullable<AnnotationList['added']>> {
-    return (await this.#read(CLIENT_OPERATIONS.annotations, request, annotationListSchema)).added!;
+  async annotate(request: AnnotationRequest): Promise<NonNullable<ApiAnswer<'annotations'>['added']>> {
+    return (await this.#call(API_ENDPOINTS.annotations, request)).added!;
   }
 
   /** Whether a project has login credentials (names only); with `set`, replaced first; with `clear`, forgotten. */
-  credentials(url: string, change: { set?: PageAuth; clear?: boolean } = {}): Promise<CredentialsView> {
+  credentials(url: string, change: { set?: PageAuth; clear?: boolean } = {}): Promise<ApiAnswer<'credentials'>> {
     const body = { url, ...(change.set ? { auth: change.set } : {}), ...(change.clear ? { clear: true } : {}) };
-    return this.#read(CLIENT_OPERATIONS.credentials, body, credentialsViewSchema);
+    return this.#call(API_ENDPOINTS.credentials, body);
   }
 
-  overview({ startDate, endDate, ...rest }: OverviewRequest): Promise<OverviewRecord[]> {
-    const body = { dateRange: { startDate, endDate }, ...rest };
-    return this.#read(CLIENT_OPERATIONS.overview, body, overviewResponseSchema);
+  overview({ startDate, endDate, ...rest }: OverviewRequest): Promise<ApiAnswer<'overview'>> {
+    return this.#call(API_ENDPOINTS.overview, { dateRange: { startDate, endDate }, ...rest });
   }
 
   /** Polls an async update until it is done or failed. */
@@ -233,7 +185,7 @@ interface Connection {
 async function postJson<S extends z.ZodType>(
   { base, token, fetchImpl }: Connection,
   path: string,
-  body: object,
+  body: unknown,
   schema: S,
   timeoutMs: number,
 ): Promise<z.output<S>> {

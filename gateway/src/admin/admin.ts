@@ -1,8 +1,15 @@
 import { CronExpressionParser } from 'cron-parser';
-import { LOCATIONS, pageAuthSchema, type Budgets, type Location, type PageAuth, type Webhook } from '@perfwatch/common';
+import {
+  LOCATIONS,
+  normalizeProjectUrl,
+  pageAuthSchema,
+  type Budgets,
+  type Location,
+  type PageAuth,
+  type Webhook,
+} from '@perfwatch/common';
 import { readProjectAuth, sealProjectAuth } from '../projects/project-auth.ts';
 import { createSecretBox, SecretKeyError, type SecretBox } from '../accounts/secret-box.ts';
-import { normalizeProjectUrl } from '../http/request-params.ts';
 import {
   DuplicateError,
   WebhookLimitReached,

@@ -1,12 +1,6 @@
 import type { Request, Response } from 'express';
-import { ApiError, type WebhookList } from '@perfwatch/common';
-import {
-  parseRequest,
-  WEBHOOK_PAGE,
-  WEBHOOKS_WRITES,
-  webhooksBodySchema,
-  webhooksQuerySchema,
-} from '../http/request-params.ts';
+import { API_ENDPOINTS, ApiError, WEBHOOK_PAGE, type WebhookList } from '@perfwatch/common';
+import { parseRequest } from '../http/parse-request.ts';
 import { WebhookLimitReached, type Store } from '../store/store.ts';
 import {
   addWebhook,
@@ -25,7 +19,7 @@ import { callerProject } from '../accounts/caller-project.ts';
  */
 export function webhooksRoute({ store, rules }: { store: Store; rules: WebhookRules }) {
   return async (req: Request, res: Response): Promise<void> => {
-    const params = parseRequest(req, { query: webhooksQuerySchema, body: webhooksBodySchema, writes: WEBHOOKS_WRITES });
+    const params = parseRequest(req, API_ENDPOINTS.webhooks);
     const userId = req.caller!.userId;
     const answer: Omit<WebhookList, 'webhooks'> = {};
     if (params.action === 'add') {

@@ -8,20 +8,11 @@ import { authenticate } from './auth.ts';
 import { dashboardRouter } from '../dashboard/dashboard-router.ts';
 import { DEFAULT_HEAVY_READS, heavyReadLimit } from '../snapshots/heavy-reads.ts';
 import { errorHandler, notFoundRoute, onlyGetAndPost } from './http-errors.ts';
+import { GATEWAY_ENDPOINTS, type RouteDeps } from './endpoints.ts';
 import { createOpenApiDocument } from './openapi.ts';
 import { acceptsJson, failedAuthGuard, jsonBodyOnly, perUserLimit } from './request-guards.ts';
-import { auditRoute } from '../snapshots/audit-route.ts';
 import { createSecretBox, type SecretBox } from '../accounts/secret-box.ts';
-import { annotationsRoute } from '../snapshots/annotations-route.ts';
-import { budgetsRoute } from '../projects/budgets-route.ts';
-import { compareRoute } from '../snapshots/compare-route.ts';
-import { credentialsRoute } from '../projects/credentials-route.ts';
-import { webhooksRoute } from '../alerts/webhooks-route.ts';
-import { overviewRoute } from '../snapshots/overview-route.ts';
-import { projectsRoute } from '../projects/projects-route.ts';
-import { updateRoute, type SyncUpdateLimit } from '../updates/update-route.ts';
-import { updatesRoute } from '../snapshots/updates-route.ts';
-import { updateStatusRoute } from '../updates/update-status-route.ts';
+import type { SyncUpdateLimit } from '../updates/update-route.ts';
 import type { Store } from '../store/store.ts';
 import type { UpdateService } from '../updates/update-service.ts';
 import type { StartAsync } from '../updates/async-updates.ts';
@@ -163,39 +154,34 @@ function apiRouter({
   const failedAuth = failedAuthGuard(authFailuresPerMinute);
   const auth = authenticate(store, failedAuth.failed);
   const before = [onlyGetAndPost, acceptsJson, jsonBodyOnly, json, failedAuth.check, auth];
-  const updateLimit = perUserLimit(rateLimits.updates, 'updates');
-  const readLimit = perUserLimit(rateLimits.reads, 'reads');
-  v1.all(
-    '/update',
-    ...before,
-    updateLimit,
-    updateRoute({ store, updates, startAsync, credentialTrust, ...(syncUpdates ? { syncUpdates } : {}) }),
-  );
+  const limits = {
+    updates: perUserLimit(rateLimits.updates, 'updates'),
+    reads: perUserLimit(rateLimits.reads, 'reads'),
+  };
   // One set of places for both: together they are what holds stored results in memory.
   const reads = heavyReadLimit({
     atOnce: maxHeavyReads,
     ...(metrics ? { onRefused: () => metrics.heavyReadRefused() } : {}),
   });
   metrics?.watchHeavyReads(reads);
-  v1.all('/audit', ...before, readLimit, auditRoute({ store, reads }));
-  v1.all('/compare', ...before, readLimit, compareRoute({ store, reads }));
-  v1.all('/updates', ...before, readLimit, updatesRoute({ store }));
-  v1.all('/updates/:id', ...before, readLimit, updateStatusRoute({ store }));
-  v1.all(
-    '/overview',
-    ...before,
-    readLimit,
-    overviewRoute({ store, logger, ...(overviewStallMs ? { stallMs: overviewStallMs } : {}) }),
-  );
-  v1.all('/projects', ...before, readLimit, projectsRoute({ store }));
-  v1.all('/budgets', ...before, readLimit, budgetsRoute({ store }));
-  v1.all(
-    '/webhooks',
-    ...before,
-    readLimit,
-    webhooksRoute({ store, rules: { targets: targetGuard, secrets, maxPerUser: maxWebhooksPerUser } }),
-  );
-  v1.all('/annotations', ...before, readLimit, annotationsRoute({ store }));
-  v1.all('/credentials', ...before, readLimit, credentialsRoute({ store, secrets, credentialTrust }));
+  const routeDeps: RouteDeps = {
+    store,
+    updates,
+    logger,
+    startAsync,
+    syncUpdates,
+    overviewStallMs,
+    reads,
+    webhookRules: { targets: targetGuard, secrets, maxPerUser: maxWebhooksPerUser },
+    secrets,
+    credentialTrust,
+  };
+  for (const { contract, limit, route } of Object.values(GATEWAY_ENDPOINTS))
+    v1.all(expressPath(contract.path), ...before, limits[limit], route(routeDeps));
   return v1;
+}
+
+/** `/v1/updates/{id}` as the /v1 router matches it: `/updates/:id`. */
+function expressPath(path: string): string {
+  return path.replace(/^\/v1/, '').replace(/\{(\w+)\}/g, ':$1');
 }

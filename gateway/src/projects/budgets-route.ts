@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
-import type { ProjectBudgets } from '@perfwatch/common';
-import { BUDGETS_WRITES, budgetsBodySchema, budgetsQuerySchema, parseRequest } from '../http/request-params.ts';
+import { API_ENDPOINTS, type ProjectBudgets } from '@perfwatch/common';
+import { parseRequest } from '../http/parse-request.ts';
 import type { Store } from '../store/store.ts';
 import { callerProject } from '../accounts/caller-project.ts';
 
@@ -10,7 +10,7 @@ import { callerProject } from '../accounts/caller-project.ts';
  */
 export function budgetsRoute({ store }: { store: Store }) {
   return async (req: Request, res: Response): Promise<void> => {
-    const params = parseRequest(req, { query: budgetsQuerySchema, body: budgetsBodySchema, writes: BUDGETS_WRITES });
+    const params = parseRequest(req, API_ENDPOINTS.budgets);
     const project = await callerProject(store, req, params.url);
     const budgets = params.set ?? project.budgets;
     if (params.set) await store.setProjectBudgets(project.id, params.set);

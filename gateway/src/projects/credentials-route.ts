@@ -1,12 +1,7 @@
 import type { Request, Response } from 'express';
-import { ApiError, type CredentialsView, type PageAuth } from '@perfwatch/common';
+import { API_ENDPOINTS, ApiError, type CredentialsView, type PageAuth } from '@perfwatch/common';
 import { openProjectAuth, sealProjectAuth } from './project-auth.ts';
-import {
-  CREDENTIALS_WRITES,
-  credentialsBodySchema,
-  credentialsQuerySchema,
-  parseRequest,
-} from '../http/request-params.ts';
+import { parseRequest } from '../http/parse-request.ts';
 import type { SecretBox } from '../accounts/secret-box.ts';
 import { locationsNotTrusted, untrustedReasons, type CredentialTrust } from './credential-trust.ts';
 import type { Store } from '../store/store.ts';
@@ -34,11 +29,7 @@ export function credentialsRoute({
   credentialTrust: CredentialTrust;
 }) {
   return async (req: Request, res: Response): Promise<void> => {
-    const params = parseRequest(req, {
-      query: credentialsQuerySchema,
-      body: credentialsBodySchema,
-      writes: CREDENTIALS_WRITES,
-    });
+    const params = parseRequest(req, API_ENDPOINTS.credentials);
     const project = await callerProject(store, req, params.url);
     res.set('Cache-Control', 'no-store');
     if (params.clear) {

@@ -1,12 +1,12 @@
 import type { Request, Response } from 'express';
-import type { ProjectList } from '@perfwatch/common';
-import { parseRequest, projectsBodySchema, projectsQuerySchema } from '../http/request-params.ts';
+import { API_ENDPOINTS, type ProjectList } from '@perfwatch/common';
+import { parseRequest } from '../http/parse-request.ts';
 import type { Store } from '../store/store.ts';
 
 /** `GET|POST /v1/projects`: the caller's projects, ordered by URL; what a dashboard or client offers to pick from. */
 export function projectsRoute({ store }: { store: Store }) {
   return async (req: Request, res: Response): Promise<void> => {
-    parseRequest(req, { query: projectsQuerySchema, body: projectsBodySchema });
+    parseRequest(req, API_ENDPOINTS.projects);
     const projects = req.caller ? await store.listProjects(req.caller.userId) : [];
     const list: ProjectList = {
       projects: projects

@@ -1,12 +1,14 @@
 import type { Request, Response } from 'express';
-import { ApiError, formatApiDateTime, truncateToSecond, type Annotation, type AnnotationList } from '@perfwatch/common';
 import {
-  ANNOTATIONS_WRITES,
-  annotationsBodySchema,
-  annotationsQuerySchema,
+  API_ENDPOINTS,
+  ApiError,
+  formatApiDateTime,
   MAX_ANNOTATIONS_PER_PROJECT,
-  parseRequest,
-} from '../http/request-params.ts';
+  truncateToSecond,
+  type Annotation,
+  type AnnotationList,
+} from '@perfwatch/common';
+import { parseRequest } from '../http/parse-request.ts';
 import type { AnnotationRecord, Store } from '../store/store.ts';
 import { callerProject } from '../accounts/caller-project.ts';
 
@@ -25,11 +27,7 @@ const view = (url: string, a: AnnotationRecord): Annotation => ({
  */
 export function annotationsRoute({ store, now = () => new Date() }: { store: Store; now?: () => Date }) {
   return async (req: Request, res: Response): Promise<void> => {
-    const params = parseRequest(req, {
-      query: annotationsQuerySchema,
-      body: annotationsBodySchema,
-      writes: ANNOTATIONS_WRITES,
-    });
+    const params = parseRequest(req, API_ENDPOINTS.annotations);
     const project = await callerProject(store, req, params.url);
     if (params.remove && !(await store.removeAnnotation(project.id, params.remove)))
       throw new ApiError('NOT_FOUND', 'The project has no annotation of that id.', [`remove: ${params.remove}`]);

@@ -1,8 +1,8 @@
 import type { Request, Response } from 'express';
-import { ApiError, formatApiDateTime } from '@perfwatch/common';
+import { API_ENDPOINTS, ApiError, formatApiDateTime } from '@perfwatch/common';
 import { auditResultPieces } from './audit-view.ts';
 import { whileConnected, type HeavyReads } from './heavy-reads.ts';
-import { auditBodySchema, auditQuerySchema, parseRequest } from '../http/request-params.ts';
+import { parseRequest } from '../http/parse-request.ts';
 import { releaseResult } from './result-bytes.ts';
 import type { Store, StoredCell } from '../store/store.ts';
 import { callerProject } from '../accounts/caller-project.ts';
@@ -16,7 +16,7 @@ import { GATHER_SIZE, writeJsonPieces } from '../http/written.ts';
  */
 export function auditRoute({ store, reads, stallMs = 30_000 }: { store: Store; reads: HeavyReads; stallMs?: number }) {
   return async (req: Request, res: Response): Promise<void> => {
-    const params = parseRequest(req, { query: auditQuerySchema, body: auditBodySchema });
+    const params = parseRequest(req, API_ENDPOINTS.audit);
     const project = await callerProject(store, req, params.url);
     const filter = { device: params.device, locations: params.location };
     const snapshot = await store.findSnapshotCells(project.id, params.date, filter);

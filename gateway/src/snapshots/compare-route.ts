@@ -1,8 +1,8 @@
 import type { Request, Response } from 'express';
-import { ApiError, formatApiDateTime } from '@perfwatch/common';
+import { API_ENDPOINTS, ApiError, formatApiDateTime } from '@perfwatch/common';
 import { compareSnapshots } from './compare-view.ts';
 import { whileConnected, type HeavyReads } from './heavy-reads.ts';
-import { compareBodySchema, compareQuerySchema, parseRequest } from '../http/request-params.ts';
+import { parseRequest } from '../http/parse-request.ts';
 import { auditsOfJson } from './result-audits.ts';
 import { releaseResult } from './result-bytes.ts';
 import type { Store } from '../store/store.ts';
@@ -15,7 +15,7 @@ import { callerProject } from '../accounts/caller-project.ts';
  */
 export function compareRoute({ store, reads }: { store: Store; reads: HeavyReads }) {
   return async (req: Request, res: Response): Promise<void> => {
-    const params = parseRequest(req, { query: compareQuerySchema, body: compareBodySchema });
+    const params = parseRequest(req, API_ENDPOINTS.compare);
     const project = await callerProject(store, req, params.url);
     const filter = { device: params.device, locations: params.location };
     const [from, to] = await Promise.all([

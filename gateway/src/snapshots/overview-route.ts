@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
-import { capitalizeUpdateType, formatApiDateTime, type OverviewRecord } from '@perfwatch/common';
-import { overviewBodySchema, overviewQuerySchema, parseRequest } from '../http/request-params.ts';
+import { API_ENDPOINTS, capitalizeUpdateType, formatApiDateTime, type OverviewRecord } from '@perfwatch/common';
+import { parseRequest } from '../http/parse-request.ts';
 import type { KpiRow, Store } from '../store/store.ts';
 import { writeJsonPieces } from '../http/written.ts';
 
@@ -38,7 +38,7 @@ export function overviewRecordJson(row: KpiRow): string {
  */
 export function overviewRoute({ store, logger, stallMs = 30_000 }: { store: Store; logger: Logger; stallMs?: number }) {
   return async (req: Request, res: Response): Promise<void> => {
-    const params = parseRequest(req, { query: overviewQuerySchema, body: overviewBodySchema });
+    const params = parseRequest(req, API_ENDPOINTS.overview);
     const rows = store.streamKpis({
       userId: req.caller!.userId,
       from: params.startDate,

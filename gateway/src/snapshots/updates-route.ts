@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
-import { formatApiDateTime, type SnapshotList } from '@perfwatch/common';
-import { MAX_UPDATES_PAGE, parseRequest, updatesBodySchema, updatesQuerySchema } from '../http/request-params.ts';
+import { API_ENDPOINTS, formatApiDateTime, MAX_UPDATES_PAGE, type SnapshotList } from '@perfwatch/common';
+import { parseRequest } from '../http/parse-request.ts';
 import type { Store } from '../store/store.ts';
 import { callerProject } from '../accounts/caller-project.ts';
 
@@ -11,11 +11,7 @@ import { callerProject } from '../accounts/caller-project.ts';
  */
 export function updatesRoute({ store }: { store: Store }) {
   return async (req: Request, res: Response): Promise<void> => {
-    const {
-      url,
-      limit = MAX_UPDATES_PAGE,
-      before,
-    } = parseRequest(req, { query: updatesQuerySchema, body: updatesBodySchema });
+    const { url, limit = MAX_UPDATES_PAGE, before } = parseRequest(req, API_ENDPOINTS.updates);
     const project = await callerProject(store, req, url);
     const list: SnapshotList = { url: project.url };
     // One more than the page: whether older snapshots remain.

@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
-import { ApiError, DEVICES } from '@perfwatch/common';
+import { API_ENDPOINTS, ApiError, DEVICES } from '@perfwatch/common';
 import { auditResultPieces } from '../snapshots/audit-view.ts';
-import { parseRequest, updateBodySchema, updateQuerySchema } from '../http/request-params.ts';
+import { parseRequest } from '../http/parse-request.ts';
 import type { Store } from '../store/store.ts';
 import { refuseUntrustedCredentials, type UpdateService } from './update-service.ts';
 import type { CredentialTrust } from '../projects/credential-trust.ts';
@@ -36,7 +36,7 @@ export function updateRoute({
   stallMs?: number;
 }) {
   return async (req: Request, res: Response): Promise<void> => {
-    const params = parseRequest(req, { query: updateQuerySchema, body: updateBodySchema });
+    const params = parseRequest(req, API_ENDPOINTS.update);
     const project = await callerProject(store, req, params.url);
     // Refused before anything is queued: an async update would otherwise fail later, unseen.
     refuseUntrustedCredentials(credentialTrust, project);

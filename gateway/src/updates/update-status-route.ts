@@ -1,11 +1,6 @@
 import type { Request, Response } from 'express';
-import { ApiError, formatApiDateTime, type UpdateStatusView } from '@perfwatch/common';
-import {
-  parseRequest,
-  updateIdParamsSchema,
-  updateStatusBodySchema,
-  updateStatusQuerySchema,
-} from '../http/request-params.ts';
+import { API_ENDPOINTS, ApiError, formatApiDateTime, type UpdateStatusView } from '@perfwatch/common';
+import { parseRequest } from '../http/parse-request.ts';
 import type { Store } from '../store/store.ts';
 
 /**
@@ -14,8 +9,8 @@ import type { Store } from '../store/store.ts';
  */
 export function updateStatusRoute({ store }: { store: Store }) {
   return async (req: Request, res: Response): Promise<void> => {
-    parseRequest(req, { query: updateStatusQuerySchema, body: updateStatusBodySchema });
-    const params = updateIdParamsSchema.safeParse(req.params);
+    parseRequest(req, API_ENDPOINTS.updateStatus);
+    const params = API_ENDPOINTS.updateStatus.params.safeParse(req.params);
     if (!params.success)
       throw new ApiError(
         'BAD_REQUEST',

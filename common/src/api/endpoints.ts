@@ -1,0 +1,159 @@
+import { z } from 'zod';
+import { annotationListSchema } from '../annotations.ts';
+import { auditResultSchema } from '../audit-result.ts';
+import { projectBudgetsSchema } from '../budgets.ts';
+import { compareResultSchema } from '../compare-result.ts';
+import {
+  asyncAckSchema,
+  overviewResponseSchema,
+  projectListSchema,
+  snapshotListSchema,
+  updateStatusSchema,
+} from '../overview.ts';
+import { credentialsViewSchema } from '../page-auth.ts';
+import { webhookListSchema } from '../webhooks.ts';
+import { ANNOTATIONS_WRITES, annotationsBodySchema, annotationsQuerySchema } from './annotation-requests.ts';
+import {
+  BUDGETS_WRITES,
+  budgetsBodySchema,
+  budgetsQuerySchema,
+  CREDENTIALS_WRITES,
+  credentialsBodySchema,
+  credentialsQuerySchema,
+  projectsBodySchema,
+  projectsQuerySchema,
+} from './project-requests.ts';
+import {
+  auditBodySchema,
+  auditQuerySchema,
+  compareBodySchema,
+  compareQuerySchema,
+  overviewBodySchema,
+  overviewQuerySchema,
+  updatesBodySchema,
+  updatesQuerySchema,
+} from './snapshot-requests.ts';
+import {
+  updateBodySchema,
+  updateIdParamsSchema,
+  updateQuerySchema,
+  updateStatusBodySchema,
+  updateStatusQuerySchema,
+} from './update-requests.ts';
+import { WEBHOOKS_WRITES, webhooksBodySchema, webhooksQuerySchema } from './webhook-requests.ts';
+
+/**
+ * One endpoint of the API: where it is, how it is asked (a query string by GET, a JSON body by
+ * POST, both giving the same typed request), and what it answers. The gateway mounts its routes
+ * and builds its OpenAPI document from these; the client takes its request and answer types from
+ * them.
+ */
+export interface ApiEndpoint {
+  /** The OpenAPI path, `{name}` for a path parameter. */
+  path: `/v1/${string}`;
+  methods: readonly ('GET' | 'POST')[];
+  query: z.ZodType;
+  body: z.ZodType;
+  /** The path's parameters, when it has any. */
+  params?: z.ZodObject;
+  /** Parameters that change something: POST only, a GET naming one is refused (405). */
+  writes?: readonly string[];
+  /** The 200 answer. */
+  answer: z.ZodType;
+}
+
+const GET_AND_POST = ['GET', 'POST'] as const;
+
+/** Every endpoint of the API, in the order the OpenAPI document lists them. */
+export const API_ENDPOINTS = {
+  update: {
+    path: '/v1/update',
+    methods: GET_AND_POST,
+    query: updateQuerySchema,
+    body: updateBodySchema,
+    // sync: the audit result; async: an acknowledgement.
+    answer: z.union([auditResultSchema, asyncAckSchema]),
+  },
+  updates: {
+    path: '/v1/updates',
+    methods: GET_AND_POST,
+    query: updatesQuerySchema,
+    body: updatesBodySchema,
+    answer: snapshotListSchema,
+  },
+  updateStatus: {
+    path: '/v1/updates/{id}',
+    methods: GET_AND_POST,
+    query: updateStatusQuerySchema,
+    body: updateStatusBodySchema,
+    params: updateIdParamsSchema,
+    answer: updateStatusSchema,
+  },
+  audit: {
+    path: '/v1/audit',
+    methods: GET_AND_POST,
+    query: auditQuerySchema,
+    body: auditBodySchema,
+    answer: auditResultSchema,
+  },
+  compare: {
+    path: '/v1/compare',
+    methods: GET_AND_POST,
+    query: compareQuerySchema,
+    body: compareBodySchema,
+    answer: compareResultSchema,
+  },
+  overview: {
+    path: '/v1/overview',
+    methods: GET_AND_POST,
+    query: overviewQuerySchema,
+    body: overviewBodySchema,
+    answer: overviewResponseSchema,
+  },
+  projects: {
+    path: '/v1/projects',
+    methods: GET_AND_POST,
+    query: projectsQuerySchema,
+    body: projectsBodySchema,
+    answer: projectListSchema,
+  },
+  budgets: {
+    path: '/v1/budgets',
+    methods: GET_AND_POST,
+    query: budgetsQuerySchema,
+    body: budgetsBodySchema,
+    writes: BUDGETS_WRITES,
+    answer: projectBudgetsSchema,
+  },
+  webhooks: {
+    path: '/v1/webhooks',
+    methods: GET_AND_POST,
+    query: webhooksQuerySchema,
+    body: webhooksBodySchema,
+    writes: WEBHOOKS_WRITES,
+    answer: webhookListSchema,
+  },
+  annotations: {
+    path: '/v1/annotations',
+    methods: GET_AND_POST,
+    query: annotationsQuerySchema,
+    body: annotationsBodySchema,
+    writes: ANNOTATIONS_WRITES,
+    answer: annotationListSchema,
+  },
+  credentials: {
+    path: '/v1/credentials',
+    methods: GET_AND_POST,
+    query: credentialsQuerySchema,
+    body: credentialsBodySchema,
+    writes: CREDENTIALS_WRITES,
+    answer: credentialsViewSchema,
+  },
+} as const satisfies Record<string, ApiEndpoint>;
+
+export type ApiEndpointName = keyof typeof API_ENDPOINTS;
+
+/** What a client sends an endpoint in a POST body. */
+export type ApiRequest<N extends ApiEndpointName> = z.input<(typeof API_ENDPOINTS)[N]['body']>;
+/** What an endpoint answers with 200. */
+export type ApiAnswer<N extends ApiEndpointName> = z.output<(typeof API_ENDPOINTS)[N]['answer']>;

@@ -1,0 +1,124 @@
+import { z } from 'zod';
+import type { Section } from '../lighthouse-kpis.ts';
+import {
+  dateOnly,
+  dateTime,
+  device,
+  locations,
+  once,
+  oneOf,
+  parsedString,
+  projectUrl,
+  sections,
+} from './request-fields.ts';
+
+// ---- /v1/audit --------------------------------------------------------------------------
+
+const auditFields = {
+  url: projectUrl,
+  date: dateTime('date').meta({ description: 'Snapshot date, UTC.' }),
+  device: device.optional(),
+  location: locations.optional(),
+};
+export const auditQuerySchema = z.strictObject(auditFields);
+export const auditBodySchema = z.strictObject(auditFields);
+
+// ---- /v1/compare ------------------------------------------------------------------------
+
+const compareFields = {
+  url: projectUrl,
+  from: dateTime('from').meta({
+    description: "The earlier snapshot's date, UTC (any two dates: `to` may be the earlier one).",
+  }),
+  to: dateTime('to').meta({ description: "The other snapshot's date, UTC." }),
+  device: device.optional(),
+  location: locations.optional(),
+};
+export const compareQuerySchema = z.strictObject(compareFields);
+export const compareBodySchema = z.strictObject(compareFields);
+
+// ---- /v1/updates ------------------------------------------------------------------------
+
+/** Snapshots a page of `/v1/updates` lists at most. */
+export const MAX_UPDATES_PAGE = 1_000;
+export const updatesQuerySchema = z.strictObject({
+  url: projectUrl,
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_UPDATES_PAGE)
+    .optional()
+    .meta({
+      description: `Snapshots in the page, newest of them first taken; ${MAX_UPDATES_PAGE} at most and by default.`,
+    }),
+  before: dateTime('before')
+    .optional()
+    .meta({ description: 'Only snapshots strictly older than this date-time: the `next` of the page after this one.' }),
+});
+export const updatesBodySchema = updatesQuerySchema;
+
+// ---- /v1/overview -----------------------------------------------------------------------
+
+export const MAX_OVERVIEW_DAYS = 400;
+
+export interface OverviewParams {
+  startDate: Date;
+  endDate: Date;
+  domain?: string;
+  updateType?: 'manual' | 'scheduled' | 'ci';
+  sections?: Section[];
+}
+
+/** A bare host name, or a URL whose host is taken. */
+function hostOf(text: string): string | null {
+  return URL.parse(/^https?:\/\//i.test(text) ? text : `http://${text}`)?.hostname || null;
+}
+
+const domain = parsedString(
+  z.string(once('domain')).min(1, 'domain must not be empty').max(253, 'domain is too long'),
+  hostOf,
+  'domain must be a host name such as shop.example',
+).meta({ description: 'Domain filter.', example: 'shop.example' });
+
+const updateTypeFilter = oneOf('updateType', ['manual', 'scheduled', 'ci']);
+
+function checkRange<T extends { startDate: Date; endDate: Date }>(value: T, ctx: z.RefinementCtx): void {
+  if (value.endDate < value.startDate)
+    ctx.addIssue({ code: 'custom', message: 'endDate is before startDate', path: ['endDate'] });
+  else if ((value.endDate.getTime() - value.startDate.getTime()) / 86_400_000 + 1 > MAX_OVERVIEW_DAYS) {
+    ctx.addIssue({ code: 'custom', message: `the range is longer than ${MAX_OVERVIEW_DAYS} days`, path: ['endDate'] });
+  }
+}
+
+export const overviewQuerySchema = z
+  .strictObject({
+    startDate: dateOnly('startDate'),
+    endDate: dateOnly('endDate'),
+    domain: domain.optional(),
+    updateType: updateTypeFilter.optional(),
+    section: sections.optional(),
+    sections: sections.optional(),
+  })
+  .superRefine(checkRange)
+  .transform(({ section: one, sections: many, ...rest }): OverviewParams => {
+    const all = [...(one ?? []), ...(many ?? [])];
+    return { ...rest, sections: all.length > 0 ? [...new Set(all)] : undefined };
+  });
+
+export const overviewBodySchema = z
+  .strictObject({
+    dateRange: z.strictObject(
+      { startDate: dateOnly('startDate'), endDate: dateOnly('endDate') },
+      { error: 'dateRange must be an object {startDate, endDate}' },
+    ),
+    domain: domain.optional(),
+    updateType: updateTypeFilter.optional(),
+    sections: sections.optional(),
+  })
+  .superRefine((value, ctx) => checkRange(value.dateRange, ctx))
+  .transform(({ dateRange, sections: s, ...rest }): OverviewParams => ({
+    ...rest,
+    ...dateRange,
+    sections: s ? [...new Set(s)] : undefined,
+  }));

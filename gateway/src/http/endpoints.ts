@@ -1,0 +1,198 @@
+import type { RequestHandler } from 'express';
+import type { Logger } from 'pino';
+import { API_ENDPOINTS, type ApiEndpoint, type ApiEndpointName } from '@perfwatch/common';
+import type { SecretBox } from '../accounts/secret-box.ts';
+import { webhooksRoute } from '../alerts/webhooks-route.ts';
+import type { WebhookRules } from '../alerts/webhook-registry.ts';
+import { budgetsRoute } from '../projects/budgets-route.ts';
+import type { CredentialTrust } from '../projects/credential-trust.ts';
+import { credentialsRoute } from '../projects/credentials-route.ts';
+import { projectsRoute } from '../projects/projects-route.ts';
+import { annotationsRoute } from '../snapshots/annotations-route.ts';
+import { auditRoute } from '../snapshots/audit-route.ts';
+import { compareRoute } from '../snapshots/compare-route.ts';
+import type { HeavyReads } from '../snapshots/heavy-reads.ts';
+import { overviewRoute } from '../snapshots/overview-route.ts';
+import { updatesRoute } from '../snapshots/updates-route.ts';
+import type { Store } from '../store/store.ts';
+import type { StartAsync } from '../updates/async-updates.ts';
+import type { UpdateService } from '../updates/update-service.ts';
+import { updateRoute, type SyncUpdateLimit } from '../updates/update-route.ts';
+import { updateStatusRoute } from '../updates/update-status-route.ts';
+
+/** What the routes are built from: the app's dependencies, resolved (app.ts). */
+export interface RouteDeps {
+  store: Store;
+  updates: UpdateService;
+  logger: Logger;
+  startAsync: StartAsync;
+  syncUpdates?: SyncUpdateLimit | undefined;
+  overviewStallMs?: number | undefined;
+  /** The places for reads of stored results, shared by /v1/audit and /v1/compare. */
+  reads: HeavyReads;
+  webhookRules: WebhookRules;
+  secrets: SecretBox;
+  credentialTrust: CredentialTrust;
+}
+
+/** A response's description; `retryAfter`: it comes with a Retry-After header. */
+export type ResponseDoc = string | { description: string; retryAfter: true };
+
+/** What the OpenAPI document says of an endpoint besides its schemas (openapi.ts). */
+export interface EndpointDoc {
+  summary: string;
+  /** What the 200 answer is. */
+  answer: string;
+  /** The statuses this endpoint has besides every endpoint's, by both methods or by POST alone. */
+  responses?: Record<string, ResponseDoc>;
+  postResponses?: Record<string, ResponseDoc>;
+  /** false: it names no project, so cannot answer 404 for one. */
+  project?: false;
+  /** false: POST may come without a body. */
+  bodyRequired?: false;
+}
+
+/** One endpoint as the gateway serves it: its contract (common), its route, its documentation. */
+export interface GatewayEndpoint {
+  contract: ApiEndpoint;
+  /** The per-user, per-minute limit its requests count against (RATE_LIMIT_*). */
+  limit: 'updates' | 'reads';
+  route: (deps: RouteDeps) => RequestHandler;
+  doc: EndpointDoc;
+}
+
+const HEAVY_READ_REFUSED: ResponseDoc = {
+  description:
+    'Every place this gateway has for reads of stored results (/v1/audit, /v1/compare) stayed taken while the read waited; see Retry-After.',
+  retryAfter: true,
+};
+
+/** Every endpoint of the API, in the order the OpenAPI document lists them. */
+export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
+  update: {
+    contract: API_ENDPOINTS.update,
+    limit: 'updates',
+    route: ({ store, updates, startAsync, credentialTrust, syncUpdates }) =>
+      updateRoute({ store, updates, startAsync, credentialTrust, ...(syncUpdates ? { syncUpdates } : {}) }),
+    doc: {
+      summary: 'Run an update of a project',
+      answer: 'sync: the audit result of the devices updated; async: an acknowledgement.',
+      responses: {
+        '502': 'Every run failed.',
+        '503': "No agent serves any of the project's locations.",
+        '504': 'Every run timed out.',
+      },
+    },
+  },
+  updates: {
+    contract: API_ENDPOINTS.updates,
+    limit: 'reads',
+    route: ({ store }) => updatesRoute({ store }),
+    doc: {
+      summary: 'The snapshot dates of a project, per device, a page at a time (the newest first taken)',
+      answer:
+        'Per device, the snapshot dates of the page with their locations, ascending; `next` when older ones remain.',
+    },
+  },
+  updateStatus: {
+    contract: API_ENDPOINTS.updateStatus,
+    limit: 'reads',
+    route: ({ store }) => updateStatusRoute({ store }),
+    doc: {
+      summary: 'Where an async or scheduled update is',
+      answer: "The update's state; its snapshot date once done, the reason once failed.",
+      responses: { '404': 'No update of the caller has that id.' },
+    },
+  },
+  audit: {
+    contract: API_ENDPOINTS.audit,
+    limit: 'reads',
+    route: ({ store, reads }) => auditRoute({ store, reads }),
+    doc: {
+      summary: 'Read the snapshot of a project at a date',
+      answer: 'The snapshot, filtered by device and location.',
+      responses: { '503': HEAVY_READ_REFUSED },
+    },
+  },
+  compare: {
+    contract: API_ENDPOINTS.compare,
+    limit: 'reads',
+    route: ({ store, reads }) => compareRoute({ store, reads }),
+    doc: {
+      summary: 'Compare two snapshots of a project',
+      answer:
+        "Per device and location both snapshots have: the median runs' metrics and differences, whether each is beyond run-to-run noise (a Mann-Whitney U test on the reliable runs, 3 a side at least), and the audits and opportunities that changed most.",
+      responses: { '503': HEAVY_READ_REFUSED },
+    },
+  },
+  overview: {
+    contract: API_ENDPOINTS.overview,
+    limit: 'reads',
+    route: ({ store, logger, overviewStallMs }) =>
+      overviewRoute({ store, logger, ...(overviewStallMs ? { stallMs: overviewStallMs } : {}) }),
+    doc: {
+      summary: "KPI records of the caller's projects in a date range",
+      answer: 'KPI records, ordered by date, url, device, location, section, kpi.',
+      project: false,
+    },
+  },
+  projects: {
+    contract: API_ENDPOINTS.projects,
+    limit: 'reads',
+    route: ({ store }) => projectsRoute({ store }),
+    doc: {
+      summary: "The caller's projects",
+      answer: "The caller's projects, ordered by URL.",
+      project: false,
+      bodyRequired: false,
+    },
+  },
+  budgets: {
+    contract: API_ENDPOINTS.budgets,
+    limit: 'reads',
+    route: ({ store }) => budgetsRoute({ store }),
+    doc: {
+      summary: "Read or replace the budgets a project's snapshots are checked against",
+      answer:
+        "The project's budgets (after the replacement, when limits were given). Every snapshot stored afterwards carries `checks` per device and location.",
+    },
+  },
+  webhooks: {
+    contract: API_ENDPOINTS.webhooks,
+    limit: 'reads',
+    route: ({ store, webhookRules }) => webhooksRoute({ store, rules: webhookRules }),
+    doc: {
+      summary: "List, add or remove the caller's webhooks",
+      answer:
+        "The caller's webhooks with their newest deliveries; `created` (with its signing secret, shown this once) after an add, `removed` after a removal.",
+      project: false,
+      bodyRequired: false,
+      postResponses: {
+        '404': 'No project of the caller has that URL (`project`), or no webhook of the caller has that id (`remove`).',
+      },
+    },
+  },
+  annotations: {
+    contract: API_ENDPOINTS.annotations,
+    limit: 'reads',
+    route: ({ store }) => annotationsRoute({ store }),
+    doc: {
+      summary: "List a project's annotations (deploy markers), or add one",
+      answer: "The project's annotations by date; `added` after an add.",
+    },
+  },
+  credentials: {
+    contract: API_ENDPOINTS.credentials,
+    limit: 'reads',
+    route: ({ store, secrets, credentialTrust }) => credentialsRoute({ store, secrets, credentialTrust }),
+    doc: {
+      summary: 'Whether a project has credentials for its login; set (POST only) or clear them',
+      answer:
+        'Whether the project has credentials, with the cookie and header names and the number of login steps; never a value.',
+      // Secrets are set by POST alone (never in a URL), so only POST can meet a gateway without a key.
+      postResponses: {
+        '503': 'Credentials were given, and this gateway has no PERFWATCH_SECRETS_KEY to seal them with.',
+      },
+    },
+  },
+};
