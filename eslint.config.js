@@ -2,8 +2,10 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
+const AGENT_REFUSED = 'The gateway does not depend on the agent: share through @perfwatch/common, or take it in.';
+
 export default tseslint.config(
-  { ignores: ['node_modules/', '.tools/', 'data/', '**/dist/', 'test/fixtures/', 'gateway/src/local/demo-site/'] },
+  { ignores: ['node_modules/', '.tools/', 'data/', '**/dist/', 'test/fixtures/', 'local/src/demo-site/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -21,13 +23,27 @@ export default tseslint.config(
     },
   },
   {
+    // The gateway reaches agents over NATS or through the LocalAgent it is handed, never by
+    // importing them: the agent's package (Chrome, Lighthouse) is no dependency of the gateway's.
+    files: ['gateway/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: '@perfwatch/agent', message: AGENT_REFUSED }],
+          patterns: [{ group: ['@perfwatch/agent/*', '**/agent/src', '**/agent/src/**'], message: AGENT_REFUSED }],
+        },
+      ],
+    },
+  },
+  {
     // The dashboard's browser modules, served as they are (no build step).
     files: ['gateway/src/dashboard/public/**/*.js'],
     languageOptions: { globals: globals.browser, sourceType: 'module' },
   },
   {
     // process.env is read in one place per program: its main.ts (and the CLI entry, which hands it on).
-    files: ['common/src/**/*.ts', 'client/src/**/*.ts', 'gateway/src/**/*.ts', 'agent/src/**/*.ts'],
+    files: ['{common,client,gateway,agent,local}/src/**/*.ts'],
     ignores: ['**/*.test.ts'],
     rules: {
       'no-restricted-properties': [

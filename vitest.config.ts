@@ -16,6 +16,7 @@ const alias = [
   { find: /^@perfwatch\/client$/, replacement: src('client/src/index.ts') },
   { find: /^@perfwatch\/gateway$/, replacement: src('gateway/src/index.ts') },
   { find: /^@perfwatch\/agent$/, replacement: src('agent/src/index.ts') },
+  { find: /^@perfwatch\/local$/, replacement: src('local/src/index.ts') },
 ];
 
 export default defineConfig({
@@ -29,7 +30,7 @@ export default defineConfig({
         resolve: { alias },
         test: {
           name: 'unit',
-          include: ['{common,client,gateway,agent}/src/**/*.test.ts'],
+          include: ['{common,client,gateway,agent,local}/src/**/*.test.ts'],
           environment: 'node',
           sequence: { groupOrder: 0 },
         },

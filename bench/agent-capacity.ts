@@ -11,7 +11,7 @@ import { readFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { pino } from 'pino';
 import { benchRunnerPool } from './local-stack.ts';
-import { startDemoSite } from '@perfwatch/gateway';
+import { startDemoSite } from '@perfwatch/local';
 import { chromesOf } from '../test/support/chrome-processes.ts';
 
 export interface CapacityPhase {

@@ -13,14 +13,8 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino, type Logger } from 'pino';
 import type { Location } from '@perfwatch/common';
 import { createRunnerPool, startAgent, type AuditRunner, type RunnerPool } from '@perfwatch/agent';
-import {
-  createAdmin,
-  gatewayConfigWith,
-  MongoStore,
-  startDemoSite,
-  startGateway,
-  type Admin,
-} from '@perfwatch/gateway';
+import { createAdmin, gatewayConfigWith, MongoStore, startGateway, type Admin } from '@perfwatch/gateway';
+import { startDemoSite } from '@perfwatch/local';
 import { freePort, startFerretDb, startNatsServer } from '../test/support/local-servers.ts';
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..');

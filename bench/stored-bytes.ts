@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { constants, gunzipSync, gzipSync, zstdCompressSync, zstdDecompressSync } from 'node:zlib';
 import { chromeFlags, compactScreenshots } from '@perfwatch/agent';
 import { trimLighthouseResult, type LighthouseResult } from '@perfwatch/common';
-import { startDemoSite } from '@perfwatch/gateway';
+import { startDemoSite } from '@perfwatch/local';
 import { root } from './local-stack.ts';
 
 const exec = promisify(execFile);

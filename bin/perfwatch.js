@@ -33,7 +33,7 @@ const USAGE = `usage: perfwatch <command>
 
 const [command, ...args] = process.argv.slice(2);
 const programs = {
-  start: () => import('../gateway/src/local/start.ts'),
+  start: () => import('../local/src/main.ts'),
   gateway: () => import('../gateway/src/main.ts'),
   agent: () => import('../agent/src/main.ts'),
   admin: () => import('../gateway/src/admin/admin-cli.ts'),

@@ -9,6 +9,7 @@ COPY common/package.json common/
 COPY client/package.json client/
 COPY gateway/package.json gateway/
 COPY agent/package.json agent/
+COPY local/package.json local/
 # Behind a TLS-intercepting proxy, pass its CA bundle as the build secret build_ca
 # (docker build --secret id=build_ca,src=/etc/ssl/certs/ca-certificates.crt): it is mounted for
 # this step only and never written into a layer.

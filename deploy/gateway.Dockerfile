@@ -9,8 +9,9 @@ COPY common/package.json common/
 COPY client/package.json client/
 COPY gateway/package.json gateway/
 COPY agent/package.json agent/
-# Production dependencies only; the gateway imports the agent package's types and nothing that
-# needs Chromium at run time.
+COPY local/package.json local/
+# Production dependencies only (every workspace's: npm ci installs them together); the gateway
+# runs nothing that needs Chromium.
 # Behind a TLS-intercepting proxy, pass its CA bundle as the build secret build_ca
 # (docker build --secret id=build_ca,src=/etc/ssl/certs/ca-certificates.crt): it is mounted for
 # this step only and never written into a layer.
@@ -21,6 +22,8 @@ COPY common/src common/src
 COPY client/src client/src
 COPY gateway/src gateway/src
 COPY agent/src agent/src
+# The demo site's server (local/src): the compose test serves its fixture site from this image.
+COPY local/src local/src
 COPY bin bin
 
 FROM ${NODE_IMAGE}

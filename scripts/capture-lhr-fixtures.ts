@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createLogger, trimLighthouseResult } from '@perfwatch/common';
 import { chromeFlags, createLighthouseRunner, runsPerBrowserSchema } from '@perfwatch/agent';
-import { startDemoSite } from '@perfwatch/gateway';
+import { startDemoSite } from '@perfwatch/local';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const out = join(root, 'test/fixtures/lhr');

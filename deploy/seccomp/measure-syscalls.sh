@@ -57,7 +57,7 @@ nats_port="$(free_port)" site_port="$(free_port)" gateway_port="$(free_port)" op
 
 .tools/bin/nats-server -js -sd "$work/js" -a 127.0.0.1 -p "$nats_port" >"$work/nats.log" 2>&1 &
 pids+=($!)
-node --input-type=module -e "const { startDemoSite } = await import('$root/gateway/src/local/demo-site-server.ts');
+node --input-type=module -e "const { startDemoSite } = await import('$root/local/src/demo-site-server.ts');
 await startDemoSite({ host: '127.0.0.1', port: $site_port });" >"$work/site.log" 2>&1 &
 pids+=($!)
 

@@ -1,6 +1,7 @@
 export { createApp, type AppDeps } from './http/app.ts';
 export { createServer, type GatewayServer } from './http/server.ts';
 export { startGateway, type GatewayRuntime } from './runtime.ts';
+export type { LocalAgent } from './dispatch/local/local-agent.ts';
 export { gatewayConfigWith, loadGatewayConfig, type GatewayConfig } from './config.ts';
 export { createNatsDispatcher } from './dispatch/nats/nats-dispatcher.ts';
 export { receivedRun, type Dispatcher, type ReceivedRun, type RunOutcome } from './dispatch/run-outcome.ts';
@@ -8,6 +9,7 @@ export { ResultBytes } from './snapshots/result-bytes.ts';
 export { createUpdateService, type UpdateService } from './updates/update-service.ts';
 export { KPI_ORDER, KPI_PROJECTION, MongoStore } from './store/mongo-store.ts';
 export { SqliteStore } from './store/sqlite-store.ts';
+export { storeEnvFields, storeFromEnv } from './store/open-store.ts';
 export type {
   Store,
   ProjectRecord,
@@ -19,7 +21,6 @@ export type {
 export { issueToken, tokenDigest } from './accounts/tokens.ts';
 export { createAdmin, type Admin } from './admin/admin.ts';
 export { createSecretBox } from './accounts/secret-box.ts';
-export { DEMO_LOGIN, startDemoSite, type DemoSite } from './local/demo-site-server.ts';
 export { MAX_AGENTS_PER_LOCATION, startAgentRegistry, type AgentRegistry } from './dispatch/nats/agent-registry.ts';
 export { startScheduler, tickUpdateId, type Scheduler } from './scheduling/scheduler.ts';
 export { UPDATE_STREAM, UPDATE_SUBJECT, updateSubject } from './dispatch/nats/jetstream-update-queue.ts';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { auditResultSchema } from '@perfwatch/common';
-import { DEMO_LOGIN, startDemoSite, type DemoSite } from '@perfwatch/gateway';
+import { DEMO_LOGIN, startDemoSite, type DemoSite } from '@perfwatch/local';
 import { runPerfwatch, spawnGateway, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { isolatedNats } from '../support/test-services.ts';
 

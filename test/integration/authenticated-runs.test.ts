@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromeFlags, createLighthouseRunner, startGuardProxy, type GuardProxy } from '@perfwatch/agent';
 import { createTargetGuard, parseAllowList } from '@perfwatch/common';
-import { DEMO_LOGIN, startDemoSite, type DemoSite } from '@perfwatch/gateway';
+import { DEMO_LOGIN, startDemoSite, type DemoSite } from '@perfwatch/local';
 import { silentLogger } from '../support/test-services.ts';
 
 // Pages behind a login, measured by the agent's Lighthouse runner with real Chromium: without

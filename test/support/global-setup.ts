@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
-import { startDemoSite } from '@perfwatch/gateway';
+import { startDemoSite } from '@perfwatch/local';
 import { startFerretDb, startNatsServer } from './local-servers.ts';
 import { prepareContainerApi, startNatsContainer, TEST_LABEL } from './container-api-setup.ts';
 import { OWN_DOCKER_API } from './containers.ts';

@@ -22,11 +22,15 @@ import {
   runsPerBrowserSchema,
   startAgent,
 } from '@perfwatch/agent';
-import { createAdmin, type Admin } from '../admin/admin.ts';
-import { gatewayConfigWith } from '../config.ts';
-import { startGateway } from '../runtime.ts';
-import { storeEnvFields, storeFromEnv } from '../store/open-store.ts';
-import type { Store } from '../store/store.ts';
+import {
+  createAdmin,
+  gatewayConfigWith,
+  startGateway,
+  storeEnvFields,
+  storeFromEnv,
+  type Admin,
+  type Store,
+} from '@perfwatch/gateway';
 import { startDemoSite } from './demo-site-server.ts';
 
 const startEnvSchema = z.object({
