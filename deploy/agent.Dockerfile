@@ -29,7 +29,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production \
     CHROME_PATH=/usr/bin/chromium \
-    PERFWATCH_OPS_PORT=9464 \
+    OPS_PORT=9464 \
     HOME=/tmp
 WORKDIR /app
 COPY --from=build /app /app

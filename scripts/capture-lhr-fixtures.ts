@@ -7,7 +7,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createLogger, trimLighthouseResult } from '@perfwatch/common';
-import { chromeFlags, createLighthouseRunner, runsPerBrowserSchema } from '@perfwatch/agent';
+import { chromeFlags, chromeRunSettings, createLighthouseRunner } from '@perfwatch/agent';
 import { startDemoSite } from '@perfwatch/local';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -15,10 +15,10 @@ const out = join(root, 'test/fixtures/lhr');
 const logger = createLogger({ name: 'capture' });
 const site = await startDemoSite();
 const runner = createLighthouseRunner({
-  chromePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium',
+  chromePath: chromeRunSettings.settings.CHROME_PATH.parse(process.env['CHROME_PATH']),
   chromeFlags: chromeFlags({ noSandbox: process.getuid?.() === 0 }),
   logger,
-  runsPerBrowser: runsPerBrowserSchema.parse(undefined),
+  runsPerBrowser: chromeRunSettings.settings.PERFWATCH_RUNS_PER_BROWSER.parse(undefined),
 });
 await mkdir(out, { recursive: true });
 try {

@@ -23,4 +23,6 @@ export { startGuardedRunner, type GuardedRunnerOptions } from './guarded-runner.
 export { createRunnerPool, type RunnerPool } from './runner-pool.ts';
 export { createAgentMetrics, type AgentMetrics, type RunObserver } from './metrics.ts';
 export { createLocalAgent, type LocalAgent } from './local-agent.ts';
-export { runsPerBrowserSchema } from './config.ts';
+export { agentSettings } from './config.ts';
+export { agentIdentitySettings } from './settings/agent-identity.ts';
+export { chromeRunSettings } from './settings/chrome-runs.ts';

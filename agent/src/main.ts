@@ -4,6 +4,7 @@ import {
   connectNats,
   createLogger,
   createShutdown,
+  deprecatedNamesIn,
   endNats,
   shutdownOnSignals,
   startOpsServer,
@@ -11,7 +12,7 @@ import {
 } from '@perfwatch/common';
 import { startAgent, type Agent } from './agent.ts';
 import { createAgentMetrics } from './metrics.ts';
-import { loadAgentConfig } from './config.ts';
+import { agentSettings, loadAgentConfig } from './config.ts';
 import { reapOrphanedChromes } from './orphan-chrome.ts';
 import { exitOnUnhandledRejection } from './browser-teardown-errors.ts';
 import { createRunnerPool } from './runner-pool.ts';
@@ -22,6 +23,7 @@ import { createTargetGuard, parseAllowList } from '@perfwatch/common';
 export async function main(env: Readonly<Record<string, string | undefined>>): Promise<void> {
   const config = loadAgentConfig(env, process.getuid?.() === 0);
   const logger = createLogger({ name: 'perfwatch-agent', level: config.LOG_LEVEL });
+  for (const name of deprecatedNamesIn(env, agentSettings.aliases)) logger.warn(name, 'deprecated setting name');
   await reapOrphanedChromes(logger);
   exitOnUnhandledRejection(logger);
   const nc = await connectNats(config, { name: `perfwatch-agent-${config.agentId}` });
@@ -30,8 +32,8 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
   let agent: Agent | null = null;
   const metrics = createAgentMetrics({ nc, location: config.PERFWATCH_LOCATION, agent: () => agent });
   const ops = await startOpsServer({
-    port: config.PERFWATCH_OPS_PORT,
-    host: config.PERFWATCH_OPS_HOST,
+    port: config.OPS_PORT,
+    host: config.OPS_HOST,
     registry: metrics.registry,
     ready: () => readiness(agent, nc),
   });

@@ -1,6 +1,5 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { z } from 'zod';
 import {
   type AuditResult,
   DEVICES,
@@ -19,6 +18,7 @@ import {
   type Budgets,
 } from '@perfwatch/common';
 import { createApiClient, type ApiClient } from './api-client.ts';
+import { clientProgramSettings } from './client-config.ts';
 import { budgetJunitXml } from './budget-junit.ts';
 import { auditResultTable, budgetTable, compareTable, overviewTable } from './result-tables.ts';
 import { updateProgress, type ProgressStream } from './update-progress.ts';
@@ -39,11 +39,6 @@ budgets: performance, accessibility, best-practices, seo (scores 0-100, floors);
 exit: 0 passed, 1 a budget failed or the update failed, 2 usage, 3 the API could not be used`;
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, api: 3 } as const;
-
-const clientEnvSchema = z.object({
-  PERFWATCH_SERVER: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).default('http://127.0.0.1:8080'),
-  PERFWATCH_TOKEN: z.string().min(1).optional(),
-});
 
 const common = {
   server: { type: 'string' },
@@ -116,7 +111,7 @@ export async function main(
       io.out.write(`${CLIENT_USAGE}\n`);
       return EXIT.ok;
     }
-    const config = parseEnv(clientEnvSchema, env);
+    const config = parseEnv(clientProgramSettings.schema, env);
     const token = values.token ?? config.PERFWATCH_TOKEN;
     if (!token) throw new UsageError('no API token: pass --token or set PERFWATCH_TOKEN');
     const client = createApiClient({ server: values.server ?? config.PERFWATCH_SERVER, token, fetch: io.fetch });

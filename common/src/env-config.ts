@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { ConfigError } from './errors.ts';
 
 /**
@@ -27,6 +27,3 @@ export function parseEnv<S extends z.ZodType>(
   });
   throw new ConfigError(problems);
 }
-
-/** LOG_LEVEL of every program: pino's levels. */
-export const logLevelSchema = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info');

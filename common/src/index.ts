@@ -35,3 +35,4 @@ export { normalizeProjectUrl } from './api/request-fields.ts';
 export { MAX_UPDATES_PAGE } from './api/snapshot-requests.ts';
 export { WEBHOOK_PAGE } from './api/webhook-requests.ts';
 export { MAX_ANNOTATIONS_PER_PROJECT } from './api/annotation-requests.ts';
+export * from './settings/index.ts';

@@ -1,25 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { credsAuthenticator, nkeyAuthenticator, type NatsConnection } from '@nats-io/nats-core';
 import { connect, type NodeConnectionOptions } from '@nats-io/transport-node';
-import { z } from 'zod';
 import { StartupError } from './errors.ts';
-
-/**
- * The NATS settings every program reads. An agent in someone else's region connects over TLS
- * with credentials of its own: a creds file (NATS decentralized auth, JWT + seed) or an nkey
- * seed file, and optionally a client certificate.
- */
-export const natsEnvSchema = z.object({
-  NATS_URL: z.string().min(1).default('nats://127.0.0.1:4222'),
-  NATS_CREDS_FILE: z.string().min(1).optional(),
-  NATS_NKEY_SEED_FILE: z.string().min(1).optional(),
-  /** CA that signed the server's certificate, when it is not a public one. */
-  NATS_TLS_CA_FILE: z.string().min(1).optional(),
-  /** A client certificate and key, for servers that verify clients (mutual TLS). */
-  NATS_TLS_CERT_FILE: z.string().min(1).optional(),
-  NATS_TLS_KEY_FILE: z.string().min(1).optional(),
-});
-export type NatsSettings = z.infer<typeof natsEnvSchema>;
+import type { NatsSettings } from './settings/nats.ts';
 
 /** Connects as `name`, turning a refusal into an error that says what to check. */
 export async function connectNats(

@@ -74,7 +74,7 @@ pids+=($!)
 podman create --name "$name" --network host --cap-drop ALL --security-opt no-new-privileges:true \
   --security-opt "seccomp=$profile" --read-only --tmpfs /tmp --shm-size 1g \
   -e "NATS_URL=$NATS_URL" -e PERFWATCH_LOCATION=tokyo -e PERFWATCH_AGENT_ID=seccomp-measure \
-  -e PERFWATCH_ALLOW_TARGETS=127.0.0.1/32 -e "PERFWATCH_OPS_PORT=$ops_port" -e PERFWATCH_OPS_HOST=127.0.0.1 \
+  -e PERFWATCH_ALLOW_TARGETS=127.0.0.1/32 -e "OPS_PORT=$ops_port" -e OPS_HOST=127.0.0.1 \
   perfwatch-agent:latest >/dev/null
 podman init "$name" >/dev/null
 init_pid="$(podman inspect -f '{{.State.Pid}}' "$name")"

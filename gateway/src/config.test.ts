@@ -9,3 +9,13 @@ describe('the gateway settings', () => {
     expect(JSON.stringify(refused.error?.issues)).toMatch(/NATS reply window is 5 minutes/);
   });
 });
+
+describe('PERFWATCH_ALLOW_TARGETS', () => {
+  it('is checked on the gateway as on agents: CIDRs or addresses', () => {
+    expect(gatewayEnvSchema.parse({ PERFWATCH_ALLOW_TARGETS: '10.0.0.0/8, 192.168.1.5' }).PERFWATCH_ALLOW_TARGETS).toBe(
+      '10.0.0.0/8, 192.168.1.5',
+    );
+    expect(gatewayEnvSchema.parse({}).PERFWATCH_ALLOW_TARGETS).toBe('');
+    expect(gatewayEnvSchema.safeParse({ PERFWATCH_ALLOW_TARGETS: 'intranet' }).success).toBe(false);
+  });
+});

@@ -1,17 +1,13 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
 import pretty from 'pino-pretty';
-import { z } from 'zod';
 import {
   connectNats,
   createLogger,
   createShutdown,
   createTargetGuard,
   endNats,
-  logLevelSchema,
-  natsEnvSchema,
   parseAllowList,
-  parseEnv,
   shutdownOnSignals,
 } from '@perfwatch/common';
 import {
@@ -19,55 +15,11 @@ import {
   createRunnerPool,
   exitOnUnhandledRejection,
   probeSecurity,
-  runsPerBrowserSchema,
   startAgent,
 } from '@perfwatch/agent';
-import {
-  createAdmin,
-  gatewayConfigWith,
-  startGateway,
-  storeEnvFields,
-  storeFromEnv,
-  type Admin,
-  type Store,
-} from '@perfwatch/gateway';
+import { createAdmin, gatewayConfigWith, startGateway, storeFromEnv, type Admin, type Store } from '@perfwatch/gateway';
+import { loadStartConfig, type StartConfig } from './config.ts';
 import { startDemoSite } from './demo-site-server.ts';
-
-const startEnvSchema = z.object({
-  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  HOST: z.string().min(1).default('127.0.0.1'),
-  PERFWATCH_DEMO_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
-  /**
-   * Set: agents and gateway talk over this NATS (JetStream) instead of the in-process bus, with
-   * the same credentials and TLS settings as `perfwatch gateway` (NATS_CREDS_FILE or
-   * NATS_NKEY_SEED_FILE, NATS_TLS_*); the agent connects as a user of its own when
-   * PERFWATCH_AGENT_NATS_CREDS_FILE or PERFWATCH_AGENT_NATS_NKEY_SEED_FILE is set (the shipped hub
-   * gives gateways and agents different users), else as the gateway does.
-   */
-  NATS_URL: z.string().min(1).optional(),
-  ...natsEnvSchema.omit({ NATS_URL: true }).shape,
-  PERFWATCH_AGENT_NATS_CREDS_FILE: z.string().min(1).optional(),
-  PERFWATCH_AGENT_NATS_NKEY_SEED_FILE: z.string().min(1).optional(),
-  /** MONGODB_URI set: the store is this MongoDB instead of the embedded file under PERFWATCH_DATA_DIR. */
-  ...storeEnvFields,
-  CHROME_PATH: z.string().min(1).default('/usr/bin/chromium'),
-  PERFWATCH_RUNS_PER_BROWSER: runsPerBrowserSchema,
-  /**
-   * Alone, `perfwatch start` audits its local demo site, so loopback is allowed unless set
-   * otherwise. With NATS_URL its agent takes jobs from whoever can publish on that NATS, so
-   * there, as for any agent, only public addresses unless set.
-   */
-  PERFWATCH_ALLOW_TARGETS: z.string().optional(),
-  CRUX_API_KEY: z.string().min(1).optional(),
-  LOG_LEVEL: logLevelSchema,
-  /** How long a stop may take (finishing a run in progress included) before the process exits anyway. */
-  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
-  /**
-   * `auto`: readable lines when stderr is a terminal (someone watching `npm start`), JSON lines
-   * otherwise (a file, a pipe, a log collector); `json` or `pretty` to choose.
-   */
-  LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
-});
 
 const LOCATION = 's_carolina';
 
@@ -78,11 +30,7 @@ const LOCATION = 's_carolina';
  * printed with a ready-to-paste curl line (the previous start's token revoked). NATS_URL and MONGODB_URI switch to the real parts.
  */
 export async function main(env: Readonly<Record<string, string | undefined>>): Promise<void> {
-  const parsed = parseEnv(startEnvSchema, env);
-  const config = {
-    ...parsed,
-    PERFWATCH_ALLOW_TARGETS: parsed.PERFWATCH_ALLOW_TARGETS ?? (parsed.NATS_URL ? '' : '127.0.0.0/8,::1/128'),
-  };
+  const config = loadStartConfig(env);
   const logger = startLogger(config);
   exitOnUnhandledRejection(logger);
   // The embedded store makes its directory when it opens; with MONGODB_URI nothing goes there.
@@ -163,8 +111,6 @@ export async function main(env: Readonly<Record<string, string | undefined>>): P
 
   await stopped;
 }
-
-type StartConfig = z.infer<typeof startEnvSchema> & { PERFWATCH_ALLOW_TARGETS: string };
 
 /** The agent of location s_carolina: on the in-process bus, or on NATS_URL's NATS when set. */
 function startOneAgent(config: StartConfig, logger: Logger, nc: NatsConnection | undefined) {

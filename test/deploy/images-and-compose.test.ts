@@ -96,7 +96,7 @@ describe('docker-compose stack', () => {
   it('serves /metrics and /readyz on ops ports that are not published, and checks health and scrapes there', () => {
     const opsPort = (name: string) => {
       const environment = services[name]!.environment ?? {};
-      return Number(name === 'gateway' ? environment['OPS_PORT'] : (environment['PERFWATCH_OPS_PORT'] ?? 9464));
+      return Number(environment['OPS_PORT'] ?? 9464);
     };
     const scrape = parse(readFileSync(join(deploy, 'prometheus/compose-prometheus.yml'), 'utf8')) as {
       scrape_configs: Array<{ static_configs: Array<{ targets: string[] }> }>;

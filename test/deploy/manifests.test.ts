@@ -248,11 +248,11 @@ describe('Kubernetes manifests', () => {
 
 /**
  * The port a program serves /metrics and /readyz on (ops) and its public one (the gateway's
- * PORT), as the program reads them from its ConfigMap: the gateway's OPS_PORT, the agent's
- * PERFWATCH_OPS_PORT (the image sets the same 9464 as the agent's default).
+ * PORT), as the program reads them from its ConfigMap: OPS_PORT (the agent image sets the same
+ * 9464 as the agent's default).
  */
 function portsOf(overlay: string, config: Record<string, string>): { ops: number; pub?: number } {
-  if (overlay !== 'gateway') return { ops: loadAgentConfig(config, false).PERFWATCH_OPS_PORT };
+  if (overlay !== 'gateway') return { ops: loadAgentConfig(config, false).OPS_PORT };
   const gateway = loadGatewayConfig(config);
   if (gateway.OPS_PORT === undefined) throw new Error('the gateway ConfigMap sets no OPS_PORT: /metrics is public');
   expect(gateway.OPS_PORT).not.toBe(gateway.PORT);

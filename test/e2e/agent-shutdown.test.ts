@@ -20,7 +20,7 @@ beforeAll(async () => {
   stack = await agentProcessUnderTest({
     PERFWATCH_LOCATION: 'frankfurt',
     PERFWATCH_AGENT_ID: 'fra-stopping',
-    PERFWATCH_OPS_HOST: '127.0.0.1',
+    OPS_HOST: '127.0.0.1',
   });
   ({ nc, registry, agent } = stack);
 });
@@ -72,7 +72,7 @@ describe('agent shutdown', () => {
       PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
       PERFWATCH_LOCATION: 'tokyo',
       PERFWATCH_AGENT_ID: 'tyo-idle',
-      PERFWATCH_OPS_PORT: '0',
+      OPS_PORT: '0',
     });
     try {
       await vi.waitFor(() => expect(registry.agents('tokyo')).toHaveLength(1), { timeout: 30_000 });

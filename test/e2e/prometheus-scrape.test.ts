@@ -64,7 +64,7 @@ beforeAll(async () => {
     NATS_URL: nats.url,
     PERFWATCH_LOCATION: 'london',
     PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
-    PERFWATCH_OPS_HOST: '127.0.0.1',
+    OPS_HOST: '127.0.0.1',
   });
   await gateway.waitFor(/gateway listening/);
   agentOpsUrl = (await agent.waitFor(/"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"ops server listening/))[1]!;

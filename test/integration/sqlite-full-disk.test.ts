@@ -46,7 +46,6 @@ beforeAll(async () => {
       NATS_URL: nats.url,
       PORT: String(port),
       HOST: '127.0.0.1',
-      PERFWATCH_OPS_PORT: '0',
       PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
       SHUTDOWN_READINESS_DELAY_MS: '0',
       LOG_LEVEL: 'info',

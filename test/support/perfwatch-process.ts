@@ -23,7 +23,11 @@ export function spawnPerfwatch(
 ): PerfwatchProcess {
   return spawnNode(
     [bin, ...args],
-    { ...(options.bare ? {} : { LOG_LEVEL: 'info', PERFWATCH_OPS_PORT: '0' }), ...env },
+    {
+      // Any free ops port for agents; a gateway given one would serve /readyz there, not on PORT.
+      ...(options.bare ? {} : { LOG_LEVEL: 'info', ...(args[0] === 'agent' ? { OPS_PORT: '0' } : {}) }),
+      ...env,
+    },
     options,
   );
 }

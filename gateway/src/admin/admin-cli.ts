@@ -1,5 +1,4 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { z } from 'zod';
 import { readFile } from 'node:fs/promises';
 import {
   BudgetSpecError,
@@ -10,10 +9,10 @@ import {
   type Location,
   type PageAuth,
 } from '@perfwatch/common';
-import { gatewayEnvSchema } from '../config.ts';
+import { adminSettings } from './admin-config.ts';
 import { describeAuth } from '../projects/project-auth.ts';
 import { createSecretBox, SecretKeyError } from '../accounts/secret-box.ts';
-import { storeEnvFields, storeFromEnv } from '../store/open-store.ts';
+import { storeFromEnv } from '../store/open-store.ts';
 import type { Store } from '../store/store.ts';
 import { AdminError, createAdmin, type Admin, type IssuedTokenView, type TokenOptions } from './admin.ts';
 import { recomputeKpis } from './recompute-kpis.ts';
@@ -53,14 +52,6 @@ environment: MONGODB_URI, MONGODB_DB; PERFWATCH_ALLOW_TARGETS (private and plain
              WEBHOOK_MAX_PER_USER (the gateway's); PERFWATCH_SECRETS_KEY, PERFWATCH_SECRETS_KEY_PREVIOUS (the gateway's,
              for credentials and webhook secrets); without MONGODB_URI, the embedded store of perfwatch start
              (PERFWATCH_DATA_DIR/perfwatch.sqlite, default ./data)`;
-
-const adminEnvSchema = z.object({
-  ...storeEnvFields,
-  PERFWATCH_ALLOW_TARGETS: z.string().default(''),
-  PERFWATCH_SECRETS_KEY: z.string().min(1).optional(),
-  PERFWATCH_SECRETS_KEY_PREVIOUS: z.string().min(1).optional(),
-  WEBHOOK_MAX_PER_USER: gatewayEnvSchema.shape.WEBHOOK_MAX_PER_USER,
-});
 
 function parseLocations(text: string): Location[] {
   const names = text
@@ -380,7 +371,7 @@ export async function main(
     err.write(`unknown command ${name}\n${USAGE}\n`);
     return 2;
   }
-  const config = parseEnv(adminEnvSchema, env);
+  const config = parseEnv(adminSettings.schema, env);
   // The store perfwatch start uses (the embedded one may be open in a running start too:
   // SQLite lets a second process write between its transactions).
   const { store } = storeFromEnv(config);

@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { storeSettings } from '../settings/store.ts';
 import { MongoStore } from './mongo-store.ts';
 import { SqliteStore } from './sqlite-store.ts';
 import type { Store } from './store.ts';
@@ -10,12 +11,9 @@ import type { Store } from './store.ts';
  * embedded file PERFWATCH_DATA_DIR/perfwatch.sqlite.
  */
 export const storeEnvFields = {
-  MONGODB_URI: z
-    .string()
-    .regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URI')
-    .optional(),
-  MONGODB_DB: z.string().min(1).default('perfwatch'),
-  PERFWATCH_DATA_DIR: z.string().min(1).default('./data'),
+  MONGODB_URI: storeSettings.settings.MONGODB_URI,
+  MONGODB_DB: storeSettings.settings.MONGODB_DB,
+  PERFWATCH_DATA_DIR: storeSettings.settings.PERFWATCH_DATA_DIR.default('./data'),
 };
 type StoreEnv = z.output<z.ZodObject<typeof storeEnvFields>>;
 

@@ -1,0 +1,40 @@
+import { z } from 'zod';
+import { LOCATIONS, settingGroup, type Location } from '@perfwatch/common';
+
+/** The keys that seal projects' login credentials and webhook secrets, and where credentials may go. */
+export const credentialSettings = settingGroup('Secrets and credentials', {
+  PERFWATCH_SECRETS_KEY: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "The key (32 random bytes, base64) that seals projects' credentials for pages behind a login and webhook " +
+        'signing secrets. Unset: no project can have credentials.',
+    ),
+  PERFWATCH_SECRETS_KEY_PREVIOUS: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('During a rotation (`perfwatch admin rotate-secrets-key`), the key being replaced.'),
+  PERFWATCH_TRUSTED_LOCATIONS: z
+    .string()
+    .default('')
+    .transform((text, ctx): Location[] => {
+      const names = text
+        .split(',')
+        .map((name) => name.trim())
+        .filter((name) => name !== '');
+      const unknown = names.filter((name) => !(LOCATIONS as readonly string[]).includes(name));
+      if (unknown.length > 0)
+        ctx.addIssue({
+          code: 'custom',
+          message: `unknown locations ${unknown.join(', ')}; known: ${LOCATIONS.join(', ')}`,
+        });
+      return [...new Set(names)] as Location[];
+    })
+    .describe(
+      "Locations whose agents may be sent a project's credentials, comma-separated (`london,frankfurt`): a job " +
+        "carries them opened to whoever runs the location's agents. The agents `perfwatch start` runs in its own " +
+        'process are trusted always.',
+    ),
+});
