@@ -29,7 +29,7 @@ import { createSecretBox, type SecretBox } from './accounts/secret-box.ts';
 import { startWebhookSender } from './alerts/webhook-sender.ts';
 import { createWebhookTargets, type WebhookTargets } from './alerts/webhook-targets.ts';
 import { createAsyncUpdates } from './updates/async-updates.ts';
-import type { GatewayConfig } from './config.ts';
+import { httpOptionsOf, webhookSenderOptionsOf, type GatewayConfig } from './config.ts';
 import { createLocalTransport } from './dispatch/local/local-transport.ts';
 import { createNatsTransport } from './dispatch/nats/nats-transport.ts';
 import type { Transport } from './dispatch/transport.ts';
@@ -58,58 +58,23 @@ export async function startGateway({
   logger,
   config,
   ...given
-}: GatewayTransport & { store: Store; logger: Logger; config: GatewayConfig }): Promise<GatewayRuntime> {
+}: GatewayTransport & Wiring): Promise<GatewayRuntime> {
+  const wiring = { store, logger, config };
   const transport = await chooseTransport(given, logger, config);
-  const { registry: agents, dispatcher } = transport;
-  const metrics = createGatewayMetrics({
-    nc: transport.nc,
-    agents,
-    queueDepth: (location) => dispatcher.waiting?.(location) ?? 0,
-    pendingUpdates: (location) => store.countPendingUpdates(location),
-  });
+  const { metrics, unsubscribe } = watch(wiring, transport);
   const trust = credentialTrust(config.PERFWATCH_TRUSTED_LOCATIONS, transport.trustedLocations);
-  const unsubscribe = store.unreadable.onSkipped((record) => {
-    logger.warn({ record }, 'skipped a stored record that cannot be read');
-    metrics.recordSkipped(record.kind);
-  });
-  const { outbox, targetGuard, secrets, updates } = updateParts({
-    store,
-    logger,
-    config,
-    dispatcher,
-    metrics,
-    credentialTrust: trust,
-  });
-  const { queue, admission } = await startQueue({ store, logger, config, transport, updates, outbox });
-  const background = startBackgroundWork({
-    store,
-    logger,
-    config,
-    queue,
-    admission,
-    outbox,
-    targetGuard,
-    secrets,
-    metrics,
-  });
+  const parts = updateParts({ ...wiring, dispatcher: transport.dispatcher, metrics, credentialTrust: trust });
+  const { outbox, targetGuard, secrets, updates } = parts;
+  const { queue, admission } = await startQueue({ ...wiring, transport, updates, outbox });
+  const background = startBackgroundWork({ ...wiring, queue, admission, outbox, targetGuard, secrets, metrics });
   let stopping = false;
   const readiness = readinessCheck(transport, store, () => stopping);
-  const { http, ops } = await serve({
-    store,
-    logger,
-    config,
-    metrics,
-    readiness,
-    targetGuard,
-    secrets,
-    credentialTrust: trust,
-    updates,
-    admission,
-  });
+  const shared = { targetGuard, secrets, credentialTrust: trust, updates, admission };
+  const { http, ops } = await serve({ ...wiring, metrics, readiness, ...shared });
   return {
     http,
     ...(ops ? { ops } : {}),
-    agents,
+    agents: transport.registry,
     metrics,
     async stop() {
       // Not ready first: traffic moves to other replicas while this one still serves.
@@ -134,6 +99,21 @@ function chooseTransport(given: GatewayTransport, logger: Logger, config: Gatewa
   if (!given.nc) return Promise.resolve(createLocalTransport({ agents: given.localAgents, logger }));
   const { MAX_RUNS_IN_FLIGHT: maxInFlight, UPDATE_ACK_WAIT_MS: ackWaitMs } = config;
   return createNatsTransport({ nc: given.nc, logger, maxInFlight, ackWaitMs });
+}
+
+/** The gateway's metrics, watching the transport, the store's pending updates and its unreadable records. */
+function watch({ store, logger }: Wiring, transport: Transport) {
+  const metrics = createGatewayMetrics({
+    nc: transport.nc,
+    agents: transport.registry,
+    queueDepth: (location) => transport.dispatcher.waiting?.(location) ?? 0,
+    pendingUpdates: (location) => store.countPendingUpdates(location),
+  });
+  const unsubscribe = store.unreadable.onSkipped((record) => {
+    logger.warn({ record }, 'skipped a stored record that cannot be read');
+    metrics.recordSkipped(record.kind);
+  });
+  return { metrics, unsubscribe };
 }
 
 interface Wiring {
@@ -276,30 +256,22 @@ function startBackgroundWork({
     logger,
     targets: targetGuard,
     secrets,
-    pollMs: config.WEBHOOK_POLL_MS,
-    deadlineMs: config.WEBHOOK_DEADLINE_MS,
-    concurrency: config.WEBHOOK_CONCURRENCY,
-    perUser: config.WEBHOOK_IN_FLIGHT_PER_USER,
-    retentionMs: config.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000,
-    pruneEveryMs: config.RETENTION_EVERY_MS,
-    retry: {
-      firstMs: config.WEBHOOK_RETRY_FIRST_MS,
-      maxMs: config.WEBHOOK_RETRY_MAX_MS,
-      giveUpAfterMs: config.WEBHOOK_GIVE_UP_AFTER_MS,
-    },
+    ...webhookSenderOptionsOf(config),
     onAttempt: (outcome) => metrics.webhookAttempt(outcome),
   });
-  // With a CrUX key, projects get their field data of the weeks before they were added.
-  const fieldHistory = config.CRUX_API_KEY
-    ? startFieldHistory({
-        store,
-        logger,
-        holder: `${hostname()}-${process.pid}-history`,
-        everyMs: config.FIELD_HISTORY_EVERY_MS,
-        history: createCruxHistoryClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY }),
-      })
-    : undefined;
-  return { scheduler, webhooks, fieldHistory };
+  return { scheduler, webhooks, fieldHistory: startFieldHistoryIfKeyed({ store, logger, config }) };
+}
+
+/** With a CrUX key, projects get their field data of the weeks before they were added. */
+function startFieldHistoryIfKeyed({ store, logger, config }: Wiring) {
+  if (!config.CRUX_API_KEY) return undefined;
+  return startFieldHistory({
+    store,
+    logger,
+    holder: `${hostname()}-${process.pid}-history`,
+    everyMs: config.FIELD_HISTORY_EVERY_MS,
+    history: createCruxHistoryClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY }),
+  });
 }
 
 /** Ready while not stopping and both the transport and the database answer a round trip, each within 2 s. */
@@ -365,18 +337,8 @@ async function serve({
     logger,
     metrics,
     readiness,
-    bodyLimit: config.BODY_LIMIT,
-    rateLimits: { updates: config.RATE_LIMIT_UPDATES_PER_MINUTE, reads: config.RATE_LIMIT_READS_PER_MINUTE },
+    ...httpOptionsOf(config),
     syncUpdates: { perUser: config.MAX_SYNC_UPDATES_PER_USER, ttlMs: 2 * config.SYNC_UPDATE_TIMEOUT_MS + 60_000 },
-    overviewStallMs: config.OVERVIEW_STALL_MS,
-    maxHeavyReads: config.MAX_HEAVY_READS,
-    authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE,
-    maxWebhooksPerUser: config.WEBHOOK_MAX_PER_USER,
-    ...(config.TRUST_PROXY !== undefined ? { trustProxy: config.TRUST_PROXY } : {}),
-    timeouts: {
-      headersMs: Math.min(config.HEADERS_TIMEOUT_MS, config.REQUEST_TIMEOUT_MS),
-      requestMs: config.REQUEST_TIMEOUT_MS,
-    },
     port: config.PORT,
     host: config.HOST,
   });

@@ -9,6 +9,32 @@ interface Waiting {
   delivery: number;
 }
 
+/** The jobs the queue holds, by their de-duplication id, and how many each update has: waiting, running, or between deliveries. */
+class HeldJobs {
+  readonly #keys = new Set<string>();
+  readonly #perUpdate = new Map<string, number>();
+
+  has(key: string): boolean {
+    return this.#keys.has(key);
+  }
+
+  holdsUpdate(updateId: string): boolean {
+    return this.#perUpdate.has(updateId);
+  }
+
+  hold({ job, key }: Pick<Waiting, 'job' | 'key'>): void {
+    this.#keys.add(key);
+    this.#perUpdate.set(job.updateId, (this.#perUpdate.get(job.updateId) ?? 0) + 1);
+  }
+
+  release({ job, key }: Pick<Waiting, 'job' | 'key'>): void {
+    this.#keys.delete(key);
+    const left = (this.#perUpdate.get(job.updateId) ?? 1) - 1;
+    if (left > 0) this.#perUpdate.set(job.updateId, left);
+    else this.#perUpdate.delete(job.updateId);
+  }
+}
+
 /**
  * The update queue of `perfwatch start` without NATS: jobs wait in this process, and the store
  * is what makes them durable. Every accepted update is recorded `queued` before it is enqueued,
@@ -22,21 +48,7 @@ export async function startLocalUpdateQueue(options: DeliveryOptions): Promise<U
   const deliveries = new UpdateDeliveries(options);
   const waiting = new Queue<Waiting>();
   const retries = new Set<NodeJS.Timeout>();
-  // Held jobs by their de-duplication id, and how many each update has: waiting, running, or
-  // between deliveries.
-  const held = new Set<string>();
-  const perUpdate = new Map<string, number>();
-
-  function hold(job: QueuedUpdate, key: string): void {
-    held.add(key);
-    perUpdate.set(job.updateId, (perUpdate.get(job.updateId) ?? 0) + 1);
-  }
-  function release({ job, key }: Waiting): void {
-    held.delete(key);
-    const left = (perUpdate.get(job.updateId) ?? 1) - 1;
-    if (left > 0) perUpdate.set(job.updateId, left);
-    else perUpdate.delete(job.updateId);
-  }
+  const held = new HeldJobs();
   function later(entry: Waiting, delayMs: number): void {
     const timer = setTimeout(() => {
       retries.delete(timer);
@@ -54,7 +66,7 @@ export async function startLocalUpdateQueue(options: DeliveryOptions): Promise<U
       const entry = waiting.dequeue()!;
       void deliveries.deliver(entry.job, entry.delivery).then((step) => {
         // A stop leaves the job queued in the store, for the next start.
-        if (step.kind === 'finished') release(entry);
+        if (step.kind === 'finished') held.release(entry);
         else if (!deliveries.stopping) later(entry, step.kind === 'again' ? step.delayMs : retryDelayMs);
         startWaiting();
       });
@@ -65,8 +77,9 @@ export async function startLocalUpdateQueue(options: DeliveryOptions): Promise<U
   const left = (await store.listUnfinishedUpdates()).filter((update) => update.admittedAt !== null);
   for (const update of left) {
     const job = queuedUpdateOf(update, 'resumed');
-    hold(job, job.updateId);
-    submit({ job, key: job.updateId, delivery: update.attempts + 1 });
+    const entry = { job, key: job.updateId, delivery: update.attempts + 1 };
+    held.hold(entry);
+    submit(entry);
   }
   if (left.length > 0)
     logger.info({ updates: left.length }, 'taking up the updates the last run left queued or running');
@@ -77,11 +90,12 @@ export async function startLocalUpdateQueue(options: DeliveryOptions): Promise<U
       if (deliveries.stopping) throw new Error('the update queue is stopping');
       const key = dedupeId(parsed.updateId, again);
       if (held.has(key)) return;
-      hold(parsed, key);
-      submit({ job: parsed, key, delivery: 1 });
+      const entry = { job: parsed, key, delivery: 1 };
+      held.hold(entry);
+      submit(entry);
     },
     async holds(updateId) {
-      return perUpdate.has(updateId);
+      return held.holdsUpdate(updateId);
     },
     async stop() {
       deliveries.halt();
