@@ -6,8 +6,8 @@ import { readinessAnswer, type Readiness } from '@perfwatch/common';
 import { apiDocsRouter } from './api-docs.ts';
 import { authenticate } from './auth.ts';
 import { dashboardRouter } from '../dashboard/dashboard-router.ts';
-import { DEFAULT_HEAVY_READS, heavyReadLimit } from '../snapshots/heavy-reads.ts';
-import { errorHandler, notFoundRoute, onlyGetAndPost } from './http-errors.ts';
+import { heavyReadLimit } from '../snapshots/heavy-reads.ts';
+import { errorHandler, notFoundRoute, onlyMethods } from './http-errors.ts';
 import { GATEWAY_ENDPOINTS, type RouteDeps } from './endpoints.ts';
 import { createOpenApiDocument } from './openapi.ts';
 import { acceptsJson, failedAuthGuard, jsonBodyOnly, perUserLimit } from './request-guards.ts';
@@ -16,7 +16,6 @@ import type { SyncUpdateLimit } from '../updates/update-route.ts';
 import type { Store } from '../store/store.ts';
 import type { UpdateService } from '../updates/update-service.ts';
 import type { StartAsync } from '../updates/async-updates.ts';
-import { DEFAULT_MAX_WEBHOOKS_PER_USER } from '../alerts/webhook-registry.ts';
 import { createWebhookTargets, type WebhookTargets } from '../alerts/webhook-targets.ts';
 import { NO_TRUST, type CredentialTrust } from '../projects/credential-trust.ts';
 import { loggedUrl } from './logged-url.ts';
@@ -34,23 +33,24 @@ export interface AppDeps {
   startAsync: StartAsync;
   /** Whether this gateway should get traffic; absent: ready whenever it answers. */
   readiness?: () => Promise<Readiness>;
-  bodyLimit?: string;
+  /** The largest JSON body (BODY_LIMIT). */
+  bodyLimit: string;
   /** Per user (all of its tokens) and minute. */
-  rateLimits?: { updates: number; reads: number };
+  rateLimits: { updates: number; reads: number };
   /** Sync updates in flight per user; absent: unlimited (tests of the HTTP layer). */
   syncUpdates?: SyncUpdateLimit;
-  /** An overview reader that reads nothing for this long is cut off (OVERVIEW_STALL_MS). */
-  overviewStallMs?: number;
-  /** Reads of stored results (/v1/audit, /v1/compare) at once (MAX_HEAVY_READS); absent: heavy-reads.ts's default. */
-  maxHeavyReads?: number;
+  /** A client that reads nothing of a long answer for this long is cut off (ANSWER_STALL_MS). */
+  stallMs: number;
+  /** Reads of stored results (/v1/audit, /v1/compare) at once (MAX_HEAVY_READS). */
+  maxHeavyReads: number;
   /** Failed authentications per client address and minute before 429 (AUTH_FAILURES_PER_MINUTE). */
-  authFailuresPerMinute?: number;
+  authFailuresPerMinute: number;
   /** Express's `trust proxy`: how X-Forwarded-For names the client (TRUST_PROXY); absent: the socket's address. */
   trustProxy?: boolean | number | string;
   /** The address rules webhook targets pass (PERFWATCH_ALLOW_TARGETS); absent: public https only. */
   targetGuard?: WebhookTargets;
-  /** Webhooks one user may have (WEBHOOK_MAX_PER_USER); absent: its default. */
-  maxWebhooksPerUser?: number;
+  /** Webhooks one user may have (WEBHOOK_MAX_PER_USER). */
+  maxWebhooksPerUser: number;
   /** Seals projects' login credentials (PERFWATCH_SECRETS_KEY); absent: none can be set. */
   secrets?: SecretBox;
   /** The locations credentials may go to (PERFWATCH_TRUSTED_LOCATIONS); absent: none. */
@@ -134,14 +134,14 @@ function apiRouter({
   logger,
   metrics,
   startAsync,
-  bodyLimit = '100kb',
-  rateLimits = { updates: 60, reads: 600 },
+  bodyLimit,
+  rateLimits,
   syncUpdates,
-  overviewStallMs,
-  maxHeavyReads = DEFAULT_HEAVY_READS,
-  authFailuresPerMinute = 30,
+  stallMs,
+  maxHeavyReads,
+  authFailuresPerMinute,
   targetGuard = createWebhookTargets(),
-  maxWebhooksPerUser = DEFAULT_MAX_WEBHOOKS_PER_USER,
+  maxWebhooksPerUser,
   secrets = createSecretBox({}),
   credentialTrust = NO_TRUST,
 }: AppDeps): Router {
@@ -153,7 +153,7 @@ function apiRouter({
   const json = express.json({ limit: bodyLimit, strict: false });
   const failedAuth = failedAuthGuard(authFailuresPerMinute);
   const auth = authenticate(store, failedAuth.failed);
-  const before = [onlyGetAndPost, acceptsJson, jsonBodyOnly, json, failedAuth.check, auth];
+  const checks = [acceptsJson, jsonBodyOnly, json, failedAuth.check, auth];
   const limits = {
     updates: perUserLimit(rateLimits.updates, 'updates'),
     reads: perUserLimit(rateLimits.reads, 'reads'),
@@ -170,14 +170,14 @@ function apiRouter({
     logger,
     startAsync,
     syncUpdates,
-    overviewStallMs,
+    stallMs,
     reads,
     webhookRules: { targets: targetGuard, secrets, maxPerUser: maxWebhooksPerUser },
     secrets,
     credentialTrust,
   };
   for (const { contract, limit, route } of Object.values(GATEWAY_ENDPOINTS))
-    v1.all(expressPath(contract.path), ...before, limits[limit], route(routeDeps));
+    v1.all(expressPath(contract.path), onlyMethods(contract.methods), ...checks, limits[limit], route(routeDeps));
   return v1;
 }
 

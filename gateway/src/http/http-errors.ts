@@ -1,19 +1,22 @@
-import type { ErrorRequestHandler, NextFunction, Request, Response } from 'express';
+import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { ApiError, type ErrorStatus } from '@perfwatch/common';
 import { NoResultError, type NoResultKind } from '../updates/update-service.ts';
 import { UpdateRefused, type RefusalKind } from '../updates/update-refused.ts';
 import { StoreFull } from '../store/store.ts';
 
-const SUPPORTED_METHODS = ['GET', 'POST'] as const;
-
-/** 405 for anything but GET and POST, HEAD and OPTIONS included: an update must never run on a HEAD. */
-export function onlyGetAndPost(req: Request, _res: Response, next: NextFunction): void {
-  if ((SUPPORTED_METHODS as readonly string[]).includes(req.method)) return next();
-  const allow = SUPPORTED_METHODS.join(', ');
-  throw new ApiError('METHOD_NOT_ALLOWED', `Method ${req.method} is not allowed.`, [`supported methods: ${allow}`], {
-    headers: { Allow: allow },
-  });
+/**
+ * 405 for any method but an endpoint's own (API_ENDPOINTS' `methods`), HEAD and OPTIONS included:
+ * an update must never run on a HEAD.
+ */
+export function onlyMethods(methods: readonly string[]): RequestHandler {
+  const allow = methods.join(', ');
+  return (req, _res, next) => {
+    if (methods.includes(req.method)) return next();
+    throw new ApiError('METHOD_NOT_ALLOWED', `Method ${req.method} is not allowed.`, [`supported methods: ${allow}`], {
+      headers: { Allow: allow },
+    });
+  };
 }
 
 export function notFoundRoute(req: Request): never {
