@@ -1,0 +1,78 @@
+import { asRecord, duplicateOr, newId, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
+import {
+  accountRecords,
+  type AccountsStore,
+  type NewToken,
+  type TokenRecord,
+  type UserRecord,
+} from './accounts-store.ts';
+
+const records = accountRecords(sqliteForms);
+const userRow = asRecord(records.user);
+const tokenRow = asRecord(records.token);
+
+/** Users and tokens in SQLite: the `users` and `tokens` tables. */
+export class SqliteAccounts implements AccountsStore {
+  readonly #db: SqliteDatabase;
+
+  constructor(db: SqliteDatabase) {
+    this.#db = db;
+  }
+
+  async createUser(name: string): Promise<UserRecord> {
+    const user = { id: newId(), name, createdAt: new Date() };
+    try {
+      this.#db.run(
+        'INSERT INTO users (id, name, created_at) VALUES (?, ?, ?)',
+        user.id,
+        name,
+        user.createdAt.getTime(),
+      );
+    } catch (error) {
+      throw duplicateOr(error, `user ${JSON.stringify(name)} exists`);
+    }
+    return user;
+  }
+
+  async findUserByName(name: string): Promise<UserRecord | null> {
+    const row = this.#db.get('SELECT * FROM users WHERE name = ?', name);
+    return row ? userRow.parse(row) : null;
+  }
+
+  async listUsers(): Promise<UserRecord[]> {
+    return this.#db.unreadable.parseEach('user', userRow, this.#db.all('SELECT * FROM users ORDER BY name'));
+  }
+
+  async addToken({ prefix, userId, digest, expiresAt }: NewToken): Promise<void> {
+    try {
+      this.#db.run(
+        'INSERT INTO tokens (prefix, user_id, digest, created_at, expires_at) VALUES (?, ?, ?, ?, ?)',
+        prefix,
+        userId,
+        digest,
+        Date.now(),
+        expiresAt?.getTime() ?? null,
+      );
+    } catch (error) {
+      throw duplicateOr(error, `token prefix ${prefix} exists`);
+    }
+  }
+
+  async findToken(prefix: string): Promise<TokenRecord | null> {
+    const row = this.#db.get('SELECT * FROM tokens WHERE prefix = ?', prefix);
+    return row ? tokenRow.parse(row) : null;
+  }
+
+  async listTokens(userId: string): Promise<TokenRecord[]> {
+    return this.#db.unreadable.parseEach(
+      'token',
+      tokenRow,
+      this.#db.all('SELECT * FROM tokens WHERE user_id = ? ORDER BY created_at, prefix', userId),
+    );
+  }
+
+  async revokeToken(prefix: string): Promise<boolean> {
+    const sql = 'UPDATE tokens SET revoked_at = ? WHERE prefix = ? AND revoked_at IS NULL';
+    return this.#db.changes(sql, Date.now(), prefix) === 1;
+  }
+}

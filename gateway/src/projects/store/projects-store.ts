@@ -1,0 +1,74 @@
+import { z } from 'zod';
+import { budgetFileSchema, LOCATIONS, type Budgets, type Location } from '@perfwatch/common';
+import { ownId, type StoredForms } from '../../store/record-forms.ts';
+
+export interface ProjectRecord {
+  id: string;
+  userId: string;
+  url: string;
+  domain: string;
+  locations: Location[];
+  defaultLocation: Location;
+  runs: number;
+  schedule: string | null;
+  /** Budgets and allowed regressions every stored snapshot is checked against (none: empty). */
+  budgets: Budgets;
+  /** Cookies, headers and login steps for a page behind a login, sealed (secret-box.ts); null: none. */
+  auth: string | null;
+  createdAt: Date;
+}
+
+export type NewProject = Omit<ProjectRecord, 'id' | 'createdAt' | 'budgets' | 'auth'> & {
+  budgets?: Budgets;
+  auth?: string | null;
+};
+
+/** A user's projects, their budgets and sealed credentials. */
+export interface ProjectsStore {
+  addProject(project: NewProject): Promise<ProjectRecord>;
+  findProject(userId: string, url: string): Promise<ProjectRecord | null>;
+  listProjects(userId?: string): Promise<ProjectRecord[]>;
+  /** Removes a project with its snapshots, results, KPI records and annotations. */
+  removeProject(userId: string, url: string): Promise<boolean>;
+  /** Replaces a project's budgets. */
+  setProjectBudgets(projectId: string, budgets: Budgets): Promise<void>;
+  /** Replaces a project's sealed credentials (null: none). */
+  setProjectAuth(projectId: string, sealed: string | null): Promise<void>;
+  /**
+   * Replaces a project's sealed credentials only while they are still `expected` (what the caller
+   * read); false when another write came first, which then stands.
+   */
+  replaceProjectAuth(projectId: string, expected: string, sealed: string): Promise<boolean>;
+}
+
+/** A project without budgets has these: none, and no allowed regression (a new object each time). */
+export const noBudgets = (): Budgets => ({ budgets: {}, maxRegression: {} });
+
+/** A new project's record: what it was given, its defaults, its id and when. */
+export const newProjectRecord = (project: NewProject, id: string, createdAt: Date): ProjectRecord => ({
+  ...project,
+  locations: [...project.locations],
+  budgets: project.budgets ?? noBudgets(),
+  auth: project.auth ?? null,
+  id,
+  createdAt,
+});
+
+/** The records of this slice as each backend reads them back (see record-forms.ts). */
+export function projectRecords(forms: StoredForms) {
+  const { id, structured } = forms;
+  const project = z.object({
+    ...ownId(forms),
+    userId: id,
+    url: z.string(),
+    domain: z.string(),
+    locations: structured(z.array(z.enum(LOCATIONS)).min(1)),
+    defaultLocation: z.enum(LOCATIONS),
+    runs: z.number().int().positive(),
+    schedule: z.string().nullable(),
+    // Absent on projects stored before budgets were.
+    budgets: structured(budgetFileSchema).default(noBudgets),
+    auth: z.string().nullable().default(null),
+  }) satisfies z.ZodType<ProjectRecord>;
+  return { project };
+}

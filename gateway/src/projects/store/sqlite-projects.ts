@@ -1,0 +1,86 @@
+import type { Budgets } from '@perfwatch/common';
+import { asRecord, duplicateOr, newId, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
+import {
+  newProjectRecord,
+  projectRecords,
+  type NewProject,
+  type ProjectRecord,
+  type ProjectsStore,
+} from './projects-store.ts';
+
+/** A project row as its record. */
+const projectRow = asRecord(projectRecords(sqliteForms).project);
+
+/** Projects in SQLite: the `projects` table (a removal clears the project's data in the others). */
+export class SqliteProjects implements ProjectsStore {
+  readonly #db: SqliteDatabase;
+
+  constructor(db: SqliteDatabase) {
+    this.#db = db;
+  }
+
+  async addProject(project: NewProject): Promise<ProjectRecord> {
+    const record = newProjectRecord(project, newId(), new Date());
+    try {
+      this.#db.run(
+        'INSERT INTO projects (id, user_id, url, domain, locations, default_location, runs, schedule, created_at, budgets, auth) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        record.id,
+        record.userId,
+        record.url,
+        record.domain,
+        JSON.stringify(record.locations),
+        record.defaultLocation,
+        record.runs,
+        record.schedule,
+        record.createdAt.getTime(),
+        JSON.stringify(record.budgets),
+        record.auth,
+      );
+    } catch (error) {
+      throw duplicateOr(error, `project ${project.url} exists for this user`);
+    }
+    return record;
+  }
+
+  async findProject(userId: string, url: string): Promise<ProjectRecord | null> {
+    const row = this.#db.get('SELECT * FROM projects WHERE user_id = ? AND url = ?', userId, url);
+    return row ? projectRow.parse(row) : null;
+  }
+
+  async listProjects(userId?: string): Promise<ProjectRecord[]> {
+    const rows = userId
+      ? this.#db.all('SELECT * FROM projects WHERE user_id = ? ORDER BY url', userId)
+      : this.#db.all('SELECT * FROM projects ORDER BY url');
+    return this.#db.unreadable.parseEach('project', projectRow, rows);
+  }
+
+  async removeProject(userId: string, url: string): Promise<boolean> {
+    const project = await this.findProject(userId, url);
+    if (!project) return false;
+    this.#db.transaction(() => {
+      this.#db.run('DELETE FROM kpis WHERE project_id = ?', project.id);
+      this.#db.run(
+        'DELETE FROM results WHERE snapshot_id IN (SELECT id FROM snapshots WHERE project_id = ?)',
+        project.id,
+      );
+      this.#db.run('DELETE FROM snapshots WHERE project_id = ?', project.id);
+      this.#db.run('DELETE FROM annotations WHERE project_id = ?', project.id);
+      this.#db.run('DELETE FROM projects WHERE id = ?', project.id);
+    });
+    return true;
+  }
+
+  async setProjectBudgets(projectId: string, budgets: Budgets): Promise<void> {
+    this.#db.run('UPDATE projects SET budgets = ? WHERE id = ?', JSON.stringify(budgets), projectId);
+  }
+
+  async setProjectAuth(projectId: string, sealed: string | null): Promise<void> {
+    this.#db.run('UPDATE projects SET auth = ? WHERE id = ?', sealed, projectId);
+  }
+
+  async replaceProjectAuth(projectId: string, expected: string, sealed: string): Promise<boolean> {
+    return (
+      this.#db.changes('UPDATE projects SET auth = ? WHERE id = ? AND auth = ?', sealed, projectId, expected) === 1
+    );
+  }
+}

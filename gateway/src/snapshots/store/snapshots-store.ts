@@ -1,0 +1,224 @@
+import { z } from 'zod';
+import {
+  cellCheckSchema,
+  cruxPairSchema,
+  DEVICES,
+  LOCATIONS,
+  UPDATE_TYPES,
+  missingCellSchema,
+  runSummarySchema,
+  type CellCheck,
+  type CruxRecord,
+  type Device,
+  type KpiRecord,
+  type LighthouseResult,
+  type Location,
+  type MissingCell,
+  type RunSummary,
+  type UpdateType,
+} from '@perfwatch/common';
+import type { StoredForms } from '../../store/record-forms.ts';
+import type { ProjectRecord } from '../../projects/store/projects-store.ts';
+import { storedResultJson, withStoredResult, type ResultBytes } from '../result-bytes.ts';
+
+export interface CruxPair {
+  url: CruxRecord | null;
+  origin?: CruxRecord;
+}
+
+/** The result of one (device, location) in a snapshot. */
+export interface LocationSnapshot {
+  device: Device;
+  location: Location;
+  /** 1-based index of the representative run among `runs`. */
+  median: number;
+  runs: RunSummary[];
+  lighthouse: LighthouseResult;
+  crux: CruxPair;
+  elementCount: number | null;
+  kpis: KpiRecord[];
+  /** The project's budget checks on this cell, with their alert states; absent without budgets. */
+  checks?: CellCheck[];
+}
+
+/**
+ * A cell of a snapshot being written: the representative run's result as the gzip of its JSON
+ * (received so from agents of v1.5, and stored so), and what was read of it without inflating.
+ */
+export interface NewLocationSnapshot extends Omit<LocationSnapshot, 'lighthouse'> {
+  lighthouse: ResultBytes;
+  lighthouseVersion: string;
+  /** The representative run's numbers (its digest's skeleton of the result): what budgets check. */
+  measured: LighthouseResult;
+}
+
+export interface NewSnapshot {
+  project: ProjectRecord;
+  updateId: string;
+  /** Wanted date, whole second; the store moves it on by a second if the project already has one then. */
+  date: Date;
+  updateType: UpdateType;
+  results: NewLocationSnapshot[];
+  /** The project's cells without a result, and why; none when absent. */
+  missing?: MissingCell[];
+  /** LIGHTHOUSE_KPI_VERSION of its KPI records; absent: 1, the seed's. */
+  kpiVersion?: number;
+}
+
+/** Whether a snapshot's cells announce budget events: its save then marks it unannounced until they are in the outbox. */
+export const announcesEvents = (results: ReadonlyArray<Pick<LocationSnapshot, 'checks'>>): boolean =>
+  results.some((r) => r.checks?.some((c) => c.event !== undefined) ?? false);
+
+/** A complete snapshot whose budget events are not yet in the outbox (see listUnannouncedSnapshots). */
+export interface UnannouncedSnapshot {
+  projectId: string;
+  userId: string;
+  url: string;
+  updateId: string;
+  date: Date;
+  /** When it was stored: only webhooks that existed then are sent its events. */
+  storedAt: Date;
+}
+
+export interface SnapshotRecord {
+  id: string;
+  projectId: string;
+  updateId: string;
+  url: string;
+  date: Date;
+  updateType: UpdateType;
+  /** Every (device, location) that has a result, whatever a read filters. */
+  available: Array<{ device: Device; location: Location }>;
+  /** With each result's JSON as stored (UTF-8), which `lighthouse` was read from: answers splice it. */
+  results: Array<LocationSnapshot & { lighthouseJson: Buffer }>;
+  /** Cells of the update without a result, and why; whatever a read filters. */
+  missing: MissingCell[];
+}
+
+/** A stored cell whose result stays in the database until it is read. */
+export interface StoredCell extends Omit<LocationSnapshot, 'lighthouse' | 'kpis'> {
+  /**
+   * The result's JSON as stored (UTF-8, one JSON object: result-bytes.ts storedResultJson),
+   * fetched and inflated at each call, and kept by nothing here.
+   */
+  resultJson(): Promise<Buffer>;
+}
+
+export interface SnapshotCells extends Omit<SnapshotRecord, 'results'> {
+  results: StoredCell[];
+}
+
+export interface SnapshotFilter {
+  device?: Device;
+  locations?: Location[];
+}
+
+export interface SnapshotPage {
+  before?: Date;
+  limit: number;
+}
+
+export interface SnapshotSummary {
+  date: Date;
+  updateType: UpdateType;
+  available: Array<{ device: Device; location: Location }>;
+}
+
+/** Another delivery of the same update is writing its snapshot now; this one should retry later. */
+export class ConcurrentWrite extends Error {
+  constructor(updateId: string) {
+    super(`update ${updateId} is being written by another delivery`);
+    this.name = 'ConcurrentWrite';
+  }
+}
+
+/** Snapshots as the updates write them: once per update, announced, aged out. */
+export interface SnapshotsStore {
+  /**
+   * Persists a snapshot and returns the date it was stored under. Idempotent per updateId: a
+   * second call returns the first snapshot's date (or replaces a write that was cut short).
+   */
+  saveSnapshot(snapshot: NewSnapshot): Promise<Date>;
+  /**
+   * Snapshots stored before `storedBefore` whose budget events (announcesEvents) are not yet
+   * recorded in the outbox, oldest first, at most `limit`. Marked so by their save, in the same
+   * write that completes them, so a writer that dies before its outbox write leaves them here.
+   */
+  listUnannouncedSnapshots(storedBefore: Date, limit: number): Promise<UnannouncedSnapshot[]>;
+  /** Records that the update's snapshot has its budget events in the outbox. */
+  markSnapshotAnnounced(updateId: string): Promise<void>;
+  /** Deletes snapshots older than `before` with their results and KPI records; returns how many. */
+  deleteSnapshotsBefore(before: Date, limit: number): Promise<number>;
+  /**
+   * Deletes results and KPI records of snapshots that are not complete, written before
+   * `olderThan` (no live writer owns them then); returns how many.
+   */
+  deleteOrphans(olderThan: Date): Promise<number>;
+  /** The complete snapshot an update wrote, if it wrote one: a later delivery then only records it. */
+  findSnapshotOfUpdate(updateId: string): Promise<{ date: Date; missing: MissingCell[] } | null>;
+}
+
+/** What the API reads of complete snapshots: one whole, one cell by cell, a project's list. */
+export interface SnapshotReadsStore {
+  findSnapshot(projectId: string, date: Date, filter?: SnapshotFilter): Promise<SnapshotRecord | null>;
+  /**
+   * A snapshot with its cells but not their results: each cell reads its result from the
+   * database when asked (`resultJson`), so a reader of many cells (/v1/audit, /v1/compare) holds
+   * one result at a time, not all of them.
+   */
+  findSnapshotCells(projectId: string, date: Date, filter?: SnapshotFilter): Promise<SnapshotCells | null>;
+  /**
+   * A project's complete snapshots, oldest first; with a page, only the newest `limit` of those
+   * before `before` (still oldest first).
+   */
+  listSnapshots(projectId: string, page?: SnapshotPage): Promise<SnapshotSummary[]>;
+}
+
+/** The cells of a snapshot a read asks for. */
+export const filtered =
+  ({ device, locations }: SnapshotFilter) =>
+  (r: { device: Device; location: Location }): boolean =>
+    (!device || r.device === device) && (!locations?.length || locations.includes(r.location));
+
+/** The (device, location) of each cell: what a snapshot has a result for. */
+export const availableCells = (results: ReadonlyArray<{ device: Device; location: Location }>) =>
+  results.map(({ device, location }) => ({ device, location }));
+
+/** A snapshot, and each of its cells without its Lighthouse result's bytes (each backend reads those its own way). */
+export function snapshotRecords({ id, time, structured }: StoredForms) {
+  const snapshot = z.object({
+    id,
+    projectId: id,
+    updateId: z.string(),
+    url: z.string(),
+    date: time,
+    updateType: z.enum(UPDATE_TYPES),
+    available: structured(z.array(z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS) }))),
+    missing: structured(z.array(missingCellSchema)).default([]),
+  });
+  const result = z.object({
+    device: z.enum(DEVICES),
+    location: z.enum(LOCATIONS),
+    median: z.number().int().positive(),
+    runs: structured(z.array(runSummarySchema)),
+    elementCount: z.number().int().nullable(),
+    crux: structured(cruxPairSchema),
+    checks: structured(z.array(cellCheckSchema)).nullish(),
+  });
+  return { snapshot, result };
+}
+
+type ResultRecord = z.output<ReturnType<typeof snapshotRecords>['result']>;
+
+/**
+ * A stored cell whose result stays in the database: `fetchGzip` reads its bytes when the cell's
+ * result is asked for, and nothing keeps them (findSnapshotCells).
+ */
+export function cellReadLater({ checks, ...cell }: ResultRecord, fetchGzip: () => Promise<Uint8Array>): StoredCell {
+  return { ...cell, ...(checks ? { checks } : {}), resultJson: async () => storedResultJson(await fetchGzip()) };
+}
+
+/** A stored cell as a store hands it out: its Lighthouse result read from `bytes` only when asked for. */
+export function storedCell({ checks, ...cell }: ResultRecord, bytes: Uint8Array): SnapshotRecord['results'][number] {
+  return withStoredResult({ ...cell, ...(checks ? { checks } : {}), kpis: [] }, bytes);
+}

@@ -1,0 +1,148 @@
+import { z } from 'zod';
+import type { MissingCell } from '@perfwatch/common';
+import { asRecord, ms, newId, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
+import { NoFreeSnapshotDate, snapshotDates } from '../../store/snapshot-dates.ts';
+import type { ProjectRecord } from '../../projects/store/projects-store.ts';
+import { placedKpis, type KpiPlace } from './kpis-store.ts';
+import { insertKpis } from './sqlite-kpis.ts';
+import {
+  announcesEvents,
+  availableCells,
+  snapshotRecords,
+  type NewSnapshot,
+  type SnapshotsStore,
+  type UnannouncedSnapshot,
+} from './snapshots-store.ts';
+
+const snapshotRow = asRecord(snapshotRecords(sqliteForms).snapshot);
+const unannouncedRow = asRecord(
+  z.object({
+    projectId: z.string(),
+    userId: z.string(),
+    url: z.string(),
+    updateId: z.string(),
+    date: ms,
+    alertsPendingSince: ms,
+  }),
+).transform(({ alertsPendingSince, ...rest }): UnannouncedSnapshot => ({ ...rest, storedAt: alertsPendingSince }));
+
+/**
+ * Snapshots in SQLite (`snapshots`, their cells in `results`, their KPI records in `kpis`): a
+ * snapshot is written in one transaction, so a crash mid-write leaves nothing half-written.
+ */
+export class SqliteSnapshots implements SnapshotsStore {
+  readonly #db: SqliteDatabase;
+
+  constructor(db: SqliteDatabase) {
+    this.#db = db;
+  }
+
+  async saveSnapshot(snapshot: NewSnapshot): Promise<Date> {
+    const { project, updateId, date, updateType, results, missing, kpiVersion = 1 } = snapshot;
+    // Compressed before the transaction: the write itself then takes milliseconds.
+    const compressed = await Promise.all(results.map((r) => r.lighthouse.gzip()));
+    return this.#db.transaction(() => {
+      // Idempotent per update: a second save of the same update returns the first one's date.
+      const earlier = this.#db.get('SELECT date FROM snapshots WHERE update_id = ?', updateId) as
+        { date: number } | undefined;
+      if (earlier) return new Date(earlier.date);
+      const stored = this.#freeDate(project, date);
+      const snapshotId = newId();
+      this.#db.run(
+        'INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available, missing, kpi_version, alerts_pending_since) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        snapshotId,
+        project.id,
+        project.userId,
+        updateId,
+        project.url,
+        project.domain,
+        stored.getTime(),
+        updateType,
+        JSON.stringify(availableCells(results)),
+        JSON.stringify(missing ?? []),
+        kpiVersion,
+        // Its budget events are owed in the same transaction; the outbox write that follows settles them.
+        announcesEvents(results) ? Date.now() : null,
+      );
+      const { id: projectId, userId, domain, url } = project;
+      this.#insertCells({ snapshotId, projectId, userId, date: stored, domain, url, updateType }, results, compressed);
+      return stored;
+    });
+  }
+
+  /** A snapshot's results (their results compressed as `compressed`, in order) and their KPI records. */
+  #insertCells(place: KpiPlace, results: NewSnapshot['results'], compressed: readonly Buffer[]): void {
+    const insertResult = this.#db.prepared(
+      'INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse, checks) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    results.forEach((r, seq) => {
+      insertResult.run(
+        place.snapshotId,
+        seq,
+        r.device,
+        r.location,
+        r.median,
+        JSON.stringify(r.runs),
+        r.elementCount,
+        JSON.stringify(r.crux),
+        compressed[seq]!,
+        r.checks ? JSON.stringify(r.checks) : null,
+      );
+    });
+    insertKpis(this.#db, placedKpis(place, results));
+  }
+
+  /** The first of the snapshot's dates (snapshotDates) its project has no snapshot at. */
+  #freeDate(project: ProjectRecord, date: Date): Date {
+    for (const candidate of snapshotDates(date))
+      if (!this.#db.get('SELECT 1 FROM snapshots WHERE project_id = ? AND date = ?', project.id, candidate.getTime()))
+        return candidate;
+    throw new NoFreeSnapshotDate(project.url, date);
+  }
+
+  async listUnannouncedSnapshots(storedBefore: Date, limit: number): Promise<UnannouncedSnapshot[]> {
+    return this.#db
+      .all(
+        'SELECT project_id, user_id, url, update_id, date, alerts_pending_since FROM snapshots WHERE alerts_pending_since <= ? ORDER BY alerts_pending_since LIMIT ?',
+        storedBefore.getTime(),
+        limit,
+      )
+      .map((row) => unannouncedRow.parse(row));
+  }
+
+  async markSnapshotAnnounced(updateId: string): Promise<void> {
+    this.#db.run('UPDATE snapshots SET alerts_pending_since = NULL WHERE update_id = ?', updateId);
+  }
+
+  async deleteSnapshotsBefore(before: Date, limit: number): Promise<number> {
+    const sql = 'SELECT id FROM snapshots WHERE date < ? LIMIT ?';
+    const old = this.#db.all(sql, before.getTime(), limit) as Array<{ id: string }>;
+    for (const { id } of old) {
+      this.#db.transaction(() => {
+        this.#db.run('DELETE FROM kpis WHERE snapshot_id = ?', id);
+        this.#db.run('DELETE FROM results WHERE snapshot_id = ?', id);
+        this.#db.run('DELETE FROM snapshots WHERE id = ?', id);
+      });
+    }
+    return old.length;
+  }
+
+  async deleteOrphans(_olderThan: Date): Promise<number> {
+    // A snapshot and its records are written in one transaction: orphans come only from a file
+    // edited by hand or an interrupted deletion of an earlier version.
+    return this.#db.transaction(() => {
+      const kpis = this.#db.changes(
+        "DELETE FROM kpis WHERE snapshot_id NOT IN (SELECT id FROM snapshots) AND snapshot_id NOT LIKE 'history:%'",
+      );
+      return kpis + this.#db.changes('DELETE FROM results WHERE snapshot_id NOT IN (SELECT id FROM snapshots)');
+    });
+  }
+
+  async findSnapshotOfUpdate(updateId: string): Promise<{ date: Date; missing: MissingCell[] } | null> {
+    // A snapshot row exists only once its transaction committed: it is complete.
+    const raw = this.#db.get('SELECT * FROM snapshots WHERE update_id = ?', updateId);
+    if (!raw) return null;
+    const { date, missing } = snapshotRow.parse(raw);
+    return { date, missing };
+  }
+}
