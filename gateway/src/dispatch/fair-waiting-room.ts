@@ -10,8 +10,9 @@ import TinyQueue from 'tinyqueue';
  * The room only decides who asks when, whatever carries the runs: over NATS a run asks by
  * offering its job (agents at capacity leave the queue group), in local mode by taking one of
  * the in-process agent's places. A run arriving while better-ranked ones wait joins them rather
- * than racing them to the next place, and a place that frees goes to the best ranked. Written here because it is the dispatcher's own policy; p-queue's priorities are
- * fixed numbers at insertion, and these change with every run a user is given.
+ * than racing them to the next place, and a place that frees goes to the best ranked. Written
+ * here because it is the dispatchers' own policy; p-queue's priorities are fixed numbers at
+ * insertion, and these change with every run a user is given.
  *
  * A user's runs rank among themselves by arrival, whatever the usage, so each user keeps its
  * waiting runs in a heap by arrival (tinyqueue, entries let go lazily when they stop waiting):

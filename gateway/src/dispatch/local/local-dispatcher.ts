@@ -72,7 +72,10 @@ function placeFor(line: Line, ticket: Ticket, deadline: number): Promise<boolean
   });
 }
 
-/** The run on the line's agent, until its reply or the deadline; the place is given back when the agent is done with it. */
+/**
+ * The run on the line's agent, until its reply or the deadline; its place is given back when the
+ * agent is done with it, which may be after the deadline.
+ */
 async function runOn(
   line: Line,
   job: AuditJob,

@@ -9,7 +9,10 @@ interface Waiting {
   delivery: number;
 }
 
-/** The jobs the queue holds, by their de-duplication id, and how many each update has: waiting, running, or between deliveries. */
+/**
+ * The jobs the queue holds, by their de-duplication id, and how many each update has: waiting,
+ * running, or between deliveries.
+ */
 class HeldJobs {
   readonly #keys = new Set<string>();
   readonly #perUpdate = new Map<string, number>();

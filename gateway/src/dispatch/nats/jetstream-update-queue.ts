@@ -82,8 +82,8 @@ async function ensureStream(jsm: JetStreamManager): Promise<void> {
 /**
  * The gateways' durable pull consumer. No delivery limit in JetStream (-1): a job whose last
  * allowed delivery died with its gateway would stay in the stream, never delivered again, its
- * update unfinished. runQueuedUpdate (update-delivery.ts) counts deliveries instead and ends such an update failed,
- * with the reason.
+ * update unfinished. runQueuedUpdate (updates/update-delivery.ts) counts deliveries instead
+ * and ends such an update failed, with the reason.
  */
 async function ensureConsumer(jsm: JetStreamManager, ackWaitMs: number): Promise<void> {
   const limits = { ack_wait: nanos(ackWaitMs), max_deliver: -1, max_ack_pending: MAX_ACK_PENDING };
