@@ -24,6 +24,7 @@ import {
 } from '@perfwatch/common';
 import type { AuditRunner } from './lighthouse-runner.ts';
 import type { RunObserver } from './metrics.ts';
+import { agentDefaults } from './config.ts';
 import { createJobExecutor } from './job-executor.ts';
 
 export interface AgentDeps {
@@ -135,11 +136,11 @@ class NatsAgent implements Agent {
   #heartbeat: NodeJS.Timeout | undefined;
 
   constructor(deps: AgentDeps) {
-    const { location, runner, logger, agentId, keepScreenshots = false, probeSecurity, observer } = deps;
+    const { location, runner, logger, agentId, keepScreenshots, probeSecurity, observer } = deps;
     this.#deps = deps;
     this.location = location;
-    this.capacity = deps.capacity ?? 1;
-    this.#announceIntervalMs = deps.announceIntervalMs ?? 5_000;
+    this.capacity = deps.capacity ?? agentDefaults.PERFWATCH_CAPACITY;
+    this.#announceIntervalMs = deps.announceIntervalMs ?? agentDefaults.PERFWATCH_ANNOUNCE_INTERVAL_MS;
     this.#encoded = deps.encodeReply ?? encodeReplyBytes;
     this.#log = logger.child({ location, agentId });
     this.#subject = auditSubject(location);

@@ -32,6 +32,9 @@ export const agentSettings = programSettings({
 
 export const agentEnvSchema = agentSettings.schema;
 
+/** What an agent built without reading an environment runs with (perfwatch start, tests): the schema's defaults. */
+export const agentDefaults = agentEnvSchema.omit({ PERFWATCH_LOCATION: true }).parse({});
+
 export type AgentConfig = z.infer<typeof agentEnvSchema> & { agentId: string; noSandbox: boolean };
 
 export function loadAgentConfig(env: Readonly<Record<string, string | undefined>>, isRoot: boolean): AgentConfig {

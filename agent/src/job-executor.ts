@@ -12,6 +12,7 @@ import { createCpuBaseline } from './cpu-baseline.ts';
 import type { AuditRunner } from './lighthouse-runner.ts';
 import type { RunObserver } from './metrics.ts';
 import { RunFailure } from './run-failure.ts';
+import { agentDefaults } from './config.ts';
 import { compactScreenshots } from './screenshot-compactor.ts';
 
 export interface JobExecutorDeps {
@@ -40,10 +41,10 @@ export function createJobExecutor({
   runner,
   logger,
   agentId,
-  keepScreenshots = false,
+  keepScreenshots = agentDefaults.PERFWATCH_KEEP_SCREENSHOTS,
   probeSecurity,
   observer,
-  calibrateEveryRuns = 50,
+  calibrateEveryRuns = agentDefaults.PERFWATCH_CALIBRATE_EVERY_RUNS,
 }: JobExecutorDeps): JobExecutor {
   // Runs in progress on this agent, each counting the others it met: another run beside one,
   // when it started or at any time after, makes its numbers doubtful.

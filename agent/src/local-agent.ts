@@ -1,5 +1,6 @@
 import pLimit from 'p-limit';
 import type { AuditJob, AuditReply, Location } from '@perfwatch/common';
+import { agentDefaults } from './config.ts';
 import { createJobExecutor, type JobExecutorDeps } from './job-executor.ts';
 
 export interface LocalAgent {
@@ -20,7 +21,10 @@ export interface LocalAgent {
  * An agent in the gateway's own process, for `perfwatch start` without NATS: the same job
  * executor as a NATS agent, called directly. Runs beyond its capacity wait here in order.
  */
-export function createLocalAgent({ capacity = 1, ...deps }: JobExecutorDeps & { capacity?: number }): LocalAgent {
+export function createLocalAgent({
+  capacity = agentDefaults.PERFWATCH_CAPACITY,
+  ...deps
+}: JobExecutorDeps & { capacity?: number }): LocalAgent {
   const execute = createJobExecutor(deps);
   const slots = pLimit(capacity);
   const running = new Set<Promise<AuditReply>>();

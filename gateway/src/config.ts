@@ -6,6 +6,7 @@ import {
   parseEnv,
   programSettings,
   targetSettings,
+  withAliases,
 } from '@perfwatch/common';
 import { credentialSettings } from './settings/credentials.ts';
 import { cruxSettings } from './settings/crux.ts';
@@ -40,6 +41,8 @@ export const gatewaySettings = programSettings({
     PERFWATCH_ALLOW_TARGETS: targetSettings.settings.PERFWATCH_ALLOW_TARGETS.default(''),
     ...testingSettings.settings,
   }),
+  // The setting covered /v1/overview alone before /v1/audit and /v1/update took it up.
+  aliases: { OVERVIEW_STALL_MS: 'ANSWER_STALL_MS' },
 });
 
 export const gatewayEnvSchema = gatewaySettings.schema;
@@ -51,9 +54,46 @@ export type GatewayConfig = z.infer<typeof gatewayEnvSchema>;
  * run a gateway without reading its environment (`perfwatch start`, tests, benchmarks).
  */
 export function gatewayConfigWith(settings: Partial<GatewayConfig>): GatewayConfig {
-  return { ...gatewayEnvSchema.parse({}), ...settings };
+  return { ...gatewayDefaults, ...settings };
 }
 
+/** The schema's defaults: what a part built without a configuration (tests, perfwatch start) falls back on. */
+export const gatewayDefaults: GatewayConfig = gatewayEnvSchema.parse({});
+
 export function loadGatewayConfig(env: Readonly<Record<string, string | undefined>>): GatewayConfig {
-  return parseEnv(gatewayEnvSchema, env);
+  return parseEnv(gatewayEnvSchema, withAliases(env, gatewaySettings.aliases));
+}
+
+/** The HTTP app's and server's settings from a configuration (runtime.ts; tests of the HTTP layer). */
+export function httpOptionsOf(config: GatewayConfig) {
+  return {
+    bodyLimit: config.BODY_LIMIT,
+    rateLimits: { updates: config.RATE_LIMIT_UPDATES_PER_MINUTE, reads: config.RATE_LIMIT_READS_PER_MINUTE },
+    stallMs: config.ANSWER_STALL_MS,
+    maxHeavyReads: config.MAX_HEAVY_READS,
+    authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE,
+    maxWebhooksPerUser: config.WEBHOOK_MAX_PER_USER,
+    ...(config.TRUST_PROXY !== undefined ? { trustProxy: config.TRUST_PROXY } : {}),
+    timeouts: {
+      headersMs: Math.min(config.HEADERS_TIMEOUT_MS, config.REQUEST_TIMEOUT_MS),
+      requestMs: config.REQUEST_TIMEOUT_MS,
+    },
+  };
+}
+
+/** The webhook sender's settings from a configuration (runtime.ts; its tests). */
+export function webhookSenderOptionsOf(config: GatewayConfig) {
+  return {
+    pollMs: config.WEBHOOK_POLL_MS,
+    deadlineMs: config.WEBHOOK_DEADLINE_MS,
+    concurrency: config.WEBHOOK_CONCURRENCY,
+    perUser: config.WEBHOOK_IN_FLIGHT_PER_USER,
+    retentionMs: config.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000,
+    pruneEveryMs: config.RETENTION_EVERY_MS,
+    retry: {
+      firstMs: config.WEBHOOK_RETRY_FIRST_MS,
+      maxMs: config.WEBHOOK_RETRY_MAX_MS,
+      giveUpAfterMs: config.WEBHOOK_GIVE_UP_AFTER_MS,
+    },
+  };
 }

@@ -2,7 +2,14 @@ export { createApp, type AppDeps } from './http/app.ts';
 export { createServer, type GatewayServer } from './http/server.ts';
 export { startGateway, type GatewayRuntime } from './runtime.ts';
 export type { LocalAgent } from './dispatch/local/local-agent.ts';
-export { gatewayConfigWith, gatewaySettings, loadGatewayConfig, type GatewayConfig } from './config.ts';
+export {
+  gatewayConfigWith,
+  gatewaySettings,
+  httpOptionsOf,
+  loadGatewayConfig,
+  webhookSenderOptionsOf,
+  type GatewayConfig,
+} from './config.ts';
 export { createNatsDispatcher } from './dispatch/nats/nats-dispatcher.ts';
 export { receivedRun, type Dispatcher, type ReceivedRun, type RunOutcome } from './dispatch/run-outcome.ts';
 export { ResultBytes } from './snapshots/result-bytes.ts';

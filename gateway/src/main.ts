@@ -2,13 +2,14 @@ import {
   connectNats,
   createLogger,
   createShutdown,
+  deprecatedNamesIn,
   endNats,
   natsServersForLog,
   shutdownOnSignals,
   StartupError,
 } from '@perfwatch/common';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { loadGatewayConfig } from './config.ts';
+import { gatewaySettings, loadGatewayConfig } from './config.ts';
 import { GATEWAY_NATS_OPTIONS } from './dispatch/nats/nats-offer.ts';
 import { startGateway, type GatewayRuntime } from './runtime.ts';
 import { MongoStore } from './store/mongo-store.ts';
@@ -20,6 +21,7 @@ import { isSettingsError, mongoHosts, startStartingServer, waitForDependency } f
 export async function main(env: Readonly<Record<string, string | undefined>>): Promise<void> {
   const config = loadGatewayConfig(env);
   const logger = createLogger({ name: 'perfwatch-gateway', level: config.LOG_LEVEL });
+  for (const name of deprecatedNamesIn(env, gatewaySettings.aliases)) logger.warn(name, 'deprecated setting name');
 
   // Until NATS and MongoDB answer, the port says "live, not ready" (see wait-for-dependencies).
   const starting = await startStartingServer({ port: config.PORT, host: config.HOST });

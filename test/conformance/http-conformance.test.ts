@@ -21,6 +21,8 @@ import {
   createNatsDispatcher,
   createServer,
   createUpdateService,
+  gatewayConfigWith,
+  httpOptionsOf,
   type GatewayServer,
   type MongoStore,
 } from '@perfwatch/gateway';
@@ -1190,6 +1192,7 @@ describe('authentication, tenancy and the error table', () => {
       logger: silentLogger,
       port: 0,
       host: '127.0.0.1',
+      ...httpOptionsOf(gatewayConfigWith({})),
       maxHeavyReads: 1,
     });
     try {
@@ -1244,6 +1247,7 @@ describe('authentication, tenancy and the error table', () => {
       logger: silentLogger,
       port: 0,
       host: '127.0.0.1',
+      ...httpOptionsOf(gatewayConfigWith({})),
     });
     try {
       for (const [path, params] of [

@@ -56,7 +56,7 @@ beforeAll(async () => {
       SHUTDOWN_READINESS_DELAY_MS: 0,
       HEADERS_TIMEOUT_MS: 1_000,
       REQUEST_TIMEOUT_MS: 2_000,
-      OVERVIEW_STALL_MS: 1_000,
+      ANSWER_STALL_MS: 1_000,
       AUTH_FAILURES_PER_MINUTE: 5,
     }),
   });

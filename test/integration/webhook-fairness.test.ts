@@ -3,11 +3,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhookSignature } from '@perfwatch/common';
-import { createSecretBox, type MongoStore, type ProjectRecord } from '@perfwatch/gateway';
+import { createSecretBox, gatewayConfigWith, type MongoStore, type ProjectRecord } from '@perfwatch/gateway';
 import { createWebhookOutbox } from '../../gateway/src/alerts/webhook-outbox.ts';
 import { addWebhook, type WebhookRules } from '../../gateway/src/alerts/webhook-registry.ts';
 import { startWebhookSender } from '../../gateway/src/alerts/webhook-sender.ts';
 import { createWebhookTargets } from '../../gateway/src/alerts/webhook-targets.ts';
+import { webhookSenderOptionsOf } from '../../gateway/src/config.ts';
 import { measuredWait } from '../support/measured-wait.ts';
 import { silentLogger, testStore } from '../support/test-services.ts';
 
@@ -110,6 +111,7 @@ describe('webhook delivery under a receiver that never finishes', () => {
     const a = await userWithHooks('fair-a', [`${slowUrl}/a1`, `${slowUrl}/a2`]);
     const sender = (deadlineMs: number) =>
       startWebhookSender({
+        ...webhookSenderOptionsOf(gatewayConfigWith({})),
         store,
         logger: silentLogger,
         targets: rules.targets,

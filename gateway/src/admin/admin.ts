@@ -8,6 +8,7 @@ import {
   type PageAuth,
   type Webhook,
 } from '@perfwatch/common';
+import { gatewayDefaults } from '../config.ts';
 import { readProjectAuth, sealProjectAuth } from '../projects/project-auth.ts';
 import { createSecretBox, SecretKeyError, type SecretBox } from '../accounts/secret-box.ts';
 import {
@@ -19,12 +20,7 @@ import {
   type UserRecord,
 } from '../store/store.ts';
 import { issueToken } from '../accounts/tokens.ts';
-import {
-  addWebhook,
-  DEFAULT_MAX_WEBHOOKS_PER_USER,
-  listWebhookViews,
-  WebhookRefused,
-} from '../alerts/webhook-registry.ts';
+import { addWebhook, listWebhookViews, WebhookRefused } from '../alerts/webhook-registry.ts';
 import { openWebhookSecret, storedWebhookSecret, webhookSecretIsCurrent } from '../alerts/webhook-secrets.ts';
 import { createWebhookTargets, type WebhookTargets } from '../alerts/webhook-targets.ts';
 
@@ -64,7 +60,7 @@ export function createAdmin(
   {
     targetGuard = createWebhookTargets(),
     secrets = createSecretBox({}),
-    maxWebhooksPerUser = DEFAULT_MAX_WEBHOOKS_PER_USER,
+    maxWebhooksPerUser = gatewayDefaults.WEBHOOK_MAX_PER_USER,
   }: { targetGuard?: WebhookTargets; secrets?: SecretBox; maxWebhooksPerUser?: number } = {},
 ): Admin {
   return new Admin(store, targetGuard, secrets, maxWebhooksPerUser);

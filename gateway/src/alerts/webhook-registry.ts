@@ -16,9 +16,6 @@ export class WebhookRefused extends Error {
 /** Deliveries listed per webhook. */
 export const DELIVERIES_SHOWN = 20;
 
-/** Webhooks one user may have unless WEBHOOK_MAX_PER_USER says otherwise (GitHub's cap per repository). */
-export const DEFAULT_MAX_WEBHOOKS_PER_USER = 20;
-
 /** What adding a webhook is held to: where it may post, how its secret is kept, how many a user may have. */
 export interface WebhookRules {
   targets: WebhookTargets;

@@ -13,11 +13,13 @@ import { addWebhook, listWebhookPage, UnknownCursor, WebhookRefused, type Webhoo
 import { claimLeaseMs, createWebhookSender, postWebhook, retryDelayMs } from './webhook-sender.ts';
 import { openWebhookSecret } from './webhook-secrets.ts';
 import { createWebhookTargets } from './webhook-targets.ts';
+import { gatewayConfigWith, webhookSenderOptionsOf } from '../config.ts';
 
 // The outbox and its sender against the embedded store and real HTTP receivers on loopback.
 const logger = pino({ level: 'silent' });
 const loopback = createWebhookTargets('127.0.0.0/8');
 const noKey = createSecretBox({});
+const senderSettings = webhookSenderOptionsOf(gatewayConfigWith({}));
 const rules: WebhookRules = { targets: loopback, secrets: noKey, maxPerUser: 20 };
 let store: SqliteStore;
 let server: Server;
@@ -127,6 +129,7 @@ describe('webhook outbox and sender', () => {
     await outbox.snapshotStored(event);
 
     const sender = createWebhookSender({
+      ...senderSettings,
       store,
       logger,
       targets: loopback,
@@ -172,6 +175,7 @@ describe('webhook outbox and sender', () => {
     await outbox.updateFailed({ userId: project.userId, url: project.url, updateId: 'u2', reason: 'every run failed' });
     let clock = new Date();
     const sender = createWebhookSender({
+      ...senderSettings,
       store,
       logger,
       targets: loopback,
@@ -222,7 +226,7 @@ describe('webhook outbox and sender', () => {
     await addWebhook(store, rules, { userId: user.id, targetUrl: target, projectUrl: project.url, format: 'json' });
     await announceFailure(project, 'u3');
     received.length = 0;
-    await createWebhookSender({ store, logger, targets: publicOnly, secrets: noKey }).sendDue();
+    await createWebhookSender({ ...senderSettings, store, logger, targets: publicOnly, secrets: noKey }).sendDue();
     expect(received).toHaveLength(0);
     const [delivery] = await store.listDeliveries((await store.listWebhooks(user.id))[0]!.id, 10);
     expect(delivery).toMatchObject({ status: 'pending', attempts: 1 });
@@ -256,7 +260,14 @@ describe('webhook outbox and sender', () => {
     const hooks = await store.listWebhooks(project.userId);
     await announceFailure(project, 'u-plain');
     received.length = 0;
-    await createWebhookSender({ store, logger, targets: loopback, secrets: noKey, deadlineMs: 5_000 }).sendDue();
+    await createWebhookSender({
+      ...senderSettings,
+      store,
+      logger,
+      targets: loopback,
+      secrets: noKey,
+      deadlineMs: 5_000,
+    }).sendDue();
     expect(received).toHaveLength(1);
     const old = (await store.listDeliveries(hooks.find((h) => h.targetUrl.endsWith('/old'))!.id, 1))[0]!;
     expect(old).toMatchObject({ status: 'pending', attempts: 1 });
@@ -281,7 +292,7 @@ describe('webhook outbox and sender', () => {
     });
     await announceFailure(project, 'u-sealed');
     received.length = 0;
-    await createWebhookSender({ store, logger, targets: loopback, secrets: keyed }).sendDue();
+    await createWebhookSender({ ...senderSettings, store, logger, targets: loopback, secrets: keyed }).sendDue();
     expect(received).toHaveLength(2);
     const signatures = received.map((r) => r.headers['x-perfwatch-signature'] as string);
     const verifies = (key: string) => received.filter((r, i) => verifyWebhookSignature(key, r.body, signatures[i]));
@@ -291,7 +302,7 @@ describe('webhook outbox and sender', () => {
     // A gateway without the key cannot sign with a sealed secret: said, and tried again later.
     await announceFailure(project, 'u-keyless');
     received.length = 0;
-    await createWebhookSender({ store, logger, targets: loopback, secrets: noKey }).sendDue();
+    await createWebhookSender({ ...senderSettings, store, logger, targets: loopback, secrets: noKey }).sendDue();
     expect(received).toHaveLength(1);
     const { body, headers } = received[0]!;
     expect(verifyWebhookSignature('pwhs_stored_before', body, headers['x-perfwatch-signature'] as string)).toBe(true);
@@ -368,6 +379,7 @@ describe('webhook outbox and sender', () => {
         await announceFailure({ userId, url: `https://${name}.example/` } as ProjectRecord, `u-${name}`, own);
       }
       const sender = createWebhookSender({
+        ...senderSettings,
         store: own,
         logger,
         targets: loopback,

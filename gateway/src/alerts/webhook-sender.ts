@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { DELIVERY_HEADER, SIGNATURE_HEADER, signWebhookBody, PERFWATCH_VERSION } from '@perfwatch/common';
 import { SecretKeyError, type SecretBox } from '../accounts/secret-box.ts';
-import type { DeliveryRecord, Store, WebhookRecord } from '../store/store.ts';
+import type { DeliveryRecord, WebhookRecord, WebhooksStore } from './store/webhooks-store.ts';
 import { openWebhookSecret } from './webhook-secrets.ts';
 import { approveWebhookTarget, type WebhookTargets } from './webhook-targets.ts';
 
@@ -20,8 +20,6 @@ export interface RetryPolicy {
   giveUpAfterMs: number;
 }
 
-export const DEFAULT_RETRY: RetryPolicy = { firstMs: 5_000, maxMs: 600_000, giveUpAfterMs: 86_400_000 };
-
 export function retryDelayMs(attempts: number, policy: RetryPolicy, random = Math.random): number {
   const base = Math.min(policy.maxMs, policy.firstMs * 2 ** Math.max(0, attempts - 1));
   // ±20 %: deliveries that failed together (a receiver down) do not all come back at once.
@@ -29,30 +27,30 @@ export function retryDelayMs(attempts: number, policy: RetryPolicy, random = Mat
 }
 
 export interface WebhookSenderOptions {
-  store: Store;
+  store: Pick<WebhooksStore, 'findWebhook' | 'recordDeliveryAttempt' | 'claimDeliveries' | 'deleteDeliveriesBefore'>;
   logger: Logger;
   /** Where deliveries may go (webhook-targets.ts), applied to the address connected to. */
   targets: WebhookTargets;
   /** Opens the sealed secrets deliveries are signed with. */
   secrets: SecretBox;
-  pollMs?: number;
+  /** How often the outbox is looked at (WEBHOOK_POLL_MS). */
+  pollMs: number;
   /** Deliveries this gateway posts at once, all users together (WEBHOOK_CONCURRENCY). */
-  concurrency?: number;
+  concurrency: number;
   /** Deliveries of one user this gateway posts at once (WEBHOOK_IN_FLIGHT_PER_USER). */
-  perUser?: number;
+  perUser: number;
   /** The most one POST may take, all of it: resolving, connecting, sending, the whole answer (WEBHOOK_DEADLINE_MS). */
-  deadlineMs?: number;
-  retry?: RetryPolicy;
-  /** Delivered and failed deliveries older than this are deleted (WEBHOOK_DELIVERY_RETENTION_DAYS). */
+  deadlineMs: number;
+  /** WEBHOOK_RETRY_FIRST_MS, WEBHOOK_RETRY_MAX_MS, WEBHOOK_GIVE_UP_AFTER_MS. */
+  retry: RetryPolicy;
+  /** Delivered and failed deliveries older than this are deleted (WEBHOOK_DELIVERY_RETENTION_DAYS); absent: kept. */
   retentionMs?: number;
-  /** How often that is done (RETENTION_EVERY_MS, as for snapshots). */
+  /** How often that is done (RETENTION_EVERY_MS, as for snapshots); absent: never. */
   pruneEveryMs?: number;
   /** Told of each attempt's outcome (metrics). */
   onAttempt?: (outcome: 'delivered' | 'retry' | 'failed') => void;
   now?: () => Date;
 }
-
-export const SENDER_DEFAULTS = { concurrency: 16, perUser: 2, deadlineMs: 10_000 } as const;
 
 /**
  * How long a claim holds a delivery from other senders: twice the deadline. A post starts
@@ -164,10 +162,10 @@ export function createWebhookSender({
   logger,
   targets,
   secrets,
-  concurrency = SENDER_DEFAULTS.concurrency,
-  perUser = SENDER_DEFAULTS.perUser,
-  deadlineMs = SENDER_DEFAULTS.deadlineMs,
-  retry = DEFAULT_RETRY,
+  concurrency,
+  perUser,
+  deadlineMs,
+  retry,
   onAttempt,
   now = () => new Date(),
 }: Omit<WebhookSenderOptions, 'pollMs' | 'retentionMs' | 'pruneEveryMs'>) {
@@ -278,12 +276,7 @@ export function createWebhookSender({
  * outbox is looked at (every `pollMs`) and whenever a post ends, so the next due delivery starts
  * as soon as a slot frees, not when a whole round has ended. Also prunes old deliveries.
  */
-export function startWebhookSender({
-  pollMs = 1_000,
-  retentionMs,
-  pruneEveryMs = 3_600_000,
-  ...options
-}: WebhookSenderOptions) {
+export function startWebhookSender({ pollMs, retentionMs, pruneEveryMs, ...options }: WebhookSenderOptions) {
   const sender = createWebhookSender(options);
   const { logger, store, now = () => new Date() } = options;
   const stopped = new AbortController();
@@ -291,7 +284,8 @@ export function startWebhookSender({
   let pruning = false;
 
   function prune(): void {
-    if (retentionMs === undefined || pruning || performance.now() - lastPrune < pruneEveryMs) return;
+    if (retentionMs === undefined || pruneEveryMs === undefined) return;
+    if (pruning || performance.now() - lastPrune < pruneEveryMs) return;
     lastPrune = performance.now();
     pruning = true;
     const before = new Date(now().getTime() - retentionMs);

@@ -27,7 +27,8 @@ export interface RouteDeps {
   logger: Logger;
   startAsync: StartAsync;
   syncUpdates?: SyncUpdateLimit | undefined;
-  overviewStallMs?: number | undefined;
+  /** A client that reads nothing of a long answer for this long is cut off (ANSWER_STALL_MS). */
+  stallMs: number;
   /** The places for reads of stored results, shared by /v1/audit and /v1/compare. */
   reads: HeavyReads;
   webhookRules: WebhookRules;
@@ -72,8 +73,8 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
   update: {
     contract: API_ENDPOINTS.update,
     limit: 'updates',
-    route: ({ store, updates, startAsync, credentialTrust, syncUpdates }) =>
-      updateRoute({ store, updates, startAsync, credentialTrust, ...(syncUpdates ? { syncUpdates } : {}) }),
+    route: ({ store, updates, startAsync, credentialTrust, syncUpdates, stallMs }) =>
+      updateRoute({ store, updates, startAsync, credentialTrust, stallMs, ...(syncUpdates ? { syncUpdates } : {}) }),
     doc: {
       summary: 'Run an update of a project',
       answer: 'sync: the audit result of the devices updated; async: an acknowledgement.',
@@ -107,7 +108,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
   audit: {
     contract: API_ENDPOINTS.audit,
     limit: 'reads',
-    route: ({ store, reads }) => auditRoute({ store, reads }),
+    route: ({ store, reads, stallMs }) => auditRoute({ store, reads, stallMs }),
     doc: {
       summary: 'Read the snapshot of a project at a date',
       answer: 'The snapshot, filtered by device and location.',
@@ -128,8 +129,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
   overview: {
     contract: API_ENDPOINTS.overview,
     limit: 'reads',
-    route: ({ store, logger, overviewStallMs }) =>
-      overviewRoute({ store, logger, ...(overviewStallMs ? { stallMs: overviewStallMs } : {}) }),
+    route: ({ store, logger, stallMs }) => overviewRoute({ store, logger, stallMs }),
     doc: {
       summary: "KPI records of the caller's projects in a date range",
       answer: 'KPI records, ordered by date, url, device, location, section, kpi.',

@@ -24,10 +24,10 @@ export interface RequestTimeouts {
  * answered 408 and disconnected, checked every second.
  */
 export async function createServer(
-  deps: AppDeps & { port: number; host: string; timeouts?: RequestTimeouts },
+  deps: AppDeps & { port: number; host: string; timeouts: RequestTimeouts },
 ): Promise<GatewayServer> {
   const app = createApp(deps);
-  const { headersMs, requestMs } = deps.timeouts ?? { headersMs: 10_000, requestMs: 30_000 };
+  const { headersMs, requestMs } = deps.timeouts;
   const server = createHttpServer(
     { headersTimeout: headersMs, requestTimeout: requestMs, connectionsCheckingInterval: 1_000 },
     app,

@@ -24,13 +24,16 @@ export const httpSettings = settingGroup('HTTP API', {
     .max(600_000)
     .default(30_000)
     .describe('See HEADERS_TIMEOUT_MS.'),
-  OVERVIEW_STALL_MS: z.coerce
+  ANSWER_STALL_MS: z.coerce
     .number()
     .int()
     .min(100)
     .max(600_000)
     .default(30_000)
-    .describe('An /v1/overview reader that reads nothing for this long is cut off and its database cursor released.'),
+    .describe(
+      'A client that reads nothing of a long answer (/v1/overview, /v1/audit, a sync /v1/update) for this long is ' +
+        "cut off, and what the answer held released (an overview's database cursor, an audit's place for heavy reads).",
+    ),
   TRUST_PROXY: z
     .string()
     .min(1)

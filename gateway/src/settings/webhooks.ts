@@ -6,6 +6,7 @@ const count = () => z.coerce.number().int().min(1).max(1_000);
 
 /** Webhooks: how many a user may have, and how their deliveries are posted and tried again. */
 export const webhookSettings = settingGroup('Webhooks', {
+  // 20: GitHub's cap per repository.
   WEBHOOK_MAX_PER_USER: count().default(20).describe('Webhooks one user may have; adding past it is refused (400).'),
   WEBHOOK_RETRY_FIRST_MS: ms(100, 3_600_000)
     .default(5_000)

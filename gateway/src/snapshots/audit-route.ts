@@ -14,7 +14,7 @@ import { GATHER_SIZE, writeJsonPieces } from '../http/written.ts';
  * (heavy-reads.ts), each result read from the store as it is written (the JSON text it is
  * stored as, checked, never serialised again), one at a time.
  */
-export function auditRoute({ store, reads, stallMs = 30_000 }: { store: Store; reads: HeavyReads; stallMs?: number }) {
+export function auditRoute({ store, reads, stallMs }: { store: Store; reads: HeavyReads; stallMs: number }) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, API_ENDPOINTS.audit);
     const project = await callerProject(store, req, params.url);

@@ -62,17 +62,18 @@ export interface HeavyReads {
  * gateway past its memory limit.
  */
 export function heavyReadLimit({
-  atOnce = DEFAULT_HEAVY_READS,
+  atOnce,
   waitMs = HEAVY_READ_WAIT_MS,
   maxWaiting = MAX_WAITING_READS,
   onRefused,
 }: {
-  atOnce?: number;
+  /** MAX_HEAVY_READS. */
+  atOnce: number;
   waitMs?: number;
   maxWaiting?: number;
   /** Told of every read refused for want of a place (a metric counts them). */
   onRefused?: () => void;
-} = {}): HeavyReads {
+}): HeavyReads {
   let active = 0;
   const queue: Array<() => void> = [];
 

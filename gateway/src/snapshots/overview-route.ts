@@ -36,7 +36,7 @@ export function overviewRecordJson(row: KpiRow): string {
  * (or the embedded store's statement, with its read snapshot) is released: a reader who walks
  * away does not hold the database.
  */
-export function overviewRoute({ store, logger, stallMs = 30_000 }: { store: Store; logger: Logger; stallMs?: number }) {
+export function overviewRoute({ store, logger, stallMs }: { store: Store; logger: Logger; stallMs: number }) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, API_ENDPOINTS.overview);
     const rows = store.streamKpis({

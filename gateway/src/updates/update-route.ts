@@ -26,14 +26,14 @@ export function updateRoute({
   startAsync,
   syncUpdates,
   credentialTrust,
-  stallMs = 30_000,
+  stallMs,
 }: {
   store: Store;
   updates: UpdateService;
   startAsync: StartAsync;
   credentialTrust: CredentialTrust;
   syncUpdates?: SyncUpdateLimit;
-  stallMs?: number;
+  stallMs: number;
 }) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, API_ENDPOINTS.update);
