@@ -4,6 +4,7 @@ import Queue from 'yocto-queue';
 import type { AgentRegistry } from './agent-registry.ts';
 import { FairWaitingRoom, type Ticket } from '../fair-waiting-room.ts';
 import type { AuditJob, Location } from '@perfwatch/common';
+import { gatewayDefaults } from '../../config.ts';
 import { createNatsOfferer, DEFAULT_TAKEN_WITHIN_MS, type NatsOfferer } from './nats-offer.ts';
 import { RUN_FAILURES } from '../run-failures.ts';
 import type { DispatchOptions, Dispatcher, RunOutcome } from '../run-outcome.ts';
@@ -15,9 +16,6 @@ import type { DispatchOptions, Dispatcher, RunOutcome } from '../run-outcome.ts'
  * update's wait, and an update with a deadline offers it again.
  */
 const REPLY_GRACE_MS = 30_000;
-
-/** Runs a gateway has offered and awaits at once, unless configured (MAX_RUNS_IN_FLIGHT). */
-export const DEFAULT_MAX_RUNS_IN_FLIGHT = 256;
 
 /**
  * A run the dispatcher holds until it has an outcome. Runs waiting for a place are this record
@@ -116,7 +114,7 @@ class NatsDispatcher {
     logger,
     registry,
     offerAgainMs = { min: 100, max: 1_000 },
-    maxInFlight = DEFAULT_MAX_RUNS_IN_FLIGHT,
+    maxInFlight = gatewayDefaults.MAX_RUNS_IN_FLIGHT,
     takenWithinMs = DEFAULT_TAKEN_WITHIN_MS,
   }: NatsDispatcherOptions) {
     this.#offer = createNatsOfferer({ nc, logger, registry, takenWithinMs }).offer;
