@@ -4,7 +4,6 @@ import type { PageAuth } from '@perfwatch/common';
 import { readProjectAuth } from '../projects/project-auth.ts';
 import { createSecretBox } from '../accounts/secret-box.ts';
 import { SqliteStore } from '../store/sqlite-store.ts';
-import type { Store } from '../store/store.ts';
 import { createAdmin } from './admin.ts';
 
 // rotate-secrets-key against the embedded store, in memory: a real store, with a write of its
@@ -27,7 +26,7 @@ afterEach(async () => {
 });
 
 /** The store, with `meanwhile` run once just before the first write of a project's credentials through it. */
-function writesMeanwhile(inner: Store, meanwhile: () => Promise<void>): Store {
+function writesMeanwhile<S extends object>(inner: S, meanwhile: () => Promise<void>): S {
   let done = false;
   return new Proxy(inner, {
     get(target, name, receiver) {

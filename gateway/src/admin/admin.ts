@@ -15,7 +15,9 @@ import {
   DuplicateError,
   WebhookLimitReached,
   type ProjectRecord,
-  type Store,
+  type AccountsStore,
+  type ProjectsStore,
+  type WebhooksStore,
   type TokenRecord,
   type UserRecord,
 } from '../store/store.ts';
@@ -56,7 +58,7 @@ export interface ProjectOptions {
 
 /** The admin operations behind `perfwatch admin …`; also used by `perfwatch start` and tests. */
 export function createAdmin(
-  store: Store,
+  store: AccountsStore & ProjectsStore & WebhooksStore,
   {
     targetGuard = createWebhookTargets(),
     secrets = createSecretBox({}),
@@ -103,12 +105,17 @@ function projectSettings(url: string, options: ProjectOptions) {
 }
 
 export class Admin {
-  readonly #store: Store;
+  readonly #store: AccountsStore & ProjectsStore & WebhooksStore;
   readonly #targetGuard: WebhookTargets;
   readonly #secrets: SecretBox;
   readonly #maxWebhooksPerUser: number;
 
-  constructor(store: Store, targetGuard: WebhookTargets, secrets: SecretBox, maxWebhooksPerUser: number) {
+  constructor(
+    store: AccountsStore & ProjectsStore & WebhooksStore,
+    targetGuard: WebhookTargets,
+    secrets: SecretBox,
+    maxWebhooksPerUser: number,
+  ) {
     this.#store = store;
     this.#targetGuard = targetGuard;
     this.#secrets = secrets;

@@ -1,5 +1,6 @@
 import { LIGHTHOUSE_KPI_VERSION, lighthouseKpis, pageSourceKpis, savingsKpis } from '@perfwatch/common';
-import type { Store } from '../store/store.ts';
+import type { KpisStore } from '../snapshots/store/kpis-store.ts';
+import type { SnapshotReadsStore } from '../snapshots/store/snapshots-store.ts';
 
 /** The sections whose records come from the stored Lighthouse result alone, and can be rebuilt from it. */
 export const RECOMPUTED_SECTIONS = ['LIGHTHOUSE', 'PAGE_SOURCE', 'SAVINGS'] as const;
@@ -11,7 +12,8 @@ export const RECOMPUTED_SECTIONS = ['LIGHTHOUSE', 'PAGE_SOURCE', 'SAVINGS'] as c
  * measured again afterwards and stay as they were.
  */
 export async function recomputeKpis(
-  store: Store,
+  store: Pick<KpisStore, 'listSnapshotsBelowKpiVersion' | 'replaceSnapshotKpis'> &
+    Pick<SnapshotReadsStore, 'findSnapshot'>,
   { batch = 50, onSnapshot }: { batch?: number; onSnapshot?: (done: number) => void } = {},
 ): Promise<number> {
   let done = 0;

@@ -12,7 +12,7 @@ import {
 } from '@perfwatch/common';
 import type { Logger } from 'pino';
 import type { RunOutcome } from '../dispatch/run-outcome.ts';
-import type { NewLocationSnapshot, ProjectRecord, Store } from '../store/store.ts';
+import type { NewLocationSnapshot, ProjectRecord, SnapshotReadsStore } from '../store/store.ts';
 
 /**
  * Alerts without noise (the README, "Budgets, alerts and webhooks"). Every check of a (project, device, location) has a
@@ -77,7 +77,7 @@ const PRIOR_SNAPSHOTS = 20;
  * Read before the update stores its own.
  */
 export async function readPriorCells(
-  store: Store,
+  store: Pick<SnapshotReadsStore, 'listSnapshots' | 'findSnapshot'>,
   project: ProjectRecord,
   cells: ReadonlyArray<{ device: Device; location: Location }>,
 ): Promise<Map<string, PriorCell>> {
@@ -107,7 +107,7 @@ export const cellKey = (device: Device, location: Location): string => `${device
  * (budget-alerts.ts has the rule).
  */
 export async function checkBudgets(
-  store: Store,
+  store: Pick<SnapshotReadsStore, 'listSnapshots' | 'findSnapshot'>,
   project: ProjectRecord,
   results: NewLocationSnapshot[],
   confirm: (device: Device, location: Location) => Promise<RunOutcome>,

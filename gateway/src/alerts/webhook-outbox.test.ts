@@ -4,7 +4,7 @@ import { lighthouseKpis, type CellCheck } from '@perfwatch/common';
 import { loadLhr } from '../../../test/support/lhr-fixtures.ts';
 import { newCell } from '../../../test/support/new-cells.ts';
 import { SqliteStore } from '../store/sqlite-store.ts';
-import type { ProjectRecord, Store } from '../store/store.ts';
+import type { ProjectRecord } from '../store/store.ts';
 import { createWebhookOutbox, type AlertAnnouncement } from './webhook-outbox.ts';
 
 // The outbox's part in alerts that nothing loses, on the embedded store: a snapshot stored with
@@ -56,7 +56,7 @@ async function stored(updateId: string, checks: CellCheck[]) {
 const owed = async () =>
   (await store.listUnannouncedSnapshots(new Date(Date.now() + 60_000), 100)).map((s) => s.updateId);
 
-function outboxOn(on: Store) {
+function outboxOn(on: Parameters<typeof createWebhookOutbox>[0]['store']) {
   const counted: AlertAnnouncement[] = [];
   const outbox = createWebhookOutbox({
     store: on,

@@ -2,7 +2,14 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { formatApiDateTime, type CellCheck, type WebhookEvent, type WebhookPayload } from '@perfwatch/common';
-import type { LocationSnapshot, NewDelivery, ProjectRecord, Store, WebhookRecord } from '../store/store.ts';
+import type {
+  LocationSnapshot,
+  NewDelivery,
+  ProjectRecord,
+  SnapshotsStore,
+  WebhookRecord,
+  WebhooksStore,
+} from '../store/store.ts';
 
 /**
  * How a stored snapshot's budget events reached the outbox: `queued` right after the save,
@@ -26,7 +33,7 @@ export function countAnnouncements(registry: Registry): (outcome: AlertAnnouncem
 export type TestKillPoint = 'snapshot-saved' | 'alerts-queued';
 
 interface OutboxDeps {
-  store: Store;
+  store: Pick<WebhooksStore, 'listWebhooks' | 'enqueueDeliveries'> & Pick<SnapshotsStore, 'markSnapshotAnnounced'>;
   /** Where users reach the dashboard: the links in each event. */
   publicUrl: string;
   logger: Logger;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { formatApiDateTime, TargetRefused, type Webhook } from '@perfwatch/common';
 import type { SecretBox } from '../accounts/secret-box.ts';
-import type { DeliveryRecord, Store, WebhookFormat, WebhookRecord } from '../store/store.ts';
+import type { DeliveryRecord, WebhookFormat, WebhookRecord, WebhooksStore } from './store/webhooks-store.ts';
 import { storedWebhookSecret } from './webhook-secrets.ts';
 import { approveWebhookTarget, type WebhookTargets } from './webhook-targets.ts';
 
@@ -32,7 +32,7 @@ export interface WebhookRules {
  * record with its secret in the clear, which is shown this once (the store keeps it sealed).
  */
 export async function addWebhook(
-  store: Store,
+  store: Pick<WebhooksStore, 'addWebhook'>,
   { targets, secrets, maxPerUser }: WebhookRules,
   {
     userId,
@@ -90,7 +90,10 @@ export function webhookView(hook: WebhookRecord, deliveries: readonly DeliveryRe
 }
 
 /** A user's webhooks (at most WEBHOOK_MAX_PER_USER) with their newest deliveries. */
-export async function listWebhookViews(store: Store, userId: string): Promise<Webhook[]> {
+export async function listWebhookViews(
+  store: Pick<WebhooksStore, 'listWebhooks' | 'listDeliveries'>,
+  userId: string,
+): Promise<Webhook[]> {
   return withDeliveries(store, await store.listWebhooks(userId));
 }
 
@@ -108,7 +111,7 @@ export class UnknownCursor extends Error {
  * and cut here; what a page costs is its webhooks' deliveries, read for the page alone.
  */
 export async function listWebhookPage(
-  store: Store,
+  store: Pick<WebhooksStore, 'listWebhooks' | 'listDeliveries'>,
   userId: string,
   { after, limit }: { after?: string | undefined; limit: number },
 ): Promise<{ webhooks: Webhook[]; next?: string }> {
@@ -120,7 +123,10 @@ export async function listWebhookPage(
   return from + limit < hooks.length ? { webhooks, next: page.at(-1)!.id } : { webhooks };
 }
 
-function withDeliveries(store: Store, hooks: readonly WebhookRecord[]): Promise<Webhook[]> {
+function withDeliveries(
+  store: Pick<WebhooksStore, 'listDeliveries'>,
+  hooks: readonly WebhookRecord[],
+): Promise<Webhook[]> {
   return Promise.all(
     hooks.map(async (hook) => webhookView(hook, await store.listDeliveries(hook.id, DELIVERIES_SHOWN))),
   );

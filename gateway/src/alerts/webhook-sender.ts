@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { DELIVERY_HEADER, SIGNATURE_HEADER, signWebhookBody, PERFWATCH_VERSION } from '@perfwatch/common';
 import { SecretKeyError, type SecretBox } from '../accounts/secret-box.ts';
-import type { DeliveryRecord, Store, WebhookRecord } from '../store/store.ts';
+import type { DeliveryRecord, WebhookRecord, WebhooksStore } from './store/webhooks-store.ts';
 import { openWebhookSecret } from './webhook-secrets.ts';
 import { approveWebhookTarget, type WebhookTargets } from './webhook-targets.ts';
 
@@ -27,7 +27,7 @@ export function retryDelayMs(attempts: number, policy: RetryPolicy, random = Mat
 }
 
 export interface WebhookSenderOptions {
-  store: Store;
+  store: Pick<WebhooksStore, 'findWebhook' | 'recordDeliveryAttempt' | 'claimDeliveries' | 'deleteDeliveriesBefore'>;
   logger: Logger;
   /** Where deliveries may go (webhook-targets.ts), applied to the address connected to. */
   targets: WebhookTargets;

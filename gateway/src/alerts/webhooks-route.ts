@@ -1,7 +1,8 @@
 import type { Request, Response } from 'express';
 import { API_ENDPOINTS, ApiError, WEBHOOK_PAGE, type WebhookList } from '@perfwatch/common';
 import { parseRequest } from '../http/parse-request.ts';
-import { WebhookLimitReached, type Store } from '../store/store.ts';
+import type { ProjectsStore } from '../projects/store/projects-store.ts';
+import { WebhookLimitReached, type WebhooksStore } from './store/webhooks-store.ts';
 import {
   addWebhook,
   listWebhookPage,
@@ -17,7 +18,14 @@ import { callerProject } from '../accounts/caller-project.ts';
  * `targetUrl` one is added first (its secret in `created`, this once), with `remove` one is
  * removed. The webhook errors become the API's here, and nowhere else.
  */
-export function webhooksRoute({ store, rules }: { store: Store; rules: WebhookRules }) {
+export function webhooksRoute({
+  store,
+  rules,
+}: {
+  store: Pick<ProjectsStore, 'findProject'> &
+    Pick<WebhooksStore, 'addWebhook' | 'listWebhooks' | 'listDeliveries' | 'removeWebhook'>;
+  rules: WebhookRules;
+}) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, API_ENDPOINTS.webhooks);
     const userId = req.caller!.userId;

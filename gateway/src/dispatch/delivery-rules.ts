@@ -1,5 +1,6 @@
 import { runQueuedUpdate, type QueuedEnding, type QueuedUpdateDeps } from '../updates/update-delivery.ts';
 import type { QueuedUpdate } from '../updates/update-queue.ts';
+import type { UpdatesStore } from '../updates/store/updates-store.ts';
 
 /**
  * The rules every update queue delivers by, JetStream's and local mode's alike: what a job is
@@ -7,6 +8,8 @@ import type { QueuedUpdate } from '../updates/update-queue.ts';
  * only maps them onto its own carrier (acks and naks, or timers in the process).
  */
 export interface DeliveryOptions extends QueuedUpdateDeps {
+  /** A delivery's store, which also gives the updates the last process left unfinished (local mode). */
+  store: QueuedUpdateDeps['store'] & Pick<UpdatesStore, 'listUnfinishedUpdates'>;
   /** Updates this gateway runs at once. */
   workers: number;
   /** Deliveries before an update is marked failed (counted by perfwatch, not by the carrier). */

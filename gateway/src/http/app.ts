@@ -13,7 +13,7 @@ import { createOpenApiDocument } from './openapi.ts';
 import { acceptsJson, failedAuthGuard, jsonBodyOnly, perUserLimit } from './request-guards.ts';
 import { createSecretBox, type SecretBox } from '../accounts/secret-box.ts';
 import type { SyncUpdateLimit } from '../updates/update-route.ts';
-import type { Store } from '../store/store.ts';
+import type { AccountsStore } from '../accounts/store/accounts-store.ts';
 import type { UpdateService } from '../updates/update-service.ts';
 import type { StartAsync } from '../updates/async-updates.ts';
 import { createWebhookTargets, type WebhookTargets } from '../alerts/webhook-targets.ts';
@@ -22,7 +22,8 @@ import { loggedUrl } from './logged-url.ts';
 import { ROUTE_BASE, type GatewayMetrics } from './metrics.ts';
 
 export interface AppDeps {
-  store: Store;
+  /** What the routes use, and the tokens requests are authenticated by. */
+  store: RouteDeps['store'] & Pick<AccountsStore, 'findToken'>;
   updates: UpdateService;
   logger: Logger;
   /** Prometheus metrics; absent: no /metrics. */

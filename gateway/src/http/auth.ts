@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { ApiError } from '@perfwatch/common';
-import type { Store } from '../store/store.ts';
+import type { AccountsStore } from '../accounts/store/accounts-store.ts';
 import { digestsEqual, hasExpired, tokenDigest, tokenFromHeader, tokenPrefix } from '../accounts/tokens.ts';
 
 export interface Caller {
@@ -21,7 +21,10 @@ declare module 'express-serve-static-core' {
  * compared in constant time; neither the token nor its digest is ever logged. A token past its
  * expiry is told so (401, "expired"), but only once it matched: a guess of a prefix learns nothing.
  */
-export function authenticate(store: Store, onFailure: (req: Request) => Promise<void> = async () => undefined) {
+export function authenticate(
+  store: Pick<AccountsStore, 'findToken'>,
+  onFailure: (req: Request) => Promise<void> = async () => undefined,
+) {
   return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
     const header = req.get('authorization');
     if (header === undefined) {

@@ -14,7 +14,14 @@ import { compareRoute } from '../snapshots/compare-route.ts';
 import type { HeavyReads } from '../snapshots/heavy-reads.ts';
 import { overviewRoute } from '../snapshots/overview-route.ts';
 import { updatesRoute } from '../snapshots/updates-route.ts';
-import type { Store } from '../store/store.ts';
+import type {
+  AnnotationsStore,
+  KpisStore,
+  ProjectsStore,
+  SnapshotReadsStore,
+  UpdatesStore,
+  WebhooksStore,
+} from '../store/store.ts';
 import type { StartAsync } from '../updates/async-updates.ts';
 import type { UpdateService } from '../updates/update-service.ts';
 import { updateRoute, type SyncUpdateLimit } from '../updates/update-route.ts';
@@ -22,7 +29,8 @@ import { updateStatusRoute } from '../updates/update-status-route.ts';
 
 /** What the routes are built from: the app's dependencies, resolved (app.ts). */
 export interface RouteDeps {
-  store: Store;
+  /** The slices the routes read and write (snapshots are written by updates, not by a route). */
+  store: ProjectsStore & UpdatesStore & SnapshotReadsStore & KpisStore & AnnotationsStore & WebhooksStore;
   updates: UpdateService;
   logger: Logger;
   startAsync: StartAsync;

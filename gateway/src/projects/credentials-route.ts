@@ -4,7 +4,7 @@ import { openProjectAuth, sealProjectAuth } from './project-auth.ts';
 import { parseRequest } from '../http/parse-request.ts';
 import type { SecretBox } from '../accounts/secret-box.ts';
 import { locationsNotTrusted, untrustedReasons, type CredentialTrust } from './credential-trust.ts';
-import type { Store } from '../store/store.ts';
+import type { ProjectsStore } from './store/projects-store.ts';
 import { callerProject } from '../accounts/caller-project.ts';
 
 const view = (url: string, auth: PageAuth | undefined): CredentialsView => ({
@@ -24,7 +24,7 @@ export function credentialsRoute({
   secrets,
   credentialTrust,
 }: {
-  store: Store;
+  store: Pick<ProjectsStore, 'findProject' | 'setProjectAuth'>;
   secrets: SecretBox;
   credentialTrust: CredentialTrust;
 }) {

@@ -3,14 +3,26 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CronExpressionParser } from 'cron-parser';
 import type { Logger } from 'pino';
 import { DEVICES } from '@perfwatch/common';
-import { DuplicateError, type ProjectRecord, type Store } from '../store/store.ts';
+import {
+  DuplicateError,
+  type AnnotationsStore,
+  type ProjectRecord,
+  type SnapshotsStore,
+  type UpdatesStore,
+} from '../store/store.ts';
+import type { SchedulingStore } from './store/scheduling-store.ts';
 import type { UpdateQueue } from '../updates/update-queue.ts';
 import type { UpdateAdmission } from '../updates/update-admission.ts';
-import { sweepStuckUpdates } from '../updates/stuck-updates.ts';
+import { sweepStuckUpdates, type StuckUpdatesStore } from '../updates/stuck-updates.ts';
 import type { WebhookOutbox } from '../alerts/webhook-outbox.ts';
 
 export interface SchedulerOptions {
-  store: Store;
+  /** The lease and ticks, retention's deletes, and what the stuck-update sweep reads. */
+  store: SchedulingStore &
+    Pick<SnapshotsStore, 'deleteSnapshotsBefore' | 'deleteOrphans'> &
+    Pick<AnnotationsStore, 'deleteAnnotationsBefore'> &
+    Pick<UpdatesStore, 'deleteFinishedUpdatesBefore'> &
+    StuckUpdatesStore;
   queue: UpdateQueue;
   /** Scheduled updates enter their user's backlog like any other. */
   admission: UpdateAdmission;

@@ -9,7 +9,8 @@ import {
   type AnnotationList,
 } from '@perfwatch/common';
 import { parseRequest } from '../http/parse-request.ts';
-import type { AnnotationRecord, Store } from '../store/store.ts';
+import type { ProjectsStore } from '../projects/store/projects-store.ts';
+import type { AnnotationRecord, AnnotationsStore } from './store/annotations-store.ts';
 import { callerProject } from '../accounts/caller-project.ts';
 
 const view = (url: string, a: AnnotationRecord): Annotation => ({
@@ -25,7 +26,13 @@ const view = (url: string, a: AnnotationRecord): Annotation => ({
  * `limit` of the range (`next` pages back); POST with `text` adds one first (`added`), up to
  * MAX_ANNOTATIONS_PER_PROJECT; POST with `remove` removes one (`removed`).
  */
-export function annotationsRoute({ store, now = () => new Date() }: { store: Store; now?: () => Date }) {
+export function annotationsRoute({
+  store,
+  now = () => new Date(),
+}: {
+  store: Pick<ProjectsStore, 'findProject'> & AnnotationsStore;
+  now?: () => Date;
+}) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, API_ENDPOINTS.annotations);
     const project = await callerProject(store, req, params.url);

@@ -4,7 +4,8 @@ import { auditResultPieces } from './audit-view.ts';
 import { whileConnected, type HeavyReads } from './heavy-reads.ts';
 import { parseRequest } from '../http/parse-request.ts';
 import { releaseResult } from './result-bytes.ts';
-import type { Store, StoredCell } from '../store/store.ts';
+import type { ProjectsStore } from '../projects/store/projects-store.ts';
+import type { SnapshotReadsStore, StoredCell } from './store/snapshots-store.ts';
 import { callerProject } from '../accounts/caller-project.ts';
 import { GATHER_SIZE, writeJsonPieces } from '../http/written.ts';
 
@@ -14,7 +15,15 @@ import { GATHER_SIZE, writeJsonPieces } from '../http/written.ts';
  * (heavy-reads.ts), each result read from the store as it is written (the JSON text it is
  * stored as, checked, never serialised again), one at a time.
  */
-export function auditRoute({ store, reads, stallMs }: { store: Store; reads: HeavyReads; stallMs: number }) {
+export function auditRoute({
+  store,
+  reads,
+  stallMs,
+}: {
+  store: Pick<ProjectsStore, 'findProject'> & Pick<SnapshotReadsStore, 'findSnapshotCells'>;
+  reads: HeavyReads;
+  stallMs: number;
+}) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, API_ENDPOINTS.audit);
     const project = await callerProject(store, req, params.url);

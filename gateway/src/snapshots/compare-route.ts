@@ -5,7 +5,8 @@ import { whileConnected, type HeavyReads } from './heavy-reads.ts';
 import { parseRequest } from '../http/parse-request.ts';
 import { auditsOfJson } from './result-audits.ts';
 import { releaseResult } from './result-bytes.ts';
-import type { Store } from '../store/store.ts';
+import type { ProjectsStore } from '../projects/store/projects-store.ts';
+import type { SnapshotReadsStore } from './store/snapshots-store.ts';
 import { callerProject } from '../accounts/caller-project.ts';
 
 /**
@@ -13,7 +14,13 @@ import { callerProject } from '../accounts/caller-project.ts';
  * are found first; their results are read in one of the gateway's places for heavy reads
  * (heavy-reads.ts), one at a time, each reduced to its audits' summaries as its bytes are read.
  */
-export function compareRoute({ store, reads }: { store: Store; reads: HeavyReads }) {
+export function compareRoute({
+  store,
+  reads,
+}: {
+  store: Pick<ProjectsStore, 'findProject'> & Pick<SnapshotReadsStore, 'findSnapshotCells'>;
+  reads: HeavyReads;
+}) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, API_ENDPOINTS.compare);
     const project = await callerProject(store, req, params.url);

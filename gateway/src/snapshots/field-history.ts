@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { DEVICES, FIELD_METRICS, type KpiRecord } from '@perfwatch/common';
 import type { CruxHistoryClient, FieldWeek } from './crux/crux-history.ts';
-import type { ProjectRecord, Store } from '../store/store.ts';
+import type { KpisStore, ProjectRecord, ProjectsStore, SchedulingStore, StoreBase } from '../store/store.ts';
 
 const noteKey = (projectId: string) => `field-history:${projectId}`;
 
@@ -52,7 +52,9 @@ export async function backfillFieldHistory({
   history,
   logger,
 }: {
-  store: Store;
+  store: Pick<ProjectsStore, 'listProjects'> &
+    Pick<KpisStore, 'saveFieldHistory'> &
+    Pick<StoreBase, 'readNote' | 'writeNote'>;
   history: CruxHistoryClient;
   logger: Logger;
 }): Promise<number> {
@@ -83,7 +85,10 @@ export function startFieldHistory({
   holder,
   everyMs,
 }: {
-  store: Store;
+  store: Pick<ProjectsStore, 'listProjects'> &
+    Pick<KpisStore, 'saveFieldHistory'> &
+    Pick<StoreBase, 'readNote' | 'writeNote'> &
+    Pick<SchedulingStore, 'acquireLease'>;
   history: CruxHistoryClient;
   logger: Logger;
   holder: string;

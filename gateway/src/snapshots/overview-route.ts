@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { API_ENDPOINTS, capitalizeUpdateType, formatApiDateTime, type OverviewRecord } from '@perfwatch/common';
 import { parseRequest } from '../http/parse-request.ts';
-import type { KpiRow, Store } from '../store/store.ts';
+import type { KpiRow, KpisStore } from './store/kpis-store.ts';
 import { writeJsonPieces } from '../http/written.ts';
 
 const DAY_MS = 86_400_000;
@@ -36,7 +36,15 @@ export function overviewRecordJson(row: KpiRow): string {
  * (or the embedded store's statement, with its read snapshot) is released: a reader who walks
  * away does not hold the database.
  */
-export function overviewRoute({ store, logger, stallMs }: { store: Store; logger: Logger; stallMs: number }) {
+export function overviewRoute({
+  store,
+  logger,
+  stallMs,
+}: {
+  store: Pick<KpisStore, 'streamKpis'>;
+  logger: Logger;
+  stallMs: number;
+}) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, API_ENDPOINTS.overview);
     const rows = store.streamKpis({

@@ -1,7 +1,8 @@
 import type { Request, Response } from 'express';
 import { API_ENDPOINTS, formatApiDateTime, MAX_UPDATES_PAGE, type SnapshotList } from '@perfwatch/common';
 import { parseRequest } from '../http/parse-request.ts';
-import type { Store } from '../store/store.ts';
+import type { ProjectsStore } from '../projects/store/projects-store.ts';
+import type { SnapshotReadsStore } from './store/snapshots-store.ts';
 import { callerProject } from '../accounts/caller-project.ts';
 
 /**
@@ -9,7 +10,11 @@ import { callerProject } from '../accounts/caller-project.ts';
  * page at a time: the newest `limit` (1000 at most) before `before`, and `next` to ask for the
  * page before when there is one. A project measured every 15 minutes has 35 000 snapshots a year.
  */
-export function updatesRoute({ store }: { store: Store }) {
+export function updatesRoute({
+  store,
+}: {
+  store: Pick<ProjectsStore, 'findProject'> & Pick<SnapshotReadsStore, 'listSnapshots'>;
+}) {
   return async (req: Request, res: Response): Promise<void> => {
     const { url, limit = MAX_UPDATES_PAGE, before } = parseRequest(req, API_ENDPOINTS.updates);
     const project = await callerProject(store, req, url);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Store } from '../store/store.ts';
+import type { UpdatesStore } from './store/updates-store.ts';
 import type { UpdateAdmission } from './update-admission.ts';
 import type { UpdateRequest } from './update-service.ts';
 import { UpdateRefused } from './update-refused.ts';
@@ -26,7 +26,7 @@ export function createAsyncUpdates({
   admission,
   limits,
 }: {
-  store: Store;
+  store: Pick<UpdatesStore, 'userBacklog' | 'countPendingUpdates'>;
   admission: UpdateAdmission;
   limits: AsyncUpdateLimits;
 }): StartAsync {

@@ -1,8 +1,8 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { ProjectRecord, Store, UnannouncedSnapshot, UpdateRecord, UpdateState } from '../store/store.ts';
+import type { ProjectRecord, UnannouncedSnapshot, UpdateRecord, UpdateState } from '../store/store.ts';
 import type { QueuedUpdate, UpdateQueue } from './update-queue.ts';
-import { sweepStuckUpdates } from './stuck-updates.ts';
+import { sweepStuckUpdates, type StuckUpdatesStore } from './stuck-updates.ts';
 
 const NOW = new Date('2026-06-01T12:00:00Z');
 const minutesAgo = (m: number) => new Date(NOW.getTime() - m * 60_000);
@@ -56,7 +56,7 @@ function sweepOver(
   const queued: Array<{ job: QueuedUpdate; again: boolean }> = [];
   const stored = new Map([['stored', { date: new Date('2026-06-01T11:00:00Z'), missing: [] }]]);
   const askedBefore: Date[] = [];
-  const store = {
+  const store: StuckUpdatesStore = {
     listUnfinishedUpdates: async () => updates,
     findSnapshotOfUpdate: async (id: string) => stored.get(id) ?? null,
     setUpdateState: async (id: string, state: UpdateState) => void states.set(id, state),
@@ -66,8 +66,19 @@ function sweepOver(
     ),
     findProject: async (userId: string, url: string) =>
       userId === PROJECT.userId && url === PROJECT.url ? PROJECT : null,
-    findSnapshot: async (_projectId: string, date: Date) => ({ date, results: [{ device: 'mobile', checks: [] }] }),
-  } as unknown as Store;
+    findSnapshot: async (projectId: string, date: Date) => ({
+      id: 'snapshot',
+      projectId,
+      updateId: 'owed',
+      url: PROJECT.url,
+      date,
+      updateType: 'scheduled',
+      available: [],
+      missing: [],
+      results: [],
+    }),
+    markSnapshotAnnounced: async () => undefined,
+  };
   const queue: UpdateQueue = {
     enqueue: async (job, options) => void queued.push({ job, again: options?.again ?? false }),
     holds: async (id) => held.includes(id),

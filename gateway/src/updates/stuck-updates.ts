@@ -1,11 +1,17 @@
 import type { Logger } from 'pino';
-import type { Store } from '../store/store.ts';
+import type { ProjectsStore, SnapshotReadsStore, SnapshotsStore, UpdatesStore } from '../store/store.ts';
 import { queuedUpdateOf, type UpdateQueue } from './update-queue.ts';
 import type { UpdateAdmission } from './update-admission.ts';
 import type { WebhookOutbox } from '../alerts/webhook-outbox.ts';
 
+/** What the sweep reads and records: unfinished updates, their snapshots, the snapshots owed an announcement. */
+export type StuckUpdatesStore = Pick<UpdatesStore, 'listUnfinishedUpdates' | 'setUpdateState'> &
+  Pick<SnapshotsStore, 'findSnapshotOfUpdate' | 'listUnannouncedSnapshots' | 'markSnapshotAnnounced'> &
+  Pick<SnapshotReadsStore, 'findSnapshot'> &
+  Pick<ProjectsStore, 'findProject'>;
+
 export interface StuckUpdateSweepOptions {
-  store: Store;
+  store: StuckUpdatesStore;
   queue: UpdateQueue;
   /** Gives users with updates in their backlog the places they have room for. */
   admission: Pick<UpdateAdmission, 'admitNext'>;
@@ -124,7 +130,7 @@ export async function sweepStuckUpdates({
  * is sent nothing twice.
  */
 async function announceOwedSnapshots(
-  store: Store,
+  store: StuckUpdatesStore,
   outbox: Pick<WebhookOutbox, 'snapshotStored'>,
   logger: Logger,
   storedBefore: Date,

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { UpdateRefused } from './update-refused.ts';
-import type { NewUpdate, Store } from '../store/store.ts';
+import type { NewUpdate, UpdatesStore } from './store/updates-store.ts';
 import { queuedUpdateOf, type UpdateQueue } from './update-queue.ts';
 
 /**
@@ -31,7 +31,7 @@ export function createUpdateAdmission({
   logger,
   perUser,
 }: {
-  store: Store;
+  store: Pick<UpdatesStore, 'createUpdate' | 'admitUpdates' | 'setUpdateState'>;
   queue: () => UpdateQueue;
   logger: Logger;
   perUser: number;
@@ -73,7 +73,12 @@ export function createUpdateAdmission({
 
 /** Admits a user's next updates and queues them; the ids whose job could not be stored are in `unqueued`. */
 async function admitNow(
-  { store, queue, logger, perUser }: { store: Store; queue: () => UpdateQueue; logger: Logger; perUser: number },
+  {
+    store,
+    queue,
+    logger,
+    perUser,
+  }: { store: Pick<UpdatesStore, 'admitUpdates'>; queue: () => UpdateQueue; logger: Logger; perUser: number },
   userId: string,
   requestIds: ReadonlyMap<string, string>,
 ): Promise<{ admitted: string[]; unqueued: Set<string> }> {

@@ -1,6 +1,13 @@
 import type { Logger } from 'pino';
 import { ApiError } from '@perfwatch/common';
-import type { Store, UpdateProgress, UpdateRecord } from '../store/store.ts';
+import type {
+  ProjectsStore,
+  SnapshotReadsStore,
+  SnapshotsStore,
+  UpdateProgress,
+  UpdateRecord,
+  UpdatesStore,
+} from '../store/store.ts';
 import { UpdateInterrupted } from './run-measurer.ts';
 import { NoResultError, type UpdateService } from './update-service.ts';
 import type { WebhookOutbox } from '../alerts/webhook-outbox.ts';
@@ -19,7 +26,10 @@ export type QueuedEnding =
 
 /** What a delivery of a queued update works with. */
 export interface QueuedUpdateDeps {
-  store: Store;
+  store: Pick<UpdatesStore, 'findUpdate' | 'setUpdateState' | 'setUpdateProgress'> &
+    Pick<SnapshotsStore, 'findSnapshotOfUpdate'> &
+    Pick<SnapshotReadsStore, 'findSnapshot'> &
+    Pick<ProjectsStore, 'findProject'>;
   updates: UpdateService;
   logger: Logger;
   /**
@@ -117,7 +127,7 @@ async function deliver(
  * one writer at a time), and a failed write fails nothing.
  */
 function progressWriter(
-  store: Store,
+  store: Pick<UpdatesStore, 'setUpdateProgress'>,
   updateId: string,
   log: Logger,
 ): { record(progress: UpdateProgress[]): void; written(): Promise<void> } {

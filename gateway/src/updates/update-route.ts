@@ -2,7 +2,8 @@ import type { Request, Response } from 'express';
 import { API_ENDPOINTS, ApiError, DEVICES } from '@perfwatch/common';
 import { auditResultPieces } from '../snapshots/audit-view.ts';
 import { parseRequest } from '../http/parse-request.ts';
-import type { Store } from '../store/store.ts';
+import type { ProjectsStore } from '../projects/store/projects-store.ts';
+import type { UpdatesStore } from './store/updates-store.ts';
 import { refuseUntrustedCredentials, type UpdateService } from './update-service.ts';
 import type { CredentialTrust } from '../projects/credential-trust.ts';
 import type { StartAsync } from './async-updates.ts';
@@ -28,7 +29,7 @@ export function updateRoute({
   credentialTrust,
   stallMs,
 }: {
-  store: Store;
+  store: Pick<ProjectsStore, 'findProject'> & Pick<UpdatesStore, 'claimSlot' | 'releaseSlot'>;
   updates: UpdateService;
   startAsync: StartAsync;
   credentialTrust: CredentialTrust;

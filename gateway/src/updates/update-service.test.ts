@@ -4,10 +4,10 @@ import type { AuditJob, Location } from '@perfwatch/common';
 import { loadLhr } from '../../../test/support/lhr-fixtures.ts';
 import { CALM_CONDITIONS } from '../../../test/support/new-cells.ts';
 import { receivedRun, replyOutcome, type Dispatcher, type RunOutcome } from '../dispatch/run-outcome.ts';
-import type { NewSnapshot, ProjectRecord, Store } from '../store/store.ts';
+import type { NewSnapshot, ProjectRecord } from '../store/store.ts';
 import type { CruxClient, FieldData } from '../snapshots/crux/crux-client.ts';
 import { UpdateInterrupted } from './run-measurer.ts';
-import { createUpdateService, NoResultError } from './update-service.ts';
+import { createUpdateService, NoResultError, type UpdateServiceDeps } from './update-service.ts';
 
 const project: ProjectRecord = {
   id: 'p1',
@@ -23,10 +23,14 @@ const project: ProjectRecord = {
   createdAt: new Date(),
 };
 
-/** Records saved snapshots; the update service's only use of the store. */
+/** Records saved snapshots; the project has no budgets, so no earlier snapshot is ever read. */
 function recordingStore() {
   const saved: NewSnapshot[] = [];
-  const store = { saveSnapshot: async (s: NewSnapshot) => (saved.push(s), s.date) } as unknown as Store;
+  const store: UpdateServiceDeps['store'] = {
+    saveSnapshot: async (s: NewSnapshot) => (saved.push(s), s.date),
+    listSnapshots: async () => [],
+    findSnapshot: async () => null,
+  };
   return { store, saved };
 }
 

@@ -22,7 +22,13 @@ import { NO_TRUST, untrustedLocations, untrustedReasons, type CredentialTrust } 
 import { SecretKeyError, type SecretBox } from '../accounts/secret-box.ts';
 import { nextRetest, VERDICT_RULES } from './run-verdicts.ts';
 import { cellFromRuns, measured, withFieldData } from './snapshot-builder.ts';
-import type { NewLocationSnapshot, ProjectRecord, Store, UpdateProgress } from '../store/store.ts';
+import type {
+  NewLocationSnapshot,
+  ProjectRecord,
+  SnapshotReadsStore,
+  SnapshotsStore,
+  UpdateProgress,
+} from '../store/store.ts';
 
 export interface UpdateRequest {
   project: ProjectRecord;
@@ -59,7 +65,8 @@ export interface UpdateOutcome {
 
 export interface UpdateServiceDeps {
   dispatcher: Dispatcher;
-  store: Store;
+  /** Where the snapshot is saved, and the earlier ones its budget checks compare with. */
+  store: Pick<SnapshotsStore, 'saveSnapshot'> & Pick<SnapshotReadsStore, 'listSnapshots' | 'findSnapshot'>;
   logger: Logger;
   /** Time an agent may spend on one run. */
   runTimeoutMs: number;

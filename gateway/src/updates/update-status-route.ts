@@ -1,13 +1,13 @@
 import type { Request, Response } from 'express';
 import { API_ENDPOINTS, ApiError, formatApiDateTime, type UpdateStatusView } from '@perfwatch/common';
 import { parseRequest } from '../http/parse-request.ts';
-import type { Store } from '../store/store.ts';
+import type { UpdatesStore } from './store/updates-store.ts';
 
 /**
  * `GET|POST /v1/updates/{id}`: the state of one of the caller's async or scheduled updates.
  * Another user's update is reported exactly like one that does not exist.
  */
-export function updateStatusRoute({ store }: { store: Store }) {
+export function updateStatusRoute({ store }: { store: Pick<UpdatesStore, 'findUpdate'> }) {
   return async (req: Request, res: Response): Promise<void> => {
     parseRequest(req, API_ENDPOINTS.updateStatus);
     const params = API_ENDPOINTS.updateStatus.params.safeParse(req.params);
