@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { gatewayEnvSchema } from './config.ts';
+import { gatewayEnvSchema, loadGatewayConfig } from './config.ts';
 
 describe('the gateway settings', () => {
   it('keeps the run timeout inside the reply window NATS is shipped with (5 minutes, less the 30 s grace)', () => {
@@ -17,5 +17,13 @@ describe('PERFWATCH_ALLOW_TARGETS', () => {
     );
     expect(gatewayEnvSchema.parse({}).PERFWATCH_ALLOW_TARGETS).toBe('');
     expect(gatewayEnvSchema.safeParse({ PERFWATCH_ALLOW_TARGETS: 'intranet' }).success).toBe(false);
+  });
+});
+
+describe('ANSWER_STALL_MS', () => {
+  it('still reads its old name, OVERVIEW_STALL_MS, when it is not set itself', () => {
+    expect(loadGatewayConfig({ OVERVIEW_STALL_MS: '2000' }).ANSWER_STALL_MS).toBe(2_000);
+    expect(loadGatewayConfig({ OVERVIEW_STALL_MS: '2000', ANSWER_STALL_MS: '3000' }).ANSWER_STALL_MS).toBe(3_000);
+    expect(loadGatewayConfig({}).ANSWER_STALL_MS).toBe(30_000);
   });
 });
