@@ -21,47 +21,60 @@ if (major < 24) {
   process.exit(status ?? (signal ? 128 : 1));
 }
 
-const USAGE = `usage: perfwatch <command>
-  start     gateway + a local agent + local NATS and database, with a demo project
-  gateway   the HTTP gateway (NATS_URL, MONGODB_URI, PORT, ...)
-  agent     a location agent (NATS_URL, PERFWATCH_LOCATION, CHROME_PATH, ...)
-  admin     users, tokens and projects (perfwatch admin --help)
-  update    run an update of a project, optionally checked against budgets (perfwatch update --help)
-  audit     read a stored snapshot
-  compare   two snapshots side by side: differences, and whether each is beyond noise
-  overview  KPI records over a date range`;
-
-const [command, ...args] = process.argv.slice(2);
-const programs = {
-  start: () => import('../local/src/main.ts'),
-  gateway: () => import('../gateway/src/main.ts'),
-  agent: () => import('../agent/src/main.ts'),
-  admin: () => import('../gateway/src/admin/admin-cli.ts'),
-  update: () => import('../client/src/client-cli.ts'),
-  audit: () => import('../client/src/client-cli.ts'),
-  compare: () => import('../client/src/client-cli.ts'),
-  overview: () => import('../client/src/client-cli.ts'),
+/**
+ * perfwatch's programs, one entry a command: what it is, and where its code is (loaded only when
+ * run). Every program's `main(argv, env)` takes the words after `perfwatch` and the environment,
+ * and returns its exit code (common/src/cli/exit-codes.ts); the servers run until stopped.
+ */
+const PROGRAMS = {
+  start: {
+    summary: 'gateway + a local agent + local NATS and database, with a demo project',
+    load: () => import('../local/src/start-cli.ts'),
+  },
+  gateway: {
+    summary: 'the HTTP gateway (NATS_URL, MONGODB_URI, PORT, ...)',
+    load: () => import('../gateway/src/main.ts'),
+  },
+  agent: {
+    summary: 'a location agent (NATS_URL, PERFWATCH_LOCATION, CHROME_PATH, ...)',
+    load: () => import('../agent/src/main.ts'),
+  },
+  admin: {
+    summary: 'users, tokens and projects (perfwatch admin --help)',
+    load: () => import('../gateway/src/admin/admin-cli.ts'),
+  },
+  update: {
+    summary: 'run an update of a project, optionally checked against budgets (perfwatch update --help)',
+    load: () => import('../client/src/client-cli.ts'),
+  },
+  audit: { summary: 'read a stored snapshot', load: () => import('../client/src/client-cli.ts') },
+  compare: {
+    summary: 'two snapshots side by side: differences, and whether each is beyond noise',
+    load: () => import('../client/src/client-cli.ts'),
+  },
+  overview: { summary: 'KPI records over a date range', load: () => import('../client/src/client-cli.ts') },
 };
-const clientVerbs = new Set(['update', 'audit', 'compare', 'overview']);
 
-if (!command || command === '--help' || command === '-h' || !(command in programs)) {
-  (command && command !== '--help' && command !== '-h' ? process.stderr : process.stdout).write(`${USAGE}\n`);
-  process.exit(command && command !== '--help' && command !== '-h' ? 2 : 0);
+const USAGE = [
+  'usage: perfwatch <command>',
+  ...Object.entries(PROGRAMS).map(([name, { summary }]) => `  ${name.padEnd(10)}${summary}`),
+].join('\n');
+
+const argv = process.argv.slice(2);
+const [command] = argv;
+const asked = command === '--help' || command === '-h';
+if (!command || asked || !Object.hasOwn(PROGRAMS, command)) {
+  (asked ? process.stdout : process.stderr).write(`${USAGE}\n`);
+  process.exit(asked ? 0 : 2);
 }
 
 try {
-  const program = await programs[command]();
-  const code =
-    command === 'admin'
-      ? await program.main(args, process.env)
-      : clientVerbs.has(command)
-        ? await program.main(command, args, process.env)
-        : await program.main(process.env);
+  const code = await (await PROGRAMS[command].load()).main(argv, process.env);
   process.exitCode = typeof code === 'number' ? code : 0;
 } catch (error) {
-  // Configuration and start-up errors say what to fix; anything else is a crash with its stack.
-  process.stderr.write(
-    `perfwatch ${command}: ${error?.name === 'ConfigError' || error?.name === 'StartupError' ? error.message : (error?.stack ?? error)}\n`,
-  );
-  process.exitCode = 1;
+  // A wrong setting (2) or a part that cannot start (1) says what to fix; anything else is a crash
+  // with its stack.
+  const known = error?.name === 'ConfigError' || error?.name === 'StartupError';
+  process.stderr.write(`perfwatch ${command}: ${known ? error.message : (error?.stack ?? error)}\n`);
+  process.exitCode = error?.name === 'ConfigError' ? 2 : 1;
 }

@@ -20,7 +20,7 @@ import { probeSecurity } from './security-probe.ts';
 import { createTargetGuard, parseAllowList } from '@perfwatch/common';
 
 /** `perfwatch agent`: the only place of the agent program that reads the environment. */
-export async function main(env: Readonly<Record<string, string | undefined>>): Promise<void> {
+export async function main(_argv: readonly string[], env: Readonly<Record<string, string | undefined>>): Promise<void> {
   const config = loadAgentConfig(env, process.getuid?.() === 0);
   const logger = createLogger({ name: 'perfwatch-agent', level: config.LOG_LEVEL });
   for (const name of deprecatedNamesIn(env, agentSettings.aliases)) logger.warn(name, 'deprecated setting name');

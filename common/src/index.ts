@@ -30,6 +30,7 @@ export * from './annotations.ts';
 export * from './page-auth.ts';
 export * from './run-digest.ts';
 export * from './target-guard.ts';
+export * from './cli/index.ts';
 export * from './api/endpoints.ts';
 export { normalizeProjectUrl } from './api/request-fields.ts';
 export { MAX_UPDATES_PAGE } from './api/snapshot-requests.ts';

@@ -18,7 +18,7 @@ import type { Store } from './store/store.ts';
 import { isSettingsError, mongoHosts, startStartingServer, waitForDependency } from './http/wait-for-dependencies.ts';
 
 /** `perfwatch gateway`: the only place of the gateway program that reads the environment. */
-export async function main(env: Readonly<Record<string, string | undefined>>): Promise<void> {
+export async function main(_argv: readonly string[], env: Readonly<Record<string, string | undefined>>): Promise<void> {
   const config = loadGatewayConfig(env);
   const logger = createLogger({ name: 'perfwatch-gateway', level: config.LOG_LEVEL });
   for (const name of deprecatedNamesIn(env, gatewaySettings.aliases)) logger.warn(name, 'deprecated setting name');

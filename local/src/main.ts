@@ -29,7 +29,7 @@ const LOCATION = 's_carolina';
  * PERFWATCH_DATA_DIR (perfwatch.sqlite); a demo site to audit; a demo user whose new token is
  * printed with a ready-to-paste curl line (the previous start's token revoked). NATS_URL and MONGODB_URI switch to the real parts.
  */
-export async function main(env: Readonly<Record<string, string | undefined>>): Promise<void> {
+export async function startPerfwatch(env: Readonly<Record<string, string | undefined>>): Promise<void> {
   const config = loadStartConfig(env);
   const logger = startLogger(config);
   exitOnUnhandledRejection(logger);

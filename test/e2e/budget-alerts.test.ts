@@ -115,15 +115,17 @@ beforeAll(async () => {
   const out = text();
   const err = text();
   expect(
-    await adminMain(['set-budgets', 'alerts', page(), '--budget', 'tbt=2000'], env, out.stream, err.stream),
+    await adminMain(['admin', 'set-budgets', 'alerts', page(), '--budget', 'tbt=2000'], env, {
+      out: out.stream,
+      err: err.stream,
+    }),
     err.read(),
   ).toBe(0);
   expect(
     await adminMain(
-      ['add-webhook', 'alerts', `http://127.0.0.1:${receiverPort}/perfwatch`, '--project', page()],
+      ['admin', 'add-webhook', 'alerts', `http://127.0.0.1:${receiverPort}/perfwatch`, '--project', page()],
       env,
-      out.stream,
-      err.stream,
+      { out: out.stream, err: err.stream },
     ),
     err.read(),
   ).toBe(0);
@@ -275,7 +277,9 @@ describe('alerts from budgets, through signed webhooks', () => {
     expect(deliveries[0]!.id).toBe(late.delivery);
     // What an operator sees: both deliveries, the late one with its failed attempts counted.
     const listing = text();
-    expect(await adminMain(['webhook-deliveries', 'alerts'], adminEnv, listing.stream, text().stream)).toBe(0);
+    expect(
+      await adminMain(['admin', 'webhook-deliveries', 'alerts'], adminEnv, { out: listing.stream, err: text().stream }),
+    ).toBe(0);
     expect(listing.read()).toMatch(
       new RegExp(`budget\\.recovered +delivered +attempts=${deliveries[0]!.attempts} .*id=${late.delivery}`),
     );

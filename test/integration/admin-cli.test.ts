@@ -20,7 +20,7 @@ function sink() {
 async function admin(env: Record<string, string>, ...argv: string[]) {
   const out = sink();
   const err = sink();
-  const code = await main(argv, env, out.stream, err.stream);
+  const code = await main(['admin', ...argv], env, { out: out.stream, err: err.stream });
   return { code, out: out.text(), err: err.text() };
 }
 

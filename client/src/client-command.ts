@@ -1,0 +1,33 @@
+import type { ParseArgsOptionsConfig } from 'node:util';
+import { UsageError, type CliIo } from '@perfwatch/common';
+import type { ApiClient } from './api-client.ts';
+import type { ProgressStream } from './update-progress.ts';
+
+export interface ClientIo extends CliIo {
+  out: ProgressStream;
+  err: ProgressStream;
+  fetch?: typeof fetch;
+  /** Poll interval of a waited-for update. */
+  pollMs?: number;
+}
+
+/** What a client command works with: the API, as the token given, and where to write. */
+export interface ClientContext {
+  client: ApiClient;
+  io: ClientIo;
+}
+
+/** The options every client command takes. */
+export const COMMON_OPTIONS = {
+  server: { type: 'string' },
+  token: { type: 'string' },
+  json: { type: 'boolean', default: false },
+} satisfies ParseArgsOptionsConfig;
+
+/** A flag's value checked against the values it may take. */
+export function oneOf<T extends string>(value: string | undefined, allowed: readonly T[], name: string): T | undefined {
+  if (value === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(value))
+    throw new UsageError(`--${name} must be one of ${allowed.join(', ')}`);
+  return value as T;
+}

@@ -1,0 +1,89 @@
+import type { ParseArgsOptionsConfig } from 'node:util';
+import { defineCommand, DEVICES, EXIT, parseLocationList, SECTIONS, UsageError, type Section } from '@perfwatch/common';
+import { COMMON_OPTIONS, oneOf, type ClientContext } from './client-command.ts';
+import { auditResultTable, compareTable, overviewTable } from './result-tables.ts';
+
+const COMPARE_OPTIONS = {
+  ...COMMON_OPTIONS,
+  device: { type: 'string' },
+  location: { type: 'string' },
+} satisfies ParseArgsOptionsConfig;
+
+const AUDIT_OPTIONS = { ...COMPARE_OPTIONS, date: { type: 'string' } } satisfies ParseArgsOptionsConfig;
+
+const OVERVIEW_OPTIONS = {
+  ...COMMON_OPTIONS,
+  from: { type: 'string' },
+  to: { type: 'string' },
+  domain: { type: 'string' },
+  section: { type: 'string', multiple: true, default: [] },
+  'update-type': { type: 'string' },
+} satisfies ParseArgsOptionsConfig;
+
+/** `--location a,b` as the API takes it (not given: every location). */
+const locationsOf = (text: string | undefined) => (text === undefined ? undefined : parseLocationList(text));
+
+export const auditCommand = defineCommand<ClientContext, typeof AUDIT_OPTIONS>({
+  synopsis: ['URL --date yyyy-MM-ddTHH:mm:ss [--device D] [--location a,b] [--json]'],
+  summary: ['read a stored snapshot'],
+  options: AUDIT_OPTIONS,
+  args: { count: 1, refused: 'audit takes one URL' },
+  run: async ({ args: [url], values, context: { client, io } }) => {
+    if (!values.date) throw new UsageError('audit needs --date yyyy-MM-ddTHH:mm:ss (perfwatch update prints it)');
+    const result = await client.audit({
+      url: url!,
+      date: values.date,
+      device: oneOf(values.device, DEVICES, 'device'),
+      location: locationsOf(values.location),
+    });
+    io.out.write(
+      values.json ? `${JSON.stringify(result)}\n` : `${url} at ${values.date}\n${auditResultTable(result)}\n`,
+    );
+    return EXIT.ok;
+  },
+});
+
+export const compareCommand = defineCommand<ClientContext, typeof COMPARE_OPTIONS>({
+  synopsis: ['URL DATE_A DATE_B [--device D] [--location a,b] [--json]'],
+  summary: ['two snapshots side by side: differences, and whether each is beyond noise'],
+  options: COMPARE_OPTIONS,
+  args: {
+    count: 3,
+    refused: 'compare takes a URL and two snapshot dates (yyyy-MM-ddTHH:mm:ss; perfwatch update prints them)',
+  },
+  run: async ({ args: [url, from, to], values, context: { client, io } }) => {
+    const result = await client.compare({
+      url: url!,
+      from: from!,
+      to: to!,
+      device: oneOf(values.device, DEVICES, 'device'),
+      location: locationsOf(values.location),
+    });
+    io.out.write(values.json ? `${JSON.stringify(result)}\n` : `${compareTable(result)}\n`);
+    return EXIT.ok;
+  },
+});
+
+export const overviewCommand = defineCommand<ClientContext, typeof OVERVIEW_OPTIONS>({
+  synopsis: ['--from yyyy-MM-dd --to yyyy-MM-dd [--domain D] [--section S]... [--update-type T] [--json]'],
+  summary: ['KPI records over a date range'],
+  options: OVERVIEW_OPTIONS,
+  args: { count: 0, refused: 'overview takes no URL; filter with --domain' },
+  run: async ({ values, context: { client, io } }) => {
+    if (!values.from || !values.to) throw new UsageError('overview needs --from and --to (yyyy-MM-dd)');
+    const records = await client.overview({
+      startDate: values.from,
+      endDate: values.to,
+      domain: values.domain,
+      updateType: oneOf(values['update-type'], ['manual', 'scheduled', 'ci'] as const, 'update-type'),
+      sections:
+        values.section.length > 0
+          ? values.section.map((s) => oneOf(s.toLowerCase(), SECTIONS, 'section') as Section)
+          : undefined,
+    });
+    io.out.write(
+      values.json ? `${JSON.stringify(records)}\n` : `${overviewTable(records)}\n${records.length} record(s)\n`,
+    );
+    return EXIT.ok;
+  },
+});

@@ -1,0 +1,3 @@
+export * from './exit-codes.ts';
+export * from './locations.ts';
+export * from './command-table.ts';
