@@ -76,6 +76,8 @@ export default defineConfig({
           include: [
             'test/deploy/compose-stack.test.ts',
             'test/integration/mongo-store.test.ts',
+            // Each slice's store contract, on MongoDB itself (and SQLite again, which costs a second).
+            'test/store/*.contract.test.ts',
             'test/integration/update-over-nats.test.ts',
           ],
           environment: 'node',

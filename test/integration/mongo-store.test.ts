@@ -4,7 +4,6 @@ import { lighthouseKpis, type Device, type Location } from '@perfwatch/common';
 import type { MongoStore } from '@perfwatch/gateway';
 import { loadLhr } from '../support/lhr-fixtures.ts';
 import { newCell } from '../support/new-cells.ts';
-import { describeStoreContract } from '../support/store-contract.ts';
 import { isolatedNats, startTestGateway, testStore } from '../support/test-services.ts';
 import { kpiRows } from '../support/kpi-rows.ts';
 
@@ -245,4 +244,3 @@ describe('MongoStore', () => {
   });
 });
 
-describeStoreContract('MongoStore', () => store);

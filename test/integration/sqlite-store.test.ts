@@ -7,7 +7,6 @@ import { lighthouseKpis } from '@perfwatch/common';
 import { SqliteStore } from '@perfwatch/gateway';
 import { loadLhr } from '../support/lhr-fixtures.ts';
 import { newCell } from '../support/new-cells.ts';
-import { describeStoreContract } from '../support/store-contract.ts';
 
 // The embedded store of `perfwatch start`, on a real file, against the same contract as the MongoDB store.
 let dir: string;
@@ -22,7 +21,6 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-describeStoreContract('SqliteStore', () => store);
 
 describe('SqliteStore', () => {
   it('keeps everything in its file: a store opened again finds users, projects and snapshots', async () => {
