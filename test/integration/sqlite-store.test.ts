@@ -21,7 +21,6 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-
 describe('SqliteStore', () => {
   it('keeps everything in its file: a store opened again finds users, projects and snapshots', async () => {
     const path = join(dir, 'reopen.sqlite');
