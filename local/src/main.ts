@@ -36,21 +36,7 @@ export async function startPerfwatch(env: Readonly<Record<string, string | undef
   // The embedded store makes its directory when it opens; with MONGODB_URI nothing goes there.
   const { store, where: storeWhere } = storeFromEnv(config);
   await store.init();
-  const nc = config.NATS_URL
-    ? await connectNats({ ...config, NATS_URL: config.NATS_URL }, { name: 'perfwatch-start' })
-    : undefined;
-  const agentNc =
-    config.NATS_URL && (config.PERFWATCH_AGENT_NATS_CREDS_FILE || config.PERFWATCH_AGENT_NATS_NKEY_SEED_FILE)
-      ? await connectNats(
-          {
-            ...config,
-            NATS_URL: config.NATS_URL,
-            NATS_CREDS_FILE: config.PERFWATCH_AGENT_NATS_CREDS_FILE,
-            NATS_NKEY_SEED_FILE: config.PERFWATCH_AGENT_NATS_NKEY_SEED_FILE,
-          },
-          { name: 'perfwatch-start-agent' },
-        )
-      : nc;
+  const { nc, agentNc } = await connectStartNats(config);
   const site = await startDemoSite({ port: config.PERFWATCH_DEMO_PORT });
   const { runner, agent, localAgent } = startOneAgent(config, logger, agentNc);
   const gateway = await startGateway({
@@ -68,35 +54,24 @@ export async function startPerfwatch(env: Readonly<Record<string, string | undef
 
   // Listening for signals before the banner: once it shows, Ctrl-C stops everything in order
   // (on a loaded machine the banner could reach a terminal before the next line ran).
-  const stopped = new Promise<void>((resolve) =>
-    shutdownOnSignals(
-      createShutdown(
-        {
-          logger,
-          deadlineMs: config.SHUTDOWN_TIMEOUT_MS,
-          // Chromes killed first, but never waited on for more than 5 s: the deadline is the deadline.
-          onDeadline: () =>
-            void Promise.race([runner.close(), new Promise((resolve) => setTimeout(resolve, 5_000))]).finally(() =>
-              process.exit(1),
-            ),
+  const stopped = stopOnSignals(
+    config,
+    logger,
+    [
+      { name: 'gateway', run: () => gateway.stop() },
+      { name: 'agent', run: () => agent.stop() },
+      {
+        name: 'NATS',
+        run: async () => {
+          if (agentNc !== nc) await endNats(agentNc);
+          await endNats(nc);
         },
-        [
-          { name: 'gateway', run: () => gateway.stop() },
-          { name: 'agent', run: () => agent.stop() },
-          {
-            name: 'NATS',
-            run: async () => {
-              if (agentNc !== nc) await endNats(agentNc);
-              await endNats(nc);
-            },
-          },
-          { name: 'Chromes', run: () => runner.close() },
-          { name: 'store', run: () => store.close() },
-          { name: 'demo site', run: () => site.close() },
-          { name: 'done', run: resolve },
-        ],
-      ),
-    ),
+      },
+      { name: 'Chromes', run: () => runner.close() },
+      { name: 'store', run: () => store.close() },
+      { name: 'demo site', run: () => site.close() },
+    ],
+    runner,
   );
   process.stdout.write(
     banner({
@@ -110,6 +85,50 @@ export async function startPerfwatch(env: Readonly<Record<string, string | undef
   );
 
   await stopped;
+}
+
+/** NATS_URL's connections: the gateway's, and the agent's own when it has credentials of its own. */
+async function connectStartNats(config: StartConfig) {
+  if (!config.NATS_URL) return { nc: undefined, agentNc: undefined };
+  const nc = await connectNats({ ...config, NATS_URL: config.NATS_URL }, { name: 'perfwatch-start' });
+  const agentNc =
+    config.PERFWATCH_AGENT_NATS_CREDS_FILE || config.PERFWATCH_AGENT_NATS_NKEY_SEED_FILE
+      ? await connectNats(
+          {
+            ...config,
+            NATS_URL: config.NATS_URL,
+            NATS_CREDS_FILE: config.PERFWATCH_AGENT_NATS_CREDS_FILE,
+            NATS_NKEY_SEED_FILE: config.PERFWATCH_AGENT_NATS_NKEY_SEED_FILE,
+          },
+          { name: 'perfwatch-start-agent' },
+        )
+      : nc;
+  return { nc, agentNc };
+}
+
+/** Resolves once a signal has stopped every part, in order, within SHUTDOWN_TIMEOUT_MS. */
+function stopOnSignals(
+  config: StartConfig,
+  logger: Logger,
+  parts: Parameters<typeof createShutdown>[1],
+  runner: { close(): Promise<unknown> },
+): Promise<void> {
+  return new Promise<void>((resolve) =>
+    shutdownOnSignals(
+      createShutdown(
+        {
+          logger,
+          deadlineMs: config.SHUTDOWN_TIMEOUT_MS,
+          // Chromes killed first, but never waited on for more than 5 s: the deadline is the deadline.
+          onDeadline: () =>
+            void Promise.race([runner.close(), new Promise((resolve) => setTimeout(resolve, 5_000))]).finally(() =>
+              process.exit(1),
+            ),
+        },
+        [...parts, { name: 'done', run: resolve }],
+      ),
+    ),
+  );
 }
 
 /** The agent of location s_carolina: on the in-process bus, or on NATS_URL's NATS when set. */
