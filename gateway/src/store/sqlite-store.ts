@@ -1,20 +1,32 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { SqliteAccounts } from '../accounts/store/sqlite-accounts.ts';
-import { SqliteWebhooks } from '../alerts/store/sqlite-webhooks.ts';
-import { SqliteProjects } from '../projects/store/sqlite-projects.ts';
-import { SqliteScheduling } from '../scheduling/store/sqlite-scheduling.ts';
-import { SqliteAnnotations } from '../snapshots/store/sqlite-annotations.ts';
-import { SqliteKpis } from '../snapshots/store/sqlite-kpis.ts';
+import { accountsSchema, SqliteAccounts } from '../accounts/store/sqlite-accounts.ts';
+import { SqliteWebhooks, webhooksSchema } from '../alerts/store/sqlite-webhooks.ts';
+import { projectsSchema, SqliteProjects } from '../projects/store/sqlite-projects.ts';
+import { schedulingSchema, SqliteScheduling } from '../scheduling/store/sqlite-scheduling.ts';
+import { annotationsSchema, SqliteAnnotations } from '../snapshots/store/sqlite-annotations.ts';
+import { kpisSchema, SqliteKpis } from '../snapshots/store/sqlite-kpis.ts';
 import { SqliteSnapshotReads } from '../snapshots/store/sqlite-snapshot-reads.ts';
-import { SqliteSnapshots } from '../snapshots/store/sqlite-snapshots.ts';
-import { SqliteUpdates } from '../updates/store/sqlite-updates.ts';
+import { snapshotsSchema, SqliteSnapshots } from '../snapshots/store/sqlite-snapshots.ts';
+import { SqliteUpdates, updatesSchema } from '../updates/store/sqlite-updates.ts';
 import { SqliteDatabase } from './sqlite-database.ts';
-import { migrate } from './sqlite-migrations.ts';
+import { migrate, type SqliteSchema } from './sqlite-migrations.ts';
 import { combineSlices } from './store-slices.ts';
 import type { Store, StoreBase } from './store.ts';
 import { UnreadableRecords } from './unreadable-records.ts';
+
+/** Every slice's tables and numbered steps: the file's schema. */
+const SCHEMAS: readonly SqliteSchema[] = [
+  accountsSchema,
+  projectsSchema,
+  updatesSchema,
+  snapshotsSchema,
+  kpisSchema,
+  annotationsSchema,
+  webhooksSchema,
+  schedulingSchema,
+];
 
 // The slices' methods are put on each SqliteStore by combineSlices (see its constructor).
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type
@@ -71,7 +83,7 @@ export class SqliteStore implements StoreBase {
       for (const file of [this.#path, `${this.#path}-wal`, `${this.#path}-shm`])
         if (existsSync(file)) chmodSync(file, 0o600);
     try {
-      migrate(db, this.#path);
+      migrate(db, this.#path, SCHEMAS);
     } catch (error) {
       db.close();
       throw error;

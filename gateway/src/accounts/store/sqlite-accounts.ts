@@ -1,3 +1,4 @@
+import { hasColumn, type SqliteSchema } from '../../store/sqlite-migrations.ts';
 import { asRecord, duplicateOr, newId, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
 import {
   accountRecords,
@@ -10,6 +11,25 @@ import {
 const records = accountRecords(sqliteForms);
 const userRow = asRecord(records.user);
 const tokenRow = asRecord(records.token);
+
+/** The `users` and `tokens` tables. */
+export const accountsSchema: SqliteSchema = {
+  tables: `
+CREATE TABLE IF NOT EXISTS users (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS tokens (prefix TEXT PRIMARY KEY, user_id TEXT NOT NULL, digest TEXT NOT NULL, created_at INTEGER NOT NULL, revoked_at INTEGER, expires_at INTEGER);`,
+  steps: [
+    {
+      version: 8,
+      adds: 'when a token expires',
+      // Added where the column is missing rather than by the version number, so a file is mended
+      // whichever migrations ran before it.
+      mends: true,
+      up: (db) => {
+        if (!hasColumn(db, 'tokens', 'expires_at')) db.exec('ALTER TABLE tokens ADD COLUMN expires_at INTEGER');
+      },
+    },
+  ],
+};
 
 /** Users and tokens in SQLite: the `users` and `tokens` tables. */
 export class SqliteAccounts implements AccountsStore {

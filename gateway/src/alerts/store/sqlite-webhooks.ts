@@ -1,4 +1,5 @@
 import { asColumn, asRecord, newId, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
+import type { SqliteSchema } from '../../store/sqlite-migrations.ts';
 import {
   attemptChanges,
   queuedDelivery,
@@ -11,6 +12,20 @@ import {
   type WebhookRecord,
   type WebhooksStore,
 } from './webhooks-store.ts';
+
+/** The `webhooks` table and their outbox, `deliveries`. */
+export const webhooksSchema: SqliteSchema = {
+  tables: `
+CREATE TABLE IF NOT EXISTS webhooks (
+  id TEXT PRIMARY KEY, user_id TEXT NOT NULL, target_url TEXT NOT NULL, project_url TEXT, format TEXT NOT NULL,
+  secret TEXT NOT NULL, created_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS deliveries (
+  id TEXT PRIMARY KEY, webhook_id TEXT NOT NULL, user_id TEXT NOT NULL, event TEXT NOT NULL, body TEXT NOT NULL,
+  status TEXT NOT NULL, attempts INTEGER NOT NULL, next_attempt_at INTEGER NOT NULL, last_error TEXT,
+  created_at INTEGER NOT NULL, delivered_at INTEGER);
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, next_attempt_at);
+CREATE INDEX IF NOT EXISTS deliveries_by_webhook ON deliveries (webhook_id, created_at);`,
+};
 
 const records = webhookRecords(sqliteForms);
 const webhookRow = asRecord(records.webhook);

@@ -1,5 +1,6 @@
 import type { Budgets } from '@perfwatch/common';
 import { asRecord, duplicateOr, newId, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
+import type { SqliteSchema } from '../../store/sqlite-migrations.ts';
 import {
   newProjectRecord,
   projectRecords,
@@ -7,6 +8,30 @@ import {
   type ProjectRecord,
   type ProjectsStore,
 } from './projects-store.ts';
+
+const NO_BUDGETS = '{"budgets":{},"maxRegression":{}}';
+
+/** The `projects` table (with the scheduler's last tick handled, `scheduled_through`). */
+export const projectsSchema: SqliteSchema = {
+  tables: `
+CREATE TABLE IF NOT EXISTS projects (
+  id TEXT PRIMARY KEY, user_id TEXT NOT NULL, url TEXT NOT NULL, domain TEXT NOT NULL, locations TEXT NOT NULL,
+  default_location TEXT NOT NULL, runs INTEGER NOT NULL, schedule TEXT, created_at INTEGER NOT NULL, scheduled_through INTEGER,
+  budgets TEXT NOT NULL DEFAULT '${NO_BUDGETS}', auth TEXT,
+  UNIQUE (user_id, url));`,
+  steps: [
+    {
+      version: 4,
+      adds: 'budgets on projects',
+      up: (db) => db.exec(`ALTER TABLE projects ADD COLUMN budgets TEXT NOT NULL DEFAULT '${NO_BUDGETS}'`),
+    },
+    {
+      version: 6,
+      adds: "a project's sealed credentials",
+      up: (db) => db.exec('ALTER TABLE projects ADD COLUMN auth TEXT'),
+    },
+  ],
+};
 
 /** A project row as its record. */
 const projectRow = asRecord(projectRecords(sqliteForms).project);

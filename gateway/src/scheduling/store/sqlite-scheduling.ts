@@ -1,6 +1,13 @@
 import { asRecord, ms, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
 import { projectRecords, type ProjectRecord } from '../../projects/store/projects-store.ts';
+import type { SqliteSchema } from '../../store/sqlite-migrations.ts';
 import type { SchedulingStore } from './scheduling-store.ts';
+
+/** The `leases` table (each project's last tick is a column of the projects slice's table). */
+export const schedulingSchema: SqliteSchema = {
+  tables:
+    'CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL);',
+};
 
 const scheduledProjectRow = asRecord(projectRecords(sqliteForms).project.extend({ scheduledThrough: ms.nullable() }));
 

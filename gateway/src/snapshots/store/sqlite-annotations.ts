@@ -1,10 +1,19 @@
 import { asRecord, newId, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
+import type { SqliteSchema } from '../../store/sqlite-migrations.ts';
 import {
   annotationRecords,
   type AnnotationRecord,
   type AnnotationsStore,
   type NewAnnotation,
 } from './annotations-store.ts';
+
+/** The `annotations` table. */
+export const annotationsSchema: SqliteSchema = {
+  tables: `
+CREATE TABLE IF NOT EXISTS annotations (
+  id TEXT PRIMARY KEY, project_id TEXT NOT NULL, date INTEGER NOT NULL, text TEXT NOT NULL, link TEXT, created_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS annotations_by_project ON annotations (project_id, date);`,
+};
 
 const annotationRow = asRecord(annotationRecords(sqliteForms).annotation);
 

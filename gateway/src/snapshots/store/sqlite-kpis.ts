@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Device, KpiRecord } from '@perfwatch/common';
 import { asRecord, placeholders, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
 import type { ProjectRecord } from '../../projects/store/projects-store.ts';
+import type { SqliteSchema } from '../../store/sqlite-migrations.ts';
 import {
   fieldHistoryId,
   fieldHistoryKpis,
@@ -16,6 +17,17 @@ import {
   type PlacedKpi,
 } from './kpis-store.ts';
 import { snapshotRecords } from './snapshots-store.ts';
+
+/** The `kpis` table: each record denormalised with its place, for the overview's one index. */
+export const kpisSchema: SqliteSchema = {
+  tables: `
+CREATE TABLE IF NOT EXISTS kpis (
+  snapshot_id TEXT NOT NULL, project_id TEXT NOT NULL, user_id TEXT NOT NULL, date INTEGER NOT NULL, domain TEXT NOT NULL,
+  url TEXT NOT NULL, device TEXT NOT NULL, location TEXT NOT NULL, update_type TEXT NOT NULL, section TEXT NOT NULL,
+  kpi TEXT NOT NULL, data TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS kpis_for_overview ON kpis (user_id, date, url, device, location, section, kpi);
+CREATE INDEX IF NOT EXISTS kpis_by_snapshot ON kpis (snapshot_id);`,
+};
 
 const KPI_COLUMNS = [
   'snapshot_id',

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { MissingCell } from '@perfwatch/common';
 import { asRecord, ms, newId, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
 import { NoFreeSnapshotDate, snapshotDates } from '../../store/snapshot-dates.ts';
+import type { SqliteSchema } from '../../store/sqlite-migrations.ts';
 import type { ProjectRecord } from '../../projects/store/projects-store.ts';
 import { placedKpis, type KpiPlace } from './kpis-store.ts';
 import { insertKpis } from './sqlite-kpis.ts';
@@ -13,6 +14,42 @@ import {
   type SnapshotsStore,
   type UnannouncedSnapshot,
 } from './snapshots-store.ts';
+
+/** The `snapshots` table and their cells' `results` (the reads slice reads the same tables). */
+export const snapshotsSchema: SqliteSchema = {
+  tables: `
+CREATE TABLE IF NOT EXISTS snapshots (
+  id TEXT PRIMARY KEY, project_id TEXT NOT NULL, user_id TEXT NOT NULL, update_id TEXT NOT NULL UNIQUE, url TEXT NOT NULL,
+  domain TEXT NOT NULL, date INTEGER NOT NULL, update_type TEXT NOT NULL, available TEXT NOT NULL,
+  missing TEXT NOT NULL DEFAULT '[]', kpi_version INTEGER NOT NULL DEFAULT 1, alerts_pending_since INTEGER,
+  UNIQUE (project_id, date));
+CREATE INDEX IF NOT EXISTS snapshots_by_date ON snapshots (date);
+CREATE TABLE IF NOT EXISTS results (
+  snapshot_id TEXT NOT NULL, seq INTEGER NOT NULL, device TEXT NOT NULL, location TEXT NOT NULL, median INTEGER NOT NULL,
+  runs TEXT NOT NULL, element_count INTEGER, crux TEXT NOT NULL, lighthouse BLOB NOT NULL, checks TEXT,
+  PRIMARY KEY (snapshot_id, seq));`,
+  steps: [
+    {
+      version: 2,
+      adds: 'the cells an update could not measure',
+      up: (db) => db.exec("ALTER TABLE snapshots ADD COLUMN missing TEXT NOT NULL DEFAULT '[]'"),
+    },
+    { version: 4, adds: 'budget checks on results', up: (db) => db.exec('ALTER TABLE results ADD COLUMN checks TEXT') },
+    {
+      version: 5,
+      adds: "the version of each snapshot's KPI records",
+      up: (db) => db.exec('ALTER TABLE snapshots ADD COLUMN kpi_version INTEGER NOT NULL DEFAULT 1'),
+    },
+    {
+      version: 7,
+      adds: 'snapshots whose budget events are not yet in the outbox',
+      up: (db) => db.exec('ALTER TABLE snapshots ADD COLUMN alerts_pending_since INTEGER'),
+    },
+  ],
+  // Needs the column of step 7 first.
+  indexes:
+    'CREATE INDEX IF NOT EXISTS snapshots_alerts_pending ON snapshots (alerts_pending_since) WHERE alerts_pending_since IS NOT NULL',
+};
 
 const snapshotRow = asRecord(snapshotRecords(sqliteForms).snapshot);
 const unannouncedRow = asRecord(

@@ -8,6 +8,7 @@ import {
   sqliteForms,
   type SqliteDatabase,
 } from '../../store/sqlite-database.ts';
+import type { SqliteSchema } from '../../store/sqlite-migrations.ts';
 import {
   admissionRoom,
   runsHeld,
@@ -18,6 +19,34 @@ import {
   type UpdateState,
   type UpdatesStore,
 } from './updates-store.ts';
+
+/** The `updates` table, and the `slots` of sync updates in flight. */
+export const updatesSchema: SqliteSchema = {
+  tables: `
+CREATE TABLE IF NOT EXISTS updates (
+  id TEXT PRIMARY KEY, user_id TEXT NOT NULL, project_id TEXT NOT NULL, url TEXT NOT NULL, devices TEXT NOT NULL,
+  locations TEXT NOT NULL, update_type TEXT NOT NULL, status TEXT NOT NULL, date INTEGER, reason TEXT,
+  attempts INTEGER NOT NULL, progress TEXT NOT NULL DEFAULT '[]', missing TEXT NOT NULL DEFAULT '[]',
+  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+  runs INTEGER NOT NULL DEFAULT 1, waiting INTEGER NOT NULL DEFAULT 0, admitted_at INTEGER);
+CREATE INDEX IF NOT EXISTS updates_by_status ON updates (status);
+CREATE TABLE IF NOT EXISTS slots (id TEXT PRIMARY KEY, kind TEXT NOT NULL, user_id TEXT NOT NULL, expires_at INTEGER NOT NULL);`,
+  steps: [
+    {
+      version: 2,
+      adds: 'the cells an update could not measure',
+      up: (db) => db.exec("ALTER TABLE updates ADD COLUMN missing TEXT NOT NULL DEFAULT '[]'"),
+    },
+    {
+      version: 3,
+      adds: "each user's backlog of updates, and what they weigh",
+      up: (db) =>
+        db.exec(
+          'ALTER TABLE updates ADD COLUMN runs INTEGER NOT NULL DEFAULT 1; ALTER TABLE updates ADD COLUMN waiting INTEGER NOT NULL DEFAULT 0; ALTER TABLE updates ADD COLUMN admitted_at INTEGER;',
+        ),
+    },
+  ],
+};
 
 const updateRow = asRecord(updateRecords(sqliteForms).update);
 const UNFINISHED = "status IN ('queued', 'running')";
