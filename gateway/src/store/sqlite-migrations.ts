@@ -24,9 +24,21 @@ export interface SqliteSchema {
 
 const META = 'CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);';
 
-/** Whether `table` has `column` (a step that mends checks so). */
-export const hasColumn = (db: DatabaseSync, table: string, column: string): boolean =>
+/** Whether `table` has `column`. */
+const hasColumn = (db: DatabaseSync, table: string, column: string): boolean =>
   db.prepare('SELECT 1 FROM pragma_table_info(?) WHERE name = ?').get(table, column) !== undefined;
+
+/**
+ * A step's work: `columns` added to `table` (`name TYPE …` each), each only where it is
+ * missing. A table the file lacked was made at this open from the slice's tables, which have
+ * every column already: its steps then add nothing.
+ */
+export const addColumns =
+  (table: string, ...columns: string[]) =>
+  (db: DatabaseSync): void => {
+    for (const column of columns)
+      if (!hasColumn(db, table, column.split(' ')[0]!)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column}`);
+  };
 
 /** The schema the slices make together: the highest of their steps' numbers (1 without any). */
 export const schemaVersion = (schemas: readonly SqliteSchema[]): number =>

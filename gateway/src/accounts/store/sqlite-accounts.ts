@@ -1,4 +1,4 @@
-import { hasColumn, type SqliteSchema } from '../../store/sqlite-migrations.ts';
+import { addColumns, type SqliteSchema } from '../../store/sqlite-migrations.ts';
 import { asRecord, duplicateOr, newId, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
 import {
   accountRecords,
@@ -21,12 +21,9 @@ CREATE TABLE IF NOT EXISTS tokens (prefix TEXT PRIMARY KEY, user_id TEXT NOT NUL
     {
       version: 8,
       adds: 'when a token expires',
-      // Added where the column is missing rather than by the version number, so a file is mended
-      // whichever migrations ran before it.
+      // Run at every open, so a file is mended whichever migrations ran before it.
       mends: true,
-      up: (db) => {
-        if (!hasColumn(db, 'tokens', 'expires_at')) db.exec('ALTER TABLE tokens ADD COLUMN expires_at INTEGER');
-      },
+      up: addColumns('tokens', 'expires_at INTEGER'),
     },
   ],
 };

@@ -1,6 +1,6 @@
 import type { Budgets } from '@perfwatch/common';
 import { asRecord, duplicateOr, newId, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
-import type { SqliteSchema } from '../../store/sqlite-migrations.ts';
+import { addColumns, type SqliteSchema } from '../../store/sqlite-migrations.ts';
 import {
   newProjectRecord,
   projectRecords,
@@ -23,12 +23,12 @@ CREATE TABLE IF NOT EXISTS projects (
     {
       version: 4,
       adds: 'budgets on projects',
-      up: (db) => db.exec(`ALTER TABLE projects ADD COLUMN budgets TEXT NOT NULL DEFAULT '${NO_BUDGETS}'`),
+      up: addColumns('projects', `budgets TEXT NOT NULL DEFAULT '${NO_BUDGETS}'`),
     },
     {
       version: 6,
       adds: "a project's sealed credentials",
-      up: (db) => db.exec('ALTER TABLE projects ADD COLUMN auth TEXT'),
+      up: addColumns('projects', 'auth TEXT'),
     },
   ],
 };

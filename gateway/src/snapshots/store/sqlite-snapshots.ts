@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { MissingCell } from '@perfwatch/common';
 import { asRecord, ms, newId, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
 import { NoFreeSnapshotDate, snapshotDates } from '../../store/snapshot-dates.ts';
-import type { SqliteSchema } from '../../store/sqlite-migrations.ts';
+import { addColumns, type SqliteSchema } from '../../store/sqlite-migrations.ts';
 import type { ProjectRecord } from '../../projects/store/projects-store.ts';
 import { placedKpis, type KpiPlace } from './kpis-store.ts';
 import { insertKpis } from './sqlite-kpis.ts';
@@ -32,18 +32,18 @@ CREATE TABLE IF NOT EXISTS results (
     {
       version: 2,
       adds: 'the cells an update could not measure',
-      up: (db) => db.exec("ALTER TABLE snapshots ADD COLUMN missing TEXT NOT NULL DEFAULT '[]'"),
+      up: addColumns('snapshots', "missing TEXT NOT NULL DEFAULT '[]'"),
     },
-    { version: 4, adds: 'budget checks on results', up: (db) => db.exec('ALTER TABLE results ADD COLUMN checks TEXT') },
+    { version: 4, adds: 'budget checks on results', up: addColumns('results', 'checks TEXT') },
     {
       version: 5,
       adds: "the version of each snapshot's KPI records",
-      up: (db) => db.exec('ALTER TABLE snapshots ADD COLUMN kpi_version INTEGER NOT NULL DEFAULT 1'),
+      up: addColumns('snapshots', 'kpi_version INTEGER NOT NULL DEFAULT 1'),
     },
     {
       version: 7,
       adds: 'snapshots whose budget events are not yet in the outbox',
-      up: (db) => db.exec('ALTER TABLE snapshots ADD COLUMN alerts_pending_since INTEGER'),
+      up: addColumns('snapshots', 'alerts_pending_since INTEGER'),
     },
   ],
   // Needs the column of step 7 first.

@@ -8,7 +8,7 @@ import {
   sqliteForms,
   type SqliteDatabase,
 } from '../../store/sqlite-database.ts';
-import type { SqliteSchema } from '../../store/sqlite-migrations.ts';
+import { addColumns, type SqliteSchema } from '../../store/sqlite-migrations.ts';
 import {
   admissionRoom,
   runsHeld,
@@ -35,15 +35,17 @@ CREATE TABLE IF NOT EXISTS slots (id TEXT PRIMARY KEY, kind TEXT NOT NULL, user_
     {
       version: 2,
       adds: 'the cells an update could not measure',
-      up: (db) => db.exec("ALTER TABLE updates ADD COLUMN missing TEXT NOT NULL DEFAULT '[]'"),
+      up: addColumns('updates', "missing TEXT NOT NULL DEFAULT '[]'"),
     },
     {
       version: 3,
       adds: "each user's backlog of updates, and what they weigh",
-      up: (db) =>
-        db.exec(
-          'ALTER TABLE updates ADD COLUMN runs INTEGER NOT NULL DEFAULT 1; ALTER TABLE updates ADD COLUMN waiting INTEGER NOT NULL DEFAULT 0; ALTER TABLE updates ADD COLUMN admitted_at INTEGER;',
-        ),
+      up: addColumns(
+        'updates',
+        'runs INTEGER NOT NULL DEFAULT 1',
+        'waiting INTEGER NOT NULL DEFAULT 0',
+        'admitted_at INTEGER',
+      ),
     },
   ],
 };
