@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LOCATIONS, settingGroup, type Location } from '@perfwatch/common';
+import { parseLocationList, settingGroup, type Location } from '@perfwatch/common';
 
 /** The keys that seal projects' login credentials and webhook secrets, and where credentials may go. */
 export const credentialSettings = settingGroup('Secrets and credentials', {
@@ -20,17 +20,14 @@ export const credentialSettings = settingGroup('Secrets and credentials', {
     .string()
     .default('')
     .transform((text, ctx): Location[] => {
-      const names = text
-        .split(',')
-        .map((name) => name.trim())
-        .filter((name) => name !== '');
-      const unknown = names.filter((name) => !(LOCATIONS as readonly string[]).includes(name));
-      if (unknown.length > 0)
-        ctx.addIssue({
-          code: 'custom',
-          message: `unknown locations ${unknown.join(', ')}; known: ${LOCATIONS.join(', ')}`,
-        });
-      return [...new Set(names)] as Location[];
+      // Unset or blank: no location is trusted.
+      if (text.replaceAll(',', '').trim() === '') return [];
+      try {
+        return [...new Set(parseLocationList(text))];
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message });
+        return [];
+      }
     })
     .describe(
       "Locations whose agents may be sent a project's credentials, comma-separated (`london,frankfurt`): a job " +
