@@ -60,21 +60,23 @@ const USAGE = [
   ...Object.entries(PROGRAMS).map(([name, { summary }]) => `  ${name.padEnd(10)}${summary}`),
 ].join('\n');
 
+// The exit codes every program uses (a file of plain constants, loaded alone).
+const { EXIT } = await import('../common/src/cli/exit-codes.ts');
 const argv = process.argv.slice(2);
 const [command] = argv;
 const asked = command === '--help' || command === '-h';
 if (!command || asked || !Object.hasOwn(PROGRAMS, command)) {
   (asked ? process.stdout : process.stderr).write(`${USAGE}\n`);
-  process.exit(asked ? 0 : 2);
+  process.exit(asked ? EXIT.ok : EXIT.usage);
 }
 
 try {
   const code = await (await PROGRAMS[command].load()).main(argv, process.env);
-  process.exitCode = typeof code === 'number' ? code : 0;
+  process.exitCode = typeof code === 'number' ? code : EXIT.ok;
 } catch (error) {
   // A wrong setting (2) or a part that cannot start (1) says what to fix; anything else is a crash
   // with its stack.
   const known = error?.name === 'ConfigError' || error?.name === 'StartupError';
   process.stderr.write(`perfwatch ${command}: ${known ? error.message : (error?.stack ?? error)}\n`);
-  process.exitCode = error?.name === 'ConfigError' ? 2 : 1;
+  process.exitCode = error?.name === 'ConfigError' ? EXIT.usage : EXIT.failed;
 }
