@@ -22,18 +22,22 @@ export type StoreSlices = readonly [
 
 /**
  * Puts each slice's methods on `store`, bound to their slice: a backend's store is its slices
- * side by side, each a class of its own over the one connection or file. Two slices may not
- * name the same method.
+ * side by side, each a class of its own over the one connection or file.
  */
 export function combineSlices(store: object, slices: StoreSlices): void {
-  const target = store as Record<string, unknown>;
-  for (const slice of slices) {
-    const methods = slice as unknown as Record<string, unknown>;
-    for (const name of Object.getOwnPropertyNames(Object.getPrototypeOf(slice))) {
-      const method = methods[name];
+  putMethods(store, slices);
+}
+
+/** Each of `parts`' methods on `target`, bound to its part; two parts may not name the same method. */
+export function putMethods(target: object, parts: readonly object[]): void {
+  const methods = target as Record<string, unknown>;
+  for (const part of parts) {
+    const own = part as Record<string, unknown>;
+    for (const name of Object.getOwnPropertyNames(Object.getPrototypeOf(part))) {
+      const method = own[name];
       if (name === 'constructor' || typeof method !== 'function') continue;
-      if (name in target) throw new Error(`two slices of the store name ${name}`);
-      target[name] = method.bind(slice);
+      if (name in methods) throw new Error(`two slices of the store name ${name}`);
+      methods[name] = method.bind(part);
     }
   }
 }
