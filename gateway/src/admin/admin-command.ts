@@ -1,6 +1,6 @@
 import type { ParseArgsOptionsConfig } from 'node:util';
 import { defineCommand, EXIT, type Command, type OptionValues } from '@perfwatch/common';
-import type { Store } from '../store/store.ts';
+import type { recomputeKpis } from './recompute-kpis.ts';
 import type { Admin } from './admin.ts';
 
 /** The options of `perfwatch admin`: one set, taken by every command (each reads those it uses). */
@@ -26,7 +26,8 @@ export type AdminValues = OptionValues<typeof ADMIN_OPTIONS>;
 /** What an admin command works with: the admin operations, their store, where results go. */
 export interface AdminContext {
   admin: Admin;
-  store: Store;
+  /** The store, for what commands do beyond the admin operations: rebuilding KPI records. */
+  store: Parameters<typeof recomputeKpis>[0];
   out: { write(text: string): unknown };
 }
 
