@@ -11,8 +11,10 @@ import {
 import { addColumns, type SqliteSchema } from '../../store/sqlite-migrations.ts';
 import {
   admissionRoom,
+  FINISHED,
   runsHeld,
   statusesKeptAgainst,
+  UNFINISHED,
   updateRecords,
   type NewUpdate,
   type UpdateRecord,
@@ -51,7 +53,9 @@ CREATE TABLE IF NOT EXISTS slots (id TEXT PRIMARY KEY, kind TEXT NOT NULL, user_
 };
 
 const updateRow = asRecord(updateRecords(sqliteForms).update);
-const UNFINISHED = "status IN ('queued', 'running')";
+/** `status IN (…)` of `statuses`: the shared lists as SQL (their values are the code's own). */
+const statusIn = (statuses: readonly string[]) => `status IN (${statuses.map((s) => `'${s}'`).join(', ')})`;
+const UNFINISHED_ROWS = statusIn(UNFINISHED);
 
 /** Updates in SQLite (the `updates` table) and the slots of sync updates in flight (`slots`). */
 export class SqliteUpdates implements UpdatesStore {
@@ -115,20 +119,20 @@ export class SqliteUpdates implements UpdatesStore {
 
   async countPendingUpdates(location: Location): Promise<number> {
     const row = this.#db.get(
-      `SELECT count(*) AS n FROM updates WHERE ${UNFINISHED} AND waiting = 0 AND EXISTS (SELECT 1 FROM json_each(updates.locations) WHERE value = ?)`,
+      `SELECT count(*) AS n FROM updates WHERE ${UNFINISHED_ROWS} AND waiting = 0 AND EXISTS (SELECT 1 FROM json_each(updates.locations) WHERE value = ?)`,
       location,
     ) as { n: number };
     return row.n;
   }
 
   async listUnfinishedUpdates(): Promise<UpdateRecord[]> {
-    const rows = this.#db.all(`SELECT * FROM updates WHERE ${UNFINISHED} ORDER BY created_at`);
+    const rows = this.#db.all(`SELECT * FROM updates WHERE ${UNFINISHED_ROWS} ORDER BY created_at`);
     return this.#db.unreadable.parseEach('update', updateRow, rows);
   }
 
   async userBacklog(userId: string): Promise<{ updates: number; runs: number }> {
     const rows = this.#db.all(
-      `SELECT json_array_length(devices) AS devices, json_array_length(locations) AS locations, runs FROM updates WHERE user_id = ? AND ${UNFINISHED}`,
+      `SELECT json_array_length(devices) AS devices, json_array_length(locations) AS locations, runs FROM updates WHERE user_id = ? AND ${UNFINISHED_ROWS}`,
       userId,
     ) as Array<{ devices: number; locations: number; runs: number }>;
     return { updates: rows.length, runs: rows.reduce((sum, r) => sum + runsHeld(r.devices, r.locations, r.runs), 0) };
@@ -138,7 +142,7 @@ export class SqliteUpdates implements UpdatesStore {
     // Counted and admitted in one transaction: this process is the file's only writer.
     const admitted = this.#db.transaction(() => {
       const { active } = this.#db.get(
-        `SELECT count(*) AS active FROM updates WHERE user_id = ? AND ${UNFINISHED} AND waiting = 0`,
+        `SELECT count(*) AS active FROM updates WHERE user_id = ? AND ${UNFINISHED_ROWS} AND waiting = 0`,
         userId,
       ) as { active: number };
       const room = admissionRoom(limit, active);
@@ -162,7 +166,7 @@ export class SqliteUpdates implements UpdatesStore {
   }
 
   async deleteFinishedUpdatesBefore(before: Date): Promise<number> {
-    const sql = "DELETE FROM updates WHERE status IN ('done', 'failed') AND updated_at < ?";
+    const sql = `DELETE FROM updates WHERE ${statusIn(FINISHED)} AND updated_at < ?`;
     return this.#db.changes(sql, before.getTime());
   }
 
