@@ -1,4 +1,4 @@
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import puppeteer, { type Browser, type CDPSession, type Page } from 'puppeteer-core';
 import type { LoginStep, PageAuth } from '@perfwatch/common';
 import { RunFailure } from './run-failure.ts';
 
@@ -126,64 +126,74 @@ async function runStep(page: Page, step: LoginStep, expected: string): Promise<v
   }
 }
 
+/** Sets the cookies for the origin's host: Chrome sends them to that site only, as its own cookies. */
+async function setOriginCookies(session: CDPSession, origin: string, cookies: PageAuth['cookies']): Promise<void> {
+  for (const { name, value } of cookies ?? []) {
+    await session.send('Network.setCookie', {
+      name,
+      value,
+      url: origin,
+      httpOnly: true,
+      secure: origin.startsWith('https:'),
+      sameSite: 'Lax',
+    });
+  }
+}
+
+/** Adds the extra headers to the origin's requests only (the Fetch domain pauses those and nothing else). */
+async function addOriginHeaders(session: CDPSession, origin: string, headers: PageAuth['headers']): Promise<void> {
+  const extra = Object.entries(headers ?? {});
+  if (extra.length === 0) return;
+  const names = new Set(extra.map(([name]) => name.toLowerCase()));
+  session.on(
+    'Fetch.requestPaused',
+    (event: { requestId: string; request: { url: string; headers: Record<string, string> } }) => {
+      // The pattern already limits pausing to the origin; checked again on the parsed URL.
+      const own = new URL(event.request.url).origin === origin;
+      const headers = own
+        ? [...Object.entries(event.request.headers).filter(([name]) => !names.has(name.toLowerCase())), ...extra].map(
+            ([name, value]) => ({ name, value }),
+          )
+        : undefined;
+      session
+        .send('Fetch.continueRequest', { requestId: event.requestId, ...(headers ? { headers } : {}) })
+        .catch(() => undefined);
+    },
+  );
+  await session.send('Fetch.enable', { patterns: [{ urlPattern: `${origin}/*`, requestStage: 'Request' }] });
+}
+
+/** Runs the login script in the tab, each failure named by its step (never by its value). */
+async function runLogin(page: Page, origin: string, login: PageAuth['login']): Promise<void> {
+  // What a fill types into: the page its step names, else the last goto's, else the project's.
+  let expected = origin;
+  for (const [index, step] of (login ?? []).entries()) {
+    try {
+      await runStep(page, step, expected);
+    } catch (error) {
+      // A value meant for one site must never reach another (a login page that redirects away).
+      if (error instanceof ElsewhereError)
+        throw new RunFailure(
+          'LOGIN_ORIGIN_MISMATCH',
+          `${describe(step, index)} refused: ${error.message}, the origin it is meant for (give the step its origin if the sign-in is there)`,
+          false,
+        );
+      const reason = (error as Error).name === 'TimeoutError' ? 'timed out' : 'failed';
+      throw new RunFailure('PAGE_LOAD_FAILED', `${describe(step, index)} ${reason}`, false);
+    }
+    if (step.action === 'goto') expected = new URL(step.url).origin;
+  }
+}
+
 export async function openAuthenticatedPage(port: number, url: string, auth: PageAuth): Promise<AuthenticatedPage> {
   const origin = new URL(url).origin;
   const browser: Browser = await puppeteer.connect({ browserURL: `http://127.0.0.1:${port}`, defaultViewport: null });
   try {
     const page = await browser.newPage();
     const session = await page.createCDPSession();
-    if (auth.cookies?.length) {
-      for (const { name, value } of auth.cookies) {
-        // Bound to the origin's host: Chrome sends it to that site only, as its own cookie.
-        await session.send('Network.setCookie', {
-          name,
-          value,
-          url: origin,
-          httpOnly: true,
-          secure: origin.startsWith('https:'),
-          sameSite: 'Lax',
-        });
-      }
-    }
-    const extra = Object.entries(auth.headers ?? {});
-    if (extra.length > 0) {
-      const names = new Set(extra.map(([name]) => name.toLowerCase()));
-      session.on(
-        'Fetch.requestPaused',
-        (event: { requestId: string; request: { url: string; headers: Record<string, string> } }) => {
-          // The pattern already limits pausing to the origin; checked again on the parsed URL.
-          const own = new URL(event.request.url).origin === origin;
-          const headers = own
-            ? [
-                ...Object.entries(event.request.headers).filter(([name]) => !names.has(name.toLowerCase())),
-                ...extra,
-              ].map(([name, value]) => ({ name, value }))
-            : undefined;
-          session
-            .send('Fetch.continueRequest', { requestId: event.requestId, ...(headers ? { headers } : {}) })
-            .catch(() => undefined);
-        },
-      );
-      await session.send('Fetch.enable', { patterns: [{ urlPattern: `${origin}/*`, requestStage: 'Request' }] });
-    }
-    // What a fill types into: the page its step names, else the last goto's, else the project's.
-    let expected = origin;
-    for (const [index, step] of (auth.login ?? []).entries()) {
-      try {
-        await runStep(page, step, expected);
-      } catch (error) {
-        // A value meant for one site must never reach another (a login page that redirects away).
-        if (error instanceof ElsewhereError)
-          throw new RunFailure(
-            'LOGIN_ORIGIN_MISMATCH',
-            `${describe(step, index)} refused: ${error.message}, the origin it is meant for (give the step its origin if the sign-in is there)`,
-            false,
-          );
-        const reason = (error as Error).name === 'TimeoutError' ? 'timed out' : 'failed';
-        throw new RunFailure('PAGE_LOAD_FAILED', `${describe(step, index)} ${reason}`, false);
-      }
-      if (step.action === 'goto') expected = new URL(step.url).origin;
-    }
+    await setOriginCookies(session, origin, auth.cookies);
+    await addOriginHeaders(session, origin, auth.headers);
+    await runLogin(page, origin, auth.login);
     return {
       page,
       async dispose() {
