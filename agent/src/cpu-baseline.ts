@@ -26,6 +26,35 @@ export interface CpuBaseline {
 /** Readings kept: five calibrations' worth, or fewer calibrations and the lone runs between them. */
 const WINDOW = 25;
 
+/** The rolling window of readings and the baseline they give (their centre and spread). */
+function createReadingWindow(): { add(more: readonly number[]): void; clear(): void; readonly value: Baseline | null } {
+  let readings: number[] = [];
+  let value: Baseline | null = null;
+  return {
+    add(more) {
+      readings = [...readings, ...more].slice(-WINDOW);
+      const stats = indexCentreAndSpread(readings);
+      value = stats && { index: Math.round(stats.centre), spread: Math.round(stats.spread * 1000) / 1000 };
+    },
+    // The baseline stays in use until the next readings replace it.
+    clear() {
+      readings = [];
+    },
+    get value() {
+      return value;
+    },
+  };
+}
+
+function logCalibrationFailure(logger: Logger, error: unknown, hadBaseline: boolean): void {
+  logger.warn(
+    { err: { message: (error as Error).message } },
+    hadBaseline
+      ? 'could not measure the benchmark index; keeping the last one'
+      : 'could not measure the benchmark index; runs go without a baseline until a measurement succeeds',
+  );
+}
+
 /**
  * The agent's benchmark index, the one baseline every run of the agent is compared with: the
  * median of a rolling window of readings taken as Lighthouse takes a run's own (cpu-benchmark.ts),
@@ -43,35 +72,26 @@ export function createCpuBaseline({
   measure: () => Promise<number[]>;
   logger: Logger;
 }): CpuBaseline {
-  let readings: number[] = [];
-  let value: Baseline | null = null;
+  const readings = createReadingWindow();
   let runsSince = 0;
   let stale = false;
   let measuring: Promise<void> | null = null;
 
-  const add = (more: readonly number[]) => {
-    readings = [...readings, ...more].slice(-WINDOW);
-    const stats = indexCentreAndSpread(readings);
-    value = stats && { index: Math.round(stats.centre), spread: Math.round(stats.spread * 1000) / 1000 };
-  };
   const calibrate = () =>
     measure()
       .then(
         (samples) => {
           if (samples.length === 0) throw new Error('the calibration took no reading');
-          if (stale) readings = [];
+          if (stale) readings.clear();
           stale = false;
-          add(samples);
+          readings.add(samples);
           runsSince = 0;
-          logger.info({ benchmarkIndex: value!.index, spread: value!.spread, samples }, 'CPU calibrated');
+          logger.info(
+            { benchmarkIndex: readings.value!.index, spread: readings.value!.spread, samples },
+            'CPU calibrated',
+          );
         },
-        (error: unknown) =>
-          logger.warn(
-            { err: { message: (error as Error).message } },
-            value === null
-              ? 'could not measure the benchmark index; runs go without a baseline until a measurement succeeds'
-              : 'could not measure the benchmark index; keeping the last one',
-          ),
+        (error: unknown) => logCalibrationFailure(logger, error, readings.value !== null),
       )
       .finally(() => {
         measuring = null;
@@ -80,14 +100,15 @@ export function createCpuBaseline({
   return {
     async beforeRun(agentIdle) {
       while (measuring) await measuring;
-      if ((value === null || runsSince >= everyRuns) && agentIdle()) {
+      if ((readings.value === null || runsSince >= everyRuns) && agentIdle()) {
         measuring = calibrate();
         await measuring;
       }
-      return value;
+      return readings.value;
     },
     runDone(run) {
       runsSince++;
+      const value = readings.value;
       if (value === null || !run?.alone || run.benchmarkIndex === null) return;
       const drift = driftBeyondLimit(run.benchmarkIndex, value.index, value.spread);
       if (drift > 0) {
@@ -97,10 +118,10 @@ export function createCpuBaseline({
         );
         stale = true;
         runsSince = everyRuns;
-      } else if (drift === 0) add([run.benchmarkIndex]);
+      } else if (drift === 0) readings.add([run.benchmarkIndex]);
     },
     get value() {
-      return value;
+      return readings.value;
     },
   };
 }
