@@ -6,10 +6,11 @@ import {
   type AuditReply,
   type LighthouseResult,
   type Location,
+  type RunConditions,
   type SecurityFacts,
 } from '@perfwatch/common';
-import { createCpuBaseline } from './cpu-baseline.ts';
-import type { AuditRunner } from './lighthouse-runner.ts';
+import { createCpuBaseline, type Baseline } from './cpu-baseline.ts';
+import type { AuditRunner, RunOutput } from './lighthouse-runner.ts';
 import type { RunObserver } from './metrics.ts';
 import { RunFailure } from './run-failure.ts';
 import { agentDefaults } from './config.ts';
@@ -46,9 +47,7 @@ export function createJobExecutor({
   observer,
   calibrateEveryRuns = agentDefaults.PERFWATCH_CALIBRATE_EVERY_RUNS,
 }: JobExecutorDeps): JobExecutor {
-  // Runs in progress on this agent, each counting the others it met: another run beside one,
-  // when it started or at any time after, makes its numbers doubtful.
-  const inProgress = new Set<{ overlapping: number }>();
+  const runs = createRunsInProgress();
   const baseline = runner.calibrate
     ? createCpuBaseline({ everyRuns: calibrateEveryRuns, measure: () => runner.calibrate!(), logger })
     : null;
@@ -60,14 +59,11 @@ export function createJobExecutor({
         new RunFailure('BAD_JOB', `job for ${job.location} sent to ${location}`, false),
       );
     const jobLog = logger.child({ requestId, jobId: job.jobId, device: job.device, runIndex: job.runIndex });
-    const calibration = baseline ? await baseline.beforeRun(() => inProgress.size === 0) : undefined;
+    const calibration = baseline ? await baseline.beforeRun(runs.idle) : undefined;
     const baselineBenchmarkIndex = calibration === undefined ? undefined : (calibration?.index ?? null);
     const startedAt = new Date();
     const loadAverage = Math.round(loadavg()[0]! * 100) / 100;
-    const concurrentRuns = inProgress.size;
-    const thisRun = { overlapping: concurrentRuns };
-    for (const other of inProgress) other.overlapping++;
-    inProgress.add(thisRun);
+    const thisRun = runs.start();
     let benchmarkIndex: number | null = null;
     try {
       const { lhr, lighthouseMs, conditions } = await observedRun(runner, job, observer, baselineBenchmarkIndex);
@@ -82,25 +78,62 @@ export function createJobExecutor({
           lighthouseMs,
           lhr: await keptResult(lhr, keepScreenshots),
           ...(security ? { security } : {}),
-          ...(conditions
-            ? {
-                conditions: {
-                  ...conditions,
-                  ...(calibration ? { benchmarkSpread: calibration.spread } : {}),
-                  concurrentRuns,
-                  overlappingRuns: thisRun.overlapping,
-                  loadAverage,
-                },
-              }
-            : {}),
+          ...(conditions ? { conditions: sentConditions(conditions, calibration, thisRun, loadAverage) } : {}),
         },
       };
     } catch (error) {
       return failureReply(job, agentId, error, jobLog);
     } finally {
-      inProgress.delete(thisRun);
+      thisRun.end();
       baseline?.runDone({ benchmarkIndex, alone: thisRun.overlapping === 0 });
     }
+  };
+}
+
+/** One run in progress: how many ran when it started, and how many it met in all so far. */
+interface RunInProgress {
+  readonly concurrentRuns: number;
+  readonly overlapping: number;
+  end(): void;
+}
+
+/**
+ * Runs in progress on this agent, each counting the others it met: another run beside one,
+ * when it started or at any time after, makes its numbers doubtful.
+ */
+function createRunsInProgress(): { idle: () => boolean; start(): RunInProgress } {
+  const inProgress = new Set<{ overlapping: number }>();
+  return {
+    idle: () => inProgress.size === 0,
+    start() {
+      const concurrentRuns = inProgress.size;
+      const run = { overlapping: concurrentRuns };
+      for (const other of inProgress) other.overlapping++;
+      inProgress.add(run);
+      return {
+        concurrentRuns,
+        get overlapping() {
+          return run.overlapping;
+        },
+        end: () => inProgress.delete(run),
+      };
+    },
+  };
+}
+
+/** The run's conditions as sent: the runner's, with the baseline's spread and how busy the agent and its host were. */
+function sentConditions(
+  conditions: NonNullable<RunOutput['conditions']>,
+  calibration: Baseline | null | undefined,
+  run: RunInProgress,
+  loadAverage: number,
+): RunConditions {
+  return {
+    ...conditions,
+    ...(calibration ? { benchmarkSpread: calibration.spread } : {}),
+    concurrentRuns: run.concurrentRuns,
+    overlappingRuns: run.overlapping,
+    loadAverage,
   };
 }
 
