@@ -4,19 +4,14 @@ import { CALM_CONDITIONS } from '../../test/support/new-cells.ts';
 import { gzipSync } from 'node:zlib';
 import {
   auditSubject,
-  decodeJob,
-  decodeReply,
-  encodeJob,
-  encodeReply,
-  encodeReplyParts,
   MAX_REPLY_INFLATED_BYTES,
-  receiveReply,
   ReplyRefused,
   runConditionsSchema,
   replyMismatch,
   type AuditJob,
   type AuditReply,
 } from './audit-messages.ts';
+import { decodeJob, decodeReply, encodeJob, encodeReply, encodeReplyParts, receiveReply } from './audit-codec.ts';
 
 describe('v1 audit messages', () => {
   it('puts each location on its own subject', () => {

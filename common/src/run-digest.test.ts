@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { loadLhr } from '../../test/support/lhr-fixtures.ts';
-import { encodeReplyParts, receiveReply, ReplyRefused, type AuditReply } from './audit-messages.ts';
+import { ReplyRefused, type AuditReply } from './audit-messages.ts';
+import { encodeReplyParts, receiveReply } from './audit-codec.ts';
 import { BUDGET_KEYS, checkCell, type BudgetKey } from './budgets.ts';
 import { lighthouseKpis, LIGHTHOUSE_KPI_VERSION } from './lighthouse-kpis.ts';
 import { pageSourceKpis, savingsKpis } from './page-kpis.ts';
