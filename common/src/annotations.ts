@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /** A deploy marker (or any note) on a project's timeline, drawn on its trend plots. */
-export const annotationSchema = z
+const annotationSchema = z
   .object({
     id: z.string(),
     url: z.string(),

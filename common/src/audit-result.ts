@@ -13,7 +13,7 @@ export const cruxPairSchema = z.object({
 });
 
 /** `<device>.<location>` of the spec's audit result. */
-export const locationResultSchema = z.object({
+const locationResultSchema = z.object({
   lighthouse: z.looseObject({
     crux: cruxPairSchema,
     date: z.string().regex(API_DATE_TIME_PATTERN),

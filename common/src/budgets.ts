@@ -25,7 +25,7 @@ export type BudgetKey = keyof typeof BUDGET_KEYS;
 const budgetKeyNames = Object.keys(BUDGET_KEYS) as [BudgetKey, ...BudgetKey[]];
 const budgetKeySet: ReadonlySet<string> = new Set(budgetKeyNames);
 /** Whether `key` is a budget key of perfwatch's own (never one a plain object inherits). */
-export const isBudgetKey = (key: string): key is BudgetKey => budgetKeySet.has(key);
+const isBudgetKey = (key: string): key is BudgetKey => budgetKeySet.has(key);
 export const budgetKeyList = budgetKeyNames.join(', ');
 
 /**
@@ -79,7 +79,7 @@ export function parseLimit(text: string): [BudgetKey, number] {
   return [key, value];
 }
 
-export const budgetCheckSchema = z.object({
+const budgetCheckSchema = z.object({
   key: z.enum(budgetKeyNames),
   /** What was measured, or null when the result does not have it. */
   actual: z.number().nullable(),
@@ -96,7 +96,7 @@ export type BudgetCheck = z.infer<typeof budgetCheckSchema>;
 /** Names a check across snapshots: its kind and key (`budget:performance`, `regression:lcp`). */
 export const checkId = (check: Pick<BudgetCheck, 'kind' | 'key'>): string => `${check.kind}:${check.key}`;
 
-export interface CellReport {
+interface CellReport {
   device: Device;
   location: Location;
   checks: BudgetCheck[];
@@ -217,10 +217,9 @@ export function evaluateBudgets(result: AuditResult, budgets: Budgets, previous?
   return { pass: cells.length > 0 && cells.every((cell) => cell.checks.every((check) => check.pass)), cells };
 }
 
-export const ALERT_STATES = ['passing', 'failing'] as const;
+const ALERT_STATES = ['passing', 'failing'] as const;
 export type AlertState = (typeof ALERT_STATES)[number];
-export const BUDGET_EVENTS = ['budget.failed', 'budget.recovered'] as const;
-export type BudgetEvent = (typeof BUDGET_EVENTS)[number];
+const BUDGET_EVENTS = ['budget.failed', 'budget.recovered'] as const;
 
 /**
  * A check of a stored snapshot: the check, the alert state it leaves (per project, device,

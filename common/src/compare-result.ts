@@ -4,7 +4,6 @@ import { DEVICES, LOCATIONS } from './ids.ts';
 
 /** The metrics a comparison looks at: the category score and Lighthouse's timings, per run. */
 export const COMPARED_METRICS = ['performance', 'fcp', 'lcp', 'si', 'tti', 'tbt', 'cls'] as const;
-export type ComparedMetric = (typeof COMPARED_METRICS)[number];
 
 /** Runs a side needs before its values are tested against the other side's. */
 export const MIN_RUNS_FOR_TEST = 3;
@@ -53,7 +52,7 @@ const opportunityChangeSchema = z.object({
   differenceMs: z.number(),
 });
 
-export const compareCellSchema = z.object({
+const compareCellSchema = z.object({
   device: z.enum(DEVICES),
   location: z.enum(LOCATIONS),
   metrics: z.array(metricChangeSchema),

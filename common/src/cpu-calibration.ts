@@ -12,7 +12,7 @@ import { median } from './median-run.ts';
  *
  * Below 150 a machine is slower than the phone itself: no slowdown can make it comparable.
  */
-export const MIN_BENCHMARK_INDEX = 150;
+const MIN_BENCHMARK_INDEX = 150;
 
 /**
  * How far (a fraction) a run's benchmark index may at least be from its agent's baseline before
@@ -20,7 +20,7 @@ export const MIN_BENCHMARK_INDEX = 150;
  * agent takes its baseline for stale and measures again. A machine whose own lone readings
  * spread wider gets a wider limit (benchmarkDriftLimit).
  */
-export const BENCHMARK_DRIFT_LIMIT = 0.15;
+const BENCHMARK_DRIFT_LIMIT = 0.15;
 
 /** Robust standard deviations of the agent's own readings a run may drift before it is doubted. */
 const SPREADS_ALLOWED = 3;

@@ -6,7 +6,7 @@ import { withoutPrototypeKeys } from './own-keys.ts';
  * Chrome UX Report field data. A record is what the CrUX API's `records:queryRecord` returns
  * under `record`: kept whole in snapshots; the Core Web Vitals assessment is derived from it.
  */
-export const cruxMetricSchema = z.looseObject({
+const cruxMetricSchema = z.looseObject({
   histogram: z
     .array(
       z.looseObject({

@@ -4,7 +4,7 @@ import { z } from 'zod';
  * Error statuses of the HTTP interface: the spec's table plus DESIGN.md's additions.
  * One table, so the gateway maps an error to HTTP in exactly one place.
  */
-export const ERROR_STATUSES = {
+const ERROR_STATUSES = {
   BAD_REQUEST: 400,
   UNAUTHORIZED: 401,
   NOT_FOUND: 404,

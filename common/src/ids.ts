@@ -9,8 +9,3 @@ export const UPDATE_TYPES = ['manual', 'scheduled', 'ci'] as const;
 export type UpdateType = (typeof UPDATE_TYPES)[number];
 
 export const UPDATE_MODES = ['sync', 'async'] as const;
-export type UpdateMode = (typeof UPDATE_MODES)[number];
-
-export function isLocation(value: unknown): value is Location {
-  return typeof value === 'string' && (LOCATIONS as readonly string[]).includes(value);
-}

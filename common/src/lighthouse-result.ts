@@ -5,7 +5,7 @@ import { withoutPrototypeKeys } from './own-keys.ts';
  * The parts of a Lighthouse result (LHR) that perfwatch reads. Everything else is kept as
  * it came (loose objects), because the API returns the full lighthouse object to clients.
  */
-export const lhrAuditSchema = z.looseObject({
+const lhrAuditSchema = z.looseObject({
   id: z.string(),
   score: z.number().nullable().optional(),
   numericValue: z.number().optional(),
@@ -14,7 +14,7 @@ export const lhrAuditSchema = z.looseObject({
   metricSavings: z.record(z.string(), z.number()).optional(),
 });
 
-export const lhrCategorySchema = z.looseObject({
+const lhrCategorySchema = z.looseObject({
   id: z.string(),
   score: z.number().nullable(),
   auditRefs: z

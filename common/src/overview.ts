@@ -3,7 +3,7 @@ import { DEVICES, LOCATIONS, UPDATE_TYPES, type UpdateType } from './ids.ts';
 import { API_DATE_TIME_PATTERN, missingCellSchema } from './audit-result.ts';
 import { SECTIONS } from './lighthouse-kpis.ts';
 
-export const SECTION_NAMES = SECTIONS.map((s) => s.toUpperCase()) as Array<Uppercase<(typeof SECTIONS)[number]>>;
+const SECTION_NAMES = SECTIONS.map((s) => s.toUpperCase()) as Array<Uppercase<(typeof SECTIONS)[number]>>;
 
 /** `Manual`, `Scheduled`, `Ci`: the spec's capitalized update type. */
 export function capitalizeUpdateType(type: UpdateType): 'Manual' | 'Scheduled' | 'Ci' {
@@ -60,7 +60,7 @@ export type SnapshotList = z.infer<typeof snapshotListSchema>;
 
 export const asyncAckSchema = z.object({ ok: z.literal(1), id: z.string() }).meta({ id: 'AsyncAcknowledgement' });
 
-export const UPDATE_STATES = ['queued', 'running', 'done', 'failed'] as const;
+const UPDATE_STATES = ['queued', 'running', 'done', 'failed'] as const;
 
 /** Runs finished (succeeded or failed) of those planned for one device and location of an update. */
 export const updateProgressSchema = z.object({

@@ -17,7 +17,7 @@ const origin = z
     'an origin is scheme://host[:port], without a path, query or fragment',
   )
   .meta({ description: 'The origin (scheme://host[:port]) of the page this step may type into.' });
-export const loginStepSchema = z.discriminatedUnion('action', [
+const loginStepSchema = z.discriminatedUnion('action', [
   z.strictObject({ action: z.literal('goto'), url: z.url({ protocol: /^https?$/ }) }),
   z.strictObject({
     action: z.literal('fill'),

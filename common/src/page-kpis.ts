@@ -3,11 +3,7 @@ import type { KpiRecord } from './lighthouse-kpis.ts';
 import type { LighthouseResult } from './lighthouse-result.ts';
 import { extractElementCount } from './run-metrics.ts';
 
-/**
- * PAGE_SOURCE and SAVINGS KPI records, taken from the representative run's Lighthouse result.
- * Bumped with LIGHTHOUSE_KPI_VERSION's idea: a changed definition gets a new number.
- */
-export const PAGE_KPI_VERSION = 1;
+// PAGE_SOURCE and SAVINGS KPI records, taken from the representative run's Lighthouse result.
 
 const networkItem = z.looseObject({
   url: z.string(),

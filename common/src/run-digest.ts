@@ -10,7 +10,7 @@ import { extractElementCount } from './run-metrics.ts';
  * The audits whose numbers a gateway reads of every run: the key metrics (run-metrics.ts) and
  * every metric a budget can bound (budgets.ts).
  */
-export const DIGEST_AUDITS = [
+const DIGEST_AUDITS = [
   ...new Set([
     'first-contentful-paint',
     'largest-contentful-paint',

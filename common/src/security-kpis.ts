@@ -17,7 +17,7 @@ export const SECURITY_HEADERS = [
  * (`TLSv1.3`, 7 characters) with a wide margin; a certificate's days within year 9999, the
  * last an X.509 date can name; the graded headers are six names of at most 25 characters.
  */
-export const SECURITY_FACT_BOUNDS = {
+const SECURITY_FACT_BOUNDS = {
   tlsProtocolChars: 64,
   certDaysLeft: 3_000_000,
   headers: 32,

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { cellCheckSchema } from './budgets.ts';
 import { DEVICES, LOCATIONS } from './ids.ts';
 
-export const WEBHOOK_EVENTS = ['budget.failed', 'budget.recovered', 'update.failed'] as const;
+const WEBHOOK_EVENTS = ['budget.failed', 'budget.recovered', 'update.failed'] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 /** The headers of every delivery. */
@@ -79,7 +79,7 @@ export function verifyWebhookSignature(
     });
 }
 
-export const deliverySchema = z
+const deliverySchema = z
   .object({
     id: z.string(),
     event: z.string(),
@@ -91,9 +91,8 @@ export const deliverySchema = z
     lastError: z.string().nullable(),
   })
   .meta({ id: 'WebhookDelivery' });
-export type Delivery = z.infer<typeof deliverySchema>;
 
-export const webhookSchema = z
+const webhookSchema = z
   .object({
     id: z.string(),
     targetUrl: z.string(),

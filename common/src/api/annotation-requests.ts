@@ -3,7 +3,7 @@ import { dateTime, normalizeProjectUrl, once, pageLimit, parsedString, projectUr
 
 // ---- /v1/annotations --------------------------------------------------------------------
 
-export const MAX_ANNOTATION_TEXT = 500;
+const MAX_ANNOTATION_TEXT = 500;
 /** Annotations one project may have, and a listing's page at most (and by default). */
 export const MAX_ANNOTATIONS_PER_PROJECT = 1_000;
 const annotationId = /^[A-Za-z0-9_-]{1,64}$/;

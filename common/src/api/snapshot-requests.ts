@@ -60,7 +60,7 @@ export const updatesBodySchema = updatesQuerySchema;
 
 // ---- /v1/overview -----------------------------------------------------------------------
 
-export const MAX_OVERVIEW_DAYS = 400;
+const MAX_OVERVIEW_DAYS = 400;
 
 export interface OverviewParams {
   startDate: Date;

@@ -24,6 +24,3 @@ export const loggingSettings = settingGroup('Logging and shutdown', {
         '(a file, a pipe, a log collector); `json` or `pretty` to choose.',
     ),
 });
-
-/** LOG_LEVEL of every program: pino's levels. */
-export const logLevelSchema = loggingSettings.settings.LOG_LEVEL;
