@@ -57,9 +57,9 @@ export interface AgentDeps {
  * How the job asked to be answered: the whole reply gzipped (before v1.5), in two parts with
  * the digest gzipped (v1.5), or with the digest as plain JSON (v1.6).
  */
-export type ReplyShape = 'whole' | 'parts' | 'parts, plain digest';
+type ReplyShape = 'whole' | 'parts' | 'parts, plain digest';
 
-export function replyShapeOf(job: AuditJob): ReplyShape {
+function replyShapeOf(job: AuditJob): ReplyShape {
   if (job.digest !== true) return 'whole';
   return job.plainDigest === true ? 'parts, plain digest' : 'parts';
 }

@@ -3,7 +3,7 @@
  * sync, safe-browsing lists), because agents run on locked-down networks and those
  * connections only add noise to the measurement.
  */
-export const BASE_CHROME_FLAGS = [
+const BASE_CHROME_FLAGS = [
   '--headless=new',
   '--disable-gpu',
   '--disable-background-networking',

@@ -30,7 +30,7 @@ export const agentSettings = programSettings({
   aliases: OPS_ALIASES,
 });
 
-export const agentEnvSchema = agentSettings.schema;
+const agentEnvSchema = agentSettings.schema;
 
 /** What an agent built without reading an environment runs with (perfwatch start, tests): the schema's defaults. */
 export const agentDefaults = agentEnvSchema.omit({ PERFWATCH_LOCATION: true }).parse({});

@@ -2,7 +2,7 @@ import { guardedGet } from './guarded-get.ts';
 import type { TargetGuard } from '@perfwatch/common';
 
 /** Chrome gives up after 20 redirects (net::ERR_TOO_MANY_REDIRECTS). */
-export const MAX_REDIRECTS = 20;
+const MAX_REDIRECTS = 20;
 
 /**
  * Follows `url`'s redirects one hop at a time and says whether they go on past Chrome's limit.
