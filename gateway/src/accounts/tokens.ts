@@ -8,7 +8,7 @@ import { z } from 'zod';
  * the SHA-256 digest of the whole token is stored; the digest is compared in constant time.
  */
 const TOKEN_PATTERN = /^pw_([A-Za-z0-9_-]{43})$/;
-export const TOKEN_PREFIX_LENGTH = 8;
+const TOKEN_PREFIX_LENGTH = 8;
 
 export interface IssuedToken {
   token: string;

@@ -4,7 +4,7 @@ import type { recomputeKpis } from './recompute-kpis.ts';
 import type { Admin } from './admin.ts';
 
 /** The options of `perfwatch admin`: one set, taken by every command (each reads those it uses). */
-export const ADMIN_OPTIONS = {
+const ADMIN_OPTIONS = {
   locations: { type: 'string' },
   'default-location': { type: 'string' },
   runs: { type: 'string' },

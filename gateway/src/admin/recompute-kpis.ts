@@ -3,7 +3,7 @@ import type { KpisStore } from '../snapshots/store/kpis-store.ts';
 import type { SnapshotReadsStore } from '../snapshots/store/snapshots-store.ts';
 
 /** The sections whose records come from the stored Lighthouse result alone, and can be rebuilt from it. */
-export const RECOMPUTED_SECTIONS = ['LIGHTHOUSE', 'PAGE_SOURCE', 'SAVINGS'] as const;
+const RECOMPUTED_SECTIONS = ['LIGHTHOUSE', 'PAGE_SOURCE', 'SAVINGS'] as const;
 
 /**
  * Rebuilds the KPI records of every snapshot stored with an older LIGHTHOUSE_KPI_VERSION from its

@@ -38,7 +38,7 @@ export function needsConfirmation(checks: readonly BudgetCheck[], prior: PriorCe
 }
 
 /** A cell's checks against the budgets and, given its previous result, the allowed regressions. */
-export function checksOf(lighthouse: LighthouseResult, budgets: Budgets, prior: PriorCell | undefined): BudgetCheck[] {
+function checksOf(lighthouse: LighthouseResult, budgets: Budgets, prior: PriorCell | undefined): BudgetCheck[] {
   return checkCell(lighthouse, budgets, prior?.lighthouse);
 }
 
@@ -76,7 +76,7 @@ const PRIOR_SNAPSHOTS = 20;
  * Each cell's previous snapshot: the newest of the project's recent snapshots that has the cell.
  * Read before the update stores its own.
  */
-export async function readPriorCells(
+async function readPriorCells(
   store: Pick<SnapshotReadsStore, 'listSnapshots' | 'findSnapshot'>,
   project: ProjectRecord,
   cells: ReadonlyArray<{ device: Device; location: Location }>,
@@ -99,7 +99,7 @@ export async function readPriorCells(
   return prior;
 }
 
-export const cellKey = (device: Device, location: Location): string => `${device}/${location}`;
+const cellKey = (device: Device, location: Location): string => `${device}/${location}`;
 
 /**
  * Sets each result's `checks`: the project's budgets against its result, the previous

@@ -14,7 +14,7 @@ export class WebhookRefused extends Error {
 }
 
 /** Deliveries listed per webhook. */
-export const DELIVERIES_SHOWN = 20;
+const DELIVERIES_SHOWN = 20;
 
 /** What adding a webhook is held to: where it may post, how its secret is kept, how many a user may have. */
 export interface WebhookRules {

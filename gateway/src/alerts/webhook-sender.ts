@@ -1,13 +1,11 @@
-import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import type { LookupFunction } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { DELIVERY_HEADER, SIGNATURE_HEADER, signWebhookBody, PERFWATCH_VERSION } from '@perfwatch/common';
+import { DELIVERY_HEADER, SIGNATURE_HEADER, signWebhookBody } from '@perfwatch/common';
 import { SecretKeyError, type SecretBox } from '../accounts/secret-box.ts';
 import type { DeliveryRecord, WebhookRecord, WebhooksStore } from './store/webhooks-store.ts';
 import { openWebhookSecret } from './webhook-secrets.ts';
-import { approveWebhookTarget, type WebhookTargets } from './webhook-targets.ts';
+import { postWebhook, type Attempt } from './webhook-post.ts';
+import type { WebhookTargets } from './webhook-targets.ts';
 
 /**
  * When a failed delivery is tried again: doubling from `firstMs` up to `maxMs`, until
@@ -61,89 +59,102 @@ export interface WebhookSenderOptions {
  */
 export const claimLeaseMs = (deadlineMs: number): number => 2 * deadlineMs;
 
-/** How an attempt ended: a 2xx is delivered; anything else is a reason to try again. */
-type Attempt = { ok: true } | { ok: false; error: string };
+/** What the sender records an attempt by: the outbox, its log, the retry policy and the clock. */
+interface AttemptRecording {
+  store: Pick<WebhooksStore, 'recordDeliveryAttempt'>;
+  logger: Logger;
+  retry: RetryPolicy;
+  onAttempt: WebhookSenderOptions['onAttempt'];
+  now: () => Date;
+}
 
-const RESPONSE_LIMIT = 64 * 1024;
+/** Records how a post ended: delivered, due again after the retry delay, or failed for good past the policy's day. */
+async function recordOutcome(
+  { store, logger, retry, onAttempt, now }: AttemptRecording,
+  delivery: DeliveryRecord,
+  outcome: Attempt,
+  log: Record<string, unknown>,
+): Promise<void> {
+  if (outcome.ok) {
+    await store.recordDeliveryAttempt(delivery.id, { status: 'delivered', at: now() });
+    logger.info(log, 'webhook delivered');
+    onAttempt?.('delivered');
+    return;
+  }
+  const nextAttemptAt = new Date(now().getTime() + retryDelayMs(delivery.attempts + 1, retry));
+  if (nextAttemptAt.getTime() - delivery.createdAt.getTime() > retry.giveUpAfterMs) {
+    await store.recordDeliveryAttempt(delivery.id, { status: 'failed', error: outcome.error });
+    logger.warn({ ...log, error: outcome.error }, 'webhook delivery given up');
+    onAttempt?.('failed');
+    return;
+  }
+  await store.recordDeliveryAttempt(delivery.id, { status: 'pending', error: outcome.error, nextAttemptAt });
+  logger.info({ ...log, error: outcome.error, nextAttemptAt }, 'webhook delivery failed; will retry');
+  onAttempt?.('retry');
+}
 
-/** `work`, or the deadline's reason once it passes first. */
-function beforeDeadline<T>(work: Promise<T>, deadline: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const late = () => reject(deadline.reason as Error);
-    deadline.addEventListener('abort', late, { once: true });
-    work.then(resolve, reject).finally(() => deadline.removeEventListener('abort', late));
-  });
+/** The post, signed at this moment (`t` in the signature is when it was sent, not when the event happened). */
+async function signedPost(
+  hook: WebhookRecord,
+  delivery: DeliveryRecord,
+  {
+    secrets,
+    targets,
+    deadlineMs,
+    now,
+  }: { secrets: SecretBox; targets: WebhookTargets; deadlineMs: number; now: () => Date },
+): Promise<Attempt> {
+  let secret: string;
+  try {
+    secret = openWebhookSecret(secrets, hook);
+  } catch (error) {
+    if (!(error instanceof SecretKeyError)) throw error;
+    return { ok: false, error: `the webhook's signing secret cannot be opened: ${error.message}` };
+  }
+  const signature = signWebhookBody(secret, delivery.body, Math.floor(now().getTime() / 1000));
+  return postWebhook(
+    hook.targetUrl,
+    delivery.body,
+    { [SIGNATURE_HEADER]: signature, [DELIVERY_HEADER]: delivery.id },
+    { targets, deadlineMs },
+  );
 }
 
 /**
- * Posts one body, all of it (resolving the host, connecting, sending, reading the answer) within
- * `deadlineMs`: a receiver that answers a byte at a time holds a sender no longer than that. The
- * host is resolved through the rules and the connection made to the address they approved (no
- * second lookup a rebinding name could answer differently); redirects are not followed, so a
- * receiver cannot send the delivery somewhere the rules refuse.
+ * The posts in flight, all users together and per user; a post's slot frees when it ends.
+ *
+ * Slots are counted here rather than with p-limit (a dependency already): p-limit queues work
+ * given to it, and a claimed delivery must not queue, since its claim runs from the moment it
+ * is taken; called only with a slot free, it would be a counter, which this is.
  */
-export async function postWebhook(
-  target: string,
-  body: string,
-  headers: Record<string, string>,
-  { targets, deadlineMs }: { targets: WebhookTargets; deadlineMs: number },
-): Promise<Attempt> {
-  const url = new URL(target);
-  const deadline = AbortSignal.timeout(deadlineMs);
-  const late: Attempt = {
-    ok: false,
-    error: `no complete answer within ${deadlineMs} ms (WEBHOOK_DEADLINE_MS); the request was cut off`,
+function createDeliverySlots() {
+  const inFlight = new Set<Promise<void>>();
+  const perUserInFlight = new Map<string, number>();
+  return {
+    get size() {
+      return inFlight.size;
+    },
+    /** Users with `perUser` posts in flight or more. */
+    busyUsers: (perUser: number): string[] =>
+      [...perUserInFlight].filter(([, count]) => count >= perUser).map(([user]) => user),
+    /** Takes a slot of `user` and starts `work` in it; the slot frees when the work ends. */
+    hold(user: string, work: () => Promise<void>): void {
+      perUserInFlight.set(user, (perUserInFlight.get(user) ?? 0) + 1);
+      const running: Promise<void> = work().finally(() => {
+        inFlight.delete(running);
+        const left = perUserInFlight.get(user)! - 1;
+        if (left === 0) perUserInFlight.delete(user);
+        else perUserInFlight.set(user, left);
+      });
+      inFlight.add(running);
+    },
+    /** Settles when a post in flight ends (a slot frees); never while none is in flight. */
+    freed: (): Promise<void> => (inFlight.size > 0 ? Promise.race(inFlight) : new Promise<void>(() => {})),
+    /** Settles when every post in flight has ended and been recorded. */
+    async drain(): Promise<void> {
+      while (inFlight.size > 0) await Promise.all(inFlight);
+    },
   };
-  // Resolved (and judged) here, whether a name or an address literal (Node skips `lookup` for those).
-  let approved: { address: string; family: 4 | 6 };
-  try {
-    approved = await beforeDeadline(approveWebhookTarget(targets, url), deadline);
-  } catch (error) {
-    return deadline.aborted ? late : { ok: false, error: (error as Error).message.slice(0, 500) };
-  }
-  const lookup: LookupFunction = (_host, options, callback) => {
-    if (options.all)
-      (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [approved]);
-    else callback(null, approved.address, approved.family);
-  };
-  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-  return new Promise((resolve) => {
-    let settled = false;
-    const settle = (attempt: Attempt) => {
-      if (!settled) resolve(attempt);
-      settled = true;
-    };
-    const req = send(
-      url,
-      {
-        method: 'POST',
-        lookup,
-        signal: deadline,
-        headers: {
-          'Content-Type': 'application/json',
-          'Content-Length': String(Buffer.byteLength(body)),
-          'User-Agent': `perfwatch-webhooks/${PERFWATCH_VERSION}`,
-          ...headers,
-        },
-      },
-      (res: IncomingMessage) => {
-        let read = 0;
-        res.on('data', (chunk: Buffer) => {
-          read += chunk.length;
-          // Enough of an answer: its status is what counts.
-          if (read > RESPONSE_LIMIT) res.destroy();
-        });
-        res.on('error', () => undefined);
-        res.on('close', () => {
-          if (!res.complete && deadline.aborted) return settle(late);
-          const status = res.statusCode ?? 0;
-          settle(status >= 200 && status < 300 ? { ok: true } : { ok: false, error: `HTTP ${status}` });
-        });
-      },
-    );
-    req.on('error', (error) => settle(deadline.aborted ? late : { ok: false, error: error.message.slice(0, 500) }));
-    req.end(body);
-  });
 }
 
 /**
@@ -152,10 +163,6 @@ export async function postWebhook(
  * with its signature, and recorded delivered, due again later, or failed for good after the
  * retry policy's day. At most `concurrency` posts at once, and `perUser` of one user's: a user
  * whose receivers hang, or who has thousands due, holds that many slots and no more.
- *
- * Slots are counted here rather than with p-limit (a dependency already): p-limit queues work
- * given to it, and a claimed delivery must not queue, since its claim runs from the moment it
- * is taken; called only with a slot free, it would be a counter, which this is.
  */
 export function createWebhookSender({
   store,
@@ -170,8 +177,8 @@ export function createWebhookSender({
   now = () => new Date(),
 }: Omit<WebhookSenderOptions, 'pollMs' | 'retentionMs' | 'pruneEveryMs'>) {
   const leaseMs = claimLeaseMs(deadlineMs);
-  const inFlight = new Set<Promise<void>>();
-  const perUserInFlight = new Map<string, number>();
+  const slots = createDeliverySlots();
+  const recording: AttemptRecording = { store, logger, retry, onAttempt, now };
 
   async function attempt(delivery: DeliveryRecord, claimedAt: number): Promise<void> {
     const hook = await store.findWebhook(delivery.webhookId);
@@ -185,57 +192,8 @@ export function createWebhookSender({
       logger.warn(log, 'webhook delivery not posted: reading its webhook took most of its claim');
       return;
     }
-    const outcome = await signedPost(hook, delivery);
-    if (outcome.ok) {
-      await store.recordDeliveryAttempt(delivery.id, { status: 'delivered', at: now() });
-      logger.info(log, 'webhook delivered');
-      onAttempt?.('delivered');
-      return;
-    }
-    const nextAttemptAt = new Date(now().getTime() + retryDelayMs(delivery.attempts + 1, retry));
-    if (nextAttemptAt.getTime() - delivery.createdAt.getTime() > retry.giveUpAfterMs) {
-      await store.recordDeliveryAttempt(delivery.id, { status: 'failed', error: outcome.error });
-      logger.warn({ ...log, error: outcome.error }, 'webhook delivery given up');
-      onAttempt?.('failed');
-      return;
-    }
-    await store.recordDeliveryAttempt(delivery.id, { status: 'pending', error: outcome.error, nextAttemptAt });
-    logger.info({ ...log, error: outcome.error, nextAttemptAt }, 'webhook delivery failed; will retry');
-    onAttempt?.('retry');
-  }
-
-  /** The post, signed at this moment (`t` in the signature is when it was sent, not when the event happened). */
-  async function signedPost(hook: WebhookRecord, delivery: DeliveryRecord): Promise<Attempt> {
-    let secret: string;
-    try {
-      secret = openWebhookSecret(secrets, hook);
-    } catch (error) {
-      if (!(error instanceof SecretKeyError)) throw error;
-      return { ok: false, error: `the webhook's signing secret cannot be opened: ${error.message}` };
-    }
-    const signature = signWebhookBody(secret, delivery.body, Math.floor(now().getTime() / 1000));
-    return postWebhook(
-      hook.targetUrl,
-      delivery.body,
-      { [SIGNATURE_HEADER]: signature, [DELIVERY_HEADER]: delivery.id },
-      { targets, deadlineMs },
-    );
-  }
-
-  function start(delivery: DeliveryRecord, claimedAt: number): void {
-    const user = delivery.userId;
-    perUserInFlight.set(user, (perUserInFlight.get(user) ?? 0) + 1);
-    const running: Promise<void> = attempt(delivery, claimedAt)
-      .catch((error: unknown) =>
-        logger.error({ delivery: delivery.id, err: error }, 'webhook delivery could not be recorded'),
-      )
-      .finally(() => {
-        inFlight.delete(running);
-        const left = perUserInFlight.get(user)! - 1;
-        if (left === 0) perUserInFlight.delete(user);
-        else perUserInFlight.set(user, left);
-      });
-    inFlight.add(running);
+    const outcome = await signedPost(hook, delivery, { secrets, targets, deadlineMs, now });
+    await recordOutcome(recording, delivery, outcome, log);
   }
 
   /**
@@ -244,11 +202,14 @@ export function createWebhookSender({
    */
   async function fill(): Promise<number> {
     let started = 0;
-    while (inFlight.size < concurrency) {
-      const busy = [...perUserInFlight].filter(([, count]) => count >= perUser).map(([user]) => user);
-      const [delivery] = await store.claimDeliveries(now(), 1, leaseMs, busy);
+    while (slots.size < concurrency) {
+      const [delivery] = await store.claimDeliveries(now(), 1, leaseMs, slots.busyUsers(perUser));
       if (!delivery) break;
-      start(delivery, performance.now());
+      slots.hold(delivery.userId, () =>
+        attempt(delivery, performance.now()).catch((error: unknown) =>
+          logger.error({ delivery: delivery.id, err: error }, 'webhook delivery could not be recorded'),
+        ),
+      );
       started += 1;
     }
     return started;
@@ -257,15 +218,13 @@ export function createWebhookSender({
   return {
     fill,
     /** Settles when a post in flight ends (a slot frees); never while none is in flight. */
-    slotFreed: (): Promise<void> => (inFlight.size > 0 ? Promise.race(inFlight) : new Promise<void>(() => {})),
+    slotFreed: slots.freed,
     /** Settles when every post in flight has ended and been recorded. */
-    drain: async (): Promise<void> => {
-      while (inFlight.size > 0) await Promise.all(inFlight);
-    },
+    drain: slots.drain,
     /** One round (tests): what is due and fits, posted and recorded; how many were taken. */
     async sendDue(): Promise<number> {
       const started = await fill();
-      while (inFlight.size > 0) await Promise.all(inFlight);
+      await slots.drain();
       return started;
     },
   };

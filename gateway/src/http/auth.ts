@@ -3,7 +3,7 @@ import { ApiError } from '@perfwatch/common';
 import type { AccountsStore } from '../accounts/store/accounts-store.ts';
 import { digestsEqual, hasExpired, tokenDigest, tokenFromHeader, tokenPrefix } from '../accounts/tokens.ts';
 
-export interface Caller {
+interface Caller {
   /** Whose request it is, whichever of the user's tokens it came with: what limits count by. */
   userId: string;
 }

@@ -48,7 +48,7 @@ export interface RouteDeps {
 export type ResponseDoc = string | { description: string; retryAfter: true };
 
 /** What the OpenAPI document says of an endpoint besides its schemas (openapi.ts). */
-export interface EndpointDoc {
+interface EndpointDoc {
   summary: string;
   /** What the 200 answer is. */
   answer: string;

@@ -17,7 +17,7 @@ export const ROUTE_BASE = 'perfwatchRouteBase';
 
 export type UpdateMode = 'sync' | 'async';
 /** complete: every (device, location) measured; partial: some; failed: none. */
-export type UpdateOutcomeLabel = 'complete' | 'partial' | 'failed';
+type UpdateOutcomeLabel = 'complete' | 'partial' | 'failed';
 
 /** What the update service reports as it works; metrics are one listener. */
 export interface UpdateObserver {

@@ -17,7 +17,7 @@ import { UnreadableRecords } from './unreadable-records.ts';
 export { KPI_ORDER, KPI_PROJECTION } from '../snapshots/store/mongo-kpis.ts';
 export { isTransientStoreError } from './mongo-database.ts';
 
-export interface MongoStoreOptions extends MongoSnapshotsOptions {
+interface MongoStoreOptions extends MongoSnapshotsOptions {
   uri: string;
   dbName: string;
 }

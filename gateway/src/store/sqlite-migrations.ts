@@ -1,7 +1,7 @@
 import type { DatabaseSync } from 'node:sqlite';
 
 /** One step of a file's schema, from the version before it to its own. */
-export interface Migration {
+interface Migration {
   version: number;
   /** What the step adds, for whoever reads the list. */
   adds: string;
@@ -41,7 +41,7 @@ export const addColumns =
   };
 
 /** The schema the slices make together: the highest of their steps' numbers (1 without any). */
-export const schemaVersion = (schemas: readonly SqliteSchema[]): number =>
+const schemaVersion = (schemas: readonly SqliteSchema[]): number =>
   Math.max(1, ...schemas.flatMap((s) => s.steps ?? []).map((step) => step.version));
 
 /**

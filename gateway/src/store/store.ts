@@ -20,7 +20,7 @@ export * from '../snapshots/store/snapshots-store.ts';
 export * from '../updates/store/updates-store.ts';
 
 /** Runs finished of those planned, per device and location: the API's shape, kept as it is. */
-export type { MissingCell, UpdateProgress } from '@perfwatch/common';
+export type { UpdateProgress } from '@perfwatch/common';
 
 /** The store as a whole: its connection or file, and what the programs keep beside the data. */
 export interface StoreBase {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ownId, type StoredForms } from '../../store/record-forms.ts';
 
-export const WEBHOOK_FORMATS = ['json', 'slack'] as const;
+const WEBHOOK_FORMATS = ['json', 'slack'] as const;
 export type WebhookFormat = (typeof WEBHOOK_FORMATS)[number];
 
 export interface WebhookRecord {
@@ -22,8 +22,8 @@ export interface WebhookRecord {
 
 export type NewWebhook = Omit<WebhookRecord, 'id' | 'createdAt'>;
 
-export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
-export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
+type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 /** One event for one webhook, in the outbox until delivered or given up on. */
 export interface DeliveryRecord {

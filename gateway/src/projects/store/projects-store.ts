@@ -42,7 +42,7 @@ export interface ProjectsStore {
 }
 
 /** A project without budgets has these: none, and no allowed regression (a new object each time). */
-export const noBudgets = (): Budgets => ({ budgets: {}, maxRegression: {} });
+const noBudgets = (): Budgets => ({ budgets: {}, maxRegression: {} });
 
 /** A new project's record: what it was given, its defaults, its id and when. */
 export const newProjectRecord = (project: NewProject, id: string, createdAt: Date): ProjectRecord => ({

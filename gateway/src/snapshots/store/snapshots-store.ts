@@ -21,7 +21,7 @@ import type { StoredForms } from '../../store/record-forms.ts';
 import type { ProjectRecord } from '../../projects/store/projects-store.ts';
 import { storedResultJson, withStoredResult, type ResultBytes } from '../result-bytes.ts';
 
-export interface CruxPair {
+interface CruxPair {
   url: CruxRecord | null;
   origin?: CruxRecord;
 }

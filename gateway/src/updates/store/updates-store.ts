@@ -13,7 +13,7 @@ import {
 } from '@perfwatch/common';
 import type { StoredForms } from '../../store/record-forms.ts';
 
-export const UPDATE_STATUSES = ['queued', 'running', 'done', 'failed'] as const;
+const UPDATE_STATUSES = ['queued', 'running', 'done', 'failed'] as const;
 export type UpdateStatus = (typeof UPDATE_STATUSES)[number];
 
 export interface NewUpdate {
