@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import express from 'express';
 
 /** The demo site's pages: what `perfwatch start` offers to audit, and the tests' fixture site. */
-export const DEMO_SITE_ROOT = join(import.meta.dirname, 'demo-site');
+const DEMO_SITE_ROOT = join(import.meta.dirname, 'demo-site');
 
 export interface DemoSite {
   /** Base URL, ending in `/`. */
@@ -80,7 +80,7 @@ export async function startDemoSite({
  * needs (doctype, language, charset, viewport). A whole document (it starts with a doctype) is
  * served as it is.
  */
-export function inLayout(page: string): string {
+function inLayout(page: string): string {
   if (/^\s*<!doctype/i.test(page)) return page;
   const body = page.indexOf('<body');
   if (body < 0) throw new Error('a demo page has no <body>');

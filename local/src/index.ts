@@ -1,1 +1,1 @@
-export { DEMO_LOGIN, DEMO_SITE_ROOT, startDemoSite, type DemoSite } from './demo-site-server.ts';
+export { DEMO_LOGIN, startDemoSite, type DemoSite } from './demo-site-server.ts';
