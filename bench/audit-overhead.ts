@@ -27,7 +27,7 @@ export interface OverheadFigures {
   warm: PathFigures;
 }
 
-export interface PathFigures {
+interface PathFigures {
   updateMs: number[];
   agentLighthouseMs: number[];
   updateOverCli: number;

@@ -28,7 +28,7 @@ const FIRST_DAY = Math.floor(Date.now() / DAY_MS) - 380;
 
 export type OverviewStore = 'embedded' | 'mongo-wire';
 
-export interface OverviewLevel {
+interface OverviewLevel {
   records: number;
   mb: number;
   seconds: number;

@@ -48,9 +48,9 @@ const EVERY_MS = 8 * 3_600_000;
 // Within the gateway's retention (RETENTION_DAYS, 400 by default), which would delete older ones.
 const FIRST = Math.floor(Date.now() / 86_400_000 - 360) * 86_400_000;
 const EXTERNAL_URI = process.env['BENCH_MONGODB_URI'];
-export const DEFAULT_SNAPSHOTS = EXTERNAL_URI ? 100_000 : 300;
+const DEFAULT_SNAPSHOTS = EXTERNAL_URI ? 100_000 : 300;
 // 8 KPI records per snapshot of the template: 125,000 snapshots make a million.
-export const EMBEDDED_SNAPSHOTS = 125_000;
+const EMBEDDED_SNAPSHOTS = 125_000;
 const CONNECTIONS = 10;
 const ROUND_SECONDS = Number(process.env['BENCH_READ_SECONDS'] ?? 10);
 const ROUNDS = 2;

@@ -31,9 +31,9 @@ const PAGES = [
 ] as const;
 type Device = (typeof PAGES)[number]['device'];
 const RUNS = [1, 3, 5] as const;
-export const GOALS = { medianOf5ScoreSd: 1, medianOf5LcpCv: 0.03, cliMedianDifference: 2 };
+const GOALS = { medianOf5ScoreSd: 1, medianOf5LcpCv: 0.03, cliMedianDifference: 2 };
 
-export interface Spread {
+interface Spread {
   page: string;
   device: Device;
   capacity: number;
@@ -49,7 +49,7 @@ export interface Spread {
   medianUpdateMs: number;
 }
 
-export interface Agreement {
+interface Agreement {
   page: string;
   device: Device;
   /** The CPU slowdown both sides ran with. */
@@ -139,7 +139,7 @@ async function measureSpreads(capacity: number, updates: number): Promise<Spread
   }
 }
 
-export async function measureAgreement(rounds: number): Promise<Agreement[]> {
+async function measureAgreement(rounds: number): Promise<Agreement[]> {
   const stack = await startLocalStack([{ location: 'london', runsPerBrowser: 50 }]);
   const dir = await mkdtemp(join(tmpdir(), 'perfwatch-cli-'));
   const flags = chromeFlags({ noSandbox: process.getuid?.() === 0 });

@@ -17,7 +17,7 @@ import { auditResultSchema, type RunSummary } from '@perfwatch/common';
 import { freePort } from '../test/support/local-servers.ts';
 import { spawnServer, startLocalStack } from './local-stack.ts';
 
-export interface VerdictTally {
+interface VerdictTally {
   setup: 'perfwatch start' | 'two agents, two locations';
   load: 'idle' | 'one core taken';
   runs: number;
@@ -78,7 +78,7 @@ async function tally(
 }
 
 /** Debian's stress-ng spinning on one core (scripts/setup.sh bench installs it). */
-export function startCompetingLoad(): { stop(): Promise<void> } {
+function startCompetingLoad(): { stop(): Promise<void> } {
   const child: ChildProcess = spawn('stress-ng', ['--cpu', '1', '--cpu-method', 'matrixprod', '--quiet'], {
     stdio: 'ignore',
   });

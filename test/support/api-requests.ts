@@ -11,7 +11,7 @@ export type Params = Record<string, string | string[] | undefined>;
 export type Reply = { status: number; headers: Headers; body: unknown };
 type Checker = Awaited<ReturnType<typeof openApiResponseChecker>>;
 
-export function queryString(params: Params): string {
+function queryString(params: Params): string {
   const search = new URLSearchParams();
   for (const [key, value] of Object.entries(params))
     for (const v of value === undefined ? [] : [value].flat()) search.append(key, v);

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
  * else podman (scripts/container-engine.sh decides, as `npm run images` does). podman runs with
  * the project's containers.conf unless CONTAINERS_CONF names another.
  */
-export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '../..');
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '../..');
 export const STANDIN = 'localhost/perfwatch-standin';
 
 export interface Command {

@@ -16,7 +16,7 @@ import { loadLhr } from './lhr-fixtures.ts';
  * bytes. Its rows repeat within gzip's window, so it compresses to about 0.2 MB and fits one
  * message of NATS's default max_payload (1 MB): an agent can send it over the shipped NATS.
  */
-export function largestResult(): { json: Buffer; gzip: Buffer } {
+function largestResult(): { json: Buffer; gzip: Buffer } {
   const lhr: LighthouseResult = loadLhr('mobile', 1);
   const items: unknown[] = [];
   lhr.audits['network-requests']!.details = { type: 'table', headings: [], items };
@@ -44,7 +44,7 @@ export function largestResult(): { json: Buffer; gzip: Buffer } {
   return { json, gzip: gzipSync(json) };
 }
 
-export const LARGE_PROJECT = 'https://largest-results.example/';
+const LARGE_PROJECT = 'https://largest-results.example/';
 
 /**
  * A user, a project of every location, and `dates.length` snapshots of it, each holding the
