@@ -39,7 +39,7 @@ EXPOSE 9464
 # exploit on a hostile page then stays in Chrome's sandbox instead of running as the agent, which
 # holds the NATS credentials. The sandbox needs user namespaces and a chroot inside them, which
 # default seccomp profiles refuse to a container without capabilities: run with
-# deploy/seccomp/chrome-sandbox.json (README, "The agent's seccomp profile").
+# deploy/seccomp/chrome-sandbox.json (docs/operating.md, "The agent's seccomp profile").
 # CHROME_NO_SANDBOX=true is the escape hatch where that is not possible.
 # tini as PID 1 reaps what Chrome leaves: its helpers, orphaned when a browser is retired, would
 # otherwise stay zombies of the agent, and the agent waits for a killed Chrome to be gone.

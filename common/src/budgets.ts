@@ -224,7 +224,7 @@ const BUDGET_EVENTS = ['budget.failed', 'budget.recovered'] as const;
 /**
  * A check of a stored snapshot: the check, the alert state it leaves (per project, device,
  * location and check), the confirmation run's value when the failure needed one, and the
- * event it announced, if any (the README, "Budgets, alerts and webhooks", has the rule).
+ * event it announced, if any (docs/cli-and-budgets.md, "The alert rule", has the rule).
  */
 export const cellCheckSchema = budgetCheckSchema
   .extend({

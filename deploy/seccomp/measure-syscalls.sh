@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures the system calls the agent image makes under a seccomp profile: how
-# deploy/seccomp/chrome-sandbox.json was narrowed (README, "The agent's seccomp profile").
+# deploy/seccomp/chrome-sandbox.json was narrowed (docs/operating.md, "The agent's seccomp profile").
 #
 # The agent image runs as shipped (cap_drop ALL, no-new-privileges, read-only root, /tmp on
 # tmpfs, 1 GiB /dev/shm, Chrome in its own sandbox) with podman and runc, and serves a location

@@ -15,7 +15,7 @@ import type { RunOutcome } from '../dispatch/run-outcome.ts';
 import type { NewLocationSnapshot, ProjectRecord, SnapshotReadsStore } from '../store/store.ts';
 
 /**
- * Alerts without noise (the README, "Budgets, alerts and webhooks"). Every check of a (project, device, location) has a
+ * Alerts without noise (docs/cli-and-budgets.md, "The alert rule"). Every check of a (project, device, location) has a
  * state, passing or failing, carried from snapshot to snapshot with the checks themselves. An
  * event is a change of state: a failure of a passing check is measured once more (the
  * confirmation run) and becomes `budget.failed` only when that run fails the check too; a

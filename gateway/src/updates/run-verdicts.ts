@@ -15,7 +15,7 @@ import type { ReceivedRun } from '../dispatch/run-outcome.ts';
 export type JudgedRun = Pick<DigestedRunResult, 'agentId' | 'conditions' | 'digest'>;
 
 /**
- * When the gateway doubts a run. One table, cited by README ("Trusting the numbers"): a run is
+ * When the gateway doubts a run. One table, cited by docs/measuring.md ("A verdict on every run"): a run is
  * suspect when its machine was slower or faster than the agent's calibration says, when another
  * run shared the agent with it, when Lighthouse itself warned about the run, or when its numbers
  * stand apart from the other runs of its device and location.
