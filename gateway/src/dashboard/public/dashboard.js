@@ -790,7 +790,7 @@ async function reportView(params) {
   if (!lhr) throw new Error(`No ${device}/${location} result in the snapshot of ${date}.`);
   const container = h('div', { class: 'lighthouse-report' });
   show(`Lighthouse report of ${url}`, crumbs(url, h('a', { href: link('snapshot', { url, date }) }, date)), container);
-  // Stored results leave out Lighthouse's i18n table and screenshots; the renderer falls back to English and shows no filmstrip.
+  // Stored results leave out Lighthouse's i18n table (the renderer falls back to English) and keep small WebP screenshots.
   container.append(
     renderer.renderReport(offline(lhr), { disableFireworks: true, disableDarkMode: true, omitTopbar: false }),
   );
