@@ -7,6 +7,7 @@ import { projectUrl } from './request-fields.ts';
 
 /** No parameters: the caller's projects. */
 export const projectsQuerySchema = z.strictObject({});
+/** @alias A POST body takes the same parameters as the query string. */
 export const projectsBodySchema = projectsQuerySchema;
 
 // ---- /v1/budgets ------------------------------------------------------------------------

@@ -56,6 +56,7 @@ export const updatesQuerySchema = z.strictObject({
     .optional()
     .meta({ description: 'Only snapshots strictly older than this date-time: the `next` of the page after this one.' }),
 });
+/** @alias A POST body takes the same parameters as the query string. */
 export const updatesBodySchema = updatesQuerySchema;
 
 // ---- /v1/overview -----------------------------------------------------------------------

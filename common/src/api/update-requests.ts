@@ -32,4 +32,5 @@ export const updateIdParamsSchema = z.strictObject({
 });
 /** Nothing besides the id, which is in the path. */
 export const updateStatusQuerySchema = z.strictObject({});
+/** @alias A POST body takes the same parameters as the query string. */
 export const updateStatusBodySchema = updateStatusQuerySchema;
