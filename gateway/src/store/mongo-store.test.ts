@@ -1,6 +1,6 @@
 import { MongoNetworkError, MongoServerError } from 'mongodb';
 import { describe, expect, it } from 'vitest';
-import { isTransientStoreError } from './mongo-store.ts';
+import { isTransientStoreError } from './mongo-database.ts';
 
 describe('isTransientStoreError', () => {
   it('retries what may pass on its own, and nothing that would fail the same way again', () => {

@@ -15,7 +15,6 @@ import type { Store, StoreBase } from './store.ts';
 import { UnreadableRecords } from './unreadable-records.ts';
 
 export { KPI_ORDER, KPI_PROJECTION } from '../snapshots/store/mongo-kpis.ts';
-export { isTransientStoreError } from './mongo-database.ts';
 
 interface MongoStoreOptions extends MongoSnapshotsOptions {
   uri: string;
