@@ -56,6 +56,44 @@ export interface HeavyReads {
   readonly waiting: number;
 }
 
+/** The 503 a read gets when no place came for it, with when to try again. */
+function tooManyReads(atOnce: number): ApiError {
+  return new ApiError(
+    'SERVICE_UNAVAILABLE',
+    'Too many snapshot reads at once; try again shortly.',
+    [`at most ${atOnce} reads of stored results (/v1/audit, /v1/compare) run at once on this gateway`],
+    { headers: { 'Retry-After': String(HEAVY_READ_RETRY_AFTER_S) } },
+  );
+}
+
+/**
+ * Waits in `queue` for a place handed over by a read that ends; leaves the queue and rejects
+ * with `refused()` when none came within `waitMs` or `signal` aborts (the caller left).
+ */
+function waitForPlace(
+  queue: Array<() => void>,
+  { waitMs, signal, refused }: { waitMs: number; signal: AbortSignal | undefined; refused: () => ApiError },
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const leave = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', leave);
+      const at = queue.indexOf(take);
+      if (at >= 0) queue.splice(at, 1);
+      reject(refused());
+    };
+    // A place handed over by a read that ended: `active` already counts it.
+    const take = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', leave);
+      resolve();
+    };
+    const timer = setTimeout(leave, waitMs);
+    signal?.addEventListener('abort', leave, { once: true });
+    queue.push(take);
+  });
+}
+
 /**
  * Places for reads of stored results, `atOnce` at a time (a semaphore, first come first served):
  * each such read may hold HEAVY_READ_PEAK_BYTES, and unbounded, concurrent ones would take the
@@ -79,12 +117,7 @@ export function heavyReadLimit({
 
   const refused = (): ApiError => {
     onRefused?.();
-    return new ApiError(
-      'SERVICE_UNAVAILABLE',
-      'Too many snapshot reads at once; try again shortly.',
-      [`at most ${atOnce} reads of stored results (/v1/audit, /v1/compare) run at once on this gateway`],
-      { headers: { 'Retry-After': String(HEAVY_READ_RETRY_AFTER_S) } },
-    );
+    return tooManyReads(atOnce);
   };
 
   /** Resolves holding a place; rejects when none came within the wait or the caller left. */
@@ -94,24 +127,7 @@ export function heavyReadLimit({
       return Promise.resolve();
     }
     if (queue.length >= maxWaiting || signal?.aborted) return Promise.reject(refused());
-    return new Promise<void>((resolve, reject) => {
-      const leave = () => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', leave);
-        const at = queue.indexOf(take);
-        if (at >= 0) queue.splice(at, 1);
-        reject(refused());
-      };
-      // A place handed over by a read that ended: `active` already counts it.
-      const take = () => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', leave);
-        resolve();
-      };
-      const timer = setTimeout(leave, waitMs);
-      signal?.addEventListener('abort', leave, { once: true });
-      queue.push(take);
-    });
+    return waitForPlace(queue, { waitMs, signal, refused });
   }
 
   function release(): void {
