@@ -20,7 +20,7 @@ import {
  */
 
 /** The first part of a two-part reply inflates to at most this: a digest is a few kilobytes. */
-export const MAX_REPLY_DIGEST_BYTES = 256 * 1024;
+const MAX_REPLY_DIGEST_BYTES = 256 * 1024;
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);

@@ -9,7 +9,7 @@ import { securityFactsSchema } from './security-kpis.ts';
  * The NATS contract between gateway and agents, version 1. Changes within v1 are additive
  * only; golden fixtures under test/fixtures/contract/v1 are only ever added to.
  */
-export const AUDIT_SUBJECT_PREFIX = 'perfwatch.audit.v1';
+const AUDIT_SUBJECT_PREFIX = 'perfwatch.audit.v1';
 
 export function auditSubject(location: Location): string {
   return `${AUDIT_SUBJECT_PREFIX}.${location}`;
@@ -49,7 +49,7 @@ export const agentIdSchema = z
 /** A reply inflates to at most this: a real Lighthouse result is 0.2–2 MB, a gzip bomb is not. */
 export const MAX_REPLY_INFLATED_BYTES = 16 * 1024 * 1024;
 /** Longer failure messages from an agent are cut here. */
-export const MAX_FAILURE_MESSAGE_CHARS = 2_000;
+const MAX_FAILURE_MESSAGE_CHARS = 2_000;
 
 /** A reply the gateway refuses before it reads it as a run: too big, not gzip, not v1. */
 export class ReplyRefused extends Error {
@@ -115,7 +115,7 @@ export const AUDIT_ERROR_CODES = [
 ] as const;
 export type AuditErrorCode = (typeof AUDIT_ERROR_CODES)[number];
 
-export const auditFailureSchema = z.object({
+const auditFailureSchema = z.object({
   /**
    * One of AUDIT_ERROR_CODES when this version sent it; any code is read, so an agent of a
    * later v1 minor version can add codes without its replies being refused.
@@ -187,7 +187,7 @@ const replyLighthouseResultSchema = lighthouseResultSchema.superRefine((lhr, ctx
   }
 });
 
-export const auditRunResultSchema = z.object({
+const auditRunResultSchema = z.object({
   jobId: z.string().min(1).max(200),
   agentId: agentIdSchema,
   location: z.enum(LOCATIONS),
@@ -219,7 +219,7 @@ export const auditReplySchema = z.discriminatedUnion('ok', [
 export type AuditReply = z.infer<typeof auditReplySchema>;
 
 /** Added in v1.5: a run as the first part of a two-part reply has it, its digest for its result. */
-export const digestedRunResultSchema = auditRunResultSchema.omit({ lhr: true }).extend({ digest: runDigestSchema });
+const digestedRunResultSchema = auditRunResultSchema.omit({ lhr: true }).extend({ digest: runDigestSchema });
 export type DigestedRunResult = z.infer<typeof digestedRunResultSchema>;
 export const digestedReplySchema = z.discriminatedUnion('ok', [
   z.object({ ok: z.literal(true), result: digestedRunResultSchema }),

@@ -48,7 +48,7 @@ export interface UpdateRequest {
 export type ProgressListener = (progress: UpdateProgress[]) => void;
 
 /** Told of every stored snapshot (webhooks announce its budget events). */
-export type SnapshotListener = (snapshot: {
+type SnapshotListener = (snapshot: {
   project: ProjectRecord;
   updateId: string;
   date: Date;
