@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { ProjectsStore, SnapshotReadsStore, SnapshotsStore, UpdatesStore } from '../store/store.ts';
+import type { UpdateRecord } from './store/updates-store.ts';
 import { queuedUpdateOf, type UpdateQueue } from './update-queue.ts';
 import type { UpdateAdmission } from './update-admission.ts';
 import type { WebhookOutbox } from '../alerts/webhook-outbox.ts';
@@ -66,11 +67,7 @@ export async function sweepStuckUpdates({
   const report: SweepReport = { recorded: [], queuedAgain: [], failed: [], admitted: [], announced: [] };
   const at = now().getTime();
   const unfinished = await store.listUnfinishedUpdates();
-  for (const userId of new Set(unfinished.filter((u) => u.admittedAt === null).map((u) => u.userId))) {
-    const admitted = await admission.admitNext(userId);
-    if (admitted.length > 0) logger.info({ userId, updates: admitted }, "admitted updates waiting in a user's backlog");
-    report.admitted.push(...admitted);
-  }
+  report.admitted = await admitBacklogs(unfinished, admission, logger);
   for (const update of unfinished) {
     // Waiting in a backlog (those admitted just now too, as listed before): not stuck.
     if (update.admittedAt === null) continue;
@@ -88,27 +85,7 @@ export async function sweepStuckUpdates({
     const held = await queue.holds(update.id);
     if (held && !overdue) continue;
     if (overdue) {
-      const reason = held
-        ? 'not finished by its deadline; the queue was too far behind, or its delivery hung'
-        : 'its job was lost before it could run, and its deadline has passed';
-      // Announced before it is recorded failed: an announcement that fails leaves the update
-      // unfinished for the next sweep, which announces it again under the same delivery ids.
-      const announced = await outbox
-        ?.updateFailed({ userId: update.userId, url: update.url, updateId: update.id, reason })
-        .then(
-          () => true,
-          (error: unknown) => {
-            logger.error(
-              { err: error, updateId: update.id },
-              'could not announce a failed update; the next sweep will',
-            );
-            return false;
-          },
-        );
-      if (announced === false) continue;
-      await store.setUpdateState(update.id, { status: 'failed', reason });
-      logger.warn({ updateId: update.id, status: update.status, reason }, 'stuck update failed');
-      report.failed.push(update.id);
+      if (await failOverdue(update, held, { store, outbox, logger })) report.failed.push(update.id);
       continue;
     }
     await queue.enqueue(queuedUpdateOf(update, 'sweep'), { again: true });
@@ -120,6 +97,50 @@ export async function sweepStuckUpdates({
   }
   if (outbox) report.announced = await announceOwedSnapshots(store, outbox, logger, new Date(at - graceMs));
   return report;
+}
+
+/** Gives the users with updates waiting in their backlogs the places they have room for; the updates admitted. */
+async function admitBacklogs(
+  unfinished: readonly UpdateRecord[],
+  admission: Pick<UpdateAdmission, 'admitNext'>,
+  logger: Logger,
+): Promise<string[]> {
+  const admittedAll: string[] = [];
+  for (const userId of new Set(unfinished.filter((u) => u.admittedAt === null).map((u) => u.userId))) {
+    const admitted = await admission.admitNext(userId);
+    if (admitted.length > 0) logger.info({ userId, updates: admitted }, "admitted updates waiting in a user's backlog");
+    admittedAll.push(...admitted);
+  }
+  return admittedAll;
+}
+
+/**
+ * Fails an update past its deadline, with the reason (`held`: the queue still holds its job);
+ * false when its announcement could not be put in the outbox, so it stays for the next sweep.
+ */
+async function failOverdue(
+  update: UpdateRecord,
+  held: boolean,
+  { store, outbox, logger }: Pick<StuckUpdateSweepOptions, 'store' | 'outbox' | 'logger'>,
+): Promise<boolean> {
+  const reason = held
+    ? 'not finished by its deadline; the queue was too far behind, or its delivery hung'
+    : 'its job was lost before it could run, and its deadline has passed';
+  // Announced before it is recorded failed: an announcement that fails leaves the update
+  // unfinished for the next sweep, which announces it again under the same delivery ids.
+  const announced = await outbox
+    ?.updateFailed({ userId: update.userId, url: update.url, updateId: update.id, reason })
+    .then(
+      () => true,
+      (error: unknown) => {
+        logger.error({ err: error, updateId: update.id }, 'could not announce a failed update; the next sweep will');
+        return false;
+      },
+    );
+  if (announced === false) return false;
+  await store.setUpdateState(update.id, { status: 'failed', reason });
+  logger.warn({ updateId: update.id, status: update.status, reason }, 'stuck update failed');
+  return true;
 }
 
 /**
