@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { errorEnvelopeSchema } from '@perfwatch/common';
 import { errorHandler } from './http-errors.ts';
-import { NoResultError, type NoResultKind } from '../updates/update-service.ts';
+import { NoResultError, type NoResultKind } from '../updates/no-result.ts';
 import { UpdateRefused, type RefusalKind } from '../updates/update-refused.ts';
 import { StoreFull } from '../store/store.ts';
 

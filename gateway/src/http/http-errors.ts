@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { ApiError, type ErrorStatus } from '@perfwatch/common';
-import { NoResultError, type NoResultKind } from '../updates/update-service.ts';
+import { NoResultError, type NoResultKind } from '../updates/no-result.ts';
 import { UpdateRefused, type RefusalKind } from '../updates/update-refused.ts';
 import { StoreFull } from '../store/store.ts';
 

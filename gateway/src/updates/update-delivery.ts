@@ -9,7 +9,8 @@ import type {
   UpdatesStore,
 } from '../store/store.ts';
 import { UpdateInterrupted } from './run-measurer.ts';
-import { NoResultError, type UpdateService } from './update-service.ts';
+import { NoResultError } from './no-result.ts';
+import type { UpdateService } from './update-service.ts';
 import type { WebhookOutbox } from '../alerts/webhook-outbox.ts';
 import type { UpdateAdmission } from './update-admission.ts';
 import type { QueuedUpdate } from './update-queue.ts';

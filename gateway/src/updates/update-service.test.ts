@@ -7,7 +7,8 @@ import { receivedRun, replyOutcome, type Dispatcher, type RunOutcome } from '../
 import type { NewSnapshot, ProjectRecord } from '../store/store.ts';
 import type { CruxClient, FieldData } from '../snapshots/crux/crux-client.ts';
 import { UpdateInterrupted } from './run-measurer.ts';
-import { createUpdateService, NoResultError, type UpdateServiceDeps } from './update-service.ts';
+import { NoResultError } from './no-result.ts';
+import { createUpdateService, type UpdateServiceDeps } from './update-service.ts';
 
 const project: ProjectRecord = {
   id: 'p1',

@@ -5,21 +5,20 @@ import {
   LIGHTHOUSE_KPI_VERSION,
   truncateToSecond,
   type AuditJob,
-  type PageAuth,
   type Device,
   type Location,
   type MissingCell,
   type UpdateType,
 } from '@perfwatch/common';
 import type { Dispatcher, RunOutcome } from '../dispatch/run-outcome.ts';
-import { RUN_FAILURES, type RunFailureCode } from '../dispatch/run-failures.ts';
 import { createRunMeasurer, type AwayBackoff, type MeasureRun, type RunOptions } from './run-measurer.ts';
 import type { CruxClient, FieldData } from '../snapshots/crux/crux-client.ts';
 import type { UpdateMode, UpdateObserver } from '../http/metrics.ts';
 import { checkBudgets } from '../alerts/budget-alerts.ts';
-import { openProjectAuth } from '../projects/project-auth.ts';
-import { NO_TRUST, untrustedLocations, untrustedReasons, type CredentialTrust } from '../projects/credential-trust.ts';
-import { SecretKeyError, type SecretBox } from '../accounts/secret-box.ts';
+import type { CredentialTrust } from '../projects/credential-trust.ts';
+import type { SecretBox } from '../accounts/secret-box.ts';
+import { noResultError } from './no-result.ts';
+import { credentialsOf } from './update-credentials.ts';
 import { nextRetest, VERDICT_RULES } from './run-verdicts.ts';
 import { cellFromRuns, measured, withFieldData } from './snapshot-builder.ts';
 import type {
@@ -320,86 +319,4 @@ async function storeSnapshot(
   return date;
 }
 
-/**
- * A credentialed project whose locations are not all trusted with its credentials: what an
- * update of it is refused with (before it is queued, and again before any job goes out).
- */
-export function refuseUntrustedCredentials(given: CredentialTrust | undefined, project: ProjectRecord): void {
-  const trust = given ?? NO_TRUST;
-  const untrusted = untrustedLocations(trust, project);
-  if (untrusted.length === 0) return;
-  throw new NoResultError(
-    'CREDENTIALS_NOT_TRUSTED',
-    `This project has credentials for its login, and they may not go to ${untrusted.join(', ')}: agents there are run by operators this gateway does not trust with them.`,
-    untrustedReasons(trust, untrusted),
-    true,
-  );
-}
-
-/** The credentials the project's page needs, opened for this update only, if every location may have them. */
-function credentialsOf(
-  { secrets, credentialTrust }: Pick<ServiceParts, 'secrets' | 'credentialTrust'>,
-  project: ProjectRecord,
-): PageAuth | undefined {
-  if (!project.auth) return undefined;
-  refuseUntrustedCredentials(credentialTrust, project);
-  try {
-    if (!secrets) throw new SecretKeyError('this gateway has no PERFWATCH_SECRETS_KEY');
-    return openProjectAuth(secrets, project);
-  } catch (error) {
-    // Measuring without them would store the login page as if it were the page.
-    throw new NoResultError(
-      'CREDENTIALS_UNREADABLE',
-      "The project's credentials for its login cannot be read by this gateway.",
-      [(error as Error).message],
-      true,
-    );
-  }
-}
-
 export type UpdateService = ReturnType<typeof createUpdateService>;
-
-/**
- * Why an update produced nothing: no agent serves any of its locations, every run timed out
- * (no reply from an agent in time, or the page not done within the run timeout), every run
- * failed otherwise (the page did not load, Lighthouse failed), or the project's credentials
- * cannot be read here. http-errors.ts says what each is to a caller.
- */
-export type NoResultKind = 'NO_AGENT' | 'TIMED_OUT' | 'FAILED' | 'CREDENTIALS_UNREADABLE' | 'CREDENTIALS_NOT_TRUSTED';
-
-/** An update that produced nothing; `repeats` when trying it again would fail the same way. */
-export class NoResultError extends Error {
-  readonly kind: NoResultKind;
-  readonly reasons: readonly string[];
-  readonly repeats: boolean;
-  constructor(kind: NoResultKind, message: string, reasons: readonly string[], repeats: boolean) {
-    super(message);
-    this.name = 'NoResultError';
-    this.kind = kind;
-    this.reasons = reasons;
-    this.repeats = repeats;
-  }
-}
-
-function noResultError(
-  failures: ReadonlyArray<{ device: Device; location: Location; code: RunFailureCode; message: string }>,
-): NoResultError {
-  const reasons = [...new Set(failures.map((f) => `${f.device}/${f.location}: ${f.message}`))];
-  if (failures.every((f) => f.code === 'NO_RESPONDERS')) {
-    return new NoResultError(
-      'NO_AGENT',
-      "No agent serves any of the project's locations. Try again later.",
-      reasons,
-      false,
-    );
-  }
-  if (failures.every((f) => f.code === 'TIMEOUT' || f.code === 'RUN_TIMEOUT')) {
-    return new NoResultError('TIMED_OUT', 'Every run of the update timed out.', reasons, false);
-  }
-  return new NoResultError(
-    'FAILED',
-    'Every run of the update failed.',
-    reasons,
-    failures.every((f) => RUN_FAILURES[f.code].repeats),
-  );
-}
