@@ -42,6 +42,30 @@ export default tseslint.config(
     languageOptions: { globals: globals.browser, sourceType: 'module' },
   },
   {
+    // Issue 31's size limits: no product file over 400 lines (blank lines and comments counted),
+    // no function over 60 lines of code. Small modules with one job each, named for it.
+    files: ['*/src/**/*.ts', 'bin/**/*.js', 'gateway/src/dashboard/public/**/*.js'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'max-lines': ['error', { max: 400, skipBlankLines: false, skipComments: false }],
+      'max-lines-per-function': ['error', { max: 60, skipBlankLines: true, skipComments: true }],
+    },
+  },
+  {
+    // The dashboard's one 842-line script predates the limit; its split is a task of its own. Its
+    // functions keep to 60 lines, and its smaller sibling modules keep to 400.
+    files: ['gateway/src/dashboard/public/dashboard.js'],
+    rules: { 'max-lines': 'off' },
+  },
+  {
+    // A store backend file of a slice only maps fields and runs queries: the rules live in the slice.
+    files: ['gateway/src/*/store/mongo-*.ts', 'gateway/src/*/store/sqlite-*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'max-lines': ['error', { max: 300, skipBlankLines: false, skipComments: false }],
+    },
+  },
+  {
     // process.env is read in one place per program: its main.ts (and the CLI entry, which hands it on).
     files: ['{common,client,gateway,agent,local}/src/**/*.ts'],
     ignores: ['**/*.test.ts'],
