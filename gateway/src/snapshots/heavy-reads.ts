@@ -22,7 +22,7 @@ export const HEAVY_READ_PEAK_BYTES = 2 * MAX_REPLY_INFLATED_BYTES;
  * rest stays with V8's young generation (YOUNG_GENERATION_BYTES, 48 MiB), updates (their
  * answers and the results kept for them, 32 MiB), the overview's batches and NATS's buffers.
  */
-export const HEAVY_READS_BUDGET_BYTES = 128 * MiB;
+const HEAVY_READS_BUDGET_BYTES = 128 * MiB;
 
 /** Heavy reads at once by default: 128 MiB ÷ 32 MiB, 4. MAX_HEAVY_READS sets it for a larger limit. */
 export const DEFAULT_HEAVY_READS = Math.floor(HEAVY_READS_BUDGET_BYTES / HEAVY_READ_PEAK_BYTES);
@@ -39,9 +39,9 @@ export const YOUNG_GENERATION_BYTES = 3 * 16 * MiB;
  * milliseconds, one of 24 results of 16 MiB in seconds; past this the caller is better told to
  * come back than kept hanging.
  */
-export const HEAVY_READ_WAIT_MS = 5_000;
+const HEAVY_READ_WAIT_MS = 5_000;
 /** Reads waiting at once; any beyond are refused at once (a waiter holds its connection, little else). */
-export const MAX_WAITING_READS = 64;
+const MAX_WAITING_READS = 64;
 /** What a refused caller is told to wait, in seconds: the longest a place is waited for. */
 export const HEAVY_READ_RETRY_AFTER_S = HEAVY_READ_WAIT_MS / 1000;
 
