@@ -2,7 +2,7 @@
  * What one agent machine does: audits per hour per core, and Chrome's memory per run, with a
  * warm browser (one Chrome kept across runs) and a cold one (a Chrome launched per run). The
  * runner is the agent's own (a worker-thread pool, Chrome behind the target guard), run at a
- * capacity of one slot per core on the fixture page, mobile; warm and cold phases alternate.
+ * capacity of one runner per core on the fixture page, mobile; warm and cold phases alternate.
  * Chrome's memory is the proportional set size (PSS, shared pages split between the processes
  * sharing them) summed over a browser's processes, sampled every 200 ms; its peak per browser.
  *   node bench/agent-capacity.ts [runsPerPhase=6]

@@ -56,7 +56,7 @@ const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise
     async measure() {
       const capacity = await measureAgentCapacity(Number(process.env['BENCH_CAPACITY_RUNS'] ?? 6));
       return [
-        `## Agent capacity (fixture page, mobile, ${capacity.cores} slots on ${capacity.cores} cores, ${capacity.warm.runs} runs per phase)`,
+        `## Agent capacity (fixture page, mobile, ${capacity.cores} runners on ${capacity.cores} cores, ${capacity.warm.runs} runs per phase)`,
         '',
         '| browser | audits per hour per core | Lighthouse run, median | Chrome peak memory per browser (PSS) | browsers used |',
         '|---|---|---|---|---|',

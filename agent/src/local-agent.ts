@@ -9,9 +9,9 @@ export interface LocalAgent {
   readonly capacity: number;
   /** Runs going on now. */
   readonly busy: number;
-  /** Runs waiting for a free slot. */
+  /** Runs waiting for a free runner. */
   readonly waiting: number;
-  /** Runs the job once a slot is free; the reply is a failure rather than a throw. */
+  /** Runs the job once a runner is free; the reply is a failure rather than a throw. */
   run(job: AuditJob, requestId: string | undefined): Promise<AuditReply>;
   /** Takes no more jobs (they get AGENT_SHUTTING_DOWN) and waits for the ones it has. */
   stop(): Promise<void>;
@@ -26,7 +26,7 @@ export function createLocalAgent({
   ...deps
 }: JobExecutorDeps & { capacity?: number }): LocalAgent {
   const execute = createJobExecutor(deps);
-  const slots = pLimit(capacity);
+  const runners = pLimit(capacity);
   const running = new Set<Promise<AuditReply>>();
   let stopping = false;
   return {
@@ -34,10 +34,10 @@ export function createLocalAgent({
     agentId: deps.agentId,
     capacity,
     get busy() {
-      return slots.activeCount;
+      return runners.activeCount;
     },
     get waiting() {
-      return slots.pendingCount;
+      return runners.pendingCount;
     },
     run(job, requestId) {
       if (stopping)
@@ -47,7 +47,7 @@ export function createLocalAgent({
           agentId: deps.agentId,
           error: { code: 'AGENT_SHUTTING_DOWN', message: 'agent is shutting down', retryable: true },
         });
-      const reply = slots(() => execute(job, requestId));
+      const reply = runners(() => execute(job, requestId));
       running.add(reply);
       void reply.finally(() => running.delete(reply));
       return reply;

@@ -4,7 +4,7 @@ import type { RunOutput } from './lighthouse-runner.ts';
 
 /** What a runner pool tells each of its worker threads at start. */
 export const runnerWorkerDataSchema = z.object({
-  slot: z.number().int().nonnegative(),
+  runnerIndex: z.number().int().nonnegative(),
   chromePath: z.string(),
   noSandbox: z.boolean(),
   runsPerBrowser: z.number().int().nonnegative(),

@@ -10,8 +10,8 @@ import {
   type RunnerWorkerData,
 } from './runner-pool-messages.ts';
 
-/** What each runner thread is started with; the pool adds its slot. */
-type WorkerOptions = Omit<RunnerWorkerData, 'slot'>;
+/** What each runner thread is started with; the pool adds its runner's index. */
+type WorkerOptions = Omit<RunnerWorkerData, 'runnerIndex'>;
 
 export interface RunnerPoolOptions {
   size: number;
@@ -19,7 +19,7 @@ export interface RunnerPoolOptions {
   logger: Logger;
 }
 
-interface Slot {
+interface Runner {
   worker: Worker;
   ready: Promise<void>;
   busy: boolean;
@@ -43,25 +43,25 @@ export function createRunnerPool(options: RunnerPoolOptions): RunnerPool {
 export class RunnerPool implements AuditRunner {
   readonly #options: WorkerOptions;
   readonly #logger: Logger;
-  readonly #slots: Array<Slot | null>;
+  readonly #runners: Array<Runner | null>;
   #nextId = 0;
   #closing = false;
 
   constructor({ size, worker, logger }: RunnerPoolOptions) {
     this.#options = worker;
     this.#logger = logger;
-    this.#slots = Array.from({ length: size }, () => null);
+    this.#runners = Array.from({ length: size }, () => null);
   }
 
   readonly run = async (request: RunRequest): Promise<RunOutput> => {
-    const response = await this.#inFreeSlot((id) => ({ type: 'run', id, request }));
+    const response = await this.#inFreeRunner((id) => ({ type: 'run', id, request }));
     if (!('output' in response))
       throw new RunFailure('INTERNAL', 'the runner thread answered a run with a calibration', true);
     return response.output;
   };
 
   readonly calibrate = async (): Promise<number[]> => {
-    const response = await this.#inFreeSlot((id) => ({ type: 'calibrate', id }));
+    const response = await this.#inFreeRunner((id) => ({ type: 'calibrate', id }));
     if (!('benchmarkIndexes' in response))
       throw new RunFailure('INTERNAL', 'the runner thread answered a calibration with a run', true);
     return response.benchmarkIndexes;
@@ -69,62 +69,62 @@ export class RunnerPool implements AuditRunner {
 
   readonly close = async (): Promise<void> => {
     this.#closing = true;
-    await Promise.all(this.#slots.map((slot) => slot && closeSlot(slot)));
+    await Promise.all(this.#runners.map((runner) => runner && closeRunner(runner)));
   };
 
-  #spawn(index: number): Slot {
-    return spawnSlot(index, this.#options, (slot, why) => {
-      if (this.#slots[index] === slot) this.#slots[index] = null;
+  #spawn(index: number): Runner {
+    return spawnRunner(index, this.#options, (runner, why) => {
+      if (this.#runners[index] === runner) this.#runners[index] = null;
       if (!this.#closing)
-        this.#logger.error({ slot: index, why }, 'runner thread died; it is replaced on the next run');
+        this.#logger.error({ worker: index, why }, 'runner thread died; it is replaced on the next run');
     });
   }
 
   /** Sends one piece of work to a free thread, started on first use, and waits for its answer. */
-  async #inFreeSlot(message: (id: number) => PoolRequest): Promise<Extract<PoolResponse, { ok: true }>> {
+  async #inFreeRunner(message: (id: number) => PoolRequest): Promise<Extract<PoolResponse, { ok: true }>> {
     if (this.#closing) throw new RunFailure('AGENT_SHUTTING_DOWN', 'the runner pool is closing', true);
-    const slots = this.#slots;
-    const index = slots.findIndex((slot) => slot === null || !slot.busy);
-    if (index < 0) throw new RunFailure('INTERNAL', `all ${slots.length} runners are busy`, true);
-    const slot = slots[index] ?? (slots[index] = this.#spawn(index));
-    slot.busy = true;
+    const runners = this.#runners;
+    const index = runners.findIndex((runner) => runner === null || !runner.busy);
+    if (index < 0) throw new RunFailure('INTERNAL', `all ${runners.length} runners are busy`, true);
+    const runner = runners[index] ?? (runners[index] = this.#spawn(index));
+    runner.busy = true;
     try {
-      await slot.ready;
+      await runner.ready;
     } catch (error) {
-      if (slots[index] === slot) slots[index] = null;
+      if (runners[index] === runner) runners[index] = null;
       throw new RunFailure('BROWSER_FAILED', `the runner thread did not start: ${(error as Error).message}`, true, {
         cause: error,
       });
     }
-    if (slots[index] !== slot)
+    if (runners[index] !== runner)
       throw new RunFailure('BROWSER_FAILED', 'the runner thread died before the run started', true);
     const id = this.#nextId++;
     const result = new Promise<Extract<PoolResponse, { ok: true }>>((resolve, reject) => {
-      slot.pending = { id, resolve, reject };
+      runner.pending = { id, resolve, reject };
     });
-    slot.worker.postMessage(message(id));
+    runner.worker.postMessage(message(id));
     return result;
   }
 }
 
 /** Asks a thread to kill its Chrome and end; one that hangs is terminated after 15 s. */
-async function closeSlot(slot: Slot): Promise<void> {
-  const exited = once(slot.worker, 'exit');
-  slot.worker.postMessage({ type: 'close' } satisfies PoolRequest);
-  const deadline = setTimeout(() => void slot.worker.terminate(), 15_000);
+async function closeRunner(runner: Runner): Promise<void> {
+  const exited = once(runner.worker, 'exit');
+  runner.worker.postMessage({ type: 'close' } satisfies PoolRequest);
+  const deadline = setTimeout(() => void runner.worker.terminate(), 15_000);
   await exited;
   clearTimeout(deadline);
 }
 
 /**
- * A runner thread for slot `index`, ready once it says so. A thread that dies fails the run it
- * had (BROWSER_FAILED, retryable); `lost` is told, to free the slot.
+ * The runner thread at `index`, ready once it says so. A thread that dies fails the run it
+ * had (BROWSER_FAILED, retryable); `lost` is told, to free its place in the pool.
  */
-function spawnSlot(index: number, options: WorkerOptions, lost: (slot: Slot, why: string) => void): Slot {
+function spawnRunner(index: number, options: WorkerOptions, lost: (runner: Runner, why: string) => void): Runner {
   const worker = new Worker(new URL('./runner-worker.ts', import.meta.url), {
-    workerData: { ...options, slot: index } satisfies RunnerWorkerData,
+    workerData: { ...options, runnerIndex: index } satisfies RunnerWorkerData,
   });
-  const slot: Slot = {
+  const runner: Runner = {
     worker,
     busy: false,
     pending: null,
@@ -134,24 +134,24 @@ function spawnSlot(index: number, options: WorkerOptions, lost: (slot: Slot, why
       worker.once('exit', (code) => reject(new Error(`runner thread exited with ${code} before it was ready`)));
     }),
   };
-  slot.ready.catch(() => undefined);
-  worker.on('message', (message: PoolResponse | { ready: true }) => answered(slot, message));
+  runner.ready.catch(() => undefined);
+  worker.on('message', (message: PoolResponse | { ready: true }) => answered(runner, message));
   const died = (why: string) => {
-    lost(slot, why);
-    slot.pending?.reject(new RunFailure('BROWSER_FAILED', `the runner thread died: ${why}`, true));
-    slot.pending = null;
+    lost(runner, why);
+    runner.pending?.reject(new RunFailure('BROWSER_FAILED', `the runner thread died: ${why}`, true));
+    runner.pending = null;
   };
   worker.on('error', (error) => died(error.message));
   worker.on('exit', (code) => died(`exit code ${code}`));
-  return slot;
+  return runner;
 }
 
-/** The thread's answer to the slot's pending work (any other message is not for it). */
-function answered(slot: Slot, message: PoolResponse | { ready: true }): void {
-  if (!('id' in message) || slot.pending?.id !== message.id) return;
-  const { resolve, reject } = slot.pending;
-  slot.pending = null;
-  slot.busy = false;
+/** The thread's answer to the runner's pending work (any other message is not for it). */
+function answered(runner: Runner, message: PoolResponse | { ready: true }): void {
+  if (!('id' in message) || runner.pending?.id !== message.id) return;
+  const { resolve, reject } = runner.pending;
+  runner.pending = null;
+  runner.busy = false;
   if (message.ok) resolve(message);
   else
     reject(

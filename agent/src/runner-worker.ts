@@ -6,11 +6,13 @@ import { startGuardedRunner } from './guarded-runner.ts';
 import { RunFailure } from './run-failure.ts';
 import { poolRequestSchema, runnerWorkerDataSchema, type PoolResponse } from './runner-pool-messages.ts';
 
-// One slot of a runner pool: a Lighthouse runner with its own Chrome in a thread of its own,
+// One runner of a runner pool: a Lighthouse runner with its own Chrome in a thread of its own,
 // because Lighthouse keeps per-process state and cannot run twice at once in one isolate.
 const port = z.custom<NonNullable<typeof parentPort>>((value) => value !== null).parse(parentPort);
 const options = runnerWorkerDataSchema.parse(workerData);
-const logger = createLogger({ name: 'perfwatch-agent', level: options.logLevel }).child({ worker: options.slot });
+const logger = createLogger({ name: 'perfwatch-agent', level: options.logLevel }).child({
+  worker: options.runnerIndex,
+});
 exitOnUnhandledRejection(logger);
 const { runner } = await startGuardedRunner(options, logger);
 

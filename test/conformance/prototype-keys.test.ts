@@ -63,7 +63,7 @@ const q = (name: string) => encodeURIComponent(name);
 const url = JSON.stringify(SHOP);
 
 /** Each place a prototype name can go in: a request built around it. */
-const SLOTS: Record<string, (name: string) => ['GET' | 'POST', string, string?]> = {
+const POSITIONS: Record<string, (name: string) => ['GET' | 'POST', string, string?]> = {
   'POST budgets {NAME: 1}': (n) => ['POST', '/v1/budgets', `{"url":${url},"budgets":{${JSON.stringify(n)}:1}}`],
   'POST maxRegression {NAME: 1}': (n) => [
     'POST',
@@ -89,35 +89,44 @@ const ENDPOINTS = [
   'projects',
 ];
 for (const endpoint of ENDPOINTS) {
-  SLOTS[`GET /v1/${endpoint}?NAME=1`] = (n) => ['GET', `/v1/${endpoint}?url=${q(SHOP)}&${q(n)}=1`];
-  SLOTS[`POST /v1/${endpoint} {NAME: 1}`] = (n) => ['POST', `/v1/${endpoint}`, `{"url":${url},${JSON.stringify(n)}:1}`];
+  POSITIONS[`GET /v1/${endpoint}?NAME=1`] = (n) => ['GET', `/v1/${endpoint}?url=${q(SHOP)}&${q(n)}=1`];
+  POSITIONS[`POST /v1/${endpoint} {NAME: 1}`] = (n) => [
+    'POST',
+    `/v1/${endpoint}`,
+    `{"url":${url},${JSON.stringify(n)}:1}`,
+  ];
 }
 
 describe('prototype names in maps and parameter names', () => {
-  it('are refused with 400 in every slot of every endpoint, and nothing is stored', async () => {
+  it('are refused with 400 in every position of every endpoint, and nothing is stored', async () => {
     const seen = new Set<string>();
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...NAMES), fc.constantFrom(...Object.keys(SLOTS)), async (name, slot) => {
-        seen.add(`${slot}|${name}`);
-        const [method, path, body] = SLOTS[slot]!(name);
-        const reply = await call(method, path, body);
-        expect(reply.status, `${slot} with ${name}`).toBe(400);
-        expect(errorEnvelopeSchema.safeParse(reply.body).success, `${slot} with ${name}: the error envelope`).toBe(
-          true,
-        );
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...NAMES),
+        fc.constantFrom(...Object.keys(POSITIONS)),
+        async (name, position) => {
+          seen.add(`${position}|${name}`);
+          const [method, path, body] = POSITIONS[position]!(name);
+          const reply = await call(method, path, body);
+          expect(reply.status, `${position} with ${name}`).toBe(400);
+          expect(
+            errorEnvelopeSchema.safeParse(reply.body).success,
+            `${position} with ${name}: the error envelope`,
+          ).toBe(true);
+        },
+      ),
       { numRuns: 400 },
     );
-    // Every name went through the maps (the slots that matter most), not only some.
+    // Every name went through the maps (the positions that matter most), not only some.
     for (const name of NAMES)
-      for (const slot of [
+      for (const position of [
         'POST budgets {NAME: 1}',
         'POST maxRegression {NAME: 1}',
         'POST credentials headers {NAME: v}',
       ]) {
-        if (seen.has(`${slot}|${name}`)) continue;
-        const [method, path, body] = SLOTS[slot]!(name);
-        expect((await call(method, path, body)).status, `${slot} with ${name}`).toBe(400);
+        if (seen.has(`${position}|${name}`)) continue;
+        const [method, path, body] = POSITIONS[position]!(name);
+        expect((await call(method, path, body)).status, `${position} with ${name}`).toBe(400);
       }
 
     const budgets = await call('GET', `/v1/budgets?url=${q(SHOP)}`);

@@ -9,7 +9,7 @@ import { silentLogger } from '../support/test-services.ts';
 
 // One agent process with capacity 2 and real Chromium: 20 Lighthouse runs, never more than two
 // Chromes at once, each replaced after 4 runs, and not one Chrome process left after SIGTERM.
-// Sized to prove that: each slot replaces its Chrome at least twice while the other slot runs
+// Sized to prove that: each runner replaces its Chrome at least twice while the other runner runs
 // (five Chromes in all), with desktop and mobile runs mixed; more runs add time, not evidence.
 
 const RUNS = 20;

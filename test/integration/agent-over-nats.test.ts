@@ -176,7 +176,7 @@ describe('agent', () => {
       expect(dispatcher.waiting?.('los_angeles')).toBe(0);
       expect(outcomes.filter((o) => !o.ok)).toEqual([]);
       expect(runner.maxConcurrent).toBe(3);
-      // Three waves of 150 ms: a freed slot is taken at once (the agent announces room), not after a backoff.
+      // Three waves of 150 ms: a freed runner is taken at once (the agent announces room), not after a backoff.
       expect(ms).toBeLessThan(9 * 150);
     } finally {
       await agent.stop();

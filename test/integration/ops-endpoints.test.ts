@@ -105,7 +105,7 @@ describe('operator endpoints', () => {
     expect(text).not.toContain(token.slice(0, 11));
   });
 
-  it('agent /metrics times runs by device and outcome, and shows capacity and busy slots', async () => {
+  it('agent /metrics times runs by device and outcome, and shows capacity and busy runners', async () => {
     const text = await (await fetch(`${ops.url}/metrics`)).text();
     expect(
       sample(text, 'perfwatch_lighthouse_run_duration_seconds_count{location="london",device="mobile",outcome="ok"}'),

@@ -158,7 +158,7 @@ describe('webhook delivery under a receiver that never finishes', () => {
         .poll(async () => (await deliveriesOf(b.project)).map((d) => d.status), { timeout: patience, interval: 20 })
         .toEqual(['delivered', 'delivered']);
 
-      // A's first post is cut at the deadline and recorded to be tried again; the slot it held
+      // A's first post is cut at the deadline and recorded to be tried again; the place it held
       // goes to A's second delivery, so A never has more than one post in flight.
       await expect.poll(() => first.closedAt, { timeout: patience, interval: 20 }).toBeDefined();
       expect(first.closedAt! - first.openedAt).toBeGreaterThanOrEqual(deadlineMs - 1_000);

@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { describeOnBothStores } from './store-backends.ts';
 
-// Updates, their backlogs and the slots of sync updates (UpdatesStore).
+// Updates, their backlogs and the places of sync updates (UpdatesStore).
 // Run against both backends: FerretDB (MongoDB where containers run) and SQLite.
 describeOnBothStores('updates', (store) => {
   it("keeps an update's state: queued, running (counting attempts), done with its date; pending counts per location", async () => {
@@ -197,23 +197,23 @@ describeOnBothStores('updates', (store) => {
     );
   });
 
-  it("hands out a user's slots up to the limit, frees released and expired ones, and keeps users apart", async () => {
-    const user = await store().createUser('slots-a');
-    const other = await store().createUser('slots-b');
-    const a = await store().claimSlot('sync-update', user.id, 2, 60_000);
-    const b = await store().claimSlot('sync-update', user.id, 2, 60_000);
+  it("hands out a user's places up to the limit, frees released and expired ones, and keeps users apart", async () => {
+    const user = await store().createUser('places-a');
+    const other = await store().createUser('places-b');
+    const a = await store().claimPlace('sync-update', user.id, 2, 60_000);
+    const b = await store().claimPlace('sync-update', user.id, 2, 60_000);
     expect(a).not.toBeNull();
     expect(b).not.toBeNull();
-    expect(await store().claimSlot('sync-update', user.id, 2, 60_000)).toBeNull();
-    expect(await store().claimSlot('sync-update', other.id, 2, 60_000)).not.toBeNull();
-    expect(await store().claimSlot('another-kind', user.id, 2, 60_000)).not.toBeNull();
-    await store().releaseSlot(a!);
-    const c = await store().claimSlot('sync-update', user.id, 2, 60_000);
+    expect(await store().claimPlace('sync-update', user.id, 2, 60_000)).toBeNull();
+    expect(await store().claimPlace('sync-update', other.id, 2, 60_000)).not.toBeNull();
+    expect(await store().claimPlace('another-kind', user.id, 2, 60_000)).not.toBeNull();
+    await store().releasePlace(a!);
+    const c = await store().claimPlace('sync-update', user.id, 2, 60_000);
     expect(c).not.toBeNull();
-    // A slot whose holder died runs out.
-    await store().releaseSlot(b!);
-    await store().claimSlot('sync-update', user.id, 2, 1);
+    // A place whose holder died runs out.
+    await store().releasePlace(b!);
+    await store().claimPlace('sync-update', user.id, 2, 1);
     await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(await store().claimSlot('sync-update', user.id, 2, 60_000)).not.toBeNull();
+    expect(await store().claimPlace('sync-update', user.id, 2, 60_000)).not.toBeNull();
   });
 });

@@ -355,9 +355,9 @@ describe('webhook outbox and sender', () => {
     expect((await add()).id).toMatch(/^[0-9a-f]{24}$/);
   });
 
-  it('cuts a post off at its deadline however the receiver trickles, and claims only for a free slot', async () => {
+  it('cuts a post off at its deadline however the receiver trickles, and claims only for a free place', async () => {
     const slow = await trickling(100);
-    // A store of its own: nothing else here is due while its slots are counted.
+    // A store of its own: nothing else here is due while its places are counted.
     const own = new SqliteStore({ path: ':memory:' });
     await own.init();
     try {
@@ -372,9 +372,9 @@ describe('webhook outbox and sender', () => {
       expect(took).toBeGreaterThanOrEqual(deadlineMs - 5);
       await expect.poll(slow.open).toBe(0);
 
-      // Three users' deliveries to it, one slot: one is claimed and posted, the others stay due
+      // Three users' deliveries to it, one place: one is claimed and posted, the others stay due
       // for any sender (another replica takes them at once, not after this one's claim ends).
-      for (const name of ['slot-a', 'slot-b', 'slot-c']) {
+      for (const name of ['place-a', 'place-b', 'place-c']) {
         const { id: userId } = await own.createUser(name);
         await own.addWebhook({ userId, targetUrl: slow.url, projectUrl: null, format: 'json', secret: 'pwhs_x' });
         await announceFailure({ userId, url: `https://${name}.example/` } as ProjectRecord, `u-${name}`, own);

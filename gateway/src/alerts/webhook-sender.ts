@@ -54,7 +54,7 @@ export interface WebhookSenderOptions {
  * How long a claim holds a delivery from other senders: twice the deadline. A post starts
  * within the first half (an attempt whose reading of its webhook took longer does not post) and
  * is cut at the deadline, so it is over before the claim ends; what is left covers recording the
- * outcome and clocks of replicas a few seconds apart. Claims are only taken for a free slot,
+ * outcome and clocks of replicas a few seconds apart. Claims are only taken for a free place,
  * so none waits in a queue of this process while its claim runs.
  */
 export const claimLeaseMs = (deadlineMs: number): number => 2 * deadlineMs;
@@ -121,13 +121,13 @@ async function signedPost(
 }
 
 /**
- * The posts in flight, all users together and per user; a post's slot frees when it ends.
+ * The posts in flight, all users together and per user; a post's place frees when it ends.
  *
- * Slots are counted here rather than with p-limit (a dependency already): p-limit queues work
+ * Places are counted here rather than with p-limit (a dependency already): p-limit queues work
  * given to it, and a claimed delivery must not queue, since its claim runs from the moment it
- * is taken; called only with a slot free, it would be a counter, which this is.
+ * is taken; called only with a place free, it would be a counter, which this is.
  */
-function createDeliverySlots() {
+function createDeliveryPlaces() {
   const inFlight = new Set<Promise<void>>();
   const perUserInFlight = new Map<string, number>();
   return {
@@ -137,7 +137,7 @@ function createDeliverySlots() {
     /** Users with `perUser` posts in flight or more. */
     busyUsers: (perUser: number): string[] =>
       [...perUserInFlight].filter(([, count]) => count >= perUser).map(([user]) => user),
-    /** Takes a slot of `user` and starts `work` in it; the slot frees when the work ends. */
+    /** Takes a place of `user` and starts `work` in it; the place frees when the work ends. */
     hold(user: string, work: () => Promise<void>): void {
       perUserInFlight.set(user, (perUserInFlight.get(user) ?? 0) + 1);
       const running: Promise<void> = work().finally(() => {
@@ -148,7 +148,7 @@ function createDeliverySlots() {
       });
       inFlight.add(running);
     },
-    /** Settles when a post in flight ends (a slot frees); never while none is in flight. */
+    /** Settles when a post in flight ends (a place frees); never while none is in flight. */
     freed: (): Promise<void> => (inFlight.size > 0 ? Promise.race(inFlight) : new Promise<void>(() => {})),
     /** Settles when every post in flight has ended and been recorded. */
     async drain(): Promise<void> {
@@ -158,11 +158,11 @@ function createDeliverySlots() {
 }
 
 /**
- * Sends what the outbox holds: a due delivery is claimed when a slot is free for it (so
+ * Sends what the outbox holds: a due delivery is claimed when a place is free for it (so
  * replicas do not post the same one at once, and no claim runs out while it waits here), posted
  * with its signature, and recorded delivered, due again later, or failed for good after the
  * retry policy's day. At most `concurrency` posts at once, and `perUser` of one user's: a user
- * whose receivers hang, or who has thousands due, holds that many slots and no more.
+ * whose receivers hang, or who has thousands due, holds that many places and no more.
  */
 export function createWebhookSender({
   store,
@@ -177,7 +177,7 @@ export function createWebhookSender({
   now = () => new Date(),
 }: Omit<WebhookSenderOptions, 'pollMs' | 'retentionMs' | 'pruneEveryMs'>) {
   const leaseMs = claimLeaseMs(deadlineMs);
-  const slots = createDeliverySlots();
+  const places = createDeliveryPlaces();
   const recording: AttemptRecording = { store, logger, retry, onAttempt, now };
 
   async function attempt(delivery: DeliveryRecord, claimedAt: number): Promise<void> {
@@ -197,15 +197,15 @@ export function createWebhookSender({
   }
 
   /**
-   * Claims due deliveries one at a time while a slot is free, skipping users with `perUser` in
+   * Claims due deliveries one at a time while a place is free, skipping users with `perUser` in
    * flight, and starts each at once; returns how many it started, without waiting for them.
    */
   async function fill(): Promise<number> {
     let started = 0;
-    while (slots.size < concurrency) {
-      const [delivery] = await store.claimDeliveries(now(), 1, leaseMs, slots.busyUsers(perUser));
+    while (places.size < concurrency) {
+      const [delivery] = await store.claimDeliveries(now(), 1, leaseMs, places.busyUsers(perUser));
       if (!delivery) break;
-      slots.hold(delivery.userId, () =>
+      places.hold(delivery.userId, () =>
         attempt(delivery, performance.now()).catch((error: unknown) =>
           logger.error({ delivery: delivery.id, err: error }, 'webhook delivery could not be recorded'),
         ),
@@ -217,23 +217,23 @@ export function createWebhookSender({
 
   return {
     fill,
-    /** Settles when a post in flight ends (a slot frees); never while none is in flight. */
-    slotFreed: slots.freed,
+    /** Settles when a post in flight ends (a place frees); never while none is in flight. */
+    placeFreed: places.freed,
     /** Settles when every post in flight has ended and been recorded. */
-    drain: slots.drain,
+    drain: places.drain,
     /** One round (tests): what is due and fits, posted and recorded; how many were taken. */
     async sendDue(): Promise<number> {
       const started = await fill();
-      await slots.drain();
+      await places.drain();
       return started;
     },
   };
 }
 
 /**
- * The sender, beside the updates and never in their way: it fills free slots whenever the
+ * The sender, beside the updates and never in their way: it fills free places whenever the
  * outbox is looked at (every `pollMs`) and whenever a post ends, so the next due delivery starts
- * as soon as a slot frees, not when a whole round has ended. Also prunes old deliveries.
+ * as soon as a place frees, not when a whole round has ended. Also prunes old deliveries.
  */
 export function startWebhookSender({ pollMs, retentionMs, pruneEveryMs, ...options }: WebhookSenderOptions) {
   const sender = createWebhookSender(options);
@@ -267,7 +267,7 @@ export function startWebhookSender({ pollMs, retentionMs, pruneEveryMs, ...optio
       }
       await Promise.race([
         sleep(pollMs, undefined, { signal: stopped.signal }).catch(() => undefined),
-        sender.slotFreed(),
+        sender.placeFreed(),
       ]);
     }
   })();

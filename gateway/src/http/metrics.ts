@@ -170,7 +170,10 @@ function eventMetrics(
   return { httpDuration, updates, dispatch, runs, webhookAttempts, skippedRecords, heavyReadsRefused };
 }
 
-/** Live agents and their run slots per location, from their announcements. */
+/**
+ * Live agents and their runners per location, from their announcements. The runners' gauge keeps
+ * its name, perfwatch_agent_slots: dashboards and alert rules use it.
+ */
 function agentGauges(gauge: GaugeOf, agents: AgentRegistry): void {
   gauge('perfwatch_agents', 'Live agents per location, from their announcements.', ['location'], (set) => {
     const live = agents.all();
@@ -178,7 +181,7 @@ function agentGauges(gauge: GaugeOf, agents: AgentRegistry): void {
   });
   gauge(
     'perfwatch_agent_slots',
-    'Run slots of the live agents per location: capacity, and how many are busy.',
+    'Runners of the live agents per location: capacity, and how many are busy.',
     ['location', 'state'],
     (set) => {
       const live = agents.all();

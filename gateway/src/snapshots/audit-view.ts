@@ -87,18 +87,18 @@ export async function* auditResultPieces<R extends CellView>(
   filter: SnapshotFilter = {},
 ): AsyncGenerator<string | Uint8Array> {
   const nonce = randomUUID();
-  const slots: Array<{ token: string; cell: R; additions: LighthouseAdditions }> = [];
+  const placeholders: Array<{ token: string; cell: R; additions: LighthouseAdditions }> = [];
   const view = auditResultOf(snapshot, project, filter, (cell, additions) => {
-    const token = `@@perfwatch-result:${nonce}:${slots.length}@@`;
-    slots.push({ token, cell, additions });
+    const token = `@@perfwatch-result:${nonce}:${placeholders.length}@@`;
+    placeholders.push({ token, cell, additions });
     return token;
   });
   // The view's text with each token's place taken by its cell's result, in the text's order.
   const json = JSON.stringify(view);
-  const placed = slots
-    .map((slot) => {
-      const quoted = JSON.stringify(slot.token);
-      return { ...slot, quoted, found: json.indexOf(quoted) };
+  const placed = placeholders
+    .map((placeholder) => {
+      const quoted = JSON.stringify(placeholder.token);
+      return { ...placeholder, quoted, found: json.indexOf(quoted) };
     })
     .sort((a, b) => a.found - b.found);
   let at = 0;

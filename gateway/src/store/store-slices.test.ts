@@ -15,7 +15,7 @@ describe('the slices combined', () => {
     const sqlite = new SqliteStore({ path: ':memory:' });
     expect(methodsOf(mongo)).toEqual(methodsOf(sqlite));
     expect(methodsOf(sqlite)).toEqual(
-      expect.arrayContaining(['createUser', 'saveSnapshot', 'streamKpis', 'claimSlot']),
+      expect.arrayContaining(['createUser', 'saveSnapshot', 'streamKpis', 'claimPlace']),
     );
   });
 

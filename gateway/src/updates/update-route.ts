@@ -11,10 +11,10 @@ import type { StartAsync } from './async-updates.ts';
 import { callerProject } from '../accounts/caller-project.ts';
 import { writeJsonPieces } from '../http/written.ts';
 
-/** Sync updates one user may have in flight, over every gateway replica (a slot in the store). */
+/** Sync updates one user may have in flight, over every gateway replica (a place in the store). */
 export interface SyncUpdateLimit {
   perUser: number;
-  /** A slot whose gateway died is free again after this long: longer than any sync update. */
+  /** A place whose gateway died is free again after this long: longer than any sync update. */
   ttlMs: number;
 }
 
@@ -30,7 +30,7 @@ export function updateRoute({
   credentialTrust,
   stallMs,
 }: {
-  store: Pick<ProjectsStore, 'findProject'> & Pick<UpdatesStore, 'claimSlot' | 'releaseSlot'>;
+  store: Pick<ProjectsStore, 'findProject'> & Pick<UpdatesStore, 'claimPlace' | 'releasePlace'>;
   updates: UpdateService;
   startAsync: StartAsync;
   credentialTrust: CredentialTrust;
@@ -52,10 +52,10 @@ export function updateRoute({
       res.json({ ok: 1, id: await startAsync(request) });
       return;
     }
-    const slot = syncUpdates
-      ? await store.claimSlot('sync-update', project.userId, syncUpdates.perUser, syncUpdates.ttlMs)
+    const place = syncUpdates
+      ? await store.claimPlace('sync-update', project.userId, syncUpdates.perUser, syncUpdates.ttlMs)
       : undefined;
-    if (slot === null) {
+    if (place === null) {
       throw new ApiError(
         'TOO_MANY_REQUESTS',
         'You have as many sync updates running as one user may. Wait for one to finish, or use mode=async.',
@@ -65,7 +65,7 @@ export function updateRoute({
     }
     const outcome = await updates
       .run(request)
-      .finally(() => (slot ? store.releaseSlot(slot).catch(() => undefined) : undefined));
+      .finally(() => (place ? store.releasePlace(place).catch(() => undefined) : undefined));
     // Written piece by piece, one cell's result inflated at a time: a thousand updates
     // answering at once do not each hold their megabytes of answer.
     await writeJsonPieces(

@@ -11,8 +11,8 @@ export interface LocalAgent {
   readonly capacity: number;
   /** Runs going on now. */
   readonly busy: number;
-  /** Runs waiting for a free slot. */
+  /** Runs waiting for a free runner. */
   readonly waiting: number;
-  /** Runs the job once a slot is free; the reply is a failure rather than a throw. */
+  /** Runs the job once a runner is free; the reply is a failure rather than a throw. */
   run(job: AuditJob, requestId: string | undefined): Promise<AuditReply>;
 }

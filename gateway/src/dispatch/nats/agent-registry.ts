@@ -194,8 +194,8 @@ class NatsAgentRegistry implements AgentRegistry {
   }
 
   /**
-   * As many waiters as the agent has free slots, oldest first: waking every waiter of the
-   * location sends them all at one slot, and all but one find no responder again.
+   * As many waiters as the agent has free runners, oldest first: waking every waiter of the
+   * location sends them all at one runner, and all but one find no responder again.
    */
   #roomAt({ location, capacity, busy }: AgentAnnouncement): void {
     let room = capacity - busy;

@@ -60,7 +60,7 @@ export interface NatsDispatcherOptions {
    * Offers awaiting a reply at once. Replies the gateway has not read yet queue in nats-server,
    * which cuts a client past its max_pending (64 MB) as a slow consumer, losing every reply in
    * flight: bounding the offers bounds that queue. Runs beyond it wait in the gateway, in the
-   * order they asked for a slot.
+   * order they asked for an offer place.
    */
   maxInFlight?: number;
   takenWithinMs?: number;
@@ -105,8 +105,8 @@ class NatsDispatcher {
   readonly #maxInFlight: number;
   readonly #waitingBy = new Map<Location, number>();
   readonly #rooms = new Map<Location, FairWaitingRoom>();
-  /** Runs ready to offer, waiting for one of the maxInFlight slots. */
-  readonly #forSlot = new Queue<PendingRun>();
+  /** Runs ready to offer, waiting for one of the maxInFlight offer places. */
+  readonly #forOfferPlace = new Queue<PendingRun>();
   #offering = 0;
 
   constructor({
@@ -163,7 +163,7 @@ class NatsDispatcher {
     else setTimeout(again, delay);
   }
 
-  /** The run's next step: it fails, waits behind better-ranked runs, or asks for a slot to offer. */
+  /** The run's next step: it fails, waits behind better-ranked runs, or asks for an offer place. */
   #tryOffer(run: PendingRun): void {
     if (this.#registry?.silent(run.job.location)) {
       return this.#settle(run, {
@@ -178,10 +178,10 @@ class NatsDispatcher {
       if (left <= 0) return this.#settle(run, timedOut(run));
       return this.#waitForRoom(run, Math.min(left, jitter(run.backoff)), 'room');
     }
-    // Waiting for an offer slot is waiting for room too.
+    // Waiting for an offer place is waiting for room too.
     this.#waits(run, true);
     if (this.#offering < this.#maxInFlight) this.#startOffer(run);
-    else this.#forSlot.enqueue(run);
+    else this.#forOfferPlace.enqueue(run);
   }
 
   #startOffer(run: PendingRun): void {
@@ -192,7 +192,7 @@ class NatsDispatcher {
     const avoid = options.avoidAgent;
     const exclude = avoid !== undefined && agents?.some((a) => a.agentId !== avoid) ? [avoid] : undefined;
     const timeoutMs = Math.max(1, Math.min(run.deadline - Date.now(), job.timeoutMs + REPLY_GRACE_MS));
-    // An offer never rejects; should it all the same, the slot is given back and the run ends.
+    // An offer never rejects; should it all the same, the offer place is given back and the run ends.
     const sent = this.#offer(exclude ? { ...job, excludeAgents: exclude } : job, {
       timeoutMs,
       requestId: options.requestId,
@@ -202,7 +202,7 @@ class NatsDispatcher {
     }));
     void sent.then((outcome) => {
       this.#offering--;
-      const next = this.#forSlot.dequeue();
+      const next = this.#forOfferPlace.dequeue();
       if (next) this.#startOffer(next);
       this.#offered(run, outcome);
     });

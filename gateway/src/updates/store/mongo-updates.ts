@@ -40,7 +40,7 @@ interface UpdateDocument {
   createdAt: Date;
   updatedAt: Date;
 }
-type SlotDocument = { _id: string; kind: string; userId: string; expiresAt: Date };
+type PlaceDocument = { _id: string; kind: string; userId: string; expiresAt: Date };
 
 export const updateIndexes = (db: Db) => {
   const updates = db.collection('updates');
@@ -57,17 +57,18 @@ const unfinished = { status: { $in: [...UNFINISHED] } };
 /** Unfinished and given to the queue: not waiting in the user's backlog. */
 const admitted = { ...unfinished, waiting: { $ne: true } };
 
-/** Updates in MongoDB (the `updates` collection) and the slots of sync updates in flight (`slots`). */
+/** Updates in MongoDB (the `updates` collection) and the places of sync updates in flight (the
+ * `slots` collection: deployed stores have it by that name). */
 export class MongoUpdates implements UpdatesStore {
   readonly #base: MongoDatabase;
   readonly #updates: Collection<UpdateDocument>;
-  readonly #slots: Collection<SlotDocument>;
+  readonly #places: Collection<PlaceDocument>;
   #lastCreatedAt = 0;
 
   constructor(base: MongoDatabase) {
     this.#base = base;
     this.#updates = base.db.collection<UpdateDocument>('updates');
-    this.#slots = base.db.collection<SlotDocument>('slots');
+    this.#places = base.db.collection<PlaceDocument>('slots');
   }
 
   async createUpdate(update: NewUpdate): Promise<void> {
@@ -173,20 +174,20 @@ export class MongoUpdates implements UpdatesStore {
     return deletedCount;
   }
 
-  async claimSlot(kind: string, userId: string, limit: number, ttlMs: number): Promise<string | null> {
+  async claimPlace(kind: string, userId: string, limit: number, ttlMs: number): Promise<string | null> {
     const now = new Date();
     const id = new ObjectId().toHexString();
-    await this.#slots.deleteMany({ expiresAt: { $lt: now } });
-    await this.#slots.insertOne({ _id: id, kind, userId, expiresAt: new Date(now.getTime() + ttlMs) });
-    // Taken first, counted after: two gateways claiming the last slot at once both see two and
+    await this.#places.deleteMany({ expiresAt: { $lt: now } });
+    await this.#places.insertOne({ _id: id, kind, userId, expiresAt: new Date(now.getTime() + ttlMs) });
+    // Taken first, counted after: two gateways claiming the last place at once both see two and
     // both give theirs back, rather than both going over the limit.
-    const taken = await this.#slots.countDocuments({ kind, userId, expiresAt: { $gte: now } });
+    const taken = await this.#places.countDocuments({ kind, userId, expiresAt: { $gte: now } });
     if (taken <= limit) return id;
-    await this.#slots.deleteOne({ _id: id });
+    await this.#places.deleteOne({ _id: id });
     return null;
   }
 
-  async releaseSlot(id: string): Promise<void> {
-    await this.#slots.deleteOne({ _id: id });
+  async releasePlace(id: string): Promise<void> {
+    await this.#places.deleteOne({ _id: id });
   }
 }

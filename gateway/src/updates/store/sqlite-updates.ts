@@ -22,7 +22,10 @@ import {
   type UpdatesStore,
 } from './updates-store.ts';
 
-/** The `updates` table, and the `slots` of sync updates in flight. */
+/**
+ * The `updates` table, and the places of sync updates in flight in `slots`: deployed stores have
+ * the table by that name (renaming it would need a data migration).
+ */
 export const updatesSchema: SqliteSchema = {
   tables: `
 CREATE TABLE IF NOT EXISTS updates (
@@ -57,7 +60,7 @@ const updateRow = asRecord(updateRecords(sqliteForms).update);
 const statusIn = (statuses: readonly string[]) => `status IN (${statuses.map((s) => `'${s}'`).join(', ')})`;
 const UNFINISHED_ROWS = statusIn(UNFINISHED);
 
-/** Updates in SQLite (the `updates` table) and the slots of sync updates in flight (`slots`). */
+/** Updates in SQLite (the `updates` table) and the places of sync updates in flight (`slots`). */
 export class SqliteUpdates implements UpdatesStore {
   readonly #db: SqliteDatabase;
 
@@ -170,7 +173,7 @@ export class SqliteUpdates implements UpdatesStore {
     return this.#db.changes(sql, before.getTime());
   }
 
-  async claimSlot(kind: string, userId: string, limit: number, ttlMs: number): Promise<string | null> {
+  async claimPlace(kind: string, userId: string, limit: number, ttlMs: number): Promise<string | null> {
     const now = Date.now();
     this.#db.run('DELETE FROM slots WHERE expires_at < ?', now);
     const id = newId();
@@ -187,7 +190,7 @@ export class SqliteUpdates implements UpdatesStore {
     return taken === 1 ? id : null;
   }
 
-  async releaseSlot(id: string): Promise<void> {
+  async releasePlace(id: string): Promise<void> {
     this.#db.run('DELETE FROM slots WHERE id = ?', id);
   }
 }

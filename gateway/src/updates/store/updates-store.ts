@@ -63,7 +63,7 @@ export interface UpdateRecord {
   updatedAt: Date;
 }
 
-/** Updates and what bounds them: each user's backlog, and the sync updates in flight (slots). */
+/** Updates and what bounds them: each user's backlog, and the sync updates in flight (places). */
 export interface UpdatesStore {
   createUpdate(update: NewUpdate): Promise<void>;
   /**
@@ -93,11 +93,12 @@ export interface UpdatesStore {
   /** Retention: finished (done or failed) update records last changed before `before`. */
   deleteFinishedUpdatesBefore(before: Date): Promise<number>;
   /**
-   * Takes one of the user's `limit` slots of a kind (sync updates in flight) until now + ttlMs,
-   * for every gateway replica at once; null when they are all taken.
+   * Takes one of the user's `limit` places of a kind (sync updates in flight) until now + ttlMs,
+   * for every gateway replica at once; null when they are all taken. The backends keep places
+   * in `slots`, the name deployed stores have (renaming it would need a data migration).
    */
-  claimSlot(kind: string, userId: string, limit: number, ttlMs: number): Promise<string | null>;
-  releaseSlot(id: string): Promise<void>;
+  claimPlace(kind: string, userId: string, limit: number, ttlMs: number): Promise<string | null>;
+  releasePlace(id: string): Promise<void>;
 }
 
 /** The statuses of an update not finished yet: what a backlog holds and the queue takes up again. */
