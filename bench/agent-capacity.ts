@@ -1,5 +1,5 @@
 /**
- * What one agent machine does: audits per hour per core, and Chrome's memory per run, with a
+ * What one agent machine does: runs per hour per core, and Chrome's memory per run, with a
  * warm browser (one Chrome kept across runs) and a cold one (a Chrome launched per run). The
  * runner is the agent's own (a worker-thread pool, Chrome behind the target guard), run at a
  * capacity of one runner per core on the fixture page, mobile; warm and cold phases alternate.
@@ -17,7 +17,7 @@ import { chromesOf } from '../test/support/chrome-processes.ts';
 export interface CapacityPhase {
   runs: number;
   seconds: number;
-  auditsPerHourPerCore: number;
+  runsPerHourPerCore: number;
   medianLighthouseMs: number;
   /** Peak PSS of each browser's processes, MB; median over the browsers used. */
   chromePeakMb: number;
@@ -75,7 +75,7 @@ async function phase(url: string, runs: number, runsPerBrowser: number, cores: n
   return {
     runs,
     seconds,
-    auditsPerHourPerCore: ((runs / seconds) * 3600) / cores,
+    runsPerHourPerCore: ((runs / seconds) * 3600) / cores,
     medianLighthouseMs: median(lighthouseMs),
     chromePeakMb: median(browserPeaks) / 1024,
     browsers: browserPeaks.length,
@@ -92,7 +92,7 @@ export async function measureAgentCapacity(runsPerPhase = 6): Promise<CapacityFi
     const warm = await phase(url, runsPerPhase, 1_000, cores);
     const cold = await phase(url, runsPerPhase, 0, cores);
     process.stdout.write(
-      `agent capacity: warm ${warm.auditsPerHourPerCore.toFixed(0)} audits/h/core (Chrome ${warm.chromePeakMb.toFixed(0)} MB), cold ${cold.auditsPerHourPerCore.toFixed(0)} audits/h/core (Chrome ${cold.chromePeakMb.toFixed(0)} MB)\n`,
+      `agent capacity: warm ${warm.runsPerHourPerCore.toFixed(0)} runs/h/core (Chrome ${warm.chromePeakMb.toFixed(0)} MB), cold ${cold.runsPerHourPerCore.toFixed(0)} runs/h/core (Chrome ${cold.chromePeakMb.toFixed(0)} MB)\n`,
     );
     return { cores, warm, cold };
   } finally {

@@ -24,7 +24,7 @@ import {
   type LighthouseResult,
   type RunDigest,
 } from '@perfwatch/common';
-import { encodeReplyBytes, startAgent, type AuditRunner, type ReplyEncoder } from '@perfwatch/agent';
+import { encodeReplyBytes, startAgent, type PageRunner, type ReplyEncoder } from '@perfwatch/agent';
 import { createAdmin, MongoStore, SqliteStore } from '@perfwatch/gateway';
 import { startNatsServer } from '../test/support/local-servers.ts';
 import { loadLeanLhr } from '../test/support/lhr-fixtures.ts';
@@ -197,7 +197,7 @@ function standInFleet(projects: Map<string, string[]>) {
   for (const urls of projects.values())
     for (const url of urls)
       for (const device of DEVICES) replayed.prepare({ ...results[device], requestedUrl: url, finalDisplayedUrl: url });
-  const runner: AuditRunner = {
+  const runner: PageRunner = {
     async run(request) {
       await sleep(DELAY_MS);
       return {

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino, type Logger } from 'pino';
 import type { Location } from '@perfwatch/common';
-import { createRunnerPool, startAgent, type AuditRunner, type RunnerPool } from '@perfwatch/agent';
+import { createRunnerPool, startAgent, type PageRunner, type RunnerPool } from '@perfwatch/agent';
 import { createAdmin, gatewayConfigWith, MongoStore, startGateway, type Admin } from '@perfwatch/gateway';
 import { startDemoSite } from '@perfwatch/local';
 import { freePort, startFerretDb, startNatsServer } from '../test/support/local-servers.ts';
@@ -26,7 +26,7 @@ export interface StackAgent {
   /** Runs at once (PERFWATCH_CAPACITY); 1 unless given. */
   capacity?: number;
   /** Sees every run the agent makes, e.g. to time it. */
-  onRun?: (output: Awaited<ReturnType<AuditRunner['run']>>) => void;
+  onRun?: (output: Awaited<ReturnType<PageRunner['run']>>) => void;
 }
 
 export interface LocalStack {
@@ -97,7 +97,7 @@ function startAgents(nc: NatsConnection, agents: StackAgent[], logger: Logger) {
   const runners = agents.map(({ runsPerBrowser, capacity = 1 }) => benchRunnerPool(capacity, runsPerBrowser, logger));
   const started = agents.map(({ location, onRun, capacity = 1 }, i) => {
     const runner = runners[i]!;
-    const observed: AuditRunner = {
+    const observed: PageRunner = {
       run: async (request) => {
         const output = await runner.run(request);
         onRun?.(output);

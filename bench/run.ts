@@ -8,7 +8,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { measureAuditOverhead } from './audit-overhead.ts';
+import { measureUpdateOverhead } from './update-overhead.ts';
 import { measureOverview, type OverviewFigures } from './overview-memory.ts';
 import { measureDispatchScale } from './dispatch-scale.ts';
 import { measureReadPath, type Load, type ReadPathFigures } from './read-path.ts';
@@ -24,7 +24,7 @@ const rssGrowth = (f: OverviewFigures) =>
   ` The ${f.store} server's peak RSS by level: ${f.levels.map((l) => `${l.peakRssMb.toFixed(0)} MB at ${l.records.toLocaleString('en')} records`).join(', ')}.`;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const phaseRow = (name: string, p: CapacityPhase) =>
-  `| ${name} | ${p.auditsPerHourPerCore.toFixed(0)} | ${Math.round(p.medianLighthouseMs)} ms | ${p.chromePeakMb.toFixed(0)} MB | ${p.browsers} |`;
+  `| ${name} | ${p.runsPerHourPerCore.toFixed(0)} | ${Math.round(p.medianLighthouseMs)} ms | ${p.chromePeakMb.toFixed(0)} MB | ${p.browsers} |`;
 const load = (l: Load) =>
   `${l.requestsPerSecond.toFixed(1)} req/s, p50 ${Math.round(l.p50Ms)} ms, p99 ${Math.round(l.p99Ms)} ms`;
 
@@ -32,11 +32,11 @@ const load = (l: Load) =>
 const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise<string[]> }> = [
   {
     name: 'overhead',
-    headings: ['## Audit path overhead'],
+    headings: ['## Sync update overhead'],
     async measure() {
-      const overhead = await measureAuditOverhead(Number(process.env['BENCH_PAIRS'] ?? 5));
+      const overhead = await measureUpdateOverhead(Number(process.env['BENCH_PAIRS'] ?? 5));
       return [
-        '## Audit path overhead (fixture page, mobile, 1 location, 1 run)',
+        '## Sync update overhead (fixture page, mobile, 1 location, 1 run)',
         '',
         '| figure | bare CLI | cold agent | warm agent |',
         '|---|---|---|---|',
@@ -58,7 +58,7 @@ const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise
       return [
         `## Agent capacity (fixture page, mobile, ${capacity.cores} runners on ${capacity.cores} cores, ${capacity.warm.runs} runs per phase)`,
         '',
-        '| browser | audits per hour per core | Lighthouse run, median | Chrome peak memory per browser (PSS) | browsers used |',
+        '| browser | runs per hour per core | Lighthouse run, median | Chrome peak memory per browser (PSS) | browsers used |',
         '|---|---|---|---|---|',
         phaseRow('warm (kept across runs)', capacity.warm),
         phaseRow('cold (launched per run)', capacity.cold),

@@ -22,7 +22,7 @@ import {
   type Location,
   type SecurityFacts,
 } from '@perfwatch/common';
-import type { AuditRunner } from './lighthouse-runner.ts';
+import type { PageRunner } from './lighthouse-runner.ts';
 import type { RunObserver } from './metrics.ts';
 import { agentDefaults } from './config.ts';
 import { createJobExecutor } from './job-executor.ts';
@@ -31,7 +31,7 @@ export interface AgentDeps {
   nc: NatsConnection;
   location: Location;
   /** Must take `capacity` runs at once (a runner pool for more than one). */
-  runner: AuditRunner;
+  runner: PageRunner;
   logger: Logger;
   agentId: string;
   /** Runs at once; at capacity the agent leaves the queue group until a run ends. */
@@ -105,8 +105,7 @@ function handBackReason(
   { stopping, busy, capacity, agentId }: { stopping: boolean; busy: number; capacity: number; agentId: string },
 ): { code: string; message: string } | null {
   if (stopping) return { code: 'AGENT_SHUTTING_DOWN', message: 'agent is shutting down' };
-  if (busy >= capacity)
-    return { code: 'AGENT_BUSY', message: `agent ${agentId} is running ${busy} audits, its capacity` };
+  if (busy >= capacity) return { code: 'AGENT_BUSY', message: `agent ${agentId} is making ${busy} runs, its capacity` };
   if (job.excludeAgents?.includes(agentId))
     return { code: 'AGENT_EXCLUDED', message: `job ${job.jobId} asks for another agent than ${agentId}` };
   return null;

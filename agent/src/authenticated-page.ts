@@ -3,7 +3,7 @@ import type { LoginStep, PageAuth } from '@perfwatch/common';
 import { RunFailure } from './run-failure.ts';
 
 /**
- * A tab of the run's Chrome set up to get past the page's login, for Lighthouse to audit in:
+ * A tab of the run's Chrome set up to get past the page's login, for Lighthouse to run in:
  * the cookies set for the page's origin only (Chrome then sends them nowhere else), the extra
  * headers added to the origin's requests only (the Fetch domain pauses those and nothing else),
  * and the login script run in it first. What it holds is a secret: no step's value or header

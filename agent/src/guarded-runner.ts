@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { chromeFlags } from './chrome-flags.ts';
 import { startGuardProxy, type GuardProxy } from './guard-proxy.ts';
-import { createLighthouseRunner, type AuditRunner, type CpuCalibration } from './lighthouse-runner.ts';
+import { createLighthouseRunner, type PageRunner, type CpuCalibration } from './lighthouse-runner.ts';
 import { createTargetGuard, parseAllowList, type TargetGuard } from '@perfwatch/common';
 
 export interface GuardedRunnerOptions {
@@ -22,7 +22,7 @@ export interface GuardedRunnerOptions {
 export async function startGuardedRunner(
   options: GuardedRunnerOptions,
   logger: Logger,
-): Promise<{ runner: AuditRunner; guard: TargetGuard; proxy: GuardProxy }> {
+): Promise<{ runner: PageRunner; guard: TargetGuard; proxy: GuardProxy }> {
   const guard = createTargetGuard({ allow: parseAllowList(options.allowTargets) });
   const proxy = await startGuardProxy({ guard, logger });
   const lighthouse = createLighthouseRunner({

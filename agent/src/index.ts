@@ -1,7 +1,7 @@
 export { encodeReplyBytes, startAgent, type Agent, type ReplyEncoder } from './agent.ts';
 export {
   createLighthouseRunner,
-  type AuditRunner,
+  type PageRunner,
   type CpuCalibration,
   type RunRequest,
   type RunOutput,

@@ -10,7 +10,7 @@ import {
   type SecurityFacts,
 } from '@perfwatch/common';
 import { createCpuBaseline, type Baseline } from './cpu-baseline.ts';
-import type { AuditRunner, RunOutput } from './lighthouse-runner.ts';
+import type { PageRunner, RunOutput } from './lighthouse-runner.ts';
 import type { RunObserver } from './metrics.ts';
 import { RunFailure } from './run-failure.ts';
 import { agentDefaults } from './config.ts';
@@ -18,7 +18,7 @@ import { compactScreenshots } from './screenshot-compactor.ts';
 
 export interface JobExecutorDeps {
   location: Location;
-  runner: AuditRunner;
+  runner: PageRunner;
   logger: Logger;
   agentId: string;
   keepScreenshots?: boolean;
@@ -139,11 +139,11 @@ function sentConditions(
 
 /** The job's Lighthouse run, told to the observer however it ends. */
 async function observedRun(
-  runner: AuditRunner,
+  runner: PageRunner,
   job: AuditJob,
   observer: RunObserver | undefined,
   baselineBenchmarkIndex: number | null | undefined,
-): ReturnType<AuditRunner['run']> {
+): ReturnType<PageRunner['run']> {
   const started = performance.now();
   const seconds = () => (performance.now() - started) / 1000;
   try {

@@ -59,8 +59,8 @@ export interface CpuCalibration {
 /** Lighthouse's own mobile slowdown: what a run gets when no calibration could be made. */
 const LIGHTHOUSE_MOBILE_MULTIPLIER = 4;
 
-/** Runs one Lighthouse audit. The agent depends on this interface, not on Lighthouse. */
-export interface AuditRunner {
+/** Makes one run: Lighthouse on a page. The agent depends on this interface, not on Lighthouse. */
+export interface PageRunner {
   run(request: RunRequest): Promise<RunOutput>;
   /**
    * Readings of the machine's benchmark index in this runner's Chrome, outside any run (taken
@@ -107,7 +107,7 @@ type OwnChrome = chromeLauncher.LaunchedChrome & { userDataDir: string };
  * process). Only the Chrome this runner launched is ever killed: by its own pid, after
  * `runsPerBrowser` runs, after a run that failed or timed out, and on close.
  */
-export class LighthouseRunner implements AuditRunner {
+export class LighthouseRunner implements PageRunner {
   readonly #options: LighthouseRunnerOptions;
   readonly #logger: Logger;
   #chrome: OwnChrome | null = null;
@@ -149,7 +149,7 @@ export class LighthouseRunner implements AuditRunner {
     try {
       const browser = await this.#ensureChrome();
       const cpuMultiplier = device === 'desktop' ? 1 : this.#mobileMultiplier(baselineBenchmarkIndex);
-      const { result, lighthouseMs, otherCpuShare } = await this.#audit(browser, request, cpuMultiplier, attempt);
+      const { result, lighthouseMs, otherCpuShare } = await this.#lighthouse(browser, request, cpuMultiplier, attempt);
       const lhr = lighthouseResultSchema.parse(result);
       attempt.healthy = true;
       await this.#refuseFailedLoad(request.url, lhr);
@@ -196,7 +196,7 @@ export class LighthouseRunner implements AuditRunner {
   }
 
   /** Lighthouse on `browser`, signed in first when the run has credentials, given up at the run's timeout. */
-  async #audit(
+  async #lighthouse(
     browser: chromeLauncher.LaunchedChrome,
     { url, device, timeoutMs, auth }: RunRequest,
     cpuMultiplier: number,
@@ -219,11 +219,11 @@ export class LighthouseRunner implements AuditRunner {
       attempt.signedIn = auth
         ? await Promise.race([openAuthenticatedPage(browser.port, url, auth), deadline.expired])
         : undefined;
-      // With a signed-in tab Lighthouse audits in it, its cookies and header rules in place.
+      // With a signed-in tab Lighthouse runs in it, its cookies and header rules in place.
       const neighbours = await watchOtherCpu(browser.pid);
-      const audit = lighthouse(url, flags, device === 'desktop' ? desktopConfig : undefined, attempt.signedIn?.page);
-      attempt.lighthouseRun = audit;
-      const runnerResult = await Promise.race([audit, deadline.expired]);
+      const run = lighthouse(url, flags, device === 'desktop' ? desktopConfig : undefined, attempt.signedIn?.page);
+      attempt.lighthouseRun = run;
+      const runnerResult = await Promise.race([run, deadline.expired]);
       if (!runnerResult) throw new RunFailure('LIGHTHOUSE_FAILED', 'Lighthouse returned no result', true);
       const lighthouseMs = performance.now() - started;
       return { result: runnerResult.lhr, lighthouseMs, otherCpuShare: await neighbours.stop() };
@@ -317,7 +317,7 @@ const busyFailure = () => new RunFailure('INTERNAL', 'runner is busy: one Lighth
 const hasExited = (chrome: chromeLauncher.LaunchedChrome) =>
   chrome.process.exitCode !== null || chrome.process.signalCode !== null;
 
-/** What a run leaves for its clean-up: whether Chrome is still trusted, the audit, the signed-in tab. */
+/** What a run leaves for its clean-up: whether Chrome is still trusted, the Lighthouse run, the signed-in tab. */
 interface RunAttempt {
   healthy: boolean;
   lighthouseRun: Promise<unknown> | undefined;

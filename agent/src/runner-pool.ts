@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import type { AuditRunner, RunOutput, RunRequest } from './lighthouse-runner.ts';
+import type { PageRunner, RunOutput, RunRequest } from './lighthouse-runner.ts';
 import { RunFailure } from './run-failure.ts';
 import {
   isAuditErrorCode,
@@ -40,7 +40,7 @@ export function createRunnerPool(options: RunnerPoolOptions): RunnerPool {
   return new RunnerPool(options);
 }
 
-export class RunnerPool implements AuditRunner {
+export class RunnerPool implements PageRunner {
   readonly #options: WorkerOptions;
   readonly #logger: Logger;
   readonly #runners: Array<Runner | null>;

@@ -4,7 +4,7 @@ import { withoutPrototypeKeys } from './own-keys.ts';
 /**
  * How an agent gets past a page's login (v1.3 of the job, optional): cookies and request
  * headers for the project's own origin, and a login script of simple steps run in the same
- * browser before the audit. Secrets: kept encrypted by the gateway, in a job only while it
+ * browser before the run. Secrets: kept encrypted by the gateway, in a job only while it
  * travels, never logged by either side.
  */
 const selector = z.string().min(1).max(500);

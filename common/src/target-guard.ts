@@ -4,7 +4,7 @@ import ipaddr from 'ipaddr.js';
 /**
  * Refuses to let the agent (or a gateway's webhooks) reach loopback, private, link-local (cloud
  * metadata at 169.254.169.254 among them), unique-local, carrier-grade NAT, multicast and
- * reserved addresses: an agent audits URLs its users choose, and must not become a way into the
+ * reserved addresses: an agent measures URLs its users choose, and must not become a way into the
  * network it runs in. Checked after DNS resolution, and the address checked is the one connected to,
  * so a name that resolves differently the second time (DNS rebinding) gains nothing.
  */

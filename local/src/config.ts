@@ -29,7 +29,7 @@ export const startOnlySettings = settingGroup('perfwatch start', {
     .describe("With NATS_URL: the nkey seed file `perfwatch start`'s agent connects with (as above)."),
 });
 
-/** Alone, start audits its own demo site on loopback; on a shared NATS, its agent is any agent. */
+/** Alone, start measures its own demo site on loopback; on a shared NATS, its agent is any agent. */
 const LOOPBACK = '127.0.0.0/8,::1/128';
 
 const { CHROME_PATH, PERFWATCH_RUNS_PER_BROWSER } = chromeRunSettings.settings;

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import express from 'express';
 
-/** The demo site's pages: what `perfwatch start` offers to audit, and the tests' fixture site. */
+/** The demo site's pages: what `perfwatch start` offers to measure, and the tests' fixture site. */
 const DEMO_SITE_ROOT = join(import.meta.dirname, 'demo-site');
 
 export interface DemoSite {
@@ -23,7 +23,7 @@ export const DEMO_LOGIN = {
 
 /**
  * Serves the demo site (or another static site) on loopback: the fixture site of the tests, and
- * what `perfwatch start` offers to audit. `/slow.html` is held back `slowMs` to stand for a slow origin.
+ * what `perfwatch start` offers to measure. `/slow.html` is held back `slowMs` to stand for a slow origin.
  */
 export async function startDemoSite({
   root = DEMO_SITE_ROOT,

@@ -26,7 +26,7 @@ const LOCATION = 's_carolina';
 /**
  * `perfwatch start`: everything on one machine, with no configuration. A gateway and one agent
  * (location s_carolina) in this process, talking over an in-process bus; an embedded store in
- * PERFWATCH_DATA_DIR (perfwatch.sqlite); a demo site to audit; a demo user whose new token is
+ * PERFWATCH_DATA_DIR (perfwatch.sqlite); a demo site to measure; a demo user whose new token is
  * printed with a ready-to-paste curl line (the previous start's token revoked). NATS_URL and MONGODB_URI switch to the real parts.
  */
 export async function startPerfwatch(env: Readonly<Record<string, string | undefined>>): Promise<void> {
@@ -163,7 +163,7 @@ function localGatewayConfig(config: StartConfig) {
     HOST: config.HOST,
     // One process on one machine: no load balancer to wait for on stop.
     SHUTDOWN_READINESS_DELAY_MS: 0,
-    // One machine: its webhook receivers may be on it too, as its audited pages may.
+    // One machine: its webhook receivers may be on it too, as its measured pages may.
     PERFWATCH_ALLOW_TARGETS: config.PERFWATCH_ALLOW_TARGETS,
     ...(config.CRUX_API_KEY ? { CRUX_API_KEY: config.CRUX_API_KEY } : {}),
   });

@@ -12,7 +12,7 @@ import { openApiResponseChecker } from '../support/openapi-responses.ts';
 // `npm run images`'s script, the stack from deploy/docker-compose.yml (podman-compose here,
 // docker compose where Docker runs), with NATS, MongoDB and Prometheus from local stand-ins
 // (scripts/standin-images.sh; no registry serves images here). Real Lighthouse in the agent
-// containers, Chrome in its own sandbox, audits of the fixture site served inside the stack.
+// containers, Chrome in its own sandbox, runs on the fixture site served inside the stack.
 
 const HOST_CA = '/etc/ssl/certs/ca-certificates.crt';
 const project = `pwtest${randomInt(1_000, 9_999)}`;

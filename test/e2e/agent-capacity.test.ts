@@ -36,7 +36,7 @@ afterAll(async () => {
 });
 
 describe('agent capacity', () => {
-  it(`runs ${RUNS} audits two at a time on two Chromes, replaces them, and leaves no Chrome behind`, async () => {
+  it(`makes ${RUNS} runs two at a time on two Chromes, replaces them, and leaves no Chrome behind`, async () => {
     await vi.waitFor(() => expect(registry.agents('tokyo')).toMatchObject([{ agentId: 'tokyo-wide', capacity: 2 }]), {
       timeout: 30_000,
     });
@@ -80,7 +80,7 @@ describe('agent capacity', () => {
     sampling = false;
     await sampler;
     console.log(
-      `agent capacity 2: ${RUNS} runs in ${seconds.toFixed(0)} s (${((RUNS / seconds) * 3600).toFixed(0)} audits/hour), ${dirs.size} Chromes used`,
+      `agent capacity 2: ${RUNS} runs in ${seconds.toFixed(0)} s (${((RUNS / seconds) * 3600).toFixed(0)} runs/hour), ${dirs.size} Chromes used`,
     );
 
     expect(outcomes.filter((o) => !o.ok)).toEqual([]);

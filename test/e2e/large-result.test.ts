@@ -4,7 +4,7 @@ import { spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-proc
 import { isolatedNats, startTestGateway, type TestGateway } from '../support/test-services.ts';
 
 // A real page whose Lighthouse result is several megabytes (1,500 unlabelled links and images,
-// each listed in the accessibility audits), audited by an agent process over two nats-servers:
+// each listed in the accessibility audits), measured by an agent process over two nats-servers:
 // one with the default 1 MB max_payload (the compressed result fits whole) and one with 200 kB
 // (the agent shrinks the result to fit, keeping every score and metric, and says so).
 

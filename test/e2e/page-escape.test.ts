@@ -8,7 +8,7 @@ import { createNatsDispatcher } from '@perfwatch/gateway';
 import { agentProcessUnderTest, type AgentUnderTest } from '../support/agent-process.ts';
 import { silentLogger } from '../support/test-services.ts';
 
-// A hostile page, audited by a real agent (Chromium and Lighthouse), tries to reach an address
+// A hostile page, measured by a real agent (Chromium and Lighthouse), tries to reach an address
 // the agent may not: a WebSocket, a fetch and WebRTC (STUN over UDP) to 127.0.0.2, while only
 // 127.0.0.1 is allowed. Nothing gets through. The same page in a Chromium without the agent's
 // guard does reach it, so the listeners would see an escape.

@@ -7,7 +7,7 @@ import { agentProcessUnderTest, type AgentUnderTest } from '../support/agent-pro
 import { chromesOf } from '../support/chrome-processes.ts';
 import { startTestGateway, type TestGateway } from '../support/test-services.ts';
 
-// Pages that misbehave, audited for real: an agent process (real Chromium and Lighthouse) and
+// Pages that misbehave, measured for real: an agent process (real Chromium and Lighthouse) and
 // a gateway over a real nats-server, driven over HTTP the way a user would. What the user sees
 // is asserted (a measurement, or the envelope with the reason) and so is what is left behind
 // (the agent still serves, no Chrome beyond its warm one).

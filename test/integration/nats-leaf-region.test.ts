@@ -176,7 +176,7 @@ async function waitDone(gateway: string, id: string): Promise<void> {
 }
 
 describe('hub and region leaf node from the shipped NATS configuration', () => {
-  it('a sync update on one gateway is audited by the agent behind the leaf node', async () => {
+  it('a sync update on one gateway is measured by the agent behind the leaf node', async () => {
     const res = await fetch(`${gateways[0]!.url}/v1/update`, {
       method: 'POST',
       headers: auth(),

@@ -91,7 +91,7 @@ const agentEnv = (seed: string) => ({
 });
 
 describe('NATS with TLS and per-role permissions', () => {
-  it('an agent with its own credentials connects over TLS, announces itself and audits', async () => {
+  it('an agent with its own credentials connects over TLS, announces itself and makes a run', async () => {
     agent = spawnPerfwatch(['agent'], agentEnv(files.tokyoSeed));
     await agent.waitFor(/agent serving location/);
     await vi.waitFor(() => expect(registry.agents('tokyo')?.map((a) => a.agentId)).toEqual(['tokyo-tls']), {

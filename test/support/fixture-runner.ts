@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { AuditRunner, RunOutput, RunRequest } from '@perfwatch/agent';
+import type { PageRunner, RunOutput, RunRequest } from '@perfwatch/agent';
 import type { RunFailure } from '@perfwatch/agent';
 import type { LighthouseResult } from '@perfwatch/common';
 import { loadLhr } from './lhr-fixtures.ts';
@@ -20,7 +20,7 @@ export function fixtureRunner({
   fail?: (request: RunRequest) => RunFailure | null;
   conditions?: RunOutput['conditions'];
   change?: (lhr: LighthouseResult, runNumber: number) => void;
-} = {}): AuditRunner & { requests: RunRequest[]; readonly maxConcurrent: number } {
+} = {}): PageRunner & { requests: RunRequest[]; readonly maxConcurrent: number } {
   const requests: RunRequest[] = [];
   let turn = 0;
   let running = 0;

@@ -2,7 +2,7 @@ import { BlockList, isIPv4 } from 'node:net';
 import { createTargetGuard, parseAllowList, TargetRefused, type TargetGuard } from '@perfwatch/common';
 
 /**
- * Where webhooks may post: the address rules of audited pages (public addresses, and those
+ * Where webhooks may post: the address rules of measured pages (public addresses, and those
  * PERFWATCH_ALLOW_TARGETS lists), and plain `http://` only to an address the list names. A
  * delivery carries its signature and body in the clear over http, so it may go unencrypted only
  * into a network the operator named (a receiver on the same host or LAN); anywhere else, https.

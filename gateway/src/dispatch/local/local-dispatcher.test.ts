@@ -30,14 +30,14 @@ function agentTaking(ms: number, capacity = 1) {
       return busy;
     },
     waiting: 0,
-    async run(audit): Promise<AuditReply> {
-      ran.push(audit.jobId);
+    async run(job): Promise<AuditReply> {
+      ran.push(job.jobId);
       mostBusy = Math.max(mostBusy, ++busy);
       await sleep(ms);
       busy--;
       return {
         ok: false,
-        jobId: audit.jobId,
+        jobId: job.jobId,
         agentId: 'fra-local',
         error: { code: 'INTERNAL', message: 'answered', retryable: true },
       };
