@@ -55,12 +55,15 @@ export interface HeavyReadFigures {
 const count = (ends: ReadEnd[], status: number) => ends.filter((e) => e.status === status).length;
 
 /** The store the gateway reads, and the settings that point it there. */
-async function storeFor(kind: HeavyReadStore, dir: string) {
+async function storeFor(
+  kind: HeavyReadStore,
+  dir: string,
+): Promise<{ store: Store; env: Record<string, string>; stop?: () => Promise<void> }> {
   if (kind === 'embedded')
     return { store: new SqliteStore({ path: join(dir, 'perfwatch.sqlite') }), env: { PERFWATCH_DATA_DIR: dir } };
   const ferret = await startFerretDb({ binary: join(root, '.tools/bin/ferretdb'), dir: join(dir, 'db') });
   const env = { MONGODB_URI: ferret.url, MONGODB_DB: 'heavy' };
-  return { store: new MongoStore({ uri: ferret.url, dbName: 'heavy' }) as Store, env, stop: () => ferret.stop() };
+  return { store: new MongoStore({ uri: ferret.url, dbName: 'heavy' }), env, stop: () => ferret.stop() };
 }
 
 export async function measureHeavyReads(
