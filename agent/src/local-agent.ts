@@ -1,18 +1,10 @@
 import pLimit from 'p-limit';
-import type { AuditJob, AuditReply, Location } from '@perfwatch/common';
+import type { AuditReply, InProcessAgent } from '@perfwatch/common';
 import { agentDefaults } from './config.ts';
 import { createJobExecutor, type JobExecutorDeps } from './job-executor.ts';
 
-export interface LocalAgent {
-  readonly location: Location;
-  readonly agentId: string;
-  readonly capacity: number;
-  /** Runs going on now. */
-  readonly busy: number;
-  /** Runs waiting for a free runner. */
-  readonly waiting: number;
-  /** Runs the job once a runner is free; the reply is a failure rather than a throw. */
-  run(job: AuditJob, requestId: string | undefined): Promise<AuditReply>;
+/** The in-process agent the gateway takes, and what its program needs to stop it. */
+export interface LocalAgent extends InProcessAgent {
   /** Takes no more jobs (they get AGENT_SHUTTING_DOWN) and waits for the ones it has. */
   stop(): Promise<void>;
 }

@@ -10,6 +10,7 @@ export * from './run-metrics.ts';
 export * from './median-run.ts';
 export * from './lighthouse-kpis.ts';
 export * from './audit-messages.ts';
+export type * from './in-process-agent.ts';
 export * from './audit-codec.ts';
 export * from './audit-result.ts';
 export * from './overview.ts';

@@ -1,7 +1,6 @@
 export { createApp, type AppDeps } from './http/app.ts';
 export { createServer, type GatewayServer } from './http/server.ts';
 export { startGateway, type GatewayRuntime } from './runtime.ts';
-export type { LocalAgent } from './dispatch/local/local-agent.ts';
 export {
   gatewayConfigWith,
   gatewaySettings,

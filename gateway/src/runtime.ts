@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
-import type { LocalAgent } from './dispatch/local/local-agent.ts';
+import type { InProcessAgent } from '@perfwatch/common';
 import { startOpsServer, type OpsServer, type Readiness } from '@perfwatch/common';
 import type { AgentRegistry } from './dispatch/nats/agent-registry.ts';
 import { createCruxClient } from './snapshots/crux/crux-client.ts';
@@ -50,7 +50,7 @@ export interface GatewayRuntime {
  * process and the store makes it durable).
  */
 export type GatewayTransport =
-  { nc: NatsConnection; localAgents?: undefined } | { nc?: undefined; localAgents: readonly LocalAgent[] };
+  { nc: NatsConnection; localAgents?: undefined } | { nc?: undefined; localAgents: readonly InProcessAgent[] };
 
 /** Wires a gateway from connected parts; shared by `perfwatch gateway`, `perfwatch start` and the tests. */
 export async function startGateway({

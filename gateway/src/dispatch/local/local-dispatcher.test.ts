@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { AuditJob, AuditReply } from '@perfwatch/common';
-import type { LocalAgent } from './local-agent.ts';
+import type { InProcessAgent } from '@perfwatch/common';
 import { createLocalDispatcher } from './local-dispatcher.ts';
 
 const logger = pino({ level: 'silent' });
@@ -22,7 +22,7 @@ function agentTaking(ms: number, capacity = 1) {
   const ran: string[] = [];
   let busy = 0;
   let mostBusy = 0;
-  const agent: LocalAgent = {
+  const agent: InProcessAgent = {
     location: 'frankfurt',
     agentId: 'fra-local',
     capacity,

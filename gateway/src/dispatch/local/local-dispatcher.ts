@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
 import { decodeJob, decodeReply, encodeJob, encodeReply, type AuditJob, type Location } from '@perfwatch/common';
-import type { LocalAgent } from './local-agent.ts';
+import type { InProcessAgent } from '@perfwatch/common';
 import { FairWaitingRoom, type Ticket } from '../fair-waiting-room.ts';
 import { replyOutcome, type DispatchOptions, type Dispatcher, type RunOutcome } from '../run-outcome.ts';
 
 /** An in-process agent, the runs it was handed and not yet done with, and the runs waiting for one of its places. */
 interface Line {
-  readonly agent: LocalAgent;
+  readonly agent: InProcessAgent;
   readonly room: FairWaitingRoom;
   handed: number;
 }
@@ -30,7 +30,7 @@ export function createLocalDispatcher({
   agents,
   logger,
 }: {
-  agents: readonly LocalAgent[];
+  agents: readonly InProcessAgent[];
   logger: Logger;
 }): Dispatcher {
   const lines = new Map(agents.map((agent) => [agent.location, { agent, room: new FairWaitingRoom(), handed: 0 }]));

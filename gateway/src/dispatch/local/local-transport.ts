@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { PERFWATCH_VERSION } from '@perfwatch/common';
-import type { LocalAgent } from './local-agent.ts';
+import type { InProcessAgent } from '@perfwatch/common';
 import type { AgentRegistry } from '../nats/agent-registry.ts';
 import type { Transport } from '../transport.ts';
 import { createLocalDispatcher } from './local-dispatcher.ts';
@@ -11,7 +11,13 @@ import { startLocalUpdateQueue } from './local-update-queue.ts';
  * directly (local-dispatcher.ts), updates queue in the process (local-update-queue.ts), and
  * their locations are trusted with credentials, since nothing leaves the process.
  */
-export function createLocalTransport({ agents, logger }: { agents: readonly LocalAgent[]; logger: Logger }): Transport {
+export function createLocalTransport({
+  agents,
+  logger,
+}: {
+  agents: readonly InProcessAgent[];
+  logger: Logger;
+}): Transport {
   const registry = createLocalRegistry(agents);
   return {
     name: 'the local bus',
@@ -26,7 +32,7 @@ export function createLocalTransport({ agents, logger }: { agents: readonly Loca
 }
 
 /** The registry of in-process agents: they are there as long as the process is. */
-function createLocalRegistry(agents: readonly LocalAgent[]): AgentRegistry {
+function createLocalRegistry(agents: readonly InProcessAgent[]): AgentRegistry {
   const all = () =>
     agents.map((agent) => ({
       agentId: agent.agentId,

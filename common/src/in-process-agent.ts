@@ -1,11 +1,12 @@
-import type { AuditJob, AuditReply, Location } from '@perfwatch/common';
+import type { AuditJob, AuditReply } from './audit-messages.ts';
+import type { Location } from './ids.ts';
 
 /**
- * What the gateway needs of an agent living in its own process (`perfwatch start` without NATS):
- * the program that starts the gateway builds it and hands it in, so the gateway never depends
- * on the agent's package.
+ * An agent living in the gateway's process (`perfwatch start` without NATS), as the gateway
+ * uses it. Declared here so the agent implements it and the gateway takes it without either
+ * package depending on the other.
  */
-export interface LocalAgent {
+export interface InProcessAgent {
   readonly location: Location;
   readonly agentId: string;
   readonly capacity: number;
