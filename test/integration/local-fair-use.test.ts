@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createLocalAgent } from '@perfwatch/agent';
+import { createLocalAgent, type PageRunner } from '@perfwatch/agent';
 import { createApiClient } from '@perfwatch/client';
 import { createAdmin, gatewayConfigWith, SqliteStore, startGateway } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
@@ -27,7 +27,22 @@ afterAll(async () => {
 
 describe('local mode: the fair waiting room', () => {
   it("gives another user's run the next free place, ahead of one user's backlog", async () => {
-    const runner = fixtureRunner({ delayMs: 100 });
+    const runs = fixtureRunner({ delayMs: 20 });
+    // A's first run is held until B's run waits too, so the order does not depend on how fast
+    // this machine polls the metrics or answers B (a fixed delay did: under load B went fourth).
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let first = true;
+    const runner: PageRunner = {
+      async run(request) {
+        if (first) {
+          first = false;
+          await held;
+        }
+        return runs.run(request);
+      },
+      close: () => runs.close(),
+    };
     const store = new SqliteStore({ path: join(dir, 'fair.sqlite') });
     await store.init();
     const agent = createLocalAgent({ location: 's_carolina', runner, logger: silentLogger, agentId: 'local' });
@@ -58,20 +73,25 @@ describe('local mode: the fair waiting room', () => {
         { timeout: 10_000, interval: 20 },
       );
 
-      const sync = await createApiClient({ server: runtime.http.url, token: other.token }).update({
+      const answer = createApiClient({ server: runtime.http.url, token: other.token }).update({
         url: OTHER,
         device: 'mobile',
       });
-      expect(sync.mobile!.s_carolina!.runs).toHaveLength(1);
-      const order = runner.requests.map((request) => request.url);
-      // A's run in progress when B asked (and at most one more, should B's ask cross a place
-      // freeing), then B's.
-      expect(order.indexOf(OTHER)).toBeGreaterThan(0);
-      expect(order.indexOf(OTHER)).toBeLessThanOrEqual(2);
-      expect(runner.maxConcurrent).toBe(1);
+      await vi.waitFor(
+        async () =>
+          expect(await (await fetch(`${runtime.http.url}/metrics`)).text()).toContain(
+            'perfwatch_queue_depth{location="s_carolina"} 12',
+          ),
+        { timeout: 10_000, interval: 20 },
+      );
+      release();
+      expect((await answer).mobile!.s_carolina!.runs).toHaveLength(1);
+      // A's run in progress when B asked, then B's, ahead of A's eleven.
+      expect(runs.requests.map((request) => request.url).indexOf(OTHER)).toBe(1);
+      expect(runs.maxConcurrent).toBe(1);
       for (const id of backlog)
         expect(await busyClient.waitForUpdate(id, { pollMs: 50, timeoutMs: 20_000 })).toMatchObject({ status: 'done' });
-      expect(runner.requests).toHaveLength(13);
+      expect(runs.requests).toHaveLength(13);
     } finally {
       await runtime.stop();
       await agent.stop();
