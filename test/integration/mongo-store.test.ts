@@ -1,9 +1,7 @@
 import { MongoClient, ObjectId, type Db } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { lighthouseKpis, type Device, type Location } from '@perfwatch/common';
 import type { MongoStore } from '@perfwatch/gateway';
-import { loadLhr } from '../support/lhr-fixtures.ts';
-import { newCell } from '../support/new-cells.ts';
+import { storedResult } from '../store/store-backends.ts';
 import { isolatedNats, startTestGateway, testStore } from '../support/test-services.ts';
 import { kpiRows } from '../support/kpi-rows.ts';
 
@@ -21,20 +19,6 @@ afterAll(async () => {
   await raw?.close();
   await store?.close();
 });
-
-function result(device: Device, location: Location) {
-  const lighthouse = loadLhr(device, 1);
-  return newCell({
-    device,
-    location,
-    median: 1,
-    runs: [],
-    lighthouse,
-    crux: { url: null },
-    elementCount: 454,
-    kpis: lighthouseKpis(lighthouse),
-  });
-}
 
 describe('MongoStore', () => {
   it('writes one snapshot per update: a write cut short (the `writing` mark) is replaced, its KPI records with it', async () => {
@@ -79,7 +63,7 @@ describe('MongoStore', () => {
       updateId: 'cut-short',
       date: later,
       updateType: 'scheduled',
-      results: [result('mobile', 'london')],
+      results: [storedResult('mobile', 'london')],
     });
     expect(rewritten).toEqual(later);
     expect(await db.collection('kpis').countDocuments({ snapshotId: orphan })).toBe(0);
@@ -109,7 +93,7 @@ describe('MongoStore', () => {
         updateId: 'raced',
         date,
         updateType: 'scheduled',
-        results: Array.from({ length: many }, () => result('mobile', 'london')),
+        results: Array.from({ length: many }, () => storedResult('mobile', 'london')),
       })
       .then(
         (d) => d,
@@ -125,7 +109,7 @@ describe('MongoStore', () => {
       updateId: 'raced',
       date,
       updateType: 'scheduled',
-      results: [result('mobile', 'london')],
+      results: [storedResult('mobile', 'london')],
     });
     const live = await slow;
     const fenced = live instanceof Error;
@@ -140,7 +124,7 @@ describe('MongoStore', () => {
       .find({ projectId: new ObjectId(project.id) })
       .toArray();
     expect(new Set(kpis.map((k) => String(k['snapshotId'])))).toEqual(new Set([String(snapshots[0]!._id)]));
-    expect(kpis).toHaveLength(result('mobile', 'london').kpis.length * (fenced ? 1 : many));
+    expect(kpis).toHaveLength(storedResult('mobile', 'london').kpis.length * (fenced ? 1 : many));
     expect(kpis.filter((k) => k['pending'])).toEqual([]);
     expect(await db.collection('results').countDocuments({ projectId: new ObjectId(project.id) })).toBe(
       fenced ? 1 : many,
@@ -209,14 +193,14 @@ describe('MongoStore', () => {
       updateId: 'ivy-old',
       date: old,
       updateType: 'scheduled',
-      results: [result('mobile', 'london')],
+      results: [storedResult('mobile', 'london')],
     });
     await store.saveSnapshot({
       project,
       updateId: 'ivy-recent',
       date: recent,
       updateType: 'scheduled',
-      results: [result('mobile', 'london')],
+      results: [storedResult('mobile', 'london')],
     });
     const kpisOf = async (date: Date) => {
       const rows = [];
