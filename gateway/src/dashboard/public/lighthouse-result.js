@@ -1,0 +1,22 @@
+import { formatMs } from './dom.js';
+
+// What the dashboard reads from a stored Lighthouse result (LHR), and how it shows it.
+
+export const CATEGORIES = [
+  ['performance', 'Performance'],
+  ['accessibility', 'Accessibility'],
+  ['best-practices', 'Best practices'],
+  ['seo', 'SEO'],
+];
+export const METRICS = [
+  ['largest-contentful-paint', 'LCP', formatMs],
+  ['first-contentful-paint', 'FCP', formatMs],
+  ['total-blocking-time', 'TBT', formatMs],
+  ['cumulative-layout-shift', 'CLS', (v) => (v === null || v === undefined ? '—' : v.toFixed(3))],
+  ['speed-index', 'Speed Index', formatMs],
+];
+export const categoryScore = (lhr, id) =>
+  typeof lhr.categories?.[id]?.score === 'number' ? Math.round(lhr.categories[id].score * 100) : null;
+export const auditValue = (lhr, id) => lhr.audits?.[id]?.numericValue ?? null;
+/** A 0–100 score as a whole number. */
+export const formatScore = (v) => String(Math.round(v));

@@ -1,0 +1,29 @@
+import { api } from './api.js';
+import { h } from './dom.js';
+import { link, show } from './page.js';
+
+export async function projectsView() {
+  const { projects } = await api('projects');
+  const list = h('ul', { class: 'projects' });
+  for (const project of projects) {
+    list.append(
+      h(
+        'li',
+        { class: 'card' },
+        h('a', { href: link('project', { url: project.url }), class: 'project-link' }, project.url),
+        h(
+          'p',
+          { class: 'meta' },
+          `${project.locations.join(', ')} · ${project.runs} run${project.runs === 1 ? '' : 's'} per update${project.schedule ? ` · schedule ${project.schedule} (UTC)` : ''}`,
+        ),
+      ),
+    );
+  }
+  show(
+    'Projects',
+    h('h1', {}, 'Projects'),
+    projects.length > 0
+      ? list
+      : h('p', {}, 'No projects yet: add one with ', h('code', {}, 'perfwatch admin add-project'), '.'),
+  );
+}
