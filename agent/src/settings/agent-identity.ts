@@ -8,7 +8,10 @@ export const agentIdentitySettings = settingGroup('Agent', {
     .describe(`Required. The location whose jobs the agent takes: one of ${LOCATIONS.join(', ')}.`),
   PERFWATCH_AGENT_ID: agentIdSchema
     .optional()
-    .describe("The agent's name in logs and metrics. Unset: the host's name and the process id."),
+    .describe(
+      "The agent's name in its replies, announcements and logs (a re-test asks for another agent by it). " +
+        "Unset: the host's name and the process id.",
+    ),
   PERFWATCH_ANNOUNCE_INTERVAL_MS: z.coerce
     .number()
     .int()

@@ -44,7 +44,8 @@ export const chromeRunSettings = settingGroup('Chrome and Lighthouse runs', {
     .max(10_000)
     .default(50)
     .describe(
-      'Runs between two measurements of the benchmark index (one is also made when a Chrome starts its first run).',
+      "Runs between two measurements of the benchmark index; the first is made before the agent's first run, " +
+        'and each only while the agent runs nothing.',
     ),
   PERFWATCH_KEEP_SCREENSHOTS: booleanFlag
     .default(false)

@@ -22,8 +22,8 @@ export const limitSettings = settingGroup('Limits', {
     .max(1_000)
     .default(DEFAULT_HEAVY_READS)
     .describe(
-      'Reads of stored results (/v1/audit, /v1/compare) one gateway runs at once; more wait a few seconds, then ' +
-        'get 503. Each may hold 32 MiB: the default is what the 512 MiB container limit leaves them; raise it with the limit.',
+      'Reads of stored results (/v1/audit, /v1/compare) one gateway runs at once; more wait up to 5 s, then ' +
+        'get 503 with Retry-After. Each may hold 32 MiB: the default is what the 512 MiB container limit leaves them; raise it with the limit.',
     ),
   MAX_SYNC_UPDATES_PER_USER: z.coerce
     .number()

@@ -39,7 +39,8 @@ export const updateSettings = settingGroup('Updates and runs', {
     .default(256)
     .describe(
       'Runs this gateway has offered to agents and awaits at once; more wait in the gateway (perfwatch_queue_depth). ' +
-        'Bounds the unread replies nats-server holds for it (max_pending).',
+        'Bounds the unread replies nats-server holds for it: past its max_pending (64 MB) every reply in flight ' +
+        'is lost, so keep it near the capacity of the agents it dispatches to.',
     ),
   UPDATE_WORKERS: z.coerce
     .number()
