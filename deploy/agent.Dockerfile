@@ -27,9 +27,10 @@ FROM ${NODE_IMAGE}
 RUN apt-get update \
  && apt-get install -y --no-install-recommends chromium fonts-liberation fonts-noto-color-emoji ca-certificates tini \
  && rm -rf /var/lib/apt/lists/*
+# No OPS_PORT here: the agent's own default is 9464, and an image default would hide a
+# deprecated PERFWATCH_OPS_PORT an operator still sets (the new name wins over the old).
 ENV NODE_ENV=production \
     CHROME_PATH=/usr/bin/chromium \
-    OPS_PORT=9464 \
     HOME=/tmp
 WORKDIR /app
 COPY --from=build /app /app

@@ -248,8 +248,8 @@ describe('Kubernetes manifests', () => {
 
 /**
  * The port a program serves /metrics and /readyz on (ops) and its public one (the gateway's
- * PORT), as the program reads them from its ConfigMap: OPS_PORT (the agent image sets the same
- * 9464 as the agent's default).
+ * PORT), as the program reads them from its ConfigMap: OPS_PORT (unset on the agent: its default,
+ * 9464, which its image does not override).
  */
 function portsOf(overlay: string, config: Record<string, string>): { ops: number; pub?: number } {
   if (overlay !== 'gateway') return { ops: loadAgentConfig(config, false).OPS_PORT };

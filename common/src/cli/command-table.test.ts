@@ -44,6 +44,14 @@ describe('runCommandLine', () => {
     expect(await run('greet', 'ann', '--loud')).toMatchObject({ code: 0, opened: ['ANN'], closed: ['closed'] });
   });
 
+  it('takes options before the command name too, as the programs did before sharing this table', async () => {
+    expect(await run('--loud', 'greet', 'ann')).toMatchObject({ code: 0, opened: ['ANN'] });
+    expect(await run('--loud', 'wave')).toMatchObject({
+      code: 2,
+      err: expect.stringMatching(/unknown command --loud/),
+    });
+  });
+
   it('answers --help on stdout with 0, and a missing or unknown command with the usage on stderr and 2', async () => {
     expect(await run('--help')).toMatchObject({ code: 0, out: 'usage: tool greet NAME\n', err: '' });
     expect(await run('greet', '--help')).toMatchObject({ code: 0, out: 'usage: tool greet NAME\n' });

@@ -61,11 +61,11 @@ export interface Program<C> {
  */
 export async function runCommandLine<C>(program: Program<C>, argv: readonly string[], env: Env, io: CliIo) {
   const words = argv.slice(program.path.length);
-  const [name, ...rest] = words;
-  if (name === undefined || name === '--help' || name === '-h') {
-    (name ? io.out : io.err).write(`${program.usage}\n`);
-    return name ? EXIT.ok : EXIT.usage;
+  if (words[0] === undefined || words[0] === '--help' || words[0] === '-h') {
+    (words[0] ? io.out : io.err).write(`${program.usage}\n`);
+    return words[0] ? EXIT.ok : EXIT.usage;
   }
+  const [name, rest] = commandAndRest(words, program.commands);
   const label = program.label(name);
   try {
     const command = Object.hasOwn(program.commands, name) ? program.commands[name] : undefined;
@@ -89,6 +89,17 @@ export async function runCommandLine<C>(program: Program<C>, argv: readonly stri
     io.err.write(`${label}: ${(error as Error).message}\n${code === EXIT.usage ? `${program.usage}\n` : ''}`);
     return code;
   }
+}
+
+/**
+ * The command's name and the words around it. Options may come before the name
+ * (`perfwatch admin --json list-projects`), as the programs took them before they shared this
+ * table: the first word that names a command is the command then.
+ */
+function commandAndRest(words: readonly string[], commands: Readonly<Record<string, unknown>>): [string, string[]] {
+  const at = words[0]!.startsWith('-') ? words.findIndex((word) => Object.hasOwn(commands, word)) : 0;
+  if (at <= 0) return [words[0]!, words.slice(1)];
+  return [words[at]!, [...words.slice(0, at), ...words.slice(at + 1)]];
 }
 
 /** Every command takes --help (-h): the program's usage, exit 0. */
