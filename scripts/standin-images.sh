@@ -28,7 +28,13 @@ die() { printf 'standin-images: error: %s\n' "$*" >&2; exit 1; }
 engine="$(bash scripts/container-engine.sh)"
 prefix=localhost/perfwatch-standin
 node_bin="$root/node_modules/node/bin/node"
-npm_dir="$(npm root -g)/npm"
+# The npm that runs this, found by its own path: `npm root -g` answers Node 24's prefix when
+# node_modules/node/bin comes first on PATH (running vitest by hand), where no npm lives.
+npm_cli="$(readlink -f "$(command -v npm)")"
+case "$npm_cli" in
+  */npm/bin/npm-cli.js) npm_dir="${npm_cli%/bin/npm-cli.js}" ;;
+  *) npm_dir="$(npm root -g)/npm" ;;
+esac
 [ -x "$node_bin" ] || die "Node 24 is missing at $node_bin: run npm ci first"
 [ -f "$npm_dir/bin/npm-cli.js" ] || die "npm is missing at $npm_dir"
 for tool in nats-server ferretdb; do
