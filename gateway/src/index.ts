@@ -27,6 +27,7 @@ export type {
 export { issueToken, tokenDigest } from './accounts/tokens.ts';
 export { createAdmin, type Admin } from './admin/admin.ts';
 export { createSecretBox } from './accounts/secret-box.ts';
-export { MAX_AGENTS_PER_LOCATION, startAgentRegistry, type AgentRegistry } from './dispatch/nats/agent-registry.ts';
+export { MAX_AGENTS_PER_LOCATION, startAgentRegistry } from './dispatch/nats/agent-registry.ts';
+export type { AgentRegistry } from './dispatch/agent-registry.ts';
 export { startScheduler, tickUpdateId, type Scheduler } from './scheduling/scheduler.ts';
 export { UPDATE_STREAM, UPDATE_SUBJECT, updateSubject } from './dispatch/nats/jetstream-update-queue.ts';

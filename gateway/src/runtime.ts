@@ -6,7 +6,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import type { InProcessAgent } from '@perfwatch/common';
 import { startOpsServer, type OpsServer, type Readiness } from '@perfwatch/common';
-import type { AgentRegistry } from './dispatch/nats/agent-registry.ts';
+import type { AgentRegistry } from './dispatch/agent-registry.ts';
 import { createCruxClient } from './snapshots/crux/crux-client.ts';
 import { createCruxHistoryClient } from './snapshots/crux/crux-history.ts';
 import { startFieldHistory } from './snapshots/field-history.ts';

@@ -2,7 +2,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import type { Location } from '@perfwatch/common';
 import type { UpdateQueue } from '../updates/update-queue.ts';
 import type { DeliveryOptions } from './delivery-rules.ts';
-import type { AgentRegistry } from './nats/agent-registry.ts';
+import type { AgentRegistry } from './agent-registry.ts';
 import type { Dispatcher } from './run-outcome.ts';
 
 /**

@@ -10,7 +10,7 @@ import {
   type RunVerdict,
   type UpdateType,
 } from '@perfwatch/common';
-import type { AgentRegistry } from '../dispatch/nats/agent-registry.ts';
+import type { AgentRegistry } from '../dispatch/agent-registry.ts';
 
 /** res.locals key where a mounted router records its mount path for the route label. */
 export const ROUTE_BASE = 'perfwatchRouteBase';

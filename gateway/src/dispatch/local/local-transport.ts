@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { PERFWATCH_VERSION } from '@perfwatch/common';
 import type { InProcessAgent } from '@perfwatch/common';
-import type { AgentRegistry } from '../nats/agent-registry.ts';
+import type { AgentRegistry } from '../agent-registry.ts';
 import type { Transport } from '../transport.ts';
 import { createLocalDispatcher } from './local-dispatcher.ts';
 import { startLocalUpdateQueue } from './local-update-queue.ts';

@@ -1,5 +1,6 @@
 import type { Msg, NatsConnection, Subscription } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
+import type { AgentRegistry } from '../agent-registry.ts';
 import {
   AGENT_ANNOUNCE_PREFIX,
   AGENT_DISCOVER_SUBJECT,
@@ -17,37 +18,6 @@ const MISSED_ANNOUNCEMENTS = 3;
 export const MAX_AGENTS_PER_LOCATION = 500;
 /** Ignored announcements are logged at most this often, with their count. */
 const IGNORED_LOG_EVERY_MS = 10_000;
-
-export interface AgentRegistry {
-  /**
-   * The live agents of a location, or `undefined` while the registry cannot yet tell (it has
-   * just started and agents are still answering its discovery call).
-   */
-  agents(location: Location): AgentAnnouncement[] | undefined;
-  /** Every live agent, for metrics and readiness. */
-  all(): AgentAnnouncement[];
-  /**
-   * Whether the location's agents all went silent (announced, then missed three announcements)
-   * and none has announced since: NATS may still route jobs to them, but they are frozen or cut
-   * off. A location never announced (agents of v1.0, which do not announce) is not silent.
-   */
-  silent(location: Location): boolean;
-  /** Resolves when an agent of the location says it has room, or after `ms`. */
-  roomIn(location: Location, ms: number): Promise<void>;
-  /**
-   * Whether an agent of the location can be asked to confirm it took a job: every live agent
-   * names its running jobs (v1.4). A mixed fleet cannot tell a lost offer from a silent taker.
-   */
-  confirmsTakes(location: Location): boolean;
-  /**
-   * Resolves `true` once an announcement of the location names the job as running, `false`
-   * after `ms` without one, or `true` when `signal` aborts (the offer ended some other way).
-   */
-  taken(location: Location, jobId: string, ms: number, signal: AbortSignal): Promise<boolean>;
-  /** Told of every announcement of free places (`places` of them at one agent of `location`). */
-  onRoom(listener: (location: Location, places: number) => void): void;
-  stop(): Promise<void>;
-}
 
 /**
  * What the gateway knows of its agents, from their announcements. An agent that says

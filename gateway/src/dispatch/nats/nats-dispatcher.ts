@@ -1,7 +1,7 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import Queue from 'yocto-queue';
-import type { AgentRegistry } from './agent-registry.ts';
+import type { AgentRegistry } from '../agent-registry.ts';
 import { FairWaitingRoom, type Ticket } from '../fair-waiting-room.ts';
 import type { AuditJob, Location } from '@perfwatch/common';
 import { gatewayDefaults } from '../../config.ts';

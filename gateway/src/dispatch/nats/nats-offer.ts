@@ -2,7 +2,7 @@ import { EventEmitter, once } from 'node:events';
 import type { Msg, NatsConnection } from '@nats-io/nats-core';
 import { headers as natsHeaders } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
-import type { AgentRegistry } from './agent-registry.ts';
+import type { AgentRegistry } from '../agent-registry.ts';
 import {
   agentIdSchema,
   auditSubject,
