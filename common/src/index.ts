@@ -29,6 +29,7 @@ export * from './own-keys.ts';
 export * from './budgets.ts';
 export * from './webhooks.ts';
 export * from './annotations.ts';
+export * from './revision.ts';
 export * from './page-auth.ts';
 export * from './run-digest.ts';
 export * from './target-guard.ts';
