@@ -40,3 +40,4 @@ export { MAX_UPDATES_PAGE } from './api/snapshot-requests.ts';
 export { WEBHOOK_PAGE } from './api/webhook-requests.ts';
 export { MAX_ANNOTATIONS_PER_PROJECT } from './api/annotation-requests.ts';
 export * from './settings/index.ts';
+export * from './forge/index.ts';
