@@ -5,11 +5,10 @@ import {
   evaluateBudgets,
   EXIT,
   hasBudgets,
-  LOCATIONS,
   parseLimit,
+  storedChecksReport,
   UsageError,
   type AuditResult,
-  type BudgetReport,
   type Budgets,
   type ExitCode,
 } from '@perfwatch/common';
@@ -76,7 +75,7 @@ export async function reportBudgets(
         budgets,
         Object.keys(budgets.maxRegression).length > 0 ? await previousSnapshot(client, url, date, result) : undefined,
       )
-    : serverChecks(result);
+    : storedChecksReport(result);
   if (flags.junit) await writeFile(flags.junit, budgetJunitXml(url, report, (Date.now() - started) / 1000));
   if (flags.json) io.out.write(`${JSON.stringify({ url, date, pass: report.pass, cells: report.cells })}\n`);
   else
@@ -84,33 +83,6 @@ export async function reportBudgets(
       `${url} at ${date}\n${auditResultTable(result)}\n${budgetTable(report)}\n${report.pass ? 'budgets: passed' : 'budgets: FAILED'}\n`,
     );
   return report.pass ? EXIT.ok : EXIT.failed;
-}
-
-/** The checks the gateway stored with the snapshot, as a report (no cell has any: passed, with no budgets). */
-function serverChecks(result: AuditResult): BudgetReport {
-  const cells = DEVICES.flatMap((device) =>
-    LOCATIONS.flatMap((location) => {
-      const cell = result[device]?.[location];
-      return cell
-        ? [
-            {
-              device,
-              location,
-              checks: (cell.checks ?? []).map(({ key, kind, actual, limit, allowed, pass, message }) => ({
-                key,
-                kind,
-                actual,
-                limit,
-                ...(allowed === undefined ? {} : { allowed }),
-                pass,
-                message,
-              })),
-            },
-          ]
-        : [];
-    }),
-  );
-  return { pass: cells.length > 0 && cells.every((cell) => cell.checks.every((check) => check.pass)), cells };
 }
 
 /** The latest snapshot before `date`, per device of `result`; undefined when there is none. */

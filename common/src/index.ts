@@ -27,6 +27,7 @@ export * from './mann-whitney.ts';
 export * from './compare-result.ts';
 export * from './own-keys.ts';
 export * from './budgets.ts';
+export * from './stored-checks.ts';
 export * from './webhooks.ts';
 export * from './annotations.ts';
 export * from './revision.ts';
