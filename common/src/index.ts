@@ -36,6 +36,7 @@ export * from './run-digest.ts';
 export * from './target-guard.ts';
 export * from './cli/index.ts';
 export * from './api/endpoints.ts';
+export * from './api/forge-requests.ts';
 export { normalizeProjectUrl } from './api/request-fields.ts';
 export { MAX_UPDATES_PAGE } from './api/snapshot-requests.ts';
 export { WEBHOOK_PAGE } from './api/webhook-requests.ts';

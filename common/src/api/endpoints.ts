@@ -41,6 +41,12 @@ import {
   updateStatusQuerySchema,
 } from './update-requests.ts';
 import { WEBHOOKS_WRITES, webhooksBodySchema, webhooksQuerySchema } from './webhook-requests.ts';
+import {
+  repositoryBodySchema,
+  repositoryLinkViewSchema,
+  repositoryQuerySchema,
+  repositoryUnlinkedSchema,
+} from './forge-requests.ts';
 
 /**
  * One endpoint of the API: where it is, how it is asked (a query string by GET, a JSON body by
@@ -51,7 +57,8 @@ import { WEBHOOKS_WRITES, webhooksBodySchema, webhooksQuerySchema } from './webh
 export interface ApiEndpoint {
   /** The OpenAPI path, `{name}` for a path parameter. */
   path: `/v1/${string}`;
-  methods: readonly ('GET' | 'POST')[];
+  /** PUT takes a JSON body like POST; DELETE a query string like GET. */
+  methods: readonly ('GET' | 'POST' | 'PUT' | 'DELETE')[];
   query: z.ZodType;
   body: z.ZodType;
   /** The path's parameters, when it has any. */
@@ -148,6 +155,15 @@ export const API_ENDPOINTS = {
     body: credentialsBodySchema,
     writes: CREDENTIALS_WRITES,
     answer: credentialsViewSchema,
+  },
+  repository: {
+    path: '/v1/projects/repository',
+    // A link is a resource of its project: read, replaced, removed (issue 32).
+    methods: ['GET', 'PUT', 'DELETE'],
+    query: repositoryQuerySchema,
+    body: repositoryBodySchema,
+    // GET and PUT: the link; DELETE: that it was removed.
+    answer: z.union([repositoryLinkViewSchema, repositoryUnlinkedSchema]),
   },
 } as const satisfies Record<string, ApiEndpoint>;
 

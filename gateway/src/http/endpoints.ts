@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { API_ENDPOINTS, type ApiEndpoint, type ApiEndpointName } from '@perfwatch/common';
 import type { SecretBox } from '../accounts/secret-box.ts';
 import { webhooksRoute } from '../alerts/webhooks-route.ts';
+import { repositoryRoute } from '../forge/repository-route.ts';
 import type { WebhookRules } from '../alerts/webhook-registry.ts';
 import { budgetsRoute } from '../projects/budgets-route.ts';
 import type { CredentialTrust } from '../projects/credential-trust.ts';
@@ -16,6 +17,7 @@ import { overviewRoute } from '../snapshots/overview-route.ts';
 import { updatesRoute } from '../snapshots/updates-route.ts';
 import type {
   AnnotationsStore,
+  ForgeStore,
   KpisStore,
   ProjectsStore,
   SnapshotReadsStore,
@@ -30,7 +32,13 @@ import { updateStatusRoute } from '../updates/update-status-route.ts';
 /** What the routes are built from: the app's dependencies, resolved (app.ts). */
 export interface RouteDeps {
   /** The slices the routes read and write (snapshots are written by updates, not by a route). */
-  store: ProjectsStore & UpdatesStore & SnapshotReadsStore & KpisStore & AnnotationsStore & WebhooksStore;
+  store: ProjectsStore &
+    UpdatesStore &
+    SnapshotReadsStore &
+    KpisStore &
+    AnnotationsStore &
+    WebhooksStore &
+    Pick<ForgeStore, 'findForgeLink' | 'setForgeLink' | 'removeForgeLink'>;
   updates: UpdateService;
   logger: Logger;
   startAsync: StartAsync;
@@ -52,7 +60,7 @@ interface EndpointDoc {
   summary: string;
   /** What the 200 answer is. */
   answer: string;
-  /** The statuses this endpoint has besides every endpoint's, by both methods or by POST alone. */
+  /** The statuses this endpoint has besides every endpoint's, by every method or by POST (PUT) alone. */
   responses?: Record<string, ResponseDoc>;
   postResponses?: Record<string, ResponseDoc>;
   /** false: it names no project, so cannot answer 404 for one. */
@@ -200,6 +208,20 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
       // Secrets are set by POST alone (never in a URL), so only POST can meet a gateway without a key.
       postResponses: {
         '503': 'Credentials were given, and this gateway has no PERFWATCH_SECRETS_KEY to seal them with.',
+      },
+    },
+  },
+  repository: {
+    contract: API_ENDPOINTS.repository,
+    limit: 'reads',
+    route: ({ store, secrets }) => repositoryRoute({ store, secrets }),
+    doc: {
+      summary: "Read (GET), replace (PUT) or remove (DELETE) a project's link to its repository",
+      answer:
+        'The link (GET, PUT), with `tokenSet` and `webhookSecretSet` in place of the secrets, which are never returned; `removed` (DELETE).',
+      responses: { '404': 'No project of the caller has that URL, or (GET, DELETE) it is linked to no repository.' },
+      postResponses: {
+        '503': 'This gateway has no PERFWATCH_SECRETS_KEY to seal the token and the webhook secret with.',
       },
     },
   },

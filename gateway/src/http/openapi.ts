@@ -75,9 +75,12 @@ function operations({ contract, doc }: GatewayEndpoint) {
     requestBody: { required: doc.bodyRequired ?? true, content: { 'application/json': { schema: contract.body } } },
     ...(contract.params ? { requestParams: path } : {}),
   };
+  // PUT takes its request as POST does, DELETE as GET does (a resource's methods, /v1/projects/repository).
   return {
     ...(contract.methods.includes('GET') ? { get } : {}),
     ...(contract.methods.includes('POST') ? { post } : {}),
+    ...(contract.methods.includes('PUT') ? { put: post } : {}),
+    ...(contract.methods.includes('DELETE') ? { delete: get } : {}),
   };
 }
 

@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { ApiError } from '@perfwatch/common';
 
 /**
- * How an endpoint's request is read: its query string by GET, its JSON body by POST, each by
+ * How an endpoint's request is read: its query string by GET (and DELETE), its JSON body by POST (and PUT), each by
  * its own schema (common/src/api), both giving the same typed request. `writes` names the
  * parameters that change something, which a GET may not carry.
  */
@@ -18,8 +18,10 @@ export function parseRequest<Q extends z.ZodType, B extends z.ZodType>(
   req: Request,
   schemas: RequestSchemas<Q, B>,
 ): z.output<Q> | z.output<B> {
-  if (req.method !== 'POST') refuseWritesByGet(req, schemas.writes ?? []);
-  if (req.method === 'POST') {
+  // PUT carries its request as POST does, DELETE as GET does.
+  const withBody = req.method === 'POST' || req.method === 'PUT';
+  if (!withBody) refuseWritesByGet(req, schemas.writes ?? []);
+  if (withBody) {
     // No body at all is an empty object (POST /v1/projects needs none); a JSON `null` is not.
     const body: unknown = req.body === undefined ? {} : req.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body))

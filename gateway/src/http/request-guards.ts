@@ -12,10 +12,14 @@ export function acceptsJson(req: Request, _res: Response, next: NextFunction): v
   next();
 }
 
-/** 415 for a POST whose body is not JSON. A POST without a body is read as `{}`. */
+/** 415 for a POST or PUT whose body is not JSON. A POST without a body is read as `{}`. */
 export function jsonBodyOnly(req: Request, _res: Response, next: NextFunction): void {
   const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
-  if (req.method === 'POST' && hasBody && !req.is(['application/json', 'application/*+json'])) {
+  if (
+    (req.method === 'POST' || req.method === 'PUT') &&
+    hasBody &&
+    !req.is(['application/json', 'application/*+json'])
+  ) {
     throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The body must be JSON.', [
       `header Content-Type: ${req.get('content-type') ?? '(none)'}; send application/json`,
     ]);

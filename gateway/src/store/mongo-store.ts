@@ -2,6 +2,7 @@ import { MongoClient, type Collection, type Db } from 'mongodb';
 import { z } from 'zod';
 import { accountIndexes, MongoAccounts } from '../accounts/store/mongo-accounts.ts';
 import { MongoWebhooks, webhookIndexes } from '../alerts/store/mongo-webhooks.ts';
+import { forgeIndexes, MongoForge } from '../forge/store/mongo-forge.ts';
 import { MongoProjects, projectIndexes } from '../projects/store/mongo-projects.ts';
 import { MongoScheduling } from '../scheduling/store/mongo-scheduling.ts';
 import { annotationIndexes, MongoAnnotations } from '../snapshots/store/mongo-annotations.ts';
@@ -30,6 +31,7 @@ const indexes = (db: Db) => [
   ...kpiIndexes(db),
   ...annotationIndexes(db),
   ...webhookIndexes(db),
+  ...forgeIndexes(db),
 ];
 
 // The slices' methods are put on each MongoStore by combineSlices (see its constructor).
@@ -62,6 +64,7 @@ export class MongoStore implements StoreBase {
       new MongoAnnotations(base),
       new MongoWebhooks(base),
       new MongoScheduling(base),
+      new MongoForge(base),
     ]);
   }
 

@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { accountsSchema, SqliteAccounts } from '../accounts/store/sqlite-accounts.ts';
 import { SqliteWebhooks, webhooksSchema } from '../alerts/store/sqlite-webhooks.ts';
+import { forgeSchema, SqliteForge } from '../forge/store/sqlite-forge.ts';
 import { projectsSchema, SqliteProjects } from '../projects/store/sqlite-projects.ts';
 import { schedulingSchema, SqliteScheduling } from '../scheduling/store/sqlite-scheduling.ts';
 import { annotationsSchema, SqliteAnnotations } from '../snapshots/store/sqlite-annotations.ts';
@@ -26,6 +27,7 @@ const SCHEMAS: readonly SqliteSchema[] = [
   annotationsSchema,
   webhooksSchema,
   schedulingSchema,
+  forgeSchema,
 ];
 
 // The slices' methods are put on each SqliteStore by combineSlices (see its constructor).
@@ -63,6 +65,7 @@ export class SqliteStore implements StoreBase {
       new SqliteAnnotations(db),
       new SqliteWebhooks(db),
       new SqliteScheduling(db),
+      new SqliteForge(db),
     ]);
   }
 

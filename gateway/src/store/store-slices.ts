@@ -1,5 +1,6 @@
 import type { AccountsStore } from '../accounts/store/accounts-store.ts';
 import type { WebhooksStore } from '../alerts/store/webhooks-store.ts';
+import type { ForgeStore } from '../forge/store/forge-store.ts';
 import type { ProjectsStore } from '../projects/store/projects-store.ts';
 import type { SchedulingStore } from '../scheduling/store/scheduling-store.ts';
 import type { AnnotationsStore } from '../snapshots/store/annotations-store.ts';
@@ -18,6 +19,7 @@ export type StoreSlices = readonly [
   AnnotationsStore,
   WebhooksStore,
   SchedulingStore,
+  ForgeStore,
 ];
 
 /**

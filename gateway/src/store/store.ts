@@ -1,5 +1,6 @@
 import type { AccountsStore } from '../accounts/store/accounts-store.ts';
 import type { WebhooksStore } from '../alerts/store/webhooks-store.ts';
+import type { ForgeStore } from '../forge/store/forge-store.ts';
 import type { ProjectsStore } from '../projects/store/projects-store.ts';
 import type { SchedulingStore } from '../scheduling/store/scheduling-store.ts';
 import type { AnnotationsStore } from '../snapshots/store/annotations-store.ts';
@@ -12,6 +13,7 @@ import type { UnreadableRecords } from './unreadable-records.ts';
 // backends share. Re-exported here for the modules that name records by the store's module.
 export * from '../accounts/store/accounts-store.ts';
 export * from '../alerts/store/webhooks-store.ts';
+export * from '../forge/store/forge-store.ts';
 export * from '../projects/store/projects-store.ts';
 export * from '../scheduling/store/scheduling-store.ts';
 export * from '../snapshots/store/annotations-store.ts';
@@ -48,7 +50,8 @@ export type Store = StoreBase &
   KpisStore &
   AnnotationsStore &
   WebhooksStore &
-  SchedulingStore;
+  SchedulingStore &
+  ForgeStore;
 
 /**
  * The store had no room for a write (the embedded store's disk or database is full): nothing of

@@ -1,0 +1,140 @@
+import { expect, it } from 'vitest';
+import type { Store } from '@perfwatch/gateway';
+import { DuplicateError, type ForgeLinkRecord, type NewForgeEvent } from '../../gateway/src/store/store.ts';
+import { describeOnBothStores } from './store-backends.ts';
+
+// Repository links, preview marks and forge events (ForgeStore).
+// Run against both backends: FerretDB (MongoDB where containers run) and SQLite.
+
+async function projectOf(store: Store, user: string, url: string) {
+  const owner = await store.createUser(user);
+  return store.addProject({
+    userId: owner.id,
+    url,
+    domain: new URL(url).hostname,
+    locations: ['london'],
+    defaultLocation: 'london',
+    runs: 1,
+    schedule: null,
+  });
+}
+
+const linkOf = (projectId: string, userId: string, changes: Partial<ForgeLinkRecord> = {}): ForgeLinkRecord => ({
+  projectId,
+  userId,
+  forge: 'github',
+  repository: 'Acme/Shop',
+  repositoryKey: 'acme/shop',
+  apiUrl: 'https://api.github.com',
+  tokenSealed: 'pwsec1.token',
+  webhookSecretSealed: 'pwsec1.secret',
+  webhookSecretDigest: null,
+  previewUrl: 'https://pr-{pullRequest}.preview.example',
+  defaultBranch: 'main',
+  updatedAt: new Date(Date.UTC(2026, 10, 1, 12)),
+  ...changes,
+});
+
+const eventOf = (key: string, linkProjectId: string, previewProjectId: string, minute = 0): NewForgeEvent => ({
+  key,
+  forge: 'github',
+  linkProjectId,
+  previewProjectId,
+  previewUrl: 'https://pr-7.preview.example/',
+  revision: { commit: 'a'.repeat(40), branch: 'feature/x', pullRequest: 7 },
+  receivedAt: new Date(Date.UTC(2026, 10, 1, 12, minute)),
+});
+
+describeOnBothStores('forge', (store) => {
+  it('keeps one link per project, replaced by the next, found by forge and repository key, removed', async () => {
+    const project = await projectOf(store(), 'linker', 'https://shop.example/');
+    expect(await store().findForgeLink(project.id)).toBeNull();
+    await store().setForgeLink(linkOf(project.id, project.userId));
+    const replaced = linkOf(project.id, project.userId, { defaultBranch: 'trunk', previewUrl: null });
+    await store().setForgeLink(replaced);
+    expect(await store().findForgeLink(project.id)).toEqual(replaced);
+    expect(await store().listForgeLinks('github', ['acme/shop'])).toEqual([replaced]);
+    expect(await store().listForgeLinks('gitea', ['acme/shop'])).toEqual([]);
+    expect(await store().listForgeLinks('github', ['acme/other'])).toEqual([]);
+    expect(await store().listForgeLinks('github', [])).toEqual([]);
+    expect(await store().removeForgeLink(project.id)).toBe(true);
+    expect(await store().removeForgeLink(project.id)).toBe(false);
+    expect(await store().findForgeLink(project.id)).toBeNull();
+  });
+
+  it('finds GitLab links by any of the keys a payload names (path or id), with the token digest', async () => {
+    const a = await projectOf(store(), 'gitlab-a', 'https://a.example/');
+    const b = await projectOf(store(), 'gitlab-b', 'https://b.example/');
+    const gitlab = { forge: 'gitlab', webhookSecretSealed: null, webhookSecretDigest: 'f'.repeat(64) } as const;
+    await store().setForgeLink(
+      linkOf(a.id, a.userId, { ...gitlab, repository: 'Group/Sub/App', repositoryKey: 'Group/Sub/App' }),
+    );
+    await store().setForgeLink(linkOf(b.id, b.userId, { ...gitlab, repository: '4242', repositoryKey: '4242' }));
+    const found = await store().listForgeLinks('gitlab', ['Group/Sub/App', '4242']);
+    expect(found.map((link) => link.projectId).sort()).toEqual([a.id, b.id].sort());
+    expect(
+      found.every((link) => link.webhookSecretSealed === null && link.webhookSecretDigest === 'f'.repeat(64)),
+    ).toBe(true);
+  });
+
+  it('marks a preview project once: the first mark stands', async () => {
+    const linked = await projectOf(store(), 'previewer', 'https://prod.example/');
+    const preview = await projectOf(store(), 'previewer-2', 'https://pr-1.preview.example/');
+    expect(await store().previewOf(preview.id)).toBeNull();
+    await store().markPreviewProject(preview.id, linked.id);
+    await store().markPreviewProject(preview.id, preview.id);
+    expect(await store().previewOf(preview.id)).toBe(linked.id);
+    expect(await store().previewOf(linked.id)).toBeNull();
+  });
+
+  it('stores an event once by its key: a second add of the same key is a DuplicateError, even at once', async () => {
+    const linked = await projectOf(store(), 'events', 'https://events.example/');
+    const event = eventOf('github:deployment_status:1', linked.id, linked.id);
+    const both = await Promise.allSettled([store().addForgeEvent(event), store().addForgeEvent(event)]);
+    expect(both.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    const refused = both.find((r) => r.status === 'rejected');
+    expect(refused?.reason).toBeInstanceOf(DuplicateError);
+    await expect(store().addForgeEvent(event)).rejects.toBeInstanceOf(DuplicateError);
+    expect(await store().findForgeEvent(event.key)).toEqual({
+      ...event,
+      updateId: null,
+      reportedAt: null,
+      reportAttempts: 0,
+      lastReportError: null,
+      nextAttemptAt: null,
+    });
+    await store().removeForgeEvent(event.key);
+    expect(await store().findForgeEvent(event.key)).toBeNull();
+    await store().addForgeEvent(event);
+  });
+
+  it('lists the queued, unreported events that are due, oldest first; reports and failures move them', async () => {
+    const linked = await projectOf(store(), 'reporter', 'https://reporter.example/');
+    const at = (minute: number) => new Date(Date.UTC(2026, 10, 1, 12, minute));
+    for (const [key, minute] of [
+      ['r:3', 3],
+      ['r:1', 1],
+      ['r:2', 2],
+      ['r:unqueued', 0],
+    ] as const)
+      await store().addForgeEvent(eventOf(key, linked.id, linked.id, minute));
+    for (const key of ['r:1', 'r:2', 'r:3']) await store().setForgeEventUpdate(key, `update-${key}`);
+    const due = async (now = at(30)) =>
+      (await store().listUnreportedForgeEvents(10, now)).filter((e) => e.key.startsWith('r:')).map((e) => e.key);
+    expect(await due()).toEqual(['r:1', 'r:2', 'r:3']);
+    expect((await store().listUnreportedForgeEvents(1, at(30))).map((e) => e.key)).toHaveLength(1);
+    await store().markForgeEventReported('r:1', at(31));
+    await store().recordForgeReportFailure('r:2', `HTTP 502 ${'x'.repeat(5000)}`, at(40));
+    await store().recordForgeReportFailure('r:2', 'HTTP 403 rate limited', at(45));
+    expect(await due()).toEqual(['r:3']);
+    expect(await due(at(45))).toEqual(['r:2', 'r:3']);
+    const failed = (await store().findForgeEvent('r:2'))!;
+    expect([failed.reportAttempts, failed.lastReportError, failed.nextAttemptAt]).toEqual([
+      2,
+      'HTTP 403 rate limited',
+      at(45),
+    ]);
+    const reported = (await store().findForgeEvent('r:1'))!;
+    expect([reported.reportedAt, reported.updateId]).toEqual([at(31), 'update-r:1']);
+  });
+});
