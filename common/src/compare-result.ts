@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { API_DATE_TIME_PATTERN } from './audit-result.ts';
 import { DEVICES, LOCATIONS } from './ids.ts';
+import { revisionSchema } from './revision.ts';
 
 /** The metrics a comparison looks at: the category score and Lighthouse's timings, per run. */
 export const COMPARED_METRICS = ['performance', 'fcp', 'lcp', 'si', 'tti', 'tbt', 'cls'] as const;
@@ -65,9 +66,15 @@ export type CompareCell = z.infer<typeof compareCellSchema>;
 
 export const compareResultSchema = z
   .object({
+    /** The head side's project: `to` is its snapshot. */
     url: z.string(),
+    /** The base side's project, whose snapshot `from` is; present only when it is not `url`. */
+    baseUrl: z.string().optional(),
     from: z.string().regex(API_DATE_TIME_PATTERN),
     to: z.string().regex(API_DATE_TIME_PATTERN),
+    /** The code change each side's snapshot measured; present only when its update was given one. */
+    fromRevision: revisionSchema.optional(),
+    toRevision: revisionSchema.optional(),
     /** Every device and location both snapshots have (and the request asked for). */
     cells: z.array(compareCellSchema),
     /** Devices and locations only one of the snapshots has, so nothing to compare. */
@@ -78,6 +85,6 @@ export const compareResultSchema = z
   .meta({
     id: 'CompareResult',
     description:
-      "Two snapshots of a project side by side, per device and location: the median runs' metrics, their differences and whether each is beyond run-to-run noise, and the audits and opportunities that changed most.",
+      "Two snapshots side by side (of one project, or of two of the caller's: `baseUrl`'s then `url`'s), per device and location: the median runs' metrics, their differences and whether each is beyond run-to-run noise, and the audits and opportunities that changed most.",
   });
 export type CompareResult = z.infer<typeof compareResultSchema>;

@@ -1,10 +1,12 @@
 import { z } from 'zod';
+import { parseApiDateTime } from '../dates.ts';
 import type { Section } from '../lighthouse-kpis.ts';
 import {
   dateOnly,
   dateTime,
   device,
   locations,
+  normalizeProjectUrl,
   once,
   oneOf,
   parsedString,
@@ -25,12 +27,35 @@ export const auditBodySchema = z.strictObject(auditFields);
 
 // ---- /v1/compare ------------------------------------------------------------------------
 
+/** A side of a comparison named by its snapshot's date, or `latest` (compare-route.ts says which). */
+const LATEST = 'latest';
+const DATE_TIME_OR_LATEST =
+  "a UTC date-time yyyy-MM-dd'T'HH:mm:ss (a trailing Z or milliseconds are accepted) or latest";
+
+const snapshotSide = (name: string, description: string) =>
+  parsedString(
+    z.string(once(name)),
+    (text): Date | typeof LATEST | null => (text === LATEST ? LATEST : parseApiDateTime(text)),
+    `${name} must be ${DATE_TIME_OR_LATEST}`,
+  ).meta({ description, example: '2026-11-22T11:18:40' });
+
+const baseUrl = parsedString(
+  z.string(once('baseUrl')).min(1, 'baseUrl must not be empty').max(2048, 'baseUrl is longer than 2048 characters'),
+  normalizeProjectUrl,
+  'baseUrl must be an absolute http(s) URL',
+).meta({
+  description: "The base side's project (another of the caller's projects, e.g. production); omitted: `url`'s.",
+  example: 'https://shop.example/',
+});
+
 const compareFields = {
-  url: projectUrl,
-  from: dateTime('from').meta({
-    description: "The earlier snapshot's date, UTC (any two dates: `to` may be the earlier one).",
-  }),
-  to: dateTime('to').meta({ description: "The other snapshot's date, UTC." }),
+  url: projectUrl.meta({ description: "The head side's project (the change being compared, e.g. a preview)." }),
+  baseUrl: baseUrl.optional(),
+  from: snapshotSide(
+    'from',
+    "The base side's snapshot: its date, UTC, or `latest` (the base project's newest not from a pull request; when `baseUrl` is `url`, older than `to`'s). Any two dates: `to` may be the earlier one.",
+  ),
+  to: snapshotSide('to', "The head side's snapshot: its date, UTC, or `latest` (the project's newest)."),
   device: device.optional(),
   location: locations.optional(),
 };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compareResultSchema, type CompareResult, type Device, type Location } from '@perfwatch/common';
+import { compareResultSchema, type CompareResult, type Device, type Location, type Revision } from '@perfwatch/common';
 import { loadLhr } from '../../../test/support/lhr-fixtures.ts';
 import { compareSnapshots } from './compare-view.ts';
 import { auditsOfResult } from './result-audits.ts';
@@ -44,9 +44,10 @@ function cell(
   );
 }
 const at = (iso: string, ...results: Array<Awaited<ReturnType<typeof cell>>>) => ({ date: new Date(iso), results });
+type Side = ReturnType<typeof at> & { revision?: Revision };
 /** Compared as the route compares, each cell's audits read from its result. */
-const compared = (url: string, from: ReturnType<typeof at>, to: ReturnType<typeof at>) =>
-  compareSnapshots(url, from, to, (cell) => auditsOfResult(cell.lighthouse));
+const compared = (url: string | { url: string; baseUrl?: string }, from: Side, to: Side) =>
+  compareSnapshots(typeof url === 'string' ? { url } : url, from, to, (cell) => auditsOfResult(cell.lighthouse));
 const metric = (result: CompareResult, name: string) => result.cells[0]!.metrics.find((m) => m.metric === name)!;
 
 describe('compareSnapshots', () => {
@@ -55,6 +56,8 @@ describe('compareSnapshots', () => {
     const to = await cell(3, { lcpShift: 900 });
     const result = await compared('https://a.test/', at('2026-11-01T10:00:00Z', from), at('2026-11-02T10:00:00Z', to));
     expect(compareResultSchema.parse(result)).toEqual(result);
+    // One project, no revisions: the seed's members only.
+    expect(Object.keys(result)).toEqual(['url', 'from', 'to', 'cells', 'unmatched']);
     expect(result).toMatchObject({
       url: 'https://a.test/',
       from: '2026-11-01T10:00:00',
@@ -137,5 +140,29 @@ describe('compareSnapshots', () => {
       { device: 'mobile', location: 'tokyo', onlyIn: 'from' },
       { device: 'desktop', location: 'london', onlyIn: 'to' },
     ]);
+  });
+
+  it("names the base project when it is another, and each side's revision when it has one", async () => {
+    const [before, after] = [await cell(3), await cell(3, { lcpShift: 900 })];
+    const production = { url: 'https://preview-12.shop.test/', baseUrl: 'https://shop.test/' };
+    const across = await compared(
+      production,
+      { ...at('2026-11-01T10:00:00Z', before), revision: { branch: 'main', commit: 'abcdef0' } },
+      { ...at('2026-11-02T10:00:00Z', after), revision: { pullRequest: 12 } },
+    );
+    expect(compareResultSchema.parse(across)).toEqual(across);
+    expect(across).toMatchObject({
+      ...production,
+      fromRevision: { branch: 'main', commit: 'abcdef0' },
+      toRevision: { pullRequest: 12 },
+    });
+    expect(metric(across, 'lcp').difference).toBeGreaterThan(800);
+    // The same URL twice is one project: no baseUrl; a side without a revision has none.
+    const same = await compared(
+      { url: 'https://shop.test/', baseUrl: 'https://shop.test/' },
+      at('2026-11-01T10:00:00Z', before),
+      { ...at('2026-11-02T10:00:00Z', after), revision: { commit: 'abcdef0' } },
+    );
+    expect(Object.keys(same)).toEqual(['url', 'from', 'to', 'toRevision', 'cells', 'unmatched']);
   });
 });

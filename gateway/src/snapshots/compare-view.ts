@@ -7,6 +7,7 @@ import {
   SIGNIFICANCE_LEVEL,
   type CompareCell,
   type CompareResult,
+  type Revision,
   type RunSummary,
 } from '@perfwatch/common';
 import type { AuditSummary } from './result-audits.ts';
@@ -78,16 +79,25 @@ const titleOf = (from: ResultAudits, to: ResultAudits, id: string) => (to.get(id
 
 /** A cell as compare reads it: its runs beside its result, which `auditsOf` reads. */
 type ComparedCell = Pick<LocationSnapshot, 'device' | 'location' | 'median' | 'runs'>;
-/** A snapshot as compare reads it: its date and its cells. */
-type ComparedSnapshot<C extends ComparedCell> = Pick<SnapshotRecord, 'date'> & { results: readonly C[] };
+/** A snapshot as compare reads it: its date, the code change it measured if it was given one, its cells. */
+type ComparedSnapshot<C extends ComparedCell> = Pick<SnapshotRecord, 'date'> & {
+  revision?: Revision;
+  results: readonly C[];
+};
+
+/** The projects compared: `url`'s snapshot is the head side (`to`), `baseUrl`'s (when another) the base. */
+interface ComparedProjects {
+  url: string;
+  baseUrl?: string;
+}
 
 /**
- * Two snapshots of one project side by side, cell by cell (`/v1/compare`). Each cell's audits
- * are read (`auditsOf`) one result at a time, a cell's two sides one after the other, and let go
- * before the next: however many cells, a comparison holds one result and two cells' summaries.
+ * Two snapshots side by side, cell by cell (`/v1/compare`), of one project or of two. Each cell's
+ * audits are read (`auditsOf`) one result at a time, a cell's two sides one after the other, and
+ * let go before the next: however many cells, a comparison holds one result and two cells' summaries.
  */
 export async function compareSnapshots<C extends ComparedCell>(
-  url: string,
+  { url, baseUrl }: ComparedProjects,
   from: ComparedSnapshot<C>,
   to: ComparedSnapshot<C>,
   auditsOf: (cell: C) => Promise<ResultAudits> | ResultAudits,
@@ -120,5 +130,15 @@ export async function compareSnapshots<C extends ComparedCell>(
   }
   for (const b of to.results)
     if (!fromCells.has(key(b))) unmatched.push({ device: b.device, location: b.location, onlyIn: 'to' });
-  return { url, from: formatApiDateTime(from.date), to: formatApiDateTime(to.date), cells, unmatched };
+  return {
+    url,
+    // Members present only when set: a comparison of one project without revisions keeps the seed's shape.
+    ...(baseUrl === undefined || baseUrl === url ? {} : { baseUrl }),
+    from: formatApiDateTime(from.date),
+    to: formatApiDateTime(to.date),
+    ...(from.revision ? { fromRevision: from.revision } : {}),
+    ...(to.revision ? { toRevision: to.revision } : {}),
+    cells,
+    unmatched,
+  };
 }
