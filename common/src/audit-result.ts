@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DEVICES, LOCATIONS } from './ids.ts';
 import { cellCheckSchema } from './budgets.ts';
 import { cruxRecordSchema } from './crux.ts';
+import { revisionSchema } from './revision.ts';
 import { runSummarySchema, runVerdictSchema } from './run-metrics.ts';
 
 export const API_DATE_TIME_PATTERN = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/;
@@ -47,6 +48,8 @@ const locationResultSchema = z.object({
     .optional(),
   /** perfwatch's addition: the project's budget checks on this cell; absent when it had no budgets. */
   checks: z.array(cellCheckSchema).optional(),
+  /** perfwatch's addition: the code change the update measured; absent when it was given none. */
+  revision: revisionSchema.optional(),
 });
 export type LocationResult = z.infer<typeof locationResultSchema>;
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DEVICES, LOCATIONS, UPDATE_TYPES, type UpdateType } from './ids.ts';
 import { API_DATE_TIME_PATTERN, missingCellSchema } from './audit-result.ts';
 import { SECTIONS } from './lighthouse-kpis.ts';
+import { revisionSchema } from './revision.ts';
 
 const SECTION_NAMES = SECTIONS.map((s) => s.toUpperCase()) as Array<Uppercase<(typeof SECTIONS)[number]>>;
 
@@ -20,6 +21,8 @@ export const overviewRecordSchema = z
     updateType: z.enum(UPDATE_TYPES.map(capitalizeUpdateType) as ['Manual', 'Scheduled', 'Ci']),
     section: z.enum(SECTION_NAMES as [string, ...string[]]),
     kpi: z.string(),
+    /** The code change its snapshot measured; absent when the update was given none. */
+    revision: revisionSchema.optional(),
     /** An object for LIGHTHOUSE KPIs (and the other object-valued sections), a string for CRUX. */
     data: z.union([z.record(z.string(), z.unknown()), z.string()]),
   })
@@ -41,6 +44,8 @@ const snapshotDatesSchema = () =>
       date: z.string().regex(API_DATE_TIME_PATTERN),
       updateType: z.enum(UPDATE_TYPES),
       locations: z.array(z.enum(LOCATIONS)),
+      /** The code change the snapshot measured; absent when its update was given none. */
+      revision: revisionSchema.optional(),
     }),
   );
 
@@ -100,6 +105,8 @@ export const updateStatusSchema = z
     }),
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),
+    /** The code change it measures; absent when it was given none. */
+    revision: revisionSchema.optional(),
   })
   .meta({ id: 'UpdateStatus' });
 export type UpdateStatusView = z.infer<typeof updateStatusSchema>;

@@ -13,6 +13,7 @@ import {
   projectUrl,
   sections,
 } from './request-fields.ts';
+import { revisionBodyFields, revisionQueryFields } from './revision-fields.ts';
 
 // ---- /v1/audit --------------------------------------------------------------------------
 
@@ -94,6 +95,10 @@ export interface OverviewParams {
   domain?: string;
   updateType?: 'manual' | 'scheduled' | 'ci';
   sections?: Section[];
+  /** Records of snapshots whose commit starts with this one (an abbreviation finds the full hash). */
+  commit?: string;
+  branch?: string;
+  pullRequest?: number;
 }
 
 /** A bare host name, or a URL whose host is taken. */
@@ -109,6 +114,12 @@ const domain = parsedString(
 
 const updateTypeFilter = oneOf('updateType', ['manual', 'scheduled', 'ci']);
 
+const revisionFilters = {
+  commit: 'Only records of snapshots of this commit (an abbreviation of 7 or more digits finds the full hash).',
+  branch: 'Only records of snapshots of this branch.',
+  pullRequest: 'Only records of snapshots of this pull or merge request.',
+};
+
 function checkRange<T extends { startDate: Date; endDate: Date }>(value: T, ctx: z.RefinementCtx): void {
   if (value.endDate < value.startDate)
     ctx.addIssue({ code: 'custom', message: 'endDate is before startDate', path: ['endDate'] });
@@ -123,6 +134,7 @@ export const overviewQuerySchema = z
     endDate: dateOnly('endDate'),
     domain: domain.optional(),
     updateType: updateTypeFilter.optional(),
+    ...revisionQueryFields(revisionFilters),
     section: sections.optional(),
     sections: sections.optional(),
   })
@@ -140,6 +152,7 @@ export const overviewBodySchema = z
     ),
     domain: domain.optional(),
     updateType: updateTypeFilter.optional(),
+    ...revisionBodyFields(revisionFilters),
     sections: sections.optional(),
   })
   .superRefine((value, ctx) => checkRange(value.dateRange, ctx))

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { UPDATE_MODES } from '../ids.ts';
 import { device, projectUrl } from './request-fields.ts';
+import { revisionBodyFields, revisionQueryFields } from './revision-fields.ts';
 
 // ---- /v1/update -------------------------------------------------------------------------
 
@@ -16,8 +17,14 @@ const updateFields = {
     .default('manual')
     .meta({ description: 'ci marks updates started by a CI pipeline.' }),
 };
-export const updateQuerySchema = z.strictObject(updateFields);
-export const updateBodySchema = z.strictObject(updateFields);
+/** Stored with the snapshot, shown by /v1/audit and /v1/updates, filtered by /v1/overview. */
+const updateRevision = {
+  commit: 'The commit measured (hex, 7 to 64 digits; kept lower-case).',
+  branch: 'The branch measured (a git ref name).',
+  pullRequest: 'The pull or merge request measured (its number).',
+};
+export const updateQuerySchema = z.strictObject({ ...updateFields, ...revisionQueryFields(updateRevision) });
+export const updateBodySchema = z.strictObject({ ...updateFields, ...revisionBodyFields(updateRevision) });
 
 // ---- /v1/updates/{id} ---------------------------------------------------------------------
 

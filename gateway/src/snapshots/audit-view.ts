@@ -5,10 +5,12 @@ import {
   type Device,
   type Location,
   type LocationResult,
+  type Revision,
 } from '@perfwatch/common';
 import { randomUUID } from 'node:crypto';
 import { openObject } from '../http/json-object-text.ts';
 import type { ProjectRecord, SnapshotFilter, SnapshotRecord } from '../store/store.ts';
+import { revisionMember } from '../store/stored-revision.ts';
 
 function verification(
   runs: SnapshotRecord['results'][number]['runs'],
@@ -69,6 +71,8 @@ interface SnapshotCells<R> {
   available: SnapshotRecord['available'];
   results: readonly R[];
   missing?: SnapshotRecord['missing'];
+  /** The code change measured: shown in every cell, absent when there was none. */
+  revision?: Revision;
 }
 
 /**
@@ -143,6 +147,7 @@ function auditResultOf<R extends CellView>(
       runs: r.runs,
       ...verification(r.runs, r.median),
       ...(r.checks ? { checks: r.checks } : {}),
+      ...revisionMember(snapshot.revision),
     };
   }
   // Only the cells the request asked about; absent when none is missing, so a complete result

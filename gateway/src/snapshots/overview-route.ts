@@ -4,6 +4,7 @@ import { API_ENDPOINTS, capitalizeUpdateType, formatApiDateTime, type OverviewRe
 import { parseRequest } from '../http/parse-request.ts';
 import type { KpiRow, KpisStore } from './store/kpis-store.ts';
 import { writeJsonPieces } from '../http/written.ts';
+import { revisionMember } from '../store/stored-revision.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -23,6 +24,7 @@ export function overviewRecordJson(row: KpiRow): string {
     updateType: capitalizeUpdateType(row.updateType),
     section: row.section,
     kpi: row.kpi,
+    ...revisionMember(row.revision),
   };
   return `${JSON.stringify(record).slice(0, -1)},"data":${row.dataJson}}`;
 }
@@ -54,6 +56,9 @@ export function overviewRoute({
       domain: params.domain,
       updateType: params.updateType,
       sections: params.sections?.map((s) => s.toUpperCase()),
+      commit: params.commit,
+      branch: params.branch,
+      pullRequest: params.pullRequest,
     });
     const iterator = rows[Symbol.asyncIterator]();
     // The first read happens before any byte is sent, so a database that is down is still a 500 envelope.

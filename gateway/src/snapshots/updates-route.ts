@@ -4,6 +4,7 @@ import { parseRequest } from '../http/parse-request.ts';
 import type { ProjectsStore } from '../projects/store/projects-store.ts';
 import type { SnapshotReadsStore } from './store/snapshots-store.ts';
 import { callerProject } from '../accounts/caller-project.ts';
+import { revisionMember } from '../store/stored-revision.ts';
 
 /**
  * `GET|POST /v1/updates?url=`: per device, the snapshot dates `/v1/audit` takes, ascending, a
@@ -30,6 +31,7 @@ export function updatesRoute({
             date: formatApiDateTime(snapshot.date),
             updateType: snapshot.updateType,
             locations,
+            ...revisionMember(snapshot.revision),
           });
       }
     }

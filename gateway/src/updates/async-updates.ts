@@ -30,7 +30,7 @@ export function createAsyncUpdates({
   admission: UpdateAdmission;
   limits: AsyncUpdateLimits;
 }): StartAsync {
-  return async ({ project, devices, updateType, requestId }) => {
+  return async ({ project, devices, updateType, requestId, revision }) => {
     const runs = devices.length * project.locations.length * project.runs;
     const backlog = await store.userBacklog(project.userId);
     if (backlog.runs + runs > limits.queuedRunsPerUser) {
@@ -57,6 +57,7 @@ export function createAsyncUpdates({
         locations: project.locations,
         updateType,
         runs: project.runs,
+        ...(revision ? { revision } : {}),
       },
       requestId,
       { refuseUnqueued: true },

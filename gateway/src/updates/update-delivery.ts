@@ -99,9 +99,12 @@ async function deliver(
       return { kind: 'final', reason: PROJECT_REMOVED };
     }
     const { devices, updateType, requestId } = job;
+    // A job queued by an earlier version carries none: the update record has it.
+    const revision = job.revision ?? before?.revision;
+    const request = { project, devices, updateType, requestId, deadline: new Date(deadlineAt) };
     const outcome = await updates
       .run(
-        { project, devices, updateType, requestId, deadline: new Date(deadlineAt), ...(signal ? { signal } : {}) },
+        { ...request, ...(signal ? { signal } : {}), ...(revision ? { revision } : {}) },
         job.updateId,
         'async',
         progress.record,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEVICES, UPDATE_TYPES } from '@perfwatch/common';
+import { DEVICES, revisionSchema, UPDATE_TYPES } from '@perfwatch/common';
 import type { UpdateRecord } from '../store/store.ts';
 
 /**
@@ -16,6 +16,11 @@ export const queuedUpdateSchema = z.object({
   devices: z.array(z.enum(DEVICES)).min(1),
   updateType: z.enum(UPDATE_TYPES),
   requestId: z.string().max(200),
+  /**
+   * The code change measured, for its snapshot; absent when none was given. A job queued by an
+   * earlier version has none: its delivery takes the update record's.
+   */
+  revision: revisionSchema.optional(),
 });
 export type QueuedUpdate = z.infer<typeof queuedUpdateSchema>;
 
@@ -28,6 +33,7 @@ export function queuedUpdateOf(update: UpdateRecord, requestIdPrefix: string): Q
     devices: update.devices,
     updateType: update.updateType,
     requestId: `${requestIdPrefix}-${update.id.slice(0, 8)}`,
+    ...(update.revision ? { revision: update.revision } : {}),
   };
 }
 

@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { API_ENDPOINTS, ApiError, DEVICES } from '@perfwatch/common';
+import { API_ENDPOINTS, ApiError, DEVICES, revisionOf } from '@perfwatch/common';
 import { auditResultPieces } from '../snapshots/audit-view.ts';
 import { parseRequest } from '../http/parse-request.ts';
 import type { ProjectsStore } from '../projects/store/projects-store.ts';
@@ -42,11 +42,13 @@ export function updateRoute({
     const project = await callerProject(store, req, params.url);
     // Refused before anything is queued: an async update would otherwise fail later, unseen.
     refuseUntrustedCredentials(credentialTrust, project);
+    const revision = revisionOf(params);
     const request = {
       project,
       devices: params.device ? [params.device] : DEVICES,
       updateType: params.updateType,
       requestId: req.requestId,
+      revision,
     };
     if (params.mode === 'async') {
       res.json({ ok: 1, id: await startAsync(request) });
@@ -68,12 +70,11 @@ export function updateRoute({
       .finally(() => (place ? store.releasePlace(place).catch(() => undefined) : undefined));
     // Written piece by piece, one cell's result inflated at a time: a thousand updates
     // answering at once do not each hold their megabytes of answer.
+    const { date, results, missing } = outcome;
     await writeJsonPieces(
       res,
-      auditResultPieces(
-        { date: outcome.date, available: outcome.results, results: outcome.results, missing: outcome.missing },
-        project,
-        (cell) => cell.lighthouse.json(),
+      auditResultPieces({ date, available: results, results, missing, revision }, project, (cell) =>
+        cell.lighthouse.json(),
       ),
       stallMs,
     );

@@ -8,6 +8,7 @@ import {
   type Device,
   type Location,
   type MissingCell,
+  type Revision,
   type UpdateType,
 } from '@perfwatch/common';
 import type { Dispatcher, RunOutcome } from '../dispatch/run-outcome.ts';
@@ -34,6 +35,8 @@ export interface UpdateRequest {
   devices: readonly Device[];
   updateType: UpdateType;
   requestId: string;
+  /** The code change measured, stored with the snapshot; absent when none was given. */
+  revision?: Revision;
   /**
    * Until when a run whose location is away (RUN_FAILURES) is offered again. Without one
    * (sync updates) the update answers with what it has once every run has had its offers.
@@ -229,7 +232,7 @@ async function measure(
       },
       log,
     );
-  const date = await storeSnapshot(parts, update, request.updateType, results, missing, failures.length);
+  const date = await storeSnapshot(parts, update, request, { results, missing }, failures.length);
   return { updateId, date, results, missing, complete: missing.length === 0 };
 }
 
@@ -285,9 +288,8 @@ function gatherCells(
 async function storeSnapshot(
   { store, now, onSnapshot, observer, testKill }: ServiceParts,
   { project, updateId, log, cells, started }: UpdateInProgress,
-  updateType: UpdateType,
-  results: NewLocationSnapshot[],
-  missing: MissingCell[],
+  { updateType, revision }: Pick<UpdateRequest, 'updateType' | 'revision'>,
+  { results, missing }: { results: NewLocationSnapshot[]; missing: MissingCell[] },
   failedRuns: number,
 ): Promise<Date> {
   const date = await store.saveSnapshot({
@@ -298,6 +300,7 @@ async function storeSnapshot(
     results,
     missing,
     kpiVersion: LIGHTHOUSE_KPI_VERSION,
+    ...(revision ? { revision } : {}),
   });
   testKill?.('snapshot-saved');
   if (onSnapshot)

@@ -2,6 +2,7 @@ import type { Request, Response } from 'express';
 import { API_ENDPOINTS, ApiError, formatApiDateTime, type UpdateStatusView } from '@perfwatch/common';
 import { parseRequest } from '../http/parse-request.ts';
 import type { UpdatesStore } from './store/updates-store.ts';
+import { revisionMember } from '../store/stored-revision.ts';
 
 /**
  * `GET|POST /v1/updates/{id}`: the state of one of the caller's async or scheduled updates.
@@ -34,6 +35,7 @@ export function updateStatusRoute({ store }: { store: Pick<UpdatesStore, 'findUp
       missing: update.missing,
       createdAt: update.createdAt.toISOString(),
       updatedAt: update.updatedAt.toISOString(),
+      ...revisionMember(update.revision),
     };
     res.json(view);
   };

@@ -6,9 +6,11 @@ import {
   type Device,
   type KpiRecord,
   type Location,
+  type Revision,
   type UpdateType,
 } from '@perfwatch/common';
 import type { StoredForms } from '../../store/record-forms.ts';
+import { storedRevision } from '../../store/stored-revision.ts';
 import type { ProjectRecord } from '../../projects/store/projects-store.ts';
 
 /** What the KPI records of a project's field-data history hang on instead of a snapshot. */
@@ -23,6 +25,10 @@ export interface OverviewFilter {
   updateType?: UpdateType;
   /** Upper-case section names. */
   sections?: string[];
+  /** Records of snapshots whose commit starts with this one (commitRange). */
+  commit?: string;
+  branch?: string;
+  pullRequest?: number;
 }
 
 export interface KpiRow {
@@ -34,6 +40,8 @@ export interface KpiRow {
   updateType: UpdateType;
   section: string;
   kpi: string;
+  /** The code change its snapshot measured; undefined when there was none. */
+  revision?: Revision;
   /**
    * The record's data as the JSON text it is served as (an object for LIGHTHOUSE and the other
    * object-valued sections, a string for CRUX): the overview splices it into its answer
@@ -83,6 +91,8 @@ export interface KpiPlace {
   domain: string;
   url: string;
   updateType: UpdateType;
+  /** Absent when the snapshot has none: the overview filters on it without reading snapshots. */
+  revision?: Revision;
 }
 
 /** One KPI record at its place and cell: what each backend writes as a document or a row. */
@@ -152,7 +162,8 @@ export async function* kpiBatches<S>(
 }
 
 /** A KPI record's place and name as each backend reads it back; each adds its data as it keeps it. */
-export function kpiRecords({ time }: StoredForms) {
+export function kpiRecords(forms: StoredForms) {
+  const { time } = forms;
   const kpi = z.object({
     date: time,
     domain: z.string(),
@@ -162,6 +173,7 @@ export function kpiRecords({ time }: StoredForms) {
     updateType: z.enum(UPDATE_TYPES),
     section: z.string(),
     kpi: z.string(),
+    revision: storedRevision(forms),
   });
   return { kpi };
 }

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Device, KpiRecord } from '@perfwatch/common';
 import { asRecord, mongoForms, objectId, type MongoDatabase } from '../../store/mongo-database.ts';
 import type { ProjectRecord } from '../../projects/store/projects-store.ts';
+import { commitRange, revisionMember } from '../../store/stored-revision.ts';
 import {
   fieldHistoryId,
   fieldHistoryKpis,
@@ -29,6 +30,7 @@ export const KPI_PROJECTION = {
   updateType: 1,
   section: 1,
   kpi: 1,
+  revision: 1,
   data: 1,
 } as const;
 export const KPI_ORDER = { date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1 } as const;
@@ -102,7 +104,16 @@ export class MongoKpis implements KpisStore {
     await this.#kpis.deleteMany({ ...inSections, pending: true });
     const { userId, domain } = snapshotOwnerDoc.parse(raw);
     const { url, updateType } = snapshot;
-    const place = { snapshotId: snapshot.id, projectId, userId, date: snapshot.date, domain, url, updateType };
+    const place = {
+      snapshotId: snapshot.id,
+      projectId,
+      userId,
+      date: snapshot.date,
+      domain,
+      url,
+      updateType,
+      ...revisionMember(snapshot.revision),
+    };
     const docs = kpiDocs(placedKpis(place, results), snapshotId, true);
     if (docs.length > 0) await this.#kpis.insertMany(docs, { ordered: false });
     await this.#kpis.deleteMany({ ...inSections, pending: { $ne: true } });
@@ -121,7 +132,7 @@ export class MongoKpis implements KpisStore {
   }
 
   async *streamKpis(filter: OverviewFilter): AsyncIterable<readonly KpiRow[]> {
-    const { userId, from, to, domain, updateType, sections } = filter;
+    const { userId, from, to, domain, updateType, sections, commit, branch, pullRequest } = filter;
     // Records still pending belong to a snapshot being written, or to one that never completed.
     const query: Record<string, unknown> = {
       userId: new ObjectId(userId),
@@ -131,6 +142,9 @@ export class MongoKpis implements KpisStore {
     if (domain) query['domain'] = domain;
     if (updateType) query['updateType'] = updateType;
     if (sections && sections.length > 0) query['section'] = { $in: sections };
+    if (commit) query['revision.commit'] = { $gte: commitRange(commit).from, $lt: commitRange(commit).to };
+    if (branch) query['revision.branch'] = branch;
+    if (pullRequest) query['revision.pullRequest'] = pullRequest;
     const cursor = this.#kpis.find(query, { projection: KPI_PROJECTION }).sort(KPI_ORDER).batchSize(KPI_BATCH);
     try {
       // What the driver already holds goes out in one batch; the next read may wait on the server.

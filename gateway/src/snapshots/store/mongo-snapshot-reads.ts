@@ -15,7 +15,7 @@ import {
 
 const records = snapshotRecords(mongoForms);
 const snapshotDoc = asRecord(records.snapshot);
-const summaryDoc = records.snapshot.pick({ date: true, updateType: true, available: true });
+const summaryDoc = records.snapshot.pick({ date: true, updateType: true, available: true, revision: true });
 const resultDoc = records.result.extend({ lighthouse: z.instanceof(Binary) });
 
 /** The query of a snapshot's results, as a read filters them. */
@@ -71,7 +71,7 @@ export class MongoSnapshotReads implements SnapshotReadsStore {
       ...(page?.before ? { date: { $lt: page.before } } : {}),
     };
     const found = this.#snapshots.find(filter, {
-      projection: { date: 1, updateType: 1, available: 1, _id: 1, projectId: 1, updateId: 1, url: 1 },
+      projection: { date: 1, updateType: 1, available: 1, _id: 1, projectId: 1, updateId: 1, url: 1, revision: 1 },
     });
     const docs = page
       ? (await found.sort({ date: -1 }).limit(page.limit).toArray()).reverse()

@@ -12,6 +12,7 @@ import {
   type MongoDatabase,
 } from '../../store/mongo-database.ts';
 import { NoFreeSnapshotDate, snapshotDates } from '../../store/snapshot-dates.ts';
+import { revisionMember } from '../../store/stored-revision.ts';
 import { placedKpis } from './kpis-store.ts';
 import { kpiDocs } from './mongo-kpis.ts';
 import {
@@ -135,7 +136,7 @@ export class MongoSnapshots implements SnapshotsStore {
    */
   async #insertWriting(
     snapshotId: ObjectId,
-    { project, updateId, date, updateType, results, missing, kpiVersion = 1 }: NewSnapshot,
+    { project, updateId, date, updateType, results, missing, kpiVersion = 1, revision }: NewSnapshot,
   ): Promise<Date> {
     const available = availableCells(results);
     for (const candidate of snapshotDates(date)) {
@@ -152,6 +153,7 @@ export class MongoSnapshots implements SnapshotsStore {
           available,
           missing: (missing ?? []).map((m) => ({ ...m })),
           kpiVersion,
+          ...revisionMember(revision),
           status: 'writing',
           createdAt: new Date(),
         });
@@ -169,7 +171,7 @@ export class MongoSnapshots implements SnapshotsStore {
   async #insertCells(
     snapshotId: ObjectId,
     stored: Date,
-    { project, updateType, results }: Pick<NewSnapshot, 'project' | 'updateType' | 'results'>,
+    { project, updateType, results, revision }: Pick<NewSnapshot, 'project' | 'updateType' | 'results' | 'revision'>,
   ): Promise<void> {
     const projectId = new ObjectId(project.id);
     const resultDocs = await Promise.all(
@@ -192,16 +194,12 @@ export class MongoSnapshots implements SnapshotsStore {
     );
     if (resultDocs.length > 0) await this.#results.insertMany(resultDocs, { ordered: false });
     const { id, userId, domain, url } = project;
-    const place = {
-      snapshotId: snapshotId.toHexString(),
-      projectId: id,
-      userId,
-      date: stored,
-      domain,
-      url,
-      updateType,
-    };
-    const kpiDocuments = kpiDocs(placedKpis(place, results), snapshotId, true);
+    const place = { projectId: id, userId, date: stored, domain, url, updateType, ...revisionMember(revision) };
+    const kpiDocuments = kpiDocs(
+      placedKpis({ snapshotId: snapshotId.toHexString(), ...place }, results),
+      snapshotId,
+      true,
+    );
     if (kpiDocuments.length > 0) await this.#kpis.insertMany(kpiDocuments, { ordered: false });
   }
 

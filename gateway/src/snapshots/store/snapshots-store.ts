@@ -14,10 +14,12 @@ import {
   type LighthouseResult,
   type Location,
   type MissingCell,
+  type Revision,
   type RunSummary,
   type UpdateType,
 } from '@perfwatch/common';
 import type { StoredForms } from '../../store/record-forms.ts';
+import { storedRevision } from '../../store/stored-revision.ts';
 import type { ProjectRecord } from '../../projects/store/projects-store.ts';
 import { storedResultJson, withStoredResult, type ResultBytes } from '../result-bytes.ts';
 
@@ -63,6 +65,8 @@ export interface NewSnapshot {
   missing?: MissingCell[];
   /** LIGHTHOUSE_KPI_VERSION of its KPI records; absent: 1, the seed's. */
   kpiVersion?: number;
+  /** The code change measured, kept with the snapshot and its KPI records; absent when none was given. */
+  revision?: Revision;
 }
 
 /** Whether a snapshot's cells announce budget events: its save then marks it unannounced until they are in the outbox. */
@@ -93,6 +97,8 @@ export interface SnapshotRecord {
   results: Array<LocationSnapshot & { lighthouseJson: Buffer }>;
   /** Cells of the update without a result, and why; whatever a read filters. */
   missing: MissingCell[];
+  /** The code change measured; undefined when its update was given none. */
+  revision?: Revision;
 }
 
 /** A stored cell whose result stays in the database until it is read. */
@@ -122,6 +128,7 @@ export interface SnapshotSummary {
   date: Date;
   updateType: UpdateType;
   available: Array<{ device: Device; location: Location }>;
+  revision?: Revision;
 }
 
 /** Another delivery of the same update is writing its snapshot now; this one should retry later. */
@@ -185,7 +192,8 @@ export const availableCells = (results: ReadonlyArray<{ device: Device; location
   results.map(({ device, location }) => ({ device, location }));
 
 /** A snapshot, and each of its cells without its Lighthouse result's bytes (each backend reads those its own way). */
-export function snapshotRecords({ id, time, structured }: StoredForms) {
+export function snapshotRecords(forms: StoredForms) {
+  const { id, time, structured } = forms;
   const snapshot = z.object({
     id,
     projectId: id,
@@ -195,6 +203,7 @@ export function snapshotRecords({ id, time, structured }: StoredForms) {
     updateType: z.enum(UPDATE_TYPES),
     available: structured(z.array(z.object({ device: z.enum(DEVICES), location: z.enum(LOCATIONS) }))),
     missing: structured(z.array(missingCellSchema)).default([]),
+    revision: storedRevision(forms),
   });
   const result = z.object({
     device: z.enum(DEVICES),

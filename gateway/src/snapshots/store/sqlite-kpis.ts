@@ -3,7 +3,8 @@ import { z } from 'zod';
 import type { Device, KpiRecord } from '@perfwatch/common';
 import { asRecord, placeholders, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
 import type { ProjectRecord } from '../../projects/store/projects-store.ts';
-import type { SqliteSchema } from '../../store/sqlite-migrations.ts';
+import { addColumns, type SqliteSchema } from '../../store/sqlite-migrations.ts';
+import { commitRange, revisionMember } from '../../store/stored-revision.ts';
 import {
   fieldHistoryId,
   fieldHistoryKpis,
@@ -24,9 +25,16 @@ export const kpisSchema: SqliteSchema = {
 CREATE TABLE IF NOT EXISTS kpis (
   snapshot_id TEXT NOT NULL, project_id TEXT NOT NULL, user_id TEXT NOT NULL, date INTEGER NOT NULL, domain TEXT NOT NULL,
   url TEXT NOT NULL, device TEXT NOT NULL, location TEXT NOT NULL, update_type TEXT NOT NULL, section TEXT NOT NULL,
-  kpi TEXT NOT NULL, data TEXT NOT NULL);
+  kpi TEXT NOT NULL, data TEXT NOT NULL, revision TEXT);
 CREATE INDEX IF NOT EXISTS kpis_for_overview ON kpis (user_id, date, url, device, location, section, kpi);
 CREATE INDEX IF NOT EXISTS kpis_by_snapshot ON kpis (snapshot_id);`,
+  steps: [
+    {
+      version: 9,
+      adds: "the code change of each record's snapshot (JSON), for the overview's filters",
+      up: addColumns('kpis', 'revision TEXT'),
+    },
+  ],
 };
 
 const KPI_COLUMNS = [
@@ -42,11 +50,12 @@ const KPI_COLUMNS = [
   'section',
   'kpi',
   'data',
+  'revision',
 ] as const;
 /**
  * KPI rows per INSERT: a snapshot's records (about 50 per cell) go in a few statements rather
  * than one each, which was most of the embedded store's share of a snapshot's write at 1,000
- * updates (bench/results.md). 64 rows of 12 values stay far within SQLite's 32,766 parameters.
+ * updates (bench/results.md). 64 rows of 13 values stay far within SQLite's 32,766 parameters.
  */
 const KPI_ROWS_PER_INSERT = 64;
 const kpiInserts = new Map<number, string>();
@@ -75,6 +84,7 @@ const kpiRowValues = (k: PlacedKpi): SQLInputValue[] => [
   k.section,
   k.kpi,
   JSON.stringify(k.data),
+  k.revision ? JSON.stringify(k.revision) : null,
 ];
 
 /** Writes `kpis` as rows, KPI_ROWS_PER_INSERT to a statement (within the caller's transaction). */
@@ -125,7 +135,16 @@ export class SqliteKpis implements KpisStore {
         ...sections,
       );
       const { url, updateType } = row;
-      const place = { snapshotId: row.id, projectId, userId, date: row.date, domain, url, updateType };
+      const place = {
+        snapshotId: row.id,
+        projectId,
+        userId,
+        date: row.date,
+        domain,
+        url,
+        updateType,
+        ...revisionMember(row.revision),
+      };
       insertKpis(this.#db, placedKpis(place, results));
       this.#db.run('UPDATE snapshots SET kpi_version = ? WHERE id = ?', version, row.id);
     });
@@ -142,7 +161,7 @@ export class SqliteKpis implements KpisStore {
   }
 
   async *streamKpis(filter: OverviewFilter): AsyncIterable<readonly KpiRow[]> {
-    const { userId, from, to, domain, updateType, sections } = filter;
+    const { userId, from, to, domain, updateType, sections, commit, branch, pullRequest } = filter;
     const where = ['user_id = ?', 'date >= ?', 'date < ?'];
     const params: SQLInputValue[] = [userId, from.getTime(), to.getTime()];
     const add = (clause: string, ...values: SQLInputValue[]) => {
@@ -152,9 +171,15 @@ export class SqliteKpis implements KpisStore {
     if (domain) add('domain = ?', domain);
     if (updateType) add('update_type = ?', updateType);
     if (sections && sections.length > 0) add(`section IN (${placeholders(sections)})`, ...sections);
+    if (commit) {
+      const { from: first, to: past } = commitRange(commit);
+      add("json_extract(revision, '$.commit') >= ? AND json_extract(revision, '$.commit') < ?", first, past);
+    }
+    if (branch) add("json_extract(revision, '$.branch') = ?", branch);
+    if (pullRequest) add("json_extract(revision, '$.pullRequest') = ?", pullRequest);
     const rows = this.#db.conn
       .prepare(
-        `SELECT date, domain, url, device, location, update_type AS updateType, section, kpi, data AS dataJson FROM kpis WHERE ${where.join(' AND ')} ORDER BY date, url, device, location, section, kpi`,
+        `SELECT date, domain, url, device, location, update_type AS updateType, section, kpi, revision, data AS dataJson FROM kpis WHERE ${where.join(' AND ')} ORDER BY date, url, device, location, section, kpi`,
       )
       .iterate(...params);
     // Batch by batch from the statement: memory stays flat however many records match.

@@ -15,7 +15,7 @@ import {
 
 const records = snapshotRecords(sqliteForms);
 const snapshotRow = asRecord(records.snapshot);
-const summaryRow = asRecord(records.snapshot.pick({ date: true, updateType: true, available: true }));
+const summaryRow = asRecord(records.snapshot.pick({ date: true, updateType: true, available: true, revision: true }));
 const resultBytes = z.instanceof(Uint8Array);
 const resultRow = asRecord(records.result.extend({ lighthouse: resultBytes }));
 /** A result's row without its bytes, and its place among the snapshot's. */

@@ -3,6 +3,7 @@ import type { MissingCell } from '@perfwatch/common';
 import { asRecord, ms, newId, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
 import { NoFreeSnapshotDate, snapshotDates } from '../../store/snapshot-dates.ts';
 import { addColumns, type SqliteSchema } from '../../store/sqlite-migrations.ts';
+import { revisionMember } from '../../store/stored-revision.ts';
 import type { ProjectRecord } from '../../projects/store/projects-store.ts';
 import { placedKpis, type KpiPlace } from './kpis-store.ts';
 import { insertKpis } from './sqlite-kpis.ts';
@@ -22,7 +23,7 @@ CREATE TABLE IF NOT EXISTS snapshots (
   id TEXT PRIMARY KEY, project_id TEXT NOT NULL, user_id TEXT NOT NULL, update_id TEXT NOT NULL UNIQUE, url TEXT NOT NULL,
   domain TEXT NOT NULL, date INTEGER NOT NULL, update_type TEXT NOT NULL, available TEXT NOT NULL,
   missing TEXT NOT NULL DEFAULT '[]', kpi_version INTEGER NOT NULL DEFAULT 1, alerts_pending_since INTEGER,
-  UNIQUE (project_id, date));
+  revision TEXT, UNIQUE (project_id, date));
 CREATE INDEX IF NOT EXISTS snapshots_by_date ON snapshots (date);
 CREATE TABLE IF NOT EXISTS results (
   snapshot_id TEXT NOT NULL, seq INTEGER NOT NULL, device TEXT NOT NULL, location TEXT NOT NULL, median INTEGER NOT NULL,
@@ -45,6 +46,7 @@ CREATE TABLE IF NOT EXISTS results (
       adds: 'snapshots whose budget events are not yet in the outbox',
       up: addColumns('snapshots', 'alerts_pending_since INTEGER'),
     },
+    { version: 9, adds: 'the code change a snapshot measured (JSON)', up: addColumns('snapshots', 'revision TEXT') },
   ],
   // Needs the column of step 7 first.
   indexes:
@@ -75,7 +77,7 @@ export class SqliteSnapshots implements SnapshotsStore {
   }
 
   async saveSnapshot(snapshot: NewSnapshot): Promise<Date> {
-    const { project, updateId, date, updateType, results, missing, kpiVersion = 1 } = snapshot;
+    const { project, updateId, date, updateType, results, missing, kpiVersion = 1, revision } = snapshot;
     // Compressed before the transaction: the write itself then takes milliseconds.
     const compressed = await Promise.all(results.map((r) => r.lighthouse.gzip()));
     return this.#db.transaction(() => {
@@ -86,7 +88,7 @@ export class SqliteSnapshots implements SnapshotsStore {
       const stored = this.#freeDate(project, date);
       const snapshotId = newId();
       this.#db.run(
-        'INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available, missing, kpi_version, alerts_pending_since) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO snapshots (id, project_id, user_id, update_id, url, domain, date, update_type, available, missing, kpi_version, alerts_pending_since, revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
         snapshotId,
         project.id,
         project.userId,
@@ -100,9 +102,20 @@ export class SqliteSnapshots implements SnapshotsStore {
         kpiVersion,
         // Its budget events are owed in the same transaction; the outbox write that follows settles them.
         announcesEvents(results) ? Date.now() : null,
+        revision ? JSON.stringify(revision) : null,
       );
       const { id: projectId, userId, domain, url } = project;
-      this.#insertCells({ snapshotId, projectId, userId, date: stored, domain, url, updateType }, results, compressed);
+      const place = {
+        snapshotId,
+        projectId,
+        userId,
+        date: stored,
+        domain,
+        url,
+        updateType,
+        ...revisionMember(revision),
+      };
+      this.#insertCells(place, results, compressed);
       return stored;
     });
   }

@@ -1,5 +1,5 @@
 import { ObjectId, type Collection, type Db } from 'mongodb';
-import type { Location, MissingCell, UpdateProgress } from '@perfwatch/common';
+import type { Location, MissingCell, Revision, UpdateProgress } from '@perfwatch/common';
 import { asRecord, duplicateOr, mongoForms, type MongoDatabase } from '../../store/mongo-database.ts';
 import {
   admissionRoom,
@@ -39,6 +39,8 @@ interface UpdateDocument {
   missing?: MissingCell[];
   createdAt: Date;
   updatedAt: Date;
+  /** The code change it measures; absent when it was given none (and on updates of earlier versions). */
+  revision?: Revision;
 }
 type PlaceDocument = { _id: string; kind: string; userId: string; expiresAt: Date };
 
@@ -91,6 +93,7 @@ export class MongoUpdates implements UpdatesStore {
         waiting: true,
         createdAt: now,
         updatedAt: now,
+        ...(update.revision ? { revision: { ...update.revision } } : {}),
       });
     } catch (error) {
       throw duplicateOr(error, `update ${update.id} exists`);

@@ -33,7 +33,7 @@ CREATE TABLE IF NOT EXISTS updates (
   locations TEXT NOT NULL, update_type TEXT NOT NULL, status TEXT NOT NULL, date INTEGER, reason TEXT,
   attempts INTEGER NOT NULL, progress TEXT NOT NULL DEFAULT '[]', missing TEXT NOT NULL DEFAULT '[]',
   created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
-  runs INTEGER NOT NULL DEFAULT 1, waiting INTEGER NOT NULL DEFAULT 0, admitted_at INTEGER);
+  runs INTEGER NOT NULL DEFAULT 1, waiting INTEGER NOT NULL DEFAULT 0, admitted_at INTEGER, revision TEXT);
 CREATE INDEX IF NOT EXISTS updates_by_status ON updates (status);
 CREATE TABLE IF NOT EXISTS slots (id TEXT PRIMARY KEY, kind TEXT NOT NULL, user_id TEXT NOT NULL, expires_at INTEGER NOT NULL);`,
   steps: [
@@ -52,6 +52,7 @@ CREATE TABLE IF NOT EXISTS slots (id TEXT PRIMARY KEY, kind TEXT NOT NULL, user_
         'admitted_at INTEGER',
       ),
     },
+    { version: 9, adds: 'the code change an update measures (JSON)', up: addColumns('updates', 'revision TEXT') },
   ],
 };
 
@@ -72,7 +73,7 @@ export class SqliteUpdates implements UpdatesStore {
     const now = Date.now();
     try {
       this.#db.run(
-        "INSERT INTO updates (id, user_id, project_id, url, devices, locations, update_type, status, attempts, runs, waiting, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, 1, ?, ?)",
+        "INSERT INTO updates (id, user_id, project_id, url, devices, locations, update_type, status, attempts, runs, waiting, created_at, updated_at, revision) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, 1, ?, ?, ?)",
         update.id,
         update.userId,
         update.projectId,
@@ -83,6 +84,7 @@ export class SqliteUpdates implements UpdatesStore {
         update.runs,
         now,
         now,
+        update.revision ? JSON.stringify(update.revision) : null,
       );
     } catch (error) {
       throw duplicateOr(error, `update ${update.id} exists`);

@@ -8,10 +8,12 @@ import {
   type Device,
   type Location,
   type MissingCell,
+  type Revision,
   type UpdateProgress,
   type UpdateType,
 } from '@perfwatch/common';
 import type { StoredForms } from '../../store/record-forms.ts';
+import { revisionMember, storedRevision } from '../../store/stored-revision.ts';
 
 const UPDATE_STATUSES = ['queued', 'running', 'done', 'failed'] as const;
 export type UpdateStatus = (typeof UPDATE_STATUSES)[number];
@@ -26,6 +28,8 @@ export interface NewUpdate {
   updateType: UpdateType;
   /** Runs per (device, location): with the cells, what the update weighs in its user's limits. */
   runs: number;
+  /** The code change it measures, stored with its snapshot; absent when it was given none. */
+  revision?: Revision;
 }
 
 /** A state change of an update; `reason` may also note why a `queued` update waits again. */
@@ -61,6 +65,8 @@ export interface UpdateRecord {
   missing: MissingCell[];
   createdAt: Date;
   updatedAt: Date;
+  /** The code change it measures; absent when it was given none. */
+  revision?: Revision;
 }
 
 /** Updates and what bounds them: each user's backlog, and the sync updates in flight (places). */
@@ -123,7 +129,8 @@ export const admissionRoom = (limit: number, active: number): number => Math.max
 export const runsHeld = (devices: number, locations: number, runs: number): number => devices * locations * runs;
 
 /** The records of this slice as each backend reads them back (see record-forms.ts). */
-export function updateRecords({ id, time, structured }: StoredForms) {
+export function updateRecords(forms: StoredForms) {
+  const { id, time, structured } = forms;
   const update = z
     .object({
       id: z.string(),
@@ -146,13 +153,15 @@ export function updateRecords({ id, time, structured }: StoredForms) {
       missing: structured(z.array(missingCellSchema)).default([]),
       createdAt: time,
       updatedAt: time,
+      revision: storedRevision(forms),
     })
     // An update of an earlier version, which had no backlog, was admitted when it was created.
-    .transform(({ date, reason, waiting, admittedAt, ...rest }): UpdateRecord => ({
+    .transform(({ date, reason, waiting, admittedAt, revision, ...rest }): UpdateRecord => ({
       ...rest,
       date: date ?? null,
       reason: reason ?? null,
       admittedAt: waiting ? null : (admittedAt ?? rest.createdAt),
+      ...revisionMember(revision),
     }));
   return { update };
 }
