@@ -1,15 +1,32 @@
 import type { ParseArgsOptionsConfig } from 'node:util';
-import { defineCommand, DEVICES, EXIT, parseLocationList, SECTIONS, UsageError, type Section } from '@perfwatch/common';
+import {
+  defineCommand,
+  DEVICES,
+  EXIT,
+  parseLocationList,
+  SECTIONS,
+  UsageError,
+  type CompareResult,
+  type Revision,
+  type Section,
+} from '@perfwatch/common';
 import { COMMON_OPTIONS, oneOf, type ClientContext } from './client-command.ts';
 import { auditResultTable, compareTable, overviewTable } from './result-tables.ts';
 
-const COMPARE_OPTIONS = {
+const CELL_OPTIONS = {
   ...COMMON_OPTIONS,
   device: { type: 'string' },
   location: { type: 'string' },
 } satisfies ParseArgsOptionsConfig;
 
-const AUDIT_OPTIONS = { ...COMPARE_OPTIONS, date: { type: 'string' } } satisfies ParseArgsOptionsConfig;
+const AUDIT_OPTIONS = { ...CELL_OPTIONS, date: { type: 'string' } } satisfies ParseArgsOptionsConfig;
+
+const COMPARE_OPTIONS = {
+  ...CELL_OPTIONS,
+  'base-url': { type: 'string' },
+  from: { type: 'string' },
+  to: { type: 'string' },
+} satisfies ParseArgsOptionsConfig;
 
 const OVERVIEW_OPTIONS = {
   ...COMMON_OPTIONS,
@@ -44,25 +61,57 @@ export const auditCommand = defineCommand<ClientContext, typeof AUDIT_OPTIONS>({
 });
 
 export const compareCommand = defineCommand<ClientContext, typeof COMPARE_OPTIONS>({
-  synopsis: ['URL DATE_A DATE_B [--device D] [--location a,b] [--json]'],
-  summary: ['two snapshots side by side: differences, and whether each is beyond noise'],
+  synopsis: [
+    'URL --from DATE|latest --to DATE|latest [--base-url URL] [--device D] [--location a,b] [--json]',
+    'URL DATE_A DATE_B [--base-url URL] [--device D] [--location a,b] [--json]',
+  ],
+  summary: [
+    "two snapshots side by side: differences, and whether each is beyond noise; --from is --base-url's",
+    "(default URL's), --to URL's; latest: the newest (--from: not from a pull request, older than --to's on one URL)",
+  ],
   options: COMPARE_OPTIONS,
   args: {
-    count: 3,
-    refused: 'compare takes a URL and two snapshot dates (yyyy-MM-ddTHH:mm:ss; perfwatch update prints them)',
+    count: [1, 3],
+    refused:
+      'compare takes a URL and two snapshot dates (--from and --to, or DATE_A DATE_B; perfwatch update prints them)',
   },
-  run: async ({ args: [url, from, to], values, context: { client, io } }) => {
+  run: async ({ args: [url, ...dates], values, context: { client, io } }) => {
+    if (dates.length > 0 && (values.from !== undefined || values.to !== undefined))
+      throw new UsageError('compare takes its dates as DATE_A DATE_B or as --from and --to, not both');
+    const [from, to] = dates.length > 0 ? dates : [values.from, values.to];
+    if (!from || !to) throw new UsageError('compare needs --from and --to (yyyy-MM-ddTHH:mm:ss or latest)');
     const result = await client.compare({
       url: url!,
-      from: from!,
-      to: to!,
+      baseUrl: values['base-url'],
+      from,
+      to,
       device: oneOf(values.device, DEVICES, 'device'),
       location: locationsOf(values.location),
     });
-    io.out.write(values.json ? `${JSON.stringify(result)}\n` : `${compareTable(result)}\n`);
+    io.out.write(values.json ? `${JSON.stringify(result)}\n` : `${compareSides(result)}${compareTable(result)}\n`);
     return EXIT.ok;
   },
 });
+
+/** "branch main, commit 3f9c2a1, pull request #12", or nothing. */
+function revisionText(revision: Revision | undefined): string {
+  const parts = [
+    revision?.branch === undefined ? null : `branch ${revision.branch}`,
+    revision?.commit === undefined ? null : `commit ${revision.commit}`,
+    revision?.pullRequest === undefined ? null : `pull request #${revision.pullRequest}`,
+  ].filter((part) => part !== null);
+  return parts.length > 0 ? ` (${parts.join(', ')})` : '';
+}
+
+/** Which project and code change each side is, when that is more than the table's heading says. */
+function compareSides(result: CompareResult): string {
+  if (result.baseUrl === undefined && !result.fromRevision && !result.toRevision) return '';
+  return [
+    `base: ${result.baseUrl ?? result.url} at ${result.from}${revisionText(result.fromRevision)}`,
+    `head: ${result.url} at ${result.to}${revisionText(result.toRevision)}`,
+    '',
+  ].join('\n');
+}
 
 export const overviewCommand = defineCommand<ClientContext, typeof OVERVIEW_OPTIONS>({
   synopsis: ['--from yyyy-MM-dd --to yyyy-MM-dd [--domain D] [--section S]... [--update-type T] [--json]'],

@@ -25,6 +25,7 @@ export * from './ops-server.ts';
 export * from './cpu-calibration.ts';
 export * from './mann-whitney.ts';
 export * from './compare-result.ts';
+export * from './compare-link.ts';
 export * from './own-keys.ts';
 export * from './budgets.ts';
 export * from './stored-checks.ts';

@@ -22,8 +22,8 @@ export interface Command<C, O extends CommandOptions = CommandOptions> {
   /** What it does, in the lines the usage shows. */
   summary: readonly string[];
   options: O;
-  /** The positional arguments it takes, and what to say when it is given others. */
-  args: { count: number; refused?: string };
+  /** The positional arguments it takes (or one of several counts), and what to say when it is given others. */
+  args: { count: number | readonly number[]; refused?: string };
   run(call: { args: string[]; values: OptionValues<O>; context: C }): Promise<ExitCode>;
 }
 
@@ -75,8 +75,9 @@ export async function runCommandLine<C>(program: Program<C>, argv: readonly stri
       io.out.write(`${program.usage}\n`);
       return EXIT.ok;
     }
-    if (positionals.length !== command.args.count)
-      throw new UsageError(command.args.refused ?? `${name} takes ${command.args.count} argument(s)`);
+    const counts = [command.args.count].flat();
+    if (!counts.includes(positionals.length))
+      throw new UsageError(command.args.refused ?? `${name} takes ${counts.join(' or ')} argument(s)`);
     const { context, close } = await program.open(env, values);
     try {
       return await command.run({ args: positionals, values, context });
