@@ -5,7 +5,9 @@
 #   - for tests and benchmarks: nats-server (current, with JetStream) and FerretDB v1 (a
 #     MongoDB-wire server), both built from the Go module proxy into .tools/bin
 #     (`perfwatch start` needs neither: it runs an in-process bus and an embedded store);
-#   - for tests only: kustomize (built the same way) and Debian's prometheus (server and
+#   - for tests only: Gitea (an API-only build, with SQLite, from the Go module proxy: the forge
+#     the reports to a pull request are tested against; Debian's gcc builds it, Debian's git
+#     serves its repositories), kustomize (built the same way) and Debian's prometheus (server and
 #     promtool), which check the deploy/ manifests, alert rules and real scrapes; podman,
 #     podman-compose and mmdebstrap (Debian), which build and run the shipped images; and
 #     schemathesis (from PyPI, in a virtualenv under .tools), which fuzzes the API from its
@@ -17,6 +19,7 @@ set -euo pipefail
 NATS_SERVER_VERSION=v2.15.2
 FERRETDB_VERSION=v1.24.2
 KUSTOMIZE_VERSION=v5.8.0
+GITEA_VERSION=v1.24.6
 SCHEMATHESIS_VERSION=4.32.5
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -121,6 +124,51 @@ build_go_tool() { # name module version package-dir-within-module
   fi
   echo "$stamp" > "$tools/$name.version"
 }
+# Gitea, for the tests of reports to a forge. Built with cgo for SQLite and without the
+# `bindata` tag: no web assets in the binary, so it reads its locales (options/) and mail and
+# page templates (templates/) from its static root, the copies kept beside it. The whole
+# directory is cached per version and .tools/gitea points at it (test/support/gitea.ts).
+build_gitea() {
+  local home
+  home="$(dirname "$cache")/gitea-$GITEA_VERSION"
+  if [ ! -x "$home/gitea" ]; then
+    say "building Gitea $GITEA_VERSION from the Go module proxy (once; a few minutes)"
+    local info dir work
+    info="$(GOTOOLCHAIN=local GOFLAGS=-mod=mod go mod download -json "code.gitea.io/gitea@$GITEA_VERSION" || true)"
+    dir="$(printf '%s\n' "$info" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+    if [ -z "$dir" ] || [ ! -d "$dir" ]; then
+      say "could not download code.gitea.io/gitea@$GITEA_VERSION: $(printf '%s\n' "$info" | sed -n 's/^[[:space:]]*"Error": "\(.*\)",$/\1/p')"
+      return 1
+    fi
+    work="$(mktemp -d)"
+    cp -r "$dir/." "$work/"
+    chmod -R u+w "$work"
+    rm -rf "$home.tmp"
+    mkdir -p "$home.tmp"
+    (cd "$work" && GOTOOLCHAIN=local CGO_ENABLED=1 GOFLAGS=-mod=mod go build -tags 'sqlite sqlite_unlock_notify' \
+      -trimpath -ldflags "-s -w -X \"main.MakeVersion=${GITEA_VERSION#v}\" -X \"main.Version=${GITEA_VERSION#v}\"" \
+      -o "$home.tmp/gitea" .) || { rm -rf "$work" "$home.tmp"; return 1; }
+    cp -r "$work/options" "$work/templates" "$home.tmp/"
+    rm -rf "$work" "$home"
+    mv "$home.tmp" "$home"
+  fi
+  ln -sfn "$home" "$root/.tools/gitea"
+}
+gitea_pid=
+if [ "$purpose" = test ]; then
+  gitea_missing=()
+  command -v git >/dev/null 2>&1 || gitea_missing+=(git)
+  if [ ! -x "$(dirname "$cache")/gitea-$GITEA_VERSION/gitea" ]; then
+    command -v go >/dev/null 2>&1 || die "Go is needed to build Gitea (test): install Go 1.24 or newer"
+    command -v gcc >/dev/null 2>&1 || gitea_missing+=(gcc libc6-dev)
+  fi
+  if [ "${#gitea_missing[@]}" -gt 0 ]; then
+    say "installing Debian's ${gitea_missing[*]} (Gitea is built with cgo and serves its repositories with git)"
+    apt_install "${gitea_missing[@]}" || die "could not install ${gitea_missing[*]}: run 'sudo apt-get install ${gitea_missing[*]}' and try again"
+  fi
+  build_gitea &
+  gitea_pid=$!
+fi
 nats_pid=
 ferret_pid=
 if [ "$purpose" != start ]; then
@@ -137,6 +185,10 @@ fi
 if [ -n "$nats_pid" ]; then wait "$nats_pid" || die "building nats-server failed"; fi
 if [ -n "$ferret_pid" ]; then wait "$ferret_pid" || die "building FerretDB failed"; fi
 if [ -n "$kustomize_pid" ]; then wait "$kustomize_pid" || die "building kustomize failed"; fi
+if [ -n "$gitea_pid" ]; then
+  wait "$gitea_pid" ||
+    die "building Gitea $GITEA_VERSION (code.gitea.io/gitea, with cgo and gcc) failed: see the go output above; it needs Go 1.24 or newer, gcc and the Go module proxy"
+fi
 
 # 4. schemathesis, for the tests: pinned, in a virtualenv of its own.
 if [ "$purpose" = test ]; then
