@@ -1,10 +1,13 @@
 import { api } from './api.js';
 import { h } from './dom.js';
 import { formatScore } from './lighthouse-result.js';
-import { cellCard, crumbs, dataTable, show } from './page.js';
+import { cellCard, crumbs, dataTable, link, show } from './page.js';
 
-// Two snapshots of a project side by side: their medians' metrics, whether each difference is
-// beyond run-to-run noise, and the audits and opportunities that changed most.
+// Two snapshots side by side, of one project or of two (a preview's against production's): their
+// medians' metrics, whether each difference is beyond run-to-run noise, and the audits and
+// opportunities that changed most. Opened from the project's picker or from a stable link
+// (`#/compare?url=…&baseUrl=…&from=…&to=…&device=…&location=…`, common's compareViewLink builds
+// it for forge reports) whose dates may be `latest`: the view shows the dates /v1/compare found.
 
 const COMPARE_FORMAT = { performance: formatScore, cls: (v) => v.toFixed(3) };
 function compareValue(metric, value, signed = false) {
@@ -19,11 +22,52 @@ function noiseText(significance) {
   return `${significance.beyondNoise ? 'yes' : 'no'} (p = ${significance.p.toFixed(3)})`;
 }
 
+/** /v1/compare's parameters from the link's, by the same names; those not given are left out. */
+function compareRequest(params) {
+  const one = (name) => params.get(name) ?? undefined;
+  const locations = params.getAll('location');
+  return {
+    url: one('url'),
+    baseUrl: one('baseUrl'),
+    from: one('from'),
+    to: one('to'),
+    device: one('device'),
+    location: locations.length > 0 ? locations : undefined,
+  };
+}
+
+/** "branch main, commit 3f9c2a1, pull request #12", or nothing. */
+function revisionText(revision) {
+  if (!revision) return null;
+  const parts = [
+    revision.branch === undefined ? null : `branch ${revision.branch}`,
+    revision.commit === undefined ? null : `commit ${revision.commit}`,
+    revision.pullRequest === undefined ? null : `pull request #${revision.pullRequest}`,
+  ].filter(Boolean);
+  return parts.length > 0 ? ` · ${parts.join(', ')}` : null;
+}
+
+/** One side: which project, the snapshot's date (a link to it) and the code change it measured. */
+function sideLine(side, label, url, date, revision) {
+  return h(
+    'p',
+    { class: 'meta compare-side', 'data-snapshot': side },
+    `${label}: `,
+    h('a', { href: link('project', { url }), class: 'side-url' }, url),
+    ' at ',
+    h('a', { href: link('snapshot', { url, date }), class: 'side-date' }, date),
+    ' UTC',
+    revisionText(revision),
+  );
+}
+
 export async function compareView(params) {
-  const [url, from, to] = ['url', 'from', 'to'].map((name) => params.get(name));
-  const result = await api('compare', { url, from, to });
+  const request = compareRequest(params);
+  const result = await api('compare', request);
+  const { url, from, to } = result;
+  const baseUrl = result.baseUrl ?? url;
   const cards = [
-    ...result.cells.map((cell) => compareCard(cell, from, to)),
+    ...result.cells.map((cell) => compareCard(cell, `${baseUrl} at ${from}`, `${url} at ${to}`)),
     ...result.unmatched.map((u) =>
       cellCard(
         u.device,
@@ -34,10 +78,11 @@ export async function compareView(params) {
     ),
   ];
   show(
-    `${url}: ${from} → ${to}`,
+    result.baseUrl ? `${baseUrl} → ${url}` : `${url}: ${from} → ${to}`,
     crumbs(url),
     h('h1', {}, `${from} → ${to} UTC`),
-    h('p', { class: 'meta' }, `First: ${from} · second: ${to}`),
+    sideLine('from', result.baseUrl ? 'First (base)' : 'First', baseUrl, from, result.fromRevision),
+    sideLine('to', result.baseUrl ? 'Second (head)' : 'Second', url, to, result.toRevision),
     h(
       'p',
       { class: 'meta' },

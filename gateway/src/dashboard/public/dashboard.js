@@ -35,11 +35,12 @@ const ROUTES = {
 async function route() {
   signOutButton.hidden = !session.token();
   if (!session.token()) return signInView(route);
-  const [path, query] = location.hash.replace(/^#\/?/, '').split('?');
+  // Split at the first '?' only: a stable link (#/compare?…) may carry one unencoded in a value.
+  const [path, query = ''] = location.hash.replace(/^#\/?/, '').split(/\?(.*)/s);
   const render = ROUTES[path] ?? projectsView;
   view.setAttribute('aria-busy', 'true');
   try {
-    await render(new URLSearchParams(query ?? ''));
+    await render(new URLSearchParams(query));
   } catch (error) {
     failure(error);
   } finally {
