@@ -28,7 +28,9 @@ const httpUrl = (text: string): boolean => {
 export function isPreviewTemplate(template: string): boolean {
   const names = [...template.matchAll(/\{([^}]*)\}/g)].map((m) => m[1]!);
   if (names.some((name) => !(PREVIEW_PLACEHOLDERS as readonly string[]).includes(name))) return false;
-  return httpUrl(template.replace(/\{[^}]*\}/g, 'x1'));
+  // Filled as an event would fill them: a number, a DNS-safe branch, a commit.
+  const sample: Record<string, string> = { pullRequest: '1', branch: 'b', sha: 'a1b2c3d' };
+  return httpUrl(template.replace(/\{([^}]*)\}/g, (_, name: string) => sample[name]!));
 }
 
 const repositoryField = z

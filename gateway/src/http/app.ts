@@ -18,12 +18,13 @@ import type { UpdateService } from '../updates/update-service.ts';
 import type { StartAsync } from '../updates/async-updates.ts';
 import { createWebhookTargets, type WebhookTargets } from '../alerts/webhook-targets.ts';
 import { NO_TRUST, type CredentialTrust } from '../projects/credential-trust.ts';
+import { forgeReceiver, type ForgeReceiverDeps } from '../forge/forge-receiver.ts';
 import { loggedUrl } from './logged-url.ts';
 import { ROUTE_BASE, type GatewayMetrics } from './metrics.ts';
 
 export interface AppDeps {
   /** What the routes use, and the tokens requests are authenticated by. */
-  store: RouteDeps['store'] & Pick<AccountsStore, 'findToken'>;
+  store: RouteDeps['store'] & Pick<AccountsStore, 'findToken'> & ForgeReceiverDeps['store'];
   updates: UpdateService;
   logger: Logger;
   /** Prometheus metrics; absent: no /metrics. */
@@ -177,6 +178,17 @@ function apiRouter({
     secrets,
     credentialTrust,
   };
+  // Forges send no API token: their signature admits an event, and one that does not verify
+  // counts as a failed authentication of its address (forge-receiver.ts).
+  const forgeEvents = forgeReceiver({
+    store,
+    secrets,
+    logger,
+    targets: targetGuard,
+    startAsync,
+    failed: failedAuth.failed,
+  });
+  v1.all('/forge-events/:forge', onlyMethods(['POST']), acceptsJson, failedAuth.check, ...forgeEvents);
   for (const { contract, limit, route } of Object.values(GATEWAY_ENDPOINTS))
     v1.all(expressPath(contract.path), onlyMethods(contract.methods), ...checks, limits[limit], route(routeDeps));
   return v1;
