@@ -38,4 +38,12 @@ describe('overviewRecordJson', () => {
       expect(overviewRecordSchema.parse(JSON.parse(text))).toEqual(record);
     }
   });
+
+  it('writes a revision after kpi when the snapshot had one, and none when it had none', () => {
+    const revision = { commit: 'abc1234', branch: 'main', pullRequest: 7 };
+    const withOne = JSON.parse(overviewRecordJson(row({ revision }))) as Record<string, unknown>;
+    expect(Object.keys(withOne).slice(-2)).toEqual(['revision', 'data']);
+    expect(overviewRecordSchema.parse(withOne).revision).toEqual(revision);
+    expect(JSON.parse(overviewRecordJson(row({ revision: undefined })))).not.toHaveProperty('revision');
+  });
 });
