@@ -124,7 +124,8 @@ afterAll(async () => {
   await nats?.dispose();
 });
 
-const documented = (path: string, method: 'GET' | 'POST', reply: Reply) => documentedBy(checker, path, method, reply);
+const documented = (path: string, method: 'GET' | 'POST' | 'PUT' | 'DELETE', reply: Reply) =>
+  documentedBy(checker, path, method, reply);
 
 /** A POST of `body` as alice (or `token`), documented. */
 const post = async (path: string, body: unknown, token = alice) =>
@@ -1114,6 +1115,11 @@ describe('authentication, tenancy and the error table', () => {
         expect(errorEnvelopeSchema.parse(over.body).status).toBe('TOO_MANY_REQUESTS');
         expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
       }
+      for (const method of ['GET', 'PUT', 'DELETE'] as const) {
+        const params = method === 'PUT' ? { body: { url } } : { query: { url } };
+        const reply = await send(limited.url, 'projects/repository', method, params, { Authorization: token });
+        expect(documented('projects/repository', method, reply).status).toBe(429);
+      }
       // The same user's other token shares the count; another user has its own.
       const { token: second } = await limited.admin.createToken('busy');
       const [same] = await both('overview', ...overview, { token: second, base: limited.url });
@@ -1273,9 +1279,85 @@ describe('authentication, tenancy and the error table', () => {
         expect(body.message).toMatch(/try again/i);
         expect(JSON.stringify(body)).not.toMatch(/connection reset|db\.ts/);
       }
+      for (const method of ['GET', 'PUT', 'DELETE'] as const) {
+        const link = { url: SHOP, forge: 'github', repository: 'acme/shop', token: 't', webhookSecret: 's'.repeat(16) };
+        const params = method === 'PUT' ? { body: link } : { query: { url: SHOP } };
+        const reply = await send(server.url, 'projects/repository', method, params, { Authorization: token });
+        expect(documented('projects/repository', method, reply).status).toBe(500);
+      }
     } finally {
       await server.close();
       await real.close();
+    }
+  });
+});
+
+describe('/v1/projects/repository', () => {
+  const path = 'projects/repository';
+  const url = 'https://half.example/';
+  const link = {
+    url,
+    forge: 'gitea',
+    repository: 'acme/half',
+    apiUrl: 'https://gitea.example/api/v1',
+    token: 'gitea-api-token-of-the-conformance-suite',
+    webhookSecret: 'a-webhook-secret-of-the-suite',
+    previewUrl: 'https://pr-{pullRequest}.preview.example',
+  };
+  const call = async (
+    method: 'GET' | 'PUT' | 'DELETE',
+    params: { query?: Params; body?: unknown; raw?: string; contentType?: string },
+    headers: Record<string, string> = { Authorization: alice },
+    base = gateway.url,
+  ) => documented(path, method, await send(base, path, method, params, headers));
+
+  it('links a project by PUT, reads it by GET, removes it by DELETE, never shows a secret; 404 when none', async () => {
+    expect((await call('GET', { query: { url } })).status).toBe(404);
+    const put = await call('PUT', { body: link });
+    expect(put.status).toBe(200);
+    expect(put.body).toEqual({
+      url,
+      forge: 'gitea',
+      repository: 'acme/half',
+      apiUrl: 'https://gitea.example/api/v1',
+      previewUrl: 'https://pr-{pullRequest}.preview.example',
+      defaultBranch: 'main',
+      tokenSet: true,
+      webhookSecretSet: true,
+    });
+    expect((await call('GET', { query: { url } })).body).toEqual(put.body);
+    // Another user's project is a missing one.
+    expect((await call('GET', { query: { url } }, { Authorization: bob })).status).toBe(404);
+    expect((await call('PUT', { body: { ...link, url: 'https://nope.example/' } })).status).toBe(404);
+    expect((await call('DELETE', { query: { url } })).body).toEqual({ url, removed: true });
+    expect((await call('DELETE', { query: { url } })).status).toBe(404);
+  });
+
+  it('400 for a link it cannot keep, 401, 406 by every method, 413 and 415 by PUT, 503 without a key', async () => {
+    const bad = await call('PUT', { body: { ...link, webhookSecret: 'short' } });
+    expect(bad.status).toBe(400);
+    expect(errorsOf(bad)).toMatch(/webhookSecret must have at least 16/);
+    const owner = await call('PUT', { body: { ...link, forge: 'github', repository: 'no-owner' } });
+    expect(errorsOf(owner)).toMatch(/repository must be owner\/name/);
+    expect(errorsOf(await call('PUT', { body: { ...link, previewUrl: undefined } }))).toMatch(/previewUrl is required/);
+    for (const method of ['GET', 'DELETE'] as const) {
+      expect((await call(method, { query: {} })).status).toBe(400);
+      expect((await call(method, { query: { url } }, { Authorization: 'pw_nope' })).status).toBe(401);
+      const html = await call(method, { query: { url } }, { Authorization: alice, Accept: 'text/html' });
+      expect(html.status).toBe(406);
+    }
+    expect((await call('PUT', { body: link }, { Authorization: 'pw_nope' })).status).toBe(401);
+    expect((await call('PUT', { body: link }, { Authorization: alice, Accept: 'text/html' })).status).toBe(406);
+    const big = await call('PUT', { raw: JSON.stringify({ ...link, pad: 'x'.repeat(200_000) }) });
+    expect(big.status).toBe(413);
+    expect((await call('PUT', { raw: 'url=x', contentType: 'application/x-www-form-urlencoded' })).status).toBe(415);
+    const keyless = await startTestGateway({ natsUrl: nats.url, store: gateway.store });
+    try {
+      const refused = await call('PUT', { body: link }, { Authorization: alice }, keyless.url);
+      expect(refused.status).toBe(503);
+      expect(errorsOf(refused)).toMatch(/no PERFWATCH_SECRETS_KEY/);
+    } finally {
+      await keyless.stop();
     }
   });
 });

@@ -10,6 +10,8 @@ import type { openApiResponseChecker } from './openapi-responses.ts';
 export type Params = Record<string, string | string[] | undefined>;
 export type Reply = { status: number; headers: Headers; body: unknown };
 type Checker = Awaited<ReturnType<typeof openApiResponseChecker>>;
+/** PUT sends a JSON body as POST does; DELETE a query string as GET does (/v1/projects/repository). */
+type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
 function queryString(params: Params): string {
   const search = new URLSearchParams();
@@ -21,13 +23,13 @@ function queryString(params: Params): string {
 export async function send(
   base: string,
   path: string,
-  method: 'GET' | 'POST',
+  method: Method,
   params: { query?: Params; body?: unknown; raw?: string; contentType?: string },
   headers: Record<string, string>,
 ): Promise<Reply> {
   const url = `${base}/v1/${path}${params.query ? `?${queryString(params.query)}` : ''}`;
   const init: RequestInit = { method, headers: { ...headers } };
-  if (method === 'POST') {
+  if (method === 'POST' || method === 'PUT') {
     init.body = params.raw ?? JSON.stringify(params.body ?? {});
     (init.headers as Record<string, string>)['Content-Type'] = params.contentType ?? 'application/json';
   }
@@ -43,10 +45,10 @@ export async function send(
 }
 
 /** Checks a reply against the OpenAPI document and, for errors, the envelope. */
-export function documented(checker: Checker, path: string, method: 'GET' | 'POST', reply: Reply): Reply {
+export function documented(checker: Checker, path: string, method: Method, reply: Reply): Reply {
   checker.check(
     path.startsWith('updates/') ? '/v1/updates/{id}' : `/v1/${path}`,
-    method === 'GET' ? 'get' : 'post',
+    method.toLowerCase() as Lowercase<Method>,
     reply.status,
     reply.body,
   );
