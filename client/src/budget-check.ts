@@ -16,6 +16,7 @@ import type { ApiClient } from './api-client.ts';
 import { budgetJunitXml } from './budget-junit.ts';
 import type { ClientIo } from './client-command.ts';
 import { auditResultTable, budgetTable } from './result-tables.ts';
+import { resultHeading } from './revision-flags.ts';
 
 /** The budget flags of `perfwatch update`. */
 export interface BudgetFlags {
@@ -80,7 +81,7 @@ export async function reportBudgets(
   if (flags.json) io.out.write(`${JSON.stringify({ url, date, pass: report.pass, cells: report.cells })}\n`);
   else
     io.out.write(
-      `${url} at ${date}\n${auditResultTable(result)}\n${budgetTable(report)}\n${report.pass ? 'budgets: passed' : 'budgets: FAILED'}\n`,
+      `${resultHeading(url, date, result)}\n${auditResultTable(result)}\n${budgetTable(report)}\n${report.pass ? 'budgets: passed' : 'budgets: FAILED'}\n`,
     );
   return report.pass ? EXIT.ok : EXIT.failed;
 }

@@ -12,6 +12,7 @@ import {
 } from '@perfwatch/common';
 import { COMMON_OPTIONS, oneOf, type ClientContext } from './client-command.ts';
 import { auditResultTable, compareTable, overviewTable } from './result-tables.ts';
+import { resultHeading } from './revision-flags.ts';
 
 const CELL_OPTIONS = {
   ...COMMON_OPTIONS,
@@ -54,7 +55,9 @@ export const auditCommand = defineCommand<ClientContext, typeof AUDIT_OPTIONS>({
       location: locationsOf(values.location),
     });
     io.out.write(
-      values.json ? `${JSON.stringify(result)}\n` : `${url} at ${values.date}\n${auditResultTable(result)}\n`,
+      values.json
+        ? `${JSON.stringify(result)}\n`
+        : `${resultHeading(url!, values.date, result)}\n${auditResultTable(result)}\n`,
     );
     return EXIT.ok;
   },

@@ -15,9 +15,10 @@ import { readBudgets, reportBudgets, type BudgetFlags } from './budget-check.ts'
 import { budgetJunitXml } from './budget-junit.ts';
 import { COMMON_OPTIONS, oneOf, type ClientContext, type ClientIo } from './client-command.ts';
 import { auditResultTable } from './result-tables.ts';
+import { REVISION_OPTIONS, resultHeading, revisionOfFlags, type RevisionFlags } from './revision-flags.ts';
 import { updateProgress } from './update-progress.ts';
 
-interface UpdateFlags extends BudgetFlags {
+interface UpdateFlags extends BudgetFlags, RevisionFlags {
   device?: string;
   async: boolean;
   wait: boolean;
@@ -40,11 +41,12 @@ const UPDATE_OPTIONS = {
   timeout: { type: 'string' },
   annotate: { type: 'string' },
   'annotate-link': { type: 'string' },
+  ...REVISION_OPTIONS,
 } satisfies ParseArgsOptionsConfig;
 
 export const updateCommand = defineCommand<ClientContext, typeof UPDATE_OPTIONS>({
   synopsis: [
-    'URL [--device mobile|desktop] [--async [--wait]] [--json]',
+    'URL [--device mobile|desktop] [--async [--wait]] [--json] [--commit SHA] [--branch NAME] [--pull-request N]',
     'URL --ci [--budget KEY=N]... [--max-regression KEY=N]... [--budget-file FILE] [--junit FILE]\n' +
       '                            [--annotate TEXT [--annotate-link URL]]',
   ],
@@ -89,7 +91,9 @@ async function update(client: ApiClient, url: string, flags: UpdateFlags, io: Cl
     io.err.write(`annotated ${url} at ${date}: ${flags.annotate}\n`);
   }
   if (!checking) {
-    io.out.write(flags.json ? `${JSON.stringify(result)}\n` : `${url} at ${date}\n${auditResultTable(result)}\n`);
+    io.out.write(
+      flags.json ? `${JSON.stringify(result)}\n` : `${resultHeading(url, date, result)}\n${auditResultTable(result)}\n`,
+    );
     return EXIT.ok;
   }
   return reportBudgets(client, { url, date, result, budgets, started }, flags, io);
@@ -98,7 +102,12 @@ async function update(client: ApiClient, url: string, flags: UpdateFlags, io: Cl
 type Measured = { result: AuditResult; date: string };
 
 async function syncUpdate(client: ApiClient, url: string, device: Device | undefined, flags: UpdateFlags) {
-  const result = await client.update({ url, device, updateType: flags.ci ? 'ci' : 'manual' });
+  const result = await client.update({
+    url,
+    device,
+    updateType: flags.ci ? 'ci' : 'manual',
+    ...revisionOfFlags(flags),
+  });
   const date = Object.values(result).flatMap((cells) => Object.values(cells ?? {}))[0]?.lighthouse.date ?? '';
   return { result, date };
 }
@@ -111,7 +120,12 @@ async function queuedUpdate(
   io: ClientIo,
 ): Promise<Measured | ExitCode> {
   // CI waits by polling: no HTTP request held open for minutes through proxies and runners.
-  const id = await client.startUpdate({ url, device, updateType: flags.ci ? 'ci' : 'manual' });
+  const id = await client.startUpdate({
+    url,
+    device,
+    updateType: flags.ci ? 'ci' : 'manual',
+    ...revisionOfFlags(flags),
+  });
   if (!flags.wait && !flags.ci) {
     io.out.write(flags.json ? `${JSON.stringify({ ok: 1, id })}\n` : `${id}\n`);
     return EXIT.ok;
