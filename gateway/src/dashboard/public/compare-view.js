@@ -80,7 +80,8 @@ export async function compareView(params) {
   show(
     result.baseUrl ? `${baseUrl} → ${url}` : `${url}: ${from} → ${to}`,
     crumbs(url),
-    h('h1', {}, `${from} → ${to} UTC`),
+    // Two projects: which two is the news (the sides' dates may well be the same second).
+    h('h1', {}, result.baseUrl ? `${baseUrl} → ${url}` : `${from} → ${to} UTC`),
     sideLine('from', result.baseUrl ? 'First (base)' : 'First', baseUrl, from, result.fromRevision),
     sideLine('to', result.baseUrl ? 'Second (head)' : 'Second', url, to, result.toRevision),
     h(
