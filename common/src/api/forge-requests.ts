@@ -4,20 +4,20 @@ import { isBranchName } from '../revision.ts';
 import { oneOf, projectUrl } from './request-fields.ts';
 
 /** Where each forge's API is when the link names none (Gitea has no public default). */
-export const DEFAULT_FORGE_API_URLS: Readonly<Record<Forge, string | null>> = {
+const DEFAULT_FORGE_API_URLS: Readonly<Record<Forge, string | null>> = {
   github: 'https://api.github.com',
   gitlab: 'https://gitlab.com/api/v4',
   gitea: null,
 };
 
 /** The placeholders a preview URL template may hold, each filled from the event. */
-export const PREVIEW_PLACEHOLDERS = ['pullRequest', 'branch', 'sha'] as const;
+const PREVIEW_PLACEHOLDERS = ['pullRequest', 'branch', 'sha'] as const;
 
 /** GitHub and Gitea: `owner/name`; GitLab: the project's path with its namespace(s), or its numeric id. */
 const OWNER_NAME = /^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/;
 const GITLAB_PROJECT = /^(?:\d{1,20}|[A-Za-z0-9_.-]{1,255}(?:\/[A-Za-z0-9_.-]{1,255}){1,20})$/;
 /** A webhook secret short enough to guess would let anyone queue measurements. */
-export const MIN_WEBHOOK_SECRET = 16;
+const MIN_WEBHOOK_SECRET = 16;
 
 const httpUrl = (text: string): boolean => {
   const url = URL.parse(text);
@@ -25,7 +25,7 @@ const httpUrl = (text: string): boolean => {
 };
 
 /** Whether `template` is an http(s) URL once its placeholders are filled, naming no unknown placeholder. */
-export function isPreviewTemplate(template: string): boolean {
+function isPreviewTemplate(template: string): boolean {
   const names = [...template.matchAll(/\{([^}]*)\}/g)].map((m) => m[1]!);
   if (names.some((name) => !(PREVIEW_PLACEHOLDERS as readonly string[]).includes(name))) return false;
   // Filled as an event would fill them: a number, a DNS-safe branch, a commit.

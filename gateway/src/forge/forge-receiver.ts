@@ -10,7 +10,7 @@ import { acceptPreview, type PreviewDeps } from './preview-acceptance.ts';
 import type { ForgeLinkRecord, ForgeStore } from './store/forge-store.ts';
 
 /** The largest delivery taken: forges' deployment and pull request payloads are a few tens of kilobytes. */
-export const MAX_FORGE_EVENT_BYTES = 1024 * 1024;
+const MAX_FORGE_EVENT_BYTES = 1024 * 1024;
 
 /** The header each forge proves a delivery with. */
 const SIGNATURE_HEADERS: Readonly<Record<Forge, string>> = {
