@@ -180,4 +180,50 @@ describe('/v1/compare across two URLs', () => {
       expect(errorsOf(bad)).toMatch(pattern);
     }
   });
+
+  it("from=latest skips a pull request's snapshots; each side's revision is in the answer", async () => {
+    const [app, preview] = ['https://app.example/', 'https://pr-7.app.example/'];
+    for (const url of [app, preview]) await gateway.admin.addProject('alice', url, { locations: ['london'], runs: 3 });
+    const main = { branch: 'main', commit: 'a'.repeat(40) };
+    const pr = { branch: 'feature', commit: 'b'.repeat(40), pullRequest: 7 };
+    const measured = async (url: string, revision: object) => {
+      const reply = await send(
+        gateway.url,
+        'update',
+        'POST',
+        { body: { url, device: 'mobile', ...revision } },
+        { Authorization: alice },
+      );
+      expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    };
+    // Production measured from main, then from the pull request's CI job; the preview from it.
+    await measured(app, main);
+    await measured(app, pr);
+    await measured(preview, pr);
+    const [first, fromPr] = await snapshotsOf(app);
+    const [head] = await snapshotsOf(preview);
+    const [across] = await both({ url: preview, baseUrl: app, from: 'latest', to: 'latest' });
+    const result = compared(across.body);
+    expect(Object.keys(result)).toEqual([
+      'url',
+      'baseUrl',
+      'from',
+      'to',
+      'fromRevision',
+      'toRevision',
+      'cells',
+      'unmatched',
+    ]);
+    expect(result).toMatchObject({ from: first, to: head, fromRevision: main, toRevision: pr });
+    // On one URL too: the pull request's snapshot may be the head, never the latest base.
+    const [one] = await both({ url: app, from: 'latest', to: 'latest' });
+    expect(compared(one.body)).toMatchObject({ from: first, to: fromPr, fromRevision: main, toRevision: pr });
+    // Dates name any snapshot, a pull request's too.
+    const [dated] = await both({ url: preview, baseUrl: app, from: fromPr!, to: head! });
+    expect(compared(dated.body)).toMatchObject({ from: fromPr, fromRevision: pr, toRevision: pr });
+    const [none] = await both({ url: app, from: 'latest', to: first! });
+    expect(errorsOf(none)).toBe(
+      `from: the project has no snapshot that is not from a pull request, older than to's (${first})`,
+    );
+  });
 });

@@ -3,10 +3,8 @@ import type { Device, Location, Revision } from '@perfwatch/common';
 import { findSides, type ComparedSides } from './compare-sides.ts';
 import type { SnapshotCells, SnapshotPage, SnapshotSummary } from './store/snapshots-store.ts';
 
-type Listed = SnapshotSummary & { revision?: Revision };
-
 /** A store of listed snapshots per project, paged as the backends page them (newest `limit` before `before`, ascending). */
-function storeOf(snapshots: Record<string, Listed[]>) {
+function storeOf(snapshots: Record<string, SnapshotSummary[]>) {
   const pages: string[] = [];
   return {
     pages,
@@ -36,7 +34,7 @@ const at = (second: number) => new Date(Date.UTC(2026, 10, 26, 10, 0, second));
 const snapshot = (
   second: number,
   { revision, cells = [['mobile', 'london']] }: { revision?: Revision; cells?: Array<[Device, Location]> } = {},
-): Listed => ({
+): SnapshotSummary => ({
   date: at(second),
   updateType: 'ci',
   available: cells.map(([device, location]) => ({ device, location })),

@@ -1,4 +1,4 @@
-import { formatApiDateTime, type Revision } from '@perfwatch/common';
+import { formatApiDateTime } from '@perfwatch/common';
 import {
   filtered,
   type SnapshotCells,
@@ -32,8 +32,7 @@ const PAGE = 100;
  * that was not (what production, or the default branch, looked like). A snapshot stored
  * without a revision was not.
  */
-const fromPullRequest = (snapshot: SnapshotSummary & { revision?: Revision }) =>
-  snapshot.revision?.pullRequest !== undefined;
+const fromPullRequest = (snapshot: SnapshotSummary) => snapshot.revision?.pullRequest !== undefined;
 
 /**
  * The date of a project's newest snapshot before `before` (all, if absent) that has a cell the
