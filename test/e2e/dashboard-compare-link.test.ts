@@ -18,6 +18,8 @@ import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '
 const ARTEFACTS = join(import.meta.dirname, '../../test-results/dashboard');
 const SHOP = 'https://shop.example/';
 const PREVIEW = 'https://pr-12.preview.shop.example/';
+const MAIN = '3f9c2a1d'.repeat(5);
+const HEAD = 'c0ffee00'.repeat(5);
 
 let nats: Awaited<ReturnType<typeof isolatedNats>>;
 let gateway: TestGateway;
@@ -52,7 +54,9 @@ beforeAll(async () => {
   ({ token } = await gateway.admin.createUser('rita'));
   for (const url of [SHOP, PREVIEW]) await gateway.admin.addProject('rita', url, { locations: ['london'], runs: 4 });
   client = createApiClient({ server: gateway.url, token });
-  for (const url of [SHOP, SHOP, PREVIEW]) await client.update({ url, device: 'mobile' });
+  // Production from main, the preview from pull request 12.
+  for (const url of [SHOP, SHOP]) await client.update({ url, device: 'mobile', branch: 'main', commit: MAIN });
+  await client.update({ url: PREVIEW, device: 'mobile', branch: 'faster-images', commit: HEAD, pullRequest: 12 });
   for (const url of [SHOP, PREVIEW]) dates[url] = (await client.updates(url)).mobile!.map((d) => d.date);
   browser = await chromium.launch({
     executablePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium',
@@ -131,6 +135,11 @@ describe("the dashboard's compare link", () => {
       href: `#/snapshot?${new URLSearchParams({ url: PREVIEW, date: head })}`,
     });
     expect(await text('h1')).toBe(`${SHOP} → ${PREVIEW}`);
+    // Each side's code change, as the updates were given them.
+    expect(await text('p.compare-side[data-snapshot="from"]')).toMatch(/ · branch main · commit 3f9c2a1$/);
+    expect(await text('p.compare-side[data-snapshot="to"]')).toMatch(
+      / · branch faster-images · commit c0ffee0 · pull request #12$/,
+    );
     const expected = await client.compare({ url: PREVIEW, baseUrl: SHOP, from: 'latest', to: 'latest' });
     expect(expected).toMatchObject({ baseUrl: SHOP, from: base, to: head });
     await expectMetricsOf(expected);

@@ -36,15 +36,15 @@ function compareRequest(params) {
   };
 }
 
-/** "branch main, commit 3f9c2a1, pull request #12", or nothing. */
+/** " · branch main · commit 3f9c2a1 · pull request #12" (the commit's first 7 digits, all on hover), or nothing. */
 function revisionText(revision) {
   if (!revision) return null;
   const parts = [
     revision.branch === undefined ? null : `branch ${revision.branch}`,
-    revision.commit === undefined ? null : `commit ${revision.commit}`,
+    revision.commit === undefined ? null : `commit ${revision.commit.slice(0, 7)}`,
     revision.pullRequest === undefined ? null : `pull request #${revision.pullRequest}`,
   ].filter(Boolean);
-  return parts.length > 0 ? ` · ${parts.join(', ')}` : null;
+  return parts.length > 0 ? h('span', { class: 'revision', title: revision.commit }, ` · ${parts.join(' · ')}`) : null;
 }
 
 /** One side: which project, the snapshot's date (a link to it) and the code change it measured. */
