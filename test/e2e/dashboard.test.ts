@@ -384,6 +384,48 @@ describe('dashboard', () => {
     expect(await page.$$eval('article.cell', (cards) => cards.length)).toBe(2);
     expect(problems).toEqual([]);
   });
+  it("shows a snapshot's commit, branch and pull request, with a 'from pull request' badge on it and its trend points", async () => {
+    const url = 'https://pr.example/';
+    await gateway.admin.addProject('dana', url, { locations: ['london'], runs: 1 });
+    const commit = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
+    await client.update({ url, device: 'desktop' });
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const result = await client.update({ url, device: 'desktop', commit, branch: 'feature/hero', pullRequest: 12 });
+    const date = result.desktop!.london!.lighthouse.date;
+    expect(result.desktop!.london!.revision).toEqual({ commit, branch: 'feature/hero', pullRequest: 12 });
+
+    await page.goto(`${gateway.url}/#/snapshot?${new URLSearchParams({ url, date })}`);
+    await page.waitForSelector('.revision [data-commit]');
+    expect(await page.textContent('.revision [data-commit]')).toBe(commit.slice(0, 7));
+    expect(await page.getAttribute('.revision [data-commit]', 'title')).toBe(commit);
+    expect(await page.textContent('.revision [data-branch]')).toBe('feature/hero');
+    expect(await page.textContent('.revision')).toContain('PR #12');
+    expect(await page.textContent('.revision .badge-pr')).toBe('from pull request');
+
+    await page.goto(`${gateway.url}/#/project?${new URLSearchParams({ url })}`);
+    await page.waitForSelector('figure[data-kpi="performance"] circle');
+    // The snapshot list: the badge on the one from the pull request only.
+    expect(await page.$$eval('ul.snapshots li .badge-pr', (badges) => badges.length)).toBe(1);
+    expect(await page.textContent(`ul.snapshots li[data-date="${date}"] .badge-pr`)).toBe('from pull request');
+    // The trend points: the pull request's point is marked and says its revision on hover.
+    const points = await page.$$eval('figure[data-kpi="performance"] circle', (circles) =>
+      circles.map((c) => ({
+        date: c.getAttribute('data-date'),
+        pr: c.getAttribute('data-pull-request'),
+        marked: c.classList.contains('point-pr'),
+        title: c.querySelector('title')!.textContent,
+      })),
+    );
+    expect(points).toHaveLength(2);
+    const fromPr = points.find((p) => p.date === date)!;
+    expect(fromPr).toMatchObject({ pr: '12', marked: true });
+    expect(fromPr.title).toContain(`commit ${commit}`);
+    expect(fromPr.title).toContain('from pull request');
+    expect(points.find((p) => p.date !== date)).toMatchObject({ pr: null, marked: false });
+    await screenshot('revision');
+    expect(problems).toEqual([]);
+  });
+
   it('marks the runs it doubts, says why, and that the median was taken over reliable ones', async () => {
     // A Frankfurt agent with room for two runs at once, reporting calm conditions: the update's
     // two runs share it (the agent counts that), are suspect, and are measured again one by one.

@@ -3,6 +3,7 @@ import { h } from './dom.js';
 import { budgetLine } from './budget-line.js';
 import { auditValue, categoryScore, CATEGORIES, METRICS } from './lighthouse-result.js';
 import { crumbs, dataTable, link, scoreBadge, show } from './page.js';
+import { revisionLine } from './revision.js';
 import { trends } from './trends.js';
 
 // One project: its budgets, the latest scores per device and location, trends over a range of
@@ -84,7 +85,13 @@ function snapshotsSection(url, dates) {
       'ul',
       { class: 'snapshots' },
       uniqueDates.map((d) =>
-        h('li', {}, h('a', { href: link('snapshot', { url, date: d.date }) }, d.date), ` · ${d.updateType}`),
+        h(
+          'li',
+          { 'data-date': d.date },
+          h('a', { href: link('snapshot', { url, date: d.date }) }, d.date),
+          ` · ${d.updateType}`,
+          revisionLine(d.revision, 'span'),
+        ),
       ),
     ),
   );

@@ -2,6 +2,7 @@ import { api } from './api.js';
 import { formatMs, h } from './dom.js';
 import { auditValue, categoryScore, CATEGORIES, METRICS } from './lighthouse-result.js';
 import { cellCard, crumbs, dataTable, link, scoreBadge, show } from './page.js';
+import { revisionLine, revisionOfResult } from './revision.js';
 
 // One snapshot of a project: per device and location its median run's scores and metrics, its
 // budget checks, filmstrip and runs, and a link to the full Lighthouse report.
@@ -126,7 +127,13 @@ export async function snapshotView(params) {
   // Cells the update could not measure before its deadline: said, not silently left out.
   for (const { device, location, reason } of result.missing ?? [])
     cards.push(cellCard(device, location, 'missing', h('p', { class: 'missing-reason' }, `Not measured: ${reason}`)));
-  show(`${url} at ${date}`, crumbs(url), h('h1', {}, `Snapshot ${date} UTC`), h('div', { class: 'cells' }, cards));
+  show(
+    `${url} at ${date}`,
+    crumbs(url),
+    h('h1', {}, `Snapshot ${date} UTC`),
+    revisionLine(revisionOfResult(result)),
+    h('div', { class: 'cells' }, cards),
+  );
 }
 
 /** A cell of the snapshot: its median run's scores and metrics, checks, filmstrip and runs. */

@@ -1,4 +1,5 @@
 import { h, s } from './dom.js';
+import { revisionText } from './revision.js';
 
 // A small SVG line chart, written here rather than taken from a chart library: the canvas
 // libraries (uPlot, Chart.js) draw pixels, and here every point must be an element with its
@@ -141,11 +142,27 @@ function seriesMarks(line, color, x, y, format) {
         'data-series': line.name,
         'data-date': point.date,
         'data-value': point.value,
+        ...revisionAttributes(point.revision),
       },
-      s('title', {}, `${line.name} · ${point.date} UTC · ${format(point.value)}`),
+      s('title', {}, `${line.name} · ${point.date} UTC · ${format(point.value)}${revisionTitle(point.revision)}`),
     ),
   );
   return [polyline, ...circles];
+}
+
+/** A point's revision as attributes (tests, scripts); a pull request's point is marked apart. */
+const revisionAttributes = (revision) => ({
+  class: revision?.pullRequest === undefined ? undefined : 'point-pr',
+  'data-commit': revision?.commit,
+  'data-branch': revision?.branch,
+  'data-pull-request': revision?.pullRequest,
+});
+
+/** The revision in a point's tooltip, the commit in full; a pull request's point says it is from one. */
+function revisionTitle(revision) {
+  if (!revision) return '';
+  const text = revisionText(revision, (commit) => commit);
+  return `\n${text}${revision.pullRequest === undefined ? '' : ' · from pull request'}`;
 }
 
 const STATUS_COLORS = { PASSED: '#0c7d3c', FAILED: '#c5221f', NO_DATA: '#9aa0a6' };

@@ -6,12 +6,12 @@ import { statusStrip, trendChart } from './trend-chart.js';
 // A project's trends: a chart per KPI (lab lines per device/location, CrUX field lines beside
 // them), the deploy markers, and CrUX's Core Web Vitals assessments.
 
-/** Points `{ name, date, value }` as chart series: a line per name, in the points' order. */
+/** Points `{ name, date, value, revision? }` as chart series: a line per name, in the points' order. */
 function seriesOf(points, extra = {}) {
   const byName = new Map();
-  for (const { name, date, value } of points) {
+  for (const { name, ...point } of points) {
     if (!byName.has(name)) byName.set(name, []);
-    byName.get(name).push({ date, value });
+    byName.get(name).push(point);
   }
   return [...byName].map(([name, linePoints]) => ({ name, points: linePoints, ...extra }));
 }
@@ -21,7 +21,7 @@ function labSeries(records, kpi, pick) {
   return seriesOf(
     records
       .filter((r) => r.section === 'LIGHTHOUSE' && r.kpi === kpi)
-      .map((r) => ({ name: `${r.device}/${r.location}`, date: r.date, value: pick(r.data) }))
+      .map((r) => ({ name: `${r.device}/${r.location}`, date: r.date, value: pick(r.data), revision: r.revision }))
       .filter((point) => typeof point.value === 'number'),
   );
 }
