@@ -8,7 +8,7 @@ import {
 } from './store/snapshots-store.ts';
 
 /** How a request names one side of a comparison: its snapshot's date, or the newest that fits. */
-export type SideDate = Date | 'latest';
+type SideDate = Date | 'latest';
 
 /** The two sides a request names: `to` of the head project, `from` of the base (the same one, or another). */
 export interface ComparedSides {
