@@ -47,6 +47,11 @@ export function forgeReceiver(deps: ForgeReceiverDeps): RequestHandler[] {
       return;
     }
     const answer = await acceptPreview(deps, { ...linked, forge }, read.preview, req.requestId);
+    if ('previewUrl' in answer)
+      deps.logger.info(
+        { requestId: req.requestId, forge, key: read.preview.key, projectId: linked.project.id, updateId: answer.id },
+        'forge event: preview update queued',
+      );
     res.status('ignored' in answer ? 202 : 200).json(answer);
   };
   return [raw, receive];
