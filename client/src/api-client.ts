@@ -5,6 +5,7 @@ import {
   auditResultSchema,
   asyncAckSchema,
   errorEnvelopeSchema,
+  repositoryLinkViewSchema,
   type ApiAnswer,
   type ApiEndpoint,
   type ApiEndpointName,
@@ -13,6 +14,7 @@ import {
   type Budgets,
   type ErrorEnvelope,
   type PageAuth,
+  type RepositoryLinkView,
   type UpdateStatusView,
 } from '@perfwatch/common';
 
@@ -20,7 +22,8 @@ import {
  * The operations this client calls, by name and path: every endpoint of the API's table
  * (common/src/api/endpoints.ts), whose request and answer schemas give this client its types. A
  * test holds them against the gateway's `/v1/openapi.json`. Every call is a POST with a JSON
- * body: no URL-encoding surprises, and arrays stay arrays.
+ * body: no URL-encoding surprises, and arrays stay arrays. `/v1/projects/repository`, which has
+ * no POST, is read by GET, replaced by PUT (a JSON body) and removed by DELETE.
  */
 export const CLIENT_OPERATIONS = Object.fromEntries(
   Object.entries(API_ENDPOINTS).map(([name, endpoint]) => [name, endpoint.path]),
@@ -101,6 +104,14 @@ export class ApiClient {
     return postJson<E['answer']>(this.#connection, path, body, endpoint.answer, this.#readTimeoutMs);
   }
 
+  /** `/v1/projects/repository` by `method`: PUT sends the link in its body, GET and DELETE name the project in the query. */
+  #repository(method: 'GET' | 'PUT' | 'DELETE', params: { url: string }): Promise<ApiAnswer<'repository'>> {
+    const { path, answer } = API_ENDPOINTS.repository;
+    const query = method === 'PUT' ? '' : `?url=${encodeURIComponent(params.url)}`;
+    const body = method === 'PUT' ? params : undefined;
+    return postJson(this.#connection, `${path}${query}`, body, answer, this.#readTimeoutMs, method);
+  }
+
   /** A sync update: resolves with the audit result once every run is in. */
   update(request: UpdateRequest): Promise<AuditResult> {
     const body: ApiRequest<'update'> = { ...request, mode: 'sync' };
@@ -161,6 +172,21 @@ export class ApiClient {
     return this.#call(API_ENDPOINTS.credentials, body);
   }
 
+  /** A project's link to its repository: never its secrets, only that they are set. */
+  async repository(url: string): Promise<RepositoryLinkView> {
+    return repositoryLinkViewSchema.parse(await this.#repository('GET', { url }));
+  }
+
+  /** Links a project to its repository, replacing its link; the token and webhook secret travel in the body alone. */
+  async linkRepository(link: ApiRequest<'repository'>): Promise<RepositoryLinkView> {
+    return repositoryLinkViewSchema.parse(await this.#repository('PUT', link));
+  }
+
+  /** Removes a project's repository link (404, as ApiClientError, when it has none). */
+  async unlinkRepository(url: string): Promise<void> {
+    await this.#repository('DELETE', { url });
+  }
+
   overview({ startDate, endDate, ...rest }: OverviewRequest): Promise<ApiAnswer<'overview'>> {
     return this.#call(API_ENDPOINTS.overview, { dateRange: { startDate, endDate }, ...rest });
   }
@@ -181,20 +207,29 @@ interface Connection {
   fetchImpl: typeof fetch;
 }
 
-/** POSTs `body` as JSON and reads the answer against `schema`; an error envelope becomes ApiClientError. */
+/**
+ * POSTs `body` as JSON (or PUTs it; GET and DELETE send none) and reads the answer against
+ * `schema`; an error envelope becomes ApiClientError.
+ */
 async function postJson<S extends z.ZodType>(
   { base, token, fetchImpl }: Connection,
   path: string,
   body: unknown,
   schema: S,
   timeoutMs: number,
+  method: 'POST' | 'PUT' | 'GET' | 'DELETE' = 'POST',
 ): Promise<z.output<S>> {
   let response: Response;
+  const withBody = method === 'POST' || method === 'PUT';
   try {
     response = await fetchImpl(`${base}${path}`, {
-      method: 'POST',
-      headers: { authorization: token, 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify(body),
+      method,
+      headers: {
+        authorization: token,
+        accept: 'application/json',
+        ...(withBody ? { 'content-type': 'application/json' } : {}),
+      },
+      ...(withBody ? { body: JSON.stringify(body) } : {}),
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (error) {

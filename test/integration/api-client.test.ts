@@ -23,6 +23,9 @@ const SHOP = 'https://shop.example/';
 
 /** Maps a concrete request path to its OpenAPI path template. */
 const template = (path: string) => path.replace(/^\/v1\/updates\/[^/]+$/, '/v1/updates/{id}');
+/** The client POSTs every request but those of /v1/projects/repository (GET, PUT, DELETE). */
+const methodOf = (init: RequestInit | undefined) =>
+  (init?.method ?? 'GET').toLowerCase() as 'get' | 'post' | 'put' | 'delete';
 
 beforeAll(async () => {
   nats = await isolatedNats();
@@ -47,9 +50,10 @@ beforeAll(async () => {
   checker = await openApiResponseChecker(await (await fetch(`${gateway.url}/v1/openapi.json`)).json());
   const checkingFetch: typeof fetch = async (input, init) => {
     const path = template(new URL(String(input)).pathname);
-    checker.checkRequest(path, 'post', JSON.parse(String(init!.body)));
+    const method = methodOf(init);
+    if (method === 'post' || method === 'put') checker.checkRequest(path, method, JSON.parse(String(init!.body)));
     const response = await fetch(input, init);
-    checker.check(path, 'post', response.status, await response.clone().json());
+    checker.check(path, method, response.status, await response.clone().json());
     calls.push(`${path} ${response.status}`);
     return response;
   };
@@ -68,7 +72,8 @@ describe('the typed API client', () => {
     const document = (await (await fetch(`${gateway.url}/v1/openapi.json`)).json()) as {
       paths: Record<string, Record<string, unknown>>;
     };
-    for (const path of Object.values(CLIENT_OPERATIONS)) expect(document.paths[path]?.['post'], path).toBeDefined();
+    for (const path of Object.values(CLIENT_OPERATIONS))
+      expect(document.paths[path]?.['post'] ?? document.paths[path]?.['put'], path).toBeDefined();
     // …and covers every path the document has.
     expect(Object.keys(document.paths).sort()).toEqual(Object.values(CLIENT_OPERATIONS).sort());
   });
@@ -129,6 +134,17 @@ describe('the typed API client', () => {
       loginSteps: 0,
     });
     expect((await client.credentials(SHOP, { clear: true })).configured).toBe(false);
+    const link = await client.linkRepository({
+      url: SHOP,
+      forge: 'github',
+      repository: 'acme/shop',
+      token: 'ghp_client-token',
+      webhookSecret: 'a-client-webhook-secret',
+    });
+    expect(link).toMatchObject({ url: SHOP, forge: 'github', tokenSet: true, webhookSecretSet: true });
+    expect(await client.repository(SHOP)).toEqual(link);
+    await client.unlinkRepository(SHOP);
+    await expect(client.repository(SHOP)).rejects.toMatchObject({ httpStatus: 404 });
     expect(new Set(calls.map((c) => c.split(' ')[0]))).toEqual(new Set(Object.values(CLIENT_OPERATIONS)));
   });
 
