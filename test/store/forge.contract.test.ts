@@ -67,10 +67,10 @@ describeOnBothStores('forge', (store) => {
     const b = await projectOf(store(), 'gitlab-b', 'https://b.example/');
     const gitlab = { forge: 'gitlab', webhookSecretSealed: null, webhookSecretDigest: 'f'.repeat(64) } as const;
     await store().setForgeLink(
-      linkOf(a.id, a.userId, { ...gitlab, repository: 'Group/Sub/App', repositoryKey: 'Group/Sub/App' }),
+      linkOf(a.id, a.userId, { ...gitlab, repository: 'Group/Sub/App', repositoryKey: 'group/sub/app' }),
     );
     await store().setForgeLink(linkOf(b.id, b.userId, { ...gitlab, repository: '4242', repositoryKey: '4242' }));
-    const found = await store().listForgeLinks('gitlab', ['Group/Sub/App', '4242']);
+    const found = await store().listForgeLinks('gitlab', ['group/sub/app', '4242']);
     expect(found.map((link) => link.projectId).sort()).toEqual([a.id, b.id].sort());
     expect(
       found.every((link) => link.webhookSecretSealed === null && link.webhookSecretDigest === 'f'.repeat(64)),

@@ -33,7 +33,7 @@ const gitlabDeployment = (status: string) => ({
   deployable_id: 796,
   environment: 'staging',
   environment_external_url: 'https://staging.example.com',
-  project: { id: 30, name: 'test-deployment-webhooks', path_with_namespace: 'root/test-deployment-webhooks' },
+  project: { id: 30, name: 'test-deployment-webhooks', path_with_namespace: 'Root/test-deployment-webhooks' },
   short_sha: '279484c0',
   ref: '1.0.0',
   sha: '279484c09fbe69ededfced8c1bb6e6d24616b468',

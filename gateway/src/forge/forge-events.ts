@@ -28,10 +28,12 @@ export function payloadRepositoryKeys(forge: Forge, payload: unknown): string[] 
     const parsed = repositoryOf.gitlab.safeParse(payload);
     if (!parsed.success) return [];
     const { id: projectId, path_with_namespace: path } = parsed.data.project;
-    return [path, projectId === undefined ? undefined : String(projectId)].filter((k): k is string => k !== undefined);
+    return [path?.toLowerCase(), projectId === undefined ? undefined : String(projectId)].filter(
+      (k): k is string => k !== undefined,
+    );
   }
   const parsed = repositoryOf[forge].safeParse(payload);
-  return parsed.success ? [repositoryKeyOf(forge, parsed.data.repository.full_name)] : [];
+  return parsed.success ? [repositoryKeyOf(parsed.data.repository.full_name)] : [];
 }
 
 const githubDeploymentStatus = z.looseObject({

@@ -39,7 +39,7 @@ describe("a project's repository link", () => {
 
   it("keeps only the digest of GitLab's webhook token, which GitLab sends in clear", () => {
     const link = linkRecord(secrets, project, { ...given, forge: 'gitlab', repository: 'Group/App' }, now);
-    expect([link.repositoryKey, link.webhookSecretSealed]).toEqual(['Group/App', null]);
+    expect([link.repositoryKey, link.webhookSecretSealed]).toEqual(['group/app', null]);
     expect(link.webhookSecretDigest).toBe(gitlabTokenDigest('the-webhook-secret'));
     expect(() => openWebhookSecret(secrets, project, link)).toThrow();
   });

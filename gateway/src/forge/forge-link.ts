@@ -31,7 +31,7 @@ export function linkRecord(
     userId: project.userId,
     forge: link.forge,
     repository: link.repository,
-    repositoryKey: repositoryKeyOf(link.forge, link.repository),
+    repositoryKey: repositoryKeyOf(link.repository),
     apiUrl: link.apiUrl,
     tokenSealed: secrets.seal(link.token, ownerOf(project, 'forge-token')),
     webhookSecretSealed: hmacKeyed ? secrets.seal(link.webhookSecret, ownerOf(project, 'forge-webhook-secret')) : null,

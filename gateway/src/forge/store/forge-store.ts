@@ -12,7 +12,7 @@ export interface ForgeLinkRecord {
   userId: string;
   forge: Forge;
   repository: string;
-  /** What the receiver matches a payload's repository by: lower-case for GitHub and Gitea, whose names are. */
+  /** What the receiver matches a payload's repository by: its name in lower case. */
   repositoryKey: string;
   apiUrl: string;
   tokenSealed: string;
@@ -88,9 +88,8 @@ export const newForgeEventRecord = (event: NewForgeEvent): ForgeEventRecord => (
   nextAttemptAt: null,
 });
 
-/** The key a link is found by from a payload: GitHub and Gitea names are case-insensitive, GitLab paths are not. */
-export const repositoryKeyOf = (forge: Forge, repository: string): string =>
-  forge === 'gitlab' ? repository : repository.toLowerCase();
+/** The key a link is found by from a payload: repository names are case-insensitive on all three forges. */
+export const repositoryKeyOf = (repository: string): string => repository.toLowerCase();
 
 /** The records of this slice as each backend reads them back (see record-forms.ts). */
 export function forgeRecords({ id, time, structured }: StoredForms) {
