@@ -62,6 +62,18 @@ describeOnBothStores('forge', (store) => {
     expect(await store().findForgeLink(project.id)).toBeNull();
   });
 
+  it("removing a project removes its link and its preview mark, and no other project's", async () => {
+    const gone = await projectOf(store(), 'removed', 'https://gone.example/');
+    const kept = await projectOf(store(), 'kept', 'https://kept.example/');
+    await store().setForgeLink(linkOf(gone.id, gone.userId));
+    await store().setForgeLink(linkOf(kept.id, kept.userId));
+    await store().markPreviewProject(gone.id, kept.id);
+    expect(await store().removeProject(gone.userId, gone.url)).toBe(true);
+    expect(await store().findForgeLink(gone.id)).toBeNull();
+    expect(await store().previewOf(gone.id)).toBeNull();
+    expect(await store().findForgeLink(kept.id)).not.toBeNull();
+  });
+
   it('finds GitLab links by any of the keys a payload names (path or id), with the token digest', async () => {
     const a = await projectOf(store(), 'gitlab-a', 'https://a.example/');
     const b = await projectOf(store(), 'gitlab-b', 'https://b.example/');

@@ -58,6 +58,9 @@ export class MongoProjects implements ProjectsStore {
     // Data first, the project last: a removal cut short can simply be run again.
     for (const collection of ['kpis', 'results', 'snapshots', 'annotations'])
       await this.#base.db.collection(collection).deleteMany({ projectId: doc._id });
+    // Its repository link (a sealed forge token) and its preview mark; events stay for the reporter.
+    for (const collection of ['forge_links', 'forge_previews'])
+      await this.#base.db.collection(collection).deleteOne({ _id: doc._id });
     await this.#projects.deleteOne({ _id: doc._id });
     return true;
   }

@@ -28,7 +28,7 @@ export interface ProjectsStore {
   addProject(project: NewProject): Promise<ProjectRecord>;
   findProject(userId: string, url: string): Promise<ProjectRecord | null>;
   listProjects(userId?: string): Promise<ProjectRecord[]>;
-  /** Removes a project with its snapshots, results, KPI records and annotations. */
+  /** Removes a project with its snapshots, results, KPI records, annotations and repository link. */
   removeProject(userId: string, url: string): Promise<boolean>;
   /** Replaces a project's budgets. */
   setProjectBudgets(projectId: string, budgets: Budgets): Promise<void>;

@@ -90,6 +90,9 @@ export class SqliteProjects implements ProjectsStore {
       );
       this.#db.run('DELETE FROM snapshots WHERE project_id = ?', project.id);
       this.#db.run('DELETE FROM annotations WHERE project_id = ?', project.id);
+      // Its repository link (a sealed forge token) and its preview mark; events stay for the reporter.
+      this.#db.run('DELETE FROM forge_links WHERE project_id = ?', project.id);
+      this.#db.run('DELETE FROM forge_previews WHERE preview_project_id = ?', project.id);
       this.#db.run('DELETE FROM projects WHERE id = ?', project.id);
     });
     return true;
