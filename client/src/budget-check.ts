@@ -9,6 +9,7 @@ import {
   storedChecksReport,
   UsageError,
   type AuditResult,
+  type BudgetReport,
   type Budgets,
   type ExitCode,
 } from '@perfwatch/common';
@@ -68,7 +69,7 @@ export async function reportBudgets(
   },
   flags: BudgetFlags,
   io: ClientIo,
-): Promise<ExitCode> {
+): Promise<{ exit: ExitCode; report: BudgetReport }> {
   // No budget of its own: the run is held to the project's budgets, as the gateway checked them.
   const report = hasBudgets(budgets)
     ? evaluateBudgets(
@@ -83,7 +84,7 @@ export async function reportBudgets(
     io.out.write(
       `${resultHeading(url, date, result)}\n${auditResultTable(result)}\n${budgetTable(report)}\n${report.pass ? 'budgets: passed' : 'budgets: FAILED'}\n`,
     );
-  return report.pass ? EXIT.ok : EXIT.failed;
+  return { exit: report.pass ? EXIT.ok : EXIT.failed, report };
 }
 
 /** The latest snapshot before `date`, per device of `result`; undefined when there is none. */

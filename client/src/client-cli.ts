@@ -38,6 +38,8 @@ export const CLIENT_USAGE = [
   '--max-regression: against the previous snapshot, score points or percent for metrics',
   '--ci without budget flags checks the budgets the project has on the server (perfwatch admin set-budgets)',
   "--annotate: a deploy marker at the snapshot's date, drawn on the dashboard's trend plots",
+  '--report: commit statuses and one pull request comment on the forge the CI job runs for, compared with',
+  "          --base-url's latest snapshot not made for a pull request (docs/forges/); never changes the exit code",
   `exit: ${EXIT.ok} passed, ${EXIT.failed} a budget failed or the update failed, ${EXIT.usage} usage, ${EXIT.api} the API could not be used`,
 ].join('\n');
 
@@ -59,8 +61,9 @@ function clientProgram(io: ClientIo): Program<ClientContext> {
       const given = (name: string) => (typeof values[name] === 'string' ? values[name] : undefined);
       const token = given('token') ?? config.PERFWATCH_TOKEN;
       if (!token) throw new UsageError('no API token: pass --token or set PERFWATCH_TOKEN');
-      const client = createApiClient({ server: given('server') ?? config.PERFWATCH_SERVER, token, fetch: io.fetch });
-      return { context: { client, io }, close: async () => {} };
+      const server = given('server') ?? config.PERFWATCH_SERVER;
+      const client = createApiClient({ server, token, fetch: io.fetch });
+      return { context: { client, io, server, env }, close: async () => {} };
     },
   };
 }

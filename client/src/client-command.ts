@@ -1,5 +1,5 @@
 import type { ParseArgsOptionsConfig } from 'node:util';
-import { UsageError, type CliIo } from '@perfwatch/common';
+import { UsageError, type CliIo, type Env } from '@perfwatch/common';
 import type { ApiClient } from './api-client.ts';
 import type { ProgressStream } from './update-progress.ts';
 
@@ -15,6 +15,10 @@ export interface ClientIo extends CliIo {
 export interface ClientContext {
   client: ApiClient;
   io: ClientIo;
+  /** The gateway's address, which links to its dashboard start from. */
+  server: string;
+  /** The environment the CLI runs in: a CI's own variables are read from it (`--report`). */
+  env: Env;
 }
 
 /** The options every client command takes. */

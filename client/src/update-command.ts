@@ -9,20 +9,21 @@ import {
   type AuditResult,
   type Device,
   type ExitCode,
+  type Revision,
 } from '@perfwatch/common';
 import type { ApiClient } from './api-client.ts';
 import { readBudgets, reportBudgets, type BudgetFlags } from './budget-check.ts';
 import { budgetJunitXml } from './budget-junit.ts';
 import { COMMON_OPTIONS, oneOf, type ClientContext, type ClientIo } from './client-command.ts';
+import { forgeChangeFor, sendForgeReport, type ForgeReportFlags } from './forge-report.ts';
 import { auditResultTable } from './result-tables.ts';
 import { REVISION_OPTIONS, resultHeading, revisionOfFlags, type RevisionFlags } from './revision-flags.ts';
 import { updateProgress } from './update-progress.ts';
 
-interface UpdateFlags extends BudgetFlags, RevisionFlags {
+interface UpdateFlags extends BudgetFlags, RevisionFlags, ForgeReportFlags {
   device?: string;
   async: boolean;
   wait: boolean;
-  ci: boolean;
   timeout?: string;
   annotate?: string;
   'annotate-link'?: string;
@@ -42,18 +43,21 @@ const UPDATE_OPTIONS = {
   annotate: { type: 'string' },
   'annotate-link': { type: 'string' },
   ...REVISION_OPTIONS,
+  report: { type: 'string' },
+  'base-url': { type: 'string' },
 } satisfies ParseArgsOptionsConfig;
 
 export const updateCommand = defineCommand<ClientContext, typeof UPDATE_OPTIONS>({
   synopsis: [
     'URL [--device mobile|desktop] [--async [--wait]] [--json] [--commit SHA] [--branch NAME] [--pull-request N]',
     'URL --ci [--budget KEY=N]... [--max-regression KEY=N]... [--budget-file FILE] [--junit FILE]\n' +
-      '                            [--annotate TEXT [--annotate-link URL]]',
+      '                            [--annotate TEXT [--annotate-link URL]]\n' +
+      '                            [--report github|gitlab|gitea [--base-url URL]]',
   ],
   summary: ['run an update of a project, optionally checked against budgets'],
   options: UPDATE_OPTIONS,
   args: { count: 1, refused: 'update takes one URL' },
-  run: ({ args, values, context }) => update(context.client, args[0]!, values, context.io),
+  run: ({ args, values, context }) => update(context, args[0]!, values),
 });
 
 /** The update's flags that only go together, checked; the time to wait for its result. */
@@ -69,16 +73,21 @@ function checkedTimeout(flags: UpdateFlags, checking: boolean): number {
   return timeoutMs;
 }
 
-async function update(client: ApiClient, url: string, flags: UpdateFlags, io: ClientIo): Promise<ExitCode> {
+async function update(context: ClientContext, url: string, flags: UpdateFlags): Promise<ExitCode> {
+  const { client, io } = context;
   const device = oneOf(flags.device, DEVICES, 'device');
   const budgets = await readBudgets(flags);
   const checking = flags.ci || hasBudgets(budgets);
   const timeoutMs = checkedTimeout(flags, checking);
+  // A CI job that cannot report learns it now, not after its runs.
+  const change = forgeChangeFor(flags, context.env);
+  const fromCi = change && { commit: change.commit, branch: change.branch, pullRequest: change.pullRequest };
+  const revision: Revision = { ...fromCi, ...revisionOfFlags(flags) };
   const started = Date.now();
   const measured =
     flags.async || flags.ci
-      ? await queuedUpdate(client, { url, device, timeoutMs, started }, flags, io)
-      : await syncUpdate(client, url, device, flags);
+      ? await queuedUpdate(client, { url, device, timeoutMs, started, revision }, flags, io)
+      : await syncUpdate(client, { url, device, revision }, flags);
   if (typeof measured === 'number') return measured;
   const { result, date } = measured;
   if (flags.annotate !== undefined) {
@@ -96,18 +105,26 @@ async function update(client: ApiClient, url: string, flags: UpdateFlags, io: Cl
     );
     return EXIT.ok;
   }
-  return reportBudgets(client, { url, date, result, budgets, started }, flags, io);
+  const checked = await reportBudgets(client, { url, date, result, budgets, started }, flags, io);
+  if (change)
+    await sendForgeReport(context, change, {
+      url,
+      date,
+      result,
+      budgets: checked.report,
+      baseUrl: flags['base-url'] ?? url,
+    });
+  return checked.exit;
 }
 
 type Measured = { result: AuditResult; date: string };
 
-async function syncUpdate(client: ApiClient, url: string, device: Device | undefined, flags: UpdateFlags) {
-  const result = await client.update({
-    url,
-    device,
-    updateType: flags.ci ? 'ci' : 'manual',
-    ...revisionOfFlags(flags),
-  });
+async function syncUpdate(
+  client: ApiClient,
+  { url, device, revision }: { url: string; device: Device | undefined; revision: Revision },
+  flags: UpdateFlags,
+) {
+  const result = await client.update({ url, device, updateType: flags.ci ? 'ci' : 'manual', ...revision });
   const date = Object.values(result).flatMap((cells) => Object.values(cells ?? {}))[0]?.lighthouse.date ?? '';
   return { result, date };
 }
@@ -115,17 +132,18 @@ async function syncUpdate(client: ApiClient, url: string, device: Device | undef
 /** An update queued, then (unless only started) waited for; an exit code when there is no result to go on with. */
 async function queuedUpdate(
   client: ApiClient,
-  { url, device, timeoutMs, started }: { url: string; device: Device | undefined; timeoutMs: number; started: number },
+  {
+    url,
+    device,
+    timeoutMs,
+    started,
+    revision,
+  }: { url: string; device: Device | undefined; timeoutMs: number; started: number; revision: Revision },
   flags: UpdateFlags,
   io: ClientIo,
 ): Promise<Measured | ExitCode> {
   // CI waits by polling: no HTTP request held open for minutes through proxies and runners.
-  const id = await client.startUpdate({
-    url,
-    device,
-    updateType: flags.ci ? 'ci' : 'manual',
-    ...revisionOfFlags(flags),
-  });
+  const id = await client.startUpdate({ url, device, updateType: flags.ci ? 'ci' : 'manual', ...revision });
   if (!flags.wait && !flags.ci) {
     io.out.write(flags.json ? `${JSON.stringify({ ok: 1, id })}\n` : `${id}\n`);
     return EXIT.ok;
