@@ -1,4 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { pino } from 'pino';
@@ -15,9 +18,10 @@ import {
   startGateway,
   type GatewayRuntime,
   type MongoStore,
+  SqliteStore,
   type ProjectRecord,
 } from '@perfwatch/gateway';
-import { isolatedNats, testStore } from '../support/test-services.ts';
+import { isolatedNats, silentLogger, testStore } from '../support/test-services.ts';
 
 // The forge receiver through the real gateway: a real nats-server (JetStream queue) and the
 // MongoDB-wire test server. No agent serves london, so a queued preview update stays unfinished
@@ -305,5 +309,59 @@ describe('POST /v1/forge-events/{forge}', () => {
     }
     const stored = JSON.stringify(await store.findForgeLink(linked.id));
     expect(stored).toBe('null');
+  });
+});
+
+// `perfwatch start`'s shape: the embedded SQLite store and the in-process queue, no NATS.
+describe('POST /v1/forge-events/{forge} on the embedded store', () => {
+  it('queues one update per event there too, and answers its redelivery as a duplicate', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'perfwatch-forge-'));
+    const sqlite = new SqliteStore({ path: join(dir, 'perfwatch.sqlite') });
+    await sqlite.init();
+    const local = await startGateway({
+      localAgents: [],
+      store: sqlite,
+      logger: silentLogger,
+      config: gatewayConfigWith({
+        PORT: 0,
+        HOST: '127.0.0.1',
+        SHUTDOWN_READINESS_DELAY_MS: 0,
+        UPDATE_DEADLINE_MS: 600_000,
+        PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
+        PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64'),
+      }),
+    });
+    try {
+      const admin = createAdmin(sqlite);
+      const { token: own } = await admin.createUser('embedded-forger');
+      const project = await admin.addProject('embedded-forger', SHOP, { locations: ['london'], runs: 1 });
+      const put = await fetch(`${local.http.url}/v1/projects/repository`, {
+        method: 'PUT',
+        headers: { Authorization: own, 'Content-Type': 'application/json' },
+        body: JSON.stringify({
+          url: SHOP,
+          forge: 'github',
+          repository: 'Acme/Shop',
+          token: GITHUB_TOKEN,
+          webhookSecret: GITHUB_SECRET,
+        }),
+      });
+      expect(put.status).toBe(200);
+      const { body, headers } = githubDelivery(2001, 'http://127.0.0.1:4999');
+      const post = () =>
+        fetch(`${local.http.url}/v1/forge-events/github`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', ...headers },
+          body,
+        });
+      const first = (await (await post()).json()) as { id: string };
+      expect(first).toEqual({ ok: 1, id: expect.any(String), previewUrl: 'http://127.0.0.1:4999/cart?step=1' });
+      expect(await (await post()).json()).toEqual({ ok: 1, duplicate: true, id: first.id });
+      expect((await sqlite.userBacklog(project.userId)).updates).toBe(1);
+    } finally {
+      await local.stop();
+      await sqlite.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
