@@ -24,6 +24,7 @@ import { gatewaySettings } from '../gateway/src/config.ts';
 import { adminSettings } from '../gateway/src/admin/admin-config.ts';
 import { credentialSettings } from '../gateway/src/settings/credentials.ts';
 import { cruxSettings } from '../gateway/src/settings/crux.ts';
+import { forgeSettings } from '../gateway/src/settings/forge.ts';
 import { httpSettings } from '../gateway/src/settings/http.ts';
 import { limitSettings } from '../gateway/src/settings/limits.ts';
 import { schedulingSettings } from '../gateway/src/settings/scheduling.ts';
@@ -49,6 +50,7 @@ export const SETTING_GROUPS: readonly SettingGroup[] = [
   httpSettings,
   schedulingSettings,
   webhookSettings,
+  forgeSettings,
   cruxSettings,
   credentialSettings,
   startOnlySettings,

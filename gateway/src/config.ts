@@ -10,6 +10,7 @@ import {
 } from '@perfwatch/common';
 import { credentialSettings } from './settings/credentials.ts';
 import { cruxSettings } from './settings/crux.ts';
+import { forgeSettings } from './settings/forge.ts';
 import { httpSettings } from './settings/http.ts';
 import { limitSettings } from './settings/limits.ts';
 import { schedulingSettings } from './settings/scheduling.ts';
@@ -36,6 +37,7 @@ export const gatewaySettings = programSettings({
     ...updateSettings.settings,
     ...schedulingSettings.settings,
     ...webhookSettings.settings,
+    ...forgeSettings.settings,
     ...cruxSettings.settings,
     ...credentialSettings.settings,
     PERFWATCH_ALLOW_TARGETS: targetSettings.settings.PERFWATCH_ALLOW_TARGETS.default(''),

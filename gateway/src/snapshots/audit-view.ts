@@ -159,3 +159,15 @@ function auditResultOf<R extends CellView>(
   );
   return missing.length > 0 ? { ...out, missing } : out;
 }
+
+/**
+ * A snapshot's audit result without its Lighthouse results (each cell's `lighthouse` holds only
+ * the audit result's additions): its medians, runs, verification, checks and missing cells, what
+ * a report on the snapshot reads, without reading a result from the store.
+ */
+export function auditSummaryOf<R extends CellView>(
+  snapshot: SnapshotCells<R>,
+  project: Pick<ProjectRecord, 'defaultLocation'>,
+): AuditResult {
+  return auditResultOf(snapshot, project, {}, (_cell, additions) => additions);
+}
