@@ -148,5 +148,10 @@ describeOnBothStores('forge', (store) => {
     ]);
     const reported = (await store().findForgeEvent('r:1'))!;
     expect([reported.reportedAt, reported.updateId]).toEqual([at(31), 'update-r:1']);
+    // Retention: received before, reported or not.
+    expect(await store().deleteForgeEventsBefore(at(2))).toBeGreaterThanOrEqual(2);
+    expect(await store().findForgeEvent('r:1')).toBeNull();
+    expect(await store().findForgeEvent('r:unqueued')).toBeNull();
+    expect((await store().findForgeEvent('r:2'))?.key).toBe('r:2');
   });
 });

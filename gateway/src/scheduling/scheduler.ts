@@ -6,6 +6,7 @@ import { DEVICES } from '@perfwatch/common';
 import {
   DuplicateError,
   type AnnotationsStore,
+  type ForgeStore,
   type ProjectRecord,
   type SnapshotsStore,
   type UpdatesStore,
@@ -22,6 +23,7 @@ export interface SchedulerOptions {
     Pick<SnapshotsStore, 'deleteSnapshotsBefore' | 'deleteOrphans'> &
     Pick<AnnotationsStore, 'deleteAnnotationsBefore'> &
     Pick<UpdatesStore, 'deleteFinishedUpdatesBefore'> &
+    Pick<ForgeStore, 'deleteForgeEventsBefore'> &
     StuckUpdatesStore;
   queue: UpdateQueue;
   /** Scheduled updates enter their user's backlog like any other. */
@@ -157,8 +159,12 @@ async function applyRetention({ store, logger, retentionDays }: SchedulerOptions
   // What else would grow without bound, kept as long as the snapshots it goes with.
   const annotations = await store.deleteAnnotationsBefore(before);
   const updates = await store.deleteFinishedUpdatesBefore(before);
-  if (annotations + updates > 0)
-    logger.info({ annotations, updates, before }, 'deleted annotations and finished update records past retention');
+  const forgeEvents = await store.deleteForgeEventsBefore(before);
+  if (annotations + updates + forgeEvents > 0)
+    logger.info(
+      { annotations, updates, forgeEvents, before },
+      'deleted annotations, finished update records and forge events past retention',
+    );
   // Records no complete snapshot owns, an hour old: no writer still at work owns them.
   const orphans = await store.deleteOrphans(new Date(at.getTime() - ORPHAN_AGE_MS));
   if (orphans > 0) logger.warn({ orphans }, 'deleted records of snapshots that never completed');

@@ -73,6 +73,8 @@ export interface ForgeStore {
   markForgeEventReported(key: string, at: Date): Promise<void>;
   /** One more failed report: its error, and when to try again. */
   recordForgeReportFailure(key: string, error: string, nextAttemptAt: Date): Promise<void>;
+  /** Retention: events received before `before`, reported or not (their redeliveries are long over). */
+  deleteForgeEventsBefore(before: Date): Promise<number>;
 }
 
 /** A report error is kept this long at most: forges' error bodies can be long. */

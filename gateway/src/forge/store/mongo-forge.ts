@@ -140,4 +140,8 @@ export class MongoForge implements ForgeStore {
       { $inc: { reportAttempts: 1 }, $set: { lastReportError: error.slice(0, MAX_REPORT_ERROR), nextAttemptAt } },
     );
   }
+
+  async deleteForgeEventsBefore(before: Date): Promise<number> {
+    return (await this.#events.deleteMany({ receivedAt: { $lt: before } })).deletedCount;
+  }
 }

@@ -128,4 +128,8 @@ export class SqliteForge implements ForgeStore {
       key,
     );
   }
+
+  async deleteForgeEventsBefore(before: Date): Promise<number> {
+    return this.#db.changes('DELETE FROM forge_events WHERE received_at < ?', before.getTime());
+  }
 }
