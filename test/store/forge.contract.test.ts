@@ -57,6 +57,11 @@ describeOnBothStores('forge', (store) => {
     expect(await store().listForgeLinks('gitea', ['acme/shop'])).toEqual([]);
     expect(await store().listForgeLinks('github', ['acme/other'])).toEqual([]);
     expect(await store().listForgeLinks('github', [])).toEqual([]);
+    // A rotation writes only over the token it read.
+    const resealed = { tokenSealed: 'pwsec1.token-2', webhookSecretSealed: 'pwsec1.secret-2' };
+    expect(await store().replaceForgeLinkSecrets(project.id, 'pwsec1.stale', resealed)).toBe(false);
+    expect(await store().replaceForgeLinkSecrets(project.id, 'pwsec1.token', resealed)).toBe(true);
+    expect(await store().findForgeLink(project.id)).toEqual({ ...replaced, ...resealed });
     expect(await store().removeForgeLink(project.id)).toBe(true);
     expect(await store().removeForgeLink(project.id)).toBe(false);
     expect(await store().findForgeLink(project.id)).toBeNull();

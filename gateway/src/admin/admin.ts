@@ -16,6 +16,7 @@ import {
   WebhookLimitReached,
   type ProjectRecord,
   type AccountsStore,
+  type ForgeStore,
   type ProjectsStore,
   type WebhooksStore,
   type TokenRecord,
@@ -25,6 +26,7 @@ import { issueToken } from '../accounts/tokens.ts';
 import { addWebhook, listWebhookViews, WebhookRefused } from '../alerts/webhook-registry.ts';
 import { openWebhookSecret, storedWebhookSecret, webhookSecretIsCurrent } from '../alerts/webhook-secrets.ts';
 import { createWebhookTargets, type WebhookTargets } from '../alerts/webhook-targets.ts';
+import { resealForgeLinks } from '../forge/reseal-links.ts';
 
 /** Writes rotate-secrets-key lets come between its read and its write of one project before it gives up on it. */
 const MAX_RESEAL_ATTEMPTS = 5;
@@ -57,8 +59,14 @@ export interface ProjectOptions {
 }
 
 /** The admin operations behind `perfwatch admin …`; also used by `perfwatch start` and tests. */
+/** What the admin commands read and write (repository links: resealed by rotate-secrets-key). */
+type AdminStore = AccountsStore &
+  ProjectsStore &
+  WebhooksStore &
+  Pick<ForgeStore, 'findForgeLink' | 'replaceForgeLinkSecrets'>;
+
 export function createAdmin(
-  store: AccountsStore & ProjectsStore & WebhooksStore,
+  store: AdminStore,
   {
     targetGuard = createWebhookTargets(),
     secrets = createSecretBox({}),
@@ -105,17 +113,12 @@ function projectSettings(url: string, options: ProjectOptions) {
 }
 
 export class Admin {
-  readonly #store: AccountsStore & ProjectsStore & WebhooksStore;
+  readonly #store: AdminStore;
   readonly #targetGuard: WebhookTargets;
   readonly #secrets: SecretBox;
   readonly #maxWebhooksPerUser: number;
 
-  constructor(
-    store: AccountsStore & ProjectsStore & WebhooksStore,
-    targetGuard: WebhookTargets,
-    secrets: SecretBox,
-    maxWebhooksPerUser: number,
-  ) {
+  constructor(store: AdminStore, targetGuard: WebhookTargets, secrets: SecretBox, maxWebhooksPerUser: number) {
     this.#store = store;
     this.#targetGuard = targetGuard;
     this.#secrets = secrets;
@@ -254,7 +257,7 @@ export class Admin {
    * returns how many were resealed, and the projects whose credentials it could not open (it
    * goes on past them; the CLI then fails). Run after setting the new key (and the old one as
    * previous) on the gateways; then the previous key can go. Webhook secrets are sealed under it
-   * too, those stored unsealed (before sealing, or without a key) included.
+   * too, those stored unsealed (before sealing, or without a key) included, and repository links' secrets.
    */
   async rotateSecretsKey(): Promise<{
     resealed: number;
@@ -262,6 +265,8 @@ export class Admin {
     unreadable: Array<{ user: string; url: string; reason: string }>;
     webhookSecrets: number;
     unreadableWebhooks: Array<{ user: string; id: string; reason: string }>;
+    forgeLinks: number;
+    unreadableForgeLinks: Array<{ user: string; url: string; reason: string }>;
   }> {
     const secrets = this.#secrets;
     if (!secrets.ready) throw new AdminError('no PERFWATCH_SECRETS_KEY to reseal under');
@@ -269,7 +274,8 @@ export class Admin {
     let resealed = 0;
     let current = 0;
     const unreadable: Array<{ user: string; url: string; reason: string }> = [];
-    for (const project of await this.#store.listProjects()) {
+    const projects = await this.#store.listProjects();
+    for (const project of projects) {
       try {
         const outcome = await this.#resealProject(project);
         if (outcome === 'resealed') resealed += 1;
@@ -280,7 +286,20 @@ export class Admin {
       }
     }
     const webhooks = await this.#sealWebhookSecrets(names);
-    return { resealed, current, unreadable, webhookSecrets: webhooks.sealed, unreadableWebhooks: webhooks.unreadable };
+    const links = await resealForgeLinks(this.#store, secrets, projects);
+    return {
+      resealed,
+      current,
+      unreadable,
+      webhookSecrets: webhooks.sealed,
+      unreadableWebhooks: webhooks.unreadable,
+      forgeLinks: links.resealed,
+      unreadableForgeLinks: links.unreadable.map(({ project, reason }) => ({
+        user: names.get(project.userId) ?? project.userId,
+        url: project.url,
+        reason,
+      })),
+    };
   }
 
   /**

@@ -12,17 +12,21 @@ export const rotateSecretsKey = adminCommand({
   ],
   args: 0,
   run: async ({ admin, out }) => {
-    const { resealed, current, unreadable, webhookSecrets, unreadableWebhooks } = await admin.rotateSecretsKey();
+    const { resealed, current, unreadable, webhookSecrets, unreadableWebhooks, forgeLinks, unreadableForgeLinks } =
+      await admin.rotateSecretsKey();
     out.write(
-      `resealed the credentials of ${resealed} project(s); ${current} already under the current key; sealed ${webhookSecrets} webhook secret(s)\n`,
+      `resealed the credentials of ${resealed} project(s); ${current} already under the current key; sealed ${webhookSecrets} webhook secret(s); resealed ${forgeLinks} repository link(s)\n`,
     );
-    if (unreadable.length === 0 && unreadableWebhooks.length === 0) return;
+    if (unreadable.length + unreadableWebhooks.length + unreadableForgeLinks.length === 0) return;
     for (const { user, url, reason } of unreadable)
       out.write(`could not reseal the credentials of ${url} (user ${user}): ${reason}\n`);
     for (const { user, id, reason } of unreadableWebhooks)
       out.write(`could not seal the secret of webhook ${id} (user ${user}): ${reason}\n`);
+    for (const { user, url, reason } of unreadableForgeLinks)
+      out.write(`could not reseal the repository link of ${url} (user ${user}): ${reason}\n`);
+    const links = unreadableForgeLinks.length > 0 ? ` and ${unreadableForgeLinks.length} repository link(s)` : '';
     throw new AdminError(
-      `${unreadable.length} project(s) and ${unreadableWebhooks.length} webhook(s) kept secrets it could not open (listed above): set them again (set-auth; a webhook removed and added), or give the key they were sealed under as PERFWATCH_SECRETS_KEY_PREVIOUS`,
+      `${unreadable.length} project(s) and ${unreadableWebhooks.length} webhook(s)${links} kept secrets it could not open (listed above): set them again (set-auth; a webhook removed and added; a link PUT again), or give the key they were sealed under as PERFWATCH_SECRETS_KEY_PREVIOUS`,
     );
   },
 });

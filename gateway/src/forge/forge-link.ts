@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { RepositoryLinkInput, RepositoryLinkView } from '@perfwatch/common';
 import type { SecretBox } from '../accounts/secret-box.ts';
 import type { ProjectRecord } from '../projects/store/projects-store.ts';
-import { repositoryKeyOf, type ForgeLinkRecord } from './store/forge-store.ts';
+import { repositoryKeyOf, type ForgeLinkRecord, type LinkSecrets } from './store/forge-store.ts';
 
 type LinkedProject = Pick<ProjectRecord, 'id' | 'url' | 'userId'>;
 type SecretKind = 'forge-token' | 'forge-webhook-secret';
@@ -33,12 +33,25 @@ export function linkRecord(
     repository: link.repository,
     repositoryKey: repositoryKeyOf(link.repository),
     apiUrl: link.apiUrl,
-    tokenSealed: secrets.seal(link.token, ownerOf(project, 'forge-token')),
-    webhookSecretSealed: hmacKeyed ? secrets.seal(link.webhookSecret, ownerOf(project, 'forge-webhook-secret')) : null,
+    ...sealLinkSecrets(secrets, project, link.token, hmacKeyed ? link.webhookSecret : null),
     webhookSecretDigest: hmacKeyed ? null : gitlabTokenDigest(link.webhookSecret),
     previewUrl: link.previewUrl,
     defaultBranch: link.defaultBranch,
     updatedAt: now,
+  };
+}
+
+/** A link's secrets sealed again, for a key rotation: the token, and the webhook secret when it is kept sealed. */
+export function sealLinkSecrets(
+  secrets: SecretBox,
+  project: Pick<ProjectRecord, 'id' | 'url'>,
+  token: string,
+  webhookSecret: string | null,
+): LinkSecrets {
+  return {
+    tokenSealed: secrets.seal(token, ownerOf(project, 'forge-token')),
+    webhookSecretSealed:
+      webhookSecret === null ? null : secrets.seal(webhookSecret, ownerOf(project, 'forge-webhook-secret')),
   };
 }
 

@@ -44,6 +44,9 @@ export interface ForgeEventRecord {
   nextAttemptAt: Date | null;
 }
 
+/** What a key rotation reseals of a link. */
+export type LinkSecrets = Pick<ForgeLinkRecord, 'tokenSealed' | 'webhookSecretSealed'>;
+
 export type NewForgeEvent = Omit<
   ForgeEventRecord,
   'updateId' | 'reportedAt' | 'reportAttempts' | 'lastReportError' | 'nextAttemptAt'
@@ -55,6 +58,8 @@ export interface ForgeStore {
   setForgeLink(link: ForgeLinkRecord): Promise<void>;
   findForgeLink(projectId: string): Promise<ForgeLinkRecord | null>;
   removeForgeLink(projectId: string): Promise<boolean>;
+  /** Replaces a link's sealed secrets only while its token is still `expected` (a PUT meanwhile stands); false otherwise. */
+  replaceForgeLinkSecrets(projectId: string, expected: string, sealed: LinkSecrets): Promise<boolean>;
   /** The links of `forge` to any of `repositoryKeys` (GitLab names a project by path and id). */
   listForgeLinks(forge: Forge, repositoryKeys: readonly string[]): Promise<ForgeLinkRecord[]>;
   /** Marks a project as the preview of a linked project (kept once: the first mark stands). */

@@ -9,6 +9,7 @@ import {
   type ForgeEventRecord,
   type ForgeLinkRecord,
   type ForgeStore,
+  type LinkSecrets,
   type NewForgeEvent,
 } from './forge-store.ts';
 
@@ -68,6 +69,14 @@ export class MongoForge implements ForgeStore {
   async removeForgeLink(projectId: string): Promise<boolean> {
     if (!ObjectId.isValid(projectId)) return false;
     return (await this.#links.deleteOne({ _id: new ObjectId(projectId) })).deletedCount === 1;
+  }
+
+  async replaceForgeLinkSecrets(projectId: string, expected: string, sealed: LinkSecrets): Promise<boolean> {
+    const found = await this.#links.updateOne(
+      { _id: new ObjectId(projectId), tokenSealed: expected },
+      { $set: sealed },
+    );
+    return found.matchedCount === 1;
   }
 
   async listForgeLinks(forge: Forge, repositoryKeys: readonly string[]): Promise<ForgeLinkRecord[]> {

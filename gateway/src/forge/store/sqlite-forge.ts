@@ -8,6 +8,7 @@ import {
   type ForgeEventRecord,
   type ForgeLinkRecord,
   type ForgeStore,
+  type LinkSecrets,
   type NewForgeEvent,
 } from './forge-store.ts';
 
@@ -57,6 +58,17 @@ export class SqliteForge implements ForgeStore {
 
   async removeForgeLink(projectId: string): Promise<boolean> {
     return this.#db.changes('DELETE FROM forge_links WHERE project_id = ?', projectId) === 1;
+  }
+
+  async replaceForgeLinkSecrets(projectId: string, expected: string, sealed: LinkSecrets): Promise<boolean> {
+    const changed = this.#db.changes(
+      'UPDATE forge_links SET token_sealed = ?, webhook_secret_sealed = ? WHERE project_id = ? AND token_sealed = ?',
+      sealed.tokenSealed,
+      sealed.webhookSecretSealed,
+      projectId,
+      expected,
+    );
+    return changed === 1;
   }
 
   async listForgeLinks(forge: Forge, repositoryKeys: readonly string[]): Promise<ForgeLinkRecord[]> {
