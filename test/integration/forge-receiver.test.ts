@@ -44,7 +44,8 @@ const GITEA_TOKEN = `gitea-${randomBytes(18).toString('hex')}`;
 const GITEA_SECRET = `gitea-hook-${randomBytes(12).toString('hex')}`;
 const GITLAB_TOKEN = `glpat-${randomBytes(18).toString('hex')}`;
 const GITLAB_SECRET = `gl-hook-${randomBytes(12).toString('hex')}`;
-const SECRETS = [GITHUB_TOKEN, GITHUB_SECRET, GITEA_TOKEN, GITEA_SECRET, GITLAB_TOKEN, GITLAB_SECRET];
+const OTHER_SECRET = `other-hook-${randomBytes(12).toString('hex')}`;
+const SECRETS = [OTHER_SECRET, GITHUB_TOKEN, GITHUB_SECRET, GITEA_TOKEN, GITEA_SECRET, GITLAB_TOKEN, GITLAB_SECRET];
 const SHA = 'c0ffee'.padEnd(40, '1');
 
 beforeAll(async () => {
@@ -102,7 +103,7 @@ const deliver = (forge: string, payload: unknown, headers: Record<string, string
 
 const hmac = (secret: string, body: string) => createHmac('sha256', secret).update(body).digest('hex');
 
-function githubDelivery(id: number, environmentUrl: string, state = 'success') {
+function githubDelivery(id: number, environmentUrl: string, state = 'success', secret = GITHUB_SECRET) {
   const body = JSON.stringify({
     action: 'created',
     deployment_status: { id, state, environment_url: environmentUrl, target_url: '' },
@@ -111,7 +112,7 @@ function githubDelivery(id: number, environmentUrl: string, state = 'success') {
   });
   return {
     body,
-    headers: { 'X-GitHub-Event': 'deployment_status', 'X-Hub-Signature-256': `sha256=${hmac(GITHUB_SECRET, body)}` },
+    headers: { 'X-GitHub-Event': 'deployment_status', 'X-Hub-Signature-256': `sha256=${hmac(secret, body)}` },
   };
 }
 
@@ -159,7 +160,7 @@ describe('POST /v1/forge-events/{forge}', () => {
     expect(garbage.status).toBe(401);
     expect(await backlog()).toBe(0);
     expect(await projects()).toEqual([SHOP]);
-    expect(await store.findForgeEvent('github:1001')).toBeNull();
+    expect(await store.findForgeEvent(`github:1001@${linked.id}`)).toBeNull();
   });
 
   it('queues one ci update of the preview with its revision; a redelivery is a duplicate and queues nothing', async () => {
@@ -185,7 +186,7 @@ describe('POST /v1/forge-events/{forge}', () => {
       { ok: 1, duplicate: true, id },
     ]);
     expect(await backlog()).toBe(1);
-    const event = (await store.findForgeEvent('github:1002'))!;
+    const event = (await store.findForgeEvent(`github:1002@${linked.id}`))!;
     expect([event.updateId, event.previewProjectId, event.linkProjectId, event.reportedAt]).toEqual([
       id,
       preview.id,
@@ -204,12 +205,40 @@ describe('POST /v1/forge-events/{forge}', () => {
     expect(await backlog()).toBe(2);
   });
 
+  it("measures a deployment once per project linked to the repository, each by its own webhook's secret", async () => {
+    const admin = createAdmin(store);
+    const { token: theirToken } = await admin.createUser('also-linked');
+    const theirs = await admin.addProject('also-linked', 'https://shop.example/checkout', { locations: ['london'] });
+    const put = await call('/v1/projects/repository', {
+      method: 'PUT',
+      headers: { Authorization: theirToken, 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        url: theirs.url,
+        forge: 'github',
+        repository: 'acme/SHOP',
+        token: GITHUB_TOKEN,
+        webhookSecret: OTHER_SECRET,
+      }),
+    });
+    expect(put.status).toBe(200);
+    // The deployment the first project's webhook delivered already, now by the other project's webhook.
+    const { body, headers } = githubDelivery(1002, 'http://127.0.0.1:4999/base/', 'success', OTHER_SECRET);
+    const theirsMeasured = await deliver('github', body, headers);
+    expect(theirsMeasured.body).toEqual({
+      ok: 1,
+      id: expect.any(String),
+      previewUrl: 'http://127.0.0.1:4999/base/checkout',
+    });
+    expect((await store.userBacklog(theirs.userId)).updates).toBe(1);
+    expect(await backlog()).toBe(2);
+  });
+
   it('refuses a preview at a private address with 422, before anything is queued', async () => {
     const { body, headers } = githubDelivery(1004, 'http://10.1.2.3');
     const refused = await deliver('github', body, headers);
     expect(refused.status).toBe(422);
     expect(errorEnvelopeSchema.parse(refused.body).errors.join(' ')).toMatch(/10\.1\.2\.3.*not a public address/);
-    expect(await store.findForgeEvent('github:1004')).toBeNull();
+    expect(await store.findForgeEvent(`github:1004@${linked.id}`)).toBeNull();
     expect(await backlog()).toBe(2);
   });
 
@@ -249,7 +278,7 @@ describe('POST /v1/forge-events/{forge}', () => {
       200,
       'http://127.0.0.1:4321/cart?step=1',
     ]);
-    const giteaEvent = (await store.findForgeEvent(`gitea:acme/shop:4321:${SHA}`))!;
+    const giteaEvent = (await store.findForgeEvent(`gitea:acme/shop:4321:${SHA}@${linked.id}`))!;
     expect(giteaEvent.revision).toEqual({ commit: SHA, branch: 'faster', pullRequest: 4321 });
 
     const gitlabLink = await link({
@@ -276,7 +305,7 @@ describe('POST /v1/forge-events/{forge}', () => {
       200,
       'http://127.0.0.2:8080/cart?step=1',
     ]);
-    expect(await store.findForgeEvent('gitlab:99:15:success')).not.toBeNull();
+    expect(await store.findForgeEvent(`gitlab:99:15:success@${linked.id}`)).not.toBeNull();
     // The GitHub link was replaced: its events no longer verify.
     const stale = githubDelivery(1007, 'http://127.0.0.1:4999');
     expect((await deliver('github', stale.body, stale.headers)).status).toBe(401);

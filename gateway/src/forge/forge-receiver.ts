@@ -49,7 +49,7 @@ export function forgeReceiver(deps: ForgeReceiverDeps): RequestHandler[] {
     const answer = await acceptPreview(deps, { ...linked, forge }, read.preview, req.requestId);
     if ('previewUrl' in answer)
       deps.logger.info(
-        { requestId: req.requestId, forge, key: read.preview.key, projectId: linked.project.id, updateId: answer.id },
+        { requestId: req.requestId, forge, event: read.preview.key, projectId: linked.project.id, updateId: answer.id },
         'forge event: preview update queued',
       );
     res.status('ignored' in answer ? 202 : 200).json(answer);

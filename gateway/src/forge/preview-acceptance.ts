@@ -48,15 +48,17 @@ export async function acceptPreview(
   requestId: string,
 ): Promise<ForgeEventAnswer> {
   const { store } = deps;
-  const seen = await store.findForgeEvent(event.key);
-  if (seen) return duplicate(deps, event.key);
+  // Per linked project: each project linked to the repository has its own webhook, so its own delivery.
+  const key = `${event.key}@${project.id}`;
+  const seen = await store.findForgeEvent(key);
+  if (seen) return duplicate(deps, key);
   const page = previewPage(link, project, event);
   if ('ignored' in page) return page;
   await refuseUnreachable(deps.targets, page.url);
   const preview = await previewProject(store, project, page.url);
   try {
     await store.addForgeEvent({
-      key: event.key,
+      key,
       forge,
       linkProjectId: project.id,
       previewProjectId: preview.id,
@@ -65,7 +67,7 @@ export async function acceptPreview(
       receivedAt: deps.now?.() ?? new Date(),
     });
   } catch (error) {
-    if (error instanceof DuplicateError) return duplicate(deps, event.key);
+    if (error instanceof DuplicateError) return duplicate(deps, key);
     throw error;
   }
   let id: string;
@@ -79,10 +81,10 @@ export async function acceptPreview(
     });
   } catch (error) {
     // Nothing was queued: the forge's redelivery of this event must be able to try again.
-    await store.removeForgeEvent(event.key);
+    await store.removeForgeEvent(key);
     throw error;
   }
-  await store.setForgeEventUpdate(event.key, id);
+  await store.setForgeEventUpdate(key, id);
   return { ok: 1, id, previewUrl: page.url };
 }
 
