@@ -76,6 +76,9 @@ describe('delivering a report to a forge', () => {
       [false, 'rate-limited'],
       [false, 'rate-limited'],
     ]);
+    expect(outcomes[0]!.detail).toBe(
+      'status: 403 API rate limit exceeded, rate limited until 2026-11-26T11:00:00.000Z',
+    );
     expect(outcomes[2]!.detail).toContain('not sent, rate limited until 2026-11-26T11:00:00.000Z');
   });
 

@@ -23,9 +23,13 @@ export interface ForgeDelivery {
 /** Pull requests one report comments on at most when they are looked up by commit. */
 const MAX_PULL_REQUESTS = 5;
 
+/** Until when a refusal says to wait: the limited step itself may be the last, with none after it to say so. */
+const untilText = (error: ForgeError) =>
+  error.kind === 'rate-limited' && error.retryAt ? `, rate limited until ${error.retryAt.toISOString()}` : '';
+
 const failure = (what: string, error: unknown): ForgeOutcome =>
   error instanceof ForgeError
-    ? { what, ok: false, detail: error.message, kind: error.kind, retryAt: error.retryAt }
+    ? { what, ok: false, detail: `${error.message}${untilText(error)}`, kind: error.kind, retryAt: error.retryAt }
     : { what, ok: false, detail: `${what}: ${(error as Error).message}`, kind: 'unavailable' };
 
 /** Edits perfwatch's comment when the pull request has one (found by its marker), or adds it. */
