@@ -135,11 +135,14 @@ describe("the dashboard's compare link", () => {
       href: `#/snapshot?${new URLSearchParams({ url: PREVIEW, date: head })}`,
     });
     expect(await text('h1')).toBe(`${SHOP} → ${PREVIEW}`);
-    // Each side's code change, as the updates were given them.
-    expect(await text('p.compare-side[data-snapshot="from"]')).toMatch(/ · branch main · commit 3f9c2a1$/);
-    expect(await text('p.compare-side[data-snapshot="to"]')).toMatch(
-      / · branch faster-images · commit c0ffee0 · pull request #12$/,
-    );
+    // Each side's code change, as the updates were given them; the preview's is a pull request's.
+    const from = 'p.compare-side[data-snapshot="from"]';
+    const to = 'p.compare-side[data-snapshot="to"]';
+    expect(await text(`${from} .revision`)).toBe('branch main · commit 3f9c2a1');
+    expect(await page.getAttribute(`${from} code[data-commit]`, 'title')).toBe(MAIN);
+    expect(await page.$(`${from} .badge-pr`)).toBeNull();
+    expect(await text(`${to} .revision`)).toBe('branch faster-images · commit c0ffee0 · PR #12 from pull request');
+    expect(await page.getAttribute(`${to} .badge-pr`, 'data-pull-request')).toBe('12');
     const expected = await client.compare({ url: PREVIEW, baseUrl: SHOP, from: 'latest', to: 'latest' });
     expect(expected).toMatchObject({ baseUrl: SHOP, from: base, to: head });
     await expectMetricsOf(expected);

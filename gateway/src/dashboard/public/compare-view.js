@@ -2,6 +2,7 @@ import { api } from './api.js';
 import { h } from './dom.js';
 import { formatScore } from './lighthouse-result.js';
 import { cellCard, crumbs, dataTable, link, show } from './page.js';
+import { revisionLine } from './revision.js';
 
 // Two snapshots side by side, of one project or of two (a preview's against production's): their
 // medians' metrics, whether each difference is beyond run-to-run noise, and the audits and
@@ -36,17 +37,6 @@ function compareRequest(params) {
   };
 }
 
-/** " · branch main · commit 3f9c2a1 · pull request #12" (the commit's first 7 digits, all on hover), or nothing. */
-function revisionText(revision) {
-  if (!revision) return null;
-  const parts = [
-    revision.branch === undefined ? null : `branch ${revision.branch}`,
-    revision.commit === undefined ? null : `commit ${revision.commit.slice(0, 7)}`,
-    revision.pullRequest === undefined ? null : `pull request #${revision.pullRequest}`,
-  ].filter(Boolean);
-  return parts.length > 0 ? h('span', { class: 'revision', title: revision.commit }, ` · ${parts.join(' · ')}`) : null;
-}
-
 /** One side: which project, the snapshot's date (a link to it) and the code change it measured. */
 function sideLine(side, label, url, date, revision) {
   return h(
@@ -57,7 +47,8 @@ function sideLine(side, label, url, date, revision) {
     ' at ',
     h('a', { href: link('snapshot', { url, date }), class: 'side-date' }, date),
     ' UTC',
-    revisionText(revision),
+    // The code change as the other views show it, with the badge of a pull request's snapshot.
+    revision ? [' · ', revisionLine(revision, 'span')] : null,
   );
 }
 
