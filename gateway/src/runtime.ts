@@ -27,6 +27,9 @@ import {
 import { credentialTrust, type CredentialTrust } from './projects/credential-trust.ts';
 import { createSecretBox, type SecretBox } from './accounts/secret-box.ts';
 import { startWebhookSender } from './alerts/webhook-sender.ts';
+import { forgeFetch } from './forge/forge-fetch.ts';
+import { startForgeReporter } from './forge/forge-reporter.ts';
+import { heavyReadLimit } from './snapshots/heavy-reads.ts';
 import { createWebhookTargets, type WebhookTargets } from './alerts/webhook-targets.ts';
 import { createAsyncUpdates } from './updates/async-updates.ts';
 import { httpOptionsOf, webhookSenderOptionsOf, type GatewayConfig } from './config.ts';
@@ -85,6 +88,7 @@ export async function startGateway({
       // Queued updates this gateway took are finished and acknowledged, not dropped.
       await queue.stop();
       await background.webhooks.stop();
+      await background.forgeReports.stop();
       await background.fieldHistory?.stop();
       await transport.close();
       unsubscribe();
@@ -215,7 +219,7 @@ async function startQueue({
   return { queue, admission };
 }
 
-/** What runs on its own: the scheduler (and its sweeps), webhook deliveries, field history. */
+/** What runs on its own: the scheduler (and its sweeps), webhook deliveries, forge reports, field history. */
 function startBackgroundWork({
   store,
   logger,
@@ -259,7 +263,35 @@ function startBackgroundWork({
     ...webhookSenderOptionsOf(config),
     onAttempt: (outcome) => metrics.webhookAttempt(outcome),
   });
-  return { scheduler, webhooks, fieldHistory: startFieldHistoryIfKeyed({ store, logger, config }) };
+  const forgeReports = startForgeReports({ store, logger, config, targetGuard, secrets });
+  return { scheduler, webhooks, forgeReports, fieldHistory: startFieldHistoryIfKeyed({ store, logger, config }) };
+}
+
+/** Reports of previews measured for forge events, to their forges (forge-reporter.ts). */
+function startForgeReports({
+  store,
+  logger,
+  config,
+  targetGuard,
+  secrets,
+}: Wiring & { targetGuard: WebhookTargets; secrets: SecretBox }) {
+  return startForgeReporter(
+    {
+      store,
+      secrets,
+      // One stored result read at a time for reports, beside the API's own places.
+      reads: heavyReadLimit({ atOnce: 1 }),
+      publicUrl: config.PUBLIC_URL ?? `http://localhost:${config.PORT}`,
+      fetch: forgeFetch(targetGuard),
+      logger,
+      retry: {
+        firstMs: config.FORGE_REPORT_RETRY_FIRST_MS,
+        maxMs: config.FORGE_REPORT_RETRY_MAX_MS,
+        giveUpAfterMs: config.FORGE_REPORT_GIVE_UP_AFTER_MS,
+      },
+    },
+    config.FORGE_REPORT_POLL_MS,
+  );
 }
 
 /** With a CrUX key, projects get their field data of the weeks before they were added. */
