@@ -7,12 +7,11 @@ import {
   SECTIONS,
   UsageError,
   type CompareResult,
-  type Revision,
   type Section,
 } from '@perfwatch/common';
 import { COMMON_OPTIONS, oneOf, type ClientContext } from './client-command.ts';
 import { auditResultTable, compareTable, overviewTable } from './result-tables.ts';
-import { resultHeading } from './revision-flags.ts';
+import { resultHeading, revisionText } from './revision-flags.ts';
 
 const CELL_OPTIONS = {
   ...COMMON_OPTIONS,
@@ -95,16 +94,6 @@ export const compareCommand = defineCommand<ClientContext, typeof COMPARE_OPTION
     return EXIT.ok;
   },
 });
-
-/** "branch main, commit 3f9c2a1, pull request #12", or nothing. */
-function revisionText(revision: Revision | undefined): string {
-  const parts = [
-    revision?.branch === undefined ? null : `branch ${revision.branch}`,
-    revision?.commit === undefined ? null : `commit ${revision.commit}`,
-    revision?.pullRequest === undefined ? null : `pull request #${revision.pullRequest}`,
-  ].filter((part) => part !== null);
-  return parts.length > 0 ? ` (${parts.join(', ')})` : '';
-}
 
 /** Which project and code change each side is, when that is more than the table's heading says. */
 function compareSides(result: CompareResult): string {
