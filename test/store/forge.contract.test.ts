@@ -159,4 +159,28 @@ describeOnBothStores('forge', (store) => {
     expect(await store().findForgeEvent('r:unqueued')).toBeNull();
     expect((await store().findForgeEvent('r:2'))?.key).toBe('r:2');
   });
+
+  it("one claim per attempt: a claimed attempt is no one else's; a reported or retried event's old attempt is no one's", async () => {
+    const linked = await projectOf(store(), 'claims', 'https://claims.example/');
+    const at = (minute: number) => new Date(Date.UTC(2026, 10, 2, 12, minute));
+    await store().addForgeEvent(eventOf('c:1', linked.id, linked.id, 0));
+    await store().setForgeEventUpdate('c:1', 'update-c:1');
+    const first = (await store().findForgeEvent('c:1'))!;
+    const both = await Promise.all([
+      store().claimForgeEvent(first, at(1), at(6)),
+      store().claimForgeEvent(first, at(1), at(6)),
+    ]);
+    expect(both.filter(Boolean)).toHaveLength(1);
+    expect(await store().claimForgeEvent(first, at(5), at(10))).toBe(false);
+    // The attempt failed and is due again later: the next attempt is claimed once, the old one never.
+    await store().recordForgeReportFailure('c:1', 'HTTP 429', at(8));
+    const second = (await store().findForgeEvent('c:1'))!;
+    expect(second.reportAttempts).toBe(1);
+    expect(await store().claimForgeEvent(first, at(9), at(14))).toBe(false);
+    expect(await store().claimForgeEvent(second, at(9), at(14))).toBe(true);
+    expect(await store().claimForgeEvent(second, at(10), at(15))).toBe(false);
+    await store().markForgeEventReported('c:1', at(11));
+    expect(await store().claimForgeEvent({ ...second, reportAttempts: 2 }, at(20), at(25))).toBe(false);
+    expect(await store().claimForgeEvent({ key: 'c:unknown', reportAttempts: 0 }, at(20), at(25))).toBe(false);
+  });
 });

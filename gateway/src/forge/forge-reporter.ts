@@ -30,7 +30,11 @@ import type { ForgeEventRecord, ForgeLinkRecord, ForgeStore } from './store/forg
 export interface ForgeReporterDeps {
   store: Pick<
     ForgeStore,
-    'listUnreportedForgeEvents' | 'markForgeEventReported' | 'recordForgeReportFailure' | 'findForgeLink'
+    | 'listUnreportedForgeEvents'
+    | 'claimForgeEvent'
+    | 'markForgeEventReported'
+    | 'recordForgeReportFailure'
+    | 'findForgeLink'
   > &
     Pick<UpdatesStore, 'findUpdate'> &
     Pick<ProjectsStore, 'listProjects'> &
@@ -48,6 +52,8 @@ export interface ForgeReporterDeps {
 
 /** Events looked at per pass: each is a few forge requests. */
 const BATCH = 20;
+/** How long a claimed event is this gateway's to report: far beyond a report's few requests. */
+const CLAIM_MS = 5 * 60_000;
 
 /** Whether a report's failures are worth trying again (the forge busy or limiting), or final. */
 const retryable = (outcome: ForgeOutcome) => outcome.kind === 'rate-limited' || outcome.kind === 'unavailable';
@@ -133,6 +139,9 @@ async function reportEvent(
 ): Promise<'waiting' | ForgeOutcome[] | string> {
   const resolved = await resolveEvent(deps, event);
   if (resolved === null) return 'waiting';
+  const now = deps.now?.() ?? new Date();
+  // Claimed only once there is something to report, so a claim never delays a report.
+  if (!(await deps.store.claimForgeEvent(event, now, new Date(now.getTime() + CLAIM_MS)))) return 'waiting';
   if (typeof resolved === 'string') return resolved;
   const report = await changeReport(deps, resolved);
   const { link, linked } = resolved;

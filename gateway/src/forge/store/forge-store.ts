@@ -75,6 +75,12 @@ export interface ForgeStore {
   removeForgeEvent(key: string): Promise<void>;
   /** Events queued and not reported, due at `now`, the oldest first. */
   listUnreportedForgeEvents(limit: number, now?: Date): Promise<ForgeEventRecord[]>;
+  /**
+   * Takes the event's next attempt at reporting until `until` (its `reportAttempts` as listed):
+   * false when another gateway took that attempt first, or the event was reported or tried since.
+   * Two replicas never report one event at once, so its comment is never added twice.
+   */
+  claimForgeEvent(event: Pick<ForgeEventRecord, 'key' | 'reportAttempts'>, now: Date, until: Date): Promise<boolean>;
   markForgeEventReported(key: string, at: Date): Promise<void>;
   /** One more failed report: its error, and when to try again. */
   recordForgeReportFailure(key: string, error: string, nextAttemptAt: Date): Promise<void>;

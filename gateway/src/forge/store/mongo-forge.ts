@@ -1,7 +1,7 @@
 import { ObjectId, type Collection, type Db } from 'mongodb';
 import { z } from 'zod';
 import type { Forge } from '@perfwatch/common';
-import { duplicateOr, mongoForms, type MongoDatabase } from '../../store/mongo-database.ts';
+import { duplicateOr, isDuplicateKey, mongoForms, type MongoDatabase } from '../../store/mongo-database.ts';
 import {
   forgeRecords,
   MAX_REPORT_ERROR,
@@ -41,18 +41,21 @@ export const forgeIndexes = (db: Db) => [
   db.collection('forge_events').createIndex({ reportedAt: 1, receivedAt: 1 }),
 ];
 
-/** Forge links, preview marks and events in MongoDB: `forge_links`, `forge_previews`, `forge_events`. */
+/** Forge links, preview marks and events in MongoDB: `forge_links`, `forge_previews`, `forge_events`, `forge_claims`. */
 export class MongoForge implements ForgeStore {
   readonly #base: MongoDatabase;
   readonly #links: Collection<LinkDocument>;
   readonly #previews: Collection<{ _id: ObjectId; linkProjectId: ObjectId }>;
   readonly #events: Collection<EventDocument>;
+  /** One document per attempt at reporting an event (`<key>#<attempt>`): who may make it, until when. */
+  readonly #claims: Collection<{ _id: string; expiresAt: Date }>;
 
   constructor(base: MongoDatabase) {
     this.#base = base;
     this.#links = base.db.collection<LinkDocument>('forge_links');
     this.#previews = base.db.collection('forge_previews');
     this.#events = base.db.collection<EventDocument>('forge_events');
+    this.#claims = base.db.collection('forge_claims');
   }
 
   async setForgeLink({ projectId, userId, ...link }: ForgeLinkRecord): Promise<void> {
@@ -139,6 +142,28 @@ export class MongoForge implements ForgeStore {
     return this.#base.unreadable.parseEach('forge event', eventDoc, docs);
   }
 
+  async claimForgeEvent(
+    { key, reportAttempts }: Pick<ForgeEventRecord, 'key' | 'reportAttempts'>,
+    now: Date,
+    until: Date,
+  ): Promise<boolean> {
+    // An attempt is claimed by inserting its document: a unique _id is the one write every
+    // MongoDB-wire server makes atomic (two updateOne or findOneAndUpdate calls at once both
+    // matched on FerretDB; this slice's contract test saw it). A claim that ran out (its
+    // gateway died mid-report) is taken over by the update, atomic on MongoDB.
+    try {
+      await this.#claims.updateOne(
+        { _id: `${key}#${reportAttempts}`, expiresAt: { $lt: now } },
+        { $set: { expiresAt: until } },
+        { upsert: true },
+      );
+    } catch (error) {
+      if (isDuplicateKey(error)) return false;
+      throw error;
+    }
+    return (await this.#events.countDocuments({ _id: key, reportedAt: null, reportAttempts }, { limit: 1 })) === 1;
+  }
+
   async markForgeEventReported(key: string, at: Date): Promise<void> {
     await this.#events.updateOne({ _id: key }, { $set: { reportedAt: at, nextAttemptAt: null } });
   }
@@ -151,6 +176,7 @@ export class MongoForge implements ForgeStore {
   }
 
   async deleteForgeEventsBefore(before: Date): Promise<number> {
+    await this.#claims.deleteMany({ expiresAt: { $lt: before } });
     return (await this.#events.deleteMany({ receivedAt: { $lt: before } })).deletedCount;
   }
 }

@@ -127,6 +127,25 @@ export class SqliteForge implements ForgeStore {
     return this.#db.unreadable.parseEach('forge event', eventRow, rows);
   }
 
+  async claimForgeEvent(
+    { key, reportAttempts }: Pick<ForgeEventRecord, 'key' | 'reportAttempts'>,
+    now: Date,
+    until: Date,
+  ): Promise<boolean> {
+    // One statement: SQLite runs it alone, so two claims at once cannot both match.
+    return (
+      this.#db.changes(
+        `UPDATE forge_events SET next_attempt_at = ?
+           WHERE key = ? AND report_attempts = ? AND reported_at IS NULL
+             AND (next_attempt_at IS NULL OR next_attempt_at <= ?)`,
+        until.getTime(),
+        key,
+        reportAttempts,
+        now.getTime(),
+      ) === 1
+    );
+  }
+
   async markForgeEventReported(key: string, at: Date): Promise<void> {
     this.#db.run('UPDATE forge_events SET reported_at = ?, next_attempt_at = NULL WHERE key = ?', at.getTime(), key);
   }
