@@ -9,7 +9,7 @@ import { z } from 'zod';
 /** A git object name: SHA-1 (40 hex digits) or SHA-256 (64), or an abbreviation of at least 7. */
 export const COMMIT_PATTERN = /^[0-9a-f]{7,64}$/;
 /** Longer branch names than git hosts allow are refused rather than cut. */
-export const MAX_BRANCH_LENGTH = 255;
+const MAX_BRANCH_LENGTH = 255;
 /** Pull and merge request numbers are positive 32-bit integers on every forge perfwatch reports to. */
 export const MAX_PULL_REQUEST = 2_147_483_647;
 

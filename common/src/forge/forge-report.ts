@@ -36,11 +36,7 @@ const METRIC_LABEL: Record<CompareCell['metrics'][number]['metric'], string> = {
 };
 
 /** A metric's value as people read it: scores whole, timings in ms or s, CLS to three places. */
-export function metricText(
-  metric: CompareCell['metrics'][number]['metric'],
-  value: number | null,
-  signed = false,
-): string {
+function metricText(metric: CompareCell['metrics'][number]['metric'], value: number | null, signed = false): string {
   if (value === null) return '–';
   const sign = signed && value > 0 ? '+' : signed && value < 0 ? '−' : '';
   const v = signed ? Math.abs(value) : value;

@@ -1,10 +1,8 @@
 export * from './forge-client.ts';
 export * from './forge-errors.ts';
-export { githubClient } from './github-client.ts';
-export { gitlabClient } from './gitlab-client.ts';
-export { ciChangeOf, type CiChange, type ReadText } from './ci-environment.ts';
+export { ciChangeOf, type CiChange } from './ci-environment.ts';
 export { commitStatuses, reportComment, reportMarker, type ChangeReport } from './forge-report.ts';
-export { reportToForge, type ForgeDelivery, type ForgeOutcome } from './report-to-forge.ts';
+export { reportToForge, type ForgeOutcome } from './report-to-forge.ts';
 export type { Fetch } from './forge-request.ts';
 
 import type { ForgeClient, ForgeTarget } from './forge-client.ts';

@@ -171,7 +171,7 @@ async function reportEvent(
  * limits or does not answer is tried again later (its Retry-After, else doubling), until the
  * retry policy gives up; a refusal for any other reason is final and kept as the event's error.
  */
-export async function reportDueForgeEvents(deps: ForgeReporterDeps): Promise<number> {
+async function reportDueForgeEvents(deps: ForgeReporterDeps): Promise<number> {
   const now = deps.now ?? (() => new Date());
   const events = await deps.store.listUnreportedForgeEvents(BATCH, now());
   let reported = 0;

@@ -4,7 +4,7 @@ import { h } from './dom.js';
 // /v1/audit's cells, /v1/updates' entries and /v1/overview's records: absent when none was given.
 
 /** A commit as people read it: its first 7 digits. */
-export const shortCommit = (commit) => commit.slice(0, 7);
+const shortCommit = (commit) => commit.slice(0, 7);
 
 /** "branch main · commit 3f9c2a1 · pull request #12" (`commitOf` the commit as shown), or '' without a revision. */
 export function revisionText(revision, commitOf = shortCommit) {
@@ -19,7 +19,7 @@ export function revisionText(revision, commitOf = shortCommit) {
 }
 
 /** The badge of a snapshot measured from a pull (or merge) request; null otherwise. */
-export function pullRequestBadge(revision) {
+function pullRequestBadge(revision) {
   if (revision?.pullRequest === undefined) return null;
   return h(
     'span',
