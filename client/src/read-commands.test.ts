@@ -6,7 +6,7 @@ const SHOP = 'https://shop.example/';
 const PREVIEW = 'https://pr-12.preview.shop.example/';
 
 /** `perfwatch …` against a gateway that answers every request with `answer`; what it was asked and printed. */
-async function perfwatch(answer: CompareResult, ...argv: string[]) {
+async function perfwatch(answer: unknown, ...argv: string[]) {
   const bodies: unknown[] = [];
   let out = '';
   let err = '';
@@ -93,5 +93,29 @@ describe('perfwatch compare', () => {
       expect(run.bodies).toEqual([]);
       expect(run.err).toMatch(/^perfwatch compare: compare (needs --from and --to|takes)/);
     }
+  });
+});
+
+describe('perfwatch overview', () => {
+  it("filters by one code change with update's flags, checked the same way", async () => {
+    const run = await perfwatch(
+      [],
+      'overview',
+      '--from',
+      '2026-11-01',
+      '--to',
+      '2026-11-30',
+      '--commit',
+      'ABCDEF0',
+      '--pull-request',
+      '12',
+    );
+    expect(run).toMatchObject({ code: 0, err: '' });
+    expect(run.bodies).toEqual([
+      { dateRange: { startDate: '2026-11-01', endDate: '2026-11-30' }, commit: 'abcdef0', pullRequest: 12 },
+    ]);
+    const bad = await perfwatch([], 'overview', '--from', '2026-11-01', '--to', '2026-11-30', '--branch', 'a..b');
+    expect(bad.code).toBe(2);
+    expect(bad.bodies).toEqual([]);
   });
 });

@@ -11,7 +11,7 @@ import {
 } from '@perfwatch/common';
 import { COMMON_OPTIONS, oneOf, type ClientContext } from './client-command.ts';
 import { auditResultTable, compareTable, overviewTable } from './result-tables.ts';
-import { resultHeading, revisionText } from './revision-flags.ts';
+import { REVISION_OPTIONS, resultHeading, revisionOfFlags, revisionText } from './revision-flags.ts';
 
 const CELL_OPTIONS = {
   ...COMMON_OPTIONS,
@@ -35,6 +35,7 @@ const OVERVIEW_OPTIONS = {
   domain: { type: 'string' },
   section: { type: 'string', multiple: true, default: [] },
   'update-type': { type: 'string' },
+  ...REVISION_OPTIONS,
 } satisfies ParseArgsOptionsConfig;
 
 /** `--location a,b` as the API takes it (not given: every location). */
@@ -106,7 +107,10 @@ function compareSides(result: CompareResult): string {
 }
 
 export const overviewCommand = defineCommand<ClientContext, typeof OVERVIEW_OPTIONS>({
-  synopsis: ['--from yyyy-MM-dd --to yyyy-MM-dd [--domain D] [--section S]... [--update-type T] [--json]'],
+  synopsis: [
+    '--from yyyy-MM-dd --to yyyy-MM-dd [--domain D] [--section S]... [--update-type T]\n' +
+      '                            [--commit SHA] [--branch NAME] [--pull-request N] [--json]',
+  ],
   summary: ['KPI records over a date range'],
   options: OVERVIEW_OPTIONS,
   args: { count: 0, refused: 'overview takes no URL; filter with --domain' },
@@ -121,6 +125,8 @@ export const overviewCommand = defineCommand<ClientContext, typeof OVERVIEW_OPTI
         values.section.length > 0
           ? values.section.map((s) => oneOf(s.toLowerCase(), SECTIONS, 'section') as Section)
           : undefined,
+      // The snapshots of one code change: the same flags and checks as `perfwatch update`.
+      ...revisionOfFlags(values),
     });
     io.out.write(
       values.json ? `${JSON.stringify(records)}\n` : `${overviewTable(records)}\n${records.length} record(s)\n`,
