@@ -76,7 +76,8 @@ async function resolveEvent(deps: ForgeReporterDeps, event: ForgeEventRecord): P
 }
 
 /** The preview's snapshot beside the linked project's latest not from a pull request. */
-async function changeReport(deps: ForgeReporterDeps, { linked, preview, update }: Resolved): Promise<ChangeReport> {
+async function changeReport(deps: ForgeReporterDeps, resolved: Resolved): Promise<ChangeReport> {
+  const { linked, preview, update } = resolved;
   const date = update.date ? formatApiDateTime(update.date) : formatApiDateTime(update.updatedAt);
   const base = { url: preview.url, baseUrl: linked.url };
   const link = (from: string) => (cell?: Parameters<ChangeReport['link']>[0]) =>
@@ -104,6 +105,7 @@ async function changeReport(deps: ForgeReporterDeps, { linked, preview, update }
     from: 'latest',
     to: snapshot.date,
     filter: {},
+    baseBranch: resolved.link.defaultBranch,
   });
   const comparison: ChangeReport['comparison'] = sides.found
     ? {

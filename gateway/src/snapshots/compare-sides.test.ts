@@ -74,6 +74,19 @@ describe('findSides', () => {
     expect(await datesOf(store, { base: project('base'), from: at(9), to: at(1) })).toEqual([at(9), at(1)]);
   });
 
+  it("with a base branch (the forge reporter's default branch), other branches' snapshots are skipped too", async () => {
+    const store = storeOf({
+      head: [snapshot(8, { revision: { pullRequest: 7 } })],
+      base: [
+        snapshot(2, { revision: { branch: 'main' } }),
+        snapshot(3),
+        snapshot(4, { revision: { branch: 'release-2' } }),
+      ],
+    });
+    expect(await datesOf(store, { base: project('base'), baseBranch: 'main' })).toEqual([at(3), at(8)]);
+    expect(await datesOf(store, { base: project('base') })).toEqual([at(4), at(8)]);
+  });
+
   it('walks back page by page past pull requests, and only to snapshots with a cell asked for', async () => {
     const many = Array.from({ length: 250 }, (_, i) =>
       snapshot(i + 10, i < 5 ? {} : { revision: { pullRequest: 1 }, cells: [['desktop', 'tokyo']] }),

@@ -17,6 +17,12 @@ export interface ComparedSides {
   from: SideDate;
   to: SideDate;
   filter: SnapshotFilter;
+  /**
+   * The base side's `latest` skips snapshots of any other branch too (those that name one: a
+   * scheduled snapshot names none and counts as the default branch's). The forge reporter
+   * gives the link's default branch; `/v1/compare` gives none.
+   */
+  baseBranch?: string;
 }
 
 export type FoundSides =
@@ -68,7 +74,11 @@ export async function findSides(store: SidesStore, sides: ComparedSides): Promis
       ? await newestDate(store, base.id, {
           filter,
           before: same ? (toDate ?? undefined) : undefined,
-          skip: fromPullRequest,
+          skip: (s) =>
+            fromPullRequest(s) ||
+            (sides.baseBranch !== undefined &&
+              s.revision?.branch !== undefined &&
+              s.revision.branch !== sides.baseBranch),
         })
       : sides.from;
   const [from, to] = await Promise.all([
