@@ -8,6 +8,33 @@ const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
 
 export type Fetch = typeof fetch;
 
+/**
+ * An answer's body as text, read as it streams in and given up (null) past `maxBytes`: a forge
+ * is a user's input (a link's API URL), and one that streams without end must not fill memory.
+ */
+export async function boundedText(response: Response, maxBytes: number): Promise<string | null> {
+  const declared = Number(response.headers.get('content-length'));
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    await response.body?.cancel();
+    return null;
+  }
+  if (!response.body) return '';
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel();
+      return null;
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 export interface ForgeRequest<T> {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT';
   url: string;
@@ -47,14 +74,12 @@ export async function forgeRequest<T>(
     await response.body?.cancel();
     return { value: undefined as T, headers: response.headers };
   }
-  const length = Number(response.headers.get('content-length'));
-  if (Number.isFinite(length) && length > MAX_ANSWER_BYTES) {
-    await response.body?.cancel();
-    throw new ForgeError('rejected', `${request.what}: an answer of ${length} bytes is more than perfwatch reads`);
-  }
-  const text = await response.text();
-  if (text.length > MAX_ANSWER_BYTES)
-    throw new ForgeError('rejected', `${request.what}: an answer of ${text.length} bytes is more than perfwatch reads`);
+  const text = await boundedText(response, MAX_ANSWER_BYTES);
+  if (text === null)
+    throw new ForgeError(
+      'rejected',
+      `${request.what}: an answer of more than ${MAX_ANSWER_BYTES} bytes, more than perfwatch reads`,
+    );
   let json: unknown;
   try {
     json = JSON.parse(text);

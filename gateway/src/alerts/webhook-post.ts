@@ -19,7 +19,7 @@ function beforeDeadline<T>(work: Promise<T>, deadline: AbortSignal): Promise<T> 
 }
 
 /** A lookup that answers every name with the one address the rules approved. */
-function pinnedLookup(approved: { address: string; family: 4 | 6 }): LookupFunction {
+export function pinnedLookup(approved: { address: string; family: 4 | 6 }): LookupFunction {
   return (_host, options, callback) => {
     if (options.all)
       (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [approved]);
