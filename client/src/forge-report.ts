@@ -99,7 +99,7 @@ export async function sendForgeReport(
     pullRequest: change.pullRequest,
     statuses: commitStatuses(report),
     comment: reportComment(report),
-    marker: reportMarker(url),
+    marker: reportMarker(baseUrl),
   });
   for (const outcome of outcomes) io.err.write(`${outcomeLine(change.target.forge, outcome)}\n`);
   return outcomes;

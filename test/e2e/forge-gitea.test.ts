@@ -115,7 +115,7 @@ async function statusesOf(sha: string) {
 }
 
 const ownComments = async () =>
-  (await gitea.comments(REPO, pull)).filter((c) => c.body.includes(reportMarker(previewUrl)));
+  (await gitea.comments(REPO, pull)).filter((c) => c.body.includes(reportMarker(productionUrl)));
 
 beforeAll(async () => {
   gitea = await startGitea();

@@ -181,7 +181,7 @@ describe.each([
     await addProject(url);
     runs.push(await reportRun({ forge, pull }, FAILS_ON_MOBILE));
     expect(standIn.invalidRequests()).toEqual([]);
-    firstCommentId = standIn.comments(pull).find((c) => c.body.startsWith(reportMarker(url)))?.id;
+    firstCommentId = standIn.comments(pull).find((c) => c.body.startsWith(reportMarker(BASE)))?.id;
     // Snapshots are told apart by the second: the second run's is a new one.
     await new Promise((resolve) => setTimeout(resolve, 1_100));
     runs.push(await reportRun({ forge, pull }, FAILS_ON_MOBILE));
@@ -233,7 +233,7 @@ describe.each([
     const comments = standIns[forge].comments(pull);
     expect(comments).toHaveLength(2);
     expect(comments[0]!.body).toBe('Someone else: looks good to me once the numbers are in.');
-    const own = comments.filter((c) => c.body.includes(reportMarker(url)));
+    const own = comments.filter((c) => c.body.includes(reportMarker(BASE)));
     expect(own).toHaveLength(1);
     expect(own[0]!.id).toBe(firstCommentId);
     expect(runs[0]!.err).toContain(`comment on #${pull} added`);
@@ -324,7 +324,7 @@ describe('every documented error answer, and the rate limit, of every operation'
       const step = STEP_OF[operationId]!;
       const head = shaOf(pull, '0');
       standIn.seedPullRequest({ number: pull, commits: [head], head: `preview-${pull}` });
-      if (EDITS.has(operationId)) standIn.seedComments(pull, [`${reportMarker(url)}\nthe report of an earlier run`]);
+      if (EDITS.has(operationId)) standIn.seedComments(pull, [`${reportMarker(BASE)}\nthe report of an earlier run`]);
       await addProject(url);
       standIn.failNext(operationId, kind);
       const sentBefore = standIn.requests.length;

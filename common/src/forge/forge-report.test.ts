@@ -62,6 +62,7 @@ const compared: CompareResult = {
 
 const report = (overrides: Partial<ChangeReport> = {}): ChangeReport => ({
   url: 'https://pr-7.preview.example/',
+  baseUrl: 'https://shop.example/',
   date: '2026-11-26T10:05:12',
   result,
   budgets: {
@@ -116,7 +117,8 @@ describe('the report on a change', () => {
 
   it('the comment: marker first, base against head with p-values, budgets, runs and the link', () => {
     const comment = reportComment(report());
-    expect(comment.startsWith(reportMarker('https://pr-7.preview.example/'))).toBe(true);
+    // Named by the page previewed, not the preview: a preview's host may change with every push.
+    expect(comment.startsWith(reportMarker('https://shop.example/'))).toBe(true);
     expect(comment).toContain('budgets failed ❌');
     expect(comment).toContain('Base: https://shop.example/ at 2026-11-26T09:00:00 UTC');
     expect(comment).toContain('| mobile · frankfurt | Performance | 92 | 71 | −21 | **0.008** |');

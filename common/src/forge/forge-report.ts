@@ -9,6 +9,11 @@ import { MAX_STATUS_DESCRIPTION, type CommitStatus, type StatusState } from './f
 export interface ChangeReport {
   /** The URL measured (the head side). */
   url: string;
+  /**
+   * The page it is held against (the base side), which names the comment: a preview's URL may
+   * change with every push (a host per commit), the page it previews does not.
+   */
+  baseUrl: string;
   /** The head snapshot's date, as the API writes it. */
   date: string;
   result: AuditResult;
@@ -20,9 +25,9 @@ export interface ChangeReport {
   link: (cell?: { device: Device; location: Location }) => string;
 }
 
-/** Finds perfwatch's own comment again: one per URL measured, hidden in the rendered comment. */
-export function reportMarker(url: string): string {
-  return `<!-- perfwatch-report ${encodeURIComponent(url)} -->`;
+/** Finds perfwatch's own comment again: one per base page, hidden in the rendered comment. */
+export function reportMarker(baseUrl: string): string {
+  return `<!-- perfwatch-report ${encodeURIComponent(baseUrl)} -->`;
 }
 
 const METRIC_LABEL: Record<CompareCell['metrics'][number]['metric'], string> = {
@@ -157,7 +162,7 @@ export function reportComment(report: ChangeReport): string {
   const cells = cellsOf(report);
   const pass = report.budgets.pass && (report.result.missing ?? []).length === 0;
   const lines = [
-    reportMarker(report.url),
+    reportMarker(report.baseUrl),
     `### perfwatch: ${md(report.url)} — ${pass ? 'budgets passed ✅' : 'budgets failed ❌'}`,
     '',
     `Head: ${report.date} UTC${revisionText(report.revision)}  `,

@@ -80,8 +80,10 @@ async function changeReport(deps: ForgeReporterDeps, resolved: Resolved): Promis
   const { linked, preview, update } = resolved;
   const date = update.date ? formatApiDateTime(update.date) : formatApiDateTime(update.updatedAt);
   const base = { url: preview.url, baseUrl: linked.url };
-  const link = (from: string) => (cell?: Parameters<ChangeReport['link']>[0]) =>
-    compareViewLink(deps.publicUrl, { ...base, from, to: date, ...cell });
+  const link =
+    (from: string, to: string = date) =>
+    (cell?: Parameters<ChangeReport['link']>[0]) =>
+      compareViewLink(deps.publicUrl, { ...base, from, to, ...cell });
   const snapshot = update.date ? await deps.store.findSnapshotCells(preview.id, update.date, {}) : null;
   if (!snapshot) {
     const reason = update.reason ?? 'the update stored no snapshot';
@@ -89,13 +91,14 @@ async function changeReport(deps: ForgeReporterDeps, resolved: Resolved): Promis
       update.locations.map((location) => ({ device, location, reason })),
     );
     return {
-      url: preview.url,
+      ...base,
       date,
       result: { missing },
       budgets: { pass: false, cells: [] },
       comparison: { unavailable: `the preview was not measured: ${reason}` },
       revision: update.revision,
-      link: link('latest'),
+      // No snapshot at this date: the link shows the preview's latest beside the base's.
+      link: link('latest', 'latest'),
     };
   }
   const result = auditSummaryOf(snapshot, preview);
@@ -124,7 +127,7 @@ async function changeReport(deps: ForgeReporterDeps, resolved: Resolved): Promis
     : { unavailable: sides.errors.join('; ') || sides.message };
   const from = 'compared' in comparison ? comparison.compared.from : 'latest';
   return {
-    url: preview.url,
+    ...base,
     date,
     result,
     budgets: storedChecksReport(result),
@@ -163,7 +166,7 @@ async function reportEvent(
     pullRequest: event.revision.pullRequest,
     statuses: commitStatuses(report),
     comment: reportComment(report),
-    marker: reportMarker(report.url),
+    marker: reportMarker(report.baseUrl),
   });
 }
 
