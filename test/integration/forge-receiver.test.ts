@@ -163,6 +163,23 @@ describe('POST /v1/forge-events/{forge}', () => {
     expect(await store.findForgeEvent(`github:1001@${linked.id}`)).toBeNull();
   });
 
+  it("events of repositories nobody linked here are refused without counting against the forge's address", async () => {
+    // More than AUTH_FAILURES_PER_MINUTE (30) of them: an organisation's webhook, another
+    // tenant's repository. Counted, they would shut every tenant's deliveries out for a minute.
+    for (let i = 0; i < 40; i += 1) {
+      const body = JSON.stringify({ deployment_status: { id: 5000 + i }, repository: { full_name: 'Other/Unlinked' } });
+      const refused = await deliver('github', body, {
+        'X-GitHub-Event': 'deployment_status',
+        'X-Hub-Signature-256': `sha256=${hmac(OTHER_SECRET, body)}`,
+      });
+      expect(refused.status).toBe(401);
+    }
+    const { body, headers } = githubDelivery(1002, 'http://127.0.0.1:4999', 'pending');
+    expect((await deliver('github', body, headers)).status).toBe(202);
+    // The API's own count of failed tokens is another one.
+    expect((await call('/v1/projects', { headers: { Authorization: 'pw_wrong' } })).status).toBe(401);
+  });
+
   it('queues one ci update of the preview with its revision; a redelivery is a duplicate and queues nothing', async () => {
     const { body, headers } = githubDelivery(1002, 'http://127.0.0.1:4999/base/');
     const first = await deliver('github', body, headers);

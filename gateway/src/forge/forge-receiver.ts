@@ -87,7 +87,10 @@ async function verifiedLink(
     const project = (await store.listProjects(link.userId)).find((p) => p.id === link.projectId);
     if (project && signedFor(secrets, forge, link, project, body, proof, logger)) return { link, project, payload };
   }
-  await failed?.(req);
+  // Only a wrong signature for a repository linked here is a guess worth slowing down: events
+  // of repositories nobody linked (an organisation's webhook, another tenant's) are refused
+  // without counting, or they would lock every tenant's deliveries out of the forge's addresses.
+  if (candidates.length > 0) await failed?.(req);
   // The proof's value is never logged: it is the secret itself for GitLab.
   logger.warn(
     {

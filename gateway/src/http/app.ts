@@ -178,8 +178,33 @@ function apiRouter({
     secrets,
     credentialTrust,
   };
-  // Forges send no API token: their signature admits an event, and one that does not verify
-  // counts as a failed authentication of its address (forge-receiver.ts).
+  mountForgeEvents(v1, { store, secrets, logger, targetGuard, startAsync, authFailuresPerMinute });
+  for (const { contract, limit, route } of Object.values(GATEWAY_ENDPOINTS))
+    v1.all(expressPath(contract.path), onlyMethods(contract.methods), ...checks, limits[limit], route(routeDeps));
+  return v1;
+}
+
+/**
+ * `/v1/forge-events/{forge}`. Forges send no API token: their signature admits an event. One
+ * that does not verify for a repository linked here counts against its address, in a count of
+ * its own: a forge delivers every tenant's events from the same few addresses, which must not
+ * share the API's count.
+ */
+function mountForgeEvents(
+  v1: Router,
+  {
+    store,
+    secrets,
+    logger,
+    targetGuard,
+    startAsync,
+    authFailuresPerMinute,
+  }: Pick<AppDeps, 'store' | 'logger' | 'startAsync' | 'authFailuresPerMinute'> & {
+    secrets: NonNullable<AppDeps['secrets']>;
+    targetGuard: NonNullable<AppDeps['targetGuard']>;
+  },
+): void {
+  const failedAuth = failedAuthGuard(authFailuresPerMinute);
   const forgeEvents = forgeReceiver({
     store,
     secrets,
@@ -189,9 +214,6 @@ function apiRouter({
     failed: failedAuth.failed,
   });
   v1.all('/forge-events/:forge', onlyMethods(['POST']), acceptsJson, failedAuth.check, ...forgeEvents);
-  for (const { contract, limit, route } of Object.values(GATEWAY_ENDPOINTS))
-    v1.all(expressPath(contract.path), onlyMethods(contract.methods), ...checks, limits[limit], route(routeDeps));
-  return v1;
 }
 
 /** `/v1/updates/{id}` as the /v1 router matches it: `/updates/:id`. */
