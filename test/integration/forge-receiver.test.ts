@@ -338,6 +338,30 @@ describe('POST /v1/forge-events/{forge}', () => {
     expect((await deliver('bitbucket', {}, {})).status).toBe(404);
   });
 
+  it('measures the redelivery of an event its first gateway stored but never queued (it stopped between)', async () => {
+    expect(
+      (await link({ forge: 'github', repository: 'Acme/Shop', token: GITHUB_TOKEN, webhookSecret: GITHUB_SECRET }))
+        .status,
+    ).toBe(200);
+    const preview = (await store.findProject(linked.userId, 'http://127.0.0.1:4999/base/cart?step=1'))!;
+    const key = `github:1500@${linked.id}`;
+    await store.addForgeEvent({
+      key,
+      forge: 'github',
+      linkProjectId: linked.id,
+      previewProjectId: preview.id,
+      previewUrl: preview.url,
+      revision: { commit: SHA },
+      receivedAt: new Date(Date.now() - 120_000),
+    });
+    const { body, headers } = githubDelivery(1500, 'http://127.0.0.1:4999/base/');
+    const redelivered = await deliver('github', body, headers);
+    expect(redelivered.status).toBe(200);
+    const answer = forgeEventAnswerSchema.parse(redelivered.body);
+    expect(answer).toEqual({ ok: 1, id: expect.any(String), previewUrl: preview.url });
+    expect((await store.findForgeEvent(key))?.updateId).toBe((answer as { id: string }).id);
+  });
+
   it('removes the link; no answer or log line ever held a secret', async () => {
     const removed = await call(`/v1/projects/repository?url=${encodeURIComponent(SHOP)}`, {
       method: 'DELETE',

@@ -82,6 +82,15 @@ describe('a verified event', () => {
       ignored: 'deployment state pending is not success',
     });
     expect(readForgeEvent('github', 'push', {})).toEqual({ ignored: 'event push is not deployment_status' });
+    // target_url is the deployment's log (a CI or GitHub page), never the preview: no origin, so
+    // the link's template (if any) makes one.
+    const logOnly = githubDeploymentStatus('success');
+    logOnly.deployment_status = {
+      ...logOnly.deployment_status,
+      environment_url: '',
+      target_url: 'https://github.com/acme/shop/actions/runs/123',
+    };
+    expect(readForgeEvent('github', 'deployment_status', logOnly)).toMatchObject({ preview: { origin: null } });
     const bad = readForgeEvent('github', 'deployment_status', { deployment_status: { id: 1, state: 'success' } });
     expect(bad).toEqual({ ignored: expect.stringMatching(/^not a deployment_status event this receiver can read/) });
   });

@@ -104,7 +104,9 @@ function readGithub(event: string | undefined, payload: unknown): ReadEvent {
   return {
     preview: {
       key: `github:${status.id}`,
-      origin: status.environment_url || status.target_url || null,
+      // environment_url only: target_url (log_url) is where the deployment's log is, a page of
+      // the CI or of GitHub itself, not the preview.
+      origin: status.environment_url || null,
       revision: { commit: deployment.sha.toLowerCase(), ...(branch ? { branch } : {}) },
     },
   };

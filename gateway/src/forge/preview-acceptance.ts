@@ -51,7 +51,9 @@ export async function acceptPreview(
   // Per linked project: each project linked to the repository has its own webhook, so its own delivery.
   const key = `${event.key}@${project.id}`;
   const seen = await store.findForgeEvent(key);
-  if (seen) return duplicate(deps, key);
+  const now = deps.now?.() ?? new Date();
+  if (seen && abandoned(seen, now)) await store.removeForgeEvent(key);
+  else if (seen) return duplicate(deps, key);
   const page = previewPage(link, project, event);
   if ('ignored' in page) return page;
   await refuseUnreachable(deps.targets, page.url);
@@ -64,7 +66,7 @@ export async function acceptPreview(
       previewProjectId: preview.id,
       previewUrl: page.url,
       revision: event.revision,
-      receivedAt: deps.now?.() ?? new Date(),
+      receivedAt: now,
     });
   } catch (error) {
     if (error instanceof DuplicateError) return duplicate(deps, key);
@@ -87,6 +89,15 @@ export async function acceptPreview(
   await store.setForgeEventUpdate(key, id);
   return { ok: 1, id, previewUrl: page.url };
 }
+
+/**
+ * An event stored and never given its update: the gateway that took it stopped (or lost its
+ * database) between the two writes. Its forge's redelivery is then measured as a new event
+ * rather than answered 503 for ever. Queueing takes milliseconds; a minute is far past it.
+ */
+const ABANDONED_AFTER_MS = 60_000;
+const abandoned = (event: { updateId: string | null; receivedAt: Date }, now: Date) =>
+  event.updateId === null && now.getTime() - event.receivedAt.getTime() > ABANDONED_AFTER_MS;
 
 /** The page to measure: the event's URL (or the link's template) with the linked project's path and query. */
 function previewPage(
