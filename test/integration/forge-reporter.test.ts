@@ -27,7 +27,8 @@ import { isolatedNats, silentLogger, testStore } from '../support/test-services.
 // results, and stand-ins of GitHub's and GitLab's APIs that answer only requests valid under their
 // published OpenAPI documents. Production is measured first; then a signed deployment event names
 // a preview, the gateway measures it and reports to the forge by itself: a status per cell on the
-// deployed commit and one comment on the pull (merge) request it looks the commit up in.
+// deployed commit and one comment on the pull (merge) request it looks the commit up in, found again
+// by its marker (named by production's page) and edited by later deployments, even at a new host.
 //
 // The stand-ins' rate limits say to wait as the forges do (GitHub: an hour, GitLab: a minute).
 // The reporter is asked through a relay that passes every request and answer on unchanged, but
@@ -106,8 +107,10 @@ interface Relayed {
 }
 
 /** The relay in front of a stand-in: what it passed on, and its URL. */
-async function startRelay(target: string): Promise<{ origin: string; seen: Relayed[]; close(): Promise<void> }> {
+async function startRelay(target: string) {
   const seen: Relayed[] = [];
+  /** Whether a rate limit's wait is shortened; when not, the forge's own answer passes as it is. */
+  const shortens = { wait: true };
   const server: Server = createServer((req, res) => {
     void (async () => {
       let body = '';
@@ -128,7 +131,9 @@ async function startRelay(target: string): Promise<{ origin: string; seen: Relay
         [...answer.headers].filter(([name]) => !['content-length', 'transfer-encoding', 'connection'].includes(name)),
       );
       const record: Relayed = { at, method: req.method ?? 'GET', path: req.url ?? '/', status: answer.status };
-      if (answer.headers.get('x-ratelimit-remaining') === '0') {
+      if (!shortens.wait) {
+        // the forge's own wait
+      } else if (answer.headers.get('x-ratelimit-remaining') === '0') {
         // GitHub: the epoch second the limit resets at, one to two seconds from now.
         const reset = Math.floor(Date.now() / 1000) + 2;
         out['x-ratelimit-reset'] = String(reset);
@@ -149,7 +154,8 @@ async function startRelay(target: string): Promise<{ origin: string; seen: Relay
   return {
     origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     seen,
-    async close() {
+    shortens,
+    async close(): Promise<void> {
       server.close();
       server.closeAllConnections();
       await once(server, 'close');
@@ -176,6 +182,8 @@ const hmac = (secret: string, body: string) => createHmac('sha256', secret).upda
 interface Deployment {
   id: number;
   sha: string;
+  /** The preview's origin when not the forge case's own: a host per push, as Vercel deploys. */
+  origin?: string;
 }
 
 interface ForgeCase {
@@ -187,6 +195,9 @@ interface ForgeCase {
   statusOperation: string;
   editOperation: string;
   lookupOperation: string;
+  /** How long the stand-in's rate limit says to wait, as the forge does, and its words. */
+  rateLimitSeconds: number;
+  rateLimited: string;
   refusal: string;
 }
 
@@ -200,6 +211,8 @@ const CASES: ForgeCase[] = [
     statusOperation: 'repos/create-commit-status',
     editOperation: 'issues/update-comment',
     lookupOperation: 'repos/list-pull-requests-associated-with-commit',
+    rateLimitSeconds: 3600,
+    rateLimited: '403 API rate limit exceeded',
     refusal: '422 Validation Failed',
   },
   {
@@ -211,6 +224,8 @@ const CASES: ForgeCase[] = [
     statusOperation: 'postApiV4ProjectsIdStatusesSha',
     editOperation: 'putApiV4ProjectsIdMergeRequestsNoteableIdNotesNoteId',
     lookupOperation: 'getApiV4ProjectsIdRepositoryCommitsShaMergeRequests',
+    rateLimitSeconds: 60,
+    rateLimited: '429 Retry later',
     refusal: '400 body is invalid',
   },
 ];
@@ -269,6 +284,8 @@ describe.each(CASES)('$forge: a deployment measured and reported by the gateway'
     // Production from main, measured before any preview.
     await client.update({ url: c.production, branch: 'main', commit: 'f'.repeat(40) });
     standIn.seedPullRequest(pullRequest);
+    // An earlier pull request of the same commits, closed: the forge lists it too, and it gets nothing.
+    standIn.seedPullRequest({ number: c.pull + 100, commits: pullRequest.commits, state: 'closed' });
     const view = await client.linkRepository({
       url: c.production,
       forge: c.forge,
@@ -286,7 +303,7 @@ describe.each(CASES)('$forge: a deployment measured and reported by the gateway'
   });
 
   async function deliver(deployment: Deployment) {
-    const { body, headers } = delivery(c.forge, secret, c.previewOrigin, deployment);
+    const { body, headers } = delivery(c.forge, secret, deployment.origin ?? c.previewOrigin, deployment);
     const res = await fetch(`${runtime.http.url}/v1/forge-events/${c.forge}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', ...headers },
@@ -301,7 +318,8 @@ describe.each(CASES)('$forge: a deployment measured and reported by the gateway'
     await sleep(1000 - (Date.now() % 1000) + 10);
     pullRequest.commits.push(deployment.sha);
     const answer = await deliver(deployment);
-    expect(answer).toEqual({ status: 200, body: { ok: 1, id: expect.any(String), previewUrl: preview } });
+    const previewUrl = `${deployment.origin ?? c.previewOrigin}/`;
+    expect(answer).toEqual({ status: 200, body: { ok: 1, id: expect.any(String), previewUrl } });
     return reported(deployment.id);
   }
 
@@ -317,10 +335,10 @@ describe.each(CASES)('$forge: a deployment measured and reported by the gateway'
   /** Long enough for a retry the reporter would make to have been made, on a machine twice as slow. */
   const quiet = () => sleep(2 * firstReportMs + 2 * (RETRY_FIRST_MS * 1.2 + POLL_MS));
 
-  const previewSnapshots = async () => (await client.updates(preview)).mobile?.length ?? 0;
+  const previewSnapshots = async (url = preview) => (await client.updates(url)).mobile?.length ?? 0;
   const previewRuns = () =>
     [runners.london, runners.tokyo].flatMap((r) => r.requests).filter((r) => r.url === preview).length;
-  const own = () => standIn.comments(c.pull).filter((comment) => comment.body.includes(reportMarker(preview)));
+  const own = () => standIn.comments(c.pull).filter((comment) => comment.body.includes(reportMarker(c.production)));
 
   it('measures the preview once and sets a valid status per cell on the deployed commit, state from the budgets', async () => {
     const started = Date.now();
@@ -345,6 +363,7 @@ describe.each(CASES)('$forge: a deployment measured and reported by the gateway'
     const comments = standIn.comments(c.pull);
     expect(comments).toHaveLength(1);
     expect(own()).toHaveLength(1);
+    expect(standIn.comments(c.pull + 100)).toEqual([]);
     commentId = comments[0]!.id;
     expect(comments[0]!.body).toContain(`commit \`${shaOf(c.forge, 1).slice(0, 12)}\``);
     expect(comments[0]!.body).toContain('budgets failed ❌');
@@ -362,13 +381,16 @@ describe.each(CASES)('$forge: a deployment measured and reported by the gateway'
     expect(standIn.comments(c.pull)).toHaveLength(1);
   });
 
-  it('edits the same comment for a second deployment to the pull request', async () => {
-    await deploy({ id: 502, sha: shaOf(c.forge, 2) });
-    expect(await previewSnapshots()).toBe(2);
+  it('edits the same comment for a second deployment to the pull request, at a host of its own', async () => {
+    const origin = c.previewOrigin.replace('127.0.0.1', '127.0.0.2');
+    previewOrigins.add(origin);
+    await deploy({ id: 502, sha: shaOf(c.forge, 2), origin });
+    expect([await previewSnapshots(), await previewSnapshots(`${origin}/`)]).toEqual([1, 1]);
     expect(standIn.statuses(shaOf(c.forge, 2))).toHaveLength(4);
     const comments = standIn.comments(c.pull);
     expect(comments.map((comment) => comment.id)).toEqual([commentId]);
     expect(comments[0]!.body).toContain(`commit \`${shaOf(c.forge, 2).slice(0, 12)}\``);
+    expect(comments[0]!.body).toContain(`### perfwatch: ${origin}/ — budgets failed ❌`);
     expect(standIn.invalidRequests()).toEqual([]);
   });
 
@@ -411,6 +433,32 @@ describe.each(CASES)('$forge: a deployment measured and reported by the gateway'
     // The comment still holds the report the forge took last.
     expect(standIn.comments(c.pull)[0]!.body).toContain(`commit \`${shaOf(c.forge, 3).slice(0, 12)}\``);
     expect(standIn.invalidRequests()).toEqual([]);
+  });
+
+  it("defers a report for the forge's own wait (GitHub an hour, GitLab a minute), asking nothing before", async () => {
+    relay.shortens.wait = false;
+    standIn.failNext(c.statusOperation, 'rate-limit');
+    const id = 505;
+    await sleep(1000 - (Date.now() % 1000) + 10);
+    pullRequest.commits.push(shaOf(c.forge, 5));
+    const started = Date.now();
+    expect((await deliver({ id, sha: shaOf(c.forge, 5) })).status).toBe(200);
+    const event = await until(
+      () => store.findForgeEvent(eventKey(c.forge, linked, id)),
+      (found) => (found?.reportAttempts ?? 0) > 0,
+      `event ${id} deferred`,
+    );
+    const ended = Date.now();
+    const sent = standIn.requests.length;
+    expect(standIn.requests.at(-1)!.fault).toBeDefined();
+    const wait = c.rateLimitSeconds * 1000;
+    expect(event!.nextAttemptAt!.getTime()).toBeGreaterThanOrEqual(Math.floor(started / 1000) * 1000 + wait - 1000);
+    expect(event!.nextAttemptAt!.getTime()).toBeLessThanOrEqual(ended + wait);
+    expect([event!.reportedAt, event!.lastReportError]).toEqual([null, expect.stringContaining(c.rateLimited)]);
+    await quiet();
+    expect(standIn.requests.length).toBe(sent);
+    expect(standIn.statuses(shaOf(c.forge, 5))).toEqual([]);
+    relay.shortens.wait = true;
   });
 
   it("never wrote the link's token or webhook secret to the gateway's log", () => {
