@@ -83,6 +83,20 @@ describe('the change a CI job measures, from its own variables', () => {
     });
   });
 
+  it("GitLab merged results pipelines: the merge request's head, not the merge commit", () => {
+    const env = {
+      CI_API_V4_URL: 'https://gitlab.example/api/v4',
+      CI_PROJECT_ID: '1234',
+      CI_COMMIT_SHA: MERGE,
+      CI_MERGE_REQUEST_IID: '9',
+      CI_MERGE_REQUEST_SOURCE_BRANCH_SHA: HEAD,
+      GITLAB_TOKEN: 'glpat-x',
+    };
+    expect(ciChangeOf('gitlab', env, noFile).commit).toBe(HEAD);
+    // A merge request pipeline (not merged results) leaves it empty.
+    expect(ciChangeOf('gitlab', { ...env, CI_MERGE_REQUEST_SOURCE_BRANCH_SHA: '' }, noFile).commit).toBe(MERGE);
+  });
+
   it('names every missing or malformed variable at once, and never repeats a token', () => {
     let error: unknown;
     try {

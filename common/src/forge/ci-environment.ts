@@ -46,6 +46,8 @@ const gitlabEnvSchema = z.object({
   CI_PROJECT_ID: text,
   CI_COMMIT_SHA: commit,
   CI_MERGE_REQUEST_IID: number.optional(),
+  // Set (non-empty) only in merged results pipelines, where CI_COMMIT_SHA is the merge commit.
+  CI_MERGE_REQUEST_SOURCE_BRANCH_SHA: z.union([z.literal(''), commit]).optional(),
   CI_MERGE_REQUEST_SOURCE_BRANCH_NAME: z.string().optional(),
   CI_COMMIT_REF_NAME: z.string().optional(),
   GITLAB_TOKEN: text,
@@ -99,7 +101,8 @@ function gitlabChange(env: Env): CiChange {
   const vars = parseEnv(gitlabEnvSchema, env);
   return {
     target: { forge: 'gitlab', apiUrl: vars.CI_API_V4_URL, repository: vars.CI_PROJECT_ID, token: vars.GITLAB_TOKEN },
-    commit: vars.CI_COMMIT_SHA,
+    // Statuses go on the merge request's head, as on GitHub: not on a merged results pipeline's merge commit.
+    commit: vars.CI_MERGE_REQUEST_SOURCE_BRANCH_SHA || vars.CI_COMMIT_SHA,
     branch: branchOf(vars.CI_MERGE_REQUEST_SOURCE_BRANCH_NAME, vars.CI_COMMIT_REF_NAME),
     pullRequest: vars.CI_MERGE_REQUEST_IID,
   };

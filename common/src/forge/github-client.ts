@@ -132,10 +132,14 @@ class GithubClient implements ForgeClient {
       what: `pull requests of ${commit.slice(0, 7)}`,
       answer: pullsSchema,
     });
-    return value
-      .filter((pull) => (pull.state ?? 'open') === 'open')
-      .filter((pull) => this.forge === 'github' || pull.head?.sha === commit)
-      .map((pull) => pull.number);
+    return (
+      value
+        .filter((pull) => (pull.state ?? 'open') === 'open')
+        // Only the pull requests this commit is the head of: GitHub also lists those that merely
+        // contain it (a stacked pull request's base), which this change is not the subject of.
+        .filter((pull) => pull.head?.sha === commit)
+        .map((pull) => pull.number)
+    );
   }
 }
 
