@@ -283,6 +283,8 @@ function startForgeReports({
       reads: heavyReadLimit({ atOnce: 1 }),
       publicUrl: config.PUBLIC_URL ?? `http://localhost:${config.PORT}`,
       fetch: forgeFetch(targetGuard),
+      // A preview being measured is looked at every few polls, not every one.
+      waitingMs: config.FORGE_REPORT_POLL_MS * 4,
       logger,
       retry: {
         firstMs: config.FORGE_REPORT_RETRY_FIRST_MS,

@@ -145,6 +145,11 @@ describeOnBothStores('forge', (store) => {
     await store().recordForgeReportFailure('r:2', 'HTTP 403 rate limited', at(45));
     expect(await due()).toEqual(['r:3']);
     expect(await due(at(45))).toEqual(['r:2', 'r:3']);
+    // Deferred while its preview is measured: not due before then, and no attempt counted.
+    await store().deferForgeEvent('r:3', at(50));
+    expect(await due(at(45))).toEqual(['r:2']);
+    expect(await due(at(50))).toEqual(['r:2', 'r:3']);
+    expect((await store().findForgeEvent('r:3'))?.reportAttempts).toBe(0);
     const failed = (await store().findForgeEvent('r:2'))!;
     expect([failed.reportAttempts, failed.lastReportError, failed.nextAttemptAt]).toEqual([
       2,

@@ -32,6 +32,7 @@ export interface ForgeReporterDeps {
     ForgeStore,
     | 'listUnreportedForgeEvents'
     | 'claimForgeEvent'
+    | 'deferForgeEvent'
     | 'markForgeEventReported'
     | 'recordForgeReportFailure'
     | 'findForgeLink'
@@ -47,11 +48,15 @@ export interface ForgeReporterDeps {
   fetch: Fetch;
   logger: Logger;
   retry: RetryPolicy;
+  /** How long an event whose preview is still being measured is left before it is looked at again. */
+  waitingMs: number;
   now?: () => Date;
 }
 
 /** Events looked at per pass: each is a few forge requests. */
 const BATCH = 20;
+/** The soonest a forge's rate limit is tried again, whatever time it names. */
+const MIN_RETRY_MS = 1_000;
 /** How long a claimed event is this gateway's to report: far beyond a report's few requests. */
 const CLAIM_MS = 5 * 60_000;
 
@@ -187,13 +192,19 @@ async function reportDueForgeEvents(deps: ForgeReporterDeps): Promise<number> {
     } catch (error) {
       outcome = [{ what: 'report', ok: false, detail: (error as Error).message, kind: 'unavailable' }];
     }
-    if (outcome === 'waiting') continue;
+    if (outcome === 'waiting') {
+      // Looked at again a little later: the events behind it in the list are reached meanwhile.
+      await deps.store.deferForgeEvent(event.key, new Date(now().getTime() + deps.waitingMs));
+      continue;
+    }
     const failures = typeof outcome === 'string' ? [] : outcome.filter((o) => !o.ok);
     const final = typeof outcome === 'string' ? outcome : failures.map((f) => f.detail).join('; ') || null;
     const retry = failures.find(retryable);
     const giveUpAt = event.receivedAt.getTime() + deps.retry.giveUpAfterMs;
-    const nextAttemptAt =
-      retry?.retryAt ?? new Date(now().getTime() + retryDelayMs(event.reportAttempts + 1, deps.retry));
+    // A forge's own time, but never in the past (a clock ahead of ours): not a retry every poll.
+    const nextAttemptAt = retry?.retryAt
+      ? new Date(Math.max(retry.retryAt.getTime(), now().getTime() + MIN_RETRY_MS))
+      : new Date(now().getTime() + retryDelayMs(event.reportAttempts + 1, deps.retry));
     if (retry && nextAttemptAt.getTime() < giveUpAt) {
       await deps.store.recordForgeReportFailure(event.key, retry.detail, nextAttemptAt);
       deps.logger.warn(

@@ -81,6 +81,8 @@ export interface ForgeStore {
    * Two replicas never report one event at once, so its comment is never added twice.
    */
   claimForgeEvent(event: Pick<ForgeEventRecord, 'key' | 'reportAttempts'>, now: Date, until: Date): Promise<boolean>;
+  /** Not due before `until`, no attempt counted: its preview is still being measured. */
+  deferForgeEvent(key: string, until: Date): Promise<void>;
   markForgeEventReported(key: string, at: Date): Promise<void>;
   /** One more failed report: its error, and when to try again. */
   recordForgeReportFailure(key: string, error: string, nextAttemptAt: Date): Promise<void>;

@@ -164,6 +164,10 @@ export class MongoForge implements ForgeStore {
     return (await this.#events.countDocuments({ _id: key, reportedAt: null, reportAttempts }, { limit: 1 })) === 1;
   }
 
+  async deferForgeEvent(key: string, until: Date): Promise<void> {
+    await this.#events.updateOne({ _id: key, reportedAt: null }, { $set: { nextAttemptAt: until } });
+  }
+
   async markForgeEventReported(key: string, at: Date): Promise<void> {
     await this.#events.updateOne({ _id: key }, { $set: { reportedAt: at, nextAttemptAt: null } });
   }

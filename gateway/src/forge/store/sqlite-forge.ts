@@ -146,6 +146,14 @@ export class SqliteForge implements ForgeStore {
     );
   }
 
+  async deferForgeEvent(key: string, until: Date): Promise<void> {
+    this.#db.run(
+      'UPDATE forge_events SET next_attempt_at = ? WHERE key = ? AND reported_at IS NULL',
+      until.getTime(),
+      key,
+    );
+  }
+
   async markForgeEventReported(key: string, at: Date): Promise<void> {
     this.#db.run('UPDATE forge_events SET reported_at = ?, next_attempt_at = NULL WHERE key = ?', at.getTime(), key);
   }
