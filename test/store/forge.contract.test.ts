@@ -1,7 +1,8 @@
 import { expect, it } from 'vitest';
 import type { Store } from '@perfwatch/gateway';
 import { DuplicateError, type ForgeLinkRecord, type NewForgeEvent } from '../../gateway/src/store/store.ts';
-import { describeOnBothStores } from './store-backends.ts';
+import { removeStalePreviews } from '../../gateway/src/forge/preview-retention.ts';
+import { describeOnBothStores, storedResult } from './store-backends.ts';
 
 // Repository links, preview marks and forge events (ForgeStore).
 // Run against both backends: FerretDB (MongoDB where containers run) and SQLite.
@@ -187,5 +188,38 @@ describeOnBothStores('forge', (store) => {
     await store().markForgeEventReported('c:1', at(11));
     expect(await store().claimForgeEvent({ ...second, reportAttempts: 2 }, at(20), at(25))).toBe(false);
     expect(await store().claimForgeEvent({ key: 'c:unknown', reportAttempts: 0 }, at(20), at(25))).toBe(false);
+  });
+
+  it('retention removes preview projects whose last snapshot is past it, and no other project', async () => {
+    const linked = await projectOf(store(), 'previews', 'https://previews.example/');
+    const add = (url: string) =>
+      store().addProject({
+        userId: linked.userId,
+        url,
+        domain: new URL(url).hostname,
+        locations: ['london'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      });
+    const [stale, measured, own] = [
+      await add('https://pr-1.previews.example/'),
+      await add('https://pr-2.previews.example/'),
+      await add('https://staging.previews.example/'),
+    ];
+    for (const preview of [stale, measured]) await store().markPreviewProject(preview.id, linked.id);
+    const before = new Date(Date.now() + 86_400_000);
+    await store().saveSnapshot({
+      project: measured,
+      updateId: 'preview-2',
+      date: new Date(before.getTime() + 60_000),
+      updateType: 'ci',
+      results: [storedResult('mobile', 'london')],
+    });
+    // At least this user's stale one (the store is shared with the cases above, which mark previews too).
+    expect(await removeStalePreviews(store(), before)).toBeGreaterThanOrEqual(1);
+    const left = (await store().listProjects(linked.userId)).map((p) => p.url).sort();
+    expect(left).toEqual([linked.url, measured.url, own.url].sort());
+    expect(await removeStalePreviews(store(), before)).toBe(0);
   });
 });

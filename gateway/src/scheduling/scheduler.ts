@@ -16,6 +16,7 @@ import type { UpdateQueue } from '../updates/update-queue.ts';
 import type { UpdateAdmission } from '../updates/update-admission.ts';
 import { sweepStuckUpdates, type StuckUpdatesStore } from '../updates/stuck-updates.ts';
 import type { WebhookOutbox } from '../alerts/webhook-outbox.ts';
+import { removeStalePreviews, type PreviewRetentionStore } from '../forge/preview-retention.ts';
 
 export interface SchedulerOptions {
   /** The lease and ticks, retention's deletes, and what the stuck-update sweep reads. */
@@ -24,6 +25,7 @@ export interface SchedulerOptions {
     Pick<AnnotationsStore, 'deleteAnnotationsBefore'> &
     Pick<UpdatesStore, 'deleteFinishedUpdatesBefore'> &
     Pick<ForgeStore, 'deleteForgeEventsBefore'> &
+    PreviewRetentionStore &
     StuckUpdatesStore;
   queue: UpdateQueue;
   /** Scheduled updates enter their user's backlog like any other. */
@@ -160,10 +162,11 @@ async function applyRetention({ store, logger, retentionDays }: SchedulerOptions
   const annotations = await store.deleteAnnotationsBefore(before);
   const updates = await store.deleteFinishedUpdatesBefore(before);
   const forgeEvents = await store.deleteForgeEventsBefore(before);
-  if (annotations + updates + forgeEvents > 0)
+  const previews = await removeStalePreviews(store, before);
+  if (annotations + updates + forgeEvents + previews > 0)
     logger.info(
-      { annotations, updates, forgeEvents, before },
-      'deleted annotations, finished update records and forge events past retention',
+      { annotations, updates, forgeEvents, previews, before },
+      'deleted annotations, finished update records, forge events and preview projects past retention',
     );
   // Records no complete snapshot owns, an hour old: no writer still at work owns them.
   const orphans = await store.deleteOrphans(new Date(at.getTime() - ORPHAN_AGE_MS));

@@ -66,6 +66,8 @@ export interface ForgeStore {
   markPreviewProject(previewProjectId: string, linkProjectId: string): Promise<void>;
   /** The linked project a preview project measures for, or null when it is none's preview. */
   previewOf(projectId: string): Promise<string | null>;
+  /** Every project marked a preview, by id: what retention looks at. */
+  listPreviewProjects(): Promise<string[]>;
   /** Stores an accepted event; DuplicateError when its key is already stored (a redelivery). */
   addForgeEvent(event: NewForgeEvent): Promise<void>;
   findForgeEvent(key: string): Promise<ForgeEventRecord | null>;

@@ -100,6 +100,9 @@ export class MongoForge implements ForgeStore {
     const doc = await this.#previews.findOne({ _id: new ObjectId(projectId) });
     return doc ? doc.linkProjectId.toHexString() : null;
   }
+  async listPreviewProjects(): Promise<string[]> {
+    return (await this.#previews.find({}, { projection: { _id: 1 } }).toArray()).map((doc) => doc._id.toHexString());
+  }
 
   async addForgeEvent(event: NewForgeEvent): Promise<void> {
     const { key, linkProjectId, previewProjectId, ...rest } = newForgeEventRecord(event);

@@ -95,6 +95,11 @@ export class SqliteForge implements ForgeStore {
     return row?.link_project_id ?? null;
   }
 
+  async listPreviewProjects(): Promise<string[]> {
+    const rows = this.#db.all('SELECT preview_project_id FROM forge_previews') as Array<{ preview_project_id: string }>;
+    return rows.map((row) => row.preview_project_id);
+  }
+
   async addForgeEvent(event: NewForgeEvent): Promise<void> {
     const record = newForgeEventRecord(event);
     try {
