@@ -1,30 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { CompareResult } from '@perfwatch/common';
-import { main } from './client-cli.ts';
+import { perfwatch } from './cli-test-gateway.ts';
 
 const SHOP = 'https://shop.example/';
 const PREVIEW = 'https://pr-12.preview.shop.example/';
-
-/** `perfwatch …` against a gateway that answers every request with `answer`; what it was asked and printed. */
-async function perfwatch(answer: unknown, ...argv: string[]) {
-  const bodies: unknown[] = [];
-  let out = '';
-  let err = '';
-  const fetch = async (_url: string | URL | Request, init?: RequestInit) => {
-    bodies.push(JSON.parse(String(init?.body)));
-    return new Response(JSON.stringify(answer), { headers: { 'content-type': 'application/json' } });
-  };
-  const code = await main(
-    [...argv, '--server', 'http://gateway.test', '--token', 'pw_x'],
-    {},
-    {
-      out: { write: (text: string) => (out += text) },
-      err: { write: (text: string) => (err += text) },
-      fetch,
-    },
-  );
-  return { code, bodies, out, err };
-}
 
 const compared = (over: Partial<CompareResult> = {}): CompareResult => ({
   url: PREVIEW,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AuditResult, Revision } from '@perfwatch/common';
-import { main } from './client-cli.ts';
+import { perfwatch } from './cli-test-gateway.ts';
 import { resultHeading } from './revision-flags.ts';
 
 const SHOP = 'https://shop.example/';
@@ -18,27 +18,6 @@ const answered = (revision?: Revision): AuditResult => ({
     },
   },
 });
-
-/** `perfwatch update …` against a gateway that answers every request with `answer`; what it was asked and printed. */
-async function perfwatch(answer: unknown, ...argv: string[]) {
-  const bodies: unknown[] = [];
-  let out = '';
-  let err = '';
-  const fetch = async (_url: string | URL | Request, init?: RequestInit) => {
-    bodies.push(JSON.parse(String(init?.body)));
-    return new Response(JSON.stringify(answer), { headers: { 'content-type': 'application/json' } });
-  };
-  const code = await main(
-    [...argv, '--server', 'http://gateway.test', '--token', 'pw_x'],
-    {},
-    {
-      out: { write: (text: string) => (out += text) },
-      err: { write: (text: string) => (err += text) },
-      fetch,
-    },
-  );
-  return { code, bodies, out, err };
-}
 
 describe('perfwatch update --commit --branch --pull-request', () => {
   it('sends them flat, as the API takes them, and prints them in the heading', async () => {
