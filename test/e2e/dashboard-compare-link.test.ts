@@ -2,11 +2,12 @@ import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type Agent } from '@perfwatch/agent';
 import { createApiClient, type ApiClient } from '@perfwatch/client';
 import { compareViewLink, type CompareResult } from '@perfwatch/common';
+import { launchBrowser, watchedPage } from '../support/browser.ts';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';
 
@@ -58,22 +59,9 @@ beforeAll(async () => {
   for (const url of [SHOP, SHOP]) await client.update({ url, device: 'mobile', branch: 'main', commit: MAIN });
   await client.update({ url: PREVIEW, device: 'mobile', branch: 'faster-images', commit: HEAD, pullRequest: 12 });
   for (const url of [SHOP, PREVIEW]) dates[url] = (await client.updates(url)).mobile!.map((d) => d.date);
-  browser = await chromium.launch({
-    executablePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium',
-    args: [
-      '--no-sandbox',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
-  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  // Script errors and CSP violations show up here; the page must have none.
-  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-  page.on('console', (message) => {
-    if (message.type() === 'error') problems.push(`console: ${message.text()}`);
-  });
+  browser = await launchBrowser();
+  // Script errors and CSP violations show up in problems; the page must have none.
+  page = await watchedPage(browser, problems);
 }, 90_000);
 
 afterAll(async () => {

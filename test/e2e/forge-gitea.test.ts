@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { Writable } from 'node:stream';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createApiClient, type ApiClient } from '@perfwatch/client';
 import { reportMarker } from '@perfwatch/common';
 import { main as clientMain } from '../../client/src/client-cli.ts';
+import { launchBrowser } from '../support/browser.ts';
 import { startGitea, type Gitea } from '../support/gitea.ts';
 import { freePort } from '../support/local-servers.ts';
 import { measuredWait } from '../support/measured-wait.ts';
@@ -172,10 +173,7 @@ beforeAll(async () => {
   // The same budget on the server, which holds the previews it measures for forge events to it.
   for (const url of [productionUrl, previewUrl])
     await gateway.admin.setBudgets('shop-team', url, { budgets: { tbt: tbtBudget }, maxRegression: {} });
-  browser = await chromium.launch({
-    executablePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-  });
+  browser = await launchBrowser();
 }, 300_000);
 
 afterAll(async () => {

@@ -2,10 +2,10 @@ import { createSocket, type Socket } from 'node:dgram';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createNatsDispatcher } from '@perfwatch/gateway';
 import { agentProcessUnderTest, type AgentUnderTest } from '../support/agent-process.ts';
+import { launchBrowser } from '../support/browser.ts';
 import { silentLogger } from '../support/test-services.ts';
 
 // A hostile page, measured by a real agent (Chromium and Lighthouse), tries to reach an address
@@ -87,16 +87,7 @@ describe('a page that tries to leave the target guard', () => {
   }, 180_000);
 
   it('does reach the listeners from a Chromium without the guard (the check can fail)', async () => {
-    const browser = await chromium.launch({
-      executablePath: process.env['CHROME_PATH'] ?? '/usr/bin/chromium',
-      args: [
-        '--no-sandbox',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    const browser = await launchBrowser();
     try {
       const tab = await browser.newPage();
       await tab.goto(siteUrl);
