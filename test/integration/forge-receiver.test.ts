@@ -2,9 +2,6 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect } from '@nats-io/transport-node';
-import type { NatsConnection } from '@nats-io/nats-core';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   errorEnvelopeSchema,
@@ -16,21 +13,25 @@ import {
   createAdmin,
   gatewayConfigWith,
   startGateway,
-  type GatewayRuntime,
   type MongoStore,
   SqliteStore,
   type ProjectRecord,
 } from '@perfwatch/gateway';
-import { isolatedNats, silentLogger, testStore } from '../support/test-services.ts';
+import {
+  capturedLogger,
+  isolatedNats,
+  silentLogger,
+  startTestGateway,
+  type TestGateway,
+} from '../support/test-services.ts';
 
 // The forge receiver through the real gateway: a real nats-server (JetStream queue) and the
 // MongoDB-wire test server. No agent serves london, so a queued preview update stays unfinished
 // (UPDATE_DEADLINE_MS is long): what is counted is what was queued, not what was measured.
 
 let nats: Awaited<ReturnType<typeof isolatedNats>>;
-let nc: NatsConnection;
+let gateway: TestGateway;
 let store: MongoStore;
-let runtime: GatewayRuntime;
 let base: string;
 let token: string;
 let linked: ProjectRecord;
@@ -47,36 +48,30 @@ const GITLAB_SECRET = `gl-hook-${randomBytes(12).toString('hex')}`;
 const OTHER_SECRET = `other-hook-${randomBytes(12).toString('hex')}`;
 const SECRETS = [OTHER_SECRET, GITHUB_TOKEN, GITHUB_SECRET, GITEA_TOKEN, GITEA_SECRET, GITLAB_TOKEN, GITLAB_SECRET];
 const SHA = 'c0ffee'.padEnd(40, '1');
+const GITHUB_LINK = { forge: 'github', repository: 'Acme/Shop', token: GITHUB_TOKEN, webhookSecret: GITHUB_SECRET };
+/** What both gateways here are started with: previews on this machine, forge secrets sealed, updates left queued. */
+const FORGE_SETTINGS = {
+  UPDATE_DEADLINE_MS: 600_000,
+  PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
+  PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64'),
+};
 
 beforeAll(async () => {
   nats = await isolatedNats();
-  nc = await connect({ servers: nats.url });
-  store = await testStore();
-  const logger = pino({ level: 'debug' }, { write: (line: string) => void logLines.push(line) });
-  runtime = await startGateway({
-    nc,
-    store,
-    logger,
-    config: gatewayConfigWith({
-      PORT: 0,
-      HOST: '127.0.0.1',
-      SHUTDOWN_READINESS_DELAY_MS: 0,
-      UPDATE_DEADLINE_MS: 600_000,
-      PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
-      PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64'),
-    }),
+  gateway = await startTestGateway({
+    natsUrl: nats.url,
+    logger: capturedLogger(logLines),
+    // Failed authentications back at the default limit (30): the unlinked repositories' events below must not count.
+    config: { ...FORGE_SETTINGS, AUTH_FAILURES_PER_MINUTE: 30 },
   });
-  base = runtime.http.url;
-  const admin = createAdmin(store);
-  ({ token } = await admin.createUser('forger'));
-  linked = await admin.addProject('forger', SHOP, { locations: ['london'], runs: 2 });
+  ({ store, url: base } = gateway);
+  ({ token } = await gateway.admin.createUser('forger'));
+  linked = await gateway.admin.addProject('forger', SHOP, { locations: ['london'], runs: 2 });
   await store.setProjectBudgets(linked.id, { budgets: { performance: 80 }, maxRegression: {} });
 }, 60_000);
 
 afterAll(async () => {
-  await runtime?.stop();
-  await nc?.drain();
-  await store?.close();
+  await gateway?.stop();
   await nats?.dispose();
 });
 
@@ -87,10 +82,11 @@ async function call(path: string, init: RequestInit & { headers?: Record<string,
   return { status: res.status, body: JSON.parse(text) as unknown };
 }
 
-const link = (body: object) =>
+/** Links SHOP (or the `url` given) to a repository, as the user of `as` (the first user's token by default). */
+const link = (body: object, as = token) =>
   call('/v1/projects/repository', {
     method: 'PUT',
-    headers: { Authorization: token, 'Content-Type': 'application/json' },
+    headers: { Authorization: as, 'Content-Type': 'application/json' },
     body: JSON.stringify({ url: SHOP, ...body }),
   });
 
@@ -121,12 +117,7 @@ const projects = async () => (await store.listProjects(linked.userId)).map((p) =
 
 describe('POST /v1/forge-events/{forge}', () => {
   it('links the project to its GitHub repository; the answer names no secret', async () => {
-    const put = await link({
-      forge: 'github',
-      repository: 'Acme/Shop',
-      token: GITHUB_TOKEN,
-      webhookSecret: GITHUB_SECRET,
-    });
+    const put = await link(GITHUB_LINK);
     expect(put.status).toBe(200);
     expect(repositoryLinkViewSchema.parse(put.body)).toEqual({
       url: SHOP,
@@ -223,20 +214,13 @@ describe('POST /v1/forge-events/{forge}', () => {
   });
 
   it("measures a deployment once per project linked to the repository, each by its own webhook's secret", async () => {
-    const admin = createAdmin(store);
+    const { admin } = gateway;
     const { token: theirToken } = await admin.createUser('also-linked');
     const theirs = await admin.addProject('also-linked', 'https://shop.example/checkout', { locations: ['london'] });
-    const put = await call('/v1/projects/repository', {
-      method: 'PUT',
-      headers: { Authorization: theirToken, 'Content-Type': 'application/json' },
-      body: JSON.stringify({
-        url: theirs.url,
-        forge: 'github',
-        repository: 'acme/SHOP',
-        token: GITHUB_TOKEN,
-        webhookSecret: OTHER_SECRET,
-      }),
-    });
+    const put = await link(
+      { ...GITHUB_LINK, url: theirs.url, repository: 'acme/SHOP', webhookSecret: OTHER_SECRET },
+      theirToken,
+    );
     expect(put.status).toBe(200);
     // The deployment the first project's webhook delivered already, now by the other project's webhook.
     const { body, headers } = githubDelivery(1002, 'http://127.0.0.1:4999/base/', 'success', OTHER_SECRET);
@@ -339,10 +323,7 @@ describe('POST /v1/forge-events/{forge}', () => {
   });
 
   it('measures the redelivery of an event its first gateway stored but never queued (it stopped between)', async () => {
-    expect(
-      (await link({ forge: 'github', repository: 'Acme/Shop', token: GITHUB_TOKEN, webhookSecret: GITHUB_SECRET }))
-        .status,
-    ).toBe(200);
+    expect((await link(GITHUB_LINK)).status).toBe(200);
     const preview = (await store.findProject(linked.userId, 'http://127.0.0.1:4999/base/cart?step=1'))!;
     const key = `github:1500@${linked.id}`;
     await store.addForgeEvent({
@@ -392,14 +373,7 @@ describe('POST /v1/forge-events/{forge} on the embedded store', () => {
       localAgents: [],
       store: sqlite,
       logger: silentLogger,
-      config: gatewayConfigWith({
-        PORT: 0,
-        HOST: '127.0.0.1',
-        SHUTDOWN_READINESS_DELAY_MS: 0,
-        UPDATE_DEADLINE_MS: 600_000,
-        PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
-        PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64'),
-      }),
+      config: gatewayConfigWith({ PORT: 0, HOST: '127.0.0.1', SHUTDOWN_READINESS_DELAY_MS: 0, ...FORGE_SETTINGS }),
     });
     try {
       const admin = createAdmin(sqlite);
@@ -408,13 +382,7 @@ describe('POST /v1/forge-events/{forge} on the embedded store', () => {
       const put = await fetch(`${local.http.url}/v1/projects/repository`, {
         method: 'PUT',
         headers: { Authorization: own, 'Content-Type': 'application/json' },
-        body: JSON.stringify({
-          url: SHOP,
-          forge: 'github',
-          repository: 'Acme/Shop',
-          token: GITHUB_TOKEN,
-          webhookSecret: GITHUB_SECRET,
-        }),
+        body: JSON.stringify({ url: SHOP, ...GITHUB_LINK }),
       });
       expect(put.status).toBe(200);
       const { body, headers } = githubDelivery(2001, 'http://127.0.0.1:4999');

@@ -5,22 +5,20 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type Agent } from '@perfwatch/agent';
 import { createApiClient, type ApiClient } from '@perfwatch/client';
 import { forgeEventAnswerSchema, reportMarker } from '@perfwatch/common';
-import {
-  createAdmin,
-  gatewayConfigWith,
-  startGateway,
-  type GatewayRuntime,
-  type MongoStore,
-  type ProjectRecord,
-} from '@perfwatch/gateway';
+import type { MongoStore, ProjectRecord } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { startForgeStandIn, type ForgeName, type ForgeStandIn } from '../support/forge-standin.ts';
-import { isolatedNats, silentLogger, testStore } from '../support/test-services.ts';
+import {
+  capturedLogger,
+  isolatedNats,
+  silentLogger,
+  startTestGateway,
+  type TestGateway,
+} from '../support/test-services.ts';
 
 // The gateway's forge reporter end to end, with real parts: a real gateway on a real nats-server
 // and the MongoDB-wire test server, agents in London and Tokyo answering with captured Lighthouse
@@ -43,10 +41,8 @@ const PUBLIC_URL = 'https://perfwatch.example';
 const CELLS = ['desktop/london', 'desktop/tokyo', 'mobile/london', 'mobile/tokyo'] as const;
 
 let nats: Awaited<ReturnType<typeof isolatedNats>>;
-let nc: NatsConnection;
 let agentConn: NatsConnection;
-let store: MongoStore;
-let runtime: GatewayRuntime;
+let gateway: TestGateway;
 let client: ApiClient;
 const agents: Agent[] = [];
 const logLines: string[] = [];
@@ -59,41 +55,30 @@ const runners = { london: fixtureRunner({ delayMs: 2 }), tokyo: fixtureRunner({ 
 
 beforeAll(async () => {
   nats = await isolatedNats();
-  nc = await connect({ servers: nats.url });
-  store = await testStore();
-  const logger = pino({ level: 'debug' }, { write: (line: string) => void logLines.push(line) });
-  runtime = await startGateway({
-    nc,
-    store,
-    logger,
-    config: gatewayConfigWith({
-      PORT: 0,
-      HOST: '127.0.0.1',
+  gateway = await startTestGateway({
+    natsUrl: nats.url,
+    logger: capturedLogger(logLines),
+    config: {
       PUBLIC_URL,
-      SHUTDOWN_READINESS_DELAY_MS: 0,
-      RATE_LIMIT_UPDATES_PER_MINUTE: 10_000,
-      RATE_LIMIT_READS_PER_MINUTE: 10_000,
       PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
       PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64'),
       FORGE_REPORT_POLL_MS: POLL_MS,
       FORGE_REPORT_RETRY_FIRST_MS: RETRY_FIRST_MS,
-    }),
+    },
   });
   agentConn = await connect({ servers: nats.url });
   for (const location of ['london', 'tokyo'] as const)
     agents.push(
       startAgent({ nc: agentConn, location, runner: runners[location], logger: silentLogger, agentId: location }),
     );
-  const { token } = await createAdmin(store).createUser('ci');
-  client = createApiClient({ server: runtime.http.url, token });
+  const { token } = await gateway.admin.createUser('ci');
+  client = createApiClient({ server: gateway.url, token });
 }, 90_000);
 
 afterAll(async () => {
   for (const agent of agents) await agent.stop();
   await agentConn?.drain();
-  await runtime?.stop();
-  await nc?.drain();
-  await store?.close();
+  await gateway?.stop();
   await nats?.dispose();
 });
 
@@ -278,9 +263,8 @@ describe.each(CASES)('$forge: a deployment measured and reported by the gateway'
     previewOrigins.add(c.previewOrigin);
     standIn = await startForgeStandIn({ forge: c.forge, token });
     relay = await startRelay(standIn.apiUrl.replace(/\/api\/v4$/, ''));
-    const admin = createAdmin(store);
-    linked = await admin.addProject('ci', c.production, { locations: ['london', 'tokyo'], runs: 3 });
-    await admin.setBudgets('ci', c.production, { budgets: { lcp: LCP_BUDGET }, maxRegression: {} });
+    linked = await gateway.admin.addProject('ci', c.production, { locations: ['london', 'tokyo'], runs: 3 });
+    await gateway.admin.setBudgets('ci', c.production, { budgets: { lcp: LCP_BUDGET }, maxRegression: {} });
     // Production from main, measured before any preview.
     await client.update({ url: c.production, branch: 'main', commit: 'f'.repeat(40) });
     standIn.seedPullRequest(pullRequest);
@@ -304,7 +288,7 @@ describe.each(CASES)('$forge: a deployment measured and reported by the gateway'
 
   async function deliver(deployment: Deployment) {
     const { body, headers } = delivery(c.forge, secret, deployment.origin ?? c.previewOrigin, deployment);
-    const res = await fetch(`${runtime.http.url}/v1/forge-events/${c.forge}`, {
+    const res = await fetch(`${gateway.url}/v1/forge-events/${c.forge}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', ...headers },
       body,
@@ -325,7 +309,7 @@ describe.each(CASES)('$forge: a deployment measured and reported by the gateway'
 
   async function reported(id: number): Promise<ForgeEventRecord> {
     const event = await until(
-      () => store.findForgeEvent(eventKey(c.forge, linked, id)),
+      () => gateway.store.findForgeEvent(eventKey(c.forge, linked, id)),
       (found) => found?.reportedAt != null,
       `event ${id} reported`,
     );
@@ -429,7 +413,7 @@ describe.each(CASES)('$forge: a deployment measured and reported by the gateway'
     const sent = standIn.requests.length;
     await quiet();
     expect(standIn.requests.length).toBe(sent);
-    expect((await store.findForgeEvent(eventKey(c.forge, linked, 504)))!.reportAttempts).toBe(1);
+    expect((await gateway.store.findForgeEvent(eventKey(c.forge, linked, 504)))!.reportAttempts).toBe(1);
     // The comment still holds the report the forge took last.
     expect(standIn.comments(c.pull)[0]!.body).toContain(`commit \`${shaOf(c.forge, 3).slice(0, 12)}\``);
     expect(standIn.invalidRequests()).toEqual([]);
@@ -444,7 +428,7 @@ describe.each(CASES)('$forge: a deployment measured and reported by the gateway'
     const started = Date.now();
     expect((await deliver({ id, sha: shaOf(c.forge, 5) })).status).toBe(200);
     const event = await until(
-      () => store.findForgeEvent(eventKey(c.forge, linked, id)),
+      () => gateway.store.findForgeEvent(eventKey(c.forge, linked, id)),
       (found) => (found?.reportAttempts ?? 0) > 0,
       `event ${id} deferred`,
     );

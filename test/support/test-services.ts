@@ -20,6 +20,10 @@ import { startNatsServer, type LocalServer } from './local-servers.ts';
 
 export const silentLogger: Logger = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
 
+/** A debug-level logger whose lines are pushed to `lines`, for tests that check what was (not) logged. */
+export const capturedLogger = (lines: string[]): Logger =>
+  pino({ level: 'debug' }, { write: (line: string) => void lines.push(line) });
+
 /** A MongoStore on the shared test server, in a database of its own. */
 export async function testStore(): Promise<MongoStore> {
   const store = new MongoStore({ uri: inject('mongoUri'), dbName: `pwtest_${randomUUID().slice(0, 8)}` });
@@ -75,6 +79,7 @@ export async function startTestGateway({
   rateLimits,
   cruxEndpoint,
   store: given,
+  logger = silentLogger,
   config,
 }: {
   natsUrl: string;
@@ -83,6 +88,7 @@ export async function startTestGateway({
   rateLimits?: { updates: number; reads: number };
   cruxEndpoint?: string;
   store?: MongoStore;
+  logger?: Logger;
   config?: Partial<GatewayConfig>;
 }): Promise<TestGateway> {
   const store = given ?? (await testStore());
@@ -90,7 +96,7 @@ export async function startTestGateway({
   const runtime = await startGateway({
     nc,
     store,
-    logger: silentLogger,
+    logger,
     config: gatewayConfigWith({
       PORT: 0,
       HOST: '127.0.0.1',
