@@ -5,6 +5,9 @@ import {
   auditResultSchema,
   asyncAckSchema,
   errorEnvelopeSchema,
+  projectChangedSchema,
+  projectListSchema,
+  projectRemovedSchema,
   repositoryLinkViewSchema,
   type ApiAnswer,
   type ApiEndpoint,
@@ -14,6 +17,8 @@ import {
   type Budgets,
   type ErrorEnvelope,
   type PageAuth,
+  type ProjectSettingsGiven,
+  type ProjectView,
   type RepositoryLinkView,
   type UpdateStatusView,
 } from '@perfwatch/common';
@@ -23,7 +28,8 @@ import {
  * (common/src/api/endpoints.ts), whose request and answer schemas give this client its types. A
  * test holds them against the gateway's `/v1/openapi.json`. Every call is a POST with a JSON
  * body: no URL-encoding surprises, and arrays stay arrays. `/v1/projects/repository`, which has
- * no POST, is read by GET, replaced by PUT (a JSON body) and removed by DELETE.
+ * no POST, is read by GET, replaced by PUT (a JSON body) and removed by DELETE; a project is
+ * changed by PATCH (a JSON body) and removed by DELETE.
  */
 export const CLIENT_OPERATIONS = Object.fromEntries(
   Object.entries(API_ENDPOINTS).map(([name, endpoint]) => [name, endpoint.path]),
@@ -144,8 +150,29 @@ export class ApiClient {
     return this.#call(API_ENDPOINTS.updates, { url });
   }
 
-  async projects(): Promise<ApiAnswer<'projects'>['projects']> {
-    return (await this.#call(API_ENDPOINTS.projects, {})).projects;
+  async projects(): Promise<ProjectView[]> {
+    const { path } = API_ENDPOINTS.projects;
+    return (await postJson(this.#connection, path, {}, projectListSchema, this.#readTimeoutMs)).projects;
+  }
+
+  /** A new project at `url` with its settings (the admin CLI's rules and defaults); refused 409 if the caller has it. */
+  async createProject(url: string, settings: ProjectSettingsGiven = {}): Promise<ProjectView> {
+    const { path } = API_ENDPOINTS.projects;
+    const body: ApiRequest<'projects'> = { url, ...settings };
+    return (await postJson(this.#connection, path, body, projectChangedSchema, this.#readTimeoutMs)).project;
+  }
+
+  /** Changes the settings given (budgets change by `budgets`); the project as it is now. */
+  async updateProject(url: string, changes: ProjectSettingsGiven): Promise<ProjectView> {
+    const { path } = API_ENDPOINTS.projects;
+    const body = { url, ...changes };
+    return (await postJson(this.#connection, path, body, projectChangedSchema, this.#readTimeoutMs, 'PATCH')).project;
+  }
+
+  /** Removes a project with its snapshots and everything else it has. */
+  async removeProject(url: string): Promise<void> {
+    const path = `${API_ENDPOINTS.projects.path}?url=${encodeURIComponent(url)}`;
+    await postJson(this.#connection, path, undefined, projectRemovedSchema, this.#readTimeoutMs, 'DELETE');
   }
 
   /** A project's budgets; with `set`, replaced first. */
@@ -208,7 +235,7 @@ interface Connection {
 }
 
 /**
- * POSTs `body` as JSON (or PUTs it; GET and DELETE send none) and reads the answer against
+ * POSTs `body` as JSON (or PUTs or PATCHes it; GET and DELETE send none) and reads the answer against
  * `schema`; an error envelope becomes ApiClientError.
  */
 async function postJson<S extends z.ZodType>(
@@ -217,10 +244,10 @@ async function postJson<S extends z.ZodType>(
   body: unknown,
   schema: S,
   timeoutMs: number,
-  method: 'POST' | 'PUT' | 'GET' | 'DELETE' = 'POST',
+  method: 'POST' | 'PUT' | 'PATCH' | 'GET' | 'DELETE' = 'POST',
 ): Promise<z.output<S>> {
   let response: Response;
-  const withBody = method === 'POST' || method === 'PUT';
+  const withBody = method === 'POST' || method === 'PUT' || method === 'PATCH';
   try {
     response = await fetchImpl(`${base}${path}`, {
       method,

@@ -13,6 +13,8 @@ const ERROR_STATUSES = {
   REQUEST_TIMEOUT: 408,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
+  /** What it would create exists already (a project at a URL the caller has). */
+  CONFLICT: 409,
   /** Understood, and refused for what it names (a forge's preview URL the target guard refuses). */
   UNPROCESSABLE_CONTENT: 422,
   TOO_MANY_REQUESTS: 429,

@@ -39,6 +39,12 @@ export * from './cli/index.ts';
 export * from './api/endpoints.ts';
 export * from './api/forge-requests.ts';
 export { normalizeProjectUrl } from './api/request-fields.ts';
+export {
+  projectChangedSchema,
+  projectRemovedSchema,
+  type ProjectSettingsGiven,
+  type ProjectsParams,
+} from './api/project-requests.ts';
 export { parseCommit, parsePullRequest } from './api/revision-fields.ts';
 export { MAX_UPDATES_PAGE } from './api/snapshot-requests.ts';
 export { WEBHOOK_PAGE } from './api/webhook-requests.ts';

@@ -111,23 +111,21 @@ export const updateStatusSchema = z
   .meta({ id: 'UpdateStatus' });
 export type UpdateStatusView = z.infer<typeof updateStatusSchema>;
 
+/** One project as `/v1/projects` lists, creates or changes it. */
+export const projectViewSchema = z.object({
+  url: z.string(),
+  domain: z.string(),
+  locations: z.array(z.enum(LOCATIONS)),
+  defaultLocation: z.enum(LOCATIONS),
+  runs: z
+    .number()
+    .int()
+    .positive()
+    .meta({ description: 'Lighthouse runs per device and location in one update; the median run is kept.' }),
+  schedule: z.string().nullable().meta({ description: 'Cron expression (UTC) of scheduled updates, or null.' }),
+});
+export type ProjectView = z.infer<typeof projectViewSchema>;
+
 /** `/v1/projects`: the caller's projects, by URL. */
-export const projectListSchema = z
-  .object({
-    projects: z.array(
-      z.object({
-        url: z.string(),
-        domain: z.string(),
-        locations: z.array(z.enum(LOCATIONS)),
-        defaultLocation: z.enum(LOCATIONS),
-        runs: z
-          .number()
-          .int()
-          .positive()
-          .meta({ description: 'Lighthouse runs per device and location in one update; the median run is kept.' }),
-        schedule: z.string().nullable().meta({ description: 'Cron expression (UTC) of scheduled updates, or null.' }),
-      }),
-    ),
-  })
-  .meta({ id: 'ProjectList' });
+export const projectListSchema = z.object({ projects: z.array(projectViewSchema) }).meta({ id: 'ProjectList' });
 export type ProjectList = z.infer<typeof projectListSchema>;

@@ -1,5 +1,6 @@
 import { expect, it } from 'vitest';
 import { describeOnBothStores, storedResult } from './store-backends.ts';
+import type { ProjectSettings } from '../../gateway/src/projects/store/projects-store.ts';
 
 // A user's projects, their budgets and credentials (ProjectsStore).
 // Run against both backends: FerretDB (MongoDB where containers run) and SQLite.
@@ -44,6 +45,29 @@ describeOnBothStores('projects', (store) => {
     // The same URL may be another user's project too.
     await store().addProject({ ...project, userId: carol.id });
     expect(await store().listProjects(carol.id)).toHaveLength(1);
+  });
+
+  it("replaces a project's settings, keeping its budgets", async () => {
+    const user = await store().createUser('settings-owner');
+    const project = await store().addProject({
+      userId: user.id,
+      url: 'https://settings.example/',
+      domain: 'settings.example',
+      locations: ['london'],
+      defaultLocation: 'london',
+      runs: 1,
+      schedule: null,
+    });
+    const budgets = { budgets: { performance: 90 }, maxRegression: {} };
+    await store().setProjectBudgets(project.id, budgets);
+    const settings: ProjectSettings = {
+      locations: ['tokyo', 'london'],
+      defaultLocation: 'tokyo',
+      runs: 5,
+      schedule: '0 * * * *',
+    };
+    await store().setProjectSettings(project.id, settings);
+    expect(await store().findProject(user.id, project.url)).toMatchObject({ ...settings, budgets, url: project.url });
   });
 
   it("keeps a project's budgets, and the checks stored with each result of a snapshot", async () => {

@@ -20,6 +20,10 @@ import {
   CREDENTIALS_WRITES,
   credentialsBodySchema,
   credentialsQuerySchema,
+  projectChangedSchema,
+  projectDeleteSchema,
+  projectPatchSchema,
+  projectRemovedSchema,
   projectsBodySchema,
   projectsQuerySchema,
 } from './project-requests.ts';
@@ -57,10 +61,14 @@ import {
 export interface ApiEndpoint {
   /** The OpenAPI path, `{name}` for a path parameter. */
   path: `/v1/${string}`;
-  /** PUT takes a JSON body like POST; DELETE a query string like GET. */
-  methods: readonly ('GET' | 'POST' | 'PUT' | 'DELETE')[];
+  /** PUT and PATCH take a JSON body like POST; DELETE a query string like GET. */
+  methods: readonly ('GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE')[];
   query: z.ZodType;
   body: z.ZodType;
+  /** PATCH's body, when it is not POST's (PUT's is always POST's). */
+  patchBody?: z.ZodType;
+  /** DELETE's query string, when it is not GET's. */
+  deleteQuery?: z.ZodType;
   /** The path's parameters, when it has any. */
   params?: z.ZodObject;
   /** Parameters that change something: POST only, a GET naming one is refused (405). */
@@ -119,10 +127,13 @@ export const API_ENDPOINTS = {
   },
   projects: {
     path: '/v1/projects',
-    methods: GET_AND_POST,
+    // Listed (GET, an empty POST), created (POST with a url), changed (PATCH), removed (DELETE) (issue 33).
+    methods: ['GET', 'POST', 'PATCH', 'DELETE'],
     query: projectsQuerySchema,
     body: projectsBodySchema,
-    answer: projectListSchema,
+    patchBody: projectPatchSchema,
+    deleteQuery: projectDeleteSchema,
+    answer: z.union([projectListSchema, projectChangedSchema, projectRemovedSchema]),
   },
   budgets: {
     path: '/v1/budgets',

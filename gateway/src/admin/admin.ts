@@ -1,15 +1,13 @@
-import { CronExpressionParser } from 'cron-parser';
 import {
-  LOCATIONS,
   normalizeProjectUrl,
   pageAuthSchema,
   type Budgets,
-  type Location,
   type PageAuth,
   type Webhook,
 } from '@perfwatch/common';
 import { gatewayDefaults } from '../config.ts';
 import { readProjectAuth, sealProjectAuth } from '../projects/project-auth.ts';
+import { projectSettings, ProjectSettingsError, type ProjectOptions } from '../projects/project-settings.ts';
 import { createSecretBox, SecretKeyError, type SecretBox } from '../accounts/secret-box.ts';
 import {
   DuplicateError,
@@ -51,13 +49,6 @@ export interface IssuedTokenView {
   expiresAt: Date | null;
 }
 
-export interface ProjectOptions {
-  locations?: Location[];
-  defaultLocation?: Location;
-  runs?: number;
-  schedule?: string | null;
-}
-
 /** The admin operations behind `perfwatch admin …`; also used by `perfwatch start` and tests. */
 /** What the admin commands read and write (repository links: resealed by rotate-secrets-key). */
 type AdminStore = AccountsStore &
@@ -76,40 +67,13 @@ export function createAdmin(
   return new Admin(store, targetGuard, secrets, maxWebhooksPerUser);
 }
 
-/** A project's settings as given, checked and completed with their defaults. */
-function projectSettings(url: string, options: ProjectOptions) {
-  const normalized = normalizeProjectUrl(url);
-  if (!normalized) throw new AdminError(`not an absolute http(s) URL: ${url}`);
-  // Stored, listed and logged with the project: a password there would leak everywhere.
-  const parsed = new URL(normalized);
-  if (parsed.username || parsed.password)
-    throw new AdminError(
-      `a project URL must not carry credentials (user:password@): ${parsed.protocol}//${parsed.host}${parsed.pathname}`,
-    );
-  const locations =
-    options.locations && options.locations.length > 0
-      ? [...new Set(options.locations)]
-      : [options.defaultLocation ?? LOCATIONS[0]];
-  const defaultLocation = options.defaultLocation ?? locations[0]!;
-  if (!locations.includes(defaultLocation))
-    throw new AdminError(`the default location ${defaultLocation} is not among the project's locations`);
-  if (options.schedule) {
-    try {
-      CronExpressionParser.parse(options.schedule, { tz: 'UTC' });
-    } catch (error) {
-      throw new AdminError(`not a cron expression: ${options.schedule} (${(error as Error).message})`);
-    }
+/** The shared rules' refusal, as the admin CLI reports it. */
+function adminChecked<T>(check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    throw error instanceof ProjectSettingsError ? new AdminError(error.message) : error;
   }
-  const runs = options.runs ?? 3;
-  if (!Number.isInteger(runs) || runs < 1 || runs > 9) throw new AdminError('runs is a whole number from 1 to 9');
-  return {
-    url: normalized,
-    domain: parsed.hostname,
-    locations,
-    defaultLocation,
-    runs,
-    schedule: options.schedule ?? null,
-  };
 }
 
 export class Admin {
@@ -174,7 +138,7 @@ export class Admin {
 
   async addProject(name: string, url: string, options: ProjectOptions = {}): Promise<ProjectRecord> {
     const user = await this.#userNamed(name);
-    const settings = projectSettings(url, options);
+    const settings = adminChecked(() => projectSettings(url, options));
     try {
       return await this.#store.addProject({ userId: user.id, ...settings });
     } catch (error) {

@@ -63,6 +63,9 @@ interface EndpointDoc {
   /** The statuses this endpoint has besides every endpoint's, by every method or by POST (PUT) alone. */
   responses?: Record<string, ResponseDoc>;
   postResponses?: Record<string, ResponseDoc>;
+  /** The statuses PATCH and DELETE add, when they differ from the others' (/v1/projects). */
+  patchResponses?: Record<string, ResponseDoc>;
+  deleteResponses?: Record<string, ResponseDoc>;
   /** false: it names no project, so cannot answer 404 for one. */
   project?: false;
   /** false: POST may come without a body. */
@@ -157,10 +160,15 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
     limit: 'reads',
     route: ({ store }) => projectsRoute({ store }),
     doc: {
-      summary: "The caller's projects",
-      answer: "The caller's projects, ordered by URL.",
+      summary:
+        "List (GET, POST without a url), create (POST with a url), change (PATCH) or remove (DELETE) the caller's projects",
+      answer:
+        "The caller's projects, ordered by URL; `project` as it is now after a creation (`created`: true) or a change; `removed` after a removal, with its snapshots and everything else it had.",
       project: false,
       bodyRequired: false,
+      postResponses: { '409': 'The caller already has a project at that URL.' },
+      patchResponses: { '404': 'No project of the caller has that URL.' },
+      deleteResponses: { '404': 'No project of the caller has that URL.' },
     },
   },
   budgets: {

@@ -75,12 +75,24 @@ function operations({ contract, doc }: GatewayEndpoint) {
     requestBody: { required: doc.bodyRequired ?? true, content: { 'application/json': { schema: contract.body } } },
     ...(contract.params ? { requestParams: path } : {}),
   };
-  // PUT takes its request as POST does, DELETE as GET does (a resource's methods, /v1/projects/repository).
+  // PUT and PATCH take their request as POST does, DELETE as GET does (a resource's methods,
+  // /v1/projects/repository, /v1/projects), PATCH and DELETE by schemas of their own when they have them.
+  const patch = {
+    ...post,
+    responses: { ...base.responses, ...bodyErrors, ...responsesOf(doc.patchResponses) },
+    requestBody: { required: true, content: { 'application/json': { schema: contract.patchBody ?? contract.body } } },
+  };
+  const remove = {
+    ...get,
+    responses: { ...get.responses, ...responsesOf(doc.deleteResponses) },
+    requestParams: { query: inputOf(contract.deleteQuery ?? contract.query), ...path },
+  };
   return {
     ...(contract.methods.includes('GET') ? { get } : {}),
     ...(contract.methods.includes('POST') ? { post } : {}),
     ...(contract.methods.includes('PUT') ? { put: post } : {}),
-    ...(contract.methods.includes('DELETE') ? { delete: get } : {}),
+    ...(contract.methods.includes('PATCH') ? { patch } : {}),
+    ...(contract.methods.includes('DELETE') ? { delete: remove } : {}),
   };
 }
 

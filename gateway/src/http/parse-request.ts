@@ -10,6 +10,9 @@ import { ApiError } from '@perfwatch/common';
 export interface RequestSchemas<Q extends z.ZodType, B extends z.ZodType> {
   query: Q;
   body: B;
+  /** PATCH's body and DELETE's query, when they are not POST's and GET's. */
+  patchBody?: z.ZodType<z.output<B>>;
+  deleteQuery?: z.ZodType<z.output<Q>>;
   writes?: readonly string[];
 }
 
@@ -18,17 +21,17 @@ export function parseRequest<Q extends z.ZodType, B extends z.ZodType>(
   req: Request,
   schemas: RequestSchemas<Q, B>,
 ): z.output<Q> | z.output<B> {
-  // PUT carries its request as POST does, DELETE as GET does.
-  const withBody = req.method === 'POST' || req.method === 'PUT';
+  // PUT and PATCH carry their request as POST does, DELETE as GET does.
+  const withBody = req.method === 'POST' || req.method === 'PUT' || req.method === 'PATCH';
   if (!withBody) refuseWritesByGet(req, schemas.writes ?? []);
   if (withBody) {
     // No body at all is an empty object (POST /v1/projects needs none); a JSON `null` is not.
     const body: unknown = req.body === undefined ? {} : req.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body))
       throw new ApiError('BAD_REQUEST', 'The JSON body must be an object.', ['body: expected a JSON object']);
-    return check(schemas.body, body);
+    return check(req.method === 'PATCH' ? (schemas.patchBody ?? schemas.body) : schemas.body, body);
   }
-  return check(schemas.query, req.query);
+  return check(req.method === 'DELETE' ? (schemas.deleteQuery ?? schemas.query) : schemas.query, req.query);
 }
 
 /**

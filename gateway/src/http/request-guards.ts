@@ -12,11 +12,11 @@ export function acceptsJson(req: Request, _res: Response, next: NextFunction): v
   next();
 }
 
-/** 415 for a POST or PUT whose body is not JSON. A POST without a body is read as `{}`. */
+/** 415 for a POST, PUT or PATCH whose body is not JSON. A POST without a body is read as `{}`. */
 export function jsonBodyOnly(req: Request, _res: Response, next: NextFunction): void {
   const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
   if (
-    (req.method === 'POST' || req.method === 'PUT') &&
+    (req.method === 'POST' || req.method === 'PUT' || req.method === 'PATCH') &&
     hasBody &&
     !req.is(['application/json', 'application/*+json'])
   ) {

@@ -1,25 +1,78 @@
 import type { Request, Response } from 'express';
-import { API_ENDPOINTS, type ProjectList } from '@perfwatch/common';
+import { API_ENDPOINTS, ApiError, type ApiAnswer, type ProjectView, type ProjectsParams } from '@perfwatch/common';
 import { parseRequest } from '../http/parse-request.ts';
-import type { ProjectsStore } from './store/projects-store.ts';
+import { DuplicateError } from '../store/store.ts';
+import { changedSettings, projectSettings, ProjectSettingsError } from './project-settings.ts';
+import type { ProjectRecord, ProjectsStore } from './store/projects-store.ts';
 
-/** `GET|POST /v1/projects`: the caller's projects, ordered by URL; what a dashboard or client offers to pick from. */
-export function projectsRoute({ store }: { store: Pick<ProjectsStore, 'listProjects'> }) {
+type ProjectsRouteStore = Pick<
+  ProjectsStore,
+  'listProjects' | 'addProject' | 'findProject' | 'setProjectSettings' | 'removeProject'
+>;
+
+const viewOf = ({ url, domain, locations, defaultLocation, runs, schedule }: ProjectRecord): ProjectView => ({
+  url,
+  domain,
+  locations,
+  defaultLocation,
+  runs,
+  schedule,
+});
+
+/**
+ * `/v1/projects`: the caller's projects, ordered by URL (GET, an empty POST); a new one (POST
+ * with a url), a change of one's settings (PATCH), its removal with its data (DELETE). The
+ * settings follow the rules `perfwatch admin add-project` follows (project-settings.ts).
+ */
+export function projectsRoute({ store }: { store: ProjectsRouteStore }) {
   return async (req: Request, res: Response): Promise<void> => {
-    parseRequest(req, API_ENDPOINTS.projects);
-    const projects = req.caller ? await store.listProjects(req.caller.userId) : [];
-    const list: ProjectList = {
-      projects: projects
-        .map(({ url, domain, locations, defaultLocation, runs, schedule }) => ({
-          url,
-          domain,
-          locations,
-          defaultLocation,
-          runs,
-          schedule,
-        }))
-        .sort((a, b) => (a.url < b.url ? -1 : a.url > b.url ? 1 : 0)),
-    };
-    res.json(list);
+    const params: ProjectsParams = parseRequest(req, API_ENDPOINTS.projects);
+    const userId = req.caller?.userId;
+    if (userId === undefined || params.action === 'list') {
+      const projects = userId === undefined ? [] : await store.listProjects(userId);
+      res.json({ projects: projects.map(viewOf).sort((a, b) => (a.url < b.url ? -1 : a.url > b.url ? 1 : 0)) });
+      return;
+    }
+    const answer: ApiAnswer<'projects'> = await changeProjects(store, userId, params);
+    res.json(answer);
   };
+}
+
+async function changeProjects(
+  store: ProjectsRouteStore,
+  userId: string,
+  params: Exclude<ProjectsParams, { action: 'list' }>,
+): Promise<ApiAnswer<'projects'>> {
+  if (params.action === 'create') {
+    const settings = checked(() => projectSettings(params.url, params.settings));
+    try {
+      return { project: viewOf(await store.addProject({ userId, ...settings })), created: true };
+    } catch (error) {
+      if (!(error instanceof DuplicateError)) throw error;
+      throw new ApiError('CONFLICT', 'The caller already has a project at that URL.', [`url: ${settings.url} exists`]);
+    }
+  }
+  if (params.action === 'remove') {
+    if (!(await store.removeProject(userId, params.url))) throw notFound(params.url);
+    return { url: params.url, removed: true };
+  }
+  const project = await store.findProject(userId, params.url);
+  if (!project) throw notFound(params.url);
+  const settings = checked(() => changedSettings(project, params.changes));
+  await store.setProjectSettings(project.id, settings);
+  return { project: viewOf({ ...project, ...settings }), created: false };
+}
+
+/** Another user's project is as absent as one nobody has (as callerProject says it). */
+const notFound = (url: string) =>
+  new ApiError('NOT_FOUND', 'Project not found.', [`url: no project of yours has the URL ${url}`]);
+
+/** The shared rules' refusal as a 400 naming the field. */
+function checked<T>(check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    if (!(error instanceof ProjectSettingsError)) throw error;
+    throw new ApiError('BAD_REQUEST', 'The request has invalid parameters.', [`${error.field}: ${error.message}`]);
+  }
 }

@@ -6,6 +6,7 @@ import {
   projectRecords,
   type NewProject,
   type ProjectRecord,
+  type ProjectSettings,
   type ProjectsStore,
 } from './projects-store.ts';
 
@@ -63,6 +64,13 @@ export class MongoProjects implements ProjectsStore {
       await this.#base.db.collection(collection).deleteOne({ _id: doc._id });
     await this.#projects.deleteOne({ _id: doc._id });
     return true;
+  }
+
+  async setProjectSettings(
+    projectId: string,
+    { locations, defaultLocation, runs, schedule }: ProjectSettings,
+  ): Promise<void> {
+    await this.#projects.updateOne(byId(projectId), { $set: { locations, defaultLocation, runs, schedule } });
   }
 
   async setProjectBudgets(projectId: string, budgets: Budgets): Promise<void> {

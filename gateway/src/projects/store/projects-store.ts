@@ -23,6 +23,9 @@ export type NewProject = Omit<ProjectRecord, 'id' | 'createdAt' | 'budgets' | 'a
   auth?: string | null;
 };
 
+/** What a project's owner may change after creating it (PATCH /v1/projects; its URL names it, so stays). */
+export type ProjectSettings = Pick<ProjectRecord, 'locations' | 'defaultLocation' | 'runs' | 'schedule'>;
+
 /** A user's projects, their budgets and sealed credentials. */
 export interface ProjectsStore {
   addProject(project: NewProject): Promise<ProjectRecord>;
@@ -30,6 +33,8 @@ export interface ProjectsStore {
   listProjects(userId?: string): Promise<ProjectRecord[]>;
   /** Removes a project with its snapshots, results, KPI records, annotations and repository link. */
   removeProject(userId: string, url: string): Promise<boolean>;
+  /** Replaces a project's locations, default location, runs and schedule. */
+  setProjectSettings(projectId: string, settings: ProjectSettings): Promise<void>;
   /** Replaces a project's budgets. */
   setProjectBudgets(projectId: string, budgets: Budgets): Promise<void>;
   /** Replaces a project's sealed credentials (null: none). */

@@ -6,6 +6,7 @@ import {
   projectRecords,
   type NewProject,
   type ProjectRecord,
+  type ProjectSettings,
   type ProjectsStore,
 } from './projects-store.ts';
 
@@ -96,6 +97,17 @@ export class SqliteProjects implements ProjectsStore {
       this.#db.run('DELETE FROM projects WHERE id = ?', project.id);
     });
     return true;
+  }
+
+  async setProjectSettings(projectId: string, settings: ProjectSettings): Promise<void> {
+    this.#db.run(
+      'UPDATE projects SET locations = ?, default_location = ?, runs = ?, schedule = ? WHERE id = ?',
+      JSON.stringify(settings.locations),
+      settings.defaultLocation,
+      settings.runs,
+      settings.schedule,
+      projectId,
+    );
   }
 
   async setProjectBudgets(projectId: string, budgets: Budgets): Promise<void> {

@@ -1,0 +1,82 @@
+import { CronExpressionParser } from 'cron-parser';
+import { LOCATIONS, normalizeProjectUrl, type Location } from '@perfwatch/common';
+import type { ProjectRecord, ProjectSettings } from './store/projects-store.ts';
+
+/** A project's settings as given, by the admin CLI or the API; absent ones take their defaults. */
+export interface ProjectOptions {
+  locations?: Location[] | undefined;
+  defaultLocation?: Location | undefined;
+  runs?: number | undefined;
+  schedule?: string | null | undefined;
+}
+
+/** A setting refused by the rules below; `field` names it as the API's request does. */
+export class ProjectSettingsError extends Error {
+  readonly field: 'url' | 'defaultLocation' | 'schedule' | 'runs';
+
+  constructor(field: ProjectSettingsError['field'], message: string) {
+    super(message);
+    this.name = 'ProjectSettingsError';
+    this.field = field;
+  }
+}
+
+/**
+ * A new project's URL and settings, checked and completed with their defaults: the one set of
+ * rules `perfwatch admin add-project` and `POST /v1/projects` share.
+ */
+export function projectSettings(url: string, options: ProjectOptions) {
+  const normalized = normalizeProjectUrl(url);
+  if (!normalized) throw new ProjectSettingsError('url', `not an absolute http(s) URL: ${url}`);
+  // Stored, listed and logged with the project: a password there would leak everywhere.
+  const parsed = new URL(normalized);
+  if (parsed.username || parsed.password)
+    throw new ProjectSettingsError(
+      'url',
+      `a project URL must not carry credentials (user:password@): ${parsed.protocol}//${parsed.host}${parsed.pathname}`,
+    );
+  return { url: normalized, domain: parsed.hostname, ...checkedSettings(options) };
+}
+
+/**
+ * A project's settings after `changes` (`PATCH /v1/projects`), checked by the same rules. New
+ * locations without a default keep the old default when it is among them, else take their first.
+ */
+export function changedSettings(project: ProjectRecord, changes: ProjectOptions): ProjectSettings {
+  const locations = changes.locations ?? project.locations;
+  const defaultLocation =
+    changes.defaultLocation ?? (locations.includes(project.defaultLocation) ? project.defaultLocation : locations[0]);
+  return checkedSettings({
+    locations,
+    defaultLocation,
+    runs: changes.runs ?? project.runs,
+    schedule: changes.schedule === undefined ? project.schedule : changes.schedule,
+  });
+}
+
+function checkedSettings(options: ProjectOptions): ProjectSettings {
+  const locations =
+    options.locations && options.locations.length > 0
+      ? [...new Set(options.locations)]
+      : [options.defaultLocation ?? LOCATIONS[0]];
+  const defaultLocation = options.defaultLocation ?? locations[0]!;
+  if (!locations.includes(defaultLocation))
+    throw new ProjectSettingsError(
+      'defaultLocation',
+      `the default location ${defaultLocation} is not among the project's locations`,
+    );
+  if (options.schedule) {
+    try {
+      CronExpressionParser.parse(options.schedule, { tz: 'UTC' });
+    } catch (error) {
+      throw new ProjectSettingsError(
+        'schedule',
+        `not a cron expression: ${options.schedule} (${(error as Error).message})`,
+      );
+    }
+  }
+  const runs = options.runs ?? 3;
+  if (!Number.isInteger(runs) || runs < 1 || runs > 9)
+    throw new ProjectSettingsError('runs', 'runs is a whole number from 1 to 9');
+  return { locations, defaultLocation, runs, schedule: options.schedule ?? null };
+}
