@@ -10,8 +10,8 @@ import type { openApiResponseChecker } from './openapi-responses.ts';
 export type Params = Record<string, string | string[] | undefined>;
 export type Reply = { status: number; headers: Headers; body: unknown };
 type Checker = Awaited<ReturnType<typeof openApiResponseChecker>>;
-/** PUT sends a JSON body as POST does; DELETE a query string as GET does (/v1/projects/repository). */
-type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+/** PUT and PATCH send a JSON body as POST does; DELETE a query string as GET does (/v1/projects/repository, /v1/projects). */
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 function queryString(params: Params): string {
   const search = new URLSearchParams();
@@ -29,7 +29,7 @@ export async function send(
 ): Promise<Reply> {
   const url = `${base}/v1/${path}${params.query ? `?${queryString(params.query)}` : ''}`;
   const init: RequestInit = { method, headers: { ...headers } };
-  if (method === 'POST' || method === 'PUT') {
+  if (method === 'POST' || method === 'PUT' || method === 'PATCH') {
     init.body = params.raw ?? JSON.stringify(params.body ?? {});
     (init.headers as Record<string, string>)['Content-Type'] = params.contentType ?? 'application/json';
   }

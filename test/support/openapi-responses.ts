@@ -32,7 +32,7 @@ export async function openApiResponseChecker(document: unknown) {
   return {
     version: validator.version,
     /** Throws unless `body` matches the documented response; returns the key it checked. */
-    check(path: string, method: 'get' | 'post' | 'put' | 'delete', status: number, body: unknown): string {
+    check(path: string, method: 'get' | 'post' | 'put' | 'patch' | 'delete', status: number, body: unknown): string {
       const key = `${method} ${path} ${status}`;
       const response = resolved.paths[path]?.[method]?.responses[String(status)];
       if (!response) throw new Error(`${key} is not documented`);

@@ -1,0 +1,276 @@
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditResultSchema, errorEnvelopeSchema, projectListSchema, snapshotListSchema } from '@perfwatch/common';
+import { startAgent, type Agent } from '@perfwatch/agent';
+import type { MongoStore } from '@perfwatch/gateway';
+import { fixtureRunner } from '../support/fixture-runner.ts';
+import { openApiResponseChecker } from '../support/openapi-responses.ts';
+import { documented as documentedBy, errorsOf, send, type Params, type Reply } from '../support/api-requests.ts';
+import { isolatedNats, silentLogger, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
+
+// Projects made, changed and removed through the API (issue 33, item 1): POST /v1/projects with
+// a url, PATCH, DELETE ?url=, as a client written from the spec sees them, every answer checked
+// against /v1/openapi.json, and every status these three document seen. Tenancy as everywhere:
+// another user's project is a 404. A real nats-server and MongoDB-wire server; an agent answers
+// with captured Lighthouse results.
+
+const SHOP = 'https://shop.example/';
+const BOBS = 'https://bob.example/';
+
+let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let gateway: TestGateway;
+let agentConn: NatsConnection;
+let agent: Agent;
+let alice: string;
+let bob: string;
+let checker: Awaited<ReturnType<typeof openApiResponseChecker>>;
+/** Set: the store fails every project write and look-up (a database that breaks mid-request). */
+let broken = false;
+
+type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+
+/** A request to /v1/projects (or `path`) as alice unless told, its answer documented. */
+async function call(
+  method: Method,
+  params: { query?: Params; body?: unknown; raw?: string; contentType?: string },
+  headers: Record<string, string> = { Authorization: alice },
+  { base = gateway.url, path = 'projects' }: { base?: string; path?: string } = {},
+): Promise<Reply> {
+  return documentedBy(checker, path, method, await send(base, path, method, params, headers));
+}
+const create = (body: unknown, token = alice) => call('POST', { body }, { Authorization: token });
+const patch = (body: unknown, token = alice) => call('PATCH', { body }, { Authorization: token });
+const remove = (url: string, token = alice) => call('DELETE', { query: { url } }, { Authorization: token });
+const listOf = async (token = alice) => projectListSchema.parse((await call('GET', {}, { Authorization: token })).body);
+
+/** The test's store, failing the project calls while `broken` is set. */
+function breakable(store: MongoStore): MongoStore {
+  const failing = new Set(['addProject', 'findProject', 'setProjectSettings', 'removeProject']);
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      const bound = (value as (...args: unknown[]) => unknown).bind(target);
+      return (...args: unknown[]) => {
+        if (broken && failing.has(String(property))) throw new Error('connection reset by peer at /srv/db.ts:12');
+        return bound(...args);
+      };
+    },
+  });
+}
+
+beforeAll(async () => {
+  nats = await isolatedNats();
+  gateway = await startTestGateway({ natsUrl: nats.url, store: breakable(await testStore()) });
+  agentConn = await connect({ servers: nats.url });
+  agent = startAgent({
+    nc: agentConn,
+    location: 'london',
+    runner: fixtureRunner({ delayMs: 5 }),
+    logger: silentLogger,
+    agentId: 'london',
+  });
+  ({ token: alice } = await gateway.admin.createUser('alice'));
+  ({ token: bob } = await gateway.admin.createUser('bob'));
+  await gateway.admin.addProject('bob', BOBS, { locations: ['london'], runs: 1 });
+  checker = await openApiResponseChecker(await (await fetch(`${gateway.url}/v1/openapi.json`)).json());
+}, 60_000);
+
+afterAll(async () => {
+  await agent?.stop();
+  await agentConn?.drain();
+  await gateway?.stop();
+  await nats?.dispose();
+});
+
+describe('POST /v1/projects', () => {
+  it('creates a project with the admin CLI’s defaults, listed after; an empty POST still lists', async () => {
+    const made = await create({ url: 'https://Shop.example', locations: ['london'], runs: 1 });
+    expect(made.status, JSON.stringify(made.body)).toBe(200);
+    expect(made.body).toEqual({
+      project: {
+        url: SHOP,
+        domain: 'shop.example',
+        locations: ['london'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      },
+      created: true,
+    });
+    const bare = await create({ url: 'https://bare.example/' });
+    expect(bare.body).toMatchObject({ project: { locations: ['s_carolina'], runs: 3, schedule: null } });
+    const listed = await call('POST', {});
+    expect(listed.status).toBe(200);
+    expect(projectListSchema.parse(listed.body).projects.map((p) => p.url)).toEqual(['https://bare.example/', SHOP]);
+    expect((await remove('https://bare.example/')).status).toBe(200);
+  });
+
+  it('measures the project it created by an update', async () => {
+    const update = await call('POST', { body: { url: SHOP, device: 'mobile' } }, undefined, { path: 'update' });
+    expect(update.status, JSON.stringify(update.body)).toBe(200);
+    const result = auditResultSchema.parse(update.body);
+    expect(result.mobile?.london?.runs).toHaveLength(1);
+  });
+
+  it('409 CONFLICT for a URL the caller has; another user may have the same URL', async () => {
+    const again = await create({ url: SHOP, locations: ['tokyo'] });
+    expect(again.status).toBe(409);
+    expect(errorEnvelopeSchema.parse(again.body).status).toBe('CONFLICT');
+    expect(errorsOf(again)).toContain(SHOP);
+    const bobs = await create({ url: SHOP, locations: ['tokyo'] }, bob);
+    expect(bobs.status).toBe(200);
+    expect((await listOf()).projects.find((p) => p.url === SHOP)?.locations).toEqual(['london']);
+    expect((await remove(SHOP, bob)).status).toBe(200);
+  });
+
+  it('400 naming the field, by the same rules as perfwatch admin add-project', async () => {
+    const url = 'https://refused.example/';
+    for (const [body, field] of [
+      [{ url, runs: 12 }, /^runs: runs is a whole number from 1 to 9$/m],
+      [{ url, runs: 'three' }, /^runs must be a number$/m],
+      [{ url, locations: ['london'], defaultLocation: 'tokyo' }, /^defaultLocation: the default location tokyo/m],
+      [{ url, schedule: 'every day' }, /^schedule: not a cron expression: every day/m],
+      [{ url, locations: ['mars'] }, /^locations\.0: locations must be one of/m],
+      [{ url: 'https://user:pw@refused.example/' }, /^url: a project URL must not carry credentials/m],
+      [{ url: 'ftp://refused.example/' }, /^url must be an absolute http\(s\) URL$/m],
+      [{ locations: ['london'] }, /^url is required to create a project$/m],
+      [{ url, devices: ['mobile'] }, /^unknown parameter\(s\): devices$/m],
+    ] as const) {
+      const reply = await create(body);
+      expect(reply.status, JSON.stringify(body)).toBe(400);
+      expect(errorsOf(reply)).toMatch(field);
+    }
+    await expect(gateway.admin.addProject('alice', url, { runs: 12 })).rejects.toThrow(
+      /^runs is a whole number from 1 to 9$/,
+    );
+    expect((await listOf()).projects.map((p) => p.url)).not.toContain(url);
+  });
+});
+
+describe('PATCH /v1/projects', () => {
+  it('changes the settings given and keeps the others; the default follows the locations', async () => {
+    const changed = await patch({ url: SHOP, locations: ['tokyo', 'london'], schedule: '0 3 * * *' });
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    expect(changed.body).toMatchObject({
+      project: { url: SHOP, locations: ['tokyo', 'london'], defaultLocation: 'london', runs: 1, schedule: '0 3 * * *' },
+      created: false,
+    });
+    const moved = await patch({ url: SHOP, locations: ['tokyo'], schedule: null, runs: 2 });
+    expect(moved.body).toMatchObject({ project: { locations: ['tokyo'], defaultLocation: 'tokyo', runs: 2 } });
+    expect((await listOf()).projects.find((p) => p.url === SHOP)).toMatchObject({ schedule: null, runs: 2 });
+    expect((await patch({ url: SHOP, locations: ['london'] })).status).toBe(200);
+  });
+
+  it('400 naming the field; 404 for another user’s project and for none', async () => {
+    for (const [body, field] of [
+      [{ url: SHOP }, /give at least one of locations, defaultLocation, runs, schedule/],
+      [{ url: SHOP, defaultLocation: 'tokyo' }, /^defaultLocation: the default location tokyo/m],
+      [{ url: SHOP, runs: 0 }, /^runs: /m],
+      [{ url: SHOP, budgets: {} }, /^unknown parameter\(s\): budgets$/m],
+      [{ runs: 2 }, /^url is required$/m],
+    ] as const) {
+      const reply = await patch(body);
+      expect(reply.status, JSON.stringify(body)).toBe(400);
+      expect(errorsOf(reply)).toMatch(field);
+    }
+    for (const [url, token] of [
+      [BOBS, alice],
+      [SHOP, bob],
+      ['https://nobody.example/', alice],
+    ] as const) {
+      const reply = await patch({ url, runs: 2 }, token);
+      expect(reply.status).toBe(404);
+      expect(errorsOf(reply)).toContain(url);
+    }
+    expect((await listOf(bob)).projects[0]).toMatchObject({ url: BOBS, runs: 1 });
+  });
+});
+
+describe('DELETE /v1/projects', () => {
+  it('removes a project with its snapshots; 404 for another user’s, for none, and the second time', async () => {
+    const url = 'https://gone.example/';
+    await create({ url, locations: ['london'], runs: 1 });
+    const update = await call('POST', { body: { url, device: 'mobile' } }, undefined, { path: 'update' });
+    expect(update.status).toBe(200);
+    expect((await remove(url, bob)).status).toBe(404);
+    expect((await remove(BOBS)).status).toBe(404);
+    expect(await remove(url)).toMatchObject({ status: 200, body: { url, removed: true } });
+    expect((await remove(url)).status).toBe(404);
+    expect((await call('GET', { query: { url } }, undefined, { path: 'updates' })).status).toBe(404);
+    await create({ url, locations: ['london'], runs: 1 });
+    const fresh = await call('GET', { query: { url } }, undefined, { path: 'updates' });
+    expect(snapshotListSchema.parse(fresh.body).mobile ?? []).toEqual([]);
+    expect((await listOf(bob)).projects.map((p) => p.url)).toEqual([BOBS]);
+  });
+
+  it('400 without a url or with another parameter', async () => {
+    expect(errorsOf(await call('DELETE', { query: {} }))).toMatch(/^url is required$/m);
+    expect(errorsOf(await call('DELETE', { query: { url: SHOP, runs: '2' } }))).toMatch(/unknown parameter\(s\): runs/);
+  });
+});
+
+describe('/v1/projects: the statuses every write shares', () => {
+  const writes: [Method, { query?: Params; body?: unknown }][] = [
+    ['POST', { body: { url: 'https://shared.example/' } }],
+    ['PATCH', { body: { url: SHOP, runs: 1 } }],
+    ['DELETE', { query: { url: 'https://shared.example/' } }],
+  ];
+
+  it('400 without a token, 401 with a bad one, 406 when JSON is refused, 405 for PUT', async () => {
+    for (const [method, params] of writes) {
+      expect(errorsOf(await call(method, params, {}))).toMatch(/Authorization/);
+      expect((await call(method, params, { Authorization: 'pw_nope' })).status).toBe(401);
+      expect((await call(method, params, { Authorization: alice, Accept: 'text/html' })).status).toBe(406);
+    }
+    const put = await fetch(`${gateway.url}/v1/projects`, { method: 'PUT', headers: { Authorization: alice } });
+    expect(put.status).toBe(405);
+    expect(put.headers.get('allow')).toBe('GET, POST, PATCH, DELETE');
+  });
+
+  it('413 and 415 for a body it will not read', async () => {
+    for (const method of ['POST', 'PATCH'] as const) {
+      const big = await call(method, { raw: JSON.stringify({ url: SHOP, pad: 'x'.repeat(200_000) }) });
+      expect(big.status).toBe(413);
+      const form = await call(method, { raw: 'url=x', contentType: 'application/x-www-form-urlencoded' });
+      expect(form.status).toBe(415);
+    }
+  });
+
+  it('429 with Retry-After past the per-minute limit', async () => {
+    const limited = await startTestGateway({ natsUrl: nats.url, rateLimits: { updates: 1, reads: 1 } });
+    try {
+      const { token } = await limited.admin.createUser('busy');
+      expect((await call('GET', {}, { Authorization: token }, { base: limited.url })).status).toBe(200);
+      for (const [method, params] of writes) {
+        const over = await call(method, params, { Authorization: token }, { base: limited.url });
+        expect(over.status).toBe(429);
+        expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
+      }
+    } finally {
+      await limited.stop();
+    }
+  });
+
+  it('500 asks to try again and leaks nothing when the database fails', async () => {
+    broken = true;
+    try {
+      for (const [method, params] of writes) {
+        const reply = await call(method, params);
+        expect(reply.status).toBe(500);
+        expect(errorEnvelopeSchema.parse(reply.body).message).toMatch(/try again/i);
+        expect(JSON.stringify(reply.body)).not.toMatch(/connection reset|db\.ts/);
+      }
+    } finally {
+      broken = false;
+    }
+  });
+
+  it('every status documented for POST, PATCH and DELETE was seen to match an actual answer', () => {
+    const writeOperations = /^(post|patch|delete) \/v1\/projects /;
+    const documented = checker.documented().filter((key) => writeOperations.test(key));
+    expect(documented.length).toBeGreaterThanOrEqual(25);
+    expect(documented.filter((key) => !checker.seen.has(key))).toEqual([]);
+  });
+});
