@@ -49,8 +49,10 @@ afterAll(async () => {
   await nats?.dispose();
 });
 
+type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+
 /** Sends the body as text: `{"__proto__": 1}` must reach the gateway as an own key, as a hostile client sends it. */
-async function call(method: 'GET' | 'POST', path: string, body?: string, as = token) {
+async function call(method: Method, path: string, body?: string, as = token) {
   const response = await fetch(`${gateway.url}${path}`, {
     method,
     headers: { Authorization: as, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
@@ -63,7 +65,7 @@ const q = (name: string) => encodeURIComponent(name);
 const url = JSON.stringify(SHOP);
 
 /** Each place a prototype name can go in: a request built around it. */
-const POSITIONS: Record<string, (name: string) => ['GET' | 'POST', string, string?]> = {
+const POSITIONS: Record<string, (name: string) => [Method, string, string?]> = {
   'POST budgets {NAME: 1}': (n) => ['POST', '/v1/budgets', `{"url":${url},"budgets":{${JSON.stringify(n)}:1}}`],
   'POST maxRegression {NAME: 1}': (n) => [
     'POST',
@@ -96,6 +98,14 @@ for (const endpoint of ENDPOINTS) {
     `{"url":${url},${JSON.stringify(n)}:1}`,
   ];
 }
+
+// A project's change (PATCH, a body) and removal (DELETE, a query) (issue 33).
+POSITIONS['PATCH /v1/projects {NAME: 1}'] = (n) => [
+  'PATCH',
+  '/v1/projects',
+  `{"url":${url},"runs":2,${JSON.stringify(n)}:1}`,
+];
+POSITIONS['DELETE /v1/projects?NAME=1'] = (n) => ['DELETE', `/v1/projects?url=${q(SHOP)}&${q(n)}=1`];
 
 describe('prototype names in maps and parameter names', () => {
   it('are refused with 400 in every position of every endpoint, and nothing is stored', async () => {
@@ -133,7 +143,8 @@ describe('prototype names in maps and parameter names', () => {
     expect(budgets).toEqual({ status: 200, body: { url: SHOP, budgets: {}, maxRegression: {} } });
     const credentials = await call('GET', `/v1/credentials?url=${q(SHOP)}`);
     expect(credentials.body).toMatchObject({ configured: false });
-    expect((await call('GET', '/v1/projects')).status).toBe(200);
+    const projects = await call('GET', '/v1/projects');
+    expect(projects.body).toMatchObject({ projects: [{ url: SHOP, runs: 1 }] });
   });
 
   it('a valid budget still goes through beside them', async () => {
