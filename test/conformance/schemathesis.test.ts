@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { LOCATIONS } from '@perfwatch/common';
 import { startAgent, type Agent } from '@perfwatch/agent';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';
@@ -18,7 +19,7 @@ const schemathesis = join(inject('natsServerBinary'), '../../schemathesis/bin/sc
 let nats: Awaited<ReturnType<typeof isolatedNats>>;
 let gateway: TestGateway;
 let agentConn: NatsConnection;
-let agent: Agent;
+const agents: Agent[] = [];
 let token: string;
 
 beforeAll(async () => {
@@ -32,17 +33,22 @@ beforeAll(async () => {
   ({ token } = await gateway.admin.createUser('schemathesis'));
   await gateway.admin.addProject('schemathesis', 'https://schemathesis.example/', { locations: ['london'], runs: 1 });
   agentConn = await connect({ servers: nats.url });
-  agent = startAgent({
-    nc: agentConn,
-    location: 'london',
-    runner: fixtureRunner({ delayMs: 0 }),
-    logger: silentLogger,
-    agentId: 'st-london',
-  });
+  // Every location has an agent: schemathesis creates projects (POST /v1/projects) in any of them
+  // and then updates them, which without one would be a documented 503, yet a 5xx to its checks.
+  for (const location of LOCATIONS)
+    agents.push(
+      startAgent({
+        nc: agentConn,
+        location,
+        runner: fixtureRunner({ delayMs: 0 }),
+        logger: silentLogger,
+        agentId: `st-${location}`,
+      }),
+    );
 });
 
 afterAll(async () => {
-  await agent?.stop();
+  for (const agent of agents) await agent.stop();
   await agentConn?.drain();
   await gateway?.stop();
   await nats?.dispose();
@@ -94,6 +100,6 @@ describe('schemathesis', () => {
     console.info(output.slice(-2500));
     expect(code, output).toBe(0);
     // What was checked, so a report shows it ran in earnest.
-    expect(output).toMatch(/Tested: 25\b/);
+    expect(output).toMatch(/Tested: 27\b/);
   }, 300_000);
 });
