@@ -37,7 +37,12 @@ interface Reply {
 }
 
 /** A raw HTTP request: the path and body go out byte for byte, as no well-behaved client would send them. */
-function send(method: 'GET' | 'POST', path: string, body?: Buffer, contentType = 'application/json'): Promise<Reply> {
+function send(
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  path: string,
+  body?: Buffer,
+  contentType = 'application/json',
+): Promise<Reply> {
   const { hostname, port } = new URL(gateway.url);
   return new Promise((resolve, reject) => {
     const req = request(
@@ -81,6 +86,7 @@ const ENDPOINTS = [
   'webhooks',
   'annotations',
   'credentials',
+  'projects',
 ] as const;
 const KEYS = [
   'url',
@@ -111,6 +117,9 @@ const KEYS = [
   'to',
   'auth',
   'clear',
+  'runs',
+  'schedule',
+  'defaultLocation',
 ];
 
 const value = fc.oneof(
@@ -198,6 +207,17 @@ describe('hostile input never breaks the API', () => {
         },
       ),
       { numRuns: 1_000 },
+    );
+  }, 120_000);
+
+  it('PATCH and DELETE of /v1/projects with random bodies and parameters (issue 33)', async () => {
+    await fc.assert(
+      fc.asyncProperty(body, pairs, fc.boolean(), async (payload, params, broken) => {
+        assertWellFormed('projects', await send('PATCH', '/v1/projects', payload));
+        const query = params.map(([k, v]) => `${encode(k, broken)}=${encode(v, broken)}`).join('&');
+        assertWellFormed('projects', await send('DELETE', `/v1/projects${query ? `?${query}` : ''}`));
+      }),
+      { numRuns: 400 },
     );
   }, 120_000);
 
