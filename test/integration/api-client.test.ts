@@ -23,9 +23,9 @@ const SHOP = 'https://shop.example/';
 
 /** Maps a concrete request path to its OpenAPI path template. */
 const template = (path: string) => path.replace(/^\/v1\/updates\/[^/]+$/, '/v1/updates/{id}');
-/** The client POSTs every request but those of /v1/projects/repository (GET, PUT, DELETE). */
+/** The client POSTs every request but those of /v1/projects/repository (GET, PUT, DELETE) and a project's change (PATCH) and removal (DELETE). */
 const methodOf = (init: RequestInit | undefined) =>
-  (init?.method ?? 'GET').toLowerCase() as 'get' | 'post' | 'put' | 'delete';
+  (init?.method ?? 'GET').toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 beforeAll(async () => {
   nats = await isolatedNats();
@@ -51,10 +51,11 @@ beforeAll(async () => {
   const checkingFetch: typeof fetch = async (input, init) => {
     const path = template(new URL(String(input)).pathname);
     const method = methodOf(init);
-    if (method === 'post' || method === 'put') checker.checkRequest(path, method, JSON.parse(String(init!.body)));
+    if (method === 'post' || method === 'put' || method === 'patch')
+      checker.checkRequest(path, method, JSON.parse(String(init!.body)));
     const response = await fetch(input, init);
     checker.check(path, method, response.status, await response.clone().json());
-    calls.push(`${path} ${response.status}`);
+    calls.push(`${path} ${response.status} ${method}`);
     return response;
   };
   client = createApiClient({ server: gateway.url, token, fetch: checkingFetch });
@@ -107,6 +108,17 @@ describe('the typed API client', () => {
     expect(await client.projects()).toEqual([
       { url: SHOP, domain: 'shop.example', locations: ['london'], defaultLocation: 'london', runs: 2, schedule: null },
     ]);
+    const made = await client.createProject('https://made.example/', { locations: ['london'], runs: 1 });
+    expect(made).toMatchObject({ url: 'https://made.example/', defaultLocation: 'london', runs: 1, schedule: null });
+    await expect(client.createProject('https://made.example/')).rejects.toMatchObject({ httpStatus: 409 });
+    expect(await client.updateProject(made.url, { schedule: '0 4 * * *', runs: 2 })).toEqual({
+      ...made,
+      schedule: '0 4 * * *',
+      runs: 2,
+    });
+    await client.removeProject(made.url);
+    await expect(client.updateProject(made.url, { runs: 3 })).rejects.toMatchObject({ httpStatus: 404 });
+    expect((await client.projects()).map((p) => p.url)).toEqual([SHOP]);
 
     expect(await client.budgets(SHOP, { budgets: { performance: 50 }, maxRegression: { lcp: 20 } })).toEqual({
       url: SHOP,
@@ -146,6 +158,10 @@ describe('the typed API client', () => {
     await client.unlinkRepository(SHOP);
     await expect(client.repository(SHOP)).rejects.toMatchObject({ httpStatus: 404 });
     expect(new Set(calls.map((c) => c.split(' ')[0]))).toEqual(new Set(Object.values(CLIENT_OPERATIONS)));
+    // Where a path has operations beyond its GET and POST forms, the client calls each of them.
+    const called = new Set(calls.map((c) => `${c.split(' ')[2]} ${c.split(' ')[0]}`));
+    const beyond = checker.documented().filter((key) => /^(put|patch|delete) /.test(key));
+    expect(beyond.filter((key) => !called.has(key.split(' ').slice(0, 2).join(' ')))).toEqual([]);
   });
 
   it('turns error envelopes into ApiClientError with the status and the envelope', async () => {

@@ -46,7 +46,7 @@ export async function openApiResponseChecker(document: unknown) {
       return key;
     },
     /** Throws unless `body` matches the documented JSON request body of the operation. */
-    checkRequest(path: string, method: 'post' | 'put', body: unknown): void {
+    checkRequest(path: string, method: 'post' | 'put' | 'patch', body: unknown): void {
       const key = `${method} ${path} request`;
       const schema = resolved.paths[path]?.[method]?.requestBody?.content['application/json']?.schema;
       if (!schema) throw new Error(`${key} documents no JSON request body`);
