@@ -1,5 +1,12 @@
 import type { Request, Response } from 'express';
-import { API_ENDPOINTS, ApiError, type ApiAnswer, type ProjectView, type ProjectsParams } from '@perfwatch/common';
+import {
+  API_ENDPOINTS,
+  ApiError,
+  type ApiAnswer,
+  type ProjectList,
+  type ProjectView,
+  type ProjectsParams,
+} from '@perfwatch/common';
 import { parseRequest } from '../http/parse-request.ts';
 import { DuplicateError } from '../store/store.ts';
 import { changedSettings, projectSettings, ProjectSettingsError } from './project-settings.ts';
@@ -30,7 +37,10 @@ export function projectsRoute({ store }: { store: ProjectsRouteStore }) {
     const userId = req.caller?.userId;
     if (userId === undefined || params.action === 'list') {
       const projects = userId === undefined ? [] : await store.listProjects(userId);
-      res.json({ projects: projects.map(viewOf).sort((a, b) => (a.url < b.url ? -1 : a.url > b.url ? 1 : 0)) });
+      const list: ProjectList = {
+        projects: projects.map(viewOf).sort((a, b) => (a.url < b.url ? -1 : a.url > b.url ? 1 : 0)),
+      };
+      res.json(list);
       return;
     }
     const answer: ApiAnswer<'projects'> = await changeProjects(store, userId, params);
