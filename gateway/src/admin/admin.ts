@@ -1,10 +1,4 @@
-import {
-  normalizeProjectUrl,
-  pageAuthSchema,
-  type Budgets,
-  type PageAuth,
-  type Webhook,
-} from '@perfwatch/common';
+import { normalizeProjectUrl, pageAuthSchema, type Budgets, type PageAuth, type Webhook } from '@perfwatch/common';
 import { gatewayDefaults } from '../config.ts';
 import { readProjectAuth, sealProjectAuth } from '../projects/project-auth.ts';
 import { projectSettings, ProjectSettingsError, type ProjectOptions } from '../projects/project-settings.ts';
