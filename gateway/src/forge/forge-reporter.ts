@@ -18,10 +18,8 @@ import { retryDelayMs, type RetryPolicy } from '../alerts/webhook-sender.ts';
 import type { ProjectRecord, ProjectsStore } from '../projects/store/projects-store.ts';
 import { auditSummaryOf } from '../snapshots/audit-view.ts';
 import { findSides } from '../snapshots/compare-sides.ts';
-import { compareSnapshots } from '../snapshots/compare-view.ts';
+import { compareSnapshots, storedCellAudits } from '../snapshots/compare-view.ts';
 import type { HeavyReads } from '../snapshots/heavy-reads.ts';
-import { auditsOfJson } from '../snapshots/result-audits.ts';
-import { releaseResult } from '../snapshots/result-bytes.ts';
 import type { SnapshotReadsStore } from '../snapshots/store/snapshots-store.ts';
 import type { UpdateRecord, UpdatesStore } from '../updates/store/updates-store.ts';
 import { openForgeToken } from './forge-link.ts';
@@ -118,16 +116,7 @@ async function changeReport(deps: ForgeReporterDeps, resolved: Resolved): Promis
   const comparison: ChangeReport['comparison'] = sides.found
     ? {
         baseUrl: linked.url,
-        compared: await deps.reads.run(() =>
-          compareSnapshots(base, sides.from, sides.to, async (cell) => {
-            const json = await cell.resultJson();
-            try {
-              return auditsOfJson(json);
-            } finally {
-              releaseResult(json);
-            }
-          }),
-        ),
+        compared: await deps.reads.run(() => compareSnapshots(base, sides.from, sides.to, storedCellAudits)),
       }
     : { unavailable: sides.errors.join('; ') || sides.message };
   const from = 'compared' in comparison ? comparison.compared.from : 'latest';

@@ -1,11 +1,9 @@
 import type { Request, Response } from 'express';
 import { API_ENDPOINTS, ApiError } from '@perfwatch/common';
-import { compareSnapshots } from './compare-view.ts';
+import { compareSnapshots, storedCellAudits } from './compare-view.ts';
 import { findSides } from './compare-sides.ts';
 import { whileConnected, type HeavyReads } from './heavy-reads.ts';
 import { parseRequest } from '../http/parse-request.ts';
-import { auditsOfJson } from './result-audits.ts';
-import { releaseResult } from './result-bytes.ts';
 import type { ProjectsStore } from '../projects/store/projects-store.ts';
 import type { SnapshotReadsStore } from './store/snapshots-store.ts';
 import { callerProject } from '../accounts/caller-project.ts';
@@ -36,16 +34,7 @@ export function compareRoute({
     const sides = await findSides(store, { head, base, from: params.from, to: params.to, filter });
     if (!sides.found) throw new ApiError('NOT_FOUND', sides.message, sides.errors);
     const compared = await reads.run(
-      () =>
-        compareSnapshots({ url: head.url, baseUrl: base.url }, sides.from, sides.to, async (cell) => {
-          const json = await cell.resultJson();
-          try {
-            return auditsOfJson(json);
-          } finally {
-            // The summary holds copies of what it read: the bytes are no one's now.
-            releaseResult(json);
-          }
-        }),
+      () => compareSnapshots({ url: head.url, baseUrl: base.url }, sides.from, sides.to, storedCellAudits),
       whileConnected(res),
     );
     res.json(compared);

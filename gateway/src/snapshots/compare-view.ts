@@ -10,7 +10,8 @@ import {
   type Revision,
   type RunSummary,
 } from '@perfwatch/common';
-import type { AuditSummary } from './result-audits.ts';
+import { auditsOfJson, type AuditSummary } from './result-audits.ts';
+import { releaseResult } from './result-bytes.ts';
 import type { LocationSnapshot, SnapshotRecord } from '../store/store.ts';
 
 /** A result's audits by id, as compare reads them (result-audits.ts). */
@@ -141,4 +142,17 @@ export async function compareSnapshots<C extends ComparedCell>(
     cells,
     unmatched,
   };
+}
+
+/**
+ * A stored cell's audits, as compareSnapshots reads them: its result's bytes fetched, summarised
+ * and let go at once (the summary holds copies of what it read: the bytes are no one's now).
+ */
+export async function storedCellAudits(cell: { resultJson(): Promise<Buffer> }): Promise<ResultAudits> {
+  const json = await cell.resultJson();
+  try {
+    return auditsOfJson(json);
+  } finally {
+    releaseResult(json);
+  }
 }
