@@ -1,3 +1,5 @@
+import { readUpTo } from './bounded-body.ts';
+
 /**
  * A forge's refusal, sorted by what the caller does about it: a rate limit says when to try
  * again, the others say why. Reports to a forge never change a CI job's exit code (the budgets
@@ -34,26 +36,10 @@ export class ForgeError extends Error {
 /** Bytes of an error answer's body read for its message: enough for any forge's error JSON. */
 const MAX_ERROR_BODY = 4_096;
 
-/** The first `maxBytes` (or so) of a body, the rest never read. */
-async function boundedPrefix(response: Response, maxBytes: number): Promise<string> {
-  if (!response.body) return '';
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  while (size < maxBytes) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(value);
-    size += value.byteLength;
-  }
-  await reader.cancel().catch(() => undefined);
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 /** The forge's own words from an error answer: `message` (and `errors`, `error`), else the text, bounded. */
 async function errorText(response: Response): Promise<string> {
   // Only the first bytes: an error page may be of any size.
-  const text = (await boundedPrefix(response, MAX_ERROR_BODY).catch(() => '')).slice(0, MAX_ERROR_BODY);
+  const text = (await readUpTo(response, MAX_ERROR_BODY).catch(() => ({ text: '' }))).text.slice(0, MAX_ERROR_BODY);
   try {
     const body = JSON.parse(text) as Record<string, unknown>;
     const parts = [body['message'], body['error'], body['errors']]

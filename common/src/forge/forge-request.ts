@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { readUpTo } from './bounded-body.ts';
 import { ForgeError, forgeErrorOf } from './forge-errors.ts';
 
 /** A forge that does not answer within this long is reported unavailable, not waited for. */
@@ -8,31 +9,15 @@ const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
 
 export type Fetch = typeof fetch;
 
-/**
- * An answer's body as text, read as it streams in and given up (null) past `maxBytes`: a forge
- * is a user's input (a link's API URL), and one that streams without end must not fill memory.
- */
+/** An answer's body as text; null past `maxBytes` (declared so, or streamed so), never read further. */
 export async function boundedText(response: Response, maxBytes: number): Promise<string | null> {
   const declared = Number(response.headers.get('content-length'));
   if (Number.isFinite(declared) && declared > maxBytes) {
     await response.body?.cancel();
     return null;
   }
-  if (!response.body) return '';
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel();
-      return null;
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  const { text, more } = await readUpTo(response, maxBytes);
+  return more ? null : text;
 }
 
 export interface ForgeRequest<T> {
