@@ -7,6 +7,8 @@ import { z } from 'zod';
 const ERROR_STATUSES = {
   BAD_REQUEST: 400,
   UNAUTHORIZED: 401,
+  /** Known, and not allowed this: a role or a token's scope below what the request needs (issue 33). */
+  FORBIDDEN: 403,
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   NOT_ACCEPTABLE: 406,

@@ -32,6 +32,7 @@ export * from './stored-checks.ts';
 export * from './webhooks.ts';
 export * from './annotations.ts';
 export * from './revision.ts';
+export * from './access.ts';
 export * from './page-auth.ts';
 export * from './run-digest.ts';
 export * from './target-guard.ts';

@@ -28,7 +28,7 @@ export function webhooksRoute({
 }) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, API_ENDPOINTS.webhooks);
-    const userId = req.caller!.userId;
+    const userId = req.caller!.orgId;
     const answer: Omit<WebhookList, 'webhooks'> = {};
     if (params.action === 'add') {
       const project = params.project === null ? null : await callerProject(store, req, params.project);

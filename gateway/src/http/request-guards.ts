@@ -40,7 +40,7 @@ export function perUserLimit(perMinute: number, what: string) {
     limit: perMinute,
     standardHeaders: 'draft-7',
     legacyHeaders: false,
-    keyGenerator: (req) => req.caller!.userId,
+    keyGenerator: (req) => req.caller!.orgId,
     validate: { keyGeneratorIpFallback: false },
     handler: (req, _res, next) => {
       const reset =

@@ -7,6 +7,7 @@ import {
   type ProjectView,
   type ProjectsParams,
 } from '@perfwatch/common';
+import { callerSees } from '../accounts/caller-project.ts';
 import { parseRequest } from '../http/parse-request.ts';
 import { DuplicateError } from '../store/store.ts';
 import { changedSettings, projectSettings, ProjectSettingsError } from './project-settings.ts';
@@ -34,16 +35,19 @@ const viewOf = ({ url, domain, locations, defaultLocation, runs, schedule }: Pro
 export function projectsRoute({ store }: { store: ProjectsRouteStore }) {
   return async (req: Request, res: Response): Promise<void> => {
     const params: ProjectsParams = parseRequest(req, API_ENDPOINTS.projects);
-    const userId = req.caller?.userId;
-    if (userId === undefined || params.action === 'list') {
-      const projects = userId === undefined ? [] : await store.listProjects(userId);
+    const caller = req.caller;
+    if (caller === undefined || params.action === 'list') {
+      const projects = caller === undefined ? [] : await store.listProjects(caller.orgId);
       const list: ProjectList = {
-        projects: projects.map(viewOf).sort((a, b) => (a.url < b.url ? -1 : a.url > b.url ? 1 : 0)),
+        projects: projects
+          .filter((project) => callerSees(caller!, project.url))
+          .map(viewOf)
+          .sort((a, b) => (a.url < b.url ? -1 : a.url > b.url ? 1 : 0)),
       };
       res.json(list);
       return;
     }
-    const answer: ApiAnswer<'projects'> = await changeProjects(store, userId, params);
+    const answer: ApiAnswer<'projects'> = await changeProjects(store, caller.orgId, params);
     res.json(answer);
   };
 }

@@ -50,7 +50,7 @@ export function overviewRoute({
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, API_ENDPOINTS.overview);
     const rows = store.streamKpis({
-      userId: req.caller!.userId,
+      userId: req.caller!.orgId,
       from: params.startDate,
       to: new Date(params.endDate.getTime() + DAY_MS),
       domain: params.domain,

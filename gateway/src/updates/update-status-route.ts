@@ -2,6 +2,7 @@ import type { Request, Response } from 'express';
 import { API_ENDPOINTS, ApiError, formatApiDateTime, type UpdateStatusView } from '@perfwatch/common';
 import { parseRequest } from '../http/parse-request.ts';
 import type { UpdatesStore } from './store/updates-store.ts';
+import { callerSees } from '../accounts/caller-project.ts';
 import { revisionMember } from '../store/stored-revision.ts';
 
 /**
@@ -18,7 +19,10 @@ export function updateStatusRoute({ store }: { store: Pick<UpdatesStore, 'findUp
         'The request has invalid parameters.',
         params.error.issues.map((issue) => issue.message),
       );
-    const update = req.caller ? await store.findUpdate(req.caller.userId, params.data.id) : null;
+    const caller = req.caller;
+    const found = caller ? await store.findUpdate(caller.orgId, params.data.id) : null;
+    // A `ci` token's update of a project it does not list is as absent as another organisation's.
+    const update = found && callerSees(caller!, found.url) ? found : null;
     if (!update)
       throw new ApiError('NOT_FOUND', 'Update not found.', [`id: no update of yours has the id ${params.data.id}`]);
     const view: UpdateStatusView = {

@@ -3,6 +3,7 @@ import { asRecord, duplicateOr, mongoForms, type MongoDatabase } from '../../sto
 import {
   accountRecords,
   type AccountsStore,
+  newTokenRecord,
   type NewToken,
   type TokenRecord,
   type UserRecord,
@@ -49,18 +50,16 @@ export class MongoAccounts implements AccountsStore {
     return this.#base.unreadable.parseEach('user', userDoc, docs);
   }
 
-  async addToken({ prefix, userId, digest, expiresAt }: NewToken): Promise<void> {
+  async addToken(given: NewToken): Promise<void> {
+    const token = newTokenRecord(given, new Date());
     try {
       await this.#tokens.insertOne({
-        prefix,
-        userId: new ObjectId(userId),
-        digest,
-        createdAt: new Date(),
-        revokedAt: null,
-        expiresAt: expiresAt ?? null,
+        ...token,
+        userId: new ObjectId(token.userId),
+        orgId: new ObjectId(token.orgId),
       });
     } catch (error) {
-      throw duplicateOr(error, `token prefix ${prefix} exists`);
+      throw duplicateOr(error, `token prefix ${token.prefix} exists`);
     }
   }
 
@@ -72,6 +71,16 @@ export class MongoAccounts implements AccountsStore {
   async listTokens(userId: string): Promise<TokenRecord[]> {
     const docs = await this.#tokens
       .find({ userId: new ObjectId(userId) })
+      .sort({ createdAt: 1, prefix: 1 })
+      .toArray();
+    return this.#base.unreadable.parseEach('token', tokenDoc, docs);
+  }
+
+  async listOrganisationTokens(orgId: string): Promise<TokenRecord[]> {
+    const id = new ObjectId(orgId);
+    // Tokens made before organisations have no orgId: theirs is their user's own (the same id).
+    const docs = await this.#tokens
+      .find({ $or: [{ orgId: id }, { orgId: { $exists: false }, userId: id }] })
       .sort({ createdAt: 1, prefix: 1 })
       .toArray();
     return this.#base.unreadable.parseEach('token', tokenDoc, docs);

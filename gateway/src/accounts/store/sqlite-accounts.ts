@@ -3,6 +3,7 @@ import { asRecord, duplicateOr, newId, sqliteForms, type SqliteDatabase } from '
 import {
   accountRecords,
   type AccountsStore,
+  newTokenRecord,
   type NewToken,
   type TokenRecord,
   type UserRecord,
@@ -16,7 +17,7 @@ const tokenRow = asRecord(records.token);
 export const accountsSchema: SqliteSchema = {
   tables: `
 CREATE TABLE IF NOT EXISTS users (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS tokens (prefix TEXT PRIMARY KEY, user_id TEXT NOT NULL, digest TEXT NOT NULL, created_at INTEGER NOT NULL, revoked_at INTEGER, expires_at INTEGER);`,
+CREATE TABLE IF NOT EXISTS tokens (prefix TEXT PRIMARY KEY, user_id TEXT NOT NULL, digest TEXT NOT NULL, created_at INTEGER NOT NULL, revoked_at INTEGER, expires_at INTEGER, org_id TEXT, scope TEXT, projects TEXT, label TEXT);`,
   steps: [
     {
       version: 8,
@@ -24,6 +25,12 @@ CREATE TABLE IF NOT EXISTS tokens (prefix TEXT PRIMARY KEY, user_id TEXT NOT NUL
       // Run at every open, so a file is mended whichever migrations ran before it.
       mends: true,
       up: addColumns('tokens', 'expires_at INTEGER'),
+    },
+    {
+      version: 10,
+      adds: "a token's organisation, scope, projects and label (issue 33)",
+      mends: true,
+      up: addColumns('tokens', 'org_id TEXT', 'scope TEXT', 'projects TEXT', 'label TEXT'),
     },
   ],
 };
@@ -60,18 +67,23 @@ export class SqliteAccounts implements AccountsStore {
     return this.#db.unreadable.parseEach('user', userRow, this.#db.all('SELECT * FROM users ORDER BY name'));
   }
 
-  async addToken({ prefix, userId, digest, expiresAt }: NewToken): Promise<void> {
+  async addToken(given: NewToken): Promise<void> {
+    const token = newTokenRecord(given, new Date());
     try {
       this.#db.run(
-        'INSERT INTO tokens (prefix, user_id, digest, created_at, expires_at) VALUES (?, ?, ?, ?, ?)',
-        prefix,
-        userId,
-        digest,
-        Date.now(),
-        expiresAt?.getTime() ?? null,
+        'INSERT INTO tokens (prefix, user_id, digest, created_at, expires_at, org_id, scope, projects, label) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        token.prefix,
+        token.userId,
+        token.digest,
+        token.createdAt.getTime(),
+        token.expiresAt?.getTime() ?? null,
+        token.orgId,
+        token.scope,
+        token.projects === null ? null : JSON.stringify(token.projects),
+        token.label,
       );
     } catch (error) {
-      throw duplicateOr(error, `token prefix ${prefix} exists`);
+      throw duplicateOr(error, `token prefix ${token.prefix} exists`);
     }
   }
 
@@ -85,6 +97,14 @@ export class SqliteAccounts implements AccountsStore {
       'token',
       tokenRow,
       this.#db.all('SELECT * FROM tokens WHERE user_id = ? ORDER BY created_at, prefix', userId),
+    );
+  }
+
+  async listOrganisationTokens(orgId: string): Promise<TokenRecord[]> {
+    return this.#db.unreadable.parseEach(
+      'token',
+      tokenRow,
+      this.#db.all('SELECT * FROM tokens WHERE COALESCE(org_id, user_id) = ? ORDER BY created_at, prefix', orgId),
     );
   }
 
