@@ -5,6 +5,7 @@ import { pinoHttp } from 'pino-http';
 import { readinessAnswer, type Readiness } from '@perfwatch/common';
 import { apiDocsRouter } from './api-docs.ts';
 import { authenticate } from './auth.ts';
+import { authorize } from './authorize.ts';
 import { dashboardRouter } from '../dashboard/dashboard-router.ts';
 import { heavyReadLimit } from '../snapshots/heavy-reads.ts';
 import { errorHandler, notFoundRoute, onlyMethods } from './http-errors.ts';
@@ -179,8 +180,15 @@ function apiRouter({
     credentialTrust,
   };
   mountForgeEvents(v1, { store, secrets, logger, targetGuard, startAsync, authFailuresPerMinute });
-  for (const { contract, limit, route } of Object.values(GATEWAY_ENDPOINTS))
-    v1.all(expressPath(contract.path), onlyMethods(contract.methods), ...checks, limits[limit], route(routeDeps));
+  for (const { contract, limit, route, access } of Object.values(GATEWAY_ENDPOINTS))
+    v1.all(
+      expressPath(contract.path),
+      onlyMethods(contract.methods),
+      ...checks,
+      authorize(contract, access),
+      limits[limit],
+      route(routeDeps),
+    );
   return v1;
 }
 

@@ -1,9 +1,10 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { API_ENDPOINTS, type ApiEndpoint, type ApiEndpointName } from '@perfwatch/common';
 import type { SecretBox } from '../accounts/secret-box.ts';
 import { webhooksRoute } from '../alerts/webhooks-route.ts';
 import { repositoryRoute } from '../forge/repository-route.ts';
+import type { Access } from './authorize.ts';
 import type { WebhookRules } from '../alerts/webhook-registry.ts';
 import { budgetsRoute } from '../projects/budgets-route.ts';
 import type { CredentialTrust } from '../projects/credential-trust.ts';
@@ -78,8 +79,17 @@ export interface GatewayEndpoint {
   /** The per-user, per-minute limit its requests count against (RATE_LIMIT_*). */
   limit: 'updates' | 'reads';
   route: (deps: RouteDeps) => RequestHandler;
+  /** Who may use it: the roles its reads and writes need, what a ci token may do (authorize.ts). */
+  access: Access;
   doc: EndpointDoc;
 }
+
+/** A POST with a url creates a project; without one it lists them. */
+const createsProject = (req: Request): boolean =>
+  req.method === 'POST' && typeof req.body === 'object' && req.body !== null && 'url' in req.body;
+
+/** Most endpoints: a viewer reads, an editor writes, a ci token reads its projects. */
+const READS_AND_EDITS: Access = { read: 'viewer', write: 'editor', ci: 'read' };
 
 const HEAVY_READ_REFUSED: ResponseDoc = {
   description:
@@ -92,6 +102,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
   update: {
     contract: API_ENDPOINTS.update,
     limit: 'updates',
+    access: { read: 'editor', write: 'editor', ci: 'write', isWrite: () => true },
     route: ({ store, updates, startAsync, credentialTrust, syncUpdates, stallMs }) =>
       updateRoute({ store, updates, startAsync, credentialTrust, stallMs, ...(syncUpdates ? { syncUpdates } : {}) }),
     doc: {
@@ -107,6 +118,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
   updates: {
     contract: API_ENDPOINTS.updates,
     limit: 'reads',
+    access: READS_AND_EDITS,
     route: ({ store }) => updatesRoute({ store }),
     doc: {
       summary: 'The snapshot dates of a project, per device, a page at a time (the newest first taken)',
@@ -117,6 +129,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
   updateStatus: {
     contract: API_ENDPOINTS.updateStatus,
     limit: 'reads',
+    access: READS_AND_EDITS,
     route: ({ store }) => updateStatusRoute({ store }),
     doc: {
       summary: 'Where an async or scheduled update is',
@@ -127,6 +140,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
   audit: {
     contract: API_ENDPOINTS.audit,
     limit: 'reads',
+    access: READS_AND_EDITS,
     route: ({ store, reads, stallMs }) => auditRoute({ store, reads, stallMs }),
     doc: {
       summary: 'Read the snapshot of a project at a date',
@@ -137,6 +151,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
   compare: {
     contract: API_ENDPOINTS.compare,
     limit: 'reads',
+    access: READS_AND_EDITS,
     route: ({ store, reads }) => compareRoute({ store, reads }),
     doc: {
       summary: 'Compare two snapshots of a project',
@@ -148,6 +163,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
   overview: {
     contract: API_ENDPOINTS.overview,
     limit: 'reads',
+    access: { read: 'viewer', write: 'editor' },
     route: ({ store, logger, stallMs }) => overviewRoute({ store, logger, stallMs }),
     doc: {
       summary: "KPI records of the caller's projects in a date range",
@@ -158,6 +174,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
   projects: {
     contract: API_ENDPOINTS.projects,
     limit: 'reads',
+    access: { ...READS_AND_EDITS, isWrite: createsProject },
     route: ({ store }) => projectsRoute({ store }),
     doc: {
       summary:
@@ -174,6 +191,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
   budgets: {
     contract: API_ENDPOINTS.budgets,
     limit: 'reads',
+    access: READS_AND_EDITS,
     route: ({ store }) => budgetsRoute({ store }),
     doc: {
       summary: "Read or replace the budgets a project's snapshots are checked against",
@@ -184,6 +202,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
   webhooks: {
     contract: API_ENDPOINTS.webhooks,
     limit: 'reads',
+    access: { read: 'viewer', write: 'editor' },
     route: ({ store, webhookRules }) => webhooksRoute({ store, rules: webhookRules }),
     doc: {
       summary: "List, add or remove the caller's webhooks",
@@ -199,6 +218,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
   annotations: {
     contract: API_ENDPOINTS.annotations,
     limit: 'reads',
+    access: { read: 'viewer', write: 'editor', ci: 'write' },
     route: ({ store }) => annotationsRoute({ store }),
     doc: {
       summary: "List a project's annotations (deploy markers), or add one",
@@ -208,6 +228,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
   credentials: {
     contract: API_ENDPOINTS.credentials,
     limit: 'reads',
+    access: { read: 'viewer', write: 'admin' },
     route: ({ store, secrets, credentialTrust }) => credentialsRoute({ store, secrets, credentialTrust }),
     doc: {
       summary: 'Whether a project has credentials for its login; set (POST only) or clear them',
@@ -222,6 +243,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
   repository: {
     contract: API_ENDPOINTS.repository,
     limit: 'reads',
+    access: { read: 'viewer', write: 'admin' },
     route: ({ store, secrets }) => repositoryRoute({ store, secrets }),
     doc: {
       summary: "Read (GET), replace (PUT) or remove (DELETE) a project's link to its repository",
