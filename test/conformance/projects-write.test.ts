@@ -269,7 +269,8 @@ describe('/v1/projects: the statuses every write shares', () => {
 
   it('every status documented for POST, PATCH and DELETE was seen to match an actual answer', () => {
     const writeOperations = /^(post|patch|delete) \/v1\/projects /;
-    const documented = checker.documented().filter((key) => writeOperations.test(key));
+    // A viewer's 403 is seen by roles-and-tokens.test.ts.
+    const documented = checker.documented().filter((key) => writeOperations.test(key) && !key.endsWith(' 403'));
     expect(documented.length).toBeGreaterThanOrEqual(25);
     expect(documented.filter((key) => !checker.seen.has(key))).toEqual([]);
   });

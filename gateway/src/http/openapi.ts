@@ -17,7 +17,10 @@ const readErrors = {
   '400': error(
     'A parameter is missing or invalid, or the Authorization header is missing. `errors` names each problem.',
   ),
-  '401': error('The API token is not valid.'),
+  '401': error('The API token is not valid, has expired, or its user is no longer a member of its organisation.'),
+  '403': error(
+    "The caller's role, or its token's scope, does not allow this request (a viewer's write, a ci token outside its updates and annotations). `errors` names the role needed.",
+  ),
   '406': error('The Accept header excludes JSON.'),
   '429': retryAfter(
     'Too many requests from this user (per minute, sync updates in flight, or runs queued), too many failed authentications from this address, or a location has as many updates waiting as the service takes; see Retry-After.',
