@@ -31,6 +31,7 @@ export * from './budgets.ts';
 export * from './stored-checks.ts';
 export * from './webhooks.ts';
 export * from './annotations.ts';
+export * from './audit-log.ts';
 export * from './revision.ts';
 export * from './access.ts';
 export * from './page-auth.ts';
