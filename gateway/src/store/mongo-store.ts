@@ -2,6 +2,7 @@ import { MongoClient, type Collection, type Db } from 'mongodb';
 import { z } from 'zod';
 import { accountIndexes, MongoAccounts } from '../accounts/store/mongo-accounts.ts';
 import { MongoWebhooks, webhookIndexes } from '../alerts/store/mongo-webhooks.ts';
+import { auditLogIndexes, MongoAuditLog } from '../audit-log/store/mongo-audit-log.ts';
 import { forgeIndexes, MongoForge } from '../forge/store/mongo-forge.ts';
 import { MongoProjects, projectIndexes } from '../projects/store/mongo-projects.ts';
 import { MongoScheduling } from '../scheduling/store/mongo-scheduling.ts';
@@ -32,6 +33,7 @@ const indexes = (db: Db) => [
   ...annotationIndexes(db),
   ...webhookIndexes(db),
   ...forgeIndexes(db),
+  ...auditLogIndexes(db),
 ];
 
 // The slices' methods are put on each MongoStore by combineSlices (see its constructor).
@@ -65,6 +67,7 @@ export class MongoStore implements StoreBase {
       new MongoWebhooks(base),
       new MongoScheduling(base),
       new MongoForge(base),
+      new MongoAuditLog(base),
     ]);
   }
 

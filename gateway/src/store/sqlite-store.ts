@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { accountsSchema, SqliteAccounts } from '../accounts/store/sqlite-accounts.ts';
 import { SqliteWebhooks, webhooksSchema } from '../alerts/store/sqlite-webhooks.ts';
+import { auditLogSchema, SqliteAuditLog } from '../audit-log/store/sqlite-audit-log.ts';
 import { forgeSchema, SqliteForge } from '../forge/store/sqlite-forge.ts';
 import { projectsSchema, SqliteProjects } from '../projects/store/sqlite-projects.ts';
 import { schedulingSchema, SqliteScheduling } from '../scheduling/store/sqlite-scheduling.ts';
@@ -28,6 +29,7 @@ const SCHEMAS: readonly SqliteSchema[] = [
   webhooksSchema,
   schedulingSchema,
   forgeSchema,
+  auditLogSchema,
 ];
 
 // The slices' methods are put on each SqliteStore by combineSlices (see its constructor).
@@ -66,6 +68,7 @@ export class SqliteStore implements StoreBase {
       new SqliteWebhooks(db),
       new SqliteScheduling(db),
       new SqliteForge(db),
+      new SqliteAuditLog(db),
     ]);
   }
 

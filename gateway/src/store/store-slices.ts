@@ -1,5 +1,6 @@
 import type { AccountsStore } from '../accounts/store/accounts-store.ts';
 import type { WebhooksStore } from '../alerts/store/webhooks-store.ts';
+import type { AuditLogStore } from '../audit-log/store/audit-log-store.ts';
 import type { ForgeStore } from '../forge/store/forge-store.ts';
 import type { ProjectsStore } from '../projects/store/projects-store.ts';
 import type { SchedulingStore } from '../scheduling/store/scheduling-store.ts';
@@ -20,6 +21,7 @@ export type StoreSlices = readonly [
   WebhooksStore,
   SchedulingStore,
   ForgeStore,
+  AuditLogStore,
 ];
 
 /**

@@ -1,5 +1,6 @@
 import type { AccountsStore } from '../accounts/store/accounts-store.ts';
 import type { WebhooksStore } from '../alerts/store/webhooks-store.ts';
+import type { AuditLogStore } from '../audit-log/store/audit-log-store.ts';
 import type { ForgeStore } from '../forge/store/forge-store.ts';
 import type { ProjectsStore } from '../projects/store/projects-store.ts';
 import type { SchedulingStore } from '../scheduling/store/scheduling-store.ts';
@@ -13,6 +14,7 @@ import type { UnreadableRecords } from './unreadable-records.ts';
 // backends share. Re-exported here for the modules that name records by the store's module.
 export * from '../accounts/store/accounts-store.ts';
 export * from '../alerts/store/webhooks-store.ts';
+export * from '../audit-log/store/audit-log-store.ts';
 export * from '../forge/store/forge-store.ts';
 export * from '../projects/store/projects-store.ts';
 export * from '../scheduling/store/scheduling-store.ts';
@@ -51,7 +53,8 @@ export type Store = StoreBase &
   AnnotationsStore &
   WebhooksStore &
   SchedulingStore &
-  ForgeStore;
+  ForgeStore &
+  AuditLogStore;
 
 /**
  * The store had no room for a write (the embedded store's disk or database is full): nothing of

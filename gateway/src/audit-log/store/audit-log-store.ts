@@ -23,6 +23,13 @@ export interface AuditCursor {
   id: string;
 }
 
+/** Which entries a listing returns (see listAuditEntries). */
+export interface AuditPage {
+  limit: number;
+  before?: AuditCursor | undefined;
+  action?: AuditAction | undefined;
+}
+
 /** Entries one listing returns at most, whatever it asks. */
 export const MAX_AUDIT_PAGE = 200;
 
@@ -33,10 +40,7 @@ export interface AuditLogStore {
    * An organisation's entries, the newest first (by `at`, then by id), older than `before` when
    * given, only `action`'s when given; `limit` of them, MAX_AUDIT_PAGE at most.
    */
-  listAuditEntries(
-    orgId: string,
-    page: { limit: number; before?: AuditCursor; action?: AuditAction },
-  ): Promise<AuditEntryRecord[]>;
+  listAuditEntries(orgId: string, page: AuditPage): Promise<AuditEntryRecord[]>;
 }
 
 /** A listing's `limit` as the backends take it: 1 to MAX_AUDIT_PAGE. */
