@@ -15,6 +15,7 @@ import { acceptsJson, failedAuthGuard, jsonBodyOnly, perUserLimit } from './requ
 import { createSecretBox, type SecretBox } from '../accounts/secret-box.ts';
 import type { SyncUpdateLimit } from '../updates/update-route.ts';
 import type { AccountsStore } from '../accounts/store/accounts-store.ts';
+import type { TeamsStore } from '../teams/store/teams-store.ts';
 import type { UpdateService } from '../updates/update-service.ts';
 import type { StartAsync } from '../updates/async-updates.ts';
 import { createWebhookTargets, type WebhookTargets } from '../alerts/webhook-targets.ts';
@@ -25,7 +26,10 @@ import { ROUTE_BASE, type GatewayMetrics } from './metrics.ts';
 
 export interface AppDeps {
   /** What the routes use, and the tokens requests are authenticated by. */
-  store: RouteDeps['store'] & Pick<AccountsStore, 'findToken'> & ForgeReceiverDeps['store'];
+  store: RouteDeps['store'] &
+    Pick<AccountsStore, 'findToken'> &
+    Pick<TeamsStore, 'findMembership'> &
+    ForgeReceiverDeps['store'];
   updates: UpdateService;
   logger: Logger;
   /** Prometheus metrics; absent: no /metrics. */

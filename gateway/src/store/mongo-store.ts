@@ -10,6 +10,7 @@ import { annotationIndexes, MongoAnnotations } from '../snapshots/store/mongo-an
 import { kpiIndexes, MongoKpis } from '../snapshots/store/mongo-kpis.ts';
 import { MongoSnapshotReads } from '../snapshots/store/mongo-snapshot-reads.ts';
 import { MongoSnapshots, snapshotIndexes, type MongoSnapshotsOptions } from '../snapshots/store/mongo-snapshots.ts';
+import { giveOwnOrganisations, MongoTeams, teamIndexes } from '../teams/store/mongo-teams.ts';
 import { MongoUpdates, updateIndexes } from '../updates/store/mongo-updates.ts';
 import type { MongoDatabase } from './mongo-database.ts';
 import { combineSlices } from './store-slices.ts';
@@ -33,6 +34,7 @@ const indexes = (db: Db) => [
   ...annotationIndexes(db),
   ...webhookIndexes(db),
   ...forgeIndexes(db),
+  ...teamIndexes(db),
   ...auditLogIndexes(db),
 ];
 
@@ -67,6 +69,7 @@ export class MongoStore implements StoreBase {
       new MongoWebhooks(base),
       new MongoScheduling(base),
       new MongoForge(base),
+      new MongoTeams(base),
       new MongoAuditLog(base),
     ]);
   }
@@ -74,6 +77,8 @@ export class MongoStore implements StoreBase {
   async init(): Promise<void> {
     await this.#client.connect();
     await Promise.all(indexes(this.#db));
+    // Users made before organisations, or whose making stopped half way, gain their own.
+    await giveOwnOrganisations(this.#db);
   }
 
   async close(): Promise<void> {

@@ -11,6 +11,7 @@ import { annotationsSchema, SqliteAnnotations } from '../snapshots/store/sqlite-
 import { kpisSchema, SqliteKpis } from '../snapshots/store/sqlite-kpis.ts';
 import { SqliteSnapshotReads } from '../snapshots/store/sqlite-snapshot-reads.ts';
 import { snapshotsSchema, SqliteSnapshots } from '../snapshots/store/sqlite-snapshots.ts';
+import { SqliteTeams, teamsSchema } from '../teams/store/sqlite-teams.ts';
 import { SqliteUpdates, updatesSchema } from '../updates/store/sqlite-updates.ts';
 import { SqliteDatabase } from './sqlite-database.ts';
 import { migrate, type SqliteSchema } from './sqlite-migrations.ts';
@@ -29,6 +30,8 @@ const SCHEMAS: readonly SqliteSchema[] = [
   webhooksSchema,
   schedulingSchema,
   forgeSchema,
+  // After accounts: its step gives the file's users their own organisations.
+  teamsSchema,
   auditLogSchema,
 ];
 
@@ -68,6 +71,7 @@ export class SqliteStore implements StoreBase {
       new SqliteWebhooks(db),
       new SqliteScheduling(db),
       new SqliteForge(db),
+      new SqliteTeams(db),
       new SqliteAuditLog(db),
     ]);
   }

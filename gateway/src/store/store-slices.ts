@@ -7,6 +7,7 @@ import type { SchedulingStore } from '../scheduling/store/scheduling-store.ts';
 import type { AnnotationsStore } from '../snapshots/store/annotations-store.ts';
 import type { KpisStore } from '../snapshots/store/kpis-store.ts';
 import type { SnapshotReadsStore, SnapshotsStore } from '../snapshots/store/snapshots-store.ts';
+import type { TeamsStore } from '../teams/store/teams-store.ts';
 import type { UpdatesStore } from '../updates/store/updates-store.ts';
 
 /** One backend's slices, in the order of the `Store` they make together (store.ts). */
@@ -21,6 +22,7 @@ export type StoreSlices = readonly [
   WebhooksStore,
   SchedulingStore,
   ForgeStore,
+  TeamsStore,
   AuditLogStore,
 ];
 

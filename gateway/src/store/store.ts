@@ -7,6 +7,7 @@ import type { SchedulingStore } from '../scheduling/store/scheduling-store.ts';
 import type { AnnotationsStore } from '../snapshots/store/annotations-store.ts';
 import type { KpisStore } from '../snapshots/store/kpis-store.ts';
 import type { SnapshotReadsStore, SnapshotsStore } from '../snapshots/store/snapshots-store.ts';
+import type { TeamsStore } from '../teams/store/teams-store.ts';
 import type { UpdatesStore } from '../updates/store/updates-store.ts';
 import type { UnreadableRecords } from './unreadable-records.ts';
 
@@ -21,6 +22,7 @@ export * from '../scheduling/store/scheduling-store.ts';
 export * from '../snapshots/store/annotations-store.ts';
 export * from '../snapshots/store/kpis-store.ts';
 export * from '../snapshots/store/snapshots-store.ts';
+export * from '../teams/store/teams-store.ts';
 export * from '../updates/store/updates-store.ts';
 
 /** Runs finished of those planned, per device and location: the API's shape, kept as it is. */
@@ -54,6 +56,7 @@ export type Store = StoreBase &
   WebhooksStore &
   SchedulingStore &
   ForgeStore &
+  TeamsStore &
   AuditLogStore;
 
 /**

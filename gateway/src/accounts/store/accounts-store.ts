@@ -45,9 +45,16 @@ export const newTokenRecord = (token: NewToken, createdAt: Date): TokenRecord =>
   expiresAt: token.expiresAt ?? null,
 });
 
+/** How a user is made: with an organisation of their own (the default), or without (single sign-on's users). */
+export interface NewUserOptions {
+  /** An organisation with the user's id and name, of which the user is the admin; default true. */
+  ownOrganisation?: boolean;
+}
+
 /** Users and their API tokens (digests only). */
 export interface AccountsStore {
-  createUser(name: string): Promise<UserRecord>;
+  /** DuplicateError: the name is taken, by a user or (for a user with one of their own) by an organisation. */
+  createUser(name: string, options?: NewUserOptions): Promise<UserRecord>;
   findUserByName(name: string): Promise<UserRecord | null>;
   listUsers(): Promise<UserRecord[]>;
 

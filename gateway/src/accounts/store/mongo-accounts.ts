@@ -1,10 +1,12 @@
 import { ObjectId, type Collection, type Db } from 'mongodb';
 import { asRecord, duplicateOr, mongoForms, type MongoDatabase } from '../../store/mongo-database.ts';
+import { insertOwnOrganisation } from '../../teams/store/mongo-teams.ts';
 import {
   accountRecords,
   type AccountsStore,
   newTokenRecord,
   type NewToken,
+  type NewUserOptions,
   type TokenRecord,
   type UserRecord,
 } from './accounts-store.ts';
@@ -30,13 +32,22 @@ export class MongoAccounts implements AccountsStore {
     this.#tokens = base.db.collection('tokens');
   }
 
-  async createUser(name: string): Promise<UserRecord> {
-    const doc = { _id: new ObjectId(), name, createdAt: new Date() };
+  async createUser(name: string, { ownOrganisation = true }: NewUserOptions = {}): Promise<UserRecord> {
+    // Only users made without one are marked: users made before organisations have one by the migration.
+    const doc = { _id: new ObjectId(), name, createdAt: new Date(), ...(ownOrganisation ? {} : { ownOrganisation }) };
     try {
       await this.#users.insertOne(doc);
     } catch (error) {
       throw duplicateOr(error, `user ${JSON.stringify(name)} exists`);
     }
+    if (ownOrganisation)
+      try {
+        await insertOwnOrganisation(this.#base.db, doc);
+      } catch (error) {
+        // No transaction on every MongoDB-wire server: the user is taken back instead.
+        await this.#users.deleteOne({ _id: doc._id });
+        throw error;
+      }
     return userDoc.parse(doc);
   }
 

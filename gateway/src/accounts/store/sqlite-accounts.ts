@@ -1,10 +1,12 @@
 import { addColumns, type SqliteSchema } from '../../store/sqlite-migrations.ts';
+import { insertOwnOrganisation } from '../../teams/store/sqlite-teams.ts';
 import { asRecord, duplicateOr, newId, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
 import {
   accountRecords,
   type AccountsStore,
   newTokenRecord,
   type NewToken,
+  type NewUserOptions,
   type TokenRecord,
   type UserRecord,
 } from './accounts-store.ts';
@@ -16,7 +18,7 @@ const tokenRow = asRecord(records.token);
 /** The `users` and `tokens` tables. */
 export const accountsSchema: SqliteSchema = {
   tables: `
-CREATE TABLE IF NOT EXISTS users (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS users (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL, own_organisation INTEGER NOT NULL DEFAULT 1);
 CREATE TABLE IF NOT EXISTS tokens (prefix TEXT PRIMARY KEY, user_id TEXT NOT NULL, digest TEXT NOT NULL, created_at INTEGER NOT NULL, revoked_at INTEGER, expires_at INTEGER, org_id TEXT, scope TEXT, projects TEXT, label TEXT);`,
   steps: [
     {
@@ -32,6 +34,13 @@ CREATE TABLE IF NOT EXISTS tokens (prefix TEXT PRIMARY KEY, user_id TEXT NOT NUL
       mends: true,
       up: addColumns('tokens', 'org_id TEXT', 'scope TEXT', 'projects TEXT', 'label TEXT'),
     },
+    {
+      version: 10,
+      // Before the teams slice's step of the same number, which gives the others one (sqlite-teams.ts).
+      adds: 'whether a user has an organisation of their own (not those single sign-on makes)',
+      mends: true,
+      up: addColumns('users', 'own_organisation INTEGER NOT NULL DEFAULT 1'),
+    },
   ],
 };
 
@@ -43,18 +52,22 @@ export class SqliteAccounts implements AccountsStore {
     this.#db = db;
   }
 
-  async createUser(name: string): Promise<UserRecord> {
+  async createUser(name: string, { ownOrganisation = true }: NewUserOptions = {}): Promise<UserRecord> {
     const user = { id: newId(), name, createdAt: new Date() };
-    try {
-      this.#db.run(
-        'INSERT INTO users (id, name, created_at) VALUES (?, ?, ?)',
-        user.id,
-        name,
-        user.createdAt.getTime(),
-      );
-    } catch (error) {
-      throw duplicateOr(error, `user ${JSON.stringify(name)} exists`);
-    }
+    this.#db.transaction(() => {
+      try {
+        this.#db.run(
+          'INSERT INTO users (id, name, created_at, own_organisation) VALUES (?, ?, ?, ?)',
+          user.id,
+          name,
+          user.createdAt.getTime(),
+          ownOrganisation ? 1 : 0,
+        );
+      } catch (error) {
+        throw duplicateOr(error, `user ${JSON.stringify(name)} exists`);
+      }
+      if (ownOrganisation) insertOwnOrganisation(this.#db, user);
+    });
     return user;
   }
 
