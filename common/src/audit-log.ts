@@ -45,12 +45,9 @@ const auditEntrySchema = z
         userId: z.string(),
         name: z.string().nullable().meta({ description: "The member's name as it is now; null: the user is gone." }),
         via: z.enum(['token', 'session']),
-        tokenPrefix: z
-          .string()
-          .nullable()
-          .meta({
-            description: 'The public prefix of the token it came with (never the token); null: a dashboard session.',
-          }),
+        tokenPrefix: z.string().nullable().meta({
+          description: 'The public prefix of the token it came with (never the token); null: a dashboard session.',
+        }),
       })
       .meta({ description: 'Who made the change, and how they were signed in.' }),
     action: auditActionSchema,

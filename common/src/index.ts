@@ -51,5 +51,6 @@ export { parseCommit, parsePullRequest } from './api/revision-fields.ts';
 export { MAX_UPDATES_PAGE } from './api/snapshot-requests.ts';
 export { WEBHOOK_PAGE } from './api/webhook-requests.ts';
 export { MAX_ANNOTATIONS_PER_PROJECT } from './api/annotation-requests.ts';
+export { AUDIT_LOG_PAGE, auditLogCursor, type AuditLogParams } from './api/audit-log-requests.ts';
 export * from './settings/index.ts';
 export * from './forge/index.ts';

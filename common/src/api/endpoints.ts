@@ -13,6 +13,8 @@ import {
 import { credentialsViewSchema } from '../page-auth.ts';
 import { webhookListSchema } from '../webhooks.ts';
 import { ANNOTATIONS_WRITES, annotationsBodySchema, annotationsQuerySchema } from './annotation-requests.ts';
+import { auditLogBodySchema, auditLogQuerySchema } from './audit-log-requests.ts';
+import { auditLogPageSchema } from '../audit-log.ts';
 import {
   BUDGETS_WRITES,
   budgetsBodySchema,
@@ -175,6 +177,14 @@ export const API_ENDPOINTS = {
     body: repositoryBodySchema,
     // GET and PUT: the link; DELETE: that it was removed.
     answer: z.union([repositoryLinkViewSchema, repositoryUnlinkedSchema]),
+  },
+  auditLog: {
+    path: '/v1/audit-log',
+    // Read by GET or POST alike; entries are written by the changes themselves (issue 33).
+    methods: GET_AND_POST,
+    query: auditLogQuerySchema,
+    body: auditLogBodySchema,
+    answer: auditLogPageSchema,
   },
 } as const satisfies Record<string, ApiEndpoint>;
 

@@ -13,6 +13,7 @@ import { GATEWAY_ENDPOINTS, type RouteDeps } from './endpoints.ts';
 import { createOpenApiDocument } from './openapi.ts';
 import { acceptsJson, failedAuthGuard, jsonBodyOnly, perUserLimit } from './request-guards.ts';
 import { createSecretBox, type SecretBox } from '../accounts/secret-box.ts';
+import { createAuditLog } from '../audit-log/audit-log.ts';
 import type { SyncUpdateLimit } from '../updates/update-route.ts';
 import type { AccountsStore } from '../accounts/store/accounts-store.ts';
 import type { TeamsStore } from '../teams/store/teams-store.ts';
@@ -161,10 +162,7 @@ function apiRouter({
   const failedAuth = failedAuthGuard(authFailuresPerMinute);
   const auth = authenticate(store, failedAuth.failed);
   const checks = [acceptsJson, jsonBodyOnly, json, failedAuth.check, auth];
-  const limits = {
-    updates: perUserLimit(rateLimits.updates, 'updates'),
-    reads: perUserLimit(rateLimits.reads, 'reads'),
-  };
+  const limits = perUserLimits(rateLimits);
   // One set of places for both: together they are what holds stored results in memory.
   const reads = heavyReadLimit({
     atOnce: maxHeavyReads,
@@ -182,6 +180,7 @@ function apiRouter({
     webhookRules: { targets: targetGuard, secrets, maxPerUser: maxWebhooksPerUser },
     secrets,
     credentialTrust,
+    auditLog: createAuditLog({ store }),
   };
   mountForgeEvents(v1, { store, secrets, logger, targetGuard, startAsync, authFailuresPerMinute });
   for (const { contract, limit, route, access } of Object.values(GATEWAY_ENDPOINTS))
@@ -195,6 +194,12 @@ function apiRouter({
     );
   return v1;
 }
+
+/** Each kind of endpoint's per-user (organisation), per-minute limit. */
+const perUserLimits = (rateLimits: AppDeps['rateLimits']) => ({
+  updates: perUserLimit(rateLimits.updates, 'updates'),
+  reads: perUserLimit(rateLimits.reads, 'reads'),
+});
 
 /**
  * `/v1/forge-events/{forge}`. Forges send no API token: their signature admits an event. One

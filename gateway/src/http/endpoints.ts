@@ -3,6 +3,8 @@ import type { Logger } from 'pino';
 import { API_ENDPOINTS, type ApiEndpoint, type ApiEndpointName } from '@perfwatch/common';
 import type { SecretBox } from '../accounts/secret-box.ts';
 import { webhooksRoute } from '../alerts/webhooks-route.ts';
+import type { AuditLog } from '../audit-log/audit-log.ts';
+import { auditLogRoute } from '../audit-log/audit-log-route.ts';
 import { repositoryRoute } from '../forge/repository-route.ts';
 import type { Access } from './authorize.ts';
 import type { WebhookRules } from '../alerts/webhook-registry.ts';
@@ -17,7 +19,9 @@ import type { HeavyReads } from '../snapshots/heavy-reads.ts';
 import { overviewRoute } from '../snapshots/overview-route.ts';
 import { updatesRoute } from '../snapshots/updates-route.ts';
 import type {
+  AccountsStore,
   AnnotationsStore,
+  AuditLogStore,
   ForgeStore,
   KpisStore,
   ProjectsStore,
@@ -39,7 +43,9 @@ export interface RouteDeps {
     KpisStore &
     AnnotationsStore &
     WebhooksStore &
-    Pick<ForgeStore, 'findForgeLink' | 'setForgeLink' | 'removeForgeLink'>;
+    Pick<ForgeStore, 'findForgeLink' | 'setForgeLink' | 'removeForgeLink'> &
+    AuditLogStore &
+    Pick<AccountsStore, 'listUsers'>;
   updates: UpdateService;
   logger: Logger;
   startAsync: StartAsync;
@@ -51,6 +57,8 @@ export interface RouteDeps {
   webhookRules: WebhookRules;
   secrets: SecretBox;
   credentialTrust: CredentialTrust;
+  /** Where the routes record each change they made (issue 33). */
+  auditLog: AuditLog;
 }
 
 /** A response's description; `retryAfter`: it comes with a Retry-After header. */
@@ -253,6 +261,19 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
       postResponses: {
         '503': 'This gateway has no PERFWATCH_SECRETS_KEY to seal the token and the webhook secret with.',
       },
+    },
+  },
+  auditLog: {
+    contract: API_ENDPOINTS.auditLog,
+    limit: 'reads',
+    access: { read: 'admin', write: 'admin' },
+    route: ({ store }) => auditLogRoute({ store }),
+    doc: {
+      summary: "A page of the caller's organisation's audit log: who changed what, and when",
+      answer:
+        "The entries of the page, the newest first, each with its actor (the member's name as it is now, the token's public prefix or a dashboard session), action, target and details, never a secret's value; `next` when older ones remain.",
+      project: false,
+      bodyRequired: false,
     },
   },
 };

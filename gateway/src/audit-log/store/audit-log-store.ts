@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { auditActionSchema, auditDetailsSchema, type AuditAction, type AuditDetails } from '@perfwatch/common';
+import {
+  AUDIT_LOG_PAGE,
+  auditActionSchema,
+  auditDetailsSchema,
+  type AuditAction,
+  type AuditDetails,
+} from '@perfwatch/common';
 import type { StoredForms } from '../../store/record-forms.ts';
 
 /** One change in an organisation's audit log. */
@@ -30,8 +36,11 @@ export interface AuditPage {
   action?: AuditAction | undefined;
 }
 
-/** Entries one listing returns at most, whatever it asks. */
-export const MAX_AUDIT_PAGE = 200;
+/**
+ * Entries one listing returns at most, whatever it asks: the API's largest page and one more,
+ * which tells the route whether another page follows.
+ */
+export const MAX_AUDIT_PAGE = AUDIT_LOG_PAGE.max + 1;
 
 /** Audit log entries: appended, listed, never changed or removed (there is no method for it). */
 export interface AuditLogStore {
