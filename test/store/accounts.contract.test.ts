@@ -1,4 +1,11 @@
-import { expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { MongoClient, ObjectId } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { MongoStore, SqliteStore, type Store } from '@perfwatch/gateway';
 import { describeOnBothStores } from './store-backends.ts';
 
 // Users and their tokens (AccountsStore), and the notes kept beside the data (StoreBase).
@@ -37,10 +44,125 @@ describeOnBothStores('accounts', (store) => {
     expect((await store().listTokens(other.id)).map((t) => t.prefix)).toEqual(['others01']);
   });
 
+  it("keeps a token's organisation, scope, projects and label; a token given none acts for its user's organisation as admin", async () => {
+    const owner = await store().createUser('scoped-owner');
+    const member = await store().createUser('scoped-member');
+    const org = await store().createOrganisation({ name: 'scoped-org' });
+    const projects = ['https://shop.example/', 'https://blog.example/'];
+    await store().addToken({
+      prefix: 'citoken1',
+      userId: member.id,
+      digest: 'e'.repeat(64),
+      orgId: org.id,
+      scope: 'ci',
+      projects,
+      label: 'CI of the shop',
+    });
+    await store().addToken({ prefix: 'plain001', userId: owner.id, digest: 'f'.repeat(64) });
+    // Only a ci token lists projects: any other scope acts on them all.
+    await store().addToken({
+      prefix: 'reader01',
+      userId: owner.id,
+      digest: '0'.repeat(64),
+      orgId: org.id,
+      scope: 'read',
+      projects,
+    });
+    expect(await store().findToken('citoken1')).toMatchObject({
+      userId: member.id,
+      orgId: org.id,
+      scope: 'ci',
+      projects,
+      label: 'CI of the shop',
+    });
+    expect(await store().findToken('plain001')).toMatchObject({
+      userId: owner.id,
+      orgId: owner.id,
+      scope: 'admin',
+      projects: null,
+      label: null,
+    });
+    expect(await store().findToken('reader01')).toMatchObject({ scope: 'read', projects: null, label: null });
+
+    // An organisation's tokens are its members' made in it, not their tokens elsewhere.
+    expect((await store().listOrganisationTokens(org.id)).map((t) => t.prefix)).toEqual(['citoken1', 'reader01']);
+    expect((await store().listOrganisationTokens(owner.id)).map((t) => t.prefix)).toEqual(['plain001']);
+    expect((await store().listTokens(owner.id)).map((t) => t.prefix)).toEqual(['plain001', 'reader01']);
+  });
+
   it('keeps notes by key, the last value written', async () => {
     expect(await store().readNote('contract-note')).toBeNull();
     await store().writeNote('contract-note', 'first');
     await store().writeNote('contract-note', 'second');
     expect(await store().readNote('contract-note')).toBe('second');
+  });
+});
+
+// Tokens as the last release wrote them: no organisation, scope, projects nor label.
+describe('accounts: tokens made before organisations', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'perfwatch-legacy-tokens-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** What a legacy token reads back as, and which organisation lists it, on `store`. */
+  async function legacyReadBack(store: Store, userId: string) {
+    expect(await store.findToken('legacy01')).toMatchObject({
+      userId,
+      orgId: userId,
+      scope: 'admin',
+      projects: null,
+      label: null,
+      expiresAt: null,
+    });
+    expect((await store.listOrganisationTokens(userId)).map((t) => t.prefix)).toEqual(['legacy01', 'newer001']);
+  }
+
+  it("the SQLite store reads one as its user's organisation's admin token, and lists it there", async () => {
+    const path = join(dir, 'legacy.sqlite');
+    const store = new SqliteStore({ path });
+    await store.init();
+    try {
+      const user = await store.createUser('legacy-sqlite');
+      const raw = new DatabaseSync(path);
+      raw
+        .prepare('INSERT INTO tokens (prefix, user_id, digest, created_at) VALUES (?, ?, ?, ?)')
+        .run('legacy01', user.id, 'a'.repeat(64), Date.now() - 60_000);
+      raw.close();
+      await store.addToken({ prefix: 'newer001', userId: user.id, digest: 'b'.repeat(64) });
+      await legacyReadBack(store, user.id);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("the MongoDB store reads one as its user's organisation's admin token, and lists it there", async () => {
+    const uri = inject('mongoUri');
+    const dbName = `pwtest_${randomUUID().slice(0, 8)}`;
+    const client = await new MongoClient(uri).connect();
+    const store = new MongoStore({ uri, dbName });
+    await store.init();
+    try {
+      const user = await store.createUser('legacy-mongo');
+      await client
+        .db(dbName)
+        .collection('tokens')
+        .insertOne({
+          prefix: 'legacy01',
+          userId: new ObjectId(user.id),
+          digest: 'a'.repeat(64),
+          createdAt: new Date(Date.now() - 60_000),
+          revokedAt: null,
+        });
+      await store.addToken({ prefix: 'newer001', userId: user.id, digest: 'b'.repeat(64) });
+      await legacyReadBack(store, user.id);
+    } finally {
+      await store.close();
+      await client.db(dbName).dropDatabase();
+      await client.close();
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { ObjectId, type Collection, type Db } from 'mongodb';
+import { ObjectId, type Collection, type Db, type Document, type Filter, type UpdateFilter } from 'mongodb';
 import { asRecord, duplicateOr, isDuplicateKey, mongoForms, type MongoDatabase } from '../../store/mongo-database.ts';
 import { DuplicateError } from '../../store/store.ts';
 import {
@@ -25,6 +25,19 @@ export const teamIndexes = (db: Db) => {
 /** The ObjectId an id stands for; null for text that is no id (no record has it). */
 const objectIdOf = (id: string): ObjectId | null => (/^[0-9a-f]{24}$/i.test(id) ? new ObjectId(id) : null);
 
+/**
+ * An update that inserts the document where there is none. Two at once may both insert, and
+ * the unique index refuse the second (E11000): its document is there now, so it updates that.
+ */
+async function upsert(collection: Collection, filter: Filter<Document>, update: UpdateFilter<Document>) {
+  try {
+    await collection.updateOne(filter, update, { upsert: true });
+  } catch (error) {
+    if (!isDuplicateKey(error)) throw error;
+    await collection.updateOne(filter, update);
+  }
+}
+
 /** A user whose organisation of their own is the one made with them. */
 interface OwnedBy {
   _id: ObjectId;
@@ -43,11 +56,9 @@ export async function insertOwnOrganisation(db: Db, user: OwnedBy): Promise<void
   const membership = { orgId: user._id, userId: user._id };
   const memberships = db.collection('memberships');
   const organisations = db.collection('organisations');
-  await memberships.updateOne(
-    membership,
-    { $setOnInsert: { role: 'admin', source: 'manual', createdAt: user.createdAt } },
-    { upsert: true },
-  );
+  await upsert(memberships, membership, {
+    $setOnInsert: { role: 'admin', source: 'manual', createdAt: user.createdAt },
+  });
   try {
     await organisations.insertOne({ _id: user._id, name: user.name, createdAt: user.createdAt });
   } catch (error) {
@@ -127,10 +138,10 @@ export class MongoTeams implements TeamsStore {
   }
 
   async setMembership({ orgId, userId, role, source }: NewMembership): Promise<void> {
-    await this.#memberships.updateOne(
+    await upsert(
+      this.#memberships,
       { orgId: new ObjectId(orgId), userId: new ObjectId(userId) },
       { $set: { role, source }, $setOnInsert: { createdAt: new Date() } },
-      { upsert: true },
     );
   }
 
