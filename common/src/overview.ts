@@ -123,6 +123,15 @@ export const projectViewSchema = z.object({
     .positive()
     .meta({ description: 'Lighthouse runs per device and location in one update; the median run is kept.' }),
   schedule: z.string().nullable().meta({ description: 'Cron expression (UTC) of scheduled updates, or null.' }),
+  // Present once set (issue 33): a project that never set them keeps the answer it had.
+  devices: z
+    .array(z.enum(DEVICES))
+    .optional()
+    .meta({ description: 'Devices an update measures when it names none; absent: never set, both.' }),
+  crux: z
+    .boolean()
+    .optional()
+    .meta({ description: 'Whether updates fetch CrUX field data; absent: never set, they do (with a key).' }),
 });
 export type ProjectView = z.infer<typeof projectViewSchema>;
 

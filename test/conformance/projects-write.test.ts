@@ -7,6 +7,7 @@ import type { MongoStore } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { openApiResponseChecker } from '../support/openapi-responses.ts';
 import { documented as documentedBy, errorsOf, send, type Params, type Reply } from '../support/api-requests.ts';
+import { startFakeCrux } from '../support/fake-crux.ts';
 import { isolatedNats, silentLogger, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
 
 // Projects made, changed and removed through the API (issue 33, item 1): POST /v1/projects with
@@ -136,7 +137,11 @@ describe('POST /v1/projects', () => {
       [{ url: 'https://user:pw@refused.example/' }, /^url: a project URL must not carry credentials/m],
       [{ url: 'ftp://refused.example/' }, /^url must be an absolute http\(s\) URL$/m],
       [{ locations: ['london'] }, /^url is required to create a project$/m],
-      [{ url, devices: ['mobile'] }, /^unknown parameter\(s\): devices$/m],
+      [{ url, device: 'mobile' }, /^unknown parameter\(s\): device$/m],
+      [{ url, devices: ['tablet'] }, /^devices\.0: devices must be one of mobile, desktop/m],
+      [{ url, devices: [] }, /^devices names at least one device$/m],
+      [{ url, devices: 'mobile' }, /^devices must be an array of devices$/m],
+      [{ url, crux: 'no' }, /^crux must be true or false$/m],
     ] as const) {
       const reply = await create(body);
       expect(reply.status, JSON.stringify(body)).toBe(400);
@@ -144,6 +149,9 @@ describe('POST /v1/projects', () => {
     }
     await expect(gateway.admin.addProject('alice', url, { runs: 12 })).rejects.toThrow(
       /^runs is a whole number from 1 to 9$/,
+    );
+    await expect(gateway.admin.addProject('alice', url, { devices: ['tablet' as 'mobile'] })).rejects.toThrow(
+      /^unknown device\(s\) tablet/,
     );
     expect((await listOf()).projects.map((p) => p.url)).not.toContain(url);
   });
@@ -165,7 +173,9 @@ describe('PATCH /v1/projects', () => {
 
   it('400 naming the field; 404 for another user’s project and for none', async () => {
     for (const [body, field] of [
-      [{ url: SHOP }, /give at least one of locations, defaultLocation, runs, schedule/],
+      [{ url: SHOP }, /give at least one of locations, defaultLocation, runs, schedule, devices, crux/],
+      [{ url: SHOP, devices: ['mobile', 'watch'] }, /^devices\.1: devices must be one of/m],
+      [{ url: SHOP, crux: null }, /^crux must be true or false$/m],
       [{ url: SHOP, defaultLocation: 'tokyo' }, /^defaultLocation: the default location tokyo/m],
       [{ url: SHOP, runs: 0 }, /^runs: /m],
       [{ url: SHOP, budgets: {} }, /^unknown parameter\(s\): budgets$/m],
@@ -185,6 +195,70 @@ describe('PATCH /v1/projects', () => {
       expect(errorsOf(reply)).toContain(url);
     }
     expect((await listOf(bob)).projects[0]).toMatchObject({ url: BOBS, runs: 1 });
+  });
+});
+
+describe('devices and CrUX opt-in (issue 33)', () => {
+  it('a project that sets its devices is measured on those when an update names none, and shows them', async () => {
+    const url = 'https://desktop-only.example/';
+    const made = await create({ url, locations: ['london'], runs: 1, devices: ['desktop'], crux: false });
+    expect(made.body).toMatchObject({ project: { url, devices: ['desktop'], crux: false } });
+    expect((await listOf()).projects.find((p) => p.url === url)).toMatchObject({ devices: ['desktop'], crux: false });
+    const only = await call('POST', { body: { url } }, undefined, { path: 'update' });
+    expect(only.status, JSON.stringify(only.body)).toBe(200);
+    expect(Object.keys(auditResultSchema.parse(only.body)).filter((k) => k === 'mobile' || k === 'desktop')).toEqual([
+      'desktop',
+    ]);
+    // Naming a device still measures it; changing the devices changes what the next update measures.
+    const named = await call('POST', { body: { url, device: 'mobile' } }, undefined, { path: 'update' });
+    expect(auditResultSchema.parse(named.body).mobile?.london).toBeDefined();
+    const changed = await patch({ url, devices: ['mobile', 'desktop'], crux: true });
+    expect(changed.body).toMatchObject({ project: { devices: ['mobile', 'desktop'], crux: true, runs: 1 } });
+    const both = auditResultSchema.parse((await call('POST', { body: { url } }, undefined, { path: 'update' })).body);
+    expect([both.mobile?.london, both.desktop?.london].every(Boolean)).toBe(true);
+    expect((await remove(url)).status).toBe(200);
+  });
+
+  it('a project that never set them answers as before: both devices, no devices or crux member', async () => {
+    const shop = (await listOf()).projects.find((p) => p.url === SHOP)!;
+    expect(Object.keys(shop).sort()).toEqual(['defaultLocation', 'domain', 'locations', 'runs', 'schedule', 'url']);
+    const result = auditResultSchema.parse(
+      (await call('POST', { body: { url: SHOP } }, undefined, { path: 'update' })).body,
+    );
+    expect([result.mobile?.london, result.desktop?.london].every(Boolean)).toBe(true);
+  });
+
+  it('CrUX field data is asked for a project unless it opted out', async () => {
+    const crux = await startFakeCrux();
+    const keyed = await startTestGateway({ natsUrl: nats.url, cruxEndpoint: crux.endpoint });
+    try {
+      const { token } = await keyed.admin.createUser('field');
+      const asked = (host: string) => crux.requests.some((r) => `${r['url'] ?? ''}${r['origin'] ?? ''}`.includes(host));
+      for (const [url, crux] of [
+        ['https://field-in.example/', undefined],
+        ['https://field-out.example/', false],
+      ] as const) {
+        const made = await call(
+          'POST',
+          { body: { url, locations: ['london'], runs: 1, ...(crux === undefined ? {} : { crux }) } },
+          { Authorization: token },
+          { base: keyed.url },
+        );
+        expect(made.status).toBe(200);
+        const update = await call(
+          'POST',
+          { body: { url, device: 'mobile' } },
+          { Authorization: token },
+          { base: keyed.url, path: 'update' },
+        );
+        expect(update.status, JSON.stringify(update.body)).toBe(200);
+      }
+      expect(asked('field-in.example')).toBe(true);
+      expect(asked('field-out.example')).toBe(false);
+    } finally {
+      await keyed.stop();
+      await crux.close();
+    }
   });
 });
 

@@ -65,6 +65,8 @@ describeOnBothStores('projects', (store) => {
       defaultLocation: 'tokyo',
       runs: 5,
       schedule: '0 * * * *',
+      devices: null,
+      crux: null,
     };
     await store().setProjectSettings(project.id, settings);
     expect(await store().findProject(user.id, project.url)).toMatchObject({ ...settings, budgets, url: project.url });
@@ -110,5 +112,44 @@ describeOnBothStores('projects', (store) => {
     const snapshot = (await store().findSnapshot(project.id, date))!;
     expect(snapshot.results.find((r) => r.device === 'desktop')!.checks).toEqual(checks);
     expect(snapshot.results.find((r) => r.device === 'mobile')!.checks).toBeUndefined();
+  });
+});
+
+describeOnBothStores('projects: devices and CrUX opt-in', (store) => {
+  it('keeps both unset (null) until set, then keeps them through other changes', async () => {
+    const user = await store().createUser('devices-owner');
+    const project = await store().addProject({
+      userId: user.id,
+      url: 'https://devices.example/',
+      domain: 'devices.example',
+      locations: ['london'],
+      defaultLocation: 'london',
+      runs: 1,
+      schedule: null,
+    });
+    expect(project).toMatchObject({ devices: null, crux: null });
+    expect(await store().findProject(user.id, project.url)).toMatchObject({ devices: null, crux: null });
+    const settings: ProjectSettings = {
+      locations: ['london'],
+      defaultLocation: 'london',
+      runs: 1,
+      schedule: '0 4 * * *',
+      devices: ['desktop'],
+      crux: false,
+    };
+    await store().setProjectSettings(project.id, settings);
+    expect(await store().findProject(user.id, project.url)).toMatchObject({ devices: ['desktop'], crux: false });
+    // The scheduler reads the same records: its update measures what the project says.
+    const scheduled = (await store().listScheduledProjects()).find((p) => p.id === project.id);
+    expect(scheduled).toMatchObject({ devices: ['desktop'], crux: false });
+    await store().setProjectSettings(project.id, { ...settings, runs: 2, crux: true });
+    expect((await store().listProjects(user.id))[0]).toMatchObject({ runs: 2, devices: ['desktop'], crux: true });
+    const made = await store().addProject({
+      ...project,
+      url: 'https://made.example/',
+      devices: ['mobile'],
+      crux: false,
+    });
+    expect(await store().findProject(user.id, made.url)).toMatchObject({ devices: ['mobile'], crux: false });
   });
 });

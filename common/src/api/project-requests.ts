@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { budgetKeyList, limitsSchema, type Budgets } from '../budgets.ts';
 import { pageAuthSchema, type PageAuth } from '../page-auth.ts';
-import { LOCATIONS, type Location } from '../ids.ts';
+import { DEVICES, LOCATIONS, type Device, type Location } from '../ids.ts';
 import { projectViewSchema } from '../overview.ts';
 import { oneOf, projectUrl } from './request-fields.ts';
 
@@ -13,6 +13,8 @@ export interface ProjectSettingsGiven {
   defaultLocation?: Location | undefined;
   runs?: number | undefined;
   schedule?: string | null | undefined;
+  devices?: Device[] | undefined;
+  crux?: boolean | undefined;
 }
 
 /** What a request of /v1/projects asks: the list (GET, an empty POST), a new project, a change, a removal. */
@@ -44,8 +46,20 @@ const settingFields = {
       description:
         'Cron expression (UTC) of scheduled updates, as `perfwatch admin add-project --schedule`; null: none.',
     }),
+  devices: z
+    .array(oneOf('devices', DEVICES), { error: 'devices must be an array of devices' })
+    .min(1, 'devices names at least one device')
+    .max(DEVICES.length * 2, 'devices has too many values')
+    .optional()
+    .meta({
+      description: `Devices an update measures when it names none, scheduled ones too (${DEVICES.join(', ')}); never set: both.`,
+    }),
+  crux: z.boolean({ error: 'crux must be true or false' }).optional().meta({
+    description:
+      "Whether updates fetch the page's CrUX field data (when the gateway has a CRUX_API_KEY); never set: they do.",
+  }),
 };
-const SETTING_NAMES = ['locations', 'defaultLocation', 'runs', 'schedule'] as const;
+const SETTING_NAMES = ['locations', 'defaultLocation', 'runs', 'schedule', 'devices', 'crux'] as const;
 const settingsOf = (value: ProjectSettingsGiven): ProjectSettingsGiven =>
   Object.fromEntries(SETTING_NAMES.filter((name) => value[name] !== undefined).map((name) => [name, value[name]]));
 

@@ -7,7 +7,9 @@ import { revisionBodyFields, revisionQueryFields } from './revision-fields.ts';
 
 const updateFields = {
   url: projectUrl,
-  device: device.optional(),
+  device: device
+    .optional()
+    .meta({ description: "Device class; omitted: the project's devices (both unless its settings say otherwise)." }),
   mode: z
     .enum(UPDATE_MODES, { error: 'mode must be sync or async' })
     .default('sync')

@@ -9,6 +9,8 @@ const ADMIN_OPTIONS = {
   'default-location': { type: 'string' },
   runs: { type: 'string' },
   schedule: { type: 'string' },
+  devices: { type: 'string' },
+  'no-crux': { type: 'boolean', default: false },
   budget: { type: 'string', multiple: true, default: [] },
   'max-regression': { type: 'string', multiple: true, default: [] },
   project: { type: 'string' },

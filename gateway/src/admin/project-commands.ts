@@ -1,11 +1,16 @@
 import { readFile } from 'node:fs/promises';
-import { parseLimit, parseLocationList, type PageAuth } from '@perfwatch/common';
+import { parseLimit, parseLocationList, type Device, type PageAuth } from '@perfwatch/common';
 import { describeAuth } from '../projects/project-auth.ts';
 import { adminCommand, type AdminValues } from './admin-command.ts';
 import { AdminError } from './admin.ts';
 
 export const addProject = adminCommand({
-  synopsis: 'NAME URL [--locations a,b] [--default-location a] [--runs N] [--schedule CRON]',
+  synopsis:
+    'NAME URL [--locations a,b] [--default-location a] [--runs N] [--schedule CRON] [--devices a,b] [--no-crux]',
+  summary: [
+    '--devices: those an update naming none measures (default mobile,desktop);',
+    '--no-crux: no CrUX field data',
+  ],
   args: 2,
   run: async ({ admin, args, values, out }) => {
     const project = await admin.addProject(args[0]!, args[1]!, {
@@ -13,6 +18,8 @@ export const addProject = adminCommand({
       defaultLocation: values['default-location'] ? parseLocationList(values['default-location'])[0] : undefined,
       runs: values.runs === undefined ? undefined : Number(values.runs),
       schedule: values.schedule ?? null,
+      devices: values.devices === undefined ? undefined : deviceList(values.devices),
+      crux: values['no-crux'] ? false : undefined,
     });
     out.write(
       values.json
@@ -21,6 +28,9 @@ export const addProject = adminCommand({
     );
   },
 });
+
+/** `--devices mobile,desktop` as the rules take it (which refuse an unknown one by name). */
+const deviceList = (text: string) => text.split(',').map((device) => device.trim()) as Device[];
 
 export const removeProject = adminCommand({
   synopsis: 'NAME URL',

@@ -1,12 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  ApiError,
-  DEVICES,
-  TargetRefused,
-  type Forge,
-  type ForgeEventAnswer,
-  type TargetGuard,
-} from '@perfwatch/common';
+import { ApiError, TargetRefused, type Forge, type ForgeEventAnswer, type TargetGuard } from '@perfwatch/common';
+import { measuredDevices } from '../projects/project-settings.ts';
 import type { ProjectRecord, ProjectsStore } from '../projects/store/projects-store.ts';
 import { DuplicateError } from '../store/store.ts';
 import type { StartAsync } from '../updates/async-updates.ts';
@@ -76,7 +70,7 @@ export async function acceptPreview(
   try {
     id = await deps.startAsync({
       project: preview,
-      devices: DEVICES,
+      devices: measuredDevices(preview),
       updateType: 'ci',
       requestId,
       revision: event.revision,

@@ -4,7 +4,7 @@ import type { ForgeStore } from './store/forge-store.ts';
 
 /**
  * The project a preview is measured as: the user's project with the preview's URL, made when it
- * has none from the linked project's locations, runs and budgets, with no schedule (a preview is
+ * has none from the linked project's locations, runs, devices, CrUX opt-in and budgets, with no schedule (a preview is
  * measured when it deploys) and never its page credentials (they were given for the linked page,
  * not for whatever a pull request deploys), and marked the linked project's preview. A project of
  * the user that already has this URL is measured as it is, with its own settings.
@@ -26,6 +26,8 @@ export async function previewProject(
       defaultLocation: linked.defaultLocation,
       runs: linked.runs,
       schedule: null,
+      devices: linked.devices,
+      crux: linked.crux,
       budgets: linked.budgets,
     });
   } catch (error) {

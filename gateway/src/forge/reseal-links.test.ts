@@ -19,6 +19,8 @@ const project = (n: number): ProjectRecord => ({
   schedule: null,
   budgets: { budgets: {}, maxRegression: {} },
   auth: null,
+  devices: null,
+  crux: null,
   createdAt: new Date(),
 });
 

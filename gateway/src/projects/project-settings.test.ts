@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { changedSettings, projectSettings, ProjectSettingsError } from './project-settings.ts';
+import {
+  changedSettings,
+  measuredDevices,
+  projectSettings,
+  ProjectSettingsError,
+  wantsFieldData,
+} from './project-settings.ts';
 import type { ProjectRecord } from './store/projects-store.ts';
 
 const refusal = (check: () => unknown) => {
@@ -21,12 +27,30 @@ describe('projectSettings', () => {
       defaultLocation: 's_carolina',
       runs: 3,
       schedule: null,
+      devices: null,
+      crux: null,
     });
     expect(projectSettings('https://shop.example/', { locations: ['tokyo', 'london', 'tokyo'] })).toMatchObject({
       locations: ['tokyo', 'london'],
       defaultLocation: 'tokyo',
     });
     expect(projectSettings('https://shop.example/', { defaultLocation: 'london' }).locations).toEqual(['london']);
+    expect(
+      projectSettings('https://shop.example/', { devices: ['desktop', 'mobile', 'desktop'], crux: false }),
+    ).toMatchObject({
+      devices: ['mobile', 'desktop'],
+      crux: false,
+    });
+  });
+
+  it('measures both devices and asks for field data until a project says otherwise', () => {
+    const never = projectSettings('https://shop.example/', {});
+    expect(measuredDevices(never)).toEqual(['mobile', 'desktop']);
+    expect(wantsFieldData(never)).toBe(true);
+    const set = projectSettings('https://shop.example/', { devices: ['desktop'], crux: false });
+    expect(measuredDevices(set)).toEqual(['desktop']);
+    expect(wantsFieldData(set)).toBe(false);
+    expect(wantsFieldData(projectSettings('https://shop.example/', { crux: true }))).toBe(true);
   });
 
   it('refuses each bad setting by its field', () => {
@@ -39,6 +63,10 @@ describe('projectSettings', () => {
     expect(refusal(() => projectSettings(url, { schedule: 'soon' }))).toMatch(/^schedule: not a cron expression/);
     for (const runs of [0, 10, 1.5, Number.NaN])
       expect(refusal(() => projectSettings(url, { runs }))).toBe('runs: runs is a whole number from 1 to 9');
+    expect(refusal(() => projectSettings(url, { devices: [] }))).toBe('devices: devices names at least one device');
+    expect(refusal(() => projectSettings(url, { devices: ['tablet' as 'mobile'] }))).toMatch(
+      /^devices: unknown device\(s\) tablet/,
+    );
   });
 });
 
@@ -54,6 +82,8 @@ describe('changedSettings', () => {
     schedule: '0 3 * * *',
     budgets: { budgets: {}, maxRegression: {} },
     auth: null,
+    devices: null,
+    crux: null,
     createdAt: new Date(0),
   };
 
@@ -63,6 +93,14 @@ describe('changedSettings', () => {
       defaultLocation: 'tokyo',
       runs: 5,
       schedule: '0 3 * * *',
+      devices: null,
+      crux: null,
+    });
+    const desktopOnly = changedSettings(project, { devices: ['desktop'], crux: false });
+    expect(desktopOnly).toMatchObject({ devices: ['desktop'], crux: false, runs: 2 });
+    expect(changedSettings({ ...project, ...desktopOnly }, { runs: 4 })).toMatchObject({
+      devices: ['desktop'],
+      crux: false,
     });
     expect(changedSettings(project, { locations: ['tokyo', 'frankfurt'] }).defaultLocation).toBe('tokyo');
     expect(changedSettings(project, { locations: ['frankfurt', 'london'] }).defaultLocation).toBe('frankfurt');

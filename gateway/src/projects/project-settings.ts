@@ -1,5 +1,5 @@
 import { CronExpressionParser } from 'cron-parser';
-import { LOCATIONS, normalizeProjectUrl, type Location } from '@perfwatch/common';
+import { DEVICES, LOCATIONS, normalizeProjectUrl, type Device, type Location } from '@perfwatch/common';
 import type { ProjectRecord, ProjectSettings } from './store/projects-store.ts';
 
 /** A project's settings as given, by the admin CLI or the API; absent ones take their defaults. */
@@ -8,11 +8,13 @@ export interface ProjectOptions {
   defaultLocation?: Location | undefined;
   runs?: number | undefined;
   schedule?: string | null | undefined;
+  devices?: readonly Device[] | undefined;
+  crux?: boolean | undefined;
 }
 
 /** A setting refused by the rules below; `field` names it as the API's request does. */
 export class ProjectSettingsError extends Error {
-  readonly field: 'url' | 'defaultLocation' | 'schedule' | 'runs';
+  readonly field: 'url' | 'defaultLocation' | 'schedule' | 'runs' | 'devices';
 
   constructor(field: ProjectSettingsError['field'], message: string) {
     super(message);
@@ -51,8 +53,17 @@ export function changedSettings(project: ProjectRecord, changes: ProjectOptions)
     defaultLocation,
     runs: changes.runs ?? project.runs,
     schedule: changes.schedule === undefined ? project.schedule : changes.schedule,
+    devices: changes.devices ?? project.devices ?? undefined,
+    crux: changes.crux ?? project.crux ?? undefined,
   });
 }
+
+/** The devices an update that names none measures (a scheduled one too): the project's, else both. */
+export const measuredDevices = (project: Pick<ProjectRecord, 'devices'>): readonly Device[] =>
+  project.devices ?? DEVICES;
+
+/** Whether an update of the project asks CrUX for field data (when the gateway has a key): unless it opted out. */
+export const wantsFieldData = (project: Pick<ProjectRecord, 'crux'>): boolean => project.crux !== false;
 
 function checkedSettings(options: ProjectOptions): ProjectSettings {
   const locations =
@@ -78,5 +89,22 @@ function checkedSettings(options: ProjectOptions): ProjectSettings {
   const runs = options.runs ?? 3;
   if (!Number.isInteger(runs) || runs < 1 || runs > 9)
     throw new ProjectSettingsError('runs', 'runs is a whole number from 1 to 9');
-  return { locations, defaultLocation, runs, schedule: options.schedule ?? null };
+  return {
+    locations,
+    defaultLocation,
+    runs,
+    schedule: options.schedule ?? null,
+    devices: checkedDevices(options.devices),
+    crux: options.crux ?? null,
+  };
+}
+
+/** Given devices in DEVICES' order, once each (none given: null, never set). */
+function checkedDevices(devices: readonly Device[] | undefined): Device[] | null {
+  if (devices === undefined) return null;
+  const unknown = devices.filter((device) => !DEVICES.includes(device));
+  if (unknown.length > 0)
+    throw new ProjectSettingsError('devices', `unknown device(s) ${unknown.join(', ')}: give ${DEVICES.join(', ')}`);
+  if (devices.length === 0) throw new ProjectSettingsError('devices', 'devices names at least one device');
+  return DEVICES.filter((device) => devices.includes(device));
 }

@@ -8,6 +8,8 @@ import {
   type ProjectsParams,
 } from '@perfwatch/common';
 import { callerSees } from '../accounts/caller-project.ts';
+import type { AuditLog, AuditRecord } from '../audit-log/audit-log.ts';
+import { settingDetails } from '../audit-log/audit-details.ts';
 import { parseRequest } from '../http/parse-request.ts';
 import { DuplicateError } from '../store/store.ts';
 import { changedSettings, projectSettings, ProjectSettingsError } from './project-settings.ts';
@@ -18,13 +20,25 @@ type ProjectsRouteStore = Pick<
   'listProjects' | 'addProject' | 'findProject' | 'setProjectSettings' | 'removeProject'
 >;
 
-const viewOf = ({ url, domain, locations, defaultLocation, runs, schedule }: ProjectRecord): ProjectView => ({
+/** A project as the API shows it: devices and crux once set, so a project that never set them keeps its answer. */
+const viewOf = ({
   url,
   domain,
   locations,
   defaultLocation,
   runs,
   schedule,
+  devices,
+  crux,
+}: ProjectRecord): ProjectView => ({
+  url,
+  domain,
+  locations,
+  defaultLocation,
+  runs,
+  schedule,
+  ...(devices === null ? {} : { devices }),
+  ...(crux === null ? {} : { crux }),
 });
 
 /**
@@ -32,7 +46,7 @@ const viewOf = ({ url, domain, locations, defaultLocation, runs, schedule }: Pro
  * with a url), a change of one's settings (PATCH), its removal with its data (DELETE). The
  * settings follow the rules `perfwatch admin add-project` follows (project-settings.ts).
  */
-export function projectsRoute({ store }: { store: ProjectsRouteStore }) {
+export function projectsRoute({ store, audit }: { store: ProjectsRouteStore; audit: AuditLog }) {
   return async (req: Request, res: Response): Promise<void> => {
     const params: ProjectsParams = parseRequest(req, API_ENDPOINTS.projects);
     const caller = req.caller;
@@ -48,9 +62,18 @@ export function projectsRoute({ store }: { store: ProjectsRouteStore }) {
       return;
     }
     const answer: ApiAnswer<'projects'> = await changeProjects(store, caller.orgId, params);
+    await audit.record(caller, auditRecordOf(params));
     res.json(answer);
   };
 }
+
+/** The audit log's entry of a change made. */
+const auditRecordOf = (params: Exclude<ProjectsParams, { action: 'list' }>): AuditRecord =>
+  params.action === 'create'
+    ? { action: 'project.created', target: params.url, details: settingDetails(params.settings) }
+    : params.action === 'change'
+      ? { action: 'project.changed', target: params.url, details: settingDetails(params.changes) }
+      : { action: 'project.removed', target: params.url };
 
 async function changeProjects(
   store: ProjectsRouteStore,

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CronExpressionParser } from 'cron-parser';
 import type { Logger } from 'pino';
-import { DEVICES } from '@perfwatch/common';
+import { measuredDevices } from '../projects/project-settings.ts';
 import {
   DuplicateError,
   type AnnotationsStore,
@@ -131,7 +131,7 @@ async function enqueueTick(admission: UpdateAdmission, logger: Logger, project: 
         userId: project.userId,
         projectId: project.id,
         url: project.url,
-        devices: DEVICES,
+        devices: measuredDevices(project),
         locations: project.locations,
         updateType: 'scheduled',
         runs: project.runs,

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { DEVICES, FIELD_METRICS, type KpiRecord } from '@perfwatch/common';
 import type { CruxHistoryClient, FieldWeek } from './crux/crux-history.ts';
+import { wantsFieldData } from '../projects/project-settings.ts';
 import type { KpisStore, ProjectRecord, ProjectsStore, SchedulingStore, StoreBase } from '../store/store.ts';
 
 const noteKey = (projectId: string) => `field-history:${projectId}`;
@@ -60,7 +61,8 @@ export async function backfillFieldHistory({
 }): Promise<number> {
   let filled = 0;
   for (const project of await store.listProjects()) {
-    if (await store.readNote(noteKey(project.id))) continue;
+    // Opted out of field data: left without its note, so opting in later back-fills it.
+    if (!wantsFieldData(project) || (await store.readNote(noteKey(project.id)))) continue;
     try {
       const rows = await historyOf(history, project);
       await store.saveFieldHistory(project, rows);

@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { API_ENDPOINTS, ApiError, DEVICES, revisionOf } from '@perfwatch/common';
+import { API_ENDPOINTS, ApiError, revisionOf } from '@perfwatch/common';
 import { auditResultPieces } from '../snapshots/audit-view.ts';
 import { parseRequest } from '../http/parse-request.ts';
 import type { ProjectsStore } from '../projects/store/projects-store.ts';
@@ -9,6 +9,7 @@ import type { UpdateService } from './update-service.ts';
 import type { CredentialTrust } from '../projects/credential-trust.ts';
 import type { StartAsync } from './async-updates.ts';
 import { callerProject } from '../accounts/caller-project.ts';
+import { measuredDevices } from '../projects/project-settings.ts';
 import { writeJsonPieces } from '../http/written.ts';
 
 /** Sync updates one user may have in flight, over every gateway replica (a place in the store). */
@@ -45,7 +46,7 @@ export function updateRoute({
     const revision = revisionOf(params);
     const request = {
       project,
-      devices: params.device ? [params.device] : DEVICES,
+      devices: params.device ? [params.device] : measuredDevices(project),
       updateType: params.updateType,
       requestId: req.requestId,
       revision,

@@ -21,6 +21,8 @@ const project: ProjectRecord = {
   schedule: null,
   budgets: { budgets: {}, maxRegression: {} },
   auth: null,
+  devices: null,
+  crux: null,
   createdAt: new Date(),
 };
 
@@ -282,6 +284,25 @@ describe('update service', () => {
         expect(cruxKpis).toEqual([]);
       }
     }
+  });
+
+  it('asks CrUX nothing for a project that opted out of field data', async () => {
+    const asked: string[] = [];
+    const crux: CruxClient = {
+      fieldData: async (url) => {
+        asked.push(url);
+        return null;
+      },
+    };
+    const { service } = serviceWith(success, crux);
+    const outcome = await service.run({
+      project: { ...project, crux: false },
+      devices: ['mobile'],
+      updateType: 'manual',
+      requestId: 'r',
+    });
+    expect(asked).toEqual([]);
+    expect(outcome.results.every((r) => r.kpis.every((k) => k.section !== 'CRUX'))).toBe(true);
   });
 
   it('retries a run once after a retryable agent failure, and not after a page that failed to load', async () => {

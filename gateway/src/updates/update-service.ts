@@ -17,6 +17,7 @@ import type { CruxClient, FieldData } from '../snapshots/crux/crux-client.ts';
 import type { UpdateMode, UpdateObserver } from '../http/metrics.ts';
 import { checkBudgets } from '../alerts/budget-alerts.ts';
 import type { CredentialTrust } from '../projects/credential-trust.ts';
+import { wantsFieldData } from '../projects/project-settings.ts';
 import type { SecretBox } from '../accounts/secret-box.ts';
 import { noResultError } from './no-result.ts';
 import { credentialsOf } from './update-credentials.ts';
@@ -210,10 +211,9 @@ async function measure(
   const update = startUpdate(parts, request, updateId, onProgress);
   const { project, log } = update;
   // Field data is per page and device, not per location or run: asked once, alongside the runs.
+  const crux = wantsFieldData(project) ? parts.crux : undefined;
   const fieldData = Promise.all(
-    request.devices.map(
-      async (device) => [device, parts.crux ? await parts.crux.fieldData(project.url, device) : null] as const,
-    ),
+    request.devices.map(async (device) => [device, crux ? await crux.fieldData(project.url, device) : null] as const),
   ).then((entries) => new Map(entries));
   const outcomes = await Promise.all(update.cells.map((_, cell) => measureCell(update, cell, parts.maxRetests)));
   const { results, missing, failures } = gatherCells(outcomes, await fieldData, log);

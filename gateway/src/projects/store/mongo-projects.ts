@@ -68,9 +68,11 @@ export class MongoProjects implements ProjectsStore {
 
   async setProjectSettings(
     projectId: string,
-    { locations, defaultLocation, runs, schedule }: ProjectSettings,
+    { locations, defaultLocation, runs, schedule, devices, crux }: ProjectSettings,
   ): Promise<void> {
-    await this.#projects.updateOne(byId(projectId), { $set: { locations, defaultLocation, runs, schedule } });
+    await this.#projects.updateOne(byId(projectId), {
+      $set: { locations, defaultLocation, runs, schedule, devices, crux },
+    });
   }
 
   async setProjectBudgets(projectId: string, budgets: Budgets): Promise<void> {

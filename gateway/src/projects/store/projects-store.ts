@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { budgetFileSchema, LOCATIONS, type Budgets, type Location } from '@perfwatch/common';
+import { budgetFileSchema, DEVICES, LOCATIONS, type Budgets, type Device, type Location } from '@perfwatch/common';
 import { ownId, type StoredForms } from '../../store/record-forms.ts';
 
 export interface ProjectRecord {
@@ -11,6 +11,10 @@ export interface ProjectRecord {
   defaultLocation: Location;
   runs: number;
   schedule: string | null;
+  /** The devices an update measures when it names none, scheduled ones too; null: never set, both (DEVICES). */
+  devices: Device[] | null;
+  /** Whether updates ask CrUX for field data (when the gateway has a key); null: never set, as true. */
+  crux: boolean | null;
   /** Budgets and allowed regressions every stored snapshot is checked against (none: empty). */
   budgets: Budgets;
   /** Cookies, headers and login steps for a page behind a login, sealed (secret-box.ts); null: none. */
@@ -18,13 +22,18 @@ export interface ProjectRecord {
   createdAt: Date;
 }
 
-export type NewProject = Omit<ProjectRecord, 'id' | 'createdAt' | 'budgets' | 'auth'> & {
+export type NewProject = Omit<ProjectRecord, 'id' | 'createdAt' | 'budgets' | 'auth' | 'devices' | 'crux'> & {
   budgets?: Budgets;
   auth?: string | null;
+  devices?: Device[] | null;
+  crux?: boolean | null;
 };
 
 /** What a project's owner may change after creating it (PATCH /v1/projects; its URL names it, so stays). */
-export type ProjectSettings = Pick<ProjectRecord, 'locations' | 'defaultLocation' | 'runs' | 'schedule'>;
+export type ProjectSettings = Pick<
+  ProjectRecord,
+  'locations' | 'defaultLocation' | 'runs' | 'schedule' | 'devices' | 'crux'
+>;
 
 /** A user's projects, their budgets and sealed credentials. */
 export interface ProjectsStore {
@@ -33,7 +42,7 @@ export interface ProjectsStore {
   listProjects(userId?: string): Promise<ProjectRecord[]>;
   /** Removes a project with its snapshots, results, KPI records, annotations and repository link. */
   removeProject(userId: string, url: string): Promise<boolean>;
-  /** Replaces a project's locations, default location, runs and schedule. */
+  /** Replaces a project's locations, default location, runs, schedule, devices and CrUX opt-in. */
   setProjectSettings(projectId: string, settings: ProjectSettings): Promise<void>;
   /** Replaces a project's budgets. */
   setProjectBudgets(projectId: string, budgets: Budgets): Promise<void>;
@@ -53,6 +62,8 @@ const noBudgets = (): Budgets => ({ budgets: {}, maxRegression: {} });
 export const newProjectRecord = (project: NewProject, id: string, createdAt: Date): ProjectRecord => ({
   ...project,
   locations: [...project.locations],
+  devices: project.devices ? [...project.devices] : null,
+  crux: project.crux ?? null,
   budgets: project.budgets ?? noBudgets(),
   auth: project.auth ?? null,
   id,
@@ -71,6 +82,11 @@ export function projectRecords(forms: StoredForms) {
     defaultLocation: z.enum(LOCATIONS),
     runs: z.number().int().positive(),
     schedule: z.string().nullable(),
+    // Absent on projects stored before they were settings (issue 33): today's behaviour.
+    devices: structured(z.array(z.enum(DEVICES)).min(1))
+      .nullable()
+      .default(null),
+    crux: structured(z.boolean()).nullable().default(null),
     // Absent on projects stored before budgets were.
     budgets: structured(budgetFileSchema).default(noBudgets),
     auth: z.string().nullable().default(null),

@@ -18,7 +18,7 @@ export const projectsSchema: SqliteSchema = {
 CREATE TABLE IF NOT EXISTS projects (
   id TEXT PRIMARY KEY, user_id TEXT NOT NULL, url TEXT NOT NULL, domain TEXT NOT NULL, locations TEXT NOT NULL,
   default_location TEXT NOT NULL, runs INTEGER NOT NULL, schedule TEXT, created_at INTEGER NOT NULL, scheduled_through INTEGER,
-  budgets TEXT NOT NULL DEFAULT '${NO_BUDGETS}', auth TEXT,
+  budgets TEXT NOT NULL DEFAULT '${NO_BUDGETS}', auth TEXT, devices TEXT, crux TEXT,
   UNIQUE (user_id, url));`,
   steps: [
     {
@@ -31,8 +31,18 @@ CREATE TABLE IF NOT EXISTS projects (
       adds: "a project's sealed credentials",
       up: addColumns('projects', 'auth TEXT'),
     },
+    {
+      // NULL in both: never set, today's behaviour (both devices; field data when keyed).
+      version: 13,
+      adds: "a project's devices and CrUX opt-in (JSON)",
+      up: addColumns('projects', 'devices TEXT', 'crux TEXT'),
+      mends: true,
+    },
   ],
 };
+
+/** A setting kept as JSON text; never set: NULL. */
+const jsonOrNull = (value: unknown): string | null => (value === null ? null : JSON.stringify(value));
 
 /** A project row as its record. */
 const projectRow = asRecord(projectRecords(sqliteForms).project);
@@ -49,7 +59,7 @@ export class SqliteProjects implements ProjectsStore {
     const record = newProjectRecord(project, newId(), new Date());
     try {
       this.#db.run(
-        'INSERT INTO projects (id, user_id, url, domain, locations, default_location, runs, schedule, created_at, budgets, auth) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO projects (id, user_id, url, domain, locations, default_location, runs, schedule, created_at, budgets, auth, devices, crux) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
         record.id,
         record.userId,
         record.url,
@@ -61,6 +71,8 @@ export class SqliteProjects implements ProjectsStore {
         record.createdAt.getTime(),
         JSON.stringify(record.budgets),
         record.auth,
+        jsonOrNull(record.devices),
+        jsonOrNull(record.crux),
       );
     } catch (error) {
       throw duplicateOr(error, `project ${project.url} exists for this user`);
@@ -101,11 +113,13 @@ export class SqliteProjects implements ProjectsStore {
 
   async setProjectSettings(projectId: string, settings: ProjectSettings): Promise<void> {
     this.#db.run(
-      'UPDATE projects SET locations = ?, default_location = ?, runs = ?, schedule = ? WHERE id = ?',
+      'UPDATE projects SET locations = ?, default_location = ?, runs = ?, schedule = ?, devices = ?, crux = ? WHERE id = ?',
       JSON.stringify(settings.locations),
       settings.defaultLocation,
       settings.runs,
       settings.schedule,
+      jsonOrNull(settings.devices),
+      jsonOrNull(settings.crux),
       projectId,
     );
   }

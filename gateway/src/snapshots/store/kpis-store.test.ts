@@ -16,6 +16,8 @@ const project: ProjectRecord = {
   schedule: null,
   budgets: { budgets: {}, maxRegression: {} },
   auth: null,
+  devices: null,
+  crux: null,
   createdAt: new Date('2026-01-01T00:00:00Z'),
 };
 
