@@ -28,6 +28,7 @@ import { forgeSettings } from '../gateway/src/settings/forge.ts';
 import { httpSettings } from '../gateway/src/settings/http.ts';
 import { limitSettings } from '../gateway/src/settings/limits.ts';
 import { schedulingSettings } from '../gateway/src/settings/scheduling.ts';
+import { ssoSettings } from '../gateway/src/settings/sso.ts';
 import { storeSettings } from '../gateway/src/settings/store.ts';
 import { testingSettings } from '../gateway/src/settings/testing.ts';
 import { updateSettings } from '../gateway/src/settings/updates.ts';
@@ -53,6 +54,7 @@ export const SETTING_GROUPS: readonly SettingGroup[] = [
   forgeSettings,
   cruxSettings,
   credentialSettings,
+  ssoSettings,
   startOnlySettings,
   clientSettings,
   testingSettings,

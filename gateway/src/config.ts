@@ -14,6 +14,7 @@ import { forgeSettings } from './settings/forge.ts';
 import { httpSettings } from './settings/http.ts';
 import { limitSettings } from './settings/limits.ts';
 import { schedulingSettings } from './settings/scheduling.ts';
+import { ssoSettings } from './settings/sso.ts';
 import { storeSettings } from './settings/store.ts';
 import { testingSettings } from './settings/testing.ts';
 import { updateSettings } from './settings/updates.ts';
@@ -40,6 +41,7 @@ export const gatewaySettings = programSettings({
     ...forgeSettings.settings,
     ...cruxSettings.settings,
     ...credentialSettings.settings,
+    ...ssoSettings.settings,
     PERFWATCH_ALLOW_TARGETS: targetSettings.settings.PERFWATCH_ALLOW_TARGETS.default(''),
     ...testingSettings.settings,
   }),

@@ -36,6 +36,8 @@ import { httpOptionsOf, webhookSenderOptionsOf, type GatewayConfig } from './con
 import { createLocalTransport } from './dispatch/local/local-transport.ts';
 import { createNatsTransport } from './dispatch/nats/nats-transport.ts';
 import type { Transport } from './dispatch/transport.ts';
+import { ssoAppOf } from './sso/sso-app.ts';
+import type { SsoDeps } from './sso/sso-routes.ts';
 
 export interface GatewayRuntime {
   http: GatewayServer;
@@ -63,6 +65,8 @@ export async function startGateway({
   ...given
 }: GatewayTransport & Wiring): Promise<GatewayRuntime> {
   const wiring = { store, logger, config };
+  // First: a half-configured single sign-on stops the gateway before anything runs.
+  const sso = ssoAppOf(wiring);
   const transport = await chooseTransport(given, logger, config);
   const { metrics, unsubscribe } = watch(wiring, transport);
   const trust = credentialTrust(config.PERFWATCH_TRUSTED_LOCATIONS, transport.trustedLocations);
@@ -72,7 +76,7 @@ export async function startGateway({
   const background = startBackgroundWork({ ...wiring, queue, admission, outbox, targetGuard, secrets, metrics });
   let stopping = false;
   const readiness = readinessCheck(transport, store, () => stopping);
-  const shared = { targetGuard, secrets, credentialTrust: trust, updates, admission };
+  const shared = { targetGuard, secrets, credentialTrust: trust, updates, admission, ...sso };
   const { http, ops } = await serve({ ...wiring, metrics, readiness, ...shared });
   return {
     http,
@@ -345,6 +349,7 @@ async function serve({
   credentialTrust: CredentialTrust;
   updates: UpdateService;
   admission: UpdateAdmission;
+  sso?: SsoDeps;
 }): Promise<{ http: GatewayServer; ops: OpsServer | undefined }> {
   const ops =
     config.OPS_PORT === undefined

@@ -23,6 +23,8 @@ import { createWebhookTargets, type WebhookTargets } from '../alerts/webhook-tar
 import { NO_TRUST, type CredentialTrust } from '../projects/credential-trust.ts';
 import { forgeReceiver, type ForgeReceiverDeps } from '../forge/forge-receiver.ts';
 import { loggedUrl } from './logged-url.ts';
+import { authRouter, type SsoDeps } from '../sso/sso-routes.ts';
+import { sessionAuthenticator } from '../sso/session-auth.ts';
 import { ROUTE_BASE, type GatewayMetrics } from './metrics.ts';
 
 export interface AppDeps {
@@ -63,6 +65,8 @@ export interface AppDeps {
   secrets?: SecretBox;
   /** The locations credentials may go to (PERFWATCH_TRUSTED_LOCATIONS); absent: none. */
   credentialTrust?: CredentialTrust;
+  /** The dashboard's single sign-on (SSO_ISSUER_URL): its routes under /auth, and sessions on /v1; absent: none. */
+  sso?: SsoDeps;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
@@ -99,6 +103,7 @@ export function createApp(deps: AppDeps): Express {
   });
   app.use('/v1/docs', apiDocsRouter());
   app.use('/v1', apiRouter(deps));
+  app.use(authRouter(deps.sso));
   app.use(dashboardRouter());
   app.use(notFoundRoute);
   app.use(errorHandler(logger));
@@ -152,6 +157,7 @@ function apiRouter({
   maxWebhooksPerUser,
   secrets = createSecretBox({}),
   credentialTrust = NO_TRUST,
+  sso,
 }: AppDeps): Router {
   const v1 = express.Router();
   v1.use((req, res, next) => {
@@ -160,7 +166,7 @@ function apiRouter({
   });
   const json = express.json({ limit: bodyLimit, strict: false });
   const failedAuth = failedAuthGuard(authFailuresPerMinute);
-  const auth = authenticate(store, failedAuth.failed);
+  const auth = authenticate(store, failedAuth.failed, sso ? sessionAuthenticator(sso.store) : undefined);
   const checks = [acceptsJson, jsonBodyOnly, json, failedAuth.check, auth];
   const limits = perUserLimits(rateLimits);
   // One set of places for both: together they are what holds stored results in memory.

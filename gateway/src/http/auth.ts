@@ -2,6 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { ApiError, lesserRole, scopeRole, type Role, type TokenScope } from '@perfwatch/common';
 import type { AccountsStore } from '../accounts/store/accounts-store.ts';
 import type { TeamsStore } from '../teams/store/teams-store.ts';
+import type { SessionAuthenticator } from '../sso/session-auth.ts';
 import { digestsEqual, hasExpired, tokenDigest, tokenFromHeader, tokenPrefix } from '../accounts/tokens.ts';
 
 /** Who a request is from and what it may do (issue 33). */
@@ -36,11 +37,22 @@ export type AuthStore = Pick<AccountsStore, 'findToken'> & Pick<TeamsStore, 'fin
  * a live token → 401. The token is looked up by its public prefix and its SHA-256 digest
  * compared in constant time; neither the token nor its digest is ever logged. A token past its
  * expiry is told so (401, "expired"), but only once it matched: a guess of a prefix learns nothing.
- * A token whose user is no longer a member of its organisation is no longer valid.
+ * A token whose user is no longer a member of its organisation is no longer valid. With `session`
+ * (single sign-on), a request without the header may come with the dashboard's session cookie.
  */
-export function authenticate(store: AuthStore, onFailure: (req: Request) => Promise<void> = async () => undefined) {
+export function authenticate(
+  store: AuthStore,
+  onFailure: (req: Request) => Promise<void> = async () => undefined,
+  session?: SessionAuthenticator,
+) {
   return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
     const header = req.get('authorization');
+    // Without a token, the dashboard's session cookie (with single sign-on): sso/session-auth.ts.
+    const sessionCaller = header === undefined && session ? await session(req, onFailure) : null;
+    if (sessionCaller) {
+      req.caller = sessionCaller;
+      return next();
+    }
     if (header === undefined) {
       throw new ApiError('BAD_REQUEST', 'The Authorization header is missing.', [
         'header Authorization: required, holding the API token',

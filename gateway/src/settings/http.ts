@@ -49,7 +49,8 @@ export const httpSettings = settingGroup('HTTP API', {
     .url({ protocol: /^https?$/ })
     .optional()
     .describe(
-      "Where users reach this gateway's dashboard: the links in webhook deliveries. Unset: http://localhost:PORT.",
+      "Where users reach this gateway's dashboard: the links in webhook deliveries, and single sign-on's " +
+        'redirect URI (PUBLIC_URL/auth/sso/callback). Unset: http://localhost:PORT.',
     ),
   SHUTDOWN_READINESS_DELAY_MS: z.coerce
     .number()

@@ -11,6 +11,7 @@ import { kpiIndexes, MongoKpis } from '../snapshots/store/mongo-kpis.ts';
 import { MongoSnapshotReads } from '../snapshots/store/mongo-snapshot-reads.ts';
 import { MongoSnapshots, snapshotIndexes, type MongoSnapshotsOptions } from '../snapshots/store/mongo-snapshots.ts';
 import { giveOwnOrganisations, MongoTeams, teamIndexes } from '../teams/store/mongo-teams.ts';
+import { MongoSso, ssoIndexes } from '../sso/store/mongo-sso.ts';
 import { MongoUpdates, updateIndexes } from '../updates/store/mongo-updates.ts';
 import type { MongoDatabase } from './mongo-database.ts';
 import { combineSlices } from './store-slices.ts';
@@ -36,6 +37,7 @@ const indexes = (db: Db) => [
   ...forgeIndexes(db),
   ...teamIndexes(db),
   ...auditLogIndexes(db),
+  ...ssoIndexes(db),
 ];
 
 // The slices' methods are put on each MongoStore by combineSlices (see its constructor).
@@ -71,6 +73,7 @@ export class MongoStore implements StoreBase {
       new MongoForge(base),
       new MongoTeams(base),
       new MongoAuditLog(base),
+      new MongoSso(base),
     ]);
   }
 

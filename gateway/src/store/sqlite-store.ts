@@ -12,6 +12,7 @@ import { kpisSchema, SqliteKpis } from '../snapshots/store/sqlite-kpis.ts';
 import { SqliteSnapshotReads } from '../snapshots/store/sqlite-snapshot-reads.ts';
 import { snapshotsSchema, SqliteSnapshots } from '../snapshots/store/sqlite-snapshots.ts';
 import { SqliteTeams, teamsSchema } from '../teams/store/sqlite-teams.ts';
+import { SqliteSso, ssoSchema } from '../sso/store/sqlite-sso.ts';
 import { SqliteUpdates, updatesSchema } from '../updates/store/sqlite-updates.ts';
 import { SqliteDatabase } from './sqlite-database.ts';
 import { migrate, type SqliteSchema } from './sqlite-migrations.ts';
@@ -33,6 +34,7 @@ const SCHEMAS: readonly SqliteSchema[] = [
   // After accounts: its step gives the file's users their own organisations.
   teamsSchema,
   auditLogSchema,
+  ssoSchema,
 ];
 
 // The slices' methods are put on each SqliteStore by combineSlices (see its constructor).
@@ -73,6 +75,7 @@ export class SqliteStore implements StoreBase {
       new SqliteForge(db),
       new SqliteTeams(db),
       new SqliteAuditLog(db),
+      new SqliteSso(db),
     ]);
   }
 

@@ -8,6 +8,7 @@ import type { AnnotationsStore } from '../snapshots/store/annotations-store.ts';
 import type { KpisStore } from '../snapshots/store/kpis-store.ts';
 import type { SnapshotReadsStore, SnapshotsStore } from '../snapshots/store/snapshots-store.ts';
 import type { TeamsStore } from '../teams/store/teams-store.ts';
+import type { SsoStore } from '../sso/store/sso-store.ts';
 import type { UpdatesStore } from '../updates/store/updates-store.ts';
 
 /** One backend's slices, in the order of the `Store` they make together (store.ts). */
@@ -24,6 +25,7 @@ export type StoreSlices = readonly [
   ForgeStore,
   TeamsStore,
   AuditLogStore,
+  SsoStore,
 ];
 
 /**

@@ -8,6 +8,7 @@ import type { AnnotationsStore } from '../snapshots/store/annotations-store.ts';
 import type { KpisStore } from '../snapshots/store/kpis-store.ts';
 import type { SnapshotReadsStore, SnapshotsStore } from '../snapshots/store/snapshots-store.ts';
 import type { TeamsStore } from '../teams/store/teams-store.ts';
+import type { SsoStore } from '../sso/store/sso-store.ts';
 import type { UpdatesStore } from '../updates/store/updates-store.ts';
 import type { UnreadableRecords } from './unreadable-records.ts';
 
@@ -23,6 +24,7 @@ export * from '../snapshots/store/annotations-store.ts';
 export * from '../snapshots/store/kpis-store.ts';
 export * from '../snapshots/store/snapshots-store.ts';
 export * from '../teams/store/teams-store.ts';
+export * from '../sso/store/sso-store.ts';
 export * from '../updates/store/updates-store.ts';
 
 /** Runs finished of those planned, per device and location: the API's shape, kept as it is. */
@@ -57,7 +59,8 @@ export type Store = StoreBase &
   SchedulingStore &
   ForgeStore &
   TeamsStore &
-  AuditLogStore;
+  AuditLogStore &
+  SsoStore;
 
 /**
  * The store had no room for a write (the embedded store's disk or database is full): nothing of

@@ -1,0 +1,129 @@
+import type { AccountsStore } from '../accounts/store/accounts-store.ts';
+import { DuplicateError } from '../store/store.ts';
+import type { MembershipRecord, TeamsStore } from '../teams/store/teams-store.ts';
+import { membershipChanges, membershipsFromGroups, type ClaimedMembership } from './group-memberships.ts';
+import type { OidcIdentity } from './oidc-client.ts';
+import type { SsoStore } from './store/sso-store.ts';
+
+/** What a sign-in reads and writes: identities, users, organisations and memberships. */
+export type SsoMembersStore = Pick<SsoStore, 'findIdentity' | 'findUserIdentity' | 'addIdentity'> &
+  Pick<AccountsStore, 'createUser' | 'findUserByName'> &
+  Pick<
+    TeamsStore,
+    'createOrganisation' | 'findOrganisationByName' | 'setMembership' | 'listMemberships' | 'removeMembership'
+  >;
+
+export type SignedInMember =
+  | {
+      ok: true;
+      userId: string;
+      /** Who it is as the provider names them now (the session shows it). */
+      name: string;
+      /** Never empty. */
+      memberships: MembershipRecord[];
+    }
+  | { ok: false; reason: string };
+
+/**
+ * The perfwatch user an identity is, with the memberships its groups claim gives (made or
+ * brought up to date at every sign-in). Refused, without a user being made, when the claim names
+ * no perfwatch group: a provider serves more apps than this one.
+ */
+export async function signInMember(
+  store: SsoMembersStore,
+  identity: OidcIdentity,
+  { groupsClaim, groupPrefix }: { groupsClaim: string; groupPrefix: string },
+): Promise<SignedInMember> {
+  const claimed = membershipsFromGroups(identity.claims[groupsClaim], groupPrefix);
+  const linked = await store.findIdentity(identity.issuer, identity.subject);
+  if (claimed.length === 0) {
+    // Someone taken out of every perfwatch group loses what the groups gave, tokens included.
+    if (linked) await followClaim(store, linked.userId, []);
+    return {
+      ok: false,
+      reason: `Your account is in no perfwatch group: ask for a group named ${groupPrefix}<organisation>:<viewer|editor|admin>.`,
+    };
+  }
+  let userId = linked?.userId;
+  if (!userId) {
+    const user = await userFor(store, identity);
+    if (!user.ok) return user;
+    userId = user.userId;
+  }
+  const memberships = await followClaim(store, userId, claimed);
+  // Each claimed organisation holds one now; checked so that a session never lacks an organisation.
+  if (memberships.length === 0) return { ok: false, reason: 'You are a member of no perfwatch organisation.' };
+  return { ok: true, userId, name: userName(identity.claims, identity.subject).name, memberships };
+}
+
+/** The name a new user gets: the email the provider vouches for, else the username it gives, else the subject. */
+export function userName(claims: Record<string, unknown>, subject: string): { name: string; verifiedEmail: boolean } {
+  const { email, email_verified: verified, preferred_username: username } = claims;
+  if (typeof email === 'string' && email !== '' && verified !== false)
+    return { name: email, verifiedEmail: verified === true };
+  if (typeof username === 'string' && username !== '') return { name: username, verifiedEmail: false };
+  return { name: subject, verifiedEmail: false };
+}
+
+/**
+ * A user for an identity signing in the first time: a new one without an organisation of its own
+ * (the groups give its organisations), or the existing user of that name when the name is an
+ * email the provider verified and that user has no identity at this provider yet (users an
+ * operator made before SSO was set up). Linked by issuer and subject from then on.
+ */
+async function userFor(
+  store: SsoMembersStore,
+  identity: OidcIdentity,
+): Promise<{ ok: true; userId: string } | { ok: false; reason: string }> {
+  const { name, verifiedEmail } = userName(identity.claims, identity.subject);
+  const taken = `A perfwatch user named ${name} exists already and is not this account: an operator can help.`;
+  let userId: string;
+  try {
+    userId = (await store.createUser(name, { ownOrganisation: false })).id;
+  } catch (error) {
+    if (!(error instanceof DuplicateError)) throw error;
+    const existing = await store.findUserByName(name);
+    if (!existing || !verifiedEmail || (await store.findUserIdentity(identity.issuer, existing.id)))
+      return { ok: false, reason: taken };
+    userId = existing.id;
+  }
+  try {
+    await store.addIdentity({ issuer: identity.issuer, subject: identity.subject, userId, createdAt: new Date() });
+  } catch (error) {
+    // Two first sign-ins of one identity at once: the other linked it.
+    if (!(error instanceof DuplicateError)) throw error;
+    const linked = await store.findIdentity(identity.issuer, identity.subject);
+    if (!linked) return { ok: false, reason: taken };
+    userId = linked.userId;
+  }
+  return { ok: true, userId };
+}
+
+/** Brings the user's memberships to what is claimed (group-memberships.ts); their memberships after. */
+async function followClaim(
+  store: SsoMembersStore,
+  userId: string,
+  claimed: readonly ClaimedMembership[],
+): Promise<MembershipRecord[]> {
+  const withIds = await Promise.all(
+    claimed.map(async ({ organisation, role }) => ({ orgId: await organisationId(store, organisation), role })),
+  );
+  const { set, remove } = membershipChanges(userId, withIds, await store.listMemberships(userId));
+  for (const membership of set) await store.setMembership(membership);
+  for (const orgId of remove) await store.removeMembership(orgId, userId);
+  return store.listMemberships(userId);
+}
+
+/** The organisation named so, made if there is none yet. */
+async function organisationId(store: SsoMembersStore, name: string): Promise<string> {
+  const found = await store.findOrganisationByName(name);
+  if (found) return found.id;
+  try {
+    return (await store.createOrganisation({ name })).id;
+  } catch (error) {
+    // Made by a sign-in at the same moment.
+    const made = error instanceof DuplicateError ? await store.findOrganisationByName(name) : null;
+    if (!made) throw error;
+    return made.id;
+  }
+}
