@@ -1,4 +1,5 @@
 import { ApiError, session } from './api.js';
+import { accountBar } from './account-bar.js';
 import { h } from './dom.js';
 import { compareView } from './compare-view.js';
 import { show } from './page.js';
@@ -7,6 +8,7 @@ import { projectsView } from './projects-view.js';
 import { reportView } from './report-view.js';
 import { signInView } from './sign-in-view.js';
 import { snapshotView } from './snapshot-view.js';
+import { forgetSsoSession, loadSsoSession, signOutSso, ssoSession } from './sso-session.js';
 
 // perfwatch's dashboard: a token sign-in, the caller's projects, per project the latest scores
 // per device and location, trends from /v1/overview, snapshots from /v1/audit, and the full
@@ -18,7 +20,11 @@ const signOutButton = document.getElementById('sign-out');
 function failure(error) {
   if (error instanceof ApiError && error.status === 401) {
     session.signOut();
+    forgetSsoSession();
+    // Already there, no hashchange would show the sign-in.
+    const home = location.hash === '' || location.hash === '#/';
     location.hash = '#/';
+    if (home) route();
     return;
   }
   show('Error', h('p', { class: 'error', role: 'alert' }, error.message));
@@ -33,8 +39,13 @@ const ROUTES = {
 };
 
 async function route() {
-  signOutButton.hidden = !session.token();
-  if (!session.token()) return signInView(route);
+  const signedIn = Boolean(session.token() || ssoSession.current());
+  signOutButton.hidden = !signedIn;
+  // Who is signed in by single sign-on, beside "Sign out"; switching organisation shows the view again.
+  document.getElementById('account')?.remove();
+  const account = session.token() ? null : accountBar(route);
+  if (account) signOutButton.before(account);
+  if (!signedIn) return signInView(route);
   // Split at the first '?' only: a stable link (#/compare?…) may carry one unencoded in a value.
   const [path, query = ''] = location.hash.replace(/^#\/?/, '').split(/\?(.*)/s);
   const render = ROUTES[path] ?? projectsView;
@@ -48,10 +59,11 @@ async function route() {
   }
 }
 
-signOutButton.addEventListener('click', () => {
+signOutButton.addEventListener('click', async () => {
   session.signOut();
+  await signOutSso();
   location.hash = '#/';
   route();
 });
 window.addEventListener('hashchange', route);
-route();
+loadSsoSession().then(route);

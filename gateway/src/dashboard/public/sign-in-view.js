@@ -1,8 +1,12 @@
 import { api, ApiError, session } from './api.js';
 import { h } from './dom.js';
 import { show } from './page.js';
+import { ssoSession, ssoSignInUrl } from './sso-session.js';
 
-/** The token form; `onSignedIn` once the gateway has taken the token. */
+/**
+ * The token form, beside "Sign in with single sign-on" when the gateway offers it; `onSignedIn`
+ * once the gateway has taken the token.
+ */
 export function signInView(onSignedIn, message) {
   const input = h('input', {
     id: 'token',
@@ -31,6 +35,15 @@ export function signInView(onSignedIn, message) {
     h('button', { type: 'submit' }, 'Sign in'),
     message ? h('p', { class: 'error', role: 'alert' }, message) : null,
   );
+  const sso = ssoSession.offered()
+    ? h(
+        'div',
+        { id: 'sso-sign-in', class: 'card narrow' },
+        h('h2', {}, 'Single sign-on'),
+        h('p', {}, "With your company's account, through its identity provider."),
+        h('a', { class: 'button', href: ssoSignInUrl() }, 'Sign in with single sign-on'),
+      )
+    : null;
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     const token = input.value.trim();
@@ -48,6 +61,6 @@ export function signInView(onSignedIn, message) {
     session.signIn(token);
     onSignedIn();
   });
-  show('Sign in', form);
+  show('Sign in', ...(sso ? [sso] : []), form);
   input.focus();
 }
