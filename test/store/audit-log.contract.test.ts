@@ -65,6 +65,8 @@ describeOnBothStores('audit-log', (store) => {
     const whole = (await store().listAuditEntries(org, { limit: 100 })).map((e) => e.target);
     expect(whole).toHaveLength(12);
     expect(whole.slice(0, 5)).toEqual(['t11', 't10', 't9', 't8', 't7']);
+    // Those of one instant: the last appended first.
+    expect(whole.slice(5)).toEqual(['t6', 't5', 't4', 't3', 't2', 't1', 't0']);
     for (const limit of [1, 3, 5, 12]) {
       const pages = await everyPage(org, limit);
       expect(pages.flat()).toEqual(whole);

@@ -1,5 +1,7 @@
 import type { Request, Response } from 'express';
 import { API_ENDPOINTS, ApiError, WEBHOOK_PAGE, type WebhookList } from '@perfwatch/common';
+import type { AuditLog } from '../audit-log/audit-log.ts';
+import { hostOf } from '../audit-log/audit-details.ts';
 import { parseRequest } from '../http/parse-request.ts';
 import type { ProjectsStore } from '../projects/store/projects-store.ts';
 import { WebhookLimitReached, type WebhooksStore } from './store/webhooks-store.ts';
@@ -21,10 +23,12 @@ import { callerProject } from '../accounts/caller-project.ts';
 export function webhooksRoute({
   store,
   rules,
+  audit,
 }: {
   store: Pick<ProjectsStore, 'findProject'> &
     Pick<WebhooksStore, 'addWebhook' | 'listWebhooks' | 'listDeliveries' | 'removeWebhook'>;
   rules: WebhookRules;
+  audit: AuditLog;
 }) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, API_ENDPOINTS.webhooks);
@@ -40,6 +44,12 @@ export function webhooksRoute({
           format: params.format,
         });
         answer.created = { ...webhookView(hook, []), secret: hook.secret };
+        // The target's host alone: its path may hold a secret of its own (a Slack webhook's does).
+        await audit.record(req.caller!, {
+          action: 'webhook.added',
+          target: hook.id,
+          details: { host: hostOf(hook.targetUrl), project: hook.projectUrl, format: params.format },
+        });
       } catch (error) {
         if (error instanceof WebhookRefused)
           throw new ApiError('BAD_REQUEST', 'The webhook target is refused.', [`targetUrl: ${error.message}`]);
@@ -53,6 +63,7 @@ export function webhooksRoute({
       if (!(await store.removeWebhook(userId, params.id)))
         throw new ApiError('NOT_FOUND', 'Webhook not found.', [`remove: no webhook of yours has the id ${params.id}`]);
       answer.removed = params.id;
+      await audit.record(req.caller!, { action: 'webhook.removed', target: params.id });
     }
     let page: Awaited<ReturnType<typeof listWebhookPage>>;
     try {

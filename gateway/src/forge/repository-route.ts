@@ -2,6 +2,7 @@ import type { Request, Response } from 'express';
 import { API_ENDPOINTS, ApiError } from '@perfwatch/common';
 import type { SecretBox } from '../accounts/secret-box.ts';
 import { callerProject } from '../accounts/caller-project.ts';
+import type { AuditLog } from '../audit-log/audit-log.ts';
 import { parseRequest } from '../http/parse-request.ts';
 import type { ProjectsStore } from '../projects/store/projects-store.ts';
 import { linkRecord, linkView } from './forge-link.ts';
@@ -15,10 +16,12 @@ import type { ForgeStore } from './store/forge-store.ts';
 export function repositoryRoute({
   store,
   secrets,
+  audit,
   now = () => new Date(),
 }: {
   store: Pick<ProjectsStore, 'findProject'> & Pick<ForgeStore, 'findForgeLink' | 'setForgeLink' | 'removeForgeLink'>;
   secrets: SecretBox;
+  audit: AuditLog;
   now?: () => Date;
 }) {
   return async (req: Request, res: Response): Promise<void> => {
@@ -32,11 +35,19 @@ export function repositoryRoute({
         ]);
       const link = linkRecord(secrets, project, params.set, now());
       await store.setForgeLink(link);
+      // Which repository, never its token or webhook secret.
+      const { forge, repository, apiUrl } = params.set;
+      await audit.record(req.caller!, {
+        action: 'repository.linked',
+        target: project.url,
+        details: { forge, repository, apiUrl: apiUrl ?? null },
+      });
       res.json(linkView(project.url, link));
       return;
     }
     if (req.method === 'DELETE') {
       if (!(await store.removeForgeLink(project.id))) throw notLinked(project.url);
+      await audit.record(req.caller!, { action: 'repository.unlinked', target: project.url });
       res.json({ url: project.url, removed: true });
       return;
     }

@@ -183,7 +183,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
     contract: API_ENDPOINTS.projects,
     limit: 'reads',
     access: { ...READS_AND_EDITS, isWrite: createsProject },
-    route: ({ store }) => projectsRoute({ store }),
+    route: ({ store, auditLog }) => projectsRoute({ store, audit: auditLog }),
     doc: {
       summary:
         "List (GET, POST without a url), create (POST with a url), change (PATCH) or remove (DELETE) the caller's projects",
@@ -200,7 +200,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
     contract: API_ENDPOINTS.budgets,
     limit: 'reads',
     access: READS_AND_EDITS,
-    route: ({ store }) => budgetsRoute({ store }),
+    route: ({ store, auditLog }) => budgetsRoute({ store, audit: auditLog }),
     doc: {
       summary: "Read or replace the budgets a project's snapshots are checked against",
       answer:
@@ -211,7 +211,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
     contract: API_ENDPOINTS.webhooks,
     limit: 'reads',
     access: { read: 'viewer', write: 'editor' },
-    route: ({ store, webhookRules }) => webhooksRoute({ store, rules: webhookRules }),
+    route: ({ store, webhookRules, auditLog }) => webhooksRoute({ store, rules: webhookRules, audit: auditLog }),
     doc: {
       summary: "List, add or remove the caller's webhooks",
       answer:
@@ -227,7 +227,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
     contract: API_ENDPOINTS.annotations,
     limit: 'reads',
     access: { read: 'viewer', write: 'editor', ci: 'write' },
-    route: ({ store }) => annotationsRoute({ store }),
+    route: ({ store, auditLog }) => annotationsRoute({ store, audit: auditLog }),
     doc: {
       summary: "List a project's annotations (deploy markers), or add one",
       answer: "The project's annotations by date; `added` after an add.",
@@ -237,7 +237,8 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
     contract: API_ENDPOINTS.credentials,
     limit: 'reads',
     access: { read: 'viewer', write: 'admin' },
-    route: ({ store, secrets, credentialTrust }) => credentialsRoute({ store, secrets, credentialTrust }),
+    route: ({ store, secrets, credentialTrust, auditLog }) =>
+      credentialsRoute({ store, secrets, credentialTrust, audit: auditLog }),
     doc: {
       summary: 'Whether a project has credentials for its login; set (POST only) or clear them',
       answer:
@@ -252,7 +253,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
     contract: API_ENDPOINTS.repository,
     limit: 'reads',
     access: { read: 'viewer', write: 'admin' },
-    route: ({ store, secrets }) => repositoryRoute({ store, secrets }),
+    route: ({ store, secrets, auditLog }) => repositoryRoute({ store, secrets, audit: auditLog }),
     doc: {
       summary: "Read (GET), replace (PUT) or remove (DELETE) a project's link to its repository",
       answer:

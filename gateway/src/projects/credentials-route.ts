@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import { API_ENDPOINTS, ApiError, type CredentialsView, type PageAuth } from '@perfwatch/common';
 import { openProjectAuth, sealProjectAuth } from './project-auth.ts';
+import type { AuditLog } from '../audit-log/audit-log.ts';
 import { parseRequest } from '../http/parse-request.ts';
 import type { SecretBox } from '../accounts/secret-box.ts';
 import { locationsNotTrusted, untrustedReasons, type CredentialTrust } from './credential-trust.ts';
@@ -23,10 +24,12 @@ export function credentialsRoute({
   store,
   secrets,
   credentialTrust,
+  audit,
 }: {
   store: Pick<ProjectsStore, 'findProject' | 'setProjectAuth'>;
   secrets: SecretBox;
   credentialTrust: CredentialTrust;
+  audit: AuditLog;
 }) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, API_ENDPOINTS.credentials);
@@ -34,6 +37,7 @@ export function credentialsRoute({
     res.set('Cache-Control', 'no-store');
     if (params.clear) {
       await store.setProjectAuth(project.id, null);
+      await audit.record(req.caller!, { action: 'credentials.cleared', target: project.url });
       res.json(view(project.url, undefined));
       return;
     }
@@ -51,6 +55,13 @@ export function credentialsRoute({
           untrustedReasons(credentialTrust, untrusted),
         );
       await store.setProjectAuth(project.id, sealProjectAuth(secrets, project, params.set));
+      // How many of each, never a name's value.
+      const { cookies, headers, loginSteps } = view(project.url, params.set);
+      await audit.record(req.caller!, {
+        action: 'credentials.set',
+        target: project.url,
+        details: { cookies: cookies.length, headers: headers.length, loginSteps },
+      });
       res.json(view(project.url, params.set));
       return;
     }

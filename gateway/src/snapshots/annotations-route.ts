@@ -8,6 +8,7 @@ import {
   type Annotation,
   type AnnotationList,
 } from '@perfwatch/common';
+import type { AuditLog } from '../audit-log/audit-log.ts';
 import { parseRequest } from '../http/parse-request.ts';
 import type { ProjectsStore } from '../projects/store/projects-store.ts';
 import type { AnnotationRecord, AnnotationsStore } from './store/annotations-store.ts';
@@ -28,9 +29,11 @@ const view = (url: string, a: AnnotationRecord): Annotation => ({
  */
 export function annotationsRoute({
   store,
+  audit,
   now = () => new Date(),
 }: {
   store: Pick<ProjectsStore, 'findProject'> & AnnotationsStore;
+  audit: AuditLog;
   now?: () => Date;
 }) {
   return async (req: Request, res: Response): Promise<void> => {
@@ -38,6 +41,12 @@ export function annotationsRoute({
     const project = await callerProject(store, req, params.url);
     if (params.remove && !(await store.removeAnnotation(project.id, params.remove)))
       throw new ApiError('NOT_FOUND', 'The project has no annotation of that id.', [`remove: ${params.remove}`]);
+    if (params.remove)
+      await audit.record(req.caller!, {
+        action: 'annotation.removed',
+        target: project.url,
+        details: { id: params.remove },
+      });
     let added: AnnotationRecord | null = null;
     if (params.add) {
       // Checked, then added: two adds at once may end one over the bound, never unboundedly.
@@ -51,6 +60,11 @@ export function annotationsRoute({
         text: params.add.text,
         link: params.add.link ?? null,
       });
+      await audit.record(req.caller!, {
+        action: 'annotation.added',
+        target: project.url,
+        details: { id: added.id, date: formatApiDateTime(added.date), text: added.text },
+      });
     }
     // One more than the page: whether older ones were left out. The page then ends short of the
     // oldest second it reached, so that `next` (exclusive) leaves no annotation of that second out.
@@ -59,18 +73,7 @@ export function annotationsRoute({
       ...(params.to ? { to: params.to } : {}),
       limit: params.limit + 1,
     });
-    let page = listed;
-    let next: Date | null = null;
-    if (listed.length > params.limit) {
-      const cut = listed[0]!.date.getTime();
-      page = listed.filter((a) => a.date.getTime() > cut);
-      next = new Date(cut + 1_000);
-      // More than a page in one second: the page as it is, going on before its oldest second.
-      if (page.length === 0) {
-        page = listed.slice(1);
-        next = page[0]!.date;
-      }
-    }
+    const { page, next } = pageOf(listed, params.limit);
     res.json({
       annotations: page.map((a) => view(project.url, a)),
       ...(added ? { added: view(project.url, added) } : {}),
@@ -78,4 +81,14 @@ export function annotationsRoute({
       ...(next ? { next: formatApiDateTime(next) } : {}),
     } satisfies AnnotationList);
   };
+}
+
+/** The page of `listed` (one more than `limit`, by date) and where the page before it ends. */
+function pageOf(listed: AnnotationRecord[], limit: number): { page: AnnotationRecord[]; next: Date | null } {
+  if (listed.length <= limit) return { page: listed, next: null };
+  const cut = listed[0]!.date.getTime();
+  const page = listed.filter((a) => a.date.getTime() > cut);
+  // More than a page in one second: the page as it is, going on before its oldest second.
+  if (page.length === 0) return { page: listed.slice(1), next: listed[1]!.date };
+  return { page, next: new Date(cut + 1_000) };
 }

@@ -1,5 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import type { SQLInputValue } from 'node:sqlite';
-import { asRecord, newId, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
+import { asRecord, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
 import type { SqliteSchema } from '../../store/sqlite-migrations.ts';
 import {
   auditLogRecords,
@@ -38,6 +39,17 @@ export const auditLogSchema: SqliteSchema = {
 
 const entryRow = asRecord(auditLogRecords(sqliteForms).entry);
 
+let appended = 0;
+/**
+ * An id that sorts as the entries were appended (24 hex digits, like every id of the store):
+ * entries of the same millisecond are listed by id, the last appended first. One process owns
+ * the file, so a counter of its own orders them.
+ */
+const appendOrderId = (): string =>
+  Date.now().toString(16).padStart(12, '0') +
+  (appended++ % 0x1000000).toString(16).padStart(6, '0') +
+  randomBytes(3).toString('hex');
+
 /** The audit log in SQLite: the `audit_log` table, rows only ever inserted. */
 export class SqliteAuditLog implements AuditLogStore {
   readonly #db: SqliteDatabase;
@@ -47,7 +59,7 @@ export class SqliteAuditLog implements AuditLogStore {
   }
 
   async appendAuditEntry(entry: NewAuditEntry): Promise<AuditEntryRecord> {
-    const record: AuditEntryRecord = { id: newId(), ...entry };
+    const record: AuditEntryRecord = { id: appendOrderId(), ...entry };
     this.#db.run(
       'INSERT INTO audit_log (id, org_id, at, actor, action, target, details) VALUES (?, ?, ?, ?, ?, ?, ?)',
       record.id,
