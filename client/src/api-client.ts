@@ -218,6 +218,11 @@ export class ApiClient {
     return this.#call(API_ENDPOINTS.overview, { dateRange: { startDate, endDate }, ...rest });
   }
 
+  /** A page of the organisation's audit log, the newest first (an admin's); its `next` as `before` goes on. */
+  auditLog(request: ApiRequest<'auditLog'> = {}): Promise<ApiAnswer<'auditLog'>> {
+    return this.#call(API_ENDPOINTS.auditLog, request);
+  }
+
   /** Polls an async update until it is done or failed. */
   waitForUpdate(id: string, options: WaitOptions = {}): Promise<UpdateStatusView> {
     return waitForUpdate((updateId) => this.updateStatus(updateId), id, {
