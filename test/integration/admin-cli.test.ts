@@ -335,6 +335,121 @@ describe('perfwatch admin', () => {
     expect(again.out).toMatch(/resealed the credentials of 0 project\(s\); 2 already under the current key/);
   });
 
+  it('adds an organisation and its members, issues a ci token of one of its projects, lists both, removes a member', async () => {
+    for (const user of ['squad-lead', 'squad-dev', 'squad-guest']) await admin(env, 'create-user', user);
+    const added = await admin(env, 'add-org', 'checkout-squad');
+    expect(added.code, added.err).toBe(0);
+    expect(added.out).toMatch(/^organisation checkout-squad added; its first admin: perfwatch admin add-member/);
+    expect((await admin(env, 'add-org', 'checkout-squad')).err).toMatch(/an organisation is named "checkout-squad"/);
+    // A user's own organisation has their name.
+    expect((await admin(env, 'add-org', 'squad-lead')).code).toBe(1);
+
+    expect((await admin(env, 'add-member', 'checkout-squad', 'squad-lead', '--role', 'admin')).out).toBe(
+      'squad-lead added to checkout-squad as admin\n',
+    );
+    await admin(env, 'add-member', 'checkout-squad', 'squad-dev', '--role', 'viewer');
+    expect((await admin(env, 'add-member', 'checkout-squad', 'squad-dev', '--role', 'editor')).out).toBe(
+      'squad-dev is now editor of checkout-squad (was viewer)\n',
+    );
+    await admin(env, 'add-member', 'checkout-squad', 'squad-guest', '--role', 'viewer');
+    for (const [argv, said] of [
+      [['add-member', 'checkout-squad', 'squad-guest'], /--role is viewer, editor, admin/],
+      [['add-member', 'checkout-squad', 'squad-guest', '--role', 'owner'], /not "owner"/],
+      [['add-member', 'checkout-squad', 'squad-lead', '--role', 'editor'], /last admin of checkout-squad/],
+      [['remove-member', 'checkout-squad', 'squad-lead'], /last admin of checkout-squad/],
+      [['add-member', 'no-such-org', 'squad-dev', '--role', 'viewer'], /no organisation named "no-such-org"/],
+    ] as const) {
+      const refused = await admin(env, ...argv);
+      expect(refused.code, argv.join(' ')).toBe(1);
+      expect(refused.err).toMatch(said);
+    }
+    const members = JSON.parse((await admin(env, 'list-members', 'checkout-squad', '--json')).out) as Array<{
+      user: string;
+      role: string;
+      source: string;
+    }>;
+    expect(members.map((m) => [m.user, m.role, m.source]).sort()).toEqual([
+      ['squad-dev', 'editor', 'manual'],
+      ['squad-guest', 'viewer', 'manual'],
+      ['squad-lead', 'admin', 'manual'],
+    ]);
+    expect((await admin(env, 'list-members', 'checkout-squad')).out).toMatch(
+      /^squad-guest {2}viewer {2}\(manual, since /m,
+    );
+
+    // Projects are an organisation's: add-project takes its name as it takes a user's (their own organisation's).
+    expect((await admin(env, 'add-project', 'checkout-squad', 'https://checkout.example/')).code).toBe(0);
+    const ci = await admin(
+      env,
+      'create-token',
+      'squad-dev',
+      '--org',
+      'checkout-squad',
+      '--scope',
+      'ci',
+      '--projects',
+      'https://Checkout.Example',
+      '--label',
+      'CI of checkout',
+      '--expires',
+      '2099-01-31',
+    );
+    expect(ci.code, ci.err).toBe(0);
+    expect(ci.out).toMatch(
+      /^token for squad-dev \(shown once, keep it secret\): pw_\S+\nexpires 2099-01-31T00:00:00\.000Z\nscope ci in checkout-squad for https:\/\/checkout\.example\/, label "CI of checkout"\n$/,
+    );
+    const prefix = /pw_(\S{8})/.exec(ci.out)![1]!;
+    // An editor's token: as much as their role, never more.
+    const editor = await admin(env, 'create-token', 'squad-dev', '--org', 'checkout-squad', '--scope', 'editor');
+    expect(editor.code, editor.err).toBe(0);
+    for (const [argv, said] of [
+      [['--scope', 'admin'], /a admin token needs the admin role; squad-dev is editor of checkout-squad/],
+      [
+        ['--scope', 'ci', '--projects', 'https://elsewhere.example/'],
+        /checkout-squad has no project at https:\/\/elsewhere\.example\//,
+      ],
+      [['--scope', 'ci'], /give --projects/],
+      [['--scope', 'everything'], /--scope is read, ci, editor, admin; not "everything"/],
+      [['--projects', 'https://checkout.example/'], /--projects goes with --scope ci only/],
+    ] as const) {
+      const refused = await admin(env, 'create-token', 'squad-dev', '--org', 'checkout-squad', ...argv);
+      expect(refused.code, argv.join(' ')).toBe(1);
+      expect(refused.err).toMatch(said);
+      expect(refused.out).toBe('');
+    }
+    expect((await admin(env, 'create-token', 'squad-guest', '--org', 'squad-lead')).err).toMatch(
+      /squad-guest is not a member of squad-lead/,
+    );
+
+    const listed = await admin(env, 'list-tokens', 'checkout-squad');
+    expect(listed.out).toMatch(
+      new RegExp(
+        `^token ${prefix} {2}squad-dev {2}created \\S+ {2}expires 2099-01-31T00:00:00\\.000Z {2}scope ci {2}projects https://checkout\\.example/ {2}label "CI of checkout"$`,
+        'm',
+      ),
+    );
+    const json = JSON.parse((await admin(env, 'list-tokens', 'checkout-squad', '--json')).out) as Array<{
+      prefix: string;
+      user: string;
+      scope: string;
+      label: string | null;
+    }>;
+    expect(json.map((t) => [t.user, t.scope, t.label])).toEqual([
+      ['squad-dev', 'ci', 'CI of checkout'],
+      ['squad-dev', 'editor', null],
+    ]);
+    // Every user's own listing says where each token acts.
+    const block = (await admin(env, 'list')).out.split(/\n(?=\S)/).find((b) => b.startsWith('squad-dev\n'))!;
+    expect(block).toMatch(new RegExp(`token ${prefix} .* scope ci {2}org checkout-squad {2}projects https://checkout`));
+    expect(block).toMatch(/scope admin {2}org squad-dev$/m);
+
+    expect((await admin(env, 'remove-member', 'checkout-squad', 'squad-guest')).out).toBe(
+      'squad-guest removed from checkout-squad\n',
+    );
+    expect((await admin(env, 'remove-member', 'checkout-squad', 'squad-guest')).err).toMatch(/is not a member/);
+    expect((await admin(env, 'list-members', 'checkout-squad', '--json')).out).not.toContain('squad-guest');
+  });
+
   it('explains its usage on a wrong call', async () => {
     const res = await admin(env, 'frobnicate');
     expect(res.code).toBe(2);

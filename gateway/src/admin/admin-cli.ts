@@ -19,6 +19,7 @@ import type { AdminContext } from './admin-command.ts';
 import { AdminError, createAdmin } from './admin.ts';
 import { addProject, clearAuth, removeProject, setAuth, setBudgets } from './project-commands.ts';
 import { recomputeKpis, rotateSecretsKey } from './store-commands.ts';
+import { addMember, addOrg, listMembers, listTokens, removeMember } from './team-commands.ts';
 import { createToken, createUser, list, revokeToken } from './token-commands.ts';
 import { addWebhook, removeWebhook, webhookDeliveries } from './webhook-commands.ts';
 
@@ -27,6 +28,7 @@ const ADMIN_COMMANDS = {
   'create-user': createUser,
   'create-token': createToken,
   'revoke-token': revokeToken,
+  'list-tokens': listTokens,
   'add-project': addProject,
   'remove-project': removeProject,
   'set-budgets': setBudgets,
@@ -34,6 +36,10 @@ const ADMIN_COMMANDS = {
   'remove-webhook': removeWebhook,
   'webhook-deliveries': webhookDeliveries,
   list,
+  'add-org': addOrg,
+  'add-member': addMember,
+  'remove-member': removeMember,
+  'list-members': listMembers,
   'set-auth': setAuth,
   'clear-auth': clearAuth,
   'rotate-secrets-key': rotateSecretsKey,

@@ -20,6 +20,11 @@ const ADMIN_OPTIONS = {
   header: { type: 'string', multiple: true, default: [] },
   'login-script': { type: 'string' },
   expires: { type: 'string' },
+  org: { type: 'string' },
+  scope: { type: 'string' },
+  projects: { type: 'string' },
+  label: { type: 'string' },
+  role: { type: 'string' },
   json: { type: 'boolean', default: false },
 } satisfies ParseArgsOptionsConfig;
 

@@ -1,4 +1,11 @@
-import { normalizeProjectUrl, pageAuthSchema, type Budgets, type PageAuth, type Webhook } from '@perfwatch/common';
+import {
+  normalizeProjectUrl,
+  pageAuthSchema,
+  type Budgets,
+  type PageAuth,
+  type TokenScope,
+  type Webhook,
+} from '@perfwatch/common';
 import { gatewayDefaults } from '../config.ts';
 import { readProjectAuth, sealProjectAuth } from '../projects/project-auth.ts';
 import { projectSettings, ProjectSettingsError, type ProjectOptions } from '../projects/project-settings.ts';
@@ -19,33 +26,39 @@ import { addWebhook, listWebhookViews, WebhookRefused } from '../alerts/webhook-
 import { openWebhookSecret, storedWebhookSecret, webhookSecretIsCurrent } from '../alerts/webhook-secrets.ts';
 import { createWebhookTargets, type WebhookTargets } from '../alerts/webhook-targets.ts';
 import { resealForgeLinks } from '../forge/reseal-links.ts';
+import type { OrganisationRecord, TeamsStore } from '../teams/store/teams-store.ts';
+import { AdminError } from './admin-error.ts';
+import { TeamAdmin } from './team-admin.ts';
+import { tokenGrant, type TokenGrantOptions } from './token-grant.ts';
 
 /** Writes rotate-secrets-key lets come between its read and its write of one project before it gives up on it. */
 const MAX_RESEAL_ATTEMPTS = 5;
 
-export class AdminError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'AdminError';
-  }
-}
+export { AdminError };
 
-/** How a token is issued: when it stops being accepted (null or absent: never). */
-export interface TokenOptions {
+/** How a token is issued: when it stops being accepted (null or absent: never), and what it acts as. */
+export interface TokenOptions extends TokenGrantOptions {
   expiresAt?: Date | null;
 }
 
-/** A token just issued: shown once, with its user and expiry. */
+/** A token just issued: shown once, with its user, expiry, organisation (by name), scope, ci projects and label. */
 export interface IssuedTokenView {
   user: UserRecord;
   token: string;
   prefix: string;
   expiresAt: Date | null;
+  org: string;
+  /** Whether it is what a token made before organisations was: its user's own organisation's, admin, no label. */
+  plain: boolean;
+  scope: TokenScope;
+  projects: string[] | null;
+  label: string | null;
 }
 
 /** The admin operations behind `perfwatch admin …`; also used by `perfwatch start` and tests. */
 /** What the admin commands read and write (repository links: resealed by rotate-secrets-key). */
 type AdminStore = AccountsStore &
+  TeamsStore &
   ProjectsStore &
   WebhooksStore &
   Pick<ForgeStore, 'findForgeLink' | 'replaceForgeLinkSecrets'>;
@@ -71,6 +84,8 @@ function adminChecked<T>(check: () => T): T {
 }
 
 export class Admin {
+  /** Organisations and their members. */
+  readonly teams: TeamAdmin;
   readonly #store: AdminStore;
   readonly #targetGuard: WebhookTargets;
   readonly #secrets: SecretBox;
@@ -78,6 +93,7 @@ export class Admin {
 
   constructor(store: AdminStore, targetGuard: WebhookTargets, secrets: SecretBox, maxWebhooksPerUser: number) {
     this.#store = store;
+    this.teams = new TeamAdmin(store);
     this.#targetGuard = targetGuard;
     this.#secrets = secrets;
     this.#maxWebhooksPerUser = maxWebhooksPerUser;
@@ -89,8 +105,18 @@ export class Admin {
     return user;
   }
 
+  /**
+   * The organisation named `name`, which owns projects and webhooks: a user's own has the
+   * user's name, so the commands that name a user (add-project NAME) take any organisation too.
+   */
+  async #ownerNamed(name: string): Promise<OrganisationRecord> {
+    const owner = await this.#store.findOrganisationByName(name);
+    if (!owner) throw new AdminError(`no user or organisation named ${JSON.stringify(name)}`);
+    return owner;
+  }
+
   async #projectOf(name: string, url: string): Promise<ProjectRecord> {
-    const user = await this.#userNamed(name);
+    const user = await this.#ownerNamed(name);
     const normalized = normalizeProjectUrl(url) ?? url;
     const project = await this.#store.findProject(user.id, normalized);
     if (!project) throw new AdminError(`${name} has no project at ${normalized}`);
@@ -103,21 +129,30 @@ export class Admin {
     try {
       await this.#store.createUser(name);
     } catch (error) {
-      if (error instanceof DuplicateError)
-        throw new AdminError(`user ${JSON.stringify(name)} exists; use create-token for another token`);
-      throw error;
+      if (!(error instanceof DuplicateError)) throw error;
+      // Their own organisation has their name: one of that name makes it taken too.
+      if (!(await this.#store.findUserByName(name))) throw new AdminError(error.message);
+      throw new AdminError(`user ${JSON.stringify(name)} exists; use create-token for another token`);
     }
     return this.createToken(name, options);
   }
 
   /** Issues a token for a user. The token itself is returned once and never stored. */
-  async createToken(name: string, { expiresAt = null }: TokenOptions = {}): Promise<IssuedTokenView> {
+  async createToken(name: string, { expiresAt = null, ...asked }: TokenOptions = {}): Promise<IssuedTokenView> {
     const user = await this.#userNamed(name);
+    const { organisation, ...grant } = await tokenGrant(this.#store, user, asked);
+    const plain = grant.orgId === user.id && grant.scope === 'admin' && grant.label === null;
     for (;;) {
       const issued = issueToken();
       try {
-        await this.#store.addToken({ prefix: issued.prefix, userId: user.id, digest: issued.digest, expiresAt });
-        return { user, token: issued.token, prefix: issued.prefix, expiresAt };
+        await this.#store.addToken({
+          prefix: issued.prefix,
+          userId: user.id,
+          digest: issued.digest,
+          expiresAt,
+          ...grant,
+        });
+        return { user, token: issued.token, prefix: issued.prefix, expiresAt, org: organisation.name, plain, ...grant };
       } catch (error) {
         // Two tokens sharing a 48-bit prefix: vanishingly rare, and simply drawn again.
         if (!(error instanceof DuplicateError)) throw error;
@@ -131,7 +166,7 @@ export class Admin {
   }
 
   async addProject(name: string, url: string, options: ProjectOptions = {}): Promise<ProjectRecord> {
-    const user = await this.#userNamed(name);
+    const user = await this.#ownerNamed(name);
     const settings = adminChecked(() => projectSettings(url, options));
     try {
       return await this.#store.addProject({ userId: user.id, ...settings });
@@ -142,7 +177,7 @@ export class Admin {
   }
 
   async removeProject(name: string, url: string): Promise<void> {
-    const user = await this.#userNamed(name);
+    const user = await this.#ownerNamed(name);
     const normalized = normalizeProjectUrl(url) ?? url;
     if (!(await this.#store.removeProject(user.id, normalized)))
       throw new AdminError(`${name} has no project at ${normalized}`);
@@ -161,7 +196,7 @@ export class Admin {
     targetUrl: string,
     { project, format = 'json' }: { project?: string; format?: 'json' | 'slack' } = {},
   ) {
-    const user = await this.#userNamed(name);
+    const user = await this.#ownerNamed(name);
     const scoped = project === undefined ? null : await this.#projectOf(name, project);
     try {
       const rules = { targets: this.#targetGuard, secrets: this.#secrets, maxPerUser: this.#maxWebhooksPerUser };
@@ -178,13 +213,13 @@ export class Admin {
   }
 
   async removeWebhook(name: string, id: string): Promise<void> {
-    const user = await this.#userNamed(name);
+    const user = await this.#ownerNamed(name);
     if (!(await this.#store.removeWebhook(user.id, id))) throw new AdminError(`${name} has no webhook ${id}`);
   }
 
   /** A user's webhooks with their newest deliveries. */
   async webhooks(name: string): Promise<Webhook[]> {
-    return listWebhookViews(this.#store, (await this.#userNamed(name)).id);
+    return listWebhookViews(this.#store, (await this.#ownerNamed(name)).id);
   }
 
   /** Seals and stores a project's credentials for its login (cookies, headers, a login script). */
@@ -228,7 +263,8 @@ export class Admin {
   }> {
     const secrets = this.#secrets;
     if (!secrets.ready) throw new AdminError('no PERFWATCH_SECRETS_KEY to reseal under');
-    const names = new Map((await this.#store.listUsers()).map((u) => [u.id, u.name]));
+    // By the organisations that own them (a user's own has the user's id and name).
+    const names = new Map((await this.#store.listOrganisations()).map((o) => [o.id, o.name]));
     let resealed = 0;
     let current = 0;
     const unreadable: Array<{ user: string; url: string; reason: string }> = [];
@@ -307,16 +343,20 @@ export class Admin {
     return { sealed, unreadable };
   }
 
-  /** Users with their projects and their tokens (the digests left out), revoked ones included. */
+  /** Users with their projects and their tokens (the digests left out; each with its organisation's name), revoked ones included. */
   async list(): Promise<
-    Array<{ user: UserRecord; projects: ProjectRecord[]; tokens: Array<Omit<TokenRecord, 'digest'>> }>
+    Array<{ user: UserRecord; projects: ProjectRecord[]; tokens: Array<Omit<TokenRecord, 'digest'> & { org: string }> }>
   > {
     const users = await this.#store.listUsers();
+    const orgNames = new Map((await this.#store.listOrganisations()).map((o) => [o.id, o.name]));
     return Promise.all(
       users.map(async (user) => ({
         user,
         projects: await this.#store.listProjects(user.id),
-        tokens: (await this.#store.listTokens(user.id)).map(({ digest: _digest, ...token }) => token),
+        tokens: (await this.#store.listTokens(user.id)).map(({ digest: _digest, ...token }) => ({
+          ...token,
+          org: orgNames.get(token.orgId) ?? token.orgId,
+        })),
       })),
     );
   }
