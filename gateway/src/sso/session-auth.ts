@@ -6,10 +6,10 @@ import { SESSION_COOKIE } from './cookies.ts';
 import { carriesCsrfToken, requestSession } from './sessions.ts';
 import type { SessionRecord, SsoStore } from './store/sso-store.ts';
 
-export const CSRF_HEADER = 'X-CSRF-Token';
+const CSRF_HEADER = 'X-CSRF-Token';
 
 /** A request with the session cookie but without its CSRF token: a page elsewhere may have made it. */
-export const csrfRefusal = () =>
+const csrfRefusal = () =>
   new ApiError('FORBIDDEN', `The ${CSRF_HEADER} header is missing or wrong.`, [
     `header ${CSRF_HEADER}: required with the ${SESSION_COOKIE} cookie, holding the session's CSRF token (GET /auth/session)`,
   ]);

@@ -4,7 +4,7 @@ import { readCookie, SESSION_COOKIE } from './cookies.ts';
 import type { SessionRecord, SsoStore } from './store/sso-store.ts';
 
 /** A session's id as its cookie holds it; only its digest is stored. */
-export const sessionDigest = (id: string): string => createHash('sha256').update(id).digest('hex');
+const sessionDigest = (id: string): string => createHash('sha256').update(id).digest('hex');
 
 /** A new session (its id goes in the cookie, its record in the store) with a CSRF token of its own. */
 export function newSession(

@@ -15,7 +15,7 @@ export interface SsoOptions {
   allowHttpIssuer: boolean;
 }
 
-export const CALLBACK_PATH = '/auth/sso/callback';
+const CALLBACK_PATH = '/auth/sso/callback';
 
 /**
  * The SSO settings as options; undefined without SSO_ISSUER_URL. Throws, naming what is missing,
