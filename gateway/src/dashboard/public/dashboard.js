@@ -1,13 +1,18 @@
 import { ApiError, session } from './api.js';
 import { accountBar } from './account-bar.js';
 import { h } from './dom.js';
+import { addProjectView } from './add-project-view.js';
+import { auditLogView } from './audit-log-view.js';
 import { compareView } from './compare-view.js';
+import { refusedRole } from './form-fields.js';
 import { show } from './page.js';
+import { projectSettingsView } from './project-settings-view.js';
 import { projectView } from './project-view.js';
 import { projectsView } from './projects-view.js';
 import { reportView } from './report-view.js';
 import { signInView } from './sign-in-view.js';
 import { snapshotView } from './snapshot-view.js';
+import { tokensView } from './tokens-view.js';
 import { forgetSsoSession, loadSsoSession, signOutSso, ssoSession } from './sso-session.js';
 
 // perfwatch's dashboard: a token sign-in, the caller's projects, per project the latest scores
@@ -27,7 +32,9 @@ function failure(error) {
     if (home) route();
     return;
   }
-  show('Error', h('p', { class: 'error', role: 'alert' }, error.message));
+  // A page the caller's role may not read (tokens, the audit log: admins'): said as their role's.
+  const message = error instanceof ApiError && error.status === 403 ? refusedRole(error, 'see') : error.message;
+  show('Error', h('p', { class: 'error', role: 'alert' }, message));
 }
 
 const ROUTES = {
@@ -36,6 +43,10 @@ const ROUTES = {
   snapshot: snapshotView,
   compare: compareView,
   report: reportView,
+  'add-project': addProjectView,
+  'project/settings': projectSettingsView,
+  tokens: tokensView,
+  'audit-log': auditLogView,
 };
 
 async function route() {

@@ -13,7 +13,7 @@ export function scoreBadge(score, label) {
 
 export function show(title, ...content) {
   document.title = title ? `${title} · perfwatch` : 'perfwatch';
-  view.replaceChildren(...content);
+  view.replaceChildren(...content.filter((part) => part !== null && part !== undefined));
 }
 
 /** A table: a heading row, then `rows`. A heading is its text, or `[text, attributes]`. */

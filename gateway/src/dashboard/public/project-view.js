@@ -24,6 +24,8 @@ export async function projectView(params) {
       'p',
       { class: 'meta' },
       `${project.locations.join(', ')} · default ${project.defaultLocation} · ${project.runs} run${project.runs === 1 ? '' : 's'} per update`,
+      ' · ',
+      h('a', { href: link('project/settings', { url }), id: 'settings-link' }, 'Settings'),
     ),
     budgetLine(budgets),
     h(

@@ -22,8 +22,9 @@ export async function projectsView() {
   show(
     'Projects',
     h('h1', {}, 'Projects'),
+    h('p', {}, h('a', { href: '#/add-project', class: 'button', id: 'add-project-link' }, 'Add project')),
     projects.length > 0
       ? list
-      : h('p', {}, 'No projects yet: add one with ', h('code', {}, 'perfwatch admin add-project'), '.'),
+      : h('p', {}, 'No projects yet: add one here, or with ', h('code', {}, 'perfwatch admin add-project'), '.'),
   );
 }
