@@ -304,3 +304,46 @@ describe('single sign-on', () => {
     });
   });
 });
+
+describe('single sign-on with its provider out of reach', () => {
+  it('answers the sign-in with a page saying so (503), and the dashboard still offers it', async () => {
+    const deadIssuer = `http://127.0.0.1:${await freePort()}`;
+    const unreachable = await startGateway({
+      localAgents: [],
+      store,
+      logger: silentLogger,
+      config: gatewayConfigWith({
+        PORT: 0,
+        HOST: '127.0.0.1',
+        PUBLIC_URL: 'http://127.0.0.1:9',
+        SSO_ISSUER_URL: deadIssuer,
+        SSO_CLIENT_ID: CLIENT_ID,
+        SSO_CLIENT_SECRET: CLIENT_SECRET,
+        SSO_ALLOW_HTTP_ISSUER: true,
+        SHUTDOWN_READINESS_DELAY_MS: 0,
+      }),
+    });
+    try {
+      const login = await fetch(`${unreachable.http.url}/auth/sso/login`, { redirect: 'manual' });
+      expect(login.status).toBe(503);
+      expect(await login.text()).toContain('could not be reached');
+      expect(setCookie(login, 'perfwatch_sso_login')).toBeUndefined();
+      expect(await (await fetch(`${unreachable.http.url}/auth/session`)).json()).toEqual({
+        sso: true,
+        signedIn: false,
+      });
+    } finally {
+      await unreachable.stop();
+    }
+  });
+
+  it('refuses to start half configured, naming what is missing', async () => {
+    const half = startGateway({
+      localAgents: [],
+      store,
+      logger: silentLogger,
+      config: gatewayConfigWith({ PORT: 0, HOST: '127.0.0.1', SSO_ISSUER_URL: 'https://idp.example/' }),
+    });
+    await expect(half).rejects.toThrow(/SSO_CLIENT_ID, SSO_CLIENT_SECRET, PUBLIC_URL or SSO_REDIRECT_URL/);
+  });
+});
