@@ -9,6 +9,12 @@ import {
   projectListSchema,
   projectRemovedSchema,
   repositoryLinkViewSchema,
+  memberChangedSchema,
+  memberListSchema,
+  memberRemovedSchema,
+  tokenCreatedSchema,
+  tokenListSchema,
+  tokenRevokedSchema,
   type ApiAnswer,
   type ApiEndpoint,
   type ApiEndpointName,
@@ -20,6 +26,10 @@ import {
   type ProjectSettingsGiven,
   type ProjectView,
   type RepositoryLinkView,
+  type MemberView,
+  type Role,
+  type TokenCreated,
+  type TokenView,
   type UpdateStatusView,
 } from '@perfwatch/common';
 
@@ -212,6 +222,41 @@ export class ApiClient {
   /** Removes a project's repository link (404, as ApiClientError, when it has none). */
   async unlinkRepository(url: string): Promise<void> {
     await this.#repository('DELETE', { url });
+  }
+
+  /** The organisation's tokens (admins only), revoked and expired ones included; never a secret. */
+  async listTokens(): Promise<TokenView[]> {
+    const { path } = API_ENDPOINTS.tokens;
+    return (await postJson(this.#connection, path, undefined, tokenListSchema, this.#readTimeoutMs, 'GET')).tokens;
+  }
+
+  /** A new token for the caller in its organisation; its secret is in `token`, this once. */
+  createToken(request: ApiRequest<'tokens'>): Promise<TokenCreated> {
+    return postJson(this.#connection, API_ENDPOINTS.tokens.path, request, tokenCreatedSchema, this.#readTimeoutMs);
+  }
+
+  /** Revokes a token of the organisation by its prefix (404, as ApiClientError, for any other). */
+  async revokeToken(prefix: string): Promise<void> {
+    const path = `${API_ENDPOINTS.tokens.path}?prefix=${encodeURIComponent(prefix)}`;
+    await postJson(this.#connection, path, undefined, tokenRevokedSchema, this.#readTimeoutMs, 'DELETE');
+  }
+
+  async listMembers(): Promise<MemberView[]> {
+    const { path } = API_ENDPOINTS.members;
+    return (await postJson(this.#connection, path, undefined, memberListSchema, this.#readTimeoutMs, 'GET')).members;
+  }
+
+  /** Adds an existing user to the organisation with `role`, or changes a member's role (admins only). */
+  async setMember(user: string, role: Role): Promise<MemberView> {
+    const { path } = API_ENDPOINTS.members;
+    const body: ApiRequest<'members'> = { user, role };
+    return (await postJson(this.#connection, path, body, memberChangedSchema, this.#readTimeoutMs, 'PUT')).member;
+  }
+
+  /** Removes a member (409, as ApiClientError, for the organisation's last admin). */
+  async removeMember(user: string): Promise<void> {
+    const path = `${API_ENDPOINTS.members.path}?user=${encodeURIComponent(user)}`;
+    await postJson(this.#connection, path, undefined, memberRemovedSchema, this.#readTimeoutMs, 'DELETE');
   }
 
   overview({ startDate, endDate, ...rest }: OverviewRequest): Promise<ApiAnswer<'overview'>> {

@@ -47,6 +47,22 @@ export {
   type ProjectSettingsGiven,
   type ProjectsParams,
 } from './api/project-requests.ts';
+export {
+  tokenCreatedSchema,
+  tokenListSchema,
+  tokenRevokedSchema,
+  type NewTokenRequest,
+  type TokenCreated,
+  type TokensParams,
+  type TokenView,
+} from './api/token-requests.ts';
+export {
+  memberChangedSchema,
+  memberListSchema,
+  memberRemovedSchema,
+  type MembersParams,
+  type MemberView,
+} from './api/member-requests.ts';
 export { parseCommit, parsePullRequest } from './api/revision-fields.ts';
 export { MAX_UPDATES_PAGE } from './api/snapshot-requests.ts';
 export { WEBHOOK_PAGE } from './api/webhook-requests.ts';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { LOCATIONS } from '@perfwatch/common';
+import { LOCATIONS, tokenListSchema } from '@perfwatch/common';
 import { startAgent, type Agent } from '@perfwatch/agent';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';
@@ -21,6 +21,8 @@ let gateway: TestGateway;
 let agentConn: NatsConnection;
 const agents: Agent[] = [];
 let token: string;
+/** A second token of schemathesis's user: the only one its DELETE /v1/tokens may revoke (schemathesis.toml). */
+let spare: string;
 
 beforeAll(async () => {
   nats = await isolatedNats();
@@ -31,6 +33,7 @@ beforeAll(async () => {
     config: { PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64'), PERFWATCH_TRUSTED_LOCATIONS: ['london'] },
   });
   ({ token } = await gateway.admin.createUser('schemathesis'));
+  ({ prefix: spare } = await gateway.admin.createToken('schemathesis'));
   await gateway.admin.addProject('schemathesis', 'https://schemathesis.example/', { locations: ['london'], runs: 1 });
   agentConn = await connect({ servers: nats.url });
   // Every location has an agent: schemathesis creates projects (POST /v1/projects) in any of them
@@ -91,7 +94,7 @@ describe('schemathesis', () => {
         '1',
         '--no-color',
       ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PERFWATCH_SPARE_TOKEN_PREFIX: spare } },
     );
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
@@ -100,6 +103,12 @@ describe('schemathesis', () => {
     console.info(output.slice(-2500));
     expect(code, output).toBe(0);
     // What was checked, so a report shows it ran in earnest.
-    expect(output).toMatch(/Tested: 27\b/);
+    expect(output).toMatch(/Tested: 35\b/);
+    // The token it ran with was never revoked, nor its user left without a role.
+    const own = await fetch(`${gateway.url}/v1/tokens`, { headers: { Authorization: token } });
+    expect(own.status).toBe(200);
+    // …and its DELETE /v1/tokens reached the spare one.
+    const listed = tokenListSchema.parse(await own.json()).tokens;
+    expect(listed.find((t) => t.prefix === spare)?.revokedAt).not.toBeNull();
   }, 300_000);
 });

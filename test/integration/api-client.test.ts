@@ -167,6 +167,19 @@ describe('the typed API client', () => {
     expect(before.entries.map((e) => [e.action, e.details])).toEqual([
       ['credentials.set', { cookies: 1, headers: 0, loginSteps: 0 }],
     ]);
+    const ciToken = await client.createToken({ scope: 'ci', projects: [SHOP], expires: '30d', label: 'shop CI' });
+    expect(ciToken).toMatchObject({ scope: 'ci', projects: [SHOP], user: 'client', label: 'shop CI', revokedAt: null });
+    expect(ciToken.token.slice(3, 11)).toBe(ciToken.prefix);
+    await client.revokeToken(ciToken.prefix);
+    expect((await client.listTokens()).find((t) => t.prefix === ciToken.prefix)?.revokedAt).not.toBeNull();
+    await gateway.admin.createUser('teammate');
+    expect(await client.setMember('teammate', 'viewer')).toMatchObject({ user: 'teammate', role: 'viewer' });
+    expect((await client.listMembers()).map((m) => [m.user, m.role])).toEqual([
+      ['client', 'admin'],
+      ['teammate', 'viewer'],
+    ]);
+    await client.removeMember('teammate');
+    await expect(client.removeMember('client')).rejects.toMatchObject({ httpStatus: 409 });
     expect(new Set(calls.map((c) => c.split(' ')[0]))).toEqual(new Set(Object.values(CLIENT_OPERATIONS)));
     // Where a path has operations beyond its GET and POST forms, the client calls each of them.
     const called = new Set(calls.map((c) => `${c.split(' ')[2]} ${c.split(' ')[0]}`));

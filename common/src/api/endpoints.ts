@@ -53,6 +53,23 @@ import {
   repositoryQuerySchema,
   repositoryUnlinkedSchema,
 } from './forge-requests.ts';
+import {
+  memberChangedSchema,
+  memberDeleteSchema,
+  memberListSchema,
+  memberRemovedSchema,
+  membersBodySchema,
+  membersQuerySchema,
+} from './member-requests.ts';
+import {
+  TOKENS_WRITES,
+  tokenCreatedSchema,
+  tokenDeleteSchema,
+  tokenListSchema,
+  tokenRevokedSchema,
+  tokensBodySchema,
+  tokensQuerySchema,
+} from './token-requests.ts';
 
 /**
  * One endpoint of the API: where it is, how it is asked (a query string by GET, a JSON body by
@@ -177,6 +194,25 @@ export const API_ENDPOINTS = {
     body: repositoryBodySchema,
     // GET and PUT: the link; DELETE: that it was removed.
     answer: z.union([repositoryLinkViewSchema, repositoryUnlinkedSchema]),
+  },
+  tokens: {
+    path: '/v1/tokens',
+    // Listed (GET), made (POST, the secret in the answer once), revoked (DELETE) (issue 33).
+    methods: ['GET', 'POST', 'DELETE'],
+    query: tokensQuerySchema,
+    body: tokensBodySchema,
+    deleteQuery: tokenDeleteSchema,
+    writes: TOKENS_WRITES,
+    answer: z.union([tokenListSchema, tokenCreatedSchema, tokenRevokedSchema]),
+  },
+  members: {
+    path: '/v1/members',
+    // Listed (GET), added or given a role (PUT), removed (DELETE) (issue 33).
+    methods: ['GET', 'PUT', 'DELETE'],
+    query: membersQuerySchema,
+    body: membersBodySchema,
+    deleteQuery: memberDeleteSchema,
+    answer: z.union([memberListSchema, memberChangedSchema, memberRemovedSchema]),
   },
   auditLog: {
     path: '/v1/audit-log',

@@ -2,6 +2,7 @@ import type { Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { API_ENDPOINTS, type ApiEndpoint, type ApiEndpointName } from '@perfwatch/common';
 import type { SecretBox } from '../accounts/secret-box.ts';
+import { tokensRoute } from '../accounts/tokens-route.ts';
 import { webhooksRoute } from '../alerts/webhooks-route.ts';
 import type { AuditLog } from '../audit-log/audit-log.ts';
 import { auditLogRoute } from '../audit-log/audit-log-route.ts';
@@ -33,6 +34,8 @@ import type { StartAsync } from '../updates/async-updates.ts';
 import type { UpdateService } from '../updates/update-service.ts';
 import { updateRoute, type SyncUpdateLimit } from '../updates/update-route.ts';
 import { updateStatusRoute } from '../updates/update-status-route.ts';
+import { membersRoute } from '../teams/members-route.ts';
+import type { TeamsStore } from '../teams/store/teams-store.ts';
 
 /** What the routes are built from: the app's dependencies, resolved (app.ts). */
 export interface RouteDeps {
@@ -45,7 +48,9 @@ export interface RouteDeps {
     WebhooksStore &
     Pick<ForgeStore, 'findForgeLink' | 'setForgeLink' | 'removeForgeLink'> &
     AuditLogStore &
-    Pick<AccountsStore, 'listUsers'>;
+    Pick<AccountsStore, 'listUsers'> &
+    Pick<AccountsStore, 'addToken' | 'findToken' | 'listOrganisationTokens' | 'revokeToken' | 'findUserByName'> &
+    Pick<TeamsStore, 'listMembers' | 'findMembership' | 'setMembership' | 'removeMembership'>;
   updates: UpdateService;
   logger: Logger;
   startAsync: StartAsync;
@@ -261,6 +266,39 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
       responses: { '404': 'No project of the caller has that URL, or (GET, DELETE) it is linked to no repository.' },
       postResponses: {
         '503': 'This gateway has no PERFWATCH_SECRETS_KEY to seal the token and the webhook secret with.',
+      },
+    },
+  },
+  tokens: {
+    contract: API_ENDPOINTS.tokens,
+    limit: 'reads',
+    access: { read: 'admin', write: 'admin' },
+    route: ({ store, auditLog }) => tokensRoute({ store, audit: auditLog }),
+    doc: {
+      summary: "List (GET), make (POST) or revoke (DELETE) the API tokens of the caller's organisation",
+      answer:
+        "The organisation's tokens, never their secrets (GET); the new token, acting for the caller, with its secret in `token`, shown this once (POST); `revoked` (DELETE).",
+      project: false,
+      deleteResponses: { '404': "No token of the caller's organisation has that prefix." },
+    },
+  },
+  members: {
+    contract: API_ENDPOINTS.members,
+    limit: 'reads',
+    access: { read: 'viewer', write: 'admin' },
+    route: ({ store, auditLog }) => membersRoute({ store, audit: auditLog }),
+    doc: {
+      summary: "List (GET), add or change (PUT) or remove (DELETE) the members of the caller's organisation",
+      answer:
+        'The members with their roles (GET); the member as they are now, `added` when they were not one (PUT); `removed` (DELETE).',
+      project: false,
+      postResponses: {
+        '404': 'No user has that name.',
+        '409': 'The change would leave the organisation without an admin.',
+      },
+      deleteResponses: {
+        '404': 'No user has that name, or they are no member of the organisation.',
+        '409': "The member is the organisation's last admin.",
       },
     },
   },
