@@ -38,7 +38,7 @@ interface Reply {
 
 /** A raw HTTP request: the path and body go out byte for byte, as no well-behaved client would send them. */
 function send(
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
   path: string,
   body?: Buffer,
   contentType = 'application/json',
@@ -87,6 +87,8 @@ const ENDPOINTS = [
   'annotations',
   'credentials',
   'projects',
+  'tokens',
+  'members',
 ] as const;
 const KEYS = [
   'url',
@@ -120,6 +122,13 @@ const KEYS = [
   'runs',
   'schedule',
   'defaultLocation',
+  'scope',
+  'projects',
+  'expires',
+  'label',
+  'prefix',
+  'user',
+  'role',
 ];
 
 const value = fc.oneof(
@@ -137,6 +146,10 @@ const value = fc.oneof(
     '2026-11-22T10:00:00',
     'LIGHTHOUSE',
     'crux',
+    'read',
+    'admin',
+    'viewer',
+    '90d',
     '',
   ),
   fc.string({ maxLength: 40 }),
@@ -218,6 +231,39 @@ describe('hostile input never breaks the API', () => {
         assertWellFormed('projects', await send('DELETE', `/v1/projects${query ? `?${query}` : ''}`));
       }),
       { numRuns: 400 },
+    );
+  }, 120_000);
+
+  it('POST /v1/tokens and PUT /v1/members with the right fields holding random values (issue 33)', async () => {
+    const field = fc.option(fc.oneof(value, jsonValue), { nil: undefined });
+    const tokenBody = fc.record(
+      {
+        scope: fc.oneof(fc.constantFrom('read', 'ci', 'editor', 'admin'), value),
+        projects: fc.oneof(fc.array(fc.oneof(fc.constant(SHOP), value), { maxLength: 3 }), field),
+        expires: fc.oneof(fc.constantFrom('90d', '1y', '2099-01-01', '0d', '1e400d', '99999999y'), field),
+        label: field,
+      },
+      { requiredKeys: [] },
+    );
+    const memberBody = fc.record({ user: fc.oneof(value, jsonValue), role: fc.oneof(value, jsonValue) });
+    await fc.assert(
+      fc.asyncProperty(tokenBody, memberBody, async (token, member) => {
+        assertWellFormed('tokens', await send('POST', '/v1/tokens', Buffer.from(JSON.stringify(token))));
+        assertWellFormed('members', await send('PUT', '/v1/members', Buffer.from(JSON.stringify(member))));
+      }),
+      { numRuns: 300 },
+    );
+  }, 120_000);
+
+  it('PUT and DELETE of /v1/members and DELETE of /v1/tokens with random bodies and parameters (issue 33)', async () => {
+    await fc.assert(
+      fc.asyncProperty(body, pairs, fc.boolean(), async (payload, params, broken) => {
+        assertWellFormed('members', await send('PUT', '/v1/members', payload));
+        const query = params.map(([k, v]) => `${encode(k, broken)}=${encode(v, broken)}`).join('&');
+        for (const endpoint of ['members', 'tokens'])
+          assertWellFormed(endpoint, await send('DELETE', `/v1/${endpoint}${query ? `?${query}` : ''}`));
+      }),
+      { numRuns: 300 },
     );
   }, 120_000);
 
