@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditLogPageSchema, type AuditEntry } from '@perfwatch/common';
-import { issueToken } from '@perfwatch/gateway';
+import { issueToken, type MongoStore } from '@perfwatch/gateway';
 import { openApiResponseChecker } from '../support/openapi-responses.ts';
 import { documented as documentedBy, errorsOf, send, type Params, type Reply } from '../support/api-requests.ts';
-import { isolatedNats, startTestGateway, type TestGateway } from '../support/test-services.ts';
+import { isolatedNats, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
 
 // The audit log of an organisation (issue 33, item 5), as a client written from the spec reads
 // it: every change the API makes is listed with its actor (the member's name, the token's
@@ -25,6 +25,9 @@ const HOOK_PATH_SECRET = randomBytes(12).toString('hex');
 let nats: Awaited<ReturnType<typeof isolatedNats>>;
 let gateway: TestGateway;
 let checker: Awaited<ReturnType<typeof openApiResponseChecker>>;
+let store: MongoStore;
+/** The store's methods that fail while `broken` names them (a database that breaks mid-request). */
+let broken = new Set<string>();
 /** Alice: the admin of her own organisation; carol: an editor of it, with a token of hers there; bob: another organisation. */
 const who = {} as Record<'alice' | 'bob' | 'carol', { token: string; prefix: string }>;
 const secrets: string[] = [COOKIE_VALUE, HEADER_VALUE, FORGE_TOKEN, FORGE_WEBHOOK_SECRET, HOOK_PATH_SECRET];
@@ -66,10 +69,27 @@ async function everyEntry(limit: number, method: 'GET' | 'POST' = 'GET', token =
   throw new Error('the log never ended');
 }
 
+/** The test's store, failing the methods `broken` names. */
+function breakable(real: MongoStore): MongoStore {
+  return new Proxy(real, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      const bound = (value as (...args: unknown[]) => unknown).bind(target);
+      return (...args: unknown[]) => {
+        if (broken.has(String(property))) throw new Error('connection reset by peer at /srv/db.ts:12');
+        return bound(...args);
+      };
+    },
+  });
+}
+
 beforeAll(async () => {
   nats = await isolatedNats();
+  store = await testStore();
   gateway = await startTestGateway({
     natsUrl: nats.url,
+    store: breakable(store),
     config: {
       PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
       PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64'),
@@ -93,6 +113,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gateway?.stop();
+  await store?.close();
   await nats?.dispose();
 });
 
@@ -252,9 +273,78 @@ describe('/v1/audit-log', () => {
         expect(errorsOf(reply)).toMatch(message);
       }
     }
-    const carols = await call('audit-log', 'GET', { query: {} }, who.carol.token);
-    expect(carols.status).toBe(403);
-    expect(errorsOf(carols)).toMatch(/admin/);
-    expect((await call('audit-log', 'GET', { query: {} }, 'pw_nope')).status).toBe(401);
+    for (const method of ['GET', 'POST'] as const) {
+      const asCarol = await call('audit-log', method, {}, who.carol.token);
+      expect(asCarol.status).toBe(403);
+      expect(errorsOf(asCarol)).toMatch(/needs the admin role/);
+      expect((await call('audit-log', method, {}, 'pw_nope')).status).toBe(401);
+      const html = await send(
+        gateway.url,
+        'audit-log',
+        method,
+        {},
+        { Authorization: who.alice.token, Accept: 'text/html' },
+      );
+      expect(documentedBy(checker, 'audit-log', method, html).status).toBe(406);
+    }
+    const big = await send(
+      gateway.url,
+      'audit-log',
+      'POST',
+      { raw: JSON.stringify({ pad: 'x'.repeat(200_000) }) },
+      {
+        Authorization: who.alice.token,
+      },
+    );
+    expect(documentedBy(checker, 'audit-log', 'POST', big).status).toBe(413);
+    const form = await send(
+      gateway.url,
+      'audit-log',
+      'POST',
+      { raw: 'limit=1', contentType: 'application/x-www-form-urlencoded' },
+      {
+        Authorization: who.alice.token,
+      },
+    );
+    expect(documentedBy(checker, 'audit-log', 'POST', form).status).toBe(415);
+  });
+
+  it('429 with Retry-After past the per-minute limit of reads', async () => {
+    const limited = await startTestGateway({ natsUrl: nats.url, store, rateLimits: { updates: 1, reads: 1 } });
+    try {
+      const { token } = await limited.admin.createUser('busy');
+      const first = await send(limited.url, 'audit-log', 'GET', {}, { Authorization: token });
+      expect(documentedBy(checker, 'audit-log', 'GET', first).status).toBe(200);
+      for (const method of ['GET', 'POST'] as const) {
+        const over = await send(limited.url, 'audit-log', method, {}, { Authorization: token });
+        expect(documentedBy(checker, 'audit-log', method, over).status).toBe(429);
+        expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
+      }
+    } finally {
+      await limited.stop();
+    }
+  });
+
+  it('500 asks to try again and leaks nothing when the log cannot be read, or a change not recorded', async () => {
+    broken = new Set(['listAuditEntries']);
+    try {
+      for (const method of ['GET', 'POST'] as const) {
+        const reply = await call('audit-log', method, {}, who.alice.token);
+        expect(reply.status).toBe(500);
+        expect(errorsOf(reply) + JSON.stringify(reply.body)).not.toMatch(/connection reset|db\.ts/);
+      }
+      // A change the log could not record is never answered as done.
+      broken = new Set(['appendAuditEntry']);
+      const body = { url: 'https://unrecorded.example/', locations: ['london'] };
+      expect((await call('projects', 'POST', { body }, who.alice.token)).status).toBe(500);
+    } finally {
+      broken = new Set();
+    }
+  });
+
+  it('every status documented for /v1/audit-log was seen to match an actual answer', () => {
+    const documented = checker.documented().filter((key) => / \/v1\/audit-log /.test(key));
+    expect(documented.length).toBeGreaterThanOrEqual(16);
+    expect(documented.filter((key) => !checker.seen.has(key))).toEqual([]);
   });
 });
