@@ -17,7 +17,8 @@ export const ssoSettings = settingGroup('Single sign-on', {
     .describe(
       "The OpenID provider's issuer (its discovery document is at ISSUER/.well-known/openid-configuration). " +
         'Set: the dashboard offers "Sign in with single sign-on"; SSO_CLIENT_ID, SSO_CLIENT_SECRET and PUBLIC_URL ' +
-        '(or SSO_REDIRECT_URL) are needed too.',
+        '(or SSO_REDIRECT_URL) are needed too. The dashboard must then be reached over https (or at localhost): ' +
+        'its session cookie is Secure.',
     ),
   SSO_CLIENT_ID: z.string().min(1).optional().describe('The client id perfwatch is registered with at the provider.'),
   SSO_CLIENT_SECRET: z
