@@ -13,6 +13,9 @@ describe('the URL a log keeps', () => {
     expect(loggedUrl('/v1/audit?url=x&token=abc&Authorization=Bearer%20x&api%5Fkey=1')).toBe(
       '/v1/audit?url=x&token=[redacted]&Authorization=[redacted]&api%5Fkey=[redacted]',
     );
+    expect(loggedUrl('/auth/sso/callback?code=c0de&state=s&iss=x')).toBe(
+      '/auth/sso/callback?code=[redacted]&state=s&iss=x',
+    );
   });
 
   it('drops anything shaped like a perfwatch token or webhook secret, wherever it is', () => {

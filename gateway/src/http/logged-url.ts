@@ -4,7 +4,8 @@
  * reach people who must not see them. So the values of parameters named like secrets, and
  * anything shaped like a perfwatch token or webhook secret, are replaced before the URL is logged.
  */
-const SECRET_NAME = /token|auth|secret|passw|session|cookie|key|signature/i;
+// `code`: the authorization code an OpenID provider sends to single sign-on's callback.
+const SECRET_NAME = /token|auth|secret|passw|session|cookie|key|signature|^code$/i;
 const SECRET_VALUE = /\b(?:pw|pwhs)_[A-Za-z0-9_-]{8,}/g;
 const REDACTED = '[redacted]';
 
