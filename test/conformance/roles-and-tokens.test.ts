@@ -4,6 +4,7 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  auditLogPageSchema,
   auditResultSchema,
   errorEnvelopeSchema,
   memberListSchema,
@@ -435,6 +436,36 @@ describe('/v1/tokens and /v1/members of one organisation', () => {
       ['ed', 'editor'],
       ['vi', 'viewer'],
     ]);
+  });
+});
+
+describe('the audit log', () => {
+  it('lists each token and member change with its actor, nothing refused, never a secret', async () => {
+    const { body } = await ok('GET', 'audit-log', { query: { limit: '200' } }, tokens['admin']!);
+    const entries = auditLogPageSchema.parse(body).entries;
+    const ours = entries.filter(({ action }) => /^(token|member)\./.test(action));
+    const prefix = (token: string) => token.slice(3, 11);
+    expect(ours.map(({ action, target, actor }) => [action, target, actor.name])).toEqual(
+      expect.arrayContaining([
+        ['token.created', prefix(tokens['read']!), 'ada'],
+        ['token.created', prefix(tokens['ci']!), 'ada'],
+        ['member.removed', 'leaver', 'ada'],
+        ['member.added', 'eve', 'ada'],
+        ['member.changed', 'eve', 'ada'],
+        ['member.removed', 'eve', 'ada'],
+      ]),
+    );
+    expect(ours.find(({ target }) => target === prefix(tokens['ci']!))?.details).toMatchObject({
+      scope: 'ci',
+      projects: SHOP,
+      label: 'shop CI',
+    });
+    expect(ours.filter(({ action }) => action === 'token.revoked')).toHaveLength(1);
+    // The refused changes (a viewer's, an editor's, a ci token's, the last admin's demotion) left nothing.
+    expect(ours.every(({ actor }) => actor.name === 'ada')).toBe(true);
+    expect(ours.filter(({ target }) => target === 'ada')).toEqual([]);
+    const text = JSON.stringify(body);
+    for (const token of Object.values(tokens)) expect(text).not.toContain(token.slice(11));
   });
 });
 
