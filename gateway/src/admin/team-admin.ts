@@ -1,6 +1,7 @@
 import type { Role } from '@perfwatch/common';
 import type { AccountsStore, TokenRecord, UserRecord } from '../accounts/store/accounts-store.ts';
 import { DuplicateError } from '../store/store.ts';
+import { isLastAdmin } from '../teams/last-admin.ts';
 import type { MembershipRecord, OrganisationRecord, TeamsStore } from '../teams/store/teams-store.ts';
 import { AdminError } from './admin-error.ts';
 
@@ -19,11 +20,6 @@ export interface MemberView {
 
 /** An organisation's token as listed: its user by name, never its digest. */
 export type OrganisationTokenView = Omit<TokenRecord, 'digest'> & { user: string | null };
-
-/** Whether `userId` is the only admin among `members`: demoting or removing them would leave none. */
-export const isLastAdmin = (members: readonly MembershipRecord[], userId: string): boolean =>
-  members.some((m) => m.userId === userId && m.role === 'admin') &&
-  !members.some((m) => m.userId !== userId && m.role === 'admin');
 
 /**
  * Organisations and their members behind `perfwatch admin add-org`, `add-member`,

@@ -12,6 +12,7 @@ import { userNames } from '../accounts/user-names.ts';
 import type { AuditLog } from '../audit-log/audit-log.ts';
 import type { Caller } from '../http/auth.ts';
 import { parseRequest } from '../http/parse-request.ts';
+import { isLastAdmin } from './last-admin.ts';
 import type { MembershipRecord, TeamsStore } from './store/teams-store.ts';
 
 type MembersRouteStore = Pick<TeamsStore, 'listMembers' | 'findMembership' | 'setMembership' | 'removeMembership'> &
@@ -82,15 +83,14 @@ async function userNamed(store: Pick<AccountsStore, 'findUserByName'>, name: str
   return user;
 }
 
-/** 409 when `user`, an admin, is the organisation's only one. */
+/** 409 when `user` is the organisation's only admin. */
 async function keepAnAdmin(
   store: Pick<TeamsStore, 'listMembers'>,
   orgId: string,
   user: UserRecord,
   change: 'demoted' | 'removed',
 ): Promise<void> {
-  const admins = (await store.listMembers(orgId)).filter((member) => member.role === 'admin');
-  if (admins.some((admin) => admin.userId !== user.id)) return;
+  if (!isLastAdmin(await store.listMembers(orgId), user.id)) return;
   throw new ApiError('CONFLICT', 'An organisation keeps at least one admin.', [
     `user: ${user.name} is the last admin of this organisation and cannot be ${change}; make another member admin first`,
   ]);
