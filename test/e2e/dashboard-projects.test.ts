@@ -84,6 +84,10 @@ describe('projects from the dashboard', () => {
 
   it('changes its runs and schedule on its settings page, as GET /v1/projects then lists them', async () => {
     await page.goto(`${gateway.url}/#/`);
+    await page.waitForSelector('.project-link');
+    expect(await page.textContent('.projects li .meta')).toBe(
+      'london · 2 runs per update · schedule 0 6 * * 1 (UTC) · mobile only',
+    );
     await page.click(`.project-link[href*="${encodeURIComponent(MADE)}"]`);
     await page.click('#settings-link');
     await page.waitForSelector('#project-settings');

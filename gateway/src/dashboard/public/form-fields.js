@@ -54,7 +54,7 @@ export function refusedRole(error, what = 'change') {
 }
 
 /** Clears what `form` showed of an earlier refusal. */
-export function clearRefusal(form) {
+function clearRefusal(form) {
   for (const p of form.querySelectorAll('.field-error')) {
     p.hidden = true;
     p.textContent = '';
@@ -64,7 +64,7 @@ export function clearRefusal(form) {
 }
 
 /** Shows `error` in `form`: a 400's lines by field where one is named, the rest (and any other status) on top. */
-export function showRefusal(form, error) {
+function showRefusal(form, error) {
   clearRefusal(form);
   const names = [...form.querySelectorAll('[data-field]')].map((el) => el.dataset.field);
   const general = [];

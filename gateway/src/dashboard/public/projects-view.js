@@ -15,6 +15,9 @@ export async function projectsView() {
           'p',
           { class: 'meta' },
           `${project.locations.join(', ')} · ${project.runs} run${project.runs === 1 ? '' : 's'} per update${project.schedule ? ` · schedule ${project.schedule} (UTC)` : ''}`,
+          // Set only by projects that chose them (both devices and field data otherwise).
+          project.devices?.length === 1 ? ` · ${project.devices[0]} only` : '',
+          project.crux === false ? ' · no field data' : '',
         ),
       ),
     );

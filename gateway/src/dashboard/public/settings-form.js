@@ -6,7 +6,7 @@ import { checkboxes, field, ticked } from './form-fields.js';
 // field it refuses; the form only offers what can be chosen.
 
 /** As common/src/ids.ts has them; an agent location the API does not know it refuses by name. */
-export const LOCATIONS = ['s_carolina', 'los_angeles', 'frankfurt', 'london', 'tokyo', 'sao_paulo'];
+const LOCATIONS = ['s_carolina', 'los_angeles', 'frankfurt', 'london', 'tokyo', 'sao_paulo'];
 export const DEVICES = ['mobile', 'desktop'];
 
 /**
