@@ -31,7 +31,7 @@ export const memberDeleteSchema = z
   .transform(({ user }): MembersParams => ({ action: 'remove', user }));
 
 /** A member as the API shows them. */
-export const memberViewSchema = z
+const memberViewSchema = z
   .object({
     user: z.string().meta({ description: "The member's user name." }),
     role: roleSchema,

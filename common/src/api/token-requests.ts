@@ -18,7 +18,7 @@ export type TokensParams =
   { action: 'list' } | ({ action: 'create' } & NewTokenRequest) | { action: 'revoke'; prefix: string };
 
 /** Projects a ci token may list. */
-export const MAX_TOKEN_PROJECTS = 100;
+const MAX_TOKEN_PROJECTS = 100;
 
 /** No parameters: every token of the caller's organisation. */
 export const tokensQuerySchema = z.strictObject({}).transform((): TokensParams => ({ action: 'list' }));
@@ -78,7 +78,7 @@ export const tokenDeleteSchema = z
   .transform(({ prefix }): TokensParams => ({ action: 'revoke', prefix }));
 
 /** A token as the API shows it: never its secret or digest. */
-export const tokenViewSchema = z
+const tokenViewSchema = z
   .object({
     prefix: z.string().meta({ description: 'Its public prefix: the 8 characters after `pw_`.' }),
     label: z.string().nullable(),
