@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiClient, type ApiClient } from '@perfwatch/client';
@@ -30,7 +31,15 @@ const refusalsLogged = () =>
 
 beforeAll(async () => {
   nats = await isolatedNats();
-  gateway = await startTestGateway({ natsUrl: nats.url });
+  gateway = await startTestGateway({
+    natsUrl: nats.url,
+    // Webhooks to this machine, and sealed credentials and forge tokens.
+    config: {
+      PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
+      PERFWATCH_SECRETS_KEY: randomBytes(32).toString('base64'),
+      PERFWATCH_TRUSTED_LOCATIONS: ['london'],
+    },
+  });
   ({ token } = await gateway.admin.createUser('erin'));
   client = createApiClient({ server: gateway.url, token });
   browser = await launchBrowser();
@@ -123,6 +132,55 @@ describe('projects from the dashboard', () => {
     expect(await page.textContent('#repository-state')).toBe('Linked to no repository.');
     expect(await page.textContent('#webhooks .empty')).toMatch(/^No webhook/);
     expect(refusalsLogged()).toEqual([]);
+  });
+
+  it('sets and clears its credentials, adds and removes a webhook, links and unlinks its repository', async () => {
+    // This gateway trusts london's agents only with credentials: measured in tokyo too, the
+    // project cannot have any, and the refusal says so above the form.
+    await client.updateProject(MADE, { locations: ['london', 'tokyo'] });
+    await page.fill('#credentials-auth', '{"cookies": [{"name": "session", "value": "s3cret"}]}');
+    await page.click('#credentials-form button[type=submit]');
+    await expect
+      .poll(() => page.textContent('#credentials-form .form-error'))
+      .toMatch(/^Credentials cannot be kept for this project: they would go to tokyo/);
+    await client.updateProject(MADE, { locations: ['london'] });
+    await page.fill('#credentials-auth', '{"cookies": [{"name": "session", "value": "s3cret"}]}');
+    await page.fill('#credentials-auth', '{"cookies": [{"name": "session", "value": "s3cret"}]}');
+    await page.click('#credentials-form button[type=submit]');
+    await expect.poll(() => page.textContent('#credentials-state')).toBe('Credentials set: cookies session.');
+    expect(await page.content()).not.toContain('s3cret');
+    await page.click('#credentials-clear button[type=submit]');
+    await expect.poll(() => page.textContent('#credentials-state')).toMatch(/^No credentials/);
+
+    await page.fill('#webhook-target', 'http://127.0.0.1:9/hooks');
+    await page.selectOption('#webhook-format', 'slack');
+    await page.click('#webhook-add button[type=submit]');
+    await page.waitForSelector('#webhook-secret code');
+    const { webhooks } = await client.webhooks();
+    expect(webhooks).toMatchObject([{ targetUrl: 'http://127.0.0.1:9/hooks', project: MADE, format: 'slack' }]);
+    await page.click(`tr[data-webhook="${webhooks[0]!.id}"] button`);
+    await page.waitForSelector('#webhooks .empty');
+    expect((await client.webhooks()).webhooks).toEqual([]);
+
+    await page.selectOption('#repository-forge', 'github');
+    await page.fill('#repository-repository', 'not a repository');
+    await page.fill('#repository-token', 'ghp_secret');
+    await page.fill('#repository-webhookSecret', 'w'.repeat(32));
+    await page.click('#repository-form button[type=submit]');
+    await expect
+      .poll(() => page.textContent('[data-field=repository] .field-error'))
+      .toBe('repository must be owner/name');
+    await page.fill('#repository-repository', 'shop/web');
+    await page.fill('#repository-token', 'ghp_secret');
+    await page.fill('#repository-webhookSecret', 'w'.repeat(32));
+    await page.click('#repository-form button[type=submit]');
+    await expect
+      .poll(() => page.textContent('#repository-state'))
+      .toBe('Linked to github shop/web (previews compared with main).');
+    expect(await page.content()).not.toContain('ghp_secret');
+    await page.click('#repository-unlink button[type=submit]');
+    await expect.poll(() => page.textContent('#repository-state')).toBe('Linked to no repository.');
+    refusalsLogged();
   });
 
   it('makes a read token on the Tokens page, shown once, whose viewer is told their role cannot change a setting', async () => {

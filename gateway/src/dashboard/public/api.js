@@ -18,6 +18,7 @@ export class ApiError extends Error {
     this.status = status;
     // The envelope's lines ("runs: runs is a whole number from 1 to 9"), for forms to show by field.
     this.errors = envelope?.errors ?? [];
+    this.summary = envelope?.message ?? this.message;
   }
 }
 

@@ -80,6 +80,8 @@ function showRefusal(form, error) {
         place.hidden = false;
       }
     }
+    // Lines of no field here say more with the refusal's own words before them.
+    if (general.length > 0) general.unshift(error.summary);
   } else general.push(error.message);
   if (general.length > 0) form.prepend(h('p', { class: 'error form-error', role: 'alert' }, general.join(' ')));
 }
