@@ -228,6 +228,27 @@ describe('devices and CrUX opt-in (issue 33)', () => {
     expect([result.mobile?.london, result.desktop?.london].every(Boolean)).toBe(true);
   });
 
+  it('a scheduled update measures the devices the project set', async () => {
+    const ticking = await startTestGateway({ natsUrl: nats.url, config: { SCHEDULER_INTERVAL_MS: 200 } });
+    try {
+      const { token } = await ticking.admin.createUser('ticks');
+      const url = 'https://ticking.example/';
+      const as = { Authorization: token };
+      const body = { url, locations: ['london'], runs: 1, devices: ['desktop'], schedule: '* * * * * *' };
+      expect((await call('POST', { body }, as, { base: ticking.url })).status).toBe(200);
+      const dates = async () =>
+        snapshotListSchema.parse(
+          (await call('GET', { query: { url } }, as, { base: ticking.url, path: 'updates' })).body,
+        );
+      await expect.poll(async () => (await dates()).desktop?.length ?? 0, { timeout: 15_000 }).toBeGreaterThan(0);
+      expect((await dates()).desktop![0]!.updateType).toBe('scheduled');
+      expect((await dates()).mobile ?? []).toEqual([]);
+      expect((await call('DELETE', { query: { url } }, as, { base: ticking.url })).status).toBe(200);
+    } finally {
+      await ticking.stop();
+    }
+  });
+
   it('CrUX field data is asked for a project unless it opted out', async () => {
     const crux = await startFakeCrux();
     const keyed = await startTestGateway({ natsUrl: nats.url, cruxEndpoint: crux.endpoint });
