@@ -174,6 +174,29 @@ describe('single sign-on', () => {
     expect(session.csrfToken).toMatch(/^[\w-]{43}$/);
   });
 
+  it('records in each organisation’s audit log what the groups changed, once', async () => {
+    const { cookie, session } = await signIn(ALICE);
+    await signIn(ALICE);
+    const answer = await fetch(`${base}/v1/audit-log`, {
+      method: 'POST',
+      headers: sessionHeaders(cookie.value, session.csrfToken),
+      body: '{}',
+    });
+    const { entries } = (await answer.json()) as {
+      entries: Array<{ action: string; target: string; details: object; actor: { name: string; via: string } }>;
+    };
+    const fromSso = entries.filter((entry) => 'source' in entry.details);
+    // Made in the same millisecond, they may be listed in either order.
+    expect(fromSso.map(({ action, target, details }) => ({ action, target, details }))).toEqual(
+      expect.arrayContaining([
+        { action: 'member.added', target: ALICE.email, details: { role: 'admin', source: 'sso' } },
+        { action: 'organisation.created', target: 'web-team', details: { source: 'sso' } },
+      ]),
+    );
+    expect(fromSso).toHaveLength(2);
+    for (const { actor } of fromSso) expect(actor).toMatchObject({ name: ALICE.email, via: 'session' });
+  });
+
   it('answers the API for a session with its CSRF header, and 403 naming the header without it', async () => {
     const { cookie, session } = await signIn(ALICE);
     const listed = await projects(sessionHeaders(cookie.value, session.csrfToken));
@@ -246,6 +269,9 @@ describe('single sign-on', () => {
     await signIn(ALICE);
     expect(await store.findMembership(gone.id, session.user.id)).toBeNull();
     expect(await store.findMembership(byHand.id, session.user.id)).toMatchObject({ role: 'viewer' });
+    expect(
+      (await store.listAuditEntries(gone.id, { limit: 10 })).map(({ action, details }) => ({ action, details })),
+    ).toEqual([{ action: 'member.removed', details: { role: 'editor', source: 'sso' } }]);
   });
 
   it('refuses a callback whose state or nonce is not the sign-in’s own, or without its cookie', async () => {

@@ -1,4 +1,6 @@
+import type { Role } from '@perfwatch/common';
 import type { AccountsStore } from '../accounts/store/accounts-store.ts';
+import type { AuditLog, AuditRecord } from '../audit-log/audit-log.ts';
 import { DuplicateError } from '../store/store.ts';
 import type { MembershipRecord, TeamsStore } from '../teams/store/teams-store.ts';
 import { membershipChanges, membershipsFromGroups, type ClaimedMembership } from './group-memberships.ts';
@@ -24,21 +26,31 @@ export type SignedInMember =
     }
   | { ok: false; reason: string };
 
+/** What the provider's groups changed, for each organisation's audit log: the user's own doing, by single sign-on. */
+type Changed = (orgId: string, role: Role, entry: AuditRecord) => Promise<void>;
+
 /**
  * The perfwatch user an identity is, with the memberships its groups claim gives (made or
- * brought up to date at every sign-in). Refused, without a user being made, when the claim names
- * no perfwatch group: a provider serves more apps than this one.
+ * brought up to date at every sign-in, each change in its organisation's audit log). Refused,
+ * without a user being made, when the claim names no perfwatch group: a provider serves more apps
+ * than this one.
  */
 export async function signInMember(
   store: SsoMembersStore,
   identity: OidcIdentity,
   { groupsClaim, groupPrefix }: { groupsClaim: string; groupPrefix: string },
+  audit?: AuditLog,
 ): Promise<SignedInMember> {
   const claimed = membershipsFromGroups(identity.claims[groupsClaim], groupPrefix);
   const linked = await store.findIdentity(identity.issuer, identity.subject);
+  const { name } = userName(identity.claims, identity.subject);
+  const changed =
+    (userId: string): Changed =>
+    async (orgId, role, entry) =>
+      audit?.record({ orgId, userId, role, projects: null, via: { kind: 'session' } }, entry);
   if (claimed.length === 0) {
     // Someone taken out of every perfwatch group loses what the groups gave, tokens included.
-    if (linked) await followClaim(store, linked.userId, []);
+    if (linked) await followClaim(store, { userId: linked.userId, name }, [], changed(linked.userId));
     return {
       ok: false,
       reason: `Your account is in no perfwatch group: ask for a group named ${groupPrefix}<organisation>:<viewer|editor|admin>.`,
@@ -50,10 +62,10 @@ export async function signInMember(
     if (!user.ok) return user;
     userId = user.userId;
   }
-  const memberships = await followClaim(store, userId, claimed);
+  const memberships = await followClaim(store, { userId, name }, claimed, changed(userId));
   // Each claimed organisation holds one now; checked so that a session never lacks an organisation.
   if (memberships.length === 0) return { ok: false, reason: 'You are a member of no perfwatch organisation.' };
-  return { ok: true, userId, name: userName(identity.claims, identity.subject).name, memberships };
+  return { ok: true, userId, name, memberships };
 }
 
 /** The name a new user gets: the email the provider vouches for, else the username it gives, else the subject. */
@@ -102,28 +114,48 @@ async function userFor(
 /** Brings the user's memberships to what is claimed (group-memberships.ts); their memberships after. */
 async function followClaim(
   store: SsoMembersStore,
-  userId: string,
+  { userId, name }: { userId: string; name: string },
   claimed: readonly ClaimedMembership[],
+  changed: Changed,
 ): Promise<MembershipRecord[]> {
-  const withIds = await Promise.all(
-    claimed.map(async ({ organisation, role }) => ({ orgId: await organisationId(store, organisation), role })),
+  const found = await Promise.all(
+    claimed.map(async (claim) => ({ ...claim, ...(await organisationId(store, claim.organisation)) })),
   );
-  const { set, remove } = membershipChanges(userId, withIds, await store.listMemberships(userId));
-  for (const membership of set) await store.setMembership(membership);
-  for (const orgId of remove) await store.removeMembership(orgId, userId);
+  for (const { id, organisation, role, made } of found)
+    if (made) await changed(id, role, { action: 'organisation.created', target: organisation, details: SSO });
+  const current = await store.listMemberships(userId);
+  const was = new Map(current.map((membership) => [membership.orgId, membership.role]));
+  const withIds = found.map(({ id, role }) => ({ orgId: id, role }));
+  const { set, remove } = membershipChanges(userId, withIds, current);
+  for (const { orgId, role } of set) {
+    await store.setMembership({ orgId, userId, role, source: 'sso' });
+    const before = was.get(orgId);
+    await changed(orgId, role, {
+      action: before ? 'member.changed' : 'member.added',
+      target: name,
+      details: before ? { role, was: before, ...SSO } : { role, ...SSO },
+    });
+  }
+  for (const orgId of remove) {
+    await store.removeMembership(orgId, userId);
+    const role = was.get(orgId)!;
+    await changed(orgId, role, { action: 'member.removed', target: name, details: { role, ...SSO } });
+  }
   return store.listMemberships(userId);
 }
 
+const SSO = { source: 'sso' } as const;
+
 /** The organisation named so, made if there is none yet. */
-async function organisationId(store: SsoMembersStore, name: string): Promise<string> {
+async function organisationId(store: SsoMembersStore, name: string): Promise<{ id: string; made: boolean }> {
   const found = await store.findOrganisationByName(name);
-  if (found) return found.id;
+  if (found) return { id: found.id, made: false };
   try {
-    return (await store.createOrganisation({ name })).id;
+    return { id: (await store.createOrganisation({ name })).id, made: true };
   } catch (error) {
     // Made by a sign-in at the same moment.
     const made = error instanceof DuplicateError ? await store.findOrganisationByName(name) : null;
     if (!made) throw error;
-    return made.id;
+    return { id: made.id, made: false };
   }
 }

@@ -3,6 +3,8 @@ import express, { type Request, type Response, type Router } from 'express';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ApiError } from '@perfwatch/common';
+import { createAuditLog, type AuditLog } from '../audit-log/audit-log.ts';
+import type { AuditLogStore } from '../audit-log/store/audit-log-store.ts';
 import type { TeamsStore } from '../teams/store/teams-store.ts';
 import { clearCookie, LOGIN_COOKIE, readCookie, SESSION_COOKIE, setCookie } from './cookies.ts';
 import { LOGIN_TTL_MS, loginSeal, type LoginSeal } from './login-state.ts';
@@ -19,7 +21,10 @@ import type { SsoStore } from './store/sso-store.ts';
 export interface SsoDeps {
   options: SsoOptions;
   client: OidcClient;
-  store: SsoStore & SsoMembersStore & Pick<TeamsStore, 'findMembership' | 'findOrganisation'>;
+  store: SsoStore &
+    SsoMembersStore &
+    Pick<TeamsStore, 'findMembership' | 'findOrganisation'> &
+    Pick<AuditLogStore, 'appendAuditEntry'>;
   logger: Logger;
 }
 
@@ -45,9 +50,10 @@ export function authRouter(sso: SsoDeps | undefined): Router {
     return router;
   }
   const seal = loginSeal(sso.options.clientSecret);
+  const audit = createAuditLog({ store: sso.store });
   const json = express.json({ limit: '1kb' });
   router.get('/auth/sso/login', (req, res) => startSignIn(sso, seal, req, res));
-  router.get('/auth/sso/callback', (req, res) => finishSignIn(sso, seal, req, res));
+  router.get('/auth/sso/callback', (req, res) => finishSignIn({ ...sso, seal, audit }, req, res));
   router.get('/auth/session', async (req, res) => {
     const found = await requestSession(sso.store, req);
     res.json(found.kind === 'live' ? await sessionView(sso.store, found.session) : { sso: true, signedIn: false });
@@ -100,7 +106,11 @@ async function startSignIn(sso: SsoDeps, seal: LoginSeal, req: Request, res: Res
  * The provider's redirect back: the sign-in's own checks, the code exchanged for a verified ID
  * token, the user and their memberships brought up to date from its groups, then a new session.
  */
-async function finishSignIn(sso: SsoDeps, seal: LoginSeal, req: Request, res: Response): Promise<void> {
+async function finishSignIn(
+  { seal, audit, ...sso }: SsoDeps & { seal: LoginSeal; audit: AuditLog },
+  req: Request,
+  res: Response,
+): Promise<void> {
   const checks = seal.open(readCookie(req, LOGIN_COOKIE), new Date());
   clearCookie(res, LOGIN_COOKIE, LOGIN_PATH);
   if (!checks)
@@ -113,7 +123,7 @@ async function finishSignIn(sso: SsoDeps, seal: LoginSeal, req: Request, res: Re
   let member;
   try {
     const identity = await sso.client.identity(query, checks);
-    member = await signInMember(sso.store, identity, sso.options);
+    member = await signInMember(sso.store, identity, sso.options, audit);
     if (!member.ok) {
       sso.logger.info({ sso: { issuer: identity.issuer, subject: identity.subject } }, 'single sign-on refused');
       return signInFailedPage(res, 403, member.reason);
