@@ -4,7 +4,7 @@ import { z } from 'zod';
  * What the audit log of an organisation records (issue 33): one name per kind of change, as
  * `<what>.<happened>`. A secret's entry says that it was set or cleared, never its value.
  */
-export const AUDIT_ACTIONS = [
+const AUDIT_ACTIONS = [
   'organisation.created',
   'organisation.changed',
   'member.added',

@@ -2,7 +2,7 @@ import type { AuditAction, AuditDetails } from '@perfwatch/common';
 import type { Caller } from '../http/auth.ts';
 import type { AuditLogStore, NewAuditEntry } from './store/audit-log-store.ts';
 
-export { AUDIT_ACTIONS, type AuditAction, type AuditDetails } from '@perfwatch/common';
+export type { AuditDetails } from '@perfwatch/common';
 
 /** One change as a route tells it: what happened, to what, and anything else worth knowing. */
 export interface AuditRecord {

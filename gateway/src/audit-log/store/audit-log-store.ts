@@ -24,7 +24,7 @@ export interface AuditEntryRecord {
 export type NewAuditEntry = Omit<AuditEntryRecord, 'id'>;
 
 /** Where a page of a listing starts: after the entry at `at` with `id` (the last of the page before). */
-export interface AuditCursor {
+interface AuditCursor {
   at: Date;
   id: string;
 }
@@ -40,7 +40,7 @@ export interface AuditPage {
  * Entries one listing returns at most, whatever it asks: the API's largest page and one more,
  * which tells the route whether another page follows.
  */
-export const MAX_AUDIT_PAGE = AUDIT_LOG_PAGE.max + 1;
+const MAX_AUDIT_PAGE = AUDIT_LOG_PAGE.max + 1;
 
 /** Audit log entries: appended, listed, never changed or removed (there is no method for it). */
 export interface AuditLogStore {

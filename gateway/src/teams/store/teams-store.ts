@@ -15,7 +15,7 @@ export interface OrganisationRecord {
 }
 
 /** Where a membership came from: given by an admin (API, CLI), or by the identity provider's claim at sign-in. */
-export type MembershipSource = 'manual' | 'sso';
+type MembershipSource = 'manual' | 'sso';
 
 export interface MembershipRecord {
   orgId: string;
