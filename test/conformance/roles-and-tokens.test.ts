@@ -513,6 +513,34 @@ describe('/v1/tokens and /v1/members: the statuses every request shares', () => 
     }
   });
 
+  it('counts fair-use limits per organisation: its members share them, another organisation keeps its own', async () => {
+    const limited = await startTestGateway({ natsUrl: nats.url, rateLimits: { updates: 1, reads: 2 } });
+    try {
+      const { admin, store } = limited;
+      await admin.createUser('ann');
+      await admin.createUser('ben');
+      const { token: other } = await admin.createUser('cid');
+      const shared = await store.createOrganisation({ name: 'shared-squad' });
+      const [ann, ben] = [(await store.findUserByName('ann'))!, (await store.findUserByName('ben'))!];
+      await store.setMembership({ orgId: shared.id, userId: ann.id, role: 'editor', source: 'manual' });
+      await store.setMembership({ orgId: shared.id, userId: ben.id, role: 'viewer', source: 'manual' });
+      const annToken = (await admin.createToken('ann', { org: 'shared-squad' })).token;
+      const benToken = (await admin.createToken('ben', { org: 'shared-squad' })).token;
+      const read = (token: string) => send(limited.url, 'projects', 'GET', {}, { Authorization: token });
+      expect((await read(annToken)).status).toBe(200);
+      expect((await read(benToken)).status).toBe(200);
+      // The organisation's two reads of the minute are spent, whichever member asks next.
+      expect((await read(annToken)).status).toBe(429);
+      expect((await read(benToken)).status).toBe(429);
+      // Ann's own organisation, and another user's, count apart.
+      const annOwn = (await admin.createToken('ann')).token;
+      expect((await read(annOwn)).status).toBe(200);
+      expect((await read(other)).status).toBe(200);
+    } finally {
+      await limited.stop();
+    }
+  });
+
   it('500 asks to try again and leaks nothing when the database fails', async () => {
     broken = true;
     try {
