@@ -24,6 +24,8 @@ const user = (sub: string, groups: string[]) => ({
 const ALICE = user('alice', ['perfwatch:web-team:admin', 'perfwatch:sre:viewer', 'staff']);
 const VERA = user('vera', ['perfwatch:web-team:viewer']);
 const BOB = user('bob', ['staff', 'other-app:web-team:admin']);
+// A group naming a user's own organisation (carol's, made by the admin CLI), beside a real one.
+const MALLORY = user('mallory', ['perfwatch:carol:admin', 'perfwatch:web-team:viewer']);
 
 let provider: OidcProvider;
 let store: MongoStore;
@@ -36,7 +38,7 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${port}`;
   redirectUri = `${base}/auth/sso/callback`;
   provider = await startOidcProvider({
-    users: [ALICE, VERA, BOB],
+    users: [ALICE, VERA, BOB, MALLORY],
     client: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, redirectUris: [redirectUri] },
   });
   store = await testStore();
@@ -195,6 +197,16 @@ describe('single sign-on', () => {
     );
     expect(fromSso).toHaveLength(2);
     for (const { actor } of fromSso) expect(actor).toMatchObject({ name: ALICE.email, via: 'session' });
+  });
+
+  it("never makes anyone a member of a user's own organisation, whatever a group names", async () => {
+    await store.createUser('carol');
+    const carol = (await store.findUserByName('carol'))!;
+    const { session } = await signIn(MALLORY);
+    expect(session.organisations.map(({ name, role }) => ({ name, role }))).toEqual([
+      { name: 'web-team', role: 'viewer' },
+    ]);
+    expect((await store.listMembers(carol.id)).map((m) => m.userId)).toEqual([carol.id]);
   });
 
   it('answers the API for a session with its CSRF header, and 403 naming the header without it', async () => {

@@ -77,7 +77,7 @@ async function createToken(
       `scope: a ${request.scope} token needs the ${scopeRole(request.scope)} role; you have ${caller.role}`,
     ]);
   const at = now();
-  const expiresAt = request.expires === null ? null : expiryOf(request.expires, at);
+  const expiresAt = notOutliving(caller, request.expires === null ? null : expiryOf(request.expires, at));
   for (const url of request.projects ?? [])
     if (!(await store.findProject(caller.orgId, url)))
       throw new ApiError('BAD_REQUEST', 'The request has invalid parameters.', [
@@ -112,6 +112,16 @@ async function createToken(
     const names = await userNames(store);
     return { ...viewOf(record, names.get(caller.userId) ?? null, at), token: issued.token };
   }
+}
+
+/**
+ * A token made with a token expires no later than the one that made it: a short-lived or leaked
+ * token cannot turn itself into one that lasts (a session's are the member's own choice).
+ */
+function notOutliving(caller: Caller, asked: Date | null): Date | null {
+  const limit = caller.via.kind === 'token' ? (caller.via.expiresAt ?? null) : null;
+  if (limit === null) return asked;
+  return asked === null || asked.getTime() > limit.getTime() ? limit : asked;
 }
 
 /** When a token asked for at `now` stops being accepted: the admin CLI's reading, its refusal a 400 naming `expires`. */

@@ -26,7 +26,7 @@ import { addWebhook, listWebhookViews, WebhookRefused } from '../alerts/webhook-
 import { openWebhookSecret, storedWebhookSecret, webhookSecretIsCurrent } from '../alerts/webhook-secrets.ts';
 import { createWebhookTargets, type WebhookTargets } from '../alerts/webhook-targets.ts';
 import { resealForgeLinks } from '../forge/reseal-links.ts';
-import type { OrganisationRecord, TeamsStore } from '../teams/store/teams-store.ts';
+import { ACCOUNT_NAME, type OrganisationRecord, type TeamsStore } from '../teams/store/teams-store.ts';
 import { AdminError } from './admin-error.ts';
 import { TeamAdmin } from './team-admin.ts';
 import { tokenGrant, type TokenGrantOptions } from './token-grant.ts';
@@ -124,8 +124,7 @@ export class Admin {
   }
 
   async createUser(name: string, options: TokenOptions = {}): Promise<IssuedTokenView> {
-    if (!/^[A-Za-z0-9._@-]{1,100}$/.test(name))
-      throw new AdminError('a user name has 1–100 letters, digits or . _ @ -');
+    if (!ACCOUNT_NAME.test(name)) throw new AdminError('a user name has 1–100 letters, digits or . _ @ -');
     try {
       await this.#store.createUser(name);
     } catch (error) {

@@ -2,11 +2,15 @@ import type { Role } from '@perfwatch/common';
 import type { AccountsStore, TokenRecord, UserRecord } from '../accounts/store/accounts-store.ts';
 import { DuplicateError } from '../store/store.ts';
 import { isLastAdmin } from '../teams/last-admin.ts';
-import type { MembershipRecord, OrganisationRecord, TeamsStore } from '../teams/store/teams-store.ts';
+import {
+  ACCOUNT_NAME,
+  type MembershipRecord,
+  type OrganisationRecord,
+  type TeamsStore,
+} from '../teams/store/teams-store.ts';
 import { AdminError } from './admin-error.ts';
 
 /** Organisation names as user names are (a user's own organisation has their name). */
-const ORGANISATION_NAME = /^[A-Za-z0-9._@-]{1,100}$/;
 
 type TeamAdminStore = TeamsStore & Pick<AccountsStore, 'findUserByName' | 'listUsers' | 'listOrganisationTokens'>;
 
@@ -50,8 +54,7 @@ export class TeamAdmin {
   }
 
   async addOrganisation(name: string): Promise<OrganisationRecord> {
-    if (!ORGANISATION_NAME.test(name))
-      throw new AdminError('an organisation name has 1–100 letters, digits or . _ @ -');
+    if (!ACCOUNT_NAME.test(name)) throw new AdminError('an organisation name has 1–100 letters, digits or . _ @ -');
     try {
       return await this.#store.createOrganisation({ name });
     } catch (error) {

@@ -18,8 +18,11 @@ export interface Caller {
   role: Role;
   /** A `ci` token's project URLs, the only projects it sees; null: every project of the organisation. */
   projects: readonly string[] | null;
-  /** A token (its public prefix, for the audit log, and scope) or a dashboard session. */
-  via: { kind: 'token'; prefix: string; scope: TokenScope } | { kind: 'session' };
+  /**
+   * A token (its public prefix, for the audit log, its scope, and its expiry, which tokens it
+   * makes do not outlive) or a dashboard session.
+   */
+  via: { kind: 'token'; prefix: string; scope: TokenScope; expiresAt?: Date | null } | { kind: 'session' };
 }
 
 declare module 'express-serve-static-core' {
@@ -84,8 +87,9 @@ export function authenticate(
       orgId: record.orgId,
       userId: record.userId,
       role: lesserRole(membership.role, scopeRole(record.scope)),
-      projects: record.scope === 'ci' ? record.projects : null,
-      via: { kind: 'token', prefix: record.prefix, scope: record.scope },
+      // A ci token whose list is missing sees no project, never every one.
+      projects: record.scope === 'ci' ? (record.projects ?? []) : null,
+      via: { kind: 'token', prefix: record.prefix, scope: record.scope, expiresAt: record.expiresAt },
     };
     next();
   };

@@ -58,5 +58,10 @@ describe('refusal', () => {
     expect(refusal(ciToken, annotations, true)).toBeNull();
     expect(refusal(ciToken, credentials, false)).toMatch(/nothing else/);
     expect(refusal({ ...ciToken, role: 'admin' }, credentials, true)).toMatch(/nothing else/);
+    // Its member demoted to viewer: the token's writes go with the role.
+    expect(refusal({ ...ciToken, role: 'viewer' }, annotations, true)).toBe(
+      'changing this needs the editor role; this token has viewer',
+    );
+    expect(refusal({ ...ciToken, role: 'viewer' }, annotations, false)).toBeNull();
   });
 });

@@ -34,8 +34,8 @@ export function refusal(caller: Caller, access: Access, write: boolean): string 
     if (access.ci === undefined)
       return 'a ci token runs updates and annotates its projects, and reads them; nothing else';
     if (write && access.ci !== 'write') return 'a ci token may read this, not change it';
-    return null;
   }
+  // A ci token too: it never does more than its member's role (a member demoted to viewer).
   if (!roleAtLeast(caller.role, needed)) {
     const what = write ? 'changing this' : 'reading this';
     return `${what} needs the ${needed} role; ${caller.via.kind === 'token' ? 'this token has' : 'you have'} ${caller.role}`;

@@ -19,10 +19,14 @@ describe('membershipsFromGroups', () => {
     expect(membershipsFromGroups([...claim].reverse(), PREFIX)).toEqual([{ organisation: 'web', role: 'admin' }]);
   });
 
-  it('reads the role after the last colon, so an organisation name may hold one', () => {
-    expect(membershipsFromGroups(['perfwatch:acme:eu:Viewer'], PREFIX)).toEqual([
-      { organisation: 'acme:eu', role: 'viewer' },
+  it('reads the role after the last colon, and gives nothing for a name no organisation can have', () => {
+    expect(membershipsFromGroups(['perfwatch:acme-eu:Viewer'], PREFIX)).toEqual([
+      { organisation: 'acme-eu', role: 'viewer' },
     ]);
+    // Organisations are named as users are (the admin CLI's rule): no colon, space or slash.
+    expect(
+      membershipsFromGroups(['perfwatch:acme:eu:viewer', 'perfwatch:a b:admin', 'perfwatch:a/b:admin'], PREFIX),
+    ).toEqual([]);
   });
 
   it('gives nothing for unknown roles, empty or overlong names, and claims that are no list of strings', () => {
@@ -32,9 +36,15 @@ describe('membershipsFromGroups', () => {
       expect(membershipsFromGroups(claim, PREFIX)).toEqual([]);
   });
 
-  it('takes a single group sent as a string, and a prefix of the operator’s choice', () => {
+  it('takes groups sent as one string, and a prefix of the operator’s choice', () => {
     expect(membershipsFromGroups('/perfwatch/shop:admin', '/perfwatch/')).toEqual([
       { organisation: 'shop', role: 'admin' },
+    ]);
+    // Several in one string, as some providers send them: each its own group, not one strange name.
+    expect(membershipsFromGroups('perfwatch:a:admin perfwatch:b:viewer,perfwatch:c:editor', PREFIX)).toEqual([
+      { organisation: 'a', role: 'admin' },
+      { organisation: 'b', role: 'viewer' },
+      { organisation: 'c', role: 'editor' },
     ]);
   });
 });

@@ -1,14 +1,11 @@
 import { ROLES, roleAtLeast, type Role } from '@perfwatch/common';
-import type { MembershipRecord, NewMembership } from '../teams/store/teams-store.ts';
+import { ACCOUNT_NAME, type MembershipRecord, type NewMembership } from '../teams/store/teams-store.ts';
 
 /** A membership a provider's groups claim gives: an organisation by its name, and a role in it. */
 export interface ClaimedMembership {
   organisation: string;
   role: Role;
 }
-
-/** Longer names are not organisation names but mistakes (or a claim stuffed on purpose). */
-const MAX_NAME = 100;
 
 const roleNamed = (text: string): Role | null => {
   const role = text.trim().toLowerCase();
@@ -18,10 +15,11 @@ const roleNamed = (text: string): Role | null => {
 /**
  * What a groups claim gives: each group `<prefix><organisation>:<role>` one membership; a user in
  * several groups of one organisation has the highest of their roles. Other groups, and anything
- * that is not a list of strings (or one string, as some providers send a single group), give nothing.
+ * that is not a list of strings (or one string, as some providers send a single group or several
+ * apart by spaces or commas), give nothing; so does a name an organisation cannot have.
  */
 export function membershipsFromGroups(claim: unknown, prefix: string): ClaimedMembership[] {
-  const groups = typeof claim === 'string' ? [claim] : Array.isArray(claim) ? claim : [];
+  const groups = typeof claim === 'string' ? claim.split(/[\s,]+/) : Array.isArray(claim) ? claim : [];
   const roles = new Map<string, Role>();
   for (const group of groups) {
     if (typeof group !== 'string' || !group.startsWith(prefix)) continue;
@@ -30,7 +28,7 @@ export function membershipsFromGroups(claim: unknown, prefix: string): ClaimedMe
     const colon = rest.lastIndexOf(':');
     const organisation = rest.slice(0, Math.max(colon, 0)).trim();
     const role = roleNamed(rest.slice(colon + 1));
-    if (colon < 1 || !role || organisation === '' || organisation.length > MAX_NAME) continue;
+    if (colon < 1 || !role || !ACCOUNT_NAME.test(organisation)) continue;
     const held = roles.get(organisation);
     if (!held || !roleAtLeast(held, role)) roles.set(organisation, role);
   }

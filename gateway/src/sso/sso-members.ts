@@ -118,9 +118,13 @@ async function followClaim(
   claimed: readonly ClaimedMembership[],
   changed: Changed,
 ): Promise<MembershipRecord[]> {
-  const found = await Promise.all(
-    claimed.map(async (claim) => ({ ...claim, ...(await organisationId(store, claim.organisation)) })),
+  const looked = await Promise.all(
+    claimed.map(async (claim) => {
+      const organisation = await organisationId(store, claim.organisation);
+      return organisation && { ...claim, ...organisation };
+    }),
   );
+  const found = looked.filter((claim) => claim !== null);
   for (const { id, organisation, role, made } of found)
     if (made) await changed(id, role, { action: 'organisation.created', target: organisation, details: SSO });
   const current = await store.listMemberships(userId);
@@ -146,10 +150,14 @@ async function followClaim(
 
 const SSO = { source: 'sso' } as const;
 
-/** The organisation named so, made if there is none yet. */
-async function organisationId(store: SsoMembersStore, name: string): Promise<{ id: string; made: boolean }> {
+/**
+ * The organisation named so, made if there is none yet; null for a user's own organisation (its
+ * id is its user's), which only its user and the members they add belong to: a group in the
+ * provider naming it must not make anyone its member.
+ */
+async function organisationId(store: SsoMembersStore, name: string): Promise<{ id: string; made: boolean } | null> {
   const found = await store.findOrganisationByName(name);
-  if (found) return { id: found.id, made: false };
+  if (found) return (await store.findUserByName(name))?.id === found.id ? null : { id: found.id, made: false };
   try {
     return { id: (await store.createOrganisation({ name })).id, made: true };
   } catch (error) {

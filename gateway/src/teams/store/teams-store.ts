@@ -14,6 +14,12 @@ export interface OrganisationRecord {
   createdAt: Date;
 }
 
+/**
+ * What a user's or an organisation's name may be: they share one name space (a user's own
+ * organisation has the user's name), whoever makes it (the admin CLI, single sign-on's groups).
+ */
+export const ACCOUNT_NAME = /^[A-Za-z0-9._@-]{1,100}$/;
+
 /** Where a membership came from: given by an admin (API, CLI), or by the identity provider's claim at sign-in. */
 type MembershipSource = 'manual' | 'sso';
 
