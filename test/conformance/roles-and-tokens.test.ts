@@ -186,7 +186,6 @@ const reads = (): Array<[string, Params]> => [
   ['compare', { url: SHOP, from: dates[0], to: dates[1] }],
   ['overview', { startDate: dates[0].slice(0, 10), endDate: dates[1].slice(0, 10) }],
   ['budgets', { url: SHOP }],
-  ['webhooks', {}],
   ['annotations', { url: SHOP }],
   ['credentials', { url: SHOP }],
   ['projects/repository', { url: SHOP }],
@@ -241,8 +240,13 @@ describe('a viewer and a read token', () => {
         expect([reply.status, statusOf(reply)], `${who}: ${method} ${path}`).toEqual([403, 'FORBIDDEN']);
         expect(errorsOf(reply)).toMatch(/needs the (editor|admin) role; this token has viewer/);
       }
-      // Tokens are an admin's to list.
+      // Tokens are an admin's to list; webhooks, whose URLs are secrets, an editor's.
       expect((await call('GET', 'tokens', {}, tokens[who]!)).status).toBe(403);
+      const hooks = await call('GET', 'webhooks', {}, tokens[who]!);
+      expect([hooks.status, errorsOf(hooks)]).toEqual([
+        403,
+        'reading this needs the editor role; this token has viewer',
+      ]);
     }
     expect(await organisationState()).toEqual(before);
   });

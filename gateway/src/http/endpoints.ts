@@ -215,7 +215,8 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
   webhooks: {
     contract: API_ENDPOINTS.webhooks,
     limit: 'reads',
-    access: { read: 'viewer', write: 'editor' },
+    // A webhook's URL is a secret (a Slack webhook's path is its key): an editor's to see, as to change.
+    access: { read: 'editor', write: 'editor' },
     route: ({ store, webhookRules, auditLog }) => webhooksRoute({ store, rules: webhookRules, audit: auditLog }),
     doc: {
       summary: "List, add or remove the caller's webhooks",
