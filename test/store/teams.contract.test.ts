@@ -68,6 +68,24 @@ describeOnBothStores('teams', (store) => {
     expect(await store().removeMembership('not an id', ana.id)).toBe(false);
   });
 
+  it("revokes a removed member's tokens in that organisation, and only there", async () => {
+    const org = await store().createOrganisation({ name: 'checkout' });
+    const eli = await store().createUser('eli');
+    await store().setMembership({ orgId: org.id, userId: eli.id, role: 'editor', source: 'manual' });
+    const token = (prefix: string, orgId?: string) =>
+      store().addToken({ prefix, userId: eli.id, digest: 'ab'.repeat(32), ...(orgId ? { orgId } : {}) });
+    await token('eliThere', org.id);
+    await token('eliOwn01', eli.id);
+    await token('eliOwn02'); // made as tokens were before organisations: their user's own
+    expect(await store().removeMembership(org.id, eli.id)).toBe(true);
+    expect((await store().findToken('eliThere'))!.revokedAt).toBeInstanceOf(Date);
+    expect((await store().findToken('eliOwn01'))!.revokedAt).toBeNull();
+    expect((await store().findToken('eliOwn02'))!.revokedAt).toBeNull();
+    // Taken back: the old token stays revoked.
+    await store().setMembership({ orgId: org.id, userId: eli.id, role: 'editor', source: 'manual' });
+    expect((await store().findToken('eliThere'))!.revokedAt).toBeInstanceOf(Date);
+  });
+
   it("makes each user an organisation of their own, with the user's id and name and the user its admin", async () => {
     const user = await store().createUser('carla');
     expect(await store().findOrganisation(user.id)).toEqual({ id: user.id, name: 'carla', createdAt: user.createdAt });

@@ -104,11 +104,13 @@ export class MongoTeams implements TeamsStore {
   readonly #base: MongoDatabase;
   readonly #organisations: Collection;
   readonly #memberships: Collection;
+  readonly #tokens: Collection;
 
   constructor(base: MongoDatabase) {
     this.#base = base;
     this.#organisations = base.db.collection('organisations');
     this.#memberships = base.db.collection('memberships');
+    this.#tokens = base.db.collection('tokens');
   }
 
   async createOrganisation({ name, id }: { name: string; id?: string }): Promise<OrganisationRecord> {
@@ -168,6 +170,13 @@ export class MongoTeams implements TeamsStore {
   async removeMembership(orgId: string, userId: string): Promise<boolean> {
     const [org, user] = [objectIdOf(orgId), objectIdOf(userId)];
     if (!org || !user) return false;
-    return (await this.#memberships.deleteOne({ orgId: org, userId: user })).deletedCount === 1;
+    if ((await this.#memberships.deleteOne({ orgId: org, userId: user })).deletedCount !== 1) return false;
+    // Tokens made before organisations have no orgId: theirs is their user's own.
+    const inOrganisation = org.equals(user) ? { $or: [{ orgId: org }, { orgId: { $exists: false } }] } : { orgId: org };
+    await this.#tokens.updateMany(
+      { userId: user, revokedAt: null, ...inOrganisation },
+      { $set: { revokedAt: new Date() } },
+    );
+    return true;
   }
 }

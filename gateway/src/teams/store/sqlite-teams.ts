@@ -141,6 +141,13 @@ export class SqliteTeams implements TeamsStore {
   }
 
   async removeMembership(orgId: string, userId: string): Promise<boolean> {
-    return this.#db.changes('DELETE FROM memberships WHERE org_id = ? AND user_id = ?', orgId, userId) === 1;
+    return this.#db.transaction(() => {
+      const removed = this.#db.changes('DELETE FROM memberships WHERE org_id = ? AND user_id = ?', orgId, userId);
+      // Tokens made before organisations have no org_id: theirs is their user's own.
+      const revoke =
+        'UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND COALESCE(org_id, user_id) = ? AND revoked_at IS NULL';
+      if (removed === 1) this.#db.run(revoke, Date.now(), userId, orgId);
+      return removed === 1;
+    });
   }
 }

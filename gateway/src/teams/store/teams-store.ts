@@ -48,6 +48,10 @@ export interface TeamsStore {
   listMembers(orgId: string): Promise<MembershipRecord[]>;
   /** A user's memberships, oldest first. */
   listMemberships(userId: string): Promise<MembershipRecord[]>;
+  /**
+   * Ends the membership and revokes the member's tokens in that organisation, so taking them back
+   * later does not bring old tokens back to life.
+   */
   removeMembership(orgId: string, userId: string): Promise<boolean>;
 }
 
