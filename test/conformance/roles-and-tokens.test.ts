@@ -326,13 +326,19 @@ describe('tokens that no longer count', () => {
     expect(listed.find((t) => t.prefix === brief.slice(3, 11))).toMatchObject({ scope: 'read', expired: true });
   });
 
-  it('a token whose member was removed is 401; the removal is refused for the last admin (409)', async () => {
+  it('a token whose member was removed is revoked with the membership (401); the removal is refused for the last admin (409)', async () => {
     const leaver = tokens['leaver']!;
     expect((await call('GET', 'projects', {}, leaver)).status).toBe(200);
     await ok('DELETE', 'members', { query: { user: 'leaver' } }, tokens['admin']!);
     const reply = await call('GET', 'projects', {}, leaver);
     expect([reply.status, statusOf(reply)]).toEqual([401, 'UNAUTHORIZED']);
-    expect(errorsOf(reply)).toMatch(/no longer a member/);
+    expect(errorsOf(reply)).toMatch(/unknown or revoked token/);
+    const listed = tokenListSchema.parse((await ok('GET', 'tokens', {}, tokens['admin']!)).body).tokens;
+    expect(listed.find((t) => t.prefix === leaver.slice(3, 11))?.revokedAt).toEqual(expect.any(String));
+    // Taken back, they start without it.
+    await ok('PUT', 'members', { body: { user: 'leaver', role: 'viewer' } }, tokens['admin']!);
+    expect((await call('GET', 'projects', {}, leaver)).status).toBe(401);
+    await ok('DELETE', 'members', { query: { user: 'leaver' } }, tokens['admin']!);
     for (const [method, params] of [
       ['DELETE', { query: { user: 'ada' } }],
       ['PUT', { body: { user: 'ada', role: 'editor' } }],
@@ -341,6 +347,20 @@ describe('tokens that no longer count', () => {
       expect([refused.status, statusOf(refused)]).toEqual([409, 'CONFLICT']);
       expect(errorsOf(refused)).toMatch(/ada is the last admin/);
     }
+  });
+
+  it('a token made with an expiring token expires no later than it', async () => {
+    const made = tokenCreatedSchema.parse(
+      (await ok('POST', 'tokens', { body: { scope: 'admin', expires: '1h', label: 'contractor' } }, tokens['admin']!))
+        .body,
+    );
+    const child = async (body: Record<string, unknown>) =>
+      tokenCreatedSchema.parse((await ok('POST', 'tokens', { body }, made.token)).body).expiresAt;
+    // Asked for none, or for longer: the maker's expiry. Asked for sooner: that.
+    expect(await child({ scope: 'admin' })).toBe(made.expiresAt);
+    expect(await child({ scope: 'read', expires: '30d' })).toBe(made.expiresAt);
+    const sooner = Date.parse((await child({ scope: 'read', expires: '10m' }))!);
+    expect(sooner).toBeLessThan(Date.parse(made.expiresAt!));
   });
 
   it('a revoked token is 401; revoking it again answers the same', async () => {
