@@ -41,7 +41,15 @@ export async function signInMember(
   { groupsClaim, groupPrefix }: { groupsClaim: string; groupPrefix: string },
   audit?: AuditLog,
 ): Promise<SignedInMember> {
-  const claimed = membershipsFromGroups(identity.claims[groupsClaim], groupPrefix);
+  const claim = identity.claims[groupsClaim];
+  // A claim of another shape (an object, a number) is a provider misconfigured, not a user in no
+  // group: refused, with nobody's memberships changed.
+  if (claim !== undefined && typeof claim !== 'string' && !Array.isArray(claim))
+    return {
+      ok: false,
+      reason: `The identity provider's ${groupsClaim} claim is not a list of groups: ask its admins.`,
+    };
+  const claimed = membershipsFromGroups(claim, groupPrefix);
   const linked = await store.findIdentity(identity.issuer, identity.subject);
   const { name } = userName(identity.claims, identity.subject);
   const changed =
