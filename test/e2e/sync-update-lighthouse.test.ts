@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import {
   auditResultSchema,
@@ -10,7 +9,12 @@ import {
   parseApiDateTime,
 } from '@perfwatch/common';
 import { freePort } from '../support/local-servers.ts';
-import { runPerfwatch, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
+import {
+  runPerfwatch,
+  spawnPerfwatch,
+  spawnServingAgent,
+  type PerfwatchProcess,
+} from '../support/perfwatch-process.ts';
 import { isolatedNats } from '../support/test-services.ts';
 
 // End to end: a gateway process and an agent process (real Chromium, real Lighthouse) on a
@@ -43,18 +47,8 @@ beforeAll(async () => {
     HOST: '127.0.0.1',
     SHUTDOWN_READINESS_DELAY_MS: '2000',
   });
-  agent = spawnPerfwatch(['agent'], {
-    NATS_URL: nats.url,
-    PERFWATCH_LOCATION: 'london',
-    PERFWATCH_AGENT_ID: 'e2e-london',
-    PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
-  });
+  agent = await spawnServingAgent(nats.url, 'london', 'e2e-london');
   await gateway.waitFor(/gateway listening/);
-  await agent.waitFor(/agent serving location/);
-  // The agent answers a malformed job at once: proof that it serves its subject.
-  const nc = await connect({ servers: nats.url });
-  await nc.request('perfwatch.audit.v1.london', new TextEncoder().encode('{}'), { timeout: 10_000 });
-  await nc.close();
 }, 90_000);
 
 afterAll(async () => {

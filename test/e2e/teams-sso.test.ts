@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { connect } from '@nats-io/transport-node';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { auditLogPageSchema, errorEnvelopeSchema, type AuditLogPage } from '@perfwatch/common';
 import { launchBrowser } from '../support/browser.ts';
 import { freePort } from '../support/local-servers.ts';
 import { startOidcProvider, type OidcProvider } from '../support/oidc-provider.ts';
-import { spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
+import { spawnPerfwatch, spawnServingAgent, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { isolatedNats } from '../support/test-services.ts';
 
 /**
@@ -63,18 +62,8 @@ beforeAll(async () => {
     SSO_ALLOW_HTTP_ISSUER: 'true',
     SHUTDOWN_READINESS_DELAY_MS: '0',
   });
-  agent = spawnPerfwatch(['agent'], {
-    NATS_URL: nats.url,
-    PERFWATCH_LOCATION: 'london',
-    PERFWATCH_AGENT_ID: 'e2e-teams-london',
-    PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
-  });
+  agent = await spawnServingAgent(nats.url, 'london', 'e2e-teams-london');
   await gateway.waitFor(/gateway listening/);
-  await agent.waitFor(/agent serving location/);
-  // The agent subscribed once it answers on its subject (its presence reaches the gateway too).
-  const nc = await connect({ servers: nats.url });
-  await nc.request('perfwatch.audit.v1.london', new TextEncoder().encode('{}'), { timeout: 10_000 });
-  await nc.close();
   browser = await launchBrowser();
 }, 120_000);
 

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { connect } from '@nats-io/transport-node';
 import { freePort } from './local-servers.ts';
 
 const bin = join(dirname(fileURLToPath(import.meta.url)), '../../bin/perfwatch.js');
@@ -150,4 +151,25 @@ export async function runPerfwatch(
   const proc = spawnPerfwatch(args, env, options);
   const code = await new Promise<number | null>((resolve) => proc.child.once('exit', resolve));
   return { code, output: proc.output() };
+}
+
+/**
+ * `perfwatch agent` for `location`, measuring pages of this machine (the test site), once it
+ * serves its subject: it answers a malformed job at once, proof that it subscribed.
+ */
+export async function spawnServingAgent(natsUrl: string, location: string, agentId: string): Promise<PerfwatchProcess> {
+  const agent = spawnPerfwatch(['agent'], {
+    NATS_URL: natsUrl,
+    PERFWATCH_LOCATION: location,
+    PERFWATCH_AGENT_ID: agentId,
+    PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
+  });
+  await agent.waitFor(/agent serving location/);
+  const nc = await connect({ servers: natsUrl });
+  try {
+    await nc.request(`perfwatch.audit.v1.${location}`, new TextEncoder().encode('{}'), { timeout: 10_000 });
+  } finally {
+    await nc.close();
+  }
+  return agent;
 }
