@@ -5,6 +5,7 @@ import { issueToken, type MongoStore } from '@perfwatch/gateway';
 import { openApiResponseChecker } from '../support/openapi-responses.ts';
 import { documented as documentedBy, errorsOf, send, type Params, type Reply } from '../support/api-requests.ts';
 import { isolatedNats, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
+import { breakableStore } from '../support/breakable-store.ts';
 
 // The audit log of an organisation (issue 33, item 5), as a client written from the spec reads
 // it: every change the API makes is listed with its actor (the member's name, the token's
@@ -70,19 +71,7 @@ async function everyEntry(limit: number, method: 'GET' | 'POST' = 'GET', token =
 }
 
 /** The test's store, failing the methods `broken` names. */
-function breakable(real: MongoStore): MongoStore {
-  return new Proxy(real, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver) as unknown;
-      if (typeof value !== 'function') return value;
-      const bound = (value as (...args: unknown[]) => unknown).bind(target);
-      return (...args: unknown[]) => {
-        if (broken.has(String(property))) throw new Error('connection reset by peer at /srv/db.ts:12');
-        return bound(...args);
-      };
-    },
-  });
-}
+const breakable = (real: MongoStore) => breakableStore(real, (method) => broken.has(method));
 
 beforeAll(async () => {
   nats = await isolatedNats();

@@ -9,6 +9,7 @@ import { openApiResponseChecker } from '../support/openapi-responses.ts';
 import { documented as documentedBy, errorsOf, send, type Params, type Reply } from '../support/api-requests.ts';
 import { startFakeCrux } from '../support/fake-crux.ts';
 import { isolatedNats, silentLogger, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
+import { breakableStore } from '../support/breakable-store.ts';
 
 // Projects made, changed and removed through the API (issue 33, item 1): POST /v1/projects with
 // a url, PATCH, DELETE ?url=, as a client written from the spec sees them, every answer checked
@@ -46,20 +47,11 @@ const remove = (url: string, token = alice) => call('DELETE', { query: { url } }
 const listOf = async (token = alice) => projectListSchema.parse((await call('GET', {}, { Authorization: token })).body);
 
 /** The test's store, failing the project calls while `broken` is set. */
-function breakable(store: MongoStore): MongoStore {
-  const failing = new Set(['addProject', 'findProject', 'setProjectSettings', 'removeProject']);
-  return new Proxy(store, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver) as unknown;
-      if (typeof value !== 'function') return value;
-      const bound = (value as (...args: unknown[]) => unknown).bind(target);
-      return (...args: unknown[]) => {
-        if (broken && failing.has(String(property))) throw new Error('connection reset by peer at /srv/db.ts:12');
-        return bound(...args);
-      };
-    },
-  });
-}
+const breakable = (store: MongoStore) =>
+  breakableStore(
+    store,
+    (method) => broken && ['addProject', 'findProject', 'setProjectSettings', 'removeProject'].includes(method),
+  );
 
 beforeAll(async () => {
   nats = await isolatedNats();

@@ -20,6 +20,7 @@ import { fixtureRunner } from '../support/fixture-runner.ts';
 import { openApiResponseChecker } from '../support/openapi-responses.ts';
 import { documented, errorsOf, send, type Params, type Reply } from '../support/api-requests.ts';
 import { isolatedNats, silentLogger, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
+import { breakableStore } from '../support/breakable-store.ts';
 
 // Roles and scoped tokens (issue 33, items 2 and 3) over a real gateway, nats-server and
 // MongoDB-wire server, every answer checked against /v1/openapi.json. One organisation,
@@ -81,20 +82,9 @@ async function apiToken(maker: string, body: Record<string, unknown>): Promise<s
 }
 
 /** The test's store, failing the token and member calls while `broken` is set. */
-function breakable(store: MongoStore): MongoStore {
-  const failing = new Set(['listOrganisationTokens', 'addToken', 'revokeToken', 'listMembers', 'findUserByName']);
-  return new Proxy(store, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver) as unknown;
-      if (typeof value !== 'function') return value;
-      const bound = (value as (...args: unknown[]) => unknown).bind(target);
-      return (...args: unknown[]) => {
-        if (broken && failing.has(String(property))) throw new Error('connection reset by peer at /srv/db.ts:12');
-        return bound(...args);
-      };
-    },
-  });
-}
+const TOKEN_AND_MEMBER_CALLS = ['listOrganisationTokens', 'addToken', 'revokeToken', 'listMembers', 'findUserByName'];
+const breakable = (store: MongoStore) =>
+  breakableStore(store, (method) => broken && TOKEN_AND_MEMBER_CALLS.includes(method));
 
 async function syncUpdate(token: string): Promise<string> {
   const reply = await ok('POST', 'update', { body: { url: SHOP, device: 'mobile' } }, token);
