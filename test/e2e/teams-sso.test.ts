@@ -95,10 +95,10 @@ async function signIn(who: typeof ALICE): Promise<Page> {
 /** The session's cookie and CSRF token, to call the API as the signed-in person does. */
 async function sessionOf(page: Page): Promise<{ cookie: string; csrf: string }> {
   const cookies = await page.context().cookies(base);
-  const session = cookies.find((c) => c.name === 'perfwatch_session');
+  const session = cookies.find((c) => c.name === '__Host-perfwatch_session');
   expect(session, 'the session cookie').toBeDefined();
   expect(session).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Lax' });
-  const cookie = `perfwatch_session=${session!.value}`;
+  const cookie = `__Host-perfwatch_session=${session!.value}`;
   const view = (await (await fetch(`${base}/auth/session`, { headers: { cookie } })).json()) as { csrfToken: string };
   return { cookie, csrf: view.csrfToken };
 }

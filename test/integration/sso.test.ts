@@ -78,8 +78,8 @@ async function startSignIn(returnTo?: string) {
     redirect: 'manual',
   });
   expect(login.status).toBe(302);
-  const loginCookie = setCookie(login, 'perfwatch_sso_login')!;
-  expect(loginCookie.line).toMatch(/; Path=\/auth\/sso\/; Max-Age=600; HttpOnly; Secure; SameSite=Lax$/);
+  const loginCookie = setCookie(login, '__Host-perfwatch_sso_login')!;
+  expect(loginCookie.line).toMatch(/; Path=\/; Max-Age=600; HttpOnly; Secure; SameSite=Lax$/);
   return { url: new URL(login.headers.get('location')!), loginCookie: loginCookie.value };
 }
 
@@ -94,7 +94,7 @@ async function finishSignIn(url: URL, who: typeof ALICE, loginCookie: string | n
   expect(signedIn.callback, signedIn.page).toBeDefined();
   return fetch(signedIn.callback!, {
     redirect: 'manual',
-    headers: loginCookie === null ? {} : { cookie: `perfwatch_sso_login=${loginCookie}` },
+    headers: loginCookie === null ? {} : { cookie: `__Host-perfwatch_sso_login=${loginCookie}` },
   });
 }
 
@@ -113,7 +113,7 @@ async function signIn(who: typeof ALICE) {
   const { url, loginCookie } = await startSignIn();
   const callback = await finishSignIn(url, who, loginCookie);
   expect(callback.status).toBe(302);
-  const cookie = setCookie(callback, 'perfwatch_session')!;
+  const cookie = setCookie(callback, '__Host-perfwatch_session')!;
   const session = sessionSchema(
     await (await fetch(`${base}/auth/session`, { headers: sessionHeaders(cookie.value) })).json(),
   );
@@ -121,7 +121,7 @@ async function signIn(who: typeof ALICE) {
 }
 
 const sessionHeaders = (cookie: string, csrf?: string): Record<string, string> => ({
-  cookie: `perfwatch_session=${cookie}`,
+  cookie: `__Host-perfwatch_session=${cookie}`,
   accept: 'application/json',
   'content-type': 'application/json',
   ...(csrf === undefined ? {} : { 'x-csrf-token': csrf }),
@@ -141,10 +141,10 @@ describe('single sign-on', () => {
     const { callback, cookie } = await signIn(ALICE);
     expect(callback.headers.get('location')).toBe('/');
     expect(cookie.line).toMatch(
-      /^perfwatch_session=[\w-]{43}; Path=\/; Max-Age=28800; HttpOnly; Secure; SameSite=Lax$/,
+      /^__Host-perfwatch_session=[\w-]{43}; Path=\/; Max-Age=28800; HttpOnly; Secure; SameSite=Lax$/,
     );
     // The sign-in's own cookie is spent.
-    expect(setCookie(callback, 'perfwatch_sso_login')?.line).toMatch(/Max-Age=0/);
+    expect(setCookie(callback, '__Host-perfwatch_sso_login')?.line).toMatch(/Max-Age=0/);
     expect(await store.findSession(createHash('sha256').update(cookie.value).digest('hex'))).toMatchObject({
       userName: ALICE.email,
     });
@@ -268,7 +268,7 @@ describe('single sign-on', () => {
     const callback = await finishSignIn(url, BOB, loginCookie);
     expect(callback.status).toBe(403);
     expect(await callback.text()).toContain('no perfwatch group');
-    expect(setCookie(callback, 'perfwatch_session')).toBeUndefined();
+    expect(setCookie(callback, '__Host-perfwatch_session')).toBeUndefined();
     expect(await store.findUserByName(BOB.email)).toBeNull();
   });
 
@@ -292,7 +292,7 @@ describe('single sign-on', () => {
       url.searchParams.set(param, `${url.searchParams.get(param)}-changed`);
       const callback = await finishSignIn(url, ALICE, loginCookie);
       expect(callback.status, param).toBe(400);
-      expect(setCookie(callback, 'perfwatch_session'), param).toBeUndefined();
+      expect(setCookie(callback, '__Host-perfwatch_session'), param).toBeUndefined();
     }
     const { url } = await startSignIn();
     const withoutCookie = await finishSignIn(url, ALICE, null);
@@ -305,7 +305,7 @@ describe('single sign-on', () => {
     expect(forged.status).toBe(401);
     expect(await forged.json()).toMatchObject({
       status: 'UNAUTHORIZED',
-      errors: [expect.stringContaining('perfwatch_session')],
+      errors: [expect.stringContaining('__Host-perfwatch_session')],
     });
 
     const { session } = await signIn(ALICE);
@@ -334,7 +334,7 @@ describe('single sign-on', () => {
       headers: sessionHeaders(cookie.value, session.csrfToken),
     });
     expect(out.status).toBe(204);
-    expect(setCookie(out, 'perfwatch_session')?.line).toMatch(/^perfwatch_session=; Path=\/; Max-Age=0/);
+    expect(setCookie(out, '__Host-perfwatch_session')?.line).toMatch(/^__Host-perfwatch_session=; Path=\/; Max-Age=0/);
     expect((await projects(sessionHeaders(cookie.value, session.csrfToken))).status).toBe(401);
     expect(await (await fetch(`${base}/auth/session`, { headers: sessionHeaders(cookie.value) })).json()).toEqual({
       sso: true,
@@ -365,7 +365,7 @@ describe('single sign-on with its provider out of reach', () => {
       const login = await fetch(`${unreachable.http.url}/auth/sso/login`, { redirect: 'manual' });
       expect(login.status).toBe(503);
       expect(await login.text()).toContain('could not be reached');
-      expect(setCookie(login, 'perfwatch_sso_login')).toBeUndefined();
+      expect(setCookie(login, '__Host-perfwatch_sso_login')).toBeUndefined();
       expect(await (await fetch(`${unreachable.http.url}/auth/session`)).json()).toEqual({
         sso: true,
         signedIn: false,

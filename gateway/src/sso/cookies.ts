@@ -1,9 +1,13 @@
 import type { Request, Response } from 'express';
 
-/** The dashboard session's cookie (its value: the session id; only its digest is stored). */
-export const SESSION_COOKIE = 'perfwatch_session';
-/** The sealed state of a sign-in under way (login-state.ts), sent back only to the callback. */
-export const LOGIN_COOKIE = 'perfwatch_sso_login';
+/**
+ * The dashboard session's cookie (its value: the session id; only its digest is stored). `__Host-`:
+ * browsers take it only with Secure and Path=/ and without a Domain, so a neighbouring subdomain
+ * cannot plant one of its own (a session of the attacker's, or a sign-in's state).
+ */
+export const SESSION_COOKIE = '__Host-perfwatch_session';
+/** The sealed state of a sign-in under way (login-state.ts), read only by the callback. */
+export const LOGIN_COOKIE = '__Host-perfwatch_sso_login';
 
 /** The value of cookie `name` in the request's Cookie header; undefined when absent. */
 export function readCookie(req: Request, name: string): string | undefined {

@@ -28,7 +28,8 @@ export interface SsoDeps {
   logger: Logger;
 }
 
-const LOGIN_PATH = '/auth/sso/';
+// Path=/, as the __Host- prefix asks: only the callback reads it, for its ten minutes.
+const LOGIN_PATH = '/';
 /** Where the dashboard lives; a sign-in goes back to a path of this gateway only, never to another site. */
 const returnPath = (given: unknown): string =>
   typeof given === 'string' && given.length <= 2_000 && /^\/(?![/\\])[^\s\\]*$/.test(given) ? given : '/';
