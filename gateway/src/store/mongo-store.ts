@@ -12,6 +12,7 @@ import { MongoSnapshotReads } from '../snapshots/store/mongo-snapshot-reads.ts';
 import { MongoSnapshots, snapshotIndexes, type MongoSnapshotsOptions } from '../snapshots/store/mongo-snapshots.ts';
 import { giveOwnOrganisations, MongoTeams, teamIndexes } from '../teams/store/mongo-teams.ts';
 import { MongoSso, ssoIndexes } from '../sso/store/mongo-sso.ts';
+import { MongoSites, siteIndexes } from '../sites/store/mongo-sites.ts';
 import { MongoUpdates, updateIndexes } from '../updates/store/mongo-updates.ts';
 import type { MongoDatabase } from './mongo-database.ts';
 import { combineSlices } from './store-slices.ts';
@@ -38,6 +39,7 @@ const indexes = (db: Db) => [
   ...teamIndexes(db),
   ...auditLogIndexes(db),
   ...ssoIndexes(db),
+  ...siteIndexes(db),
 ];
 
 // The slices' methods are put on each MongoStore by combineSlices (see its constructor).
@@ -74,6 +76,7 @@ export class MongoStore implements StoreBase {
       new MongoTeams(base),
       new MongoAuditLog(base),
       new MongoSso(base),
+      new MongoSites(base),
     ]);
   }
 

@@ -13,6 +13,7 @@ import { SqliteSnapshotReads } from '../snapshots/store/sqlite-snapshot-reads.ts
 import { snapshotsSchema, SqliteSnapshots } from '../snapshots/store/sqlite-snapshots.ts';
 import { SqliteTeams, teamsSchema } from '../teams/store/sqlite-teams.ts';
 import { SqliteSso, ssoSchema } from '../sso/store/sqlite-sso.ts';
+import { SqliteSites, sitesSchema } from '../sites/store/sqlite-sites.ts';
 import { SqliteUpdates, updatesSchema } from '../updates/store/sqlite-updates.ts';
 import { SqliteDatabase } from './sqlite-database.ts';
 import { migrate, type SqliteSchema } from './sqlite-migrations.ts';
@@ -35,6 +36,7 @@ const SCHEMAS: readonly SqliteSchema[] = [
   teamsSchema,
   auditLogSchema,
   ssoSchema,
+  sitesSchema,
 ];
 
 // The slices' methods are put on each SqliteStore by combineSlices (see its constructor).
@@ -76,6 +78,7 @@ export class SqliteStore implements StoreBase {
       new SqliteTeams(db),
       new SqliteAuditLog(db),
       new SqliteSso(db),
+      new SqliteSites(db),
     ]);
   }
 

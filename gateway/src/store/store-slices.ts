@@ -9,6 +9,7 @@ import type { KpisStore } from '../snapshots/store/kpis-store.ts';
 import type { SnapshotReadsStore, SnapshotsStore } from '../snapshots/store/snapshots-store.ts';
 import type { TeamsStore } from '../teams/store/teams-store.ts';
 import type { SsoStore } from '../sso/store/sso-store.ts';
+import type { SitesStore } from '../sites/store/sites-store.ts';
 import type { UpdatesStore } from '../updates/store/updates-store.ts';
 
 /** One backend's slices, in the order of the `Store` they make together (store.ts). */
@@ -26,6 +27,7 @@ export type StoreSlices = readonly [
   TeamsStore,
   AuditLogStore,
   SsoStore,
+  SitesStore,
 ];
 
 /**

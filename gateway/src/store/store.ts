@@ -9,6 +9,7 @@ import type { KpisStore } from '../snapshots/store/kpis-store.ts';
 import type { SnapshotReadsStore, SnapshotsStore } from '../snapshots/store/snapshots-store.ts';
 import type { TeamsStore } from '../teams/store/teams-store.ts';
 import type { SsoStore } from '../sso/store/sso-store.ts';
+import type { SitesStore } from '../sites/store/sites-store.ts';
 import type { UpdatesStore } from '../updates/store/updates-store.ts';
 import type { UnreadableRecords } from './unreadable-records.ts';
 
@@ -25,6 +26,7 @@ export * from '../snapshots/store/kpis-store.ts';
 export * from '../snapshots/store/snapshots-store.ts';
 export * from '../teams/store/teams-store.ts';
 export * from '../sso/store/sso-store.ts';
+export * from '../sites/store/sites-store.ts';
 export * from '../updates/store/updates-store.ts';
 
 /** Runs finished of those planned, per device and location: the API's shape, kept as it is. */
@@ -60,7 +62,8 @@ export type Store = StoreBase &
   ForgeStore &
   TeamsStore &
   AuditLogStore &
-  SsoStore;
+  SsoStore &
+  SitesStore;
 
 /**
  * The store had no room for a write (the embedded store's disk or database is full): nothing of

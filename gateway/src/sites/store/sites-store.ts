@@ -1,0 +1,171 @@
+import { z } from 'zod';
+import { budgetFileSchema, DEVICES, LOCATIONS, type Budgets, type Device, type Location } from '@perfwatch/common';
+import { ownId, type StoredForms } from '../../store/record-forms.ts';
+
+/** Where a site's pages are listed: found from robots.txt and /sitemap.xml, or this sitemap's URL (on the origin). */
+export type SitemapSource = 'discover' | (string & {});
+
+/**
+ * A whole site watched by its origin (issue 34): where its pages are found, which of them count,
+ * how they are grouped and sampled, and how the samples are measured (a project's settings).
+ */
+export interface SiteRecord {
+  id: string;
+  /** The owning organisation's id, as every record's. */
+  userId: string;
+  /** scheme://host[:port], normalised (URL.origin): one site per origin and organisation. */
+  origin: string;
+  sitemap: SitemapSource;
+  /** Path patterns a page must match one of to count (none: every page). */
+  include: string[];
+  /** Path patterns a page must match none of. */
+  exclude: string[];
+  maxPages: number;
+  /** Pages measured per group. */
+  sampleSize: number;
+  /** Route templates (`/product/:id`) that override those inferred from the URLs. */
+  groupPatterns: string[];
+  /** As a project's: null, never set (both devices). */
+  devices: Device[] | null;
+  locations: Location[];
+  defaultLocation: Location;
+  runs: number;
+  /** Cron expression (UTC) of discovery and measuring; null: on request only. */
+  schedule: string | null;
+  /** Budgets its pages inherit (none: empty). */
+  budgets: Budgets;
+  createdAt: Date;
+}
+
+export type NewSite = Omit<SiteRecord, 'id' | 'createdAt' | 'budgets'> & { budgets?: Budgets };
+
+/** What may change after the site is made (PATCH /v1/sites); its origin names it, so stays. */
+export type SiteSettings = Omit<SiteRecord, 'id' | 'userId' | 'origin' | 'budgets' | 'createdAt'>;
+
+/** A page of a site, as its discoveries found it: kept once gone, so a site can show what went. */
+export interface SitePageRecord {
+  siteId: string;
+  url: string;
+  /** Its route template (`/product/:id`). */
+  group: string;
+  /** Whether it is among its group's measured sample. */
+  sampled: boolean;
+  firstSeenAt: Date;
+  lastSeenAt: Date;
+  /** When a discovery first no longer found it; null: found by the last one. */
+  goneAt: Date | null;
+}
+
+/** A page as a discovery hands it over. */
+export type FoundPage = Pick<SitePageRecord, 'url' | 'group' | 'sampled'>;
+
+/** What a discovery changed: pages new (or back after being gone), and pages no longer found. */
+export interface PagesChange {
+  added: string[];
+  gone: string[];
+}
+
+/** An organisation's sites and their pages. */
+export interface SitesStore {
+  /** DuplicateError: the organisation has a site at that origin. */
+  addSite(site: NewSite): Promise<SiteRecord>;
+  /** The organisation's site with that id (another's, or an id of no site: null). */
+  findSite(userId: string, id: string): Promise<SiteRecord | null>;
+  findSiteByOrigin(userId: string, origin: string): Promise<SiteRecord | null>;
+  /** An organisation's sites by origin; every organisation's without one (a scheduler's view). */
+  listSites(userId?: string): Promise<SiteRecord[]>;
+  setSiteSettings(siteId: string, settings: SiteSettings): Promise<void>;
+  setSiteBudgets(siteId: string, budgets: Budgets): Promise<void>;
+  /** Removes the organisation's site and its pages; false when it has no such site. */
+  removeSite(userId: string, id: string): Promise<boolean>;
+  /**
+   * A discovery's pages replace the site's: those found are current (their group and sample as
+   * given), those not found are gone from `at` on (and no longer sampled).
+   */
+  replaceSitePages(siteId: string, found: readonly FoundPage[], at: Date): Promise<PagesChange>;
+  /** A site's pages, gone ones too, by URL. */
+  listSitePages(siteId: string): Promise<SitePageRecord[]>;
+}
+
+/** A site without budgets has these: none (a new object each time). */
+const noBudgets = (): Budgets => ({ budgets: {}, maxRegression: {} });
+
+/** A new site's record: what it was given, no budgets unless given, its id and when. */
+export const newSiteRecord = (site: NewSite, id: string, createdAt: Date): SiteRecord => ({
+  ...site,
+  include: [...site.include],
+  exclude: [...site.exclude],
+  groupPatterns: [...site.groupPatterns],
+  locations: [...site.locations],
+  devices: site.devices ? [...site.devices] : null,
+  budgets: site.budgets ?? noBudgets(),
+  id,
+  createdAt,
+});
+
+/**
+ * The rule both backends share: the site's pages after a discovery that found `found` at `at`
+ * (the first of a URL found twice counts), and what changed. Every page written back is one
+ * whose record changed; pages gone before stay as they were.
+ */
+export function pagesAfterDiscovery(
+  existing: readonly SitePageRecord[],
+  found: readonly FoundPage[],
+  siteId: string,
+  at: Date,
+): { pages: SitePageRecord[]; change: PagesChange } {
+  const before = new Map(existing.map((page) => [page.url, page]));
+  const seen = new Map<string, FoundPage>();
+  for (const page of found) if (!seen.has(page.url)) seen.set(page.url, page);
+  const pages: SitePageRecord[] = [];
+  const change: PagesChange = { added: [], gone: [] };
+  for (const { url, group, sampled } of seen.values()) {
+    const old = before.get(url);
+    if (!old || old.goneAt !== null) change.added.push(url);
+    pages.push({ siteId, url, group, sampled, firstSeenAt: old?.firstSeenAt ?? at, lastSeenAt: at, goneAt: null });
+  }
+  for (const old of existing)
+    if (!seen.has(old.url) && old.goneAt === null) {
+      change.gone.push(old.url);
+      pages.push({ ...old, sampled: false, goneAt: at });
+    }
+  change.added.sort();
+  change.gone.sort();
+  return { pages, change };
+}
+
+/** The records of this slice as each backend reads them back (see record-forms.ts). */
+export function siteRecords(forms: StoredForms) {
+  const { id, time, structured } = forms;
+  const patterns = structured(z.array(z.string()));
+  const site = z.object({
+    ...ownId(forms),
+    userId: id,
+    origin: z.string(),
+    sitemap: z.string(),
+    include: patterns,
+    exclude: patterns,
+    maxPages: z.number().int().positive(),
+    sampleSize: z.number().int().positive(),
+    groupPatterns: patterns,
+    devices: structured(z.array(z.enum(DEVICES)).min(1))
+      .nullable()
+      .default(null),
+    locations: structured(z.array(z.enum(LOCATIONS)).min(1)),
+    defaultLocation: z.enum(LOCATIONS),
+    runs: z.number().int().positive(),
+    schedule: z.string().nullable().default(null),
+    budgets: structured(budgetFileSchema).default(noBudgets),
+  }) satisfies z.ZodType<SiteRecord>;
+  const page = z.object({
+    siteId: id,
+    url: z.string(),
+    group: z.string(),
+    // SQLite keeps a boolean as 0 or 1.
+    sampled: z.union([z.boolean(), z.number().transform((n) => n !== 0)]),
+    firstSeenAt: time,
+    lastSeenAt: time,
+    goneAt: time.nullable().default(null),
+  }) satisfies z.ZodType<SitePageRecord>;
+  return { site, page };
+}

@@ -1,0 +1,130 @@
+import { ObjectId } from 'mongodb';
+import { expect, it } from 'vitest';
+import type { NewSite, SiteSettings } from '../../gateway/src/sites/store/sites-store.ts';
+import { describeOnBothStores } from './store-backends.ts';
+
+// An organisation's sites and the pages its discoveries found (SitesStore, issue 34).
+// Run against both backends: FerretDB (MongoDB where containers run) and SQLite.
+
+const site = (userId: string, origin: string): NewSite => ({
+  userId,
+  origin,
+  sitemap: 'discover',
+  include: [],
+  exclude: ['/admin/**'],
+  maxPages: 100,
+  sampleSize: 3,
+  groupPatterns: ['/product/:id'],
+  devices: null,
+  locations: ['london'],
+  defaultLocation: 'london',
+  runs: 3,
+  schedule: null,
+});
+
+const at = (minute: number) => new Date(Date.UTC(2026, 10, 26, 9, minute));
+
+describeOnBothStores('sites', (store) => {
+  it('keeps a site per origin and organisation, finds it by id and origin, lists by origin', async () => {
+    const acme = await store().createUser('site-acme');
+    const other = await store().createUser('site-other');
+    const shop = await store().addSite(site(acme.id, 'https://shop.example'));
+    const blog = await store().addSite(site(acme.id, 'https://blog.example'));
+    expect(shop).toMatchObject({
+      ...site(acme.id, 'https://shop.example'),
+      budgets: { budgets: {}, maxRegression: {} },
+    });
+    expect(shop.id).toMatch(/^[0-9a-f]{24}$/);
+    expect(shop.createdAt).toBeInstanceOf(Date);
+    expect(await store().findSite(acme.id, shop.id)).toEqual(shop);
+    expect(await store().findSiteByOrigin(acme.id, 'https://shop.example')).toEqual(shop);
+    await expect(store().addSite(site(acme.id, 'https://shop.example'))).rejects.toMatchObject({
+      name: 'DuplicateError',
+      message: 'site https://shop.example exists for this organisation',
+    });
+    // Another organisation may watch the same origin, and never sees acme's site.
+    const theirs = await store().addSite(site(other.id, 'https://shop.example'));
+    expect(await store().findSite(other.id, shop.id)).toBeNull();
+    expect(await store().findSite(acme.id, new ObjectId().toHexString())).toBeNull();
+    expect(await store().findSite(acme.id, 'not an id')).toBeNull();
+    expect((await store().listSites(acme.id)).map((s) => s.id)).toEqual([blog.id, shop.id]);
+    expect((await store().listSites()).map((s) => s.id)).toEqual(expect.arrayContaining([blog.id, shop.id, theirs.id]));
+  });
+
+  it("replaces a site's settings and budgets, keeping its origin", async () => {
+    const owner = await store().createUser('site-settings');
+    const made = await store().addSite(site(owner.id, 'https://settings.example'));
+    const settings: SiteSettings = {
+      sitemap: 'https://settings.example/sitemap_index.xml',
+      include: ['/shop/**'],
+      exclude: [],
+      maxPages: 1000,
+      sampleSize: 20,
+      groupPatterns: [],
+      devices: ['desktop'],
+      locations: ['tokyo', 'london'],
+      defaultLocation: 'tokyo',
+      runs: 1,
+      schedule: '0 3 * * *',
+    };
+    await store().setSiteSettings(made.id, settings);
+    const budgets = { budgets: { performance: 90 }, maxRegression: {} };
+    await store().setSiteBudgets(made.id, budgets);
+    expect(await store().findSite(owner.id, made.id)).toEqual({ ...made, ...settings, budgets });
+  });
+
+  it('replaces the pages of a discovery, reporting those added and gone, keeping gone ones listed', async () => {
+    const owner = await store().createUser('site-pages');
+    const { id } = await store().addSite(site(owner.id, 'https://pages.example'));
+    const page = (path: string, group: string, sampled = false) => ({
+      url: `https://pages.example${path}`,
+      group,
+      sampled,
+    });
+    const first = [page('/', '/', true), page('/product/1', '/product/:id', true), page('/product/2', '/product/:id')];
+    expect(await store().replaceSitePages(id, first, at(0))).toEqual({
+      added: ['https://pages.example/', 'https://pages.example/product/1', 'https://pages.example/product/2'],
+      gone: [],
+    });
+    // /product/1 went, /product/3 came; the sample moved to /product/2; a URL found twice counts once.
+    const second = [page('/', '/', true), page('/product/2', '/product/:id', true), page('/product/3', '/product/:id')];
+    expect(await store().replaceSitePages(id, [...second, page('/product/3', '/other')], at(5))).toEqual({
+      added: ['https://pages.example/product/3'],
+      gone: ['https://pages.example/product/1'],
+    });
+    const pages = await store().listSitePages(id);
+    expect(pages.map((p) => [p.url.slice(21), p.group, p.sampled, p.firstSeenAt, p.lastSeenAt, p.goneAt])).toEqual([
+      ['/', '/', true, at(0), at(5), null],
+      ['/product/1', '/product/:id', false, at(0), at(0), at(5)],
+      ['/product/2', '/product/:id', true, at(0), at(5), null],
+      ['/product/3', '/product/:id', false, at(5), at(5), null],
+    ]);
+    // Found again, a gone page is back (added), and stays gone from the reports meanwhile.
+    expect(await store().replaceSitePages(id, [...second, page('/product/1', '/product/:id')], at(9))).toEqual({
+      added: ['https://pages.example/product/1'],
+      gone: [],
+    });
+    expect((await store().listSitePages(id)).find((p) => p.url.endsWith('/product/1'))).toMatchObject({
+      firstSeenAt: at(0),
+      lastSeenAt: at(9),
+      goneAt: null,
+    });
+    expect(await store().replaceSitePages(id, [], at(10))).toEqual({ added: [], gone: expect.any(Array) });
+    expect((await store().listSitePages(id)).every((p) => p.goneAt !== null && !p.sampled)).toBe(true);
+  });
+
+  it("removes a site with its pages, and only its organisation's", async () => {
+    const owner = await store().createUser('site-removal');
+    const stranger = await store().createUser('site-stranger');
+    const made = await store().addSite(site(owner.id, 'https://removed.example'));
+    await store().replaceSitePages(made.id, [{ url: 'https://removed.example/', group: '/', sampled: true }], at(0));
+    expect(await store().removeSite(stranger.id, made.id)).toBe(false);
+    expect(await store().removeSite(owner.id, 'not an id')).toBe(false);
+    expect(await store().removeSite(owner.id, made.id)).toBe(true);
+    expect(await store().findSite(owner.id, made.id)).toBeNull();
+    expect(await store().listSitePages(made.id)).toEqual([]);
+    expect(await store().removeSite(owner.id, made.id)).toBe(false);
+    // Its origin is free again.
+    expect((await store().addSite(site(owner.id, 'https://removed.example'))).id).not.toBe(made.id);
+  });
+});
