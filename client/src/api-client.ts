@@ -9,6 +9,9 @@ import {
   projectListSchema,
   projectRemovedSchema,
   repositoryLinkViewSchema,
+  siteChangedSchema,
+  siteListSchema,
+  siteRemovedSchema,
   memberChangedSchema,
   memberListSchema,
   memberRemovedSchema,
@@ -26,6 +29,8 @@ import {
   type ProjectSettingsGiven,
   type ProjectView,
   type RepositoryLinkView,
+  type SiteSettingsGiven,
+  type SiteView,
   type MemberView,
   type Role,
   type TokenCreated,
@@ -257,6 +262,32 @@ export class ApiClient {
   async removeMember(user: string): Promise<void> {
     const path = `${API_ENDPOINTS.members.path}?user=${encodeURIComponent(user)}`;
     await postJson(this.#connection, path, undefined, memberRemovedSchema, this.#readTimeoutMs, 'DELETE');
+  }
+
+  /** The organisation's sites, by origin. */
+  async sites(): Promise<SiteView[]> {
+    const { path } = API_ENDPOINTS.sites;
+    return (await postJson(this.#connection, path, undefined, siteListSchema, this.#readTimeoutMs, 'GET')).sites;
+  }
+
+  /** A new site at `origin` (scheme, host and port); refused 409 if the organisation has it. */
+  async createSite(origin: string, settings: SiteSettingsGiven = {}): Promise<SiteView> {
+    const body: ApiRequest<'sites'> = { origin, ...settings };
+    return (await postJson(this.#connection, API_ENDPOINTS.sites.path, body, siteChangedSchema, this.#readTimeoutMs))
+      .site;
+  }
+
+  /** Changes the settings given of the site with that id; the site as it is now. */
+  async updateSite(id: string, changes: SiteSettingsGiven): Promise<SiteView> {
+    const { path } = API_ENDPOINTS.sites;
+    return (await postJson(this.#connection, path, { id, ...changes }, siteChangedSchema, this.#readTimeoutMs, 'PATCH'))
+      .site;
+  }
+
+  /** Removes a site with its pages. */
+  async removeSite(id: string): Promise<void> {
+    const path = `${API_ENDPOINTS.sites.path}?id=${encodeURIComponent(id)}`;
+    await postJson(this.#connection, path, undefined, siteRemovedSchema, this.#readTimeoutMs, 'DELETE');
   }
 
   overview({ startDate, endDate, ...rest }: OverviewRequest): Promise<ApiAnswer<'overview'>> {

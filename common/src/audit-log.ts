@@ -24,6 +24,9 @@ const AUDIT_ACTIONS = [
   'repository.unlinked',
   'annotation.added',
   'annotation.removed',
+  'site.created',
+  'site.changed',
+  'site.removed',
 ] as const;
 export const auditActionSchema = z
   .enum(AUDIT_ACTIONS, { error: `action must be one of ${AUDIT_ACTIONS.join(', ')}` })

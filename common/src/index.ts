@@ -63,6 +63,16 @@ export {
   type MembersParams,
   type MemberView,
 } from './api/member-requests.ts';
+export {
+  MAX_SAMPLE_SIZE,
+  MAX_SITE_PAGES,
+  siteChangedSchema,
+  siteListSchema,
+  siteRemovedSchema,
+  type SiteSettingsGiven,
+  type SitesParams,
+  type SiteView,
+} from './api/site-requests.ts';
 export { parseCommit, parsePullRequest } from './api/revision-fields.ts';
 export { MAX_UPDATES_PAGE } from './api/snapshot-requests.ts';
 export { WEBHOOK_PAGE } from './api/webhook-requests.ts';

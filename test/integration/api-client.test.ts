@@ -180,6 +180,13 @@ describe('the typed API client', () => {
     ]);
     await client.removeMember('teammate');
     await expect(client.removeMember('client')).rejects.toMatchObject({ httpStatus: 409 });
+    const site = await client.createSite('https://Shop.example:443/', { sampleSize: 2, locations: ['london'] });
+    expect(site).toMatchObject({ origin: 'https://shop.example', sitemap: 'discover', sampleSize: 2, maxPages: 100 });
+    await expect(client.createSite('https://shop.example')).rejects.toMatchObject({ httpStatus: 409 });
+    expect(await client.updateSite(site.id, { maxPages: 500 })).toEqual({ ...site, maxPages: 500 });
+    expect((await client.sites()).map((s) => s.origin)).toEqual(['https://shop.example']);
+    await client.removeSite(site.id);
+    await expect(client.updateSite(site.id, { maxPages: 5 })).rejects.toMatchObject({ httpStatus: 404 });
     expect(new Set(calls.map((c) => c.split(' ')[0]))).toEqual(new Set(Object.values(CLIENT_OPERATIONS)));
     // Where a path has operations beyond its GET and POST forms, the client calls each of them.
     const called = new Set(calls.map((c) => `${c.split(' ')[2]} ${c.split(' ')[0]}`));

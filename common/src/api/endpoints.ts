@@ -48,6 +48,15 @@ import {
 } from './update-requests.ts';
 import { WEBHOOKS_WRITES, webhooksBodySchema, webhooksQuerySchema } from './webhook-requests.ts';
 import {
+  siteChangedSchema,
+  siteDeleteSchema,
+  siteListSchema,
+  sitePatchSchema,
+  siteRemovedSchema,
+  sitesBodySchema,
+  sitesQuerySchema,
+} from './site-requests.ts';
+import {
   repositoryBodySchema,
   repositoryLinkViewSchema,
   repositoryQuerySchema,
@@ -221,6 +230,16 @@ export const API_ENDPOINTS = {
     query: auditLogQuerySchema,
     body: auditLogBodySchema,
     answer: auditLogPageSchema,
+  },
+  sites: {
+    path: '/v1/sites',
+    // Listed (GET), created (POST), changed (PATCH), removed with their pages (DELETE) (issue 34).
+    methods: ['GET', 'POST', 'PATCH', 'DELETE'],
+    query: sitesQuerySchema,
+    body: sitesBodySchema,
+    patchBody: sitePatchSchema,
+    deleteQuery: siteDeleteSchema,
+    answer: z.union([siteListSchema, siteChangedSchema, siteRemovedSchema]),
   },
 } as const satisfies Record<string, ApiEndpoint>;
 

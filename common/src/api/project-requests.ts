@@ -24,7 +24,7 @@ export type ProjectsParams =
   | { action: 'change'; url: string; changes: ProjectSettingsGiven }
   | { action: 'remove'; url: string };
 
-const settingFields = {
+export const settingFields = {
   locations: z
     .array(oneOf('locations', LOCATIONS), { error: 'locations must be an array of locations' })
     .max(LOCATIONS.length * 2, 'locations has too many values')

@@ -36,6 +36,8 @@ import { updateRoute, type SyncUpdateLimit } from '../updates/update-route.ts';
 import { updateStatusRoute } from '../updates/update-status-route.ts';
 import { membersRoute } from '../teams/members-route.ts';
 import type { TeamsStore } from '../teams/store/teams-store.ts';
+import { sitesRoute } from '../sites/sites-route.ts';
+import type { SitesStore } from '../sites/store/sites-store.ts';
 
 /** What the routes are built from: the app's dependencies, resolved (app.ts). */
 export interface RouteDeps {
@@ -50,7 +52,8 @@ export interface RouteDeps {
     AuditLogStore &
     Pick<AccountsStore, 'listUsers'> &
     Pick<AccountsStore, 'addToken' | 'findToken' | 'listOrganisationTokens' | 'revokeToken' | 'findUserByName'> &
-    Pick<TeamsStore, 'listMembers' | 'findMembership' | 'setMembership' | 'removeMembership'>;
+    Pick<TeamsStore, 'listMembers' | 'findMembership' | 'setMembership' | 'removeMembership'> &
+    Pick<SitesStore, 'listSites' | 'addSite' | 'findSite' | 'setSiteSettings' | 'removeSite'>;
   updates: UpdateService;
   logger: Logger;
   startAsync: StartAsync;
@@ -314,6 +317,23 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
         "The entries of the page, the newest first, each with its actor (the member's name as it is now, the token's public prefix or a dashboard session), action, target and details, never a secret's value; `next` when older ones remain.",
       project: false,
       bodyRequired: false,
+    },
+  },
+  sites: {
+    contract: API_ENDPOINTS.sites,
+    limit: 'reads',
+    // Every POST makes a site; a ci token reads the sites of the projects it lists.
+    access: { ...READS_AND_EDITS, isWrite: (req) => req.method === 'POST' },
+    route: ({ store, auditLog }) => sitesRoute({ store, audit: auditLog }),
+    doc: {
+      summary:
+        "List (GET), create (POST), change (PATCH) or remove (DELETE) the organisation's sites: whole sites watched by their origin",
+      answer:
+        "The organisation's sites, ordered by origin; `site` as it is now after a creation (`created`: true) or a change; `removed` after a removal, with its pages.",
+      project: false,
+      postResponses: { '409': 'The organisation already has a site at that origin.' },
+      patchResponses: { '404': 'No site of the organisation has that id.' },
+      deleteResponses: { '404': 'No site of the organisation has that id.' },
     },
   },
 };

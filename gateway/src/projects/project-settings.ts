@@ -44,7 +44,7 @@ export function projectSettings(url: string, options: ProjectOptions) {
  * A project's settings after `changes` (`PATCH /v1/projects`), checked by the same rules. New
  * locations without a default keep the old default when it is among them, else take their first.
  */
-export function changedSettings(project: ProjectRecord, changes: ProjectOptions): ProjectSettings {
+export function changedSettings(project: ProjectSettings, changes: ProjectOptions): ProjectSettings {
   const locations = changes.locations ?? project.locations;
   const defaultLocation =
     changes.defaultLocation ?? (locations.includes(project.defaultLocation) ? project.defaultLocation : locations[0]);
@@ -65,7 +65,8 @@ export const measuredDevices = (project: Pick<ProjectRecord, 'devices'>): readon
 /** Whether an update of the project asks CrUX for field data (when the gateway has a key): unless it opted out. */
 export const wantsFieldData = (project: Pick<ProjectRecord, 'crux'>): boolean => project.crux !== false;
 
-function checkedSettings(options: ProjectOptions): ProjectSettings {
+/** `options` checked by the rules every project's settings follow, completed with their defaults (a site's too). */
+export function checkedSettings(options: ProjectOptions): ProjectSettings {
   const locations =
     options.locations && options.locations.length > 0
       ? [...new Set(options.locations)]

@@ -1,0 +1,70 @@
+import type { SiteSettingsGiven } from '@perfwatch/common';
+import { changedSettings, checkedSettings, ProjectSettingsError } from '../projects/project-settings.ts';
+import type { SiteRecord, SiteSettings } from './store/sites-store.ts';
+
+/** A setting refused by the rules below; `field` names it as the API's request does. */
+export class SiteSettingsError extends Error {
+  readonly field: string;
+
+  constructor(field: string, message: string) {
+    super(message);
+    this.name = 'SiteSettingsError';
+    this.field = field;
+  }
+}
+
+/** What a site has that it was not given. */
+const SITE_DEFAULTS = {
+  sitemap: 'discover',
+  include: [],
+  exclude: [],
+  maxPages: 100,
+  sampleSize: 3,
+  groupPatterns: [],
+};
+
+/**
+ * A new site's settings, checked and completed with their defaults. Where and how its pages are
+ * measured follow a project's rules (project-settings.ts); its sitemap is on its own origin, so a
+ * site cannot point discovery at someone else's host.
+ */
+export function siteSettings(origin: string, given: SiteSettingsGiven): SiteSettings {
+  const measuring = projectRules(() => checkedSettings(given));
+  return completed(origin, given, { ...SITE_DEFAULTS, ...measuring });
+}
+
+/** A site's settings after `changes` (PATCH /v1/sites), by the same rules; the default location follows the locations. */
+export function changedSiteSettings(site: SiteRecord, changes: SiteSettingsGiven): SiteSettings {
+  const measuring = projectRules(() => changedSettings({ ...site, crux: null }, changes));
+  return completed(site.origin, changes, { ...site, ...measuring });
+}
+
+/** `current` with what `given` changes of the site's own settings, the sitemap checked. */
+function completed(origin: string, given: SiteSettingsGiven, current: SiteSettings & { crux?: unknown }): SiteSettings {
+  const sitemap = given.sitemap ?? current.sitemap;
+  if (sitemap !== 'discover' && new URL(sitemap).origin !== origin)
+    throw new SiteSettingsError('sitemap', `the sitemap ${sitemap} is not on the site's origin ${origin}`);
+  return {
+    sitemap,
+    include: [...new Set(given.include ?? current.include)],
+    exclude: [...new Set(given.exclude ?? current.exclude)],
+    maxPages: given.maxPages ?? current.maxPages,
+    sampleSize: given.sampleSize ?? current.sampleSize,
+    groupPatterns: [...new Set(given.groupPatterns ?? current.groupPatterns)],
+    devices: current.devices,
+    locations: current.locations,
+    defaultLocation: current.defaultLocation,
+    runs: current.runs,
+    schedule: current.schedule,
+  };
+}
+
+/** A project rule's refusal as this module's, naming the same field. */
+function projectRules<T>(check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    if (error instanceof ProjectSettingsError) throw new SiteSettingsError(error.field, error.message);
+    throw error;
+  }
+}

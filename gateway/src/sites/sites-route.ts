@@ -1,0 +1,107 @@
+import type { Request, Response } from 'express';
+import { API_ENDPOINTS, ApiError, type ApiAnswer, type SitesParams, type SiteView } from '@perfwatch/common';
+import type { AuditLog, AuditRecord } from '../audit-log/audit-log.ts';
+import { settingDetails } from '../audit-log/audit-details.ts';
+import type { Caller } from '../http/auth.ts';
+import { parseRequest } from '../http/parse-request.ts';
+import { measuredDevices } from '../projects/project-settings.ts';
+import { DuplicateError } from '../store/store.ts';
+import { changedSiteSettings, siteSettings, SiteSettingsError } from './site-settings.ts';
+import type { SiteRecord, SitesStore } from './store/sites-store.ts';
+
+type SitesRouteStore = Pick<SitesStore, 'listSites' | 'addSite' | 'findSite' | 'setSiteSettings' | 'removeSite'>;
+
+/** A site as the API shows it: its dates in ISO 8601, the devices it is measured on. */
+export const siteViewOf = (site: SiteRecord): SiteView => ({
+  id: site.id,
+  origin: site.origin,
+  sitemap: site.sitemap,
+  include: site.include,
+  exclude: site.exclude,
+  maxPages: site.maxPages,
+  sampleSize: site.sampleSize,
+  groupPatterns: site.groupPatterns,
+  devices: [...measuredDevices(site)],
+  locations: site.locations,
+  defaultLocation: site.defaultLocation,
+  runs: site.runs,
+  schedule: site.schedule,
+  budgets: site.budgets,
+  createdAt: site.createdAt.toISOString(),
+});
+
+/** Whether the caller sees the site: a `ci` token only the sites of the projects it lists. */
+const callerSeesSite = (caller: Pick<Caller, 'projects'>, origin: string): boolean =>
+  caller.projects === null || caller.projects.some((url) => URL.parse(url)?.origin === origin);
+
+/**
+ * `/v1/sites` (issue 34): the organisation's sites by origin (GET); a new one (POST), a change of
+ * its settings (PATCH, by id), its removal with its pages (DELETE ?id=). Discovery, grouping and
+ * measuring read the stored site: a change here is what their next run follows.
+ */
+export function sitesRoute({ store, audit }: { store: SitesRouteStore; audit: AuditLog }) {
+  return async (req: Request, res: Response): Promise<void> => {
+    const params: SitesParams = parseRequest(req, API_ENDPOINTS.sites);
+    const caller = req.caller!;
+    if (params.action === 'list') {
+      const sites = await store.listSites(caller.orgId);
+      res.json({ sites: sites.filter((site) => callerSeesSite(caller, site.origin)).map(siteViewOf) });
+      return;
+    }
+    const { answer, entry } = await changeSites(store, caller.orgId, params);
+    await audit.record(caller, entry);
+    res.json(answer);
+  };
+}
+
+type Change = Exclude<SitesParams, { action: 'list' }>;
+
+async function changeSites(
+  store: SitesRouteStore,
+  orgId: string,
+  params: Change,
+): Promise<{ answer: ApiAnswer<'sites'>; entry: AuditRecord }> {
+  if (params.action === 'create') {
+    const settings = checked(() => siteSettings(params.origin, params.settings));
+    let site: SiteRecord;
+    try {
+      site = await store.addSite({ userId: orgId, origin: params.origin, ...settings });
+    } catch (error) {
+      if (!(error instanceof DuplicateError)) throw error;
+      throw new ApiError('CONFLICT', 'The organisation already has a site at that origin.', [
+        `origin: ${params.origin} exists`,
+      ]);
+    }
+    const entry = { action: 'site.created', target: site.origin, details: settingDetails(params.settings) } as const;
+    return { answer: { site: siteViewOf(site), created: true }, entry };
+  }
+  const site = await store.findSite(orgId, params.id);
+  if (!site) throw notFound(params.id);
+  if (params.action === 'remove') {
+    if (!(await store.removeSite(orgId, site.id))) throw notFound(params.id);
+    const entry = { action: 'site.removed', target: site.origin, details: { id: site.id } } as const;
+    return { answer: { id: site.id, removed: true }, entry };
+  }
+  const settings = checked(() => changedSiteSettings(site, params.changes));
+  await store.setSiteSettings(site.id, settings);
+  const entry = {
+    action: 'site.changed',
+    target: site.origin,
+    details: { id: site.id, ...settingDetails(params.changes) },
+  } as const;
+  return { answer: { site: siteViewOf({ ...site, ...settings }), created: false }, entry };
+}
+
+/** Another organisation's site is as absent as one nobody has. */
+const notFound = (id: string) =>
+  new ApiError('NOT_FOUND', 'Site not found.', [`id: no site of your organisation has the id ${id}`]);
+
+/** The rules' refusal as a 400 naming the field. */
+function checked<T>(check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    if (!(error instanceof SiteSettingsError)) throw error;
+    throw new ApiError('BAD_REQUEST', 'The request has invalid parameters.', [`${error.field}: ${error.message}`]);
+  }
+}
