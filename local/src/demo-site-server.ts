@@ -3,6 +3,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import express from 'express';
+import { DEMO_SHOP_PATHS, shopRoutes, type DemoShopControls } from './demo-site-shop.ts';
 
 /** The demo site's pages: what `perfwatch start` offers to measure, and the tests' fixture site. */
 const DEMO_SITE_ROOT = join(import.meta.dirname, 'demo-site');
@@ -21,23 +22,37 @@ export const DEMO_LOGIN = {
   bearer: 'demo-bearer-5c1d',
 } as const;
 
-/**
- * Serves the demo site (or another static site) on loopback: the fixture site of the tests, and
- * what `perfwatch start` offers to measure. `/slow.html` is held back `slowMs` to stand for a slow origin.
- */
-export async function startDemoSite({
-  root = DEMO_SITE_ROOT,
-  slowMs = 1500,
-  host = '127.0.0.1',
-  port = 0,
-  onRequest,
-}: {
+export interface DemoSiteOptions {
   root?: string;
   slowMs?: number;
   host?: string;
   port?: number;
   onRequest?: (request: { host: string; path: string; headers: Record<string, string | string[] | undefined> }) => void;
-} = {}): Promise<DemoSite> {
+}
+
+/** The demo shop: 200 pages in ten templates at the root of its own origin, with its sitemaps. */
+export interface DemoShopSite extends DemoSite, DemoShopControls {
+  /** Every page's URL. */
+  pages: readonly string[];
+}
+
+/**
+ * Serves the demo site (or another static site) on loopback: the fixture site of the tests, and
+ * what `perfwatch start` offers to measure. `/slow.html` is held back `slowMs` to stand for a slow origin.
+ * With `site: 'shop'` it serves the demo shop instead (see demo-site-shop.ts): a whole site to
+ * discover, group and sample.
+ */
+export async function startDemoSite(
+  options: Omit<DemoSiteOptions, 'root' | 'slowMs'> & { site: 'shop' },
+): Promise<DemoShopSite>;
+export async function startDemoSite(options?: DemoSiteOptions & { site?: 'fixture' }): Promise<DemoSite>;
+export async function startDemoSite({
+  site = 'fixture',
+  host = '127.0.0.1',
+  port = 0,
+  onRequest,
+  ...fixture
+}: DemoSiteOptions & { site?: 'fixture' | 'shop' } = {}): Promise<DemoSite | DemoShopSite> {
   const app = express();
   app.disable('x-powered-by');
   if (onRequest) {
@@ -46,6 +61,30 @@ export async function startDemoSite({
       next();
     });
   }
+  const shop = site === 'shop' ? shopRoutes(app) : await fixtureRoutes(app, fixture);
+  const server = app.listen(port, host);
+  await once(server, 'listening');
+  const { port: bound } = server.address() as AddressInfo;
+  const url = `http://${host}:${bound}/`;
+  const close = () =>
+    new Promise<void>((resolve, reject) => {
+      server.closeAllConnections();
+      server.close((error) => (error ? reject(error) : resolve()));
+    });
+  if (shop === undefined) return { url, close };
+  return {
+    url,
+    close,
+    pages: DEMO_SHOP_PATHS.map((path) => new URL(path, url).href),
+    slowTemplate: (prefix, slow) => shop.slowTemplate(prefix, slow),
+  };
+}
+
+/** The fixture site's routes: its pages, the login, a redirect, and its assets. */
+async function fixtureRoutes(
+  app: express.Express,
+  { root = DEMO_SITE_ROOT, slowMs = 1500 }: Pick<DemoSiteOptions, 'root' | 'slowMs'>,
+): Promise<undefined> {
   loginPages(app);
   app.get('/slow.html', (_req, _res, next) => {
     setTimeout(next, slowMs);
@@ -61,17 +100,7 @@ export async function startDemoSite({
     res.redirect(302, String(req.query['to'] ?? '/'));
   });
   app.use(express.static(root, { maxAge: '1h' }));
-  const server = app.listen(port, host);
-  await once(server, 'listening');
-  const { port: bound } = server.address() as AddressInfo;
-  return {
-    url: `http://${host}:${bound}/`,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.closeAllConnections();
-        server.close((error) => (error ? reject(error) : resolve()));
-      }),
-  };
+  return undefined;
 }
 
 /**

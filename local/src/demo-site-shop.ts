@@ -1,0 +1,55 @@
+import type express from 'express';
+import { SHOP_HERO_SVG, shopPage } from './demo-site-shop-pages.ts';
+import { gzipSitemap, plainSitemap, robotsTxt, SHOP_SITEMAPS, sitemapIndex } from './demo-site-shop-sitemaps.ts';
+
+export {
+  DEMO_SHOP_GROUPS,
+  DEMO_SHOP_PATHS,
+  DEMO_SHOP_TEMPLATES,
+  type DemoShopTemplate,
+} from './demo-site-shop-pages.ts';
+export { SHOP_SITEMAPS } from './demo-site-shop-sitemaps.ts';
+
+/** How a template made slow is slow: its pages answer late (LCP) and block the main thread (TBT). */
+export interface SlowTemplate {
+  /** Held back before the page's HTML is sent. */
+  serverMs?: number;
+  /** A long task on load. */
+  mainThreadMs?: number;
+}
+
+export interface DemoShopControls {
+  /**
+   * Makes the pages whose path starts with `prefix` (`/shop/product/`) slow, for a group that
+   * fails its budget; `null` makes every page fast again.
+   */
+  slowTemplate(prefix: string | null, slow?: SlowTemplate): void;
+}
+
+/** The demo shop's routes, on an app of its own origin (robots.txt is at the root). */
+export function shopRoutes(app: express.Express): DemoShopControls {
+  let slow: { prefix: string; serverMs: number; mainThreadMs: number } | null = null;
+  const originOf = (req: express.Request) => `${req.protocol}://${req.get('host') ?? 'localhost'}`;
+  const xml = (res: express.Response, body: string) => res.type('application/xml').send(body);
+  app.get('/robots.txt', (req, res) => res.type('text/plain').send(robotsTxt(originOf(req))));
+  app.get(SHOP_SITEMAPS.index, (req, res) => xml(res, sitemapIndex(originOf(req))));
+  app.get(SHOP_SITEMAPS.plain, (req, res) => xml(res, plainSitemap(originOf(req))));
+  app.get(SHOP_SITEMAPS.gzip, (req, res) => res.type('application/gzip').send(gzipSitemap(originOf(req))));
+  app.get('/img/hero.svg', (_req, res) =>
+    res.type('image/svg+xml').set('Cache-Control', 'public, max-age=3600').send(SHOP_HERO_SVG),
+  );
+  app.get(/.*/, (req, res, next) => {
+    const slowed = slow !== null && req.path.startsWith(slow.prefix) ? slow : null;
+    const page = shopPage(req.path, { mainThreadMs: slowed?.mainThreadMs ?? 0 });
+    if (page === undefined) {
+      next();
+      return;
+    }
+    setTimeout(() => res.type('html').set('Cache-Control', 'no-cache').send(page), slowed?.serverMs ?? 0);
+  });
+  return {
+    slowTemplate(prefix, { serverMs = 1500, mainThreadMs = 600 } = {}) {
+      slow = prefix === null ? null : { prefix, serverMs, mainThreadMs };
+    },
+  };
+}
