@@ -89,6 +89,7 @@ const ENDPOINTS = [
   'projects',
   'tokens',
   'members',
+  'sites',
 ] as const;
 const KEYS = [
   'url',
@@ -129,6 +130,13 @@ const KEYS = [
   'prefix',
   'user',
   'role',
+  'origin',
+  'sitemap',
+  'include',
+  'exclude',
+  'maxPages',
+  'sampleSize',
+  'groupPatterns',
 ];
 
 const value = fc.oneof(
@@ -231,6 +239,33 @@ describe('hostile input never breaks the API', () => {
         assertWellFormed('projects', await send('DELETE', `/v1/projects${query ? `?${query}` : ''}`));
       }),
       { numRuns: 400 },
+    );
+  }, 120_000);
+
+  it('POST, PATCH and DELETE of /v1/sites with random bodies, parameters and site fields (issue 34)', async () => {
+    const field = fc.option(fc.oneof(value, jsonValue), { nil: undefined });
+    const siteBody = fc.record(
+      {
+        origin: fc.oneof(
+          fc.constantFrom(SHOP, 'https://fuzz-site.example', 'http://[::1]:8080', 'https://a.example/x'),
+          value,
+        ),
+        sitemap: fc.oneof(fc.constantFrom('discover', `${SHOP}sitemap.xml`, 'https://elsewhere.example/s.xml'), field),
+        include: fc.oneof(fc.array(fc.oneof(fc.constant('/blog/*'), value), { maxLength: 3 }), field),
+        maxPages: fc.oneof(fc.integer(), field),
+        sampleSize: fc.oneof(fc.integer({ min: -5, max: 30 }), field),
+        schedule: field,
+      },
+      { requiredKeys: [] },
+    );
+    await fc.assert(
+      fc.asyncProperty(body, pairs, fc.boolean(), siteBody, async (payload, params, broken, site) => {
+        assertWellFormed('sites', await send('POST', '/v1/sites', Buffer.from(JSON.stringify(site))));
+        assertWellFormed('sites', await send('PATCH', '/v1/sites', payload));
+        const query = params.map(([k, v]) => `${encode(k, broken)}=${encode(v, broken)}`).join('&');
+        assertWellFormed('sites', await send('DELETE', `/v1/sites${query ? `?${query}` : ''}`));
+      }),
+      { numRuns: 300 },
     );
   }, 120_000);
 

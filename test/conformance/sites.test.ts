@@ -1,0 +1,314 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditLogPageSchema, errorEnvelopeSchema, siteChangedSchema, siteListSchema } from '@perfwatch/common';
+import type { MongoStore } from '@perfwatch/gateway';
+import { openApiResponseChecker } from '../support/openapi-responses.ts';
+import { documented as documentedBy, errorsOf, send, type Params, type Reply } from '../support/api-requests.ts';
+import { isolatedNats, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
+import { breakableStore } from '../support/breakable-store.ts';
+
+// Sites made, listed, changed and removed through the API (issue 34, item 1): /v1/sites as a
+// client written from the spec sees it, every answer checked against /v1/openapi.json and every
+// status its operations document seen. Tenancy as everywhere: another organisation's site is a
+// 404. A real gateway over a real nats-server and MongoDB-wire server.
+
+const SHOP = 'https://shop.example';
+
+let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let gateway: TestGateway;
+let alice: string;
+let bob: string;
+let checker: Awaited<ReturnType<typeof openApiResponseChecker>>;
+/** Set: the store fails every site call (a database that breaks mid-request). */
+let broken = false;
+
+type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+
+/** A request to /v1/sites as alice unless told, its answer documented. */
+async function call(
+  method: Method,
+  params: { query?: Params; body?: unknown; raw?: string; contentType?: string },
+  headers: Record<string, string> = { Authorization: alice },
+  base = gateway.url,
+): Promise<Reply> {
+  return documentedBy(checker, 'sites', method, await send(base, 'sites', method, params, headers));
+}
+const create = (body: unknown, token = alice) => call('POST', { body }, { Authorization: token });
+const patch = (body: unknown, token = alice) => call('PATCH', { body }, { Authorization: token });
+const remove = (id: string, token = alice) => call('DELETE', { query: { id } }, { Authorization: token });
+const listOf = async (token = alice) => siteListSchema.parse((await call('GET', {}, { Authorization: token })).body);
+const made = async (body: unknown, token = alice) => {
+  const reply = await create(body, token);
+  expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+  return siteChangedSchema.parse(reply.body).site;
+};
+
+const SITE_CALLS = ['listSites', 'addSite', 'findSite', 'setSiteSettings', 'removeSite'];
+const breakable = (store: MongoStore) => breakableStore(store, (method) => broken && SITE_CALLS.includes(method));
+
+beforeAll(async () => {
+  nats = await isolatedNats();
+  gateway = await startTestGateway({ natsUrl: nats.url, store: breakable(await testStore()) });
+  ({ token: alice } = await gateway.admin.createUser('site-alice'));
+  ({ token: bob } = await gateway.admin.createUser('site-bob'));
+  checker = await openApiResponseChecker(await (await fetch(`${gateway.url}/v1/openapi.json`)).json());
+}, 60_000);
+
+afterAll(async () => {
+  await gateway?.stop();
+  await nats?.dispose();
+});
+
+describe('POST /v1/sites', () => {
+  it('creates a site by its origin, normalised, with its defaults; listed by origin with ISO dates', async () => {
+    const shop = await made({ origin: 'https://Shop.example:443/', locations: ['london'] });
+    expect(shop).toEqual({
+      id: expect.stringMatching(/^[0-9a-f]{24}$/),
+      origin: SHOP,
+      sitemap: 'discover',
+      include: [],
+      exclude: [],
+      maxPages: 100,
+      sampleSize: 3,
+      groupPatterns: [],
+      devices: ['mobile', 'desktop'],
+      locations: ['london'],
+      defaultLocation: 'london',
+      runs: 3,
+      schedule: null,
+      budgets: { budgets: {}, maxRegression: {} },
+      createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+    });
+    const blog = await made({
+      origin: 'http://blog.example:8080',
+      sitemap: 'http://blog.example:8080/sitemap_index.xml',
+      include: ['/posts/**'],
+      exclude: ['/posts/drafts/*'],
+      maxPages: 1000,
+      sampleSize: 20,
+      groupPatterns: ['/posts/:slug'],
+      devices: ['desktop'],
+      locations: ['tokyo', 'london'],
+      defaultLocation: 'tokyo',
+      runs: 1,
+      schedule: '0 3 * * *',
+    });
+    expect(blog).toMatchObject({ origin: 'http://blog.example:8080', devices: ['desktop'], maxPages: 1000 });
+    expect((await listOf()).sites.map((s) => s.origin)).toEqual(['http://blog.example:8080', SHOP]);
+    expect((await listOf(bob)).sites).toEqual([]);
+  });
+
+  it('409 CONFLICT for an origin the organisation has; another organisation may have it', async () => {
+    const again = await create({ origin: 'https://shop.example/' });
+    expect(again.status).toBe(409);
+    expect(errorEnvelopeSchema.parse(again.body).status).toBe('CONFLICT');
+    expect(errorsOf(again)).toBe(`origin: ${SHOP} exists`);
+    const bobs = await made({ origin: SHOP }, bob);
+    expect((await listOf(bob)).sites.map((s) => s.id)).toEqual([bobs.id]);
+  });
+
+  it('400 naming each bad field', async () => {
+    const origin = 'https://refused.example';
+    for (const [body, field] of [
+      [
+        { origin: 'https://refused.example/shop' },
+        /^origin is a scheme, host and port alone.*give https:\/\/refused\.example$/m,
+      ],
+      [{ origin: 'https://refused.example/?q=1' }, /^origin is a scheme, host and port alone/m],
+      [{ origin: 'ftp://refused.example' }, /^origin must be an absolute http\(s\) URL$/m],
+      [{ origin: 'https://u:p@refused.example' }, /^origin must not carry credentials/m],
+      [{ sampleSize: 2 }, /^origin is required$/m],
+      [
+        { origin, sitemap: 'https://elsewhere.example/sitemap.xml' },
+        /^sitemap: the sitemap .* is not on the site's origin/m,
+      ],
+      [{ origin, sitemap: 'sitemap.xml' }, /^sitemap must be "discover" or an absolute http\(s\) URL$/m],
+      [{ origin, maxPages: 1001 }, /^maxPages is a whole number from 1 to 1000$/m],
+      [{ origin, maxPages: 0 }, /^maxPages is a whole number from 1 to 1000$/m],
+      [{ origin, sampleSize: 21 }, /^sampleSize is a whole number from 1 to 20$/m],
+      [{ origin, sampleSize: 2.5 }, /^sampleSize is a whole number from 1 to 20$/m],
+      [{ origin, include: ['blog/*'] }, /^include\.0: include: a path pattern starts with \//m],
+      [{ origin, exclude: '/admin' }, /^exclude must be an array of path patterns$/m],
+      [{ origin, groupPatterns: [7] }, /^groupPatterns\.0: groupPatterns holds path patterns/m],
+      [{ origin, runs: 12 }, /^runs: runs is a whole number from 1 to 9$/m],
+      [{ origin, locations: ['london'], defaultLocation: 'tokyo' }, /^defaultLocation: the default location tokyo/m],
+      [{ origin, schedule: 'every day' }, /^schedule: not a cron expression: every day/m],
+      [{ origin, devices: ['tablet'] }, /^devices\.0: devices must be one of mobile, desktop/m],
+      [{ origin, crux: false }, /^unknown parameter\(s\): crux$/m],
+    ] as const) {
+      const reply = await create(body);
+      expect(reply.status, JSON.stringify(body)).toBe(400);
+      expect(errorsOf(reply)).toMatch(field);
+    }
+    // Every bad field of one request is named.
+    const many = errorsOf(await create({ origin, maxPages: -1, sampleSize: 'x', include: [''] }));
+    expect(many.split('\n')).toHaveLength(3);
+    expect((await listOf()).sites.map((s) => s.origin)).not.toContain(origin);
+  });
+});
+
+describe('PATCH /v1/sites', () => {
+  it('changes the settings given and keeps the others; the default location follows the locations', async () => {
+    const shop = (await listOf()).sites.find((s) => s.origin === SHOP)!;
+    const changed = await patch({ id: shop.id, locations: ['tokyo'], exclude: ['/cart'], sitemap: `${SHOP}/map.xml` });
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    expect(changed.body).toEqual({
+      site: { ...shop, locations: ['tokyo'], defaultLocation: 'tokyo', exclude: ['/cart'], sitemap: `${SHOP}/map.xml` },
+      created: false,
+    });
+    expect((await listOf()).sites.find((s) => s.id === shop.id)).toEqual(siteChangedSchema.parse(changed.body).site);
+  });
+
+  it('400 naming the field; 404 for another organisation’s site and for none', async () => {
+    const shop = (await listOf()).sites.find((s) => s.origin === SHOP)!;
+    for (const [body, field] of [
+      [{ id: shop.id }, /^give at least one of sitemap, include, exclude, maxPages/],
+      [{ id: shop.id, origin: 'https://moved.example' }, /^unknown parameter\(s\): origin$/m],
+      [{ id: shop.id, sitemap: 'https://moved.example/sitemap.xml' }, /^sitemap: .* not on the site's origin/m],
+      [{ id: shop.id, sampleSize: 0 }, /^sampleSize is a whole number from 1 to 20$/m],
+      [{ id: 'shop', runs: 2 }, /^id must be a site id \(24 hexadecimal digits\)$/m],
+      [{ runs: 2 }, /^id is required$/m],
+    ] as const) {
+      const reply = await patch(body);
+      expect(reply.status, JSON.stringify(body)).toBe(400);
+      expect(errorsOf(reply)).toMatch(field);
+    }
+    const bobs = (await listOf(bob)).sites[0]!;
+    for (const [id, token] of [
+      [bobs.id, alice],
+      [shop.id, bob],
+      ['0123456789abcdef01234567', alice],
+    ] as const) {
+      const reply = await patch({ id, runs: 2 }, token);
+      expect(reply.status).toBe(404);
+      expect(errorsOf(reply)).toContain(id);
+    }
+    expect((await listOf(bob)).sites[0]).toEqual(bobs);
+  });
+});
+
+describe('DELETE /v1/sites', () => {
+  it('removes a site; 404 for another organisation’s, for none, and the second time; its origin is free again', async () => {
+    const gone = await made({ origin: 'https://gone.example' });
+    expect((await remove(gone.id, bob)).status).toBe(404);
+    expect(await remove(gone.id)).toMatchObject({ status: 200, body: { id: gone.id, removed: true } });
+    expect((await remove(gone.id)).status).toBe(404);
+    expect((await listOf()).sites.map((s) => s.id)).not.toContain(gone.id);
+    await made({ origin: 'https://gone.example' });
+    expect(errorsOf(await call('DELETE', { query: {} }))).toMatch(/^id is required$/m);
+    expect(errorsOf(await call('DELETE', { query: { id: gone.id, runs: '2' } }))).toMatch(
+      /unknown parameter\(s\): runs/,
+    );
+  });
+
+  it('records each change in the audit log, with the site’s origin', async () => {
+    const log = auditLogPageSchema.parse(
+      (await send(gateway.url, 'audit-log', 'GET', { query: {} }, { Authorization: alice })).body,
+    );
+    const sites = log.entries.filter((e) => e.action.startsWith('site.')).map((e) => [e.action, e.target]);
+    expect(sites.reverse()).toEqual([
+      ['site.created', SHOP],
+      ['site.created', 'http://blog.example:8080'],
+      ['site.changed', SHOP],
+      ['site.created', 'https://gone.example'],
+      ['site.removed', 'https://gone.example'],
+      ['site.created', 'https://gone.example'],
+    ]);
+  });
+});
+
+describe('/v1/sites: who may', () => {
+  it('a read token lists the sites (200) and is refused every write (403 naming the role)', async () => {
+    const made = await send(gateway.url, 'tokens', 'POST', { body: { scope: 'read' } }, { Authorization: alice });
+    const reader = (made.body as { token: string }).token;
+    expect((await listOf(reader)).sites).toEqual((await listOf()).sites);
+    const shop = (await listOf()).sites.find((s) => s.origin === SHOP)!;
+    for (const [method, params] of [
+      ['POST', { body: { origin: 'https://viewer.example' } }],
+      ['PATCH', { body: { id: shop.id, runs: 1 } }],
+      ['DELETE', { query: { id: shop.id } }],
+    ] as const) {
+      const reply = await call(method, params, { Authorization: reader });
+      expect([reply.status, errorsOf(reply)]).toEqual([
+        403,
+        'changing this needs the editor role; this token has viewer',
+      ]);
+    }
+    expect((await listOf()).sites.find((s) => s.id === shop.id)).toEqual(shop);
+  });
+
+  it('a ci token lists only the sites of the projects it names', async () => {
+    await gateway.admin.addProject('site-alice', `${SHOP}/product/1`, { locations: ['london'] });
+    const body = { scope: 'ci', projects: [`${SHOP}/product/1`] };
+    const ci = (
+      (await send(gateway.url, 'tokens', 'POST', { body }, { Authorization: alice })).body as { token: string }
+    ).token;
+    expect((await listOf(ci)).sites.map((s) => s.origin)).toEqual([SHOP]);
+    expect((await create({ origin: 'https://ci.example' }, ci)).status).toBe(403);
+  });
+});
+
+describe('/v1/sites: the statuses every write shares', () => {
+  const writes = (): [Method, { query?: Params; body?: unknown }][] => [
+    ['POST', { body: { origin: 'https://shared.example' } }],
+    ['PATCH', { body: { id: '0123456789abcdef01234567', runs: 1 } }],
+    ['DELETE', { query: { id: '0123456789abcdef01234567' } }],
+  ];
+
+  it('400 without a token, 401 with a bad one, 406 when JSON is refused, 405 for PUT', async () => {
+    for (const [method, params] of [...writes(), ['GET', {}] as const]) {
+      expect(errorsOf(await call(method, params, {}))).toMatch(/Authorization/);
+      expect((await call(method, params, { Authorization: 'pw_nope' })).status).toBe(401);
+      expect((await call(method, params, { Authorization: alice, Accept: 'text/html' })).status).toBe(406);
+    }
+    const put = await fetch(`${gateway.url}/v1/sites`, { method: 'PUT', headers: { Authorization: alice } });
+    expect(put.status).toBe(405);
+    expect(put.headers.get('allow')).toBe('GET, POST, PATCH, DELETE');
+    expect(errorsOf(await call('GET', { query: { origin: SHOP } }))).toMatch(/unknown parameter\(s\): origin/);
+  });
+
+  it('413 and 415 for a body it will not read', async () => {
+    for (const method of ['POST', 'PATCH'] as const) {
+      const big = await call(method, { raw: JSON.stringify({ origin: SHOP, pad: 'x'.repeat(200_000) }) });
+      expect(big.status).toBe(413);
+      const form = await call(method, { raw: 'origin=x', contentType: 'application/x-www-form-urlencoded' });
+      expect(form.status).toBe(415);
+    }
+  });
+
+  it('429 with Retry-After past the per-minute limit', async () => {
+    const limited = await startTestGateway({ natsUrl: nats.url, rateLimits: { updates: 1, reads: 1 } });
+    try {
+      const { token } = await limited.admin.createUser('busy');
+      expect((await call('GET', {}, { Authorization: token }, limited.url)).status).toBe(200);
+      for (const [method, params] of [...writes(), ['GET', {}] as const]) {
+        const over = await call(method, params, { Authorization: token }, limited.url);
+        expect(over.status).toBe(429);
+        expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
+      }
+    } finally {
+      await limited.stop();
+    }
+  });
+
+  it('500 asks to try again and leaks nothing when the database fails', async () => {
+    broken = true;
+    try {
+      for (const [method, params] of [...writes(), ['GET', {}] as const]) {
+        const reply = await call(method, params);
+        expect(reply.status).toBe(500);
+        expect(errorEnvelopeSchema.parse(reply.body).message).toMatch(/try again/i);
+        expect(JSON.stringify(reply.body)).not.toMatch(/connection reset|db\.ts/);
+      }
+    } finally {
+      broken = false;
+    }
+  });
+
+  it('every status documented for /v1/sites was seen to match an actual answer', () => {
+    // Every member reads (a viewer is the least role) and a ci token may too: no GET is a 403.
+    const documented = checker.documented().filter((key) => / \/v1\/sites /.test(key) && key !== 'get /v1/sites 403');
+    // 7 statuses every operation has; 413, 415 for a body; 409 (POST), 404 (PATCH, DELETE).
+    expect(documented.length).toBe(34);
+    expect(documented.filter((key) => !checker.seen.has(key))).toEqual([]);
+  });
+});
