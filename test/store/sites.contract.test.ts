@@ -1,5 +1,10 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { ObjectId } from 'mongodb';
-import { expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { SqliteStore } from '@perfwatch/gateway';
 import type { NewSite, SiteSettings } from '../../gateway/src/sites/store/sites-store.ts';
 import { describeOnBothStores } from './store-backends.ts';
 
@@ -126,5 +131,49 @@ describeOnBothStores('sites', (store) => {
     expect(await store().removeSite(owner.id, made.id)).toBe(false);
     // Its origin is free again.
     expect((await store().addSite(site(owner.id, 'https://removed.example'))).id).not.toBe(made.id);
+  });
+});
+
+describe('sites: a SQLite file written before sites', () => {
+  it('gains their tables at its next open (schema 14), its projects as they were', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'perfwatch-sites-migration-'));
+    try {
+      const path = join(dir, 'schema13.sqlite');
+      const first = new SqliteStore({ path });
+      await first.init();
+      const owner = await first.createUser('before-sites');
+      await first.addProject({
+        userId: owner.id,
+        url: 'https://old.example/',
+        domain: 'old.example',
+        locations: ['london'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      });
+      await first.close();
+      // Back to what schema 13 wrote: no sites, no pages.
+      const db = new DatabaseSync(path);
+      db.exec("DROP TABLE sites; DROP TABLE site_pages; UPDATE meta SET value = '13' WHERE key = 'schema'");
+      db.close();
+
+      const again = new SqliteStore({ path });
+      await again.init();
+      try {
+        expect((await again.listProjects(owner.id)).map((p) => p.url)).toEqual(['https://old.example/']);
+        const made = await again.addSite(site(owner.id, 'https://old.example'));
+        await again.replaceSitePages(made.id, [{ url: 'https://old.example/', group: '/', sampled: true }], at(0));
+        expect(await again.listSitePages(made.id)).toHaveLength(1);
+      } finally {
+        await again.close();
+      }
+      const check = new DatabaseSync(path);
+      const { value } = check.prepare("SELECT value FROM meta WHERE key = 'schema'").get() as { value: string };
+      // 14 at least: later steps may follow.
+      expect(Number(value)).toBeGreaterThanOrEqual(14);
+      check.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
