@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { Agent, request } from 'undici';
 import { PERFWATCH_VERSION, TargetRefused, type TargetGuard } from '@perfwatch/common';
 import { pinnedLookup } from '../../alerts/webhook-post.ts';
@@ -21,6 +22,13 @@ export interface GuardedFetcher {
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+/** Drops a body unread: undici reports its abort as an error, which nobody else would hear. */
+const drop = (body: Readable) => {
+  if (body.readableEnded || body.destroyed) return;
+  body.on('error', () => undefined);
+  body.destroy();
+};
+
 const header = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value) ?? '';
 
 /** `work`, or the signal's end first (a resolver that never answers holds nobody). */
@@ -104,10 +112,10 @@ export function createGuardedFetcher({
           contentType: header(answer.headers['content-type']),
           contentEncoding: header(answer.headers['content-encoding']),
           body: answer.body,
-          discard: () => answer.body.destroy(),
+          discard: () => drop(answer.body),
         };
       }
-      answer.body.destroy();
+      drop(answer.body);
       if (!URL.canParse(location, url.href)) throw new Refused(asked.href, 'redirected to no valid URL');
       const next = new URL(location, url);
       next.hash = '';

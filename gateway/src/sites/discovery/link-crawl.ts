@@ -8,6 +8,8 @@ interface Crawl {
   /** Every URL met, fetched or not: each is fetched once. */
   seen: Set<string>;
   fetched: number;
+  /** Whether links were left unfollowed because maxPages pages were to be fetched already. */
+  more: boolean;
 }
 
 const isHtml = (contentType: string) => /^\s*(text\/html|application\/xhtml\+xml)\b/i.test(contentType);
@@ -28,11 +30,14 @@ async function visit(ctx: DiscoveryContext, crawl: Crawl, url: URL, followLinks:
       // The next level holds no more pages than may still be fetched.
       const room = ctx.maxPages - crawl.fetched;
       await readLinks(body, answer.url, (link) => {
-        if (link.origin === ctx.origin && !crawl.seen.has(link.href)) {
-          crawl.seen.add(link.href);
-          links.push(link);
+        if (link.origin !== ctx.origin || crawl.seen.has(link.href)) return true;
+        if (links.length >= room) {
+          crawl.more = true;
+          return false;
         }
-        return links.length < room;
+        crawl.seen.add(link.href);
+        links.push(link);
+        return true;
       });
     } finally {
       answer.discard();
@@ -62,7 +67,7 @@ function mayFetch(ctx: DiscoveryContext, url: URL): boolean {
  */
 export async function crawlLinks(ctx: DiscoveryContext): Promise<void> {
   const home = new URL('/', ctx.origin);
-  const crawl: Crawl = { seen: new Set([home.href]), fetched: 0 };
+  const crawl: Crawl = { seen: new Set([home.href]), fetched: 0, more: false };
   const limit = pLimit(ctx.bounds.crawlConcurrency);
   let level = [home];
   for (let depth = 0; level.length > 0 && !ctx.findings.done; depth++) {
@@ -85,4 +90,6 @@ export async function crawlLinks(ctx: DiscoveryContext): Promise<void> {
     );
     level = follow ? next.flat() : [];
   }
+  if (crawl.more)
+    ctx.findings.stop('maxPages', `the site's maxPages (${ctx.maxPages}) pages were crawled; links were left`);
 }
