@@ -66,8 +66,8 @@ const patterns = (name: string, description: string) =>
   z
     .array(
       z
-        .string({ error: `${name} holds path patterns (strings)` })
-        .regex(/^\/[^\s?#]{0,199}$/, `${name}: a path pattern starts with / and has no space, ? or # (200 at most)`),
+        .string({ error: 'a path pattern is a string' })
+        .regex(/^\/[^\s?#]{0,199}$/, 'a path pattern starts with / and has no space, ? or # (200 characters at most)'),
       { error: `${name} must be an array of path patterns` },
     )
     .max(MAX_PATTERNS, `${name} has more than ${MAX_PATTERNS} patterns`)
