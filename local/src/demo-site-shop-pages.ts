@@ -88,18 +88,29 @@ export const DEMO_SHOP_GROUPS: readonly { name: string; paths: readonly string[]
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0).toString()};`);
 
-/**
- * Main-thread work on load, for a template made slow: a long task Lighthouse counts in TBT.
- */
-const blockingScript = (ms: number) =>
-  `<script>{const end = performance.now() + ${ms.toString()}; while (performance.now() < end) {}}</script>`;
+/** A long task on the main thread of `ms`. */
+const busy = (ms: number) => `const end = performance.now() + ${ms.toString()}; while (performance.now() < end) {}`;
+
+/** How a page of a template made slow is slow on the main thread. */
+export interface MainThreadWork {
+  /** A long task before the first paint: it delays FCP and LCP. */
+  beforePaintMs?: number;
+  /** A long task once loaded, after the first paint, where Lighthouse counts it in TBT. */
+  afterLoadMs?: number;
+}
+
+const slowScripts = ({ beforePaintMs = 0, afterLoadMs = 0 }: MainThreadWork) =>
+  (beforePaintMs > 0 ? `<script>{${busy(beforePaintMs)}}</script>\n` : '') +
+  (afterLoadMs > 0
+    ? `<script>addEventListener('load', () => setTimeout(() => { ${busy(afterLoadMs)} }, 0));</script>\n`
+    : '');
 
 /**
  * A page of the shop: a nav to the first page of each template, its own hero picture (the LCP
  * element), and links within its template: the first page of a template lists all its pages, so
  * a link crawl from `/` finds every page within two clicks.
  */
-export function shopPage(path: string, { mainThreadMs = 0 }: { mainThreadMs?: number } = {}): string | undefined {
+export function shopPage(path: string, work: MainThreadWork = {}): string | undefined {
   const template = DEMO_SHOP_TEMPLATES.find(({ paths }) => paths.includes(path));
   if (template === undefined) return undefined;
   const index = template.paths.indexOf(path);
@@ -119,14 +130,13 @@ export function shopPage(path: string, { mainThreadMs = 0 }: { mainThreadMs?: nu
   <style>body{font:16px/1.5 system-ui,sans-serif;margin:0 auto;max-width:48rem;padding:1rem}nav a,li a{display:inline-block;padding:.5rem}img{max-width:100%;height:auto}</style>
 </head>
 <body>
-<header><nav>${nav.join(' ')}</nav></header>
+${slowScripts(work)}<header><nav>${nav.join(' ')}</nav></header>
 <main>
   <h1>${escapeHtml(title)}</h1>
   <img src="/img/hero.svg" width="640" height="320" alt="${escapeHtml(template.kind)}">
   <p>A page of the demo shop, one of ${template.paths.length.toString()} of its kind.</p>
   <ul>${links.map((link) => `<li><a href="${link}">${escapeHtml(link)}</a></li>`).join('')}</ul>
 </main>
-${mainThreadMs > 0 ? blockingScript(mainThreadMs) : ''}
 </body>
 </html>
 `;

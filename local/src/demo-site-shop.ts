@@ -1,5 +1,5 @@
 import type express from 'express';
-import { SHOP_HERO_SVG, shopPage } from './demo-site-shop-pages.ts';
+import { SHOP_HERO_SVG, shopPage, type MainThreadWork } from './demo-site-shop-pages.ts';
 import { gzipSitemap, plainSitemap, robotsTxt, SHOP_SITEMAPS, sitemapIndex } from './demo-site-shop-sitemaps.ts';
 
 export {
@@ -7,15 +7,18 @@ export {
   DEMO_SHOP_PATHS,
   DEMO_SHOP_TEMPLATES,
   type DemoShopTemplate,
+  type MainThreadWork,
 } from './demo-site-shop-pages.ts';
 export { SHOP_SITEMAPS } from './demo-site-shop-sitemaps.ts';
 
-/** How a template made slow is slow: its pages answer late (LCP) and block the main thread (TBT). */
-export interface SlowTemplate {
+/**
+ * How a template made slow is slow: its pages answer late, and their main thread is busy before
+ * the first paint (LCP: Lighthouse's simulation takes a site's server time from all its requests,
+ * so one late page alone barely moves it) and after load (TBT).
+ */
+export interface SlowTemplate extends MainThreadWork {
   /** Held back before the page's HTML is sent. */
   serverMs?: number;
-  /** A long task on load. */
-  mainThreadMs?: number;
 }
 
 export interface DemoShopControls {
@@ -28,7 +31,7 @@ export interface DemoShopControls {
 
 /** The demo shop's routes, on an app of its own origin (robots.txt is at the root). */
 export function shopRoutes(app: express.Express): DemoShopControls {
-  let slow: { prefix: string; serverMs: number; mainThreadMs: number } | null = null;
+  let slow: (SlowTemplate & { prefix: string }) | null = null;
   const originOf = (req: express.Request) => `${req.protocol}://${req.get('host') ?? 'localhost'}`;
   const xml = (res: express.Response, body: string) => res.type('application/xml').send(body);
   app.get('/robots.txt', (req, res) => res.type('text/plain').send(robotsTxt(originOf(req))));
@@ -40,7 +43,7 @@ export function shopRoutes(app: express.Express): DemoShopControls {
   );
   app.get(/.*/, (req, res, next) => {
     const slowed = slow !== null && req.path.startsWith(slow.prefix) ? slow : null;
-    const page = shopPage(req.path, { mainThreadMs: slowed?.mainThreadMs ?? 0 });
+    const page = shopPage(req.path, slowed ?? {});
     if (page === undefined) {
       next();
       return;
@@ -48,8 +51,8 @@ export function shopRoutes(app: express.Express): DemoShopControls {
     setTimeout(() => res.type('html').set('Cache-Control', 'no-cache').send(page), slowed?.serverMs ?? 0);
   });
   return {
-    slowTemplate(prefix, { serverMs = 1500, mainThreadMs = 600 } = {}) {
-      slow = prefix === null ? null : { prefix, serverMs, mainThreadMs };
+    slowTemplate(prefix, { serverMs = 1500, beforePaintMs = 600, afterLoadMs = 600 } = {}) {
+      slow = prefix === null ? null : { prefix, serverMs, beforePaintMs, afterLoadMs };
     },
   };
 }

@@ -11,5 +11,6 @@ export {
   DEMO_SHOP_TEMPLATES,
   SHOP_SITEMAPS,
   type DemoShopTemplate,
+  type MainThreadWork,
   type SlowTemplate,
 } from './demo-site-shop.ts';
