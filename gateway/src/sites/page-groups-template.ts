@@ -4,12 +4,12 @@
  *
  * What varies "across many pages" (a parameter) and what stays a fixed word:
  * - id-like values (a digit anywhere, a UUID, or a slug of three or more words: `blue-denim-jacket`)
- *   become a parameter when at least {@link MIN_IDS} of them sit side by side with the same shape below;
+ *   become a parameter when at least {@link MIN_IDS} of them sit side by side;
  * - plain words (`about`, `team`, `new-york`) are sections, "a handful of fixed words", unless at
  *   least {@link MIN_WORDS} of them share one shape below a fixed first segment (`/team/alice` … ten
  *   names); a site's top level is never a parameter of plain words (`/about`, `/contact`, `/pricing`…).
- * Siblings of different shapes below (one product with a `/reviews` page) are not merged: a user
- * pattern (`/product/*`) groups those.
+ * Ids merge whatever lies below them (one product with a `/reviews` page is `/product/:id/reviews`);
+ * words only with the same shape below, so `/shop/product/:id` and `/shop/category/:slug` stay apart.
  */
 
 export const MIN_IDS = 3;
@@ -79,18 +79,21 @@ function collapse(at: Node, depth: number): void {
   for (const [segment, child] of at.children) {
     if (segment.startsWith(PARAM)) continue;
     const shape = shapeOf(child);
-    byShape.set(shape, [...(byShape.get(shape) ?? []), segment]);
+    const same = byShape.get(shape);
+    if (same === undefined) byShape.set(shape, [segment]);
+    else same.push(segment);
   }
+  // Their children are now siblings under one parameter, and may be parameters in turn.
   for (const [shape, segments] of [...byShape].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    const ids = segments.filter(isIdLike);
-    const words = segments.length - ids.length;
-    const merged = depth > 0 && words >= MIN_WORDS ? segments : ids.length >= MIN_IDS ? ids : [];
-    // Their children are now siblings under one parameter, and may be parameters in turn.
-    if (merged.length > 0) collapse(merge(at, merged.sort(), shape), depth + 1);
+    const words = segments.filter((segment) => !isIdLike(segment));
+    if (depth > 0 && words.length >= MIN_WORDS) collapse(merge(at, segments.sort(), shape), depth + 1);
   }
+  // Ids are one parameter whatever lies below some of them (`/product/7/reviews`).
+  const ids = [...at.children.keys()].filter((segment) => !segment.startsWith(PARAM) && isIdLike(segment));
+  if (ids.length >= MIN_IDS) collapse(merge(at, ids.sort(), 'ids'), depth + 1);
 }
 
-/** Folds these siblings (of one shape) into one parameter child, its name keyed by the shape. */
+/** Folds these siblings into one parameter child, keyed by what they share. */
 function merge(at: Node, segments: string[], shape: string): Node {
   const key = `${PARAM}${shape}`;
   const param = at.children.get(key) ?? node();
@@ -129,7 +132,11 @@ function paramName(param: Node, taken: readonly string[]): string {
 }
 
 function collect(at: Node, prefix: string[], templates: Map<string, string[]>): void {
-  if (at.paths.size > 0) templates.set(`/${prefix.join('/')}`, [...at.paths].sort());
+  if (at.paths.size > 0) {
+    // Two parameters of one name side by side (ids, and six words of one shape) are one template.
+    const template = `/${prefix.join('/')}`;
+    templates.set(template, [...(templates.get(template) ?? []), ...at.paths].sort());
+  }
   for (const [segment, child] of at.children) {
     const name = segment.startsWith(PARAM) ? paramName(child, prefix) : segment;
     collect(child, [...prefix, name], templates);

@@ -24,9 +24,6 @@ describe('page groups inferred from the URLs', () => {
   it('groups forty product pages into one template, and fixed sections stay their own groups', () => {
     const groups = groupPages({ siteId: 'site-1', urls: SITE });
     expect(groups.find(({ name }) => name === '/product/:id')?.urls).toHaveLength(40);
-    expect(names(SITE)).toEqual(
-      expect.arrayContaining(['/', '/about', '/contact', '/pricing', '/blog/:slug', '/team/:slug']),
-    );
     expect(names(SITE)).toEqual([
       '/',
       '/about',
@@ -66,6 +63,23 @@ describe('page groups inferred from the URLs', () => {
     expect(groups.find(({ name }) => name === '/:page')?.urls).toEqual([at('/contact'), at('/pricing')]);
     expect(groups.find(({ name }) => name === '/about')?.source).toBe('pattern');
     expect(groups.find(({ name }) => name === '/product/:id')?.source).toBe('inferred');
+  });
+
+  it('keeps a product with a page below it in its template, and a page that fits none on its own', () => {
+    const urls = [
+      ...products,
+      at('/product/1007/reviews'),
+      at('/checkout/thank-you'),
+      at('/about?ref=footer'),
+      at('/about'),
+    ];
+    const groups = groupPages({ siteId: 'site-1', urls });
+    expect(groups.map(({ name, urls: members }) => [name, members.length])).toEqual([
+      ['/about', 2],
+      ['/checkout/thank-you', 1],
+      ['/product/:id', 40],
+      ['/product/:id/reviews', 1],
+    ]);
   });
 
   it('refuses a pattern that is not a URL pattern', () => {

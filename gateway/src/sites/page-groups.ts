@@ -60,7 +60,9 @@ export function groupPages(input: PageGrouping): PageGroup[] {
     const { pathname } = new URL(url);
     const match = compiled.find(({ matcher }) => matcher.test({ pathname }));
     const [groups, key] = match ? [byPattern, match.pattern] : [byPath, pathname];
-    groups.set(key, [...(groups.get(key) ?? []), url]);
+    const members = groups.get(key);
+    if (members === undefined) groups.set(key, [url]);
+    else members.push(url);
   }
   const groups: PageGroup[] = [];
   const add = (name: string, source: PageGroup['source'], members: string[]) =>
