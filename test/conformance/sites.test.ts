@@ -127,6 +127,7 @@ describe('POST /v1/sites', () => {
       [{ origin, sampleSize: 21 }, /^sampleSize is a whole number from 1 to 20$/m],
       [{ origin, sampleSize: 2.5 }, /^sampleSize is a whole number from 1 to 20$/m],
       [{ origin, include: ['blog/*'] }, /^include\.0: a path pattern starts with \//m],
+      [{ origin, include: ['/blog/(unclosed'] }, /^include\.0: a path pattern is a URLPattern pathname/m],
       [{ origin, exclude: '/admin' }, /^exclude must be an array of path patterns$/m],
       [{ origin, groupPatterns: [7] }, /^groupPatterns\.0: a path pattern is a string$/m],
       [{ origin, runs: 12 }, /^runs: runs is a whole number from 1 to 9$/m],

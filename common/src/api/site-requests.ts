@@ -61,13 +61,24 @@ const siteId = z
   .regex(/^[0-9a-f]{24}$/, 'id must be a site id (24 hexadecimal digits)')
   .meta({ description: "The site's id, as listed." });
 
-/** A path pattern: `/` and then printable text without spaces, `?` or `#`. */
+/** Whether `pattern` is a URLPattern pathname, the syntax discovery and page groups match pages by. */
+function isPathPattern(pattern: string): boolean {
+  try {
+    new URLPattern({ pathname: pattern });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A path pattern: `/` and then a URLPattern pathname without spaces, `?` or `#` (`/product/:id`, `/docs/*`). */
 const patterns = (name: string, description: string) =>
   z
     .array(
       z
         .string({ error: 'a path pattern is a string' })
-        .regex(/^\/[^\s?#]{0,199}$/, 'a path pattern starts with / and has no space, ? or # (200 characters at most)'),
+        .regex(/^\/[^\s?#]{0,199}$/, 'a path pattern starts with / and has no space, ? or # (200 characters at most)')
+        .refine(isPathPattern, 'a path pattern is a URLPattern pathname (/product/:id, /docs/*)'),
       { error: `${name} must be an array of path patterns` },
     )
     .max(MAX_PATTERNS, `${name} has more than ${MAX_PATTERNS} patterns`)
@@ -101,7 +112,10 @@ const siteFields = {
       description:
         '"discover" (default): robots.txt, then /sitemap.xml; or the URL of a sitemap (or sitemap index) on the origin.',
     }),
-  include: patterns('include', 'Path patterns (`/blog/*`, `**` any path) a page must match one of; none: every page.'),
+  include: patterns(
+    'include',
+    'Path patterns (URLPattern pathnames: `/blog/*`, `/product/:id`) a page must match one of; none: every page.',
+  ),
   exclude: patterns('exclude', 'Path patterns a page must match none of.'),
   maxPages: wholeNumber('maxPages', MAX_SITE_PAGES, 100),
   sampleSize: wholeNumber('sampleSize', MAX_SAMPLE_SIZE, 3),
