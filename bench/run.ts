@@ -18,6 +18,7 @@ import { measureStoredBytes, storedBytesSection } from './stored-bytes.ts';
 import { durabilitySection, measureDurability } from './sqlite-durability.ts';
 import { measureVerdicts, verdictsSection } from './verdicts.ts';
 import { measureHeavyReads, type HeavyReadFigures, type HeavyReadRow } from './heavy-reads.ts';
+import { measureSitemapDiscovery, sitemapDiscoverySection } from './sitemap-discovery.ts';
 
 /** Where the embedded server's peak RSS grew, level by level: what the flatness goal reads. */
 const rssGrowth = (f: OverviewFigures) =>
@@ -193,6 +194,12 @@ const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise
         '',
       ];
     },
+  },
+  {
+    name: 'discovery',
+    headings: ['## Sitemap discovery'],
+    measure: async () =>
+      sitemapDiscoverySection(await measureSitemapDiscovery(Number(process.env['BENCH_DISCOVERY_ROUNDS'] ?? 5))),
   },
 ];
 
