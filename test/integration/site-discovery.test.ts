@@ -173,6 +173,27 @@ describe('hostile sites', () => {
     expect(requests).toEqual(['/robots.txt', '/index.xml', '/pages.xml', '/moved.xml']);
   });
 
+  it('refuses an index nested past two levels, and reads no more sitemaps than the bound', async () => {
+    const { origin, requests } = await serveSite((o) => ({
+      '/sitemap.xml': index([`${o}/i1.xml`]),
+      '/i1.xml': index([`${o}/i2.xml`, `${o}/pages.xml`]),
+      '/i2.xml': index([`${o}/i3.xml`]),
+      '/pages.xml': urlset([`${o}/a`]),
+      '/many.xml': index(Array.from({ length: 50 }, (_, i) => `${o}/m${i}.xml`)),
+      ...Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`/m${i}.xml`, urlset([`${o}/m/${i}`])])),
+    }));
+    const nested = await discover({ origin });
+    expect(nested.pages).toEqual([`${origin}/a`]);
+    expect(nested.refused).toEqual([
+      { url: `${origin}/i2.xml`, reason: 'a sitemap index nested more than 2 levels deep: not read' },
+    ]);
+    expect(requests).not.toContain('/i3.xml');
+    const many = await discover({ origin, sitemap: `${origin}/many.xml` }, { maxSitemaps: 10 });
+    expect(many.pages).toHaveLength(9);
+    expect(many.cut).toEqual([{ bound: 'sitemaps', reason: '10 sitemaps were listed; the rest were not read' }]);
+    expect(requests.filter((path) => path.startsWith('/m'))).toHaveLength(10);
+  });
+
   it('refuses a redirect loop and a redirect chain past the bound', async () => {
     const { origin, requests } = await serveSite((o) => ({
       '/sitemap.xml': redirect('/a.xml'),

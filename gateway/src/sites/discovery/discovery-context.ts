@@ -36,11 +36,12 @@ export function offerPage(ctx: DiscoveryContext, url: URL, verdict: 'keep' | 'pa
     findings.excluded[verdict]++;
     return true;
   }
-  if (findings.pages.has(url.href)) return true;
+  const { href } = url;
+  if (findings.pages.has(href)) return true;
   if (findings.pages.size >= ctx.maxPages) {
     findings.stop('maxPages', `the site's maxPages (${ctx.maxPages}) were found; the rest were not read`);
     return false;
   }
-  findings.pages.add(url.href);
+  findings.pages.add(href);
   return true;
 }

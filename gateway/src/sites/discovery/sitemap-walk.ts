@@ -47,12 +47,12 @@ function onChild(ctx: DiscoveryContext, walk: Walk, from: Queued, url: URL): boo
 function onEntry(ctx: DiscoveryContext, walk: Walk, from: Queued, document: DocumentRead, entry: SitemapEntry) {
   document.entries++;
   if (ctx.findings.done) return false;
-  if (entry.loc.length >= LOC_CHARS || !URL.canParse(entry.loc, from.url.href)) {
+  const url = entry.loc.length < LOC_CHARS ? URL.parse(entry.loc, from.url.href) : null;
+  if (!url) {
     ctx.findings.refuse(entry.loc.slice(0, 200), 'not a URL (or longer than 4,096 characters)');
     return true;
   }
-  const url = new URL(entry.loc, from.url);
-  url.hash = '';
+  if (url.hash) url.hash = '';
   if (entry.kind === 'page') return onPage(ctx, url);
   if (from.level >= ctx.bounds.maxIndexDepth) {
     const reason = `a sitemap index nested more than ${ctx.bounds.maxIndexDepth} levels deep: not read`;
