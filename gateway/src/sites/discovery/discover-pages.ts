@@ -13,7 +13,7 @@ const httpUrl = z.url({ protocol: /^https?$/ });
 const pathPattern = z.string().max(500).refine(isPathPattern, 'a URL path pattern (URLPattern syntax: /product/*)');
 
 /** What a discovery is asked: the site's own settings. */
-export const discoveryRequestSchema = z.object({
+const discoveryRequestSchema = z.object({
   /** scheme://host[:port]; only pages of this origin are kept. */
   origin: httpUrl.refine((url) => new URL(url).origin === url.replace(/\/$/, ''), 'an origin, no path'),
   /** 'discover': robots.txt's `Sitemap:` lines, else /sitemap.xml; or the sitemap's URL. */

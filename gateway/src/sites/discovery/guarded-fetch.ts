@@ -5,7 +5,7 @@ import { pinnedLookup } from '../../alerts/webhook-post.ts';
 import { Refused } from './discovery-bounds.ts';
 
 /** An answer that is not a redirect, its body still to be read (or discarded). */
-export interface Answer {
+interface Answer {
   /** The URL that answered, after redirects. */
   url: URL;
   status: number;

@@ -2,7 +2,7 @@ import pLimit from 'p-limit';
 import { decodedBody } from './bounded-body.ts';
 import { noteFailure, offerPage, type DiscoveryContext } from './discovery-context.ts';
 import { readLinks } from './html-links.ts';
-import { pageVerdict } from './page-filter.ts';
+import { pageVerdict, ROBOTS_AGENT } from './page-filter.ts';
 
 interface Crawl {
   /** Every URL met, fetched or not: each is fetched once. */
@@ -50,7 +50,7 @@ async function visit(ctx: DiscoveryContext, crawl: Crawl, url: URL, followLinks:
 
 /** Whether a URL met by the crawl may be fetched: robots.txt and exclude patterns say no to some. */
 function mayFetch(ctx: DiscoveryContext, url: URL): boolean {
-  if (ctx.rules.robots?.isAllowed(url.href, 'perfwatch') === false) {
+  if (ctx.rules.robots?.isAllowed(url.href, ROBOTS_AGENT) === false) {
     ctx.findings.excluded.robots++;
     return false;
   }

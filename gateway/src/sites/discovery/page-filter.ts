@@ -1,4 +1,4 @@
-import { createRequire } from 'node:module';
+import robotsParserModule from 'robots-parser';
 
 /** The part of robots-parser's Robot discovery uses. */
 export interface Robot {
@@ -8,10 +8,10 @@ export interface Robot {
 
 /**
  * robots-parser (the parser Lighthouse's own robots audit uses; RFC 9309's wildcards and longest
- * match, `Sitemap:` lines of any case). Its typings declare no callable default export under
- * nodenext, hence the typed require.
+ * match, `Sitemap:` lines of any case). A CommonJS module whose typings give no callable default
+ * export under nodenext: its default import is the function, typed here.
  */
-export const parseRobots = createRequire(import.meta.url)('robots-parser') as (url: string, text: string) => Robot;
+export const parseRobots = robotsParserModule as unknown as (url: string, text: string) => Robot;
 
 /** Why a URL of the sitemap or the crawl is not one of the site's pages. */
 export type Verdict = 'keep' | 'other-origin' | 'pattern' | 'robots';
