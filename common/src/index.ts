@@ -64,8 +64,6 @@ export {
   type MemberView,
 } from './api/member-requests.ts';
 export {
-  MAX_SAMPLE_SIZE,
-  MAX_SITE_PAGES,
   siteChangedSchema,
   siteListSchema,
   siteRemovedSchema,

@@ -4,7 +4,7 @@
  * same site; each route is named as perfwatch infers it.
  */
 
-export interface DemoShopTemplate {
+interface DemoShopTemplate {
   /** What the pages are, for their titles. */
   kind: string;
   /** The route template the pages share; the fixed pages are each their own route. */
@@ -52,7 +52,7 @@ const CITIES = ['london', 'paris', 'berlin', 'madrid', 'rome', 'vienna', 'lisbon
 const times = (n: number, path: (i: number) => string) => Array.from({ length: n }, (_, i) => path(i + 1));
 
 /** Ten templates: nine routes of many pages, and the fixed pages (`/`, `/about`). */
-export const DEMO_SHOP_TEMPLATES: readonly DemoShopTemplate[] = [
+const DEMO_SHOP_TEMPLATES: readonly DemoShopTemplate[] = [
   { kind: 'Home and about', route: null, paths: ['/', '/about'] },
   { kind: 'Product', route: '/shop/product/:id', paths: times(40, (i) => `/shop/product/${(1000 + i).toString()}`) },
   { kind: 'Category', route: '/shop/category/:slug', paths: CATEGORIES.map((slug) => `/shop/category/${slug}`) },

@@ -2,13 +2,7 @@ import type express from 'express';
 import { SHOP_HERO_SVG, shopPage, type MainThreadWork } from './demo-site-shop-pages.ts';
 import { gzipSitemap, plainSitemap, robotsTxt, SHOP_SITEMAPS, sitemapIndex } from './demo-site-shop-sitemaps.ts';
 
-export {
-  DEMO_SHOP_GROUPS,
-  DEMO_SHOP_PATHS,
-  DEMO_SHOP_TEMPLATES,
-  type DemoShopTemplate,
-  type MainThreadWork,
-} from './demo-site-shop-pages.ts';
+export { DEMO_SHOP_GROUPS, DEMO_SHOP_PATHS } from './demo-site-shop-pages.ts';
 export { SHOP_SITEMAPS } from './demo-site-shop-sitemaps.ts';
 
 /**
@@ -16,7 +10,7 @@ export { SHOP_SITEMAPS } from './demo-site-shop-sitemaps.ts';
  * the first paint (LCP: Lighthouse's simulation takes a site's server time from all its requests,
  * so one late page alone barely moves it) and after load (TBT).
  */
-export interface SlowTemplate extends MainThreadWork {
+interface SlowTemplate extends MainThreadWork {
   /** Held back before the page's HTML is sent. */
   serverMs?: number;
 }

@@ -6,8 +6,8 @@ import { normalizeProjectUrl, once } from './request-fields.ts';
 
 // ---- /v1/sites (issue 34) -----------------------------------------------------------------
 
-export const MAX_SITE_PAGES = 1_000;
-export const MAX_SAMPLE_SIZE = 20;
+const MAX_SITE_PAGES = 1_000;
+const MAX_SAMPLE_SIZE = 20;
 /** Patterns of each kind a site may have. */
 const MAX_PATTERNS = 50;
 
@@ -149,7 +149,7 @@ export const siteDeleteSchema = z
   .transform(({ id }): SitesParams => ({ action: 'remove', id }));
 
 /** A site as the API shows it. */
-export const siteViewSchema = z
+const siteViewSchema = z
   .object({
     id: z.string(),
     origin: z.string(),

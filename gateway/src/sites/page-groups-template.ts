@@ -12,8 +12,8 @@
  * words only with the same shape below, so `/shop/product/:id` and `/shop/category/:slug` stay apart.
  */
 
-export const MIN_IDS = 3;
-export const MIN_WORDS = 6;
+const MIN_IDS = 3;
+const MIN_WORDS = 6;
 
 interface Node {
   children: Map<string, Node>;
@@ -28,7 +28,7 @@ const PARAM = ':';
 const node = (): Node => ({ children: new Map(), values: new Set(), paths: new Set() });
 
 /** The path's segments, without empty ones: `/blog/` and `/blog` are one page shape. */
-export function segmentsOf(path: string): string[] {
+function segmentsOf(path: string): string[] {
   return path.split('/').filter((segment) => segment !== '');
 }
 
@@ -37,7 +37,7 @@ const isUuid = (value: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 const isHex = (value: string) => /^[0-9a-f]{8,}$/i.test(value) && /\d/.test(value);
 
 /** A value that names one page among many rather than a section. */
-export function isIdLike(value: string): boolean {
+function isIdLike(value: string): boolean {
   return /\d/.test(value) || isUuid(value) || value.split(/[-_]/).filter(Boolean).length >= 3;
 }
 

@@ -4,12 +4,11 @@ import { samplePages } from './page-groups-sample.ts';
 import { inferTemplates } from './page-groups-template.ts';
 
 export { samplePages } from './page-groups-sample.ts';
-export { inferTemplates, isIdLike, MIN_IDS, MIN_WORDS } from './page-groups-template.ts';
 
-export const DEFAULT_SAMPLE_SIZE = 3;
+const DEFAULT_SAMPLE_SIZE = 3;
 
 /** A user's pattern: a URLPattern pathname (`/product/:id`, `/docs/*`). */
-export const pageGroupPatternSchema = z
+const pageGroupPatternSchema = z
   .string()
   .min(1)
   .max(500)
@@ -26,7 +25,7 @@ export const pageGroupPatternSchema = z
     { message: 'not a URL pattern pathname (like /product/:id or /docs/*)' },
   );
 
-export const pageGroupingSchema = z.object({
+const pageGroupingSchema = z.object({
   siteId: z.string().min(1),
   urls: z.array(z.url()),
   /** Tried in order; the first that matches a page's path names its group. */

@@ -12,7 +12,7 @@ import type { SiteRecord, SitesStore } from './store/sites-store.ts';
 type SitesRouteStore = Pick<SitesStore, 'listSites' | 'addSite' | 'findSite' | 'setSiteSettings' | 'removeSite'>;
 
 /** A site as the API shows it: its dates in ISO 8601, the devices it is measured on. */
-export const siteViewOf = (site: SiteRecord): SiteView => ({
+const siteViewOf = (site: SiteRecord): SiteView => ({
   id: site.id,
   origin: site.origin,
   sitemap: site.sitemap,

@@ -3,7 +3,7 @@ import { budgetFileSchema, DEVICES, LOCATIONS, type Budgets, type Device, type L
 import { ownId, type StoredForms } from '../../store/record-forms.ts';
 
 /** Where a site's pages are listed: found from robots.txt and /sitemap.xml, or this sitemap's URL (on the origin). */
-export type SitemapSource = 'discover' | (string & {});
+type SitemapSource = 'discover' | (string & {});
 
 /**
  * A whole site watched by its origin (issue 34): where its pages are found, which of them count,
