@@ -57,6 +57,12 @@ import {
   sitesQuerySchema,
 } from './site-requests.ts';
 import {
+  siteOverviewBodySchema,
+  siteOverviewParamsSchema,
+  siteOverviewQuerySchema,
+  siteOverviewSchema,
+} from './site-overview.ts';
+import {
   repositoryBodySchema,
   repositoryLinkViewSchema,
   repositoryQuerySchema,
@@ -240,6 +246,14 @@ export const API_ENDPOINTS = {
     patchBody: sitePatchSchema,
     deleteQuery: siteDeleteSchema,
     answer: z.union([siteListSchema, siteChangedSchema, siteRemovedSchema]),
+  },
+  siteOverview: {
+    path: '/v1/sites/{id}/overview',
+    methods: GET_AND_POST,
+    query: siteOverviewQuerySchema,
+    body: siteOverviewBodySchema,
+    params: siteOverviewParamsSchema,
+    answer: siteOverviewSchema,
   },
 } as const satisfies Record<string, ApiEndpoint>;
 

@@ -37,7 +37,10 @@ import { updateStatusRoute } from '../updates/update-status-route.ts';
 import { membersRoute } from '../teams/members-route.ts';
 import type { TeamsStore } from '../teams/store/teams-store.ts';
 import { sitesRoute } from '../sites/sites-route.ts';
+import { siteOverviewRoute } from '../sites/site-overview-route.ts';
 import type { SitesStore } from '../sites/store/sites-store.ts';
+import type { SiteDiscoveries } from '../sites/site-discoveries.ts';
+import type { SiteDiscoveryStore } from '../sites/site-discovery-run.ts';
 
 /** What the routes are built from: the app's dependencies, resolved (app.ts). */
 export interface RouteDeps {
@@ -53,7 +56,8 @@ export interface RouteDeps {
     Pick<AccountsStore, 'listUsers'> &
     Pick<AccountsStore, 'addToken' | 'findToken' | 'listOrganisationTokens' | 'revokeToken' | 'findUserByName'> &
     Pick<TeamsStore, 'listMembers' | 'findMembership' | 'setMembership' | 'removeMembership'> &
-    Pick<SitesStore, 'listSites' | 'addSite' | 'findSite' | 'setSiteSettings' | 'removeSite'>;
+    Pick<SitesStore, 'listSites' | 'addSite' | 'findSite' | 'setSiteSettings' | 'removeSite' | 'listSitePages'> &
+    SiteDiscoveryStore;
   updates: UpdateService;
   logger: Logger;
   startAsync: StartAsync;
@@ -67,6 +71,8 @@ export interface RouteDeps {
   credentialTrust: CredentialTrust;
   /** Where the routes record each change they made (issue 33). */
   auditLog: AuditLog;
+  /** Sites' discoveries in the background (issue 34). */
+  siteDiscoveries: SiteDiscoveries;
 }
 
 /** A response's description; `retryAfter`: it comes with a Retry-After header. */
@@ -324,7 +330,8 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
     limit: 'reads',
     // Every POST makes a site; a ci token reads the sites of the projects it lists.
     access: { ...READS_AND_EDITS, isWrite: (req) => req.method === 'POST' },
-    route: ({ store, auditLog }) => sitesRoute({ store, audit: auditLog }),
+    route: ({ store, auditLog, siteDiscoveries }) =>
+      sitesRoute({ store, audit: auditLog, discoveries: siteDiscoveries }),
     doc: {
       summary:
         "List (GET), create (POST), change (PATCH) or remove (DELETE) the organisation's sites: whole sites watched by their origin",
@@ -334,6 +341,21 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
       postResponses: { '409': 'The organisation already has a site at that origin.' },
       patchResponses: { '404': 'No site of the organisation has that id.' },
       deleteResponses: { '404': 'No site of the organisation has that id.' },
+    },
+  },
+  siteOverview: {
+    contract: API_ENDPOINTS.siteOverview,
+    limit: 'reads',
+    access: READS_AND_EDITS,
+    route: ({ store }) => siteOverviewRoute({ store }),
+    doc: {
+      summary:
+        "A site's groups with the medians of their sampled pages' latest snapshots, budget failures and trends; its worst pages; its last discovery's new and removed pages",
+      answer:
+        'Per group (route template) and device the median score, LCP, TBT and CLS of its sampled pages\' latest snapshots (null when none is measured: `measured` false) and their failing budget checks, with a daily median score over 30 days; the sampled pages per device, the lowest score first; the pages the last discovery added and lost.',
+      project: false,
+      bodyRequired: false,
+      responses: { '404': 'No site of the organisation has that id.' },
     },
   },
 };
