@@ -37,6 +37,7 @@ import { createLocalTransport } from './dispatch/local/local-transport.ts';
 import { createNatsTransport } from './dispatch/nats/nats-transport.ts';
 import type { Transport } from './dispatch/transport.ts';
 import { ssoAppOf } from './sso/sso-app.ts';
+import { siteWork, type SiteDiscoveries } from './sites/site-schedule.ts';
 import type { SsoDeps } from './sso/sso-routes.ts';
 
 export interface GatewayRuntime {
@@ -76,7 +77,7 @@ export async function startGateway({
   const background = startBackgroundWork({ ...wiring, queue, admission, outbox, targetGuard, secrets, metrics });
   let stopping = false;
   const readiness = readinessCheck(transport, store, () => stopping);
-  const shared = { targetGuard, secrets, credentialTrust: trust, updates, admission, ...sso };
+  const shared = { ...background.sites, targetGuard, secrets, credentialTrust: trust, updates, admission, ...sso };
   const { http, ops } = await serve({ ...wiring, metrics, readiness, ...shared });
   return {
     http,
@@ -88,6 +89,7 @@ export async function startGateway({
       stopping = true;
       if (config.SHUTDOWN_READINESS_DELAY_MS > 0) await sleep(config.SHUTDOWN_READINESS_DELAY_MS);
       await http.close();
+      await background.sites.siteDiscoveries.stop();
       await background.scheduler.stop();
       // Queued updates this gateway took are finished and acknowledged, not dropped.
       await queue.stop();
@@ -242,6 +244,7 @@ function startBackgroundWork({
   secrets: SecretBox;
   metrics: GatewayMetrics;
 }) {
+  const sites = siteWork({ store, guard: targetGuard, logger, admission });
   const scheduler = startScheduler({
     store,
     queue,
@@ -258,6 +261,7 @@ function startBackgroundWork({
       deadlineMs: config.UPDATE_DEADLINE_MS,
     },
     outbox,
+    sites: sites.tick,
   });
   const webhooks = startWebhookSender({
     store,
@@ -268,7 +272,8 @@ function startBackgroundWork({
     onAttempt: (outcome) => metrics.webhookAttempt(outcome),
   });
   const forgeReports = startForgeReports({ store, logger, config, targetGuard, secrets });
-  return { scheduler, webhooks, forgeReports, fieldHistory: startFieldHistoryIfKeyed({ store, logger, config }) };
+  const fieldHistory = startFieldHistoryIfKeyed({ store, logger, config });
+  return { scheduler, webhooks, forgeReports, fieldHistory, sites: { siteDiscoveries: sites.discoveries } };
 }
 
 /** Reports of previews measured for forge events, to their forges (forge-reporter.ts). */
@@ -350,6 +355,7 @@ async function serve({
   updates: UpdateService;
   admission: UpdateAdmission;
   sso?: SsoDeps;
+  siteDiscoveries: SiteDiscoveries;
 }): Promise<{ http: GatewayServer; ops: OpsServer | undefined }> {
   const ops =
     config.OPS_PORT === undefined

@@ -30,7 +30,7 @@ export interface SiteSettingsGiven {
 export type SitesParams =
   | { action: 'list' }
   | { action: 'create'; origin: string; settings: SiteSettingsGiven }
-  | { action: 'change'; id: string; changes: SiteSettingsGiven }
+  | { action: 'change'; id: string; changes: SiteSettingsGiven; discover: boolean }
   | { action: 'remove'; id: string };
 
 /** `https://shop.example` for `https://Shop.example/`: scheme, host and port; null when that is not all it is. */
@@ -137,12 +137,27 @@ export const sitesBodySchema = z
   .transform(({ origin, ...rest }): SitesParams => ({ action: 'create', origin, settings: settingsOf(rest) }));
 /** PATCH: a site's settings to change, named by its id (its origin names it, so stays). */
 export const sitePatchSchema = z
-  .strictObject({ id: siteId, ...siteFields })
-  .superRefine((value, ctx) => {
-    if (Object.keys(settingsOf(value)).length === 0)
-      ctx.addIssue({ code: 'custom', message: `give at least one of ${SETTING_NAMES.join(', ')} to change` });
+  .strictObject({
+    id: siteId,
+    ...siteFields,
+    discover: z
+      .literal(true, { error: 'discover must be true' })
+      .optional()
+      .meta({ description: "true: discover the site's pages again now (in the background; see lastDiscovery)." }),
   })
-  .transform(({ id, ...rest }): SitesParams => ({ action: 'change', id, changes: settingsOf(rest) }));
+  .superRefine((value, ctx) => {
+    if (Object.keys(settingsOf(value)).length === 0 && value.discover !== true)
+      ctx.addIssue({
+        code: 'custom',
+        message: `give at least one of ${SETTING_NAMES.join(', ')} to change, or discover: true`,
+      });
+  })
+  .transform(({ id, discover, ...rest }): SitesParams => ({
+    action: 'change',
+    id,
+    changes: settingsOf(rest),
+    discover: discover === true,
+  }));
 /** DELETE: the site to remove, with its pages. */
 export const siteDeleteSchema = z
   .strictObject({ id: siteId })
@@ -171,6 +186,21 @@ const siteViewSchema = z
       .object({ budgets: limitsSchema('budgets'), maxRegression: limitsSchema('maxRegression') })
       .meta({ description: 'Budgets its pages inherit.' }),
     createdAt: z.iso.datetime(),
+    lastDiscovery: z
+      .object({
+        at: z.iso.datetime(),
+        state: z.enum(['pending', 'done', 'failed']),
+        added: z.number().int(),
+        gone: z.number().int(),
+        refused: z.number().int(),
+        cut: z.array(z.string()),
+        reason: z.string().nullable(),
+      })
+      .nullable()
+      .meta({
+        description:
+          'Its last discovery: `pending` while it runs, `done` with the pages added and gone, the URLs refused and the bounds that cut it, or `failed` with its reason; null: none yet.',
+      }),
   })
   .meta({ id: 'Site' });
 export type SiteView = z.infer<typeof siteViewSchema>;

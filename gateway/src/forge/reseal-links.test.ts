@@ -21,6 +21,7 @@ const project = (n: number): ProjectRecord => ({
   auth: null,
   devices: null,
   crux: null,
+  siteId: null,
   createdAt: new Date(),
 });
 

@@ -26,6 +26,7 @@ import { loggedUrl } from './logged-url.ts';
 import { authRouter, type SsoDeps } from '../sso/sso-routes.ts';
 import { sessionAuthenticator } from '../sso/session-auth.ts';
 import { ROUTE_BASE, type GatewayMetrics } from './metrics.ts';
+import { createSiteDiscoveries, type SiteDiscoveries } from '../sites/site-discoveries.ts';
 
 export interface AppDeps {
   /** What the routes use, and the tokens requests are authenticated by. */
@@ -67,6 +68,8 @@ export interface AppDeps {
   credentialTrust?: CredentialTrust;
   /** The dashboard's single sign-on (SSO_ISSUER_URL): its routes under /auth, and sessions on /v1; absent: none. */
   sso?: SsoDeps;
+  /** Sites' discoveries (issue 34); absent: made here from the target guard, never stopped (tests of the HTTP layer). */
+  siteDiscoveries?: SiteDiscoveries;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
@@ -158,6 +161,7 @@ function apiRouter({
   secrets = createSecretBox({}),
   credentialTrust = NO_TRUST,
   sso,
+  siteDiscoveries = createSiteDiscoveries({ store, guard: targetGuard, logger }),
 }: AppDeps): Router {
   const v1 = express.Router();
   v1.use((req, res, next) => {
@@ -187,6 +191,7 @@ function apiRouter({
     secrets,
     credentialTrust,
     auditLog: createAuditLog({ store }),
+    siteDiscoveries,
   };
   mountForgeEvents(v1, { store, secrets, logger, targetGuard, startAsync, authFailuresPerMinute });
   for (const { contract, limit, route, access } of Object.values(GATEWAY_ENDPOINTS))

@@ -84,6 +84,7 @@ describe('changedSettings', () => {
     auth: null,
     devices: null,
     crux: null,
+    siteId: null,
     createdAt: new Date(0),
   };
 

@@ -43,6 +43,8 @@ export interface SchedulerOptions {
   stuckUpdates: { everyMs: number; graceMs: number; deadlineMs: number };
   /** Announces the updates the sweep fails, and stored snapshots whose budget events were not announced. */
   outbox?: Pick<WebhookOutbox, 'updateFailed' | 'snapshotStored'>;
+  /** Sites' due ticks, started under the same lease (site-schedule.ts). */
+  sites?: (at: Date) => Promise<void>;
   now?: () => Date;
 }
 
@@ -79,6 +81,7 @@ export function startScheduler(options: SchedulerOptions): Scheduler {
     if (!leader) return;
     const at = now();
     await enqueueDueTicks(options, at);
+    await options.sites?.(at);
     if (at.getTime() - lastRetention >= retentionEveryMs) {
       lastRetention = at.getTime();
       await applyRetention(options, at);
@@ -122,7 +125,7 @@ async function enqueueDueTicks({ store, admission, logger }: SchedulerOptions, a
   }
 }
 
-async function enqueueTick(admission: UpdateAdmission, logger: Logger, project: ProjectRecord, tick: Date) {
+export async function enqueueTick(admission: UpdateAdmission, logger: Logger, project: ProjectRecord, tick: Date) {
   const updateId = tickUpdateId(project.id, tick);
   try {
     await admission.submit(
@@ -173,8 +176,8 @@ async function applyRetention({ store, logger, retentionDays }: SchedulerOptions
   if (orphans > 0) logger.warn({ orphans }, 'deleted records of snapshots that never completed');
 }
 
-/** The latest tick of the project's schedule at or before `at`, or null. */
-function latestTick(project: ProjectRecord, at: Date): Date | null {
+/** The latest tick of the project's (or site's) schedule at or before `at`, or null. */
+export function latestTick(project: Pick<ProjectRecord, 'schedule'>, at: Date): Date | null {
   if (!project.schedule) return null;
   // prev() is strictly before currentDate: start a millisecond after `at`.
   const cron = CronExpressionParser.parse(project.schedule, { tz: 'UTC', currentDate: new Date(at.getTime() + 1) });

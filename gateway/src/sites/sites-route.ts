@@ -7,9 +7,16 @@ import { parseRequest } from '../http/parse-request.ts';
 import { measuredDevices } from '../projects/project-settings.ts';
 import { DuplicateError } from '../store/store.ts';
 import { changedSiteSettings, siteSettings, SiteSettingsError } from './site-settings.ts';
+import type { SiteDiscoveries } from './site-discoveries.ts';
+import { pendingDiscovery } from './site-discovery-run.ts';
+import { syncSiteProjects, type SiteProjectsStore } from './site-projects.ts';
 import type { SiteRecord, SitesStore } from './store/sites-store.ts';
 
-type SitesRouteStore = Pick<SitesStore, 'listSites' | 'addSite' | 'findSite' | 'setSiteSettings' | 'removeSite'>;
+type SitesRouteStore = Pick<
+  SitesStore,
+  'listSites' | 'addSite' | 'findSite' | 'setSiteSettings' | 'removeSite' | 'setSiteDiscovery'
+> &
+  SiteProjectsStore;
 
 /** A site as the API shows it: its dates in ISO 8601, the devices it is measured on. */
 const siteViewOf = (site: SiteRecord): SiteView => ({
@@ -28,18 +35,29 @@ const siteViewOf = (site: SiteRecord): SiteView => ({
   schedule: site.schedule,
   budgets: site.budgets,
   createdAt: site.createdAt.toISOString(),
+  lastDiscovery: site.lastDiscovery,
 });
 
 /** Whether the caller sees the site: a `ci` token only the sites of the projects it lists. */
-const callerSeesSite = (caller: Pick<Caller, 'projects'>, origin: string): boolean =>
+export const callerSeesSite = (caller: Pick<Caller, 'projects'>, origin: string): boolean =>
   caller.projects === null || caller.projects.some((url) => URL.parse(url)?.origin === origin);
 
 /**
  * `/v1/sites` (issue 34): the organisation's sites by origin (GET); a new one (POST), a change of
  * its settings (PATCH, by id), its removal with its pages (DELETE ?id=). Discovery, grouping and
- * measuring read the stored site: a change here is what their next run follows.
+ * measuring read the stored site: a change here is what their next run follows. A new site, and
+ * a PATCH with `discover: true`, start a discovery in the background (the answer does not wait;
+ * the site's `lastDiscovery` says how it went); a removed site's projects go with it.
  */
-export function sitesRoute({ store, audit }: { store: SitesRouteStore; audit: AuditLog }) {
+export function sitesRoute({
+  store,
+  audit,
+  discoveries,
+}: {
+  store: SitesRouteStore;
+  audit: AuditLog;
+  discoveries: Pick<SiteDiscoveries, 'start'>;
+}) {
   return async (req: Request, res: Response): Promise<void> => {
     const params: SitesParams = parseRequest(req, API_ENDPOINTS.sites);
     const caller = req.caller!;
@@ -48,8 +66,10 @@ export function sitesRoute({ store, audit }: { store: SitesRouteStore; audit: Au
       res.json({ sites: sites.filter((site) => callerSeesSite(caller, site.origin)).map(siteViewOf) });
       return;
     }
-    const { answer, entry } = await changeSites(store, caller.orgId, params);
+    const { answer, entry, discover } = await changeSites(store, caller.orgId, params);
     await audit.record(caller, entry);
+    // Started once the change is recorded; a read right after the answer sees it pending.
+    if (discover) void discoveries.start(discover);
     res.json(answer);
   };
 }
@@ -60,7 +80,7 @@ async function changeSites(
   store: SitesRouteStore,
   orgId: string,
   params: Change,
-): Promise<{ answer: ApiAnswer<'sites'>; entry: AuditRecord }> {
+): Promise<{ answer: ApiAnswer<'sites'>; entry: AuditRecord; discover?: SiteRecord }> {
   if (params.action === 'create') {
     const settings = checked(() => siteSettings(params.origin, params.settings));
     let site: SiteRecord;
@@ -73,12 +93,14 @@ async function changeSites(
       ]);
     }
     const entry = { action: 'site.created', target: site.origin, details: settingDetails(params.settings) } as const;
-    return { answer: { site: siteViewOf(site), created: true }, entry };
+    const pending = await markPending(store, site);
+    return { answer: { site: siteViewOf(pending), created: true }, entry, discover: pending };
   }
   const site = await store.findSite(orgId, params.id);
   if (!site) throw notFound(params.id);
   if (params.action === 'remove') {
     if (!(await store.removeSite(orgId, site.id))) throw notFound(params.id);
+    await syncSiteProjects(store, site, []);
     const entry = { action: 'site.removed', target: site.origin, details: { id: site.id } } as const;
     return { answer: { id: site.id, removed: true }, entry };
   }
@@ -89,7 +111,19 @@ async function changeSites(
     target: site.origin,
     details: { id: site.id, ...settingDetails(params.changes) },
   } as const;
-  return { answer: { site: siteViewOf({ ...site, ...settings }), created: false }, entry };
+  const changed = params.discover ? await markPending(store, { ...site, ...settings }) : { ...site, ...settings };
+  return {
+    answer: { site: siteViewOf(changed), created: false },
+    entry,
+    ...(params.discover ? { discover: changed } : {}),
+  };
+}
+
+/** The site with its discovery stored as pending (the discovery then runs in the background). */
+async function markPending(store: SitesRouteStore, site: SiteRecord): Promise<SiteRecord> {
+  const lastDiscovery = pendingDiscovery(new Date());
+  await store.setSiteDiscovery(site.id, lastDiscovery);
+  return { ...site, lastDiscovery };
 }
 
 /** Another organisation's site is as absent as one nobody has. */

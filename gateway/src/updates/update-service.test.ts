@@ -23,6 +23,7 @@ const project: ProjectRecord = {
   auth: null,
   devices: null,
   crux: null,
+  siteId: null,
   createdAt: new Date(),
 };
 

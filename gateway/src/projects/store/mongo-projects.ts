@@ -31,7 +31,8 @@ export class MongoProjects implements ProjectsStore {
 
   async addProject(project: NewProject): Promise<ProjectRecord> {
     const { id, ...record } = newProjectRecord(project, new ObjectId().toHexString(), new Date());
-    const doc = { _id: new ObjectId(id), ...record, userId: new ObjectId(project.userId) };
+    const siteId = record.siteId === null ? null : new ObjectId(record.siteId);
+    const doc = { _id: new ObjectId(id), ...record, userId: new ObjectId(project.userId), siteId };
     try {
       await this.#projects.insertOne(doc);
     } catch (error) {

@@ -19,10 +19,16 @@ export interface ProjectRecord {
   budgets: Budgets;
   /** Cookies, headers and login steps for a page behind a login, sealed (secret-box.ts); null: none. */
   auth: string | null;
+  /** The site whose sampled page it is (issue 34), made and removed by its discoveries; null: made by hand. */
+  siteId: string | null;
   createdAt: Date;
 }
 
-export type NewProject = Omit<ProjectRecord, 'id' | 'createdAt' | 'budgets' | 'auth' | 'devices' | 'crux'> & {
+export type NewProject = Omit<
+  ProjectRecord,
+  'id' | 'createdAt' | 'budgets' | 'auth' | 'devices' | 'crux' | 'siteId'
+> & {
+  siteId?: string | null;
   budgets?: Budgets;
   auth?: string | null;
   devices?: Device[] | null;
@@ -66,6 +72,7 @@ export const newProjectRecord = (project: NewProject, id: string, createdAt: Dat
   crux: project.crux ?? null,
   budgets: project.budgets ?? noBudgets(),
   auth: project.auth ?? null,
+  siteId: project.siteId ?? null,
   id,
   createdAt,
 });
@@ -90,6 +97,8 @@ export function projectRecords(forms: StoredForms) {
     // Absent on projects stored before budgets were.
     budgets: structured(budgetFileSchema).default(noBudgets),
     auth: z.string().nullable().default(null),
+    // Absent on projects stored before sites were (issue 34): made by hand.
+    siteId: id.nullable().default(null),
   }) satisfies z.ZodType<ProjectRecord>;
   return { project };
 }

@@ -18,7 +18,7 @@ export const projectsSchema: SqliteSchema = {
 CREATE TABLE IF NOT EXISTS projects (
   id TEXT PRIMARY KEY, user_id TEXT NOT NULL, url TEXT NOT NULL, domain TEXT NOT NULL, locations TEXT NOT NULL,
   default_location TEXT NOT NULL, runs INTEGER NOT NULL, schedule TEXT, created_at INTEGER NOT NULL, scheduled_through INTEGER,
-  budgets TEXT NOT NULL DEFAULT '${NO_BUDGETS}', auth TEXT, devices TEXT, crux TEXT,
+  budgets TEXT NOT NULL DEFAULT '${NO_BUDGETS}', auth TEXT, devices TEXT, crux TEXT, site_id TEXT,
   UNIQUE (user_id, url));`,
   steps: [
     {
@@ -36,6 +36,13 @@ CREATE TABLE IF NOT EXISTS projects (
       version: 13,
       adds: "a project's devices and CrUX opt-in (JSON)",
       up: addColumns('projects', 'devices TEXT', 'crux TEXT'),
+      mends: true,
+    },
+    {
+      // NULL: made by hand, as every project before sites.
+      version: 15,
+      adds: 'the site a project is a sampled page of (issue 34)',
+      up: addColumns('projects', 'site_id TEXT'),
       mends: true,
     },
   ],
@@ -59,7 +66,7 @@ export class SqliteProjects implements ProjectsStore {
     const record = newProjectRecord(project, newId(), new Date());
     try {
       this.#db.run(
-        'INSERT INTO projects (id, user_id, url, domain, locations, default_location, runs, schedule, created_at, budgets, auth, devices, crux) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO projects (id, user_id, url, domain, locations, default_location, runs, schedule, created_at, budgets, auth, devices, crux, site_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
         record.id,
         record.userId,
         record.url,
@@ -73,6 +80,7 @@ export class SqliteProjects implements ProjectsStore {
         record.auth,
         jsonOrNull(record.devices),
         jsonOrNull(record.crux),
+        record.siteId,
       );
     } catch (error) {
       throw duplicateOr(error, `project ${project.url} exists for this user`);

@@ -29,6 +29,8 @@ export interface DiscoveryDeps {
   guard: TargetGuard;
   /** Tighter bounds than DISCOVERY_BOUNDS (tests, a caller's own budget). */
   bounds?: Partial<DiscoveryBounds>;
+  /** Ends it early, as the time budget would (the gateway stopping). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -41,7 +43,8 @@ export async function discoverPages(request: DiscoveryRequest, deps: DiscoveryDe
   const asked = discoveryRequestSchema.parse(request);
   const bounds = { ...DISCOVERY_BOUNDS, ...deps.bounds };
   const origin = new URL(asked.origin).origin;
-  const signal = AbortSignal.timeout(bounds.timeBudgetMs);
+  const timeout = AbortSignal.timeout(bounds.timeBudgetMs);
+  const signal = deps.signal ? AbortSignal.any([timeout, deps.signal]) : timeout;
   const findings = new Findings(bounds.refusalsKept);
   const onTime = (url: string) => timeRefusal({ bounds }, url);
   const fetcher = createGuardedFetcher({ guard: deps.guard, signal, maxRedirects: bounds.maxRedirects, onTime });

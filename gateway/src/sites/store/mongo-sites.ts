@@ -8,6 +8,7 @@ import {
   type FoundPage,
   type NewSite,
   type PagesChange,
+  type SiteDiscoveryState,
   type SitePageRecord,
   type SiteRecord,
   type SiteSettings,
@@ -84,6 +85,23 @@ export class MongoSites implements SitesStore {
 
   async setSiteBudgets(siteId: string, budgets: Budgets): Promise<void> {
     await this.#sites.updateOne({ _id: new ObjectId(siteId) }, { $set: { budgets } });
+  }
+
+  async setSiteDiscovery(siteId: string, state: SiteDiscoveryState): Promise<void> {
+    await this.#sites.updateOne({ _id: new ObjectId(siteId) }, { $set: { lastDiscovery: state } });
+  }
+
+  async markSiteScheduled(siteId: string, tick: Date): Promise<boolean> {
+    const earlier = [
+      { scheduledThrough: { $exists: false } },
+      { scheduledThrough: null },
+      { scheduledThrough: { $lt: tick } },
+    ];
+    const result = await this.#sites.updateOne(
+      { _id: new ObjectId(siteId), $or: earlier },
+      { $set: { scheduledThrough: tick } },
+    );
+    return result.modifiedCount === 1;
   }
 
   async removeSite(userId: string, id: string): Promise<boolean> {

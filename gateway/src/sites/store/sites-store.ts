@@ -34,13 +34,37 @@ export interface SiteRecord {
   schedule: string | null;
   /** Budgets its pages inherit (none: empty). */
   budgets: Budgets;
+  /** The last discovery's state (site-discovery-run.ts); null: none asked yet. */
+  lastDiscovery: SiteDiscoveryState | null;
+  /** The latest tick of its schedule handled (site-schedule.ts); null: none. */
+  scheduledThrough: Date | null;
   createdAt: Date;
 }
 
-export type NewSite = Omit<SiteRecord, 'id' | 'createdAt' | 'budgets'> & { budgets?: Budgets };
+/** What a site's last discovery did: running (`pending`), its counts (`done`), or why it `failed`. */
+export interface SiteDiscoveryState {
+  /** When it started (pending) or ended, ISO 8601. */
+  at: string;
+  state: 'pending' | 'done' | 'failed';
+  added: number;
+  gone: number;
+  /** URLs refused (all of them, not only those kept). */
+  refused: number;
+  /** The bounds that cut it short. */
+  cut: string[];
+  /** Why it failed; null otherwise. */
+  reason: string | null;
+}
+
+export type NewSite = Omit<SiteRecord, 'id' | 'createdAt' | 'budgets' | 'lastDiscovery' | 'scheduledThrough'> & {
+  budgets?: Budgets;
+};
 
 /** What may change after the site is made (PATCH /v1/sites); its origin names it, so stays. */
-export type SiteSettings = Omit<SiteRecord, 'id' | 'userId' | 'origin' | 'budgets' | 'createdAt'>;
+export type SiteSettings = Omit<
+  SiteRecord,
+  'id' | 'userId' | 'origin' | 'budgets' | 'createdAt' | 'lastDiscovery' | 'scheduledThrough'
+>;
 
 /** A page of a site, as its discoveries found it: kept once gone, so a site can show what went. */
 export interface SitePageRecord {
@@ -76,6 +100,9 @@ export interface SitesStore {
   listSites(userId?: string): Promise<SiteRecord[]>;
   setSiteSettings(siteId: string, settings: SiteSettings): Promise<void>;
   setSiteBudgets(siteId: string, budgets: Budgets): Promise<void>;
+  setSiteDiscovery(siteId: string, state: SiteDiscoveryState): Promise<void>;
+  /** Records that `tick` of its schedule is handled; false when it (or a later one) already was. */
+  markSiteScheduled(siteId: string, tick: Date): Promise<boolean>;
   /** Removes the organisation's site and its pages; false when it has no such site. */
   removeSite(userId: string, id: string): Promise<boolean>;
   /**
@@ -99,6 +126,8 @@ export const newSiteRecord = (site: NewSite, id: string, createdAt: Date): SiteR
   locations: [...site.locations],
   devices: site.devices ? [...site.devices] : null,
   budgets: site.budgets ?? noBudgets(),
+  lastDiscovery: null,
+  scheduledThrough: null,
   id,
   createdAt,
 });
@@ -134,6 +163,16 @@ export function pagesAfterDiscovery(
   return { pages, change };
 }
 
+const discoveryStateSchema = z.object({
+  at: z.string(),
+  state: z.enum(['pending', 'done', 'failed']),
+  added: z.number().int(),
+  gone: z.number().int(),
+  refused: z.number().int(),
+  cut: z.array(z.string()),
+  reason: z.string().nullable(),
+}) satisfies z.ZodType<SiteDiscoveryState>;
+
 /** The records of this slice as each backend reads them back (see record-forms.ts). */
 export function siteRecords(forms: StoredForms) {
   const { id, time, structured } = forms;
@@ -156,6 +195,9 @@ export function siteRecords(forms: StoredForms) {
     runs: z.number().int().positive(),
     schedule: z.string().nullable().default(null),
     budgets: structured(budgetFileSchema).default(noBudgets),
+    // Absent on sites stored before discoveries ran (issue 34).
+    lastDiscovery: structured(discoveryStateSchema).nullable().default(null),
+    scheduledThrough: time.nullable().default(null),
   }) satisfies z.ZodType<SiteRecord>;
   const page = z.object({
     siteId: id,

@@ -1,7 +1,7 @@
 import type { DatabaseSync } from 'node:sqlite';
 import type { Budgets } from '@perfwatch/common';
 import { asRecord, duplicateOr, newId, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
-import type { SqliteSchema } from '../../store/sqlite-migrations.ts';
+import { addColumns, type SqliteSchema } from '../../store/sqlite-migrations.ts';
 import {
   newSiteRecord,
   pagesAfterDiscovery,
@@ -9,6 +9,7 @@ import {
   type FoundPage,
   type NewSite,
   type PagesChange,
+  type SiteDiscoveryState,
   type SitePageRecord,
   type SiteRecord,
   type SiteSettings,
@@ -22,7 +23,8 @@ CREATE TABLE IF NOT EXISTS sites (
   id TEXT PRIMARY KEY, user_id TEXT NOT NULL, origin TEXT NOT NULL, sitemap TEXT NOT NULL, include TEXT NOT NULL,
   exclude TEXT NOT NULL, max_pages INTEGER NOT NULL, sample_size INTEGER NOT NULL, group_patterns TEXT NOT NULL,
   devices TEXT, locations TEXT NOT NULL, default_location TEXT NOT NULL, runs INTEGER NOT NULL, schedule TEXT,
-  budgets TEXT NOT NULL DEFAULT '${NO_BUDGETS}', created_at INTEGER NOT NULL,
+  budgets TEXT NOT NULL DEFAULT '${NO_BUDGETS}', created_at INTEGER NOT NULL, last_discovery TEXT,
+  scheduled_through INTEGER,
   UNIQUE (user_id, origin));
 CREATE TABLE IF NOT EXISTS site_pages (
   site_id TEXT NOT NULL, url TEXT NOT NULL, "group" TEXT NOT NULL, sampled INTEGER NOT NULL,
@@ -39,6 +41,12 @@ export const sitesSchema: SqliteSchema = {
       adds: 'sites and their pages (issue 34)',
       mends: true,
       up: (db: DatabaseSync) => db.exec(TABLES),
+    },
+    {
+      version: 15,
+      adds: "a site's last discovery and the last tick of its schedule handled",
+      mends: true,
+      up: addColumns('sites', 'last_discovery TEXT', 'scheduled_through INTEGER'),
     },
   ],
 };
@@ -137,6 +145,16 @@ export class SqliteSites implements SitesStore {
 
   async setSiteBudgets(siteId: string, budgets: Budgets): Promise<void> {
     this.#db.run('UPDATE sites SET budgets = ? WHERE id = ?', JSON.stringify(budgets), siteId);
+  }
+
+  async setSiteDiscovery(siteId: string, state: SiteDiscoveryState): Promise<void> {
+    this.#db.run('UPDATE sites SET last_discovery = ? WHERE id = ?', JSON.stringify(state), siteId);
+  }
+
+  async markSiteScheduled(siteId: string, tick: Date): Promise<boolean> {
+    const sql =
+      'UPDATE sites SET scheduled_through = ? WHERE id = ? AND (scheduled_through IS NULL OR scheduled_through < ?)';
+    return this.#db.changes(sql, +tick, siteId, +tick) === 1;
   }
 
   async removeSite(userId: string, id: string): Promise<boolean> {

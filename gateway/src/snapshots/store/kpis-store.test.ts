@@ -18,6 +18,7 @@ const project: ProjectRecord = {
   auth: null,
   devices: null,
   crux: null,
+  siteId: null,
   createdAt: new Date('2026-01-01T00:00:00Z'),
 };
 

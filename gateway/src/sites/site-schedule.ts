@@ -1,0 +1,41 @@
+import type { Logger } from 'pino';
+import type { ProjectsStore } from '../projects/store/projects-store.ts';
+import { enqueueTick, latestTick } from '../scheduling/scheduler.ts';
+import type { UpdateAdmission } from '../updates/update-admission.ts';
+import { createSiteDiscoveries, type SiteDiscoveries, type SiteDiscoveriesDeps } from './site-discoveries.ts';
+
+export type { SiteDiscoveries } from './site-discoveries.ts';
+import type { SitesStore } from './store/sites-store.ts';
+
+export interface SiteScheduleDeps {
+  store: Pick<SitesStore, 'listSites' | 'markSiteScheduled'> & Pick<ProjectsStore, 'listProjects'>;
+  discoveries: Pick<SiteDiscoveries, 'start'>;
+  admission: UpdateAdmission;
+  logger: Logger;
+}
+
+/**
+ * Per site with a schedule, its latest tick due and not yet handled: the site is discovered
+ * again, then each of its projects (its sampled pages, as the discovery left them) gets the
+ * tick's scheduled update. Run by the scheduler's lease holder; the tick is marked before the
+ * discovery starts (in the background: it may take minutes), and a mark another replica made
+ * first wins, so a tick is discovered once.
+ */
+export async function startDueSiteTicks(deps: SiteScheduleDeps, at: Date): Promise<void> {
+  const { store, discoveries } = deps;
+  for (const site of await store.listSites()) {
+    const tick = latestTick(site, at);
+    if (!tick || (site.scheduledThrough && tick <= site.scheduledThrough) || tick < site.createdAt) continue;
+    if (!(await store.markSiteScheduled(site.id, tick))) continue;
+    void discoveries.start(site, async () => {
+      const projects = (await store.listProjects(site.userId)).filter((project) => project.siteId === site.id);
+      for (const project of projects) await enqueueTick(deps.admission, deps.logger, project, tick);
+    });
+  }
+}
+
+/** A gateway's site discoveries, and the scheduler's pass over the sites' ticks that starts them. */
+export function siteWork(deps: Omit<SiteScheduleDeps, 'discoveries'> & SiteDiscoveriesDeps) {
+  const discoveries = createSiteDiscoveries(deps);
+  return { discoveries, tick: (at: Date) => startDueSiteTicks({ ...deps, discoveries }, at) };
+}
