@@ -71,7 +71,7 @@ export {
   type SitesParams,
   type SiteView,
 } from './api/site-requests.ts';
-export { SITE_TREND_DAYS, WORST_PAGES, type SiteOverview } from './api/site-overview.ts';
+export { SITE_TREND_DAYS, siteOverviewSchema, WORST_PAGES, type SiteOverview } from './api/site-overview.ts';
 export { parseCommit, parsePullRequest } from './api/revision-fields.ts';
 export { MAX_UPDATES_PAGE } from './api/snapshot-requests.ts';
 export { WEBHOOK_PAGE } from './api/webhook-requests.ts';

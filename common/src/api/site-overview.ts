@@ -27,7 +27,7 @@ const groupDeviceSchema = z
   .object({
     device: z.enum(DEVICES),
     measuredPages: z.number().int().meta({ description: 'Sampled pages with a snapshot on this device.' }),
-    score: median('Median performance score (0 to 1); null: no sampled page measured.'),
+    score: median('Median performance score (0 to 100); null: no sampled page measured.'),
     lcp: median('Median Largest Contentful Paint, ms.'),
     tbt: median('Median Total Blocking Time, ms.'),
     cls: median('Median Cumulative Layout Shift.'),

@@ -1,0 +1,223 @@
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAgent, type Agent } from '@perfwatch/agent';
+import { createApiClient } from '@perfwatch/client';
+import {
+  errorEnvelopeSchema,
+  siteChangedSchema,
+  siteOverviewSchema,
+  type AuditResult,
+  type SiteOverview,
+} from '@perfwatch/common';
+import type { MongoStore } from '@perfwatch/gateway';
+import { openApiResponseChecker } from '../support/openapi-responses.ts';
+import { errorsOf, send, type Reply } from '../support/api-requests.ts';
+import { breakableStore } from '../support/breakable-store.ts';
+import { fixtureRunner } from '../support/fixture-runner.ts';
+import { isolatedNats, silentLogger, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
+
+// A site's overview (issue 34, item 3) on a real gateway, nats-server and MongoDB-wire server: a
+// site whose sampled pages' projects were measured (an agent answering with captured Lighthouse
+// results) answers per group the medians of those snapshots, as a client computes them from what
+// each update answered; its budget failures, worst pages and last discovery's changes; every
+// status the operation documents, each reply checked against /v1/openapi.json.
+
+const SHOP = 'https://overview-shop.example';
+const url = (path: string) => `${SHOP}${path}`;
+const PRODUCTS = ['/product/1', '/product/2', '/product/3'].map(url);
+const PATH = '/v1/sites/{id}/overview';
+
+let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let gateway: TestGateway;
+let agentConn: NatsConnection;
+let agent: Agent;
+let alice: string;
+let bob: string;
+let siteId: string;
+let checker: Awaited<ReturnType<typeof openApiResponseChecker>>;
+/** What each product page's update answered. */
+const measured = new Map<string, AuditResult>();
+let broken = false;
+
+type Method = 'GET' | 'POST';
+async function call(
+  method: Method,
+  id: string,
+  params: { query?: Record<string, string>; body?: unknown; raw?: string; contentType?: string } = {},
+  headers: Record<string, string> = { Authorization: alice },
+  base = gateway.url,
+): Promise<Reply> {
+  const reply = await send(base, `sites/${id}/overview`, method, params, headers);
+  checker.check(PATH, method.toLowerCase() as 'get' | 'post', reply.status, reply.body);
+  if (reply.status >= 400) errorEnvelopeSchema.parse(reply.body);
+  return reply;
+}
+const overviewOf = async (method: Method = 'GET'): Promise<SiteOverview> => {
+  const reply = await call(method, siteId);
+  expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+  return siteOverviewSchema.parse(reply.body);
+};
+
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+};
+type Lhr = { categories: { performance: { score: number } }; audits: Record<string, { numericValue: number }> };
+const cellOf = (result: AuditResult, device: 'mobile' | 'desktop') => result[device]!.london!;
+const lhrOf = (result: AuditResult, device: 'mobile' | 'desktop') =>
+  cellOf(result, device).lighthouse as unknown as Lhr;
+
+const SITE_CALLS = ['findSite', 'listSitePages'];
+const breakable = (store: MongoStore) => breakableStore(store, (method) => broken && SITE_CALLS.includes(method));
+
+beforeAll(async () => {
+  nats = await isolatedNats();
+  gateway = await startTestGateway({ natsUrl: nats.url, store: breakable(await testStore()) });
+  agentConn = await connect({ servers: nats.url });
+  agent = startAgent({
+    nc: agentConn,
+    location: 'london',
+    runner: fixtureRunner(),
+    logger: silentLogger,
+    agentId: 'ov',
+  });
+  ({ token: alice } = await gateway.admin.createUser('overview-alice'));
+  ({ token: bob } = await gateway.admin.createUser('overview-bob'));
+  checker = await openApiResponseChecker(await (await fetch(`${gateway.url}/v1/openapi.json`)).json());
+  const made = await send(
+    gateway.url,
+    'sites',
+    'POST',
+    { body: { origin: SHOP, locations: ['london'] } },
+    {
+      Authorization: alice,
+    },
+  );
+  siteId = siteChangedSchema.parse(made.body).site.id;
+  // Two discoveries: the second finds /product/4 and no longer /product/9.
+  const found = (paths: string[]) =>
+    paths.map((path) => ({
+      url: url(path),
+      group: path === '/about' ? '/about' : '/product/:id',
+      sampled: PRODUCTS.includes(url(path)) || path === '/about',
+    }));
+  await gateway.store.replaceSitePages(
+    siteId,
+    found(['/product/1', '/product/2', '/product/3', '/product/9', '/about']),
+    new Date(Date.now() - 60_000),
+  );
+  await gateway.store.replaceSitePages(
+    siteId,
+    found(['/product/1', '/product/2', '/product/3', '/product/4', '/about']),
+    new Date(),
+  );
+  const client = createApiClient({ server: gateway.url, token: alice });
+  for (const page of PRODUCTS) {
+    await gateway.admin.addProject('overview-alice', page, { locations: ['london'], runs: 1 });
+    // The second page fails two budgets on each device.
+    if (page === PRODUCTS[1]) await client.budgets(page, { budgets: { lcp: 1, tbt: 1 }, maxRegression: {} });
+    measured.set(page, await client.update({ url: page }));
+  }
+}, 90_000);
+
+afterAll(async () => {
+  await agent?.stop();
+  await agentConn?.drain();
+  await gateway?.stop();
+  await nats?.dispose();
+});
+
+describe('GET|POST /v1/sites/{id}/overview', () => {
+  it("answers per group and device the medians of its sampled pages' latest snapshots", async () => {
+    const overview = await overviewOf();
+    const product = overview.groups.find((g) => g.group === '/product/:id')!;
+    expect(product).toMatchObject({ pages: 4, sampledPages: PRODUCTS, measured: true });
+    for (const device of ['mobile', 'desktop'] as const) {
+      const lhrs = PRODUCTS.map((page) => lhrOf(measured.get(page)!, device));
+      const row = product.devices.find((d) => d.device === device)!;
+      expect(row.measuredPages).toBe(3);
+      expect(row.score).toBeCloseTo(median(lhrs.map((l) => Math.round(l.categories.performance.score * 100))), 5);
+      expect(row.lcp).toBeCloseTo(median(lhrs.map((l) => l.audits['largest-contentful-paint']!.numericValue)), 0);
+      expect(row.tbt).toBeCloseTo(median(lhrs.map((l) => l.audits['total-blocking-time']!.numericValue)), 0);
+      expect(row.cls).toBeCloseTo(median(lhrs.map((l) => l.audits['cumulative-layout-shift']!.numericValue)), 2);
+      const failing = PRODUCTS.flatMap((page) => cellOf(measured.get(page)!, device).checks ?? []).filter(
+        (check) => !check.pass,
+      );
+      expect(row.budgetFailures).toBe(failing.length);
+      expect(row.budgetFailures).toBe(2);
+    }
+    expect(product.budgetFailures).toBe(4);
+    expect(product.trend.map((t) => [t.device, t.points.length])).toEqual([
+      ['mobile', 1],
+      ['desktop', 1],
+    ]);
+  });
+
+  it('says a group without snapshots is not measured; lists the worst pages first and the last discovery', async () => {
+    const overview = await overviewOf('POST');
+    expect(overview.groups.find((g) => g.group === '/about')).toMatchObject({ measured: false, budgetFailures: 0 });
+    const scores = overview.worstPages.map((p) => p.score!);
+    expect(scores).toEqual([...scores].sort((a, b) => a - b));
+    expect(overview.worstPages).toHaveLength(6);
+    expect(overview.added).toEqual([url('/product/4')]);
+    expect(overview.gone).toEqual([url('/product/9')]);
+    expect(overview.site).toMatchObject({ id: siteId, origin: SHOP });
+  });
+
+  it("404 for another organisation's site and for an id of none; 400 for an id that is not one", async () => {
+    expect((await call('GET', siteId, {}, { Authorization: bob })).status).toBe(404);
+    expect((await call('POST', '0123456789abcdef01234567')).status).toBe(404);
+    expect(errorsOf(await call('GET', 'nope'))).toMatch(/site id/);
+    expect(errorsOf(await call('GET', siteId, { query: { days: '3' } }))).toMatch(/unknown parameter\(s\): days/);
+  });
+
+  it('400 without a token, 401 with a bad one, 406 when JSON is refused; 413 and 415 for a body it will not read', async () => {
+    for (const method of ['GET', 'POST'] as const) {
+      expect(errorsOf(await call(method, siteId, {}, {}))).toMatch(/Authorization/);
+      expect((await call(method, siteId, {}, { Authorization: 'pw_nope' })).status).toBe(401);
+      expect((await call(method, siteId, {}, { Authorization: alice, Accept: 'text/html' })).status).toBe(406);
+    }
+    expect((await call('POST', siteId, { raw: JSON.stringify({ pad: 'x'.repeat(200_000) }) })).status).toBe(413);
+    expect((await call('POST', siteId, { raw: 'a=b', contentType: 'application/x-www-form-urlencoded' })).status).toBe(
+      415,
+    );
+  });
+
+  it('429 with Retry-After past the per-minute limit', async () => {
+    const limited = await startTestGateway({ natsUrl: nats.url, rateLimits: { updates: 1, reads: 1 } });
+    try {
+      const { token } = await limited.admin.createUser('overview-busy');
+      const id = '0123456789abcdef01234567';
+      expect((await call('GET', id, {}, { Authorization: token }, limited.url)).status).toBe(404);
+      for (const method of ['GET', 'POST'] as const) {
+        const over = await call(method, id, {}, { Authorization: token }, limited.url);
+        expect(over.status).toBe(429);
+        expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
+      }
+    } finally {
+      await limited.stop();
+    }
+  });
+
+  it('500 asks to try again and leaks nothing when the database fails', async () => {
+    broken = true;
+    try {
+      for (const method of ['GET', 'POST'] as const) {
+        const reply = await call(method, siteId);
+        expect(reply.status).toBe(500);
+        expect(errorEnvelopeSchema.parse(reply.body).message).toMatch(/try again/i);
+      }
+    } finally {
+      broken = false;
+    }
+  });
+
+  it('every status documented for /v1/sites/{id}/overview was seen to match an actual answer', () => {
+    // Every member reads and a ci token may too: no read is a 403.
+    const documented = checker.documented().filter((key) => key.includes(` ${PATH} `) && !key.endsWith(' 403'));
+    expect(documented.length).toBeGreaterThan(10);
+    expect(documented.filter((key) => !checker.seen.has(key))).toEqual([]);
+  });
+});
