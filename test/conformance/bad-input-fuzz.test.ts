@@ -90,6 +90,8 @@ const ENDPOINTS = [
   'tokens',
   'members',
   'sites',
+  'sites/0123456789abcdef01234567/overview',
+  'sites/x/overview',
 ] as const;
 const KEYS = [
   'url',

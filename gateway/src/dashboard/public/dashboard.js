@@ -10,6 +10,8 @@ import { projectSettingsView } from './project-settings-view.js';
 import { projectView } from './project-view.js';
 import { projectsView } from './projects-view.js';
 import { reportView } from './report-view.js';
+import { siteView } from './site-view.js';
+import { sitesView } from './sites-view.js';
 import { signInView } from './sign-in-view.js';
 import { snapshotView } from './snapshot-view.js';
 import { tokensView } from './tokens-view.js';
@@ -47,6 +49,8 @@ const ROUTES = {
   'project/settings': projectSettingsView,
   tokens: tokensView,
   'audit-log': auditLogView,
+  sites: sitesView,
+  site: siteView,
 };
 
 async function route() {
