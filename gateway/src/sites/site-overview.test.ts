@@ -22,7 +22,8 @@ const measure = (path: string, score: number | null, more: Partial<PageMeasure> 
   device: 'mobile',
   date: LAST,
   score,
-  lcp: score === null ? null : 1000 / score,
+  // A worse score, a later LCP.
+  lcp: score === null ? null : 5000 - score * 10,
   tbt: 100,
   cls: 0.01,
   budgetFailures: 0,
@@ -49,11 +50,11 @@ describe('median', () => {
 
 describe('siteOverview', () => {
   const measures = [
-    measure('/product/1', 0.9),
-    measure('/product/2', 0.5, { budgetFailures: 2 }),
-    measure('/product/3', 0.7),
-    measure('/product/1', 0.95, { device: 'desktop', budgetFailures: 1 }),
-    measure('/', 0.99),
+    measure('/product/1', 90),
+    measure('/product/2', 50, { budgetFailures: 2 }),
+    measure('/product/3', 70),
+    measure('/product/1', 95, { device: 'desktop', budgetFailures: 1 }),
+    measure('/', 99),
   ];
   const overview = siteOverview(SITE, PAGES, measures, []);
 
@@ -62,8 +63,8 @@ describe('siteOverview', () => {
     expect(product).toMatchObject({ pages: 4, measured: true, budgetFailures: 3 });
     expect(product.sampledPages).toEqual(['/product/1', '/product/2', '/product/3'].map((p) => SITE.origin + p));
     expect(product.devices).toEqual([
-      { device: 'mobile', measuredPages: 3, score: 0.7, lcp: 1000 / 0.7, tbt: 100, cls: 0.01, budgetFailures: 2 },
-      { device: 'desktop', measuredPages: 1, score: 0.95, lcp: 1000 / 0.95, tbt: 100, cls: 0.01, budgetFailures: 1 },
+      { device: 'mobile', measuredPages: 3, score: 70, lcp: 4300, tbt: 100, cls: 0.01, budgetFailures: 2 },
+      { device: 'desktop', measuredPages: 1, score: 95, lcp: 4050, tbt: 100, cls: 0.01, budgetFailures: 1 },
     ]);
   });
 
@@ -78,11 +79,11 @@ describe('siteOverview', () => {
 
   it('lists the pages worst first, each with its group', () => {
     expect(overview.worstPages.map((p) => [p.url.slice(SITE.origin.length), p.device, p.score])).toEqual([
-      ['/product/2', 'mobile', 0.5],
-      ['/product/3', 'mobile', 0.7],
-      ['/product/1', 'mobile', 0.9],
-      ['/product/1', 'desktop', 0.95],
-      ['/', 'mobile', 0.99],
+      ['/product/2', 'mobile', 50],
+      ['/product/3', 'mobile', 70],
+      ['/product/1', 'mobile', 90],
+      ['/product/1', 'desktop', 95],
+      ['/', 'mobile', 99],
     ]);
     expect(overview.worstPages[0]).toMatchObject({ group: '/product/:id', budgetFailures: 2 });
   });
@@ -98,18 +99,18 @@ describe('siteOverview', () => {
     const at = (day: string, hour: number) => new Date(`2026-11-${day}T${String(hour).padStart(2, '0')}:00:00Z`);
     const url = (p: string) => SITE.origin + p;
     const points = [
-      { url: url('/product/1'), device: 'mobile' as const, date: at('19', 1), score: 0.8 },
-      { url: url('/product/2'), device: 'mobile' as const, date: at('19', 2), score: 0.4 },
-      { url: url('/product/1'), device: 'mobile' as const, date: at('18', 1), score: 0.9 },
-      { url: url('/product/4'), device: 'mobile' as const, date: at('18', 1), score: 0.1 },
+      { url: url('/product/1'), device: 'mobile' as const, date: at('19', 1), score: 80 },
+      { url: url('/product/2'), device: 'mobile' as const, date: at('19', 2), score: 40 },
+      { url: url('/product/1'), device: 'mobile' as const, date: at('18', 1), score: 90 },
+      { url: url('/product/4'), device: 'mobile' as const, date: at('18', 1), score: 10 },
     ];
     const product = siteOverview(SITE, PAGES, measures, points).groups.find((g) => g.group === '/product/:id')!;
     expect(product.trend).toEqual([
       {
         device: 'mobile',
         points: [
-          { day: '2026-11-18', score: 0.9 },
-          { day: '2026-11-19', score: 0.6000000000000001 },
+          { day: '2026-11-18', score: 90 },
+          { day: '2026-11-19', score: 60 },
         ],
       },
     ]);
