@@ -173,6 +173,18 @@ describe('GET|POST /v1/sites/{id}/overview', () => {
     expect(errorsOf(await call('GET', siteId, { query: { days: '3' } }))).toMatch(/unknown parameter\(s\): days/);
   });
 
+  it("a ci token reads the overview of a site of a project it lists, and another site's is a 404", async () => {
+    const ciToken = async (projects: string[]) =>
+      (
+        (await send(gateway.url, 'tokens', 'POST', { body: { scope: 'ci', projects } }, { Authorization: alice }))
+          .body as { token: string }
+      ).token;
+    expect((await call('GET', siteId, {}, { Authorization: await ciToken([PRODUCTS[0]!]) })).status).toBe(200);
+    await gateway.admin.addProject('overview-alice', 'https://elsewhere.example/', { locations: ['london'] });
+    const other = await ciToken(['https://elsewhere.example/']);
+    expect((await call('POST', siteId, {}, { Authorization: other })).status).toBe(404);
+  });
+
   it('400 without a token, 401 with a bad one, 406 when JSON is refused; 413 and 415 for a body it will not read', async () => {
     for (const method of ['GET', 'POST'] as const) {
       expect(errorsOf(await call(method, siteId, {}, {}))).toMatch(/Authorization/);
