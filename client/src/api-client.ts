@@ -290,6 +290,15 @@ export class ApiClient {
     await postJson(this.#connection, path, undefined, siteRemovedSchema, this.#readTimeoutMs, 'DELETE');
   }
 
+  /** A site's groups with their medians, budget failures and trends, its worst pages, its last discovery's changes. */
+  siteOverview(id: string): Promise<ApiAnswer<'siteOverview'>> {
+    return this.#call(
+      API_ENDPOINTS.siteOverview,
+      {},
+      API_ENDPOINTS.siteOverview.path.replace('{id}', encodeURIComponent(id)),
+    );
+  }
+
   overview({ startDate, endDate, ...rest }: OverviewRequest): Promise<ApiAnswer<'overview'>> {
     return this.#call(API_ENDPOINTS.overview, { dateRange: { startDate, endDate }, ...rest });
   }

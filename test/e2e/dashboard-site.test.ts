@@ -4,7 +4,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type Agent } from '@perfwatch/agent';
 import { createApiClient } from '@perfwatch/client';
-import { siteChangedSchema, siteOverviewSchema, type SiteOverview } from '@perfwatch/common';
+import { siteChangedSchema, type SiteOverview } from '@perfwatch/common';
 import { launchBrowser, watchedPage } from '../support/browser.ts';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';
@@ -80,10 +80,8 @@ afterAll(async () => {
   await nats?.dispose();
 });
 
-const overviewOf = async (): Promise<SiteOverview> =>
-  siteOverviewSchema.parse(
-    await (await fetch(`${gateway.url}/v1/sites/${siteId}/overview`, { headers: { Authorization: token } })).json(),
-  );
+/** The overview as the API client reads it. */
+const overviewOf = (): Promise<SiteOverview> => createApiClient({ server: gateway.url, token }).siteOverview(siteId);
 
 /** The groups table as the page shows it: per row its group, device and each cell's data-value. */
 const shownGroups = () =>
