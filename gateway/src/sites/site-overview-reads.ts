@@ -62,6 +62,8 @@ export async function readSiteMeasures(
   const latest = (await Promise.all(sampledUrls.map((url) => latestOf(store, site.userId, url)))).filter(
     (found): found is Latest => found !== null,
   );
+  // No sampled page measured yet: no KPI record to read.
+  if (latest.length === 0) return { measures: [], points: [] };
   const trendFrom = new Date(now.getTime() - SITE_TREND_DAYS * DAY_MS);
   const from = new Date(Math.min(trendFrom.getTime(), ...latest.map((l) => l.date.getTime())));
   const byUrl = new Map(latest.map((l) => [l.projectUrl, l]));
