@@ -117,17 +117,9 @@ export class MongoSites implements SitesStore {
     const site = new ObjectId(siteId);
     const { pages, change } = pagesAfterDiscovery(await this.listSitePages(siteId), found, siteId, at);
     // Pages are only ever replaced whole, never deleted: the same discovery written twice is written once.
-    if (pages.length > 0)
-      await this.#pages.bulkWrite(
-        pages.map((page) => ({
-          replaceOne: {
-            filter: { siteId: site, url: page.url },
-            replacement: { ...page, siteId: site },
-            upsert: true,
-          },
-        })),
-        { ordered: false },
-      );
+    // One at a time: FerretDB stalls on a batch of replacements of existing documents.
+    for (const page of pages)
+      await this.#pages.replaceOne({ siteId: site, url: page.url }, { ...page, siteId: site }, { upsert: true });
     return change;
   }
 
