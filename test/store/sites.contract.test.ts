@@ -118,6 +118,21 @@ describeOnBothStores('sites', (store) => {
     expect((await store().listSitePages(id)).every((p) => p.goneAt !== null && !p.sampled)).toBe(true);
   });
 
+  it("keeps a site's last discovery and marks each tick of its schedule once", async () => {
+    const owner = await store().createUser('site-ticks');
+    const made = await store().addSite({ ...site(owner.id, 'https://ticks.example'), schedule: '0 * * * *' });
+    expect(made).toMatchObject({ lastDiscovery: null, scheduledThrough: null });
+    const state = { at: at(1).toISOString(), state: 'done' as const, added: 3, gone: 1, refused: 2, cut: ['time'] };
+    await store().setSiteDiscovery(made.id, { ...state, reason: null });
+    expect(await store().markSiteScheduled(made.id, at(0))).toBe(true);
+    // A second replica's mark of the same tick (or an earlier one) loses.
+    expect(await store().markSiteScheduled(made.id, at(0))).toBe(false);
+    expect(await store().findSite(owner.id, made.id)).toMatchObject({
+      lastDiscovery: { ...state, reason: null },
+      scheduledThrough: at(0),
+    });
+  });
+
   it("removes a site with its pages, and only its organisation's", async () => {
     const owner = await store().createUser('site-removal');
     const stranger = await store().createUser('site-stranger');
