@@ -47,6 +47,19 @@ describeOnBothStores('projects', (store) => {
     expect(await store().listProjects(carol.id)).toHaveLength(1);
   });
 
+  it('keeps the site a project is a page of; a project made by hand has none (issue 34)', async () => {
+    const dana = await store().createUser('dana');
+    const given = { userId: dana.id, domain: 'shop.example', locations: ['london' as const] };
+    const settings = { ...given, defaultLocation: 'london' as const, runs: 1, schedule: null };
+    const siteId = '0123456789abcdef01234567';
+    await store().addProject({ ...settings, url: 'https://shop.example/p/1', siteId });
+    await store().addProject({ ...settings, url: 'https://shop.example/mine' });
+    expect((await store().listProjects(dana.id)).map((p) => [p.url, p.siteId])).toEqual([
+      ['https://shop.example/mine', null],
+      ['https://shop.example/p/1', siteId],
+    ]);
+  });
+
   it("replaces a project's settings, keeping its budgets", async () => {
     const user = await store().createUser('settings-owner');
     const project = await store().addProject({
