@@ -352,7 +352,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
       summary:
         "A site's groups with the medians of their sampled pages' latest snapshots, budget failures and trends; its worst pages; its last discovery's new and removed pages",
       answer:
-        'Per group (route template) and device the median score, LCP, TBT and CLS of its sampled pages\' latest snapshots (null when none is measured: `measured` false) and their failing budget checks, with a daily median score over 30 days; the sampled pages per device, the lowest score first; the pages the last discovery added and lost.',
+        "Per group (route template) and device the median score, LCP, TBT and CLS of its sampled pages' latest snapshots (null when none is measured: `measured` false) and their failing budget checks, with a daily median score over 30 days; the sampled pages per device, the lowest score first; the pages the last discovery added and lost.",
       project: false,
       bodyRequired: false,
       responses: { '404': 'No site of the organisation has that id.' },

@@ -21,7 +21,7 @@ export interface SiteScheduleDeps {
  * discovery starts (in the background: it may take minutes), and a mark another replica made
  * first wins, so a tick is discovered once.
  */
-export async function startDueSiteTicks(deps: SiteScheduleDeps, at: Date): Promise<void> {
+async function startDueSiteTicks(deps: SiteScheduleDeps, at: Date): Promise<void> {
   const { store, discoveries } = deps;
   for (const site of await store.listSites()) {
     const tick = latestTick(site, at);
