@@ -22,7 +22,10 @@ const calls: string[] = [];
 const SHOP = 'https://shop.example/';
 
 /** Maps a concrete request path to its OpenAPI path template. */
-const template = (path: string) => path.replace(/^\/v1\/updates\/[^/]+$/, '/v1/updates/{id}');
+const template = (path: string) =>
+  path
+    .replace(/^\/v1\/updates\/[^/]+$/, '/v1/updates/{id}')
+    .replace(/^\/v1\/sites\/[^/]+\/overview$/, '/v1/sites/{id}/overview');
 /** The client POSTs every request but those of /v1/projects/repository (GET, PUT, DELETE) and a project's change (PATCH) and removal (DELETE). */
 const methodOf = (init: RequestInit | undefined) =>
   (init?.method ?? 'GET').toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -190,6 +193,8 @@ describe('the typed API client', () => {
       lastDiscovery: expect.any(Object),
     });
     expect((await client.sites()).map((s) => s.origin)).toEqual(['https://shop.example']);
+    // shop.example does not resolve: its overview has no pages and no groups, yet answers as documented.
+    expect(await client.siteOverview(site.id)).toMatchObject({ site: { id: site.id }, groups: [], worstPages: [] });
     await client.removeSite(site.id);
     await expect(client.updateSite(site.id, { maxPages: 5 })).rejects.toMatchObject({ httpStatus: 404 });
     expect(new Set(calls.map((c) => c.split(' ')[0]))).toEqual(new Set(Object.values(CLIENT_OPERATIONS)));
