@@ -72,6 +72,20 @@ export {
   type SiteView,
 } from './api/site-requests.ts';
 export { SITE_TREND_DAYS, siteOverviewSchema, WORST_PAGES, type SiteOverview } from './api/site-overview.ts';
+export {
+  MAX_SITE_UPDATE_PAGES,
+  siteUpdateAnswerSchema,
+  siteUpdateBodySchema,
+  siteUpdatePlanSchema,
+  siteUpdateQuerySchema,
+  siteUpdateStatusSchema,
+  type SiteUpdateAnswer,
+  type SiteUpdatePageStatus,
+  type SiteUpdatePlan,
+  type SiteUpdateRequest,
+  type SiteUpdateState,
+  type SiteUpdateStatusView,
+} from './api/site-update-requests.ts';
 export { parseCommit, parsePullRequest } from './api/revision-fields.ts';
 export { MAX_UPDATES_PAGE } from './api/snapshot-requests.ts';
 export { WEBHOOK_PAGE } from './api/webhook-requests.ts';
