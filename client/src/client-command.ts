@@ -9,6 +9,8 @@ export interface ClientIo extends CliIo {
   fetch?: typeof fetch;
   /** Poll interval of a waited-for update. */
   pollMs?: number;
+  /** Where `update --site … --pages -` reads its pages; absent: the process's standard input. */
+  stdin?: AsyncIterable<string | Uint8Array>;
 }
 
 /** What a client command works with: the API, as the token given, and where to write. */
