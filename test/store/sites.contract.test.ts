@@ -1,10 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { ObjectId } from 'mongodb';
-import { describe, expect, it } from 'vitest';
-import { SqliteStore } from '@perfwatch/gateway';
+import { MongoClient, ObjectId } from 'mongodb';
+import { describe, expect, inject, it } from 'vitest';
+import { MongoStore, SqliteStore } from '@perfwatch/gateway';
 import type { NewSite, SiteSettings } from '../../gateway/src/sites/store/sites-store.ts';
 import { describeOnBothStores } from './store-backends.ts';
 
@@ -38,6 +39,7 @@ describeOnBothStores('sites', (store) => {
     expect(shop).toMatchObject({
       ...site(acme.id, 'https://shop.example'),
       budgets: { budgets: {}, maxRegression: {} },
+      groupBudgets: {},
     });
     expect(shop.id).toMatch(/^[0-9a-f]{24}$/);
     expect(shop.createdAt).toBeInstanceOf(Date);
@@ -74,8 +76,17 @@ describeOnBothStores('sites', (store) => {
     };
     await store().setSiteSettings(made.id, settings);
     const budgets = { budgets: { performance: 90 }, maxRegression: {} };
-    await store().setSiteBudgets(made.id, budgets);
-    expect(await store().findSite(owner.id, made.id)).toEqual({ ...made, ...settings, budgets });
+    // A template may hold a dot, which a MongoDB field name should not: kept all the same.
+    const groupBudgets = {
+      '/product/:id': { budgets: { lcp: 2500 }, maxRegression: { tbt: 10 } },
+      '/docs/:page.html': { budgets: {}, maxRegression: { performance: 5 } },
+    };
+    await store().setSiteBudgets(made.id, { budgets, groupBudgets });
+    expect(await store().findSite(owner.id, made.id)).toEqual({ ...made, ...settings, budgets, groupBudgets });
+    // Both are replaced whole: a group left out has no budgets any more.
+    const fewer = { '/docs/:page.html': groupBudgets['/docs/:page.html'] };
+    await store().setSiteBudgets(made.id, { budgets, groupBudgets: fewer });
+    expect((await store().listSites(owner.id))[0]).toMatchObject({ budgets, groupBudgets: fewer });
   });
 
   it('replaces the pages of a discovery, reporting those added and gone, keeping gone ones listed', async () => {
@@ -189,6 +200,60 @@ describe('sites: a SQLite file written before sites', () => {
       check.close();
     } finally {
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('sites: a SQLite file written before group budgets', () => {
+  it('gains them at its next open (schema 16), its sites read back with none', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'perfwatch-group-budgets-'));
+    try {
+      const path = join(dir, 'schema15.sqlite');
+      const first = new SqliteStore({ path });
+      await first.init();
+      const owner = await first.createUser('before-group-budgets');
+      const made = await first.addSite(site(owner.id, 'https://old-budgets.example'));
+      await first.close();
+      // Back to what schema 15 wrote: no group_budgets column.
+      const db = new DatabaseSync(path);
+      db.exec("ALTER TABLE sites DROP COLUMN group_budgets; UPDATE meta SET value = '15' WHERE key = 'schema'");
+      db.close();
+
+      const again = new SqliteStore({ path });
+      await again.init();
+      try {
+        expect(await again.findSite(owner.id, made.id)).toEqual({ ...made, groupBudgets: {} });
+        const groupBudgets = { '/product/:id': { budgets: { lcp: 2500 }, maxRegression: {} } };
+        await again.setSiteBudgets(made.id, { budgets: made.budgets, groupBudgets });
+        expect(await again.findSite(owner.id, made.id)).toMatchObject({ groupBudgets });
+      } finally {
+        await again.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('sites: a MongoDB site written before group budgets', () => {
+  it('reads back with none', async () => {
+    const uri = inject('mongoUri');
+    const dbName = `pwtest_${randomUUID().slice(0, 8)}`;
+    const client = await new MongoClient(uri).connect();
+    const store = new MongoStore({ uri, dbName });
+    try {
+      await store.init();
+      const owner = await store.createUser('mongo-before-group-budgets');
+      const made = await store.addSite(site(owner.id, 'https://old-mongo.example'));
+      await client
+        .db(dbName)
+        .collection('sites')
+        .updateOne({ _id: new ObjectId(made.id) }, { $unset: { groupBudgets: '' } });
+      expect(await store.findSite(owner.id, made.id)).toEqual({ ...made, groupBudgets: {} });
+    } finally {
+      await store.close();
+      await client.db(dbName).dropDatabase();
+      await client.close();
     }
   });
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { limitsSchema } from '../budgets.ts';
+import { budgetFileSchema, limitsSchema, type Budgets } from '../budgets.ts';
 import { DEVICES, LOCATIONS, type Device, type Location } from '../ids.ts';
 import { settingFields } from './project-requests.ts';
 import { normalizeProjectUrl, once } from './request-fields.ts';
@@ -26,11 +26,19 @@ export interface SiteSettingsGiven {
   schedule?: string | null | undefined;
 }
 
+/** A site's budgets as a PATCH gives them: each given replaces the site's whole (issue 34, item 3). */
+export interface SiteBudgetsGiven {
+  /** Limits every page of the site inherits. */
+  budgets?: Budgets | undefined;
+  /** Limits by group template (`/product/:id`), inherited by the pages of that group. */
+  groupBudgets?: Record<string, Budgets> | undefined;
+}
+
 /** What a request of /v1/sites asks: the list (GET), a new site (POST), a change (PATCH), a removal (DELETE). */
 export type SitesParams =
   | { action: 'list' }
   | { action: 'create'; origin: string; settings: SiteSettingsGiven }
-  | { action: 'change'; id: string; changes: SiteSettingsGiven; discover: boolean }
+  | { action: 'change'; id: string; changes: SiteSettingsGiven; budgets: SiteBudgetsGiven; discover: boolean }
   | { action: 'remove'; id: string };
 
 /** `https://shop.example` for `https://Shop.example/`: scheme, host and port; null when that is not all it is. */
@@ -72,15 +80,14 @@ function isPathPattern(pattern: string): boolean {
 }
 
 /** A path pattern: `/` and then a URLPattern pathname without spaces, `?` or `#` (`/product/:id`, `/docs/*`). */
+const pathPattern = z
+  .string({ error: 'a path pattern is a string' })
+  .regex(/^\/[^\s?#]{0,199}$/, 'a path pattern starts with / and has no space, ? or # (200 characters at most)')
+  .refine(isPathPattern, 'a path pattern is a URLPattern pathname (/product/:id, /docs/*)');
+
 const patterns = (name: string, description: string) =>
   z
-    .array(
-      z
-        .string({ error: 'a path pattern is a string' })
-        .regex(/^\/[^\s?#]{0,199}$/, 'a path pattern starts with / and has no space, ? or # (200 characters at most)')
-        .refine(isPathPattern, 'a path pattern is a URLPattern pathname (/product/:id, /docs/*)'),
-      { error: `${name} must be an array of path patterns` },
-    )
+    .array(pathPattern, { error: `${name} must be an array of path patterns` })
     .max(MAX_PATTERNS, `${name} has more than ${MAX_PATTERNS} patterns`)
     .optional()
     .meta({ description });
@@ -126,6 +133,34 @@ const siteFields = {
   ...measuring,
 };
 const SETTING_NAMES = Object.keys(siteFields) as (keyof SiteSettingsGiven)[];
+
+/**
+ * A site's budgets (PATCH only): the site's own and its groups', each the shape of a project's
+ * budgets. A group is named by its template in the syntax of groupPatterns, whether or not a
+ * discovery has found such a group yet: budgets may be set ahead of the pages they will hold.
+ */
+const budgetFields = {
+  budgets: budgetFileSchema.optional().meta({
+    description:
+      "Budgets every page of the site inherits ({budgets, maxRegression}, as a project's). Given: the site's are replaced.",
+  }),
+  groupBudgets: z
+    .record(pathPattern, budgetFileSchema, {
+      error: (issue) =>
+        issue.code === 'invalid_key'
+          ? 'groupBudgets: a group template is a path pattern (/product/:id) starting with /'
+          : 'groupBudgets must be an object of budgets by group template',
+    })
+    .refine((groups) => Object.keys(groups).length <= MAX_PATTERNS, `groupBudgets has more than ${MAX_PATTERNS} groups`)
+    .optional()
+    .meta({
+      description:
+        "Budgets by group template (`/product/:id`), inherited by that group's pages; a limit of a group wins over the site's. Given: the site's group budgets are replaced whole.",
+    }),
+};
+const BUDGET_NAMES = Object.keys(budgetFields) as (keyof SiteBudgetsGiven)[];
+const budgetsOf = (value: SiteBudgetsGiven): SiteBudgetsGiven =>
+  Object.fromEntries(BUDGET_NAMES.filter((name) => value[name] !== undefined).map((name) => [name, value[name]]));
 const settingsOf = (value: SiteSettingsGiven): SiteSettingsGiven =>
   Object.fromEntries(SETTING_NAMES.filter((name) => value[name] !== undefined).map((name) => [name, value[name]]));
 
@@ -140,28 +175,36 @@ export const sitePatchSchema = z
   .strictObject({
     id: siteId,
     ...siteFields,
+    ...budgetFields,
     discover: z
       .literal(true, { error: 'discover must be true' })
       .optional()
       .meta({ description: "true: discover the site's pages again now (in the background; see lastDiscovery)." }),
   })
   .superRefine((value, ctx) => {
-    if (Object.keys(settingsOf(value)).length === 0 && value.discover !== true)
+    const changes = Object.keys({ ...settingsOf(value), ...budgetsOf(value) });
+    if (changes.length === 0 && value.discover !== true)
       ctx.addIssue({
         code: 'custom',
-        message: `give at least one of ${SETTING_NAMES.join(', ')} to change, or discover: true`,
+        message: `give at least one of ${[...SETTING_NAMES, ...BUDGET_NAMES].join(', ')} to change, or discover: true`,
       });
   })
   .transform(({ id, discover, ...rest }): SitesParams => ({
     action: 'change',
     id,
     changes: settingsOf(rest),
+    budgets: budgetsOf(rest),
     discover: discover === true,
   }));
 /** DELETE: the site to remove, with its pages. */
 export const siteDeleteSchema = z
   .strictObject({ id: siteId })
   .transform(({ id }): SitesParams => ({ action: 'remove', id }));
+
+const budgetsViewSchema = z.object({
+  budgets: limitsSchema('budgets'),
+  maxRegression: limitsSchema('maxRegression'),
+});
 
 /** A site as the API shows it. */
 const siteViewSchema = z
@@ -182,9 +225,14 @@ const siteViewSchema = z
       .string()
       .nullable()
       .meta({ description: 'Cron expression (UTC) of its discovery and measuring, or null.' }),
-    budgets: z
-      .object({ budgets: limitsSchema('budgets'), maxRegression: limitsSchema('maxRegression') })
-      .meta({ description: 'Budgets its pages inherit.' }),
+    budgets: budgetsViewSchema.meta({
+      description:
+        "Budgets every page of the site inherits. A page is held, key by key, to the most specific limit: its project's own, else its group's, else these.",
+    }),
+    groupBudgets: z.record(z.string(), budgetsViewSchema).meta({
+      description:
+        "Budgets by group template (`/product/:id`), inherited by that group's pages over the site's; none: {}.",
+    }),
     createdAt: z.iso.datetime(),
     lastDiscovery: z
       .object({

@@ -22,24 +22,32 @@ const sameMeasuring = (project: ProjectRecord, site: SiteRecord): boolean =>
   JSON.stringify(Object.values(measuringOf(site)));
 
 /**
- * Makes the site's projects its sampled pages: a project (marked with the site's id) per sampled
- * page not yet one, settings following the site's, and the site's projects of pages no longer
- * sampled (or gone) removed with their data. A project made by hand at a sampled page's URL is
- * the user's: it is neither taken over nor removed. `sampled`: none (the site removed) or the
- * stored pages' samples.
+ * Makes the site's projects its pages: a project (marked with the site's id) per sampled page
+ * not yet one, settings following the site's, and the site's projects of pages gone (no longer
+ * found by discovery) removed with their data. A page no longer sampled keeps its project and
+ * snapshots: a site update may have measured it (all pages, or named ones), and is read back
+ * like a sampled one. A project made by hand at a page's URL is the user's: it is neither taken
+ * over nor removed. `sampled`: none (the site removed: every project of it goes) or the
+ * pages' samples (default: the stored pages').
  */
 export async function syncSiteProjects(
   store: SiteProjectsStore,
   site: SiteRecord,
   sampled?: readonly string[],
 ): Promise<{ made: number; removed: number }> {
-  const urls = new Set(sampled ?? (await store.listSitePages(site.id)).filter((p) => p.sampled).map((p) => p.url));
+  const pages = sampled?.length === 0 ? [] : (await store.listSitePages(site.id)).filter((p) => p.goneAt === null);
+  const urls = new Set(sampled ?? pages.filter((p) => p.sampled).map((p) => p.url));
+  const current = new Set([...urls, ...pages.map((p) => p.url)]);
   const projects = await store.listProjects(site.userId);
   const byUrl = new Map(projects.map((project) => [project.url, project]));
   let made = 0;
   let removed = 0;
   for (const project of projects)
-    if (project.siteId === site.id && !urls.has(project.url) && (await store.removeProject(site.userId, project.url)))
+    if (
+      project.siteId === site.id &&
+      !current.has(project.url) &&
+      (await store.removeProject(site.userId, project.url))
+    )
       removed++;
   for (const url of urls) {
     const project = byUrl.get(url);
@@ -51,14 +59,14 @@ export async function syncSiteProjects(
 }
 
 /** 1 once made; 0 when the user made it by hand meanwhile (theirs stays). */
-async function addSiteProject(store: SiteProjectsStore, site: SiteRecord, url: string): Promise<number> {
+export async function addSiteProject(store: SiteProjectsStore, site: SiteRecord, url: string): Promise<number> {
   try {
     await store.addProject({
       userId: site.userId,
       url,
       domain: new URL(url).hostname,
       ...measuringOf(site),
-      budgets: site.budgets,
+      // None of its own: it inherits the site's and its group's when checked (site-budgets.ts).
       siteId: site.id,
     });
     return 1;

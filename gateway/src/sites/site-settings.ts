@@ -1,6 +1,6 @@
-import type { SiteSettingsGiven } from '@perfwatch/common';
+import type { SitesParams, SiteSettingsGiven } from '@perfwatch/common';
 import { changedSettings, checkedSettings, ProjectSettingsError } from '../projects/project-settings.ts';
-import type { SiteRecord, SiteSettings } from './store/sites-store.ts';
+import type { SiteBudgets, SiteRecord, SiteSettings } from './store/sites-store.ts';
 
 /** A setting refused by the rules below; `field` names it as the API's request does. */
 export class SiteSettingsError extends Error {
@@ -57,6 +57,17 @@ function completed(origin: string, given: SiteSettingsGiven, current: SiteSettin
     runs: current.runs,
     schedule: current.schedule,
   };
+}
+
+type SiteBudgetsGiven = Extract<SitesParams, { action: 'change' }>['budgets'];
+
+/**
+ * A site's budgets after a PATCH: each of its own and its groups' given replaces the site's whole
+ * (a group left out of `groupBudgets` has none then); null when the PATCH gives neither.
+ */
+export function changedSiteBudgets(site: SiteBudgets, given: SiteBudgetsGiven): SiteBudgets | null {
+  if (given.budgets === undefined && given.groupBudgets === undefined) return null;
+  return { budgets: given.budgets ?? site.budgets, groupBudgets: given.groupBudgets ?? site.groupBudgets };
 }
 
 /** A project rule's refusal as this module's, naming the same field. */

@@ -6,7 +6,7 @@ import type { Caller } from '../http/auth.ts';
 import { parseRequest } from '../http/parse-request.ts';
 import { measuredDevices } from '../projects/project-settings.ts';
 import { DuplicateError } from '../store/store.ts';
-import { changedSiteSettings, siteSettings, SiteSettingsError } from './site-settings.ts';
+import { changedSiteBudgets, changedSiteSettings, siteSettings, SiteSettingsError } from './site-settings.ts';
 import type { SiteDiscoveries } from './site-discoveries.ts';
 import { pendingDiscovery } from './site-discovery-run.ts';
 import { syncSiteProjects, type SiteProjectsStore } from './site-projects.ts';
@@ -14,7 +14,7 @@ import type { SiteRecord, SitesStore } from './store/sites-store.ts';
 
 type SitesRouteStore = Pick<
   SitesStore,
-  'listSites' | 'addSite' | 'findSite' | 'setSiteSettings' | 'removeSite' | 'setSiteDiscovery'
+  'listSites' | 'addSite' | 'findSite' | 'setSiteSettings' | 'setSiteBudgets' | 'removeSite' | 'setSiteDiscovery'
 > &
   SiteProjectsStore;
 
@@ -34,6 +34,7 @@ const siteViewOf = (site: SiteRecord): SiteView => ({
   runs: site.runs,
   schedule: site.schedule,
   budgets: site.budgets,
+  groupBudgets: site.groupBudgets,
   createdAt: site.createdAt.toISOString(),
   lastDiscovery: site.lastDiscovery,
 });
@@ -104,14 +105,26 @@ async function changeSites(
     const entry = { action: 'site.removed', target: site.origin, details: { id: site.id } } as const;
     return { answer: { id: site.id, removed: true }, entry };
   }
+  return changeSite(store, site, params);
+}
+
+/** A PATCH: the site's settings and budgets given replaced; its discovery started again when asked. */
+async function changeSite(
+  store: SitesRouteStore,
+  site: SiteRecord,
+  params: Extract<Change, { action: 'change' }>,
+): Promise<{ answer: ApiAnswer<'sites'>; entry: AuditRecord; discover?: SiteRecord }> {
   const settings = checked(() => changedSiteSettings(site, params.changes));
   await store.setSiteSettings(site.id, settings);
+  const budgets = changedSiteBudgets(site, params.budgets);
+  if (budgets) await store.setSiteBudgets(site.id, budgets);
   const entry = {
     action: 'site.changed',
     target: site.origin,
-    details: { id: site.id, ...settingDetails(params.changes) },
+    details: { id: site.id, ...settingDetails(params.changes), ...settingDetails(params.budgets) },
   } as const;
-  const changed = params.discover ? await markPending(store, { ...site, ...settings }) : { ...site, ...settings };
+  const now = { ...site, ...settings, ...budgets };
+  const changed = params.discover ? await markPending(store, now) : now;
   return {
     answer: { site: siteViewOf(changed), created: false },
     entry,

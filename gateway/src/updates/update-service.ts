@@ -95,6 +95,8 @@ export interface UpdateServiceDeps {
   now?: () => Date;
   /** Waits between offers to a location that is away (tests shorten them). */
   awayBackoffMs?: AwayBackoff;
+  /** The budgets a snapshot is checked against (a site's page inherits some); absent: the project's own. */
+  budgetsFor?: (project: ProjectRecord) => Promise<ProjectRecord['budgets']>;
 }
 
 /** What the service's functions share: its dependencies, with their defaults, and how a run is measured. */
@@ -220,10 +222,12 @@ async function measure(
   if (results.length === 0)
     throw noResultError(failures.map((f) => ({ device: f.device, location: f.location, ...f.outcome.error })));
   // Checked before it is stored, so the checks (and the events they announce) are stored with it.
-  if (hasBudgets(project.budgets))
+  // A site's page is held to the budgets it inherits as they are now (sites/site-budgets.ts).
+  const budgets = parts.budgetsFor ? await parts.budgetsFor(project) : project.budgets;
+  if (hasBudgets(budgets))
     await checkBudgets(
       parts.store,
-      project,
+      { ...project, budgets },
       results,
       (device, location) => {
         const cell = update.cells.findIndex((c) => c.device === device && c.location === location);

@@ -1,13 +1,14 @@
 import { ObjectId, type Collection, type Db } from 'mongodb';
-import type { Budgets } from '@perfwatch/common';
 import { asRecord, duplicateOr, mongoForms, type MongoDatabase } from '../../store/mongo-database.ts';
 import {
   newSiteRecord,
   pagesAfterDiscovery,
   siteRecords,
+  storedGroupBudgets,
   type FoundPage,
   type NewSite,
   type PagesChange,
+  type SiteBudgets,
   type SiteDiscoveryState,
   type SitePageRecord,
   type SiteRecord,
@@ -41,7 +42,12 @@ export class MongoSites implements SitesStore {
 
   async addSite(site: NewSite): Promise<SiteRecord> {
     const { id, ...record } = newSiteRecord(site, new ObjectId().toHexString(), new Date());
-    const doc = { _id: new ObjectId(id), ...record, userId: new ObjectId(site.userId) };
+    const doc = {
+      _id: new ObjectId(id),
+      ...record,
+      userId: new ObjectId(site.userId),
+      groupBudgets: storedGroupBudgets(record.groupBudgets),
+    };
     try {
       await this.#sites.insertOne(doc);
     } catch (error) {
@@ -83,8 +89,13 @@ export class MongoSites implements SitesStore {
     );
   }
 
-  async setSiteBudgets(siteId: string, budgets: Budgets): Promise<void> {
-    await this.#sites.updateOne({ _id: new ObjectId(siteId) }, { $set: { budgets } });
+  async setSiteBudgets(siteId: string, { budgets, groupBudgets }: SiteBudgets): Promise<void> {
+    await this.#sites.updateOne(
+      { _id: new ObjectId(siteId) },
+      {
+        $set: { budgets, groupBudgets: storedGroupBudgets(groupBudgets) },
+      },
+    );
   }
 
   async setSiteDiscovery(siteId: string, state: SiteDiscoveryState): Promise<void> {

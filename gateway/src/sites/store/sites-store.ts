@@ -32,8 +32,10 @@ export interface SiteRecord {
   runs: number;
   /** Cron expression (UTC) of discovery and measuring; null: on request only. */
   schedule: string | null;
-  /** Budgets its pages inherit (none: empty). */
+  /** Budgets every page inherits (none: empty); site-budgets.ts resolves them at each check. */
   budgets: Budgets;
+  /** Budgets by group template (`/product/:id`), inherited by that group's pages over the site's. */
+  groupBudgets: Record<string, Budgets>;
   /** The last discovery's state (site-discovery-run.ts); null: none asked yet. */
   lastDiscovery: SiteDiscoveryState | null;
   /** The latest tick of its schedule handled (site-schedule.ts); null: none. */
@@ -56,14 +58,16 @@ export interface SiteDiscoveryState {
   reason: string | null;
 }
 
-export type NewSite = Omit<SiteRecord, 'id' | 'createdAt' | 'budgets' | 'lastDiscovery' | 'scheduledThrough'> & {
-  budgets?: Budgets;
-};
+/** A site's budgets: its own and its groups'. */
+export type SiteBudgets = Pick<SiteRecord, 'budgets' | 'groupBudgets'>;
+
+export type NewSite = Omit<SiteRecord, 'id' | 'createdAt' | keyof SiteBudgets | 'lastDiscovery' | 'scheduledThrough'> &
+  Partial<SiteBudgets>;
 
 /** What may change after the site is made (PATCH /v1/sites); its origin names it, so stays. */
 export type SiteSettings = Omit<
   SiteRecord,
-  'id' | 'userId' | 'origin' | 'budgets' | 'createdAt' | 'lastDiscovery' | 'scheduledThrough'
+  'id' | 'userId' | 'origin' | keyof SiteBudgets | 'createdAt' | 'lastDiscovery' | 'scheduledThrough'
 >;
 
 /** A page of a site, as its discoveries found it: kept once gone, so a site can show what went. */
@@ -99,7 +103,8 @@ export interface SitesStore {
   /** An organisation's sites by origin; every organisation's without one (a scheduler's view). */
   listSites(userId?: string): Promise<SiteRecord[]>;
   setSiteSettings(siteId: string, settings: SiteSettings): Promise<void>;
-  setSiteBudgets(siteId: string, budgets: Budgets): Promise<void>;
+  /** Replaces the site's budgets and its groups' (both whole). */
+  setSiteBudgets(siteId: string, budgets: SiteBudgets): Promise<void>;
   setSiteDiscovery(siteId: string, state: SiteDiscoveryState): Promise<void>;
   /** Records that `tick` of its schedule is handled; false when it (or a later one) already was. */
   markSiteScheduled(siteId: string, tick: Date): Promise<boolean>;
@@ -126,6 +131,7 @@ export const newSiteRecord = (site: NewSite, id: string, createdAt: Date): SiteR
   locations: [...site.locations],
   devices: site.devices ? [...site.devices] : null,
   budgets: site.budgets ?? noBudgets(),
+  groupBudgets: { ...site.groupBudgets },
   lastDiscovery: null,
   scheduledThrough: null,
   id,
@@ -163,6 +169,14 @@ export function pagesAfterDiscovery(
   return { pages, change };
 }
 
+/**
+ * Group budgets as both backends keep them: a list of entries, not an object keyed by template,
+ * since a template may hold a `.`, which a MongoDB field name should not.
+ */
+const groupBudgetsEntry = z.object({ group: z.string(), budgets: budgetFileSchema });
+export const storedGroupBudgets = (groups: SiteRecord['groupBudgets']): Array<z.output<typeof groupBudgetsEntry>> =>
+  Object.entries(groups).map(([group, budgets]) => ({ group, budgets }));
+
 const discoveryStateSchema = z.object({
   at: z.string(),
   state: z.enum(['pending', 'done', 'failed']),
@@ -195,6 +209,10 @@ export function siteRecords(forms: StoredForms) {
     runs: z.number().int().positive(),
     schedule: z.string().nullable().default(null),
     budgets: structured(budgetFileSchema).default(noBudgets),
+    // Absent on sites stored before group budgets (issue 34, item 3).
+    groupBudgets: structured(z.array(groupBudgetsEntry))
+      .default(() => [])
+      .transform((entries) => Object.fromEntries(entries.map(({ group, budgets }) => [group, budgets]))),
     // Absent on sites stored before discoveries ran (issue 34).
     lastDiscovery: structured(discoveryStateSchema).nullable().default(null),
     scheduledThrough: time.nullable().default(null),

@@ -1,14 +1,15 @@
 import type { DatabaseSync } from 'node:sqlite';
-import type { Budgets } from '@perfwatch/common';
 import { asRecord, duplicateOr, newId, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
 import { addColumns, type SqliteSchema } from '../../store/sqlite-migrations.ts';
 import {
   newSiteRecord,
   pagesAfterDiscovery,
   siteRecords,
+  storedGroupBudgets,
   type FoundPage,
   type NewSite,
   type PagesChange,
+  type SiteBudgets,
   type SiteDiscoveryState,
   type SitePageRecord,
   type SiteRecord,
@@ -24,7 +25,7 @@ CREATE TABLE IF NOT EXISTS sites (
   exclude TEXT NOT NULL, max_pages INTEGER NOT NULL, sample_size INTEGER NOT NULL, group_patterns TEXT NOT NULL,
   devices TEXT, locations TEXT NOT NULL, default_location TEXT NOT NULL, runs INTEGER NOT NULL, schedule TEXT,
   budgets TEXT NOT NULL DEFAULT '${NO_BUDGETS}', created_at INTEGER NOT NULL, last_discovery TEXT,
-  scheduled_through INTEGER,
+  scheduled_through INTEGER, group_budgets TEXT NOT NULL DEFAULT '[]',
   UNIQUE (user_id, origin));
 CREATE TABLE IF NOT EXISTS site_pages (
   site_id TEXT NOT NULL, url TEXT NOT NULL, "group" TEXT NOT NULL, sampled INTEGER NOT NULL,
@@ -47,6 +48,12 @@ export const sitesSchema: SqliteSchema = {
       adds: "a site's last discovery and the last tick of its schedule handled",
       mends: true,
       up: addColumns('sites', 'last_discovery TEXT', 'scheduled_through INTEGER'),
+    },
+    {
+      version: 16,
+      adds: "a site's budgets by page group",
+      mends: true,
+      up: addColumns('sites', "group_budgets TEXT NOT NULL DEFAULT '[]'"),
     },
   ],
 };
@@ -101,7 +108,7 @@ export class SqliteSites implements SitesStore {
 
   async addSite(site: NewSite): Promise<SiteRecord> {
     const record = newSiteRecord(site, newId(), new Date());
-    const columns = ['id', 'user_id', 'origin', ...SETTING_COLUMNS, 'budgets', 'created_at'];
+    const columns = ['id', 'user_id', 'origin', ...SETTING_COLUMNS, 'budgets', 'group_budgets', 'created_at'];
     try {
       this.#db.run(
         `INSERT INTO sites (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
@@ -110,6 +117,7 @@ export class SqliteSites implements SitesStore {
         record.origin,
         ...settingValues(record),
         JSON.stringify(record.budgets),
+        JSON.stringify(storedGroupBudgets(record.groupBudgets)),
         record.createdAt.getTime(),
       );
     } catch (error) {
@@ -143,8 +151,9 @@ export class SqliteSites implements SitesStore {
     );
   }
 
-  async setSiteBudgets(siteId: string, budgets: Budgets): Promise<void> {
-    this.#db.run('UPDATE sites SET budgets = ? WHERE id = ?', JSON.stringify(budgets), siteId);
+  async setSiteBudgets(siteId: string, { budgets, groupBudgets }: SiteBudgets): Promise<void> {
+    const sql = 'UPDATE sites SET budgets = ?, group_budgets = ? WHERE id = ?';
+    this.#db.run(sql, JSON.stringify(budgets), JSON.stringify(storedGroupBudgets(groupBudgets)), siteId);
   }
 
   async setSiteDiscovery(siteId: string, state: SiteDiscoveryState): Promise<void> {
