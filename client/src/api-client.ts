@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
 import {
   API_ENDPOINTS,
@@ -30,6 +29,8 @@ import {
   type ProjectView,
   type RepositoryLinkView,
   type SiteSettingsGiven,
+  type SiteUpdateAnswer,
+  type SiteUpdateStatusView,
   type SiteView,
   type MemberView,
   type Role,
@@ -37,6 +38,7 @@ import {
   type TokenView,
   type UpdateStatusView,
 } from '@perfwatch/common';
+import { waitForUpdate } from './update-wait.ts';
 
 /**
  * The operations this client calls, by name and path: every endpoint of the API's table
@@ -145,7 +147,8 @@ export class ApiClient {
     return (await postJson(this.#connection, API_ENDPOINTS.update.path, body, asyncAckSchema, this.#readTimeoutMs)).id;
   }
 
-  updateStatus(id: string): Promise<UpdateStatusView> {
+  /** An update's state: a single update's, or a site update's pages' (`kind: 'site'`). */
+  updateStatus(id: string): Promise<UpdateStatusView | SiteUpdateStatusView> {
     return this.#call(
       API_ENDPOINTS.updateStatus,
       {},
@@ -299,6 +302,15 @@ export class ApiClient {
     );
   }
 
+  /** A site update (its sampled pages, `pages`, or `all`): the plan, and its id unless `planOnly` (429 past the limit). */
+  siteUpdate(id: string, body: ApiRequest<'siteUpdate'> = {}): Promise<SiteUpdateAnswer> {
+    return this.#call(
+      API_ENDPOINTS.siteUpdate,
+      body,
+      API_ENDPOINTS.siteUpdate.path.replace('{id}', encodeURIComponent(id)),
+    );
+  }
+
   overview({ startDate, endDate, ...rest }: OverviewRequest): Promise<ApiAnswer<'overview'>> {
     return this.#call(API_ENDPOINTS.overview, { dateRange: { startDate, endDate }, ...rest });
   }
@@ -310,7 +322,12 @@ export class ApiClient {
 
   /** Polls an async update until it is done or failed. */
   waitForUpdate(id: string, options: WaitOptions = {}): Promise<UpdateStatusView> {
-    return waitForUpdate((updateId) => this.updateStatus(updateId), id, {
+    const read = async (updateId: string) => {
+      const status = await this.updateStatus(updateId);
+      if ('kind' in status) throw new Error(`${updateId} is a site update: read it with updateStatus`);
+      return status;
+    };
+    return waitForUpdate(read, id, {
       timeoutMs: this.#updateTimeoutMs,
       ...options,
     });
@@ -375,20 +392,4 @@ async function postJson<S extends z.ZodType>(
         .join('; ')}`,
     );
   return parsed.data;
-}
-
-async function waitForUpdate(
-  read: (id: string) => Promise<UpdateStatusView>,
-  id: string,
-  { pollMs = 2_000, timeoutMs, onStatus }: WaitOptions & { timeoutMs: number },
-): Promise<UpdateStatusView> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const status = await read(id);
-    onStatus?.(status);
-    if (status.status === 'done' || status.status === 'failed') return status;
-    if (Date.now() + pollMs > deadline)
-      throw new Error(`update ${id} is still ${status.status} after ${Math.round(timeoutMs / 1000)} s`);
-    await sleep(pollMs);
-  }
 }

@@ -38,6 +38,7 @@ import { createNatsTransport } from './dispatch/nats/nats-transport.ts';
 import type { Transport } from './dispatch/transport.ts';
 import { ssoAppOf } from './sso/sso-app.ts';
 import { siteWork, type SiteDiscoveries } from './sites/site-schedule.ts';
+import { siteBudgetsResolver } from './sites/site-budgets.ts';
 import type { SsoDeps } from './sso/sso-routes.ts';
 
 export interface GatewayRuntime {
@@ -169,6 +170,7 @@ function updateParts({
     crux,
     observer: metrics,
     onSnapshot: (snapshot) => outbox.snapshotStored(snapshot).then(() => undefined),
+    budgetsFor: siteBudgetsResolver(store),
     ...(testKill ? { testKill } : {}),
   });
   return { outbox, targetGuard, secrets, updates };
@@ -377,6 +379,7 @@ async function serve({
         pendingPerLocation: config.MAX_PENDING_UPDATES_PER_LOCATION,
       },
     }),
+    queuedRunsPerUser: config.MAX_QUEUED_RUNS_PER_USER,
     opsElsewhere: ops !== undefined,
     store,
     logger,

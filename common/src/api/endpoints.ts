@@ -63,6 +63,13 @@ import {
   siteOverviewSchema,
 } from './site-overview.ts';
 import {
+  siteUpdateAnswerSchema,
+  siteUpdateBodySchema,
+  siteUpdateParamsSchema,
+  siteUpdateQuerySchema,
+  siteUpdateStatusSchema,
+} from './site-update-requests.ts';
+import {
   repositoryBodySchema,
   repositoryLinkViewSchema,
   repositoryQuerySchema,
@@ -136,7 +143,8 @@ export const API_ENDPOINTS = {
     query: updateStatusQuerySchema,
     body: updateStatusBodySchema,
     params: updateIdParamsSchema,
-    answer: updateStatusSchema,
+    // A site update's id answers its pages' progress (issue 34).
+    answer: z.union([updateStatusSchema, siteUpdateStatusSchema]),
   },
   audit: {
     path: '/v1/audit',
@@ -254,6 +262,15 @@ export const API_ENDPOINTS = {
     body: siteOverviewBodySchema,
     params: siteOverviewParamsSchema,
     answer: siteOverviewSchema,
+  },
+  siteUpdate: {
+    path: '/v1/sites/{id}/update',
+    // Like /v1/update, a GET queues too: the request names what to measure, nothing else.
+    methods: GET_AND_POST,
+    query: siteUpdateQuerySchema,
+    body: siteUpdateBodySchema,
+    params: siteUpdateParamsSchema,
+    answer: siteUpdateAnswerSchema,
   },
 } as const satisfies Record<string, ApiEndpoint>;
 

@@ -70,6 +70,8 @@ export interface AppDeps {
   sso?: SsoDeps;
   /** Sites' discoveries (issue 34); absent: made here from the target guard, never stopped (tests of the HTTP layer). */
   siteDiscoveries?: SiteDiscoveries;
+  /** Runs one user may have waiting (MAX_QUEUED_RUNS_PER_USER); absent: its default, 5000. */
+  queuedRunsPerUser?: number;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
@@ -162,6 +164,7 @@ function apiRouter({
   credentialTrust = NO_TRUST,
   sso,
   siteDiscoveries = createSiteDiscoveries({ store, guard: targetGuard, logger }),
+  queuedRunsPerUser = 5_000,
 }: AppDeps): Router {
   const v1 = express.Router();
   v1.use((req, res, next) => {
@@ -192,6 +195,7 @@ function apiRouter({
     credentialTrust,
     auditLog: createAuditLog({ store }),
     siteDiscoveries,
+    queuedRunsPerUser,
   };
   mountForgeEvents(v1, { store, secrets, logger, targetGuard, startAsync, authFailuresPerMinute });
   for (const { contract, limit, route, access } of Object.values(GATEWAY_ENDPOINTS))

@@ -38,6 +38,8 @@ import { membersRoute } from '../teams/members-route.ts';
 import type { TeamsStore } from '../teams/store/teams-store.ts';
 import { sitesRoute } from '../sites/sites-route.ts';
 import { siteOverviewRoute } from '../sites/site-overview-route.ts';
+import { siteUpdateRoute, type SiteUpdateRouteStore } from '../sites/site-update-route.ts';
+import type { SiteUpdatesStore } from '../sites/store/site-updates-store.ts';
 import type { SitesStore } from '../sites/store/sites-store.ts';
 import type { SiteDiscoveries } from '../sites/site-discoveries.ts';
 import type { SiteDiscoveryStore } from '../sites/site-discovery-run.ts';
@@ -56,8 +58,13 @@ export interface RouteDeps {
     Pick<AccountsStore, 'listUsers'> &
     Pick<AccountsStore, 'addToken' | 'findToken' | 'listOrganisationTokens' | 'revokeToken' | 'findUserByName'> &
     Pick<TeamsStore, 'listMembers' | 'findMembership' | 'setMembership' | 'removeMembership'> &
-    Pick<SitesStore, 'listSites' | 'addSite' | 'findSite' | 'setSiteSettings' | 'removeSite' | 'listSitePages'> &
-    SiteDiscoveryStore;
+    Pick<
+      SitesStore,
+      'listSites' | 'addSite' | 'findSite' | 'setSiteSettings' | 'setSiteBudgets' | 'removeSite' | 'listSitePages'
+    > &
+    SiteDiscoveryStore &
+    SiteUpdateRouteStore &
+    Pick<SiteUpdatesStore, 'findSiteUpdate'>;
   updates: UpdateService;
   logger: Logger;
   startAsync: StartAsync;
@@ -73,6 +80,8 @@ export interface RouteDeps {
   auditLog: AuditLog;
   /** Sites' discoveries in the background (issue 34). */
   siteDiscoveries: SiteDiscoveries;
+  /** Runs one user may have waiting (MAX_QUEUED_RUNS_PER_USER): what a site update's plan is held to. */
+  queuedRunsPerUser: number;
 }
 
 /** A response's description; `retryAfter`: it comes with a Retry-After header. */
@@ -356,6 +365,28 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
       project: false,
       bodyRequired: false,
       responses: { '404': 'No site of the organisation has that id.' },
+    },
+  },
+  siteUpdate: {
+    contract: API_ENDPOINTS.siteUpdate,
+    limit: 'updates',
+    // As /v1/update: it queues by GET or POST; a ci token only of pages that are all its projects.
+    access: { read: 'editor', write: 'editor', ci: 'write', isWrite: () => true },
+    route: ({ store, startAsync, queuedRunsPerUser }) => siteUpdateRoute({ store, startAsync, queuedRunsPerUser }),
+    doc: {
+      summary:
+        'Run one async update of many pages of a site (its sampled pages, named ones, or all), its plan answered first',
+      answer:
+        'The plan (pages × devices × locations × runs, the runs you already have waiting and your limit) and the id of the site update for /v1/updates/{id}; null with planOnly, when nothing is queued.',
+      project: false,
+      responses: {
+        '404': 'No site of the organisation has that id.',
+        '429': {
+          description:
+            'The plan passes your limit of runs waiting (BACKLOG_FULL, its numbers in errors): nothing was queued.',
+          retryAfter: true,
+        },
+      },
     },
   },
 };

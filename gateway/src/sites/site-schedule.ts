@@ -8,7 +8,7 @@ export type { SiteDiscoveries } from './site-discoveries.ts';
 import type { SitesStore } from './store/sites-store.ts';
 
 export interface SiteScheduleDeps {
-  store: Pick<SitesStore, 'listSites' | 'markSiteScheduled'> & Pick<ProjectsStore, 'listProjects'>;
+  store: Pick<SitesStore, 'listSites' | 'markSiteScheduled' | 'listSitePages'> & Pick<ProjectsStore, 'listProjects'>;
   discoveries: Pick<SiteDiscoveries, 'start'>;
   admission: UpdateAdmission;
   logger: Logger;
@@ -28,7 +28,11 @@ async function startDueSiteTicks(deps: SiteScheduleDeps, at: Date): Promise<void
     if (!tick || (site.scheduledThrough && tick <= site.scheduledThrough) || tick < site.createdAt) continue;
     if (!(await store.markSiteScheduled(site.id, tick))) continue;
     void discoveries.start(site, async () => {
-      const projects = (await store.listProjects(site.userId)).filter((project) => project.siteId === site.id);
+      // Its sampled pages only: a page a site update measured keeps its project, not a schedule.
+      const sampled = new Set((await store.listSitePages(site.id)).filter((p) => p.sampled).map((p) => p.url));
+      const projects = (await store.listProjects(site.userId)).filter(
+        (project) => project.siteId === site.id && sampled.has(project.url),
+      );
       for (const project of projects) await enqueueTick(deps.admission, deps.logger, project, tick);
     });
   }

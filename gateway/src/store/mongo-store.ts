@@ -13,6 +13,7 @@ import { MongoSnapshots, snapshotIndexes, type MongoSnapshotsOptions } from '../
 import { giveOwnOrganisations, MongoTeams, teamIndexes } from '../teams/store/mongo-teams.ts';
 import { MongoSso, ssoIndexes } from '../sso/store/mongo-sso.ts';
 import { MongoSites, siteIndexes } from '../sites/store/mongo-sites.ts';
+import { MongoSiteUpdates } from '../sites/store/mongo-site-updates.ts';
 import { MongoUpdates, updateIndexes } from '../updates/store/mongo-updates.ts';
 import type { MongoDatabase } from './mongo-database.ts';
 import { combineSlices } from './store-slices.ts';
@@ -77,6 +78,7 @@ export class MongoStore implements StoreBase {
       new MongoAuditLog(base),
       new MongoSso(base),
       new MongoSites(base),
+      new MongoSiteUpdates(base),
     ]);
   }
 

@@ -14,6 +14,7 @@ import { snapshotsSchema, SqliteSnapshots } from '../snapshots/store/sqlite-snap
 import { SqliteTeams, teamsSchema } from '../teams/store/sqlite-teams.ts';
 import { SqliteSso, ssoSchema } from '../sso/store/sqlite-sso.ts';
 import { SqliteSites, sitesSchema } from '../sites/store/sqlite-sites.ts';
+import { SqliteSiteUpdates, siteUpdatesSchema } from '../sites/store/sqlite-site-updates.ts';
 import { SqliteUpdates, updatesSchema } from '../updates/store/sqlite-updates.ts';
 import { SqliteDatabase } from './sqlite-database.ts';
 import { migrate, type SqliteSchema } from './sqlite-migrations.ts';
@@ -37,6 +38,7 @@ const SCHEMAS: readonly SqliteSchema[] = [
   auditLogSchema,
   ssoSchema,
   sitesSchema,
+  siteUpdatesSchema,
 ];
 
 // The slices' methods are put on each SqliteStore by combineSlices (see its constructor).
@@ -79,6 +81,7 @@ export class SqliteStore implements StoreBase {
       new SqliteAuditLog(db),
       new SqliteSso(db),
       new SqliteSites(db),
+      new SqliteSiteUpdates(db),
     ]);
   }
 

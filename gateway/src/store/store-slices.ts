@@ -10,6 +10,7 @@ import type { SnapshotReadsStore, SnapshotsStore } from '../snapshots/store/snap
 import type { TeamsStore } from '../teams/store/teams-store.ts';
 import type { SsoStore } from '../sso/store/sso-store.ts';
 import type { SitesStore } from '../sites/store/sites-store.ts';
+import type { SiteUpdatesStore } from '../sites/store/site-updates-store.ts';
 import type { UpdatesStore } from '../updates/store/updates-store.ts';
 
 /** One backend's slices, in the order of the `Store` they make together (store.ts). */
@@ -28,6 +29,7 @@ export type StoreSlices = readonly [
   AuditLogStore,
   SsoStore,
   SitesStore,
+  SiteUpdatesStore,
 ];
 
 /**

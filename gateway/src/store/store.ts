@@ -10,6 +10,7 @@ import type { SnapshotReadsStore, SnapshotsStore } from '../snapshots/store/snap
 import type { TeamsStore } from '../teams/store/teams-store.ts';
 import type { SsoStore } from '../sso/store/sso-store.ts';
 import type { SitesStore } from '../sites/store/sites-store.ts';
+import type { SiteUpdatesStore } from '../sites/store/site-updates-store.ts';
 import type { UpdatesStore } from '../updates/store/updates-store.ts';
 import type { UnreadableRecords } from './unreadable-records.ts';
 
@@ -27,6 +28,7 @@ export * from '../snapshots/store/snapshots-store.ts';
 export * from '../teams/store/teams-store.ts';
 export * from '../sso/store/sso-store.ts';
 export * from '../sites/store/sites-store.ts';
+export * from '../sites/store/site-updates-store.ts';
 export * from '../updates/store/updates-store.ts';
 
 /** Runs finished of those planned, per device and location: the API's shape, kept as it is. */
@@ -63,7 +65,8 @@ export type Store = StoreBase &
   TeamsStore &
   AuditLogStore &
   SsoStore &
-  SitesStore;
+  SitesStore &
+  SiteUpdatesStore;
 
 /**
  * The store had no room for a write (the embedded store's disk or database is full): nothing of

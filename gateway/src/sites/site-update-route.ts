@@ -1,0 +1,69 @@
+import type { Request, Response } from 'express';
+import { API_ENDPOINTS, ApiError, revisionOf, type SiteUpdateAnswer } from '@perfwatch/common';
+import { parseRequest } from '../http/parse-request.ts';
+import type { StartAsync } from '../updates/async-updates.ts';
+import type { UpdatesStore } from '../updates/store/updates-store.ts';
+import { callerSeesSite } from './sites-route.ts';
+import { pagesToMeasure, planOf, refuseOutOfScope, refuseOverLimit } from './site-update-plan.ts';
+import { startSiteUpdate, type SiteUpdateStartStore } from './site-update-start.ts';
+import type { SitesStore } from './store/sites-store.ts';
+
+export type SiteUpdateRouteStore = SiteUpdateStartStore &
+  Pick<SitesStore, 'findSite' | 'listSitePages'> &
+  Pick<UpdatesStore, 'userBacklog'>;
+
+/**
+ * `GET|POST /v1/sites/{id}/update` (issue 34): one async update of many pages of a site. The
+ * plan (pages × devices × locations × runs) is answered first; past the caller's limit of runs
+ * waiting it is refused whole (429, nothing queued); `planOnly` queues nothing either.
+ * `queuedRunsPerUser`: that limit (MAX_QUEUED_RUNS_PER_USER).
+ */
+export function siteUpdateRoute({
+  store,
+  startAsync,
+  queuedRunsPerUser,
+}: {
+  store: SiteUpdateRouteStore;
+  startAsync: StartAsync;
+  queuedRunsPerUser: number;
+}) {
+  return async (req: Request, res: Response): Promise<void> => {
+    const request = parseRequest(req, API_ENDPOINTS.siteUpdate);
+    const params = API_ENDPOINTS.siteUpdate.params.safeParse(req.params);
+    if (!params.success)
+      throw new ApiError(
+        'BAD_REQUEST',
+        'The request has invalid parameters.',
+        params.error.issues.map((issue) => issue.message),
+      );
+    const caller = req.caller!;
+    const found = await store.findSite(caller.orgId, params.data.id);
+    const site = found && callerSeesSite(caller, found.origin) ? found : null;
+    if (!site)
+      throw new ApiError('NOT_FOUND', 'Site not found.', [
+        `id: no site of your organisation has the id ${params.data.id}`,
+      ]);
+    const urls = pagesToMeasure(await store.listSitePages(site.id), request);
+    refuseOutOfScope(caller, urls);
+    const backlog = await store.userBacklog(site.userId);
+    const plan = planOf(site, urls.length, request.devices, { runs: backlog.runs, limit: queuedRunsPerUser });
+    if (request.planOnly) {
+      res.json({ ok: 1, id: null, plan } satisfies SiteUpdateAnswer);
+      return;
+    }
+    refuseOverLimit(plan);
+    const revision = revisionOf(request);
+    const id = await startSiteUpdate(
+      { store, startAsync },
+      {
+        site,
+        urls,
+        devices: plan.devices,
+        updateType: request.updateType,
+        requestId: req.requestId,
+        ...(revision ? { revision } : {}),
+      },
+    );
+    res.json({ ok: 1, id, plan } satisfies SiteUpdateAnswer);
+  };
+}
