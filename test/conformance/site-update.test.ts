@@ -1,0 +1,190 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAgent, type Agent } from '@perfwatch/agent';
+import { createApiClient } from '@perfwatch/client';
+import {
+  errorEnvelopeSchema,
+  siteChangedSchema,
+  siteUpdateAnswerSchema,
+  siteUpdateStatusSchema,
+  type SiteUpdateStatusView,
+} from '@perfwatch/common';
+import { openApiResponseChecker } from '../support/openapi-responses.ts';
+import { errorsOf, send, type Params, type Reply } from '../support/api-requests.ts';
+import { fixtureRunner } from '../support/fixture-runner.ts';
+import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';
+
+// A site update (issue 34, items 4 and 5) on a real gateway, nats-server and MongoDB-wire server,
+// an agent answering with captured Lighthouse results after a delay: its plan answered before
+// anything is queued, refused whole past the caller's limit, and a run of many pages followed
+// page by page through /v1/updates/{id} to done; every reply checked against /v1/openapi.json.
+
+const SHOP = 'https://update-shop.example';
+const url = (path: string) => `${SHOP}${path}`;
+const SAMPLED = ['/about', '/product/1', '/product/2', '/product/3'].map(url);
+const UNSAMPLED = ['/product/4', '/product/5', '/product/6'].map(url);
+const LIMIT = 10;
+const RUN_MS = 300;
+
+let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let gateway: TestGateway;
+let agentConn: NatsConnection;
+let agent: Agent;
+let alice: string;
+let bob: string;
+let siteId: string;
+let orgId: string;
+let checker: Awaited<ReturnType<typeof openApiResponseChecker>>;
+
+type Method = 'GET' | 'POST';
+async function siteUpdate(
+  body: Record<string, unknown>,
+  { method = 'POST', id = siteId, token = alice }: { method?: Method; id?: string; token?: string } = {},
+): Promise<Reply> {
+  const params = method === 'POST' ? { body } : { query: body as Params };
+  const reply = await send(gateway.url, `sites/${id}/update`, method, params, { Authorization: token });
+  checker.check('/v1/sites/{id}/update', method === 'POST' ? 'post' : 'get', reply.status, reply.body);
+  if (reply.status >= 400) errorEnvelopeSchema.parse(reply.body);
+  return reply;
+}
+async function statusOf(id: string): Promise<SiteUpdateStatusView> {
+  const reply = await send(gateway.url, `updates/${id}`, 'GET', {}, { Authorization: alice });
+  checker.check('/v1/updates/{id}', 'get', reply.status, reply.body);
+  expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+  return siteUpdateStatusSchema.parse(reply.body);
+}
+/** Polls the site update until it ends, keeping every state read. */
+async function followed(id: string): Promise<SiteUpdateStatusView[]> {
+  const seen: SiteUpdateStatusView[] = [];
+  for (const deadline = Date.now() + 60_000; Date.now() < deadline; await sleep(RUN_MS / 4)) {
+    seen.push(await statusOf(id));
+    if (seen.at(-1)!.finishedAt !== null) return seen;
+  }
+  throw new Error(`site update ${id} still ${seen.at(-1)?.status} after 60 s`);
+}
+const accepted = (reply: Reply) => {
+  expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+  return siteUpdateAnswerSchema.parse(reply.body);
+};
+const nothingQueued = async () => {
+  expect(await gateway.store.userBacklog(orgId)).toEqual({ updates: 0, runs: 0 });
+  expect((await gateway.store.listProjects(orgId)).filter((p) => p.siteId === siteId)).toEqual([]);
+};
+
+beforeAll(async () => {
+  nats = await isolatedNats();
+  gateway = await startTestGateway({ natsUrl: nats.url, config: { MAX_QUEUED_RUNS_PER_USER: LIMIT } });
+  agentConn = await connect({ servers: nats.url });
+  agent = startAgent({
+    nc: agentConn,
+    location: 'london',
+    runner: fixtureRunner({ delayMs: RUN_MS }),
+    logger: silentLogger,
+    agentId: 'su',
+  });
+  ({ token: alice } = await gateway.admin.createUser('update-alice'));
+  ({ token: bob } = await gateway.admin.createUser('update-bob'));
+  checker = await openApiResponseChecker(await (await fetch(`${gateway.url}/v1/openapi.json`)).json());
+  const body = { origin: SHOP, locations: ['london'], devices: ['mobile'], runs: 1 };
+  const made = await send(gateway.url, 'sites', 'POST', { body }, { Authorization: alice });
+  siteId = siteChangedSchema.parse(made.body).site.id;
+  orgId = (await gateway.store.listSites()).find((site) => site.id === siteId)!.userId;
+  const pages = [...SAMPLED, ...UNSAMPLED].map((page) => ({
+    url: page,
+    group: page.includes('/product/') ? '/product/:id' : '/about',
+    sampled: SAMPLED.includes(page),
+  }));
+  await gateway.store.replaceSitePages(siteId, pages, new Date());
+}, 60_000);
+
+afterAll(async () => {
+  await agent?.stop();
+  await agentConn?.drain();
+  await gateway?.stop();
+  await nats?.dispose();
+});
+
+describe('GET|POST /v1/sites/{id}/update', () => {
+  it('planOnly answers pages × devices × locations × runs and the limit, and queues nothing (GET alike)', async () => {
+    const plan = { pages: 4, devices: ['mobile'], locations: ['london'], runs: 1, audits: 4, queuedRuns: 0, limit: 10 };
+    expect(accepted(await siteUpdate({ planOnly: true }))).toEqual({ ok: 1, id: null, plan });
+    expect(accepted(await siteUpdate({ planOnly: 'true' }, { method: 'GET' }))).toEqual({ ok: 1, id: null, plan });
+    const all = accepted(await siteUpdate({ planOnly: true, all: true, devices: ['mobile', 'desktop'] }));
+    expect(all.plan).toMatchObject({ pages: 7, devices: ['mobile', 'desktop'], audits: 14 });
+    await nothingQueued();
+  });
+
+  it('refuses a plan past the limit with 429 and its numbers, queueing nothing', async () => {
+    const reply = await siteUpdate({ all: true, devices: ['mobile', 'desktop'] });
+    expect(reply.status).toBe(429);
+    const errors = errorsOf(reply);
+    expect(errors).toMatch(/BACKLOG_FULL/);
+    expect(errors).toMatch(/7 pages × 2 devices × 1 locations × 1 runs = 14 audits/);
+    expect(errors).toMatch(/limit: 10 runs/);
+    await nothingQueued();
+  });
+
+  it('runs the sampled pages to done, page by page in /v1/updates/{id}', async () => {
+    const { id, plan } = accepted(await siteUpdate({}));
+    expect(plan.audits).toBe(4);
+    const seen = await followed(id!);
+    // Runs go a few at a time (the fair waiting room admits 2 per user): some pages end before others.
+    expect(seen.some((s) => s.status === 'running' && s.progress.done > 0 && s.progress.done < 4)).toBe(true);
+    const last = seen.at(-1)!;
+    expect(last).toMatchObject({ id, kind: 'site', siteId, origin: SHOP, status: 'done', budgetFailures: 0 });
+    expect(last.progress).toEqual({ pages: 4, done: 4, failed: 0 });
+    expect(last.pages.map((page) => page.url).sort()).toEqual([...SAMPLED].sort());
+    for (const page of last.pages) {
+      expect(page).toMatchObject({ status: 'done', budgetFailures: 0, reason: null });
+      expect(page.score).toBeGreaterThan(0);
+      expect(page.lcp).toBeGreaterThan(0);
+      // Each page's own update is an ordinary async update with its snapshot.
+      const own = await send(gateway.url, `updates/${page.updateId}`, 'GET', {}, { Authorization: alice });
+      expect(own.body).toMatchObject({ url: page.url, status: 'done' });
+    }
+  }, 90_000);
+
+  it("measures named pages (one not sampled becomes a page of the site) and reports a page's failing budgets", async () => {
+    const client = createApiClient({ server: gateway.url, token: alice });
+    await client.budgets(SAMPLED[2]!, { budgets: { lcp: 1, tbt: 1 }, maxRegression: {} });
+    const { id, plan } = accepted(await siteUpdate({ pages: [SAMPLED[2], UNSAMPLED[1]] }));
+    expect(plan).toMatchObject({ pages: 2, audits: 2 });
+    const last = (await followed(id!)).at(-1)!;
+    expect(last).toMatchObject({ status: 'done', progress: { pages: 2, done: 2, failed: 0 } });
+    const failing = last.pages.find((page) => page.url === SAMPLED[2])!;
+    expect(failing.budgetFailures).toBe(2);
+    expect(last.budgetFailures).toBe(2);
+    const made = (await gateway.store.listProjects(orgId)).find((p) => p.url === UNSAMPLED[1]);
+    expect(made?.siteId).toBe(siteId);
+    // The client reads either kind of update.
+    expect(await client.updateStatus(id!)).toMatchObject({ kind: 'site', status: 'done' });
+  }, 90_000);
+
+  it('400 for a page that is not one of the site, or pages with all; 404 for another organisation', async () => {
+    const stranger = 'https://update-shop.example/nowhere';
+    const bad = await siteUpdate({ pages: [SAMPLED[0], stranger] });
+    expect(bad.status).toBe(400);
+    expect(errorsOf(bad)).toContain(stranger);
+    expect(errorsOf(await siteUpdate({ pages: [SAMPLED[0]], all: true }))).toMatch(/pages or all, not both/);
+    expect((await siteUpdate({}, { token: bob })).status).toBe(404);
+    expect((await siteUpdate({}, { id: '0123456789abcdef01234567' })).status).toBe(404);
+    expect((await send(gateway.url, `updates/${crypto.randomUUID()}`, 'GET', {}, { Authorization: bob })).status).toBe(
+      404,
+    );
+  });
+
+  it("a ci token updates a site only when every page is one of its projects; another's site update is a 404 to it", async () => {
+    const ciToken = async (projects: string[]) =>
+      (
+        (await send(gateway.url, 'tokens', 'POST', { body: { scope: 'ci', projects } }, { Authorization: alice }))
+          .body as { token: string }
+      ).token;
+    const narrow = await ciToken([SAMPLED[0]!]);
+    const refused = await siteUpdate({ planOnly: true }, { token: narrow });
+    expect(refused.status).toBe(403);
+    expect(errorsOf(refused)).toMatch(/ci token/);
+    expect(accepted(await siteUpdate({ planOnly: true, pages: [SAMPLED[0]] }, { token: narrow })).plan.pages).toBe(1);
+  });
+});
