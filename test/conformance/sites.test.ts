@@ -76,6 +76,7 @@ describe('POST /v1/sites', () => {
       runs: 3,
       schedule: null,
       budgets: { budgets: {}, maxRegression: {} },
+      groupBudgets: {},
       createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       // Discovered in the background from here on (shop.example does not answer).
       lastDiscovery: expect.objectContaining({ state: 'pending' }),
@@ -189,6 +190,57 @@ describe('PATCH /v1/sites', () => {
   });
 });
 
+describe('PATCH /v1/sites: budgets', () => {
+  it("sets the site's budgets and its groups', each replaced whole, shown in the site view", async () => {
+    const shop = (await listOf()).sites.find((s) => s.origin === SHOP)!;
+    const budgets = { budgets: { lcp: 4000, performance: 50 }, maxRegression: { tbt: 20 } };
+    const groupBudgets = { '/product/:id': { budgets: { lcp: 2500 }, maxRegression: {} } };
+    const set = await patch({ id: shop.id, budgets, groupBudgets });
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    expect(siteChangedSchema.parse(set.body).site).toEqual({ ...shop, budgets, groupBudgets });
+    // A budgets object without maxRegression has none; a group left out has no budgets any more.
+    const blog = { '/blog/:slug': { budgets: { cls: 0.1 }, maxRegression: {} } };
+    const again = await patch({ id: shop.id, budgets: { budgets: { lcp: 3000 } }, groupBudgets: blog });
+    const site = siteChangedSchema.parse(again.body).site;
+    expect(site).toMatchObject({ budgets: { budgets: { lcp: 3000 }, maxRegression: {} }, groupBudgets: blog });
+    expect((await listOf()).sites.find((s) => s.id === shop.id)).toEqual(site);
+    const cleared = await patch({ id: shop.id, budgets: {}, groupBudgets: {} });
+    expect(siteChangedSchema.parse(cleared.body).site).toEqual({
+      ...site,
+      budgets: { budgets: {}, maxRegression: {} },
+      groupBudgets: {},
+    });
+  });
+
+  it('400 naming the bad budget, its key or its group template; nothing changed', async () => {
+    const shop = (await listOf()).sites.find((s) => s.origin === SHOP)!;
+    const many = Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`/g${i}/:id`, {}]));
+    for (const [body, field] of [
+      [{ budgets: { budgets: { lcpx: 1 } } }, /^budgets: unknown budget key "lcpx"; known: performance/m],
+      [{ budgets: { budgets: { performance: 101 } } }, /^budgets: performance is a score from 0 to 100/m],
+      [{ budgets: { budgets: { lcp: -1 } } }, /^budgets\.budgets\.lcp: budgets: a limit is not negative$/m],
+      [{ budgets: { lcp: 2500 } }, /^unknown parameter\(s\): lcp$/m],
+      [
+        { groupBudgets: { '/product/:id': { maxRegression: { tbt: 'x' } } } },
+        /^groupBudgets\.\/product\/:id\.maxRegression\.tbt: maxRegression: each limit is a number$/m,
+      ],
+      [
+        { groupBudgets: { product: {} } },
+        /^groupBudgets\.product: a group template is a path pattern \(\/product\/:id\)/m,
+      ],
+      [{ groupBudgets: { '/product/:id': 5 } }, /^groupBudgets\.\/product\/:id: .*expected object/m],
+      [{ groupBudgets: [] }, /^groupBudgets must be an object of budgets by group template$/m],
+      [{ groupBudgets: many }, /^groupBudgets has more than 50 groups$/m],
+    ] as const) {
+      const reply = await patch({ id: shop.id, ...body });
+      expect(reply.status, JSON.stringify(body)).toBe(400);
+      expect(errorEnvelopeSchema.parse(reply.body).status).toBe('BAD_REQUEST');
+      expect(errorsOf(reply), JSON.stringify(body)).toMatch(field);
+    }
+    expect((await listOf()).sites.find((s) => s.id === shop.id)).toEqual(shop);
+  });
+});
+
 describe('DELETE /v1/sites', () => {
   it('removes a site; 404 for another organisation’s, for none, and the second time; its origin is free again', async () => {
     const gone = await made({ origin: 'https://gone.example' });
@@ -211,6 +263,10 @@ describe('DELETE /v1/sites', () => {
     expect(sites.reverse()).toEqual([
       ['site.created', SHOP],
       ['site.created', 'http://blog.example:8080'],
+      ['site.changed', SHOP],
+      // Its budgets set, changed and cleared.
+      ['site.changed', SHOP],
+      ['site.changed', SHOP],
       ['site.changed', SHOP],
       ['site.created', 'https://gone.example'],
       ['site.removed', 'https://gone.example'],

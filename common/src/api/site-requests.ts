@@ -148,7 +148,7 @@ const budgetFields = {
     .record(pathPattern, budgetFileSchema, {
       error: (issue) =>
         issue.code === 'invalid_key'
-          ? 'groupBudgets: a group template is a path pattern (/product/:id) starting with /'
+          ? 'a group template is a path pattern (/product/:id) starting with /'
           : 'groupBudgets must be an object of budgets by group template',
     })
     .refine((groups) => Object.keys(groups).length <= MAX_PATTERNS, `groupBudgets has more than ${MAX_PATTERNS} groups`)
