@@ -11,6 +11,7 @@ import {
   type SiteView,
 } from '@perfwatch/common';
 import { ApiClientError } from './api-client.ts';
+import { main } from './client-cli.ts';
 import { siteUpdate, type SiteUpdateClient, type SiteUpdateFlags } from './site-update-command.ts';
 
 // The site form of `perfwatch update` against a stand-in of the API's three calls: what it asks,
@@ -109,7 +110,7 @@ describe('perfwatch update --site: the plan', () => {
     const api = fakeApi([], { on: 'start', status: 429, message: 'You have too many updates waiting.', errors });
     const { code, err } = await run(api.client, { ci: true });
     expect(code).toBe(1);
-    expect(err).toContain(`refused, nothing queued: You have too many updates waiting. ${errors[0]}`);
+    expect(err).toContain(`refused, nothing queued: You have too many updates waiting.\n  ${errors[0]}\n`);
     expect(api.polls()).toBe(0);
   });
 
@@ -195,5 +196,44 @@ describe('perfwatch update --site: the command line', () => {
     const api = fakeApi([]);
     await expect(run(api.client, flags)).rejects.toThrow(message);
     expect(api.bodies).toEqual([]);
+  });
+});
+
+describe('perfwatch update: the URL form and the site form', () => {
+  /** `perfwatch update …` in-process against a stand-in gateway answering the site form's paths. */
+  async function perfwatch(...argv: string[]) {
+    const paths: string[] = [];
+    let out = '';
+    let err = '';
+    // No site: the site form's first call answered, the command line's last check made.
+    const answers: Record<string, unknown> = { '/v1/sites': { sites: [] } };
+    const fetch = async (url: string | URL | Request) => {
+      const path = new URL(String(url)).pathname;
+      paths.push(path);
+      return Response.json(answers[path] ?? {}, { status: path in answers ? 200 : 404 });
+    };
+    const io = { out: { write: (t: string) => (out += t) }, err: { write: (t: string) => (err += t) }, fetch };
+    const code = await main(['update', ...argv, '--server', 'http://gateway.test', '--token', 'pw_x'], {}, io);
+    return { code, out, err, paths };
+  }
+
+  it('--site selects the site form: the sites are read, and an origin none has is a usage error', async () => {
+    const run = await perfwatch('--site', 'https://Shop.example:443/', '--ci');
+    expect(run.code).toBe(2);
+    expect(run.err).toContain('no site https://shop.example in perfwatch: add it with POST /v1/sites first');
+    expect(run.paths).toEqual(['/v1/sites']);
+  });
+
+  it.each([
+    [['--site', SHOP, `${SHOP}/`], 'update --site takes no URL'],
+    [[], 'update takes one URL, or --site ORIGIN'],
+    [[`${SHOP}/`, '--pages', 'x.txt'], '--pages goes with --site ORIGIN'],
+    [[`${SHOP}/`, '--plan'], '--plan goes with --site ORIGIN'],
+    [['--site', 'shop.example'], '--site must be an origin'],
+  ])('%j exits 2 (usage): %s', async (argv, message) => {
+    const run = await perfwatch(...argv);
+    expect(run.code).toBe(2);
+    expect(run.err).toContain(message);
+    expect(run.paths).toEqual([]);
   });
 });

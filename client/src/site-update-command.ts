@@ -120,10 +120,11 @@ async function askSiteUpdate(
     return await client.siteUpdate(siteId, body);
   } catch (error) {
     if (!(error instanceof ApiClientError)) throw error;
-    const said = error.envelope ? [error.envelope.message, ...error.envelope.errors].join(' ') : error.message;
-    if (error.httpStatus === 400) throw new UsageError(said);
+    const { envelope } = error;
+    if (error.httpStatus === 400 && envelope) throw new UsageError([envelope.message, ...envelope.errors].join(' '));
     if (error.httpStatus !== 429) throw error;
-    io.err.write(`perfwatch update: site update refused, nothing queued: ${said}\n`);
+    const said = envelope ? [envelope.message, ...envelope.errors.map((line) => `  ${line}`)] : [error.message];
+    io.err.write(`perfwatch update: site update refused, nothing queued: ${said.join('\n')}\n`);
     return EXIT.failed;
   }
 }

@@ -51,6 +51,9 @@ describe('planText', () => {
     ).toBe(
       '1 page × 2 devices (mobile, desktop) × 2 locations (london, tokyo) × 3 runs = 12 audits; you have 1 run queued of 20',
     );
+    expect(planText({ ...plan, queuedRuns: 589, limit: 600 })).toMatch(
+      /you have 589 runs queued of 600: past your limit, the update would be refused$/,
+    );
   });
 });
 
@@ -61,7 +64,7 @@ describe('lcpText', () => {
 });
 
 describe('siteUpdateProgress', () => {
-  it("writes a line per change of the update's state and one per page as it ends, in the order they end", () => {
+  it("writes a line per change of the update's state and one per page as it ends, the end after the last page", () => {
     const written: string[] = [];
     let t = 0;
     const progress = siteUpdateProgress({ write: (text: string) => written.push(text) }, () => (t += 1000));
@@ -80,9 +83,9 @@ describe('siteUpdateProgress', () => {
       `site update ${ID} of ${SHOP}: queued (1 s)\n`,
       `site update ${ID} of ${SHOP}: running (2 s)\n`,
       '[1/3] done    /product/3  score 92  LCP 1.2 s\n',
-      `site update ${ID} of ${SHOP}: failed (3 s)\n`,
       '[2/3] done    /  score 71  LCP 2.6 s  2 budgets failed\n',
       '[3/3] failed  /product/4  TIMEOUT: no agent answered\n',
+      `site update ${ID} of ${SHOP}: failed (3 s)\n`,
     ]);
   });
 });

@@ -8,12 +8,16 @@ export type SiteUpdateProgress = Pick<SiteUpdateStatusView, 'id' | 'origin' | 's
 
 const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
 
-/** "12 pages × 1 device (mobile) × 1 location (london) × 1 run = 12 audits; you have 0 runs queued of 600". */
+/**
+ * "12 pages × 1 device (mobile) × 1 location (london) × 1 run = 12 audits; you have 0 runs queued
+ * of 600", and whether the gateway would refuse it (the plan alone is answered past the limit too).
+ */
 export function planText(plan: SiteUpdatePlan): string {
   return (
     `${plural(plan.pages, 'page')} × ${plural(plan.devices.length, 'device')} (${plan.devices.join(', ')})` +
     ` × ${plural(plan.locations.length, 'location')} (${plan.locations.join(', ')}) × ${plural(plan.runs, 'run')}` +
-    ` = ${plural(plan.audits, 'audit')}; you have ${plural(plan.queuedRuns, 'run')} queued of ${plan.limit}`
+    ` = ${plural(plan.audits, 'audit')}; you have ${plural(plan.queuedRuns, 'run')} queued of ${plan.limit}` +
+    (plan.queuedRuns + plan.audits > plan.limit ? ': past your limit, the update would be refused' : '')
   );
 }
 
@@ -41,7 +45,8 @@ const ended = (page: SitePageProgress) => page.status === 'done' || page.status 
 
 /**
  * Shows a site update as it runs: a line when the update's own state changes, and one per page
- * as it ends (`[3/12] done  /product/3  score 92  LCP 1.2 s`), in the order the pages end. Lines
+ * as it ends (`[3/12] done  /product/3  score 92  LCP 1.2 s`), in the order the pages end (those
+ * seen ending in one poll, in the update's order). Lines
  * only, never redrawn: a CI log keeps every byte, and a terminal shows the same.
  */
 export function siteUpdateProgress(stream: ProgressStream, now: () => number = Date.now) {
@@ -50,16 +55,21 @@ export function siteUpdateProgress(stream: ProgressStream, now: () => number = D
   let state = '';
   return {
     show(status: SiteUpdateProgress): void {
-      if (status.status !== state) {
-        state = status.status;
-        const seconds = Math.round((now() - started) / 1000);
-        stream.write(`site update ${status.id} of ${status.origin}: ${state} (${seconds} s)\n`);
-      }
+      const changed = status.status !== state;
+      state = status.status;
+      const stateLine = () =>
+        stream.write(
+          `site update ${status.id} of ${status.origin}: ${state} (${Math.round((now() - started) / 1000)} s)\n`,
+        );
+      // An update's end comes after its last pages' lines, its start before its first.
+      const ending = state === 'done' || state === 'failed';
+      if (changed && !ending) stateLine();
       for (const page of status.pages) {
         if (!ended(page) || shown.has(page.url)) continue;
         shown.add(page.url);
         stream.write(`[${shown.size}/${status.pages.length}] ${pageLine(page, status.origin)}\n`);
       }
+      if (changed && ending) stateLine();
     },
   };
 }
@@ -83,7 +93,7 @@ export function sitePagesTable(status: SiteUpdateProgress): string {
 }
 
 /** Why a site fails its gate: the pages whose budgets failed, and those not measured. */
-export function siteGateFailures(status: SiteUpdateProgress): { budgets: string[]; failed: string[] } {
+function siteGateFailures(status: SiteUpdateProgress): { budgets: string[]; failed: string[] } {
   return {
     budgets: status.pages.filter((page) => (page.budgetFailures ?? 0) > 0).map((page) => page.url),
     failed: status.pages.filter((page) => page.status !== 'done').map((page) => page.url),

@@ -18,6 +18,7 @@ import { COMMON_OPTIONS, oneOf, type ClientContext, type ClientIo } from './clie
 import { forgeChangeFor, sendForgeReport, type ForgeReportFlags } from './forge-report.ts';
 import { auditResultTable } from './result-tables.ts';
 import { REVISION_OPTIONS, resultHeading, revisionOfFlags, type RevisionFlags } from './revision-flags.ts';
+import { SITE_UPDATE_OPTIONS, singleUrl, siteUpdate } from './site-update-command.ts';
 import { updateProgress } from './update-progress.ts';
 
 interface UpdateFlags extends BudgetFlags, RevisionFlags, ForgeReportFlags {
@@ -45,6 +46,7 @@ const UPDATE_OPTIONS = {
   ...REVISION_OPTIONS,
   report: { type: 'string' },
   'base-url': { type: 'string' },
+  ...SITE_UPDATE_OPTIONS,
 } satisfies ParseArgsOptionsConfig;
 
 export const updateCommand = defineCommand<ClientContext, typeof UPDATE_OPTIONS>({
@@ -53,11 +55,14 @@ export const updateCommand = defineCommand<ClientContext, typeof UPDATE_OPTIONS>
     'URL --ci [--budget KEY=N]... [--max-regression KEY=N]... [--budget-file FILE] [--junit FILE]\n' +
       '                            [--annotate TEXT [--annotate-link URL]]\n' +
       '                            [--report github|gitlab|gitea [--base-url URL]]',
+    '--site ORIGIN [--ci] [--pages FILE|-] [--all] [--device mobile|desktop] [--plan] [--json] [--junit FILE]\n' +
+      '                            [--commit SHA] [--branch NAME] [--pull-request N] [--timeout SECONDS]',
   ],
-  summary: ['run an update of a project, optionally checked against budgets'],
+  summary: ["run an update of a project, optionally checked against budgets; or of a site's pages (--site)"],
   options: UPDATE_OPTIONS,
-  args: { count: 1, refused: 'update takes one URL' },
-  run: ({ args, values, context }) => update(context, args[0]!, values),
+  args: { count: [0, 1], refused: 'update takes one URL, or --site ORIGIN' },
+  run: ({ args, values, context }) =>
+    values.site === undefined ? update(context, singleUrl(args, values), values) : siteUpdate(context, args, values),
 });
 
 /** The update's flags that only go together, checked; the time to wait for its result. */
