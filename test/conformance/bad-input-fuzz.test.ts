@@ -92,6 +92,8 @@ const ENDPOINTS = [
   'sites',
   'sites/0123456789abcdef01234567/overview',
   'sites/x/overview',
+  'sites/0123456789abcdef01234567/update',
+  'sites/x/update',
 ] as const;
 const KEYS = [
   'url',
@@ -131,6 +133,9 @@ const KEYS = [
   'label',
   'prefix',
   'user',
+  'pages',
+  'all',
+  'planOnly',
   'role',
   'origin',
   'sitemap',

@@ -25,7 +25,8 @@ const SHOP = 'https://shop.example/';
 const template = (path: string) =>
   path
     .replace(/^\/v1\/updates\/[^/]+$/, '/v1/updates/{id}')
-    .replace(/^\/v1\/sites\/[^/]+\/overview$/, '/v1/sites/{id}/overview');
+    .replace(/^\/v1\/sites\/[^/]+\/overview$/, '/v1/sites/{id}/overview')
+    .replace(/^\/v1\/sites\/[^/]+\/update$/, '/v1/sites/{id}/update');
 /** The client POSTs every request but those of /v1/projects/repository (GET, PUT, DELETE) and a project's change (PATCH) and removal (DELETE). */
 const methodOf = (init: RequestInit | undefined) =>
   (init?.method ?? 'GET').toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -195,6 +196,9 @@ describe('the typed API client', () => {
     expect((await client.sites()).map((s) => s.origin)).toEqual(['https://shop.example']);
     // shop.example does not resolve: its overview has no pages and no groups, yet answers as documented.
     expect(await client.siteOverview(site.id)).toMatchObject({ site: { id: site.id }, groups: [], worstPages: [] });
+    // No pages found: a site update's plan is of none, and one to run is refused (a gate that measured nothing).
+    expect(await client.siteUpdate(site.id, { planOnly: true })).toMatchObject({ ok: 1, id: null, plan: { pages: 0 } });
+    await expect(client.siteUpdate(site.id)).rejects.toMatchObject({ httpStatus: 400 });
     await client.removeSite(site.id);
     await expect(client.updateSite(site.id, { maxPages: 5 })).rejects.toMatchObject({ httpStatus: 404 });
     expect(new Set(calls.map((c) => c.split(' ')[0]))).toEqual(new Set(Object.values(CLIENT_OPERATIONS)));

@@ -51,6 +51,11 @@ export function siteUpdateRoute({
       res.json({ ok: 1, id: null, plan } satisfies SiteUpdateAnswer);
       return;
     }
+    // A gate that measured nothing would pass: refused, not answered done.
+    if (urls.length === 0)
+      throw new ApiError('BAD_REQUEST', 'The site has no pages to measure.', [
+        'pages: none; its discovery has found no pages yet (see lastDiscovery in /v1/sites)',
+      ]);
     refuseOverLimit(plan);
     const revision = revisionOf(request);
     const id = await startSiteUpdate(
