@@ -90,7 +90,7 @@ describe('readPagesInput', () => {
   afterAll(async () => {
     await rm(dir, { recursive: true, force: true });
   });
-  const noStdin = { stdin: Readable.from([]) };
+  const noStdin = { stdin: () => Readable.from([]) };
 
   it('reads a file', async () => {
     const file = join(dir, 'changed.txt');
@@ -100,11 +100,11 @@ describe('readPagesInput', () => {
 
   it('reads standard input for -, in chunks split anywhere', async () => {
     const stdin = Readable.from([Buffer.from('/prod'), 'uct/1\n# x\nhttps://shop.exa', Buffer.from('mple/cart\n')]);
-    expect(await readPagesInput('-', SHOP, { stdin })).toEqual([`${SHOP}/product/1`, `${SHOP}/cart`]);
+    expect(await readPagesInput('-', SHOP, { stdin: () => stdin })).toEqual([`${SHOP}/product/1`, `${SHOP}/cart`]);
   });
 
   it('names standard input in its errors', async () => {
-    await expect(readPagesInput('-', SHOP, { stdin: Readable.from(['\n']) })).rejects.toThrow(
+    await expect(readPagesInput('-', SHOP, { stdin: () => Readable.from(['\n']) })).rejects.toThrow(
       'standard input lists no page',
     );
   });

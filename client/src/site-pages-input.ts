@@ -54,7 +54,8 @@ export function parsePagesList(text: string, origin: string, source: string): st
 
 /** Where `--pages` reads from: a file, or `-` for standard input. */
 export interface PagesSource {
-  stdin: AsyncIterable<string | Uint8Array>;
+  /** Standard input, opened only for `-` (a process's stdin touched is a handle held). */
+  stdin(): AsyncIterable<string | Uint8Array>;
 }
 
 /** The pages of `--pages FILE` (or `-`, standard input), checked against the site's origin. */
@@ -62,7 +63,7 @@ export async function readPagesInput(name: string, origin: string, { stdin }: Pa
   const source = name === '-' ? 'standard input' : name;
   let text: string;
   try {
-    text = await readBounded(name === '-' ? stdin : createReadStream(name));
+    text = await readBounded(name === '-' ? stdin() : createReadStream(name));
   } catch (error) {
     throw new UsageError(`--pages ${source}: ${(error as Error).message}`);
   }

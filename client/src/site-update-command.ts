@@ -95,7 +95,7 @@ async function requestOf(
   const pages =
     flags.pages === undefined
       ? undefined
-      : await readPagesInput(flags.pages, origin, { stdin: io.stdin ?? process.stdin });
+      : await readPagesInput(flags.pages, origin, { stdin: () => io.stdin ?? process.stdin });
   const body: SiteUpdateBody = {
     ...(pages ? { pages } : {}),
     ...(flags.all ? { all: true } : {}),
