@@ -44,7 +44,7 @@ const PROGRAMS = {
     load: () => import('../gateway/src/admin/admin-cli.ts'),
   },
   update: {
-    summary: 'run an update of a project, optionally checked against budgets (perfwatch update --help)',
+    summary: 'run an update of a project or a whole site, optionally a CI gate on budgets (perfwatch update --help)',
     load: () => import('../client/src/client-cli.ts'),
   },
   audit: { summary: 'read a stored snapshot', load: () => import('../client/src/client-cli.ts') },
