@@ -276,6 +276,37 @@ describe('hostile input never breaks the API', () => {
     );
   }, 120_000);
 
+  it("PATCH of a site's budgets and group budgets with random limits, keys and templates (issue 34)", async () => {
+    const made = await send(
+      'POST',
+      '/v1/sites',
+      Buffer.from(JSON.stringify({ origin: 'https://fuzz-budgets.example' })),
+    );
+    const { id } = (JSON.parse(made.text) as { site: { id: string } }).site;
+    const field = fc.option(fc.oneof(value, jsonValue), { nil: undefined });
+    const limits = fc.oneof(
+      fc.dictionary(
+        fc.oneof(fc.constantFrom('lcp', 'performance', 'cls', '__proto__', 'constructor'), fc.string()),
+        fc.oneof(fc.double(), fc.integer(), jsonValue),
+        { maxKeys: 4 },
+      ),
+      field,
+    );
+    const budgets = fc.oneof(fc.record({ budgets: limits, maxRegression: limits }, { requiredKeys: [] }), field);
+    const template = fc.oneof(fc.constantFrom('/product/:id', '/docs/:p.html', '/(unclosed', '__proto__'), fc.string());
+    const groupBudgets = fc.oneof(fc.dictionary(template, budgets, { maxKeys: 4 }), field);
+    await fc.assert(
+      fc.asyncProperty(budgets, groupBudgets, async (own, groups) => {
+        const patch = { id, budgets: own, groupBudgets: groups };
+        assertWellFormed('sites', await send('PATCH', '/v1/sites', Buffer.from(JSON.stringify(patch))));
+      }),
+      { numRuns: 300 },
+    );
+    // Whatever was stored reads back.
+    assertWellFormed('sites', await send('GET', '/v1/sites'));
+    expect((await send('GET', '/v1/sites')).status).toBe(200);
+  }, 120_000);
+
   it('POST /v1/tokens and PUT /v1/members with the right fields holding random values (issue 33)', async () => {
     const field = fc.option(fc.oneof(value, jsonValue), { nil: undefined });
     const tokenBody = fc.record(
