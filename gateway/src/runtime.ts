@@ -4,8 +4,7 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
-import type { InProcessAgent } from '@perfwatch/common';
-import { startOpsServer, type OpsServer, type Readiness } from '@perfwatch/common';
+import { startOpsServer, type InProcessAgent, type OpsServer, type Readiness } from '@perfwatch/common';
 import type { AgentRegistry } from './dispatch/agent-registry.ts';
 import { createCruxClient } from './snapshots/crux/crux-client.ts';
 import { createCruxHistoryClient } from './snapshots/crux/crux-history.ts';
@@ -154,10 +153,8 @@ function updateParts({
     ...(testKill ? { testKill } : {}),
   });
   const targetGuard = createWebhookTargets(config.PERFWATCH_ALLOW_TARGETS);
-  const secrets = createSecretBox({
-    key: config.PERFWATCH_SECRETS_KEY,
-    previous: config.PERFWATCH_SECRETS_KEY_PREVIOUS,
-  });
+  const { PERFWATCH_SECRETS_KEY: key, PERFWATCH_SECRETS_KEY_PREVIOUS: previous } = config;
+  const secrets = createSecretBox({ key, previous });
   const updates = createUpdateService({
     secrets,
     credentialTrust,
