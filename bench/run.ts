@@ -19,6 +19,7 @@ import { durabilitySection, measureDurability } from './sqlite-durability.ts';
 import { measureVerdicts, verdictsSection } from './verdicts.ts';
 import { measureHeavyReads, type HeavyReadFigures, type HeavyReadRow } from './heavy-reads.ts';
 import { measureSitemapDiscovery, sitemapDiscoverySection } from './sitemap-discovery.ts';
+import { measureSiteScan, siteScanSection } from './site-scan.ts';
 
 /** Where the embedded server's peak RSS grew, level by level: what the flatness goal reads. */
 const rssGrowth = (f: OverviewFigures) =>
@@ -200,6 +201,12 @@ const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise
     headings: ['## Sitemap discovery'],
     measure: async () =>
       sitemapDiscoverySection(await measureSitemapDiscovery(Number(process.env['BENCH_DISCOVERY_ROUNDS'] ?? 5))),
+  },
+  {
+    name: 'site-scan',
+    headings: ['## Site scan against Unlighthouse'],
+    // All 200 pages take hours on 2 cores (each tool at each parallelism); BENCH_SITE_PAGES=40 a fifth of it.
+    measure: async () => siteScanSection(await measureSiteScan(Number(process.env['BENCH_SITE_PAGES'] ?? 200))),
   },
 ];
 
