@@ -11,6 +11,7 @@ import {
   siteChangedSchema,
   siteListSchema,
   siteRemovedSchema,
+  type siteUpdateBodySchema,
   memberChangedSchema,
   memberListSchema,
   memberRemovedSchema,
@@ -303,7 +304,7 @@ export class ApiClient {
   }
 
   /** A site update (its sampled pages, `pages`, or `all`): the plan, and its id unless `planOnly` (429 past the limit). */
-  siteUpdate(id: string, body: ApiRequest<'siteUpdate'> = {}): Promise<SiteUpdateAnswer> {
+  siteUpdate(id: string, body: z.input<typeof siteUpdateBodySchema> = {}): Promise<SiteUpdateAnswer> {
     return this.#call(
       API_ENDPOINTS.siteUpdate,
       body,

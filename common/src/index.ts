@@ -73,17 +73,13 @@ export {
 } from './api/site-requests.ts';
 export { SITE_TREND_DAYS, siteOverviewSchema, WORST_PAGES, type SiteOverview } from './api/site-overview.ts';
 export {
-  MAX_SITE_UPDATE_PAGES,
   siteUpdateAnswerSchema,
   siteUpdateBodySchema,
-  siteUpdatePlanSchema,
-  siteUpdateQuerySchema,
   siteUpdateStatusSchema,
   type SiteUpdateAnswer,
   type SiteUpdatePageStatus,
   type SiteUpdatePlan,
   type SiteUpdateRequest,
-  type SiteUpdateState,
   type SiteUpdateStatusView,
 } from './api/site-update-requests.ts';
 export { parseCommit, parsePullRequest } from './api/revision-fields.ts';

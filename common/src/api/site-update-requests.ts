@@ -6,7 +6,7 @@ import { revisionBodyFields, revisionQueryFields } from './revision-fields.ts';
 // ---- /v1/sites/{id}/update (issue 34) -----------------------------------------------------
 
 /** Pages one site update may name: a site has at most this many (site-requests.ts MAX_SITE_PAGES). */
-export const MAX_SITE_UPDATE_PAGES = 1_000;
+const MAX_SITE_UPDATE_PAGES = 1_000;
 
 /** What a site update asks, GET or POST alike. */
 export interface SiteUpdateRequest {
@@ -112,7 +112,7 @@ export const siteUpdateBodySchema = z
 const count = (description: string) => z.number().int().nonnegative().meta({ description });
 
 /** What a site update costs, answered before anything is queued. */
-export const siteUpdatePlanSchema = z
+const siteUpdatePlanSchema = z
   .object({
     pages: count('Pages to measure.'),
     devices: z.array(z.enum(DEVICES)),
@@ -139,7 +139,6 @@ export const siteUpdateAnswerSchema = z
 export type SiteUpdateAnswer = z.infer<typeof siteUpdateAnswerSchema>;
 
 const SITE_UPDATE_STATES = ['queued', 'running', 'done', 'failed'] as const;
-export type SiteUpdateState = (typeof SITE_UPDATE_STATES)[number];
 
 const sitePageStatusSchema = z
   .object({

@@ -34,13 +34,13 @@ export interface SiteUpdatesStore {
 }
 
 /** A failure as kept apart from the pages: appended, never rewritten. */
-export interface PageFailure {
+interface PageFailure {
   url: string;
   reason: string;
 }
 
 /** The pages as the record shows them: each with the reason it failed, when it did. */
-export const pagesWithFailures = (
+const pagesWithFailures = (
   pages: ReadonlyArray<Omit<SiteUpdatePage, 'reason'>>,
   failures: readonly PageFailure[],
 ): SiteUpdatePage[] => {
