@@ -29,6 +29,7 @@ import {
   type ProjectSettingsGiven,
   type ProjectView,
   type RepositoryLinkView,
+  type SiteBudgetsGiven,
   type SiteSettingsGiven,
   type SiteUpdateAnswer,
   type SiteUpdateStatusView,
@@ -281,8 +282,8 @@ export class ApiClient {
       .site;
   }
 
-  /** Changes the settings given of the site with that id; the site as it is now. */
-  async updateSite(id: string, changes: SiteSettingsGiven): Promise<SiteView> {
+  /** Changes the settings and budgets given of the site with that id; the site as it is now. */
+  async updateSite(id: string, changes: SiteSettingsGiven & SiteBudgetsGiven): Promise<SiteView> {
     const { path } = API_ENDPOINTS.sites;
     return (await postJson(this.#connection, path, { id, ...changes }, siteChangedSchema, this.#readTimeoutMs, 'PATCH'))
       .site;

@@ -67,6 +67,7 @@ export {
   siteChangedSchema,
   siteListSchema,
   siteRemovedSchema,
+  type SiteBudgetsGiven,
   type SiteSettingsGiven,
   type SitesParams,
   type SiteView,

@@ -193,6 +193,8 @@ describe('the typed API client', () => {
       maxPages: 500,
       lastDiscovery: expect.any(Object),
     });
+    const groupBudgets = { '/product/:id': { budgets: { lcp: 2500 }, maxRegression: {} } };
+    expect(await client.updateSite(site.id, { groupBudgets })).toMatchObject({ maxPages: 500, groupBudgets });
     expect((await client.sites()).map((s) => s.origin)).toEqual(['https://shop.example']);
     // shop.example does not resolve: its overview has no pages and no groups, yet answers as documented.
     expect(await client.siteOverview(site.id)).toMatchObject({ site: { id: site.id }, groups: [], worstPages: [] });
