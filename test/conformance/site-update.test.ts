@@ -13,8 +13,9 @@ import {
 } from '@perfwatch/common';
 import { openApiResponseChecker } from '../support/openapi-responses.ts';
 import { errorsOf, send, type Params, type Reply } from '../support/api-requests.ts';
+import { breakableStore } from '../support/breakable-store.ts';
 import { fixtureRunner } from '../support/fixture-runner.ts';
-import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';
+import { isolatedNats, silentLogger, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
 
 // A site update (issue 34, items 4 and 5) on a real gateway, nats-server and MongoDB-wire server,
 // an agent answering with captured Lighthouse results after a delay: its plan answered before
@@ -37,15 +38,31 @@ let bob: string;
 let siteId: string;
 let orgId: string;
 let checker: Awaited<ReturnType<typeof openApiResponseChecker>>;
+let broken = false;
+const PATH = '/v1/sites/{id}/update';
 
 type Method = 'GET' | 'POST';
 async function siteUpdate(
   body: Record<string, unknown>,
-  { method = 'POST', id = siteId, token = alice }: { method?: Method; id?: string; token?: string } = {},
+  {
+    method = 'POST',
+    id = siteId,
+    token = alice,
+    headers = { Authorization: token },
+    raw,
+    base = gateway.url,
+  }: {
+    method?: Method;
+    id?: string;
+    token?: string;
+    headers?: Record<string, string>;
+    raw?: { raw: string; contentType?: string };
+    base?: string;
+  } = {},
 ): Promise<Reply> {
-  const params = method === 'POST' ? { body } : { query: body as Params };
-  const reply = await send(gateway.url, `sites/${id}/update`, method, params, { Authorization: token });
-  checker.check('/v1/sites/{id}/update', method === 'POST' ? 'post' : 'get', reply.status, reply.body);
+  const params = raw ?? (method === 'POST' ? { body } : { query: body as Params });
+  const reply = await send(base, `sites/${id}/update`, method, params, headers);
+  checker.check(PATH, method === 'POST' ? 'post' : 'get', reply.status, reply.body);
   if (reply.status >= 400) errorEnvelopeSchema.parse(reply.body);
   return reply;
 }
@@ -75,7 +92,8 @@ const nothingQueued = async () => {
 
 beforeAll(async () => {
   nats = await isolatedNats();
-  gateway = await startTestGateway({ natsUrl: nats.url, config: { MAX_QUEUED_RUNS_PER_USER: LIMIT } });
+  const store = breakableStore(await testStore(), (method) => broken && method === 'findSite');
+  gateway = await startTestGateway({ natsUrl: nats.url, store, config: { MAX_QUEUED_RUNS_PER_USER: LIMIT } });
   agentConn = await connect({ servers: nats.url });
   agent = startAgent({
     nc: agentConn,
@@ -169,6 +187,7 @@ describe('GET|POST /v1/sites/{id}/update', () => {
     expect(errorsOf(bad)).toContain(stranger);
     expect(errorsOf(await siteUpdate({ pages: [SAMPLED[0]], all: true }))).toMatch(/pages or all, not both/);
     expect((await siteUpdate({}, { token: bob })).status).toBe(404);
+    expect((await siteUpdate({}, { method: 'GET', token: bob })).status).toBe(404);
     expect((await siteUpdate({}, { id: '0123456789abcdef01234567' })).status).toBe(404);
     expect((await send(gateway.url, `updates/${crypto.randomUUID()}`, 'GET', {}, { Authorization: bob })).status).toBe(
       404,
@@ -185,6 +204,56 @@ describe('GET|POST /v1/sites/{id}/update', () => {
     const refused = await siteUpdate({ planOnly: true }, { token: narrow });
     expect(refused.status).toBe(403);
     expect(errorsOf(refused)).toMatch(/ci token/);
+    expect((await siteUpdate({ planOnly: 'true' }, { method: 'GET', token: narrow })).status).toBe(403);
     expect(accepted(await siteUpdate({ planOnly: true, pages: [SAMPLED[0]] }, { token: narrow })).plan.pages).toBe(1);
+  });
+
+  it('400 without a token, 401 with a bad one, 406 when JSON is refused; 413 and 415 for a body it will not read', async () => {
+    for (const method of ['GET', 'POST'] as const) {
+      expect(errorsOf(await siteUpdate({}, { method, headers: {} }))).toMatch(/Authorization/);
+      expect((await siteUpdate({}, { method, token: 'pw_nope' })).status).toBe(401);
+      expect((await siteUpdate({}, { method, headers: { Authorization: alice, Accept: 'text/html' } })).status).toBe(
+        406,
+      );
+    }
+    const pad = { raw: JSON.stringify({ pad: 'x'.repeat(200_000) }) };
+    expect((await siteUpdate({}, { raw: pad })).status).toBe(413);
+    const form = { raw: 'a=b', contentType: 'application/x-www-form-urlencoded' };
+    expect((await siteUpdate({}, { raw: form })).status).toBe(415);
+  });
+
+  it('429 with Retry-After past the per-minute limit of updates', async () => {
+    const limited = await startTestGateway({ natsUrl: nats.url, rateLimits: { updates: 1, reads: 1 } });
+    try {
+      const { token } = await limited.admin.createUser('update-busy');
+      const id = '0123456789abcdef01234567';
+      expect((await siteUpdate({}, { id, token, base: limited.url })).status).toBe(404);
+      for (const method of ['GET', 'POST'] as const) {
+        const over = await siteUpdate({}, { method, id, token, base: limited.url });
+        expect(over.status).toBe(429);
+        expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
+      }
+    } finally {
+      await limited.stop();
+    }
+  });
+
+  it('500 asks to try again and leaks nothing when the database fails', async () => {
+    broken = true;
+    try {
+      for (const method of ['GET', 'POST'] as const) {
+        const reply = await siteUpdate({ planOnly: method === 'GET' ? 'true' : true }, { method });
+        expect(reply.status).toBe(500);
+        expect(errorEnvelopeSchema.parse(reply.body).message).toMatch(/try again/i);
+      }
+    } finally {
+      broken = false;
+    }
+  });
+
+  it('every status documented for /v1/sites/{id}/update was seen to match an actual answer', () => {
+    const documented = checker.documented().filter((key) => key.includes(` ${PATH} `));
+    expect(documented.length).toBeGreaterThan(10);
+    expect(documented.filter((key) => !checker.seen.has(key))).toEqual([]);
   });
 });
