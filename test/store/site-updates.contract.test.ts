@@ -30,20 +30,4 @@ describeOnBothStores('site updates', (store) => {
     expect(await store().findSiteUpdate(ben.id, update.id)).toBeNull();
     expect(await store().findSiteUpdate(ana.id, randomUUID())).toBeNull();
   });
-
-  it('marks pages failed with their reasons, two at once both kept, the others untouched', async () => {
-    const ana = await store().createUser('ana-site-update-fail');
-    const update = record(ana.id);
-    await store().addSiteUpdate(update);
-    await Promise.all([
-      store().failSiteUpdatePage(update.id, update.pages[0]!.url, 'its project could not be made'),
-      store().failSiteUpdatePage(update.id, update.pages[1]!.url, 'the queue is down'),
-    ]);
-    const found = await store().findSiteUpdate(ana.id, update.id);
-    expect(found?.pages.map((page) => [page.updateId, page.reason])).toEqual([
-      [update.pages[0]!.updateId, 'its project could not be made'],
-      [update.pages[1]!.updateId, 'the queue is down'],
-      [null, 'not queued: the location is full'],
-    ]);
-  });
 });

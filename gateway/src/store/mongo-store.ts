@@ -13,7 +13,7 @@ import { MongoSnapshots, snapshotIndexes, type MongoSnapshotsOptions } from '../
 import { giveOwnOrganisations, MongoTeams, teamIndexes } from '../teams/store/mongo-teams.ts';
 import { MongoSso, ssoIndexes } from '../sso/store/mongo-sso.ts';
 import { MongoSites, siteIndexes } from '../sites/store/mongo-sites.ts';
-import { MongoSiteUpdates, siteUpdateIndexes } from '../sites/store/mongo-site-updates.ts';
+import { MongoSiteUpdates } from '../sites/store/mongo-site-updates.ts';
 import { MongoUpdates, updateIndexes } from '../updates/store/mongo-updates.ts';
 import type { MongoDatabase } from './mongo-database.ts';
 import { combineSlices } from './store-slices.ts';
@@ -41,7 +41,6 @@ const indexes = (db: Db) => [
   ...auditLogIndexes(db),
   ...ssoIndexes(db),
   ...siteIndexes(db),
-  ...siteUpdateIndexes(db),
 ];
 
 // The slices' methods are put on each MongoStore by combineSlices (see its constructor).

@@ -6,13 +6,14 @@ import { siteUpdateRecords, type SiteUpdateRecord, type SiteUpdatesStore } from 
 const TABLES = `
 CREATE TABLE IF NOT EXISTS site_updates (
   id TEXT PRIMARY KEY, user_id TEXT NOT NULL, site_id TEXT NOT NULL, origin TEXT NOT NULL,
-  created_at INTEGER NOT NULL, pages TEXT NOT NULL, failures TEXT NOT NULL DEFAULT '[]');`;
+  created_at INTEGER NOT NULL, pages TEXT NOT NULL);`;
 
 /** The `site_updates` table. */
 export const siteUpdatesSchema: SqliteSchema = {
   tables: TABLES,
   steps: [
     {
+      // The table is made "if not exists", so the step checks for itself.
       version: 17,
       adds: 'site updates: one async update of many pages (issue 34)',
       mends: true,
@@ -23,7 +24,7 @@ export const siteUpdatesSchema: SqliteSchema = {
 
 const siteUpdateRow = asRecord(siteUpdateRecords(sqliteForms));
 
-/** Site updates in SQLite: a row each, its pages and failures as JSON. */
+/** Site updates in SQLite: a row each, its pages as JSON. */
 export class SqliteSiteUpdates implements SiteUpdatesStore {
   readonly #db: SqliteDatabase;
 
@@ -32,17 +33,14 @@ export class SqliteSiteUpdates implements SiteUpdatesStore {
   }
 
   async addSiteUpdate(record: SiteUpdateRecord): Promise<void> {
-    const pages = record.pages.map(({ url, updateId }) => ({ url, updateId }));
-    const failures = record.pages.flatMap(({ url, reason }) => (reason === null ? [] : [{ url, reason }]));
     this.#db.run(
-      'INSERT INTO site_updates (id, user_id, site_id, origin, created_at, pages, failures) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO site_updates (id, user_id, site_id, origin, created_at, pages) VALUES (?, ?, ?, ?, ?, ?)',
       record.id,
       record.userId,
       record.siteId,
       record.origin,
       record.createdAt.getTime(),
-      JSON.stringify(pages),
-      JSON.stringify(failures),
+      JSON.stringify(record.pages),
     );
     return Promise.resolve();
   }
@@ -50,16 +48,5 @@ export class SqliteSiteUpdates implements SiteUpdatesStore {
   async findSiteUpdate(userId: string, id: string): Promise<SiteUpdateRecord | null> {
     const row = this.#db.get('SELECT * FROM site_updates WHERE id = ? AND user_id = ?', id, userId);
     return Promise.resolve(row ? siteUpdateRow.parse(row) : null);
-  }
-
-  async failSiteUpdatePage(id: string, url: string, reason: string): Promise<void> {
-    // One statement: json_insert appends to the array in place, so two failures at once both stay.
-    this.#db.run(
-      `UPDATE site_updates SET failures = json_insert(failures, '$[#]', json_object('url', ?, 'reason', ?)) WHERE id = ?`,
-      url,
-      reason,
-      id,
-    );
-    return Promise.resolve();
   }
 }
