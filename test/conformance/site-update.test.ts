@@ -208,6 +208,39 @@ describe('GET|POST /v1/sites/{id}/update', () => {
     expect(accepted(await siteUpdate({ planOnly: true, pages: [SAMPLED[0]] }, { token: narrow })).plan.pages).toBe(1);
   });
 
+  it("a page whose update is refused (its location's queue full) is failed with the reason, never dropped", async () => {
+    // A replica on the same store and queue, taking 2 updates waiting per location.
+    const full = await startTestGateway({
+      natsUrl: nats.url,
+      store: gateway.store,
+      config: { MAX_PENDING_UPDATES_PER_LOCATION: 2 },
+    });
+    try {
+      const { token } = await full.admin.createUser('update-carol');
+      const origin = 'https://full-shop.example';
+      const body = { origin, locations: ['london'], devices: ['mobile'], runs: 1 };
+      const made = await send(full.url, 'sites', 'POST', { body }, { Authorization: token });
+      const id = siteChangedSchema.parse(made.body).site.id;
+      const pages = ['/a', '/b', '/c'].map((path) => ({ url: `${origin}${path}`, group: path, sampled: true }));
+      await gateway.store.replaceSitePages(id, pages, new Date());
+      const started = accepted(await siteUpdate({}, { id, token, base: full.url }));
+      let last = siteUpdateStatusSchema.parse(
+        (await send(full.url, `updates/${started.id}`, 'GET', {}, { Authorization: token })).body,
+      );
+      for (const deadline = Date.now() + 60_000; last.finishedAt === null; await sleep(RUN_MS / 4)) {
+        expect(Date.now()).toBeLessThan(deadline);
+        const reply = await send(full.url, `updates/${started.id}`, 'GET', {}, { Authorization: token });
+        last = siteUpdateStatusSchema.parse(reply.body);
+      }
+      expect(last).toMatchObject({ status: 'failed', progress: { pages: 3, done: 2, failed: 1 } });
+      const refused = last.pages.find((page) => page.status === 'failed')!;
+      expect(refused).toMatchObject({ url: `${origin}/c`, updateId: null, score: null });
+      expect(refused.reason).toMatch(/^not queued: .*london/);
+    } finally {
+      await full.stop();
+    }
+  }, 90_000);
+
   it('400 without a token, 401 with a bad one, 406 when JSON is refused; 413 and 415 for a body it will not read', async () => {
     for (const method of ['GET', 'POST'] as const) {
       expect(errorsOf(await siteUpdate({}, { method, headers: {} }))).toMatch(/Authorization/);
