@@ -215,6 +215,7 @@ describe('GET|POST /v1/sites/{id}/update', () => {
       store: gateway.store,
       config: { MAX_PENDING_UPDATES_PER_LOCATION: 2 },
     });
+    let stopped = false;
     try {
       const { token } = await full.admin.createUser('update-carol');
       const origin = 'https://full-shop.example';
@@ -236,8 +237,13 @@ describe('GET|POST /v1/sites/{id}/update', () => {
       const refused = last.pages.find((page) => page.status === 'failed')!;
       expect(refused).toMatchObject({ url: `${origin}/c`, updateId: null, score: null });
       expect(refused.reason).toMatch(/^not queued: .*london/);
-    } finally {
+      // Stored, not held by the gateway that started it: once that one stops, another answers the same.
       await full.stop();
+      stopped = true;
+      const elsewhere = await send(gateway.url, `updates/${started.id}`, 'GET', {}, { Authorization: token });
+      expect(siteUpdateStatusSchema.parse(elsewhere.body)).toEqual(last);
+    } finally {
+      if (!stopped) await full.stop();
     }
   }, 90_000);
 
