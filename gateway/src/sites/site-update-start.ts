@@ -41,9 +41,8 @@ export async function startSiteUpdate(
 ): Promise<string> {
   const { store, startAsync } = deps;
   const { site, devices, updateType, requestId, revision } = start;
-  // A few pages at a time: each is several round trips to the store, and hundreds one after
-  // another kept the answer waiting for seconds. Their order in the backlog stays about theirs.
-  const pages = await inTurns(start.urls, PAGES_AT_ONCE, async (url): Promise<SiteUpdatePage> => {
+  const pages: SiteUpdatePage[] = [];
+  for (const url of start.urls) {
     try {
       const project = await projectOf(store, site, url);
       if (!project) throw new Error('its project could not be made');
@@ -55,11 +54,11 @@ export async function startSiteUpdate(
         requestId,
         ...(revision ? { revision } : {}),
       });
-      return { url, updateId, reason: null };
+      pages.push({ url, updateId, reason: null });
     } catch (error) {
-      return { url, updateId: null, reason: `not queued: ${(error as Error).message}` };
+      pages.push({ url, updateId: null, reason: `not queued: ${(error as Error).message}` });
     }
-  });
+  }
   const id = randomUUID();
   await store.addSiteUpdate({
     id,
@@ -70,20 +69,4 @@ export async function startSiteUpdate(
     pages,
   });
   return id;
-}
-
-const PAGES_AT_ONCE = 8;
-
-/** `work` on each of `items`, `atOnce` at a time, the results in the items' order. */
-async function inTurns<T, R>(items: readonly T[], atOnce: number, work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = [];
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await work(items[index]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(atOnce, items.length) }, worker));
-  return results;
 }
