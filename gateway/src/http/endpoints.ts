@@ -164,7 +164,8 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
     route: ({ store }) => updateStatusRoute({ store }),
     doc: {
       summary: 'Where an async or scheduled update is',
-      answer: "The update's state; its snapshot date once done, the reason once failed.",
+      answer:
+        "The update's state; its snapshot date once done, the reason once failed. A site update's id answers its pages' progress instead (`kind: site`).",
       responses: { '404': 'No update of the caller has that id.' },
     },
   },
