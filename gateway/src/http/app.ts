@@ -146,26 +146,9 @@ function requestLog(logger: Logger): RequestHandler {
 }
 
 /** The API under /v1: every route behind the method, content and token checks, then its user's rate limit. */
-function apiRouter({
-  store,
-  updates,
-  logger,
-  metrics,
-  startAsync,
-  bodyLimit,
-  rateLimits,
-  syncUpdates,
-  stallMs,
-  maxHeavyReads,
-  authFailuresPerMinute,
-  targetGuard = createWebhookTargets(),
-  maxWebhooksPerUser,
-  secrets = createSecretBox({}),
-  credentialTrust = NO_TRUST,
-  sso,
-  siteDiscoveries = createSiteDiscoveries({ store, guard: targetGuard, logger }),
-  queuedRunsPerUser = 5_000,
-}: AppDeps): Router {
+function apiRouter(deps: AppDeps): Router {
+  const { store, logger, metrics, startAsync, bodyLimit, rateLimits, maxHeavyReads, authFailuresPerMinute, sso } = deps;
+  const targetGuard = deps.targetGuard ?? createWebhookTargets();
   const v1 = express.Router();
   v1.use((req, res, next) => {
     res.locals[ROUTE_BASE] = req.baseUrl;
@@ -182,22 +165,15 @@ function apiRouter({
     ...(metrics ? { onRefused: () => metrics.heavyReadRefused() } : {}),
   });
   metrics?.watchHeavyReads(reads);
-  const routeDeps: RouteDeps = {
+  const routeDeps = routeDepsOf(deps, reads, targetGuard);
+  mountForgeEvents(v1, {
     store,
-    updates,
+    secrets: routeDeps.secrets,
     logger,
+    targetGuard,
     startAsync,
-    syncUpdates,
-    stallMs,
-    reads,
-    webhookRules: { targets: targetGuard, secrets, maxPerUser: maxWebhooksPerUser },
-    secrets,
-    credentialTrust,
-    auditLog: createAuditLog({ store }),
-    siteDiscoveries,
-    queuedRunsPerUser,
-  };
-  mountForgeEvents(v1, { store, secrets, logger, targetGuard, startAsync, authFailuresPerMinute });
+    authFailuresPerMinute,
+  });
   for (const { contract, limit, route, access } of Object.values(GATEWAY_ENDPOINTS))
     v1.all(
       expressPath(contract.path),
@@ -208,6 +184,27 @@ function apiRouter({
       route(routeDeps),
     );
   return v1;
+}
+
+/** What every route is given: the app's dependencies, with defaults for those a test may leave out. */
+function routeDepsOf(deps: AppDeps, reads: RouteDeps['reads'], targetGuard: WebhookTargets): RouteDeps {
+  const { store, updates, logger, startAsync, syncUpdates, stallMs, maxWebhooksPerUser } = deps;
+  const secrets = deps.secrets ?? createSecretBox({});
+  return {
+    store,
+    updates,
+    logger,
+    startAsync,
+    syncUpdates,
+    stallMs,
+    reads,
+    webhookRules: { targets: targetGuard, secrets, maxPerUser: maxWebhooksPerUser },
+    secrets,
+    credentialTrust: deps.credentialTrust ?? NO_TRUST,
+    auditLog: createAuditLog({ store }),
+    siteDiscoveries: deps.siteDiscoveries ?? createSiteDiscoveries({ store, guard: targetGuard, logger }),
+    queuedRunsPerUser: deps.queuedRunsPerUser ?? 5_000,
+  };
 }
 
 /** Each kind of endpoint's per-user (organisation), per-minute limit. */
