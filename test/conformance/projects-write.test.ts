@@ -6,7 +6,7 @@ import { startAgent, type Agent } from '@perfwatch/agent';
 import type { MongoStore } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { openApiResponseChecker } from '../support/openapi-responses.ts';
-import { documented as documentedBy, errorsOf, send, type Params, type Reply } from '../support/api-requests.ts';
+import { errorsOf, resourceRequests, type Method, type Params } from '../support/api-requests.ts';
 import { startFakeCrux } from '../support/fake-crux.ts';
 import { isolatedNats, silentLogger, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
 import { breakableStore } from '../support/breakable-store.ts';
@@ -30,21 +30,15 @@ let checker: Awaited<ReturnType<typeof openApiResponseChecker>>;
 /** Set: the store fails every project write and look-up (a database that breaks mid-request). */
 let broken = false;
 
-type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
-
-/** A request to /v1/projects (or `path`) as alice unless told, its answer documented. */
-async function call(
-  method: Method,
-  params: { query?: Params; body?: unknown; raw?: string; contentType?: string },
-  headers: Record<string, string> = { Authorization: alice },
-  { base = gateway.url, path = 'projects' }: { base?: string; path?: string } = {},
-): Promise<Reply> {
-  return documentedBy(checker, path, method, await send(base, path, method, params, headers));
-}
-const create = (body: unknown, token = alice) => call('POST', { body }, { Authorization: token });
-const patch = (body: unknown, token = alice) => call('PATCH', { body }, { Authorization: token });
-const remove = (url: string, token = alice) => call('DELETE', { query: { url } }, { Authorization: token });
-const listOf = async (token = alice) => projectListSchema.parse((await call('GET', {}, { Authorization: token })).body);
+const projects = resourceRequests({
+  path: 'projects',
+  key: 'url',
+  checker: () => checker,
+  base: () => gateway.url,
+  token: () => alice,
+});
+const { call, create, patch, remove } = projects;
+const listOf = async (token?: string) => projectListSchema.parse((await projects.list(token)).body);
 
 /** The test's store, failing the project calls while `broken` is set. */
 const breakable = (store: MongoStore) =>

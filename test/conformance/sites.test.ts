@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditLogPageSchema, errorEnvelopeSchema, siteChangedSchema, siteListSchema } from '@perfwatch/common';
 import type { MongoStore } from '@perfwatch/gateway';
 import { openApiResponseChecker } from '../support/openapi-responses.ts';
-import { documented as documentedBy, errorsOf, send, type Params, type Reply } from '../support/api-requests.ts';
+import { errorsOf, resourceRequests, send, type Method, type Params } from '../support/api-requests.ts';
 import { isolatedNats, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
 import { breakableStore } from '../support/breakable-store.ts';
 
@@ -21,21 +21,15 @@ let checker: Awaited<ReturnType<typeof openApiResponseChecker>>;
 /** Set: the store fails every site call (a database that breaks mid-request). */
 let broken = false;
 
-type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
-
-/** A request to /v1/sites as alice unless told, its answer documented. */
-async function call(
-  method: Method,
-  params: { query?: Params; body?: unknown; raw?: string; contentType?: string },
-  headers: Record<string, string> = { Authorization: alice },
-  base = gateway.url,
-): Promise<Reply> {
-  return documentedBy(checker, 'sites', method, await send(base, 'sites', method, params, headers));
-}
-const create = (body: unknown, token = alice) => call('POST', { body }, { Authorization: token });
-const patch = (body: unknown, token = alice) => call('PATCH', { body }, { Authorization: token });
-const remove = (id: string, token = alice) => call('DELETE', { query: { id } }, { Authorization: token });
-const listOf = async (token = alice) => siteListSchema.parse((await call('GET', {}, { Authorization: token })).body);
+const siteRequests = resourceRequests({
+  path: 'sites',
+  key: 'id',
+  checker: () => checker,
+  base: () => gateway.url,
+  token: () => alice,
+});
+const { call, create, patch, remove } = siteRequests;
+const listOf = async (token?: string) => siteListSchema.parse((await siteRequests.list(token)).body);
 const made = async (body: unknown, token = alice) => {
   const reply = await create(body, token);
   expect(reply.status, JSON.stringify(reply.body)).toBe(200);
@@ -338,9 +332,9 @@ describe('/v1/sites: the statuses every write shares', () => {
     const limited = await startTestGateway({ natsUrl: nats.url, rateLimits: { updates: 1, reads: 1 } });
     try {
       const { token } = await limited.admin.createUser('busy');
-      expect((await call('GET', {}, { Authorization: token }, limited.url)).status).toBe(200);
+      expect((await call('GET', {}, { Authorization: token }, { base: limited.url })).status).toBe(200);
       for (const [method, params] of [...writes(), ['GET', {}] as const]) {
-        const over = await call(method, params, { Authorization: token }, limited.url);
+        const over = await call(method, params, { Authorization: token }, { base: limited.url });
         expect(over.status).toBe(429);
         expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
       }

@@ -11,7 +11,7 @@ export type Params = Record<string, string | string[] | undefined>;
 export type Reply = { status: number; headers: Headers; body: unknown };
 type Checker = Awaited<ReturnType<typeof openApiResponseChecker>>;
 /** PUT and PATCH send a JSON body as POST does; DELETE a query string as GET does (/v1/projects/repository, /v1/projects). */
-type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 function queryString(params: Params): string {
   const search = new URLSearchParams();
@@ -77,3 +77,34 @@ export async function getAndPost(
 }
 
 export const errorsOf = (reply: Reply) => errorEnvelopeSchema.parse(reply.body).errors.join('\n');
+
+type ResourceParams = { query?: Params; body?: unknown; raw?: string; contentType?: string };
+
+/**
+ * The requests a conformance suite makes of one resource (`/v1/projects`, `/v1/sites`): as the
+ * suite's own user unless told, at its gateway unless told, each answer documented. Getters,
+ * since a suite learns its gateway, token and checker in its `beforeAll`.
+ */
+export function resourceRequests(resource: {
+  path: string;
+  /** The query parameter DELETE names the resource by. */
+  key: string;
+  checker: () => Checker;
+  base: () => string;
+  token: () => string;
+}) {
+  const call = async (
+    method: Method,
+    params: ResourceParams,
+    headers: Record<string, string> = { Authorization: resource.token() },
+    { base = resource.base(), path = resource.path }: { base?: string; path?: string } = {},
+  ): Promise<Reply> => documented(resource.checker(), path, method, await send(base, path, method, params, headers));
+  const as = (token: string | undefined) => ({ Authorization: token ?? resource.token() });
+  return {
+    call,
+    create: (body: unknown, token?: string) => call('POST', { body }, as(token)),
+    patch: (body: unknown, token?: string) => call('PATCH', { body }, as(token)),
+    remove: (key: string, token?: string) => call('DELETE', { query: { [resource.key]: key } }, as(token)),
+    list: (token?: string) => call('GET', {}, as(token)),
+  };
+}
