@@ -116,6 +116,14 @@ describe('siteOverview', () => {
     ]);
   });
 
+  it('shows the devices the site measures, and one it measured before its settings changed', () => {
+    const desktopOnly = { ...SITE, devices: ['desktop' as const] };
+    const devicesOf = (measures: PageMeasure[]) =>
+      siteOverview(desktopOnly, PAGES, measures, []).groups[0]!.devices.map((d) => d.device);
+    expect(devicesOf([measure('/product/1', 90, { device: 'desktop' })])).toEqual(['desktop']);
+    expect(devicesOf([measure('/product/1', 90)])).toEqual(['mobile', 'desktop']);
+  });
+
   it('has no discovery on a site never discovered', () => {
     expect(siteOverview(SITE, [], [], [])).toEqual({
       site: { ...SITE, discoveredAt: null },

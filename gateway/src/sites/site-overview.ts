@@ -60,11 +60,12 @@ function groupOf(
   current: readonly SitePageRecord[],
   measures: readonly PageMeasure[],
   points: readonly ScorePoint[],
+  shown: readonly Device[],
 ): Group {
   const sampledPages = current.filter((page) => page.sampled).map((page) => page.url);
   const sampled = new Set(sampledPages);
   const own = measures.filter((m) => sampled.has(m.url));
-  const devices = DEVICES.map((device) => {
+  const devices = shown.map((device) => {
     const of = own.filter((m) => m.device === device);
     const budgetFailures = of.reduce((sum, m) => sum + m.budgetFailures, 0);
     return { device, measuredPages: of.length, ...metricsOf(of), budgetFailures };
@@ -101,19 +102,22 @@ const worstFirst = (a: PageMeasure, b: PageMeasure): number =>
  * first; and what the last discovery added and lost. Pure: the route reads what it is given.
  */
 export function siteOverview(
-  site: Pick<SiteRecord, 'id' | 'origin'>,
+  site: Pick<SiteRecord, 'id' | 'origin'> & { devices?: SiteRecord['devices'] },
   pages: readonly SitePageRecord[],
   measures: readonly PageMeasure[],
   points: readonly ScorePoint[],
 ): SiteOverview {
   const current = pages.filter((page) => page.goneAt === null);
   const names = [...new Set(current.map((page) => page.group))].sort();
+  // The devices the site measures, and any it measured before its settings changed.
+  const shown = DEVICES.filter((d) => (site.devices ?? DEVICES).includes(d) || measures.some((m) => m.device === d));
   const groups = names.map((name) =>
     groupOf(
       name,
       current.filter((page) => page.group === name),
       measures,
       points,
+      shown,
     ),
   );
   const groupByUrl = new Map(current.map((page) => [page.url, page.group]));
