@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
-import { API_ENDPOINTS, ApiError } from '@perfwatch/common';
+import { API_ENDPOINTS } from '@perfwatch/common';
 import { parseRequest } from '../http/parse-request.ts';
-import { callerSeesSite } from './sites-route.ts';
+import { siteOfPath } from './site-of-path.ts';
 import { siteOverview } from './site-overview.ts';
 import { readSiteMeasures, type OverviewReadsStore } from './site-overview-reads.ts';
 import type { SitesStore } from './store/sites-store.ts';
@@ -16,20 +16,7 @@ type SiteOverviewStore = Pick<SitesStore, 'findSite' | 'listSitePages'> & Overvi
 export function siteOverviewRoute({ store, now = () => new Date() }: { store: SiteOverviewStore; now?: () => Date }) {
   return async (req: Request, res: Response): Promise<void> => {
     parseRequest(req, API_ENDPOINTS.siteOverview);
-    const params = API_ENDPOINTS.siteOverview.params.safeParse(req.params);
-    if (!params.success)
-      throw new ApiError(
-        'BAD_REQUEST',
-        'The request has invalid parameters.',
-        params.error.issues.map((issue) => issue.message),
-      );
-    const caller = req.caller!;
-    const found = await store.findSite(caller.orgId, params.data.id);
-    const site = found && callerSeesSite(caller, found.origin) ? found : null;
-    if (!site)
-      throw new ApiError('NOT_FOUND', 'Site not found.', [
-        `id: no site of your organisation has the id ${params.data.id}`,
-      ]);
+    const { site } = await siteOfPath(req, API_ENDPOINTS.siteOverview.params, store);
     const pages = await store.listSitePages(site.id);
     const sampled = pages.filter((page) => page.sampled && page.goneAt === null).map((page) => page.url);
     const { measures, points } = await readSiteMeasures(store, site, sampled, now());

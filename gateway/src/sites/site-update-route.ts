@@ -3,7 +3,7 @@ import { API_ENDPOINTS, ApiError, revisionOf, type SiteUpdateAnswer } from '@per
 import { parseRequest } from '../http/parse-request.ts';
 import type { StartAsync } from '../updates/async-updates.ts';
 import type { UpdatesStore } from '../updates/store/updates-store.ts';
-import { callerSeesSite } from './sites-route.ts';
+import { siteOfPath } from './site-of-path.ts';
 import { pagesToMeasure, planOf, refuseOutOfScope, refuseOverLimit } from './site-update-plan.ts';
 import { startSiteUpdate, type SiteUpdateStartStore } from './site-update-start.ts';
 import type { SitesStore } from './store/sites-store.ts';
@@ -29,20 +29,7 @@ export function siteUpdateRoute({
 }) {
   return async (req: Request, res: Response): Promise<void> => {
     const request = parseRequest(req, API_ENDPOINTS.siteUpdate);
-    const params = API_ENDPOINTS.siteUpdate.params.safeParse(req.params);
-    if (!params.success)
-      throw new ApiError(
-        'BAD_REQUEST',
-        'The request has invalid parameters.',
-        params.error.issues.map((issue) => issue.message),
-      );
-    const caller = req.caller!;
-    const found = await store.findSite(caller.orgId, params.data.id);
-    const site = found && callerSeesSite(caller, found.origin) ? found : null;
-    if (!site)
-      throw new ApiError('NOT_FOUND', 'Site not found.', [
-        `id: no site of your organisation has the id ${params.data.id}`,
-      ]);
+    const { site, caller } = await siteOfPath(req, API_ENDPOINTS.siteUpdate.params, store);
     const urls = pagesToMeasure(await store.listSitePages(site.id), request);
     refuseOutOfScope(caller, urls);
     const backlog = await store.userBacklog(site.userId);
