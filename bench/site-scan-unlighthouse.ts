@@ -1,5 +1,6 @@
 /**
- * Unlighthouse (`@unlighthouse/cli`, pinned in package.json) scanning the same pages:
+ * Unlighthouse (`@unlighthouse/cli`, pinned in scripts/setup.sh, which `npm run bench` runs: it
+ * installs it into .tools/unlighthouse, a tree of its own) scanning the same pages:
  * `unlighthouse-ci` with a config file of our own, on the same Chromium, desktop, one sample a
  * page, `maxConcurrency` pages at once (puppeteer-cluster's workers, a browser each), its
  * throttling pinned to Lighthouse's desktop preset as perfwatch's agent and the stock CLI run
@@ -16,6 +17,11 @@ import { z } from 'zod';
 import type { ToolScan } from './site-scan-pages.ts';
 
 const exec = promisify(execFile);
+
+/** Where scripts/setup.sh (bench) installs the pinned Unlighthouse: not among the project's own packages. */
+const UNLIGHTHOUSE_CI = fileURLToPath(
+  new URL('../.tools/unlighthouse/node_modules/@unlighthouse/cli/dist/ci.mjs', import.meta.url),
+);
 
 /** Lighthouse 13's desktop preset (core/config/constants.js, desktopDense4G), as `--preset=desktop`. */
 const DESKTOP_THROTTLING = {
@@ -68,7 +74,7 @@ export async function scanWithUnlighthouse(
   try {
     const started = performance.now();
     // What the package's `unlighthouse-ci` binary imports, run by this Node.
-    await exec(process.execPath, [fileURLToPath(import.meta.resolve('@unlighthouse/cli/ci')), '--config-file', file], {
+    await exec(process.execPath, [UNLIGHTHOUSE_CI, '--config-file', file], {
       cwd: dir,
       env: { ...process.env, CHROME_PATH: chromePath, PUPPETEER_SKIP_DOWNLOAD: '1', CI: '1' },
       maxBuffer: 64 * 1024 * 1024,

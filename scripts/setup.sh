@@ -5,6 +5,9 @@
 #   - for tests and benchmarks: nats-server (current, with JetStream) and FerretDB v1 (a
 #     MongoDB-wire server), both built from the Go module proxy into .tools/bin
 #     (`perfwatch start` needs neither: it runs an in-process bus and an embedded store);
+#   - for benchmarks only: Unlighthouse (@unlighthouse/cli, pinned), the peer bench/site-scan.ts
+#     measures perfwatch against, installed into .tools/unlighthouse (its own tree: it brings
+#     puppeteer and a Lighthouse of its own, which the project's lockfile need not carry);
 #   - for tests only: Gitea (an API-only build, with SQLite, from the Go module proxy: the forge
 #     the reports to a pull request are tested against; Debian's gcc builds it, Debian's git
 #     serves its repositories), kustomize (built the same way) and Debian's prometheus (server and
@@ -21,6 +24,7 @@ FERRETDB_VERSION=v1.24.2
 KUSTOMIZE_VERSION=v5.8.0
 GITEA_VERSION=v1.24.6
 SCHEMATHESIS_VERSION=4.32.5
+UNLIGHTHOUSE_VERSION=0.18.1
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -201,5 +205,19 @@ if [ "$purpose" = test ]; then
       die "could not create a Python virtualenv: run 'sudo apt-get install python3-venv' and try again"
     "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" || die "could not install schemathesis from PyPI"
     echo "$SCHEMATHESIS_VERSION" > "$venv/.version"
+  fi
+fi
+
+# 5. Unlighthouse, for the site-scan bench: pinned, in a package tree of its own, pointed at
+# Debian's Chromium (no browser download).
+if [ "$purpose" = bench ]; then
+  peer="$root/.tools/unlighthouse"
+  if [ "$(cat "$peer/.version" 2>/dev/null)" != "$UNLIGHTHOUSE_VERSION" ]; then
+    say "installing @unlighthouse/cli $UNLIGHTHOUSE_VERSION from npm (once, for bench/site-scan.ts)"
+    rm -rf "$peer" && mkdir -p "$peer"
+    echo '{"private":true}' > "$peer/package.json"
+    PUPPETEER_SKIP_DOWNLOAD=1 npm install --prefix "$peer" --no-audit --no-fund --silent \
+      "@unlighthouse/cli@$UNLIGHTHOUSE_VERSION" || die "could not install @unlighthouse/cli $UNLIGHTHOUSE_VERSION from npm"
+    echo "$UNLIGHTHOUSE_VERSION" > "$peer/.version"
   fi
 fi
