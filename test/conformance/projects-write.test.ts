@@ -6,7 +6,16 @@ import { startAgent, type Agent } from '@perfwatch/agent';
 import type { MongoStore } from '@perfwatch/gateway';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { openApiResponseChecker } from '../support/openapi-responses.ts';
-import { errorsOf, resourceRequests, type Method, type Params } from '../support/api-requests.ts';
+import {
+  errorsOf,
+  expectRateLimited,
+  expectTryAgain,
+  ONE_A_MINUTE,
+  resourceRequests,
+  type Asking,
+  type Method,
+  type Params,
+} from '../support/api-requests.ts';
 import { startFakeCrux } from '../support/fake-crux.ts';
 import { isolatedNats, silentLogger, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
 import { breakableStore } from '../support/breakable-store.ts';
@@ -320,32 +329,27 @@ describe('/v1/projects: the statuses every write shares', () => {
   });
 
   it('429 with Retry-After past the per-minute limit', async () => {
-    const limited = await startTestGateway({ natsUrl: nats.url, rateLimits: { updates: 1, reads: 1 } });
-    try {
-      const { token } = await limited.admin.createUser('busy');
-      expect((await call('GET', {}, { Authorization: token }, { base: limited.url })).status).toBe(200);
-      for (const [method, params] of writes) {
-        const over = await call(method, params, { Authorization: token }, { base: limited.url });
-        expect(over.status).toBe(429);
-        expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
-      }
-    } finally {
-      await limited.stop();
-    }
+    await expectRateLimited(
+      () => startTestGateway({ natsUrl: nats.url, rateLimits: ONE_A_MINUTE }),
+      'busy',
+      { request: (at) => call('GET', {}, at.headers, { base: at.base }), status: 200 },
+      writes.map(
+        ([method, params]) =>
+          (at: Asking) =>
+            call(method, params, at.headers, { base: at.base }),
+      ),
+    );
   });
 
   it('500 asks to try again and leaks nothing when the database fails', async () => {
-    broken = true;
-    try {
-      for (const [method, params] of writes) {
-        const reply = await call(method, params);
-        expect(reply.status).toBe(500);
-        expect(errorEnvelopeSchema.parse(reply.body).message).toMatch(/try again/i);
-        expect(JSON.stringify(reply.body)).not.toMatch(/connection reset|db\.ts/);
-      }
-    } finally {
-      broken = false;
-    }
+    await expectTryAgain(
+      (on) => (broken = on),
+      writes.map(
+        ([method, params]) =>
+          () =>
+            call(method, params),
+      ),
+    );
   });
 
   it('every status documented for POST, PATCH and DELETE was seen to match an actual answer', () => {

@@ -1,21 +1,22 @@
-import { connect } from '@nats-io/transport-node';
-import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAgent, type Agent } from '@perfwatch/agent';
 import { createApiClient } from '@perfwatch/client';
-import {
-  errorEnvelopeSchema,
-  siteChangedSchema,
-  siteOverviewSchema,
-  type AuditResult,
-  type SiteOverview,
-} from '@perfwatch/common';
+import { siteOverviewSchema, type AuditResult, type SiteOverview } from '@perfwatch/common';
 import type { MongoStore } from '@perfwatch/gateway';
 import { openApiResponseChecker } from '../support/openapi-responses.ts';
-import { errorsOf, send, type Reply } from '../support/api-requests.ts';
+import {
+  documented as documentedReply,
+  errorsOf,
+  expectRateLimited,
+  expectTryAgain,
+  newToken,
+  ONE_A_MINUTE,
+  send,
+  type Asking,
+  type Reply,
+} from '../support/api-requests.ts';
 import { breakableStore } from '../support/breakable-store.ts';
-import { fixtureRunner } from '../support/fixture-runner.ts';
-import { isolatedNats, silentLogger, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
+import { createSite, fixtureAgent, twoDiscoveries } from '../support/site-fixtures.ts';
+import { isolatedNats, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
 
 // A site's overview (issue 34, item 3) on a real gateway, nats-server and MongoDB-wire server: a
 // site whose sampled pages' projects were measured (an agent answering with captured Lighthouse
@@ -30,8 +31,7 @@ const PATH = '/v1/sites/{id}/overview';
 
 let nats: Awaited<ReturnType<typeof isolatedNats>>;
 let gateway: TestGateway;
-let agentConn: NatsConnection;
-let agent: Agent;
+let agent: Awaited<ReturnType<typeof fixtureAgent>>;
 let alice: string;
 let bob: string;
 let siteId: string;
@@ -48,10 +48,8 @@ async function call(
   headers: Record<string, string> = { Authorization: alice },
   base = gateway.url,
 ): Promise<Reply> {
-  const reply = await send(base, `sites/${id}/overview`, method, params, headers);
-  checker.check(PATH, method.toLowerCase() as 'get' | 'post', reply.status, reply.body);
-  if (reply.status >= 400) errorEnvelopeSchema.parse(reply.body);
-  return reply;
+  const path = `sites/${id}/overview`;
+  return documentedReply(checker, path, method, await send(base, path, method, params, headers), PATH);
 }
 const overviewOf = async (method: Method = 'GET'): Promise<SiteOverview> => {
   const reply = await call(method, siteId);
@@ -75,44 +73,21 @@ const breakable = (store: MongoStore) => breakableStore(store, (method) => broke
 beforeAll(async () => {
   nats = await isolatedNats();
   gateway = await startTestGateway({ natsUrl: nats.url, store: breakable(await testStore()) });
-  agentConn = await connect({ servers: nats.url });
-  agent = startAgent({
-    nc: agentConn,
-    location: 'london',
-    runner: fixtureRunner(),
-    logger: silentLogger,
-    agentId: 'ov',
-  });
+  agent = await fixtureAgent(nats.url, 'ov');
   ({ token: alice } = await gateway.admin.createUser('overview-alice'));
   ({ token: bob } = await gateway.admin.createUser('overview-bob'));
   checker = await openApiResponseChecker(await (await fetch(`${gateway.url}/v1/openapi.json`)).json());
-  const made = await send(
-    gateway.url,
-    'sites',
-    'POST',
-    { body: { origin: SHOP, locations: ['london'] } },
-    {
-      Authorization: alice,
-    },
-  );
-  siteId = siteChangedSchema.parse(made.body).site.id;
+  siteId = await createSite(gateway.url, alice, { origin: SHOP, locations: ['london'] });
   // Two discoveries: the second finds /product/4 and no longer /product/9.
-  const found = (paths: string[]) =>
-    paths.map((path) => ({
-      url: url(path),
-      group: path === '/about' ? '/about' : '/product/:id',
-      sampled: PRODUCTS.includes(url(path)) || path === '/about',
-    }));
-  await gateway.store.replaceSitePages(
-    siteId,
-    found(['/product/1', '/product/2', '/product/3', '/product/9', '/about']),
-    new Date(Date.now() - 60_000),
-  );
-  await gateway.store.replaceSitePages(
-    siteId,
-    found(['/product/1', '/product/2', '/product/3', '/product/4', '/about']),
-    new Date(),
-  );
+  const pageOf = (path: string) => ({
+    url: url(path),
+    group: path === '/about' ? '/about' : '/product/:id',
+    sampled: PRODUCTS.includes(url(path)) || path === '/about',
+  });
+  await twoDiscoveries(gateway.store, siteId, pageOf, [
+    ['/product/1', '/product/2', '/product/3', '/product/9', '/about'],
+    ['/product/1', '/product/2', '/product/3', '/product/4', '/about'],
+  ]);
   const client = createApiClient({ server: gateway.url, token: alice });
   for (const page of PRODUCTS) {
     await gateway.admin.addProject('overview-alice', page, { locations: ['london'], runs: 1 });
@@ -124,7 +99,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await agent?.stop();
-  await agentConn?.drain();
   await gateway?.stop();
   await nats?.dispose();
 });
@@ -174,11 +148,7 @@ describe('GET|POST /v1/sites/{id}/overview', () => {
   });
 
   it("a ci token reads the overview of a site of a project it lists, and another site's is a 404", async () => {
-    const ciToken = async (projects: string[]) =>
-      (
-        (await send(gateway.url, 'tokens', 'POST', { body: { scope: 'ci', projects } }, { Authorization: alice }))
-          .body as { token: string }
-      ).token;
+    const ciToken = (projects: string[]) => newToken(gateway.url, alice, { scope: 'ci', projects });
     expect((await call('GET', siteId, {}, { Authorization: await ciToken([PRODUCTS[0]!]) })).status).toBe(200);
     await gateway.admin.addProject('overview-alice', 'https://elsewhere.example/', { locations: ['london'] });
     const other = await ciToken(['https://elsewhere.example/']);
@@ -198,32 +168,19 @@ describe('GET|POST /v1/sites/{id}/overview', () => {
   });
 
   it('429 with Retry-After past the per-minute limit', async () => {
-    const limited = await startTestGateway({ natsUrl: nats.url, rateLimits: { updates: 1, reads: 1 } });
-    try {
-      const { token } = await limited.admin.createUser('overview-busy');
-      const id = '0123456789abcdef01234567';
-      expect((await call('GET', id, {}, { Authorization: token }, limited.url)).status).toBe(404);
-      for (const method of ['GET', 'POST'] as const) {
-        const over = await call(method, id, {}, { Authorization: token }, limited.url);
-        expect(over.status).toBe(429);
-        expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
-      }
-    } finally {
-      await limited.stop();
-    }
+    const id = '0123456789abcdef01234567';
+    const as = (method: Method) => (at: Asking) => call(method, id, {}, at.headers, at.base);
+    await expectRateLimited(
+      () => startTestGateway({ natsUrl: nats.url, rateLimits: ONE_A_MINUTE }),
+      'overview-busy',
+      { request: as('GET'), status: 404 },
+      [as('GET'), as('POST')],
+    );
   });
 
   it('500 asks to try again and leaks nothing when the database fails', async () => {
-    broken = true;
-    try {
-      for (const method of ['GET', 'POST'] as const) {
-        const reply = await call(method, siteId);
-        expect(reply.status).toBe(500);
-        expect(errorEnvelopeSchema.parse(reply.body).message).toMatch(/try again/i);
-      }
-    } finally {
-      broken = false;
-    }
+    const asked = (method: Method) => () => call(method, siteId);
+    await expectTryAgain((on) => (broken = on), [asked('GET'), asked('POST')]);
   });
 
   it('every status documented for /v1/sites/{id}/overview was seen to match an actual answer', () => {

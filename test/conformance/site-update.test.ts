@@ -1,21 +1,24 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { connect } from '@nats-io/transport-node';
-import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAgent, type Agent } from '@perfwatch/agent';
 import { createApiClient } from '@perfwatch/client';
-import {
-  errorEnvelopeSchema,
-  siteChangedSchema,
-  siteUpdateAnswerSchema,
-  siteUpdateStatusSchema,
-  type SiteUpdateStatusView,
-} from '@perfwatch/common';
+import { siteUpdateAnswerSchema, siteUpdateStatusSchema, type SiteUpdateStatusView } from '@perfwatch/common';
 import { openApiResponseChecker } from '../support/openapi-responses.ts';
-import { errorsOf, send, type Params, type Reply } from '../support/api-requests.ts';
+import {
+  documented,
+  errorsOf,
+  expectRateLimited,
+  expectTryAgain,
+  newToken,
+  ONE_A_MINUTE,
+  send,
+  type Asking,
+  type Params,
+  type Reply,
+} from '../support/api-requests.ts';
 import { breakableStore } from '../support/breakable-store.ts';
 import { fixtureRunner } from '../support/fixture-runner.ts';
-import { isolatedNats, silentLogger, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
+import { createSite, fixtureAgent } from '../support/site-fixtures.ts';
+import { isolatedNats, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
 
 // A site update (issue 34, items 4 and 5) on a real gateway, nats-server and MongoDB-wire server,
 // an agent answering with captured Lighthouse results after a delay: its plan answered before
@@ -31,8 +34,7 @@ const RUN_MS = 300;
 
 let nats: Awaited<ReturnType<typeof isolatedNats>>;
 let gateway: TestGateway;
-let agentConn: NatsConnection;
-let agent: Agent;
+let agent: Awaited<ReturnType<typeof fixtureAgent>>;
 let alice: string;
 let bob: string;
 let siteId: string;
@@ -61,10 +63,8 @@ async function siteUpdate(
   } = {},
 ): Promise<Reply> {
   const params = raw ?? (method === 'POST' ? { body } : { query: body as Params });
-  const reply = await send(base, `sites/${id}/update`, method, params, headers);
-  checker.check(PATH, method === 'POST' ? 'post' : 'get', reply.status, reply.body);
-  if (reply.status >= 400) errorEnvelopeSchema.parse(reply.body);
-  return reply;
+  const path = `sites/${id}/update`;
+  return documented(checker, path, method, await send(base, path, method, params, headers), PATH);
 }
 async function statusOf(id: string): Promise<SiteUpdateStatusView> {
   const reply = await send(gateway.url, `updates/${id}`, 'GET', {}, { Authorization: alice });
@@ -94,20 +94,11 @@ beforeAll(async () => {
   nats = await isolatedNats();
   const store = breakableStore(await testStore(), (method) => broken && method === 'findSite');
   gateway = await startTestGateway({ natsUrl: nats.url, store, config: { MAX_QUEUED_RUNS_PER_USER: LIMIT } });
-  agentConn = await connect({ servers: nats.url });
-  agent = startAgent({
-    nc: agentConn,
-    location: 'london',
-    runner: fixtureRunner({ delayMs: RUN_MS }),
-    logger: silentLogger,
-    agentId: 'su',
-  });
+  agent = await fixtureAgent(nats.url, 'su', { runner: fixtureRunner({ delayMs: RUN_MS }) });
   ({ token: alice } = await gateway.admin.createUser('update-alice'));
   ({ token: bob } = await gateway.admin.createUser('update-bob'));
   checker = await openApiResponseChecker(await (await fetch(`${gateway.url}/v1/openapi.json`)).json());
-  const body = { origin: SHOP, locations: ['london'], devices: ['mobile'], runs: 1 };
-  const made = await send(gateway.url, 'sites', 'POST', { body }, { Authorization: alice });
-  siteId = siteChangedSchema.parse(made.body).site.id;
+  siteId = await createSite(gateway.url, alice, { origin: SHOP, locations: ['london'], devices: ['mobile'], runs: 1 });
   orgId = (await gateway.store.listSites()).find((site) => site.id === siteId)!.userId;
   const pages = [...SAMPLED, ...UNSAMPLED].map((page) => ({
     url: page,
@@ -119,7 +110,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await agent?.stop();
-  await agentConn?.drain();
   await gateway?.stop();
   await nats?.dispose();
 });
@@ -195,12 +185,7 @@ describe('GET|POST /v1/sites/{id}/update', () => {
   });
 
   it("a ci token updates a site only when every page is one of its projects; another's site update is a 404 to it", async () => {
-    const ciToken = async (projects: string[]) =>
-      (
-        (await send(gateway.url, 'tokens', 'POST', { body: { scope: 'ci', projects } }, { Authorization: alice }))
-          .body as { token: string }
-      ).token;
-    const narrow = await ciToken([SAMPLED[0]!]);
+    const narrow = await newToken(gateway.url, alice, { scope: 'ci', projects: [SAMPLED[0]!] });
     const refused = await siteUpdate({ planOnly: true }, { token: narrow });
     expect(refused.status).toBe(403);
     expect(errorsOf(refused)).toMatch(/ci token/);
@@ -219,9 +204,7 @@ describe('GET|POST /v1/sites/{id}/update', () => {
     try {
       const { token } = await full.admin.createUser('update-carol');
       const origin = 'https://full-shop.example';
-      const body = { origin, locations: ['london'], devices: ['mobile'], runs: 1 };
-      const made = await send(full.url, 'sites', 'POST', { body }, { Authorization: token });
-      const id = siteChangedSchema.parse(made.body).site.id;
+      const id = await createSite(full.url, token, { origin, locations: ['london'], devices: ['mobile'], runs: 1 });
       const pages = ['/a', '/b', '/c'].map((path) => ({ url: `${origin}${path}`, group: path, sampled: true }));
       await gateway.store.replaceSitePages(id, pages, new Date());
       const started = accepted(await siteUpdate({}, { id, token, base: full.url }));
@@ -262,32 +245,21 @@ describe('GET|POST /v1/sites/{id}/update', () => {
   });
 
   it('429 with Retry-After past the per-minute limit of updates', async () => {
-    const limited = await startTestGateway({ natsUrl: nats.url, rateLimits: { updates: 1, reads: 1 } });
-    try {
-      const { token } = await limited.admin.createUser('update-busy');
-      const id = '0123456789abcdef01234567';
-      expect((await siteUpdate({}, { id, token, base: limited.url })).status).toBe(404);
-      for (const method of ['GET', 'POST'] as const) {
-        const over = await siteUpdate({}, { method, id, token, base: limited.url });
-        expect(over.status).toBe(429);
-        expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
-      }
-    } finally {
-      await limited.stop();
-    }
+    const id = '0123456789abcdef01234567';
+    const as = (method: Method) => (at: Asking) => siteUpdate({}, { method, id, headers: at.headers, base: at.base });
+    await expectRateLimited(
+      () => startTestGateway({ natsUrl: nats.url, rateLimits: ONE_A_MINUTE }),
+      'update-busy',
+      { request: as('POST'), status: 404 },
+      [as('GET'), as('POST')],
+    );
   });
 
   it('500 asks to try again and leaks nothing when the database fails', async () => {
-    broken = true;
-    try {
-      for (const method of ['GET', 'POST'] as const) {
-        const reply = await siteUpdate({ planOnly: method === 'GET' ? 'true' : true }, { method });
-        expect(reply.status).toBe(500);
-        expect(errorEnvelopeSchema.parse(reply.body).message).toMatch(/try again/i);
-      }
-    } finally {
-      broken = false;
-    }
+    await expectTryAgain(
+      (on) => (broken = on),
+      [() => siteUpdate({ planOnly: 'true' }, { method: 'GET' }), () => siteUpdate({ planOnly: true })],
+    );
   });
 
   it('every status documented for /v1/sites/{id}/update was seen to match an actual answer', () => {

@@ -6,15 +6,12 @@
  * product group counts the failures and a group without budgets counts none; a page's own limit
  * wins over its group's; a change of the group's budgets reaches the pages at their next snapshot.
  */
-import { connect } from '@nats-io/transport-node';
-import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAgent, type Agent } from '@perfwatch/agent';
 import { createApiClient, type ApiClient } from '@perfwatch/client';
 import { siteChangedSchema, siteListSchema, siteOverviewSchema, type AuditResult } from '@perfwatch/common';
 import { startDemoSite, type DemoShopSite } from '@perfwatch/local';
-import { fixtureRunner } from '../support/fixture-runner.ts';
-import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';
+import { discovered, fixtureAgent, jsonApi } from '../support/site-fixtures.ts';
+import { isolatedNats, startTestGateway, type TestGateway } from '../support/test-services.ts';
 
 const PRODUCT = '/shop/product/:id';
 const CATEGORY = '/shop/category/:slug';
@@ -22,30 +19,17 @@ const CATEGORY = '/shop/category/:slug';
 let nats: Awaited<ReturnType<typeof isolatedNats>>;
 let gateway: TestGateway;
 let shop: DemoShopSite;
-let agentConn: NatsConnection;
-let agent: Agent;
+let agent: Awaited<ReturnType<typeof fixtureAgent>>;
 let auth: string;
 let client: ApiClient;
 let siteId: string;
 
-async function sites(method: string, body?: unknown): Promise<unknown> {
-  const response = await fetch(`${gateway.url}/v1/sites`, {
-    method,
-    headers: { authorization: auth, 'content-type': 'application/json', accept: 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const answer: unknown = await response.json();
-  expect(response.status, JSON.stringify(answer)).toBe(200);
-  return answer;
-}
-
-async function overview() {
-  const response = await fetch(`${gateway.url}/v1/sites/${siteId}/overview`, {
-    headers: { authorization: auth, accept: 'application/json' },
-  });
-  expect(response.status).toBe(200);
-  return siteOverviewSchema.parse(await response.json());
-}
+const api = jsonApi(
+  () => gateway.url,
+  () => auth,
+);
+const sites = (method: string, body?: unknown) => api('/v1/sites', method, body);
+const overview = async () => siteOverviewSchema.parse(await api(`/v1/sites/${siteId}/overview`));
 
 const groupOf = async (group: string) => (await overview()).groups.find((g) => g.group === group)!;
 const checksOf = (result: AuditResult) => result.desktop!.london!.checks ?? [];
@@ -53,29 +37,17 @@ const failing = (result: AuditResult) => checksOf(result).filter((check) => !che
 
 /** The sampled pages of a group, once the site's first discovery is done. */
 async function sampled(group: string): Promise<string[]> {
-  for (let tries = 0; tries < 300; tries++) {
-    const site = siteListSchema.parse(await sites('GET')).sites.find((s) => s.id === siteId);
-    if (site?.lastDiscovery?.state === 'done') {
-      const pages = await gateway.store.listSitePages(siteId);
-      return pages.filter((page) => page.group === group && page.sampled).map((page) => page.url);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`site ${siteId} is still being discovered`);
+  const site = await discovered(async () => siteListSchema.parse(await sites('GET')).sites, siteId);
+  expect(site.lastDiscovery).toMatchObject({ state: 'done' });
+  const pages = await gateway.store.listSitePages(siteId);
+  return pages.filter((page) => page.group === group && page.sampled).map((page) => page.url);
 }
 
 beforeAll(async () => {
   nats = await isolatedNats();
   shop = await startDemoSite({ site: 'shop' });
   gateway = await startTestGateway({ natsUrl: nats.url, config: { PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8' } });
-  agentConn = await connect({ servers: nats.url });
-  agent = startAgent({
-    nc: agentConn,
-    location: 'london',
-    runner: fixtureRunner(),
-    logger: silentLogger,
-    agentId: 'sb',
-  });
+  agent = await fixtureAgent(nats.url, 'sb');
   const { token } = await gateway.admin.createUser('site-budgets');
   auth = token.startsWith('Bearer ') ? token : `Bearer ${token}`;
   client = createApiClient({ server: gateway.url, token });
@@ -93,7 +65,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await agent?.stop();
-  await agentConn?.drain();
   await gateway?.stop();
   await shop?.close();
   await nats?.dispose();

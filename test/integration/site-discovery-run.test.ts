@@ -8,8 +8,9 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { siteChangedSchema, siteListSchema, type SiteView } from '@perfwatch/common';
+import { siteChangedSchema, siteListSchema } from '@perfwatch/common';
 import { DEMO_SHOP_GROUPS, startDemoSite, type DemoShopSite } from '@perfwatch/local';
+import { discovered as discoveredAmong, jsonApi } from '../support/site-fixtures.ts';
 import { isolatedNats, startTestGateway, type TestGateway } from '../support/test-services.ts';
 
 let nats: Awaited<ReturnType<typeof isolatedNats>>;
@@ -32,26 +33,12 @@ afterAll(async () => {
   await nats?.dispose();
 });
 
-async function sites(method: string, body?: unknown): Promise<unknown> {
-  const response = await fetch(`${gateway.url}/v1/sites`, {
-    method,
-    headers: { authorization: auth, 'content-type': 'application/json', accept: 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const answer: unknown = await response.json();
-  expect(response.status, JSON.stringify(answer)).toBe(200);
-  return answer;
-}
-
-/** The site once its discovery is no longer pending. */
-async function discovered(id: string): Promise<SiteView> {
-  for (let tries = 0; tries < 300; tries++) {
-    const site = siteListSchema.parse(await sites('GET')).sites.find((s) => s.id === id);
-    if (site?.lastDiscovery && site.lastDiscovery.state !== 'pending') return site;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`site ${id} is still being discovered`);
-}
+const api = jsonApi(
+  () => gateway.url,
+  () => auth,
+);
+const sites = (method: string, body?: unknown) => api('/v1/sites', method, body);
+const discovered = (id: string) => discoveredAmong(async () => siteListSchema.parse(await sites('GET')).sites, id);
 
 const siteProjects = async (siteId: string) =>
   (await gateway.store.listProjects(orgId)).filter((project) => project.siteId === siteId);
@@ -117,11 +104,7 @@ describe('a site discovered by the gateway', () => {
     await sites('PATCH', { id: siteId, discover: true });
     await discovered(siteId);
     expect(await gateway.store.findProject(orgId, sampled.url)).toMatchObject({ id: mine.id, siteId: null });
-    const response = await fetch(`${gateway.url}/v1/sites?id=${siteId}`, {
-      method: 'DELETE',
-      headers: { authorization: auth, accept: 'application/json' },
-    });
-    expect(response.status).toBe(200);
+    await api(`/v1/sites?id=${siteId}`, 'DELETE');
     expect(await siteProjects(siteId)).toEqual([]);
     expect(await gateway.store.findProject(orgId, sampled.url)).toMatchObject({ id: mine.id });
   });

@@ -2,16 +2,14 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { connect } from '@nats-io/transport-node';
-import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAgent, type Agent } from '@perfwatch/agent';
 import { createApiClient, type ApiClient } from '@perfwatch/client';
 import { siteUpdateStatusSchema, type SiteView } from '@perfwatch/common';
 import { startDemoSite, type DemoShopSite } from '@perfwatch/local';
 import { main } from '../../client/src/client-cli.ts';
 import { fixtureRunner } from '../support/fixture-runner.ts';
-import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';
+import { discovered, fixtureAgent } from '../support/site-fixtures.ts';
+import { isolatedNats, startTestGateway, type TestGateway } from '../support/test-services.ts';
 
 // `perfwatch update --site ORIGIN …` (issue 34, item 4) run in-process as a CI job runs it,
 // against a real gateway on a real nats-server and MongoDB-wire server, an agent answering with
@@ -23,8 +21,7 @@ const LIMIT = 100;
 
 let nats: Awaited<ReturnType<typeof isolatedNats>>;
 let gateway: TestGateway;
-let agentConn: NatsConnection;
-let agent: Agent;
+let agent: Awaited<ReturnType<typeof fixtureAgent>>;
 let shop: DemoShopSite;
 let token: string;
 let client: ApiClient;
@@ -41,8 +38,7 @@ beforeAll(async () => {
     natsUrl: nats.url,
     config: { PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8', MAX_QUEUED_RUNS_PER_USER: LIMIT },
   });
-  agentConn = await connect({ servers: nats.url });
-  agent = startAgent({ nc: agentConn, location: 'london', runner, logger: silentLogger, agentId: 'site-gate' });
+  agent = await fixtureAgent(nats.url, 'site-gate', { runner });
   ({ token } = await gateway.admin.createUser('site-gate'));
   client = createApiClient({ server: gateway.url, token });
   const made = await client.createSite(new URL(shop.url).origin, {
@@ -52,29 +48,18 @@ beforeAll(async () => {
     locations: ['london'],
     runs: 1,
   });
-  site = await discovered(made.id);
+  site = await discovered(() => client.sites(), made.id);
+  expect(site.lastDiscovery, 'its discovery').toMatchObject({ state: 'done' });
   sampled = (await gateway.store.listSitePages(site.id)).filter((page) => page.sampled).map((page) => page.url);
 }, 90_000);
 
 afterAll(async () => {
   await agent?.stop();
-  await agentConn?.drain();
   await gateway?.stop();
   await shop?.close();
   await nats?.dispose();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
-
-/** The site once its discovery (started by POST /v1/sites, in the background) is done. */
-async function discovered(id: string): Promise<SiteView> {
-  for (let tries = 0; tries < 300; tries++) {
-    const found = (await client.sites()).find((s) => s.id === id);
-    if (found?.lastDiscovery?.state === 'done') return found;
-    if (found?.lastDiscovery?.state === 'failed') throw new Error(`discovery failed: ${found.lastDiscovery.reason}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`site ${id} is still being discovered`);
-}
 
 /** `perfwatch update --site …` in-process, `stdin` its standard input; its exit code and output. */
 async function perfwatch(argv: string[], stdin = '') {

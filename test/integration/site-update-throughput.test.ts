@@ -1,13 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { connect } from '@nats-io/transport-node';
-import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAgent, type Agent, type PageRunner } from '@perfwatch/agent';
+import type { PageRunner } from '@perfwatch/agent';
 import { createApiClient, type ApiClient } from '@perfwatch/client';
-import { siteChangedSchema, siteUpdateAnswerSchema, siteUpdateStatusSchema } from '@perfwatch/common';
+import { siteUpdateAnswerSchema, siteUpdateStatusSchema } from '@perfwatch/common';
 import { send } from '../support/api-requests.ts';
 import { fixtureRunner } from '../support/fixture-runner.ts';
-import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';
+import { createSite, fixtureAgent } from '../support/site-fixtures.ts';
+import { isolatedNats, startTestGateway, type TestGateway } from '../support/test-services.ts';
 
 // Throughput of a site update (issue 34, item 5) over real NATS: two agents of one location, each
 // at capacity 2, a site of twelve pages measured twice each. Its runs spread over both agents,
@@ -43,8 +42,7 @@ function counted(runner: ReturnType<typeof fixtureRunner>): PageRunner {
 
 let nats: Awaited<ReturnType<typeof isolatedNats>>;
 let gateway: TestGateway;
-const conns: NatsConnection[] = [];
-const agents: Agent[] = [];
+const agents: Awaited<ReturnType<typeof fixtureAgent>>[] = [];
 const runners = [fixtureRunner({ delayMs: RUN_MS }), fixtureRunner({ delayMs: RUN_MS })];
 let alice: string;
 let other: ApiClient;
@@ -54,28 +52,19 @@ beforeAll(async () => {
   nats = await isolatedNats();
   // No re-tests: one made of a suspect run would add runs to those counted here.
   gateway = await startTestGateway({ natsUrl: nats.url, config: { MAX_RETESTS: 0 } });
-  for (const [i, runner] of runners.entries()) {
-    const nc = await connect({ servers: nats.url });
-    conns.push(nc);
-    const runs = counted(runner);
-    agents.push(
-      startAgent({ nc, location: 'london', runner: runs, capacity: CAPACITY, logger: silentLogger, agentId: `tp${i}` }),
-    );
-  }
+  for (const [i, runner] of runners.entries())
+    agents.push(await fixtureAgent(nats.url, `tp${i}`, { runner: counted(runner), capacity: CAPACITY }));
   ({ token: alice } = await gateway.admin.createUser('tp-alice'));
   const bob = await gateway.admin.createUser('tp-bob');
   await gateway.admin.addProject('tp-bob', OTHER, { locations: ['london'], runs: 1 });
   other = createApiClient({ server: gateway.url, token: bob.token });
-  const body = { origin: SHOP, locations: ['london'], devices: ['mobile'], runs: 2 };
-  siteId = siteChangedSchema.parse((await send(gateway.url, 'sites', 'POST', { body }, { Authorization: alice })).body)
-    .site.id;
+  siteId = await createSite(gateway.url, alice, { origin: SHOP, locations: ['london'], devices: ['mobile'], runs: 2 });
   const pages = PAGES.map((url) => ({ url, group: '/product/:id', sampled: true }));
   await gateway.store.replaceSitePages(siteId, pages, new Date());
 }, 60_000);
 
 afterAll(async () => {
   for (const agent of agents) await agent.stop();
-  for (const nc of conns) await nc.drain();
   await gateway?.stop();
   await nats?.dispose();
 });

@@ -45,13 +45,15 @@ export async function send(
 }
 
 /** Checks a reply against the OpenAPI document and, for errors, the envelope. */
-export function documented(checker: Checker, path: string, method: Method, reply: Reply): Reply {
-  checker.check(
-    path.startsWith('updates/') ? '/v1/updates/{id}' : `/v1/${path}`,
-    method.toLowerCase() as Lowercase<Method>,
-    reply.status,
-    reply.body,
-  );
+export function documented(
+  checker: Checker,
+  path: string,
+  method: Method,
+  reply: Reply,
+  /** The documented path, where `path` names one resource of it (/v1/sites/{id}/overview). */
+  template = path.startsWith('updates/') ? '/v1/updates/{id}' : `/v1/${path}`,
+): Reply {
+  checker.check(template, method.toLowerCase() as Lowercase<Method>, reply.status, reply.body);
   if (reply.status >= 400) {
     const envelope = errorEnvelopeSchema.parse(reply.body);
     expect(JSON.stringify(envelope)).not.toMatch(/\bat .+\.ts:\d+/);
@@ -107,4 +109,66 @@ export function resourceRequests(resource: {
     remove: (key: string, token?: string) => call('DELETE', { query: { [resource.key]: key } }, as(token)),
     list: (token?: string) => call('GET', {}, as(token)),
   };
+}
+
+/** Who asks and where: a check's request made as a given user at a given gateway. */
+export type Asking = { base: string; headers: Record<string, string> };
+/** A gateway a check starts for itself, as far as the check uses it. */
+type OwnGateway = {
+  url: string;
+  admin: { createUser(name: string): Promise<{ token: string }> };
+  stop(): Promise<void>;
+};
+/** The rate limits of a gateway whose second request of a minute is already too many. */
+export const ONE_A_MINUTE = { updates: 1, reads: 1 };
+
+/**
+ * Past the per-minute limit a request is a 429 with a Retry-After: on a gateway of its own
+ * (limited to ONE_A_MINUTE, stopped after), a new user's `first` request answers its `status`
+ * and each of `over` after it is refused.
+ */
+export async function expectRateLimited(
+  start: () => Promise<OwnGateway>,
+  user: string,
+  first: { request: (as: Asking) => Promise<Reply>; status: number },
+  over: ((as: Asking) => Promise<Reply>)[],
+): Promise<void> {
+  const limited = await start();
+  try {
+    const { token } = await limited.admin.createUser(user);
+    const as = { base: limited.url, headers: { Authorization: token } };
+    expect((await first.request(as)).status).toBe(first.status);
+    for (const request of over) {
+      const reply = await request(as);
+      expect(reply.status).toBe(429);
+      expect(Number(reply.headers.get('retry-after'))).toBeGreaterThan(0);
+    }
+  } finally {
+    await limited.stop();
+  }
+}
+
+/**
+ * While the suite's store is broken (`breaks(true)`, mended after), each request is a 500 that
+ * asks to try again and passes on nothing of the database's failure (see breakable-store.ts).
+ */
+export async function expectTryAgain(breaks: (broken: boolean) => void, requests: (() => Promise<Reply>)[]) {
+  breaks(true);
+  try {
+    for (const request of requests) {
+      const reply = await request();
+      expect(reply.status).toBe(500);
+      expect(errorEnvelopeSchema.parse(reply.body).message).toMatch(/try again/i);
+      expect(JSON.stringify(reply.body)).not.toMatch(/connection reset|db\.ts/);
+    }
+  } finally {
+    breaks(false);
+  }
+}
+
+/** A new token of the caller's organisation (`{ scope: 'ci', projects }`, `{ scope: 'read' }`). */
+export async function newToken(base: string, caller: string, body: Record<string, unknown>): Promise<string> {
+  const reply = await send(base, 'tokens', 'POST', { body }, { Authorization: caller });
+  expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+  return (reply.body as { token: string }).token;
 }

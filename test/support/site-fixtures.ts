@@ -1,0 +1,88 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { connect } from '@nats-io/transport-node';
+import { expect } from 'vitest';
+import { startAgent, type PageRunner } from '@perfwatch/agent';
+import { siteChangedSchema, type SiteView } from '@perfwatch/common';
+import type { MongoStore } from '@perfwatch/gateway';
+import { send } from './api-requests.ts';
+import { fixtureRunner } from './fixture-runner.ts';
+import { silentLogger } from './test-services.ts';
+
+/**
+ * What the suites of sites (issue 34) set up alike: an agent answering with captured Lighthouse
+ * results, a site made through the API, its discoveries written straight to the store or waited
+ * for, and JSON requests that must succeed.
+ */
+
+/**
+ * An agent of London on a NATS connection of its own, answering with captured results unless
+ * given its runner; `stop` stops it and drains the connection.
+ */
+export async function fixtureAgent(
+  natsUrl: string,
+  agentId: string,
+  { runner = fixtureRunner(), capacity }: { runner?: PageRunner; capacity?: number } = {},
+): Promise<{ stop(): Promise<void> }> {
+  const nc = await connect({ servers: natsUrl });
+  const agent = startAgent({
+    nc,
+    location: 'london',
+    runner,
+    logger: silentLogger,
+    agentId,
+    ...(capacity === undefined ? {} : { capacity }),
+  });
+  return {
+    async stop() {
+      await agent.stop();
+      await nc.drain();
+    },
+  };
+}
+
+/** Makes a site through POST /v1/sites as `token`; its id. */
+export async function createSite(base: string, token: string, body: Record<string, unknown>): Promise<string> {
+  const made = await send(base, 'sites', 'POST', { body }, { Authorization: token });
+  expect(made.status, JSON.stringify(made.body)).toBe(200);
+  return siteChangedSchema.parse(made.body).site.id;
+}
+
+type FoundPage = { url: string; group: string; sampled: boolean };
+
+/**
+ * Two discoveries of a site a minute apart, as the store keeps them: what the second no longer
+ * finds is gone, what it finds first is added. `pageOf` says each path's URL, group and sampling.
+ */
+export async function twoDiscoveries(
+  store: Pick<MongoStore, 'replaceSitePages'>,
+  siteId: string,
+  pageOf: (path: string) => FoundPage,
+  [earlier, later]: [string[], string[]],
+): Promise<void> {
+  await store.replaceSitePages(siteId, earlier.map(pageOf), new Date(Date.now() - 60_000));
+  await store.replaceSitePages(siteId, later.map(pageOf), new Date());
+}
+
+/** The site once its discovery (started in the background) is no longer pending. */
+export async function discovered(sites: () => Promise<SiteView[]>, id: string): Promise<SiteView> {
+  for (let tries = 0; tries < 300; tries++) {
+    const site = (await sites()).find((s) => s.id === id);
+    if (site?.lastDiscovery && site.lastDiscovery.state !== 'pending') return site;
+    await sleep(100);
+  }
+  throw new Error(`site ${id} is still being discovered`);
+}
+
+/** JSON requests to a gateway as `authorization`, each expected to answer 200; the answer. */
+export function jsonApi(base: () => string, authorization: () => string) {
+  return async (path: string, method = 'GET', body?: unknown): Promise<unknown> => {
+    const response = await fetch(`${base()}${path}`, {
+      method,
+      headers: { authorization: authorization(), 'content-type': 'application/json', accept: 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const answer: unknown = await response.json();
+    expect(response.status, JSON.stringify(answer)).toBe(200);
+    return answer;
+  };
+}
