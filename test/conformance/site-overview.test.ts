@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiClient } from '@perfwatch/client';
 import { siteOverviewSchema, type AuditResult, type SiteOverview } from '@perfwatch/common';
-import type { MongoStore } from '@perfwatch/gateway';
-import { openApiResponseChecker } from '../support/openapi-responses.ts';
 import {
   documented as documentedReply,
   errorsOf,
@@ -14,9 +12,8 @@ import {
   type Asking,
   type Reply,
 } from '../support/api-requests.ts';
-import { breakableStore } from '../support/breakable-store.ts';
-import { createSite, fixtureAgent, twoDiscoveries } from '../support/site-fixtures.ts';
-import { isolatedNats, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
+import { createSite, startSiteServices, twoDiscoveries, type SiteServices } from '../support/site-fixtures.ts';
+import { startTestGateway, type TestGateway } from '../support/test-services.ts';
 
 // A site's overview (issue 34, item 3) on a real gateway, nats-server and MongoDB-wire server: a
 // site whose sampled pages' projects were measured (an agent answering with captured Lighthouse
@@ -29,13 +26,12 @@ const url = (path: string) => `${SHOP}${path}`;
 const PRODUCTS = ['/product/1', '/product/2', '/product/3'].map(url);
 const PATH = '/v1/sites/{id}/overview';
 
-let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let services: SiteServices;
 let gateway: TestGateway;
-let agent: Awaited<ReturnType<typeof fixtureAgent>>;
 let alice: string;
 let bob: string;
 let siteId: string;
-let checker: Awaited<ReturnType<typeof openApiResponseChecker>>;
+let checker: SiteServices['checker'];
 /** What each product page's update answered. */
 const measured = new Map<string, AuditResult>();
 let broken = false;
@@ -68,15 +64,10 @@ const lhrOf = (result: AuditResult, device: 'mobile' | 'desktop') =>
   cellOf(result, device).lighthouse as unknown as Lhr;
 
 const SITE_CALLS = ['findSite', 'listSitePages'];
-const breakable = (store: MongoStore) => breakableStore(store, (method) => broken && SITE_CALLS.includes(method));
 
 beforeAll(async () => {
-  nats = await isolatedNats();
-  gateway = await startTestGateway({ natsUrl: nats.url, store: breakable(await testStore()) });
-  agent = await fixtureAgent(nats.url, 'ov');
-  ({ token: alice } = await gateway.admin.createUser('overview-alice'));
-  ({ token: bob } = await gateway.admin.createUser('overview-bob'));
-  checker = await openApiResponseChecker(await (await fetch(`${gateway.url}/v1/openapi.json`)).json());
+  services = await startSiteServices({ prefix: 'overview', fails: (method) => broken && SITE_CALLS.includes(method) });
+  ({ gateway, checker, alice, bob } = services);
   siteId = await createSite(gateway.url, alice, { origin: SHOP, locations: ['london'] });
   // Two discoveries: the second finds /product/4 and no longer /product/9.
   const pageOf = (path: string) => ({
@@ -97,11 +88,7 @@ beforeAll(async () => {
   }
 }, 90_000);
 
-afterAll(async () => {
-  await agent?.stop();
-  await gateway?.stop();
-  await nats?.dispose();
-});
+afterAll(() => services?.stop());
 
 describe('GET|POST /v1/sites/{id}/overview', () => {
   it("answers per group and device the medians of its sampled pages' latest snapshots", async () => {
@@ -147,9 +134,23 @@ describe('GET|POST /v1/sites/{id}/overview', () => {
     expect(errorsOf(await call('GET', siteId, { query: { days: '3' } }))).toMatch(/unknown parameter\(s\): days/);
   });
 
-  it("a ci token reads the overview of a site of a project it lists, and another site's is a 404", async () => {
+  it("a ci token reads the overview of its own pages of a site, nothing of the others; another site's is a 404", async () => {
     const ciToken = (projects: string[]) => newToken(gateway.url, alice, { scope: 'ci', projects });
-    expect((await call('GET', siteId, {}, { Authorization: await ciToken([PRODUCTS[0]!]) })).status).toBe(200);
+    await gateway.admin.addProject('overview-alice', url('/product/4'), { locations: ['london'] });
+    const own = await call('GET', siteId, {}, { Authorization: await ciToken([PRODUCTS[0]!, url('/product/4')]) });
+    expect(own.status).toBe(200);
+    const overview = siteOverviewSchema.parse(own.body);
+    // Its two pages alone: no /about group, no other product, not even counted; the medians are its one measured page's.
+    expect(overview.groups.map((g) => [g.group, g.pages, g.sampledPages])).toEqual([
+      ['/product/:id', 2, [PRODUCTS[0]]],
+    ]);
+    const mobile = overview.groups[0]!.devices.find((d) => d.device === 'mobile')!;
+    const lhr = lhrOf(measured.get(PRODUCTS[0]!)!, 'mobile');
+    expect(mobile).toMatchObject({ measuredPages: 1, budgetFailures: 0 });
+    expect(mobile.score).toBeCloseTo(Math.round(lhr.categories.performance.score * 100), 5);
+    expect(overview.worstPages.map((p) => p.url)).toEqual([PRODUCTS[0], PRODUCTS[0]]);
+    expect(overview).toMatchObject({ added: [url('/product/4')], gone: [] });
+    expect(JSON.stringify(overview)).not.toMatch(/product\/[239]|about/);
     await gateway.admin.addProject('overview-alice', 'https://elsewhere.example/', { locations: ['london'] });
     const other = await ciToken(['https://elsewhere.example/']);
     expect((await call('POST', siteId, {}, { Authorization: other })).status).toBe(404);
@@ -171,7 +172,7 @@ describe('GET|POST /v1/sites/{id}/overview', () => {
     const id = '0123456789abcdef01234567';
     const as = (method: Method) => (at: Asking) => call(method, id, {}, at.headers, at.base);
     await expectRateLimited(
-      () => startTestGateway({ natsUrl: nats.url, rateLimits: ONE_A_MINUTE }),
+      () => startTestGateway({ natsUrl: services.natsUrl, rateLimits: ONE_A_MINUTE }),
       'overview-busy',
       { request: as('GET'), status: 404 },
       [as('GET'), as('POST')],

@@ -2,7 +2,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiClient } from '@perfwatch/client';
 import { siteUpdateAnswerSchema, siteUpdateStatusSchema, type SiteUpdateStatusView } from '@perfwatch/common';
-import { openApiResponseChecker } from '../support/openapi-responses.ts';
 import {
   documented,
   errorsOf,
@@ -15,10 +14,9 @@ import {
   type Params,
   type Reply,
 } from '../support/api-requests.ts';
-import { breakableStore } from '../support/breakable-store.ts';
 import { fixtureRunner } from '../support/fixture-runner.ts';
-import { createSite, fixtureAgent } from '../support/site-fixtures.ts';
-import { isolatedNats, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
+import { createSite, startSiteServices, type SiteServices } from '../support/site-fixtures.ts';
+import { startTestGateway, type TestGateway } from '../support/test-services.ts';
 
 // A site update (issue 34, items 4 and 5) on a real gateway, nats-server and MongoDB-wire server,
 // an agent answering with captured Lighthouse results after a delay: its plan answered before
@@ -32,14 +30,13 @@ const UNSAMPLED = ['/product/4', '/product/5', '/product/6'].map(url);
 const LIMIT = 10;
 const RUN_MS = 300;
 
-let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let services: SiteServices;
 let gateway: TestGateway;
-let agent: Awaited<ReturnType<typeof fixtureAgent>>;
 let alice: string;
 let bob: string;
 let siteId: string;
 let orgId: string;
-let checker: Awaited<ReturnType<typeof openApiResponseChecker>>;
+let checker: SiteServices['checker'];
 let broken = false;
 const PATH = '/v1/sites/{id}/update';
 
@@ -91,13 +88,13 @@ const nothingQueued = async () => {
 };
 
 beforeAll(async () => {
-  nats = await isolatedNats();
-  const store = breakableStore(await testStore(), (method) => broken && method === 'findSite');
-  gateway = await startTestGateway({ natsUrl: nats.url, store, config: { MAX_QUEUED_RUNS_PER_USER: LIMIT } });
-  agent = await fixtureAgent(nats.url, 'su', { runner: fixtureRunner({ delayMs: RUN_MS }) });
-  ({ token: alice } = await gateway.admin.createUser('update-alice'));
-  ({ token: bob } = await gateway.admin.createUser('update-bob'));
-  checker = await openApiResponseChecker(await (await fetch(`${gateway.url}/v1/openapi.json`)).json());
+  services = await startSiteServices({
+    prefix: 'update',
+    fails: (method) => broken && method === 'findSite',
+    config: { MAX_QUEUED_RUNS_PER_USER: LIMIT },
+    runner: fixtureRunner({ delayMs: RUN_MS }),
+  });
+  ({ gateway, checker, alice, bob } = services);
   siteId = await createSite(gateway.url, alice, { origin: SHOP, locations: ['london'], devices: ['mobile'], runs: 1 });
   orgId = (await gateway.store.listSites()).find((site) => site.id === siteId)!.userId;
   const pages = [...SAMPLED, ...UNSAMPLED].map((page) => ({
@@ -108,11 +105,7 @@ beforeAll(async () => {
   await gateway.store.replaceSitePages(siteId, pages, new Date());
 }, 60_000);
 
-afterAll(async () => {
-  await agent?.stop();
-  await gateway?.stop();
-  await nats?.dispose();
-});
+afterAll(() => services?.stop());
 
 describe('GET|POST /v1/sites/{id}/update', () => {
   it('planOnly answers pages × devices × locations × runs and the limit, and queues nothing (GET alike)', async () => {
@@ -188,15 +181,24 @@ describe('GET|POST /v1/sites/{id}/update', () => {
     const narrow = await newToken(gateway.url, alice, { scope: 'ci', projects: [SAMPLED[0]!] });
     const refused = await siteUpdate({ planOnly: true }, { token: narrow });
     expect(refused.status).toBe(403);
-    expect(errorsOf(refused)).toMatch(/ci token/);
+    // Counted, never named: the sampled pages it does not list stay unknown to it.
+    expect(errorsOf(refused)).toMatch(/ci token .*; 3 of the pages it would measure are not among them/);
+    expect(errorsOf(refused)).not.toContain(SHOP);
     expect((await siteUpdate({ planOnly: 'true' }, { method: 'GET', token: narrow })).status).toBe(403);
+    // A page of the site and a URL of none are refused alike: a 403 does not say which is a page.
+    for (const guess of [UNSAMPLED[0]!, url('/no-such-page')]) {
+      const named = await siteUpdate({ planOnly: true, pages: [SAMPLED[0], guess] }, { token: narrow });
+      expect(named.status).toBe(403);
+      expect(errorsOf(named)).toMatch(/1 of the pages it would measure is not among them/);
+      expect(errorsOf(named)).not.toContain(guess);
+    }
     expect(accepted(await siteUpdate({ planOnly: true, pages: [SAMPLED[0]] }, { token: narrow })).plan.pages).toBe(1);
   });
 
   it("a page whose update is refused (its location's queue full) is failed with the reason, never dropped", async () => {
     // A replica on the same store and queue, taking 2 updates waiting per location.
     const full = await startTestGateway({
-      natsUrl: nats.url,
+      natsUrl: services.natsUrl,
       store: gateway.store,
       config: { MAX_PENDING_UPDATES_PER_LOCATION: 2 },
     });
@@ -248,7 +250,7 @@ describe('GET|POST /v1/sites/{id}/update', () => {
     const id = '0123456789abcdef01234567';
     const as = (method: Method) => (at: Asking) => siteUpdate({}, { method, id, headers: at.headers, base: at.base });
     await expectRateLimited(
-      () => startTestGateway({ natsUrl: nats.url, rateLimits: ONE_A_MINUTE }),
+      () => startTestGateway({ natsUrl: services.natsUrl, rateLimits: ONE_A_MINUTE }),
       'update-busy',
       { request: as('POST'), status: 404 },
       [as('GET'), as('POST')],

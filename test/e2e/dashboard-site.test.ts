@@ -1,13 +1,10 @@
-import { connect } from '@nats-io/transport-node';
-import type { NatsConnection } from '@nats-io/nats-core';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAgent, type Agent } from '@perfwatch/agent';
 import { createApiClient } from '@perfwatch/client';
-import { siteChangedSchema, type SiteOverview } from '@perfwatch/common';
+import type { SiteOverview } from '@perfwatch/common';
 import { launchBrowser, watchedPage } from '../support/browser.ts';
-import { fixtureRunner } from '../support/fixture-runner.ts';
-import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';
+import { createSite, fixtureAgent, twoDiscoveries } from '../support/site-fixtures.ts';
+import { isolatedNats, startTestGateway, type TestGateway } from '../support/test-services.ts';
 
 // The dashboard's site page (issue 34, item 3) in a real Chromium against a real gateway,
 // nats-server and MongoDB-wire server: the groups of a site whose sampled pages were measured
@@ -20,8 +17,7 @@ const SAMPLED = ['/product/1', '/product/2', '/blog/a', '/blog/b'].map(url);
 
 let nats: Awaited<ReturnType<typeof isolatedNats>>;
 let gateway: TestGateway;
-let agentConn: NatsConnection;
-let agent: Agent;
+let agent: Awaited<ReturnType<typeof fixtureAgent>>;
 let token: string;
 let siteId: string;
 let browser: Browser;
@@ -31,37 +27,18 @@ const problems: string[] = [];
 beforeAll(async () => {
   nats = await isolatedNats();
   gateway = await startTestGateway({ natsUrl: nats.url });
-  agentConn = await connect({ servers: nats.url });
-  agent = startAgent({
-    nc: agentConn,
-    location: 'london',
-    runner: fixtureRunner(),
-    logger: silentLogger,
-    agentId: 'sp',
-  });
+  agent = await fixtureAgent(nats.url, 'sp');
   ({ token } = await gateway.admin.createUser('site-page'));
-  const made = await fetch(`${gateway.url}/v1/sites`, {
-    method: 'POST',
-    headers: { Authorization: token, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ origin: SHOP, locations: ['london'] }),
+  siteId = await createSite(gateway.url, token, { origin: SHOP, locations: ['london'] });
+  const pageOf = (path: string) => ({
+    url: url(path),
+    group: path.replace(/\/[^/]+$/, '/:id'),
+    sampled: SAMPLED.includes(url(path)),
   });
-  siteId = siteChangedSchema.parse(await made.json()).site.id;
-  const found = (paths: string[]) =>
-    paths.map((path) => ({
-      url: url(path),
-      group: path.replace(/\/[^/]+$/, '/:id'),
-      sampled: SAMPLED.includes(url(path)),
-    }));
-  await gateway.store.replaceSitePages(
-    siteId,
-    found(['/product/1', '/product/2', '/blog/a', '/blog/b', '/blog/old']),
-    new Date(Date.now() - 60_000),
-  );
-  await gateway.store.replaceSitePages(
-    siteId,
-    found(['/product/1', '/product/2', '/product/3', '/blog/a', '/blog/b']),
-    new Date(),
-  );
+  await twoDiscoveries(gateway.store, siteId, pageOf, [
+    ['/product/1', '/product/2', '/blog/a', '/blog/b', '/blog/old'],
+    ['/product/1', '/product/2', '/product/3', '/blog/a', '/blog/b'],
+  ]);
   const client = createApiClient({ server: gateway.url, token });
   for (const sampled of SAMPLED) {
     await gateway.admin.addProject('site-page', sampled, { locations: ['london'], runs: 1 });
@@ -75,7 +52,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await agent?.stop();
-  await agentConn?.drain();
   await gateway?.stop();
   await nats?.dispose();
 });

@@ -5,8 +5,10 @@ import { startAgent, type PageRunner } from '@perfwatch/agent';
 import { siteChangedSchema, type SiteView } from '@perfwatch/common';
 import type { MongoStore } from '@perfwatch/gateway';
 import { send } from './api-requests.ts';
+import { breakableStore } from './breakable-store.ts';
 import { fixtureRunner } from './fixture-runner.ts';
-import { silentLogger } from './test-services.ts';
+import { openApiResponseChecker } from './openapi-responses.ts';
+import { isolatedNats, silentLogger, startTestGateway, testStore, type TestGateway } from './test-services.ts';
 
 /**
  * What the suites of sites (issue 34) set up alike: an agent answering with captured Lighthouse
@@ -38,6 +40,48 @@ export async function fixtureAgent(
       await nc.drain();
     },
   };
+}
+
+/** What a conformance suite of a site's operation runs against; `stop` ends it all. */
+export type SiteServices = {
+  natsUrl: string;
+  gateway: TestGateway;
+  checker: Awaited<ReturnType<typeof openApiResponseChecker>>;
+  /** The gateway's first two users' tokens: the suite's own and another organisation's. */
+  alice: string;
+  bob: string;
+  stop(): Promise<void>;
+};
+
+/**
+ * A gateway over a nats-server of its own and a store whose methods fail while `fails(method)`
+ * says so, an agent answering with captured results, the gateway's OpenAPI checker, and two
+ * users (`{prefix}-alice`, `{prefix}-bob`) in organisations of their own.
+ */
+export async function startSiteServices({
+  prefix,
+  fails,
+  config,
+  runner,
+}: {
+  prefix: string;
+  fails: (method: string) => boolean;
+  config?: Parameters<typeof startTestGateway>[0]['config'];
+  runner?: PageRunner;
+}): Promise<SiteServices> {
+  const nats = await isolatedNats();
+  const store = breakableStore(await testStore(), fails);
+  const gateway = await startTestGateway({ natsUrl: nats.url, store, ...(config ? { config } : {}) });
+  const agent = await fixtureAgent(nats.url, prefix, runner ? { runner } : {});
+  const checker = await openApiResponseChecker(await (await fetch(`${gateway.url}/v1/openapi.json`)).json());
+  const { token: alice } = await gateway.admin.createUser(`${prefix}-alice`);
+  const { token: bob } = await gateway.admin.createUser(`${prefix}-bob`);
+  const stop = async () => {
+    await agent.stop();
+    await gateway.stop();
+    await nats.dispose();
+  };
+  return { natsUrl: nats.url, gateway, checker, alice, bob, stop };
 }
 
 /** Makes a site through POST /v1/sites as `token`; its id. */
