@@ -7,13 +7,12 @@ import {
   expectRateLimited,
   expectTryAgain,
   newToken,
-  ONE_A_MINUTE,
   send,
   type Asking,
   type Reply,
 } from '../support/api-requests.ts';
 import { createSite, startSiteServices, twoDiscoveries, type SiteServices } from '../support/site-fixtures.ts';
-import { startTestGateway, type TestGateway } from '../support/test-services.ts';
+import type { TestGateway } from '../support/test-services.ts';
 
 // A site's overview (issue 34, item 3) on a real gateway, nats-server and MongoDB-wire server: a
 // site whose sampled pages' projects were measured (an agent answering with captured Lighthouse
@@ -171,12 +170,10 @@ describe('GET|POST /v1/sites/{id}/overview', () => {
   it('429 with Retry-After past the per-minute limit', async () => {
     const id = '0123456789abcdef01234567';
     const as = (method: Method) => (at: Asking) => call(method, id, {}, at.headers, at.base);
-    await expectRateLimited(
-      () => startTestGateway({ natsUrl: services.natsUrl, rateLimits: ONE_A_MINUTE }),
-      'overview-busy',
-      { request: as('GET'), status: 404 },
-      [as('GET'), as('POST')],
-    );
+    await expectRateLimited(services.limited, 'overview-busy', { request: as('GET'), status: 404 }, [
+      as('GET'),
+      as('POST'),
+    ]);
   });
 
   it('500 asks to try again and leaks nothing when the database fails', async () => {

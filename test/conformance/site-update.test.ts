@@ -8,7 +8,6 @@ import {
   expectRateLimited,
   expectTryAgain,
   newToken,
-  ONE_A_MINUTE,
   send,
   type Asking,
   type Params,
@@ -249,12 +248,10 @@ describe('GET|POST /v1/sites/{id}/update', () => {
   it('429 with Retry-After past the per-minute limit of updates', async () => {
     const id = '0123456789abcdef01234567';
     const as = (method: Method) => (at: Asking) => siteUpdate({}, { method, id, headers: at.headers, base: at.base });
-    await expectRateLimited(
-      () => startTestGateway({ natsUrl: services.natsUrl, rateLimits: ONE_A_MINUTE }),
-      'update-busy',
-      { request: as('POST'), status: 404 },
-      [as('GET'), as('POST')],
-    );
+    await expectRateLimited(services.limited, 'update-busy', { request: as('POST'), status: 404 }, [
+      as('GET'),
+      as('POST'),
+    ]);
   });
 
   it('500 asks to try again and leaks nothing when the database fails', async () => {

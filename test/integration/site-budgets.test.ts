@@ -8,9 +8,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiClient, type ApiClient } from '@perfwatch/client';
-import { siteChangedSchema, siteListSchema, siteOverviewSchema, type AuditResult } from '@perfwatch/common';
+import { siteChangedSchema, siteOverviewSchema, type AuditResult } from '@perfwatch/common';
 import { startDemoSite, type DemoShopSite } from '@perfwatch/local';
-import { discovered, fixtureAgent, jsonApi } from '../support/site-fixtures.ts';
+import { fixtureAgent, siteRequests } from '../support/site-fixtures.ts';
 import { isolatedNats, startTestGateway, type TestGateway } from '../support/test-services.ts';
 
 const PRODUCT = '/shop/product/:id';
@@ -24,11 +24,10 @@ let auth: string;
 let client: ApiClient;
 let siteId: string;
 
-const api = jsonApi(
+const { api, sites, discovered } = siteRequests(
   () => gateway.url,
   () => auth,
 );
-const sites = (method: string, body?: unknown) => api('/v1/sites', method, body);
 const overview = async () => siteOverviewSchema.parse(await api(`/v1/sites/${siteId}/overview`));
 
 const groupOf = async (group: string) => (await overview()).groups.find((g) => g.group === group)!;
@@ -37,7 +36,7 @@ const failing = (result: AuditResult) => checksOf(result).filter((check) => !che
 
 /** The sampled pages of a group, once the site's first discovery is done. */
 async function sampled(group: string): Promise<string[]> {
-  const site = await discovered(async () => siteListSchema.parse(await sites('GET')).sites, siteId);
+  const site = await discovered(siteId);
   expect(site.lastDiscovery).toMatchObject({ state: 'done' });
   const pages = await gateway.store.listSitePages(siteId);
   return pages.filter((page) => page.group === group && page.sampled).map((page) => page.url);

@@ -8,9 +8,9 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { siteChangedSchema, siteListSchema } from '@perfwatch/common';
+import { siteChangedSchema } from '@perfwatch/common';
 import { DEMO_SHOP_GROUPS, startDemoSite, type DemoShopSite } from '@perfwatch/local';
-import { discovered as discoveredAmong, jsonApi } from '../support/site-fixtures.ts';
+import { siteRequests } from '../support/site-fixtures.ts';
 import { isolatedNats, startTestGateway, type TestGateway } from '../support/test-services.ts';
 
 let nats: Awaited<ReturnType<typeof isolatedNats>>;
@@ -33,12 +33,10 @@ afterAll(async () => {
   await nats?.dispose();
 });
 
-const api = jsonApi(
+const { api, sites, discovered } = siteRequests(
   () => gateway.url,
   () => auth,
 );
-const sites = (method: string, body?: unknown) => api('/v1/sites', method, body);
-const discovered = (id: string) => discoveredAmong(async () => siteListSchema.parse(await sites('GET')).sites, id);
 
 const siteProjects = async (siteId: string) =>
   (await gateway.store.listProjects(orgId)).filter((project) => project.siteId === siteId);

@@ -2,9 +2,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from '@nats-io/transport-node';
 import { expect } from 'vitest';
 import { startAgent, type PageRunner } from '@perfwatch/agent';
-import { siteChangedSchema, type SiteView } from '@perfwatch/common';
+import { siteChangedSchema, siteListSchema, type SiteView } from '@perfwatch/common';
 import type { MongoStore } from '@perfwatch/gateway';
-import { send } from './api-requests.ts';
+import { ONE_A_MINUTE, send } from './api-requests.ts';
 import { breakableStore } from './breakable-store.ts';
 import { fixtureRunner } from './fixture-runner.ts';
 import { openApiResponseChecker } from './openapi-responses.ts';
@@ -50,6 +50,8 @@ export type SiteServices = {
   /** The gateway's first two users' tokens: the suite's own and another organisation's. */
   alice: string;
   bob: string;
+  /** Another gateway on the same nats-server, its rate limits ONE_A_MINUTE (for expectRateLimited). */
+  limited(): Promise<TestGateway>;
   stop(): Promise<void>;
 };
 
@@ -81,7 +83,8 @@ export async function startSiteServices({
     await gateway.stop();
     await nats.dispose();
   };
-  return { natsUrl: nats.url, gateway, checker, alice, bob, stop };
+  const limited = () => startTestGateway({ natsUrl: nats.url, rateLimits: ONE_A_MINUTE });
+  return { natsUrl: nats.url, gateway, checker, alice, bob, limited, stop };
 }
 
 /** Makes a site through POST /v1/sites as `token`; its id. */
@@ -129,4 +132,12 @@ export function jsonApi(base: () => string, authorization: () => string) {
     expect(response.status, JSON.stringify(answer)).toBe(200);
     return answer;
   };
+}
+
+/** A suite user's /v1/sites requests, each expected to answer 200, and the wait for a discovery. */
+export function siteRequests(base: () => string, authorization: () => string) {
+  const api = jsonApi(base, authorization);
+  const sites = (method = 'GET', body?: unknown) => api('/v1/sites', method, body);
+  const discoveredSite = (id: string) => discovered(async () => siteListSchema.parse(await sites()).sites, id);
+  return { api, sites, discovered: discoveredSite };
 }
