@@ -77,6 +77,7 @@ export function httpOptionsOf(config: GatewayConfig) {
     maxHeavyReads: config.MAX_HEAVY_READS,
     authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE,
     maxWebhooksPerUser: config.WEBHOOK_MAX_PER_USER,
+    maxSitesPerOrg: config.MAX_SITES_PER_ORG,
     ...(config.TRUST_PROXY !== undefined ? { trustProxy: config.TRUST_PROXY } : {}),
     timeouts: {
       headersMs: Math.min(config.HEADERS_TIMEOUT_MS, config.REQUEST_TIMEOUT_MS),

@@ -114,6 +114,23 @@ describe('POST /v1/sites', () => {
     expect((await listOf(bob)).sites.map((s) => s.id)).toEqual([bobs.id]);
   });
 
+  it('400 past MAX_SITES_PER_ORG sites, with the count and the limit; one removed makes room', async () => {
+    const capped = await startTestGateway({ natsUrl: nats.url, config: { MAX_SITES_PER_ORG: 2 } });
+    try {
+      const { token } = await capped.admin.createUser('site-capped');
+      const add = (origin: string) => send(capped.url, 'sites', 'POST', { body: { origin } }, { Authorization: token });
+      const first = siteChangedSchema.parse((await add('https://cap-1.example')).body).site;
+      expect((await add('https://cap-2.example')).status).toBe(200);
+      const over = await add('https://cap-3.example');
+      expect([over.status, errorEnvelopeSchema.parse(over.body).message]).toEqual([400, 'Too many sites.']);
+      expect(errorsOf(over)).toMatch(/^origin: the organisation has 2 sites.*MAX_SITES_PER_ORG is 2/);
+      await send(capped.url, 'sites', 'DELETE', { query: { id: first.id } }, { Authorization: token });
+      expect((await add('https://cap-3.example')).status).toBe(200);
+    } finally {
+      await capped.stop();
+    }
+  });
+
   it('400 naming each bad field', async () => {
     const origin = 'https://refused.example';
     for (const [body, field] of [
@@ -302,7 +319,13 @@ describe('/v1/sites: who may', () => {
   it('a ci token lists only the sites of the projects it names', async () => {
     await gateway.admin.addProject('site-alice', `${SHOP}/product/1`, { locations: ['london'] });
     const ci = await newToken(gateway.url, alice, { scope: 'ci', projects: [`${SHOP}/product/1`] });
-    expect((await listOf(ci)).sites.map((s) => s.origin)).toEqual([SHOP]);
+    const [seen] = (await listOf(ci)).sites;
+    const whole = (await listOf()).sites.find((s) => s.origin === SHOP)!;
+    // What tells of the site's other pages is not shown to it: their path patterns, groups' budgets, discovery counts.
+    const { include, exclude, groupPatterns, groupBudgets, lastDiscovery, ...measuring } = whole;
+    expect([include, exclude, groupPatterns, groupBudgets, lastDiscovery]).not.toContain(undefined);
+    expect(seen).toEqual(measuring);
+    expect((await listOf(ci)).sites).toHaveLength(1);
     expect((await create({ origin: 'https://ci.example' }, ci)).status).toBe(403);
   });
 });

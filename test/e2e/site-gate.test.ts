@@ -117,7 +117,7 @@ describe('a whole site, measured by real Lighthouse', () => {
     );
     site = await until(
       async () => siteListSchema.parse(await api('/v1/sites')).sites.find((s) => s.id === made.site.id)!,
-      (s) => s.lastDiscovery !== null && s.lastDiscovery.state !== 'pending',
+      (s) => s.lastDiscovery?.state !== undefined && s.lastDiscovery.state !== 'pending',
     );
     expect(site.lastDiscovery).toMatchObject({ state: 'done', added: 200, gone: 0, refused: 0, cut: [] });
     const groups = (await overview()).groups;

@@ -206,17 +206,20 @@ const budgetsViewSchema = z.object({
   maxRegression: limitsSchema('maxRegression'),
 });
 
-/** A site as the API shows it. */
+/**
+ * A site as the API shows it. A `ci` token is shown no `include`, `exclude`, `groupPatterns`,
+ * `groupBudgets` or `lastDiscovery`: they tell of pages beyond its projects (sites-route.ts).
+ */
 const siteViewSchema = z
   .object({
     id: z.string(),
     origin: z.string(),
     sitemap: z.string(),
-    include: z.array(z.string()),
-    exclude: z.array(z.string()),
+    include: z.array(z.string()).optional(),
+    exclude: z.array(z.string()).optional(),
     maxPages: z.number().int(),
     sampleSize: z.number().int(),
-    groupPatterns: z.array(z.string()),
+    groupPatterns: z.array(z.string()).optional(),
     devices: z.array(z.enum(DEVICES)).meta({ description: 'Devices its pages are measured on.' }),
     locations: z.array(z.enum(LOCATIONS)),
     defaultLocation: z.enum(LOCATIONS),
@@ -229,7 +232,7 @@ const siteViewSchema = z
       description:
         "Budgets every page of the site inherits. A page is held, key by key, to the most specific limit: its project's own, else its group's, else these.",
     }),
-    groupBudgets: z.record(z.string(), budgetsViewSchema).meta({
+    groupBudgets: z.record(z.string(), budgetsViewSchema).optional().meta({
       description:
         "Budgets by group template (`/product/:id`), inherited by that group's pages over the site's; none: {}.",
     }),
@@ -245,6 +248,7 @@ const siteViewSchema = z
         reason: z.string().nullable(),
       })
       .nullable()
+      .optional()
       .meta({
         description:
           'Its last discovery: `pending` while it runs, `done` with the pages added and gone, the URLs refused and the bounds that cut it, or `failed` with its reason; null: none yet.',

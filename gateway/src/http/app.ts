@@ -72,6 +72,8 @@ export interface AppDeps {
   siteDiscoveries?: SiteDiscoveries;
   /** Runs one user may have waiting (MAX_QUEUED_RUNS_PER_USER); absent: its default, 5000. */
   queuedRunsPerUser?: number;
+  /** Sites one organisation may have (MAX_SITES_PER_ORG); absent: its default, 20. */
+  maxSitesPerOrg?: number;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
@@ -204,6 +206,7 @@ function routeDepsOf(deps: AppDeps, reads: RouteDeps['reads'], targetGuard: Webh
     auditLog: createAuditLog({ store }),
     siteDiscoveries: deps.siteDiscoveries ?? createSiteDiscoveries({ store, guard: targetGuard, logger }),
     queuedRunsPerUser: deps.queuedRunsPerUser ?? 5_000,
+    maxSitesPerOrg: deps.maxSitesPerOrg ?? 20,
   };
 }
 

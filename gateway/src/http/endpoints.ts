@@ -82,6 +82,8 @@ export interface RouteDeps {
   siteDiscoveries: SiteDiscoveries;
   /** Runs one user may have waiting (MAX_QUEUED_RUNS_PER_USER): what a site update's plan is held to. */
   queuedRunsPerUser: number;
+  /** Sites one organisation may have (MAX_SITES_PER_ORG). */
+  maxSitesPerOrg: number;
 }
 
 /** A response's description; `retryAfter`: it comes with a Retry-After header. */
@@ -340,8 +342,8 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
     limit: 'reads',
     // Every POST makes a site; a ci token reads the sites of the projects it lists.
     access: { ...READS_AND_EDITS, isWrite: (req) => req.method === 'POST' },
-    route: ({ store, auditLog, siteDiscoveries }) =>
-      sitesRoute({ store, audit: auditLog, discoveries: siteDiscoveries }),
+    route: ({ store, auditLog, siteDiscoveries, maxSitesPerOrg }) =>
+      sitesRoute({ store, audit: auditLog, discoveries: siteDiscoveries, maxSites: maxSitesPerOrg }),
     doc: {
       summary:
         "List (GET), create (POST), change (PATCH) or remove (DELETE) the organisation's sites: whole sites watched by their origin",

@@ -48,6 +48,14 @@ export const limitSettings = settingGroup('Limits', {
     .min(1)
     .default(5_000)
     .describe("Runs (cells × runs per cell) one user's unfinished async and scheduled updates may hold; past it, 429."),
+  // Each site holds up to 1,000 pages, their projects and discoveries: the cap bounds what one organisation's editors make.
+  MAX_SITES_PER_ORG: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(10_000)
+    .default(20)
+    .describe('Sites one organisation may have; adding one past it is refused (400).'),
   MAX_PENDING_UPDATES_PER_LOCATION: z.coerce
     .number()
     .int()

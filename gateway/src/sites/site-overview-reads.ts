@@ -1,3 +1,4 @@
+import pLimit from 'p-limit';
 import { z } from 'zod';
 import { SITE_TREND_DAYS, type Device } from '@perfwatch/common';
 import type { ProjectsStore } from '../projects/store/projects-store.ts';
@@ -11,6 +12,8 @@ export type OverviewReadsStore = Pick<ProjectsStore, 'findProject'> &
   Pick<KpisStore, 'streamKpis'>;
 
 const DAY_MS = 86_400_000;
+/** Sampled pages whose latest snapshot one overview looks up at once. */
+const PAGE_READS_AT_ONCE = 16;
 
 /** The numbers of a `performance` KPI record the overview reads (records of KPI version 1 lack lcp, tbt, cls). */
 const performanceData = z.object({
@@ -59,7 +62,9 @@ export async function readSiteMeasures(
   sampledUrls: readonly string[],
   now: Date,
 ): Promise<{ measures: PageMeasure[]; points: ScorePoint[] }> {
-  const latest = (await Promise.all(sampledUrls.map((url) => latestOf(store, site.userId, url)))).filter(
+  // A few pages at a time: each is three reads, and a site may sample 1,000 pages.
+  const limit = pLimit(PAGE_READS_AT_ONCE);
+  const latest = (await Promise.all(sampledUrls.map((url) => limit(() => latestOf(store, site.userId, url))))).filter(
     (found): found is Latest => found !== null,
   );
   // No sampled page measured yet: no KPI record to read.

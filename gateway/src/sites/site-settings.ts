@@ -25,8 +25,9 @@ const SITE_DEFAULTS = {
 
 /**
  * A new site's settings, checked and completed with their defaults. Where and how its pages are
- * measured follow a project's rules (project-settings.ts); its sitemap is on its own origin, so a
- * site cannot point discovery at someone else's host.
+ * measured follow a project's rules (project-settings.ts). The sitemap it names is on its own
+ * origin; the site's robots.txt may still name sitemaps on another public host (a CDN), which
+ * discovery reads through the target guard, counting only pages of the origin (docs/sites.md).
  */
 export function siteSettings(origin: string, given: SiteSettingsGiven): SiteSettings {
   const measuring = projectRules(() => checkedSettings(given));

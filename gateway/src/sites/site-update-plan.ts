@@ -24,20 +24,17 @@ export function pagesToMeasure(pages: readonly SitePageRecord[], request: SiteUp
 
 /**
  * A `ci` token runs a site update only of pages that are all among its projects: it measures
- * nothing its scope does not name (403 naming the first few it lacks).
+ * nothing its scope does not name. The refusal counts the others and never names them: a URL it
+ * does not list is no business of its (nor whether it is a page of the site).
  */
 export function refuseOutOfScope(caller: Pick<Caller, 'projects'>, urls: readonly string[]): void {
   if (caller.projects === null) return;
   const listed = new Set(caller.projects);
-  const outside = urls.filter((url) => !listed.has(url));
-  if (outside.length > 0)
-    throw new ApiError(
-      'FORBIDDEN',
-      'Not allowed.',
-      outside
-        .slice(0, 5)
-        .map((url) => `a ci token runs a site update of its own projects only; it does not list ${url}`),
-    );
+  const outside = new Set(urls.filter((url) => !listed.has(url))).size;
+  if (outside > 0)
+    throw new ApiError('FORBIDDEN', 'Not allowed.', [
+      `a ci token runs a site update of its own projects only; ${outside} of the pages it would measure ${outside === 1 ? 'is' : 'are'} not among them`,
+    ]);
 }
 
 /** What the update costs: pages × devices × locations × runs, beside the caller's backlog and limit. */

@@ -30,6 +30,8 @@ export function siteUpdateRoute({
   return async (req: Request, res: Response): Promise<void> => {
     const request = parseRequest(req, API_ENDPOINTS.siteUpdate);
     const { site, caller } = await siteOfPath(req, API_ENDPOINTS.siteUpdate.params, store);
+    // Scope before the site's pages: a ci token learns nothing of a page it does not list (not even whether it is one).
+    refuseOutOfScope(caller, request.pages ?? []);
     const urls = pagesToMeasure(await store.listSitePages(site.id), request);
     refuseOutOfScope(caller, urls);
     const backlog = await store.userBacklog(site.userId);

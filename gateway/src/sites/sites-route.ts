@@ -39,6 +39,23 @@ const siteViewOf = (site: SiteRecord): SiteView => ({
   lastDiscovery: site.lastDiscovery,
 });
 
+/**
+ * A site as a `ci` token sees it: what its pages are measured with and held to, without what
+ * tells of the site's other pages (its path patterns, its groups' budgets, its last discovery's
+ * counts): a ci token reads its projects and nothing else.
+ */
+function ciViewOf(site: SiteRecord): SiteView {
+  const {
+    include: _i,
+    exclude: _e,
+    groupPatterns: _g,
+    groupBudgets: _b,
+    lastDiscovery: _d,
+    ...seen
+  } = siteViewOf(site);
+  return seen;
+}
+
 /** Whether the caller sees the site: a `ci` token only the sites of the projects it lists. */
 export const callerSeesSite = (caller: Pick<Caller, 'projects'>, origin: string): boolean =>
   caller.projects === null || caller.projects.some((url) => URL.parse(url)?.origin === origin);
@@ -54,9 +71,12 @@ export function sitesRoute({
   store,
   audit,
   discoveries,
+  maxSites,
 }: {
   store: SitesRouteStore;
   audit: AuditLog;
+  /** Sites one organisation may have (MAX_SITES_PER_ORG). */
+  maxSites: number;
   discoveries: Pick<SiteDiscoveries, 'start'>;
 }) {
   return async (req: Request, res: Response): Promise<void> => {
@@ -64,9 +84,11 @@ export function sitesRoute({
     const caller = req.caller!;
     if (params.action === 'list') {
       const sites = await store.listSites(caller.orgId);
-      res.json({ sites: sites.filter((site) => callerSeesSite(caller, site.origin)).map(siteViewOf) });
+      const viewOf = caller.projects === null ? siteViewOf : ciViewOf;
+      res.json({ sites: sites.filter((site) => callerSeesSite(caller, site.origin)).map(viewOf) });
       return;
     }
+    if (params.action === 'create') await refuseOverSiteLimit(store, caller.orgId, maxSites);
     const { answer, entry, discover } = await changeSites(store, caller.orgId, params);
     await audit.record(caller, entry);
     // Started once the change is recorded; a read right after the answer sees it pending.
@@ -137,6 +159,19 @@ async function markPending(store: SitesRouteStore, site: SiteRecord): Promise<Si
   const lastDiscovery = pendingDiscovery(new Date());
   await store.setSiteDiscovery(site.id, lastDiscovery);
   return { ...site, lastDiscovery };
+}
+
+/**
+ * 400 once the organisation has as many sites as one may (as a user's webhooks past theirs):
+ * each site may hold 1,000 pages with their projects and discoveries. Counted before the add,
+ * so two creations at once may both pass it, by one: a bound on what editors make, not a quota.
+ */
+async function refuseOverSiteLimit(store: SitesRouteStore, orgId: string, maxSites: number): Promise<void> {
+  const held = (await store.listSites(orgId)).length;
+  if (held >= maxSites)
+    throw new ApiError('BAD_REQUEST', 'Too many sites.', [
+      `origin: the organisation has ${held} sites, as many as it may (the gateway's MAX_SITES_PER_ORG is ${maxSites}); remove one first`,
+    ]);
 }
 
 /** Another organisation's site is as absent as one nobody has. */
