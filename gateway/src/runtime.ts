@@ -243,7 +243,7 @@ function startBackgroundWork({
   secrets: SecretBox;
   metrics: GatewayMetrics;
 }) {
-  const sites = siteWork({ store, guard: targetGuard, logger, admission });
+  const sites = siteWork({ store, guard: targetGuard, logger, admission, config });
   const scheduler = startScheduler({
     store,
     queue,

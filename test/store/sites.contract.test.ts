@@ -129,17 +129,50 @@ describeOnBothStores('sites', (store) => {
     expect((await store().listSitePages(id)).every((p) => p.goneAt !== null && !p.sampled)).toBe(true);
   });
 
+  it('an incomplete discovery marks no page gone; a complete one deletes the pages gone before it', async () => {
+    const owner = await store().createUser('site-prune');
+    const { id } = await store().addSite(site(owner.id, 'https://prune.example'));
+    const pages = (...paths: string[]) =>
+      paths.map((path) => ({ url: `https://prune.example${path}`, group: '/p/:id', sampled: true }));
+    const listed = async () =>
+      (await store().listSitePages(id)).map((p) => [p.url.slice(21), p.goneAt === null ? 'current' : 'gone']);
+    await store().replaceSitePages(id, pages('/p/1', '/p/2', '/p/3'), at(0));
+    // Cut short (a sitemap not read): what it found is added or refreshed, the rest stays current.
+    expect(await store().replaceSitePages(id, pages('/p/1', '/p/4'), at(1), { complete: false })).toEqual({
+      added: ['https://prune.example/p/4'],
+      gone: [],
+    });
+    expect(await listed()).toEqual([
+      ['/p/1', 'current'],
+      ['/p/2', 'current'],
+      ['/p/3', 'current'],
+      ['/p/4', 'current'],
+    ]);
+    expect((await store().listSitePages(id)).find((p) => p.url.endsWith('/p/1'))?.lastSeenAt).toEqual(at(1));
+    await store().replaceSitePages(id, pages('/p/1', '/p/3', '/p/4'), at(2));
+    await store().replaceSitePages(id, pages('/p/1'), at(3));
+    // /p/2 went a discovery earlier: deleted; /p/3 and /p/4 are the last one's gone pages.
+    expect(await listed()).toEqual([
+      ['/p/1', 'current'],
+      ['/p/3', 'gone'],
+      ['/p/4', 'gone'],
+    ]);
+    // A complete discovery without gone pages still deletes those gone before.
+    await store().replaceSitePages(id, pages('/p/1'), at(4));
+    expect(await listed()).toEqual([['/p/1', 'current']]);
+  });
+
   it("keeps a site's last discovery and marks each tick of its schedule once", async () => {
     const owner = await store().createUser('site-ticks');
     const made = await store().addSite({ ...site(owner.id, 'https://ticks.example'), schedule: '0 * * * *' });
     expect(made).toMatchObject({ lastDiscovery: null, scheduledThrough: null });
     const state = { at: at(1).toISOString(), state: 'done' as const, added: 3, gone: 1, refused: 2, cut: ['time'] };
-    await store().setSiteDiscovery(made.id, { ...state, reason: null });
+    await store().setSiteDiscovery(made.id, { ...state, complete: false, reason: null });
     expect(await store().markSiteScheduled(made.id, at(0))).toBe(true);
     // A second replica's mark of the same tick (or an earlier one) loses.
     expect(await store().markSiteScheduled(made.id, at(0))).toBe(false);
     expect(await store().findSite(owner.id, made.id)).toMatchObject({
-      lastDiscovery: { ...state, reason: null },
+      lastDiscovery: { ...state, complete: false, reason: null },
       scheduledThrough: at(0),
     });
   });

@@ -245,13 +245,17 @@ const siteViewSchema = z
         gone: z.number().int(),
         refused: z.number().int(),
         cut: z.array(z.string()),
+        complete: z.boolean().meta({
+          description:
+            'Whether it read everything (nothing cut it, every sitemap answered): only a complete discovery marks pages not found gone; an incomplete one keeps them and their projects.',
+        }),
         reason: z.string().nullable(),
       })
       .nullable()
       .optional()
       .meta({
         description:
-          'Its last discovery: `pending` while it runs, `done` with the pages added and gone, the URLs refused and the bounds that cut it, or `failed` with its reason; null: none yet.',
+          'Its last discovery: `pending` while it runs, `done` with the pages added and gone, the URLs refused, the bounds that cut it and whether it was complete, or `failed` with its reason; null: none yet.',
       }),
   })
   .meta({ id: 'Site' });

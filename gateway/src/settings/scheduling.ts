@@ -29,4 +29,13 @@ export const schedulingSettings = settingGroup('Schedule and retention', {
     .min(1_000)
     .default(3_600_000)
     .describe('How often old snapshots and webhook deliveries are deleted.'),
+  MAX_SITE_DISCOVERIES_AT_ONCE: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(100)
+    .default(2)
+    .describe(
+      "Sites' page discoveries one gateway runs at once (each may read for up to two minutes); the others wait their turn.",
+    ),
 });

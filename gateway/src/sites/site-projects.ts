@@ -28,12 +28,14 @@ const sameMeasuring = (project: ProjectRecord, site: SiteRecord): boolean =>
  * snapshots: a site update may have measured it (all pages, or named ones), and is read back
  * like a sampled one. A project made by hand at a page's URL is the user's: it is neither taken
  * over nor removed. `sampled`: none (the site removed: every project of it goes) or the
- * pages' samples (default: the stored pages').
+ * pages' samples (default: the stored pages'). `removeGone` false (a discovery cut short): none
+ * is removed, as pages it did not reach are not known to be gone.
  */
 export async function syncSiteProjects(
   store: SiteProjectsStore,
   site: SiteRecord,
   sampled?: readonly string[],
+  { removeGone = true }: { removeGone?: boolean } = {},
 ): Promise<{ made: number; removed: number }> {
   const pages = sampled?.length === 0 ? [] : (await store.listSitePages(site.id)).filter((p) => p.goneAt === null);
   const urls = new Set(sampled ?? pages.filter((p) => p.sampled).map((p) => p.url));
@@ -42,7 +44,7 @@ export async function syncSiteProjects(
   const byUrl = new Map(projects.map((project) => [project.url, project]));
   let made = 0;
   let removed = 0;
-  for (const project of projects)
+  for (const project of removeGone ? projects : [])
     if (
       project.siteId === site.id &&
       !current.has(project.url) &&

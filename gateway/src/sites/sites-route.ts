@@ -77,7 +77,7 @@ export function sitesRoute({
   audit: AuditLog;
   /** Sites one organisation may have (MAX_SITES_PER_ORG). */
   maxSites: number;
-  discoveries: Pick<SiteDiscoveries, 'start'>;
+  discoveries: Pick<SiteDiscoveries, 'start' | 'cancel'>;
 }) {
   return async (req: Request, res: Response): Promise<void> => {
     const params: SitesParams = parseRequest(req, API_ENDPOINTS.sites);
@@ -89,7 +89,7 @@ export function sitesRoute({
       return;
     }
     if (params.action === 'create') await refuseOverSiteLimit(store, caller.orgId, maxSites);
-    const { answer, entry, discover } = await changeSites(store, caller.orgId, params);
+    const { answer, entry, discover } = await changeSites(store, caller.orgId, params, discoveries);
     await audit.record(caller, entry);
     // Started once the change is recorded; a read right after the answer sees it pending.
     if (discover) void discoveries.start(discover);
@@ -103,6 +103,7 @@ async function changeSites(
   store: SitesRouteStore,
   orgId: string,
   params: Change,
+  discoveries: Pick<SiteDiscoveries, 'cancel'>,
 ): Promise<{ answer: ApiAnswer<'sites'>; entry: AuditRecord; discover?: SiteRecord }> {
   if (params.action === 'create') {
     const settings = checked(() => siteSettings(params.origin, params.settings));
@@ -122,6 +123,8 @@ async function changeSites(
   const site = await store.findSite(orgId, params.id);
   if (!site) throw notFound(params.id);
   if (params.action === 'remove') {
+    // Ended first (it writes nothing then): a discovery finishing after the removal would bring its pages back.
+    await discoveries.cancel(site.id);
     if (!(await store.removeSite(orgId, site.id))) throw notFound(params.id);
     await syncSiteProjects(store, site, []);
     const entry = { action: 'site.removed', target: site.origin, details: { id: site.id } } as const;

@@ -29,6 +29,12 @@ export interface DiscoveryResult {
   refusedTotal: number;
   /** Each bound that stopped reading, with the first reason it gave; empty: nothing was cut. */
   cut: Array<{ bound: Bound; reason: string }>;
+  /**
+   * robots.txt and sitemaps not read whole: refused, broken off, or answering other than 2xx or
+   * 404/410 (a site's word that there is none; so is a 2xx that is no sitemap, as a site
+   * answering every path with its home page does). Not 0: pages they list may have been missed.
+   */
+  unread: number;
   elapsedMs: number;
 }
 
@@ -43,6 +49,7 @@ export class Findings {
   readonly excluded = { pattern: 0, robots: 0 };
   readonly cut = new Map<Bound, string>();
   refusedTotal = 0;
+  unread = 0;
   entries = 0;
   crawled = 0;
   readonly #refusalsKept: number;
@@ -81,6 +88,7 @@ export class Findings {
       refused: this.refused,
       refusedTotal: this.refusedTotal,
       cut: [...this.cut].map(([bound, reason]) => ({ bound, reason })),
+      unread: this.unread,
       elapsedMs: Math.round(elapsedMs),
     };
   }

@@ -45,7 +45,10 @@ export async function readRobots(ctx: DiscoveryContext): Promise<RobotsRules> {
     ctx.findings.documents.push(document);
     if (answer.status < 200 || answer.status > 299) {
       answer.discard();
-      if (answer.status >= 500) ctx.findings.refuse(url.href, `answered HTTP ${answer.status}: read as no rules`);
+      if (answer.status >= 500) {
+        ctx.findings.unread++;
+        ctx.findings.refuse(url.href, `answered HTTP ${answer.status}: read as no rules`);
+      }
       return { robots: null, sitemaps: [] };
     }
     try {
@@ -59,6 +62,7 @@ export async function readRobots(ctx: DiscoveryContext): Promise<RobotsRules> {
       Object.assign(document, { wireBytes: counts.wire, bytes: counts.decoded });
     }
   } catch (error) {
+    ctx.findings.unread++;
     noteFailure(ctx, url.href, error);
     return { robots: null, sitemaps: [] };
   }

@@ -71,7 +71,10 @@ async function readOne(ctx: DiscoveryContext, walk: Walk, item: Queued): Promise
     document = { url: item.url.href, kind: 'sitemap', status: answer.status, wireBytes: 0, bytes: 0, entries: 0 };
     ctx.findings.documents.push(document);
     try {
-      if (answer.status < 200 || answer.status > 299) return;
+      if (answer.status < 200 || answer.status > 299) {
+        if (answer.status !== 404 && answer.status !== 410) ctx.findings.unread++;
+        return;
+      }
       const limit = ctx.bounds.sitemapBytes;
       const body = decodedBody(item.url.href, answer.body, answer.contentEncoding, { limit, counts });
       const seen = document;
@@ -82,6 +85,7 @@ async function readOne(ctx: DiscoveryContext, walk: Walk, item: Queued): Promise
       answer.discard();
     }
   } catch (error) {
+    ctx.findings.unread++;
     noteFailure(ctx, item.url.href, error);
   } finally {
     if (document) Object.assign(document, { wireBytes: counts.wire, bytes: counts.decoded });

@@ -5,6 +5,7 @@ import {
   pagesAfterDiscovery,
   siteRecords,
   storedGroupBudgets,
+  type DiscoveryWrite,
   type FoundPage,
   type NewSite,
   type PagesChange,
@@ -124,13 +125,20 @@ export class MongoSites implements SitesStore {
     return true;
   }
 
-  async replaceSitePages(siteId: string, found: readonly FoundPage[], at: Date): Promise<PagesChange> {
+  async replaceSitePages(
+    siteId: string,
+    found: readonly FoundPage[],
+    at: Date,
+    how?: DiscoveryWrite,
+  ): Promise<PagesChange> {
     const site = new ObjectId(siteId);
-    const { pages, change } = pagesAfterDiscovery(await this.listSitePages(siteId), found, siteId, at);
-    // Pages are only ever replaced whole, never deleted: the same discovery written twice is written once.
+    const existing = await this.listSitePages(siteId);
+    const { pages, pruned, change } = pagesAfterDiscovery(existing, found, siteId, at, how);
+    // Pages are replaced whole and only pages gone before deleted: the same discovery written twice is written once.
     // One at a time: FerretDB stalls on a batch of replacements of existing documents.
     for (const page of pages)
       await this.#pages.replaceOne({ siteId: site, url: page.url }, { ...page, siteId: site }, { upsert: true });
+    if (pruned.length > 0) await this.#pages.deleteMany({ siteId: site, url: { $in: pruned } });
     return change;
   }
 

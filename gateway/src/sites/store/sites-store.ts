@@ -54,6 +54,11 @@ export interface SiteDiscoveryState {
   refused: number;
   /** The bounds that cut it short. */
   cut: string[];
+  /**
+   * Whether it read everything: nothing cut it, every robots.txt and sitemap answered, and it
+   * was not stopped. Only a complete discovery marks pages gone (pagesAfterDiscovery).
+   */
+  complete: boolean;
   /** Why it failed; null otherwise. */
   reason: string | null;
 }
@@ -87,6 +92,11 @@ export interface SitePageRecord {
 /** A page as a discovery hands it over. */
 export type FoundPage = Pick<SitePageRecord, 'url' | 'group' | 'sampled'>;
 
+/** How a discovery's pages are written: `complete` false when it was cut short. */
+export interface DiscoveryWrite {
+  complete: boolean;
+}
+
 /** What a discovery changed: pages new (or back after being gone), and pages no longer found. */
 export interface PagesChange {
   added: string[];
@@ -112,9 +122,11 @@ export interface SitesStore {
   removeSite(userId: string, id: string): Promise<boolean>;
   /**
    * A discovery's pages replace the site's: those found are current (their group and sample as
-   * given), those not found are gone from `at` on (and no longer sampled).
+   * given). After a complete discovery (the default), those not found are gone from `at` on (and
+   * no longer sampled) and those already gone before are deleted; after an incomplete one (cut
+   * short: see pagesAfterDiscovery), pages not found stay as they were.
    */
-  replaceSitePages(siteId: string, found: readonly FoundPage[], at: Date): Promise<PagesChange>;
+  replaceSitePages(siteId: string, found: readonly FoundPage[], at: Date, how?: DiscoveryWrite): Promise<PagesChange>;
   /** A site's pages, gone ones too, by URL. */
   listSitePages(siteId: string): Promise<SitePageRecord[]>;
 }
@@ -141,32 +153,39 @@ export const newSiteRecord = (site: NewSite, id: string, createdAt: Date): SiteR
 /**
  * The rule both backends share: the site's pages after a discovery that found `found` at `at`
  * (the first of a URL found twice counts), and what changed. Every page written back is one
- * whose record changed; pages gone before stay as they were.
+ * whose record changed. A complete discovery marks the pages it did not find gone and deletes
+ * (`pruned`) those gone before it: a site keeps its current pages and the last discovery's gone
+ * ones, so a site serving fresh URLs each time does not pile up rows. An incomplete one (a
+ * sitemap not read, a bound, the time) did not look everywhere: pages it did not find stay.
  */
 export function pagesAfterDiscovery(
   existing: readonly SitePageRecord[],
   found: readonly FoundPage[],
   siteId: string,
   at: Date,
-): { pages: SitePageRecord[]; change: PagesChange } {
+  { complete }: DiscoveryWrite = { complete: true },
+): { pages: SitePageRecord[]; pruned: string[]; change: PagesChange } {
   const before = new Map(existing.map((page) => [page.url, page]));
   const seen = new Map<string, FoundPage>();
   for (const page of found) if (!seen.has(page.url)) seen.set(page.url, page);
   const pages: SitePageRecord[] = [];
+  const pruned: string[] = [];
   const change: PagesChange = { added: [], gone: [] };
   for (const { url, group, sampled } of seen.values()) {
     const old = before.get(url);
     if (!old || old.goneAt !== null) change.added.push(url);
     pages.push({ siteId, url, group, sampled, firstSeenAt: old?.firstSeenAt ?? at, lastSeenAt: at, goneAt: null });
   }
-  for (const old of existing)
-    if (!seen.has(old.url) && old.goneAt === null) {
+  for (const old of complete ? existing : [])
+    if (seen.has(old.url)) continue;
+    else if (old.goneAt !== null) pruned.push(old.url);
+    else {
       change.gone.push(old.url);
       pages.push({ ...old, sampled: false, goneAt: at });
     }
   change.added.sort();
   change.gone.sort();
-  return { pages, change };
+  return { pages, pruned, change };
 }
 
 /**
@@ -177,15 +196,22 @@ const groupBudgetsEntry = z.object({ group: z.string(), budgets: budgetFileSchem
 export const storedGroupBudgets = (groups: SiteRecord['groupBudgets']): Array<z.output<typeof groupBudgetsEntry>> =>
   Object.entries(groups).map(([group, budgets]) => ({ group, budgets }));
 
-const discoveryStateSchema = z.object({
-  at: z.string(),
-  state: z.enum(['pending', 'done', 'failed']),
-  added: z.number().int(),
-  gone: z.number().int(),
-  refused: z.number().int(),
-  cut: z.array(z.string()),
-  reason: z.string().nullable(),
-}) satisfies z.ZodType<SiteDiscoveryState>;
+const discoveryStateSchema = z
+  .object({
+    at: z.string(),
+    state: z.enum(['pending', 'done', 'failed']),
+    added: z.number().int(),
+    gone: z.number().int(),
+    refused: z.number().int(),
+    cut: z.array(z.string()),
+    // Absent on states stored before incomplete discoveries were told apart: a `done` one marked pages gone.
+    complete: z.boolean().optional(),
+    reason: z.string().nullable(),
+  })
+  .transform(({ complete, ...state }) => ({
+    ...state,
+    complete: complete ?? state.state === 'done',
+  })) satisfies z.ZodType<SiteDiscoveryState>;
 
 /** The records of this slice as each backend reads them back (see record-forms.ts). */
 export function siteRecords(forms: StoredForms) {

@@ -6,6 +6,7 @@ import {
   pagesAfterDiscovery,
   siteRecords,
   storedGroupBudgets,
+  type DiscoveryWrite,
   type FoundPage,
   type NewSite,
   type PagesChange,
@@ -174,10 +175,16 @@ export class SqliteSites implements SitesStore {
     });
   }
 
-  async replaceSitePages(siteId: string, found: readonly FoundPage[], at: Date): Promise<PagesChange> {
+  async replaceSitePages(
+    siteId: string,
+    found: readonly FoundPage[],
+    at: Date,
+    how?: DiscoveryWrite,
+  ): Promise<PagesChange> {
     return this.#db.transaction(() => {
       const existing = this.#pages(siteId);
-      const { pages, change } = pagesAfterDiscovery(existing, found, siteId, at);
+      const { pages, pruned, change } = pagesAfterDiscovery(existing, found, siteId, at, how);
+      for (const url of pruned) this.#db.run('DELETE FROM site_pages WHERE site_id = ? AND url = ?', siteId, url);
       for (const page of pages)
         this.#db.run(
           UPSERT_PAGE,
