@@ -15,13 +15,8 @@ import {
 } from '@perfwatch/common';
 import { DEMO_SHOP_GROUPS, startDemoSite, type DemoShopSite } from '@perfwatch/local';
 import { launchBrowser, watchedPage } from '../support/browser.ts';
-import { freePort } from '../support/local-servers.ts';
-import {
-  runPerfwatch,
-  spawnPerfwatch,
-  spawnServingAgent,
-  type PerfwatchProcess,
-} from '../support/perfwatch-process.ts';
+import { runPerfwatch, spawnGateway, spawnServingAgent, type PerfwatchProcess } from '../support/perfwatch-process.ts';
+import { jsonApi } from '../support/site-fixtures.ts';
 import { isolatedNats } from '../support/test-services.ts';
 
 /**
@@ -53,19 +48,13 @@ beforeAll(async () => {
   const created = await runPerfwatch(['admin', 'create-user', 'shop-team', '--json'], db);
   expect(created.code, created.output).toBe(0);
   token = (JSON.parse(created.output.trim().split('\n').at(-1)!) as { token: string }).token;
-  const port = await freePort();
-  server = `http://127.0.0.1:${port}`;
-  gateway = spawnPerfwatch(['gateway'], {
+  ({ process: gateway, url: server } = await spawnGateway({
     ...db,
     NATS_URL: nats.url,
-    PORT: String(port),
-    HOST: '127.0.0.1',
     // The shop is on loopback; discovery goes through the same target guard as audits.
     PERFWATCH_ALLOW_TARGETS: '127.0.0.0/8',
-    SHUTDOWN_READINESS_DELAY_MS: '0',
-  });
+  }));
   agent = await spawnServingAgent(nats.url, 'london', 'e2e-site-london');
-  await gateway.waitFor(/gateway listening/);
   browser = await launchBrowser();
   page = await watchedPage(browser, problems);
 }, 120_000);
@@ -79,16 +68,10 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-async function api(path: string, method = 'GET', body?: unknown): Promise<unknown> {
-  const response = await fetch(`${server}${path}`, {
-    method,
-    headers: { authorization: token, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const answer: unknown = await response.json();
-  expect(response.status, JSON.stringify(answer)).toBe(200);
-  return answer;
-}
+const api = jsonApi(
+  () => server,
+  () => token,
+);
 
 /** Polls `read` every 250 ms until `done` holds; `what` names it when the test's time runs out first. */
 async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
