@@ -1,7 +1,8 @@
 /**
  * A gateway's site discoveries (site-discoveries.ts, review H7) on a real SQLite store and a real
- * site: a gateway stopping mid-discovery writes none of its pages; a scheduled tick's work asked
- * while a discovery runs waits for the follow-up discovery, which reads the site as it is then.
+ * site: a gateway stopping mid-discovery writes none of its pages; an incomplete discovery grows
+ * the site's pages no further than its maxPages; a scheduled tick's work asked while a discovery
+ * runs waits for the follow-up discovery, which reads the site as it is then.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTargetGuard, parseAllowList } from '@perfwatch/common';
@@ -69,6 +70,20 @@ describe("a gateway's site discoveries", () => {
       reason: 'the gateway stopped',
     });
     expect(await discoveries.start(site)).toBeNull();
+  });
+
+  it('an incomplete discovery adds new pages only while the site keeps within its maxPages', async () => {
+    await store.setSiteSettings(site.id, { ...site, maxPages: 7 });
+    const current = { ...site, maxPages: 7 };
+    server.state.mode = '503';
+    server.state.a.push('/a/4', '/a/5');
+    // /b.xml failed: /b/* stay; one page of room for the two new ones.
+    expect(await discoveries.start(current)).toMatchObject({ complete: false, added: [`${server.origin}/a/4`] });
+    expect(await pagePaths()).toEqual(['/a/1', '/a/2', '/a/3', '/a/4', '/b/1', '/b/2', '/b/3']);
+    server.state.mode = 'ok';
+    server.state.b = [];
+    expect(await discoveries.start(current)).toMatchObject({ complete: true, gone: expect.any(Array) });
+    expect(await pagePaths()).toEqual(['/a/1', '/a/2', '/a/3', '/a/4', '/a/5']);
   });
 
   it('a tick asked while a discovery runs gets its work done after one more, of the site as it is then', async () => {

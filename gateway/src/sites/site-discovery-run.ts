@@ -59,10 +59,11 @@ export async function runSiteDiscovery(
   const outcome = { added: [], gone: [], groups: 0, refused, refusedTotal, cut, complete };
   // Checked last, right before writing: a site removed meanwhile must not get its pages back.
   if (deps.signal?.aborted || !(await deps.store.findSite(site.userId, site.id))) return null;
-  if (found.pages.length === 0) return outcome;
+  const urls = complete ? found.pages : await keptPages(deps.store, site, found.pages);
+  if (urls.length === 0) return outcome;
   const groups = groupPages({
     siteId: site.id,
-    urls: found.pages,
+    urls,
     patterns: site.groupPatterns,
     sampleSize: site.sampleSize,
   });
@@ -74,6 +75,18 @@ export async function runSiteDiscovery(
   const samples = groups.flatMap((group) => group.sample);
   await syncSiteProjects(deps.store, site, samples, { removeGone: complete });
   return { ...outcome, ...change, groups: groups.length };
+}
+
+/**
+ * What an incomplete discovery stores of the pages it found: those already current, and new ones
+ * while the site's current pages stay within its maxPages. As it marks none gone, a site that
+ * breaks its own discoveries (a sitemap always 503) while listing fresh URLs each time would
+ * otherwise pile them up.
+ */
+async function keptPages(store: SiteDiscoveryStore, site: SiteRecord, found: string[]): Promise<string[]> {
+  const current = new Set((await store.listSitePages(site.id)).filter((p) => p.goneAt === null).map((p) => p.url));
+  let room = site.maxPages - current.size;
+  return found.filter((url) => current.has(url) || room-- > 0);
 }
 
 /** A discovery started at `at`, its outcome to come. */
