@@ -67,7 +67,7 @@ export function createSiteDiscoveries(deps: SiteDiscoveriesDeps): SiteDiscoverie
       const site = await load();
       if (!site || signal.aborted) return null;
       await store.setSiteDiscovery(site.id, pendingDiscovery(new Date()));
-      const outcome = await limit(() => (signal.aborted ? null : discover(site, signal, () => run.next !== null)));
+      const outcome = await limit(() => discover(site, signal, () => run.next !== null));
       if (!signal.aborted) for (const then of thens) await then();
       return outcome;
     })()
@@ -120,6 +120,8 @@ export function createSiteDiscoveries(deps: SiteDiscoveriesDeps): SiteDiscoverie
 function siteDiscovery({ store, guard, logger, bounds }: SiteDiscoveriesDeps, stopping: AbortSignal) {
   return async (site: SiteRecord, signal: AbortSignal, followed: () => boolean): Promise<Outcome> => {
     try {
+      // Ended while it waited its turn: not started at all.
+      signal.throwIfAborted();
       const outcome = await runSiteDiscovery(site, { store, guard, signal, ...(bounds ? { bounds } : {}) });
       if (outcome === null && stopping.aborted) throw new Error('the gateway stopped');
       if (outcome === null) return null;
