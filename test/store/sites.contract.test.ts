@@ -269,7 +269,7 @@ describe('sites: a SQLite file written before group budgets', () => {
 });
 
 describe('sites: a MongoDB site written before group budgets', () => {
-  it('reads back with none', async () => {
+  it('reads back with none, and a discovery state without `complete` as before', async () => {
     const uri = inject('mongoUri');
     const dbName = `pwtest_${randomUUID().slice(0, 8)}`;
     const client = await new MongoClient(uri).connect();
@@ -283,6 +283,19 @@ describe('sites: a MongoDB site written before group budgets', () => {
         .collection('sites')
         .updateOne({ _id: new ObjectId(made.id) }, { $unset: { groupBudgets: '' } });
       expect(await store.findSite(owner.id, made.id)).toEqual({ ...made, groupBudgets: {} });
+      // A discovery's state stored before `complete`: a `done` one marked pages gone, so was complete.
+      const before = { at: new Date().toISOString(), added: 1, gone: 0, refused: 0, cut: [], reason: null };
+      for (const state of ['done', 'failed'] as const) {
+        await client
+          .db(dbName)
+          .collection('sites')
+          .updateOne({ _id: new ObjectId(made.id) }, { $set: { lastDiscovery: { ...before, state } } });
+        expect((await store.findSite(owner.id, made.id))?.lastDiscovery).toEqual({
+          ...before,
+          state,
+          complete: state === 'done',
+        });
+      }
     } finally {
       await store.close();
       await client.db(dbName).dropDatabase();
