@@ -8,7 +8,7 @@
  * given (`urls`), which turns off its robots.txt, sitemap, crawler and sampling.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -76,7 +76,8 @@ export async function scanWithUnlighthouse(
     // What the package's `unlighthouse-ci` binary imports, run by this Node.
     await exec(process.execPath, [UNLIGHTHOUSE_CI, '--config-file', file], {
       cwd: dir,
-      env: { ...process.env, CHROME_PATH: chromePath, PUPPETEER_SKIP_DOWNLOAD: '1', CI: '1' },
+      // Its browsers' profiles under `dir`, so those it leaves running are found and ended below.
+      env: { ...process.env, CHROME_PATH: chromePath, PUPPETEER_SKIP_DOWNLOAD: '1', CI: '1', TMPDIR: dir },
       maxBuffer: 64 * 1024 * 1024,
     });
     const wallMs = performance.now() - started;
@@ -92,6 +93,24 @@ export async function scanWithUnlighthouse(
     );
     return { tool: 'Unlighthouse', parallelism, wallMs, pages, loadAvg: loadavg()[0]! };
   } finally {
+    await endBrowsersUnder(dir);
     await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * unlighthouse-ci exits without closing every browser puppeteer-cluster launched (each in a
+ * process group of its own): the Chromes whose command line names `dir` are ended, by pid.
+ */
+async function endBrowsersUnder(dir: string): Promise<void> {
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const command = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (!command.includes(dir)) continue;
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+    } catch {
+      // Gone meanwhile.
+    }
   }
 }
