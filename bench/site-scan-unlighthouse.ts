@@ -10,7 +10,7 @@
 import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { z } from 'zod';
@@ -19,8 +19,10 @@ import type { ToolScan } from './site-scan-pages.ts';
 const exec = promisify(execFile);
 
 /** Where scripts/setup.sh (bench) installs the pinned Unlighthouse: not among the project's own packages. */
-const UNLIGHTHOUSE_CI = fileURLToPath(
-  new URL('../.tools/unlighthouse/node_modules/@unlighthouse/cli/dist/ci.mjs', import.meta.url),
+const UNLIGHTHOUSE_CI = join(
+  dirname(fileURLToPath(import.meta.url)),
+  '../.tools/unlighthouse/node_modules',
+  '@unlighthouse/cli/dist/ci.mjs',
 );
 
 /** Lighthouse 13's desktop preset (core/config/constants.js, desktopDense4G), as `--preset=desktop`. */

@@ -30,7 +30,7 @@ export function siteOverviewRoute({ store, now = () => new Date() }: { store: Si
  * overview is that of its own pages (groups' medians, worst pages, added and gone over them
  * alone) and says nothing of the site's others, not even how many there are.
  */
-export const pagesSeenBy = (caller: Pick<Caller, 'projects'>, pages: SitePageRecord[]): SitePageRecord[] => {
+const pagesSeenBy = (caller: Pick<Caller, 'projects'>, pages: SitePageRecord[]): SitePageRecord[] => {
   if (caller.projects === null) return pages;
   const listed = new Set(caller.projects);
   return pages.filter((page) => listed.has(page.url));
