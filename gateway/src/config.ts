@@ -13,6 +13,8 @@ import { cruxSettings } from './settings/crux.ts';
 import { forgeSettings } from './settings/forge.ts';
 import { httpSettings } from './settings/http.ts';
 import { limitSettings } from './settings/limits.ts';
+import { pageMetricsSettings } from './settings/page-metrics.ts';
+import { pageMetricsOptionsOf } from './page-metrics/page-metrics-route.ts';
 import { schedulingSettings } from './settings/scheduling.ts';
 import { ssoSettings } from './settings/sso.ts';
 import { storeSettings } from './settings/store.ts';
@@ -42,6 +44,7 @@ export const gatewaySettings = programSettings({
     ...cruxSettings.settings,
     ...credentialSettings.settings,
     ...ssoSettings.settings,
+    ...pageMetricsSettings.settings,
     PERFWATCH_ALLOW_TARGETS: targetSettings.settings.PERFWATCH_ALLOW_TARGETS.default(''),
     ...testingSettings.settings,
   }),
@@ -78,6 +81,7 @@ export function httpOptionsOf(config: GatewayConfig) {
     authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE,
     maxWebhooksPerUser: config.WEBHOOK_MAX_PER_USER,
     maxSitesPerOrg: config.MAX_SITES_PER_ORG,
+    ...pageMetricsOptionsOf(config),
     ...(config.TRUST_PROXY !== undefined ? { trustProxy: config.TRUST_PROXY } : {}),
     timeouts: {
       headersMs: Math.min(config.HEADERS_TIMEOUT_MS, config.REQUEST_TIMEOUT_MS),

@@ -26,6 +26,7 @@ import { loggedUrl } from './logged-url.ts';
 import { authRouter, type SsoDeps } from '../sso/sso-routes.ts';
 import { sessionAuthenticator } from '../sso/session-auth.ts';
 import { ROUTE_BASE, type GatewayMetrics } from './metrics.ts';
+import { pageMetricsRoute, type PageMetricsSettings } from '../page-metrics/page-metrics-route.ts';
 import { createSiteDiscoveries, type SiteDiscoveries } from '../sites/site-discoveries.ts';
 
 export interface AppDeps {
@@ -74,10 +75,12 @@ export interface AppDeps {
   queuedRunsPerUser?: number;
   /** Sites one organisation may have (MAX_SITES_PER_ORG); absent: its default, 20. */
   maxSitesPerOrg?: number;
+  /** `GET /metrics/pages` (PAGE_METRICS=on, page-metrics/); absent: none. */
+  pageMetrics?: PageMetricsSettings;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
-const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics', '/metrics/pages']);
 
 /** Builds the gateway's HTTP app from its dependencies. Never listens: see createServer. */
 export function createApp(deps: AppDeps): Express {
@@ -104,6 +107,8 @@ export function createApp(deps: AppDeps): Express {
       res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
     });
   }
+  // On this port whatever OPS_PORT says: its token guards it, and the ops port has no auth.
+  if (deps.pageMetrics) app.get('/metrics/pages', pageMetricsRoute({ store: deps.store, ...deps.pageMetrics }));
   const openapi = createOpenApiDocument();
   app.get('/v1/openapi.json', (_req, res) => {
     res.json(openapi);
