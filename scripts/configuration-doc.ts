@@ -22,6 +22,7 @@ import { agentSettings } from '../agent/src/config.ts';
 import { clientProgramSettings, clientSettings } from '../client/src/client-config.ts';
 import { gatewaySettings } from '../gateway/src/config.ts';
 import { adminSettings } from '../gateway/src/admin/admin-config.ts';
+import { artifactSettings } from '../gateway/src/settings/artifacts.ts';
 import { credentialSettings } from '../gateway/src/settings/credentials.ts';
 import { cruxSettings } from '../gateway/src/settings/crux.ts';
 import { forgeSettings } from '../gateway/src/settings/forge.ts';
@@ -55,6 +56,7 @@ export const SETTING_GROUPS: readonly SettingGroup[] = [
   cruxSettings,
   credentialSettings,
   ssoSettings,
+  artifactSettings,
   startOnlySettings,
   clientSettings,
   testingSettings,

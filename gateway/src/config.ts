@@ -8,6 +8,7 @@ import {
   targetSettings,
   withAliases,
 } from '@perfwatch/common';
+import { artifactSettings } from './settings/artifacts.ts';
 import { credentialSettings } from './settings/credentials.ts';
 import { cruxSettings } from './settings/crux.ts';
 import { forgeSettings } from './settings/forge.ts';
@@ -44,6 +45,7 @@ export const gatewaySettings = programSettings({
     ...cruxSettings.settings,
     ...credentialSettings.settings,
     ...ssoSettings.settings,
+    ...artifactSettings.settings,
     ...pageMetricsSettings.settings,
     PERFWATCH_ALLOW_TARGETS: targetSettings.settings.PERFWATCH_ALLOW_TARGETS.default(''),
     ...testingSettings.settings,

@@ -1,0 +1,131 @@
+import { Readable } from 'node:stream';
+import {
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  NoSuchKey,
+  type S3Client,
+  S3ServiceException,
+  type _Object,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import {
+  ArtifactTooLarge,
+  artifactSegments,
+  snapshotSegments,
+  type ArtifactKey,
+  type ArtifactStore,
+} from './artifact-store.ts';
+import { boundedBody } from './bounded-body.ts';
+
+/**
+ * Artifacts as objects in an S3-compatible bucket, keyed `<org>/<project>/<snapshot>/<device>-<location>-<kind>`
+ * below `prefix`. A body is streamed as a multipart upload in parts of PART_BYTES, one part in
+ * flight: what a write holds is about two parts, whatever the artifact's size. An upload that
+ * fails (too large, the server gone) is aborted, so nothing of it is kept. The object's
+ * LastModified is its write time, what retention reads.
+ */
+export interface S3ArtifactStoreOptions {
+  client: S3Client;
+  bucket: string;
+  /** Key prefix, for a bucket shared with other data ('' or ending in '/'). */
+  prefix?: string;
+}
+
+/** S3's smallest part. */
+const PART_BYTES = 5 * 1024 * 1024;
+/** DeleteObjects takes at most this many keys. */
+const DELETE_BATCH = 1_000;
+
+export function createS3ArtifactStore({ client, bucket, prefix = '' }: S3ArtifactStoreOptions): ArtifactStore {
+  const keyOf = (key: ArtifactKey) => prefix + artifactSegments(key).join('/');
+
+  return {
+    async put(key, body, { maxBytes, contentType, contentEncoding }) {
+      const counted = boundedBody(body, maxBytes);
+      const upload = new Upload({
+        client,
+        params: {
+          Bucket: bucket,
+          Key: keyOf(key),
+          Body: Readable.from(counted),
+          ContentType: contentType,
+          ...(contentEncoding ? { ContentEncoding: contentEncoding } : {}),
+        },
+        partSize: PART_BYTES,
+        queueSize: 1,
+        leavePartsOnError: false,
+      });
+      try {
+        await upload.done();
+      } catch (error) {
+        // The SDK may wrap what the body threw; the count says whether it was the bound.
+        if (counted.bytes() > maxBytes && !(error instanceof ArtifactTooLarge))
+          throw new ArtifactTooLarge(maxBytes, { cause: error });
+        throw error;
+      }
+      return { bytes: counted.bytes() };
+    },
+    async get(key) {
+      try {
+        const answer = await client.send(new GetObjectCommand({ Bucket: bucket, Key: keyOf(key) }));
+        if (!answer.Body) return null;
+        return {
+          body: answer.Body as Readable,
+          bytes: answer.ContentLength ?? 0,
+          contentType: answer.ContentType ?? 'application/octet-stream',
+          ...(answer.ContentEncoding ? { contentEncoding: answer.ContentEncoding } : {}),
+        };
+      } catch (error) {
+        if (isMissing(error)) return null;
+        throw error;
+      }
+    },
+    async removeSnapshot(orgId, projectId, snapshotId) {
+      const snapshotPrefix = `${prefix}${snapshotSegments(orgId, projectId, snapshotId).join('/')}/`;
+      await removeListed(client, bucket, snapshotPrefix, () => true);
+    },
+    async removeOlderThan(cutoff) {
+      return removeListed(
+        client,
+        bucket,
+        prefix,
+        (object) => object.LastModified !== undefined && object.LastModified < cutoff,
+      );
+    },
+  };
+}
+
+function isMissing(error: unknown): boolean {
+  return error instanceof NoSuchKey || (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404);
+}
+
+/** Deletes the objects under `prefix` that `chosen` picks, page by page; how many. */
+async function removeListed(
+  client: S3Client,
+  bucket: string,
+  prefix: string,
+  chosen: (object: _Object) => boolean,
+): Promise<number> {
+  let removed = 0;
+  let token: string | undefined;
+  do {
+    const page = await client.send(
+      new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, MaxKeys: DELETE_BATCH, ContinuationToken: token }),
+    );
+    const keys = (page.Contents ?? []).filter(chosen).flatMap((object) => (object.Key ? [{ Key: object.Key }] : []));
+    if (keys.length > 0) {
+      const answer = await client.send(
+        new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys, Quiet: true } }),
+      );
+      const failed = answer.Errors ?? [];
+      if (failed.length > 0)
+        throw new Error(
+          `the S3 server did not delete ${failed.length} artifacts: ${failed[0]?.Code} ${failed[0]?.Message}`,
+        );
+      removed += keys.length;
+    }
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+  return removed;
+}
