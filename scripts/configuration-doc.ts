@@ -28,6 +28,7 @@ import { cruxSettings } from '../gateway/src/settings/crux.ts';
 import { forgeSettings } from '../gateway/src/settings/forge.ts';
 import { httpSettings } from '../gateway/src/settings/http.ts';
 import { limitSettings } from '../gateway/src/settings/limits.ts';
+import { pageMetricsSettings } from '../gateway/src/settings/page-metrics.ts';
 import { schedulingSettings } from '../gateway/src/settings/scheduling.ts';
 import { ssoSettings } from '../gateway/src/settings/sso.ts';
 import { storeSettings } from '../gateway/src/settings/store.ts';
@@ -57,6 +58,7 @@ export const SETTING_GROUPS: readonly SettingGroup[] = [
   credentialSettings,
   ssoSettings,
   artifactSettings,
+  pageMetricsSettings,
   startOnlySettings,
   clientSettings,
   testingSettings,

@@ -24,7 +24,7 @@ export const pageMetricsSettings = settingGroup('Page metrics', {
     .max(100_000)
     .default(500)
     .describe(
-      'Projects /metrics/pages exposes at most (each is up to 4 cells × 8 KPIs series): the most recently measured ones; ' +
+      'Projects /metrics/pages exposes at most (each is 9 series per device and location it was measured at): the most recently measured ones; ' +
         'how many were left out is perfwatch_page_projects_left_out.',
     ),
 });
