@@ -25,6 +25,8 @@ import {
 import type { PageRunner } from './lighthouse-runner.ts';
 import type { RunObserver } from './metrics.ts';
 import { agentDefaults } from './config.ts';
+import { createArtifactCache } from './artifact-cache.ts';
+import { startArtifactSender, type ArtifactSender } from './artifact-sender.ts';
 import { createJobExecutor } from './job-executor.ts';
 
 export interface AgentDeps {
@@ -51,6 +53,8 @@ export interface AgentDeps {
    * not take the CPU of the gateway they measure.
    */
   encodeReply?: ReplyEncoder;
+  /** Keeps runs' requests and traces for the gateway to pull (docs/artifacts.md); default true. */
+  keepArtifacts?: boolean;
 }
 
 /**
@@ -133,6 +137,8 @@ class NatsAgent implements Agent {
   #announcing = false;
   #discover: Subscription | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
+  readonly #artifacts = createArtifactCache();
+  #sender: ArtifactSender | undefined;
 
   constructor(deps: AgentDeps) {
     const { location, runner, logger, agentId, keepScreenshots, probeSecurity, observer } = deps;
@@ -152,6 +158,7 @@ class NatsAgent implements Agent {
       probeSecurity,
       observer,
       ...(deps.calibrateEveryRuns ? { calibrateEveryRuns: deps.calibrateEveryRuns } : {}),
+      ...(deps.keepArtifacts === false ? {} : { artifacts: this.#artifacts }),
     });
   }
 
@@ -168,6 +175,14 @@ class NatsAgent implements Agent {
     this.#discover = nc.subscribe(AGENT_DISCOVER_SUBJECT, { callback: () => this.#announce() });
     this.#heartbeat = setInterval(() => this.#announce(), this.#announceIntervalMs);
     this.#heartbeat.unref();
+    if (this.#deps.keepArtifacts !== false)
+      this.#sender = startArtifactSender({
+        nc,
+        location: this.location,
+        agentId: this.#deps.agentId,
+        cache: this.#artifacts,
+        logger: this.#log,
+      });
     this.#listen();
     this.#announce();
     this.#log.info({ subject: this.#subject, capacity: this.capacity }, 'agent serving location');
@@ -181,6 +196,8 @@ class NatsAgent implements Agent {
     this.#leaveQueueGroup();
     await this.#leaving;
     while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
+    // Runs kept for a pull are not waited for: only transfers already going on finish.
+    if (!this.#deps.nc.isClosed()) await this.#sender?.stop();
     if (!this.#deps.nc.isClosed()) await this.#discover?.drain().catch(() => undefined);
     this.#log.info('agent stopped');
   }

@@ -9,6 +9,7 @@ import {
   type RunConditions,
   type SecurityFacts,
 } from '@perfwatch/common';
+import type { ArtifactCache } from './artifact-cache.ts';
 import { createCpuBaseline, type Baseline } from './cpu-baseline.ts';
 import type { PageRunner, RunOutput } from './lighthouse-runner.ts';
 import type { RunObserver } from './metrics.ts';
@@ -28,6 +29,8 @@ export interface JobExecutorDeps {
   observer?: RunObserver;
   /** Runs between two measurements of the benchmark index (PERFWATCH_CALIBRATE_EVERY_RUNS). */
   calibrateEveryRuns?: number;
+  /** Keeps each run's requests and trace until the gateway pulls its cell's median run (artifact-sender.ts). */
+  artifacts?: ArtifactCache;
 }
 
 export type JobExecutor = (job: AuditJob, requestId: string | undefined) => Promise<AuditReply>;
@@ -46,6 +49,7 @@ export function createJobExecutor({
   probeSecurity,
   observer,
   calibrateEveryRuns = agentDefaults.PERFWATCH_CALIBRATE_EVERY_RUNS,
+  artifacts,
 }: JobExecutorDeps): JobExecutor {
   const runs = createRunsInProgress();
   const baseline = runner.calibrate
@@ -66,7 +70,9 @@ export function createJobExecutor({
     const thisRun = runs.start();
     let benchmarkIndex: number | null = null;
     try {
-      const { lhr, lighthouseMs, conditions } = await observedRun(runner, job, observer, baselineBenchmarkIndex);
+      const output = await observedRun(runner, job, observer, baselineBenchmarkIndex);
+      const { lhr, lighthouseMs, conditions } = output;
+      if (output.artifacts) artifacts?.keep(job.jobId, output.artifacts);
       benchmarkIndex = conditions?.benchmarkIndex ?? null;
       jobLog.info({ lighthouseMs: Math.round(lighthouseMs), target: { url: job.url } }, 'run done');
       const security = probeSecurity ? await securityOf(probeSecurity, lhr.finalDisplayedUrl, jobLog) : undefined;

@@ -15,6 +15,7 @@ import {
   TargetRefused,
   type TargetGuard,
 } from '@perfwatch/common';
+import { captureRunArtifacts, type RunArtifacts } from './artifact-capture.ts';
 import { openAuthenticatedPage, type AuthenticatedPage } from './authenticated-page.ts';
 import { sampleBenchmarkIndex } from './cpu-benchmark.ts';
 import type { GuardProxy } from './guard-proxy.ts';
@@ -45,6 +46,8 @@ export interface RunOutput {
    * were); absent from runners that do not calibrate (test doubles).
    */
   conditions?: Omit<RunConditions, 'concurrentRuns' | 'overlappingRuns' | 'loadAverage'>;
+  /** The run's requests and trace, gzipped and bounded (artifact-capture.ts); absent from test doubles. */
+  artifacts?: RunArtifacts;
 }
 
 /**
@@ -149,13 +152,19 @@ export class LighthouseRunner implements PageRunner {
     try {
       const browser = await this.#ensureChrome();
       const cpuMultiplier = device === 'desktop' ? 1 : this.#mobileMultiplier(baselineBenchmarkIndex);
-      const { result, lighthouseMs, otherCpuShare } = await this.#lighthouse(browser, request, cpuMultiplier, attempt);
+      const { result, trace, lighthouseMs, otherCpuShare } = await this.#lighthouse(
+        browser,
+        request,
+        cpuMultiplier,
+        attempt,
+      );
       const lhr = lighthouseResultSchema.parse(result);
       attempt.healthy = true;
       await this.#refuseFailedLoad(request.url, lhr);
       return {
         lhr,
         lighthouseMs,
+        artifacts: await captureRunArtifacts(result as Parameters<typeof captureRunArtifacts>[0], trace),
         conditions: { ...conditionsOf(lhr, baselineBenchmarkIndex, cpuMultiplier), otherCpuShare },
       };
     } finally {
@@ -201,7 +210,7 @@ export class LighthouseRunner implements PageRunner {
     { url, device, timeoutMs, auth }: RunRequest,
     cpuMultiplier: number,
     attempt: RunAttempt,
-  ): Promise<{ result: unknown; lighthouseMs: number; otherCpuShare: number | null }> {
+  ): Promise<{ result: unknown; trace: unknown; lighthouseMs: number; otherCpuShare: number | null }> {
     // Loaded on first use: Lighthouse takes about a second to import.
     const { default: lighthouse, desktopConfig } = await import('lighthouse');
     const started = performance.now();
@@ -226,7 +235,12 @@ export class LighthouseRunner implements PageRunner {
       const runnerResult = await Promise.race([run, deadline.expired]);
       if (!runnerResult) throw new RunFailure('LIGHTHOUSE_FAILED', 'Lighthouse returned no result', true);
       const lighthouseMs = performance.now() - started;
-      return { result: runnerResult.lhr, lighthouseMs, otherCpuShare: await neighbours.stop() };
+      return {
+        result: runnerResult.lhr,
+        trace: runnerResult.artifacts.Trace,
+        lighthouseMs,
+        otherCpuShare: await neighbours.stop(),
+      };
     } catch (error) {
       if (error instanceof RunFailure) throw error;
       throw new RunFailure('LIGHTHOUSE_FAILED', (error as Error).message, true, { cause: error });

@@ -90,3 +90,4 @@ export { MAX_ANNOTATIONS_PER_PROJECT } from './api/annotation-requests.ts';
 export { AUDIT_LOG_PAGE, auditLogCursor, type AuditLogParams } from './api/audit-log-requests.ts';
 export * from './settings/index.ts';
 export * from './forge/index.ts';
+export * from './artifact-messages.ts';

@@ -1,0 +1,94 @@
+import { z } from 'zod';
+import { ARTIFACT_MAX_BYTES, type ArtifactKind } from '@perfwatch/common';
+import { boundedGzip, type GzippedArtifact } from './artifact-gzip.ts';
+
+/** What a run leaves of its heavy evidence, each kind gzipped and bounded (ARTIFACT_MAX_BYTES). */
+export type RunArtifacts = Partial<Record<ArtifactKind, GzippedArtifact>>;
+
+/** A URL longer than this (data: URIs Lighthouse did not elide, tracking beacons) is cut. */
+const MAX_URL_CHARS = 2048;
+const MAX_TEXT_CHARS = 200;
+
+const text = (max: number) =>
+  z
+    .string()
+    .transform((value) => (value.length > max ? `${value.slice(0, max)}…` : value))
+    .optional()
+    .catch(undefined);
+const number = z.number().finite().optional().catch(undefined);
+
+/** One line of the requests artifact: the fields of Lighthouse's `network-requests` items a waterfall needs. */
+const requestLineSchema = z.object({
+  url: text(MAX_URL_CHARS),
+  protocol: text(MAX_TEXT_CHARS),
+  rendererStartTime: number,
+  networkRequestTime: number,
+  networkEndTime: number,
+  transferSize: number,
+  resourceSize: number,
+  statusCode: number,
+  mimeType: text(MAX_TEXT_CHARS),
+  resourceType: text(MAX_TEXT_CHARS),
+  priority: text(MAX_TEXT_CHARS),
+  entity: text(MAX_TEXT_CHARS),
+  isLinkPreload: z.boolean().optional().catch(undefined),
+  experimentalFromMainFrame: z.boolean().optional().catch(undefined),
+});
+
+const itemsOf = (lhr: { audits?: Record<string, { details?: unknown } | undefined> }): unknown[] | null => {
+  const details = lhr.audits?.['network-requests']?.details as { items?: unknown } | undefined;
+  return Array.isArray(details?.items) ? details.items : null;
+};
+
+/**
+ * The requests artifact: NDJSON, one request a line in Lighthouse's order, then one line
+ * `{"end":true,"requests":N,"written":M,"truncated":bool}` so a reader knows whether it has all.
+ */
+export async function captureRequests(
+  lhr: { audits?: Record<string, { details?: unknown } | undefined> },
+  maxBytes = ARTIFACT_MAX_BYTES.requests,
+): Promise<GzippedArtifact | null> {
+  const items = itemsOf(lhr);
+  if (!items) return null;
+  const lines = items.map((item) => `${JSON.stringify(requestLineSchema.parse(item ?? {}))}\n`);
+  return boundedGzip(
+    lines,
+    maxBytes,
+    (truncated, written) => `${JSON.stringify({ end: true, requests: items.length, written, truncated })}\n`,
+  );
+}
+
+/**
+ * The trace artifact: `{"traceEvents":[…],"metadata":{…}}` as Chrome DevTools and Perfetto
+ * open it. Events are in Lighthouse's (time) order, so a cut trace keeps the page's start; its
+ * metadata says `perfwatchTruncated` and how many events it kept.
+ */
+export async function captureTrace(
+  trace: unknown,
+  maxBytes = ARTIFACT_MAX_BYTES.trace,
+): Promise<GzippedArtifact | null> {
+  const events = (trace as { traceEvents?: unknown } | null)?.traceEvents;
+  if (!Array.isArray(events)) return null;
+  const pieces = events.map((event, index) => `${index === 0 ? '' : ','}${JSON.stringify(event)}\n`);
+  pieces.unshift('{"traceEvents":[\n');
+  return boundedGzip(pieces, maxBytes, (truncated, written) => {
+    const metadata = {
+      perfwatchTruncated: truncated,
+      perfwatchEvents: Math.max(0, written - 1),
+      events: events.length,
+    };
+    return `],"metadata":${JSON.stringify(metadata)}}\n`;
+  });
+}
+
+/** Both artifacts of one Lighthouse run; a capture that fails leaves that kind out, never the run. */
+export async function captureRunArtifacts(
+  lhr: { audits?: Record<string, { details?: unknown } | undefined> },
+  trace: unknown,
+): Promise<RunArtifacts> {
+  const [requests, traced] = await Promise.all([
+    captureRequests(lhr).catch(() => null),
+    captureTrace(trace).catch(() => null),
+  ]);
+  return { ...(requests ? { requests } : {}), ...(traced ? { trace: traced } : {}) };
+}

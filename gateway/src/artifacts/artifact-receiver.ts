@@ -1,0 +1,106 @@
+import { randomBytes } from 'node:crypto';
+import type { NatsConnection } from '@nats-io/nats-core';
+import type { Logger } from 'pino';
+import {
+  ARTIFACT_CONTENT_TYPES,
+  ARTIFACT_MAX_BYTES,
+  artifactPullAnswerSchema,
+  artifactPullSubject,
+  artifactPushSubject,
+  decodeArtifactMessage,
+  encodeArtifactMessage,
+  type ArtifactPullAnswer,
+  type Location,
+} from '@perfwatch/common';
+import { createChunkStream, TransferFailed } from './artifact-chunk-stream.ts';
+import type { ArtifactKey, ArtifactStore } from './store/artifact-store.ts';
+
+/** What a snapshot records of one artifact of one cell. */
+export type ArtifactOutcome = { state: 'stored'; bytes: number } | { state: 'missing'; reason: string };
+
+export interface ArtifactReceiverDeps {
+  nc: NatsConnection;
+  store: Pick<ArtifactStore, 'put'>;
+  logger: Logger;
+  /** How long the agent may take to say whether it has the artifact. */
+  pullTimeoutMs?: number;
+  /** Silence between two chunks past this abandons the transfer. */
+  chunkTimeoutMs?: number;
+}
+
+/** The run whose artifact is wanted: who made it, for which job, and where it is to be kept. */
+export interface ArtifactSource {
+  location: Location;
+  agentId: string;
+  jobId: string;
+  key: ArtifactKey;
+}
+
+export interface ArtifactReceiver {
+  /** Pulls one artifact of the chosen run into the store; never throws (a failure is `missing`). */
+  receive(source: ArtifactSource): Promise<ArtifactOutcome>;
+}
+
+/**
+ * The gateway's side of a transfer: a push subject of its own (an unguessable token, so no
+ * other sender can write into it), the pull that tells the run's agent to send on it, and the
+ * chunks piped into the store as they come, one held at a time.
+ */
+export function createArtifactReceiver({
+  nc,
+  store,
+  logger,
+  pullTimeoutMs = 10_000,
+  chunkTimeoutMs = 30_000,
+}: ArtifactReceiverDeps): ArtifactReceiver {
+  const log = logger.child({ component: 'artifact-receiver' });
+  return {
+    async receive({ location, agentId, jobId, key }) {
+      const { kind } = key;
+      const maxBytes = ARTIFACT_MAX_BYTES[kind];
+      const token = randomBytes(24).toString('base64url');
+      const stream = createChunkStream({ maxBytes, chunkTimeoutMs });
+      const sub = nc.subscribe(artifactPushSubject(location, token), { callback: (_e, msg) => stream.offer(msg) });
+      try {
+        const answer = await pull(nc, { location, agentId, jobId, kind, token }, pullTimeoutMs);
+        if (!answer.ok) {
+          stream.fail(new TransferFailed(answer.code, answer.message));
+          return { state: 'missing', reason: `${answer.code}: ${answer.message}` };
+        }
+        if (answer.bytes > maxBytes) {
+          stream.fail(new TransferFailed('TOO_LARGE', `${answer.bytes} bytes announced, past ${maxBytes}`));
+          return {
+            state: 'missing',
+            reason: `the agent announced ${answer.bytes} bytes, past the bound of ${maxBytes}`,
+          };
+        }
+        stream.expect(answer.bytes);
+        const { bytes } = await store.put(key, stream, {
+          maxBytes,
+          contentType: ARTIFACT_CONTENT_TYPES[kind],
+          contentEncoding: 'gzip',
+        });
+        return { state: 'stored', bytes };
+      } catch (error) {
+        const reason = (error as Error).message;
+        log.warn({ err: { message: reason }, jobId, kind, location }, 'artifact not stored; recorded missing');
+        return { state: 'missing', reason };
+      } finally {
+        sub.unsubscribe();
+      }
+    },
+  };
+}
+
+async function pull(
+  nc: NatsConnection,
+  { location, agentId, jobId, kind, token }: Omit<ArtifactSource, 'key'> & { kind: ArtifactKey['kind']; token: string },
+  timeoutMs: number,
+): Promise<ArtifactPullAnswer> {
+  const reply = await nc.request(
+    artifactPullSubject(location, agentId),
+    encodeArtifactMessage({ v: 1, jobId, agentId, kind, token }),
+    { timeout: timeoutMs },
+  );
+  return decodeArtifactMessage(artifactPullAnswerSchema, reply.data);
+}
