@@ -65,8 +65,10 @@ export async function readLatestPageKpis(
 ): Promise<LatestPageKpis> {
   const projects = await store.listProjects();
   const latest: Array<{ project: (typeof projects)[number]; date: Date }> = [];
+  let listed = 0;
   await eachUntil(projects, deadline, async (project) => {
     const [snapshot] = await store.listSnapshots(project.id, { limit: 1 });
+    listed++;
     if (snapshot) latest.push({ project, date: snapshot.date });
   });
   latest.sort((a, b) => b.date.getTime() - a.date.getTime() || a.project.url.localeCompare(b.project.url));
@@ -76,8 +78,9 @@ export async function readLatestPageKpis(
     const cells = await performanceCells(store, project, date);
     if (cells.length > 0) pages.push({ url: project.url, date, cells });
   });
-  // Projects whose snapshot listing the deadline cut off are not known to have one: not counted.
-  return { pages: pages.sort((a, b) => a.url.localeCompare(b.url)), leftOut: latest.length - pages.length };
+  // A project the deadline kept from being listed counts as left out: it may have snapshots.
+  const unlisted = projects.length - listed;
+  return { pages: pages.sort((a, b) => a.url.localeCompare(b.url)), leftOut: unlisted + latest.length - pages.length };
 }
 
 /** The `performance` KPIs of each cell of one snapshot, from its KPI records. */

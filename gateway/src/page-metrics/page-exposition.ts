@@ -25,7 +25,7 @@ export async function pageMetricsText(kpis: LatestPageKpis): Promise<{ contentTy
   });
   const leftOut = new Gauge({
     name: 'perfwatch_page_projects_left_out',
-    help: 'Projects with snapshots this answer leaves out: past PAGE_METRICS_MAX_PROJECTS (the least recently measured go), or not read within the time a scrape is given.',
+    help: 'Projects with snapshots this answer leaves out: past PAGE_METRICS_MAX_PROJECTS (the least recently measured go), or not read within the time a scrape is given (those may have none).',
     registers: [registry],
   });
   const exposed = new Gauge({
