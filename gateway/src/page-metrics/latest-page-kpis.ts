@@ -9,15 +9,15 @@ import type { SnapshotReadsStore } from '../snapshots/store/snapshots-store.ts';
  * units /v1/overview gives them: score 0–100, cls unitless, the others milliseconds.
  */
 export const PAGE_KPIS = ['score', 'fcp', 'lcp', 'tbt', 'cls', 'si', 'ttfb', 'tti'] as const;
-export type PageKpi = (typeof PAGE_KPIS)[number];
+type PageKpi = (typeof PAGE_KPIS)[number];
 
-export interface PageCell {
+interface PageCell {
   device: Device;
   location: Location;
   kpis: Partial<Record<PageKpi, number>>;
 }
 
-export interface PageSnapshot {
+interface PageSnapshot {
   /** The project's URL: what names it to its team. */
   url: string;
   date: Date;

@@ -1,7 +1,7 @@
 import { Gauge, Registry } from 'prom-client';
 import { PAGE_KPIS, type LatestPageKpis } from './latest-page-kpis.ts';
 
-export const PAGE_KPI_HELP =
+const PAGE_KPI_HELP =
   "KPIs of each project's latest snapshot (the median run per device and location), as /v1/overview has them: " +
   'kpi="score" the performance score 0-100; cls unitless; fcp, lcp, tbt, si, ttfb and tti in milliseconds.';
 
