@@ -1,0 +1,167 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { headers as natsHeaders, type NatsConnection } from '@nats-io/nats-core';
+import { connect } from '@nats-io/transport-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  ARTIFACT_CHUNK_BYTES,
+  ARTIFACT_HEADERS,
+  artifactPullSchema,
+  artifactPullSubject,
+  artifactPushSubject,
+  decodeArtifactMessage,
+  encodeArtifactMessage,
+} from '@perfwatch/common';
+import { createArtifactCache } from '../../agent/src/artifact-cache.ts';
+import { startArtifactSender } from '../../agent/src/artifact-sender.ts';
+import { createArtifactReceiver } from '../../gateway/src/artifacts/artifact-receiver.ts';
+import { createFsArtifactStore } from '../../gateway/src/artifacts/store/fs-artifact-store.ts';
+import type { ArtifactKey, ArtifactStore } from '../../gateway/src/artifacts/store/artifact-store.ts';
+import { natsWithClient, silentLogger } from '../support/test-services.ts';
+
+// A run's artifacts from the agent's cache to the gateway's fs store over a real nats-server,
+// and what the gateway does with senders that do not keep to the contract.
+let stack: Awaited<ReturnType<typeof natsWithClient>>;
+let gatewayNc: NatsConnection;
+let agentNc: NatsConnection;
+let dir: string;
+let store: ArtifactStore;
+beforeAll(async () => {
+  stack = await natsWithClient();
+  gatewayNc = stack.client;
+  agentNc = await connect({ servers: stack.nats.url });
+  dir = await mkdtemp(join(tmpdir(), 'perfwatch-artifacts-'));
+  store = createFsArtifactStore({ dir });
+});
+afterAll(async () => {
+  await agentNc?.drain();
+  await stack?.dispose();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const key = (kind: ArtifactKey['kind'], snapshotId = randomBytes(6).toString('hex')): ArtifactKey => ({
+  orgId: 'org1',
+  projectId: 'p1',
+  snapshotId,
+  device: 'mobile',
+  location: 'tokyo',
+  kind,
+});
+
+describe('artifact transfer over NATS', () => {
+  it("records missing when the run's agent kept nothing of it, and the agent stays serving", async () => {
+    const sender = startArtifactSender({
+      nc: agentNc,
+      location: 'tokyo',
+      agentId: 'tokyo.a-2',
+      cache: createArtifactCache(),
+      logger: silentLogger,
+    });
+    await agentNc.flush();
+    try {
+      const receiver = createArtifactReceiver({ nc: gatewayNc, store, logger: silentLogger });
+      const source = { location: 'tokyo' as const, agentId: 'tokyo.a-2', jobId: 'never-ran' };
+      for (const kind of ['requests', 'trace'] as const)
+        expect(await receiver.receive({ ...source, key: key(kind) })).toEqual({
+          state: 'missing',
+          reason: `NO_ARTIFACT: no ${kind} kept for job never-ran`,
+        });
+    } finally {
+      await sender.stop();
+    }
+  });
+
+  it('records missing, never throwing, when no agent has the run', async () => {
+    const receiver = createArtifactReceiver({ nc: gatewayNc, store, logger: silentLogger, pullTimeoutMs: 500 });
+    const k = key('requests');
+    const outcome = await receiver.receive({ location: 'tokyo', agentId: 'gone', jobId: 'j', key: k });
+    expect(outcome.state).toBe('missing');
+    expect(await store.get(k)).toBeNull();
+  });
+});
+
+/** An agent that answers pulls and then sends what `send` makes of the push subject. */
+function hostileAgent(agentId: string, send: (subject: string, bytes: number) => Promise<void>, bytes = 600_000) {
+  return agentNc.subscribe(artifactPullSubject('tokyo', agentId), {
+    callback: (_error, msg) => {
+      const pull = decodeArtifactMessage(artifactPullSchema, msg.data);
+      msg.respond(encodeArtifactMessage({ ok: true, bytes, truncated: false }));
+      void send(artifactPushSubject('tokyo', pull.token), bytes).catch(() => undefined);
+    },
+  });
+}
+
+async function chunk(subject: string, seq: number, data: Uint8Array, last = false) {
+  const h = natsHeaders();
+  h.set(ARTIFACT_HEADERS.seq, String(seq));
+  if (last) h.set(ARTIFACT_HEADERS.last, '1');
+  return agentNc.request(subject, data, { timeout: 5000, headers: h });
+}
+
+describe('a hostile sender', () => {
+  const receiver = () =>
+    createArtifactReceiver({ nc: gatewayNc, store, logger: silentLogger, pullTimeoutMs: 2000, chunkTimeoutMs: 500 });
+
+  const sequenced = (seq: number) => {
+    const h = natsHeaders();
+    h.set(ARTIFACT_HEADERS.seq, String(seq));
+    return h;
+  };
+  it.each([
+    [
+      'skips a sequence number',
+      /chunk 2 where 1 was due/,
+      async (s: string) => {
+        await chunk(s, 0, new Uint8Array(1000));
+        await chunk(s, 2, new Uint8Array(1000), true);
+      },
+    ],
+    [
+      'sends a chunk over 256 KiB',
+      /chunk of 262145 bytes/,
+      async (s: string) => {
+        await chunk(s, 0, new Uint8Array(ARTIFACT_CHUNK_BYTES + 1));
+      },
+    ],
+    [
+      'sends more than it announced',
+      /sent of 600000 announced/,
+      async (s: string) => {
+        for (let seq = 0; seq < 4; seq++) await chunk(s, seq, new Uint8Array(200_000));
+      },
+    ],
+    [
+      'never sends its last chunk',
+      /no chunk for 500 ms/,
+      async (s: string) => {
+        await chunk(s, 0, new Uint8Array(1000));
+      },
+    ],
+    [
+      'floods without waiting for acknowledgements',
+      /before the last was acknowledged/,
+      async (s: string) => {
+        for (let seq = 0; seq < 50; seq++) agentNc.publish(s, new Uint8Array(10_000), { headers: sequenced(seq) });
+      },
+    ],
+  ])('that %s leaves the artifact missing and nothing in the store', async (_why, reason, send) => {
+    const agentId = `hostile-${randomBytes(4).toString('hex')}`;
+    const sub = hostileAgent(agentId, send);
+    await agentNc.flush();
+    try {
+      const k = key('trace');
+      const outcome = await receiver().receive({ location: 'tokyo', agentId, jobId: 'j', key: k });
+      expect(outcome).toEqual({ state: 'missing', reason: expect.stringMatching(reason) });
+      expect(await store.get(k)).toBeNull();
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+
+  it('cannot write into a transfer it was not given the token of', async () => {
+    const guessed = artifactPushSubject('tokyo', randomBytes(24).toString('base64url'));
+    await expect(chunk(guessed, 0, new Uint8Array(10), true)).rejects.toThrow(/no responders/i);
+  });
+});
