@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/nats-core';
 import { headers as natsHeaders } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
@@ -5,6 +6,7 @@ import {
   ARTIFACT_CHUNK_BYTES,
   ARTIFACT_HEADERS,
   artifactAckSchema,
+  artifactAckSubject,
   artifactPullQueueGroup,
   artifactPullSchema,
   artifactPullSubject,
@@ -97,7 +99,12 @@ export async function sendChunks(
     h.set(ARTIFACT_HEADERS.seq, String(seq));
     if (seq === count - 1) h.set(ARTIFACT_HEADERS.last, '1');
     const chunk = bytes.subarray(seq * chunkBytes, Math.min(bytes.byteLength, (seq + 1) * chunkBytes));
-    const reply = await nc.request(subject, chunk, { timeout: ackTimeoutMs, headers: h });
+    const reply = await nc.request(subject, chunk, {
+      timeout: ackTimeoutMs,
+      headers: h,
+      noMux: true,
+      reply: artifactAckSubject(location, randomBytes(12).toString('base64url')),
+    });
     const ack = decodeArtifactMessage(artifactAckSchema, reply.data);
     if (!ack.ok) throw new Error(`the gateway stopped the transfer at chunk ${seq}: ${ack.code} ${ack.message}`);
   }

@@ -51,6 +51,14 @@ export function artifactPushSubject(location: Location, token: string): string {
   return `${PREFIX}.${location}.push.${token}`;
 }
 
+/**
+ * Where the gateway's acknowledgement of one chunk comes back to the agent: a subject of the
+ * location's own, so an agent's role needs no `_INBOX.>` (which would show it other clients' replies).
+ */
+export function artifactAckSubject(location: Location, nonce: string): string {
+  return `${PREFIX}.${location}.ack.${nonce}`;
+}
+
 /** Unguessable, made by the gateway for one transfer: 24 random bytes, base64url. */
 export const transferTokenSchema = z.string().regex(/^[A-Za-z0-9_-]{32}$/);
 

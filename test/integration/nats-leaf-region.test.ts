@@ -4,10 +4,18 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
-import type { NatsConnection, Subscription } from '@nats-io/nats-core';
+import { headers as natsHeaders, type NatsConnection, type Subscription } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import {
+  ARTIFACT_HEADERS,
+  artifactAckSchema,
+  artifactAckSubject,
+  artifactPullAnswerSchema,
+  artifactPullSubject,
+  artifactPushSubject,
+  decodeArtifactMessage,
+  encodeArtifactMessage,
   agentAnnounceSubject,
   auditResultSchema,
   auditSubject,
@@ -324,6 +332,57 @@ describe("what a region's credentials reach", () => {
         String(await tokyo.subscribe('perfwatch.audit.v1.london', { queue: 'perfwatch-agents.london' }).closed),
       ).toMatch(/permissions violation/i);
     } finally {
+      await tokyo.close();
+    }
+  });
+
+  it("artifacts cross the hub: a gateway's pull reaches the agent behind the leaf, whose chunks go on tokyo's push subjects only", async () => {
+    const pull = (token: string) =>
+      encodeArtifactMessage({ v: 1, jobId: 'not-run', agentId: 'tokyo-leaf', kind: 'requests', token });
+    const token = 'A'.repeat(32);
+    const answer = await vi.waitFor(
+      () => observer.request(artifactPullSubject('tokyo', 'tokyo-leaf'), pull(token), { timeout: 2_000 }),
+      { timeout: 15_000 },
+    );
+    expect(decodeArtifactMessage(artifactPullAnswerSchema, answer.data)).toMatchObject({
+      ok: false,
+      code: 'NO_ARTIFACT',
+    });
+    const chunks = observer.subscribe(artifactPushSubject('tokyo', token), {
+      callback: (_error, msg) => void msg.respond(encodeArtifactMessage({ ok: true, seq: 0 })),
+    });
+    await observer.flush();
+    const tokyo = await connectNats(
+      { NATS_URL: leaf.url, NATS_NKEY_SEED_FILE: join(keys, 'agent-tokyo.nk') },
+      { name: 'artifact-tokyo-agent', maxReconnectAttempts: 0 },
+    );
+    const errors: string[] = [];
+    void (async () => {
+      for await (const status of tokyo.status()) if (status.type === 'error') errors.push(String(status.error));
+    })();
+    try {
+      const h = natsHeaders();
+      h.set(ARTIFACT_HEADERS.seq, '0');
+      h.set(ARTIFACT_HEADERS.last, '1');
+      const ack = await vi.waitFor(
+        () =>
+          tokyo.request(artifactPushSubject('tokyo', token), new Uint8Array(100), {
+            timeout: 2_000,
+            headers: h,
+            noMux: true,
+            reply: artifactAckSubject('tokyo', `n${Math.random().toString(36).slice(2)}`),
+          }),
+        { timeout: 15_000 },
+      );
+      expect(decodeArtifactMessage(artifactAckSchema, ack.data)).toEqual({ ok: true, seq: 0 });
+      tokyo.publish(artifactPushSubject('london', token), new Uint8Array(100));
+      await tokyo.flush();
+      await vi.waitFor(() => expect(errors.join(' ')).toMatch(/permissions violation for publish/i));
+      expect(String(await tokyo.subscribe(artifactPullSubject('tokyo', 'tokyo-leaf')).closed)).toMatch(
+        /permissions violation/i,
+      );
+    } finally {
+      chunks.unsubscribe();
       await tokyo.close();
     }
   });

@@ -7,6 +7,8 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   agentAnnounceSubject,
+  artifactPullSubject,
+  artifactPushSubject,
   connectNats,
   encodeAnnouncement,
   encodeJob,
@@ -223,6 +225,39 @@ describe('NATS with TLS and per-role permissions', () => {
         ),
       ).rejects.toThrow(/no responders/i);
     } finally {
+      await tokyo.close();
+    }
+  });
+
+  it("the tokyo credentials send artifact chunks on tokyo's push subjects only, and take pulls only in the queue group", async () => {
+    const tokyo = await connectNats(
+      { NATS_URL: server.url, NATS_NKEY_SEED_FILE: files.tokyoSeed, NATS_TLS_CA_FILE: files.ca },
+      { name: 'stolen-tokyo-artifacts', maxReconnectAttempts: 0 },
+    );
+    const errors: string[] = [];
+    void (async () => {
+      for await (const status of tokyo.status()) if (status.type === 'error') errors.push(String(status.error));
+    })();
+    const token = 'B'.repeat(32);
+    const received: string[] = [];
+    const gatewaySide = gateway.subscribe('perfwatch.artifacts.v1.*.push.*', {
+      callback: (_error, msg) => void received.push(msg.subject),
+    });
+    await gateway.flush();
+    try {
+      tokyo.publish(artifactPushSubject('london', token), new Uint8Array(10));
+      tokyo.publish(artifactPushSubject('tokyo', token), new Uint8Array(10));
+      await tokyo.flush();
+      await vi.waitFor(() => expect(received).toEqual([artifactPushSubject('tokyo', token)]));
+      await vi.waitFor(() =>
+        expect(errors.join(' ')).toMatch(/permissions violation for publish to "perfwatch\.artifacts\.v1\.london/i),
+      );
+      const outside = tokyo.subscribe(artifactPullSubject('tokyo', 'tokyo-tls'));
+      expect(String(await outside.closed)).toMatch(/permissions violation/i);
+      const london = tokyo.subscribe(artifactPullSubject('london', 'x'), { queue: 'perfwatch-agents.london' });
+      expect(String(await london.closed)).toMatch(/permissions violation/i);
+    } finally {
+      gatewaySide.unsubscribe();
       await tokyo.close();
     }
   });
