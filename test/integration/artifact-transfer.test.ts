@@ -14,11 +14,15 @@ import {
   decodeArtifactMessage,
   encodeArtifactMessage,
 } from '@perfwatch/common';
+import { text } from 'node:stream/consumers';
+import { createGunzip } from 'node:zlib';
 import { createArtifactCache } from '../../agent/src/artifact-cache.ts';
+import { captureRequests, captureTrace } from '../../agent/src/artifact-capture.ts';
 import { startArtifactSender } from '../../agent/src/artifact-sender.ts';
 import { createArtifactReceiver } from '../../gateway/src/artifacts/artifact-receiver.ts';
 import { createFsArtifactStore } from '../../gateway/src/artifacts/store/fs-artifact-store.ts';
 import type { ArtifactKey, ArtifactStore } from '../../gateway/src/artifacts/store/artifact-store.ts';
+import { loadLhr } from '../support/lhr-fixtures.ts';
 import { natsWithClient, silentLogger } from '../support/test-services.ts';
 
 // A run's artifacts from the agent's cache to the gateway's fs store over a real nats-server,
@@ -50,7 +54,55 @@ const key = (kind: ArtifactKey['kind'], snapshotId = randomBytes(6).toString('he
   kind,
 });
 
+async function stored(k: ArtifactKey): Promise<string | null> {
+  const artifact = await store.get(k);
+  return artifact ? text(artifact.body.pipe(createGunzip())) : null;
+}
+
 describe('artifact transfer over NATS', () => {
+  it("brings the chosen run's requests and a trace of many chunks into the store, the others staying with the agent", async () => {
+    const cache = createArtifactCache();
+    const lhr = loadLhr('mobile', 1);
+    const requests = (await captureRequests(lhr))!;
+    // Random URLs: a trace that compresses badly, so it crosses many chunks.
+    const events = Array.from({ length: 40_000 }, (_, i) => ({ ts: i, name: randomBytes(24).toString('hex') }));
+    const trace = (await captureTrace({ traceEvents: events }))!;
+    expect(trace.gzip.byteLength).toBeGreaterThan(4 * ARTIFACT_CHUNK_BYTES);
+    cache.keep('job-median', { requests, trace });
+    cache.keep('job-other', { requests });
+    const sender = startArtifactSender({
+      nc: agentNc,
+      location: 'tokyo',
+      agentId: 'tokyo.a-1',
+      cache,
+      logger: silentLogger,
+    });
+    await agentNc.flush();
+    try {
+      const receiver = createArtifactReceiver({ nc: gatewayNc, store, logger: silentLogger });
+      const source = { location: 'tokyo' as const, agentId: 'tokyo.a-1', jobId: 'job-median' };
+      const snapshotId = 'snap1';
+      const [gotRequests, gotTrace] = await Promise.all([
+        receiver.receive({ ...source, key: key('requests', snapshotId) }),
+        receiver.receive({ ...source, key: key('trace', snapshotId) }),
+      ]);
+      expect(gotRequests).toEqual({ state: 'stored', bytes: requests.gzip.byteLength });
+      expect(gotTrace).toEqual({ state: 'stored', bytes: trace.gzip.byteLength });
+      const lines = (await stored(key('requests', snapshotId)))!.trimEnd().split('\n');
+      const items = (lhr.audits['network-requests']!.details as { items: Array<{ url: string }> }).items;
+      expect(lines.slice(0, -1).map((line) => (JSON.parse(line) as { url: string }).url)).toEqual(
+        items.map((i) => i.url),
+      );
+      const keptTrace = JSON.parse((await stored(key('trace', snapshotId)))!) as { traceEvents: unknown[] };
+      expect(keptTrace.traceEvents).toEqual(events);
+      // Sent once: a second pull finds nothing, and the run nobody chose is still there.
+      expect(await receiver.receive({ ...source, key: key('requests') })).toMatchObject({ state: 'missing' });
+      expect(cache.runs).toBe(1);
+    } finally {
+      await sender.stop();
+    }
+  });
+
   it("records missing when the run's agent kept nothing of it, and the agent stays serving", async () => {
     const sender = startArtifactSender({
       nc: agentNc,
