@@ -80,6 +80,8 @@ export default defineConfig({
             'test/store/*.contract.test.ts',
             'test/integration/update-over-nats.test.ts',
           ],
+          // The artifact store is not the records' store: its contract (fs and SeaweedFS) runs once, in integration.
+          exclude: ['test/store/artifacts.contract.test.ts'],
           environment: 'node',
           globalSetup: ['./test/support/global-setup.ts'],
           testTimeout: 300_000,

@@ -11,7 +11,8 @@
 #   - for tests only: Gitea (an API-only build, with SQLite, from the Go module proxy: the forge
 #     the reports to a pull request are tested against; Debian's gcc builds it, Debian's git
 #     serves its repositories), kustomize (built the same way) and Debian's prometheus (server and
-#     promtool), which check the deploy/ manifests, alert rules and real scrapes; podman,
+#     promtool), which check the deploy/ manifests, alert rules and real scrapes; SeaweedFS (built
+#     the same way: `weed`, the S3 server the artifact store is tested against); podman,
 #     podman-compose and mmdebstrap (Debian), which build and run the shipped images; and
 #     schemathesis (from PyPI, in a virtualenv under .tools), which fuzzes the API from its
 #     OpenAPI document.
@@ -25,6 +26,8 @@ KUSTOMIZE_VERSION=v5.8.0
 GITEA_VERSION=v1.24.6
 SCHEMATHESIS_VERSION=4.32.5
 UNLIGHTHOUSE_VERSION=0.18.1
+# SeaweedFS publishes no module versions: a pseudo-version of its main branch (release 4.53).
+SEAWEEDFS_VERSION=v0.0.0-20261109003541-7506e5f91cd6
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -182,13 +185,18 @@ if [ "$purpose" != start ]; then
   ferret_pid=$!
 fi
 kustomize_pid=
+weed_pid=
 if [ "$purpose" = test ]; then
   build_go_tool kustomize sigs.k8s.io/kustomize/kustomize/v5 "$KUSTOMIZE_VERSION" . &
   kustomize_pid=$!
+  # The largest of them (about 220 MB; several minutes on two cores), built once into the cache.
+  build_go_tool weed github.com/seaweedfs/seaweedfs "$SEAWEEDFS_VERSION" weed &
+  weed_pid=$!
 fi
 if [ -n "$nats_pid" ]; then wait "$nats_pid" || die "building nats-server failed"; fi
 if [ -n "$ferret_pid" ]; then wait "$ferret_pid" || die "building FerretDB failed"; fi
 if [ -n "$kustomize_pid" ]; then wait "$kustomize_pid" || die "building kustomize failed"; fi
+if [ -n "$weed_pid" ]; then wait "$weed_pid" || die "building SeaweedFS (github.com/seaweedfs/seaweedfs, weed) failed"; fi
 if [ -n "$gitea_pid" ]; then
   wait "$gitea_pid" ||
     die "building Gitea $GITEA_VERSION (code.gitea.io/gitea, with cgo and gcc) failed: see the go output above; it needs Go 1.24 or newer, gcc and the Go module proxy"

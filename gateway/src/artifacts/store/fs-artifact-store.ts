@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
 import {
   artifactSegments,
@@ -67,7 +66,7 @@ async function writeSynced(path: string, body: AsyncIterable<Uint8Array>, maxByt
   const counted = boundedBody(body, maxBytes);
   const handle = await open(path, 'wx');
   try {
-    await pipeline(counted, handle.createWriteStream({ autoClose: false }));
+    for await (const chunk of counted) await handle.write(chunk);
     await handle.sync();
   } finally {
     await handle.close();

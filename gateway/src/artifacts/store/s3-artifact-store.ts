@@ -19,8 +19,8 @@ import {
 import { boundedBody } from './bounded-body.ts';
 
 /**
- * Artifacts as objects in an S3-compatible bucket, keyed `<org>/<project>/<snapshot>/<device>-<location>-<kind>`
- * below `prefix`. A body is streamed as a multipart upload in parts of PART_BYTES, one part in
+ * Artifacts as objects in an S3-compatible bucket, keyed `<org>/<project>/<snapshot>/<device>-<location>-<kind>`.
+ * A body is streamed as a multipart upload in parts of PART_BYTES, one part in
  * flight: what a write holds is about two parts, whatever the artifact's size. An upload that
  * fails (too large, the server gone) is aborted, so nothing of it is kept. The object's
  * LastModified is its write time, what retention reads.
@@ -28,8 +28,6 @@ import { boundedBody } from './bounded-body.ts';
 export interface S3ArtifactStoreOptions {
   client: S3Client;
   bucket: string;
-  /** Key prefix, for a bucket shared with other data ('' or ending in '/'). */
-  prefix?: string;
 }
 
 /** S3's smallest part. */
@@ -37,8 +35,8 @@ const PART_BYTES = 5 * 1024 * 1024;
 /** DeleteObjects takes at most this many keys. */
 const DELETE_BATCH = 1_000;
 
-export function createS3ArtifactStore({ client, bucket, prefix = '' }: S3ArtifactStoreOptions): ArtifactStore {
-  const keyOf = (key: ArtifactKey) => prefix + artifactSegments(key).join('/');
+export function createS3ArtifactStore({ client, bucket }: S3ArtifactStoreOptions): ArtifactStore {
+  const keyOf = (key: ArtifactKey) => artifactSegments(key).join('/');
 
   return {
     async put(key, body, { maxBytes, contentType, contentEncoding }) {
@@ -82,14 +80,14 @@ export function createS3ArtifactStore({ client, bucket, prefix = '' }: S3Artifac
       }
     },
     async removeSnapshot(orgId, projectId, snapshotId) {
-      const snapshotPrefix = `${prefix}${snapshotSegments(orgId, projectId, snapshotId).join('/')}/`;
+      const snapshotPrefix = `${snapshotSegments(orgId, projectId, snapshotId).join('/')}/`;
       await removeListed(client, bucket, snapshotPrefix, () => true);
     },
     async removeOlderThan(cutoff) {
       return removeListed(
         client,
         bucket,
-        prefix,
+        '',
         (object) => object.LastModified !== undefined && object.LastModified < cutoff,
       );
     },
