@@ -12,7 +12,7 @@ export interface ArtifactCacheOptions {
 }
 
 /** Defaults: a cell's runs (3–5) of several cells in flight, at most 256 MB, 15 minutes. */
-export const ARTIFACT_CACHE_DEFAULTS: ArtifactCacheOptions = {
+const ARTIFACT_CACHE_DEFAULTS: ArtifactCacheOptions = {
   maxRuns: 32,
   maxBytes: 256 * 1024 * 1024,
   ttlMs: 15 * 60_000,

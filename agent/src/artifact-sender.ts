@@ -86,7 +86,7 @@ async function answerPull(deps: ArtifactSenderDeps, msg: Msg, log: Logger): Prom
 }
 
 /** The artifact's bytes in order, one acknowledged request per chunk; a refusal or silence ends it. */
-export async function sendChunks(
+async function sendChunks(
   { nc, location, ackTimeoutMs = 30_000, chunkBytes = ARTIFACT_CHUNK_BYTES }: ArtifactSenderDeps,
   pull: ArtifactPull,
   artifact: GzippedArtifact,

@@ -11,7 +11,7 @@ import type { Location } from './ids.ts';
  */
 const PREFIX = 'perfwatch.artifacts.v1';
 
-export const ARTIFACT_KINDS = ['requests', 'trace'] as const;
+const ARTIFACT_KINDS = ['requests', 'trace'] as const;
 export type ArtifactKind = (typeof ARTIFACT_KINDS)[number];
 
 /** Bounds of one artifact, gzip bytes as sent and stored. */
@@ -60,7 +60,7 @@ export function artifactAckSubject(location: Location, nonce: string): string {
 }
 
 /** Unguessable, made by the gateway for one transfer: 24 random bytes, base64url. */
-export const transferTokenSchema = z.string().regex(/^[A-Za-z0-9_-]{32}$/);
+const transferTokenSchema = z.string().regex(/^[A-Za-z0-9_-]{32}$/);
 
 /** The gateway's ask: send `kind` of the run of `jobId` on the push subject of `token`. */
 export const artifactPullSchema = z.object({

@@ -16,7 +16,7 @@ import { createChunkStream, TransferFailed } from './artifact-chunk-stream.ts';
 import type { ArtifactKey, ArtifactStore } from './store/artifact-store.ts';
 
 /** What a snapshot records of one artifact of one cell. */
-export type ArtifactOutcome = { state: 'stored'; bytes: number } | { state: 'missing'; reason: string };
+type ArtifactOutcome = { state: 'stored'; bytes: number } | { state: 'missing'; reason: string };
 
 export interface ArtifactReceiverDeps {
   nc: NatsConnection;
@@ -29,7 +29,7 @@ export interface ArtifactReceiverDeps {
 }
 
 /** The run whose artifact is wanted: who made it, for which job, and where it is to be kept. */
-export interface ArtifactSource {
+interface ArtifactSource {
   location: Location;
   agentId: string;
   jobId: string;
