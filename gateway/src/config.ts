@@ -92,6 +92,21 @@ export function httpOptionsOf(config: GatewayConfig) {
   };
 }
 
+/** The scheduler's timings and retention from a configuration (runtime.ts). */
+export function schedulerOptionsOf(config: GatewayConfig) {
+  return {
+    intervalMs: config.SCHEDULER_INTERVAL_MS,
+    leaseTtlMs: config.SCHEDULER_LEASE_TTL_MS,
+    retentionDays: config.RETENTION_DAYS,
+    retentionEveryMs: config.RETENTION_EVERY_MS,
+    stuckUpdates: {
+      everyMs: config.UPDATE_SWEEP_EVERY_MS,
+      graceMs: config.UPDATE_STUCK_AFTER_MS,
+      deadlineMs: config.UPDATE_DEADLINE_MS,
+    },
+  };
+}
+
 /** The webhook sender's settings from a configuration (runtime.ts; its tests). */
 export function webhookSenderOptionsOf(config: GatewayConfig) {
   return {

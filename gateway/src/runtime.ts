@@ -31,7 +31,7 @@ import { startForgeReporter } from './forge/forge-reporter.ts';
 import { heavyReadLimit } from './snapshots/heavy-reads.ts';
 import { createWebhookTargets, type WebhookTargets } from './alerts/webhook-targets.ts';
 import { createAsyncUpdates } from './updates/async-updates.ts';
-import { httpOptionsOf, webhookSenderOptionsOf, type GatewayConfig } from './config.ts';
+import { httpOptionsOf, schedulerOptionsOf, webhookSenderOptionsOf, type GatewayConfig } from './config.ts';
 import { createLocalTransport } from './dispatch/local/local-transport.ts';
 import { createNatsTransport } from './dispatch/nats/nats-transport.ts';
 import type { Transport } from './dispatch/transport.ts';
@@ -39,6 +39,8 @@ import { ssoAppOf } from './sso/sso-app.ts';
 import { siteWork, type SiteDiscoveries } from './sites/site-schedule.ts';
 import { siteBudgetsResolver } from './sites/site-budgets.ts';
 import type { SsoDeps } from './sso/sso-routes.ts';
+import type { ArtifactStore } from './artifacts/store/artifact-store.ts';
+import { artifactStoreFromSettings } from './artifacts/store/artifact-store-from-settings.ts';
 
 export interface GatewayRuntime {
   http: GatewayServer;
@@ -63,9 +65,10 @@ export async function startGateway({
   store,
   logger,
   config,
+  artifacts = artifactStoreFromSettings(config).store,
   ...given
-}: GatewayTransport & Wiring): Promise<GatewayRuntime> {
-  const wiring = { store, logger, config };
+}: GatewayTransport & Wiring & { artifacts?: ArtifactStore }): Promise<GatewayRuntime> {
+  const wiring = { store, logger, config, artifacts };
   // First: a half-configured single sign-on stops the gateway before anything runs.
   const sso = ssoAppOf(wiring);
   const transport = await chooseTransport(given, logger, config);
@@ -235,7 +238,9 @@ function startBackgroundWork({
   targetGuard,
   secrets,
   metrics,
+  artifacts,
 }: Wiring & {
+  artifacts: ArtifactStore;
   queue: UpdateQueue;
   admission: UpdateAdmission;
   outbox: WebhookOutbox;
@@ -250,15 +255,8 @@ function startBackgroundWork({
     admission,
     logger,
     holder: `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
-    intervalMs: config.SCHEDULER_INTERVAL_MS,
-    leaseTtlMs: config.SCHEDULER_LEASE_TTL_MS,
-    retentionDays: config.RETENTION_DAYS,
-    retentionEveryMs: config.RETENTION_EVERY_MS,
-    stuckUpdates: {
-      everyMs: config.UPDATE_SWEEP_EVERY_MS,
-      graceMs: config.UPDATE_STUCK_AFTER_MS,
-      deadlineMs: config.UPDATE_DEADLINE_MS,
-    },
+    ...schedulerOptionsOf(config),
+    artifacts: { store: artifacts, days: config.ARTIFACT_RETENTION_DAYS },
     outbox,
     sites: sites.tick,
   });

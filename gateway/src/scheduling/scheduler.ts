@@ -17,6 +17,7 @@ import type { UpdateAdmission } from '../updates/update-admission.ts';
 import { sweepStuckUpdates, type StuckUpdatesStore } from '../updates/stuck-updates.ts';
 import type { WebhookOutbox } from '../alerts/webhook-outbox.ts';
 import { removeStalePreviews, type PreviewRetentionStore } from '../forge/preview-retention.ts';
+import { removeExpiredArtifacts, type ArtifactRetention } from '../artifacts/store/artifact-retention.ts';
 
 export interface SchedulerOptions {
   /** The lease and ticks, retention's deletes, and what the stuck-update sweep reads. */
@@ -39,6 +40,8 @@ export interface SchedulerOptions {
   /** Snapshots older than this many days are deleted, with their results and KPI records. */
   retentionDays: number;
   retentionEveryMs: number;
+  /** Runs' artifacts, kept for a retention of their own (ARTIFACT_RETENTION_DAYS); absent: none are removed. */
+  artifacts?: ArtifactRetention;
   /** Unfinished updates nothing will finish are looked for this often (see stuck-updates.ts). */
   stuckUpdates: { everyMs: number; graceMs: number; deadlineMs: number };
   /** Announces the updates the sweep fails, and stored snapshots whose budget events were not announced. */
@@ -85,6 +88,7 @@ export function startScheduler(options: SchedulerOptions): Scheduler {
     if (at.getTime() - lastRetention >= retentionEveryMs) {
       lastRetention = at.getTime();
       await applyRetention(options, at);
+      if (options.artifacts) await removeExpiredArtifacts(options.artifacts, logger, at);
     }
     if (at.getTime() - lastSweep >= stuckUpdates.everyMs) {
       lastSweep = at.getTime();
