@@ -165,6 +165,8 @@ function localGatewayConfig(config: StartConfig) {
     SHUTDOWN_READINESS_DELAY_MS: 0,
     // One machine: its webhook receivers may be on it too, as its measured pages may.
     PERFWATCH_ALLOW_TARGETS: config.PERFWATCH_ALLOW_TARGETS,
+    // The artifact store's files go beside the embedded store's (PERFWATCH_DATA_DIR/artifacts).
+    PERFWATCH_DATA_DIR: config.PERFWATCH_DATA_DIR,
     ...(config.CRUX_API_KEY ? { CRUX_API_KEY: config.CRUX_API_KEY } : {}),
   });
 }
