@@ -52,9 +52,10 @@ export async function startSeaweedFs({
   const logFile = join(dir, 'weed.log');
   const child = spawn(binary, serverArgs(dir, configFile, ports), { stdio: ['ignore', 'pipe', 'pipe'] });
   const log = createWriteStream(logFile);
-  child.stdout.pipe(log);
-  child.stderr.pipe(log);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // Two sources into one file: neither may end it; it ends once both are closed.
+  child.stdout.pipe(log, { end: false });
+  child.stderr.pipe(log, { end: false });
+  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
   await new Promise<void>((resolve, reject) => {
     child.once('spawn', resolve);
     child.once('error', (error) =>
