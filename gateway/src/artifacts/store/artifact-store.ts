@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEVICES, LOCATIONS, type Device, type Location } from '@perfwatch/common';
+import { DEVICES, LOCATIONS, type ArtifactKind, type Device, type Location } from '@perfwatch/common';
 
 /**
  * The heavy evidence of a cell's representative run (its requests, its DevTools trace), kept
@@ -7,8 +7,8 @@ import { DEVICES, LOCATIONS, type Device, type Location } from '@perfwatch/commo
  * `npm start`) or in an S3-compatible bucket (clusters). Both pass test/store/artifacts.contract.test.ts.
  */
 
-export const ARTIFACT_KINDS = ['requests', 'trace'] as const;
-export type ArtifactKind = (typeof ARTIFACT_KINDS)[number];
+/** The kinds the transfer names (@perfwatch/common's ArtifactKind), checked in every key. */
+const ARTIFACT_KINDS = ['requests', 'trace'] as const satisfies readonly ArtifactKind[];
 
 /**
  * Which artifact: the owner organisation (records' `userId` since issue 33), the project, the
@@ -65,7 +65,7 @@ export class ArtifactTooLarge extends Error {
  */
 const idSchema = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be an id of letters, digits, _ and -');
 
-export const artifactKeySchema = z.object({
+const artifactKeySchema = z.object({
   orgId: idSchema,
   projectId: idSchema,
   snapshotId: idSchema,
