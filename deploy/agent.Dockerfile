@@ -3,6 +3,8 @@
 # NODE_IMAGE: the Node 24 base; the tests pass a local stand-in built on a machine with no registry.
 ARG NODE_IMAGE=node:24-bookworm-slim
 FROM ${NODE_IMAGE} AS build
+# Marks what this build leaves on the machine, so scripts/images.sh can clear it out later.
+LABEL org.perfwatch.build="1"
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY common/package.json common/
@@ -23,6 +25,7 @@ COPY gateway/src gateway/src
 COPY bin bin
 
 FROM ${NODE_IMAGE}
+LABEL org.perfwatch.build="1"
 # Debian's Chromium and the fonts pages expect; nothing else from the network at run time.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends chromium fonts-liberation fonts-noto-color-emoji ca-certificates tini \

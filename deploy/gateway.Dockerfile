@@ -3,6 +3,8 @@
 # NODE_IMAGE: the Node 24 base; the tests pass a local stand-in built on a machine with no registry.
 ARG NODE_IMAGE=node:24-bookworm-slim
 FROM ${NODE_IMAGE} AS build
+# Marks what this build leaves on the machine, so scripts/images.sh can clear it out later.
+LABEL org.perfwatch.build="1"
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY common/package.json common/
@@ -27,6 +29,7 @@ COPY local/src local/src
 COPY bin bin
 
 FROM ${NODE_IMAGE}
+LABEL org.perfwatch.build="1"
 # A young generation of 2 × 16 MB: V8 would grow it to 2 × 64 MB on a large host, and that
 # alone is a quarter of the gateway's memory budget (bench/results.md, overview streaming).
 ENV NODE_ENV=production PORT=8080 NODE_OPTIONS=--max-semi-space-size=16

@@ -25,3 +25,8 @@ for image in gateway agent; do
   "$engine" build "${args[@]}" -f "deploy/$image.Dockerfile" -t "perfwatch-$image:$tag" .
   printf 'images: perfwatch-%s:%s built in %d s\n' "$image" "$tag" "$((SECONDS - started))" >&2
 done
+# Each build leaves behind, untagged, the images it replaced and its build stages (about 3 GB a
+# build of both here): a machine that runs the tests many times a day filled its disk with them.
+# Those of perfwatch's builds older than an hour go; the latest stay, the next build's cache.
+"$engine" image prune -f --filter "label=org.perfwatch.build" --filter "until=1h" >/dev/null 2>&1 ||
+  printf 'images: could not prune the untagged images of earlier builds\n' >&2

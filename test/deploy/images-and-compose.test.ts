@@ -23,6 +23,15 @@ describe.each(['gateway', 'agent'])('%s image', (name) => {
     expect(dockerfile).toMatch(/RUN --mount=type=secret,id=build_ca,required=false/);
     expect(dockerfile).not.toMatch(/^(COPY|ADD) .*(\.crt|\.pem|npmrc)/m);
   });
+
+  it('labels both stages, so scripts/images.sh can clear the untagged images earlier builds left', () => {
+    const stages = dockerfile.split(/^FROM /m).slice(1);
+    expect(stages).toHaveLength(2);
+    for (const stage of stages) expect(stage).toMatch(/^LABEL org\.perfwatch\.build="1"$/m);
+    expect(readFileSync(join(root, 'scripts/images.sh'), 'utf8')).toMatch(
+      /image prune -f --filter "label=org\.perfwatch\.build" --filter "until=1h"/,
+    );
+  });
 });
 
 describe('docker-compose stack', () => {
