@@ -2,6 +2,7 @@ import pLimit from 'p-limit';
 import type { AuditReply, InProcessAgent } from '@perfwatch/common';
 import { agentDefaults } from './config.ts';
 import { createJobExecutor, type JobExecutorDeps } from './job-executor.ts';
+import { createArtifactCache } from './artifact-cache.ts';
 
 /** The in-process agent the gateway takes, and what its program needs to stop it. */
 export interface LocalAgent extends InProcessAgent {
@@ -17,7 +18,9 @@ export function createLocalAgent({
   capacity = agentDefaults.PERFWATCH_CAPACITY,
   ...deps
 }: JobExecutorDeps & { capacity?: number }): LocalAgent {
-  const execute = createJobExecutor(deps);
+  // Kept as a NATS agent keeps them, for the gateway to take the median run's (gateway/src/artifacts/).
+  const artifacts = deps.artifacts ?? createArtifactCache();
+  const execute = createJobExecutor({ ...deps, artifacts });
   const runners = pLimit(capacity);
   const running = new Set<Promise<AuditReply>>();
   let stopping = false;
@@ -44,6 +47,7 @@ export function createLocalAgent({
       void reply.finally(() => running.delete(reply));
       return reply;
     },
+    takeArtifact: (jobId, kind) => artifacts.take(jobId, kind),
     async stop() {
       stopping = true;
       while (running.size > 0) await Promise.allSettled([...running]);

@@ -11,7 +11,7 @@ import type { Location } from './ids.ts';
  */
 const PREFIX = 'perfwatch.artifacts.v1';
 
-const ARTIFACT_KINDS = ['requests', 'trace'] as const;
+export const ARTIFACT_KINDS = ['requests', 'trace'] as const;
 export type ArtifactKind = (typeof ARTIFACT_KINDS)[number];
 
 /** Bounds of one artifact, gzip bytes as sent and stored. */
@@ -95,3 +95,21 @@ export function decodeArtifactMessage<T>(schema: z.ZodType<T>, data: Uint8Array)
   if (data.byteLength > 4096) throw new Error(`artifact message of ${data.byteLength} bytes`);
   return schema.parse(JSON.parse(new TextDecoder().decode(data)));
 }
+
+/**
+ * What a snapshot records of one artifact of a cell: kept (its gzip bytes, and whether the agent
+ * cut it at its bound), or missing and why (the agent had none, the transfer failed, the artifact
+ * store was down). Never a reason to fail the snapshot.
+ */
+export const artifactStateSchema = z.discriminatedUnion('state', [
+  z.object({ state: z.literal('stored'), bytes: z.number().int().nonnegative(), truncated: z.boolean().optional() }),
+  z.object({ state: z.literal('missing'), reason: z.string().max(500) }),
+]);
+export type ArtifactState = z.infer<typeof artifactStateSchema>;
+
+/** A cell's artifacts by kind, as its snapshot stores them; a kind absent was never asked for. */
+export const cellArtifactsSchema = z.object({
+  requests: artifactStateSchema.optional(),
+  trace: artifactStateSchema.optional(),
+});
+export type CellArtifacts = z.infer<typeof cellArtifactsSchema>;

@@ -1,4 +1,5 @@
 import type { AuditJob, AuditReply } from './audit-messages.ts';
+import type { ArtifactKind } from './artifact-messages.ts';
 import type { Location } from './ids.ts';
 
 /**
@@ -16,4 +17,9 @@ export interface InProcessAgent {
   readonly waiting: number;
   /** Runs the job once a runner is free; the reply is a failure rather than a throw. */
   run(job: AuditJob, requestId: string | undefined): Promise<AuditReply>;
+  /**
+   * A run's artifact of `kind`, gzipped, taken once (docs/artifacts.md); undefined when the run
+   * left none or it is gone. Absent: the agent keeps no artifacts.
+   */
+  takeArtifact?(jobId: string, kind: ArtifactKind): { gzip: Uint8Array; truncated: boolean } | undefined;
 }

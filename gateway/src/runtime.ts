@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/nats-core';
@@ -17,12 +16,7 @@ import { createUpdateService, type UpdateService } from './updates/update-servic
 import type { UpdateQueue } from './updates/update-queue.ts';
 import { createUpdateAdmission, type UpdateAdmission } from './updates/update-admission.ts';
 import { startScheduler } from './scheduling/scheduler.ts';
-import {
-  countAnnouncements,
-  createWebhookOutbox,
-  type TestKillPoint,
-  type WebhookOutbox,
-} from './alerts/webhook-outbox.ts';
+import { countAnnouncements, createWebhookOutbox, type WebhookOutbox } from './alerts/webhook-outbox.ts';
 import { credentialTrust, type CredentialTrust } from './projects/credential-trust.ts';
 import { createSecretBox, type SecretBox } from './accounts/secret-box.ts';
 import { startWebhookSender } from './alerts/webhook-sender.ts';
@@ -41,6 +35,8 @@ import { siteBudgetsResolver } from './sites/site-budgets.ts';
 import type { SsoDeps } from './sso/sso-routes.ts';
 import type { ArtifactStore } from './artifacts/store/artifact-store.ts';
 import { artifactStoreFromSettings } from './artifacts/store/artifact-store-from-settings.ts';
+import type { ArtifactReceiver } from './artifacts/artifact-receiver.ts';
+import { testKillAt } from './test-kill-at.ts';
 
 export interface GatewayRuntime {
   http: GatewayServer;
@@ -74,7 +70,8 @@ export async function startGateway({
   const transport = await chooseTransport(given, logger, config);
   const { metrics, unsubscribe } = watch(wiring, transport);
   const trust = credentialTrust(config.PERFWATCH_TRUSTED_LOCATIONS, transport.trustedLocations);
-  const parts = updateParts({ ...wiring, dispatcher: transport.dispatcher, metrics, credentialTrust: trust });
+  const receiver = transport.artifactReceiver(artifacts);
+  const parts = updateParts({ ...wiring, dispatcher: transport.dispatcher, receiver, metrics, credentialTrust: trust });
   const { outbox, targetGuard, secrets, updates } = parts;
   const { queue, admission } = await startQueue({ ...wiring, transport, updates, outbox });
   const background = startBackgroundWork({ ...wiring, queue, admission, outbox, targetGuard, secrets, metrics });
@@ -141,9 +138,15 @@ function updateParts({
   logger,
   config,
   dispatcher,
+  receiver,
   metrics,
   credentialTrust,
-}: Wiring & { dispatcher: Dispatcher; metrics: GatewayMetrics; credentialTrust: CredentialTrust }) {
+}: Wiring & {
+  dispatcher: Dispatcher;
+  receiver: ArtifactReceiver;
+  metrics: GatewayMetrics;
+  credentialTrust: CredentialTrust;
+}) {
   const crux = config.CRUX_API_KEY
     ? createCruxClient({ endpoint: config.CRUX_API_ENDPOINT, apiKey: config.CRUX_API_KEY, logger })
     : undefined;
@@ -171,24 +174,10 @@ function updateParts({
     observer: metrics,
     onSnapshot: (snapshot) => outbox.snapshotStored(snapshot).then(() => undefined),
     budgetsFor: siteBudgetsResolver(store),
+    artifacts: receiver,
     ...(testKill ? { testKill } : {}),
   });
   return { outbox, targetGuard, secrets, updates };
-}
-
-/** PERFWATCH_TEST_KILL_AT's fault: the process dies at once at that point, as a SIGKILL from outside would kill it. */
-function testKillAt({ PERFWATCH_TEST_KILL_AT: at }: GatewayConfig, logger: Logger) {
-  if (!at) return undefined;
-  logger.warn({ at }, 'PERFWATCH_TEST_KILL_AT is set: this gateway kills itself there (tests only)');
-  return (point: TestKillPoint) => {
-    if (point !== at) return;
-    // Straight to stderr: a line pino writes asynchronously would die with the process.
-    writeSync(
-      2,
-      `${JSON.stringify({ level: 40, time: Date.now(), at, msg: 'PERFWATCH_TEST_KILL_AT reached: SIGKILL' })}\n`,
-    );
-    process.kill(process.pid, 'SIGKILL');
-  };
 }
 
 /** The transport's update queue and the admission of each user's next update into it. */

@@ -10,13 +10,11 @@ import {
   decodeArtifactMessage,
   encodeArtifactMessage,
   type ArtifactPullAnswer,
+  type ArtifactState,
   type Location,
 } from '@perfwatch/common';
 import { createChunkStream, TransferFailed } from './artifact-chunk-stream.ts';
 import type { ArtifactKey, ArtifactStore } from './store/artifact-store.ts';
-
-/** What a snapshot records of one artifact of one cell. */
-type ArtifactOutcome = { state: 'stored'; bytes: number } | { state: 'missing'; reason: string };
 
 export interface ArtifactReceiverDeps {
   nc: NatsConnection;
@@ -29,7 +27,7 @@ export interface ArtifactReceiverDeps {
 }
 
 /** The run whose artifact is wanted: who made it, for which job, and where it is to be kept. */
-interface ArtifactSource {
+export interface ArtifactSource {
   location: Location;
   agentId: string;
   jobId: string;
@@ -38,7 +36,7 @@ interface ArtifactSource {
 
 export interface ArtifactReceiver {
   /** Pulls one artifact of the chosen run into the store; never throws (a failure is `missing`). */
-  receive(source: ArtifactSource): Promise<ArtifactOutcome>;
+  receive(source: ArtifactSource): Promise<ArtifactState>;
 }
 
 /**
@@ -65,7 +63,7 @@ export function createArtifactReceiver({
         const answer = await pull(nc, { location, agentId, jobId, kind, token }, pullTimeoutMs);
         if (!answer.ok) {
           stream.fail(new TransferFailed(answer.code, answer.message));
-          return { state: 'missing', reason: `${answer.code}: ${answer.message}` };
+          return { state: 'missing', reason: `${answer.code}: ${answer.message}`.slice(0, 500) };
         }
         if (answer.bytes > maxBytes) {
           stream.fail(new TransferFailed('TOO_LARGE', `${answer.bytes} bytes announced, past ${maxBytes}`));
@@ -80,9 +78,9 @@ export function createArtifactReceiver({
           contentType: ARTIFACT_CONTENT_TYPES[kind],
           contentEncoding: 'gzip',
         });
-        return { state: 'stored', bytes };
+        return { state: 'stored', bytes, ...(answer.truncated ? { truncated: true } : {}) };
       } catch (error) {
-        const reason = (error as Error).message;
+        const reason = (error as Error).message.slice(0, 500);
         log.warn({ err: { message: reason }, jobId, kind, location }, 'artifact not stored; recorded missing');
         return { state: 'missing', reason };
       } finally {

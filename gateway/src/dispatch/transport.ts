@@ -4,6 +4,8 @@ import type { UpdateQueue } from '../updates/update-queue.ts';
 import type { DeliveryOptions } from './delivery-rules.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import type { Dispatcher } from './run-outcome.ts';
+import type { ArtifactReceiver } from '../artifacts/artifact-receiver.ts';
+import type { ArtifactStore } from '../artifacts/store/artifact-store.ts';
 
 /**
  * How the gateway reaches agents, one per mode: NATS (agents anywhere, JetStream for the update
@@ -21,6 +23,8 @@ export interface Transport {
   readonly nc?: NatsConnection;
   /** Locations whose agents are trusted with credentials whatever the settings say (in-process ones). */
   readonly trustedLocations?: readonly Location[];
+  /** How the chosen runs' artifacts come from the agents that made them into `store`. */
+  artifactReceiver(store: Pick<ArtifactStore, 'put'>): ArtifactReceiver;
   /** The update queue on this transport, started once the update service it runs exists. */
   startQueue(options: DeliveryOptions): Promise<UpdateQueue>;
   /** Whether it can carry work at all (NATS: the connection is neither closed nor draining). */

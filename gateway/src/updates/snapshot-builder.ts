@@ -37,6 +37,17 @@ export async function buildLocationSnapshot(
   location: Location,
   successes: readonly MeasuredRun[],
 ): Promise<NewLocationSnapshot> {
+  return (await buildCell(device, location, successes)).cell;
+}
+
+/** The representative run of a cell: where its artifacts are (the agent that made it keeps them by job). */
+export type RepresentativeRun = Pick<MeasuredRun, 'jobId' | 'agentId'>;
+
+async function buildCell(
+  device: Device,
+  location: Location,
+  successes: readonly MeasuredRun[],
+): Promise<{ cell: NewLocationSnapshot; representative: RepresentativeRun }> {
   if (successes.length === 0) throw new Error(`no successful run for ${device}/${location}`);
   // Re-tests have run indexes past the first round's, so they come after the runs they re-test.
   let ordered = [...successes].sort((a, b) => a.runIndex - b.runIndex);
@@ -66,7 +77,7 @@ export async function buildLocationSnapshot(
       continue;
     }
     const security = representative.security ?? ordered.find((r) => r.security)?.security;
-    return {
+    const cell: NewLocationSnapshot = {
       device,
       location,
       median: index + 1,
@@ -79,6 +90,7 @@ export async function buildLocationSnapshot(
       elementCount: representative.digest.elementCount,
       kpis: [...(await resultKpis(representative)), ...(security ? securityKpis(security) : [])],
     };
+    return { cell, representative: { jobId: representative.jobId, agentId: representative.agentId } };
   }
 }
 
@@ -119,7 +131,12 @@ export async function cellFromRuns(
   device: Device,
   location: Location,
   runs: ReadonlyArray<RunOutcome & { retestOfRunIndex?: number }>,
-): Promise<{ cell?: NewLocationSnapshot; reason?: string; failures: Array<Extract<RunOutcome, { ok: false }>> }> {
+): Promise<{
+  cell?: NewLocationSnapshot;
+  representative?: RepresentativeRun;
+  reason?: string;
+  failures: Array<Extract<RunOutcome, { ok: false }>>;
+}> {
   const successes: MeasuredRun[] = [];
   const failures: Array<Extract<RunOutcome, { ok: false }>> = [];
   for (const outcome of runs) {
@@ -130,7 +147,7 @@ export async function cellFromRuns(
     `${failure.error.code}: ${failure.error.message}`.slice(0, 2_000);
   if (successes.length === 0) return { reason: reasonOf(failures.at(-1)!), failures };
   try {
-    return { cell: await buildLocationSnapshot(device, location, successes), failures };
+    return { ...(await buildCell(device, location, successes)), failures };
   } catch (error) {
     if (!(error instanceof NoUsableResult)) throw error;
     const unusable = { ok: false as const, error: { code: 'BAD_REPLY' as const, message: error.message } };

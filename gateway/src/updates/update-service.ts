@@ -22,7 +22,8 @@ import type { SecretBox } from '../accounts/secret-box.ts';
 import { noResultError } from './no-result.ts';
 import { credentialsOf } from './update-credentials.ts';
 import { nextRetest, VERDICT_RULES } from './run-verdicts.ts';
-import { cellFromRuns, measured, withFieldData } from './snapshot-builder.ts';
+import { cellFromRuns, measured, withFieldData, type RepresentativeRun } from './snapshot-builder.ts';
+import type { ArtifactReceiver } from '../artifacts/artifact-receiver.ts';
 import type {
   NewLocationSnapshot,
   ProjectRecord,
@@ -95,6 +96,8 @@ export interface UpdateServiceDeps {
   now?: () => Date;
   /** Waits between offers to a location that is away (tests shorten them). */
   awayBackoffMs?: AwayBackoff;
+  /** Takes each cell's representative run's artifacts into the artifact store; absent: none are kept. */
+  artifacts?: ArtifactReceiver;
   /** The budgets a snapshot is checked against (a site's page inherits some); absent: the project's own. */
   budgetsFor?: (project: ProjectRecord) => Promise<ProjectRecord['budgets']>;
 }
@@ -150,6 +153,7 @@ interface UpdateInProgress {
   readonly log: Logger;
   readonly cells: ReadonlyArray<{ device: Device; location: Location }>;
   readonly started: number;
+  readonly artifacts?: ArtifactReceiver;
   /** Measures a run of the cell: one of its first runs, a re-test, or the confirmation of a budget. */
   measure(cell: number, runIndex: number | 'confirm', avoidAgent?: string): Promise<RunOutcome>;
   /** The cell gets one run more than the project's (a re-test or a confirmation). */
@@ -180,6 +184,7 @@ function startUpdate(
     log,
     cells,
     started: performance.now(),
+    ...(parts.artifacts ? { artifacts: parts.artifacts } : {}),
     addRun(cell) {
       progress[cell]!.total += 1;
       report();
@@ -262,7 +267,30 @@ async function measureCell(update: UpdateInProgress, cell: number, maxRetests: n
     );
     runs.push({ ...(await update.measure(cell, runIndex, suspect.agentId)), retestOfRunIndex: suspect.runIndex });
   }
-  return { device, location, ...(await cellFromRuns(device, location, runs)) };
+  const { cell: built, representative, ...rest } = await cellFromRuns(device, location, runs);
+  const withKept = built && representative ? await withArtifacts(update, built, representative) : built;
+  return { device, location, ...rest, ...(withKept ? { cell: withKept } : {}) };
+}
+
+/**
+ * The cell with its representative run's artifacts taken into the artifact store, each kept or
+ * missing: the snapshot is stored either way. Keyed by the update's id, which names its snapshot
+ * before the store has given it one.
+ */
+async function withArtifacts(
+  { project, updateId, artifacts }: Pick<UpdateInProgress, 'project' | 'updateId' | 'artifacts'>,
+  cell: NewLocationSnapshot,
+  { agentId, jobId }: RepresentativeRun,
+): Promise<NewLocationSnapshot> {
+  if (!artifacts) return cell;
+  const { device, location } = cell;
+  const key = { orgId: project.userId, projectId: project.id, snapshotId: updateId, device, location };
+  const [requests, trace] = await Promise.all(
+    (['requests', 'trace'] as const).map((kind) =>
+      artifacts.receive({ location, agentId, jobId, key: { ...key, kind } }),
+    ),
+  );
+  return { ...cell, artifacts: { requests: requests!, trace: trace! } };
 }
 
 /** The cells with a result (and their field data), the cells without one, and the failed runs (logged). */

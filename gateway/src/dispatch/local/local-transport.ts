@@ -5,6 +5,7 @@ import type { AgentRegistry } from '../agent-registry.ts';
 import type { Transport } from '../transport.ts';
 import { createLocalDispatcher } from './local-dispatcher.ts';
 import { startLocalUpdateQueue } from './local-update-queue.ts';
+import { createLocalArtifactReceiver } from '../../artifacts/local-artifact-receiver.ts';
 
 /**
  * Agents in the gateway's own process (`perfwatch start` without NATS): runs are handed to them
@@ -24,6 +25,7 @@ export function createLocalTransport({
     registry,
     dispatcher: createLocalDispatcher({ agents, logger }),
     trustedLocations: agents.map((agent) => agent.location),
+    artifactReceiver: (store) => createLocalArtifactReceiver({ agents, store, logger }),
     startQueue: (options) => startLocalUpdateQueue(options),
     open: () => true,
     ping: async () => undefined,

@@ -4,6 +4,7 @@ import type { Transport } from '../transport.ts';
 import { startAgentRegistry } from './agent-registry.ts';
 import { startJetStreamUpdateQueue } from './jetstream-update-queue.ts';
 import { createNatsDispatcher } from './nats-dispatcher.ts';
+import { createArtifactReceiver } from '../../artifacts/artifact-receiver.ts';
 
 /** Agents anywhere, over NATS: their announcements, offers to their queue groups, and the JetStream update queue. */
 export async function createNatsTransport({
@@ -25,6 +26,7 @@ export async function createNatsTransport({
     registry,
     dispatcher: createNatsDispatcher({ nc, logger, registry, maxInFlight }),
     nc,
+    artifactReceiver: (store) => createArtifactReceiver({ nc, store, logger }),
     startQueue: (options) => startJetStreamUpdateQueue({ ...options, nc, ackWaitMs }),
     open: () => !nc.isClosed() && !nc.isDraining(),
     ping: () => nc.flush(),

@@ -186,6 +186,7 @@ export class MongoSnapshots implements SnapshotsStore {
         elementCount: r.elementCount,
         crux: r.crux,
         ...(r.checks ? { checks: r.checks } : {}),
+        ...(r.artifacts ? { artifacts: r.artifacts } : {}),
         lighthouseVersion: r.lighthouseVersion,
         // Stored compressed and opaque: ~6× smaller, and Lighthouse's own keys (some contain
         // dots) never meet a server's field-name rules. From an agent of v1.5, as it sent it.

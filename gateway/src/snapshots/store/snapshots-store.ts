@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import {
+  cellArtifactsSchema,
   cellCheckSchema,
   cruxPairSchema,
   DEVICES,
@@ -7,6 +8,7 @@ import {
   UPDATE_TYPES,
   missingCellSchema,
   runSummarySchema,
+  type CellArtifacts,
   type CellCheck,
   type CruxRecord,
   type Device,
@@ -41,6 +43,8 @@ export interface LocationSnapshot {
   kpis: KpiRecord[];
   /** The project's budget checks on this cell, with their alert states; absent without budgets. */
   checks?: CellCheck[];
+  /** The representative run's artifacts (gateway/src/artifacts/), kept or missing; absent before artifacts existed. */
+  artifacts?: CellArtifacts;
 }
 
 /**
@@ -213,6 +217,8 @@ export function snapshotRecords(forms: StoredForms) {
     elementCount: z.number().int().nullable(),
     crux: structured(cruxPairSchema),
     checks: structured(z.array(cellCheckSchema)).nullish(),
+    // Read back tolerantly: a record that does not parse says nothing kept, never fails the read.
+    artifacts: structured(cellArtifactsSchema).nullish().catch(null),
   });
   return { snapshot, result };
 }
@@ -223,11 +229,16 @@ type ResultRecord = z.output<ReturnType<typeof snapshotRecords>['result']>;
  * A stored cell whose result stays in the database: `fetchGzip` reads its bytes when the cell's
  * result is asked for, and nothing keeps them (findSnapshotCells).
  */
-export function cellReadLater({ checks, ...cell }: ResultRecord, fetchGzip: () => Promise<Uint8Array>): StoredCell {
-  return { ...cell, ...(checks ? { checks } : {}), resultJson: async () => storedResultJson(await fetchGzip()) };
+export function cellReadLater(record: ResultRecord, fetchGzip: () => Promise<Uint8Array>): StoredCell {
+  return { ...cellOf(record), resultJson: async () => storedResultJson(await fetchGzip()) };
 }
 
 /** A stored cell as a store hands it out: its Lighthouse result read from `bytes` only when asked for. */
-export function storedCell({ checks, ...cell }: ResultRecord, bytes: Uint8Array): SnapshotRecord['results'][number] {
-  return withStoredResult({ ...cell, ...(checks ? { checks } : {}), kpis: [] }, bytes);
+export function storedCell(record: ResultRecord, bytes: Uint8Array): SnapshotRecord['results'][number] {
+  return withStoredResult({ ...cellOf(record), kpis: [] }, bytes);
+}
+
+/** A result record's cell, its optional parts present only when stored. */
+function cellOf({ checks, artifacts, ...cell }: ResultRecord) {
+  return { ...cell, ...(checks ? { checks } : {}), ...(artifacts ? { artifacts } : {}) };
 }

@@ -20,7 +20,7 @@ const resultBytes = z.instanceof(Uint8Array);
 const resultRow = asRecord(records.result.extend({ lighthouse: resultBytes }));
 /** A result's row without its bytes, and its place among the snapshot's. */
 const cellRow = asRecord(records.result.extend({ seq: z.number().int() }));
-const RESULT_COLUMNS_BUT_BYTES = 'seq, device, location, median, runs, element_count, crux, checks';
+const RESULT_COLUMNS_BUT_BYTES = 'seq, device, location, median, runs, element_count, crux, checks, artifacts';
 
 /** Snapshots read from SQLite: `snapshots`, their cells' results in `results`. */
 export class SqliteSnapshotReads implements SnapshotReadsStore {

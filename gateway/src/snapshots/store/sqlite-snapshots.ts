@@ -28,6 +28,7 @@ CREATE INDEX IF NOT EXISTS snapshots_by_date ON snapshots (date);
 CREATE TABLE IF NOT EXISTS results (
   snapshot_id TEXT NOT NULL, seq INTEGER NOT NULL, device TEXT NOT NULL, location TEXT NOT NULL, median INTEGER NOT NULL,
   runs TEXT NOT NULL, element_count INTEGER, crux TEXT NOT NULL, lighthouse BLOB NOT NULL, checks TEXT,
+  artifacts TEXT,
   PRIMARY KEY (snapshot_id, seq));`,
   steps: [
     {
@@ -47,6 +48,11 @@ CREATE TABLE IF NOT EXISTS results (
       up: addColumns('snapshots', 'alerts_pending_since INTEGER'),
     },
     { version: 9, adds: 'the code change a snapshot measured (JSON)', up: addColumns('snapshots', 'revision TEXT') },
+    {
+      version: 18,
+      adds: "the states of each cell's artifacts (JSON)",
+      up: addColumns('results', 'artifacts TEXT'),
+    },
   ],
   // Needs the column of step 7 first.
   indexes:
@@ -123,7 +129,7 @@ export class SqliteSnapshots implements SnapshotsStore {
   /** A snapshot's results (their results compressed as `compressed`, in order) and their KPI records. */
   #insertCells(place: KpiPlace, results: NewSnapshot['results'], compressed: readonly Buffer[]): void {
     const insertResult = this.#db.prepared(
-      'INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse, checks) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse, checks, artifacts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     );
     results.forEach((r, seq) => {
       insertResult.run(
@@ -137,6 +143,7 @@ export class SqliteSnapshots implements SnapshotsStore {
         JSON.stringify(r.crux),
         compressed[seq]!,
         r.checks ? JSON.stringify(r.checks) : null,
+        r.artifacts ? JSON.stringify(r.artifacts) : null,
       );
     });
     insertKpis(this.#db, placedKpis(place, results));
