@@ -8,6 +8,7 @@ import {
   type Revision,
 } from '@perfwatch/common';
 import { randomUUID } from 'node:crypto';
+import { reportedArtifacts, type ArtifactClock } from '../artifacts/artifact-states.ts';
 import { openObject } from '../http/json-object-text.ts';
 import type { ProjectRecord, SnapshotFilter, SnapshotRecord } from '../store/store.ts';
 import { revisionMember } from '../store/stored-revision.ts';
@@ -63,6 +64,7 @@ type CellView = {
   median: number;
   runs: SnapshotRecord['results'][number]['runs'];
   checks?: SnapshotRecord['results'][number]['checks'];
+  artifacts?: SnapshotRecord['results'][number]['artifacts'];
 };
 
 /** What an audit result is made of: a snapshot's date, its cells and the cells it lacks. */
@@ -89,14 +91,16 @@ export async function* auditResultPieces<R extends CellView>(
   project: Pick<ProjectRecord, 'defaultLocation'>,
   jsonOf: (cell: R) => Uint8Array | Promise<Uint8Array>,
   filter: SnapshotFilter = {},
+  clock?: ArtifactClock,
 ): AsyncGenerator<string | Uint8Array> {
   const nonce = randomUUID();
   const placeholders: Array<{ token: string; cell: R; additions: LighthouseAdditions }> = [];
-  const view = auditResultOf(snapshot, project, filter, (cell, additions) => {
+  const lighthouse = (cell: R, additions: LighthouseAdditions) => {
     const token = `@@perfwatch-result:${nonce}:${placeholders.length}@@`;
     placeholders.push({ token, cell, additions });
     return token;
-  });
+  };
+  const view = auditResultOf(snapshot, project, filter, lighthouse, clock);
   // The view's text with each token's place taken by its cell's result, in the text's order.
   const json = JSON.stringify(view);
   const placed = placeholders
@@ -134,6 +138,7 @@ function auditResultOf<R extends CellView>(
   project: Pick<ProjectRecord, 'defaultLocation'>,
   filter: SnapshotFilter,
   lighthouse: (r: R, additions: LighthouseAdditions) => unknown,
+  clock?: ArtifactClock,
 ): AuditResult {
   const date = formatApiDateTime(snapshot.date);
   const out: Partial<Record<Device, Partial<Record<Location, LocationResult>>>> = {};
@@ -147,6 +152,8 @@ function auditResultOf<R extends CellView>(
       runs: r.runs,
       ...verification(r.runs, r.median),
       ...(r.checks ? { checks: r.checks } : {}),
+      // Each kept, missing or expired; absent from cells measured before artifacts were kept.
+      ...(r.artifacts && clock ? { artifacts: reportedArtifacts(r.artifacts, snapshot.date, clock) } : {}),
       ...revisionMember(snapshot.revision),
     };
   }
