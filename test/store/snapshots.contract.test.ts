@@ -1,4 +1,7 @@
-import { expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { MongoClient } from 'mongodb';
+import { describe, expect, inject, it } from 'vitest';
+import { MongoStore } from '@perfwatch/gateway';
 import { type CellCheck } from '@perfwatch/common';
 import { loadLhr } from '../support/lhr-fixtures.ts';
 import { kpiRows } from '../support/kpi-rows.ts';
@@ -86,6 +89,35 @@ describeOnBothStores('snapshots', (store) => {
     // Read when asked, not when found: a result deleted in between is not there to read.
     await store().removeProject(user.id, project.url);
     await expect(filtered!.results[0]!.resultJson()).rejects.toThrow(/no longer stored/);
+  });
+
+  it("keeps each cell's artifact states, read back whole and cell by cell; a cell without any has none", async () => {
+    const user = await store().createUser('artie');
+    const project = await store().addProject({
+      userId: user.id,
+      url: 'https://artie.example/',
+      domain: 'artie.example',
+      locations: ['london', 'tokyo'],
+      defaultLocation: 'london',
+      runs: 1,
+      schedule: null,
+    });
+    const date = new Date('2026-04-03T12:00:00Z');
+    const artifacts = {
+      requests: { state: 'stored' as const, bytes: 5_123, truncated: true },
+      trace: { state: 'missing' as const, reason: 'NO_ARTIFACT: agent a1 has no trace of this run' },
+    };
+    await store().saveSnapshot({
+      project,
+      updateId: 'artie-1',
+      date,
+      updateType: 'manual',
+      results: [{ ...storedResult('mobile', 'london'), artifacts }, storedResult('mobile', 'tokyo')],
+    });
+    const whole = (await store().findSnapshot(project.id, date))!;
+    expect(whole.results.map((r) => r.artifacts)).toEqual([artifacts, undefined]);
+    const cells = (await store().findSnapshotCells(project.id, date))!;
+    expect(cells.results.map((r) => r.artifacts)).toEqual([artifacts, undefined]);
   });
 
   it('moves a second snapshot in the same second to the next free second', async () => {
@@ -249,5 +281,46 @@ describeOnBothStores('snapshots', (store) => {
     // The update's job delivered again finds its snapshot stored: nothing is owed again.
     expect(await save('owed-failed', 1, [{ ...check, event: 'budget.failed' }])).toEqual(failed);
     expect(await mine(new Date(Date.now() + 60_000))).toEqual([]);
+  });
+});
+
+describe('snapshots: a MongoDB cell whose artifact states do not parse', () => {
+  it('reads back as a cell without artifacts, never failing the read', async () => {
+    const uri = inject('mongoUri');
+    const dbName = `pwtest_${randomUUID().slice(0, 8)}`;
+    const client = await new MongoClient(uri).connect();
+    const store = new MongoStore({ uri, dbName });
+    try {
+      await store.init();
+      const owner = await store.createUser('mongo-bad-artifacts');
+      const project = await store.addProject({
+        userId: owner.id,
+        url: 'https://bad-artifacts.example/',
+        domain: 'bad-artifacts.example',
+        locations: ['london'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      });
+      const date = new Date('2026-04-04T12:00:00Z');
+      await store.saveSnapshot({
+        project,
+        updateId: 'bad-artifacts-1',
+        date,
+        updateType: 'manual',
+        results: [{ ...storedResult('mobile', 'london'), artifacts: { requests: { state: 'stored', bytes: 10 } } }],
+      });
+      await client
+        .db(dbName)
+        .collection('results')
+        .updateMany({}, { $set: { artifacts: { requests: { state: 'kept-somewhere', bytes: -1 } } } });
+      const read = (await store.findSnapshot(project.id, date))!;
+      expect(read.results).toHaveLength(1);
+      expect(read.results[0]!.artifacts).toBeUndefined();
+    } finally {
+      await store.close();
+      await client.db(dbName).dropDatabase();
+      await client.close();
+    }
   });
 });
