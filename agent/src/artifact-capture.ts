@@ -1,39 +1,8 @@
-import { z } from 'zod';
-import { ARTIFACT_MAX_BYTES, type ArtifactKind } from '@perfwatch/common';
+import { ARTIFACT_MAX_BYTES, artifactRequestLineSchema, type ArtifactKind } from '@perfwatch/common';
 import { boundedGzip, type GzippedArtifact } from './artifact-gzip.ts';
 
 /** What a run leaves of its heavy evidence, each kind gzipped and bounded (ARTIFACT_MAX_BYTES). */
 export type RunArtifacts = Partial<Record<ArtifactKind, GzippedArtifact>>;
-
-/** A URL longer than this (data: URIs Lighthouse did not elide, tracking beacons) is cut. */
-const MAX_URL_CHARS = 2048;
-const MAX_TEXT_CHARS = 200;
-
-const text = (max: number) =>
-  z
-    .string()
-    .transform((value) => (value.length > max ? `${value.slice(0, max)}…` : value))
-    .optional()
-    .catch(undefined);
-const number = z.number().finite().optional().catch(undefined);
-
-/** One line of the requests artifact: the fields of Lighthouse's `network-requests` items a waterfall needs. */
-const requestLineSchema = z.object({
-  url: text(MAX_URL_CHARS),
-  protocol: text(MAX_TEXT_CHARS),
-  rendererStartTime: number,
-  networkRequestTime: number,
-  networkEndTime: number,
-  transferSize: number,
-  resourceSize: number,
-  statusCode: number,
-  mimeType: text(MAX_TEXT_CHARS),
-  resourceType: text(MAX_TEXT_CHARS),
-  priority: text(MAX_TEXT_CHARS),
-  entity: text(MAX_TEXT_CHARS),
-  isLinkPreload: z.boolean().optional().catch(undefined),
-  experimentalFromMainFrame: z.boolean().optional().catch(undefined),
-});
 
 const itemsOf = (lhr: { audits?: Record<string, { details?: unknown } | undefined> }): unknown[] | null => {
   const details = lhr.audits?.['network-requests']?.details as { items?: unknown } | undefined;
@@ -50,7 +19,7 @@ export async function captureRequests(
 ): Promise<GzippedArtifact | null> {
   const items = itemsOf(lhr);
   if (!items) return null;
-  const lines = items.map((item) => `${JSON.stringify(requestLineSchema.parse(item ?? {}))}\n`);
+  const lines = items.map((item) => `${JSON.stringify(artifactRequestLineSchema.parse(item ?? {}))}\n`);
   return boundedGzip(
     lines,
     maxBytes,

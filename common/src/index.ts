@@ -91,3 +91,4 @@ export { AUDIT_LOG_PAGE, auditLogCursor, type AuditLogParams } from './api/audit
 export * from './settings/index.ts';
 export * from './forge/index.ts';
 export * from './artifact-messages.ts';
+export * from './artifact-analysis.ts';

@@ -74,7 +74,7 @@ export function categoryScore(lhr: LighthouseResult, categoryId: string): number
 }
 
 /** Audits whose details the gateway reads, and which a shrink therefore never drops. */
-const KEPT_DETAILS = new Set(['network-requests', 'dom-size-insight']);
+const KEPT_DETAILS = new Set(['network-requests', 'dom-size-insight', 'third-parties-insight', 'long-tasks']);
 const LARGE_DETAILS_BYTES = 64 * 1024;
 
 /**
