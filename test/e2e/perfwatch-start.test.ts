@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -142,8 +142,14 @@ describe('perfwatch start', () => {
       const { status, body } = await curl(curlLine);
       expect(status, JSON.stringify(body).slice(0, 300)).toBe(200);
       expect(auditResultSchema.parse(body).mobile!.s_carolina!.runs[0]!.agentId).toBe('local');
-      // Nothing was written under ./data: the parts it was pointed at hold the data.
-      expect(existsSync(join(dir, 'data'))).toBe(false);
+      // Nothing but the artifacts was written under ./data: the parts it was pointed at hold the
+      // data, and the artifact store is on disk unless told otherwise (ARTIFACT_STORE, ARTIFACT_DIR).
+      expect(readdirSync(join(dir, 'data'))).toEqual(['artifacts']);
+      const cells = body as { mobile: { s_carolina: { artifacts?: unknown } } };
+      expect(cells.mobile.s_carolina.artifacts).toMatchObject({
+        requests: { state: 'stored' },
+        trace: { state: 'stored' },
+      });
       expect(await real.stop('SIGTERM')).toBe(0);
     } finally {
       await real.stop();
