@@ -1,5 +1,6 @@
 import { ARTIFACT_MAX_BYTES, artifactRequestLineSchema, type ArtifactKind } from '@perfwatch/common';
 import { boundedGzip, type GzippedArtifact } from './artifact-gzip.ts';
+import { lcpImageUrl } from './lcp-request.ts';
 
 /** What a run leaves of its heavy evidence, each kind gzipped and bounded (ARTIFACT_MAX_BYTES). */
 export type RunArtifacts = Partial<Record<ArtifactKind, GzippedArtifact>>;
@@ -9,17 +10,27 @@ const itemsOf = (lhr: { audits?: Record<string, { details?: unknown } | undefine
   return Array.isArray(details?.items) ? details.items : null;
 };
 
+const withoutFragment = (url: string) => url.split('#', 1)[0];
+
 /**
  * The requests artifact: NDJSON, one request a line in Lighthouse's order, then one line
  * `{"end":true,"requests":N,"written":M,"truncated":bool}` so a reader knows whether it has all.
+ * The first request of `lcpUrl` (the LCP element's image, lcp-request.ts) says `"lcp":true`.
  */
 export async function captureRequests(
   lhr: { audits?: Record<string, { details?: unknown } | undefined> },
   maxBytes = ARTIFACT_MAX_BYTES.requests,
+  lcpUrl: string | null = null,
 ): Promise<GzippedArtifact | null> {
   const items = itemsOf(lhr);
   if (!items) return null;
-  const lines = items.map((item) => `${JSON.stringify(artifactRequestLineSchema.parse(item ?? {}))}\n`);
+  const parsed = items.map((item) => artifactRequestLineSchema.parse(item ?? {}));
+  const lcp =
+    lcpUrl === null
+      ? undefined
+      : parsed.find((line) => line.url && withoutFragment(line.url) === withoutFragment(lcpUrl));
+  if (lcp) lcp.lcp = true;
+  const lines = parsed.map((line) => `${JSON.stringify(line)}\n`);
   return boundedGzip(
     lines,
     maxBytes,
@@ -56,7 +67,7 @@ export async function captureRunArtifacts(
   trace: unknown,
 ): Promise<RunArtifacts> {
   const [requests, traced] = await Promise.all([
-    captureRequests(lhr).catch(() => null),
+    captureRequests(lhr, ARTIFACT_MAX_BYTES.requests, lcpImageUrl(trace)).catch(() => null),
     captureTrace(trace).catch(() => null),
   ]);
   return { ...(requests ? { requests } : {}), ...(traced ? { trace: traced } : {}) };
