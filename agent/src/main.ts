@@ -47,6 +47,7 @@ export async function main(_argv: readonly string[], env: Readonly<Record<string
     capacity: config.PERFWATCH_CAPACITY,
     announceIntervalMs: config.PERFWATCH_ANNOUNCE_INTERVAL_MS,
     keepScreenshots: config.PERFWATCH_KEEP_SCREENSHOTS,
+    keepArtifacts: config.PERFWATCH_KEEP_ARTIFACTS,
     probeSecurity: (url) => probeSecurity(url, { guard }),
     observer: metrics,
     calibrateEveryRuns: config.PERFWATCH_CALIBRATE_EVERY_RUNS,

@@ -53,4 +53,10 @@ export const chromeRunSettings = settingGroup('Chrome and Lighthouse runs', {
       '`true`: the final screenshot and the filmstrip are kept at full size; otherwise each is re-encoded as ' +
         'WebP within 30 kB (the final one 360 px wide, frames 120 px). The full-page screenshot is never kept.',
     ),
+  PERFWATCH_KEEP_ARTIFACTS: booleanFlag
+    .default(true)
+    .describe(
+      "`true`: each run's requests and trace are kept (gzipped, bounded, at most 32 runs, 256 MiB and 15 minutes) " +
+        "for the gateway to pull its chosen run's (docs/artifacts.md); `false`: none kept, the snapshots' artifacts missing.",
+    ),
 });
