@@ -1,0 +1,147 @@
+import { randomUUID } from 'node:crypto';
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { MongoClient } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import {
+  artifactRequestLineSchema,
+  artifactRequestsEndSchema,
+  auditResultSchema,
+  parseApiDateTime,
+  type AuditResult,
+} from '@perfwatch/common';
+import { runPerfwatch, spawnGateway, spawnServingAgent, type PerfwatchProcess } from '../support/perfwatch-process.ts';
+import { startSeaweedFs, type SeaweedFs } from '../support/seaweedfs.ts';
+import { isolatedNats } from '../support/test-services.ts';
+import { startThirdPartySite, type ThirdPartySite } from '../support/third-party-site.ts';
+
+/**
+ * Issue 35 end to end, every part real: the shipped `perfwatch gateway` and `perfwatch agent`
+ * (Chromium, Lighthouse) on nats-server and a MongoDB-wire server, the artifacts in a real S3
+ * server (SeaweedFS) read back through its own API; `perfwatch start` keeping them on disk.
+ */
+
+let nats: Awaited<ReturnType<typeof isolatedNats>>;
+let s3: SeaweedFs;
+let site: ThirdPartySite;
+let gateway: PerfwatchProcess;
+let agent: PerfwatchProcess;
+let mongo: MongoClient;
+let server: string;
+let token: string;
+const dbName = `pwartifacts_${randomUUID().slice(0, 8)}`;
+const heavy = () => `${inject('siteUrl')}heavy.html`;
+
+beforeAll(async () => {
+  nats = await isolatedNats();
+  s3 = await startSeaweedFs();
+  site = await startThirdPartySite();
+  const db = { MONGODB_URI: inject('mongoUri'), MONGODB_DB: dbName };
+  const created = await runPerfwatch(['admin', 'create-user', 'artifacts', '--json'], db);
+  expect(created.code, created.output).toBe(0);
+  token = (JSON.parse(created.output.trim().split('\n').at(-1)!) as { token: string }).token;
+  for (const url of [heavy(), site.pageUrl]) {
+    const project = ['--locations', 'london', '--runs', '1', '--devices', 'desktop'];
+    const added = await runPerfwatch(['admin', 'add-project', 'artifacts', url, ...project], db);
+    expect(added.code, added.output).toBe(0);
+  }
+  ({ process: gateway, url: server } = await spawnGateway({
+    ...db,
+    NATS_URL: nats.url,
+    ARTIFACT_STORE: 's3',
+    ARTIFACT_S3_ENDPOINT: s3.endpoint,
+    ARTIFACT_S3_BUCKET: s3.bucket,
+    ARTIFACT_S3_REGION: s3.region,
+    ARTIFACT_S3_ACCESS_KEY_ID: s3.accessKeyId,
+    ARTIFACT_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+    ARTIFACT_S3_FORCE_PATH_STYLE: 'true',
+  }));
+  agent = await spawnServingAgent(nats.url, 'london', 'e2e-artifacts-london');
+  mongo = await MongoClient.connect(inject('mongoUri'));
+}, 180_000);
+
+afterAll(async () => {
+  await agent?.stop();
+  await gateway?.stop();
+  await mongo?.close();
+  await site?.close();
+  await s3?.stop();
+  await nats?.dispose();
+});
+
+const authorized = () => ({ Authorization: `Bearer ${token}` });
+
+/** A sync update of `url` (desktop in London, one run): its answer and how long it took. */
+async function update(url: string): Promise<{ result: AuditResult; date: string; ms: number }> {
+  const started = performance.now();
+  const res = await fetch(`${server}/v1/update?url=${encodeURIComponent(url)}`, { headers: authorized() });
+  const body: unknown = await res.json();
+  expect(res.status, JSON.stringify(body).slice(0, 500)).toBe(200);
+  const result = auditResultSchema.parse(body);
+  return { result, date: result.desktop!.london!.lighthouse.date, ms: performance.now() - started };
+}
+
+/** A GET of the API that must succeed. */
+async function get(path: string, params: Record<string, string>): Promise<Response> {
+  const res = await fetch(`${server}${path}?${new URLSearchParams(params)}`, { headers: authorized() });
+  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+  return res;
+}
+
+/** Where the snapshot of `url` at `date` keeps its artifacts: `<org>/<project>/<its update's id>/`. */
+async function snapshotPrefix(url: string, date: string): Promise<string> {
+  const snapshot = await mongo
+    .db(dbName)
+    .collection('snapshots')
+    .findOne({ url, date: parseApiDateTime(date)! });
+  expect(snapshot, `no snapshot of ${url} at ${date}`).not.toBeNull();
+  return `${String(snapshot!['userId'])}/${String(snapshot!['projectId'])}/${String(snapshot!['updateId'])}/`;
+}
+
+/** The request lines /v1/artifacts serves for a cell, and its end line. */
+async function requestLines(url: string, date: string) {
+  const res = await get('/v1/artifacts', { url, date, device: 'desktop', location: 'london', kind: 'requests' });
+  const lines = (await res.text()).trimEnd().split('\n');
+  const end = artifactRequestsEndSchema.parse(JSON.parse(lines.pop()!));
+  return { requests: lines.map((line) => artifactRequestLineSchema.parse(JSON.parse(line))), end };
+}
+
+describe('artifacts of the representative run, with real Lighthouse and a real S3 server', () => {
+  it("the heavy page's requests and trace are objects in S3 under its snapshot's key, stored as its audit says, and served by /v1/artifacts", async () => {
+    const { result, date } = await update(heavy());
+    const prefix = await snapshotPrefix(heavy(), date);
+    // Listed by the S3 server itself: the two objects of the cell, nothing else in the bucket.
+    const listed = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
+    const objects = new Map((listed.Contents ?? []).map((o) => [o.Key!, o.Size!]));
+    expect([...objects.keys()].sort()).toEqual([`${prefix}desktop-london-requests`, `${prefix}desktop-london-trace`]);
+
+    const audit = auditResultSchema.parse(await (await get('/v1/audit', { url: heavy(), date })).json());
+    expect(audit.desktop!.london!.artifacts).toEqual({
+      requests: {
+        state: 'stored',
+        bytes: objects.get(`${prefix}desktop-london-requests`),
+        expires: expect.any(String),
+      },
+      trace: { state: 'stored', bytes: objects.get(`${prefix}desktop-london-trace`), expires: expect.any(String) },
+    });
+
+    // The requests as the run saw them: Lighthouse's network-requests, in its order, none cut.
+    const { requests, end } = await requestLines(heavy(), date);
+    const lhr = result.desktop!.london!.lighthouse as unknown as {
+      audits: Record<string, { details?: { items?: Array<{ url: string }> } }>;
+    };
+    const items = lhr.audits['network-requests']!.details!.items!;
+    expect(end).toEqual({ end: true, requests: items.length, written: items.length, truncated: false });
+    expect(requests.map((r) => r.url)).toEqual(items.map((item) => item.url));
+    expect(requests.map((r) => new URL(r.url!).pathname)).toEqual(
+      expect.arrayContaining(['/heavy.html', '/assets/site.css']),
+    );
+    const page = requests.find((r) => new URL(r.url!).pathname === '/heavy.html')!;
+    expect(page).toMatchObject({ resourceType: 'Document', statusCode: 200 });
+    expect(page.transferSize).toBeGreaterThan(0);
+    // The trace opens as Chrome DevTools reads it, and holds the page's network events.
+    const trace = (await (
+      await get('/v1/artifacts', { url: heavy(), date, device: 'desktop', location: 'london', kind: 'trace' })
+    ).json()) as { traceEvents: Array<{ name?: string }> };
+    expect(trace.traceEvents.some((event) => event.name === 'ResourceSendRequest')).toBe(true);
+  }, 180_000);
+});

@@ -1,0 +1,90 @@
+import { once } from 'node:events';
+import { createServer, type RequestListener, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A page whose largest content is a picture, on 127.0.0.1, that loads a third party's script
+ * once `addThirdParty()` is called: the script comes from `localhost`, another origin and another
+ * entity for Lighthouse (which names an unrecognised host's entity by the host itself), and keeps
+ * the main thread busy for SCRIPT_BUSY_MS, as a tag manager or chat widget would.
+ */
+export interface ThirdPartySite {
+  pageUrl: string;
+  /** The page's largest content: an <img> as wide as the viewport. */
+  pictureUrl: string;
+  scriptUrl: string;
+  /** The script's body, in bytes (sent as it is, uncompressed). */
+  scriptBytes: number;
+  addThirdParty(): void;
+  close(): Promise<void>;
+}
+
+export const SCRIPT_BUSY_MS = 400;
+
+/** About 30 kB: a size no other request of the page has, so its transfer is unmistakable. */
+const SCRIPT = `/* widget ${'x'.repeat(30_000)} */
+(() => { const end = performance.now() + ${SCRIPT_BUSY_MS}; while (performance.now() < end); })();
+`;
+
+const PICTURE = `<svg xmlns="http://www.w3.org/2000/svg" width="1200" height="700" viewBox="0 0 1200 700">
+<rect width="1200" height="700" fill="#2b4c7e"/><circle cx="900" cy="200" r="120" fill="#f2c14e"/>
+<path d="M0 700 L400 300 L700 600 L900 420 L1200 700 Z" fill="#1d3557"/></svg>`;
+
+const page = (script: string | null) => `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <meta name="description" content="A page whose largest content is a picture.">
+  <title>Picture page — fixture</title>
+  ${script ? `<script src="${script}"></script>` : ''}
+</head>
+<body style="margin:0">
+  <p>Mountains at dusk.</p>
+  <img src="/picture.svg" width="1200" height="700" alt="Mountains at dusk" style="max-width:100%;height:auto">
+</body>
+</html>
+`;
+
+export async function startThirdPartySite(): Promise<ThirdPartySite> {
+  let withScript = false;
+  const widget = await listen((req, res) => {
+    if (req.url !== '/widget.js') return void res.writeHead(404).end();
+    res.writeHead(200, { 'Content-Type': 'text/javascript', 'Cache-Control': 'no-store' }).end(SCRIPT);
+  });
+  const scriptUrl = `http://localhost:${port(widget)}/widget.js`;
+  const site = await listen((req, res) => {
+    if (req.url === '/picture.svg')
+      return void res.writeHead(200, { 'Content-Type': 'image/svg+xml', 'Cache-Control': 'no-store' }).end(PICTURE);
+    if (req.url !== '/picture.html') return void res.writeHead(404).end();
+    res
+      .writeHead(200, { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store' })
+      .end(page(withScript ? scriptUrl : null));
+  });
+  const origin = `http://127.0.0.1:${port(site)}`;
+  return {
+    pageUrl: `${origin}/picture.html`,
+    pictureUrl: `${origin}/picture.svg`,
+    scriptUrl,
+    scriptBytes: Buffer.byteLength(SCRIPT),
+    addThirdParty: () => void (withScript = true),
+    close: async () => {
+      await close(site);
+      await close(widget);
+    },
+  };
+}
+
+async function listen(handler: RequestListener): Promise<Server> {
+  const server = createServer(handler);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return server;
+}
+
+const port = (server: Server) => String((server.address() as AddressInfo).port);
+
+function close(server: Server): Promise<void> {
+  server.closeAllConnections();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
