@@ -8,6 +8,7 @@ import { parse, parseAllDocuments } from 'yaml';
 import { LOCATIONS } from '@perfwatch/common';
 import { loadGatewayConfig } from '@perfwatch/gateway';
 import { loadAgentConfig } from '../../agent/src/config.ts';
+import { artifactStoreFromSettings } from '../../gateway/src/artifacts/store/artifact-store-from-settings.ts';
 
 // Every kustomize overlay under deploy/k8s builds with a real kustomize, and every object it
 // renders validates against the Kubernetes (and Prometheus Operator) JSON schemas shipped in
@@ -197,6 +198,8 @@ describe('Kubernetes manifests', () => {
     const config = (await build(join(overlays, 'gateway'))).find((o) => o.kind === 'ConfigMap')!.data!;
     const parsed = loadGatewayConfig(config);
     expect(parsed.TRUST_PROXY).toBe('loopback, linklocal, uniquelocal');
+    // Artifacts in a bucket: replicas share no disk, and their root filesystem is read-only.
+    expect(artifactStoreFromSettings(parsed).where).toBe('S3 bucket perfwatch-artifacts');
     expect(parsed.NATS_URL).toBe(config['NATS_URL']);
   });
 
