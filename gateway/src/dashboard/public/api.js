@@ -53,3 +53,13 @@ export async function request(method, path, params = {}, token = session.token()
   if (!response.ok) throw new ApiError(response.status, json);
   return json;
 }
+
+/**
+ * A GET of /v1 whose answer is not JSON (an artifact: NDJSON, a trace): the response once it is a
+ * success, for the caller to read as text or as a file; a refusal throws as request() does.
+ */
+export async function fetchOk(path, params = {}, token = session.token()) {
+  const response = await fetch(`/v1/${path}?${new URLSearchParams(params)}`, { headers: credentials(token) });
+  if (!response.ok) throw new ApiError(response.status, await response.json().catch(() => null));
+  return response;
+}

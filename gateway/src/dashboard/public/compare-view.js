@@ -2,11 +2,13 @@ import { api } from './api.js';
 import { h } from './dom.js';
 import { formatScore } from './lighthouse-result.js';
 import { cellCard, crumbs, dataTable, link, show } from './page.js';
+import { requestChanges, thirdPartyChanges } from './request-changes.js';
 import { revisionLine } from './revision.js';
 
 // Two snapshots side by side, of one project or of two (a preview's against production's): their
 // medians' metrics, whether each difference is beyond run-to-run noise, and the audits and
-// opportunities that changed most. Opened from the project's picker or from a stable link
+// opportunities that changed most, and the median runs' requests and third parties that changed
+// (request-changes.js). Opened from the project's picker or from a stable link
 // (`#/compare?url=…&baseUrl=…&from=…&to=…&device=…&location=…`, common's compareViewLink builds
 // it for forge reports) whose dates may be `latest`: the view shows the dates /v1/compare found.
 
@@ -121,6 +123,8 @@ function compareCard(cell, from, to) {
       cell.opportunities,
       (o) => `${o.title}: ${o.fromMs} ms → ${o.toMs} ms to save`,
     ),
+    requestChanges(cell.requests),
+    thirdPartyChanges(cell.thirdParties),
   );
 }
 

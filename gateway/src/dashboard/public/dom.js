@@ -47,3 +47,10 @@ export function formatMs(value) {
   if (value === null || value === undefined) return '—';
   return value >= 1000 ? `${(value / 1000).toFixed(2)} s` : `${Math.round(value)} ms`;
 }
+
+/** Bytes as Lighthouse shows them: B, KiB, MiB. */
+export function formatBytes(value) {
+  if (value === null || value === undefined) return '—';
+  if (value < 1024) return `${Math.round(value)} B`;
+  return value < 1024 * 1024 ? `${(value / 1024).toFixed(1)} KiB` : `${(value / 1024 / 1024).toFixed(2)} MiB`;
+}

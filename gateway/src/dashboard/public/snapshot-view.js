@@ -1,11 +1,13 @@
 import { api } from './api.js';
+import { cellArtifacts } from './cell-artifacts.js';
 import { formatMs, h } from './dom.js';
 import { auditValue, categoryScore, CATEGORIES, METRICS } from './lighthouse-result.js';
 import { cellCard, crumbs, dataTable, link, scoreBadge, show } from './page.js';
 import { revisionLine, revisionOfResult } from './revision.js';
 
 // One snapshot of a project: per device and location its median run's scores and metrics, its
-// budget checks, filmstrip and runs, and a link to the full Lighthouse report.
+// budget checks, filmstrip and runs, a link to the full Lighthouse report, and its artifacts
+// (cell-artifacts.js: request waterfall, third parties, trace).
 
 /** A cell's budget checks as the gateway stored them: each with its state, and the event it announced. */
 function checksList(cell) {
@@ -177,5 +179,6 @@ function snapshotCard(url, date, device, location, cell) {
       {},
       h('a', { class: 'button', href: link('report', { url, date, device, location }) }, 'Full Lighthouse report'),
     ),
+    cellArtifacts(url, date, device, location, cell.artifacts),
   );
 }

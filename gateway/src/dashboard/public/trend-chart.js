@@ -10,7 +10,7 @@ const HEIGHT = 220;
 const MARGIN = { top: 12, right: 16, bottom: 28, left: 48 };
 const COLORS = ['#1a73e8', '#e8710a', '#188038', '#9334e6', '#d01884', '#12b5cb', '#b06000', '#5f6368'];
 
-function niceMax(value) {
+export function niceMax(value) {
   if (value <= 0) return 1;
   const step = 10 ** Math.floor(Math.log10(value));
   return Math.ceil(value / step) * step;
