@@ -35,6 +35,9 @@ LABEL org.perfwatch.build="1"
 ENV NODE_ENV=production PORT=8080 NODE_OPTIONS=--max-semi-space-size=16
 WORKDIR /app
 COPY --from=build /app /app
+# The fs artifact store's place (compose mounts a volume here, which takes this owner): the
+# root filesystem is read-only when run as shipped.
+RUN mkdir -p /var/lib/perfwatch/artifacts && chown node:node /var/lib/perfwatch/artifacts
 # The image's own unprivileged user; the Kubernetes manifests also set runAsNonRoot.
 USER node
 EXPOSE 8080

@@ -158,6 +158,9 @@ describe('the stack from deploy/docker-compose.yml', () => {
       expect((cell.lighthouse['categories'] as { performance: { score: number } }).performance.score).toBeGreaterThan(
         0,
       );
+      // The median run's requests and trace reached the gateway's artifact volume.
+      const { artifacts } = (reply.body as { desktop: { frankfurt: { artifacts?: unknown } } }).desktop.frankfurt;
+      expect(artifacts).toMatchObject({ requests: { state: 'stored' }, trace: { state: 'stored' } });
     }
     const date = auditResultSchema.parse(viaPost.body).desktop!.tokyo!.lighthouse.date;
     const [audit] = await getAndPost(checker, gateway, 'audit', { url: PAGE, date }, { url: PAGE, date }, { token });
