@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -9,7 +12,14 @@ import {
   parseApiDateTime,
   type AuditResult,
 } from '@perfwatch/common';
-import { runPerfwatch, spawnGateway, spawnServingAgent, type PerfwatchProcess } from '../support/perfwatch-process.ts';
+import { freePort } from '../support/local-servers.ts';
+import {
+  runPerfwatch,
+  spawnGateway,
+  spawnPerfwatch,
+  spawnServingAgent,
+  type PerfwatchProcess,
+} from '../support/perfwatch-process.ts';
 import { startSeaweedFs, type SeaweedFs } from '../support/seaweedfs.ts';
 import { isolatedNats } from '../support/test-services.ts';
 import { startThirdPartySite, type ThirdPartySite } from '../support/third-party-site.ts';
@@ -31,81 +41,81 @@ let token: string;
 const dbName = `pwartifacts_${randomUUID().slice(0, 8)}`;
 const heavy = () => `${inject('siteUrl')}heavy.html`;
 
-beforeAll(async () => {
-  nats = await isolatedNats();
-  s3 = await startSeaweedFs();
-  site = await startThirdPartySite();
-  const db = { MONGODB_URI: inject('mongoUri'), MONGODB_DB: dbName };
-  const created = await runPerfwatch(['admin', 'create-user', 'artifacts', '--json'], db);
-  expect(created.code, created.output).toBe(0);
-  token = (JSON.parse(created.output.trim().split('\n').at(-1)!) as { token: string }).token;
-  for (const url of [heavy(), site.pageUrl]) {
-    const project = ['--locations', 'london', '--runs', '1', '--devices', 'desktop'];
-    const added = await runPerfwatch(['admin', 'add-project', 'artifacts', url, ...project], db);
-    expect(added.code, added.output).toBe(0);
-  }
-  ({ process: gateway, url: server } = await spawnGateway({
-    ...db,
-    NATS_URL: nats.url,
-    ARTIFACT_STORE: 's3',
-    ARTIFACT_S3_ENDPOINT: s3.endpoint,
-    ARTIFACT_S3_BUCKET: s3.bucket,
-    ARTIFACT_S3_REGION: s3.region,
-    ARTIFACT_S3_ACCESS_KEY_ID: s3.accessKeyId,
-    ARTIFACT_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
-    ARTIFACT_S3_FORCE_PATH_STYLE: 'true',
-  }));
-  agent = await spawnServingAgent(nats.url, 'london', 'e2e-artifacts-london');
-  mongo = await MongoClient.connect(inject('mongoUri'));
-}, 180_000);
-
-afterAll(async () => {
-  await agent?.stop();
-  await gateway?.stop();
-  await mongo?.close();
-  await site?.close();
-  await s3?.stop();
-  await nats?.dispose();
-});
-
-const authorized = () => ({ Authorization: `Bearer ${token}` });
-
-/** A sync update of `url` (desktop in London, one run): its answer and how long it took. */
-async function update(url: string): Promise<{ result: AuditResult; date: string; ms: number }> {
-  const started = performance.now();
-  const res = await fetch(`${server}/v1/update?url=${encodeURIComponent(url)}`, { headers: authorized() });
-  const body: unknown = await res.json();
-  expect(res.status, JSON.stringify(body).slice(0, 500)).toBe(200);
-  const result = auditResultSchema.parse(body);
-  return { result, date: result.desktop!.london!.lighthouse.date, ms: performance.now() - started };
-}
-
-/** A GET of the API that must succeed. */
-async function get(path: string, params: Record<string, string>): Promise<Response> {
-  const res = await fetch(`${server}${path}?${new URLSearchParams(params)}`, { headers: authorized() });
-  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-  return res;
-}
-
-/** Where the snapshot of `url` at `date` keeps its artifacts: `<org>/<project>/<its update's id>/`. */
-async function snapshotPrefix(url: string, date: string): Promise<string> {
-  const snapshot = await mongo
-    .db(dbName)
-    .collection('snapshots')
-    .findOne({ url, date: parseApiDateTime(date)! });
-  expect(snapshot, `no snapshot of ${url} at ${date}`).not.toBeNull();
-  return `${String(snapshot!['userId'])}/${String(snapshot!['projectId'])}/${String(snapshot!['updateId'])}/`;
-}
-
-/** The request lines /v1/artifacts serves for a cell, and its end line. */
-async function requestLines(url: string, date: string) {
-  const res = await get('/v1/artifacts', { url, date, device: 'desktop', location: 'london', kind: 'requests' });
-  const lines = (await res.text()).trimEnd().split('\n');
-  const end = artifactRequestsEndSchema.parse(JSON.parse(lines.pop()!));
-  return { requests: lines.map((line) => artifactRequestLineSchema.parse(JSON.parse(line))), end };
-}
-
 describe('artifacts of the representative run, with real Lighthouse and a real S3 server', () => {
+  beforeAll(async () => {
+    nats = await isolatedNats();
+    s3 = await startSeaweedFs();
+    site = await startThirdPartySite();
+    const db = { MONGODB_URI: inject('mongoUri'), MONGODB_DB: dbName };
+    const created = await runPerfwatch(['admin', 'create-user', 'artifacts', '--json'], db);
+    expect(created.code, created.output).toBe(0);
+    token = (JSON.parse(created.output.trim().split('\n').at(-1)!) as { token: string }).token;
+    for (const url of [heavy(), site.pageUrl]) {
+      const project = ['--locations', 'london', '--runs', '1', '--devices', 'desktop'];
+      const added = await runPerfwatch(['admin', 'add-project', 'artifacts', url, ...project], db);
+      expect(added.code, added.output).toBe(0);
+    }
+    ({ process: gateway, url: server } = await spawnGateway({
+      ...db,
+      NATS_URL: nats.url,
+      ARTIFACT_STORE: 's3',
+      ARTIFACT_S3_ENDPOINT: s3.endpoint,
+      ARTIFACT_S3_BUCKET: s3.bucket,
+      ARTIFACT_S3_REGION: s3.region,
+      ARTIFACT_S3_ACCESS_KEY_ID: s3.accessKeyId,
+      ARTIFACT_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+      ARTIFACT_S3_FORCE_PATH_STYLE: 'true',
+    }));
+    agent = await spawnServingAgent(nats.url, 'london', 'e2e-artifacts-london');
+    mongo = await MongoClient.connect(inject('mongoUri'));
+  }, 180_000);
+
+  afterAll(async () => {
+    await agent?.stop();
+    await gateway?.stop();
+    await mongo?.close();
+    await site?.close();
+    await s3?.stop();
+    await nats?.dispose();
+  });
+
+  const authorized = () => ({ Authorization: `Bearer ${token}` });
+
+  /** A sync update of `url` (desktop in London, one run): its answer and how long it took. */
+  async function update(url: string): Promise<{ result: AuditResult; date: string; ms: number }> {
+    const started = performance.now();
+    const res = await fetch(`${server}/v1/update?url=${encodeURIComponent(url)}`, { headers: authorized() });
+    const body: unknown = await res.json();
+    expect(res.status, JSON.stringify(body).slice(0, 500)).toBe(200);
+    const result = auditResultSchema.parse(body);
+    return { result, date: result.desktop!.london!.lighthouse.date, ms: performance.now() - started };
+  }
+
+  /** A GET of the API that must succeed. */
+  async function get(path: string, params: Record<string, string>): Promise<Response> {
+    const res = await fetch(`${server}${path}?${new URLSearchParams(params)}`, { headers: authorized() });
+    if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+    return res;
+  }
+
+  /** Where the snapshot of `url` at `date` keeps its artifacts: `<org>/<project>/<its update's id>/`. */
+  async function snapshotPrefix(url: string, date: string): Promise<string> {
+    const snapshot = await mongo
+      .db(dbName)
+      .collection('snapshots')
+      .findOne({ url, date: parseApiDateTime(date)! });
+    expect(snapshot, `no snapshot of ${url} at ${date}`).not.toBeNull();
+    return `${String(snapshot!['userId'])}/${String(snapshot!['projectId'])}/${String(snapshot!['updateId'])}/`;
+  }
+
+  /** The request lines /v1/artifacts serves for a cell, and its end line. */
+  async function requestLines(url: string, date: string) {
+    const res = await get('/v1/artifacts', { url, date, device: 'desktop', location: 'london', kind: 'requests' });
+    const lines = (await res.text()).trimEnd().split('\n');
+    const end = artifactRequestsEndSchema.parse(JSON.parse(lines.pop()!));
+    return { requests: lines.map((line) => artifactRequestLineSchema.parse(JSON.parse(line))), end };
+  }
+
   it("the heavy page's requests and trace are objects in S3 under its snapshot's key, stored as its audit says, and served by /v1/artifacts", async () => {
     const { result, date } = await update(heavy());
     const prefix = await snapshotPrefix(heavy(), date);
@@ -143,5 +153,64 @@ describe('artifacts of the representative run, with real Lighthouse and a real S
       await get('/v1/artifacts', { url: heavy(), date, device: 'desktop', location: 'london', kind: 'trace' })
     ).json()) as { traceEvents: Array<{ name?: string }> };
     expect(trace.traceEvents.some((event) => event.name === 'ResourceSendRequest')).toBe(true);
+  }, 180_000);
+});
+
+describe('perfwatch start (what npm start runs)', () => {
+  it("keeps the measured page's artifacts as files under PERFWATCH_DATA_DIR/artifacts, stored as its audit says", async () => {
+    const cwd = await mkdtemp(join(tmpdir(), 'perfwatch-artifacts-start-'));
+    const dataDir = join(cwd, 'state');
+    const env = {
+      PORT: String(await freePort()),
+      PERFWATCH_DEMO_PORT: String(await freePort()),
+      PERFWATCH_DATA_DIR: dataDir,
+    };
+    const start = spawnPerfwatch(['start'], env, { cwd, bare: true });
+    try {
+      const [, key, line] = await start.waitFor(/curl -s -H "Authorization: (pw_[^"]+)" "([^"]+)"/, 60_000);
+      const res = await fetch(line!, { headers: { Authorization: key! } });
+      const body: unknown = await res.json();
+      expect(res.status, JSON.stringify(body).slice(0, 500)).toBe(200);
+      const cell = auditResultSchema.parse(body).mobile!.s_carolina!;
+      const { date } = cell.lighthouse;
+      const demo = cell.lighthouse['finalDisplayedUrl'] as string;
+
+      // One snapshot's two files, <org>/<project>/<update id>/<device>-<location>-<kind>, each
+      // with its content type beside it; nothing left half written.
+      const artifacts = join(dataDir, 'artifacts');
+      const files = [];
+      for (const entry of await readdir(artifacts, { recursive: true, withFileTypes: true }))
+        if (entry.isFile()) files.push(join(entry.parentPath, entry.name).slice(artifacts.length + 1));
+      const data = files.filter((file) => !file.endsWith('.meta.json')).sort();
+      expect(data).toHaveLength(2);
+      const snapshotDir = data[0]!.split('/').slice(0, 3).join('/');
+      expect(snapshotDir).toMatch(/^[\w-]+\/[\w-]+\/[\w-]+$/);
+      expect(data).toEqual([`${snapshotDir}/mobile-s_carolina-requests`, `${snapshotDir}/mobile-s_carolina-trace`]);
+      expect(files.sort()).toEqual([data[0], `${data[0]}.meta.json`, data[1], `${data[1]}.meta.json`]);
+
+      const headers = { Authorization: key! };
+      const base = `http://127.0.0.1:${env.PORT}`;
+      const read = async (path: string, params: Record<string, string>) =>
+        fetch(`${base}${path}?${new URLSearchParams({ url: demo, date, ...params })}`, { headers });
+      const audit = auditResultSchema.parse(await (await read('/v1/audit', {})).json());
+      const sizeOf = async (file: string) => (await stat(join(artifacts, file))).size;
+      expect(audit.mobile!.s_carolina!.artifacts).toEqual({
+        requests: { state: 'stored', bytes: await sizeOf(data[0]!), expires: expect.any(String) },
+        trace: { state: 'stored', bytes: await sizeOf(data[1]!), expires: expect.any(String) },
+      });
+      // Read back through the API: every request of the run, none cut.
+      const answer = await read('/v1/artifacts', { device: 'mobile', kind: 'requests' });
+      expect(answer.status).toBe(200);
+      const lines = (await answer.text()).trimEnd().split('\n');
+      const end = artifactRequestsEndSchema.parse(JSON.parse(lines.pop()!));
+      expect(end).toEqual({ end: true, requests: lines.length, written: lines.length, truncated: false });
+      expect(lines.map((l) => new URL(artifactRequestLineSchema.parse(JSON.parse(l)).url!).pathname)).toEqual(
+        expect.arrayContaining(['/', '/assets/site.css', '/assets/hero.svg']),
+      );
+      expect(await start.stop('SIGTERM')).toBe(0);
+    } finally {
+      await start.stop();
+      await rm(cwd, { recursive: true, force: true });
+    }
   }, 180_000);
 });
