@@ -51,7 +51,7 @@ export function traceLink(cellParams) {
       download: name,
       'data-artifact-link': 'trace',
       title:
-        'The DevTools trace of the median run: open it in Chrome DevTools (Performance panel, "Load profile") or at ui.perfetto.dev',
+        'The DevTools trace of the median run: open it in Chrome DevTools (Performance panel, "Load profile") or in Perfetto (ui.perfetto.dev)',
     },
     'Download trace',
   );

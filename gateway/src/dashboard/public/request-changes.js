@@ -44,19 +44,30 @@ export function requestChanges(requests) {
   if (!requests) return null;
   if (requests.state === 'unavailable')
     return h('p', { class: 'meta', 'data-requests': 'unavailable' }, `Requests not compared: ${requests.reason}`);
-  return CHANGES.map(([change, title]) => {
-    const items = requests[change] ?? [];
-    return [
-      h('h3', {}, `${title} (${items.length})`),
-      items.length === 0
-        ? h('p', { class: 'empty', 'data-change': change }, 'None.')
-        : h(
-            'ul',
-            { class: 'request-changes', 'data-change': change },
-            items.map((item) => requestItem(change, item)),
-          ),
-    ];
-  });
+  // A side cut at its size bound: what lay past the cut shows as added or removed.
+  const cut = requests.truncated
+    ? h(
+        'p',
+        { class: 'artifact-note', 'data-note': 'truncated' },
+        'A side\'s requests were cut at their size bound: some "added" or "removed" may only lie past the cut.',
+      )
+    : null;
+  return [
+    cut,
+    ...CHANGES.flatMap(([change, title]) => {
+      const items = requests[change] ?? [];
+      return [
+        h('h3', {}, `${title} (${items.length})`),
+        items.length === 0
+          ? h('p', { class: 'empty', 'data-change': change }, 'None.')
+          : h(
+              'ul',
+              { class: 'request-changes', 'data-change': change },
+              items.map((item) => requestItem(change, item)),
+            ),
+      ];
+    }),
+  ];
 }
 
 const COSTS = [

@@ -180,9 +180,10 @@ function completeness(requests, end) {
  */
 export function waterfall({ requests, end, firstParties }, expanded = false) {
   const title = "The median run's requests";
-  const figure = h('figure', { class: 'chart waterfall-figure', 'data-requests': requests.length });
   const lcp = requests.find((r) => r.lcp);
-  figure.append(
+  const figure = h(
+    'figure',
+    { class: 'chart waterfall-figure', 'data-requests': requests.length },
     h('figcaption', {}, title),
     h(
       'p',
