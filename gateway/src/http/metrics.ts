@@ -5,6 +5,8 @@ import {
   createMetricsRegistry,
   LOCATIONS,
   registerNatsConnected,
+  type ArtifactKind,
+  type ArtifactState,
   type Device,
   type Location,
   type RunVerdict,
@@ -26,6 +28,8 @@ export interface UpdateObserver {
   runDispatched(location: Location, device: Device, outcome: string, seconds: number): void;
   /** One successful run kept in a snapshot, with the gateway's verdict on it. */
   runJudged(location: Location, device: Device, verdict: RunVerdict): void;
+  /** One artifact of a cell's representative run, kept (with its bytes) or missing. */
+  artifactReceived?(kind: ArtifactKind, state: ArtifactState['state'], bytes: number): void;
 }
 
 export interface GatewayMetrics extends UpdateObserver {
@@ -87,10 +91,8 @@ export function createGatewayMetrics({
 }): GatewayMetrics {
   const registry = createMetricsRegistry();
   const { counter, histogram, gauge } = metricsIn(registry);
-  const { httpDuration, updates, dispatch, runs, webhookAttempts, skippedRecords, heavyReadsRefused } = eventMetrics(
-    counter,
-    histogram,
-  );
+  const events = eventMetrics(counter, histogram);
+  const { httpDuration, updates, dispatch, runs, webhookAttempts, skippedRecords, heavyReadsRefused } = events;
   agentGauges(gauge, agents);
   queueGauges(gauge, queueDepth, pendingUpdates);
   // Without NATS (perfwatch start's in-process bus) there is no connection to report.
@@ -107,6 +109,10 @@ export function createGatewayMetrics({
     },
     runJudged(location, device, verdict) {
       runs.inc({ location, device, verdict });
+    },
+    artifactReceived(kind, state, bytes) {
+      events.artifacts.inc({ kind, state });
+      if (state === 'stored') events.artifactBytes.inc({ kind }, bytes);
     },
     webhookAttempt(outcome) {
       webhookAttempts.inc({ outcome });
@@ -137,6 +143,9 @@ const HELP = {
   perfwatch_updates_total: 'Updates by mode, update type and outcome (complete, partial, failed).',
   perfwatch_dispatch_duration_seconds:
     'From sending a run to an agent until its reply (or failure), by location, device and outcome.',
+  perfwatch_artifacts_total:
+    "Artifacts of cells' representative runs by kind and state: stored, or missing (the agent had none, the transfer failed, the artifact store was down).",
+  perfwatch_artifact_bytes_total: 'Gzip bytes of the artifacts stored, by kind.',
   perfwatch_runs_total:
     'Successful runs kept in snapshots by location, device and verdict (reliable, suspect); suspect runs are measured again, and a rising share of them says an agent is overloaded or its host busy.',
   perfwatch_webhook_attempts_total:
@@ -167,7 +176,19 @@ function eventMetrics(
   const webhookAttempts = counter('perfwatch_webhook_attempts_total', ['outcome']);
   const skippedRecords = counter('perfwatch_store_records_skipped_total', ['kind']);
   const heavyReadsRefused = counter('perfwatch_heavy_reads_refused_total', []);
-  return { httpDuration, updates, dispatch, runs, webhookAttempts, skippedRecords, heavyReadsRefused };
+  const artifacts = counter('perfwatch_artifacts_total', ['kind', 'state']);
+  const artifactBytes = counter('perfwatch_artifact_bytes_total', ['kind']);
+  return {
+    httpDuration,
+    updates,
+    dispatch,
+    runs,
+    webhookAttempts,
+    skippedRecords,
+    heavyReadsRefused,
+    artifacts,
+    artifactBytes,
+  };
 }
 
 /**

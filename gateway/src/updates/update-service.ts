@@ -154,6 +154,7 @@ interface UpdateInProgress {
   readonly cells: ReadonlyArray<{ device: Device; location: Location }>;
   readonly started: number;
   readonly artifacts?: ArtifactReceiver;
+  readonly observer?: UpdateObserver;
   /** Measures a run of the cell: one of its first runs, a re-test, or the confirmation of a budget. */
   measure(cell: number, runIndex: number | 'confirm', avoidAgent?: string): Promise<RunOutcome>;
   /** The cell gets one run more than the project's (a re-test or a confirmation). */
@@ -185,6 +186,7 @@ function startUpdate(
     cells,
     started: performance.now(),
     ...(parts.artifacts ? { artifacts: parts.artifacts } : {}),
+    ...(parts.observer ? { observer: parts.observer } : {}),
     addRun(cell) {
       progress[cell]!.total += 1;
       report();
@@ -278,7 +280,7 @@ async function measureCell(update: UpdateInProgress, cell: number, maxRetests: n
  * before the store has given it one.
  */
 async function withArtifacts(
-  { project, updateId, artifacts }: Pick<UpdateInProgress, 'project' | 'updateId' | 'artifacts'>,
+  { project, updateId, artifacts, observer }: Pick<UpdateInProgress, 'project' | 'updateId' | 'artifacts' | 'observer'>,
   cell: NewLocationSnapshot,
   { agentId, jobId }: RepresentativeRun,
 ): Promise<NewLocationSnapshot> {
@@ -290,6 +292,8 @@ async function withArtifacts(
       artifacts.receive({ location, agentId, jobId, key: { ...key, kind } }),
     ),
   );
+  for (const [kind, state] of [['requests', requests!] as const, ['trace', trace!] as const])
+    observer?.artifactReceived?.(kind, state.state, state.state === 'stored' ? state.bytes : 0);
   return { ...cell, artifacts: { requests: requests!, trace: trace! } };
 }
 
