@@ -99,7 +99,11 @@ export type ThirdPartyChange = z.infer<typeof thirdPartyChangeSchema>;
 
 /** The requests part of a compared cell: compared, or why not (a side without its requests artifact). */
 export const requestsComparisonSchema = z.discriminatedUnion('state', [
-  requestsDiffSchema.extend({ state: z.literal('compared') }),
+  requestsDiffSchema.extend({
+    state: z.literal('compared'),
+    /** A side's artifact was cut (the agent's bound, or the read's): requests past the cut look added or removed. */
+    truncated: z.literal(true).optional(),
+  }),
   z.object({ state: z.literal('unavailable'), reason: z.string() }),
 ]);
 export type RequestsComparison = z.infer<typeof requestsComparisonSchema>;
