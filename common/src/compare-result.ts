@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { requestsComparisonSchema, thirdPartyChangeSchema } from './artifact-analysis.ts';
 import { API_DATE_TIME_PATTERN } from './audit-result.ts';
 import { DEVICES, LOCATIONS } from './ids.ts';
 import { revisionSchema } from './revision.ts';
@@ -61,6 +62,14 @@ const compareCellSchema = z.object({
   audits: z.array(auditChangeSchema),
   /** The opportunities whose estimated saving changed most (at most 10), largest change first. */
   opportunities: z.array(opportunityChangeSchema),
+  /**
+   * Added with issue 35: the representative runs' requests added, removed and grown (at most 50
+   * of each, largest first), or why they could not be compared; absent from a gateway that keeps
+   * no artifacts (docs/artifacts.md, "Comparing requests").
+   */
+  requests: requestsComparisonSchema.optional(),
+  /** Added with issue 35: third parties that came, went or whose cost moved, from the two results. */
+  thirdParties: z.array(thirdPartyChangeSchema).optional(),
 });
 export type CompareCell = z.infer<typeof compareCellSchema>;
 

@@ -7,15 +7,26 @@ import {
   SIGNIFICANCE_LEVEL,
   type CompareCell,
   type CompareResult,
+  type RequestsComparison,
   type Revision,
   type RunSummary,
+  type ThirdPartySummary,
 } from '@perfwatch/common';
 import { auditsOfJson, type AuditSummary } from './result-audits.ts';
+import { thirdPartiesOfJson } from '../artifacts/result-third-parties.ts';
+import { thirdPartyChanges } from '../artifacts/requests-diff.ts';
 import { releaseResult } from './result-bytes.ts';
 import type { LocationSnapshot, SnapshotRecord } from '../store/store.ts';
 
 /** A result's audits by id, as compare reads them (result-audits.ts). */
 type ResultAudits = ReadonlyMap<string, AuditSummary>;
+/** What compare reads of one result: its audits and, when read from a stored result, its third parties. */
+interface CellReading {
+  audits: ResultAudits;
+  thirdParties?: ThirdPartySummary[];
+}
+const readingOf = (read: ResultAudits | CellReading): CellReading =>
+  (read instanceof Map ? { audits: read } : read) as CellReading;
 
 /** Audits and opportunities listed per cell, the largest changes first. */
 const MOST_CHANGED = 10;
@@ -78,6 +89,25 @@ function opportunityChanges(from: ResultAudits, to: ResultAudits): CompareCell['
 const auditIds = (from: ResultAudits, to: ResultAudits) => new Set([...from.keys(), ...to.keys()]);
 const titleOf = (from: ResultAudits, to: ResultAudits, id: string) => (to.get(id) ?? from.get(id))?.title ?? id;
 
+/** One compared cell from its two sides, what was read of their results, and their requests compared. */
+function comparedCell(
+  [a, b]: [ComparedCell, ComparedCell],
+  [before, after]: [CellReading, CellReading],
+  requests: RequestsComparison | undefined,
+): CompareCell {
+  return {
+    device: a.device,
+    location: a.location,
+    metrics: metricChanges(a, b),
+    audits: auditChanges(before.audits, after.audits),
+    opportunities: opportunityChanges(before.audits, after.audits),
+    ...(requests ? { requests } : {}),
+    ...(before.thirdParties && after.thirdParties
+      ? { thirdParties: thirdPartyChanges(before.thirdParties, after.thirdParties) }
+      : {}),
+  };
+}
+
 /** A cell as compare reads it: its runs beside its result, which `auditsOf` reads. */
 type ComparedCell = Pick<LocationSnapshot, 'device' | 'location' | 'median' | 'runs'>;
 /** A snapshot as compare reads it: its date, the code change it measured if it was given one, its cells. */
@@ -94,14 +124,17 @@ interface ComparedProjects {
 
 /**
  * Two snapshots side by side, cell by cell (`/v1/compare`), of one project or of two. Each cell's
- * audits are read (`auditsOf`) one result at a time, a cell's two sides one after the other, and
- * let go before the next: however many cells, a comparison holds one result and two cells' summaries.
+ * audits (and third parties, when `auditsOf` reads them) are read one result at a time, a cell's
+ * two sides one after the other, and let go before the next: however many cells, a comparison
+ * holds one result and two cells' summaries. `requestsOf`, when given, compares a cell's two
+ * requests artifacts (compared-requests.ts), after its results are let go.
  */
 export async function compareSnapshots<C extends ComparedCell>(
   { url, baseUrl }: ComparedProjects,
   from: ComparedSnapshot<C>,
   to: ComparedSnapshot<C>,
-  auditsOf: (cell: C) => Promise<ResultAudits> | ResultAudits,
+  auditsOf: (cell: C) => Promise<ResultAudits | CellReading> | ResultAudits | CellReading,
+  { requestsOf }: { requestsOf?: (from: C, to: C) => Promise<RequestsComparison> } = {},
 ): Promise<CompareResult> {
   const key = (r: Pick<LocationSnapshot, 'device' | 'location'>) => `${r.device}/${r.location}`;
   const toByCell = new Map(to.results.map((r) => [key(r), r]));
@@ -118,16 +151,10 @@ export async function compareSnapshots<C extends ComparedCell>(
     // comparison of 24 seconds, and other requests (whose headers have 10 s to be read) must
     // not wait for all of it. An embedded store's reads never leave the thread by themselves.
     await setImmediate();
-    const before = await auditsOf(a);
+    const before = readingOf(await auditsOf(a));
     await setImmediate();
-    const after = await auditsOf(b);
-    cells.push({
-      device: a.device,
-      location: a.location,
-      metrics: metricChanges(a, b),
-      audits: auditChanges(before, after),
-      opportunities: opportunityChanges(before, after),
-    });
+    const after = readingOf(await auditsOf(b));
+    cells.push(comparedCell([a, b], [before, after], await requestsOf?.(a, b)));
   }
   for (const b of to.results)
     if (!fromCells.has(key(b))) unmatched.push({ device: b.device, location: b.location, onlyIn: 'to' });
@@ -152,6 +179,16 @@ export async function storedCellAudits(cell: { resultJson(): Promise<Buffer> }):
   const json = await cell.resultJson();
   try {
     return auditsOfJson(json);
+  } finally {
+    releaseResult(json);
+  }
+}
+
+/** A stored cell's audits and third parties (result-third-parties.ts), from one read of its result. */
+export async function storedCellReading(cell: { resultJson(): Promise<Buffer> }): Promise<CellReading> {
+  const json = await cell.resultJson();
+  try {
+    return { audits: auditsOfJson(json), thirdParties: thirdPartiesOfJson(json) };
   } finally {
     releaseResult(json);
   }

@@ -97,7 +97,7 @@ const [OPEN_BRACE, CLOSE_BRACE, OPEN_BRACKET, CLOSE_BRACKET, QUOTE, BACKSLASH, C
 
 const isSpace = (c: number | undefined) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
-function skipSpace(text: Buffer, i: number): number {
+export function skipSpace(text: Buffer, i: number): number {
   while (isSpace(text[i])) i++;
   return i;
 }
@@ -110,7 +110,11 @@ const NAME_BYTES = 64;
  * returns the index after the object. A value `visit` read through, it returns the end of; any
  * other is stepped over.
  */
-function forEachMember(text: Buffer, at: number, visit: (name: string, value: number) => number | undefined): number {
+export function forEachMember(
+  text: Buffer,
+  at: number,
+  visit: (name: string, value: number) => number | undefined,
+): number {
   let i = skipSpace(text, at + 1);
   if (text[i] === CLOSE_BRACE) return i + 1;
   for (;;) {
@@ -138,7 +142,7 @@ function stringEnd(text: Buffer, at: number): number {
 }
 
 /** The index after the value starting at `at`. */
-function valueEnd(text: Buffer, at: number): number {
+export function valueEnd(text: Buffer, at: number): number {
   const first = text[at];
   if (first === QUOTE) return stringEnd(text, at);
   if (first !== OPEN_BRACE && first !== OPEN_BRACKET) {
