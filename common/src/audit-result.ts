@@ -3,6 +3,7 @@ import { DEVICES, LOCATIONS } from './ids.ts';
 import { cellCheckSchema } from './budgets.ts';
 import { cruxRecordSchema } from './crux.ts';
 import { revisionSchema } from './revision.ts';
+import { reportedArtifactsSchema } from './api/artifact-requests.ts';
 import { runSummarySchema, runVerdictSchema } from './run-metrics.ts';
 
 export const API_DATE_TIME_PATTERN = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/;
@@ -48,6 +49,8 @@ const locationResultSchema = z.object({
     .optional(),
   /** perfwatch's addition: the project's budget checks on this cell; absent when it had no budgets. */
   checks: z.array(cellCheckSchema).optional(),
+  /** perfwatch's addition (issue 35): the representative run's requests and trace, kept, missing or expired. */
+  artifacts: reportedArtifactsSchema.optional(),
   /** perfwatch's addition: the code change the update measured; absent when it was given none. */
   revision: revisionSchema.optional(),
 });

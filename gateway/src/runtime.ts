@@ -36,6 +36,7 @@ import type { SsoDeps } from './sso/sso-routes.ts';
 import type { ArtifactStore } from './artifacts/store/artifact-store.ts';
 import { artifactStoreFromSettings } from './artifacts/store/artifact-store-from-settings.ts';
 import type { ArtifactReceiver } from './artifacts/artifact-receiver.ts';
+import { artifactReadsOf } from './artifacts/artifacts-route.ts';
 import { testKillAt } from './test-kill-at.ts';
 
 export interface GatewayRuntime {
@@ -331,8 +332,10 @@ async function serve({
   metrics,
   readiness,
   admission,
+  artifacts,
   ...shared
 }: Wiring & {
+  artifacts: ArtifactStore;
   metrics: GatewayMetrics;
   readiness: ReturnType<typeof readinessCheck>;
   targetGuard: WebhookTargets;
@@ -373,6 +376,7 @@ async function serve({
     syncUpdates: { perUser: config.MAX_SYNC_UPDATES_PER_USER, ttlMs: 2 * config.SYNC_UPDATE_TIMEOUT_MS + 60_000 },
     port: config.PORT,
     host: config.HOST,
+    artifactReads: artifactReadsOf(artifacts, config.ARTIFACT_RETENTION_DAYS),
   });
   logger.info({ url: http.url }, 'gateway listening');
   return { http, ops };

@@ -17,6 +17,7 @@ import {
   type GatewayRuntime,
 } from '@perfwatch/gateway';
 import { startNatsServer, type LocalServer } from './local-servers.ts';
+import type { ArtifactStore } from '../../gateway/src/artifacts/store/artifact-store.ts';
 
 export const silentLogger: Logger = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
 
@@ -81,6 +82,7 @@ export async function startTestGateway({
   store: given,
   logger = silentLogger,
   config,
+  artifacts,
 }: {
   natsUrl: string;
   runTimeoutMs?: number;
@@ -90,6 +92,8 @@ export async function startTestGateway({
   store?: MongoStore;
   logger?: Logger;
   config?: Partial<GatewayConfig>;
+  /** The artifact store the gateway is handed; absent: the one its settings make (ARTIFACT_DIR, …). */
+  artifacts?: ArtifactStore;
 }): Promise<TestGateway> {
   const store = given ?? (await testStore());
   const nc = await connect({ servers: natsUrl });
@@ -97,6 +101,7 @@ export async function startTestGateway({
     nc,
     store,
     logger,
+    ...(artifacts ? { artifacts } : {}),
     config: gatewayConfigWith({
       PORT: 0,
       HOST: '127.0.0.1',

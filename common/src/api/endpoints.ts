@@ -14,6 +14,7 @@ import { credentialsViewSchema } from '../page-auth.ts';
 import { webhookListSchema } from '../webhooks.ts';
 import { ANNOTATIONS_WRITES, annotationsBodySchema, annotationsQuerySchema } from './annotation-requests.ts';
 import { auditLogBodySchema, auditLogQuerySchema } from './audit-log-requests.ts';
+import { artifactJsonAnswerSchema, artifactsBodySchema, artifactsQuerySchema } from './artifact-requests.ts';
 import { auditLogPageSchema } from '../audit-log.ts';
 import {
   BUDGETS_WRITES,
@@ -159,6 +160,14 @@ export const API_ENDPOINTS = {
     query: compareQuerySchema,
     body: compareBodySchema,
     answer: compareResultSchema,
+  },
+  artifacts: {
+    path: '/v1/artifacts',
+    methods: GET_AND_POST,
+    query: artifactsQuerySchema,
+    body: artifactsBodySchema,
+    // The JSON kinds' answer; requests is NDJSON (issue 35).
+    answer: artifactJsonAnswerSchema,
   },
   overview: {
     path: '/v1/overview',

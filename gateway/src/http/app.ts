@@ -28,6 +28,7 @@ import { sessionAuthenticator } from '../sso/session-auth.ts';
 import { ROUTE_BASE, type GatewayMetrics } from './metrics.ts';
 import { pageMetricsRoute, type PageMetricsSettings } from '../page-metrics/page-metrics-route.ts';
 import { createSiteDiscoveries, type SiteDiscoveries } from '../sites/site-discoveries.ts';
+import type { ArtifactReads } from '../artifacts/artifacts-route.ts';
 
 export interface AppDeps {
   /** What the routes use, and the tokens requests are authenticated by. */
@@ -77,6 +78,8 @@ export interface AppDeps {
   maxSitesPerOrg?: number;
   /** `GET /metrics/pages` (PAGE_METRICS=on, page-metrics/); absent: none. */
   pageMetrics?: PageMetricsSettings;
+  /** Where /v1/artifacts reads, and the retention cells' artifacts are reported by (issue 35); absent: none. */
+  artifactReads?: ArtifactReads;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
@@ -212,6 +215,7 @@ function routeDepsOf(deps: AppDeps, reads: RouteDeps['reads'], targetGuard: Webh
     siteDiscoveries: deps.siteDiscoveries ?? createSiteDiscoveries({ store, guard: targetGuard, logger }),
     queuedRunsPerUser: deps.queuedRunsPerUser ?? 5_000,
     maxSitesPerOrg: deps.maxSitesPerOrg ?? 20,
+    artifacts: deps.artifactReads,
   };
 }
 

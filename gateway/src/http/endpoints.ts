@@ -6,6 +6,9 @@ import { tokensRoute } from '../accounts/tokens-route.ts';
 import { webhooksRoute } from '../alerts/webhooks-route.ts';
 import type { AuditLog } from '../audit-log/audit-log.ts';
 import { auditLogRoute } from '../audit-log/audit-log-route.ts';
+import type { ArtifactReads } from '../artifacts/artifacts-route.ts';
+import { ARTIFACTS_ENDPOINT } from '../artifacts/artifacts-endpoint.ts';
+import type { EndpointDoc, ResponseDoc } from './endpoint-doc.ts';
 import { repositoryRoute } from '../forge/repository-route.ts';
 import type { Access } from './authorize.ts';
 import type { WebhookRules } from '../alerts/webhook-registry.ts';
@@ -73,6 +76,8 @@ export interface RouteDeps {
   stallMs: number;
   /** The places for reads of stored results, shared by /v1/audit and /v1/compare. */
   reads: HeavyReads;
+  /** The artifact store and its retention (issue 35); absent: no artifacts are kept or reported. */
+  artifacts?: ArtifactReads | undefined;
   webhookRules: WebhookRules;
   secrets: SecretBox;
   credentialTrust: CredentialTrust;
@@ -84,26 +89,6 @@ export interface RouteDeps {
   queuedRunsPerUser: number;
   /** Sites one organisation may have (MAX_SITES_PER_ORG). */
   maxSitesPerOrg: number;
-}
-
-/** A response's description; `retryAfter`: it comes with a Retry-After header. */
-export type ResponseDoc = string | { description: string; retryAfter: true };
-
-/** What the OpenAPI document says of an endpoint besides its schemas (openapi.ts). */
-interface EndpointDoc {
-  summary: string;
-  /** What the 200 answer is. */
-  answer: string;
-  /** The statuses this endpoint has besides every endpoint's, by every method or by POST (PUT) alone. */
-  responses?: Record<string, ResponseDoc>;
-  postResponses?: Record<string, ResponseDoc>;
-  /** The statuses PATCH and DELETE add, when they differ from the others' (/v1/projects). */
-  patchResponses?: Record<string, ResponseDoc>;
-  deleteResponses?: Record<string, ResponseDoc>;
-  /** false: it names no project, so cannot answer 404 for one. */
-  project?: false;
-  /** false: POST may come without a body. */
-  bodyRequired?: false;
 }
 
 /** One endpoint as the gateway serves it: its contract (common), its route, its documentation. */
@@ -136,8 +121,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
     contract: API_ENDPOINTS.update,
     limit: 'updates',
     access: { read: 'editor', write: 'editor', ci: 'write', isWrite: () => true },
-    route: ({ store, updates, startAsync, credentialTrust, syncUpdates, stallMs }) =>
-      updateRoute({ store, updates, startAsync, credentialTrust, stallMs, ...(syncUpdates ? { syncUpdates } : {}) }),
+    route: (deps) => updateRoute({ ...deps, clock: deps.artifacts?.clock }),
     doc: {
       summary: 'Run an update of a project',
       answer: 'sync: the audit result of the devices updated; async: an acknowledgement.',
@@ -175,7 +159,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
     contract: API_ENDPOINTS.audit,
     limit: 'reads',
     access: READS_AND_EDITS,
-    route: ({ store, reads, stallMs }) => auditRoute({ store, reads, stallMs }),
+    route: (deps) => auditRoute({ ...deps, clock: deps.artifacts?.clock }),
     doc: {
       summary: 'Read the snapshot of a project at a date',
       answer: 'The snapshot, filtered by device and location.',
@@ -186,7 +170,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
     contract: API_ENDPOINTS.compare,
     limit: 'reads',
     access: READS_AND_EDITS,
-    route: ({ store, reads }) => compareRoute({ store, reads }),
+    route: ({ store, reads, artifacts }) => compareRoute({ store, reads, artifacts }),
     doc: {
       summary: 'Compare two snapshots of a project',
       answer:
@@ -194,6 +178,7 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
       responses: { '503': HEAVY_READ_REFUSED },
     },
   },
+  artifacts: ARTIFACTS_ENDPOINT,
   overview: {
     contract: API_ENDPOINTS.overview,
     limit: 'reads',

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { createDocument } from 'zod-openapi';
 import { errorEnvelopeSchema } from '@perfwatch/common';
-import { GATEWAY_ENDPOINTS, type GatewayEndpoint, type ResponseDoc } from './endpoints.ts';
+import { GATEWAY_ENDPOINTS, type GatewayEndpoint } from './endpoints.ts';
+import type { ResponseDoc } from './endpoint-doc.ts';
 
 const json = (schema: z.ZodType, description: string) => ({ description, content: { 'application/json': { schema } } });
 const error = (description: string) => json(errorEnvelopeSchema, description);
@@ -35,6 +36,21 @@ const projectErrors = {
   '404': error('No project of the caller has that URL (or, for /v1/audit and /v1/compare, no snapshot at that date).'),
 };
 
+/** The 200 answer: JSON, and any other media types and headers the endpoint documents (/v1/artifacts). */
+function answerOf(answer: z.ZodType, doc: GatewayEndpoint['doc']) {
+  const { content, description } = json(answer, doc.answer);
+  const others = Object.entries(doc.answerTypes ?? {}).map(([type, schema]) => [type, { schema }]);
+  const headers = Object.entries(doc.answerHeaders ?? {}).map(([name, about]) => [
+    name,
+    z.string().optional().meta({ description: about }),
+  ]);
+  return {
+    description,
+    content: { ...content, ...Object.fromEntries(others) },
+    ...(headers.length > 0 ? { headers: z.object(Object.fromEntries(headers)) } : {}),
+  };
+}
+
 /** The documented responses of a table entry, by status. */
 function responsesOf(docs: Record<string, ResponseDoc> = {}) {
   return Object.fromEntries(
@@ -56,7 +72,7 @@ function operations({ contract, doc }: GatewayEndpoint) {
     responses: {
       ...readErrors,
       ...(doc.project === false ? {} : projectErrors),
-      '200': json(contract.answer, doc.answer),
+      '200': answerOf(contract.answer, doc),
       ...responsesOf(doc.responses),
     },
   };

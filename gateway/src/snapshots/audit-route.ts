@@ -8,6 +8,7 @@ import type { ProjectsStore } from '../projects/store/projects-store.ts';
 import type { SnapshotReadsStore, StoredCell } from './store/snapshots-store.ts';
 import { callerProject } from '../accounts/caller-project.ts';
 import { GATHER_SIZE, writeJsonPieces } from '../http/written.ts';
+import type { ArtifactClock } from '../artifacts/artifact-states.ts';
 
 /**
  * `GET|POST /v1/audit`: the snapshot of a project at one second, optionally filtered. Its cells
@@ -19,10 +20,13 @@ export function auditRoute({
   store,
   reads,
   stallMs,
+  clock,
 }: {
   store: Pick<ProjectsStore, 'findProject'> & Pick<SnapshotReadsStore, 'findSnapshotCells'>;
   reads: HeavyReads;
   stallMs: number;
+  /** What cells' artifacts are reported against (ARTIFACT_RETENTION_DAYS); absent: not reported. */
+  clock?: ArtifactClock | undefined;
 }) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, API_ENDPOINTS.audit);
@@ -44,7 +48,7 @@ export function auditRoute({
       return previous;
     };
     const written = await reads.run(
-      () => writeJsonPieces(res, auditResultPieces(snapshot, project, jsonOf, filter), stallMs),
+      () => writeJsonPieces(res, auditResultPieces(snapshot, project, jsonOf, filter, clock), stallMs),
       whileConnected(res),
     );
     const last = previous;

@@ -11,6 +11,7 @@ import type { StartAsync } from './async-updates.ts';
 import { callerProject } from '../accounts/caller-project.ts';
 import { measuredDevices } from '../projects/project-settings.ts';
 import { writeJsonPieces } from '../http/written.ts';
+import type { ArtifactClock } from '../artifacts/artifact-states.ts';
 
 /** Sync updates one user may have in flight, over every gateway replica (a place in the store). */
 export interface SyncUpdateLimit {
@@ -30,13 +31,16 @@ export function updateRoute({
   syncUpdates,
   credentialTrust,
   stallMs,
+  clock,
 }: {
   store: Pick<ProjectsStore, 'findProject'> & Pick<UpdatesStore, 'claimPlace' | 'releasePlace'>;
   updates: UpdateService;
   startAsync: StartAsync;
   credentialTrust: CredentialTrust;
-  syncUpdates?: SyncUpdateLimit;
+  syncUpdates?: SyncUpdateLimit | undefined;
   stallMs: number;
+  /** What cells' artifacts are reported against (ARTIFACT_RETENTION_DAYS); absent: not reported. */
+  clock?: ArtifactClock | undefined;
 }) {
   return async (req: Request, res: Response): Promise<void> => {
     const params = parseRequest(req, API_ENDPOINTS.update);
@@ -72,11 +76,10 @@ export function updateRoute({
     // Written piece by piece, one cell's result inflated at a time: a thousand updates
     // answering at once do not each hold their megabytes of answer.
     const { date, results, missing } = outcome;
+    const snapshot = { date, available: results, results, missing, revision };
     await writeJsonPieces(
       res,
-      auditResultPieces({ date, available: results, results, missing, revision }, project, (cell) =>
-        cell.lighthouse.json(),
-      ),
+      auditResultPieces(snapshot, project, (cell) => cell.lighthouse.json(), {}, clock),
       stallMs,
     );
   };

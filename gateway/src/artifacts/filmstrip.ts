@@ -1,0 +1,34 @@
+import { z } from 'zod';
+
+/** A frame of the filmstrip: when it was taken (ms since the navigation started) and the picture, a data: URL. */
+export interface FilmstripFrame {
+  timing: number;
+  data: string;
+}
+
+const frameSchema = z.object({ timing: z.number().finite(), data: z.string() });
+
+/** Only what the filmstrip needs of a result; a frame of another shape is left out, never the whole strip. */
+const thumbnailsSchema = z.object({
+  audits: z.object({
+    'screenshot-thumbnails': z
+      .object({ details: z.object({ items: z.array(z.unknown()) }) })
+      .optional()
+      .catch(undefined),
+  }),
+});
+
+/**
+ * The frames of a stored Lighthouse result's `screenshot-thumbnails` (kept small by the agent's
+ * screenshot compactor), in the result's order; null when the result has none (Lighthouse took
+ * none, or every picture was too large to keep).
+ */
+export function filmstripOf(lhr: unknown): FilmstripFrame[] | null {
+  const parsed = thumbnailsSchema.safeParse(lhr);
+  const items = parsed.success ? parsed.data.audits['screenshot-thumbnails']?.details.items : undefined;
+  const frames = (items ?? []).flatMap((item) => {
+    const frame = frameSchema.safeParse(item);
+    return frame.success ? [frame.data] : [];
+  });
+  return frames.length > 0 ? frames : null;
+}
