@@ -84,7 +84,7 @@ function thirdPartyRow(e) {
   return h(
     'tr',
     { 'data-entity': e.entity, 'data-change': entityChange(e) },
-    h('td', { class: 'wrap' }, e.entity, h('span', { class: 'meta' }, ` (${entityChange(e)})`)),
+    h('td', { class: 'entity' }, e.entity, h('span', { class: 'meta' }, ` (${entityChange(e)})`)),
     COSTS.map(([field, , format]) =>
       h(
         'td',

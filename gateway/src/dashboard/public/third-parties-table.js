@@ -29,7 +29,7 @@ export function thirdPartiesTable(entities) {
             'data-first-party': e.firstParty ? 'true' : 'false',
             class: e.firstParty ? 'first-party' : '',
           },
-          h('td', { class: 'wrap' }, e.entity, e.firstParty ? h('span', { class: 'meta' }, ' (first party)') : null),
+          h('td', { class: 'entity' }, e.entity, e.firstParty ? h('span', { class: 'meta' }, ' (first party)') : null),
           COLUMNS.map(([field, , format]) =>
             h('td', { 'data-field': field, 'data-value': e[field] ?? '' }, format(e[field])),
           ),

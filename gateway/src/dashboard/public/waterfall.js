@@ -11,8 +11,8 @@ import { NO_ENTITY, waterfallGroups } from './waterfall-rows.js';
 const WIDTH = 560;
 const LABEL = 170;
 const RIGHT = 28;
-const ROW = 14;
-const HEAD = 18;
+const ROW = 16;
+const HEAD = 20;
 const TYPES = ['Document', 'Script', 'Stylesheet', 'Image', 'Font', 'Fetch', 'XHR', 'Media'];
 
 const typeClass = (type) => `type-${TYPES.includes(type) ? type.toLowerCase() : 'other'}`;
