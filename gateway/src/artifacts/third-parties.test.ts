@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadLhr } from '../../../test/support/lhr-fixtures.ts';
+import { thirdPartiesOfJson } from './result-third-parties.ts';
 import { thirdPartiesOf } from './third-parties.ts';
 
 type Items = { details: { items: Record<string, unknown>[] } };
@@ -71,5 +72,18 @@ describe('thirdPartiesOf', () => {
     const lhr = withThirdParty();
     (lhr.audits['network-requests'] as unknown as Items).details.items.push({ url: 42 }, { transferSize: 'big' });
     expect(thirdPartiesOf(lhr).find((r) => r.entity === 'widgets.example')?.requests).toBe(1);
+  });
+});
+
+describe('thirdPartiesOfJson', () => {
+  it('reads off a stored result’s bytes what thirdPartiesOf reads of the parsed result', () => {
+    const lhr = withThirdParty();
+    expect(thirdPartiesOfJson(Buffer.from(JSON.stringify(lhr)))).toEqual(thirdPartiesOf(lhr));
+    expect(thirdPartiesOfJson(Buffer.from(JSON.stringify(lhr, null, 2)))).toEqual(thirdPartiesOf(lhr));
+  });
+
+  it('gives nothing for bytes that are no JSON object', () => {
+    for (const text of ['', 'null', '[1]', '{"audits":', '{"entities":[1,2'])
+      expect(thirdPartiesOfJson(Buffer.from(text))).toEqual([]);
   });
 });
