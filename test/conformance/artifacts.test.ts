@@ -63,6 +63,12 @@ const TRACE = JSON.stringify({
   metadata: { source: 'DevTools' },
 });
 const BYTES: Record<ArtifactKind, Buffer> = { requests: gzipSync(REQUESTS), trace: gzipSync(TRACE) };
+const AD_REQUEST = {
+  url: 'https://ads.example/tag.js',
+  entity: 'Ads Co',
+  transferSize: 48_213,
+  resourceType: 'Script',
+};
 const FRAMES = [300, 600, 900].map((timing) => ({ timing, data: 'data:image/jpeg;base64,/9j/4AAQSkZJRg==' }));
 
 let nats: Awaited<ReturnType<typeof isolatedNats>>;
@@ -96,6 +102,9 @@ function cell(device: Device, location: Location, artifacts?: CellArtifacts) {
     ...lighthouse.audits['screenshot-thumbnails']!,
     details: { type: 'filmstrip', items: FRAMES.map((f) => ({ ...f, timestamp: f.timing * 1000 })) },
   };
+  // A third party's script besides the fixture site's own six requests (entities as Lighthouse classifies them).
+  (lighthouse['entities'] as unknown[]).push({ name: 'Ads Co', origins: ['https://ads.example'], isFirstParty: false });
+  (lighthouse.audits['network-requests']!.details as { items: unknown[] }).items.push(AD_REQUEST);
   const kpis = lighthouseKpis(lighthouse);
   return newCell({
     device,
@@ -280,6 +289,22 @@ describe('/v1/artifacts: the kinds', () => {
     const tokyo = await call('GET', cellOf(RECENT, 'filmstrip', { location: 'tokyo' }));
     expect(tokyo.body).toMatchObject({ location: 'tokyo', frames: FRAMES });
   });
+
+  it("third-parties: each entity's cost in the stored result, the first party's and the ad script's", async () => {
+    for (const method of ['GET', 'POST'] as const) {
+      const reply = await call(method, cellOf(RECENT, 'third-parties', { location: 'tokyo' }));
+      expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+      const answer = API_ENDPOINTS.artifacts.answer.parse(reply.body);
+      expect(answer).toMatchObject({ url: SHOP, date: formatApiDateTime(RECENT), device: 'mobile', location: 'tokyo' });
+      const entities = (answer as { entities: Array<{ entity: string }> }).entities;
+      expect(entities.find((e) => e.entity === 'Ads Co')).toMatchObject({
+        firstParty: false,
+        transferSize: AD_REQUEST.transferSize,
+        requests: 1,
+      });
+      expect(entities.find((e) => e.entity === '127.0.0.1')).toMatchObject({ firstParty: true, requests: 6 });
+    }
+  });
 });
 
 describe('/v1/artifacts: states, tenancy and errors', () => {
@@ -347,7 +372,7 @@ describe('/v1/artifacts: states, tenancy and errors', () => {
 
   it('400 in the envelope for a bad or missing parameter, each named', async () => {
     const cases: Array<[Params, RegExp]> = [
-      [cellOf(RECENT, 'har'), /kind must be one of requests, trace, filmstrip/],
+      [cellOf(RECENT, 'har'), /kind must be one of requests, trace, filmstrip, third-parties/],
       [{ ...cellOf(RECENT, 'trace'), device: undefined }, /device/],
       [{ ...cellOf(RECENT, 'trace'), date: 'yesterday' }, /date must be a UTC date-time/],
       [cellOf(RECENT, 'trace', { location: 'mars' }), /location must be one of/],

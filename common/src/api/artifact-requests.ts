@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { thirdPartySummarySchema } from '../artifact-analysis.ts';
 import { DEVICES, LOCATIONS } from '../ids.ts';
 import { dateTime, oneOf, projectUrl } from './request-fields.ts';
 
@@ -7,9 +8,10 @@ import { dateTime, oneOf, projectUrl } from './request-fields.ts';
 /**
  * What /v1/artifacts reads of a cell: its representative run's requests (NDJSON, one line per
  * request and a last `{"end":true,…}` line) and DevTools trace, from the artifact store; its
- * filmstrip, from the stored Lighthouse result (docs/artifacts.md, "Reading artifacts").
+ * filmstrip and its third parties' costs, from the stored Lighthouse result (docs/artifacts.md,
+ * "Reading artifacts").
  */
-export const ARTIFACT_READ_KINDS = ['requests', 'trace', 'filmstrip'] as const;
+export const ARTIFACT_READ_KINDS = ['requests', 'trace', 'filmstrip', 'third-parties'] as const;
 export type ArtifactReadKind = (typeof ARTIFACT_READ_KINDS)[number];
 
 const artifactFields = {
@@ -21,7 +23,7 @@ const artifactFields = {
     .meta({ description: "Location of the cell; omitted: the project's default location." }),
   kind: oneOf('kind', ARTIFACT_READ_KINDS).meta({
     description:
-      'requests: NDJSON of the network requests; trace: the DevTools trace (open it in Chrome DevTools or Perfetto); filmstrip: the screenshots taken while the page loaded.',
+      'requests: NDJSON of the network requests; trace: the DevTools trace (open it in Chrome DevTools or Perfetto); filmstrip: the screenshots taken while the page loaded; third-parties: what each entity (third party, and the first party) cost.',
   }),
 };
 export const artifactsQuerySchema = z.strictObject(artifactFields);
@@ -51,6 +53,11 @@ export const filmstripSchema = z
   .meta({ id: 'Filmstrip' });
 export type Filmstrip = z.infer<typeof filmstripSchema>;
 
+/** kind=third-parties: each entity's bytes, main-thread and blocking time and requests, by Lighthouse's classification. */
+export const thirdPartiesAnswerSchema = z
+  .object({ ...cellFields, entities: z.array(thirdPartySummarySchema) })
+  .meta({ id: 'ThirdParties' });
+
 /** kind=trace, as Chrome DevTools and Perfetto open it. */
 const traceSchema = z.looseObject({ traceEvents: z.array(z.unknown()) }).meta({
   id: 'Trace',
@@ -58,7 +65,7 @@ const traceSchema = z.looseObject({ traceEvents: z.array(z.unknown()) }).meta({
 });
 
 /** The JSON kinds' answers (requests is NDJSON, documented apart). */
-export const artifactJsonAnswerSchema = z.union([filmstripSchema, traceSchema]);
+export const artifactJsonAnswerSchema = z.union([filmstripSchema, thirdPartiesAnswerSchema, traceSchema]);
 
 /**
  * An artifact as a snapshot reports it on its cell (`artifacts` of /v1/audit and a sync

@@ -1,6 +1,13 @@
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
-import { API_ENDPOINTS, ApiError, formatApiDateTime, type Device, type Location } from '@perfwatch/common';
+import {
+  API_ENDPOINTS,
+  ApiError,
+  formatApiDateTime,
+  type Device,
+  type Location,
+  type ThirdPartySummary,
+} from '@perfwatch/common';
 import { callerProject } from '../accounts/caller-project.ts';
 import { parseRequest } from '../http/parse-request.ts';
 import type { ProjectRecord, ProjectsStore } from '../projects/store/projects-store.ts';
@@ -9,7 +16,8 @@ import { releaseResult } from '../snapshots/result-bytes.ts';
 import type { SnapshotCells, SnapshotReadsStore, StoredCell } from '../snapshots/store/snapshots-store.ts';
 import { sendArtifact } from './artifact-download.ts';
 import type { ArtifactClock } from './artifact-states.ts';
-import { filmstripOf } from './filmstrip.ts';
+import { filmstripOfJson, type FilmstripFrame } from './filmstrip.ts';
+import { thirdPartiesOfJson } from './result-third-parties.ts';
 import type { ArtifactStore } from './store/artifact-store.ts';
 
 /** What artifacts are read from: the store, and the retention they are judged by. */
@@ -40,8 +48,8 @@ interface CellName {
 
 /**
  * `GET|POST /v1/artifacts`: one cell's heavy evidence. Its requests and trace are streamed from
- * the artifact store (artifact-download.ts); its filmstrip is read from the stored result, in
- * one of the places for heavy reads, as /v1/audit reads results. Tenancy as /v1/audit: another
+ * the artifact store (artifact-download.ts); its filmstrip and third parties are read from the
+ * stored result, in one of the places for heavy reads, as /v1/audit reads results. Tenancy as /v1/audit: another
  * organisation's project, or one a ci token does not list, is a project not found.
  */
 export function artifactsRoute({
@@ -68,10 +76,8 @@ export function artifactsRoute({
       location,
     };
     const { kind } = params;
-    if (kind === 'filmstrip') {
-      const frames = await withResult(cell, reads, res, filmstripOf);
-      if (!frames) throw noResultPart('filmstrip', 'its stored Lighthouse result has no screenshot-thumbnails');
-      res.json({ ...name, frames });
+    if (kind === 'filmstrip' || kind === 'third-parties') {
+      res.json({ ...name, ...(await resultPart(kind, cell, reads, res)) });
       return;
     }
     if (!artifacts) throw new ApiError('NOT_FOUND', 'The artifact was not kept.', ['kind: this gateway keeps none']);
@@ -119,21 +125,30 @@ async function snapshotCell(
 }
 
 /**
- * `read` applied to the cell's stored Lighthouse result, inflated and parsed in one of the
- * gateway's places for heavy reads (heavy-reads.ts), its bytes handed back once parsed.
+ * What the cell's stored Lighthouse result says of `kind`, read off its JSON (only the parts
+ * needed are parsed) in one of the gateway's places for heavy reads (heavy-reads.ts), as
+ * /v1/audit reads results; its bytes handed back once read.
  */
-function withResult<T>(cell: StoredCell, reads: HeavyReads, res: Response, read: (lhr: unknown) => T): Promise<T> {
-  return reads.run(async () => {
+async function resultPart(
+  kind: 'filmstrip' | 'third-parties',
+  cell: StoredCell,
+  reads: HeavyReads,
+  res: Response,
+): Promise<{ frames: FilmstripFrame[] } | { entities: ThirdPartySummary[] }> {
+  const read = await reads.run(async () => {
     const bytes = await cell.resultJson();
-    const lhr: unknown = JSON.parse(bytes.toString('utf8'));
-    releaseResult(bytes);
-    return read(lhr);
+    try {
+      return kind === 'filmstrip' ? { frames: filmstripOfJson(bytes) } : { entities: thirdPartiesOfJson(bytes) };
+    } finally {
+      releaseResult(bytes);
+    }
   }, whileConnected(res));
+  if ('frames' in read && !read.frames)
+    throw new ApiError('NOT_FOUND', 'The snapshot has no filmstrip for that cell.', [
+      'kind: its stored Lighthouse result has no screenshot-thumbnails',
+    ]);
+  return read as { frames: FilmstripFrame[] } | { entities: ThirdPartySummary[] };
 }
-
-/** A kind read from the stored result that the result lacks. */
-const noResultPart = (kind: string, why: string): ApiError =>
-  new ApiError('NOT_FOUND', `The snapshot has no ${kind} for that cell.`, [`kind: ${why}`]);
 
 /**
  * `perfwatch-<host>-<date>-<device>-<location>.trace.json`, anything but letters, digits, dots

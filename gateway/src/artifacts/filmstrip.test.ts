@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadLhr } from '../../../test/support/lhr-fixtures.ts';
-import { filmstripOf } from './filmstrip.ts';
+import { filmstripOf, filmstripOfJson } from './filmstrip.ts';
 
 const PICTURE = 'data:image/jpeg;base64,/9j/4AAQSkZJRg==';
 
@@ -42,5 +42,13 @@ describe('filmstripOf', () => {
     expect(filmstripOf(withFrames([]))).toBeNull();
     expect(filmstripOf({ audits: {} })).toBeNull();
     expect(filmstripOf('not a result')).toBeNull();
+  });
+
+  it("reads the same frames off a stored result's JSON, and none off bytes that are no result", () => {
+    const lhr = withFrames([{ timing: 300, data: PICTURE }]);
+    const json = Buffer.from(JSON.stringify(lhr));
+    expect(filmstripOfJson(json)).toEqual(filmstripOf(lhr));
+    expect(filmstripOfJson(Buffer.from(JSON.stringify(loadLhr('desktop', 2))))).toBeNull();
+    expect(filmstripOfJson(Buffer.from('{"audits": [1'))).toBeNull();
   });
 });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { forEachMember, skipSpace, valueEnd } from '../snapshots/result-audits.ts';
 
 /** A frame of the filmstrip: when it was taken (ms since the navigation started) and the picture, a data: URL. */
 export interface FilmstripFrame {
@@ -31,4 +32,30 @@ export function filmstripOf(lhr: unknown): FilmstripFrame[] | null {
     return frame.success ? [frame.data] : [];
   });
   return frames.length > 0 ? frames : null;
+}
+
+const OPEN_BRACE = '{'.charCodeAt(0);
+
+/**
+ * The frames of a stored result, read off its JSON as auditsOfJson reads audits: only the
+ * `screenshot-thumbnails` audit is parsed, the rest of the result (up to 16 MiB) stepped over.
+ * Bytes that are no JSON object give none.
+ */
+export function filmstripOfJson(json: Uint8Array): FilmstripFrame[] | null {
+  const text = Buffer.from(json.buffer, json.byteOffset, json.byteLength);
+  let thumbnails: unknown;
+  try {
+    forEachMember(text, skipSpace(text, 0), (name, at) => {
+      if (name !== 'audits' || text[at] !== OPEN_BRACE) return undefined;
+      return forEachMember(text, at, (id, value) => {
+        if (id !== 'screenshot-thumbnails') return undefined;
+        const end = valueEnd(text, value);
+        thumbnails = JSON.parse(text.toString('utf8', value, end));
+        return end;
+      });
+    });
+  } catch {
+    return null;
+  }
+  return filmstripOf({ audits: { 'screenshot-thumbnails': thumbnails } });
 }
