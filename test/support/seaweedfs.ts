@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -32,7 +32,15 @@ export interface SeaweedFs {
   /** From spawn to the first object written, in ms. */
   startupMs: number;
   logFile: string;
-  pid: number;
+  /** The running process's pid (a new one after `restart`). */
+  readonly pid: number;
+  /** Kills the server at once (SIGKILL: no request finished), keeping its data, ports and bucket. */
+  crash(): Promise<void>;
+  /** Starts it again on the same data and ports, once crashed; resolves when it takes a write. */
+  restart(): Promise<void>;
+  /** Freezes it (SIGSTOP): connections are accepted by the kernel and never answered; `thaw` resumes it. */
+  freeze(): void;
+  thaw(): void;
   stop(): Promise<void>;
 }
 
@@ -50,18 +58,8 @@ export async function startSeaweedFs({
   const ports = await distinctPorts(8);
   const started = Date.now();
   const logFile = join(dir, 'weed.log');
-  const child = spawn(binary, serverArgs(dir, configFile, ports), { stdio: ['ignore', 'pipe', 'pipe'] });
   const log = createWriteStream(logFile);
-  // Two sources into one file: neither may end it; it ends once both are closed.
-  child.stdout.pipe(log, { end: false });
-  child.stderr.pipe(log, { end: false });
-  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
-  await new Promise<void>((resolve, reject) => {
-    child.once('spawn', resolve);
-    child.once('error', (error) =>
-      reject(new Error(`SeaweedFS could not start (${binary}): ${error.message}. Run scripts/setup.sh to build it.`)),
-    );
-  });
+  let { child, exited } = await launch(binary, serverArgs(dir, configFile, ports), log);
   const endpoint = `http://127.0.0.1:${ports.s3}`;
   const region = 'us-east-1';
   const client = new S3Client({
@@ -75,6 +73,7 @@ export async function startSeaweedFs({
   async function stop() {
     client.destroy();
     if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGCONT');
       child.kill('SIGTERM');
       const ended = await Promise.race([exited.then(() => true), sleep(15_000).then(() => false)]);
       if (!ended) child.kill('SIGKILL');
@@ -100,9 +99,36 @@ export async function startSeaweedFs({
     client,
     startupMs: Date.now() - started,
     logFile,
-    pid: child.pid!,
+    get pid() {
+      return child.pid!;
+    },
+    async crash() {
+      child.kill('SIGKILL');
+      await exited;
+    },
+    async restart() {
+      ({ child, exited } = await launch(binary, serverArgs(dir, configFile, ports), log));
+      await firstWrite(client, bucket, () => child.exitCode, logFile);
+    },
+    freeze: () => void child.kill('SIGSTOP'),
+    thaw: () => void child.kill('SIGCONT'),
     stop,
   };
+}
+
+/** `weed` started, its two output streams into the one log (which neither may end: `stop` does). */
+async function launch(binary: string, args: string[], log: WriteStream) {
+  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout.pipe(log, { end: false });
+  child.stderr.pipe(log, { end: false });
+  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    child.once('spawn', resolve);
+    child.once('error', (error) =>
+      reject(new Error(`SeaweedFS could not start (${binary}): ${error.message}. Run scripts/setup.sh to build it.`)),
+    );
+  });
+  return { child, exited };
 }
 
 interface Ports {

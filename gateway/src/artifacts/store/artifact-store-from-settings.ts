@@ -5,7 +5,7 @@ import { ConfigError } from '@perfwatch/common';
 import type { artifactSettings } from '../../settings/artifacts.ts';
 import type { ArtifactStore } from './artifact-store.ts';
 import { createFsArtifactStore } from './fs-artifact-store.ts';
-import { createS3ArtifactStore } from './s3-artifact-store.ts';
+import { createS3ArtifactStore, S3_CLIENT_LIMITS } from './s3-artifact-store.ts';
 
 type ArtifactSettings = z.output<z.ZodObject<typeof artifactSettings.settings>> & {
   PERFWATCH_DATA_DIR?: string | undefined;
@@ -36,6 +36,7 @@ export function artifactStoreFromSettings(settings: ArtifactSettings): { store: 
     // Checksums only where S3 requires them: S3-compatible servers refuse the SDK's newer default trailers.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
+    ...S3_CLIENT_LIMITS,
   });
   const where = `S3 bucket ${bucket}${settings.ARTIFACT_S3_ENDPOINT ? ` at ${settings.ARTIFACT_S3_ENDPOINT}` : ''}`;
   return { store: createS3ArtifactStore({ client, bucket }), where };

@@ -1,7 +1,9 @@
 import { Readable } from 'node:stream';
 import {
+  AbortMultipartUploadCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
+  ListMultipartUploadsCommand,
   ListObjectsV2Command,
   NoSuchKey,
   type S3Client,
@@ -22,13 +24,27 @@ import { boundedBody } from './bounded-body.ts';
  * Artifacts as objects in an S3-compatible bucket, keyed `<org>/<project>/<snapshot>/<device>-<location>-<kind>`.
  * A body is streamed as a multipart upload in parts of PART_BYTES, one part in
  * flight: what a write holds is about two parts, whatever the artifact's size. An upload that
- * fails (too large, the server gone) is aborted, so nothing of it is kept. The object's
- * LastModified is its write time, what retention reads.
+ * fails (too large, the server gone) is aborted, so nothing of it is kept; one whose server went
+ * away mid-write cannot be told, and the retention pass aborts it once past the cutoff (its parts
+ * were never an object). The object's LastModified is its write time, what retention reads.
  */
 export interface S3ArtifactStoreOptions {
   client: S3Client;
   bucket: string;
 }
+
+/**
+ * What the store's S3 client may wait: the SDK waits without end by default, so a server that
+ * takes connections and never answers (frozen, a half-open network path) would hold an update's
+ * cell, and the scheduler's retention pass, for ever. An attempt is given up after this much
+ * silence on its socket (not a bound on the whole request: a part upload that is moving keeps
+ * going), and tried once more: an artifact is given up as missing within about a minute at worst.
+ * Used where the client is made (artifact-store-from-settings.ts).
+ */
+export const S3_CLIENT_LIMITS = {
+  maxAttempts: 2,
+  requestHandler: { connectionTimeout: 5_000, socketTimeout: 15_000 },
+} as const;
 
 /** S3's smallest part. */
 const PART_BYTES = 5 * 1024 * 1024;
@@ -84,18 +100,36 @@ export function createS3ArtifactStore({ client, bucket }: S3ArtifactStoreOptions
       await removeListed(client, bucket, snapshotPrefix, () => true);
     },
     async removeOlderThan(cutoff) {
-      return removeListed(
+      const removed = await removeListed(
         client,
         bucket,
         '',
         (object) => object.LastModified !== undefined && object.LastModified < cutoff,
       );
+      await abortAbandonedUploads(client, bucket, cutoff);
+      return removed;
     },
   };
 }
 
 function isMissing(error: unknown): boolean {
   return error instanceof NoSuchKey || (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404);
+}
+
+/**
+ * Aborts the multipart uploads begun before `cutoff` and never completed: a write cut short by
+ * the server going away could not abort its own upload, and the server keeps its parts (unlisted
+ * as objects, but stored) until told. No write lasts as long as a retention.
+ */
+async function abortAbandonedUploads(client: S3Client, bucket: string, cutoff: Date): Promise<void> {
+  let markers: { KeyMarker?: string | undefined; UploadIdMarker?: string | undefined } = {};
+  do {
+    const page = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket, ...markers }));
+    for (const { Key, UploadId, Initiated } of page.Uploads ?? [])
+      if (Key && UploadId && Initiated && Initiated < cutoff)
+        await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key, UploadId }));
+    markers = page.IsTruncated ? { KeyMarker: page.NextKeyMarker, UploadIdMarker: page.NextUploadIdMarker } : {};
+  } while (markers.KeyMarker);
 }
 
 /** Deletes the objects under `prefix` that `chosen` picks, page by page; how many. */
