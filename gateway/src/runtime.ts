@@ -63,9 +63,11 @@ export async function startGateway({
   logger,
   config,
   artifacts = artifactStoreFromSettings(config).store,
+  now = () => new Date(),
   ...given
-}: GatewayTransport & Wiring & { artifacts?: ArtifactStore }): Promise<GatewayRuntime> {
-  const wiring = { store, logger, config, artifacts };
+}: GatewayTransport & Wiring & { artifacts?: ArtifactStore; now?: () => Date }): Promise<GatewayRuntime> {
+  // `now`: what the scheduler's passes and artifact expiry read; tests set it days ahead.
+  const wiring = { store, logger, config, artifacts, now };
   // First: a half-configured single sign-on stops the gateway before anything runs.
   const sso = ssoAppOf(wiring);
   const transport = await chooseTransport(given, logger, config);
@@ -229,8 +231,10 @@ function startBackgroundWork({
   secrets,
   metrics,
   artifacts,
+  now,
 }: Wiring & {
   artifacts: ArtifactStore;
+  now: () => Date;
   queue: UpdateQueue;
   admission: UpdateAdmission;
   outbox: WebhookOutbox;
@@ -247,6 +251,7 @@ function startBackgroundWork({
     holder: `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
     ...schedulerOptionsOf(config),
     artifacts: { store: artifacts, days: config.ARTIFACT_RETENTION_DAYS },
+    now,
     outbox,
     sites: sites.tick,
   });
@@ -333,9 +338,11 @@ async function serve({
   readiness,
   admission,
   artifacts,
+  now,
   ...shared
 }: Wiring & {
   artifacts: ArtifactStore;
+  now: () => Date;
   metrics: GatewayMetrics;
   readiness: ReturnType<typeof readinessCheck>;
   targetGuard: WebhookTargets;
@@ -376,7 +383,7 @@ async function serve({
     syncUpdates: { perUser: config.MAX_SYNC_UPDATES_PER_USER, ttlMs: 2 * config.SYNC_UPDATE_TIMEOUT_MS + 60_000 },
     port: config.PORT,
     host: config.HOST,
-    artifactReads: artifactReadsOf(artifacts, config.ARTIFACT_RETENTION_DAYS),
+    artifactReads: artifactReadsOf(artifacts, config.ARTIFACT_RETENTION_DAYS, now),
   });
   logger.info({ url: http.url }, 'gateway listening');
   return { http, ops };

@@ -83,6 +83,7 @@ export async function startTestGateway({
   logger = silentLogger,
   config,
   artifacts,
+  now,
 }: {
   natsUrl: string;
   runTimeoutMs?: number;
@@ -94,6 +95,8 @@ export async function startTestGateway({
   config?: Partial<GatewayConfig>;
   /** The artifact store the gateway is handed; absent: the one its settings make (ARTIFACT_DIR, …). */
   artifacts?: ArtifactStore;
+  /** The gateway's clock (scheduler passes, artifact expiry); absent: the real one. */
+  now?: () => Date;
 }): Promise<TestGateway> {
   const store = given ?? (await testStore());
   const nc = await connect({ servers: natsUrl });
@@ -102,6 +105,7 @@ export async function startTestGateway({
     store,
     logger,
     ...(artifacts ? { artifacts } : {}),
+    ...(now ? { now } : {}),
     config: gatewayConfigWith({
       PORT: 0,
       HOST: '127.0.0.1',
