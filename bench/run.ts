@@ -20,6 +20,8 @@ import { measureVerdicts, verdictsSection } from './verdicts.ts';
 import { measureHeavyReads, type HeavyReadFigures, type HeavyReadRow } from './heavy-reads.ts';
 import { measureSitemapDiscovery, sitemapDiscoverySection } from './sitemap-discovery.ts';
 import { measureSiteScan, siteScanSection } from './site-scan.ts';
+import { artifactBoundsNote, artifactSizesSection, measureArtifactSizes } from './artifact-sizes.ts';
+import { artifactStreamingSection, measureArtifactStreamingLevels } from './artifact-streaming.ts';
 
 /** Where the embedded server's peak RSS grew, level by level: what the flatness goal reads. */
 const rssGrowth = (f: OverviewFigures) =>
@@ -201,6 +203,17 @@ const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise
     headings: ['## Sitemap discovery'],
     measure: async () =>
       sitemapDiscoverySection(await measureSitemapDiscovery(Number(process.env['BENCH_DISCOVERY_ROUNDS'] ?? 5))),
+  },
+  {
+    name: 'artifacts',
+    headings: ['## Artifacts'],
+    measure: async () => [
+      "## Artifacts (issue 35: the representative run's requests and trace, kept beside its snapshot)",
+      '',
+      ...artifactBoundsNote(),
+      ...artifactSizesSection(await measureArtifactSizes()),
+      ...artifactStreamingSection(await measureArtifactStreamingLevels()),
+    ],
   },
   {
     name: 'site-scan',
