@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadLhr } from '../../../test/support/lhr-fixtures.ts';
-import { thirdPartiesOfJson } from './result-third-parties.ts';
+import { THIRD_PARTY_READ_LIMITS, thirdPartiesOfJson } from './result-third-parties.ts';
 import { thirdPartiesOf } from './third-parties.ts';
 
 type Items = { details: { items: Record<string, unknown>[] } };
@@ -80,6 +80,19 @@ describe('thirdPartiesOfJson', () => {
     const lhr = withThirdParty();
     expect(thirdPartiesOfJson(Buffer.from(JSON.stringify(lhr)))).toEqual(thirdPartiesOf(lhr));
     expect(thirdPartiesOfJson(Buffer.from(JSON.stringify(lhr, null, 2)))).toEqual(thirdPartiesOf(lhr));
+  });
+
+  it('parses no more of a table than its bounds, however large the stored table', () => {
+    const lhr = withThirdParty();
+    const rows = Array.from({ length: 30_000 }, (_, i) => ({
+      url: `https://cdn.widgets.example/${i}.js`,
+      transferSize: 100,
+      entity: 'widgets.example',
+    }));
+    (lhr.audits['network-requests'] as unknown as Items).details.items.push(...rows);
+    const widgets = thirdPartiesOfJson(Buffer.from(JSON.stringify(lhr))).find((r) => r.entity === 'widgets.example');
+    expect(widgets?.requests).toBeLessThanOrEqual(THIRD_PARTY_READ_LIMITS.maxItems);
+    expect(widgets?.requests).toBeGreaterThan(1000);
   });
 
   it('gives nothing for bytes that are no JSON object', () => {
