@@ -21,7 +21,7 @@ import { captureRequests, captureTrace } from '../agent/src/artifact-capture.ts'
 import type { GzippedArtifact } from '../agent/src/artifact-gzip.ts';
 
 /** One artifact as kept: its pieces (requests, or trace events) kept of all, gzip and raw bytes, cut or not. */
-export interface ArtifactSize {
+interface ArtifactSize {
   pieces: number;
   total: number;
   gzip: number;
@@ -29,7 +29,7 @@ export interface ArtifactSize {
   truncated: boolean;
 }
 
-export interface RunSizes {
+interface RunSizes {
   page: string;
   device: Device | 'synthetic';
   requests: ArtifactSize | null;

@@ -76,7 +76,7 @@ export interface StreamingFigures {
 }
 
 /** A gzip of random bytes in stored blocks: incompressible, so its size is about its content's, under `bound`. */
-export function syntheticGzip(bound: number): Uint8Array {
+function syntheticGzip(bound: number): Uint8Array {
   // Stored blocks cost 5 bytes per 64 KiB, the header and trailer 18: 4 KiB leaves room for both.
   const gzip = gzipSync(randomBytes(bound - 4096), { level: 0 });
   if (gzip.byteLength > bound) throw new Error(`synthetic artifact of ${gzip.byteLength} bytes, past ${bound}`);
@@ -167,7 +167,7 @@ async function pullAll(receiver: Receiver, jobIds: string[]) {
   return { answer, baselineRssMb, peakRssMb: await peakRssMb(pid) };
 }
 
-export async function measureArtifactStreaming(
+async function measureArtifactStreaming(
   transfers = 100,
   artifactBound = ARTIFACT_MAX_BYTES.trace,
   kind: StoreKind = 'fs',
@@ -220,7 +220,7 @@ const mb = (n: number) => `${n.toFixed(0)} MiB`;
  * bytes, and a tenth of the transfers carrying the same size each. Growth that follows the
  * transfers and not the bytes is the chunks in flight, not the artifacts held.
  */
-export const STREAMING_LEVELS: ReadonlyArray<{ transfers: number; mib: number; store: StoreKind }> = [
+const STREAMING_LEVELS: ReadonlyArray<{ transfers: number; mib: number; store: StoreKind }> = [
   { transfers: 100, mib: 20, store: 'fs' },
   { transfers: 100, mib: 2, store: 'fs' },
   { transfers: 10, mib: 20, store: 'fs' },
