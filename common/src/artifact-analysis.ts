@@ -41,7 +41,6 @@ export const artifactRequestLineSchema = z.object({
   /** Added with issue 35: the request of the LCP element's resource (an image); absent for a text LCP. */
   lcp: flag,
 });
-export type ArtifactRequestLine = z.infer<typeof artifactRequestLineSchema>;
 
 /** The requests artifact's last line: how many requests the run made and how many lines were written. */
 export const artifactRequestsEndSchema = z.object({
@@ -50,9 +49,8 @@ export const artifactRequestsEndSchema = z.object({
   written: z.number().int().nonnegative(),
   truncated: z.boolean(),
 });
-export type ArtifactRequestsEnd = z.infer<typeof artifactRequestsEndSchema>;
 
-export const thirdPartyCostSchema = z.object({
+const thirdPartyCostSchema = z.object({
   /** Bytes over the network of the entity's requests. */
   transferSize: z.number().nonnegative(),
   /** Main-thread time attributed to the entity's scripts, ms. */
@@ -73,7 +71,7 @@ export type ThirdPartySummary = z.infer<typeof thirdPartySummarySchema>;
 const requestSideSchema = z.object({ transferSize: z.number(), duration: z.number() });
 
 /** One request in a comparison: `from` only when removed, `to` only when added, both when grown. */
-export const requestChangeSchema = z.object({
+const requestChangeSchema = z.object({
   url: z.string(),
   entity: z.string().optional(),
   resourceType: z.string().optional(),
@@ -82,7 +80,7 @@ export const requestChangeSchema = z.object({
 });
 export type RequestChange = z.infer<typeof requestChangeSchema>;
 
-export const requestsDiffSchema = z.object({
+const requestsDiffSchema = z.object({
   added: z.array(requestChangeSchema),
   removed: z.array(requestChangeSchema),
   grown: z.array(requestChangeSchema),

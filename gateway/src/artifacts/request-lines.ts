@@ -28,7 +28,7 @@ export interface RequestSide {
  * (ARTIFACT_MAX_BYTES.requests, about 5,000 requests as the agent writes them), but gzip inflates
  * a thousandfold: the read stops at these bounds, whatever the bytes say.
  */
-export const REQUEST_READ_LIMITS = {
+const REQUEST_READ_LIMITS = {
   /** Requests kept per side: twice what the agent's bound holds of real pages. */
   maxLines: 10_000,
   /** A line longer is skipped (the agent's are under 3 kB: URLs cut at 2,048 characters). */

@@ -17,7 +17,7 @@ import type { ComparedRequest, RequestSide } from './request-lines.ts';
 /** Requests listed per kind of change, the largest first. */
 export const MAX_REQUEST_CHANGES = 50;
 /** Third parties listed, the largest change first. */
-export const MAX_THIRD_PARTY_CHANGES = 50;
+const MAX_THIRD_PARTY_CHANGES = 50;
 
 /**
  * A change that is more than run-to-run noise: at least `floor` and at least `share` of the
