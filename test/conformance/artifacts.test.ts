@@ -16,6 +16,7 @@ import {
   type Device,
   type Location,
 } from '@perfwatch/common';
+import { startAgent, type Agent } from '@perfwatch/agent';
 import type { MongoStore, ProjectRecord } from '@perfwatch/gateway';
 import { createFsArtifactStore } from '../../gateway/src/artifacts/store/fs-artifact-store.ts';
 import type { ArtifactStore } from '../../gateway/src/artifacts/store/artifact-store.ts';
@@ -29,9 +30,10 @@ import {
   type Reply,
 } from '../support/api-requests.ts';
 import { breakableStore } from '../support/breakable-store.ts';
+import { fixtureRunner } from '../support/fixture-runner.ts';
 import { loadLhr } from '../support/lhr-fixtures.ts';
 import { newCell } from '../support/new-cells.ts';
-import { isolatedNats, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
+import { isolatedNats, silentLogger, startTestGateway, testStore, type TestGateway } from '../support/test-services.ts';
 
 // Reading artifacts (issue 35, item 3) as a client written from the spec does: a real gateway
 // on a real nats-server and MongoDB-wire server, its artifacts in a real fs artifact store on
@@ -83,6 +85,7 @@ let bob: string;
 let ci: string;
 /** While true, the artifact store's reads fail (a disk or an S3 server gone); `broken`: the database's. */
 let storeDown = false;
+let agent: Agent | undefined;
 let broken = new Set<string>();
 
 /** The fs store, its reads failing while `storeDown`. */
@@ -177,6 +180,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await agent?.stop();
   await gateway?.stop();
   await store?.close();
   await nats?.dispose();
@@ -486,5 +490,29 @@ describe('/v1/audit: the cells carry their artifacts', () => {
       requests: { state: 'expired', expired },
       trace: { state: 'expired', expired },
     });
+  });
+
+  it("a sync /v1/update's cells carry them too, as /v1/audit then reads them", async () => {
+    const SYNCED = 'https://synced.example/';
+    await gateway.admin.addProject('alice', SYNCED, { locations: ['london'], runs: 1, devices: ['mobile'] });
+    // An agent answering with captured Lighthouse results: it keeps no artifacts, so the cell says why.
+    agent = startAgent({
+      nc: gateway.nc,
+      location: 'london',
+      runner: fixtureRunner(),
+      logger: silentLogger,
+      agentId: 'a1',
+    });
+    const update = await send(gateway.url, 'update', 'GET', { query: { url: SYNCED } }, { Authorization: alice });
+    expect(update.status, JSON.stringify(update.body)).toBe(200);
+    const updated = auditResultSchema.parse(documentedBy(checker, 'update', 'GET', update).body).mobile!.london!;
+    expect(updated.artifacts?.requests).toMatchObject({ state: 'missing', reason: expect.stringMatching(/\S/) });
+    expect(updated.artifacts?.trace).toMatchObject({ state: 'missing' });
+    const query = { url: SYNCED, date: updated.lighthouse.date };
+    const read = await send(gateway.url, 'audit', 'GET', { query }, { Authorization: alice });
+    expect(auditResultSchema.parse(read.body).mobile!.london!.artifacts).toEqual(updated.artifacts);
+    const asked = await call('GET', { ...query, device: 'mobile', kind: 'trace' });
+    const { reason } = updated.artifacts!.trace as { reason: string };
+    expect([asked.status, errorsOf(asked)]).toEqual([404, `kind: not kept: ${reason}`]);
   });
 });
