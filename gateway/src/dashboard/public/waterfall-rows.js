@@ -13,14 +13,13 @@ const WHOLE_UP_TO = 300;
 export const NO_ENTITY = '';
 
 /**
- * The entities that are the page's own: the third-parties table's, when it came; else the
- * entity of the page's document (the first Document request, else the first request).
+ * The entities that are the page's own: those the third-parties table marks so, and the entity
+ * of the page's document (the first Document request, else the first request) in any case.
  */
 export function firstPartiesOf(requests, thirdParties) {
   const named = (thirdParties ?? []).filter((e) => e.firstParty).map((e) => e.entity);
-  if (named.length > 0) return new Set(named);
   const document = requests.find((r) => r.resourceType === 'Document') ?? requests[0];
-  return new Set(document?.entity ? [document.entity] : []);
+  return new Set(document?.entity ? [...named, document.entity] : named);
 }
 
 /** Each entity's requests, sorted by start, and its totals. */
