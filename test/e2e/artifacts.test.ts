@@ -4,14 +4,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { MongoClient } from 'mongodb';
+import { z } from 'zod';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   artifactRequestLineSchema,
   artifactRequestsEndSchema,
   auditResultSchema,
+  compareResultSchema,
+  compareViewLink,
   parseApiDateTime,
+  requestsComparisonSchema,
+  thirdPartyChangeSchema,
   type AuditResult,
 } from '@perfwatch/common';
+import { launchBrowser, watchedPage } from '../support/browser.ts';
 import { freePort } from '../support/local-servers.ts';
 import {
   runPerfwatch,
@@ -22,7 +29,7 @@ import {
 } from '../support/perfwatch-process.ts';
 import { startSeaweedFs, type SeaweedFs } from '../support/seaweedfs.ts';
 import { isolatedNats } from '../support/test-services.ts';
-import { startThirdPartySite, type ThirdPartySite } from '../support/third-party-site.ts';
+import { SCRIPT_BUSY_MS, startThirdPartySite, type ThirdPartySite } from '../support/third-party-site.ts';
 
 /**
  * Issue 35 end to end, every part real: the shipped `perfwatch gateway` and `perfwatch agent`
@@ -38,6 +45,21 @@ let agent: PerfwatchProcess;
 let mongo: MongoClient;
 let server: string;
 let token: string;
+let browser: Browser;
+let page: Page;
+const problems: string[] = [];
+let signedIn = false;
+/** /v1/compare's cells with what issue 35 adds to them: the median runs' requests and third parties compared. */
+const comparedSchema = compareResultSchema.extend({
+  cells: z.array(
+    compareResultSchema.shape.cells.element.extend({
+      requests: requestsComparisonSchema,
+      thirdParties: z.array(thirdPartyChangeSchema),
+    }),
+  ),
+});
+/** The heavy page's snapshot (stage one), and the picture page's before its third party came. */
+const measured: { heavy?: string; picture?: string } = {};
 const dbName = `pwartifacts_${randomUUID().slice(0, 8)}`;
 const heavy = () => `${inject('siteUrl')}heavy.html`;
 
@@ -68,9 +90,12 @@ describe('artifacts of the representative run, with real Lighthouse and a real S
     }));
     agent = await spawnServingAgent(nats.url, 'london', 'e2e-artifacts-london');
     mongo = await MongoClient.connect(inject('mongoUri'));
+    browser = await launchBrowser();
+    page = await watchedPage(browser, problems);
   }, 180_000);
 
   afterAll(async () => {
+    await browser?.close();
     await agent?.stop();
     await gateway?.stop();
     await mongo?.close();
@@ -118,6 +143,7 @@ describe('artifacts of the representative run, with real Lighthouse and a real S
 
   it("the heavy page's requests and trace are objects in S3 under its snapshot's key, stored as its audit says, and served by /v1/artifacts", async () => {
     const { result, date } = await update(heavy());
+    measured.heavy = date;
     const prefix = await snapshotPrefix(heavy(), date);
     // Listed by the S3 server itself: the two objects of the cell, nothing else in the bucket.
     const listed = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
@@ -153,6 +179,92 @@ describe('artifacts of the representative run, with real Lighthouse and a real S
       await get('/v1/artifacts', { url: heavy(), date, device: 'desktop', location: 'london', kind: 'trace' })
     ).json()) as { traceEvents: Array<{ name?: string }> };
     expect(trace.traceEvents.some((event) => event.name === 'ResourceSendRequest')).toBe(true);
+  }, 180_000);
+
+  /** The snapshot view of `url` at `date`, its desktop cell's artifacts read and drawn. */
+  async function openSnapshot(url: string, date: string): Promise<string> {
+    if (!signedIn) {
+      await page.goto(`${server}/`);
+      await page.fill('#token', token);
+      await page.click('#sign-in button[type=submit]');
+      await page.waitForSelector('.project-link');
+      signedIn = true;
+    }
+    // Loaded afresh: after a change of the hash alone, the previous view's section would still match.
+    await page.goto('about:blank');
+    await page.goto(`${server}/#/snapshot?${new URLSearchParams({ url, date })}`);
+    const card = 'article.cell[data-device="desktop"][data-location="london"]';
+    await page.waitForSelector(`${card} section.artifacts[data-loaded="true"]`);
+    return `${card} figure.waterfall-figure`;
+  }
+
+  it("the snapshot view draws the heavy page's waterfall, a bar for each stored request, none marked LCP (its LCP is text)", async () => {
+    const { requests } = await requestLines(heavy(), measured.heavy!);
+    const figure = await openSnapshot(heavy(), measured.heavy!);
+    const bars = await page.$$eval(`${figure} g.request`, (gs) => gs.map((g) => g.getAttribute('data-url')));
+    expect(bars.sort()).toEqual(requests.map((r) => r.url).sort());
+    expect(await page.$$(`${figure} g.request rect.bar`)).toHaveLength(requests.length);
+    expect(requests.filter((r) => r.lcp)).toEqual([]);
+    expect(await page.$$(`${figure} g.request[data-lcp]`)).toHaveLength(0);
+    expect(problems).toEqual([]);
+  }, 60_000);
+
+  it('a page whose LCP is a picture: its request is marked in the stored requests and on the waterfall', async () => {
+    const { date } = await update(site.pageUrl);
+    measured.picture = date;
+    const { requests } = await requestLines(site.pageUrl, date);
+    expect(requests.filter((r) => r.lcp).map((r) => r.url)).toEqual([site.pictureUrl]);
+    const figure = await openSnapshot(site.pageUrl, date);
+    expect(await page.$$(`${figure} g.request`)).toHaveLength(requests.length);
+    const marked = await page.$$eval(`${figure} g.request[data-lcp="true"]`, (gs) =>
+      gs.map((g) => g.getAttribute('data-url')),
+    );
+    expect(marked).toEqual([site.pictureUrl]);
+    expect(problems).toEqual([]);
+  }, 180_000);
+
+  it("a third party's script added between two snapshots: /v1/compare lists it added with its cost and its entity's cost changed; the compare view shows both", async () => {
+    site.addThirdParty();
+    const { date } = await update(site.pageUrl);
+    const from = measured.picture!;
+    const compared = comparedSchema.parse(
+      await (
+        await get('/v1/compare', { url: site.pageUrl, from, to: date, device: 'desktop', location: 'london' })
+      ).json(),
+    );
+    const cell = compared.cells.find((c) => c.device === 'desktop' && c.location === 'london')!;
+    const { requests } = cell;
+    expect(requests.state).toBe('compared');
+    if (requests.state !== 'compared') return;
+    // Lighthouse names an unrecognised host's entity by the host: the page's is 127.0.0.1.
+    expect(requests.added).toEqual([
+      expect.objectContaining({ url: site.scriptUrl, entity: 'localhost', resourceType: 'Script' }),
+    ]);
+    expect(requests.removed).toEqual([]);
+    const added = requests.added[0]!;
+    expect(added.to!.transferSize).toBeGreaterThanOrEqual(site.scriptBytes);
+    expect(added.to!.duration).toBeGreaterThan(0);
+    const widget = cell.thirdParties.find((e) => e.entity === 'localhost')!;
+    expect(widget.from).toBeNull();
+    // Its one task ran SCRIPT_BUSY_MS by the page's clock, whatever the machine's speed.
+    expect(widget.to).toMatchObject({ requests: 1, transferSize: added.to!.transferSize });
+    expect(widget.to!.mainThreadTime).toBeGreaterThanOrEqual(SCRIPT_BUSY_MS * 0.9);
+    expect(widget.to!.blockingTime).toBeGreaterThanOrEqual((SCRIPT_BUSY_MS - 50) * 0.9);
+
+    await page.goto(
+      compareViewLink(server, { url: site.pageUrl, from, to: date, device: 'desktop', location: 'london' }),
+    );
+    const card = 'article.cell[data-device="desktop"][data-location="london"]';
+    const item = `${card} li[data-change="added"][data-url="${site.scriptUrl}"]`;
+    await page.waitForSelector(item);
+    expect(await page.getAttribute(item, 'data-entity')).toBe('localhost');
+    expect(Number(await page.getAttribute(item, 'data-to-bytes'))).toBe(added.to!.transferSize);
+    expect(await page.$$(`${card} li[data-change="added"]`)).toHaveLength(1);
+    const row = `${card} table.third-party-changes tr[data-entity="localhost"]`;
+    expect(await page.getAttribute(row, 'data-change')).toBe('added');
+    for (const field of ['transferSize', 'mainThreadTime', 'blockingTime'] as const)
+      expect(Number(await page.getAttribute(`${row} td[data-field="${field}"]`, 'data-to'))).toBe(widget.to![field]);
+    expect(problems).toEqual([]);
   }, 180_000);
 });
 

@@ -26,8 +26,17 @@ const SCRIPT = `/* widget ${'x'.repeat(30_000)} */
 (() => { const end = performance.now() + ${SCRIPT_BUSY_MS}; while (performance.now() < end); })();
 `;
 
+/**
+ * Stars enough that Chrome counts the picture as contentful: it leaves images under 0.05 bits per
+ * displayed pixel (its encoded size over its area) out of LCP, as placeholders.
+ */
+const STARS = Array.from({ length: 400 }, (_, i) => {
+  const [x, y, r] = [(i * 7919) % 1200, (i * 104_729) % 420, 1 + (i % 3)];
+  return `<circle cx="${x}" cy="${y}" r="${r}" fill="#fff" opacity="0.${(i % 9) + 1}"/>`;
+}).join('');
+
 const PICTURE = `<svg xmlns="http://www.w3.org/2000/svg" width="1200" height="700" viewBox="0 0 1200 700">
-<rect width="1200" height="700" fill="#2b4c7e"/><circle cx="900" cy="200" r="120" fill="#f2c14e"/>
+<rect width="1200" height="700" fill="#2b4c7e"/>${STARS}<circle cx="900" cy="200" r="120" fill="#f2c14e"/>
 <path d="M0 700 L400 300 L700 600 L900 420 L1200 700 Z" fill="#1d3557"/></svg>`;
 
 const page = (script: string | null) => `<!doctype html>
@@ -37,6 +46,8 @@ const page = (script: string | null) => `<!doctype html>
   <meta name="viewport" content="width=device-width, initial-scale=1">
   <meta name="description" content="A page whose largest content is a picture.">
   <title>Picture page — fixture</title>
+  <!-- No favicon request: Chrome makes it late or not at all, a request that comes and goes between runs. -->
+  <link rel="icon" href="data:,">
   ${script ? `<script src="${script}"></script>` : ''}
 </head>
 <body style="margin:0">
