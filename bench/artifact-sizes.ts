@@ -45,7 +45,7 @@ export interface ArtifactSizeFigures {
 const MANY_REQUESTS = 5000;
 /**
  * Images of the real page of many requests. Lighthouse takes about a minute over a thousand on
- * this 2-core machine (loaded) and did not finish 5,000 within five minutes: the synthetic runs
+ * this 2-core machine (loaded), and did not finish 5,000 within ten minutes: the synthetic runs
  * stand for those.
  */
 const PAGE_IMAGES = 1000;
