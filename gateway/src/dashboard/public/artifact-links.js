@@ -35,9 +35,10 @@ export function artifactStates(artifacts) {
 }
 
 /**
- * "Download trace": the DevTools trace of the median run. The dashboard's token travels in a
- * header, never in a URL, so the click fetches the file and hands it to the browser as a
- * download; the href stays for a session signed in by cookie (open in a new tab, copy).
+ * "Download trace": the DevTools trace of the median run. The dashboard's token, or a session's
+ * CSRF token, travels in a header, never in a URL, so a plain link would be refused: the click
+ * fetches the file (the browser holds it whole, tens of MB at most) and hands it over as a
+ * download. The href stays as the address to copy for curl with a token.
  */
 export function traceLink(cellParams) {
   const params = { ...cellParams, kind: 'trace' };
