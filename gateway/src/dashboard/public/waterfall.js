@@ -111,7 +111,7 @@ function groupRows(group, top, x) {
 
 /** Where on the axis a time (ms) falls, and the ticks: 0 to a round time past the last request's end. */
 function timeScale(requests) {
-  const last = niceMax(Math.max(0, ...requests.map(endOf)));
+  const last = niceMax(requests.reduce((latest, r) => Math.max(latest, endOf(r)), 0));
   const x = (t) => LABEL + (Math.min(t, last) / last) * (WIDTH - LABEL - RIGHT);
   return { x, ticks: [0, 0.25, 0.5, 0.75, 1].map((f) => f * last) };
 }
@@ -136,9 +136,9 @@ function rowsSvg(groups, ticks, x, title) {
   const parts = [];
   let height = 0;
   for (const group of groups) {
-    const { g, height: h2 } = groupRows(group, height, x);
-    parts.push(g);
-    height += h2;
+    const drawn = groupRows(group, height, x);
+    parts.push(drawn.g);
+    height += drawn.height;
   }
   const grid = ticks.map((t) => s('line', { x1: x(t), x2: x(t), y1: 0, y2: height, class: 'grid' }));
   return s(
