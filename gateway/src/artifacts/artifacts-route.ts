@@ -49,8 +49,9 @@ interface CellName {
 /**
  * `GET|POST /v1/artifacts`: one cell's heavy evidence. Its requests and trace are streamed from
  * the artifact store (artifact-download.ts); its filmstrip and third parties are read from the
- * stored result, in one of the places for heavy reads, as /v1/audit reads results. Tenancy as /v1/audit: another
- * organisation's project, or one a ci token does not list, is a project not found.
+ * stored result, in one of the places for heavy reads, as /v1/audit reads results. Tenancy as
+ * /v1/audit's: another organisation's project, or one a ci token does not list, is a project not
+ * found.
  */
 export function artifactsRoute({
   store,
