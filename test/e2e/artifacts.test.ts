@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { gunzipSync } from 'node:zlib';
+import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { MongoClient } from 'mongodb';
 import { z } from 'zod';
 import type { Browser, Page } from 'playwright-core';
@@ -136,9 +137,10 @@ describe('artifacts of the representative run, with real Lighthouse and a real S
   /** The request lines /v1/artifacts serves for a cell, and its end line. */
   async function requestLines(url: string, date: string) {
     const res = await get('/v1/artifacts', { url, date, device: 'desktop', location: 'london', kind: 'requests' });
-    const lines = (await res.text()).trimEnd().split('\n');
+    const text = await res.text();
+    const lines = text.trimEnd().split('\n');
     const end = artifactRequestsEndSchema.parse(JSON.parse(lines.pop()!));
-    return { requests: lines.map((line) => artifactRequestLineSchema.parse(JSON.parse(line))), end };
+    return { text, requests: lines.map((line) => artifactRequestLineSchema.parse(JSON.parse(line))), end };
   }
 
   it("the heavy page's requests and trace are objects in S3 under its snapshot's key, stored as its audit says, and served by /v1/artifacts", async () => {
@@ -161,7 +163,13 @@ describe('artifacts of the representative run, with real Lighthouse and a real S
     });
 
     // The requests as the run saw them: Lighthouse's network-requests, in its order, none cut.
-    const { requests, end } = await requestLines(heavy(), date);
+    const { text, requests, end } = await requestLines(heavy(), date);
+    // What the API serves is the object the S3 server holds (gzip, inflated for a client that did not ask for it).
+    const object = await s3.client.send(
+      new GetObjectCommand({ Bucket: s3.bucket, Key: `${prefix}desktop-london-requests` }),
+    );
+    expect(object.ContentEncoding).toBe('gzip');
+    expect(gunzipSync(await object.Body!.transformToByteArray()).toString('utf8')).toBe(text);
     const lhr = result.desktop!.london!.lighthouse as unknown as {
       audits: Record<string, { details?: { items?: Array<{ url: string }> } }>;
     };
@@ -171,9 +179,9 @@ describe('artifacts of the representative run, with real Lighthouse and a real S
     expect(requests.map((r) => new URL(r.url!).pathname)).toEqual(
       expect.arrayContaining(['/heavy.html', '/assets/site.css']),
     );
-    const page = requests.find((r) => new URL(r.url!).pathname === '/heavy.html')!;
-    expect(page).toMatchObject({ resourceType: 'Document', statusCode: 200 });
-    expect(page.transferSize).toBeGreaterThan(0);
+    const html = requests.find((r) => new URL(r.url!).pathname === '/heavy.html')!;
+    expect(html).toMatchObject({ resourceType: 'Document', statusCode: 200 });
+    expect(html.transferSize).toBeGreaterThan(0);
     // The trace opens as Chrome DevTools reads it, and holds the page's network events.
     const trace = (await (
       await get('/v1/artifacts', { url: heavy(), date, device: 'desktop', location: 'london', kind: 'trace' })
@@ -245,6 +253,7 @@ describe('artifacts of the representative run, with real Lighthouse and a real S
     expect(added.to!.transferSize).toBeGreaterThanOrEqual(site.scriptBytes);
     expect(added.to!.duration).toBeGreaterThan(0);
     const widget = cell.thirdParties.find((e) => e.entity === 'localhost')!;
+    console.info(`third party added: ${JSON.stringify(added)}; its entity: ${JSON.stringify(widget)}`);
     expect(widget.from).toBeNull();
     // Its one task ran SCRIPT_BUSY_MS by the page's clock, whatever the machine's speed.
     expect(widget.to).toMatchObject({ requests: 1, transferSize: added.to!.transferSize });
