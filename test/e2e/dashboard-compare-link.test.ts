@@ -150,7 +150,9 @@ describe("the dashboard's compare link", () => {
     expect(await side('to')).toMatchObject({ url: PREVIEW, date: head });
     await expectMetricsOf(await client.compare({ url: PREVIEW, baseUrl: SHOP, from: base, to: head }));
     await page.click('p.compare-side[data-snapshot="from"] a.side-date');
-    await page.waitForSelector('article.cell');
+    // The snapshot's own heading: the compare view's cards match article.cell too, and a test
+    // going on before the snapshot view is drawn would race its drawing.
+    await page.waitForFunction((date) => document.querySelector('h1')?.textContent === `Snapshot ${date} UTC`, base);
     expect(decodeURIComponent(page.url())).toContain(`#/snapshot?url=${SHOP}&date=${base}`);
     expect(problems).toEqual([]);
   });
