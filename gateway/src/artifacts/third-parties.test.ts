@@ -59,6 +59,15 @@ describe('thirdPartiesOf', () => {
     });
   });
 
+  it('takes the document’s entity as the first party when the result marks none', () => {
+    const lhr = withThirdParty();
+    lhr['entities'] = [];
+    expect(thirdPartiesOf(lhr).map((r) => [r.entity, r.firstParty])).toEqual([
+      ['127.0.0.1', true],
+      ['widgets.example', false],
+    ]);
+  });
+
   it('gives nothing for a result without these audits, or for what is not a result', () => {
     const lhr = loadLhr('desktop', 1);
     for (const id of ['network-requests', 'third-parties-insight', 'long-tasks', 'bootup-time']) delete lhr.audits[id];

@@ -39,7 +39,12 @@ const entitySchema = z.object({
   origins: z.array(z.string()).catch([]).default([]),
 });
 const insightItemSchema = z.object({ entity: z.string(), transferSize: num, mainThreadTime: num });
-const requestSchema = z.object({ url: z.string(), entity: z.string().optional().catch(undefined), transferSize: num });
+const requestSchema = z.object({
+  url: z.string(),
+  entity: z.string().optional().catch(undefined),
+  resourceType: z.string().optional().catch(undefined),
+  transferSize: num,
+});
 const longTaskSchema = z.object({ url: z.string(), duration: num });
 const bootupSchema = z.object({ url: z.string(), total: num });
 
@@ -68,6 +73,16 @@ function entityResolver(entities: Entity[], requests: z.infer<typeof requestSche
   return (url) => byUrl.get(url) ?? byOrigin.get(originOf(url) ?? '') ?? null;
 }
 
+/**
+ * The entities Lighthouse marks first party; when it marks none (a result whose `entities` were
+ * lost or are older than the classification), the page's own document's entity.
+ */
+function firstPartiesOf(entities: Entity[], requests: z.infer<typeof requestSchema>[]): Set<string> {
+  const marked = entities.filter((e) => e.isFirstParty).map((e) => e.name);
+  const document = requests.find((r) => r.resourceType === 'Document')?.entity;
+  return new Set(marked.length > 0 || !document ? marked : [document]);
+}
+
 type Row = ThirdPartySummary & { measured: boolean };
 
 export function thirdPartiesOf(lhr: unknown): ThirdPartySummary[] {
@@ -77,7 +92,7 @@ export function thirdPartiesOf(lhr: unknown): ThirdPartySummary[] {
   const insight = parsedItems(audits['third-parties-insight']?.details.items, insightItemSchema);
   const requests = parsedItems(audits['network-requests']?.details.items, requestSchema);
   const entityOf = entityResolver(entities, requests);
-  const firstParties = new Set(entities.filter((e) => e.isFirstParty).map((e) => e.name));
+  const firstParties = firstPartiesOf(entities, requests);
   const rows = new Map<string, Row>();
   const row = (entity: string): Row => {
     let found = rows.get(entity);
