@@ -123,7 +123,8 @@ type StoreSettings = Record<string, string>;
 async function storeFor(kind: StoreKind, dir: string): Promise<{ settings: StoreSettings; stop(): Promise<void> }> {
   if (kind === 'fs')
     return { settings: { ARTIFACT_STORE: 'fs', ARTIFACT_DIR: join(dir, 'store') }, stop: async () => {} };
-  const s3 = await startSeaweedFs();
+  // Once here SeaweedFS exited at start printing its usage (the same flags start it every other time): tried twice.
+  const s3 = await startSeaweedFs().catch(() => startSeaweedFs());
   return {
     settings: {
       ARTIFACT_STORE: 's3',
