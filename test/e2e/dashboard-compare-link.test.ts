@@ -152,7 +152,7 @@ describe("the dashboard's compare link", () => {
     await page.click('p.compare-side[data-snapshot="from"] a.side-date');
     // The snapshot's own heading: the compare view's cards match article.cell too, and a test
     // going on before the snapshot view is drawn would race its drawing.
-    await page.waitForFunction((date) => document.querySelector('h1')?.textContent === `Snapshot ${date} UTC`, base);
+    await expect.poll(() => page.textContent('h1')).toBe(`Snapshot ${base} UTC`);
     expect(decodeURIComponent(page.url())).toContain(`#/snapshot?url=${SHOP}&date=${base}`);
     expect(problems).toEqual([]);
   });
