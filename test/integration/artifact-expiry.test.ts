@@ -15,14 +15,15 @@ import { parseApiDateTime } from '@perfwatch/common';
 import { startAgent, type Agent } from '@perfwatch/agent';
 import type { GatewayConfig, ProjectRecord } from '@perfwatch/gateway';
 import { bulkyTrace, keepingArtifacts } from '../support/artifact-runner.ts';
+import { REMOVAL_GRACE_MS } from '../../gateway/src/artifacts/store/artifact-retention.ts';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { measuredWait } from '../support/measured-wait.ts';
 import { startSeaweedFs } from '../support/seaweedfs.ts';
 import { isolatedNats, silentLogger, startTestGateway, type TestGateway } from '../support/test-services.ts';
 
 // ARTIFACT_RETENTION_DAYS on a running gateway, through its scheduler's retention pass and its
-// /v1/audit, on both artifact stores: an older snapshot's artifacts removed and reported
-// "expired", a newer one's kept and reported "stored". The gateway is given its clock (`now`): the
+// /v1/audit, on both artifact stores: an older snapshot's artifacts reported "expired", then
+// removed a day later, a newer one's kept and reported "stored". The gateway is given its clock (`now`): the
 // pass is run days ahead instead of days later. The agent is the shipped one in this process; only
 // its runner is a double (captured Lighthouse results): measuring is not what is under test.
 
@@ -132,8 +133,18 @@ function expiryCases(name: string, start: () => Promise<Stack & Listing>) {
       expect(await stack.artifactsOf(p, older.snapshot.updateId)).toEqual(kinds);
       expect(await stack.artifactsOf(p, newer.snapshot.updateId)).toEqual(kinds);
 
-      // The first pass of the day the older snapshot's artifacts are past ARTIFACT_RETENTION_DAYS.
+      // Past ARTIFACT_RETENTION_DAYS from the cutoff: the older snapshot says its artifacts expired,
+      // the newer says stored, and nothing is removed yet (the pass waits a day more: REMOVAL_GRACE_MS).
       stack.setClock(new Date(cutoff.getTime() + RETENTION_DAYS * DAY_MS));
+      const expired = { state: 'expired', expired: expect.any(String) };
+      expect(await reported(stack, p, older.snapshot.date)).toEqual({ requests: expired, trace: expired });
+      const stored = { state: 'stored', bytes: expect.any(Number), expires: expect.any(String) };
+      expect(await reported(stack, p, newer.snapshot.date)).toEqual({ requests: stored, trace: stored });
+
+      // A day later, the first pass removes the older snapshot's artifacts (written before the cutoff),
+      // not the newer one's (written after it). The states expire first and removal follows, so a
+      // snapshot never says stored of an artifact removed (its artifacts are written before its date).
+      stack.setClock(new Date(cutoff.getTime() + RETENTION_DAYS * DAY_MS + REMOVAL_GRACE_MS));
       // A pass is a few of the store's calls, fewer than an update makes: an update's time is room enough.
       await vi.waitFor(
         async () => {
@@ -143,16 +154,7 @@ function expiryCases(name: string, start: () => Promise<Stack & Listing>) {
         { timeout: measuredWait(older.ms, 1), interval: 100 },
       );
       expect(await stack.artifactsOf(p, newer.snapshot.updateId)).toEqual(kinds);
-
-      // What the store did and what the snapshots say agree: the pass removes by write time, the
-      // states read the snapshot's date. Here the cutoff falls between the two snapshots. They can
-      // disagree: a cell's artifacts are written before its snapshot's date (by as long as the rest of
-      // the update takes), and an S3 object's time is the server's clock; in that window the cell still
-      // says stored and the artifact is gone. A pass that failed (store down) leaves expired ones kept.
-      const expired = { state: 'expired', expired: expect.any(String) };
       expect(await reported(stack, p, older.snapshot.date)).toEqual({ requests: expired, trace: expired });
-      const stored = { state: 'stored', bytes: expect.any(Number), expires: expect.any(String) };
-      expect(await reported(stack, p, newer.snapshot.date)).toEqual({ requests: stored, trace: stored });
     }, 180_000);
   });
 }

@@ -9,12 +9,12 @@ function loggerLines() {
 }
 
 describe('artifact retention', () => {
-  it('removes what was written more than ARTIFACT_RETENTION_DAYS before the pass', async () => {
+  it('removes what was written more than ARTIFACT_RETENTION_DAYS and a day (the longest update) before the pass', async () => {
     const cutoffs: Date[] = [];
     const store = { removeOlderThan: async (cutoff: Date) => (cutoffs.push(cutoff), 3) };
     const { logger, lines } = loggerLines();
     await removeExpiredArtifacts({ store, days: 30 }, logger, new Date('2026-03-31T12:00:00Z'));
-    expect(cutoffs).toEqual([new Date('2026-03-01T12:00:00Z')]);
+    expect(cutoffs).toEqual([new Date('2026-02-28T12:00:00Z')]);
     expect(lines.map((line) => line.msg)).toEqual(['deleted artifacts past retention']);
   });
 
