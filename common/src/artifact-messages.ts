@@ -11,7 +11,7 @@ import type { Location } from './ids.ts';
  */
 const PREFIX = 'perfwatch.artifacts.v1';
 
-export const ARTIFACT_KINDS = ['requests', 'trace'] as const;
+const ARTIFACT_KINDS = ['requests', 'trace'] as const;
 export type ArtifactKind = (typeof ARTIFACT_KINDS)[number];
 
 /** Bounds of one artifact, gzip bytes as sent and stored. */
@@ -101,7 +101,7 @@ export function decodeArtifactMessage<T>(schema: z.ZodType<T>, data: Uint8Array)
  * cut it at its bound), or missing and why (the agent had none, the transfer failed, the artifact
  * store was down). Never a reason to fail the snapshot.
  */
-export const artifactStateSchema = z.discriminatedUnion('state', [
+const artifactStateSchema = z.discriminatedUnion('state', [
   z.object({ state: z.literal('stored'), bytes: z.number().int().nonnegative(), truncated: z.boolean().optional() }),
   z.object({ state: z.literal('missing'), reason: z.string().max(500) }),
 ]);

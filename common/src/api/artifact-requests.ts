@@ -11,8 +11,7 @@ import { dateTime, oneOf, projectUrl } from './request-fields.ts';
  * filmstrip and its third parties' costs, from the stored Lighthouse result (docs/artifacts.md,
  * "Reading artifacts").
  */
-export const ARTIFACT_READ_KINDS = ['requests', 'trace', 'filmstrip', 'third-parties'] as const;
-export type ArtifactReadKind = (typeof ARTIFACT_READ_KINDS)[number];
+const ARTIFACT_READ_KINDS = ['requests', 'trace', 'filmstrip', 'third-parties'] as const;
 
 const artifactFields = {
   url: projectUrl,
@@ -39,7 +38,7 @@ const cellFields = {
 };
 
 /** kind=filmstrip: Lighthouse's `screenshot-thumbnails` frames, each a small JPEG as a data: URL. */
-export const filmstripSchema = z
+const filmstripSchema = z
   .object({
     ...cellFields,
     frames: z.array(
@@ -51,10 +50,9 @@ export const filmstripSchema = z
     ),
   })
   .meta({ id: 'Filmstrip' });
-export type Filmstrip = z.infer<typeof filmstripSchema>;
 
 /** kind=third-parties: each entity's bytes, main-thread and blocking time and requests, by Lighthouse's classification. */
-export const thirdPartiesAnswerSchema = z
+const thirdPartiesAnswerSchema = z
   .object({ ...cellFields, entities: z.array(thirdPartySummarySchema) })
   .meta({ id: 'ThirdParties' });
 
