@@ -1,9 +1,15 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CreateBucketCommand, ListMultipartUploadsCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import {
+  CreateBucketCommand,
+  CreateMultipartUploadCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+} from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ArtifactTooLarge,
@@ -21,6 +27,8 @@ interface Opened {
   store: ArtifactStore;
   /** Whatever the backend holds, written or half-written (files, objects, multipart uploads). */
   leftovers(): Promise<string[]>;
+  /** Puts what is not an artifact at `path` behind the store's back (a file; an object and an upload begun): its leftovers. */
+  plant(path: string): Promise<string[]>;
 }
 
 const MiB = 1024 * 1024;
@@ -157,6 +165,20 @@ function contract(name: string, open: () => Promise<Opened>) {
       expect(await store.removeOlderThan(cutoff)).toBe(0);
     });
 
+    it('removes by age only its own artifacts, never what else the directory or bucket holds', async () => {
+      const { store, leftovers, plant } = await open();
+      const others = ['backups/2026/nov/db.dump', `${key.orgId}/${key.projectId}/${key.snapshotId}/notes.txt`];
+      const planted: string[] = [];
+      for (const path of others) planted.push(...(await plant(path)));
+      await store.put(key, once('old'), plain);
+      await sleep(1_100);
+      const cutoff = new Date();
+
+      expect(await store.removeOlderThan(cutoff)).toBe(1);
+      expect(await store.get(key)).toBeNull();
+      expect((await leftovers()).sort()).toEqual(planted.sort());
+    });
+
     it("keeps two organisations' artifacts apart, whatever ids they share", async () => {
       const { store } = await open();
       const theirs = { ...key, orgId: 'org2' };
@@ -184,6 +206,11 @@ contract('fs', async () => {
     store: createFsArtifactStore({ dir }),
     leftovers: async () =>
       (await readdir(dir, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => e.name),
+    plant: async (path) => {
+      await mkdir(dirname(join(dir, path)), { recursive: true });
+      await writeFile(join(dir, path), 'not an artifact');
+      return [basename(path)];
+    },
   };
 });
 const dirs: string[] = [];
@@ -224,6 +251,11 @@ describe('on SeaweedFS', () => {
           ...(objects.Contents ?? []).map((o) => `object ${o.Key}`),
           ...(uploads.Uploads ?? []).map((u) => `upload ${u.Key}`),
         ];
+      },
+      plant: async (path) => {
+        await client.send(new PutObjectCommand({ Bucket: bucket, Key: path, Body: 'not an artifact' }));
+        await client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: path }));
+        return [`object ${path}`, `upload ${path}`];
       },
     };
   });

@@ -79,6 +79,27 @@ export function snapshotSegments(orgId: string, projectId: string, snapshotId: s
   return [idSchema.parse(orgId), idSchema.parse(projectId), idSchema.parse(snapshotId)];
 }
 
+/**
+ * Whether `segments` (a path below the store's root, or an object key split at `/`) name an
+ * artifact as artifactSegments makes them. Retention removes only these: the bucket or directory
+ * may hold what is not the gateway's (a shared bucket, ARTIFACT_DIR set to a directory in use).
+ */
+export function isArtifactPlace(segments: readonly string[]): boolean {
+  if (segments.length !== 4) return false;
+  const [orgId, projectId, snapshotId, name] = segments;
+  return [orgId, projectId, snapshotId].every((id) => isArtifactId(id ?? '')) && isArtifactName(name ?? '');
+}
+
+/** Whether `name` is an id as the keys' segments are (letters, digits, `_` and `-`). */
+export const isArtifactId = (name: string): boolean => idSchema.safeParse(name).success;
+
+/** `<device>-<location>-<kind>`, the last segment of an artifact's place. */
+export function isArtifactName(name: string): boolean {
+  return DEVICES.some((device) =>
+    LOCATIONS.some((location) => ARTIFACT_KINDS.some((kind) => name === `${device}-${location}-${kind}`)),
+  );
+}
+
 /** The artifact's place below the store's root: the snapshot's segments, then `<device>-<location>-<kind>`. */
 export function artifactSegments(key: ArtifactKey): string[] {
   const { orgId, projectId, snapshotId, device, location, kind } = artifactKeySchema.parse(key);

@@ -4,6 +4,8 @@ import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import {
   artifactSegments,
+  isArtifactId,
+  isArtifactName,
   snapshotSegments,
   type ArtifactKey,
   type ArtifactStore,
@@ -125,12 +127,15 @@ async function removeStaleIncoming(incoming: string, cutoff: Date): Promise<void
   }
 }
 
-/** Walks org/project/snapshot, removes data files (and their meta) older than `cutoff`, then emptied directories. */
+/**
+ * Walks org/project/snapshot, removes data files (and their meta) older than `cutoff`, then emptied
+ * directories. Only what is named as an artifact: ARTIFACT_DIR may be a directory that holds more.
+ */
 async function removeOldArtifacts(dir: string, cutoff: Date): Promise<number> {
   let removed = 0;
   for (const snapshotDir of await snapshotDirs(dir)) {
     for (const name of await readdir(snapshotDir).catch(() => [] as string[])) {
-      if (name.endsWith(META)) continue;
+      if (!isArtifactName(name)) continue;
       const path = join(snapshotDir, name);
       const stats = await stat(path).catch(() => null);
       if (!stats || stats.mtime >= cutoff) continue;
@@ -150,9 +155,10 @@ async function snapshotDirs(dir: string): Promise<string[]> {
   return found;
 }
 
+/** Directories named as ids (never `.incoming`); a symbolic link is not followed (isDirectory is the link's own type). */
 async function subdirs(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-  return entries.filter((entry) => entry.isDirectory() && entry.name !== '.incoming').map((e) => join(dir, e.name));
+  return entries.filter((entry) => entry.isDirectory() && isArtifactId(entry.name)).map((e) => join(dir, e.name));
 }
 
 /** The directory and its parents up to (not including) `root`, while empty; a write making one again is left alone. */

@@ -14,6 +14,7 @@ import { Upload } from '@aws-sdk/lib-storage';
 import {
   ArtifactTooLarge,
   artifactSegments,
+  isArtifactPlace,
   snapshotSegments,
   type ArtifactKey,
   type ArtifactStore,
@@ -104,7 +105,7 @@ export function createS3ArtifactStore({ client, bucket }: S3ArtifactStoreOptions
         client,
         bucket,
         '',
-        (object) => object.LastModified !== undefined && object.LastModified < cutoff,
+        (object) => object.LastModified !== undefined && object.LastModified < cutoff && isArtifactKey(object.Key),
       );
       await abortAbandonedUploads(client, bucket, cutoff);
       return removed;
@@ -112,12 +113,15 @@ export function createS3ArtifactStore({ client, bucket }: S3ArtifactStoreOptions
   };
 }
 
+/** Only the gateway's own objects are removed: the bucket may hold others' (it is not required to be perfwatch's alone). */
+const isArtifactKey = (key: string | undefined): boolean => key !== undefined && isArtifactPlace(key.split('/'));
+
 function isMissing(error: unknown): boolean {
   return error instanceof NoSuchKey || (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404);
 }
 
 /**
- * Aborts the multipart uploads begun before `cutoff` and never completed: a write cut short by
+ * Aborts the artifacts' multipart uploads begun before `cutoff` and never completed: a write cut short by
  * the server going away could not abort its own upload, and the server keeps its parts (unlisted
  * as objects, but stored) until told. No write lasts as long as a retention.
  */
@@ -126,7 +130,7 @@ async function abortAbandonedUploads(client: S3Client, bucket: string, cutoff: D
   do {
     const page = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket, ...markers }));
     for (const { Key, UploadId, Initiated } of page.Uploads ?? [])
-      if (Key && UploadId && Initiated && Initiated < cutoff)
+      if (Key && UploadId && Initiated && Initiated < cutoff && isArtifactKey(Key))
         await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key, UploadId }));
     markers = page.IsTruncated ? { KeyMarker: page.NextKeyMarker, UploadIdMarker: page.NextUploadIdMarker } : {};
   } while (markers.KeyMarker);
