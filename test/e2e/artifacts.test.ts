@@ -30,7 +30,12 @@ import {
 } from '../support/perfwatch-process.ts';
 import { startSeaweedFs, type SeaweedFs } from '../support/seaweedfs.ts';
 import { isolatedNats } from '../support/test-services.ts';
-import { SCRIPT_BUSY_MS, startThirdPartySite, type ThirdPartySite } from '../support/third-party-site.ts';
+import {
+  SCRIPT_BUSY_MS,
+  startThirdPartySite,
+  THIRD_PARTY_HOST,
+  type ThirdPartySite,
+} from '../support/third-party-site.ts';
 
 /**
  * Issue 35 end to end, every part real: the shipped `perfwatch gateway` and `perfwatch agent`
@@ -245,14 +250,13 @@ describe('artifacts of the representative run, with real Lighthouse and a real S
     const { requests } = cell;
     if (requests.state !== 'compared') throw new Error(`requests not compared: ${requests.reason}`);
     // Lighthouse names an unrecognised host's entity by the host: the page's is 127.0.0.1.
-    expect(requests.added).toEqual([
-      expect.objectContaining({ url: site.scriptUrl, entity: 'localhost', resourceType: 'Script' }),
-    ]);
+    const entity = THIRD_PARTY_HOST;
+    expect(requests.added).toEqual([expect.objectContaining({ url: site.scriptUrl, entity, resourceType: 'Script' })]);
     expect(requests.removed).toEqual([]);
     const added = requests.added[0]!;
     expect(added.to!.transferSize).toBeGreaterThanOrEqual(site.scriptBytes);
     expect(added.to!.duration).toBeGreaterThan(0);
-    const widget = cell.thirdParties.find((e) => e.entity === 'localhost')!;
+    const widget = cell.thirdParties.find((e) => e.entity === entity)!;
     console.info(`third party added: ${JSON.stringify(added)}; its entity: ${JSON.stringify(widget)}`);
     expect(widget.from).toBeNull();
     // Its one task ran SCRIPT_BUSY_MS by the page's clock, whatever the machine's speed (the trace's
@@ -267,10 +271,10 @@ describe('artifacts of the representative run, with real Lighthouse and a real S
     const card = 'article.cell[data-device="desktop"][data-location="london"]';
     const item = `${card} li[data-change="added"][data-url="${site.scriptUrl}"]`;
     await page.waitForSelector(item);
-    expect(await page.getAttribute(item, 'data-entity')).toBe('localhost');
+    expect(await page.getAttribute(item, 'data-entity')).toBe(entity);
     expect(Number(await page.getAttribute(item, 'data-to-bytes'))).toBe(added.to!.transferSize);
     expect(await page.$$(`${card} li[data-change="added"]`)).toHaveLength(1);
-    const row = `${card} table.third-party-changes tr[data-entity="localhost"]`;
+    const row = `${card} table.third-party-changes tr[data-entity="${entity}"]`;
     expect(await page.getAttribute(row, 'data-change')).toBe('added');
     for (const field of ['transferSize', 'mainThreadTime', 'blockingTime'] as const)
       expect(Number(await page.getAttribute(`${row} td[data-field="${field}"]`, 'data-to'))).toBe(widget.to![field]);

@@ -4,13 +4,15 @@ import type { AddressInfo } from 'node:net';
 
 /**
  * A page whose largest content is a picture, on 127.0.0.1, that loads a third party's script
- * once `addThirdParty()` is called: the script comes from `localhost`, another origin and another
- * entity for Lighthouse (which names an unrecognised host's entity by the host itself), and keeps
- * the main thread busy for SCRIPT_BUSY_MS, as a tag manager or chat widget would.
+ * once `addThirdParty()` is called: the script comes from 127.0.0.2 (THIRD_PARTY_HOST), another
+ * origin and another entity for Lighthouse (which names an unrecognised host's entity by the host
+ * itself), and keeps the main thread busy for SCRIPT_BUSY_MS, as a tag manager or chat widget
+ * would. An address, not `localhost`: where that name also resolves to ::1, the agents' target
+ * guard, allowed 127.0.0.0/8 in the tests, refuses it (it checks every address of a name).
  */
 export interface ThirdPartySite {
   pageUrl: string;
-  /** The page's largest content: an <img> as wide as the viewport. */
+  /** The page's largest content: an <img> nearly as wide as a desktop viewport. */
   pictureUrl: string;
   scriptUrl: string;
   /** The script's body, in bytes (sent as it is, uncompressed). */
@@ -20,6 +22,8 @@ export interface ThirdPartySite {
 }
 
 export const SCRIPT_BUSY_MS = 400;
+/** Loopback on Linux, as all of 127.0.0.0/8 is. */
+export const THIRD_PARTY_HOST = '127.0.0.2';
 
 /** About 30 kB: a size no other request of the page has, so its transfer is unmistakable. */
 const SCRIPT = `/* widget ${'x'.repeat(30_000)} */
@@ -59,12 +63,12 @@ const page = (script: string | null) => `<!doctype html>
 
 export async function startThirdPartySite(): Promise<ThirdPartySite> {
   let withScript = false;
-  const widget = await listen((req, res) => {
+  const widget = await listen(THIRD_PARTY_HOST, (req, res) => {
     if (req.url !== '/widget.js') return void res.writeHead(404).end();
     res.writeHead(200, { 'Content-Type': 'text/javascript', 'Cache-Control': 'no-store' }).end(SCRIPT);
   });
-  const scriptUrl = `http://localhost:${port(widget)}/widget.js`;
-  const site = await listen((req, res) => {
+  const scriptUrl = `http://${THIRD_PARTY_HOST}:${port(widget)}/widget.js`;
+  const site = await listen('127.0.0.1', (req, res) => {
     if (req.url === '/picture.svg')
       return void res.writeHead(200, { 'Content-Type': 'image/svg+xml', 'Cache-Control': 'no-store' }).end(PICTURE);
     if (req.url !== '/picture.html') return void res.writeHead(404).end();
@@ -86,9 +90,9 @@ export async function startThirdPartySite(): Promise<ThirdPartySite> {
   };
 }
 
-async function listen(handler: RequestListener): Promise<Server> {
+async function listen(host: string, handler: RequestListener): Promise<Server> {
   const server = createServer(handler);
-  server.listen(0, '127.0.0.1');
+  server.listen(0, host);
   await once(server, 'listening');
   return server;
 }
