@@ -15,7 +15,7 @@ import {
   encodeArtifactMessage,
 } from '@perfwatch/common';
 import { text } from 'node:stream/consumers';
-import { createGunzip } from 'node:zlib';
+import { createGunzip, gzipSync } from 'node:zlib';
 import { createArtifactCache } from '../../agent/src/artifact-cache.ts';
 import { captureRequests, captureTrace } from '../../agent/src/artifact-capture.ts';
 import { startArtifactSender } from '../../agent/src/artifact-sender.ts';
@@ -145,6 +145,10 @@ function hostileAgent(agentId: string, send: (subject: string, bytes: number) =>
   });
 }
 
+/** `size` bytes of a gzip of random bytes, from `at`: a sender's chunk the gateway inflates without error. */
+const gzipped = gzipSync(randomBytes(1_000_000), { level: 0 });
+const gzipAt = (at: number, size: number) => gzipped.subarray(at, at + size);
+
 async function chunk(subject: string, seq: number, data: Uint8Array, last = false) {
   const h = natsHeaders();
   h.set(ARTIFACT_HEADERS.seq, String(seq));
@@ -166,8 +170,8 @@ describe('a hostile sender', () => {
       'skips a sequence number',
       /chunk 2 where 1 was due/,
       async (s: string) => {
-        await chunk(s, 0, new Uint8Array(1000));
-        await chunk(s, 2, new Uint8Array(1000), true);
+        await chunk(s, 0, gzipAt(0, 1000));
+        await chunk(s, 2, gzipAt(1000, 1000), true);
       },
     ],
     [
@@ -181,21 +185,22 @@ describe('a hostile sender', () => {
       'sends more than it announced',
       /sent of 600000 announced/,
       async (s: string) => {
-        for (let seq = 0; seq < 4; seq++) await chunk(s, seq, new Uint8Array(200_000));
+        for (let seq = 0; seq < 4; seq++) await chunk(s, seq, gzipAt(seq * 200_000, 200_000));
       },
     ],
     [
       'never sends its last chunk',
       /no chunk for 500 ms/,
       async (s: string) => {
-        await chunk(s, 0, new Uint8Array(1000));
+        await chunk(s, 0, gzipAt(0, 1000));
       },
     ],
     [
       'floods without waiting for acknowledgements',
       /before the last was acknowledged/,
       async (s: string) => {
-        for (let seq = 0; seq < 50; seq++) agentNc.publish(s, new Uint8Array(10_000), { headers: sequenced(seq) });
+        for (let seq = 0; seq < 50; seq++)
+          agentNc.publish(s, gzipAt(seq * 10_000, 10_000), { headers: sequenced(seq) });
       },
     ],
   ])('that %s leaves the artifact missing and nothing in the store', async (_why, reason, send) => {
@@ -211,6 +216,41 @@ describe('a hostile sender', () => {
       sub.unsubscribe();
     }
   });
+
+  it.each([
+    // 65 MiB of zeros gzip to about 64 kB: within the 2 MiB a requests artifact may be sent as.
+    ['a gzip bomb', 'requests', /inflates past 67108864 bytes/, () => gzipSync(Buffer.alloc(65 * 1024 * 1024))],
+    ['what is not gzip', 'trace', /not gzip/, () => Buffer.from('{"traceEvents":[]}\n'.repeat(100))],
+  ] as const)(
+    'that sends %s leaves the artifact missing and nothing in the store',
+    async (_what, kind, reason, make) => {
+      const body = make();
+      const agentId = `hostile-${randomBytes(4).toString('hex')}`;
+      const sub = hostileAgent(
+        agentId,
+        async (s) => {
+          const count = Math.ceil(body.byteLength / ARTIFACT_CHUNK_BYTES);
+          for (let seq = 0; seq < count; seq++)
+            await chunk(
+              s,
+              seq,
+              body.subarray(seq * ARTIFACT_CHUNK_BYTES, (seq + 1) * ARTIFACT_CHUNK_BYTES),
+              seq === count - 1,
+            );
+        },
+        body.byteLength,
+      );
+      await agentNc.flush();
+      try {
+        const k = key(kind);
+        const outcome = await receiver().receive({ location: 'tokyo', agentId, jobId: 'j', key: k });
+        expect(outcome).toEqual({ state: 'missing', reason: expect.stringMatching(reason) });
+        expect(await store.get(k)).toBeNull();
+      } finally {
+        sub.unsubscribe();
+      }
+    },
+  );
 
   it('cannot write into a transfer it was not given the token of', async () => {
     const guessed = artifactPushSubject('tokyo', randomBytes(24).toString('base64url'));

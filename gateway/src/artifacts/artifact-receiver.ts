@@ -14,6 +14,7 @@ import {
   type Location,
 } from '@perfwatch/common';
 import { createChunkStream, TransferFailed } from './artifact-chunk-stream.ts';
+import { ARTIFACT_MAX_INFLATED_BYTES, inflateChecked } from './inflate-check.ts';
 import type { ArtifactKey, ArtifactStore } from './store/artifact-store.ts';
 
 export interface ArtifactReceiverDeps {
@@ -42,7 +43,8 @@ export interface ArtifactReceiver {
 /**
  * The gateway's side of a transfer: a push subject of its own (an unguessable token, so no
  * other sender can write into it), the pull that tells the run's agent to send on it, and the
- * chunks piped into the store as they come, one held at a time.
+ * chunks piped into the store as they come, one held at a time, each inflated along the way so
+ * that what is kept is gzip and inflates within its bound (inflate-check.ts).
  */
 export function createArtifactReceiver({
   nc,
@@ -73,7 +75,7 @@ export function createArtifactReceiver({
           };
         }
         stream.expect(answer.bytes);
-        const { bytes } = await store.put(key, stream, {
+        const { bytes } = await store.put(key, inflateChecked(stream, ARTIFACT_MAX_INFLATED_BYTES[kind]), {
           maxBytes,
           contentType: ARTIFACT_CONTENT_TYPES[kind],
           contentEncoding: 'gzip',
