@@ -64,13 +64,16 @@ afterAll(async () => {
 });
 
 /** A GET with these headers; how its body ended: whole, or cut. */
-function get(headers: Record<string, string>): Promise<{ status: number; bytes: number; ended: 'whole' | 'cut' }> {
+function get(
+  headers: Record<string, string>,
+): Promise<{ status: number; bytes: number; ended: 'whole' | 'cut'; headers: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const req = request(url, { headers }, (res) => {
       let bytes = 0;
       res.on('data', (chunk: Buffer) => (bytes += chunk.byteLength));
-      res.on('end', () => resolve({ status: res.statusCode!, bytes, ended: res.complete ? 'whole' : 'cut' }));
-      res.on('error', () => resolve({ status: res.statusCode!, bytes, ended: 'cut' }));
+      const answer = { status: res.statusCode!, headers: res.headers };
+      res.on('end', () => resolve({ ...answer, bytes, ended: res.complete ? 'whole' : 'cut' }));
+      res.on('error', () => resolve({ ...answer, bytes, ended: 'cut' }));
     });
     req.on('error', reject);
     req.end();
@@ -83,5 +86,11 @@ describe('sendArtifact', () => {
     expect(got.status).toBe(200);
     expect(got.bytes).toBeLessThan(NDJSON.length);
     expect(got.ended).toBe('cut');
+  });
+
+  it("serves the page's own text (its URLs) as data a browser never sniffs into a page or runs", async () => {
+    const { headers } = await get({ 'Accept-Encoding': 'gzip' });
+    expect(headers['x-content-type-options']).toBe('nosniff');
+    expect(headers['content-security-policy']).toBe("default-src 'none'; sandbox");
   });
 });

@@ -42,7 +42,15 @@ export async function sendArtifact(
   if (!stored) throw artifactGone(key.kind);
   const passThrough = stored.contentEncoding === 'gzip' && takesGzip(req);
   res.status(200);
-  res.set({ 'Content-Type': stored.contentType, Vary: 'Accept-Encoding', 'Cache-Control': 'private, no-cache' });
+  res.set({
+    'Content-Type': stored.contentType,
+    Vary: 'Accept-Encoding',
+    'Cache-Control': 'private, no-cache',
+    // The bytes are the measured page's (its URLs, its trace's strings), served from the gateway's
+    // origin: never sniffed as HTML, and sandboxed should a browser render them all the same.
+    'X-Content-Type-Options': 'nosniff',
+    'Content-Security-Policy': "default-src 'none'; sandbox",
+  });
   // Quoted as it is: traceFileName makes it of letters, digits, dots and dashes alone.
   if (download.filename) res.set('Content-Disposition', `attachment; filename="${download.filename}"`);
   if (passThrough) res.set({ 'Content-Encoding': 'gzip', 'Content-Length': String(stored.bytes) });
