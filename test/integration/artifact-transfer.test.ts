@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ARTIFACT_CHUNK_BYTES,
@@ -120,6 +121,40 @@ describe('artifact transfer over NATS', () => {
           state: 'missing',
           reason: `NO_ARTIFACT: no ${kind} kept for job never-ran`,
         });
+    } finally {
+      await sender.stop();
+    }
+  });
+
+  it("records a store's failure as missing without its message (a path on the gateway's disk), which only the log has", async () => {
+    const cache = createArtifactCache();
+    cache.keep('job-1', { requests: (await captureRequests(loadLhr('mobile', 1)))! });
+    const sender = startArtifactSender({
+      nc: agentNc,
+      location: 'tokyo',
+      agentId: 'tokyo.a-3',
+      cache,
+      logger: silentLogger,
+    });
+    await agentNc.flush();
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+    try {
+      // A directory under a file: every write fails with ENOTDIR and the path.
+      await writeFile(join(dir, 'a-file'), 'not a directory');
+      const broken = createFsArtifactStore({ dir: join(dir, 'a-file', 'below') });
+      const receiver = createArtifactReceiver({ nc: gatewayNc, store: broken, logger });
+      const outcome = await receiver.receive({
+        location: 'tokyo',
+        agentId: 'tokyo.a-3',
+        jobId: 'job-1',
+        key: key('requests'),
+      });
+      expect(outcome).toEqual({
+        state: 'missing',
+        reason: "the artifact store did not keep it (the gateway's log says why)",
+      });
+      expect(lines.join('')).toMatch(/ENOTDIR/);
     } finally {
       await sender.stop();
     }

@@ -15,7 +15,7 @@ import {
 } from '@perfwatch/common';
 import { createChunkStream, TransferFailed } from './artifact-chunk-stream.ts';
 import { ARTIFACT_MAX_INFLATED_BYTES, inflateChecked } from './inflate-check.ts';
-import type { ArtifactKey, ArtifactStore } from './store/artifact-store.ts';
+import { ArtifactTooLarge, type ArtifactKey, type ArtifactStore } from './store/artifact-store.ts';
 
 export interface ArtifactReceiverDeps {
   nc: NatsConnection;
@@ -61,6 +61,7 @@ export function createArtifactReceiver({
       const token = randomBytes(24).toString('base64url');
       const stream = createChunkStream({ maxBytes, chunkTimeoutMs });
       const sub = nc.subscribe(artifactPushSubject(location, token), { callback: (_e, msg) => stream.offer(msg) });
+      let storing = false;
       try {
         const answer = await pull(nc, { location, agentId, jobId, kind, token }, pullTimeoutMs);
         if (!answer.ok) {
@@ -75,6 +76,7 @@ export function createArtifactReceiver({
           };
         }
         stream.expect(answer.bytes);
+        storing = true;
         const { bytes } = await store.put(key, inflateChecked(stream, ARTIFACT_MAX_INFLATED_BYTES[kind]), {
           maxBytes,
           contentType: ARTIFACT_CONTENT_TYPES[kind],
@@ -82,14 +84,28 @@ export function createArtifactReceiver({
         });
         return { state: 'stored', bytes, ...(answer.truncated ? { truncated: true } : {}) };
       } catch (error) {
-        const reason = (error as Error).message.slice(0, 500);
-        log.warn({ err: { message: reason }, jobId, kind, location }, 'artifact not stored; recorded missing');
-        return { state: 'missing', reason };
+        const message = (error as Error).message.slice(0, 500);
+        log.warn({ err: { message }, jobId, kind, location }, 'artifact not stored; recorded missing');
+        return { state: 'missing', reason: storing && !isTransferFailure(error) ? STORE_FAILED : message };
       } finally {
+        // A store that failed before reading a chunk leaves one unanswered: the agent hears now, not at its timeout.
+        stream.fail(new TransferFailed('STORE_FAILED', 'the gateway could not store the artifact'));
         sub.unsubscribe();
       }
     },
   };
+}
+
+/**
+ * What the cell's users read when the artifact store failed a write: its own message (a path on
+ * the gateway's disk, the S3 server's address) is for the gateway's log alone.
+ */
+const STORE_FAILED = "the artifact store did not keep it (the gateway's log says why)";
+
+/** A failure of the transfer itself (the agent's bytes, the bound), said as it is; the store may wrap one as its cause. */
+function isTransferFailure(error: unknown): boolean {
+  if (error instanceof TransferFailed || error instanceof ArtifactTooLarge) return true;
+  return error instanceof Error && error.cause !== undefined && isTransferFailure(error.cause);
 }
 
 async function pull(
