@@ -193,7 +193,14 @@ async function chunk(subject: string, seq: number, data: Uint8Array, last = fals
 
 describe('a hostile sender', () => {
   const receiver = () =>
-    createArtifactReceiver({ nc: gatewayNc, store, logger: silentLogger, pullTimeoutMs: 2000, chunkTimeoutMs: 500 });
+    createArtifactReceiver({
+      nc: gatewayNc,
+      store,
+      logger: silentLogger,
+      pullTimeoutMs: 2000,
+      chunkTimeoutMs: 500,
+      transferTimeoutMs: 1500,
+    });
 
   const sequenced = (seq: number) => {
     const h = natsHeaders();
@@ -228,6 +235,16 @@ describe('a hostile sender', () => {
       /no chunk for 500 ms/,
       async (s: string) => {
         await chunk(s, 0, gzipAt(0, 1000));
+      },
+    ],
+    [
+      'trickles small chunks, each within the chunk timeout',
+      /not done within 1500 ms/,
+      async (s: string) => {
+        for (let seq = 0; seq < 600; seq++) {
+          await chunk(s, seq, gzipAt(seq * 1000, 1000));
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
       },
     ],
     [

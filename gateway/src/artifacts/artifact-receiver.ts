@@ -25,6 +25,11 @@ export interface ArtifactReceiverDeps {
   pullTimeoutMs?: number;
   /** Silence between two chunks past this abandons the transfer. */
   chunkTimeoutMs?: number;
+  /**
+   * The whole transfer past this is abandoned: a sender trickling small chunks just inside
+   * chunkTimeoutMs would otherwise hold the update (and its S3 upload) for as long as it liked.
+   */
+  transferTimeoutMs?: number;
 }
 
 /** The run whose artifact is wanted: who made it, for which job, and where it is to be kept. */
@@ -52,6 +57,7 @@ export function createArtifactReceiver({
   logger,
   pullTimeoutMs = 10_000,
   chunkTimeoutMs = 30_000,
+  transferTimeoutMs = 300_000,
 }: ArtifactReceiverDeps): ArtifactReceiver {
   const log = logger.child({ component: 'artifact-receiver' });
   return {
@@ -62,6 +68,10 @@ export function createArtifactReceiver({
       const stream = createChunkStream({ maxBytes, chunkTimeoutMs });
       const sub = nc.subscribe(artifactPushSubject(location, token), { callback: (_e, msg) => stream.offer(msg) });
       let storing = false;
+      const deadline = setTimeout(
+        () => stream.fail(new TransferFailed('TOO_SLOW', `the transfer was not done within ${transferTimeoutMs} ms`)),
+        transferTimeoutMs,
+      );
       try {
         const answer = await pull(nc, { location, agentId, jobId, kind, token }, pullTimeoutMs);
         if (!answer.ok) {
@@ -88,6 +98,7 @@ export function createArtifactReceiver({
         log.warn({ err: { message }, jobId, kind, location }, 'artifact not stored; recorded missing');
         return { state: 'missing', reason: storing && !isTransferFailure(error) ? STORE_FAILED : message };
       } finally {
+        clearTimeout(deadline);
         // A store that failed before reading a chunk leaves one unanswered: the agent hears now, not at its timeout.
         stream.fail(new TransferFailed('STORE_FAILED', 'the gateway could not store the artifact'));
         sub.unsubscribe();
