@@ -105,6 +105,18 @@ describe('the trace artifact', () => {
     expect(parsed.traceEvents[0]).toEqual(trace(1).traceEvents[0]);
   });
 
+  it("past its bound leaves the rest of a page's trace unread: events past the cut are never stringified", async () => {
+    let stringified = 0;
+    const events = trace(100_000).traceEvents.map((event) => ({
+      ...event,
+      toJSON: () => (stringified++, event),
+    }));
+    const captured = (await captureTrace({ traceEvents: events }, 48 * 1024))!;
+    expect(captured.truncated).toBe(true);
+    // What was kept, and at most a batch's worth more (256 KiB of text), never all 100,000.
+    expect(stringified).toBeLessThan(captured.pieces + 2_000);
+  });
+
   it('is none when Lighthouse gave no trace', async () => {
     expect(await captureTrace(undefined)).toBeNull();
   });

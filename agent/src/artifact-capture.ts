@@ -33,6 +33,7 @@ export async function captureRequests(
   const lines = parsed.map((line) => `${JSON.stringify(line)}\n`);
   return boundedGzip(
     lines,
+    lines.length,
     maxBytes,
     (truncated, written) => `${JSON.stringify({ end: true, requests: items.length, written, truncated })}\n`,
   );
@@ -49,9 +50,7 @@ export async function captureTrace(
 ): Promise<GzippedArtifact | null> {
   const events = (trace as { traceEvents?: unknown } | null)?.traceEvents;
   if (!Array.isArray(events)) return null;
-  const pieces = events.map((event, index) => `${index === 0 ? '' : ','}${JSON.stringify(event)}\n`);
-  pieces.unshift('{"traceEvents":[\n');
-  return boundedGzip(pieces, maxBytes, (truncated, written) => {
+  return boundedGzip(tracePieces(events), events.length + 1, maxBytes, (truncated, written) => {
     const metadata = {
       perfwatchTruncated: truncated,
       perfwatchEvents: Math.max(0, written - 1),
@@ -59,6 +58,13 @@ export async function captureTrace(
     };
     return `],"metadata":${JSON.stringify(metadata)}}\n`;
   });
+}
+
+/** The trace's text in pieces, each event stringified only when the gzip asks for it. */
+function* tracePieces(events: readonly unknown[]): Generator<string> {
+  yield '{"traceEvents":[\n';
+  for (let index = 0; index < events.length; index++)
+    yield `${index === 0 ? '' : ','}${JSON.stringify(events[index])}\n`;
 }
 
 /** Both artifacts of one Lighthouse run; a capture that fails leaves that kind out, never the run. */

@@ -15,13 +15,15 @@ const BATCH_BYTES = 256 * 1024;
 const worstCase = (raw: number) => Math.ceil(raw * 1.01) + 1024;
 
 /**
- * `pieces` (strings, in order) gzipped without ever passing `maxBytes`: written in batches,
- * each flushed so the bytes so far are exact, and a batch goes in only if even its worst case
- * fits. Past the bound the remaining pieces are left out and `closing(truncated)` ends the text,
+ * `pieces` (strings, in order; `count` of them) gzipped without ever passing `maxBytes`: written
+ * in batches, each flushed so the bytes so far are exact, and a batch goes in only if even its
+ * worst case fits. Past the bound the remaining pieces are left out, never even made (a lazy
+ * iterable: a page's trace may be far past the bound), and `closing(truncated)` ends the text,
  * so what is kept still parses (and says it was cut).
  */
 export async function boundedGzip(
-  pieces: readonly string[],
+  pieces: Iterable<string>,
+  count: number,
   maxBytes: number,
   closing: (truncated: boolean, written: number) => string,
 ): Promise<GzippedArtifact> {
@@ -35,7 +37,7 @@ export async function boundedGzip(
   const ended = new Promise<void>((resolve, reject) => gzip.on('end', resolve).on('error', reject));
   const flush = () => new Promise<void>((resolve) => gzip.flush(constants.Z_SYNC_FLUSH, () => resolve()));
   // The closing text must always fit: it is kept out of the budget for pieces.
-  const reserve = worstCase(Buffer.byteLength(closing(true, pieces.length)) + 64);
+  const reserve = worstCase(Buffer.byteLength(closing(true, count)) + 64);
   let written = 0;
   let batch: string[] = [];
   let batchBytes = 0;
@@ -58,5 +60,5 @@ export async function boundedGzip(
   }
   gzip.end(batch.join('') + closing(cut, written));
   await ended;
-  return { gzip: Buffer.concat(out), truncated: cut, pieces: written, total: pieces.length };
+  return { gzip: Buffer.concat(out), truncated: cut, pieces: written, total: count };
 }
