@@ -213,6 +213,21 @@ contract('fs', async () => {
     },
   };
 });
+
+describe('fs artifact store: what a crashed write left', () => {
+  it('a directory in .incoming is removed past the cutoff, not a failure of every retention pass', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'perfwatch-artifacts-'));
+    dirs.push(dir);
+    const store = createFsArtifactStore({ dir });
+    await store.put(key, once('old'), plain);
+    const stray = join(dir, '.incoming', 'stray');
+    await mkdir(stray, { recursive: true });
+    await writeFile(join(stray, 'part'), 'left behind');
+    await sleep(1_100);
+    expect(await store.removeOlderThan(new Date())).toBe(1);
+    expect(await readdir(join(dir, '.incoming'))).toEqual([]);
+  });
+});
 const dirs: string[] = [];
 afterAll(async () => {
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });

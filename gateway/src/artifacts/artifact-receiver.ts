@@ -111,7 +111,7 @@ export function createArtifactReceiver({
  * What the cell's users read when the artifact store failed a write: its own message (a path on
  * the gateway's disk, the S3 server's address) is for the gateway's log alone.
  */
-const STORE_FAILED = "the artifact store did not keep it (the gateway's log says why)";
+export const STORE_FAILED = "the artifact store did not keep it (the gateway's log says why)";
 
 /** A failure of the transfer itself (the agent's bytes, the bound), said as it is; the store may wrap one as its cause. */
 function isTransferFailure(error: unknown): boolean {

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { ARTIFACT_CONTENT_TYPES, ARTIFACT_MAX_BYTES, type InProcessAgent } from '@perfwatch/common';
-import type { ArtifactReceiver } from './artifact-receiver.ts';
+import { STORE_FAILED, type ArtifactReceiver } from './artifact-receiver.ts';
 import type { ArtifactStore } from './store/artifact-store.ts';
 
 /**
@@ -33,9 +33,10 @@ export function createLocalArtifactReceiver({
         });
         return { state: 'stored', bytes, ...(artifact.truncated ? { truncated: true } : {}) };
       } catch (error) {
-        const reason = (error as Error).message.slice(0, 500);
-        log.warn({ err: { message: reason }, jobId, kind: key.kind }, 'artifact not stored; recorded missing');
-        return { state: 'missing', reason };
+        // The store's own message (a path, a server's address) is for the log; the cell says it plainly.
+        const message = (error as Error).message.slice(0, 500);
+        log.warn({ err: { message }, jobId, kind: key.kind }, 'artifact not stored; recorded missing');
+        return { state: 'missing', reason: STORE_FAILED };
       }
     },
   };

@@ -123,7 +123,8 @@ async function removeStaleIncoming(incoming: string, cutoff: Date): Promise<void
   for (const name of await readdir(incoming).catch(() => [] as string[])) {
     const path = join(incoming, name);
     const stats = await stat(path).catch(() => null);
-    if (stats && stats.mtime < cutoff) await rm(path, { force: true });
+    // recursive: a directory there (never the gateway's own) would otherwise fail every pass.
+    if (stats && stats.mtime < cutoff) await rm(path, { force: true, recursive: true });
   }
 }
 

@@ -63,7 +63,8 @@ export function createS3ArtifactStore({ client, bucket }: S3ArtifactStoreOptions
         params: {
           Bucket: bucket,
           Key: keyOf(key),
-          Body: Readable.from(counted),
+          // A byte stream, not object mode: it reads one chunk ahead, not sixteen (4 MiB per write).
+          Body: Readable.from(counted, { objectMode: false }),
           ContentType: contentType,
           ...(contentEncoding ? { ContentEncoding: contentEncoding } : {}),
         },
