@@ -70,6 +70,6 @@ export async function sendArtifact(
  * the bytes as they are meant to be read (HTTP allows any coding then, but a plain download
  * saved as gzip would not open).
  */
-function takesGzip(req: Request): boolean {
+export function takesGzip(req: Request): boolean {
   return req.get('accept-encoding') !== undefined && req.acceptsEncodings('gzip', 'identity') === 'gzip';
 }
