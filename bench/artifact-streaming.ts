@@ -9,13 +9,12 @@
  * transfer), far under the bytes moved.
  *   BENCH_ONLY=artifacts npm run bench   (node bench/artifact-streaming.ts [transfers MiB fs|s3])
  */
-import { execFile, fork } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
@@ -33,7 +32,6 @@ import { root } from './local-stack.ts';
 import { peakRssMb, resetPeakRss, rssMb } from './process-stats.ts';
 
 const MiB = 1024 * 1024;
-const run = promisify(execFile);
 const LOCATION = 'frankfurt';
 const AGENT_ID = 'bench.sender-1';
 /** The gateway image's young generation (2 × 16 MB semi-spaces), as the other benches run it. */
@@ -225,7 +223,8 @@ const mb = (n: number) => `${n.toFixed(0)} MiB`;
 /**
  * The shipped case (100 × 20 MiB) and two beside it: the same transfers carrying a tenth of the
  * bytes, and a tenth of the transfers carrying the same size each. Growth that follows the
- * transfers and not the bytes is the chunks in flight, not the artifacts held.
+ * transfers and not the bytes is the chunks in flight, not the artifacts held. Then the S3
+ * store (a real SeaweedFS) beside the fs one.
  */
 const STREAMING_LEVELS: ReadonlyArray<{ transfers: number; mib: number; store: StoreKind }> = [
   { transfers: 100, mib: 20, store: 'fs' },
@@ -234,20 +233,6 @@ const STREAMING_LEVELS: ReadonlyArray<{ transfers: number; mib: number; store: S
   { transfers: 10, mib: 20, store: 's3' },
   { transfers: 100, mib: 20, store: 's3' },
 ];
-
-/**
- * One level measured by this file run as a program of its own. The S3 rows are: started from
- * `npm run bench`'s process (after the Lighthouse runs of artifact-sizes.ts), SeaweedFS exited
- * at start printing its usage every time, while from a fresh process the same code starts it
- * every time (not understood yet).
- */
-async function measureInOwnProcess(transfers: number, mib: number, store: StoreKind): Promise<StreamingFigures> {
-  const script = join(root, 'bench/artifact-streaming.ts');
-  const { stdout } = await run(process.execPath, [script, String(transfers), String(mib), store, '--json'], {
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  return JSON.parse(stdout.trimEnd().split('\n').at(-1)!) as StreamingFigures;
-}
 
 /** A level that could not be measured (SeaweedFS that would not start): said in its row. */
 interface NotMeasured {
@@ -260,14 +245,11 @@ interface NotMeasured {
 export async function measureArtifactStreamingLevels(): Promise<Array<StreamingFigures | NotMeasured>> {
   const figures: Array<StreamingFigures | NotMeasured> = [];
   for (const { transfers, mib, store } of STREAMING_LEVELS) {
-    const measured =
-      store === 's3'
-        ? measureInOwnProcess(transfers, mib, store)
-        : measureArtifactStreaming(transfers, Math.min(mib * MiB, ARTIFACT_MAX_BYTES.trace), store);
+    const measured = measureArtifactStreaming(transfers, Math.min(mib * MiB, ARTIFACT_MAX_BYTES.trace), store);
     const level = await measured.catch((error: unknown) => {
       // The fs rows are the claim; an S3 server that will not start here leaves its rows unmeasured, not the section.
       if (store === 'fs') throw error;
-      return { store, transfers, mib, error: (error as Error).message.split('\n')[0]!.slice(0, 200) };
+      return { store, transfers, mib, error: (error as Error).message.split(':')[0]!.slice(0, 200) };
     });
     process.stdout.write(`artifact streaming: ${JSON.stringify(level)}\n`);
     figures.push(level);
@@ -295,7 +277,7 @@ export function artifactStreamingSection(figures: Array<StreamingFigures | NotMe
     '',
     "A real nats-server; the agent's real sender (agent/src/artifact-sender.ts) in the bench's process, its artifact cache holding every trace (gzip in stored blocks of random bytes: incompressible, so the bytes moved are the bytes kept, each within ARTIFACT_MAX_BYTES.trace); the gateway's real receiver (gateway/src/artifacts/artifact-receiver.ts) writing into the artifact store the gateway's settings make (fs: a temporary directory, removed after; S3: a real SeaweedFS server, `weed server -s3`, started for the row and stopped after) in a process of its own with the gateway image's young generation (2 × 16 MB), so that its memory is the receiver's alone. Every transfer is asked at once, each in chunks of 256 KiB, the next sent only once the store took the last. The receiver's RSS before is after one warm-up transfer of 1 MiB; its peak is VmHWM from /proc (reset before), heap and array buffers the highest of process.memoryUsage() sampled every 20 ms in that process. Each stored file is read back through the store and its SHA-256 compared with the sender's.",
     '',
-    "What the receiver holds per transfer, from the code: the fs store writes each chunk to its file as it comes (a write per chunk, synced before the rename), and the chunk is acknowledged, letting the sender send the next, only once the store asked for it: one chunk of 256 KiB per transfer, in a buffer nats.js may have grown to up to twice that while gathering it from several socket reads. The rest of the fs growth is chunks already written that V8 has not collected yet (the array buffers' peak): it does not follow the bytes moved, nor much the transfers (compare the rows). The S3 store (s3-artifact-store.ts) holds far more per transfer: its body is `Readable.from` the chunks, which reads 16 chunks ahead (4 MiB), and the SDK's multipart upload gathers 5 MiB parts and copies each into one buffer before sending it, one part in flight: 10 to 20 MiB per transfer, about 1 GiB at 100 transfers. And while a part uploads nothing is read, so nothing is acknowledged: when the S3 server takes longer than the sender's 30 s acknowledgement timeout (agent/src/artifact-sender.ts) for a part, the sender gives up and the artifact is recorded missing (the snapshot is kept).",
+    "What the receiver holds per transfer, from the code: the fs store writes each chunk to its file as it comes (a write per chunk, synced before the rename), and the chunk is acknowledged, letting the sender send the next, only once the store asked for it: one chunk of 256 KiB per transfer, in a buffer nats.js may have grown to up to twice that while gathering it from several socket reads. The rest of the fs growth is chunks already written that V8 has not collected yet (the array buffers' peak): it does not follow the bytes moved (100 transfers of 2 MiB grow it as much as 100 of 20 MiB), and a tenth of the transfers grow it by less than half. The S3 store (s3-artifact-store.ts) holds far more per transfer: the SDK's multipart upload gathers each 5 MiB part from the chunks and copies it into one buffer before sending it, one part in flight, and reads nothing while a part uploads, so nothing is acknowledged meanwhile: when the S3 server takes longer than the sender's 30 s acknowledgement timeout (agent/src/artifact-sender.ts), the sender gives up and the artifact is recorded missing (the snapshot is kept). Measured on its own (`node bench/artifact-streaming.ts 10 20 s3`, 2026-11-26, the store reading one chunk ahead as of c07ea5e): 10 × 20 MiB into SeaweedFS, all 10 stored, grew the receiver by 235 MiB, more than the 200 MiB moved (array buffers 24 → 241 MiB). Before c07ea5e (the body in object mode, 16 chunks read ahead) 100 × 20 MiB grew it by 1,086 MiB in 51 s and stored none: every sender gave up at its acknowledgement timeout on this loaded machine. From `npm run bench`'s own process SeaweedFS exits at start printing its usage (from a fresh shell the same command starts it), so the S3 rows above may say not measured.",
     '',
   ];
 }
