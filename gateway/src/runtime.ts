@@ -36,6 +36,7 @@ import type { SsoDeps } from './sso/sso-routes.ts';
 import type { ArtifactStore } from './artifacts/store/artifact-store.ts';
 import { artifactStoreFromSettings } from './artifacts/store/artifact-store-from-settings.ts';
 import type { ArtifactReceiver } from './artifacts/artifact-receiver.ts';
+import { limitedReceiver } from './artifacts/limited-receiver.ts';
 import { artifactReadsOf } from './artifacts/artifacts-route.ts';
 import { testKillAt } from './test-kill-at.ts';
 
@@ -73,7 +74,7 @@ export async function startGateway({
   const transport = await chooseTransport(given, logger, config);
   const { metrics, unsubscribe } = watch(wiring, transport);
   const trust = credentialTrust(config.PERFWATCH_TRUSTED_LOCATIONS, transport.trustedLocations);
-  const receiver = transport.artifactReceiver(artifacts);
+  const receiver = limitedReceiver(transport.artifactReceiver(artifacts), config.ARTIFACT_TRANSFERS_AT_ONCE);
   const parts = updateParts({ ...wiring, dispatcher: transport.dispatcher, receiver, metrics, credentialTrust: trust });
   const { outbox, targetGuard, secrets, updates } = parts;
   const { queue, admission } = await startQueue({ ...wiring, transport, updates, outbox });

@@ -46,6 +46,15 @@ export const artifactSettings = settingGroup('Artifacts', {
   ARTIFACT_S3_FORCE_PATH_STYLE: flag.describe(
     'true: bucket in the path (http://host/bucket/key), which most S3-compatible servers need.',
   ),
+  ARTIFACT_TRANSFERS_AT_ONCE: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(64)
+    .default(4)
+    .describe(
+      'Artifacts this gateway takes in from agents at once; the others wait their turn (an S3 write holds a 5 MiB part, fs a chunk).',
+    ),
   ARTIFACT_RETENTION_DAYS: z.coerce
     .number()
     .min(1)
