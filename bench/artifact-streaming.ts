@@ -179,7 +179,11 @@ async function measureArtifactStreaming(
 ): Promise<StreamingFigures> {
   const dir = await mkdtemp(join(tmpdir(), 'perfwatch-artifact-streaming-'));
   const nats = await startNatsServer({ binary: join(root, '.tools/bin/nats-server'), dir: join(dir, 'nats') });
-  const store = await storeFor(kind, dir);
+  const store = await storeFor(kind, dir).catch(async (error: unknown) => {
+    await nats.stop();
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  });
   const nc = await connect({ servers: nats.url });
   const { cache, digests, bytes } = filledCache(transfers, artifactBound);
   const jobIds = Array.from({ length: transfers }, (_, i) => `job-${i}`);
