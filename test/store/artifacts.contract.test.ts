@@ -255,7 +255,6 @@ describe('on SeaweedFS', () => {
       ARTIFACT_S3_ACCESS_KEY_ID: server.accessKeyId,
       ARTIFACT_S3_SECRET_ACCESS_KEY: server.secretAccessKey,
       ARTIFACT_S3_FORCE_PATH_STYLE: true,
-      ARTIFACT_RETENTION_DAYS: 30,
     });
     return {
       store,

@@ -7,7 +7,11 @@ import type { ArtifactStore } from './artifact-store.ts';
 import { createFsArtifactStore } from './fs-artifact-store.ts';
 import { createS3ArtifactStore, S3_CLIENT_LIMITS } from './s3-artifact-store.ts';
 
-type ArtifactSettings = z.output<z.ZodObject<typeof artifactSettings.settings>> & {
+/** What the store is made of: where and how, not how often or how many at once. */
+type ArtifactSettings = Omit<
+  z.output<z.ZodObject<typeof artifactSettings.settings>>,
+  'ARTIFACT_TRANSFERS_AT_ONCE' | 'ARTIFACT_RETENTION_DAYS'
+> & {
   PERFWATCH_DATA_DIR?: string | undefined;
 };
 
