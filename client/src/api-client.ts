@@ -24,7 +24,6 @@ import {
   type ApiRequest,
   type AuditResult,
   type Budgets,
-  type ErrorEnvelope,
   type PageAuth,
   type ProjectSettingsGiven,
   type ProjectView,
@@ -41,6 +40,9 @@ import {
   type UpdateStatusView,
 } from '@perfwatch/common';
 import { waitForUpdate } from './update-wait.ts';
+import { ApiClientError } from './api-client-error.ts';
+
+export { ApiClientError };
 
 /**
  * The operations this client calls, by name and path: every endpoint of the API's table
@@ -65,20 +67,6 @@ export type WebhooksRequest = ApiRequest<'webhooks'>;
 /** An annotation to add: `date` is `yyyy-MM-ddTHH:mm:ss`, UTC, absent: now. */
 export type AnnotationRequest = Pick<ApiRequest<'annotations'>, 'url' | 'date' | 'link'> & { text: string };
 type AnnotationRange = Pick<ApiRequest<'annotations'>, 'from' | 'to'>;
-
-/** The API answered with an error envelope (or something that is not the API). */
-export class ApiClientError extends Error {
-  readonly httpStatus: number;
-  readonly envelope: ErrorEnvelope | null;
-
-  constructor(httpStatus: number, envelope: ErrorEnvelope | null, fallback: string) {
-    const detail = envelope ? [envelope.message, ...envelope.errors].join(' ') : fallback;
-    super(`HTTP ${httpStatus}${envelope ? ` ${envelope.status}` : ''}: ${detail}`);
-    this.name = 'ApiClientError';
-    this.httpStatus = httpStatus;
-    this.envelope = envelope;
-  }
-}
 
 export interface ApiClientOptions {
   /** Base URL of a gateway, e.g. `http://127.0.0.1:8080`. */
@@ -164,6 +152,13 @@ export class ApiClient {
 
   compare(request: CompareRequest): Promise<ApiAnswer<'compare'>> {
     return this.#call(API_ENDPOINTS.compare, request);
+  }
+
+  /** A cell's filmstrip or third parties' costs: /v1/artifacts's JSON kinds (requests and trace are files, not JSON). */
+  artifact(
+    request: ApiRequest<'artifacts'> & { kind: 'filmstrip' | 'third-parties' },
+  ): Promise<ApiAnswer<'artifacts'>> {
+    return this.#call(API_ENDPOINTS.artifacts, request);
   }
 
   updates(url: string): Promise<ApiAnswer<'updates'>> {

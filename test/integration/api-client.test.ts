@@ -103,6 +103,9 @@ describe('the typed API client', () => {
       { device: 'mobile', location: 'london', onlyIn: 'from' },
       { device: 'desktop', location: 'london', onlyIn: 'to' },
     ]);
+    // The JSON kinds of /v1/artifacts, read off the stored result (the fixture page has no third party).
+    const costs = await client.artifact({ url: SHOP, date: done.date!, device: 'desktop', kind: 'third-parties' });
+    expect(costs).toMatchObject({ url: SHOP, date: done.date, device: 'desktop', location: 'london' });
     const day = done.date!.slice(0, 10);
     const records = await client.overview({ startDate: day, endDate: day, updateType: 'ci', sections: ['lighthouse'] });
     expect(records.length).toBeGreaterThan(0);
