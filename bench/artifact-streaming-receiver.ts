@@ -1,7 +1,8 @@
 /**
  * The gateway's side of bench/artifact-streaming.ts, in a process of its own so that its memory
  * is the receiver's alone (the senders hold their caches in the bench's process): the gateway's
- * real receiver (gateway/src/artifacts/artifact-receiver.ts) into the fs artifact store, on a
+ * receiver as shipped (gateway/src/artifacts/artifact-receiver.ts, limited as gateway/src/runtime.ts
+ * limits it to ARTIFACT_TRANSFERS_AT_ONCE by limited-receiver.ts) into the artifact store, on a
  * NATS connection of its own. Told over IPC which runs to pull; answers with each transfer's
  * state and the highest of its own memory figures, sampled while the transfers ran.
  * The store is made as the gateway makes it, from its settings (ARTIFACT_STORE=fs or s3).
@@ -12,6 +13,7 @@ import { pino } from 'pino';
 import { z } from 'zod';
 import { LOCATIONS, type ArtifactState } from '@perfwatch/common';
 import { createArtifactReceiver } from '../gateway/src/artifacts/artifact-receiver.ts';
+import { limitedReceiver } from '../gateway/src/artifacts/limited-receiver.ts';
 import { artifactStoreFromSettings } from '../gateway/src/artifacts/store/artifact-store-from-settings.ts';
 import { artifactSettings } from '../gateway/src/settings/artifacts.ts';
 import { streamingKey, type ReceiverAnswer } from './artifact-streaming.ts';
@@ -28,13 +30,13 @@ const askSchema = z.discriminatedUnion('do', [
 
 const [natsUrl, settings] = process.argv.slice(2);
 if (!natsUrl || !settings) throw new Error('usage: artifact-streaming-receiver.ts <nats url> <artifact settings>');
-const { store } = artifactStoreFromSettings(z.object(artifactSettings.settings).parse(JSON.parse(settings)));
+const config = z.object(artifactSettings.settings).parse(JSON.parse(settings));
+const { store } = artifactStoreFromSettings(config);
 const nc = await connect({ servers: natsUrl });
-const receiver = createArtifactReceiver({
-  nc,
-  store,
-  logger: pino({ level: 'warn' }),
-});
+const receiver = limitedReceiver(
+  createArtifactReceiver({ nc, store, logger: pino({ level: 'warn' }) }),
+  config.ARTIFACT_TRANSFERS_AT_ONCE,
+);
 
 const MiB = 1024 * 1024;
 

@@ -2,12 +2,12 @@
  * The gateway's memory while it streams many large artifacts at once: 100 traces of ~20 MiB
  * each (gzip bytes as an agent keeps them, within ARTIFACT_MAX_BYTES.trace) pulled at once over
  * a real nats-server from the agent's real sender (agent/src/artifact-sender.ts, its cache
- * holding them) by the gateway's real receiver into the artifact store (fs, and S3 on a real
- * SeaweedFS for comparison), the receiver in a
- * process of its own (bench/artifact-streaming-receiver.ts) whose RSS is read from /proc. It
- * must not hold them: its growth is to stay near the chunks in flight (one of 256 KiB per
- * transfer), far under the bytes moved.
- *   BENCH_ONLY=artifacts npm run bench   (node bench/artifact-streaming.ts [transfers MiB fs|s3])
+ * holding them) by the gateway's receiver as shipped (at most ARTIFACT_TRANSFERS_AT_ONCE at a
+ * time) into the artifact store (fs, and S3 on a real SeaweedFS), the receiver in a process of
+ * its own (bench/artifact-streaming-receiver.ts) whose RSS is read from /proc. It must not hold
+ * them: its growth is to follow the transfers it lets run at once, not the transfers asked nor
+ * the bytes moved; each level beside the same with the limit at its largest (64, as good as none).
+ *   BENCH_ONLY=artifacts npm run bench   (node bench/artifact-streaming.ts [transfers MiB fs|s3 atOnce])
  */
 import { fork } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -60,6 +60,8 @@ type StoreKind = 'fs' | 's3';
 export interface StreamingFigures {
   store: StoreKind;
   transfers: number;
+  /** ARTIFACT_TRANSFERS_AT_ONCE as the receiver's settings gave it (the schema's default when unset). */
+  atOnce: number;
   /** Gzip bytes of each artifact, and of all. */
   artifactBytes: number;
   totalBytes: number;
@@ -125,7 +127,8 @@ async function storeFor(kind: StoreKind, dir: string): Promise<{ settings: Store
   if (kind === 'fs')
     return { settings: { ARTIFACT_STORE: 'fs', ARTIFACT_DIR: join(dir, 'store') }, stop: async () => {} };
   // SeaweedFS has exited at start here printing its usage, with the flags that start it every other time: tried again.
-  const s3 = await startSeaweedFs().catch(async () => {
+  const s3 = await startSeaweedFs().catch(async (error: unknown) => {
+    process.stderr.write(`artifact streaming: SeaweedFS did not start, trying again: ${(error as Error).message}\n`);
     await sleep(5_000);
     return startSeaweedFs();
   });
@@ -172,10 +175,12 @@ async function pullAll(receiver: Receiver, jobIds: string[]) {
   return { answer, baselineRssMb, peakRssMb: await peakRssMb(pid) };
 }
 
+/** `atOnce` unset: the gateway's default (ARTIFACT_TRANSFERS_AT_ONCE unset). */
 async function measureArtifactStreaming(
   transfers = 100,
   artifactBound = ARTIFACT_MAX_BYTES.trace,
   kind: StoreKind = 'fs',
+  atOnce?: number,
 ): Promise<StreamingFigures> {
   const dir = await mkdtemp(join(tmpdir(), 'perfwatch-artifact-streaming-'));
   const nats = await startNatsServer({ binary: join(root, '.tools/bin/nats-server'), dir: join(dir, 'nats') });
@@ -184,6 +189,7 @@ async function measureArtifactStreaming(
     await rm(dir, { recursive: true, force: true });
     throw error;
   });
+  if (atOnce !== undefined) store.settings['ARTIFACT_TRANSFERS_AT_ONCE'] = String(atOnce);
   const nc = await connect({ servers: nats.url });
   const { cache, digests, bytes } = filledCache(transfers, artifactBound);
   const jobIds = Array.from({ length: transfers }, (_, i) => `job-${i}`);
@@ -199,6 +205,7 @@ async function measureArtifactStreaming(
     return {
       store: kind,
       transfers,
+      atOnce: settingsSchema.parse(store.settings).ARTIFACT_TRANSFERS_AT_ONCE,
       artifactBytes: bytes / transfers,
       totalBytes: bytes,
       seconds: answer.ms / 1000,
@@ -223,19 +230,24 @@ async function measureArtifactStreaming(
 }
 
 const mb = (n: number) => `${n.toFixed(0)} MiB`;
+const growth = (f: StreamingFigures) => f.peakRssMb - f.baselineRssMb;
+
+/** The limit at its largest (the setting's maximum): every transfer of a level runs at once. */
+const UNLIMITED = 64;
 
 /**
- * The shipped case (100 × 20 MiB) and two beside it: the same transfers carrying a tenth of the
- * bytes, and a tenth of the transfers carrying the same size each. Growth that follows the
- * transfers and not the bytes is the chunks in flight, not the artifacts held. Then the S3
- * store (a real SeaweedFS) beside the fs one.
+ * 100 traces of 20 MiB asked at once, with the shipped limit (ARTIFACT_TRANSFERS_AT_ONCE unset)
+ * and with the limit at its largest, on each store; and on fs, with the shipped limit, the same
+ * transfers carrying a tenth of the bytes and a tenth of the transfers: growth that follows
+ * neither is the transfers let in at once, not the artifacts held.
  */
-const STREAMING_LEVELS: ReadonlyArray<{ transfers: number; mib: number; store: StoreKind }> = [
+const STREAMING_LEVELS: ReadonlyArray<{ transfers: number; mib: number; store: StoreKind; atOnce?: number }> = [
   { transfers: 100, mib: 20, store: 'fs' },
+  { transfers: 100, mib: 20, store: 'fs', atOnce: UNLIMITED },
   { transfers: 100, mib: 2, store: 'fs' },
   { transfers: 10, mib: 20, store: 'fs' },
-  { transfers: 10, mib: 20, store: 's3' },
   { transfers: 100, mib: 20, store: 's3' },
+  { transfers: 100, mib: 20, store: 's3', atOnce: UNLIMITED },
 ];
 
 /** A level that could not be measured (SeaweedFS that would not start): said in its row. */
@@ -243,17 +255,18 @@ interface NotMeasured {
   store: StoreKind;
   transfers: number;
   mib: number;
+  atOnce: number | undefined;
   error: string;
 }
 
 export async function measureArtifactStreamingLevels(): Promise<Array<StreamingFigures | NotMeasured>> {
   const figures: Array<StreamingFigures | NotMeasured> = [];
-  for (const { transfers, mib, store } of STREAMING_LEVELS) {
-    const measured = measureArtifactStreaming(transfers, Math.min(mib * MiB, ARTIFACT_MAX_BYTES.trace), store);
-    const level = await measured.catch((error: unknown) => {
+  for (const { transfers, mib, store, atOnce } of STREAMING_LEVELS) {
+    const bound = Math.min(mib * MiB, ARTIFACT_MAX_BYTES.trace);
+    const level = await measureArtifactStreaming(transfers, bound, store, atOnce).catch((error: unknown) => {
       // The fs rows are the claim; an S3 server that will not start here leaves its rows unmeasured, not the section.
       if (store === 'fs') throw error;
-      return { store, transfers, mib, error: (error as Error).message.split(':')[0]!.slice(0, 200) };
+      return { store, transfers, mib, atOnce, error: (error as Error).message.split(':')[0]!.slice(0, 200) };
     });
     process.stdout.write(`artifact streaming: ${JSON.stringify(level)}\n`);
     figures.push(level);
@@ -263,25 +276,41 @@ export async function measureArtifactStreamingLevels(): Promise<Array<StreamingF
 
 const row = (f: StreamingFigures | NotMeasured) => {
   if ('error' in f)
-    return `| S3 (SeaweedFS) | ${f.transfers} × ${f.mib} MiB | not measured: ${f.error.replaceAll('|', '/')} |${' |'.repeat(11)}`;
-  const growthMb = f.peakRssMb - f.baselineRssMb;
+    return `| S3 (SeaweedFS) | ${f.transfers} × ${f.mib} MiB | ${f.atOnce ?? 'default'} | not measured: ${f.error.replaceAll('|', '/')} |${' |'.repeat(11)}`;
+  const growthMb = growth(f);
   const totalMb = f.totalBytes / MiB;
-  const inFlightMb = (f.transfers * ARTIFACT_CHUNK_BYTES) / MiB;
+  const inFlightMb = (Math.min(f.transfers, f.atOnce) * ARTIFACT_CHUNK_BYTES) / MiB;
   const stored = `${f.whole} of ${f.transfers}${f.missing.length > 0 ? ` (not: ${f.missing.slice(0, 3).join('; ')})` : ''}`;
-  return `| ${f.store === 'fs' ? 'fs' : 'S3 (SeaweedFS)'} | ${f.transfers} × ${(f.artifactBytes / MiB).toFixed(1)} MiB | ${mb(totalMb)} | ${f.seconds.toFixed(1)} s | ${(totalMb / f.seconds).toFixed(0)} MiB/s | ${mb(f.baselineRssMb)} | ${mb(f.peakRssMb)} | **${mb(growthMb)}** | ${(growthMb / totalMb).toFixed(3)} | ${mb(inFlightMb)} | ${mb(f.baselineHeapMb)} → ${mb(f.peaks.heapUsedMb)} | ${mb(f.baselineArrayBuffersMb)} → ${mb(f.peaks.arrayBuffersMb)} | ${stored} | ${f.loadAvg.map((l) => l.toFixed(1)).join(' → ')} |`;
+  return `| ${f.store === 'fs' ? 'fs' : 'S3 (SeaweedFS)'} | ${f.transfers} × ${(f.artifactBytes / MiB).toFixed(1)} MiB | ${f.atOnce} | ${mb(totalMb)} | ${f.seconds.toFixed(1)} s | ${(totalMb / f.seconds).toFixed(0)} MiB/s | ${mb(f.baselineRssMb)} | ${mb(f.peakRssMb)} | **${mb(growthMb)}** | ${(growthMb / totalMb).toFixed(3)} | ${mb(inFlightMb)} | ${mb(f.baselineHeapMb)} → ${mb(f.peaks.heapUsedMb)} | ${mb(f.baselineArrayBuffersMb)} → ${mb(f.peaks.arrayBuffersMb)} | ${stored} | ${f.loadAvg.map((l) => l.toFixed(1)).join(' → ')} |`;
 };
+
+/** Per store, 100 × 20 MiB with the shipped limit beside the same with the limit at its largest: their growths' ratio. */
+function limitRatios(figures: Array<StreamingFigures | NotMeasured>): string[] {
+  const measured = figures.filter((f): f is StreamingFigures => !('error' in f) && f.transfers === 100);
+  return (['fs', 's3'] as const).flatMap((kind) => {
+    const full = measured.filter((f) => f.store === kind && f.artifactBytes > 10 * MiB);
+    const limited = full.find((f) => f.atOnce < UNLIMITED);
+    const unlimited = full.find((f) => f.atOnce === UNLIMITED);
+    if (!limited || !unlimited) return [];
+    const perTransfer = (f: StreamingFigures) => mb(growth(f) / Math.min(f.transfers, f.atOnce));
+    return [
+      `${kind === 'fs' ? 'fs' : 'S3 (SeaweedFS)'}: 100 × 20 MiB grew the receiver by ${mb(growth(limited))} with ${limited.atOnce} at once (the shipped limit) and by ${mb(growth(unlimited))} with ${unlimited.atOnce} at once (the setting's largest), limited ÷ unlimited **${(growth(limited) / growth(unlimited)).toFixed(2)}** (${perTransfer(limited)} and ${perTransfer(unlimited)} per transfer running; ${limited.seconds.toFixed(1)} s against ${unlimited.seconds.toFixed(1)} s).`,
+    ];
+  });
+}
 
 export function artifactStreamingSection(figures: Array<StreamingFigures | NotMeasured>): string[] {
   return [
     "### The gateway's memory while streaming traces at once (it must not hold them)",
     '',
-    '| store | transfers at once × gzip bytes each | bytes moved | wall time | throughput | receiver RSS before | peak RSS (VmHWM) | growth | growth ÷ bytes moved | chunks in flight (transfers × 256 KiB) | heap used, before → peak | array buffers, before → peak | stored whole (bytes and SHA-256) | load (1-min) |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| store | transfers asked at once × gzip bytes each | transfers at once (ARTIFACT_TRANSFERS_AT_ONCE) | bytes moved | wall time | throughput | receiver RSS before | peak RSS (VmHWM) | growth | growth ÷ bytes moved | chunks in flight (transfers at once × 256 KiB) | heap used, before → peak | array buffers, before → peak | stored whole (bytes and SHA-256) | load (1-min) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...figures.map(row),
     '',
-    "A real nats-server; the agent's real sender (agent/src/artifact-sender.ts) in the bench's process, its artifact cache holding every trace (gzip in stored blocks of random bytes: incompressible, so the bytes moved are the bytes kept, each within ARTIFACT_MAX_BYTES.trace); the gateway's real receiver (gateway/src/artifacts/artifact-receiver.ts) writing into the artifact store the gateway's settings make (fs: a temporary directory, removed after; S3: a real SeaweedFS server, `weed server -s3`, started for the row and stopped after) in a process of its own with the gateway image's young generation (2 × 16 MB), so that its memory is the receiver's alone. Every transfer is asked at once, each in chunks of 256 KiB, the next sent only once the store took the last. The receiver's RSS before is after one warm-up transfer of 1 MiB; its peak is VmHWM from /proc (reset before), heap and array buffers the highest of process.memoryUsage() sampled every 20 ms in that process. Each stored file is read back through the store and its SHA-256 compared with the sender's.",
+    ...limitRatios(figures).flatMap((line) => [line, '']),
+    "A real nats-server; the agent's real sender (agent/src/artifact-sender.ts) in the bench's process, its artifact cache holding every trace (gzip in stored blocks of random bytes: incompressible, so the bytes moved are the bytes kept, each within ARTIFACT_MAX_BYTES.trace); the gateway's receiver as gateway/src/runtime.ts wires it (gateway/src/artifacts/artifact-receiver.ts behind limited-receiver.ts, its limit ARTIFACT_TRANSFERS_AT_ONCE parsed by the gateway's settings: unset, the default 4; 64, the largest the setting allows, as good as none) writing into the artifact store the gateway's settings make (fs: a temporary directory, removed after; S3: a real SeaweedFS server, `weed server -s3`, started for the row and stopped after) in a process of its own with the gateway image's young generation (2 × 16 MB), so that its memory is the receiver's alone. Every transfer of a row is asked of the receiver at once; it lets the limit's number run, the others waiting before their pull is even sent; each runs in chunks of 256 KiB, the next sent only once the store took the last. The receiver's RSS before is after one warm-up transfer of 1 MiB; its peak is VmHWM from /proc (reset before), heap and array buffers the highest of process.memoryUsage() sampled every 20 ms in that process. Each stored file is read back through the store and its SHA-256 compared with the sender's.",
     '',
-    "What the receiver holds per transfer, from the code: the fs store writes each chunk to its file as it comes (a write per chunk, synced before the rename), and the chunk is acknowledged, letting the sender send the next, only once the store asked for it: one chunk of 256 KiB per transfer, in a buffer nats.js may have grown to up to twice that while gathering it from several socket reads. The rest of the fs growth is chunks already written that V8 has not collected yet (the array buffers' peak): it does not follow the bytes moved (100 transfers of 2 MiB grow it as much as 100 of 20 MiB), and a tenth of the transfers grow it by less than half. The S3 store (s3-artifact-store.ts) holds far more per transfer: the SDK's multipart upload gathers each 5 MiB part from the chunks and copies it into one buffer before sending it, one part in flight, and reads nothing while a part uploads, so nothing is acknowledged meanwhile: when the S3 server takes longer than the sender's 30 s acknowledgement timeout (agent/src/artifact-sender.ts), the sender gives up and the artifact is recorded missing (the snapshot is kept). Measured on its own (`node bench/artifact-streaming.ts 10 20 s3`, 2026-11-26, the store reading one chunk ahead as of c07ea5e): 10 × 20 MiB into SeaweedFS, all 10 stored, grew the receiver by 235 MiB, more than the 200 MiB moved (array buffers 24 → 241 MiB). And 100 × 20 MiB (the same, 66.8 s, all 100 stored) grew it by 1,766 MiB for the 2,000 MiB moved (0.88; peak RSS 1,954 MiB, array buffers 24 → 1,664 MiB): on S3 the gateway does hold them, far past its 512 MiB limit. Before c07ea5e (the body in object mode, 16 chunks read ahead) 100 × 20 MiB grew it by 1,086 MiB in 51 s and stored none: every sender gave up at its acknowledgement timeout on this loaded machine. From `npm run bench`'s own process SeaweedFS exits at start printing its usage (from a fresh shell the same command starts it), so the S3 rows above may say not measured.",
+    "What a running transfer holds, from the code and the rows above (2026-11-26, all rows in one process, run from `npm run env`; the machine loaded by a full test run of another checkout, 1-minute load 4.6 at the start and up to 12.9, so the times are slow and the growths the upper end). On fs the store writes each chunk to its file as it comes and the chunk is acknowledged, letting the sender send the next, only once the store asked for it: one chunk of 256 KiB per transfer (up to twice that in the buffer nats.js gathers it in). With the shipped limit the fs growth, 71-89 MiB, is the same for 100 × 20 MiB, 100 × 2 MiB and 10 × 20 MiB: it follows neither the transfers asked nor the bytes moved, and is almost all array buffers (23 → 92-111 MiB), chunks already written that V8 has not collected yet; 64 at once doubles it. On S3 (s3-artifact-store.ts) a transfer holds far more: the SDK's multipart upload gathers each 5 MiB part from the chunks and copies it into one buffer before sending it, and reads nothing while a part uploads: about 17 MiB per running transfer here ((148 − 81) ÷ 4 above the fs floor with 4 at once, 1,102 ÷ 64 with 64), so 64 at once grew the receiver by 1,102 MiB (array buffers 24 → 1,110 MiB; 100 at once, before the limit, 1,766 MiB), past the gateway's 512 MiB limit, while the shipped 4 grew it by 148 MiB. The limit did not slow S3 (SeaweedFS takes 33 MiB/s either way: the same 60 s for the 100), and on fs it cost about a fifth of the throughput (76 against 97 MiB/s) on this loaded machine; every row stored all its transfers whole, none timing out, since a transfer waiting its turn has not been asked for yet (the agent's cache keeps it 15 minutes). SeaweedFS, which once exited at start from `npm run bench`'s process printing its usage, started for both S3 rows here in the bench's process under npm's environment, and a `weed server` run by `npm run env` starts too: npm's variables are not the cause. Per weed's source, exit 2 with its usage is a flag it refused, given on the command line or by an environment variable named as one of `weed server`'s flags (read without a prefix: DIR, IP, DEBUG, MASTER, S3…), none of which npm or the bench sets; test/support/seaweedfs.ts's error now quotes the head of weed's log, where it names the flag.",
     '',
   ];
 }
@@ -293,6 +322,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
           Number(process.argv[2]),
           process.argv[3] ? Number(process.argv[3]) * MiB : undefined,
           (process.argv[4] ?? 'fs') as StoreKind,
+          process.argv[5] ? Number(process.argv[5]) : undefined,
         ),
       ]
     : await measureArtifactStreamingLevels();
