@@ -225,7 +225,8 @@ async function firstWrite(client: S3Client, bucket: string, exitCode: () => numb
   );
 }
 
+/** Its log's first lines and last: a flag it refused is named at the top, above the usage it prints. */
 async function tail(file: string): Promise<string> {
-  const text = await readFile(file, 'utf8').catch(() => '');
-  return text.split('\n').slice(-20).join('\n');
+  const lines = (await readFile(file, 'utf8').catch(() => '')).split('\n');
+  return lines.length <= 30 ? lines.join('\n') : [...lines.slice(0, 8), '…', ...lines.slice(-20)].join('\n');
 }
