@@ -11,7 +11,7 @@ import type { Location } from './ids.ts';
  */
 const PREFIX = 'perfwatch.artifacts.v1';
 
-const ARTIFACT_KINDS = ['requests', 'trace'] as const;
+export const ARTIFACT_KINDS = ['requests', 'trace'] as const;
 export type ArtifactKind = (typeof ARTIFACT_KINDS)[number];
 
 /** Bounds of one artifact, gzip bytes as sent and stored. */

@@ -1,4 +1,4 @@
-import { formatApiDateTime, type ArtifactKind, type CellArtifacts } from '@perfwatch/common';
+import { ARTIFACT_KINDS, formatApiDateTime, type ArtifactKind, type CellArtifacts } from '@perfwatch/common';
 
 /**
  * An artifact as a snapshot reports it: kept (until when), missing and why, or expired — kept
@@ -36,7 +36,7 @@ export function reportedArtifacts(
   const expiry = artifactExpiry(date, clock.retentionDays);
   const expired = artifactsExpired(date, clock);
   const out: Partial<Record<ArtifactKind, ReportedArtifact>> = {};
-  for (const kind of ['requests', 'trace'] as const) {
+  for (const kind of ARTIFACT_KINDS) {
     const state = artifacts[kind];
     if (!state) continue;
     if (state.state === 'missing') out[kind] = state;

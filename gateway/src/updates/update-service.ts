@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
+  ARTIFACT_KINDS,
   hasBudgets,
   LIGHTHOUSE_KPI_VERSION,
   truncateToSecond,
@@ -287,14 +288,14 @@ async function withArtifacts(
   if (!artifacts) return cell;
   const { device, location } = cell;
   const key = { orgId: project.userId, projectId: project.id, snapshotId: updateId, device, location };
-  const [requests, trace] = await Promise.all(
-    (['requests', 'trace'] as const).map((kind) =>
-      artifacts.receive({ location, agentId, jobId, key: { ...key, kind } }),
-    ),
+  const received = await Promise.all(
+    ARTIFACT_KINDS.map(async (kind) => {
+      const state = await artifacts.receive({ location, agentId, jobId, key: { ...key, kind } });
+      observer?.artifactReceived?.(kind, state.state, state.state === 'stored' ? state.bytes : 0);
+      return [kind, state] as const;
+    }),
   );
-  for (const [kind, state] of [['requests', requests!] as const, ['trace', trace!] as const])
-    observer?.artifactReceived?.(kind, state.state, state.state === 'stored' ? state.bytes : 0);
-  return { ...cell, artifacts: { requests: requests!, trace: trace! } };
+  return { ...cell, artifacts: Object.fromEntries(received) };
 }
 
 /** The cells with a result (and their field data), the cells without one, and the failed runs (logged). */

@@ -1,14 +1,11 @@
 import { z } from 'zod';
-import { DEVICES, LOCATIONS, type ArtifactKind, type Device, type Location } from '@perfwatch/common';
+import { ARTIFACT_KINDS, DEVICES, LOCATIONS, type ArtifactKind, type Device, type Location } from '@perfwatch/common';
 
 /**
  * The heavy evidence of a cell's representative run (its requests, its DevTools trace), kept
  * beside the store's compact records with a retention of its own: on disk (`fs`, for
  * `npm start`) or in an S3-compatible bucket (clusters). Both pass test/store/artifacts.contract.test.ts.
  */
-
-/** The kinds the transfer names (@perfwatch/common's ArtifactKind), checked in every key. */
-const ARTIFACT_KINDS = ['requests', 'trace'] as const satisfies readonly ArtifactKind[];
 
 /**
  * Which artifact: the owner organisation (records' `userId` since issue 33), the project, the
