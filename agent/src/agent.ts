@@ -73,7 +73,14 @@ export type ReplyEncoder = (
   body: AuditReply,
   shape: ReplyShape,
   digest?: RunDigest,
-) => Promise<{ data: Uint8Array; parts: number | null }>;
+) => Promise<EncodedReply>;
+
+/** A reply's bytes; `parts` and `stepParts` as the Perfwatch-Reply-Parts and Perfwatch-Step-Parts headers say. */
+interface EncodedReply {
+  data: Uint8Array;
+  parts: number | null;
+  stepParts?: string;
+}
 
 /** The reply's bytes, as the job asked for them. */
 export const encodeReplyBytes: ReplyEncoder = async (body, shape, digest) => {
@@ -277,7 +284,7 @@ class NatsAgent implements Agent {
     const { nc, agentId } = this.#deps;
     // Headers and protocol framing share the payload limit; keep a margin for them.
     const maxPayload = (nc.info?.max_payload ?? 1024 * 1024) - 4096;
-    const { data, parts } = await this.#fitted(body, shape, maxPayload);
+    const { data, parts, stepParts } = await this.#fitted(body, shape, maxPayload);
     const h = natsHeaders();
     h.set(HEADERS.contentEncoding, 'gzip');
     h.set(HEADERS.agentId, agentId);
@@ -286,6 +293,7 @@ class NatsAgent implements Agent {
     if (parts !== null) {
       h.set(HEADERS.replyParts, String(parts));
       if (shape === 'parts, plain digest') h.set(HEADERS.digestEncoding, 'identity');
+      if (stepParts !== undefined) h.set(HEADERS.stepParts, stepParts);
     }
     if (!msg.respond(data, { headers: h })) this.#log.warn('job had no reply subject; result dropped by the sender');
   }
@@ -295,18 +303,24 @@ class NatsAgent implements Agent {
     body: AuditReply,
     shape: ReplyShape,
     maxPayload: number,
-  ): Promise<{ data: Uint8Array; parts: number | null }> {
-    let { data, parts } = await this.#encoded(body, shape);
-    if (data.byteLength > maxPayload && body.ok) {
-      this.#log.warn({ bytes: data.byteLength, maxPayload }, 'result exceeds the NATS payload limit; shrinking it');
-      // The digest stays the whole result's: only what is kept of it shrinks.
-      ({ data, parts } = await this.#encoded(
-        { ok: true, result: { ...body.result, lhr: shrinkLighthouseResult(body.result.lhr) } },
-        shape,
-        digestRun(body.result.lhr),
-      ));
+  ): Promise<EncodedReply> {
+    let encoded = await this.#encoded(body, shape);
+    if (encoded.data.byteLength > maxPayload && body.ok) {
+      this.#log.warn(
+        { bytes: encoded.data.byteLength, maxPayload },
+        'result exceeds the NATS payload limit; shrinking it',
+      );
+      // The digests stay the whole results': only what is kept of them shrinks.
+      const { lhr, steps } = body.result;
+      const shrunk = {
+        ...body.result,
+        lhr: shrinkLighthouseResult(lhr),
+        ...(steps ? { steps: steps.map((step) => ({ ...step, lhr: shrinkLighthouseResult(step.lhr) })) } : {}),
+      };
+      encoded = await this.#encoded({ ok: true, result: shrunk }, shape, digestRun(lhr));
     }
-    if (data.byteLength <= maxPayload) return { data, parts };
+    const { data } = encoded;
+    if (data.byteLength <= maxPayload) return encoded;
     this.#log.error({ bytes: data.byteLength, maxPayload }, 'result exceeds the NATS payload limit');
     const refusal = await encodeReply({
       ok: false,

@@ -71,10 +71,11 @@ export function createJobExecutor({
     let benchmarkIndex: number | null = null;
     try {
       const output = await observedRun(runner, job, observer, baselineBenchmarkIndex);
-      const { lhr, lighthouseMs, conditions } = output;
+      const { lhr, lighthouseMs, conditions, steps } = output;
       if (output.artifacts) artifacts?.keep(job.jobId, output.artifacts);
       benchmarkIndex = conditions?.benchmarkIndex ?? null;
       jobLog.info({ lighthouseMs: Math.round(lighthouseMs), target: { url: job.url } }, 'run done');
+      const kept = await keptResult(lhr, keepScreenshots);
       const security = probeSecurity ? await securityOf(probeSecurity, lhr.finalDisplayedUrl, jobLog) : undefined;
       return {
         ok: true,
@@ -82,7 +83,15 @@ export function createJobExecutor({
           ...jobFields(job, agentId),
           startedAt: startedAt.toISOString(),
           lighthouseMs,
-          lhr: await keptResult(lhr, keepScreenshots),
+          lhr: kept,
+          ...(steps
+            ? {
+                steps: await Promise.all(
+                  // The first step is the run's own result, kept once.
+                  steps.map(async (step, i) => ({ ...step, lhr: i === 0 ? kept : await keptResult(step.lhr, keepScreenshots) })),
+                ),
+              }
+            : {}),
           ...(security ? { security } : {}),
           ...(conditions ? { conditions: sentConditions(conditions, calibration, thisRun, loadAverage) } : {}),
         },
@@ -158,6 +167,7 @@ async function observedRun(
       device: job.device,
       timeoutMs: job.timeoutMs,
       ...(job.auth ? { auth: job.auth } : {}),
+      ...(job.flow ? { flow: job.flow } : {}),
       ...(baselineBenchmarkIndex !== undefined ? { baselineBenchmarkIndex } : {}),
     });
     observer?.runDone(job.device, 'ok', seconds());

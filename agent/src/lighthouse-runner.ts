@@ -5,9 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as chromeLauncher from 'chrome-launcher';
 import type { Logger } from 'pino';
-import type { Device } from '@perfwatch/common';
 import {
   cpuMultiplierFor,
+  type Device,
+  type Flow,
   lighthouseResultSchema,
   type LighthouseResult,
   type PageAuth,
@@ -17,6 +18,7 @@ import {
 } from '@perfwatch/common';
 import { captureRunArtifacts, type RunArtifacts } from './artifact-capture.ts';
 import { openAuthenticatedPage, type AuthenticatedPage } from './authenticated-page.ts';
+import { runFlow, type FlowStepResult } from './flow-runner.ts';
 import { sampleBenchmarkIndex } from './cpu-benchmark.ts';
 import type { GuardProxy } from './guard-proxy.ts';
 import { markOwner, PROFILE_PREFIX } from './orphan-chrome.ts';
@@ -35,6 +37,8 @@ export interface RunRequest {
   baselineBenchmarkIndex?: number | null;
   /** Cookies, headers and login steps for a page behind a login (authenticated-page.ts). */
   auth?: PageAuth;
+  /** A user flow to run instead of a navigation of `url` (flow-runner.ts), every navigate with its URL. */
+  flow?: Flow;
 }
 
 export interface RunOutput {
@@ -48,6 +52,8 @@ export interface RunOutput {
   conditions?: Omit<RunConditions, 'concurrentRuns' | 'overlappingRuns' | 'loadAverage'>;
   /** The run's requests and trace, gzipped and bounded (artifact-capture.ts); absent from test doubles. */
   artifacts?: RunArtifacts;
+  /** A flow's run: each step's result in the flow's order; the first is also `lhr`. */
+  steps?: Array<Omit<FlowStepResult, 'lhr'> & { lhr: LighthouseResult }>;
 }
 
 /**
@@ -152,17 +158,19 @@ export class LighthouseRunner implements PageRunner {
     try {
       const browser = await this.#ensureChrome();
       const cpuMultiplier = device === 'desktop' ? 1 : this.#mobileMultiplier(baselineBenchmarkIndex);
-      const { result, trace, lighthouseMs, otherCpuShare } = await this.#lighthouse(
+      const { result, trace, steps, lighthouseMs, otherCpuShare } = await this.#lighthouse(
         browser,
         request,
         cpuMultiplier,
         attempt,
       );
       const lhr = lighthouseResultSchema.parse(result);
+      const parsedSteps = steps?.map((step) => ({ ...step, lhr: lighthouseResultSchema.parse(step.lhr) }));
       attempt.healthy = true;
       await this.#refuseFailedLoad(request.url, lhr);
       return {
         lhr,
+        ...(parsedSteps ? { steps: parsedSteps } : {}),
         lighthouseMs,
         artifacts: await captureRunArtifacts(result as Parameters<typeof captureRunArtifacts>[0], trace),
         conditions: { ...conditionsOf(lhr, baselineBenchmarkIndex, cpuMultiplier), otherCpuShare },
@@ -207,10 +215,10 @@ export class LighthouseRunner implements PageRunner {
   /** Lighthouse on `browser`, signed in first when the run has credentials, given up at the run's timeout. */
   async #lighthouse(
     browser: chromeLauncher.LaunchedChrome,
-    { url, device, timeoutMs, auth }: RunRequest,
+    { url, device, timeoutMs, auth, flow }: RunRequest,
     cpuMultiplier: number,
     attempt: RunAttempt,
-  ): Promise<{ result: unknown; trace: unknown; lighthouseMs: number; otherCpuShare: number | null }> {
+  ): Promise<LighthouseOutput> {
     // Loaded on first use: Lighthouse takes about a second to import.
     const { default: lighthouse, desktopConfig } = await import('lighthouse');
     const started = performance.now();
@@ -230,6 +238,20 @@ export class LighthouseRunner implements PageRunner {
         : undefined;
       // With a signed-in tab Lighthouse runs in it, its cookies and header rules in place.
       const neighbours = await watchOtherCpu(browser.pid);
+      if (flow) {
+        const run = runFlow({
+          port: browser.port,
+          ...(attempt.signedIn ? { page: attempt.signedIn.page } : {}),
+          flow,
+          device,
+          cpuMultiplier,
+          ...(this.#options.guard ? { guard: this.#options.guard.guard } : {}),
+        });
+        attempt.lighthouseRun = run;
+        const { steps, trace } = await Promise.race([run, deadline.expired]);
+        const lighthouseMs = performance.now() - started;
+        return { result: steps[0]!.lhr, trace, steps, lighthouseMs, otherCpuShare: await neighbours.stop() };
+      }
       const run = lighthouse(url, flags, device === 'desktop' ? desktopConfig : undefined, attempt.signedIn?.page);
       attempt.lighthouseRun = run;
       const runnerResult = await Promise.race([run, deadline.expired]);
@@ -323,6 +345,15 @@ export class LighthouseRunner implements PageRunner {
     }
     await rm(old.userDataDir, { recursive: true, force: true });
   }
+}
+
+/** What Lighthouse made of a run, before it is read: its result and trace, a flow's steps, and its costs. */
+interface LighthouseOutput {
+  result: unknown;
+  trace: unknown;
+  steps?: FlowStepResult[];
+  lighthouseMs: number;
+  otherCpuShare: number | null;
 }
 
 /** Lighthouse cannot run twice at once in one process. */

@@ -42,14 +42,27 @@ export async function encodeReplyParts(
   reply: Extract<AuditReply, { ok: true }>,
   digest: RunDigest = digestRun(reply.result.lhr),
   { plainDigest = false }: { plainDigest?: boolean } = {},
-): Promise<{ data: Buffer; parts: number }> {
-  const { lhr, ...run } = reply.result;
-  const headJson = Buffer.from(JSON.stringify({ ok: true, result: { ...run, digest } }));
-  const [head, result] = await Promise.all([
+): Promise<{ data: Buffer; parts: number; stepParts?: string }> {
+  const { lhr, steps, ...run } = reply.result;
+  const stepDigests = steps?.map(({ name, kind, lhr: stepLhr }, i) => ({
+    name,
+    kind,
+    digest: i === 0 ? digest : digestRun(stepLhr),
+  }));
+  const headJson = Buffer.from(
+    JSON.stringify({ ok: true, result: { ...run, digest, ...(stepDigests ? { steps: stepDigests } : {}) } }),
+  );
+  // A flow's steps follow in order, the first (the run's own result) as a navigation's result would.
+  const results = steps ? steps.map((step) => step.lhr) : [lhr];
+  const [head, ...gzips] = await Promise.all([
     plainDigest ? headJson : gzipAsync(headJson),
-    gzipAsync(Buffer.from(JSON.stringify(lhr))),
+    ...results.map((result) => gzipAsync(Buffer.from(JSON.stringify(result)))),
   ]);
-  return { data: Buffer.concat([head, result]), parts: head.byteLength };
+  return {
+    data: Buffer.concat([head, ...gzips]),
+    parts: head.byteLength,
+    ...(steps ? { stepParts: gzips.map((g) => g.byteLength).join(',') } : {}),
+  };
 }
 
 /**
@@ -126,6 +139,8 @@ export interface ReplyLayout {
   parts?: string | undefined;
   /** Perfwatch-Digest-Encoding (v1.6). */
   digestEncoding?: string | undefined;
+  /** Perfwatch-Step-Parts (v1.8): a flow's step results' lengths. */
+  stepParts?: string | undefined;
 }
 
 /**
@@ -135,7 +150,7 @@ export interface ReplyLayout {
  */
 export async function receiveReply(
   data: Uint8Array,
-  { contentEncoding, parts, digestEncoding }: ReplyLayout,
+  { contentEncoding, parts, digestEncoding, stepParts }: ReplyLayout,
   { maxBytes = MAX_REPLY_INFLATED_BYTES }: { maxBytes?: number } = {},
 ): Promise<ReceivedReply> {
   if (parts === undefined) return decodeReply(data, contentEncoding, { maxBytes });
@@ -147,7 +162,30 @@ export async function receiveReply(
     digestedReplySchema,
   );
   if (!reply.ok) throw new ReplyRefused('a failure comes in one part');
-  return { ...reply, lighthouseGzip: checkedResultPart(data.subarray(split), maxBytes) };
+  const rest = data.subarray(split);
+  if (stepParts === undefined) {
+    if (reply.result.steps) throw new ReplyRefused('flow steps without their results (Perfwatch-Step-Parts)');
+    return { ...reply, lighthouseGzip: checkedResultPart(rest, maxBytes) };
+  }
+  const stepGzips = splitSteps(rest, stepParts, reply.result.steps?.length ?? 0, maxBytes);
+  return { ...reply, lighthouseGzip: stepGzips[0]!, stepGzips };
+}
+
+/**
+ * A flow's step results (v1.8), each checked as a run's result is; their lengths must match the
+ * steps the digest names and add up to the rest of the reply.
+ */
+function splitSteps(rest: Uint8Array, header: string, steps: number, maxBytes: number): Buffer[] {
+  const lengths = /^\d{1,9}(?:,\d{1,9}){0,63}$/.test(header) ? header.split(',').map(Number) : [];
+  if (steps === 0 || lengths.length !== steps) throw new ReplyRefused("the reply's steps do not match its step parts");
+  if (lengths.reduce((sum, n) => sum + n, 0) !== rest.byteLength)
+    throw new ReplyRefused("the reply's step parts do not add up");
+  let offset = 0;
+  return lengths.map((length) => {
+    const part = checkedResultPart(rest.subarray(offset, offset + length), maxBytes);
+    offset += length;
+    return part;
+  });
 }
 
 /** Reads a reply, inflating at most MAX_REPLY_INFLATED_BYTES; anything else is ReplyRefused. */

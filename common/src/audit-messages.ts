@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { pageAuthSchema } from './page-auth.ts';
+import { FLOW_LIMITS, FLOW_STEP_KINDS, flowSchema, type Flow } from './flow.ts';
 import { DEVICES, LOCATIONS, type Location } from './ids.ts';
 import { lighthouseResultSchema } from './lighthouse-result.ts';
 import { digestRun, runDigestSchema } from './run-digest.ts';
@@ -36,6 +37,12 @@ export const HEADERS = {
    * is (the job asked with `plainDigest`); absent, it is gzip, as in v1.5.
    */
   digestEncoding: 'Perfwatch-Digest-Encoding',
+  /**
+   * Added in v1.8 on two-part replies of a flow's run: the lengths, comma-separated, of the gzip
+   * of each step's Lighthouse result, which follow the first part in step order (the first step's
+   * is the run's result, as in a navigation's reply).
+   */
+  stepParts: 'Perfwatch-Step-Parts',
 } as const;
 
 /**
@@ -92,6 +99,17 @@ export const auditJobSchema = z.object({
    * the Perfwatch-Digest-Encoding header tells apart.
    */
   plainDigest: z.literal(true).optional(),
+  /**
+   * Added in v1.8: run this user flow (flow.ts) instead of a navigation of `url`, every navigate
+   * step with its URL. Agents of earlier versions ignore it and measure `url` alone; their reply
+   * has no `steps`, and the gateway refuses it as not answering the job.
+   */
+  flow: flowSchema
+    .refine(
+      (flow: Flow) => flow.steps.every((step) => step.kind !== 'navigate' || step.url !== undefined),
+      "a job's flow names every navigate step's URL",
+    )
+    .optional(),
 });
 export type AuditJob = z.infer<typeof auditJobSchema>;
 
@@ -111,6 +129,8 @@ export const AUDIT_ERROR_CODES = [
   'AGENT_BUSY',
   /** The job names this agent in `excludeAgents`; it should be offered again, to another agent. */
   'AGENT_EXCLUDED',
+  /** Added in v1.8: a step of the job's flow could not be taken (its element never came, its page did not load); the message names it. */
+  'FLOW_STEP_FAILED',
   'INTERNAL',
 ] as const;
 export type AuditErrorCode = (typeof AUDIT_ERROR_CODES)[number];
@@ -187,6 +207,12 @@ const replyLighthouseResultSchema = lighthouseResultSchema.superRefine((lhr, ctx
   }
 });
 
+/** A flow step as a reply names it: what binds the step's result to the job's step. */
+const replyStepFields = {
+  name: z.string().min(1).max(FLOW_LIMITS.nameChars),
+  kind: z.enum(FLOW_STEP_KINDS),
+};
+
 const auditRunResultSchema = z.object({
   jobId: z.string().min(1).max(200),
   agentId: agentIdSchema,
@@ -201,6 +227,15 @@ const auditRunResultSchema = z.object({
   security: securityFactsSchema.optional(),
   /** Added in v1.2: the conditions the run was made in; agents of earlier versions send none. */
   conditions: runConditionsSchema.optional(),
+  /**
+   * Added in v1.8, on a flow's run only: each step's result in the flow's order; the first (a
+   * navigation) is also the run's `lhr`.
+   */
+  steps: z
+    .array(z.object({ ...replyStepFields, lhr: replyLighthouseResultSchema }))
+    .min(1)
+    .max(FLOW_LIMITS.steps)
+    .optional(),
 });
 export type AuditRunResult = z.infer<typeof auditRunResultSchema>;
 
@@ -219,7 +254,15 @@ export const auditReplySchema = z.discriminatedUnion('ok', [
 export type AuditReply = z.infer<typeof auditReplySchema>;
 
 /** Added in v1.5: a run as the first part of a two-part reply has it, its digest for its result. */
-const digestedRunResultSchema = auditRunResultSchema.omit({ lhr: true }).extend({ digest: runDigestSchema });
+const digestedRunResultSchema = auditRunResultSchema.omit({ lhr: true, steps: true }).extend({
+  digest: runDigestSchema,
+  /** Added in v1.8, on a flow's run only: each step's digest; their results follow as Perfwatch-Step-Parts says. */
+  steps: z
+    .array(z.object({ ...replyStepFields, digest: runDigestSchema }))
+    .min(1)
+    .max(FLOW_LIMITS.steps)
+    .optional(),
+});
 export type DigestedRunResult = z.infer<typeof digestedRunResultSchema>;
 export const digestedReplySchema = z.discriminatedUnion('ok', [
   z.object({ ok: z.literal(true), result: digestedRunResultSchema }),
@@ -231,7 +274,15 @@ export const digestedReplySchema = z.discriminatedUnion('ok', [
  * result as the gzip the gateway stores (`lighthouseGzip`, never inflated on receipt); earlier
  * agents, and failures, the v1 reply.
  */
-export type ReceivedReply = AuditReply | { ok: true; result: DigestedRunResult; lighthouseGzip: Buffer };
+export type ReceivedReply =
+  | AuditReply
+  | {
+      ok: true;
+      result: DigestedRunResult;
+      lighthouseGzip: Buffer;
+      /** A flow's run (v1.8): each step's result as sent, in the steps' order; the first is `lighthouseGzip`. */
+      stepGzips?: Buffer[];
+    };
 
 /**
  * Why a well-formed reply does not answer the job it came back for, or null when it does: an
@@ -248,5 +299,16 @@ export function replyMismatch(job: AuditJob, reply: ReceivedReply): string | nul
     if (result[key as keyof typeof expected] !== value)
       return `a run whose ${key} is ${JSON.stringify(result[key as keyof typeof expected]).slice(0, 100)}, not ${JSON.stringify(value)}`;
   }
-  return null;
+  return stepsMismatch(job.flow, result.steps);
+}
+
+/** Why a run's steps are not the job's flow's (an agent before v1.8 sends none), or null. */
+function stepsMismatch(flow: Flow | undefined, steps: ReadonlyArray<{ name: string; kind: string }> | undefined) {
+  if (!flow) return steps === undefined ? null : 'flow steps for a job that has no flow';
+  if (!steps) return 'a navigation for a job that is a flow (the agent runs no flows: v1.8)';
+  if (steps.length !== flow.steps.length) return `${steps.length} flow steps, not ${flow.steps.length}`;
+  const wrong = flow.steps.findIndex((step, i) => steps[i]!.name !== step.name || steps[i]!.kind !== step.kind);
+  return wrong === -1
+    ? null
+    : `flow step ${wrong + 1} ${JSON.stringify(steps[wrong]!.name).slice(0, 60)}, not ${JSON.stringify(flow.steps[wrong]!.name)}`;
 }

@@ -35,6 +35,7 @@ export * from './audit-log.ts';
 export * from './revision.ts';
 export * from './access.ts';
 export * from './page-auth.ts';
+export * from './flow.ts';
 export * from './run-digest.ts';
 export * from './target-guard.ts';
 export * from './cli/index.ts';

@@ -13,7 +13,14 @@ import { reportedFailure, type RunFailureCode } from './run-failures.ts';
  * A successful run as the gateway holds it: what it reads of the run (its digest) and the
  * result it stores, compressed (result-bytes.ts).
  */
-export type ReceivedRun = DigestedRunResult & { lighthouse: ResultBytes };
+export type ReceivedRun = Omit<DigestedRunResult, 'steps'> & {
+  lighthouse: ResultBytes;
+  /** A flow's run: each step's digest and result, in the flow's order (the first is the run's own). */
+  steps?: ReceivedStep[];
+};
+
+/** One step of a flow's run as the gateway holds it. */
+export type ReceivedStep = NonNullable<DigestedRunResult['steps']>[number] & { lighthouse: ResultBytes };
 
 export type RunOutcome =
   { ok: true; result: ReceivedRun } | { ok: false; agentId?: string; error: { code: RunFailureCode; message: string } };
@@ -38,8 +45,21 @@ export interface Dispatcher {
 }
 
 /** A whole run (agents before v1.5, local mode) as the gateway holds it. */
-export function receivedRun({ lhr, ...run }: AuditRunResult): ReceivedRun {
-  return { ...run, digest: digestRun(lhr), lighthouse: ResultBytes.fromResult(lhr) };
+export function receivedRun({ lhr, steps, ...run }: AuditRunResult): ReceivedRun {
+  return {
+    ...run,
+    digest: digestRun(lhr),
+    lighthouse: ResultBytes.fromResult(lhr),
+    ...(steps
+      ? {
+          steps: steps.map(({ lhr: stepLhr, ...step }) => ({
+            ...step,
+            digest: digestRun(stepLhr),
+            lighthouse: ResultBytes.fromResult(stepLhr),
+          })),
+        }
+      : {}),
+  };
 }
 
 /**
@@ -47,8 +67,20 @@ export function receivedRun({ lhr, ...run }: AuditRunResult): ReceivedRun {
  * (agents before v1.5, local mode) is digested here, the way a v1.5 agent digests its own.
  */
 export function replyOutcome(reply: ReceivedReply): RunOutcome {
-  if (reply.ok && 'lighthouseGzip' in reply)
-    return { ok: true, result: { ...reply.result, lighthouse: ResultBytes.fromGzip(reply.lighthouseGzip) } };
+  if (reply.ok && 'lighthouseGzip' in reply) {
+    const { steps, ...result } = reply.result;
+    const { stepGzips } = reply;
+    return {
+      ok: true,
+      result: {
+        ...result,
+        lighthouse: ResultBytes.fromGzip(reply.lighthouseGzip),
+        ...(steps && stepGzips
+          ? { steps: steps.map((step, i) => ({ ...step, lighthouse: ResultBytes.fromGzip(stepGzips[i]!) })) }
+          : {}),
+      },
+    };
+  }
   if (reply.ok) return { ok: true, result: receivedRun(reply.result) };
   const error = reportedFailure(reply.error);
   return reply.agentId === undefined ? { ok: false, error } : { ok: false, agentId: reply.agentId, error };

@@ -221,6 +221,7 @@ async function readReply(reply: Msg, job: AuditJob, requestId: string, logger: L
       contentEncoding: reply.headers?.get(HEADERS.contentEncoding) || undefined,
       parts: reply.headers?.get(HEADERS.replyParts) || undefined,
       digestEncoding: reply.headers?.get(HEADERS.digestEncoding) || undefined,
+      stepParts: reply.headers?.get(HEADERS.stepParts) || undefined,
     });
   } catch (error) {
     // Every way decodeReply refuses a reply is a ReplyRefused; anything else still becomes an
