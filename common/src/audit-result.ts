@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { cellStepSchema } from './flow-results.ts';
 import { DEVICES, LOCATIONS } from './ids.ts';
 import { cellCheckSchema } from './budgets.ts';
 import { cruxRecordSchema } from './crux.ts';
@@ -53,6 +54,12 @@ const locationResultSchema = z.object({
   artifacts: reportedArtifactsSchema.optional(),
   /** perfwatch's addition: the code change the update measured; absent when it was given none. */
   revision: revisionSchema.optional(),
+  /**
+   * perfwatch's addition (issue 36), on a flow's cell only: each step in the flow's order, with
+   * its numbers in every run, its median run and that run's Lighthouse result for the step (the
+   * first step's is the cell's own `lighthouse`).
+   */
+  steps: z.array(cellStepSchema.extend({ lighthouse: z.looseObject({}) })).optional(),
 });
 export type LocationResult = z.infer<typeof locationResultSchema>;
 

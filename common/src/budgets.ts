@@ -20,6 +20,8 @@ export const BUDGET_KEYS = {
   tti: { kind: 'metric', audit: 'interactive', label: 'TTI', unit: 'ms' },
   ttfb: { kind: 'metric', audit: 'server-response-time', label: 'server response time', unit: 'ms' },
   bytes: { kind: 'metric', audit: 'total-byte-weight', label: 'total bytes', unit: 'B' },
+  /** Measured in a flow's timespan steps only (a navigation has no interaction). */
+  inp: { kind: 'metric', audit: 'interaction-to-next-paint', label: 'INP', unit: 'ms' },
 } as const;
 export type BudgetKey = keyof typeof BUDGET_KEYS;
 const budgetKeyNames = Object.keys(BUDGET_KEYS) as [BudgetKey, ...BudgetKey[]];

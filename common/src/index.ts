@@ -36,6 +36,7 @@ export * from './revision.ts';
 export * from './access.ts';
 export * from './page-auth.ts';
 export * from './flow.ts';
+export * from './flow-results.ts';
 export * from './run-digest.ts';
 export * from './target-guard.ts';
 export * from './cli/index.ts';

@@ -21,6 +21,12 @@ export const overviewRecordSchema = z
     updateType: z.enum(UPDATE_TYPES.map(capitalizeUpdateType) as ['Manual', 'Scheduled', 'Ci']),
     section: z.enum(SECTION_NAMES as [string, ...string[]]),
     kpi: z.string(),
+    /**
+     * perfwatch's addition (issue 36): the flow step the record is of, on every record of a
+     * project measured as a flow (its page's own records, CRUX and SECURITY among them, are its
+     * first step's); absent for projects without a flow, whose records keep the seed's shape.
+     */
+    step: z.string().optional(),
     /** The code change its snapshot measured; absent when the update was given none. */
     revision: revisionSchema.optional(),
     /** An object for LIGHTHOUSE KPIs (and the other object-valued sections), a string for CRUX. */
@@ -31,7 +37,8 @@ export type OverviewRecord = z.infer<typeof overviewRecordSchema>;
 
 export const overviewResponseSchema = z.array(overviewRecordSchema).meta({
   id: 'Overview',
-  description: 'KPI records ordered by date, url, device, location, section, kpi (ascending).',
+  description:
+    "KPI records ordered by date, url, device, location, section, kpi (ascending); a flow's steps' records of one KPI in the flow's order.",
 });
 
 /**

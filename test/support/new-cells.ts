@@ -1,6 +1,7 @@
 import type { AuditRunResult, Device, LighthouseResult, Location, RunConditions } from '@perfwatch/common';
 import { receivedRun, ResultBytes, type LocationSnapshot, type NewLocationSnapshot } from '@perfwatch/gateway';
 import { buildLocationSnapshot } from '../../gateway/src/updates/snapshot-builder.ts';
+import { storedStep } from '../../gateway/src/snapshots/store/snapshots-store.ts';
 
 /** A run's conditions as a calm agent reports them: alone, as fast as its baseline. */
 export const CALM_CONDITIONS: RunConditions = {
@@ -15,7 +16,7 @@ export const CALM_CONDITIONS: RunConditions = {
 
 /** A cell to write, from one given with its result whole, as the update service hands it over. */
 export function newCell(
-  cell: Omit<LocationSnapshot, 'lighthouse'> & { lighthouse: LighthouseResult },
+  cell: Omit<LocationSnapshot, 'lighthouse' | 'steps'> & { lighthouse: LighthouseResult },
 ): NewLocationSnapshot {
   return {
     ...cell,
@@ -27,8 +28,8 @@ export function newCell(
 
 /** A cell just built, as a read gives it back: its result whole. */
 export async function readCell(cell: NewLocationSnapshot): Promise<LocationSnapshot> {
-  const { lighthouseVersion: _version, measured: _measured, ...rest } = cell;
-  return { ...rest, lighthouse: cell.lighthouse.read() };
+  const { lighthouseVersion: _version, measured: _measured, steps, ...rest } = cell;
+  return { ...rest, lighthouse: cell.lighthouse.read(), ...(steps ? { steps: steps.map(storedStep) } : {}) };
 }
 
 /**

@@ -22,6 +22,7 @@ const project = (n: number): ProjectRecord => ({
   devices: null,
   crux: null,
   siteId: null,
+  flow: null,
   createdAt: new Date(),
 });
 

@@ -85,6 +85,7 @@ describe('changedSettings', () => {
     devices: null,
     crux: null,
     siteId: null,
+    flow: null,
     createdAt: new Date(0),
   };
 

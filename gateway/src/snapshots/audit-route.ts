@@ -42,9 +42,9 @@ export function auditRoute({
     // so when a cell's result is asked for, the one before it is the client's. The last one is
     // the client's once the whole answer has left ('finish'); one cut short is left to the collector.
     let previous: Buffer | undefined;
-    const jsonOf = async (cell: StoredCell) => {
+    const jsonOf = async (cell: StoredCell, step?: number) => {
       if (previous && previous.byteLength >= GATHER_SIZE) releaseResult(previous);
-      previous = await cell.resultJson();
+      previous = await (step === undefined ? cell.resultJson() : cell.stepJson(step));
       return previous;
     };
     const written = await reads.run(

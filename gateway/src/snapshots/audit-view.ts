@@ -2,6 +2,7 @@ import {
   formatApiDateTime,
   median,
   type AuditResult,
+  type CellStep,
   type Device,
   type Location,
   type LocationResult,
@@ -65,7 +66,15 @@ type CellView = {
   runs: SnapshotRecord['results'][number]['runs'];
   checks?: SnapshotRecord['results'][number]['checks'];
   artifacts?: SnapshotRecord['results'][number]['artifacts'];
+  /** A flow's steps (their results are written as the cell's is, by `jsonOf` with the step's place). */
+  steps?: readonly CellStep[];
 };
+
+/**
+ * A cell's result JSON, or with `step` a flow step's (0-based; the first step's is the cell's):
+ * what the audit result splices in where each belongs.
+ */
+export type ResultJsonOf<R> = (cell: R, step?: number) => Uint8Array | Promise<Uint8Array>;
 
 /** What an audit result is made of: a snapshot's date, its cells and the cells it lacks. */
 interface SnapshotCells<R> {
@@ -89,15 +98,15 @@ interface SnapshotCells<R> {
 export async function* auditResultPieces<R extends CellView>(
   snapshot: SnapshotCells<R>,
   project: Pick<ProjectRecord, 'defaultLocation'>,
-  jsonOf: (cell: R) => Uint8Array | Promise<Uint8Array>,
+  jsonOf: ResultJsonOf<R>,
   filter: SnapshotFilter = {},
   clock?: ArtifactClock,
 ): AsyncGenerator<string | Uint8Array> {
   const nonce = randomUUID();
-  const placeholders: Array<{ token: string; cell: R; additions: LighthouseAdditions }> = [];
-  const lighthouse = (cell: R, additions: LighthouseAdditions) => {
+  const placeholders: Array<{ token: string; cell: R; additions: Partial<LighthouseAdditions>; step?: number }> = [];
+  const lighthouse: ResultPlace<R> = (cell, additions, step) => {
     const token = `@@perfwatch-result:${nonce}:${placeholders.length}@@`;
-    placeholders.push({ token, cell, additions });
+    placeholders.push({ token, cell, additions, ...(step !== undefined ? { step } : {}) });
     return token;
   };
   const view = auditResultOf(snapshot, project, filter, lighthouse, clock);
@@ -110,9 +119,9 @@ export async function* auditResultPieces<R extends CellView>(
     })
     .sort((a, b) => a.found - b.found);
   let at = 0;
-  for (const { quoted, found, cell, additions } of placed) {
+  for (const { quoted, found, cell, additions, step } of placed) {
     yield json.slice(at, found);
-    yield* cellPieces(jsonOf, cell, additions);
+    yield* cellPieces(jsonOf, cell, additions, step);
     at = found + quoted.length;
   }
   yield json.slice(at);
@@ -124,20 +133,24 @@ export async function* auditResultPieces<R extends CellView>(
  * next cell's were read, and an answer held two results at once instead of one.
  */
 async function* cellPieces<R>(
-  jsonOf: (cell: R) => Uint8Array | Promise<Uint8Array>,
+  jsonOf: ResultJsonOf<R>,
   cell: R,
-  additions: LighthouseAdditions,
+  additions: Partial<LighthouseAdditions>,
+  step: number | undefined,
 ): AsyncGenerator<string | Uint8Array> {
-  const { body, empty } = openObject(await jsonOf(cell));
+  const { body, empty } = openObject(await (step === undefined ? jsonOf(cell) : jsonOf(cell, step)));
   yield body;
-  yield `${empty ? '' : ','}${JSON.stringify(additions).slice(1)}`;
+  yield Object.keys(additions).length === 0 ? '}' : `${empty ? '' : ','}${JSON.stringify(additions).slice(1)}`;
 }
+
+/** Where a result goes in the view: a token its JSON takes the place of (with the additions after its own keys). */
+type ResultPlace<R> = (cell: R, additions: Partial<LighthouseAdditions>, step?: number) => unknown;
 
 function auditResultOf<R extends CellView>(
   snapshot: SnapshotCells<R>,
   project: Pick<ProjectRecord, 'defaultLocation'>,
   filter: SnapshotFilter,
-  lighthouse: (r: R, additions: LighthouseAdditions) => unknown,
+  lighthouse: ResultPlace<R>,
   clock?: ArtifactClock,
 ): AuditResult {
   const date = formatApiDateTime(snapshot.date);
@@ -155,6 +168,18 @@ function auditResultOf<R extends CellView>(
       // Each kept, missing or expired; absent from cells measured before artifacts were kept.
       ...(r.artifacts && clock ? { artifacts: reportedArtifacts(r.artifacts, snapshot.date, clock) } : {}),
       ...revisionMember(snapshot.revision),
+      // A flow's steps in order, each with its median run's result for the step.
+      ...(r.steps
+        ? {
+            steps: r.steps.map(({ name, kind, median, runs }, index) => ({
+              name,
+              kind,
+              median,
+              runs,
+              lighthouse: lighthouse(r, {}, index) as Record<string, unknown>,
+            })),
+          }
+        : {}),
     };
   }
   // Only the cells the request asked about; absent when none is missing, so a complete result

@@ -24,6 +24,7 @@ export function overviewRecordJson(row: KpiRow): string {
     updateType: capitalizeUpdateType(row.updateType),
     section: row.section,
     kpi: row.kpi,
+    ...(row.step !== undefined ? { step: row.step } : {}),
     ...revisionMember(row.revision),
   };
   return `${JSON.stringify(record).slice(0, -1)},"data":${row.dataJson}}`;

@@ -19,6 +19,8 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** An agent the run should not go to when the location has another. */
   avoidAgent?: string;
+  /** Time a reply may take beyond a navigation's (a flow's run has several Lighthouse passes). */
+  longerByMs?: number;
 }
 
 /**
@@ -107,10 +109,10 @@ function awayUntil(outcome: RunOutcome, deadline: Date | undefined): outcome is 
  */
 function offerOptions(
   { replyTimeoutMs }: MeasurerParts,
-  { requestId, user }: RunOptions,
+  { requestId, user, longerByMs = 0 }: RunOptions,
   avoid: string | undefined,
 ): DispatchOptions {
-  return { timeoutMs: replyTimeoutMs, requestId, user, ...(avoid ? { avoidAgent: avoid } : {}) };
+  return { timeoutMs: replyTimeoutMs + longerByMs, requestId, user, ...(avoid ? { avoidAgent: avoid } : {}) };
 }
 
 /** The retry and the re-offers of a run whose first offer failed. */

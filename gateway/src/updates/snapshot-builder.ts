@@ -10,11 +10,13 @@ import {
   type Device,
   type KpiRecord,
   type Location,
+  type RunVerdict,
 } from '@perfwatch/common';
 import type { FieldData } from '../snapshots/crux/crux-client.ts';
 import { BadResultBytes } from '../snapshots/result-bytes.ts';
 import type { RunOutcome } from '../dispatch/run-outcome.ts';
 import { judgeRuns, representativeRunIndex, type MeasuredRun } from './run-verdicts.ts';
+import { buildFlowSteps, NoUsableStep } from './flow-steps.ts';
 import type { NewLocationSnapshot } from '../store/store.ts';
 
 /** A cell whose every successful run sent a result that does not hold together. */
@@ -76,6 +78,7 @@ async function buildCell(
       ordered = ordered.filter((r) => r !== representative);
       continue;
     }
+    const steps = flowSteps(ordered, runs, index);
     const security = representative.security ?? ordered.find((r) => r.security)?.security;
     const cell: NewLocationSnapshot = {
       device,
@@ -89,8 +92,26 @@ async function buildCell(
       crux: { url: null },
       elementCount: representative.digest.elementCount,
       kpis: [...(await resultKpis(representative)), ...(security ? securityKpis(security) : [])],
+      ...(steps ? { steps } : {}),
     };
     return { cell, representative: { jobId: representative.jobId, agentId: representative.agentId } };
+  }
+}
+
+/**
+ * A flow's steps (flow-steps.ts) from the cell's runs, or undefined for a navigation's cell. The
+ * reply of every run was checked against the job's flow: a run without steps is not one of it.
+ */
+function flowSteps(ordered: readonly MeasuredRun[], runs: ReadonlyArray<{ verdict?: RunVerdict }>, median: number) {
+  if (!ordered[0]!.steps) return undefined;
+  try {
+    return buildFlowSteps(
+      ordered.map((run, i) => ({ steps: run.steps ?? [], verdict: runs[i]!.verdict })),
+      median,
+    );
+  } catch (error) {
+    if (error instanceof NoUsableStep) throw new NoUsableResult([error.message]);
+    throw error;
   }
 }
 

@@ -24,6 +24,7 @@ const project: ProjectRecord = {
   devices: null,
   crux: null,
   siteId: null,
+  flow: null,
   createdAt: new Date(),
 };
 

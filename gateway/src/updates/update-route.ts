@@ -79,7 +79,13 @@ export function updateRoute({
     const snapshot = { date, available: results, results, missing, revision };
     await writeJsonPieces(
       res,
-      auditResultPieces(snapshot, project, (cell) => cell.lighthouse.json(), {}, clock),
+      auditResultPieces(
+        snapshot,
+        project,
+        (cell, step) => (step ? cell.steps![step]!.lighthouse : cell.lighthouse).json(),
+        {},
+        clock,
+      ),
       stallMs,
     );
   };

@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
   ARTIFACT_KINDS,
+  flowRunTimeoutMs,
   hasBudgets,
+  resolvedFlow,
   LIGHTHOUSE_KPI_VERSION,
   truncateToSecond,
   type AuditJob,
@@ -174,9 +176,13 @@ function startUpdate(
   const progress = cells.map(({ device, location }) => ({ device, location, done: 0, total: project.runs }));
   const report = () => onProgress?.(progress.map((p) => ({ ...p })));
   report();
+  // A flow's run is several Lighthouse passes: its agent and its reply get a navigation's time for each.
+  const flow = project.flow ? resolvedFlow(project.flow, project.url) : undefined;
+  const timeoutMs = flow ? flowRunTimeoutMs(flow, parts.runTimeoutMs) : parts.runTimeoutMs;
   const options: RunOptions = {
     requestId,
     user: project.userId,
+    ...(timeoutMs > parts.runTimeoutMs ? { longerByMs: timeoutMs - parts.runTimeoutMs } : {}),
     ...(deadline ? { deadline } : {}),
     ...(signal ? { signal } : {}),
   };
@@ -201,8 +207,9 @@ function startUpdate(
         device,
         location,
         runIndex: runIndex === 'confirm' ? project.runs + parts.maxRetests : runIndex,
-        timeoutMs: parts.runTimeoutMs,
+        timeoutMs,
         ...(auth ? { auth } : {}),
+        ...(flow ? { flow } : {}),
       };
       return parts.measureRun(job, avoidAgent ? { ...options, avoidAgent } : options, log).finally(() => {
         progress[cell]!.done += 1;

@@ -1,5 +1,5 @@
 import { ObjectId, type Collection, type Db } from 'mongodb';
-import type { Budgets } from '@perfwatch/common';
+import type { Budgets, Flow } from '@perfwatch/common';
 import { asRecord, duplicateOr, mongoForms, type MongoDatabase } from '../../store/mongo-database.ts';
 import {
   newProjectRecord,
@@ -78,6 +78,10 @@ export class MongoProjects implements ProjectsStore {
 
   async setProjectBudgets(projectId: string, budgets: Budgets): Promise<void> {
     await this.#projects.updateOne(byId(projectId), { $set: { budgets } });
+  }
+
+  async setProjectFlow(projectId: string, flow: Flow | null): Promise<void> {
+    await this.#projects.updateOne(byId(projectId), { $set: { flow } });
   }
 
   async setProjectAuth(projectId: string, sealed: string | null): Promise<void> {

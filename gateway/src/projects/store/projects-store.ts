@@ -1,5 +1,14 @@
 import { z } from 'zod';
-import { budgetFileSchema, DEVICES, LOCATIONS, type Budgets, type Device, type Location } from '@perfwatch/common';
+import {
+  budgetFileSchema,
+  DEVICES,
+  flowSchema,
+  LOCATIONS,
+  type Budgets,
+  type Device,
+  type Flow,
+  type Location,
+} from '@perfwatch/common';
 import { ownId, type StoredForms } from '../../store/record-forms.ts';
 
 export interface ProjectRecord {
@@ -21,13 +30,16 @@ export interface ProjectRecord {
   auth: string | null;
   /** The site whose sampled page it is (issue 34), made and removed by its discoveries; null: made by hand. */
   siteId: string | null;
+  /** A user flow its updates run instead of a navigation of its URL (issue 36); null: none. */
+  flow: Flow | null;
   createdAt: Date;
 }
 
 export type NewProject = Omit<
   ProjectRecord,
-  'id' | 'createdAt' | 'budgets' | 'auth' | 'devices' | 'crux' | 'siteId'
+  'id' | 'createdAt' | 'budgets' | 'auth' | 'devices' | 'crux' | 'siteId' | 'flow'
 > & {
+  flow?: Flow | null;
   siteId?: string | null;
   budgets?: Budgets;
   auth?: string | null;
@@ -52,6 +64,8 @@ export interface ProjectsStore {
   setProjectSettings(projectId: string, settings: ProjectSettings): Promise<void>;
   /** Replaces a project's budgets. */
   setProjectBudgets(projectId: string, budgets: Budgets): Promise<void>;
+  /** Replaces a project's flow (null: none, a navigation of its URL). */
+  setProjectFlow(projectId: string, flow: Flow | null): Promise<void>;
   /** Replaces a project's sealed credentials (null: none). */
   setProjectAuth(projectId: string, sealed: string | null): Promise<void>;
   /**
@@ -73,6 +87,7 @@ export const newProjectRecord = (project: NewProject, id: string, createdAt: Dat
   budgets: project.budgets ?? noBudgets(),
   auth: project.auth ?? null,
   siteId: project.siteId ?? null,
+  flow: project.flow ?? null,
   id,
   createdAt,
 });
@@ -99,6 +114,9 @@ export function projectRecords(forms: StoredForms) {
     auth: z.string().nullable().default(null),
     // Absent on projects stored before sites were (issue 34): made by hand.
     siteId: id.nullable().default(null),
+    // Absent on projects stored before flows were (issue 36): a navigation. The same schema as
+    // a caller's, so a flow that is stored can always be read again.
+    flow: structured(flowSchema).nullable().default(null),
   }) satisfies z.ZodType<ProjectRecord>;
   return { project };
 }

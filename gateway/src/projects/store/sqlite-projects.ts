@@ -1,4 +1,4 @@
-import type { Budgets } from '@perfwatch/common';
+import type { Budgets, Flow } from '@perfwatch/common';
 import { asRecord, duplicateOr, newId, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
 import { addColumns, type SqliteSchema } from '../../store/sqlite-migrations.ts';
 import {
@@ -18,7 +18,7 @@ export const projectsSchema: SqliteSchema = {
 CREATE TABLE IF NOT EXISTS projects (
   id TEXT PRIMARY KEY, user_id TEXT NOT NULL, url TEXT NOT NULL, domain TEXT NOT NULL, locations TEXT NOT NULL,
   default_location TEXT NOT NULL, runs INTEGER NOT NULL, schedule TEXT, created_at INTEGER NOT NULL, scheduled_through INTEGER,
-  budgets TEXT NOT NULL DEFAULT '${NO_BUDGETS}', auth TEXT, devices TEXT, crux TEXT, site_id TEXT,
+  budgets TEXT NOT NULL DEFAULT '${NO_BUDGETS}', auth TEXT, devices TEXT, crux TEXT, site_id TEXT, flow TEXT,
   UNIQUE (user_id, url));`,
   steps: [
     {
@@ -45,6 +45,12 @@ CREATE TABLE IF NOT EXISTS projects (
       up: addColumns('projects', 'site_id TEXT'),
       mends: true,
     },
+    {
+      // NULL: a navigation of the project's URL, as every project before flows.
+      version: 19,
+      adds: "a project's user flow (JSON, issue 36)",
+      up: addColumns('projects', 'flow TEXT'),
+    },
   ],
 };
 
@@ -66,7 +72,7 @@ export class SqliteProjects implements ProjectsStore {
     const record = newProjectRecord(project, newId(), new Date());
     try {
       this.#db.run(
-        'INSERT INTO projects (id, user_id, url, domain, locations, default_location, runs, schedule, created_at, budgets, auth, devices, crux, site_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO projects (id, user_id, url, domain, locations, default_location, runs, schedule, created_at, budgets, auth, devices, crux, site_id, flow) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
         record.id,
         record.userId,
         record.url,
@@ -81,6 +87,7 @@ export class SqliteProjects implements ProjectsStore {
         jsonOrNull(record.devices),
         jsonOrNull(record.crux),
         record.siteId,
+        jsonOrNull(record.flow),
       );
     } catch (error) {
       throw duplicateOr(error, `project ${project.url} exists for this user`);
@@ -134,6 +141,10 @@ export class SqliteProjects implements ProjectsStore {
 
   async setProjectBudgets(projectId: string, budgets: Budgets): Promise<void> {
     this.#db.run('UPDATE projects SET budgets = ? WHERE id = ?', JSON.stringify(budgets), projectId);
+  }
+
+  async setProjectFlow(projectId: string, flow: Flow | null): Promise<void> {
+    this.#db.run('UPDATE projects SET flow = ? WHERE id = ?', jsonOrNull(flow), projectId);
   }
 
   async setProjectAuth(projectId: string, sealed: string | null): Promise<void> {

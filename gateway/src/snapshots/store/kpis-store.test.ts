@@ -19,6 +19,7 @@ const project: ProjectRecord = {
   devices: null,
   crux: null,
   siteId: null,
+  flow: null,
   createdAt: new Date('2026-01-01T00:00:00Z'),
 };
 

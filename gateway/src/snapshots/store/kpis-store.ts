@@ -40,6 +40,8 @@ export interface KpiRow {
   updateType: UpdateType;
   section: string;
   kpi: string;
+  /** The flow step the record is of; undefined for a project without a flow. */
+  step?: string;
   /** The code change its snapshot measured; undefined when there was none. */
   revision?: Revision;
   /**
@@ -99,16 +101,40 @@ export interface KpiPlace {
 export interface PlacedKpi extends KpiPlace, KpiRecord {
   device: Device;
   location: Location;
+  /** The flow step it is of (absent for a project without a flow). */
+  step?: string;
 }
 
-/** The KPI records of `cells` at `place`, in the cells' order: the one place both backends build them. */
-export const placedKpis = (
-  place: KpiPlace,
-  cells: ReadonlyArray<{ device: Device; location: Location; kpis: readonly KpiRecord[] }>,
-): PlacedKpi[] =>
-  cells.flatMap(({ device, location, kpis }) =>
-    kpis.map((k) => ({ ...place, device, location, section: k.section, kpi: k.kpi, data: k.data })),
-  );
+/** A cell's KPI records as placed: its own, and a flow's further steps' (the first step's are the cell's own). */
+type KpiCell = {
+  device: Device;
+  location: Location;
+  kpis: readonly KpiRecord[];
+  steps?: ReadonlyArray<{ name: string; kpis?: readonly KpiRecord[] }>;
+};
+
+/**
+ * The KPI records of `cells` at `place`, in the cells' order, a flow's steps in the flow's
+ * order: the one place both backends build them.
+ */
+export const placedKpis = (place: KpiPlace, cells: readonly KpiCell[]): PlacedKpi[] =>
+  cells.flatMap(({ device, location, kpis, steps }) => {
+    const placed = (records: readonly KpiRecord[], step: string | undefined) =>
+      records.map((k) => ({
+        ...place,
+        device,
+        location,
+        section: k.section,
+        kpi: k.kpi,
+        data: k.data,
+        ...(step !== undefined ? { step } : {}),
+      }));
+    if (!steps?.length) return placed(kpis, undefined);
+    return [
+      ...placed(kpis, steps[0]!.name),
+      ...steps.slice(1).flatMap((step) => placed(step.kpis ?? [], step.name)),
+    ];
+  });
 
 /** A project's field-data history as KPI records: of no snapshot, at its default location, 'scheduled'. */
 export const fieldHistoryKpis = (
@@ -173,6 +199,11 @@ export function kpiRecords(forms: StoredForms) {
     updateType: z.enum(UPDATE_TYPES),
     section: z.string(),
     kpi: z.string(),
+    // Absent (or null) for projects without a flow, and for every record before flows (issue 36).
+    step: z
+      .string()
+      .nullish()
+      .transform((step) => step ?? undefined),
     revision: storedRevision(forms),
   });
   return { kpi };

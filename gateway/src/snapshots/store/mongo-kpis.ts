@@ -30,6 +30,7 @@ export const KPI_PROJECTION = {
   updateType: 1,
   section: 1,
   kpi: 1,
+  step: 1,
   revision: 1,
   data: 1,
 } as const;

@@ -1,5 +1,6 @@
 import { Binary, ObjectId, type Collection } from 'mongodb';
 import { z } from 'zod';
+import { FLOW_LIMITS } from '@perfwatch/common';
 import { asRecord, mongoForms, type MongoDatabase } from '../../store/mongo-database.ts';
 import {
   cellReadLater,
@@ -17,6 +18,7 @@ const records = snapshotRecords(mongoForms);
 const snapshotDoc = asRecord(records.snapshot);
 const summaryDoc = records.snapshot.pick({ date: true, updateType: true, available: true, revision: true });
 const resultDoc = records.result.extend({ lighthouse: z.instanceof(Binary) });
+const stepResultsDoc = z.array(z.instanceof(Binary)).max(FLOW_LIMITS.steps);
 
 /** The query of a snapshot's results, as a read filters them. */
 function resultsOf(snapshotId: unknown, filter: SnapshotFilter): Record<string, unknown> {
@@ -52,14 +54,24 @@ export class MongoSnapshotReads implements SnapshotReadsStore {
   async findSnapshotCells(projectId: string, date: Date, filter: SnapshotFilter = {}): Promise<SnapshotCells | null> {
     const raw = await this.#snapshots.findOne({ projectId: new ObjectId(projectId), date, status: 'complete' });
     if (!raw) return null;
-    const docs = await this.#results.find(resultsOf(raw._id, filter), { projection: { lighthouse: 0 } }).toArray();
+    const docs = await this.#results
+      .find(resultsOf(raw._id, filter), { projection: { lighthouse: 0, stepResults: 0 } })
+      .toArray();
     const results = docs.map((doc) =>
-      cellReadLater(records.result.parse(doc), async () => {
-        const stored = await this.#results.findOne({ _id: doc._id }, { projection: { lighthouse: 1 } });
-        // Deleted since (retention, a removed project): the reader's answer cannot be whole.
-        if (!stored) throw new Error('the result is no longer stored');
-        return resultDoc.shape.lighthouse.parse(stored['lighthouse']).buffer;
-      }),
+      cellReadLater(
+        records.result.parse(doc),
+        async () => {
+          const stored = await this.#results.findOne({ _id: doc._id }, { projection: { lighthouse: 1 } });
+          // Deleted since (retention, a removed project): the reader's answer cannot be whole.
+          if (!stored) throw new Error('the result is no longer stored');
+          return resultDoc.shape.lighthouse.parse(stored['lighthouse']).buffer;
+        },
+        async () => {
+          const stored = await this.#results.findOne({ _id: doc._id }, { projection: { stepResults: 1 } });
+          if (!stored) throw new Error('the result is no longer stored');
+          return stepResultsDoc.parse(stored['stepResults'] ?? []).map((binary) => binary.buffer);
+        },
+      ),
     );
     return { ...snapshotDoc.parse(raw), results };
   }

@@ -20,6 +20,7 @@ import {
   availableCells,
   ConcurrentWrite,
   snapshotRecords,
+  storedStep,
   type NewSnapshot,
   type SnapshotsStore,
   type UnannouncedSnapshot,
@@ -191,6 +192,13 @@ export class MongoSnapshots implements SnapshotsStore {
         // Stored compressed and opaque: ~6× smaller, and Lighthouse's own keys (some contain
         // dots) never meet a server's field-name rules. From an agent of v1.5, as it sent it.
         lighthouse: new Binary(await r.lighthouse.gzip()),
+        // A flow's steps, and their further results (the first step's is `lighthouse`).
+        ...(r.steps
+          ? {
+              steps: r.steps.map(storedStep),
+              stepResults: await Promise.all(r.steps.slice(1).map(async (s) => new Binary(await s.lighthouse.gzip()))),
+            }
+          : {}),
       })),
     );
     if (resultDocs.length > 0) await this.#results.insertMany(resultDocs, { ordered: false });

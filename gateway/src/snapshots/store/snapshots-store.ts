@@ -2,6 +2,7 @@ import { z } from 'zod';
 import {
   cellArtifactsSchema,
   cellCheckSchema,
+  cellStepSchema,
   cruxPairSchema,
   DEVICES,
   LOCATIONS,
@@ -9,6 +10,7 @@ import {
   missingCellSchema,
   runSummarySchema,
   type CellArtifacts,
+  type CellStep,
   type CellCheck,
   type CruxRecord,
   type Device,
@@ -24,6 +26,7 @@ import type { StoredForms } from '../../store/record-forms.ts';
 import { storedRevision } from '../../store/stored-revision.ts';
 import type { ProjectRecord } from '../../projects/store/projects-store.ts';
 import { storedResultJson, withStoredResult, type ResultBytes } from '../result-bytes.ts';
+import type { NewCellStep } from '../../updates/flow-steps.ts';
 
 interface CruxPair {
   url: CruxRecord | null;
@@ -45,14 +48,18 @@ export interface LocationSnapshot {
   checks?: CellCheck[];
   /** The representative run's artifacts (gateway/src/artifacts/), kept or missing; absent before artifacts existed. */
   artifacts?: CellArtifacts;
+  /** A flow's cell (issue 36): its steps in the flow's order, each with its median run; absent for a navigation. */
+  steps?: CellStep[];
 }
 
 /**
  * A cell of a snapshot being written: the representative run's result as the gzip of its JSON
  * (received so from agents of v1.5, and stored so), and what was read of it without inflating.
  */
-export interface NewLocationSnapshot extends Omit<LocationSnapshot, 'lighthouse'> {
+export interface NewLocationSnapshot extends Omit<LocationSnapshot, 'lighthouse' | 'steps'> {
   lighthouse: ResultBytes;
+  /** A flow's steps, each with its median run's result as received (the first step's is `lighthouse`). */
+  steps?: NewCellStep[];
   lighthouseVersion: string;
   /** The representative run's numbers (its digest's skeleton of the result): what budgets check. */
   measured: LighthouseResult;
@@ -112,6 +119,11 @@ export interface StoredCell extends Omit<LocationSnapshot, 'lighthouse' | 'kpis'
    * fetched and inflated at each call, and kept by nothing here.
    */
   resultJson(): Promise<Buffer>;
+  /**
+   * A flow step's result JSON as stored (as `resultJson`), by its 0-based place in `steps`; the
+   * first step's is the cell's own result.
+   */
+  stepJson(index: number): Promise<Buffer>;
 }
 
 export interface SnapshotCells extends Omit<SnapshotRecord, 'results'> {
@@ -219,6 +231,8 @@ export function snapshotRecords(forms: StoredForms) {
     checks: structured(z.array(cellCheckSchema)).nullish(),
     // Read back tolerantly: a record that does not parse says nothing kept, never fails the read.
     artifacts: structured(cellArtifactsSchema).nullish().catch(null),
+    // Absent on cells of navigations, and on every cell stored before flows (issue 36).
+    steps: structured(z.array(cellStepSchema)).nullish(),
   });
   return { snapshot, result };
 }
@@ -227,10 +241,44 @@ type ResultRecord = z.output<ReturnType<typeof snapshotRecords>['result']>;
 
 /**
  * A stored cell whose result stays in the database: `fetchGzip` reads its bytes when the cell's
- * result is asked for, and nothing keeps them (findSnapshotCells).
+ * result is asked for, `fetchStepGzips` a flow's further steps' (in order, the first step's
+ * being the cell's), and nothing keeps them (findSnapshotCells).
  */
-export function cellReadLater(record: ResultRecord, fetchGzip: () => Promise<Uint8Array>): StoredCell {
-  return { ...cellOf(record), resultJson: async () => storedResultJson(await fetchGzip()) };
+export function cellReadLater(
+  record: ResultRecord,
+  fetchGzip: () => Promise<Uint8Array>,
+  fetchStepGzips: () => Promise<readonly Uint8Array[]> = async () => [],
+): StoredCell {
+  return {
+    ...cellOf(record),
+    resultJson: async () => storedResultJson(await fetchGzip()),
+    stepJson: async (index) => {
+      if (index === 0) return storedResultJson(await fetchGzip());
+      const bytes = (await fetchStepGzips())[index - 1];
+      if (!bytes) throw new Error(`the cell has no step ${index + 1}`);
+      return storedResultJson(bytes);
+    },
+  };
+}
+
+/** A flow step as a cell's record keeps it: its summary, without its result or KPI records (kept apart). */
+export const storedStep = ({ name, kind, median, runs }: CellStep): CellStep => ({ name, kind, median, runs });
+
+/**
+ * A flow's further steps' results as one backend keeps them in a row: their gzips one after
+ * the other, and their lengths (`12,34`), so a cell's steps are written and removed with it.
+ */
+export function joinedStepGzips(gzips: readonly Uint8Array[]): { bytes: Buffer; parts: string } {
+  return { bytes: Buffer.concat(gzips), parts: gzips.map((g) => g.byteLength).join(',') };
+}
+
+/** The gzips `joinedStepGzips` joined, split again; bytes that do not add up are refused. */
+export function splitStepGzips(bytes: Uint8Array, parts: string): Uint8Array[] {
+  const lengths = parts === '' ? [] : parts.split(',').map(Number);
+  if (lengths.some((n) => !Number.isInteger(n) || n < 0) || lengths.reduce((a, b) => a + b, 0) !== bytes.byteLength)
+    throw new Error("the cell's step results do not add up");
+  let at = 0;
+  return lengths.map((n) => bytes.subarray(at, (at += n)));
 }
 
 /** A stored cell as a store hands it out: its Lighthouse result read from `bytes` only when asked for. */
@@ -239,6 +287,6 @@ export function storedCell(record: ResultRecord, bytes: Uint8Array): SnapshotRec
 }
 
 /** A result record's cell, its optional parts present only when stored. */
-function cellOf({ checks, artifacts, ...cell }: ResultRecord) {
-  return { ...cell, ...(checks ? { checks } : {}), ...(artifacts ? { artifacts } : {}) };
+function cellOf({ checks, artifacts, steps, ...cell }: ResultRecord) {
+  return { ...cell, ...(checks ? { checks } : {}), ...(artifacts ? { artifacts } : {}), ...(steps ? { steps } : {}) };
 }

@@ -25,7 +25,7 @@ export const kpisSchema: SqliteSchema = {
 CREATE TABLE IF NOT EXISTS kpis (
   snapshot_id TEXT NOT NULL, project_id TEXT NOT NULL, user_id TEXT NOT NULL, date INTEGER NOT NULL, domain TEXT NOT NULL,
   url TEXT NOT NULL, device TEXT NOT NULL, location TEXT NOT NULL, update_type TEXT NOT NULL, section TEXT NOT NULL,
-  kpi TEXT NOT NULL, data TEXT NOT NULL, revision TEXT);
+  kpi TEXT NOT NULL, data TEXT NOT NULL, revision TEXT, step TEXT);
 CREATE INDEX IF NOT EXISTS kpis_for_overview ON kpis (user_id, date, url, device, location, section, kpi);
 CREATE INDEX IF NOT EXISTS kpis_by_snapshot ON kpis (snapshot_id);`,
   steps: [
@@ -34,6 +34,7 @@ CREATE INDEX IF NOT EXISTS kpis_by_snapshot ON kpis (snapshot_id);`,
       adds: "the code change of each record's snapshot (JSON), for the overview's filters",
       up: addColumns('kpis', 'revision TEXT'),
     },
+    { version: 21, adds: 'the flow step of each record (issue 36)', up: addColumns('kpis', 'step TEXT') },
   ],
 };
 
@@ -51,11 +52,12 @@ const KPI_COLUMNS = [
   'kpi',
   'data',
   'revision',
+  'step',
 ] as const;
 /**
  * KPI rows per INSERT: a snapshot's records (about 50 per cell) go in a few statements rather
  * than one each, which was most of the embedded store's share of a snapshot's write at 1,000
- * updates (bench/results.md). 64 rows of 13 values stay far within SQLite's 32,766 parameters.
+ * updates (bench/results.md). 64 rows of 14 values stay far within SQLite's 32,766 parameters.
  */
 const KPI_ROWS_PER_INSERT = 64;
 const kpiInserts = new Map<number, string>();
@@ -85,6 +87,7 @@ const kpiRowValues = (k: PlacedKpi): SQLInputValue[] => [
   k.kpi,
   JSON.stringify(k.data),
   k.revision ? JSON.stringify(k.revision) : null,
+  k.step ?? null,
 ];
 
 /** Writes `kpis` as rows, KPI_ROWS_PER_INSERT to a statement (within the caller's transaction). */
@@ -179,7 +182,7 @@ export class SqliteKpis implements KpisStore {
     if (pullRequest) add("json_extract(revision, '$.pullRequest') = ?", pullRequest);
     const rows = this.#db.conn
       .prepare(
-        `SELECT date, domain, url, device, location, update_type AS updateType, section, kpi, revision, data AS dataJson FROM kpis WHERE ${where.join(' AND ')} ORDER BY date, url, device, location, section, kpi`,
+        `SELECT date, domain, url, device, location, update_type AS updateType, section, kpi, step, revision, data AS dataJson FROM kpis WHERE ${where.join(' AND ')} ORDER BY date, url, device, location, section, kpi`,
       )
       .iterate(...params);
     // Batch by batch from the statement: memory stays flat however many records match.

@@ -4,6 +4,7 @@ import {
   cellReadLater,
   filtered,
   snapshotRecords,
+  splitStepGzips,
   storedCell,
   type SnapshotCells,
   type SnapshotFilter,
@@ -20,7 +21,8 @@ const resultBytes = z.instanceof(Uint8Array);
 const resultRow = asRecord(records.result.extend({ lighthouse: resultBytes }));
 /** A result's row without its bytes, and its place among the snapshot's. */
 const cellRow = asRecord(records.result.extend({ seq: z.number().int() }));
-const RESULT_COLUMNS_BUT_BYTES = 'seq, device, location, median, runs, element_count, crux, checks, artifacts';
+const RESULT_COLUMNS_BUT_BYTES = 'seq, device, location, median, runs, element_count, crux, checks, artifacts, steps';
+const stepResultsRow = z.object({ step_results: resultBytes.nullable(), step_parts: z.string().nullable() });
 
 /** Snapshots read from SQLite: `snapshots`, their cells' results in `results`. */
 export class SqliteSnapshotReads implements SnapshotReadsStore {
@@ -55,6 +57,12 @@ export class SqliteSnapshotReads implements SnapshotReadsStore {
         // Deleted since (retention, a removed project): the reader's answer cannot be whole.
         if (!stored) throw new Error('the result is no longer stored');
         return resultBytes.parse((stored as { lighthouse: unknown }).lighthouse);
+      }, async () => {
+        const sql = 'SELECT step_results, step_parts FROM results WHERE snapshot_id = ? AND seq = ?';
+        const stored = this.#db.get(sql, snapshot.id, seq);
+        if (!stored) throw new Error('the result is no longer stored');
+        const { step_results: bytes, step_parts: parts } = stepResultsRow.parse(stored);
+        return bytes && parts !== null ? splitStepGzips(bytes, parts) : [];
       }),
     );
     return { ...snapshot, results };

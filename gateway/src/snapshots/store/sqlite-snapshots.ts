@@ -10,6 +10,8 @@ import { insertKpis } from './sqlite-kpis.ts';
 import {
   announcesEvents,
   availableCells,
+  joinedStepGzips,
+  storedStep,
   snapshotRecords,
   type NewSnapshot,
   type SnapshotsStore,
@@ -28,7 +30,7 @@ CREATE INDEX IF NOT EXISTS snapshots_by_date ON snapshots (date);
 CREATE TABLE IF NOT EXISTS results (
   snapshot_id TEXT NOT NULL, seq INTEGER NOT NULL, device TEXT NOT NULL, location TEXT NOT NULL, median INTEGER NOT NULL,
   runs TEXT NOT NULL, element_count INTEGER, crux TEXT NOT NULL, lighthouse BLOB NOT NULL, checks TEXT,
-  artifacts TEXT,
+  artifacts TEXT, steps TEXT, step_results BLOB, step_parts TEXT,
   PRIMARY KEY (snapshot_id, seq));`,
   steps: [
     {
@@ -52,6 +54,11 @@ CREATE TABLE IF NOT EXISTS results (
       version: 18,
       adds: "the states of each cell's artifacts (JSON)",
       up: addColumns('results', 'artifacts TEXT'),
+    },
+    {
+      version: 20,
+      adds: "a flow's steps on each cell (JSON), their further results and those results' lengths",
+      up: addColumns('results', 'steps TEXT', 'step_results BLOB', 'step_parts TEXT'),
     },
   ],
   // Needs the column of step 7 first.
@@ -86,6 +93,11 @@ export class SqliteSnapshots implements SnapshotsStore {
     const { project, updateId, date, updateType, results, missing, kpiVersion = 1, revision } = snapshot;
     // Compressed before the transaction: the write itself then takes milliseconds.
     const compressed = await Promise.all(results.map((r) => r.lighthouse.gzip()));
+    const stepGzips = await Promise.all(
+      results.map(async (r) =>
+        r.steps ? joinedStepGzips(await Promise.all(r.steps.slice(1).map((step) => step.lighthouse.gzip()))) : null,
+      ),
+    );
     return this.#db.transaction(() => {
       // Idempotent per update: a second save of the same update returns the first one's date.
       const earlier = this.#db.get('SELECT date FROM snapshots WHERE update_id = ?', updateId) as
@@ -121,15 +133,20 @@ export class SqliteSnapshots implements SnapshotsStore {
         updateType,
         ...revisionMember(revision),
       };
-      this.#insertCells(place, results, compressed);
+      this.#insertCells(place, results, compressed, stepGzips);
       return stored;
     });
   }
 
   /** A snapshot's results (their results compressed as `compressed`, in order) and their KPI records. */
-  #insertCells(place: KpiPlace, results: NewSnapshot['results'], compressed: readonly Buffer[]): void {
+  #insertCells(
+    place: KpiPlace,
+    results: NewSnapshot['results'],
+    compressed: readonly Buffer[],
+    stepGzips: ReadonlyArray<{ bytes: Buffer; parts: string } | null>,
+  ): void {
     const insertResult = this.#db.prepared(
-      'INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse, checks, artifacts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO results (snapshot_id, seq, device, location, median, runs, element_count, crux, lighthouse, checks, artifacts, steps, step_results, step_parts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     );
     results.forEach((r, seq) => {
       insertResult.run(
@@ -144,6 +161,9 @@ export class SqliteSnapshots implements SnapshotsStore {
         compressed[seq]!,
         r.checks ? JSON.stringify(r.checks) : null,
         r.artifacts ? JSON.stringify(r.artifacts) : null,
+        r.steps ? JSON.stringify(r.steps.map(storedStep)) : null,
+        stepGzips[seq]?.bytes ?? null,
+        stepGzips[seq]?.parts ?? null,
       );
     });
     insertKpis(this.#db, placedKpis(place, results));

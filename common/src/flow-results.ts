@@ -1,0 +1,46 @@
+import { z } from 'zod';
+import { FLOW_LIMITS, FLOW_STEP_KINDS } from './flow.ts';
+import { auditNumber, type LighthouseResult } from './lighthouse-result.ts';
+import { extractRunMetrics, runVerdictSchema } from './run-metrics.ts';
+
+/**
+ * A flow step's numbers in one run: a navigation's key metrics, a timespan's INP, TBT and CLS
+ * (Lighthouse reports no load metrics there), a snapshot's category scores. Null where the step's
+ * kind has no such number.
+ */
+export const stepRunSummarySchema = z.object({
+  fcp: z.number().nullable(),
+  lcp: z.number().nullable(),
+  si: z.number().nullable(),
+  tti: z.number().nullable(),
+  tbt: z.number().nullable(),
+  cls: z.number().nullable(),
+  inp: z.number().nullable(),
+  performance: z.number().nullable(),
+  /** Every category the step's result scores, 0–100 (a snapshot's are its point). */
+  scores: z.record(z.string().max(64), z.number().nullable()),
+  /** The run's verdict, the whole run's (a flow is one run through all its steps). */
+  verdict: runVerdictSchema.optional(),
+});
+export type StepRunSummary = z.infer<typeof stepRunSummarySchema>;
+
+/**
+ * One step of a flow's cell as a snapshot keeps it: its name and kind, and its numbers in every
+ * run; `median` (1-based) is the run whose result stands for the step, chosen among the runs
+ * judged reliable by the step's own measure.
+ */
+export const cellStepSchema = z.object({
+  name: z.string().min(1).max(FLOW_LIMITS.nameChars),
+  kind: z.enum(FLOW_STEP_KINDS),
+  median: z.number().int().positive(),
+  runs: z.array(stepRunSummarySchema).max(100),
+});
+export type CellStep = z.infer<typeof cellStepSchema>;
+
+/** A step's numbers in one run, read off its result (or its digest's skeleton of it). */
+export function stepRunSummary(lhr: LighthouseResult): Omit<StepRunSummary, 'verdict'> {
+  const scores: Record<string, number | null> = {};
+  for (const [id, category] of Object.entries(lhr.categories))
+    scores[id] = typeof category.score === 'number' ? Math.round(category.score * 100) : null;
+  return { ...extractRunMetrics(lhr), inp: auditNumber(lhr, 'interaction-to-next-paint'), scores };
+}
