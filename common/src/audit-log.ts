@@ -18,6 +18,8 @@ const AUDIT_ACTIONS = [
   'budgets.replaced',
   'credentials.set',
   'credentials.cleared',
+  'flow.set',
+  'flow.removed',
   'webhook.added',
   'webhook.removed',
   'repository.linked',

@@ -31,24 +31,57 @@ const isBudgetKey = (key: string): key is BudgetKey => budgetKeySet.has(key);
 export const budgetKeyList = budgetKeyNames.join(', ');
 
 /**
+ * A budget's key: a key of BUDGET_KEYS for a project's page (a flow's first step), or
+ * `<step>.<key>` for a step of its flow (`add to cart.inp`, `checkout.cls`).
+ */
+export interface ScopedBudgetKey {
+  step?: string;
+  key: BudgetKey;
+}
+
+/** A step name as budget keys scope one (the flow's own rule: no dot, letters, digits, space, _ and -). */
+const STEP_SCOPE = /^[A-Za-z0-9][A-Za-z0-9 _-]{0,39}$/;
+
+/** Keys measured only in a flow's timespans: unscoped, they would never be measured. */
+const STEP_ONLY: ReadonlySet<BudgetKey> = new Set(['inp']);
+
+/** `lcp`, `checkout.inp`: the key and its step, or why it is not a budget key. */
+export function splitBudgetKey(text: string): ScopedBudgetKey | { error: string } {
+  const dot = text.lastIndexOf('.');
+  const step = dot === -1 ? undefined : text.slice(0, dot);
+  const key = dot === -1 ? text : text.slice(dot + 1);
+  if (!isBudgetKey(key)) return { error: `unknown budget key "${key.slice(0, 64)}"; known: ${budgetKeyList}` };
+  if (step !== undefined && !STEP_SCOPE.test(step))
+    return { error: `"${text.slice(0, 100)}": a step name is letters, digits, spaces, _ and -, up to 40` };
+  if (step === undefined && STEP_ONLY.has(key))
+    return { error: `${key} is measured in a flow's timespan steps: give it as <step>.${key} (e.g. checkout.${key})` };
+  return step === undefined ? { key } : { step, key };
+}
+
+/** The key as written in budgets: `lcp`, `checkout.inp`. */
+export const budgetKeyText = ({ step, key }: ScopedBudgetKey): string => (step === undefined ? key : `${step}.${key}`);
+
+/**
  * Limits by key (`budgets`, `maxRegression`): what a caller sends and what a store reads back,
- * one schema, so nothing is stored that cannot be read again.
+ * one schema, so nothing is stored that cannot be read again. Keys may be scoped to a flow's
+ * step (`checkout.inp`).
  */
 export const limitsSchema = (name: string) =>
   withoutPrototypeKeys(
     z
       .record(
-        z.string(),
+        z.string().max(120, `${name}: a key is at most 120 characters`),
         z.number({ error: `${name}: each limit is a number` }).nonnegative(`${name}: a limit is not negative`),
       )
       .superRefine((limits, ctx) => {
-        for (const [key, value] of Object.entries(limits)) {
-          if (!isBudgetKey(key))
-            ctx.addIssue({ code: 'custom', message: `${name}: unknown budget key "${key}"; known: ${budgetKeyList}` });
-          else if (BUDGET_KEYS[key].kind === 'score' && value > 100)
-            ctx.addIssue({ code: 'custom', message: `${name}: ${key} is a score from 0 to 100, not ${value}` });
+        if (Object.keys(limits).length > 100) ctx.addIssue({ code: 'custom', message: `${name}: at most 100 limits` });
+        for (const [text, value] of Object.entries(limits)) {
+          const scoped = splitBudgetKey(text);
+          if ('error' in scoped) ctx.addIssue({ code: 'custom', message: `${name}: ${scoped.error}` });
+          else if (BUDGET_KEYS[scoped.key].kind === 'score' && value > 100)
+            ctx.addIssue({ code: 'custom', message: `${name}: ${text} is a score from 0 to 100, not ${value}` });
         }
-      }) as unknown as z.ZodType<Partial<Record<BudgetKey, number>>>,
+      }) as unknown as z.ZodType<Record<string, number>>,
     name,
   );
 
@@ -69,20 +102,23 @@ export class BudgetSpecError extends Error {
   }
 }
 
-/** `performance=90`, `lcp=2500`: one `--budget` (or `--max-regression`) flag. */
-export function parseLimit(text: string): [BudgetKey, number] {
-  const match = /^([a-z-]+)=(\d+(?:\.\d+)?)$/.exec(text.trim());
-  if (!match) throw new BudgetSpecError(`"${text}" is not KEY=NUMBER (e.g. performance=90, lcp=2500)`);
-  const key = match[1]!;
-  if (!isBudgetKey(key)) throw new BudgetSpecError(`unknown budget key "${key}"; known: ${budgetKeyList}`);
+/** `performance=90`, `lcp=2500`, `checkout.inp=200`: one `--budget` (or `--max-regression`) flag. */
+export function parseLimit(text: string): [string, number] {
+  const match = /^(.+)=(\d+(?:\.\d+)?)$/.exec(text.trim());
+  if (!match)
+    throw new BudgetSpecError(`"${text}" is not KEY=NUMBER (e.g. performance=90, lcp=2500, checkout.inp=200)`);
+  const scoped = splitBudgetKey(match[1]!);
+  if ('error' in scoped) throw new BudgetSpecError(scoped.error);
   const value = Number(match[2]);
-  if (BUDGET_KEYS[key].kind === 'score' && value > 100)
-    throw new BudgetSpecError(`${key} is a score from 0 to 100, not ${value}`);
-  return [key, value];
+  if (BUDGET_KEYS[scoped.key].kind === 'score' && value > 100)
+    throw new BudgetSpecError(`${match[1]} is a score from 0 to 100, not ${value}`);
+  return [budgetKeyText(scoped), value];
 }
 
 const budgetCheckSchema = z.object({
   key: z.enum(budgetKeyNames),
+  /** The flow step the check is of (issue 36); absent: the project's page (a flow's first step). */
+  step: z.string().max(40).optional(),
   /** What was measured, or null when the result does not have it. */
   actual: z.number().nullable(),
   kind: z.enum(['budget', 'regression']),
@@ -95,8 +131,9 @@ const budgetCheckSchema = z.object({
 });
 export type BudgetCheck = z.infer<typeof budgetCheckSchema>;
 
-/** Names a check across snapshots: its kind and key (`budget:performance`, `regression:lcp`). */
-export const checkId = (check: Pick<BudgetCheck, 'kind' | 'key'>): string => `${check.kind}:${check.key}`;
+/** Names a check across snapshots: its kind and key (`budget:performance`, `regression:lcp`, `budget:checkout.inp`). */
+export const checkId = (check: Pick<BudgetCheck, 'kind' | 'key' | 'step'>): string =>
+  `${check.kind}:${budgetKeyText(check)}`;
 
 interface CellReport {
   device: Device;
@@ -130,30 +167,38 @@ export function formatValue(key: BudgetKey, value: number | null): string {
   return `${Math.round(value)}${spec.unit ? ` ${spec.unit}` : ''}`;
 }
 
-function budgetCheck(key: BudgetKey, actual: number | null, limit: number): BudgetCheck {
+function budgetCheck({ step, key }: ScopedBudgetKey, actual: number | null, limit: number): BudgetCheck {
   const spec = BUDGET_KEYS[key];
   const pass = actual !== null && (spec.kind === 'score' ? actual >= limit : actual <= limit);
   const bound = spec.kind === 'score' ? 'at least' : 'at most';
   return {
     key,
+    ...(step !== undefined ? { step } : {}),
     actual,
     kind: 'budget',
     limit,
     pass,
-    message: `${spec.label} ${formatValue(key, actual)}, budget ${bound} ${formatValue(key, limit)}`,
+    message: `${step !== undefined ? `${step}: ` : ''}${spec.label} ${formatValue(key, actual)}, budget ${bound} ${formatValue(key, limit)}`,
   };
 }
 
-function regressionCheck(key: BudgetKey, actual: number | null, previous: number, allowed: number): BudgetCheck {
+function regressionCheck(
+  { step, key }: ScopedBudgetKey,
+  actual: number | null,
+  previous: number,
+  allowed: number,
+): BudgetCheck {
   const spec = BUDGET_KEYS[key];
+  const where = step !== undefined ? `${step}: ` : '';
   const check = (pass: boolean, message: string): BudgetCheck => ({
     key,
+    ...(step !== undefined ? { step } : {}),
     actual,
     kind: 'regression',
     limit: previous,
     allowed,
     pass,
-    message,
+    message: `${where}${message}`,
   });
   if (actual === null) return check(false, `${spec.label} not measured (previous ${formatValue(key, previous)})`);
   if (spec.kind === 'score') {
@@ -172,23 +217,48 @@ function regressionCheck(key: BudgetKey, actual: number | null, previous: number
   );
 }
 
+/** A flow's steps as budgets read them: each step's name and its result's numbers. */
+export type MeasuredSteps = ReadonlyArray<{ name: string; lighthouse: Readonly<Record<string, unknown>> }>;
+
+/** What a check measures: the page's result, or the named step's (null when the flow has no such step). */
+function measuredFor(
+  lighthouse: Readonly<Record<string, unknown>> | undefined,
+  steps: MeasuredSteps | undefined,
+  { step, key }: ScopedBudgetKey,
+): number | null {
+  if (step === undefined) return lighthouse ? measure(lighthouse, key) : null;
+  const named = steps?.find((s) => s.name.toLowerCase() === step.toLowerCase());
+  return named ? measure(named.lighthouse, key) : null;
+}
+
+/** Budget keys as written, each split into its step and key (a stored key that no longer reads is skipped). */
+function scopedLimits(limits: Readonly<Record<string, number>>): Array<[ScopedBudgetKey, number]> {
+  return Object.entries(limits).flatMap(([text, value]) => {
+    const scoped = splitBudgetKey(text);
+    return 'error' in scoped ? [] : [[scoped, value] as [ScopedBudgetKey, number]];
+  });
+}
+
 /**
  * One (device, location)'s Lighthouse result against the budgets and, given the previous
  * snapshot's result of the same cell, against the allowed regressions: what the CLI checks in
- * CI and the gateway checks on every stored snapshot.
+ * CI and the gateway checks on every stored snapshot. A flow's cell gives its steps, which
+ * step-scoped keys (`checkout.inp`) are checked against.
  */
 export function checkCell(
   lighthouse: Readonly<Record<string, unknown>>,
   budgets: Budgets,
   previous?: Readonly<Record<string, unknown>>,
+  steps?: { current?: MeasuredSteps | undefined; previous?: MeasuredSteps | undefined },
 ): BudgetCheck[] {
   const checks: BudgetCheck[] = [];
-  for (const [key, limit] of Object.entries(budgets.budgets) as Array<[BudgetKey, number]>)
-    checks.push(budgetCheck(key, measure(lighthouse, key), limit));
+  for (const [scoped, limit] of scopedLimits(budgets.budgets))
+    checks.push(budgetCheck(scoped, measuredFor(lighthouse, steps?.current, scoped), limit));
   if (previous) {
-    for (const [key, allowed] of Object.entries(budgets.maxRegression) as Array<[BudgetKey, number]>) {
-      const was = measure(previous, key);
-      if (was !== null) checks.push(regressionCheck(key, measure(lighthouse, key), was, allowed));
+    for (const [scoped, allowed] of scopedLimits(budgets.maxRegression)) {
+      const was = measuredFor(previous, steps?.previous, scoped);
+      if (was !== null)
+        checks.push(regressionCheck(scoped, measuredFor(lighthouse, steps?.current, scoped), was, allowed));
     }
   }
   return checks;
@@ -212,7 +282,10 @@ export function evaluateBudgets(result: AuditResult, budgets: Budgets, previous?
         cells.push({
           device,
           location,
-          checks: checkCell(cell.lighthouse, budgets, previous?.[device]?.[location]?.lighthouse),
+          checks: checkCell(cell.lighthouse, budgets, previous?.[device]?.[location]?.lighthouse, {
+            current: cell.steps,
+            previous: previous?.[device]?.[location]?.steps,
+          }),
         });
     }
   }

@@ -44,3 +44,36 @@ export function stepRunSummary(lhr: LighthouseResult): Omit<StepRunSummary, 'ver
     scores[id] = typeof category.score === 'number' ? Math.round(category.score * 100) : null;
   return { ...extractRunMetrics(lhr), inp: auditNumber(lhr, 'interaction-to-next-paint'), scores };
 }
+
+/** Where a step's numbers come from in a Lighthouse result (what budgets measure). */
+const STEP_AUDITS = {
+  fcp: 'first-contentful-paint',
+  lcp: 'largest-contentful-paint',
+  si: 'speed-index',
+  tti: 'interactive',
+  tbt: 'total-blocking-time',
+  cls: 'cumulative-layout-shift',
+  inp: 'interaction-to-next-paint',
+} as const;
+
+/**
+ * A stored step's median run as a skeleton of a Lighthouse result: what a budget's regression
+ * compares a step with, without reading the stored result (its scores and metrics; the page's
+ * bytes and server response time are not kept per step, and a regression of those is skipped).
+ */
+export function stepSkeleton(step: Pick<CellStep, 'runs' | 'median'>): {
+  categories: Record<string, { score: number | null }>;
+  audits: Record<string, { numericValue?: number }>;
+} {
+  const run = step.runs[step.median - 1];
+  if (!run) return { categories: {}, audits: {} };
+  const audits: Record<string, { numericValue?: number }> = {};
+  for (const [field, audit] of Object.entries(STEP_AUDITS)) {
+    const value = run[field as keyof typeof STEP_AUDITS];
+    if (value !== null) audits[audit] = { numericValue: value };
+  }
+  const categories = Object.fromEntries(
+    Object.entries(run.scores).map(([id, score]) => [id, { score: score === null ? null : score / 100 }]),
+  );
+  return { categories, audits };
+}

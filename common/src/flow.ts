@@ -168,6 +168,9 @@ export const flowSchema = z
   });
 export type Flow = z.output<typeof flowSchema>;
 
+/** A flow's shape as answers carry it (what `flowSchema` gives once it has checked one). */
+export const flowShapeSchema = z.object({ steps: z.array(stepSchema) }).meta({ id: 'Flow' });
+
 function stepMessage(raw: unknown, index: number, issue: z.core.$ZodIssue): string {
   const name = (raw as { name?: unknown } | null)?.name;
   const step = typeof name === 'string' && name.length <= FLOW_LIMITS.nameChars ? describeStep({ name }, index) : `step ${index + 1}`;

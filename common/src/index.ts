@@ -41,6 +41,7 @@ export * from './run-digest.ts';
 export * from './target-guard.ts';
 export * from './cli/index.ts';
 export * from './api/endpoints.ts';
+export * from './api/flow-requests.ts';
 export * from './api/forge-requests.ts';
 export { normalizeProjectUrl } from './api/request-fields.ts';
 export {

@@ -11,6 +11,7 @@ import {
   updateStatusSchema,
 } from '../overview.ts';
 import { credentialsViewSchema } from '../page-auth.ts';
+import { flowBodySchema, flowQuerySchema, flowRemovedSchema, flowViewSchema } from './flow-requests.ts';
 import { webhookListSchema } from '../webhooks.ts';
 import { ANNOTATIONS_WRITES, annotationsBodySchema, annotationsQuerySchema } from './annotation-requests.ts';
 import { auditLogBodySchema, auditLogQuerySchema } from './audit-log-requests.ts';
@@ -217,6 +218,15 @@ export const API_ENDPOINTS = {
     body: credentialsBodySchema,
     writes: CREDENTIALS_WRITES,
     answer: credentialsViewSchema,
+  },
+  flow: {
+    path: '/v1/projects/flow',
+    // A flow is a setting of its project: read, replaced, removed (issue 36).
+    methods: ['GET', 'PUT', 'DELETE'],
+    query: flowQuerySchema,
+    body: flowBodySchema,
+    // GET and PUT: the flow; DELETE: that it was removed.
+    answer: z.union([flowViewSchema, flowRemovedSchema]),
   },
   repository: {
     path: '/v1/projects/repository',

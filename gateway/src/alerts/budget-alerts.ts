@@ -8,7 +8,9 @@ import {
   type Device,
   type LighthouseResult,
   type Location,
+  type MeasuredSteps,
   digestSkeleton,
+  stepSkeleton,
 } from '@perfwatch/common';
 import type { Logger } from 'pino';
 import type { RunOutcome } from '../dispatch/run-outcome.ts';
@@ -26,6 +28,8 @@ import type { NewLocationSnapshot, ProjectRecord, SnapshotReadsStore } from '../
 /** What a cell's previous snapshot says: its result (regressions compare with it) and each check's state. */
 export interface PriorCell {
   lighthouse: LighthouseResult;
+  /** A flow's steps, each as its median run's numbers (stepSkeleton). */
+  steps?: MeasuredSteps;
   states: ReadonlyMap<string, AlertState>;
 }
 
@@ -37,9 +41,14 @@ export function needsConfirmation(checks: readonly BudgetCheck[], prior: PriorCe
   return checks.some((check) => !check.pass && stateOf(prior?.states, check) === 'passing');
 }
 
-/** A cell's checks against the budgets and, given its previous result, the allowed regressions. */
-function checksOf(lighthouse: LighthouseResult, budgets: Budgets, prior: PriorCell | undefined): BudgetCheck[] {
-  return checkCell(lighthouse, budgets, prior?.lighthouse);
+/** A cell's checks against the budgets and, given its previous result, the allowed regressions; a flow's by step too. */
+function checksOf(
+  lighthouse: LighthouseResult,
+  steps: MeasuredSteps | undefined,
+  budgets: Budgets,
+  prior: PriorCell | undefined,
+): BudgetCheck[] {
+  return checkCell(lighthouse, budgets, prior?.lighthouse, { current: steps, previous: prior?.steps });
 }
 
 /**
@@ -92,6 +101,9 @@ async function readPriorCells(
       if (!result) return;
       prior.set(cellKey(device, location), {
         lighthouse: result.lighthouse,
+        ...(result.steps
+          ? { steps: result.steps.map((step) => ({ name: step.name, lighthouse: stepSkeleton(step) })) }
+          : {}),
         states: new Map((result.checks ?? []).map((c) => [checkId(c), c.state])),
       });
     }),
@@ -117,7 +129,8 @@ export async function checkBudgets(
   await Promise.all(
     results.map(async (result) => {
       const before = prior.get(cellKey(result.device, result.location));
-      const checks = checksOf(result.measured, project.budgets, before);
+      const steps = result.steps?.map((step) => ({ name: step.name, lighthouse: step.measured }));
+      const checks = checksOf(result.measured, steps, project.budgets, before);
       let confirmation: ReturnType<typeof checksOf> | null | undefined;
       if (needsConfirmation(checks, before)) {
         log.info(
@@ -129,7 +142,14 @@ export async function checkBudgets(
           'a budget failed; measuring once more to confirm',
         );
         const outcome = await confirm(result.device, result.location);
-        confirmation = outcome.ok ? checksOf(digestSkeleton(outcome.result.digest), project.budgets, before) : null;
+        confirmation = outcome.ok
+          ? checksOf(
+              digestSkeleton(outcome.result.digest),
+              outcome.result.steps?.map((step) => ({ name: step.name, lighthouse: digestSkeleton(step.digest) })),
+              project.budgets,
+              before,
+            )
+          : null;
       }
       result.checks = settleChecks(checks, before, confirmation);
     }),

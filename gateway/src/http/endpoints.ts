@@ -15,6 +15,7 @@ import type { WebhookRules } from '../alerts/webhook-registry.ts';
 import { budgetsRoute } from '../projects/budgets-route.ts';
 import type { CredentialTrust } from '../projects/credential-trust.ts';
 import { credentialsRoute } from '../projects/credentials-route.ts';
+import { flowRoute } from '../projects/flow-route.ts';
 import { projectsRoute } from '../projects/projects-route.ts';
 import { annotationsRoute } from '../snapshots/annotations-route.ts';
 import { auditRoute } from '../snapshots/audit-route.ts';
@@ -259,6 +260,18 @@ export const GATEWAY_ENDPOINTS: Record<ApiEndpointName, GatewayEndpoint> = {
       postResponses: {
         '503': 'Credentials were given, and this gateway has no PERFWATCH_SECRETS_KEY to seal them with.',
       },
+    },
+  },
+  flow: {
+    contract: API_ENDPOINTS.flow,
+    limit: 'reads',
+    access: READS_AND_EDITS,
+    route: ({ store, webhookRules, auditLog }) => flowRoute({ store, guard: webhookRules.targets, audit: auditLog }),
+    doc: {
+      summary: "Read (GET), replace (PUT) or remove (DELETE) a project's user flow",
+      answer:
+        'The flow (GET: null when the project has none; PUT: as stored); `removed` (DELETE). With a flow, updates run its steps instead of a navigation (docs/flows.md).',
+      responses: { '404': 'No project of the caller has that URL, or (DELETE) it has no flow.' },
     },
   },
   repository: {
