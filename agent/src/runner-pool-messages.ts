@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { AUDIT_ERROR_CODES, DEVICES, pageAuthSchema, type AuditFailure, type AuditErrorCode } from '@perfwatch/common';
+import {
+  AUDIT_ERROR_CODES,
+  DEVICES,
+  flowSchema,
+  pageAuthSchema,
+  type AuditFailure,
+  type AuditErrorCode,
+} from '@perfwatch/common';
 import type { RunOutput } from './lighthouse-runner.ts';
 
 /** What a runner pool tells each of its worker threads at start. */
@@ -24,6 +31,7 @@ export const poolRequestSchema = z.discriminatedUnion('type', [
       timeoutMs: z.number().int().positive(),
       baselineBenchmarkIndex: z.number().positive().nullable().optional(),
       auth: pageAuthSchema.optional(),
+      flow: flowSchema.optional(),
     }),
   }),
   z.object({ type: z.literal('calibrate'), id: z.number().int() }),

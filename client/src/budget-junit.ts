@@ -1,5 +1,5 @@
 import junitReport, { type Builder } from 'junit-report-builder';
-import type { BudgetReport } from '@perfwatch/common';
+import { budgetKeyText, type BudgetReport } from '@perfwatch/common';
 
 // The package is CommonJS with types that declare an ES default export: under Node's ESM the
 // default import is the builder itself.
@@ -36,7 +36,7 @@ export function budgetJunitXml(url: string, report: BudgetReport | { error: stri
       const testCase = suite
         .testCase()
         .className(`perfwatch.${cell.device}.${cell.location}`)
-        .name(`${check.kind === 'budget' ? 'budget' : 'regression'} ${check.key}`);
+        .name(`${check.kind === 'budget' ? 'budget' : 'regression'} ${budgetKeyText(check)}`);
       testCase.standardOutput(check.message);
       if (!check.pass) testCase.failure(check.message, check.kind === 'budget' ? 'BudgetExceeded' : 'Regression');
     }

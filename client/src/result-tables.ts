@@ -5,6 +5,7 @@ import {
   DEVICES,
   LOCATIONS,
   type OverviewRecord,
+  budgetKeyText,
   formatValue,
   measure,
   type BudgetKey,
@@ -66,7 +67,7 @@ function checkLines(result: AuditResult): string[] {
               : ` (confirmation run: ${formatValue(check.key, check.confirmation.actual)}, ${check.confirmation.pass ? 'passed' : 'failed'})`;
         const event = check.event ? ` → ${check.event}` : '';
         lines.push(
-          `${device}/${location} ${check.pass ? 'pass' : 'FAIL'} ${check.kind} ${check.key}: ${check.message}${confirmation}; ${check.state}${event}`,
+          `${device}/${location} ${check.pass ? 'pass' : 'FAIL'} ${check.kind} ${budgetKeyText(check)}: ${check.message}${confirmation}; ${check.state}${event}`,
         );
       }
     }
@@ -135,7 +136,7 @@ export function budgetTable(report: BudgetReport): string {
       table.push([
         cell.device,
         cell.location,
-        `${check.kind} ${check.key}`,
+        `${check.kind} ${budgetKeyText(check)}`,
         check.message,
         check.pass ? 'pass' : 'FAIL',
       ]);

@@ -95,6 +95,37 @@ export const budgetFileSchema = z.strictObject({
 });
 export type Budgets = z.output<typeof budgetFileSchema>;
 
+/**
+ * Budgets as stores keep them: each map as a list of {key, limit}, since a step's key has a dot
+ * (`checkout.inp`), which MongoDB-wire servers refuse in a field name (and FerretDB refuses
+ * arrays of arrays). Read back in either form (objects were stored before step budgets), by
+ * the caller's own schema.
+ */
+export const storedBudgets = ({ budgets, maxRegression }: Budgets) => ({
+  budgets: Object.entries(budgets).map(([key, limit]) => ({ key, limit })),
+  maxRegression: Object.entries(maxRegression).map(([key, limit]) => ({ key, limit })),
+});
+const fromEntries = (value: unknown) =>
+  Array.isArray(value)
+    ? Object.fromEntries(
+        value.map((entry: unknown) => {
+          const { key, limit } = (entry ?? {}) as { key?: unknown; limit?: unknown };
+          return [String(key), limit];
+        }),
+      )
+    : value;
+export const storedBudgetsSchema = z.preprocess(
+  (value) =>
+    typeof value === 'object' && value !== null
+      ? {
+          ...value,
+          budgets: fromEntries((value as { budgets?: unknown }).budgets),
+          maxRegression: fromEntries((value as { maxRegression?: unknown }).maxRegression),
+        }
+      : value,
+  budgetFileSchema,
+);
+
 export class BudgetSpecError extends Error {
   constructor(message: string) {
     super(message);

@@ -1,5 +1,5 @@
 import { ObjectId, type Collection, type Db } from 'mongodb';
-import type { Budgets, Flow } from '@perfwatch/common';
+import { storedBudgets, type Budgets, type Flow } from '@perfwatch/common';
 import { asRecord, duplicateOr, mongoForms, type MongoDatabase } from '../../store/mongo-database.ts';
 import {
   newProjectRecord,
@@ -32,7 +32,13 @@ export class MongoProjects implements ProjectsStore {
   async addProject(project: NewProject): Promise<ProjectRecord> {
     const { id, ...record } = newProjectRecord(project, new ObjectId().toHexString(), new Date());
     const siteId = record.siteId === null ? null : new ObjectId(record.siteId);
-    const doc = { _id: new ObjectId(id), ...record, userId: new ObjectId(project.userId), siteId };
+    const doc = {
+      _id: new ObjectId(id),
+      ...record,
+      budgets: storedBudgets(record.budgets),
+      userId: new ObjectId(project.userId),
+      siteId,
+    };
     try {
       await this.#projects.insertOne(doc);
     } catch (error) {
@@ -77,7 +83,7 @@ export class MongoProjects implements ProjectsStore {
   }
 
   async setProjectBudgets(projectId: string, budgets: Budgets): Promise<void> {
-    await this.#projects.updateOne(byId(projectId), { $set: { budgets } });
+    await this.#projects.updateOne(byId(projectId), { $set: { budgets: storedBudgets(budgets) } });
   }
 
   async setProjectFlow(projectId: string, flow: Flow | null): Promise<void> {

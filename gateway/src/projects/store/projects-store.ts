@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import {
-  budgetFileSchema,
+  storedBudgetsSchema,
   DEVICES,
   flowSchema,
   LOCATIONS,
@@ -110,7 +110,7 @@ export function projectRecords(forms: StoredForms) {
       .default(null),
     crux: structured(z.boolean()).nullable().default(null),
     // Absent on projects stored before budgets were.
-    budgets: structured(budgetFileSchema).default(noBudgets),
+    budgets: structured(storedBudgetsSchema).default(noBudgets),
     auth: z.string().nullable().default(null),
     // Absent on projects stored before sites were (issue 34): made by hand.
     siteId: id.nullable().default(null),

@@ -1,4 +1,4 @@
-import type { Budgets, Flow } from '@perfwatch/common';
+import { storedBudgets, type Budgets, type Flow } from '@perfwatch/common';
 import { asRecord, duplicateOr, newId, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
 import { addColumns, type SqliteSchema } from '../../store/sqlite-migrations.ts';
 import {
@@ -82,7 +82,7 @@ export class SqliteProjects implements ProjectsStore {
         record.runs,
         record.schedule,
         record.createdAt.getTime(),
-        JSON.stringify(record.budgets),
+        JSON.stringify(storedBudgets(record.budgets)),
         record.auth,
         jsonOrNull(record.devices),
         jsonOrNull(record.crux),
@@ -140,7 +140,7 @@ export class SqliteProjects implements ProjectsStore {
   }
 
   async setProjectBudgets(projectId: string, budgets: Budgets): Promise<void> {
-    this.#db.run('UPDATE projects SET budgets = ? WHERE id = ?', JSON.stringify(budgets), projectId);
+    this.#db.run('UPDATE projects SET budgets = ? WHERE id = ?', JSON.stringify(storedBudgets(budgets)), projectId);
   }
 
   async setProjectFlow(projectId: string, flow: Flow | null): Promise<void> {

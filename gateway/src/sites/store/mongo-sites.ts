@@ -1,4 +1,5 @@
 import { ObjectId, type Collection, type Db } from 'mongodb';
+import { storedBudgets } from '@perfwatch/common';
 import { asRecord, duplicateOr, mongoForms, type MongoDatabase } from '../../store/mongo-database.ts';
 import {
   newSiteRecord,
@@ -47,6 +48,7 @@ export class MongoSites implements SitesStore {
       _id: new ObjectId(id),
       ...record,
       userId: new ObjectId(site.userId),
+      budgets: storedBudgets(record.budgets),
       groupBudgets: storedGroupBudgets(record.groupBudgets),
     };
     try {
@@ -94,7 +96,7 @@ export class MongoSites implements SitesStore {
     await this.#sites.updateOne(
       { _id: new ObjectId(siteId) },
       {
-        $set: { budgets, groupBudgets: storedGroupBudgets(groupBudgets) },
+        $set: { budgets: storedBudgets(budgets), groupBudgets: storedGroupBudgets(groupBudgets) },
       },
     );
   }

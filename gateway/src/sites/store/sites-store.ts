@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { budgetFileSchema, DEVICES, LOCATIONS, type Budgets, type Device, type Location } from '@perfwatch/common';
+import { storedBudgets, storedBudgetsSchema, DEVICES, LOCATIONS, type Budgets, type Device, type Location } from '@perfwatch/common';
 import { ownId, type StoredForms } from '../../store/record-forms.ts';
 
 /** Where a site's pages are listed: found from robots.txt and /sitemap.xml, or this sitemap's URL (on the origin). */
@@ -192,9 +192,9 @@ export function pagesAfterDiscovery(
  * Group budgets as both backends keep them: a list of entries, not an object keyed by template,
  * since a template may hold a `.`, which a MongoDB field name should not.
  */
-const groupBudgetsEntry = z.object({ group: z.string(), budgets: budgetFileSchema });
-export const storedGroupBudgets = (groups: SiteRecord['groupBudgets']): Array<z.output<typeof groupBudgetsEntry>> =>
-  Object.entries(groups).map(([group, budgets]) => ({ group, budgets }));
+const groupBudgetsEntry = z.object({ group: z.string(), budgets: storedBudgetsSchema });
+export const storedGroupBudgets = (groups: SiteRecord['groupBudgets']) =>
+  Object.entries(groups).map(([group, budgets]) => ({ group, budgets: storedBudgets(budgets) }));
 
 const discoveryStateSchema = z
   .object({
@@ -234,7 +234,7 @@ export function siteRecords(forms: StoredForms) {
     defaultLocation: z.enum(LOCATIONS),
     runs: z.number().int().positive(),
     schedule: z.string().nullable().default(null),
-    budgets: structured(budgetFileSchema).default(noBudgets),
+    budgets: structured(storedBudgetsSchema).default(noBudgets),
     // Absent on sites stored before group budgets (issue 34, item 3).
     groupBudgets: structured(z.array(groupBudgetsEntry))
       .default(() => [])

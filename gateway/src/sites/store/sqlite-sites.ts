@@ -1,4 +1,5 @@
 import type { DatabaseSync } from 'node:sqlite';
+import { storedBudgets } from '@perfwatch/common';
 import { asRecord, duplicateOr, newId, sqliteForms, type SqliteDatabase } from '../../store/sqlite-database.ts';
 import { addColumns, type SqliteSchema } from '../../store/sqlite-migrations.ts';
 import {
@@ -117,7 +118,7 @@ export class SqliteSites implements SitesStore {
         record.userId,
         record.origin,
         ...settingValues(record),
-        JSON.stringify(record.budgets),
+        JSON.stringify(storedBudgets(record.budgets)),
         JSON.stringify(storedGroupBudgets(record.groupBudgets)),
         record.createdAt.getTime(),
       );
@@ -154,7 +155,7 @@ export class SqliteSites implements SitesStore {
 
   async setSiteBudgets(siteId: string, { budgets, groupBudgets }: SiteBudgets): Promise<void> {
     const sql = 'UPDATE sites SET budgets = ?, group_budgets = ? WHERE id = ?';
-    this.#db.run(sql, JSON.stringify(budgets), JSON.stringify(storedGroupBudgets(groupBudgets)), siteId);
+    this.#db.run(sql, JSON.stringify(storedBudgets(budgets)), JSON.stringify(storedGroupBudgets(groupBudgets)), siteId);
   }
 
   async setSiteDiscovery(siteId: string, state: SiteDiscoveryState): Promise<void> {
