@@ -28,3 +28,22 @@ export function loadLeanLhr(device: Device): LighthouseResult {
   delete lhr['timing'];
   return lighthouseResultSchema.parse(lhr);
 }
+
+/** One flow step's result as the agent sends it: its name, its kind and its Lighthouse result. */
+export interface FlowStepFixture {
+  name: string;
+  kind: 'navigate' | 'timespan' | 'snapshot';
+  lhr: LighthouseResult;
+}
+
+/**
+ * A real Lighthouse 13 user flow of the fixture site on desktop (scripts/capture-flow-fixture.ts):
+ * `product` (a navigation of cart.html?work=120), `add to cart` (a timespan clicking the button,
+ * whose handler holds the thread 120 ms), `cart` (a snapshot). A fresh copy each call.
+ */
+export function loadFlowSteps(): FlowStepFixture[] {
+  const { steps } = JSON.parse(readFileSync(join(dir, 'flow-desktop.json'), 'utf8')) as {
+    steps: Array<{ name: string; kind: FlowStepFixture['kind']; lhr: unknown }>;
+  };
+  return steps.map((step) => ({ ...step, lhr: lighthouseResultSchema.parse(step.lhr) }));
+}
