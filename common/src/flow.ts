@@ -49,7 +49,10 @@ const target = {
 /** Keys `press` may send: a name of Puppeteer's key table (Enter, Tab, ArrowDown…) or one character. */
 const keyName = z
   .string()
-  .regex(/^(?:[A-Za-z][A-Za-z0-9]{1,24}|[\x21-\x7e])$/, 'a key is a key name (Enter, Tab, ArrowDown…) or one character');
+  .regex(
+    /^(?:[A-Za-z][A-Za-z0-9]{1,24}|[\x21-\x7e])$/,
+    'a key is a key name (Enter, Tab, ArrowDown…) or one character',
+  );
 
 const actionSchema = z.discriminatedUnion(
   'action',
@@ -70,7 +73,12 @@ const actionSchema = z.discriminatedUnion(
     z.strictObject({
       action: z.literal('waitFor'),
       ...target,
-      timeoutMs: z.number().int().positive().max(FLOW_LIMITS.waitMs).optional(),
+      timeoutMs: z
+        .number()
+        .int()
+        .positive()
+        .max(FLOW_LIMITS.waitMs, `a wait is at most ${FLOW_LIMITS.waitMs} ms`)
+        .optional(),
     }),
     z.strictObject({
       action: z.literal('select'),
@@ -104,7 +112,10 @@ const stepSchema = z.discriminatedUnion(
       kind: z.literal('navigate'),
       name: stepName,
       /** Absent: the project's own URL. */
-      url: z.url({ protocol: /^https?$/, error: 'a navigate url is an http(s) URL' }).max(2_048).optional(),
+      url: z
+        .url({ protocol: /^https?$/, error: 'a navigate url is an http(s) URL' })
+        .max(2_048)
+        .optional(),
     }),
     z.strictObject({
       kind: z.literal('timespan'),
@@ -117,8 +128,7 @@ const stepSchema = z.discriminatedUnion(
     z.strictObject({ kind: z.literal('snapshot'), name: stepName }),
   ],
   {
-    error: (issue) =>
-      issue.code === 'invalid_union' ? 'a step is of kind navigate, timespan or snapshot' : undefined,
+    error: (issue) => (issue.code === 'invalid_union' ? 'a step is of kind navigate, timespan or snapshot' : undefined),
   },
 );
 export type FlowStep = z.infer<typeof stepSchema>;
@@ -126,8 +136,7 @@ export type FlowStepKind = FlowStep['kind'];
 export const FLOW_STEP_KINDS = ['navigate', 'timespan', 'snapshot'] as const satisfies readonly FlowStepKind[];
 
 /** How a step is named in messages: its number and name, which users see in the editor and in failures. */
-export const describeStep = (step: Pick<FlowStep, 'name'>, index: number): string =>
-  `step ${index + 1} "${step.name}"`;
+export const describeStep = (step: Pick<FlowStep, 'name'>, index: number): string => `step ${index + 1} "${step.name}"`;
 
 /** How an action is named in messages: what it does and where, never the value it types. */
 export function describeAction(action: FlowAction, index: number): string {
@@ -157,7 +166,11 @@ export const flowSchema = z
       const parsed = stepSchema.safeParse(raw);
       if (!parsed.success) {
         for (const issue of parsed.error.issues.slice(0, 3))
-          ctx.addIssue({ code: 'custom', path: ['steps', index, ...issue.path], message: stepMessage(raw, index, issue) });
+          ctx.addIssue({
+            code: 'custom',
+            path: ['steps', index, ...issue.path],
+            message: stepMessage(raw, index, issue),
+          });
         continue;
       }
       steps.push(parsed.data);
@@ -173,7 +186,10 @@ export const flowShapeSchema = z.object({ steps: z.array(stepSchema) }).meta({ i
 
 function stepMessage(raw: unknown, index: number, issue: z.core.$ZodIssue): string {
   const name = (raw as { name?: unknown } | null)?.name;
-  const step = typeof name === 'string' && name.length <= FLOW_LIMITS.nameChars ? describeStep({ name }, index) : `step ${index + 1}`;
+  const step =
+    typeof name === 'string' && name.length <= FLOW_LIMITS.nameChars
+      ? describeStep({ name }, index)
+      : `step ${index + 1}`;
   const [, actionIndex] = issue.path;
   const within = issue.path[0] === 'actions' && typeof actionIndex === 'number' ? `action ${actionIndex + 1}: ` : '';
   return `${step}: ${within}${issue.message}`;
@@ -218,7 +234,10 @@ function flowIssues(steps: readonly FlowStep[]): Array<{ path: Array<string | nu
     });
   });
   if (actions > FLOW_LIMITS.actions)
-    issues.push({ path: ['steps'], message: `a flow has at most ${FLOW_LIMITS.actions} actions in all, not ${actions}` });
+    issues.push({
+      path: ['steps'],
+      message: `a flow has at most ${FLOW_LIMITS.actions} actions in all, not ${actions}`,
+    });
   if (waits > FLOW_LIMITS.waitsMs)
     issues.push({
       path: ['steps'],
