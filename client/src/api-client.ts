@@ -3,7 +3,7 @@ import {
   API_ENDPOINTS,
   auditResultSchema,
   asyncAckSchema,
-  errorEnvelopeSchema,
+  flowViewSchema,
   projectChangedSchema,
   projectListSchema,
   projectRemovedSchema,
@@ -24,6 +24,8 @@ import {
   type ApiRequest,
   type AuditResult,
   type Budgets,
+  type Flow,
+  type FlowView,
   type PageAuth,
   type ProjectSettingsGiven,
   type ProjectView,
@@ -41,6 +43,7 @@ import {
 } from '@perfwatch/common';
 import { waitForUpdate } from './update-wait.ts';
 import { ApiClientError } from './api-client-error.ts';
+import { postJson, type Connection } from './api-request.ts';
 
 export { ApiClientError };
 
@@ -48,9 +51,9 @@ export { ApiClientError };
  * The operations this client calls, by name and path: every endpoint of the API's table
  * (common/src/api/endpoints.ts), whose request and answer schemas give this client its types. A
  * test holds them against the gateway's `/v1/openapi.json`. Every call is a POST with a JSON
- * body: no URL-encoding surprises, and arrays stay arrays. `/v1/projects/repository`, which has
- * no POST, is read by GET, replaced by PUT (a JSON body) and removed by DELETE; a project is
- * changed by PATCH (a JSON body) and removed by DELETE.
+ * body: no URL-encoding surprises, and arrays stay arrays. `/v1/projects/repository` and
+ * `/v1/projects/flow`, which have no POST, are read by GET, replaced by PUT (a JSON body) and
+ * removed by DELETE; a project is changed by PATCH (a JSON body) and removed by DELETE.
  */
 export const CLIENT_OPERATIONS = Object.fromEntries(
   Object.entries(API_ENDPOINTS).map(([name, endpoint]) => [name, endpoint.path]),
@@ -117,12 +120,25 @@ export class ApiClient {
     return postJson<E['answer']>(this.#connection, path, body, endpoint.answer, this.#readTimeoutMs);
   }
 
-  /** `/v1/projects/repository` by `method`: PUT sends the link in its body, GET and DELETE name the project in the query. */
-  #repository(method: 'GET' | 'PUT' | 'DELETE', params: { url: string }): Promise<ApiAnswer<'repository'>> {
-    const { path, answer } = API_ENDPOINTS.repository;
+  /**
+   * A project's own resource (`/v1/projects/repository`, `/v1/projects/flow`) by `method`: PUT
+   * sends it in its body, GET and DELETE name the project in the query.
+   */
+  #projectResource<E extends ApiEndpoint>(
+    endpoint: E,
+    method: 'GET' | 'PUT' | 'DELETE',
+    params: { url: string },
+  ): Promise<z.output<E['answer']>> {
     const query = method === 'PUT' ? '' : `?url=${encodeURIComponent(params.url)}`;
     const body = method === 'PUT' ? params : undefined;
-    return postJson(this.#connection, `${path}${query}`, body, answer, this.#readTimeoutMs, method);
+    return postJson<E['answer']>(
+      this.#connection,
+      `${endpoint.path}${query}`,
+      body,
+      endpoint.answer,
+      this.#readTimeoutMs,
+      method,
+    );
   }
 
   /** A sync update: resolves with the audit result once every run is in. */
@@ -216,17 +232,33 @@ export class ApiClient {
 
   /** A project's link to its repository: never its secrets, only that they are set. */
   async repository(url: string): Promise<RepositoryLinkView> {
-    return repositoryLinkViewSchema.parse(await this.#repository('GET', { url }));
+    return repositoryLinkViewSchema.parse(await this.#projectResource(API_ENDPOINTS.repository, 'GET', { url }));
   }
 
   /** Links a project to its repository, replacing its link; the token and webhook secret travel in the body alone. */
   async linkRepository(link: ApiRequest<'repository'>): Promise<RepositoryLinkView> {
-    return repositoryLinkViewSchema.parse(await this.#repository('PUT', link));
+    return repositoryLinkViewSchema.parse(await this.#projectResource(API_ENDPOINTS.repository, 'PUT', link));
   }
 
   /** Removes a project's repository link (404, as ApiClientError, when it has none). */
   async unlinkRepository(url: string): Promise<void> {
-    await this.#repository('DELETE', { url });
+    await this.#projectResource(API_ENDPOINTS.repository, 'DELETE', { url });
+  }
+
+  /** A project's user flow (`flow` null: none, its updates measure a navigation of its URL). */
+  async flow(url: string): Promise<FlowView> {
+    return flowViewSchema.parse(await this.#projectResource(API_ENDPOINTS.flow, 'GET', { url }));
+  }
+
+  /** Replaces a project's flow; a refusal (400, as ApiClientError) names the step it is about. */
+  async setFlow(url: string, flow: Flow): Promise<FlowView> {
+    const body: ApiRequest<'flow'> = { url, flow };
+    return flowViewSchema.parse(await this.#projectResource(API_ENDPOINTS.flow, 'PUT', body));
+  }
+
+  /** Removes a project's flow (404, as ApiClientError, when it has none): a navigation of its URL again. */
+  async removeFlow(url: string): Promise<void> {
+    await this.#projectResource(API_ENDPOINTS.flow, 'DELETE', { url });
   }
 
   /** The organisation's tokens (admins only), revoked and expired ones included; never a secret. */
@@ -329,64 +361,4 @@ export class ApiClient {
       ...options,
     });
   }
-}
-
-/** Where the client's requests go, and as whom. */
-interface Connection {
-  base: string;
-  token: string;
-  fetchImpl: typeof fetch;
-}
-
-/**
- * POSTs `body` as JSON (or PUTs or PATCHes it; GET and DELETE send none) and reads the answer against
- * `schema`; an error envelope becomes ApiClientError.
- */
-async function postJson<S extends z.ZodType>(
-  { base, token, fetchImpl }: Connection,
-  path: string,
-  body: unknown,
-  schema: S,
-  timeoutMs: number,
-  method: 'POST' | 'PUT' | 'PATCH' | 'GET' | 'DELETE' = 'POST',
-): Promise<z.output<S>> {
-  let response: Response;
-  const withBody = method === 'POST' || method === 'PUT' || method === 'PATCH';
-  try {
-    response = await fetchImpl(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: token,
-        accept: 'application/json',
-        ...(withBody ? { 'content-type': 'application/json' } : {}),
-      },
-      ...(withBody ? { body: JSON.stringify(body) } : {}),
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-  } catch (error) {
-    const cause = (error as Error & { cause?: Error }).cause;
-    throw new Error(`cannot reach ${base}: ${cause?.message ?? (error as Error).message}`, { cause: error });
-  }
-  const text = await response.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new ApiClientError(response.status, null, `not JSON from ${base}${path}: ${text.slice(0, 200)}`);
-  }
-  if (!response.ok) {
-    const envelope = errorEnvelopeSchema.safeParse(json);
-    throw new ApiClientError(response.status, envelope.success ? envelope.data : null, text.slice(0, 200));
-  }
-  const parsed = schema.safeParse(json);
-  if (!parsed.success)
-    throw new ApiClientError(
-      response.status,
-      null,
-      `unexpected answer from ${path}: ${parsed.error.issues
-        .map((i) => `${i.path.join('.')}: ${i.message}`)
-        .slice(0, 3)
-        .join('; ')}`,
-    );
-  return parsed.data;
 }
