@@ -308,7 +308,7 @@ function stepsMismatch(flow: Flow | undefined, steps: ReadonlyArray<{ name: stri
   if (!steps) return 'a navigation for a job that is a flow (the agent runs no flows: v1.8)';
   if (steps.length !== flow.steps.length) return `${steps.length} flow steps, not ${flow.steps.length}`;
   const wrong = flow.steps.findIndex((step, i) => steps[i]!.name !== step.name || steps[i]!.kind !== step.kind);
-  return wrong === -1
-    ? null
-    : `flow step ${wrong + 1} ${JSON.stringify(steps[wrong]!.name).slice(0, 60)}, not ${JSON.stringify(flow.steps[wrong]!.name)}`;
+  // Both the kind and the name: a step of the right name but another kind must not read "x, not x".
+  const shown = (step: { name: string; kind: string }) => `${step.kind} ${JSON.stringify(step.name).slice(0, 60)}`;
+  return wrong === -1 ? null : `flow step ${wrong + 1} is ${shown(steps[wrong]!)}, not ${shown(flow.steps[wrong]!)}`;
 }
