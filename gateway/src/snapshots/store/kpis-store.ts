@@ -55,7 +55,8 @@ export interface KpiRow {
 /** A snapshot's KPI records of `sections`, computed again per cell, as of KPI `version`. */
 export interface KpiReplacement {
   sections: readonly string[];
-  results: ReadonlyArray<{ device: Device; location: Location; kpis: readonly KpiRecord[] }>;
+  /** Per cell; a flow's cell with its steps' records (placedKpis). */
+  results: readonly KpiCell[];
   version: number;
 }
 
@@ -103,10 +104,15 @@ export interface PlacedKpi extends KpiPlace, KpiRecord {
   location: Location;
   /** The flow step it is of (absent for a project without a flow). */
   step?: string;
+  /**
+   * The step's place in its flow: the order of a flow's records of one KPI. MongoDB sorts by it;
+   * SQLite's index returns equal keys in the order they were written, which is the flow's.
+   */
+  stepIndex?: number;
 }
 
 /** A cell's KPI records as placed: its own, and a flow's further steps' (the first step's are the cell's own). */
-type KpiCell = {
+export type KpiCell = {
   device: Device;
   location: Location;
   kpis: readonly KpiRecord[];
@@ -119,7 +125,7 @@ type KpiCell = {
  */
 export const placedKpis = (place: KpiPlace, cells: readonly KpiCell[]): PlacedKpi[] =>
   cells.flatMap(({ device, location, kpis, steps }) => {
-    const placed = (records: readonly KpiRecord[], step: string | undefined) =>
+    const placed = (records: readonly KpiRecord[], step?: { name: string; index: number }) =>
       records.map((k) => ({
         ...place,
         device,
@@ -127,12 +133,12 @@ export const placedKpis = (place: KpiPlace, cells: readonly KpiCell[]): PlacedKp
         section: k.section,
         kpi: k.kpi,
         data: k.data,
-        ...(step !== undefined ? { step } : {}),
+        ...(step ? { step: step.name, stepIndex: step.index } : {}),
       }));
-    if (!steps?.length) return placed(kpis, undefined);
+    if (!steps?.length) return placed(kpis);
     return [
-      ...placed(kpis, steps[0]!.name),
-      ...steps.slice(1).flatMap((step) => placed(step.kpis ?? [], step.name)),
+      ...placed(kpis, { name: steps[0]!.name, index: 0 }),
+      ...steps.slice(1).flatMap((step, i) => placed(step.kpis ?? [], { name: step.name, index: i + 1 })),
     ];
   });
 

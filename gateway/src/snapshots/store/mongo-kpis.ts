@@ -34,7 +34,11 @@ export const KPI_PROJECTION = {
   revision: 1,
   data: 1,
 } as const;
-export const KPI_ORDER = { date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1 } as const;
+/**
+ * The overview's order; a flow's steps' records of one KPI in the flow's order (`stepIndex`,
+ * absent from records of projects without a flow, which have no such ties).
+ */
+export const KPI_ORDER = { date: 1, url: 1, device: 1, location: 1, section: 1, kpi: 1, stepIndex: 1 } as const;
 
 const kpiDoc = kpiRecords(mongoForms).kpi.extend({ data: z.union([z.record(z.string(), z.unknown()), z.string()]) });
 const snapshotDoc = asRecord(snapshotRecords(mongoForms).snapshot);
@@ -44,7 +48,8 @@ const snapshotOwnerDoc = z.object({ userId: objectId, domain: z.string() });
 export const kpiIndexes = (db: Db) => {
   const kpis = db.collection('kpis');
   return [
-    // /v1/overview reads a user's KPI records by date range, in KPI_ORDER (same keys, same index name as before).
+    // /v1/overview reads a user's KPI records by date range, in KPI_ORDER (a store made before flows keeps
+    // its index of the keys before `stepIndex` too, unused).
     kpis.createIndex({ userId: 1, ...KPI_ORDER }),
     kpis.createIndex({ snapshotId: 1 }),
   ];
