@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { gzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import {
   agentAnnouncementSchema,
   auditJobSchema,
@@ -15,6 +15,7 @@ import {
   encodeAnnouncement,
   encodeJob,
   encodeReply,
+  replyMismatch,
 } from '@perfwatch/common';
 
 // Golden v1 messages. Within v1 these files are only ever added to: an agent and a gateway on
@@ -32,6 +33,7 @@ describe('NATS contract v1', () => {
       'audit-job-retry.json',
       'audit-job-with-auth.json',
       'audit-job-with-digest.json',
+      'audit-job-with-flow.json',
       'audit-job-with-login-origin.json',
       'audit-job-with-plain-digest.json',
       'audit-job.json',
@@ -39,6 +41,7 @@ describe('NATS contract v1', () => {
       'audit-reply-error-minimal.json',
       'audit-reply-error-with-agent.json',
       'audit-reply-error.json',
+      'audit-reply-flow-digest.json',
       'audit-reply-ok-with-conditions.json',
       'audit-reply-ok-with-security.json',
       'audit-reply-ok.json',
@@ -52,6 +55,7 @@ describe('NATS contract v1', () => {
     'audit-job-with-digest.json',
     'audit-job-with-plain-digest.json',
     'audit-job-with-login-origin.json',
+    'audit-job-with-flow.json',
   ])('decodes the golden job %s, and encodes it back unchanged', (name) => {
     const job = auditJobSchema.parse(golden(name));
     expect(job).toEqual(golden(name));
@@ -115,6 +119,36 @@ describe('NATS contract v1', () => {
     expect(received).toEqual({ ...(golden('audit-reply-digest.json') as object), lighthouseGzip: expect.any(Buffer) });
     // A v1.5 job asks for the gzipped digest: the flag is optional for good.
     expect(auditJobSchema.parse(golden('audit-job-with-digest.json')).plainDigest).toBeUndefined();
+  });
+
+  it("reads a v1.8 flow's run: the steps' digests, then each step's result as Perfwatch-Step-Parts says", async () => {
+    const head = Buffer.from(JSON.stringify(golden('audit-reply-flow-digest.json')));
+    const results = ['{"step":1}', '{"step":2}', '{"step":3}'].map((json) => gzipSync(json));
+    const received = await receiveReply(Buffer.concat([head, ...results]), {
+      contentEncoding: 'gzip',
+      parts: String(head.byteLength),
+      digestEncoding: 'identity',
+      stepParts: results.map((r) => r.byteLength).join(','),
+    });
+    if (!received.ok || !('stepGzips' in received)) throw new Error('not a flow reply');
+    expect(received.result.steps!.map((s) => `${s.kind} ${s.name}`)).toEqual([
+      'navigate product',
+      'timespan add to cart',
+      'snapshot cart',
+    ]);
+    expect(received.stepGzips!.map((g) => gunzipSync(g).toString())).toEqual([
+      '{"step":1}',
+      '{"step":2}',
+      '{"step":3}',
+    ]);
+    expect(received.lighthouseGzip).toEqual(received.stepGzips![0]);
+    // It answers the golden flow job, and no job without that flow.
+    const job = auditJobSchema.parse(golden('audit-job-with-flow.json'));
+    expect(replyMismatch(job, received)).toBeNull();
+    const { flow: _flow, ...navigation } = job;
+    expect(replyMismatch(navigation, received)).toMatch(/flow steps for a job that has no flow/);
+    // A v1.7 job has no flow: the field is optional for good.
+    expect(auditJobSchema.parse(golden('audit-job-with-plain-digest.json')).flow).toBeUndefined();
   });
 
   it('decodes the golden agent announcement, and encodes it back unchanged', () => {
