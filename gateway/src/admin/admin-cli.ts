@@ -17,6 +17,7 @@ import { storeFromEnv } from '../store/open-store.ts';
 import { adminSettings } from './admin-config.ts';
 import type { AdminContext } from './admin-command.ts';
 import { AdminError, createAdmin } from './admin.ts';
+import { setFlow } from './flow-commands.ts';
 import { addProject, clearAuth, removeProject, setAuth, setBudgets } from './project-commands.ts';
 import { recomputeKpis, rotateSecretsKey } from './store-commands.ts';
 import { addMember, addOrg, listMembers, listTokens, removeMember } from './team-commands.ts';
@@ -32,6 +33,7 @@ const ADMIN_COMMANDS = {
   'add-project': addProject,
   'remove-project': removeProject,
   'set-budgets': setBudgets,
+  'set-flow': setFlow,
   'add-webhook': addWebhook,
   'remove-webhook': removeWebhook,
   'webhook-deliveries': webhookDeliveries,
@@ -49,7 +51,8 @@ const ADMIN_COMMANDS = {
 const USAGE = [
   'usage: perfwatch admin <command>',
   ...commandListing(ADMIN_COMMANDS),
-  'environment: MONGODB_URI, MONGODB_DB; PERFWATCH_ALLOW_TARGETS (private and plain-http webhook targets allowed);',
+  'environment: MONGODB_URI, MONGODB_DB; PERFWATCH_ALLOW_TARGETS (the private addresses webhooks, plain-http ones',
+  '             among them, and set-flow navigate steps may reach);',
   "             WEBHOOK_MAX_PER_USER (the gateway's); PERFWATCH_SECRETS_KEY, PERFWATCH_SECRETS_KEY_PREVIOUS (the gateway's,",
   '             for credentials and webhook secrets); without MONGODB_URI, the embedded store of perfwatch start',
   '             (PERFWATCH_DATA_DIR/perfwatch.sqlite, default ./data)',

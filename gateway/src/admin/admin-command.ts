@@ -19,6 +19,8 @@ const ADMIN_OPTIONS = {
   cookie: { type: 'string', multiple: true, default: [] },
   header: { type: 'string', multiple: true, default: [] },
   'login-script': { type: 'string' },
+  file: { type: 'string' },
+  clear: { type: 'boolean', default: false },
   expires: { type: 'string' },
   org: { type: 'string' },
   scope: { type: 'string' },

@@ -1,4 +1,5 @@
 import {
+  type Flow,
   normalizeProjectUrl,
   pageAuthSchema,
   type Budgets,
@@ -28,6 +29,7 @@ import { createWebhookTargets, type WebhookTargets } from '../alerts/webhook-tar
 import { resealForgeLinks } from '../forge/reseal-links.ts';
 import { ACCOUNT_NAME, type OrganisationRecord, type TeamsStore } from '../teams/store/teams-store.ts';
 import { AdminError } from './admin-error.ts';
+import { checkedFlow } from './checked-flow.ts';
 import { TeamAdmin } from './team-admin.ts';
 import { tokenGrant, type TokenGrantOptions } from './token-grant.ts';
 
@@ -187,6 +189,17 @@ export class Admin {
     const project = await this.#projectOf(name, url);
     await this.#store.setProjectBudgets(project.id, budgets);
     return { ...project, budgets };
+  }
+
+  /**
+   * Replaces a project's user flow, checked as the API's PUT checks it (null: none, its updates
+   * measure a navigation of its URL again); with the flow it had.
+   */
+  async setFlow(name: string, url: string, flow: unknown): Promise<{ project: ProjectRecord; previous: Flow | null }> {
+    const project = await this.#projectOf(name, url);
+    const checked = flow === null ? null : await checkedFlow(this.#targetGuard, flow);
+    await this.#store.setProjectFlow(project.id, checked);
+    return { project: { ...project, flow: checked }, previous: project.flow };
   }
 
   /** Adds a webhook of a user; the record carries its secret, to be shown once. */

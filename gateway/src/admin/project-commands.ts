@@ -46,7 +46,8 @@ export const setBudgets = adminCommand({
   synopsis: 'NAME URL [--budget KEY=N]... [--max-regression KEY=N]...',
   summary: [
     'replace the budgets every snapshot of the project is checked against',
-    '(none given: the project has no budgets); keys as perfwatch update --ci',
+    '(none given: the project has no budgets); keys as perfwatch update --ci;',
+    "a flow's step by <step>.<key> (--budget 'add to cart.inp=200'; inp only per step)",
   ],
   args: 2,
   run: async ({ admin, args, values, out }) => {

@@ -1,16 +1,9 @@
 import type { Request, Response } from 'express';
-import {
-  API_ENDPOINTS,
-  ApiError,
-  describeStep,
-  flowNavigations,
-  TargetRefused,
-  type Flow,
-  type TargetGuard,
-} from '@perfwatch/common';
+import { API_ENDPOINTS, ApiError, type Flow, type TargetGuard } from '@perfwatch/common';
 import { callerProject } from '../accounts/caller-project.ts';
 import type { AuditLog } from '../audit-log/audit-log.ts';
 import { parseRequest } from '../http/parse-request.ts';
+import { forbiddenFlowTargets } from './flow-targets.ts';
 import type { ProjectsStore } from './store/projects-store.ts';
 
 /**
@@ -55,22 +48,11 @@ export function flowRoute({
   };
 }
 
-/**
- * Each navigate step's host resolved under the address rules: one the rules forbid is refused
- * by its step. A name that does not resolve here is let through (DNS may differ where the
- * agents are); the agent checks every navigation again before Chrome goes there.
- */
+/** A flow that navigates where the address rules forbid is refused by its steps. */
 async function refuseForbiddenTargets(guard: TargetGuard, flow: Flow): Promise<void> {
-  const refused: string[] = [];
-  for (const { index, step, url } of flowNavigations(flow)) {
-    try {
-      await guard.resolve(new URL(url).hostname);
-    } catch (error) {
-      if (!(error instanceof TargetRefused)) throw error;
-      if (error.kind === 'forbidden') refused.push(`steps.${index}.url: ${describeStep(step, index)}: ${error.message}`);
-    }
-  }
-  if (refused.length > 0) throw new ApiError('BAD_REQUEST', 'The flow navigates to an address agents may not reach.', refused);
+  const refused = await forbiddenFlowTargets(guard, flow);
+  if (refused.length > 0)
+    throw new ApiError('BAD_REQUEST', 'The flow navigates to an address agents may not reach.', refused);
 }
 
 const noFlow = (url: string) =>
