@@ -41,6 +41,55 @@ describe('auditResultTable', () => {
   });
 });
 
+describe('auditResultTable of a flow', () => {
+  it("lists each step under the cells' table with its median run's INP, TBT, CLS and scores", () => {
+    const none = { fcp: null, lcp: null, si: null, tti: null, tbt: null, cls: null, inp: null, performance: null };
+    const text = auditResultTable({
+      desktop: {
+        london: {
+          lighthouse: { crux: { url: null }, date: '2026-11-26T10:00:00', elementCount: 80 },
+          median: 1,
+          locations: ['london'],
+          defaultLocation: 'london',
+          runs: [],
+          steps: [
+            {
+              name: 'product',
+              kind: 'navigate',
+              median: 1,
+              lighthouse: {},
+              runs: [{ ...none, lcp: 812.4, tbt: 0, cls: 0, scores: { performance: 99 } }],
+            },
+            {
+              name: 'add to cart',
+              kind: 'timespan',
+              median: 2,
+              lighthouse: {},
+              runs: [
+                { ...none, inp: 90, tbt: 40, cls: 0, scores: {} },
+                { ...none, inp: 318.2, tbt: 253.7, cls: 0.012, scores: {} },
+              ],
+            },
+            {
+              name: 'cart',
+              kind: 'snapshot',
+              median: 1,
+              lighthouse: {},
+              runs: [{ ...none, scores: { accessibility: 100, seo: null } }],
+            },
+          ],
+        },
+      },
+    });
+    expect(text).toContain('flow steps (median run of each):');
+    expect(text).toMatch(
+      /desktop\s+│\s+london\s+│\s+add to cart\s+│\s+timespan\s+│\s+318 ms\s+│\s+254 ms\s+│\s+0\.012\s+│\s+–\s+│\s+–\s+│\s+2 of 2/,
+    );
+    expect(text).toMatch(/product\s+│\s+navigate\s+│\s+–\s+│\s+0 ms\s+│\s+0\.000\s+│\s+812 ms\s+│\s+performance 99/);
+    expect(text).toMatch(/cart\s+│\s+snapshot\s+│.*│\s+accessibility 100\s+│\s+1 of 1/);
+  });
+});
+
 describe('compareTable', () => {
   it('prints each metric on both sides, the difference, and whether it is beyond noise or why not tested', () => {
     const text = compareTable({

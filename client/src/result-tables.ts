@@ -109,7 +109,40 @@ export function auditResultTable(result: AuditResult): string {
   }
   for (const { device, location, reason } of result.missing ?? [])
     table.push([device, location, { colSpan: RESULT_COLUMNS.length + 2, content: `not measured: ${reason}` }]);
-  return [table.toString(), ...suspectRunLines(result), ...checkLines(result)].join('\n');
+  return [table.toString(), ...flowStepsTable(result), ...suspectRunLines(result), ...checkLines(result)].join('\n');
+}
+
+/** A flow's steps, a row each under the cells' table: what each step measured in its median run. */
+function flowStepsTable(result: AuditResult): string[] {
+  const table = new Table({
+    ...plain,
+    head: ['device', 'location', 'step', 'kind', 'INP', 'TBT', 'CLS', 'LCP', 'scores', 'median run'],
+  });
+  for (const device of DEVICES) {
+    for (const location of LOCATIONS) {
+      for (const step of result[device]?.[location]?.steps ?? []) {
+        const run = step.runs[step.median - 1];
+        const ms = (value: number | null | undefined) => (value == null ? '–' : `${Math.round(value)} ms`);
+        const scores = Object.entries(run?.scores ?? {})
+          .filter(([, score]) => score !== null)
+          .map(([id, score]) => `${id} ${score}`)
+          .join(', ');
+        table.push([
+          device,
+          location,
+          step.name,
+          step.kind,
+          ms(run?.inp),
+          ms(run?.tbt),
+          run?.cls == null ? '–' : run.cls.toFixed(3),
+          ms(run?.lcp),
+          scores || '–',
+          `${step.median} of ${step.runs.length}`,
+        ]);
+      }
+    }
+  }
+  return table.length > 0 ? ['flow steps (median run of each):', table.toString()] : [];
 }
 
 function shortData(data: OverviewRecord['data']): string {
@@ -124,7 +157,16 @@ export function overviewTable(records: readonly OverviewRecord[]): string {
     head: ['date (UTC)', 'url', 'device', 'location', 'type', 'section', 'kpi', 'data'],
   });
   for (const r of records)
-    table.push([r.date, r.url, r.device, r.location, r.updateType, r.section, r.kpi, shortData(r.data)]);
+    table.push([
+      r.date,
+      r.url,
+      r.device,
+      r.location,
+      r.updateType,
+      r.section,
+      r.step === undefined ? r.kpi : `${r.kpi} (${r.step})`,
+      shortData(r.data),
+    ]);
   return table.toString();
 }
 
