@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { auditResultSchema, type AuditResult } from '@perfwatch/common';
-import { loadLhr } from '../../../test/support/lhr-fixtures.ts';
+import { loadFlowSteps, loadLhr } from '../../../test/support/lhr-fixtures.ts';
 import { setImmediate } from 'node:timers/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -304,5 +304,69 @@ describe('auditResultPieces', () => {
     for await (const _piece of pieces) count++;
     expect(count).toBeGreaterThan(3);
     expect(heldWhenRead).toEqual([false, false, false]);
+  });
+});
+
+describe("a flow's cell in the audit result", () => {
+  /** The fixture flow's runs, "Add to cart" painting after 100, 300 and 200 ms. */
+  const flowRuns = () =>
+    [100, 300, 200].map((inp, runIndex) => {
+      const steps = loadFlowSteps();
+      steps[1]!.lhr.audits['interaction-to-next-paint']!.numericValue = inp;
+      return receivedRun({
+        jobId: `f${runIndex}`,
+        agentId: 'a',
+        location: 'london',
+        device: 'desktop',
+        runIndex,
+        startedAt: '',
+        lighthouseMs: 1,
+        lhr: steps[0]!.lhr,
+        steps,
+        conditions,
+      });
+    });
+  /** Each step's result as the update's answer writes it: the first step's is the cell's. */
+  const jsonOf = (cell: NewLocationSnapshot, step?: number) =>
+    (step ? cell.steps![step]!.lighthouse : cell.lighthouse).json();
+
+  it("has the flow's steps in order, each with its median run's result spliced in, and still parses", async () => {
+    const flow = await buildLocationSnapshot('desktop', 'london', flowRuns());
+    const page = await buildLocationSnapshot(
+      'mobile',
+      'london',
+      ([1, 2, 3] as const).map((n, runIndex) =>
+        receivedRun({
+          jobId: `j${n}`,
+          agentId: 'a',
+          location: 'london',
+          device: 'mobile',
+          runIndex,
+          startedAt: '',
+          lighthouseMs: 1,
+          lhr: loadLhr('mobile', n),
+        }),
+      ),
+    );
+    const snapshot = { date, available: [page, flow], results: [flow, page] };
+    const view = auditResultSchema.parse(
+      JSON.parse(await text(auditResultPieces(snapshot, { defaultLocation: 'london' }, jsonOf))),
+    );
+    const cell = view.desktop!.london!;
+    expect(cell.steps!.map((s) => `${s.kind} ${s.name} ${s.median}`)).toEqual([
+      `navigate product ${flow.median}`,
+      'timespan add to cart 3',
+      `snapshot cart ${flow.steps![2]!.median}`,
+    ]);
+    expect(cell.steps!.map((s) => s.lighthouse['gatherMode'])).toEqual(['navigation', 'timespan', 'snapshot']);
+    const { crux: _crux, date: _date, elementCount: _count, ...own } = cell.lighthouse;
+    expect(cell.steps![0]!.lighthouse).toEqual(own);
+    const inp = (s: (typeof cell.steps & {})[number]) =>
+      (s.lighthouse['audits'] as Record<string, { numericValue?: number }>)['interaction-to-next-paint']?.numericValue;
+    expect(inp(cell.steps![1]!)).toBe(200);
+    expect(cell.steps![1]!.runs.map((run) => run.inp)).toEqual([100, 300, 200]);
+    // A page that is no flow has no steps; its result is its own.
+    expect(view.mobile!.london!).not.toHaveProperty('steps');
+    expect(view.mobile!.london!.lighthouse['finalDisplayedUrl']).toBe(loadLhr('mobile', 1).finalDisplayedUrl);
   });
 });
