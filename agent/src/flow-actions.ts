@@ -52,7 +52,8 @@ export async function takeAction(page: Page, action: FlowAction, timeoutMs = DEF
       const element = await locate(page, action, timeoutMs).waitHandle();
       try {
         const chosen = await element.select(action.value);
-        if (chosen.length === 0) throw new Error(`no option has the value ${JSON.stringify(action.value.slice(0, 60))}`);
+        // Not the value itself: a flow's values stay out of messages, as a typed one would.
+        if (chosen.length === 0) throw new Error('no option has the value given');
       } finally {
         await element.dispose();
       }
@@ -70,16 +71,23 @@ async function focus(page: Page, action: { selector?: string; text?: string }, t
   }
 }
 
-/** How long a timespan waits, after its last action, for the network to fall quiet (at most). */
+/** How long a timespan waits, after its last action, for a frame and then for the network to fall quiet (each at most). */
 const SETTLE_MAX_MS = 5_000;
 
 /**
  * Lets the last action's work end before the timespan does: a frame painted after it (the
  * handler has run and its result is on screen, which INP measures up to), then the network
- * quiet for half a second or SETTLE_MAX_MS, whichever comes first.
+ * quiet for half a second; each waited for SETTLE_MAX_MS at most, since a page whose script
+ * never yields would otherwise hold the frame's wait until the DevTools call times out.
  */
 export async function settle(page: Page): Promise<void> {
   // Perfwatch's own script, not the flow's: two frames, the second after the first is painted.
-  await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve())))');
+  const painted = page.evaluate(
+    'new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve())))',
+  );
+  painted.catch(() => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  const given = new Promise((resolve) => (timer = setTimeout(resolve, SETTLE_MAX_MS)));
+  await Promise.race([painted, given]).finally(() => clearTimeout(timer));
   await page.waitForNetworkIdle({ idleTime: 500, timeout: SETTLE_MAX_MS }).catch(() => undefined);
 }
