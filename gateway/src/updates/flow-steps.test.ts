@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { gzipSync } from 'node:zlib';
 import { digestRun, type AuditRunResult, type RunVerdict } from '@perfwatch/common';
 import { loadFlowSteps } from '../../../test/support/lhr-fixtures.ts';
@@ -83,8 +83,14 @@ describe("a flow's steps", () => {
     // Its numbers, from the digest, are still shown; the other steps keep the run.
     expect(timespan.runs.map((run) => run.inp)).toEqual([100, 300, 200]);
     expect(steps[0]!.median).toBe(3);
-    // The cell's own run, bad for the first step, is passed over as any other.
-    expect(buildFlowSteps(withBadStep(runs([100, 300, 200]), 0, [1]), 1)[0]!.median).not.toBe(2);
+  });
+
+  it("takes the first step's result as the cell's, checked with it, without inflating it again", () => {
+    const sources = runs([100, 300, 200]);
+    const checked = sources.map((source) => source.steps.map((step) => vi.spyOn(step.lighthouse, 'check')));
+    buildFlowSteps(sources, 1);
+    expect(checked[1]![0]).not.toHaveBeenCalled();
+    expect(checked[2]![1]).toHaveBeenCalledOnce();
   });
 
   it('refuses a step whose every run sent bytes that do not hold together, naming the step and the runs', () => {

@@ -41,7 +41,7 @@ export class NoUsableStep extends Error {
  * The steps of a flow's cell from its runs (in the cell's run order): each step's numbers in
  * every run, and its median run, chosen among the runs judged reliable (all of them when none
  * is) by the step's own measure. The first step's median is the cell's own (`cellMedian`, 0-based):
- * a navigation is chosen as a cell is, and its result is the cell's.
+ * a navigation is chosen as a cell is, and its result is the cell's, which the caller has checked.
  */
 export function buildFlowSteps(runs: readonly StepSource[], cellMedian: number): NewCellStep[] {
   const names = runs[0]!.steps;
@@ -53,11 +53,14 @@ export function buildFlowSteps(runs: readonly StepSource[], cellMedian: number):
     const excluded = new Set<number>();
     const unusable: string[] = [];
     for (;;) {
-      const median = index === 0 && excluded.size === 0 ? cellMedian : stepMedian(kind, summaries, excluded);
+      const cells = index === 0 && excluded.size === 0;
+      const median = cells ? cellMedian : stepMedian(kind, summaries, excluded);
       if (median === null) throw new NoUsableStep(name, unusable);
       const step = runs[median]!.steps[index]!;
       try {
-        step.lighthouse.check();
+        // The cell's result, the same bytes: checking them again inflated them a second time, and
+        // left them in the inflated results' cache, where nothing reads them (answers read the cell's).
+        if (!cells) step.lighthouse.check();
       } catch (error) {
         if (!(error instanceof BadResultBytes)) throw error;
         unusable.push(`run ${median + 1}: ${error.message}`);
@@ -82,7 +85,11 @@ export function buildFlowSteps(runs: readonly StepSource[], cellMedian: number):
  * (Lighthouse's median run, reliable runs first); a timespan the median by INP (by TBT where no
  * run has an interaction); a snapshot the median by its category scores summed. Null: no run left.
  */
-function stepMedian(kind: CellStep['kind'], runs: readonly StepRunSummary[], excluded: ReadonlySet<number>): number | null {
+function stepMedian(
+  kind: CellStep['kind'],
+  runs: readonly StepRunSummary[],
+  excluded: ReadonlySet<number>,
+): number | null {
   const left = runs.map((run, index) => ({ run, index })).filter(({ index }) => !excluded.has(index));
   if (left.length === 0) return null;
   if (kind === 'navigate') return left[representativeRunIndex(left.map(({ run }) => run))]!.index;
