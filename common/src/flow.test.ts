@@ -125,6 +125,12 @@ describe('flowSchema', () => {
       'step 2 "cart.v2": a step name is letters, digits, spaces, _ and -, starting with a letter or digit',
     ]);
   });
+
+  it('refuses a step name ending in a space (another step than one without, shown the same)', () => {
+    expect(refusals({ steps: [...SHOP_FLOW.steps, { kind: 'snapshot', name: 'cart ' }] })).toEqual([
+      'step 4 "cart ": a step name does not end with a space',
+    ]);
+  });
 });
 
 describe('resolvedFlow', () => {

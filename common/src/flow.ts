@@ -25,7 +25,9 @@ const STEP_NAME = /^[A-Za-z0-9][A-Za-z0-9 _-]*$/;
 const stepName = z
   .string({ error: 'a step needs a name' })
   .max(FLOW_LIMITS.nameChars, `a step name is at most ${FLOW_LIMITS.nameChars} characters`)
-  .regex(STEP_NAME, 'a step name is letters, digits, spaces, _ and -, starting with a letter or digit');
+  .regex(STEP_NAME, 'a step name is letters, digits, spaces, _ and -, starting with a letter or digit')
+  // "cart " would be another step than "cart", shown the same in reports and budgets.
+  .regex(/[^ ]$/, 'a step name does not end with a space');
 
 // eslint-disable-next-line no-control-regex -- the point is to refuse them
 const NO_CONTROL = /^[^\x00-\x1f\x7f]*$/;
