@@ -7,6 +7,7 @@ import {
   createShutdown,
   createTargetGuard,
   endNats,
+  flowSchema,
   parseAllowList,
   shutdownOnSignals,
 } from '@perfwatch/common';
@@ -186,13 +187,26 @@ function startLogger(config: StartConfig): Logger {
   return createLogger({ name: 'perfwatch', level: config.LOG_LEVEL, destination });
 }
 
-/** The demo site's home page, and a page that misses performance budgets (for trying --ci). */
+/**
+ * The demo site's home page, a page that misses performance budgets (for trying --ci), and its
+ * product page measured as a user flow (docs/flows.md): the page, a click on "Add to cart", the cart.
+ */
 async function addDemoProjects(admin: Admin, store: Store, user: string, demoUrl: string): Promise<void> {
   const existing = new Set((await store.listProjects((await store.findUserByName(user))!.id)).map((p) => p.url));
-  for (const url of [demoUrl, `${demoUrl}heavy.html`]) {
-    if (!existing.has(url)) await admin.addProject(user, url, { locations: [LOCATION], runs: 1 });
+  for (const url of [demoUrl, `${demoUrl}heavy.html`, `${demoUrl}cart.html`]) {
+    if (existing.has(url)) continue;
+    const project = await admin.addProject(user, url, { locations: [LOCATION], runs: 1 });
+    if (url.endsWith('cart.html')) await store.setProjectFlow(project.id, DEMO_FLOW);
   }
 }
+
+const DEMO_FLOW = flowSchema.parse({
+  steps: [
+    { kind: 'navigate', name: 'product' },
+    { kind: 'timespan', name: 'add to cart', actions: [{ action: 'click', text: 'Add to cart' }] },
+    { kind: 'snapshot', name: 'cart' },
+  ],
+});
 
 function banner({
   base,
@@ -219,6 +233,8 @@ function banner({
     `  curl -s -H "Authorization: ${token}" "${base}/v1/update?url=${encodeURIComponent(demoUrl)}&device=mobile"`,
     'or with the CLI:',
     `  PERFWATCH_TOKEN=${token} npm run perfwatch -- update ${demoUrl} --device mobile`,
+    `a user flow (the product page, "Add to cart", the cart; its INP per step): ${demoUrl}cart.html`,
+    `  PERFWATCH_TOKEN=${token} npm run perfwatch -- update ${demoUrl}cart.html --device desktop`,
     '',
   ].join('\n');
 }

@@ -84,7 +84,20 @@ describe('perfwatch start', () => {
     const projects = (await (await fetch(`${base}/v1/projects`, { headers })).json()) as {
       projects: Array<{ url: string }>;
     };
-    expect(projects.projects.map((p) => p.url)).toEqual([demo, `${demo}heavy.html`, 'https://added.example/']);
+    expect(projects.projects.map((p) => p.url)).toEqual([
+      demo,
+      `${demo}cart.html`,
+      `${demo}heavy.html`,
+      'https://added.example/',
+    ]);
+    // The demo's user flow, measured by the in-process agent: each step, the timespan's INP
+    // at least the 120 ms its "Add to cart" handler holds the thread.
+    const cart = encodeURIComponent(`${demo}cart.html`);
+    const flow = auditResultSchema.parse(
+      await (await fetch(`${base}/v1/update?url=${cart}&device=desktop`, { headers })).json(),
+    ).desktop!.s_carolina!;
+    expect(flow.steps!.map((s) => s.name)).toEqual(['product', 'add to cart', 'cart']);
+    expect(flow.steps![1]!.runs[0]!.inp).toBeGreaterThanOrEqual(120);
     // The dashboard is served too.
     expect(await (await fetch(`${base}/`)).text()).toContain('<title>perfwatch</title>');
     expect(await proc.stop('SIGTERM')).toBe(0);
