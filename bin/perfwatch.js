@@ -53,6 +53,10 @@ const PROGRAMS = {
     load: () => import('../client/src/client-cli.ts'),
   },
   overview: { summary: 'KPI records over a date range', load: () => import('../client/src/client-cli.ts') },
+  flow: {
+    summary: "a project's user flow: shown, set from a JSON file, or cleared (perfwatch flow --help)",
+    load: () => import('../client/src/client-cli.ts'),
+  },
 };
 
 const USAGE = [

@@ -13,6 +13,8 @@ import {
 import { createApiClient } from './api-client.ts';
 import { clientProgramSettings } from './client-config.ts';
 import type { ClientContext, ClientIo } from './client-command.ts';
+import { flowCommand } from './flow-command.ts';
+import { FlowFileError } from './flow-file.ts';
 import { auditCommand, compareCommand, overviewCommand } from './read-commands.ts';
 import { updateCommand } from './update-command.ts';
 
@@ -22,6 +24,7 @@ const CLIENT_COMMANDS = {
   audit: auditCommand,
   compare: compareCommand,
   overview: overviewCommand,
+  flow: flowCommand,
 };
 
 export type ClientVerb = keyof typeof CLIENT_COMMANDS;
@@ -34,7 +37,8 @@ export const CLIENT_USAGE = [
   ),
   'common: --server URL (PERFWATCH_SERVER, default http://127.0.0.1:8080), --token TOKEN (PERFWATCH_TOKEN)',
   'budgets: performance, accessibility, best-practices, seo (scores 0-100, floors);',
-  '         lcp, fcp, tbt, si, tti, ttfb (ms), cls, bytes (ceilings)',
+  "         lcp, fcp, tbt, si, tti, ttfb (ms), cls, bytes (ceilings); a flow's step by <step>.<key>",
+  "         (--budget 'add to cart.inp=200'; inp, a timespan's, only per step; docs/flows.md)",
   '--max-regression: against the previous snapshot, score points or percent for metrics',
   '--ci without budget flags checks the budgets the project has on the server (perfwatch admin set-budgets)',
   "--annotate: a deploy marker at the snapshot's date, drawn on the dashboard's trend plots",
@@ -43,9 +47,9 @@ export const CLIENT_USAGE = [
   `exit: ${EXIT.ok} passed, ${EXIT.failed} a budget failed or the update failed, ${EXIT.usage} usage, ${EXIT.api} the API could not be used`,
 ].join('\n');
 
-/** Wrong flags, budgets, locations or settings are usage errors; anything else, the API could not be used. */
+/** Wrong flags, budgets, locations, flow files or settings are usage errors; anything else, the API could not be used. */
 function clientExitFor(error: unknown): ExitCode {
-  const usage = [BudgetSpecError, LocationListError, ConfigError];
+  const usage = [BudgetSpecError, LocationListError, ConfigError, FlowFileError];
   return usage.some((kind) => error instanceof kind) ? EXIT.usage : EXIT.api;
 }
 
@@ -68,7 +72,7 @@ function clientProgram(io: ClientIo): Program<ClientContext> {
   };
 }
 
-/** `perfwatch update|audit|compare|overview …` (`argv` the words after `perfwatch`). Returns the exit code. */
+/** `perfwatch update|audit|compare|overview|flow …` (`argv` the words after `perfwatch`). Returns the exit code. */
 export function main(
   argv: readonly string[],
   env: Env,

@@ -70,7 +70,8 @@ export async function readPagesInput(name: string, origin: string, { stdin }: Pa
   return parsePagesList(text, origin, source);
 }
 
-async function readBounded(stream: AsyncIterable<string | Uint8Array>): Promise<string> {
+/** A stream's text, refused past MAX_PAGES_BYTES (a CLI's input file is small; a huge one is a mistake). */
+export async function readBounded(stream: AsyncIterable<string | Uint8Array>): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of stream) {

@@ -3,6 +3,7 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type Agent } from '@perfwatch/agent';
+import type { Flow } from '@perfwatch/common';
 import { ApiClientError, CLIENT_OPERATIONS, createApiClient, type ApiClient } from '@perfwatch/client';
 import { fixtureRunner } from '../support/fixture-runner.ts';
 import { openApiResponseChecker } from '../support/openapi-responses.ts';
@@ -27,7 +28,7 @@ const template = (path: string) =>
     .replace(/^\/v1\/updates\/[^/]+$/, '/v1/updates/{id}')
     .replace(/^\/v1\/sites\/[^/]+\/overview$/, '/v1/sites/{id}/overview')
     .replace(/^\/v1\/sites\/[^/]+\/update$/, '/v1/sites/{id}/update');
-/** The client POSTs every request but those of /v1/projects/repository (GET, PUT, DELETE) and a project's change (PATCH) and removal (DELETE). */
+/** The client POSTs every request but those of /v1/projects/repository and /v1/projects/flow (GET, PUT, DELETE) and a project's change (PATCH) and removal (DELETE). */
 const methodOf = (init: RequestInit | undefined) =>
   (init?.method ?? 'GET').toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -174,6 +175,24 @@ describe('the typed API client', () => {
     expect(before.entries.map((e) => [e.action, e.details])).toEqual([
       ['credentials.set', { cookies: 1, headers: 0, loginSteps: 0 }],
     ]);
+    // A user flow: replaced, read back, refused by the step it is about, removed (once: then 404).
+    const cartFlow: Flow = {
+      steps: [
+        { kind: 'navigate', name: 'product' },
+        { kind: 'timespan', name: 'add to cart', actions: [{ action: 'click', text: 'Add to cart' }] },
+        { kind: 'snapshot', name: 'cart' },
+      ],
+    };
+    expect(await client.setFlow(SHOP, cartFlow)).toEqual({ url: SHOP, flow: cartFlow });
+    expect(await client.flow(SHOP)).toEqual({ url: SHOP, flow: cartFlow });
+    const metadata: Flow = { steps: [{ kind: 'navigate', name: 'metadata', url: 'http://169.254.169.254/latest/' }] };
+    await expect(client.setFlow(SHOP, metadata)).rejects.toMatchObject({
+      httpStatus: 400,
+      message: expect.stringMatching(/step 1 "metadata": refused to reach 169\.254\.169\.254/),
+    });
+    await client.removeFlow(SHOP);
+    expect(await client.flow(SHOP)).toEqual({ url: SHOP, flow: null });
+    await expect(client.removeFlow(SHOP)).rejects.toMatchObject({ httpStatus: 404 });
     const ciToken = await client.createToken({ scope: 'ci', projects: [SHOP], expires: '30d', label: 'shop CI' });
     expect(ciToken).toMatchObject({ scope: 'ci', projects: [SHOP], user: 'client', label: 'shop CI', revokedAt: null });
     expect(ciToken.token.slice(3, 11)).toBe(ciToken.prefix);
