@@ -3,6 +3,7 @@ import { h } from './dom.js';
 import { onSubmit, refusedRole } from './form-fields.js';
 import { budgetsSection } from './budgets-form.js';
 import { credentialsSection } from './credentials-form.js';
+import { flowSection } from './flow-form.js';
 import { crumbs, link, show } from './page.js';
 import { removeProjectSection } from './remove-project.js';
 import { repositorySection } from './repository-form.js';
@@ -10,7 +11,7 @@ import { settingsFields, settingsOf } from './settings-form.js';
 import { webhooksSection } from './webhooks-section.js';
 
 // A project's settings page (#/project/settings?url=…): its settings (PATCH /v1/projects), budgets,
-// page credentials, webhooks, repository link, and its removal. Each part reads and writes its
+// user flow, page credentials, webhooks, repository link, and its removal. Each part reads and writes its
 // own endpoint; a part the caller may not read says so and leaves the others be.
 
 /** The settings that differ from the project's: what a PATCH sends. */
@@ -70,6 +71,7 @@ export async function projectSettingsView(params) {
   if (!project) throw new Error(`No project of yours has the URL ${url}.`);
   const parts = await Promise.all([
     part('budgets', 'Budgets', () => budgetsSection(url)),
+    part('flow', 'User flow', () => flowSection(url)),
     part('credentials', 'Credentials', () => credentialsSection(url)),
     part('webhooks', 'Webhooks', () => webhooksSection(url)),
     part('repository', 'Repository', () => repositorySection(url)),

@@ -1,5 +1,6 @@
 import { api } from './api.js';
 import { h } from './dom.js';
+import { rendererResult } from './renderer-result.js';
 import { crumbs, link, show } from './page.js';
 
 // The full Lighthouse report of one cell, drawn by Lighthouse's own renderer, which the gateway
@@ -15,20 +16,17 @@ export async function reportView(params) {
   if (!lhr) throw new Error(`No ${device}/${location} result in the snapshot of ${date}.`);
   const container = h('div', { class: 'lighthouse-report' });
   show(`Lighthouse report of ${url}`, crumbs(url, h('a', { href: link('snapshot', { url, date }) }, date)), container);
-  // Stored results leave out Lighthouse's i18n table (the renderer falls back to English) and keep small WebP screenshots.
+  // Stored results leave out Lighthouse's i18n table (the renderer falls back to English); their
+  // small WebP screenshots go as JPEG (renderer-result.js).
   container.append(
-    renderer.renderReport(offline(lhr), { disableFireworks: true, disableDarkMode: true, omitTopbar: false }),
+    renderer.renderReport(await rendererResult(lhr), {
+      disableFireworks: true,
+      disableDarkMode: true,
+      omitTopbar: false,
+    }),
   );
   // "Open in Viewer" and "Save as Gist" would post the result (of a page behind a login, maybe)
   // to googlechrome.github.io and GitHub: a self-hosted report keeps it here.
   for (const action of container.querySelectorAll('[data-action="open-viewer"], [data-action="save-gist"]'))
     action.remove();
-}
-
-/** The result without what makes the renderer offer to open it on Google's treemap site (it sends the data along). */
-function offline(lhr) {
-  const treemap = lhr.audits['script-treemap-data'];
-  if (!treemap) return lhr;
-  // The audit stays (categories refer to it); its details are what the button would send.
-  return { ...lhr, audits: { ...lhr.audits, 'script-treemap-data': { ...treemap, details: undefined } } };
 }

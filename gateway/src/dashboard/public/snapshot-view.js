@@ -1,5 +1,7 @@
 import { api } from './api.js';
 import { cellArtifacts } from './cell-artifacts.js';
+import { filmstrip } from './filmstrip.js';
+import { flowSteps } from './flow-steps.js';
 import { formatMs, h } from './dom.js';
 import { auditValue, categoryScore, CATEGORIES, METRICS } from './lighthouse-result.js';
 import { cellCard, crumbs, dataTable, link, scoreBadge, show } from './page.js';
@@ -81,30 +83,6 @@ function runRows(run, index, median) {
   return [row, h('tr', { class: 'suspect-reasons' }, h('td', { colspan: '7' }, run.reasons.join(' · ')))];
 }
 
-/** The page as it loaded: the median run's filmstrip and its final screenshot, when the result has them. */
-function filmstrip(lhr) {
-  const frames = lhr.audits?.['screenshot-thumbnails']?.details?.items ?? [];
-  const final = lhr.audits?.['final-screenshot']?.details?.data;
-  if (frames.length === 0 && !final) return null;
-  return h(
-    'div',
-    { class: 'filmstrip-box' },
-    h(
-      'ol',
-      { class: 'filmstrip', 'aria-label': 'How the page loaded' },
-      frames.map((frame) =>
-        h(
-          'li',
-          { 'data-timing': String(frame.timing) },
-          h('img', { src: frame.data, alt: `The page at ${Math.round(frame.timing)} ms` }),
-          h('span', {}, formatMs(frame.timing)),
-        ),
-      ),
-    ),
-    final ? h('img', { class: 'final-screenshot', src: final, alt: 'The page once loaded' }) : null,
-  );
-}
-
 /** One line on how far the cell's numbers are to be trusted; nothing for snapshots from before verdicts. */
 function verificationLine(cell) {
   const v = cell.verification;
@@ -172,6 +150,7 @@ function snapshotCard(url, date, device, location, cell) {
     ),
     checksList(cell),
     filmstrip(lhr),
+    flowSteps(url, date, device, location, cell.steps),
     runsTable(cell),
     verificationLine(cell),
     h(

@@ -3,8 +3,8 @@ import { formatScore } from './lighthouse-result.js';
 import { dataTable } from './page.js';
 import { statusStrip, trendChart } from './trend-chart.js';
 
-// A project's trends: a chart per KPI (lab lines per device/location, CrUX field lines beside
-// them), the deploy markers, and CrUX's Core Web Vitals assessments.
+// A project's trends: a chart per KPI (lab lines per device/location, and per step for a flow,
+// CrUX field lines beside them), the deploy markers, and CrUX's Core Web Vitals assessments.
 
 /** Points `{ name, date, value, revision? }` as chart series: a line per name, in the points' order. */
 function seriesOf(points, extra = {}) {
@@ -16,12 +16,15 @@ function seriesOf(points, extra = {}) {
   return [...byName].map(([name, linePoints]) => ({ name, points: linePoints, ...extra }));
 }
 
-/** A Lighthouse KPI's values (`pick` of its record's data) over time: a line per device/location. */
+/** A lab line's name: its device/location, and a flow project's step (issue 36) after it. */
+const labName = (r) => `${r.device}/${r.location}${r.step === undefined ? '' : ` · ${r.step}`}`;
+
+/** A Lighthouse KPI's values (`pick` of its record's data) over time: a line per device/location (and step). */
 function labSeries(records, kpi, pick) {
   return seriesOf(
     records
       .filter((r) => r.section === 'LIGHTHOUSE' && r.kpi === kpi)
-      .map((r) => ({ name: `${r.device}/${r.location}`, date: r.date, value: pick(r.data), revision: r.revision }))
+      .map((r) => ({ name: labName(r), date: r.date, value: pick(r.data), revision: r.revision }))
       .filter((point) => typeof point.value === 'number'),
   );
 }
@@ -68,7 +71,14 @@ const TREND_CHARTS = [
     bands: { good: 0.1, poor: 0.25 },
   },
   { kpi: 'fcp', title: 'First Contentful Paint', lab: ['performance', 'fcp'], field: 'fcp' },
-  { kpi: 'inp', title: 'Interaction to Next Paint (field p75)', field: 'inp', bands: { good: 200, poor: 500 } },
+  // Lab INP is a flow's timespans' (a navigation has none): a line per timespan step beside the field p75.
+  {
+    kpi: 'inp',
+    title: 'Interaction to Next Paint',
+    lab: ['performance', 'inp'],
+    field: 'inp',
+    bands: { good: 200, poor: 500 },
+  },
   { kpi: 'si', title: 'Speed Index', lab: ['performance', 'si'] },
   { kpi: 'tti', title: 'Time to Interactive', lab: ['performance', 'tti'] },
   {
