@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LIGHTHOUSE_KPI_VERSION, lighthouseKpis, performanceKpi, type Device } from '@perfwatch/common';
-import { loadLhr } from '../../../test/support/lhr-fixtures.ts';
+import { LIGHTHOUSE_KPI_VERSION, lighthouseKpis, performanceKpi, stepRunSummary, type Device } from '@perfwatch/common';
+import { loadFlowSteps, loadLhr } from '../../../test/support/lhr-fixtures.ts';
+import { ResultBytes } from '../snapshots/result-bytes.ts';
 import { newCell } from '../../../test/support/new-cells.ts';
 import { SqliteStore } from '../store/sqlite-store.ts';
 import type { ProjectRecord } from '../store/store.ts';
@@ -102,6 +103,63 @@ describe('the latest page KPIs', () => {
     const { pages, leftOut } = await readLatestPageKpis(store, { maxProjects: 2, deadline: FAR });
     expect(pages.map((p) => p.url)).toEqual(['https://shop.example/', 'https://shop.example/cart']);
     expect(leftOut).toBe(1);
+  });
+
+  it("a flow's page gives its first step's KPIs once per cell, not one per step", async () => {
+    const flowStore = new SqliteStore({ path: ':memory:' });
+    await flowStore.init();
+    try {
+      const user = await flowStore.createUser('org-flow');
+      const project = await flowStore.addProject({
+        userId: user.id,
+        url: 'https://shop.example/cart.html',
+        domain: 'shop.example',
+        locations: ['london'],
+        defaultLocation: 'london',
+        runs: 1,
+        schedule: null,
+      });
+      const steps = loadFlowSteps();
+      const flowCell = {
+        ...newCell({
+          device: 'desktop',
+          location: 'london',
+          median: 1,
+          runs: [],
+          lighthouse: steps[0]!.lhr,
+          crux: { url: null },
+          elementCount: 1,
+          kpis: lighthouseKpis(steps[0]!.lhr),
+        }),
+        steps: steps.map(({ name, kind, lhr }) => ({
+          name,
+          kind,
+          median: 1,
+          runs: [stepRunSummary(lhr)],
+          lighthouse: ResultBytes.fromResult(lhr),
+          measured: lhr,
+          kpis: lighthouseKpis(lhr),
+        })),
+      };
+      await flowStore.saveSnapshot({
+        project,
+        updateId: 'flow-1',
+        date: new Date('2026-11-04T10:00:00Z'),
+        updateType: 'manual',
+        results: [flowCell],
+        kpiVersion: LIGHTHOUSE_KPI_VERSION,
+      });
+      const { pages } = await readLatestPageKpis(flowStore, { maxProjects: 10, deadline: FAR });
+      expect(pages[0]!.cells).toEqual([
+        {
+          device: 'desktop',
+          location: 'london',
+          kpis: expect.objectContaining({ lcp: performanceKpi(steps[0]!.lhr).lcp }),
+        },
+      ]);
+    } finally {
+      await flowStore.close();
+    }
   });
 
   it('out of time: nothing read, every project counted left out', async () => {

@@ -97,9 +97,14 @@ async function performanceCells(
     domain: project.domain,
     sections: ['LIGHTHOUSE'],
   });
+  // A flow's cell has a record per step, in the flow's order: the page's are the first step's.
+  const seen = new Set<string>();
   for await (const batch of rows) {
     for (const row of batch) {
       if (row.url !== project.url || row.kpi !== 'performance') continue;
+      const cell = `${row.device}/${row.location}`;
+      if (seen.has(cell)) continue;
+      seen.add(cell);
       const parsed = performanceData.safeParse(JSON.parse(row.dataJson));
       if (!parsed.success) continue;
       const kpis: Partial<Record<PageKpi, number>> = {};
