@@ -14,6 +14,7 @@ import { measureDispatchScale } from './dispatch-scale.ts';
 import { measureReadPath, type Load, type ReadPathFigures } from './read-path.ts';
 import { measureAgentCapacity, type CapacityPhase } from './agent-capacity.ts';
 import { measureRepeatability, repeatabilitySection } from './repeatability.ts';
+import { flowAgreementSection, measureFlowAgreement } from './flow-agreement.ts';
 import { measureStoredBytes, storedBytesSection } from './stored-bytes.ts';
 import { durabilitySection, measureDurability } from './sqlite-durability.ts';
 import { measureVerdicts, verdictsSection } from './verdicts.ts';
@@ -77,6 +78,17 @@ const SECTIONS: Array<{ name: string; headings: string[]; measure: () => Promise
       repeatabilitySection(
         await measureRepeatability(Number(process.env['BENCH_REPEAT_UPDATES'] ?? 10)),
         new Date().toISOString(),
+      ),
+  },
+  {
+    name: 'flows',
+    headings: ['## User flows'],
+    measure: async () =>
+      flowAgreementSection(
+        await measureFlowAgreement(
+          Number(process.env['BENCH_FLOW_RUNS'] ?? 5),
+          Number(process.env['BENCH_FLOW_WORK_MS'] ?? 120),
+        ),
       ),
   },
   {
