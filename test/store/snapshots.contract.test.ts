@@ -77,7 +77,7 @@ describeOnBothStores('snapshots', (store) => {
     expect({ ...cells, results: [] }).toEqual({ ...snapshot, results: [] });
     expect(cells.results).toHaveLength(3);
     for (const [i, cell] of cells.results.entries()) {
-      const { resultJson: _read, ...shown } = cell;
+      const { resultJson: _read, stepJson: _step, ...shown } = cell;
       const { lighthouse: _lhr, lighthouseJson, kpis: _kpis, ...expected } = wholeResults[i]!;
       expect(shown).toEqual(expected);
       expect((await cell.resultJson()).equals(lighthouseJson)).toBe(true);

@@ -43,7 +43,8 @@ export class MongoSnapshotReads implements SnapshotReadsStore {
   async findSnapshot(projectId: string, date: Date, filter: SnapshotFilter = {}): Promise<SnapshotRecord | null> {
     const raw = await this.#snapshots.findOne({ projectId: new ObjectId(projectId), date, status: 'complete' });
     if (!raw) return null;
-    const docs = await this.#results.find(resultsOf(raw._id, filter)).toArray();
+    // Not a flow's further step results: a whole read has no use for them (findSnapshotCells reads them).
+    const docs = await this.#results.find(resultsOf(raw._id, filter), { projection: { stepResults: 0 } }).toArray();
     const results = docs.map((doc) => {
       const { lighthouse, ...r } = resultDoc.parse(doc);
       return storedCell(r, lighthouse.buffer);

@@ -37,7 +37,11 @@ export class SqliteSnapshotReads implements SnapshotReadsStore {
     if (!raw) return null;
     const snapshot = snapshotRow.parse(raw);
     const rows = this.#db
-      .all('SELECT * FROM results WHERE snapshot_id = ? ORDER BY seq', snapshot.id)
+      // Not a flow's further step results: a whole read has no use for them (findSnapshotCells reads them).
+      .all(
+        `SELECT ${RESULT_COLUMNS_BUT_BYTES}, lighthouse FROM results WHERE snapshot_id = ? ORDER BY seq`,
+        snapshot.id,
+      )
       .map((row) => resultRow.parse(row));
     const results = rows.filter(filtered(filter)).map(({ lighthouse, ...r }) => storedCell(r, lighthouse));
     return { ...snapshot, results };
@@ -51,19 +55,23 @@ export class SqliteSnapshotReads implements SnapshotReadsStore {
       .all(`SELECT ${RESULT_COLUMNS_BUT_BYTES} FROM results WHERE snapshot_id = ? ORDER BY seq`, snapshot.id)
       .map((row) => cellRow.parse(row));
     const results = rows.filter(filtered(filter)).map(({ seq, ...r }) =>
-      cellReadLater(r, async () => {
-        const sql = 'SELECT lighthouse FROM results WHERE snapshot_id = ? AND seq = ?';
-        const stored = this.#db.get(sql, snapshot.id, seq);
-        // Deleted since (retention, a removed project): the reader's answer cannot be whole.
-        if (!stored) throw new Error('the result is no longer stored');
-        return resultBytes.parse((stored as { lighthouse: unknown }).lighthouse);
-      }, async () => {
-        const sql = 'SELECT step_results, step_parts FROM results WHERE snapshot_id = ? AND seq = ?';
-        const stored = this.#db.get(sql, snapshot.id, seq);
-        if (!stored) throw new Error('the result is no longer stored');
-        const { step_results: bytes, step_parts: parts } = stepResultsRow.parse(stored);
-        return bytes && parts !== null ? splitStepGzips(bytes, parts) : [];
-      }),
+      cellReadLater(
+        r,
+        async () => {
+          const sql = 'SELECT lighthouse FROM results WHERE snapshot_id = ? AND seq = ?';
+          const stored = this.#db.get(sql, snapshot.id, seq);
+          // Deleted since (retention, a removed project): the reader's answer cannot be whole.
+          if (!stored) throw new Error('the result is no longer stored');
+          return resultBytes.parse((stored as { lighthouse: unknown }).lighthouse);
+        },
+        async () => {
+          const sql = 'SELECT step_results, step_parts FROM results WHERE snapshot_id = ? AND seq = ?';
+          const stored = this.#db.get(sql, snapshot.id, seq);
+          if (!stored) throw new Error('the result is no longer stored');
+          const { step_results: bytes, step_parts: parts } = stepResultsRow.parse(stored);
+          return bytes && parts !== null ? splitStepGzips(bytes, parts) : [];
+        },
+      ),
     );
     return { ...snapshot, results };
   }
