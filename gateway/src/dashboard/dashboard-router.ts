@@ -7,7 +7,8 @@ import express, { type Router } from 'express';
  * The dashboard: static files from this package at `/` and `/dashboard/`, plus Lighthouse's
  * own report renderer (`renderReport`) from the lighthouse package, for the full report view,
  * and its flow report renderer (dist/report/flow.js, with the styles Lighthouse's standalone
- * flow report inlines) for a flow's steps. Nothing from a CDN. The page reads everything through /v1 with the token the user pastes.
+ * flow report inlines) for a flow's steps. Nothing from a CDN. The page reads everything
+ * through /v1 with the token the user pastes.
  */
 export function dashboardRouter(): Router {
   const router = express.Router();
