@@ -138,6 +138,11 @@ describe('a flow snapshot in the dashboard', () => {
     await metric.waitFor();
     expect(await metric.textContent()).toBe(STEPS[1]!.lhr.audits['interaction-to-next-paint']!.displayValue);
     expect(await page.isVisible('#flow-report-status')).toBe(false);
+    // Its "Save" would write this page, which draws nothing away from the gateway: not offered.
+    expect(await page.isVisible('.Topbar__title')).toBe(true);
+    const save = page.locator('.TopbarButton', { hasText: 'Save' });
+    expect(await save.count()).toBe(1);
+    expect(await save.isVisible()).toBe(false);
     // Its filmstrips drawn: every frame decoded, none an invalid URL.
     const frames = await page.$$eval('main img', (imgs) =>
       Promise.all(
