@@ -149,7 +149,8 @@ function snapshotCard(url, date, device, location, cell) {
       `Lighthouse ${lhr.lighthouseVersion ?? '?'} · ${lhr.elementCount ?? '?'} elements · CrUX page: ${lhr.crux?.url ? 'data' : 'no data'}`,
     ),
     checksList(cell),
-    filmstrip(lhr),
+    // A flow's first step is the cell's own navigation: its filmstrip is shown with the steps.
+    cell.steps ? null : filmstrip(lhr),
     flowSteps(url, date, device, location, cell.steps),
     runsTable(cell),
     verificationLine(cell),

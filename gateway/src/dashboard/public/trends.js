@@ -19,6 +19,9 @@ function seriesOf(points, extra = {}) {
 /** A lab line's name: its device/location, and a flow project's step (issue 36) after it. */
 const labName = (r) => `${r.device}/${r.location}${r.step === undefined ? '' : ` · ${r.step}`}`;
 
+/** A record of a page's load: a project's navigation, or a flow's navigation step (the one with an FCP). */
+const isLoad = (r) => r.step === undefined || typeof r.data?.fcp === 'number';
+
 /** A Lighthouse KPI's values (`pick` of its record's data) over time: a line per device/location (and step). */
 function labSeries(records, kpi, pick) {
   return seriesOf(
@@ -53,7 +56,15 @@ function fieldSeries(records, metric) {
  * good / needs improvement / poor bands.
  */
 const TREND_CHARTS = [
-  { kpi: 'performance', title: 'Performance score', format: formatScore, max: 100, lab: ['performance', 'score'] },
+  // A flow's timespans and snapshots have no load to weigh: Lighthouse counts their passed audits instead.
+  {
+    kpi: 'performance',
+    title: 'Performance score',
+    format: formatScore,
+    max: 100,
+    lab: ['performance', 'score'],
+    loadsOnly: true,
+  },
   {
     kpi: 'lcp',
     title: 'Largest Contentful Paint',
@@ -101,12 +112,12 @@ const TREND_CHARTS = [
 /** One chart per Lighthouse KPI, a line per device/location; CrUX assessments as a table. */
 export function trends(url, records, annotations = []) {
   const mine = records.filter((r) => r.url === url);
-  const charts = TREND_CHARTS.map(({ lab, field, format = formatMs, ...chart }) =>
+  const charts = TREND_CHARTS.map(({ lab, field, loadsOnly, format = formatMs, ...chart }) =>
     trendChart({
       ...chart,
       format,
       series: [
-        ...(lab ? labSeries(mine, lab[0], (data) => data[lab[1]]) : []),
+        ...(lab ? labSeries(loadsOnly ? mine.filter(isLoad) : mine, lab[0], (data) => data[lab[1]]) : []),
         ...(field ? fieldSeries(mine, field) : []),
       ],
       annotations,
