@@ -1,4 +1,5 @@
-import puppeteer, { type Page } from 'puppeteer-core';
+import type { startFlow as startFlowType } from 'lighthouse';
+import puppeteer, { type BrowserContext, type Page } from 'puppeteer-core';
 import {
   describeAction,
   describeStep,
@@ -47,8 +48,13 @@ export interface FlowRunOutput {
 export async function runFlow(input: FlowRunInput): Promise<FlowRunOutput> {
   const { startFlow, desktopConfig } = await import('lighthouse');
   const own = input.page ? null : await puppeteer.connect({ browserURL: `http://127.0.0.1:${input.port}` });
+  let context: BrowserContext | undefined;
   try {
-    const page = input.page ?? (await own!.newPage());
+    // A flow types into pages, and so may sign in: its cookies and storage live in a context of
+    // its own, closed after it, not in the profile the Chrome's next runs (any user's) share.
+    // (A signed-in tab's Chrome is retired after the run.)
+    context = await own?.createBrowserContext();
+    const page = input.page ?? (await context!.newPage());
     input.onStarted?.(() => page.close().catch(() => undefined));
     const flow = await startFlow(page as never, {
       ...(input.device === 'desktop' ? { config: desktopConfig } : {}),
@@ -67,14 +73,19 @@ export async function runFlow(input: FlowRunInput): Promise<FlowRunOutput> {
       return { name: step.name, kind: step.kind, lhr: lhr as unknown };
     });
     if (steps.length !== input.flow.steps.length)
-      throw new RunFailure('LIGHTHOUSE_FAILED', `Lighthouse returned ${steps.length} steps of ${input.flow.steps.length}`, true);
+      throw new RunFailure(
+        'LIGHTHOUSE_FAILED',
+        `Lighthouse returned ${steps.length} steps of ${input.flow.steps.length}`,
+        true,
+      );
     return { steps, trace: navigation?.Trace };
   } finally {
+    await context?.close().catch(() => undefined);
     await own?.disconnect().catch(() => undefined);
   }
 }
 
-type UserFlow = Awaited<ReturnType<(typeof import('lighthouse'))['startFlow']>>;
+type UserFlow = Awaited<ReturnType<typeof startFlowType>>;
 
 async function takeStep(flow: UserFlow, page: Page, step: FlowStep, index: number, input: FlowRunInput): Promise<void> {
   const named = describeStep(step, index);
@@ -145,7 +156,11 @@ async function guardTarget(named: string, url: string, guard: TargetGuard | unde
 }
 
 /** A later navigation that did not load fails the run as its first would, named by its step. */
-function refuseFailedNavigation(step: FlowStep, index: number, lhr: { runtimeError?: { code: string; message: string } }) {
+function refuseFailedNavigation(
+  step: FlowStep,
+  index: number,
+  lhr: { runtimeError?: { code: string; message: string } },
+) {
   if (index === 0 || step.kind !== 'navigate' || !lhr.runtimeError) return;
   throw new RunFailure(
     'FLOW_STEP_FAILED',
@@ -155,4 +170,7 @@ function refuseFailedNavigation(step: FlowStep, index: number, lhr: { runtimeErr
 }
 
 /** Puppeteer's and Lighthouse's messages can run to a stack of lines; the first says what went wrong. */
-const firstLine = (error: unknown): string => String((error as Error).message ?? error).split('\n')[0]!.slice(0, 300);
+const firstLine = (error: unknown): string =>
+  String((error as Error).message ?? error)
+    .split('\n')[0]!
+    .slice(0, 300);
