@@ -68,13 +68,9 @@ export async function measureFlowAgreement(runs = 5, workMs = 120): Promise<Flow
   const figures: FlowAgreementFigures = { date: new Date().toISOString(), workMs, stock: [], perfwatch: [] };
   const sides = {
     async stock() {
-      const { stdout } = await exec(
-        'node',
-        [join(root, 'bench/stock-flow.ts'), url, chromePath, JSON.stringify(flags)],
-        {
-          cwd: root,
-        },
-      );
+      // The bench's own Node (24): the stock script is TypeScript run as it is.
+      const script = [join(root, 'bench/stock-flow.ts'), url, chromePath, JSON.stringify(flags)];
+      const { stdout } = await exec(process.execPath, script, { cwd: root });
       figures.stock.push(timespanSchema.parse(JSON.parse(stdout.trim().split('\n').at(-1)!)));
     },
     async perfwatch() {
@@ -93,7 +89,7 @@ export async function measureFlowAgreement(runs = 5, workMs = 120): Promise<Flow
         await sides[side]();
         const last = figures[side].at(-1)!;
         process.stderr.write(
-          `round ${i + 1}/${runs} ${side}: INP ${last.inpMs} ms, TBT ${Math.round(last.tbtMs)} ms\n`,
+          `round ${i + 1}/${runs} ${side}: INP ${last.inpMs === null ? 'none' : `${last.inpMs} ms`}, TBT ${Math.round(last.tbtMs)} ms\n`,
         );
       }
     }
