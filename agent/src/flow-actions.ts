@@ -26,9 +26,21 @@ export async function takeAction(page: Page, action: FlowAction, timeoutMs = DEF
     case 'click':
       await locate(page, action, timeoutMs).click();
       return;
-    case 'type':
-      await locate(page, action, timeoutMs).fill(action.value);
+    case 'type': {
+      const field = await locate(page, action, timeoutMs).waitHandle();
+      try {
+        // A flow's values are not secrets (stored as given, shown to the project's readers, sent to
+        // every location): a password goes in the project's credentials, whose login runs first.
+        if ((await field.evaluate((element: unknown) => (element as { type?: unknown }).type)) === 'password')
+          throw new Error(
+            "a flow types no password: its values are not secret; sign in with the project's credentials (docs/flows.md)",
+          );
+        await field.asLocator().setTimeout(timeoutMs).fill(action.value);
+      } finally {
+        await field.dispose();
+      }
       return;
+    }
     case 'press':
       if (action.selector !== undefined || action.text !== undefined) await focus(page, action, timeoutMs);
       await page.keyboard.press(action.key as KeyInput);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FLOW_LIMITS, flowRunTimeoutMs, flowSchema, resolvedFlow } from './flow.ts';
+import { FLOW_LIMITS, FLOW_RUN_MAX_MS, flowRunTimeoutMs, flowSchema, resolvedFlow } from './flow.ts';
 
 /** The demo site's journey, as the e2e test and the docs store it. */
 const SHOP_FLOW = {
@@ -160,5 +160,12 @@ describe('flowRunTimeoutMs', () => {
     const flow = flowSchema.parse(SHOP_FLOW);
     expect(flowRunTimeoutMs(flow, 60_000)).toBe(3 * 60_000 + FLOW_LIMITS.waitsMs);
     expect(flowRunTimeoutMs({ steps: flow.steps.slice(0, 1) }, 60_000)).toBe(60_000 + FLOW_LIMITS.waitsMs);
+  });
+
+  it("stays within the NATS reply window the shipped roles allow, and never below a navigation's time", () => {
+    const flow = flowSchema.parse(SHOP_FLOW);
+    // 3 × 120 s + 60 s would be 7 minutes: the agent's reply would come after the window closed.
+    expect(flowRunTimeoutMs(flow, 120_000)).toBe(FLOW_RUN_MAX_MS);
+    expect(flowRunTimeoutMs(flow, 270_000)).toBe(270_000);
   });
 });

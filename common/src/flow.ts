@@ -263,8 +263,16 @@ export const flowNavigations = (flow: Flow): Array<{ index: number; step: FlowSt
   flow.steps.flatMap((step, index) => (step.kind === 'navigate' && step.url ? [{ index, step, url: step.url }] : []));
 
 /**
+ * The longest a flow's run may take, whatever its steps: the gateway waits 30 s more for its
+ * reply, and the shipped NATS roles let an agent answer a job for 5 minutes (RUN_TIMEOUT_MS is
+ * held to the same bound). A flow's step takes 10–30 s on the machines agents run on.
+ */
+export const FLOW_RUN_MAX_MS = 270_000;
+
+/**
  * How long a flow's run may take: a navigation's time for each step (a step is a Lighthouse pass
- * at most as long as a page load), plus its waits.
+ * at most as long as a page load), plus its waits, within FLOW_RUN_MAX_MS (never below a
+ * navigation's own time).
  */
 export const flowRunTimeoutMs = (flow: Flow, runTimeoutMs: number): number =>
-  runTimeoutMs * flow.steps.length + FLOW_LIMITS.waitsMs;
+  Math.max(runTimeoutMs, Math.min(FLOW_RUN_MAX_MS, runTimeoutMs * flow.steps.length + FLOW_LIMITS.waitsMs));

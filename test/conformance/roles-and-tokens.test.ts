@@ -179,6 +179,7 @@ const reads = (): Array<[string, Params]> => [
   ['annotations', { url: SHOP }],
   ['credentials', { url: SHOP }],
   ['projects/repository', { url: SHOP }],
+  ['projects/flow', { url: SHOP }],
   ['members', {}],
 ];
 
@@ -194,6 +195,8 @@ const writes = (): Array<[Method, string, Request]> => [
   ['POST', 'credentials', { body: { url: SHOP, clear: true } }],
   ['PUT', 'projects/repository', { body: { ...link(), repository: 'acme/elsewhere' } }],
   ['DELETE', 'projects/repository', { query: { url: SHOP } }],
+  ['PUT', 'projects/flow', { body: { url: SHOP, flow: { steps: [{ kind: 'navigate', name: 'home' }] } } }],
+  ['DELETE', 'projects/flow', { query: { url: SHOP } }],
   ['GET', 'update', { query: { url: SHOP, mode: 'async' } }],
   ['POST', 'update', { body: { url: SHOP, mode: 'async' } }],
   ['POST', 'tokens', { body: { scope: 'read' } }],
@@ -215,6 +218,7 @@ async function organisationState() {
     annotations: await read('annotations', { url: SHOP }),
     credentials: await read('credentials', { url: SHOP }),
     repository: await read('projects/repository', { url: SHOP }),
+    flow: await read('projects/flow', { url: SHOP }),
     members: await read('members'),
     tokens: await read('tokens'),
   };

@@ -42,6 +42,16 @@ describe("a flow's actions", () => {
     await expect(failure).rejects.not.toThrow(/hunter2/);
   });
 
+  it('type into a field, and refuse a password field without typing (a flow value is not a secret)', async () => {
+    await page.setContent('<input id="q"><input id="pw" type="password">');
+    await takeAction(page, { action: 'type', selector: '#q', value: 'trail pack' }, 5_000);
+    expect(await page.$eval('#q', (input) => (input as unknown as { value: string }).value)).toBe('trail pack');
+    const refused = takeAction(page, { action: 'type', selector: '#pw', value: 'hunter2-secret' }, 5_000);
+    await expect(refused).rejects.toThrow(/a flow types no password/);
+    await expect(refused).rejects.not.toThrow(/hunter2/);
+    expect(await page.$eval('#pw', (input) => (input as unknown as { value: string }).value)).toBe('');
+  });
+
   it("wait at most their bound for a frame after the last action, however long the page's script runs", async () => {
     const blockMs = 20_000;
     await page.setContent(`<p>busy</p><script>
