@@ -69,11 +69,7 @@ function replyShapeOf(job: AuditJob): ReplyShape {
 }
 
 /** A reply's bytes, in two parts (`parts`, the first one's length) when the shape asks and the reply is a result. */
-export type ReplyEncoder = (
-  body: AuditReply,
-  shape: ReplyShape,
-  digest?: RunDigest,
-) => Promise<EncodedReply>;
+export type ReplyEncoder = (body: AuditReply, shape: ReplyShape, digest?: RunDigest) => Promise<EncodedReply>;
 
 /** A reply's bytes; `parts` and `stepParts` as the Perfwatch-Reply-Parts and Perfwatch-Step-Parts headers say. */
 interface EncodedReply {
@@ -299,11 +295,7 @@ class NatsAgent implements Agent {
   }
 
   /** The reply's bytes within `maxPayload`: as they are, with the result shrunk, or RESULT_TOO_LARGE. */
-  async #fitted(
-    body: AuditReply,
-    shape: ReplyShape,
-    maxPayload: number,
-  ): Promise<EncodedReply> {
+  async #fitted(body: AuditReply, shape: ReplyShape, maxPayload: number): Promise<EncodedReply> {
     let encoded = await this.#encoded(body, shape);
     if (encoded.data.byteLength > maxPayload && body.ok) {
       this.#log.warn(

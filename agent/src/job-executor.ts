@@ -84,14 +84,7 @@ export function createJobExecutor({
           startedAt: startedAt.toISOString(),
           lighthouseMs,
           lhr: kept,
-          ...(steps
-            ? {
-                steps: await Promise.all(
-                  // The first step is the run's own result, kept once.
-                  steps.map(async (step, i) => ({ ...step, lhr: i === 0 ? kept : await keptResult(step.lhr, keepScreenshots) })),
-                ),
-              }
-            : {}),
+          ...(steps ? { steps: await keptSteps(steps, kept, keepScreenshots) } : {}),
           ...(security ? { security } : {}),
           ...(conditions ? { conditions: sentConditions(conditions, calibration, thisRun, loadAverage) } : {}),
         },
@@ -103,6 +96,17 @@ export function createJobExecutor({
       baseline?.runDone({ benchmarkIndex, alone: thisRun.overlapping === 0 });
     }
   };
+}
+
+/** A flow's steps as sent: each result kept as the run's is; the first step's is the run's own, kept once. */
+function keptSteps(
+  steps: NonNullable<RunOutput['steps']>,
+  kept: LighthouseResult,
+  keepScreenshots: boolean,
+): Promise<NonNullable<RunOutput['steps']>> {
+  return Promise.all(
+    steps.map(async (step, i) => ({ ...step, lhr: i === 0 ? kept : await keptResult(step.lhr, keepScreenshots) })),
+  );
 }
 
 /** One run in progress: how many ran when it started, and how many it met in all so far. */

@@ -1,9 +1,7 @@
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import * as chromeLauncher from 'chrome-launcher';
+import type * as chromeLauncher from 'chrome-launcher';
 import type { Logger } from 'pino';
 import {
   cpuMultiplierFor,
@@ -21,7 +19,7 @@ import { openAuthenticatedPage, type AuthenticatedPage } from './authenticated-p
 import { runFlow, type FlowStepResult } from './flow-runner.ts';
 import { sampleBenchmarkIndex } from './cpu-benchmark.ts';
 import type { GuardProxy } from './guard-proxy.ts';
-import { markOwner, PROFILE_PREFIX } from './orphan-chrome.ts';
+import { hasExited, launchOwnChrome, type OwnChrome } from './own-chrome.ts';
 import { watchOtherCpu } from './other-cpu-share.ts';
 import { findRedirectLoop } from './redirect-probe.ts';
 import { RunFailure } from './run-failure.ts';
@@ -108,8 +106,6 @@ export interface ChromeInfo {
 export function createLighthouseRunner(options: LighthouseRunnerOptions): LighthouseRunner {
   return new LighthouseRunner(options);
 }
-
-type OwnChrome = chromeLauncher.LaunchedChrome & { userDataDir: string };
 
 /**
  * Lighthouse in this process, one run at a time (Lighthouse cannot run twice at once in one
@@ -359,39 +355,11 @@ interface LighthouseOutput {
 /** Lighthouse cannot run twice at once in one process. */
 const busyFailure = () => new RunFailure('INTERNAL', 'runner is busy: one Lighthouse run at a time', true);
 
-const hasExited = (chrome: chromeLauncher.LaunchedChrome) =>
-  chrome.process.exitCode !== null || chrome.process.signalCode !== null;
-
 /** What a run leaves for its clean-up: whether Chrome is still trusted, the Lighthouse run, the signed-in tab. */
 interface RunAttempt {
   healthy: boolean;
   lighthouseRun: Promise<unknown> | undefined;
   signedIn: AuthenticatedPage | undefined;
-}
-
-/** A Chrome in a profile directory of its own, reaching pages through the guard proxy when there is one. */
-async function launchOwnChrome({
-  chromePath,
-  chromeFlags,
-  guard,
-}: Pick<LighthouseRunnerOptions, 'chromePath' | 'chromeFlags' | 'guard'>): Promise<OwnChrome> {
-  const userDataDir = await mkdtemp(join(tmpdir(), PROFILE_PREFIX));
-  // Written before Chrome starts: if this process dies, the next agent knows the Chrome is an orphan.
-  await markOwner(userDataDir);
-  try {
-    // Chrome bypasses proxies for loopback unless told `<-loopback>`.
-    const proxyFlags = guard ? [`--proxy-server=${guard.proxy.url}`, '--proxy-bypass-list=<-loopback>'] : [];
-    const launched = await chromeLauncher.launch({
-      chromePath,
-      chromeFlags: [...chromeFlags, ...proxyFlags],
-      userDataDir,
-      logLevel: 'silent',
-    });
-    return Object.assign(launched, { userDataDir });
-  } catch (error) {
-    await rm(userDataDir, { recursive: true, force: true });
-    throw new RunFailure('BROWSER_FAILED', `Chrome did not start: ${(error as Error).message}`, true, { cause: error });
-  }
 }
 
 /** A promise that fails with RUN_TIMEOUT after `timeoutMs`, and its clearing. */

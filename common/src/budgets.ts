@@ -46,7 +46,7 @@ const STEP_SCOPE = /^[A-Za-z0-9][A-Za-z0-9 _-]{0,39}$/;
 const STEP_ONLY: ReadonlySet<BudgetKey> = new Set(['inp']);
 
 /** `lcp`, `checkout.inp`: the key and its step, or why it is not a budget key. */
-export function splitBudgetKey(text: string): ScopedBudgetKey | { error: string } {
+function splitBudgetKey(text: string): ScopedBudgetKey | { error: string } {
   const dot = text.lastIndexOf('.');
   const step = dot === -1 ? undefined : text.slice(0, dot);
   const key = dot === -1 ? text : text.slice(dot + 1);

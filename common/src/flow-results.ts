@@ -8,7 +8,7 @@ import { extractRunMetrics, runVerdictSchema } from './run-metrics.ts';
  * (Lighthouse reports no load metrics there), a snapshot's category scores. Null where the step's
  * kind has no such number.
  */
-export const stepRunSummarySchema = z.object({
+const stepRunSummarySchema = z.object({
   fcp: z.number().nullable(),
   lcp: z.number().nullable(),
   si: z.number().nullable(),

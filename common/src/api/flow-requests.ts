@@ -16,7 +16,7 @@ export const flowBodySchema = z
     url: projectUrl,
     flow: flowSchema.meta({
       description:
-        'The steps, in order: navigate {name, url?} (absent url: the project\'s page), timespan {name, actions: [click|type|press|scroll|waitFor|select]}, snapshot {name}. A refusal names the step.',
+        "The steps, in order: navigate {name, url?} (absent url: the project's page), timespan {name, actions: [click|type|press|scroll|waitFor|select]}, snapshot {name}. A refusal names the step.",
     }),
   })
   .transform(({ url, flow }): FlowParams => ({ url, set: flow }));

@@ -12,6 +12,7 @@ import { callerProject } from '../accounts/caller-project.ts';
 import { measuredDevices } from '../projects/project-settings.ts';
 import { writeJsonPieces } from '../http/written.ts';
 import type { ArtifactClock } from '../artifacts/artifact-states.ts';
+import type { NewLocationSnapshot } from '../snapshots/store/snapshots-store.ts';
 
 /** Sync updates one user may have in flight, over every gateway replica (a place in the store). */
 export interface SyncUpdateLimit {
@@ -77,16 +78,10 @@ export function updateRoute({
     // answering at once do not each hold their megabytes of answer.
     const { date, results, missing } = outcome;
     const snapshot = { date, available: results, results, missing, revision };
-    await writeJsonPieces(
-      res,
-      auditResultPieces(
-        snapshot,
-        project,
-        (cell, step) => (step ? cell.steps![step]!.lighthouse : cell.lighthouse).json(),
-        {},
-        clock,
-      ),
-      stallMs,
-    );
+    await writeJsonPieces(res, auditResultPieces(snapshot, project, newResultJson, {}, clock), stallMs);
   };
 }
+
+/** A new cell's result JSON, or a flow step's (the first step's is the cell's own). */
+const newResultJson = (cell: NewLocationSnapshot, step?: number) =>
+  (step ? cell.steps![step]!.lighthouse : cell.lighthouse).json();

@@ -70,7 +70,7 @@ function stepItem(step, index) {
 }
 
 /** Where Lighthouse's flow report of a cell is drawn: a page of its own, its steps chosen in its fragment. */
-export const flowReportHref = (params) => `/dashboard/flow-report.html?${new URLSearchParams(params)}`;
+const flowReportHref = (params) => `/dashboard/flow-report.html?${new URLSearchParams(params)}`;
 
 /** The steps of a flow's cell, and the link to its flow report; nothing for a navigation's cell. */
 export function flowSteps(url, date, device, location, steps) {

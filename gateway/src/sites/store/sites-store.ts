@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import { storedBudgets, storedBudgetsSchema, DEVICES, LOCATIONS, type Budgets, type Device, type Location } from '@perfwatch/common';
+import {
+  storedBudgets,
+  storedBudgetsSchema,
+  DEVICES,
+  LOCATIONS,
+  type Budgets,
+  type Device,
+  type Location,
+} from '@perfwatch/common';
 import { ownId, type StoredForms } from '../../store/record-forms.ts';
 
 /** Where a site's pages are listed: found from robots.txt and /sitemap.xml, or this sitemap's URL (on the origin). */

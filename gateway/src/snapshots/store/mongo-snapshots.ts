@@ -1,4 +1,4 @@
-import { Binary, ObjectId, type Collection, type Db } from 'mongodb';
+import { ObjectId, type Collection, type Db } from 'mongodb';
 import pLimit, { type LimitFunction } from 'p-limit';
 import pRetry from 'p-retry';
 import { z } from 'zod';
@@ -15,12 +15,12 @@ import { NoFreeSnapshotDate, snapshotDates } from '../../store/snapshot-dates.ts
 import { revisionMember } from '../../store/stored-revision.ts';
 import { placedKpis } from './kpis-store.ts';
 import { kpiDocs } from './mongo-kpis.ts';
+import { resultDocument } from './mongo-result-docs.ts';
 import {
   announcesEvents,
   availableCells,
   ConcurrentWrite,
   snapshotRecords,
-  storedStep,
   type NewSnapshot,
   type SnapshotsStore,
   type UnannouncedSnapshot,
@@ -176,30 +176,7 @@ export class MongoSnapshots implements SnapshotsStore {
   ): Promise<void> {
     const projectId = new ObjectId(project.id);
     const resultDocs = await Promise.all(
-      results.map(async (r) => ({
-        snapshotId,
-        projectId,
-        date: stored,
-        device: r.device,
-        location: r.location,
-        median: r.median,
-        runs: r.runs,
-        elementCount: r.elementCount,
-        crux: r.crux,
-        ...(r.checks ? { checks: r.checks } : {}),
-        ...(r.artifacts ? { artifacts: r.artifacts } : {}),
-        lighthouseVersion: r.lighthouseVersion,
-        // Stored compressed and opaque: ~6× smaller, and Lighthouse's own keys (some contain
-        // dots) never meet a server's field-name rules. From an agent of v1.5, as it sent it.
-        lighthouse: new Binary(await r.lighthouse.gzip()),
-        // A flow's steps, and their further results (the first step's is `lighthouse`).
-        ...(r.steps
-          ? {
-              steps: r.steps.map(storedStep),
-              stepResults: await Promise.all(r.steps.slice(1).map(async (s) => new Binary(await s.lighthouse.gzip()))),
-            }
-          : {}),
-      })),
+      results.map((r) => resultDocument(r, { snapshotId, projectId, date: stored })),
     );
     if (resultDocs.length > 0) await this.#results.insertMany(resultDocs, { ordered: false });
     const { id, userId, domain, url } = project;
