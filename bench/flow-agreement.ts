@@ -23,9 +23,15 @@ import { root } from './local-stack.ts';
 
 const exec = promisify(execFile);
 
-/** The timespan's figures of one run, ms; INP null when Lighthouse found no interaction in it. */
-const timespanSchema = z.object({ inpMs: z.number().nullable(), tbtMs: z.number() });
-type Timespan = z.infer<typeof timespanSchema>;
+/** The timespan's figures of one run, ms; INP and its parts null when Lighthouse found no interaction. */
+interface Timespan {
+  inpMs: number | null;
+  tbtMs: number;
+  /** INP's parts (Lighthouse's INP breakdown): the wait for the main thread, the handlers, the frame after. */
+  inputDelayMs: number | null;
+  processingMs: number | null;
+  presentationMs: number | null;
+}
 
 export interface FlowAgreementFigures {
   date: string;
@@ -44,10 +50,35 @@ const FLOW = flowSchema.parse({
 
 const stepAuditsSchema = z.object({
   audits: z.object({
+    // Absent when the trace holds no interaction, as when the timespan ends before the click's paint.
     'interaction-to-next-paint': z.object({ numericValue: z.number().optional() }),
     'total-blocking-time': z.object({ numericValue: z.number() }),
+    // Read apart (breakdownSchema): without an interaction it has no subparts.
+    'inp-breakdown-insight': z.unknown(),
   }),
 });
+
+const breakdownSchema = z.object({
+  details: z.object({
+    // The subparts' table, then (when Lighthouse found its node) the interaction's element.
+    items: z.array(z.object({ items: z.array(z.object({ subpart: z.string(), duration: z.number() })).optional() })),
+  }),
+});
+
+/** The figures of a timespan step's result (its audits, or the whole LHR). */
+function timespanOf(lhr: unknown): Timespan {
+  const { audits } = stepAuditsSchema.parse(lhr);
+  const breakdown = breakdownSchema.safeParse(audits['inp-breakdown-insight']);
+  const parts = (breakdown.success && breakdown.data.details.items.find((item) => item.items)?.items) || [];
+  const part = (subpart: string) => parts.find((p) => p.subpart === subpart)?.duration ?? null;
+  return {
+    inpMs: audits['interaction-to-next-paint'].numericValue ?? null,
+    tbtMs: audits['total-blocking-time'].numericValue,
+    inputDelayMs: part('inputDelay'),
+    processingMs: part('processingDuration'),
+    presentationMs: part('presentationDelay'),
+  };
+}
 
 /** `runs` alternating rounds, the first side of each round alternating too. */
 export async function measureFlowAgreement(runs = 5, workMs = 120): Promise<FlowAgreementFigures> {
@@ -71,15 +102,11 @@ export async function measureFlowAgreement(runs = 5, workMs = 120): Promise<Flow
       // The bench's own Node (24): the stock script is TypeScript run as it is.
       const script = [join(root, 'bench/stock-flow.ts'), url, chromePath, JSON.stringify(flags)];
       const { stdout } = await exec(process.execPath, script, { cwd: root });
-      figures.stock.push(timespanSchema.parse(JSON.parse(stdout.trim().split('\n').at(-1)!)));
+      figures.stock.push(timespanOf(JSON.parse(stdout.trim().split('\n').at(-1)!)));
     },
     async perfwatch() {
       const { steps } = await runner.run({ url, device: 'desktop', timeoutMs: 300_000, flow: resolvedFlow(FLOW, url) });
-      const { audits } = stepAuditsSchema.parse(steps?.[1]?.lhr);
-      figures.perfwatch.push({
-        inpMs: audits['interaction-to-next-paint'].numericValue ?? null,
-        tbtMs: audits['total-blocking-time'].numericValue,
-      });
+      figures.perfwatch.push(timespanOf(steps?.[1]?.lhr));
     },
   };
   try {
@@ -88,9 +115,7 @@ export async function measureFlowAgreement(runs = 5, workMs = 120): Promise<Flow
       for (const side of order) {
         await sides[side]();
         const last = figures[side].at(-1)!;
-        process.stderr.write(
-          `round ${i + 1}/${runs} ${side}: INP ${last.inpMs === null ? 'none' : `${last.inpMs} ms`}, TBT ${Math.round(last.tbtMs)} ms\n`,
-        );
+        process.stderr.write(`round ${i + 1}/${runs} ${side}: ${JSON.stringify(last)}\n`);
       }
     }
     return figures;
@@ -156,8 +181,11 @@ export function flowAgreementSection(f: FlowAgreementFigures): string[] {
     '|---|---|---|---|---|---|---|---|',
     row(f, 'inpMs', 'INP'),
     row(f, 'tbtMs', 'TBT'),
+    row(f, 'inputDelayMs', "INP's input delay"),
+    row(f, 'processingMs', "INP's processing"),
+    row(f, 'presentationMs', "INP's presentation delay"),
     '',
-    `The flow: navigate to the product page, a timespan clicking "Add to cart" (its handler holds the main thread ${f.workMs} ms, then shows the cart), a snapshot of the cart. perfwatch: the agent's LighthouseRunner in the bench process, the flow in its run request (\`resolvedFlow\`), a fresh Chrome per run behind the target guard's proxy as the agent ships; its timespan clicks through Puppeteer's locator and ends after the agent's settle (two frames, then the network quiet for 0.5 s, at most 5 s). Stock: \`node bench/stock-flow.ts\`, a process of its own per run with no perfwatch code: chrome-launcher, \`puppeteer.connect\`, Lighthouse's \`startFlow(page, {config: desktopConfig, flags: {disableFullPageScreenshot: true}})\`, \`page.click('#add-to-cart')\`, the timespan ended once the cart's line is in the page. Both on the same Chromium with the agent's Chrome flags, neither slowing the CPU (Lighthouse's desktop config); the first side of each round alternates.${noInp(f)}`,
+    `The flow: navigate to the product page, a timespan clicking "Add to cart" (its handler holds the main thread ${f.workMs} ms, then shows the cart), a snapshot of the cart. perfwatch: the agent's LighthouseRunner in the bench process, the flow in its run request (\`resolvedFlow\`), a fresh Chrome per run behind the target guard's proxy as the agent ships, the flow in a browser context of its own; its timespan clicks through Puppeteer's locator and ends after the agent's settle (two frames, then the network quiet for 0.5 s, at most 5 s). Stock: \`node bench/stock-flow.ts\`, a process of its own per run with no perfwatch code: chrome-launcher, \`puppeteer.connect\`, Lighthouse's \`startFlow(page, {config: desktopConfig, flags: {disableFullPageScreenshot: true}})\`, \`page.click('#add-to-cart')\`, the timespan ended once the cart's line is in the page. Both on the same Chromium with the agent's Chrome flags, neither slowing the CPU (Lighthouse's desktop config); the first side of each round alternates. INP's parts are Lighthouse's INP breakdown of the same step (the wait for the main thread, the handler, the frame after it), there to explain a difference; the goal is on INP and TBT.${noInp(f)}`,
     '',
   ];
 }

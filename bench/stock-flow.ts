@@ -3,8 +3,8 @@
  * Lighthouse's own flow API as its documentation shows it, in a process of its own and with no
  * perfwatch code: Chrome from chrome-launcher, Puppeteer connected to it, `startFlow` with the
  * desktop config, a navigation, a timespan clicking "Add to cart" with plain `page.click` until
- * the cart shows, a snapshot. Prints the timespan's INP (null when Lighthouse found no
- * interaction) and TBT, ms, as one line of JSON.
+ * the cart shows, a snapshot. Prints the timespan's INP, TBT and INP breakdown audits as
+ * Lighthouse wrote them, as one line of JSON.
  *   node bench/stock-flow.ts <url> <chrome path> <chrome flags as a JSON array>
  */
 import * as chromeLauncher from 'chrome-launcher';
@@ -16,14 +16,9 @@ const [url, chromePath, flagsJson] = process.argv.slice(2);
 if (!url || !chromePath || !flagsJson) throw new Error('usage: node bench/stock-flow.ts <url> <chrome> <flags JSON>');
 const chromeFlags = z.array(z.string()).parse(JSON.parse(flagsJson));
 
-const timespanSchema = z.object({
-  gatherMode: z.literal('timespan'),
-  audits: z.object({
-    // Absent when the trace holds no interaction, as when the timespan ends before the click's paint.
-    'interaction-to-next-paint': z.object({ numericValue: z.number().optional() }),
-    'total-blocking-time': z.object({ numericValue: z.number() }),
-  }),
-});
+/** What the bench reads of the timespan, as Lighthouse wrote it (bench/flow-agreement.ts checks it). */
+const KEPT = ['interaction-to-next-paint', 'total-blocking-time', 'inp-breakdown-insight'] as const;
+const timespanSchema = z.object({ gatherMode: z.literal('timespan'), audits: z.record(z.string(), z.unknown()) });
 
 const chrome = await chromeLauncher.launch({ chromePath, chromeFlags, logLevel: 'silent' });
 try {
@@ -39,12 +34,7 @@ try {
     await flow.snapshot({ name: 'cart' });
     const result = await flow.createFlowResult();
     const { audits } = timespanSchema.parse(result.steps[1]?.lhr);
-    process.stdout.write(
-      `${JSON.stringify({
-        inpMs: audits['interaction-to-next-paint'].numericValue ?? null,
-        tbtMs: audits['total-blocking-time'].numericValue,
-      })}\n`,
-    );
+    process.stdout.write(`${JSON.stringify({ audits: Object.fromEntries(KEPT.map((id) => [id, audits[id]])) })}\n`);
   } finally {
     await browser.disconnect();
   }
