@@ -1,22 +1,15 @@
 import { z } from 'zod';
 import { FLOW_LIMITS, FLOW_STEP_KINDS } from './flow.ts';
 import { auditNumber, type LighthouseResult } from './lighthouse-result.ts';
-import { extractRunMetrics, runVerdictSchema } from './run-metrics.ts';
+import { extractRunMetrics, runMetricsSchema, runVerdictSchema } from './run-metrics.ts';
 
 /**
  * A flow step's numbers in one run: a navigation's key metrics, a timespan's INP, TBT and CLS
  * (Lighthouse reports no load metrics there), a snapshot's category scores. Null where the step's
  * kind has no such number.
  */
-const stepRunSummarySchema = z.object({
-  fcp: z.number().nullable(),
-  lcp: z.number().nullable(),
-  si: z.number().nullable(),
-  tti: z.number().nullable(),
-  tbt: z.number().nullable(),
-  cls: z.number().nullable(),
+const stepRunSummarySchema = runMetricsSchema.extend({
   inp: z.number().nullable(),
-  performance: z.number().nullable(),
   /** Every category the step's result scores, 0–100 (a snapshot's are its point). */
   scores: z.record(z.string().max(64), z.number().nullable()),
   /** The run's verdict, the whole run's (a flow is one run through all its steps). */

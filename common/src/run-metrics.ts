@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { auditNumber, categoryScore, type LighthouseResult } from './lighthouse-result.ts';
 
 /** The key metrics of one Lighthouse run, kept for every run of a snapshot. */
-const runMetricsSchema = z.object({
+export const runMetricsSchema = z.object({
   fcp: z.number().nullable(),
   lcp: z.number().nullable(),
   si: z.number().nullable(),
