@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { createLogger, flowSchema, resolvedFlow, trimLighthouseResult } from '@perfwatch/common';
 import { chromeFlags, chromeRunSettings, compactScreenshots, createLighthouseRunner } from '@perfwatch/agent';
 import { startDemoSite } from '@perfwatch/local';
+import { CART_FLOW } from '../test/support/lhr-fixtures.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const file = join(root, 'test/fixtures/lhr/flow-desktop.json');
@@ -23,13 +24,7 @@ const runner = createLighthouseRunner({
 });
 try {
   const url = `${site.url}cart.html?work=120`;
-  const flow = flowSchema.parse({
-    steps: [
-      { kind: 'navigate', name: 'product' },
-      { kind: 'timespan', name: 'add to cart', actions: [{ action: 'click', text: 'Add to cart' }] },
-      { kind: 'snapshot', name: 'cart' },
-    ],
-  });
+  const flow = flowSchema.parse(CART_FLOW);
   const { steps, lighthouseMs } = await runner.run({
     url,
     device: 'desktop',

@@ -4,19 +4,12 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from './client-cli.ts';
+import { CART_FLOW } from '../../test/support/lhr-fixtures.ts';
 
 // `perfwatch flow` against a gateway stand-in that answers one reply and records what it was
 // asked: the method, the path with its query, the body.
 
 const SHOP = 'https://shop.example/cart.html';
-const CART_FLOW = {
-  steps: [
-    { kind: 'navigate', name: 'product' },
-    { kind: 'timespan', name: 'add to cart', actions: [{ action: 'click', text: 'Add to cart' }] },
-    { kind: 'snapshot', name: 'cart' },
-  ],
-};
-
 let dir: string;
 beforeEach(async () => (dir = await mkdtemp(join(tmpdir(), 'pw-flow-cli-'))));
 afterEach(() => rm(dir, { recursive: true, force: true }));

@@ -7,6 +7,7 @@ import {
   type LocationResult,
 } from '@perfwatch/common';
 import { freePort } from '../support/local-servers.ts';
+import { CART_FLOW } from '../support/lhr-fixtures.ts';
 import { runPerfwatch, spawnPerfwatch, type PerfwatchProcess } from '../support/perfwatch-process.ts';
 import { send, type Reply } from '../support/api-requests.ts';
 import { isolatedNats, startTestGateway, type TestGateway } from '../support/test-services.ts';
@@ -29,13 +30,7 @@ const cart = (work: number) => `${inject('siteUrl')}cart.html?work=${work}`;
 const FAST = 40;
 const SLOW = 320;
 
-const SHOP_FLOW = {
-  steps: [
-    { kind: 'navigate', name: 'product' },
-    { kind: 'timespan', name: 'add to cart', actions: [{ action: 'click', text: 'Add to cart' }] },
-    { kind: 'snapshot', name: 'cart' },
-  ],
-};
+const SHOP_FLOW = CART_FLOW;
 
 const api = (path: string, method: 'GET' | 'POST' | 'PUT' | 'DELETE', params: Record<string, unknown>) =>
   send(

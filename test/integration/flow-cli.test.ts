@@ -4,20 +4,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../client/src/client-cli.ts';
 import { isolatedNats, startTestGateway, type TestGateway } from '../support/test-services.ts';
+import { CART_FLOW } from '../support/lhr-fixtures.ts';
 
 // `perfwatch flow` against a real gateway (nats-server and the MongoDB-wire store): what it sends
 // is what the API takes, what it prints is what the API stored, and the gateway's own refusal
 // (a navigate step to an address its rules forbid) reaches the user by its step.
 
 const SHOP = 'https://shop.example/cart.html';
-const CART_FLOW = {
-  steps: [
-    { kind: 'navigate', name: 'product' },
-    { kind: 'timespan', name: 'add to cart', actions: [{ action: 'click', text: 'Add to cart' }] },
-    { kind: 'snapshot', name: 'cart' },
-  ],
-};
-
 let nats: Awaited<ReturnType<typeof isolatedNats>>;
 let gateway: TestGateway;
 let token: string;

@@ -29,6 +29,18 @@ export function loadLeanLhr(device: Device): LighthouseResult {
   return lighthouseResultSchema.parse(lhr);
 }
 
+/**
+ * The demo shop's flow, as a user writes it: its product page, a click on "Add to cart", the
+ * cart. What the flow fixture below was captured with, and what tests set on projects.
+ */
+export const CART_FLOW = {
+  steps: [
+    { kind: 'navigate', name: 'product' },
+    { kind: 'timespan', name: 'add to cart', actions: [{ action: 'click', text: 'Add to cart' }] },
+    { kind: 'snapshot', name: 'cart' },
+  ],
+};
+
 /** One flow step's result as the agent sends it: its name, its kind and its Lighthouse result. */
 export interface FlowStepFixture {
   name: string;

@@ -4,19 +4,12 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../store/sqlite-store.ts';
 import { main } from './admin-cli.ts';
+import { CART_FLOW } from '../../../test/support/lhr-fixtures.ts';
 
 // `perfwatch admin set-flow` against the embedded store in a directory of its own: the flow it
 // stores is the one updates run, checked as the API's PUT checks one.
 
 const SHOP = 'https://shop.example/cart.html';
-const CART_FLOW = {
-  steps: [
-    { kind: 'navigate', name: 'product' },
-    { kind: 'timespan', name: 'add to cart', actions: [{ action: 'click', text: 'Add to cart' }] },
-    { kind: 'snapshot', name: 'cart' },
-  ],
-};
-
 let dir: string;
 let env: Record<string, string>;
 
