@@ -81,10 +81,15 @@ export async function readSiteMeasures(
     domain: new URL(site.origin).hostname,
     sections: ['LIGHTHOUSE'],
   });
+  // A flow's cell has a performance record per step, in the flow's order: the page's is the first.
+  const seen = new Set<string>();
   for await (const batch of rows)
     for (const row of batch) {
       const page = byUrl.get(row.url);
       if (!page || row.kpi !== 'performance') continue;
+      const cell = `${row.url} ${row.device} ${row.location} ${row.date.getTime()}`;
+      if (seen.has(cell)) continue;
+      seen.add(cell);
       const data = performanceData.safeParse(JSON.parse(row.dataJson));
       if (!data.success) continue;
       if (data.data.score !== null && row.date >= trendFrom && row.location === site.defaultLocation)
