@@ -46,17 +46,20 @@ export interface Dispatcher {
 
 /** A whole run (agents before v1.5, local mode) as the gateway holds it. */
 export function receivedRun({ lhr, steps, ...run }: AuditRunResult): ReceivedRun {
+  const digest = digestRun(lhr);
+  const lighthouse = ResultBytes.fromResult(lhr);
   return {
     ...run,
-    digest: digestRun(lhr),
-    lighthouse: ResultBytes.fromResult(lhr),
+    digest,
+    lighthouse,
     ...(steps
       ? {
-          steps: steps.map(({ lhr: stepLhr, ...step }) => ({
-            ...step,
-            digest: digestRun(stepLhr),
-            lighthouse: ResultBytes.fromResult(stepLhr),
-          })),
+          // The first step is the run's own result: digested and held once.
+          steps: steps.map(({ lhr: stepLhr, ...step }, i) =>
+            i === 0
+              ? { ...step, digest, lighthouse }
+              : { ...step, digest: digestRun(stepLhr), lighthouse: ResultBytes.fromResult(stepLhr) },
+          ),
         }
       : {}),
   };
@@ -70,13 +73,20 @@ export function replyOutcome(reply: ReceivedReply): RunOutcome {
   if (reply.ok && 'lighthouseGzip' in reply) {
     const { steps, ...result } = reply.result;
     const { stepGzips } = reply;
+    const lighthouse = ResultBytes.fromGzip(reply.lighthouseGzip);
     return {
       ok: true,
       result: {
         ...result,
-        lighthouse: ResultBytes.fromGzip(reply.lighthouseGzip),
+        lighthouse,
+        // The first step's bytes are the run's own (stepGzips[0] is lighthouseGzip): one holder, checked once.
         ...(steps && stepGzips
-          ? { steps: steps.map((step, i) => ({ ...step, lighthouse: ResultBytes.fromGzip(stepGzips[i]!) })) }
+          ? {
+              steps: steps.map((step, i) => ({
+                ...step,
+                lighthouse: i === 0 ? lighthouse : ResultBytes.fromGzip(stepGzips[i]!),
+              })),
+            }
           : {}),
       },
     };
