@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { AuditResult } from './audit-result.ts';
 import { DEVICES, LOCATIONS, type Device, type Location } from './ids.ts';
+import { isStepName } from './flow.ts';
 import { withoutPrototypeKeys } from './own-keys.ts';
 
 /**
@@ -39,9 +40,6 @@ export interface ScopedBudgetKey {
   key: BudgetKey;
 }
 
-/** A step name as budget keys scope one (the flow's own rule: no dot, letters, digits, space, _ and -). */
-const STEP_SCOPE = /^[A-Za-z0-9][A-Za-z0-9 _-]{0,39}$/;
-
 /** Keys measured only in a flow's timespans: unscoped, they would never be measured. */
 const STEP_ONLY: ReadonlySet<BudgetKey> = new Set(['inp']);
 
@@ -51,7 +49,8 @@ function splitBudgetKey(text: string): ScopedBudgetKey | { error: string } {
   const step = dot === -1 ? undefined : text.slice(0, dot);
   const key = dot === -1 ? text : text.slice(dot + 1);
   if (!isBudgetKey(key)) return { error: `unknown budget key "${key.slice(0, 64)}"; known: ${budgetKeyList}` };
-  if (step !== undefined && !STEP_SCOPE.test(step))
+  // The flow's own rule for its names: a key no step could have is refused, not kept unmeasured.
+  if (step !== undefined && !isStepName(step))
     return { error: `"${text.slice(0, 100)}": a step name is letters, digits, spaces, _ and -, up to 40` };
   if (step === undefined && STEP_ONLY.has(key))
     return { error: `${key} is measured in a flow's timespan steps: give it as <step>.${key} (e.g. checkout.${key})` };

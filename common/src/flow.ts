@@ -29,6 +29,9 @@ const stepName = z
   // "cart " would be another step than "cart", shown the same in reports and budgets.
   .regex(/[^ ]$/, 'a step name does not end with a space');
 
+/** Whether `text` is a step name a flow may have: what a step-scoped budget key must name. */
+export const isStepName = (text: string): boolean => stepName.safeParse(text).success;
+
 // eslint-disable-next-line no-control-regex -- the point is to refuse them
 const NO_CONTROL = /^[^\x00-\x1f\x7f]*$/;
 
