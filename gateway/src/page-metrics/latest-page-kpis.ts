@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Device, Location } from '@perfwatch/common';
 import type { ProjectsStore } from '../projects/store/projects-store.ts';
-import type { KpisStore } from '../snapshots/store/kpis-store.ts';
+import { pageRecordsOnly, type KpisStore } from '../snapshots/store/kpis-store.ts';
 import type { SnapshotReadsStore } from '../snapshots/store/snapshots-store.ts';
 
 /**
@@ -97,14 +97,11 @@ async function performanceCells(
     domain: project.domain,
     sections: ['LIGHTHOUSE'],
   });
-  // A flow's cell has a record per step, in the flow's order: the page's are the first step's.
-  const seen = new Set<string>();
+  // A flow's cell has a record per step: the page's are the first step's.
+  const isPage = pageRecordsOnly();
   for await (const batch of rows) {
     for (const row of batch) {
-      if (row.url !== project.url || row.kpi !== 'performance') continue;
-      const cell = `${row.device}/${row.location}`;
-      if (seen.has(cell)) continue;
-      seen.add(cell);
+      if (row.url !== project.url || row.kpi !== 'performance' || !isPage(row)) continue;
       const parsed = performanceData.safeParse(JSON.parse(row.dataJson));
       if (!parsed.success) continue;
       const kpis: Partial<Record<PageKpi, number>> = {};

@@ -2,7 +2,7 @@ import pLimit from 'p-limit';
 import { z } from 'zod';
 import { SITE_TREND_DAYS, type Device } from '@perfwatch/common';
 import type { ProjectsStore } from '../projects/store/projects-store.ts';
-import type { KpisStore } from '../snapshots/store/kpis-store.ts';
+import { pageRecordsOnly, type KpisStore } from '../snapshots/store/kpis-store.ts';
 import type { SnapshotReadsStore } from '../snapshots/store/snapshots-store.ts';
 import type { PageMeasure, ScorePoint } from './site-overview.ts';
 import type { SiteRecord } from './store/sites-store.ts';
@@ -81,15 +81,12 @@ export async function readSiteMeasures(
     domain: new URL(site.origin).hostname,
     sections: ['LIGHTHOUSE'],
   });
-  // A flow's cell has a performance record per step, in the flow's order: the page's is the first.
-  const seen = new Set<string>();
+  // A flow's cell has a performance record per step: the page's is the first step's.
+  const isPage = pageRecordsOnly();
   for await (const batch of rows)
     for (const row of batch) {
       const page = byUrl.get(row.url);
-      if (!page || row.kpi !== 'performance') continue;
-      const cell = `${row.url} ${row.device} ${row.location} ${row.date.getTime()}`;
-      if (seen.has(cell)) continue;
-      seen.add(cell);
+      if (!page || row.kpi !== 'performance' || !isPage(row)) continue;
       const data = performanceData.safeParse(JSON.parse(row.dataJson));
       if (!data.success) continue;
       if (data.data.score !== null && row.date >= trendFrom && row.location === site.defaultLocation)

@@ -1,6 +1,6 @@
 import { formatMs, h } from './dom.js';
 import { filmstrip } from './filmstrip.js';
-import { CATEGORIES } from './lighthouse-result.js';
+import { CATEGORIES, formatCls } from './lighthouse-result.js';
 import { scoreBadge } from './page.js';
 
 // A flow cell's steps (issue 36), in the flow's order: each step's kind and name, what its
@@ -8,20 +8,18 @@ import { scoreBadge } from './page.js';
 // metrics, a timespan's INP, TBT and CLS, a snapshot's category scores); and the link to
 // Lighthouse's own flow report of them (flow-report.html).
 
-const cls = (v) => (v === null || v === undefined ? '—' : v.toFixed(3));
-
 /** The numbers each kind of step has: [field of the run's summary, label, format]. */
 const STEP_METRICS = {
   navigate: [
     ['lcp', 'LCP', formatMs],
     ['fcp', 'FCP', formatMs],
     ['tbt', 'TBT', formatMs],
-    ['cls', 'CLS', cls],
+    ['cls', 'CLS', formatCls],
   ],
   timespan: [
     ['inp', 'INP', formatMs],
     ['tbt', 'TBT', formatMs],
-    ['cls', 'CLS', cls],
+    ['cls', 'CLS', formatCls],
   ],
   snapshot: [],
 };

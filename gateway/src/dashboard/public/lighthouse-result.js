@@ -8,11 +8,13 @@ export const CATEGORIES = [
   ['best-practices', 'Best practices'],
   ['seo', 'SEO'],
 ];
+/** CLS to three decimals, or a dash when not measured. */
+export const formatCls = (v) => (v === null || v === undefined ? '—' : v.toFixed(3));
 export const METRICS = [
   ['largest-contentful-paint', 'LCP', formatMs],
   ['first-contentful-paint', 'FCP', formatMs],
   ['total-blocking-time', 'TBT', formatMs],
-  ['cumulative-layout-shift', 'CLS', (v) => (v === null || v === undefined ? '—' : v.toFixed(3))],
+  ['cumulative-layout-shift', 'CLS', formatCls],
   ['speed-index', 'Speed Index', formatMs],
 ];
 export const categoryScore = (lhr, id) =>

@@ -52,6 +52,21 @@ export interface KpiRow {
   dataJson: string;
 }
 
+/**
+ * For a reader that wants a page's own KPI records, not a flow's further steps': true for the
+ * first record of a KPI of a cell at a date (a flow's records of one KPI come in the flow's
+ * order, the page's first), false for the ones after it. A new predicate per read.
+ */
+export function pageRecordsOnly(): (row: KpiRow) => boolean {
+  const seen = new Set<string>();
+  return (row) => {
+    const key = `${row.url} ${row.device} ${row.location} ${row.date.getTime()} ${row.section} ${row.kpi}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  };
+}
+
 /** A snapshot's KPI records of `sections`, computed again per cell, as of KPI `version`. */
 export interface KpiReplacement {
   sections: readonly string[];
