@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent, createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { TargetRefused, type TargetGuard } from '@perfwatch/common';
@@ -36,7 +36,9 @@ export async function startGuardProxy({ guard, logger }: { guard: TargetGuard; l
     return true;
   };
 
-  const server = createServer(forwardHttp(guard, refuse));
+  // The proxy's own pool of origin connections, kept apart from anything else this process fetches.
+  const keepAlive = new Agent({ keepAlive: true });
+  const server = createServer(forwardHttp(guard, refuse, keepAlive));
   server.on('connect', tunnel(guard, refuse, sockets));
   server.on('connection', (socket) => {
     sockets.add(socket);
@@ -55,6 +57,7 @@ export async function startGuardProxy({ guard, logger }: { guard: TargetGuard; l
     },
     close: () =>
       new Promise<void>((resolve) => {
+        keepAlive.destroy();
         for (const socket of sockets) socket.destroy();
         server.close(() => resolve());
       }),
@@ -65,7 +68,7 @@ export async function startGuardProxy({ guard, logger }: { guard: TargetGuard; l
 type Refuse = (host: string, error: unknown) => boolean;
 
 /** Plain HTTP: the request forwarded to the address the guard checked. */
-function forwardHttp(guard: TargetGuard, refuse: Refuse) {
+function forwardHttp(guard: TargetGuard, refuse: Refuse, keepAlive: Agent) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     let target: URL;
     try {
@@ -86,27 +89,44 @@ function forwardHttp(guard: TargetGuard, refuse: Refuse) {
     const headers = { ...req.headers };
     delete headers['proxy-connection'];
     delete headers['proxy-authorization'];
-    const upstream = httpRequest(
-      {
-        host: address,
-        port: Number(target.port || 80),
-        method: req.method,
-        path: `${target.pathname}${target.search}`,
-        headers,
-        setHost: false,
-      },
-      (upstreamRes) => {
-        res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.rawHeaders as unknown as Record<string, string>);
-        upstreamRes.pipe(res);
-      },
-    );
-    upstream.on('error', (error) => {
-      if (!res.headersSent) res.writeHead(502, { 'Content-Type': 'text/plain' });
-      res.end(`upstream failed: ${error.message}`);
-    });
-    req.pipe(upstream);
+    const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+    const send = (agent: Agent | false) => {
+      const upstream = httpRequest(
+        {
+          host: address,
+          port: Number(target.port || 80),
+          method: req.method,
+          path: `${target.pathname}${target.search}`,
+          headers,
+          setHost: false,
+          agent,
+        },
+        (upstreamRes) => {
+          res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.rawHeaders as unknown as Record<string, string>);
+          upstreamRes.pipe(res);
+        },
+      );
+      upstream.on('error', (error: NodeJS.ErrnoException) => {
+        // A kept-alive connection the origin closed as this request went out on it: sent again
+        // on a new one, as a browser talking to the origin itself does, or the page would show
+        // the proxy's 502 for a server that was fine. Only requests without a body go out on
+        // kept-alive connections, so nothing is ever sent twice that the origin may have acted on.
+        if (upstream.reusedSocket && !res.headersSent && RETRIABLE.has(error.code ?? '')) {
+          send(false).end();
+          return;
+        }
+        if (!res.headersSent) res.writeHead(502, { 'Content-Type': 'text/plain' });
+        res.end(`upstream failed: ${error.message}`);
+      });
+      return upstream;
+    };
+    if (hasBody) req.pipe(send(false));
+    else send(keepAlive).end();
   };
 }
+
+/** The origin's connection closed under a request that went out on it: nothing of it was answered. */
+const RETRIABLE = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
 
 /** CONNECT (HTTPS, end to end): a tunnel to the address the guard checked. */
 function tunnel(guard: TargetGuard, refuse: Refuse, sockets: Set<Socket>) {

@@ -32,6 +32,8 @@ export async function guardedGet(
         headers: { 'User-Agent': 'perfwatch-agent', Accept: 'text/html' },
         timeout: timeoutMs,
         rejectUnauthorized: false,
+        // A connection of its own, closed after: never one left in the process's pool for another request.
+        agent: false,
         ...(lookup ? { lookup } : {}),
       },
       resolve,
